@@ -1,0 +1,187 @@
+"""Run checked plans on a GPU: compile, verify against the reference, then time."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from cudabench.errors import CompileError, CudabenchError, ExitCode
+from cudabench.plan import Plan, PlannedVariant, Request, header_variables, make_plan
+from cudabench.results import BenchmarkResult, DeviceInfo, Verification
+from cudabench.timing import collect, measurement_warnings, warm_up
+
+COPY_VARIANT = "memcpy_dtod"
+
+OnResult = Callable[[BenchmarkResult], None]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Everything one command measured, on one GPU."""
+
+    device: DeviceInfo
+    results: tuple[BenchmarkResult, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """Return 2 if a variant could not be compiled or run, 3 if one failed, else 0."""
+        statuses = {r.status for r in self.results}
+        if "ERROR" in statuses:
+            return ExitCode.USAGE
+        if "FAIL" in statuses:
+            return ExitCode.VERIFICATION_FAILED
+        return ExitCode.OK
+
+
+def run_request(request: Request, device_index: int = 0, on_result: OnResult | None = None,
+                on_device: Callable[[DeviceInfo], None] | None = None) -> RunOutcome:
+    """Plan (no GPU touched if the request is bad), then run every variant on the GPU."""
+    plan = make_plan(request)
+    from cudabench.engine import Engine  # the GPU is touched only past this line
+
+    with Engine(device_index) as engine:
+        if on_device is not None:
+            on_device(engine.info)
+        results = run_plan(plan, engine, on_result)
+        return RunOutcome(engine.info, tuple(results), plan.notes)
+
+
+def run_plan(plan: Plan, engine, on_result: OnResult | None = None) -> list[BenchmarkResult]:
+    """Run every planned variant, then the copy reference when the op has one."""
+    op, dtype = plan.op, plan.dtype
+    inputs = op.inputs(plan.shape, dtype, np.random.default_rng(plan.seed))
+    started = time.perf_counter()
+    expected = op.reference(inputs)
+    cpu_reference_s = time.perf_counter() - started
+
+    results = []
+    for planned in plan.variants:
+        result = _run_variant(plan, engine, planned, inputs, expected, cpu_reference_s)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    if op.copy_reference:
+        result = _run_copy(plan, engine, cpu_reference_s)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def _record(plan: Plan, variant: str, params, source: str, cpu_reference_s: float,
+            **fields) -> BenchmarkResult:
+    op = plan.op
+    return BenchmarkResult(
+        op=op.name, variant=variant, params=dict(params), shape=tuple(plan.shape),
+        dims=op.dims, dtype=plan.dtype.name, hot=plan.hot,
+        flops=op.flops(plan.shape), bytes_moved=op.bytes_moved(plan.shape, plan.dtype.itemsize),
+        source=source, cpu_reference_s=cpu_reference_s, **fields,
+    )
+
+
+def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
+                 cpu_reference_s: float) -> BenchmarkResult:
+    from cudabench.engine import KernelFault
+
+    op, dtype, variant = plan.op, plan.dtype, planned.variant
+
+    def record(**fields) -> BenchmarkResult:
+        return _record(plan, variant.name, planned.params, str(variant.path), cpu_reference_s,
+                       **fields)
+
+    buffers = {}
+    launches: list[dict] = []
+    try:
+        variables = header_variables(op, plan.shape, dtype, planned.params, engine.info.sm_count)
+        geometry = [launch.geometry(variables) for launch in variant.launches]
+        _check_grids(variant, geometry, engine.grid_limits())
+        blocks = math.prod(geometry[0][0])
+        arg_spec = op.args(plan.shape, blocks)
+        signature = "".join("P" if isinstance(a, str) else "i" for a in arg_spec)
+        defines = {**planned.params, "DTYPE": dtype.ctype, "ELEM_SIZE": dtype.itemsize}
+        compiled = engine.compile(variant, defines, signature)
+        for launch, (grid, block), attrs in zip(variant.launches, geometry, compiled.attributes):
+            launches.append({"entry": launch.entry, "grid": list(grid), "block": list(block),
+                             **attrs})
+            if math.prod(block) > attrs["max_threads_per_block"]:
+                raise CompileError(
+                    f"{variant.path}:{launch.line}: {launch.entry} uses {attrs['registers']} "
+                    f"registers per thread, so a block may have at most "
+                    f"{attrs['max_threads_per_block']} threads, not {math.prod(block)}"
+                )
+
+        outputs = op.outputs(plan.shape, dtype, blocks)
+        shapes = {name: array.shape for name, array in inputs.items()} | outputs
+        for name, shape in shapes.items():
+            buffers[name] = engine.allocate(math.prod(shape) * dtype.itemsize)
+        args = [buffers[a] if isinstance(a, str) else np.int32(a) for a in arg_spec]
+        run = engine.launcher(compiled, geometry, args)
+
+        for name, array in inputs.items():
+            engine.upload(buffers[name], array)
+        warm_up(lambda: (run(), engine.synchronize()), plan.timing)
+
+        # The checked launch: fresh inputs (an in-place kernel changed them while warming
+        # up) and poisoned outputs, so an element the kernel never writes fails.
+        for name, array in inputs.items():
+            engine.upload(buffers[name], array)
+        for name, shape in outputs.items():
+            engine.fill(buffers[name], dtype.poison(), math.prod(shape))
+        run()
+        engine.synchronize()
+        result = engine.download(buffers[op.result_buffer], shapes[op.result_buffer], dtype.numpy)
+        verification = op.verify(inputs, expected, result)
+
+        flush = plan.timing.flush_l2 and not plan.hot
+        sampling = collect(lambda: engine.time_once(run, flush), plan.timing)
+        working_set = sum(math.prod(s) for s in shapes.values()) * dtype.itemsize
+        warnings = measurement_warnings(
+            sampling, plan.timing, plan.hot, working_set, engine.info.l2_bytes
+        )
+        return record(samples_s=sampling.samples_s, verification=verification,
+                      warnings=warnings, launches=tuple(launches))
+    except KernelFault as exc:
+        failed = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
+        return record(
+            verification=failed, launches=tuple(launches),
+            error=f"{variant.path}: the kernel faulted on the GPU ({exc}); the CUDA context "
+            "was reset. compute-sanitizer python3 -m cudabench ... shows the bad access",
+        )
+    except CudabenchError as exc:  # compile errors, grid limits, out of memory
+        return record(error=str(exc), launches=tuple(launches))
+    finally:
+        for allocation in buffers.values():
+            try:
+                allocation.free()
+            except Exception:  # already gone with a reset context
+                pass
+
+
+def _check_grids(variant, geometry, limits: Sequence[int]) -> None:
+    for launch, (grid, _block) in zip(variant.launches, geometry):
+        for axis, (extent, limit) in enumerate(zip(grid, limits)):
+            if not 1 <= extent <= limit:
+                raise CompileError(
+                    f"{variant.path}:{launch.line}: grid {'xyz'[axis]} of {launch.entry} is "
+                    f"{extent}, outside 1..{limit} on this GPU; use a smaller --size or "
+                    "larger tiles"
+                )
+
+
+def _run_copy(plan: Plan, engine, cpu_reference_s: float) -> BenchmarkResult:
+    """Time a device-to-device copy moving the op's bytes (read + write)."""
+    nbytes = plan.op.bytes_moved(plan.shape, plan.dtype.itemsize) // 2
+    run = engine.copier(nbytes)
+    warm_up(lambda: (run(), engine.synchronize()), plan.timing)
+    flush = plan.timing.flush_l2 and not plan.hot
+    sampling = collect(lambda: engine.time_once(run, flush), plan.timing)
+    warnings = measurement_warnings(sampling, plan.timing, plan.hot, 2 * nbytes,
+                                    engine.info.l2_bytes)
+    result = _record(plan, COPY_VARIANT, {}, "cuMemcpyDtoDAsync", cpu_reference_s,
+                     kind="reference", samples_s=sampling.samples_s, warnings=warnings)
+    return replace(result, flops=0)

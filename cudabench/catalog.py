@@ -1,0 +1,297 @@
+"""Find kernel variants (.cu files) and parse the header that describes each one.
+
+A kernel file starts with a block of `//` comment lines, for example:
+
+    // cudabench: matmul
+    // description: Shared-memory tiles of TILE x TILE.
+    // dtypes: float32, int32
+    // param TILE: default 16; allowed 8, 16, 32
+    // shared_bytes: 2 * TILE * TILE * ELEM_SIZE
+    // launch matmul_tiled: grid cdiv(N, TILE), cdiv(M, TILE); block TILE, TILE
+
+The header ends at the first line that is not a `//` comment. Every non-blank header line
+must be one of the keys above; errors name the file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudabench import expressions
+from cudabench.errors import KernelFileError, UsageError
+from cudabench.ops import OPS, DTYPES, get_op
+
+# Names a header expression may use besides the op's dimensions and the variant's params.
+BUILTIN_NAMES = ("ELEM_SIZE", "SM_COUNT")
+
+_KEY_LINE = re.compile(r"^(?P<key>[a-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\s*(?P<value>.*)$")
+_RANGE = re.compile(r"^(-?\d+)\s*\.\.\s*(-?\d+)$")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """A compile-time parameter, passed to nvcc as -DNAME=value."""
+
+    name: str
+    default: int
+    allowed: tuple[int, ...] = ()  # explicit values, or empty when `low..high` is used
+    low: int | None = None
+    high: int | None = None
+
+    def allows(self, value: int) -> bool:
+        """Return whether value is one this parameter accepts."""
+        if self.allowed:
+            return value in self.allowed
+        assert self.low is not None and self.high is not None
+        return self.low <= value <= self.high
+
+    def describe_allowed(self) -> str:
+        """Return the allowed values as a user would type them."""
+        if self.allowed:
+            return ", ".join(map(str, self.allowed))
+        return f"{self.low}..{self.high}"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a variant: entry function and geometry expressions."""
+
+    entry: str
+    grid_text: str
+    block_text: str
+    grid: tuple[ast.expr, ...]
+    block: tuple[ast.expr, ...]
+    line: int
+
+    def geometry(self, variables: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Evaluate (grid, block) as 3-tuples."""
+        grid = expressions.evaluate(self.grid, variables)
+        block = expressions.evaluate(self.block, variables)
+        return _pad3(grid), _pad3(block)
+
+
+@dataclass(frozen=True)
+class KernelVariant:
+    """One .cu file: a variant of an op, with its parameters and launches."""
+
+    op: str
+    name: str
+    path: Path
+    description: str
+    dtypes: tuple[str, ...]
+    params: tuple[ParamSpec, ...]
+    launches: tuple[Launch, ...]
+    shared_bytes: tuple[ast.expr, ...] | None
+    source: str
+
+    def param(self, name: str) -> ParamSpec | None:
+        """Return the parameter called name, if the variant declares it."""
+        return next((p for p in self.params if p.name == name), None)
+
+    def compile_source(self) -> str:
+        """Return the source for nvcc, with a #line directive so errors cite this file."""
+        return f'#line 1 "{self.path}"\n{self.source}'
+
+
+def _pad3(values: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(values) + (1,) * (3 - len(values))
+
+
+def builtin_kernels_dir() -> Path:
+    """Return the folder of the built-in kernels, in a source checkout or an install."""
+    checkout = Path(__file__).resolve().parent.parent / "kernels"
+    try:
+        from importlib.resources import files
+
+        installed = Path(str(files("cudabench.kernels")))
+    except (ModuleNotFoundError, TypeError):
+        installed = None
+    if installed is not None and installed.is_dir():
+        return installed
+    return checkout
+
+
+def parse_header(path: Path, text: str | None = None) -> KernelVariant:
+    """Parse a kernel file's header; raise KernelFileError naming the file and line."""
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KernelFileError(path, None, f"cannot read kernel file: {exc}") from None
+    lines = text.splitlines()
+    header: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped.startswith("//"):
+            break
+        header.append((number, stripped[2:].strip()))
+
+    if not header or not header[0][1].startswith("cudabench:"):
+        raise KernelFileError(
+            path, 1, "not a cudabench kernel: the first line must be `// cudabench: OP` "
+            f"(OP one of {', '.join(OPS)})",
+        )
+    op_name = header[0][1].split(":", 1)[1].strip()
+    if op_name not in OPS:
+        raise KernelFileError(path, 1, f"unknown op {op_name!r} (known: {', '.join(OPS)})")
+    op = get_op(op_name)
+
+    fields: dict[str, tuple[int, str]] = {}
+    params: list[ParamSpec] = []
+    launch_lines: list[tuple[int, str, str]] = []
+    for number, content in header[1:]:
+        if not content:
+            continue
+        match = _KEY_LINE.match(content)
+        if not match:
+            raise KernelFileError(path, number, f"expected `key: value`, got {content!r}")
+        key, name, value = match["key"], match["name"], match["value"].strip()
+        if key == "param" and name:
+            if any(p.name == name for p in params):
+                raise KernelFileError(path, number, f"parameter {name} declared twice")
+            params.append(_parse_param(path, number, name, value))
+        elif key == "launch" and name:
+            launch_lines.append((number, name, value))
+        elif key in ("description", "dtypes", "shared_bytes") and not name:
+            if key in fields:
+                raise KernelFileError(path, number, f"`{key}` given twice")
+            fields[key] = (number, value)
+        else:
+            raise KernelFileError(
+                path, number,
+                f"unknown header key {content.split(':', 1)[0]!r} (expected description, "
+                "dtypes, param NAME, shared_bytes or launch ENTRY)",
+            )
+
+    if not launch_lines:
+        raise KernelFileError(
+            path, None, "no `launch ENTRY: grid X, Y; block X, Y` line in the header"
+        )
+    known = set(op.dims) | {p.name for p in params} | set(BUILTIN_NAMES)
+    launches = tuple(_parse_launch(path, n, entry, value, known) for n, entry, value in launch_lines)
+
+    dtypes = op.dtypes
+    if "dtypes" in fields:
+        number, value = fields["dtypes"]
+        dtypes = tuple(d.strip() for d in value.split(",") if d.strip())
+        bad = [d for d in dtypes if d not in op.dtypes]
+        if not dtypes or bad:
+            raise KernelFileError(
+                path, number, f"dtypes must be among {', '.join(op.dtypes)}; got {value!r}"
+            )
+
+    shared = None
+    if "shared_bytes" in fields:
+        number, value = fields["shared_bytes"]
+        shared = _parse_exprs(path, number, value, known, "shared_bytes")
+        if len(shared) != 1:
+            raise KernelFileError(path, number, "shared_bytes takes one expression")
+
+    return KernelVariant(
+        op=op_name,
+        name=path.stem,
+        path=path,
+        description=fields.get("description", (0, ""))[1],
+        dtypes=dtypes,
+        params=tuple(params),
+        launches=launches,
+        shared_bytes=shared,
+        source=text,
+    )
+
+
+def _parse_param(path: Path, number: int, name: str, value: str) -> ParamSpec:
+    parts = dict(_split_param(path, number, part) for part in value.split(";") if part.strip())
+    if set(parts) != {"default", "allowed"}:
+        raise KernelFileError(
+            path, number, f"param {name}: expected `default V; allowed A, B, C` or "
+            "`default V; allowed LOW..HIGH`",
+        )
+    try:
+        default = int(parts["default"])
+        allowed_text = parts["allowed"]
+        span = _RANGE.match(allowed_text)
+        if span:
+            spec = ParamSpec(name, default, low=int(span[1]), high=int(span[2]))
+        else:
+            values = tuple(int(v) for v in allowed_text.split(","))
+            spec = ParamSpec(name, default, allowed=values)
+    except ValueError:
+        raise KernelFileError(path, number, f"param {name}: values must be integers") from None
+    if not spec.allows(default):
+        raise KernelFileError(
+            path, number, f"param {name}: default {default} is not among the allowed values"
+        )
+    return spec
+
+
+def _split_param(path: Path, number: int, part: str) -> tuple[str, str]:
+    words = part.strip().split(None, 1)
+    if len(words) != 2:
+        raise KernelFileError(path, number, f"cannot read {part.strip()!r} in a param line")
+    return words[0], words[1].strip()
+
+
+def _parse_launch(
+    path: Path, number: int, entry: str, value: str, known: set[str]
+) -> Launch:
+    pieces = dict(
+        (piece.strip().split(None, 1) + [""])[:2] for piece in value.split(";") if piece.strip()
+    )
+    if set(pieces) != {"grid", "block"}:
+        raise KernelFileError(
+            path, number, f"launch {entry}: expected `grid X, Y[, Z]; block X, Y[, Z]`"
+        )
+    grid = _parse_exprs(path, number, pieces["grid"], known, f"launch {entry} grid")
+    block = _parse_exprs(path, number, pieces["block"], known, f"launch {entry} block")
+    return Launch(entry, pieces["grid"].strip(), pieces["block"].strip(), grid, block, number)
+
+
+def _parse_exprs(
+    path: Path, number: int, text: str, known: set[str], what: str
+) -> tuple[ast.expr, ...]:
+    try:
+        nodes = expressions.parse_tuple(text)
+    except expressions.ExpressionError as exc:
+        raise KernelFileError(path, number, f"{what}: {exc}") from None
+    unknown = expressions.names_in(nodes) - known
+    if unknown:
+        raise KernelFileError(
+            path, number,
+            f"{what}: unknown name(s) {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(sorted(known))})",
+        )
+    return nodes
+
+
+def discover(extra_dirs: Iterable[Path] = ()) -> dict[str, dict[str, KernelVariant]]:
+    """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
+    catalog: dict[str, dict[str, KernelVariant]] = {op: {} for op in OPS}
+    folders = [builtin_kernels_dir(), *extra_dirs]
+    for folder in folders:
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise UsageError(f"--kernels-dir {folder}: no such directory")
+        for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")]):
+            variant = parse_header(path)
+            if path.parent != folder and path.parent.name in OPS and path.parent.name != variant.op:
+                raise KernelFileError(
+                    path, 1, f"file is in folder {path.parent.name}/ but declares op {variant.op}"
+                )
+            existing = catalog[variant.op].get(variant.name)
+            if existing is not None:
+                raise KernelFileError(
+                    path, None, f"variant {variant.op}/{variant.name} is also defined by "
+                    f"{existing.path}; rename one of the files",
+                )
+            catalog[variant.op][variant.name] = variant
+    return catalog
+
+
+def known_dtypes() -> tuple[str, ...]:
+    """Return every dtype any op supports."""
+    return tuple(DTYPES)

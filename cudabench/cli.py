@@ -1,0 +1,223 @@
+"""The command line: each command parses its options, makes one library call and renders.
+
+`main` is the one error boundary: a CudabenchError becomes a one-line message and its exit
+code; a traceback is shown only with --traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback as traceback_module
+from pathlib import Path
+
+import click
+from rich.text import Text
+
+from cudabench import __version__
+from cudabench.errors import CudabenchError, ExitCode, UsageError
+from cudabench.timing import TimingPolicy
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cudabench")
+@click.option("--traceback", is_flag=True, help="Show the Python traceback of an error.")
+def cli(traceback: bool) -> None:
+    """Benchmark CUDA kernels: verified against NumPy, timed with CUDA events.
+
+    Exit codes: 0 all verified; 1 regression (compare); 2 usage, environment or compile
+    error; 3 a variant failed verification.
+    """
+
+
+def parse_params(values: tuple[str, ...]) -> dict[str, int]:
+    """Parse repeated --param NAME=VALUE options."""
+    params = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        try:
+            number = int(value, 0)
+        except ValueError:
+            number = None
+        if not sep or not name.isidentifier() or number is None:
+            raise UsageError(f"--param {text!r}: expected NAME=INTEGER, e.g. --param TILE=16")
+        params[name] = number
+    return params
+
+
+def timing_options(function):
+    """Add the measurement-policy options shared by every benchmark command."""
+    defaults = TimingPolicy()
+    options = [
+        click.option("--hot", is_flag=True,
+                     help="Do not flush the L2 cache before each sample (hot-cache numbers)."),
+        click.option("--warmup", type=float, default=defaults.warmup_s, show_default=True,
+                     help="Seconds of untimed warm-up launches per variant."),
+        click.option("--min-samples", type=int, default=defaults.min_samples, show_default=True,
+                     help="Samples to take at least."),
+        click.option("--max-samples", type=int, default=defaults.max_samples, show_default=True,
+                     help="Samples to take at most."),
+        click.option("--max-noise", type=float, default=defaults.max_noise, show_default=True,
+                     help="Stop once the relative spread (1.4826 MAD/median) is below this."),
+        click.option("--max-time", type=float, default=defaults.max_time_s, show_default=True,
+                     help="Seconds of sampling per variant before stopping anyway."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def benchmark_options(default_size: str, size_help: str, dtype_help: str):
+    """Add the options every kernel-family command shares."""
+
+    def decorate(function):
+        options = [
+            click.option("--size", "-s", default=default_size, show_default=True,
+                         help=size_help),
+            click.option("--dtype", default="float32", show_default=True, help=dtype_help),
+            click.option("--variant", "variants", multiple=True, metavar="NAME",
+                         help="Variant to run (repeatable); default all. See `cudabench list`."),
+            click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
+                         help="Set a kernel parameter (repeatable), e.g. -p TILE=32."),
+            click.option("--seed", type=int, default=0, show_default=True,
+                         help="Seed of the random inputs."),
+            click.option("--kernels-dir", "kernels_dirs", multiple=True,
+                         type=click.Path(path_type=Path),
+                         help="Also load variants from this folder (repeatable)."),
+            click.option("--json", "json_path", type=click.Path(path_type=Path),
+                         help="Write the results to this JSON file."),
+            click.option("--device", type=int, default=0, show_default=True,
+                         help="CUDA device index."),
+        ]
+        for option in reversed(options):
+            function = option(function)
+        return timing_options(function)
+
+    return decorate
+
+
+def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **options):
+    """Build a plan.Request from a command's options; shortcuts map --tile etc. to params."""
+    from cudabench.plan import Request
+
+    params = parse_params(options["params"])
+    flags = {}
+    for name, (flag, value) in shortcuts.items():
+        if value is None:
+            continue
+        if name in params:
+            raise UsageError(f"{flag} and --param {name} both set {name}; give one")
+        params[name] = value
+        flags[name] = flag
+    timing = TimingPolicy(
+        warmup_s=options["warmup"], min_samples=options["min_samples"],
+        max_samples=options["max_samples"], max_noise=options["max_noise"],
+        max_time_s=options["max_time"], flush_l2=not options["hot"],
+    )
+    return Request(
+        op=op, size=options["size"], dtype=options["dtype"], variants=options["variants"],
+        params=params, param_flags=flags, seed=options["seed"], hot=options["hot"],
+        timing=timing, kernels_dirs=tuple(options["kernels_dirs"]),
+    )
+
+
+def run_and_render(request, device: int, json_path: Path | None) -> int:
+    """Run a request on the GPU, print its table and diagnostics, return the exit code."""
+    from cudabench import bench, report
+
+    err = report.stderr_console()
+    outcome = bench.run_request(request, device_index=device)
+    report.render_run(outcome, report.stdout_console())
+    report.render_diagnostics(outcome, err)
+    return int(outcome.exit_code)
+
+
+@cli.command()
+@benchmark_options("1000", "N (square) or MxKxN.", "float32 or int32.")
+@click.option("--tile", type=int, help="TILE parameter: tile (and block) edge, e.g. 8, 16, 32.")
+def matmul(tile, device, json_path, **options) -> int:
+    """Matrix multiplication C = A @ B: naive, shared-memory tiles, bank conflicts."""
+    request = build_request("matmul", {"TILE": ("--tile", tile)}, **options)
+    return run_and_render(request, device, json_path)
+
+
+@cli.command()
+@benchmark_options("3001", "N (square) or ROWSxCOLS.", "int32 or float32.")
+@click.option("--tile", type=int, help="TILE parameter: tile edge, e.g. 8, 16, 32.")
+@click.option("--inplace", is_flag=True, help="Transpose a square matrix in place.")
+def transpose(tile, inplace, device, json_path, **options) -> int:
+    """Matrix transpose, out of place or (--inplace) in place."""
+    op = "transpose_inplace" if inplace else "transpose"
+    request = build_request(op, {"TILE": ("--tile", tile)}, **options)
+    return run_and_render(request, device, json_path)
+
+
+@cli.command()
+@benchmark_options("1<<24", "Vector length N (e.g. 1000000 or 1<<24).", "float32 or int32.")
+@click.option("--block", type=int, help="BLOCK parameter: threads per block (power of two).")
+@click.option("--blocks-per-sm", type=int, help="BLOCKS_PER_SM: grid size = SMs x this.")
+def dot(block, blocks_per_sm, device, json_path, **options) -> int:
+    """Dot product of two vectors: shared-memory tree reduction, atomics."""
+    shortcuts = {"BLOCK": ("--block", block), "BLOCKS_PER_SM": ("--blocks-per-sm", blocks_per_sm)}
+    request = build_request("dot", shortcuts, **options)
+    return run_and_render(request, device, json_path)
+
+
+@cli.command("list")
+@click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
+              help="Also list variants from this folder (repeatable).")
+def list_command(kernels_dirs) -> int:
+    """List ops, their variants, parameters and files (no GPU needed)."""
+    from cudabench import catalog, report
+    from cudabench.ops import OPS
+
+    report.render_catalog(catalog.discover(kernels_dirs), OPS, report.stdout_console())
+    return 0
+
+
+@cli.command()
+@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+def info(device: int) -> int:
+    """Show the GPU, its limits and clocks, and the driver, CUDA and PyCUDA versions."""
+    from cudabench import report
+    from cudabench.engine import Engine
+
+    with Engine(device) as engine:
+        report.render_device(engine.info, report.stdout_console())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI and turn every outcome into an exit code."""
+    args = sys.argv[1:] if argv is None else argv
+    show_traceback = "--traceback" in args
+    try:
+        code = cli.main(args=args, prog_name="cudabench", standalone_mode=False)
+    except click.exceptions.Abort:
+        code = ExitCode.INTERRUPTED
+    except KeyboardInterrupt:
+        click.echo("cudabench: interrupted", err=True)
+        code = ExitCode.INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        code = ExitCode.USAGE
+    except CudabenchError as exc:
+        if show_traceback:
+            traceback_module.print_exc()
+        _print_error(f"cudabench: error: {exc}")
+        code = exc.exit_code
+    except Exception as exc:  # a bug: say so, and how to report it
+        if show_traceback:
+            traceback_module.print_exc()
+        _print_error(
+            f"cudabench: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in cudabench: re-run with --traceback and report the output."
+        )
+        code = ExitCode.INTERNAL
+    sys.exit(int(code or 0))
+
+
+def _print_error(message: str) -> None:
+    from cudabench.report import stderr_console
+
+    stderr_console().print(Text(message, style="red"))

@@ -1,0 +1,250 @@
+"""The only module that imports PyCUDA: context, compilation, buffers, launches, events."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cudabench.catalog import KernelVariant
+from cudabench.errors import CompileError, GpuEnvironmentError
+from cudabench.results import DeviceInfo
+
+INSTALL_HINT = (
+    "install it with `pip install 'cudabench[gpu]'` (builds against the CUDA toolkit: "
+    "nvcc must be on PATH)"
+)
+
+
+class KernelFault(Exception):
+    """A launch failed on the GPU (bad address, timeout...); the context had to be reset."""
+
+
+def load_pycuda():
+    """Import and initialise PyCUDA's driver module; say what is missing if it cannot."""
+    try:
+        cuda = importlib.import_module("pycuda.driver")
+        importlib.import_module("pycuda.compiler")
+    except ImportError as exc:
+        text = str(exc)
+        if "libcuda" in text:
+            raise GpuEnvironmentError(
+                f"the NVIDIA CUDA driver library is missing ({text}): install the NVIDIA "
+                "driver, or run on a machine with an NVIDIA GPU"
+            ) from None
+        if getattr(exc, "name", "") and str(exc.name).startswith("pycuda"):
+            raise GpuEnvironmentError(f"PyCUDA is not installed: {INSTALL_HINT}") from None
+        raise GpuEnvironmentError(f"PyCUDA failed to import ({text}): {INSTALL_HINT}") from None
+    try:
+        cuda.init()
+        count = cuda.Device.count()
+    except Exception as exc:  # pycuda raises its own RuntimeError/LogicError here
+        raise GpuEnvironmentError(
+            f"the CUDA driver could not start ({exc}): is an NVIDIA driver installed and a "
+            "GPU visible (nvidia-smi, CUDA_VISIBLE_DEVICES)?"
+        ) from None
+    if count == 0:
+        raise GpuEnvironmentError("no CUDA GPU found (nvidia-smi lists none visible)")
+    return cuda
+
+
+@dataclass
+class Compiled:
+    """A compiled variant: one prepared function per launch in the header's order."""
+
+    functions: list
+    attributes: list[dict] = field(default_factory=list)  # registers, shared bytes...
+
+
+class Engine:
+    """One GPU, its context and everything allocated on it."""
+
+    def __init__(self, device_index: int = 0) -> None:
+        self.cuda = load_pycuda()
+        self._compiler = importlib.import_module("pycuda.compiler")
+        if not 0 <= device_index < self.cuda.Device.count():
+            raise GpuEnvironmentError(
+                f"--device {device_index}: there are {self.cuda.Device.count()} GPU(s)"
+            )
+        self.device = self.cuda.Device(device_index)
+        self.context = None
+        self._modules: dict = {}
+        self._open_context()
+        self.info = self._device_info()
+
+    # -- context ---------------------------------------------------------------------
+    def _open_context(self) -> None:
+        self.context = self.device.make_context()
+        self._modules.clear()
+        self._start, self._stop = self.cuda.Event(), self.cuda.Event()
+        self._flush_buffer = None
+
+    def reset(self) -> None:
+        """Throw the context away after a fault (faults are sticky) and open a new one."""
+        try:
+            self.context.pop()
+            self.context.detach()
+        except Exception:  # the broken context may refuse; the new one is what matters
+            pass
+        self._open_context()
+
+    def close(self) -> None:
+        """Release the context."""
+        if self.context is not None:
+            self.context.pop()
+            self.context.detach()
+            self.context = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _device_info(self) -> DeviceInfo:
+        cuda = self.cuda
+        attrs = self.device.get_attributes()
+        attr = cuda.device_attribute
+        major, minor = self.device.compute_capability()
+        driver = cuda.get_driver_version()
+        built = cuda.get_version()
+        pycuda = importlib.import_module("pycuda")
+        return DeviceInfo(
+            name=self.device.name(),
+            compute_capability=f"{major}.{minor}",
+            sm_count=int(attrs[attr.MULTIPROCESSOR_COUNT]),
+            memory_bytes=int(self.device.total_memory()),
+            l2_bytes=int(attrs[attr.L2_CACHE_SIZE]),
+            sm_clock_khz=int(attrs.get(attr.CLOCK_RATE, 0)),
+            memory_clock_khz=int(attrs.get(attr.MEMORY_CLOCK_RATE, 0)),
+            memory_bus_bits=int(attrs.get(attr.GLOBAL_MEMORY_BUS_WIDTH, 0)),
+            max_threads_per_block=int(attrs[attr.MAX_THREADS_PER_BLOCK]),
+            max_shared_bytes_per_block=int(attrs[attr.MAX_SHARED_MEMORY_PER_BLOCK]),
+            driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
+            cuda_version=".".join(map(str, built)),
+            pycuda_version=pycuda.VERSION_TEXT,
+        )
+
+    def grid_limits(self) -> tuple[int, int, int]:
+        """Return the largest grid in x, y and z."""
+        attrs = self.device.get_attributes()
+        attr = self.cuda.device_attribute
+        return tuple(int(attrs[a]) for a in (
+            attr.MAX_GRID_DIM_X, attr.MAX_GRID_DIM_Y, attr.MAX_GRID_DIM_Z))
+
+    # -- compilation -----------------------------------------------------------------
+    def compile(self, variant: KernelVariant, defines: Mapping[str, object],
+                signature: str) -> Compiled:
+        """Compile a variant with -D defines; signature is PyCUDA's prepare() string."""
+        key = (str(variant.path), variant.source, tuple(sorted(defines.items())), signature)
+        if key in self._modules:
+            return self._modules[key]
+        options = [f"-D{name}={value}" for name, value in sorted(defines.items())]
+        try:
+            module = self._compiler.SourceModule(
+                variant.compile_source(), options=options, no_extern_c=True,
+                include_dirs=[str(variant.path.parent)],
+            )
+        except self.cuda.CompileError as exc:
+            output = (exc.stderr or exc.stdout or str(exc)).strip()
+            raise CompileError(
+                f"{variant.path}: nvcc failed with {' '.join(options)}:\n{output}"
+            ) from None
+        compiled = Compiled(functions=[])
+        for launch in variant.launches:
+            try:
+                function = module.get_function(launch.entry)
+            except self.cuda.LogicError:
+                raise CompileError(
+                    f"{variant.path}:{launch.line}: no kernel named {launch.entry!r} in the "
+                    f'compiled file; declare it `extern "C" __global__ void {launch.entry}(...)`'
+                ) from None
+            function.prepare(signature)
+            compiled.functions.append(function)
+            compiled.attributes.append({
+                "registers": function.num_regs,
+                "shared_bytes": function.shared_size_bytes,
+                "local_bytes": function.local_size_bytes,
+                "max_threads_per_block": function.max_threads_per_block,
+            })
+        self._modules[key] = compiled
+        return compiled
+
+    # -- memory ----------------------------------------------------------------------
+    def allocate(self, nbytes: int):
+        """Allocate device memory (at least one byte)."""
+        try:
+            return self.cuda.mem_alloc(max(int(nbytes), 1))
+        except self.cuda.MemoryError:
+            raise GpuEnvironmentError(
+                f"out of GPU memory allocating {nbytes / 2**20:.1f} MiB: use a smaller --size"
+            ) from None
+
+    def upload(self, device_buffer, host: np.ndarray) -> None:
+        """Copy a host array to the device."""
+        if host.size:
+            self.cuda.memcpy_htod(device_buffer, np.ascontiguousarray(host))
+
+    def download(self, device_buffer, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """Copy a device buffer back as an array."""
+        host = np.empty(shape, dtype=dtype)
+        if host.size:
+            self.cuda.memcpy_dtoh(host, device_buffer)
+        return host
+
+    def fill(self, device_buffer, value: np.generic, count: int) -> None:
+        """Fill count 4-byte elements with value's bit pattern (the poison)."""
+        pattern = int(np.asarray(value).reshape(1).view(np.uint32)[0])
+        self.cuda.memset_d32(device_buffer, pattern, max(count, 1))
+
+    # -- running and timing ----------------------------------------------------------
+    def launcher(self, compiled: Compiled, geometry: Sequence[tuple], args: Sequence) -> Callable:
+        """Return a function that enqueues every launch of a variant once."""
+        calls = list(zip(compiled.functions, geometry))
+
+        def run() -> None:
+            for function, (grid, block) in calls:
+                function.prepared_async_call(grid, block, None, *args)
+
+        return run
+
+    def synchronize(self) -> None:
+        """Wait for the GPU; raise KernelFault (after resetting) if a launch failed."""
+        try:
+            self.context.synchronize()
+        except self.cuda.Error as exc:
+            self.reset()
+            raise KernelFault(str(exc)) from None
+
+    def time_once(self, run: Callable[[], None], flush_l2: bool) -> float:
+        """Return the seconds between CUDA events around one run, L2 flushed before."""
+        if flush_l2:
+            self._flush_l2()
+        self._start.record()
+        run()
+        self._stop.record()
+        try:
+            self._stop.synchronize()
+        except self.cuda.Error as exc:
+            self.reset()
+            raise KernelFault(str(exc)) from None
+        return self._stop.time_since(self._start) / 1e3
+
+    def _flush_l2(self) -> None:
+        # Overwriting twice the L2's size evicts whatever the previous sample left in it.
+        words = max(2 * self.info.l2_bytes // 4, 1)
+        if self._flush_buffer is None:
+            self._flush_buffer = self.allocate(words * 4)
+        self.cuda.memset_d32_async(self._flush_buffer, 0, words)
+
+    def copier(self, nbytes: int) -> Callable[[], None]:
+        """Return a function that enqueues a device-to-device copy of nbytes."""
+        source, target = self.allocate(nbytes), self.allocate(nbytes)
+        self.cuda.memset_d32(source, 0x3F800001, max(nbytes // 4, 1))  # not zeros
+
+        def run() -> None:
+            self.cuda.memcpy_dtod_async(target, source, nbytes)
+
+        return run

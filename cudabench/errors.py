@@ -1,0 +1,48 @@
+"""Error classes and the exit codes they map to; cli.main is the one boundary."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes, documented in the README."""
+
+    OK = 0
+    REGRESSION = 1  # `compare` found a significant slowdown or a new verification failure
+    USAGE = 2  # bad flags, bad files, missing GPU/driver/PyCUDA, compile errors
+    VERIFICATION_FAILED = 3  # a variant's result disagreed with the reference
+    INTERNAL = 4  # a bug in cudabench: re-run with --traceback and report it
+    INTERRUPTED = 130
+
+
+class CudabenchError(Exception):
+    """An error the user can fix; its message says what went wrong and how to fix it."""
+
+    exit_code = ExitCode.USAGE
+
+
+class UsageError(CudabenchError):
+    """A flag or config value is invalid; the message names it."""
+
+
+class KernelFileError(CudabenchError):
+    """A .cu file's header is malformed; the message names the file and line."""
+
+    def __init__(self, path: object, line: int | None, message: str) -> None:
+        where = f"{path}:{line}" if line else f"{path}"
+        super().__init__(f"{where}: {message}")
+        self.path = path
+        self.line = line
+
+
+class CompileError(CudabenchError):
+    """nvcc rejected a kernel; the message keeps nvcc's own output."""
+
+
+class GpuEnvironmentError(CudabenchError):
+    """No PyCUDA, no CUDA driver or no GPU; the message says which and how to fix it."""
+
+
+class ResultsFileError(CudabenchError):
+    """A results file is unreadable or not a cudabench results file of a known schema."""

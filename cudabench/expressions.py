@@ -1,0 +1,100 @@
+"""Small integer arithmetic for kernel headers: `cdiv(N, TILE), min(M, 64) * 2`.
+
+Parsed with Python's `ast` and evaluated over a whitelist, so a header can never run code.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+
+FUNCTIONS = {
+    "cdiv": lambda a, b: -(-a // b),
+    "min": min,
+    "max": max,
+}
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+}
+
+
+class ExpressionError(ValueError):
+    """An expression is not valid header arithmetic, or names an unknown variable."""
+
+
+def parse_tuple(text: str) -> tuple[ast.expr, ...]:
+    """Parse `a, b, c` (one to three integer expressions) and check every node."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ExpressionError(f"cannot parse {text.strip()!r}: {exc.msg}") from None
+    parts = tuple(tree.elts) if isinstance(tree, ast.Tuple) else (tree,)
+    if not 1 <= len(parts) <= 3:
+        raise ExpressionError(f"expected 1 to 3 comma-separated values, got {len(parts)}")
+    for part in parts:
+        _check(part)
+    return parts
+
+
+def names_in(nodes: tuple[ast.expr, ...]) -> set[str]:
+    """Return the variable names used by parsed expressions."""
+    return {
+        n.id for node in nodes for n in ast.walk(node)
+        if isinstance(n, ast.Name) and n.id not in FUNCTIONS
+    }
+
+
+def evaluate(nodes: tuple[ast.expr, ...], variables: Mapping[str, int]) -> tuple[int, ...]:
+    """Evaluate parsed expressions to integers."""
+    return tuple(_eval(node, variables) for node in nodes)
+
+
+def _check(node: ast.AST) -> None:
+    if isinstance(node, ast.Constant):
+        if not isinstance(node.value, int) or isinstance(node.value, bool):
+            raise ExpressionError(f"only integer constants are allowed, not {node.value!r}")
+    elif isinstance(node, ast.Name):
+        pass
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINOPS:
+            raise ExpressionError("allowed operators are + - * // % (use cdiv(a, b) to round up)")
+        _check(node.left)
+        _check(node.right)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        _check(node.operand)
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS or node.keywords:
+            raise ExpressionError(f"allowed functions are {', '.join(sorted(FUNCTIONS))}")
+        for arg in node.args:
+            _check(arg)
+    else:
+        raise ExpressionError(f"{type(node).__name__} is not allowed in header arithmetic")
+
+
+def _eval(node: ast.expr, variables: Mapping[str, int]) -> int:
+    if isinstance(node, ast.Constant):
+        return int(node.value)
+    if isinstance(node, ast.Name):
+        try:
+            return int(variables[node.id])
+        except KeyError:
+            known = ", ".join(sorted(variables))
+            raise ExpressionError(f"unknown name {node.id!r} (known: {known})") from None
+    if isinstance(node, ast.BinOp):
+        left, right = _eval(node.left, variables), _eval(node.right, variables)
+        if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0:
+            raise ExpressionError("division by zero")
+        return _BINOPS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp):
+        return -_eval(node.operand, variables)
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    args = [_eval(arg, variables) for arg in node.args]
+    if node.func.id == "cdiv" and (len(args) != 2 or args[1] == 0):
+        raise ExpressionError("cdiv takes two arguments, the second not zero")
+    if node.func.id in ("min", "max") and not args:
+        raise ExpressionError(f"{node.func.id} needs at least one argument")
+    return FUNCTIONS[node.func.id](*args)

@@ -1,0 +1,184 @@
+"""What every op shares: dtypes, size parsing, poison values and verification checks."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from cudabench.errors import UsageError
+from cudabench.results import Verification
+
+# Unit roundoff of float32: the bound |fl(x) - x| <= U32 * |x| of one rounding.
+U32 = 2.0**-24
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type as NumPy, the kernels (-DDTYPE=...) and the user spell it."""
+
+    name: str
+    numpy: type
+    ctype: str
+
+    @property
+    def itemsize(self) -> int:
+        """Return the size of one element in bytes."""
+        return np.dtype(self.numpy).itemsize
+
+    def poison(self) -> np.generic:
+        """Return the value unwritten outputs keep: NaN, or INT32_MIN (inputs never hold it)."""
+        if self.name == "float32":
+            return np.float32(np.nan)
+        return np.int32(np.iinfo(np.int32).min)
+
+
+DTYPES = {
+    "float32": DType("float32", np.float32, "float"),
+    "int32": DType("int32", np.int32, "int"),
+}
+
+_NUMBER = re.compile(r"^\s*(\d+)\s*(?:<<\s*(\d+))?\s*$")
+
+
+def parse_extent(text: str, flag: str = "--size") -> int:
+    """Parse one positive extent: `1000` or `1<<24`."""
+    match = _NUMBER.match(text)
+    value = int(match[1]) << int(match[2] or 0) if match else 0
+    if value <= 0:
+        raise UsageError(
+            f"{flag} {text!r}: sizes are positive integers such as 1000 or 1<<24"
+        )
+    return value
+
+
+def parse_dims(text: str, counts: dict[int, str], flag: str = "--size") -> tuple[int, ...]:
+    """Split `AxBxC` into extents; counts maps an accepted count to an example."""
+    parts = text.lower().replace("×", "x").split("x")
+    if len(parts) not in counts:
+        examples = " or ".join(f"{flag} {example}" for example in counts.values())
+        raise UsageError(f"{flag} {text!r}: expected {examples}")
+    return tuple(parse_extent(part, flag) for part in parts)
+
+
+def random_floats(rng: np.random.Generator, shape: tuple[int, ...], low: float, high: float):
+    """Return float32 values drawn uniformly from [low, high)."""
+    return rng.uniform(low, high, size=shape).astype(np.float32)
+
+
+def random_ints(rng: np.random.Generator, shape: tuple[int, ...], low: int, high: int):
+    """Return int32 values drawn uniformly from [low, high] (high inclusive)."""
+    return rng.integers(low, high, size=shape, endpoint=True, dtype=np.int64).astype(np.int32)
+
+
+def exact_check(result: np.ndarray, expected: np.ndarray, criterion: str = "exact") -> Verification:
+    """Verify element for element equality (transposes, integer arithmetic)."""
+    result = np.asarray(result)
+    expected = np.asarray(expected)
+    same = result.astype(np.float64) == expected.astype(np.float64)
+    bad = int(same.size - np.count_nonzero(same))
+    return Verification(
+        passed=bad == 0,
+        rel_error=_rel_error(result, expected),
+        max_abs_error=_max_abs_error(result, expected),
+        bad_elements=bad,
+        total_elements=int(same.size),
+        criterion=criterion,
+    )
+
+
+def bounded_check(
+    result: np.ndarray, expected: np.ndarray, bound: np.ndarray | float, criterion: str
+) -> Verification:
+    """Verify |result - expected| <= bound element for element; NaN and inf always fail."""
+    result = np.asarray(result, dtype=np.float64)
+    diff = np.abs(result - np.asarray(expected, dtype=np.float64))
+    ok = np.isfinite(result) & (diff <= bound)
+    bad = int(ok.size - np.count_nonzero(ok))
+    return Verification(
+        passed=bad == 0,
+        rel_error=_rel_error(result, expected),
+        max_abs_error=_max_abs_error(result, expected),
+        bad_elements=bad,
+        total_elements=int(ok.size),
+        criterion=criterion,
+    )
+
+
+def _rel_error(result: np.ndarray, expected: np.ndarray) -> float:
+    diff = np.asarray(result, np.float64) - np.asarray(expected, np.float64)
+    norm = float(np.linalg.norm(np.asarray(expected, np.float64).ravel()))
+    err = float(np.linalg.norm(diff.ravel()))
+    if not np.isfinite(err):
+        return float("inf")
+    return err / norm if norm else err
+
+
+def _max_abs_error(result: np.ndarray, expected: np.ndarray) -> float:
+    diff = np.abs(np.asarray(result, np.float64) - np.asarray(expected, np.float64))
+    if diff.size == 0:
+        return 0.0
+    value = float(np.max(diff)) if not np.isnan(diff).any() else float("nan")
+    return value
+
+
+class Op:
+    """A kernel family: its shape, inputs, kernel arguments, reference and accounting.
+
+    Every kernel of an op takes the arguments listed by `args`, in that order; buffers
+    are named, scalars are passed as int32.
+    """
+
+    name: str = ""
+    summary: str = ""
+    dims: tuple[str, ...] = ()  # names of the shape's extents, usable in header arithmetic
+    size_forms: dict[int, str] = {}  # accepted --size forms: number of extents -> example
+    default_size: str = ""
+    dtypes: tuple[str, ...] = ("float32", "int32")
+    signature: str = ""  # the C signature every kernel of the op has
+    result_buffer: str = ""  # the buffer downloaded and verified after the checked launch
+    copy_reference: bool = False  # whether tables show a device-to-device copy of its bytes
+
+    def parse_size(self, text: str) -> tuple[int, ...]:
+        """Return the shape for a --size value (one extent means a square/cube)."""
+        dims = parse_dims(text, self.size_forms)
+        return dims * len(self.dims) if len(dims) == 1 else dims
+
+    def check_shape(self, shape: tuple[int, ...], dtype: DType) -> None:
+        """Raise UsageError if the shape cannot be run exactly (for example int32 overflow)."""
+
+    def variables(self, shape: tuple[int, ...]) -> dict[str, int]:
+        """Return the shape as header-arithmetic variables."""
+        return dict(zip(self.dims, shape))
+
+    def inputs(self, shape, dtype: DType, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Return random host inputs by buffer name (never zeros or ones)."""
+        raise NotImplementedError
+
+    def outputs(self, shape, dtype: DType, blocks: int) -> dict[str, tuple[int, ...]]:
+        """Return output and scratch buffers (poisoned before the checked launch) by name."""
+        raise NotImplementedError
+
+    def args(self, shape, blocks: int) -> list[str | int]:
+        """Return kernel arguments: buffer names and int32 scalars, in signature order."""
+        raise NotImplementedError
+
+    def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """Return the expected result, computed on the CPU in float64 (int64 for ints)."""
+        raise NotImplementedError
+
+    def verify(
+        self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray
+    ) -> Verification:
+        """Compare a kernel's result with the reference."""
+        raise NotImplementedError
+
+    def flops(self, shape) -> int:
+        """Return the arithmetic operations of one run (0 for data movement)."""
+        return 0
+
+    def bytes_moved(self, shape, itemsize: int) -> int:
+        """Return the fewest bytes one run must move: inputs read once, outputs written once."""
+        raise NotImplementedError

@@ -1,0 +1,84 @@
+"""Dot product out = sum(a[i] * b[i]) of two vectors of length N."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cudabench.errors import UsageError
+from cudabench.ops.base import INT32_MAX, U32, Op, bounded_check, exact_check
+from cudabench.ops.base import random_floats, random_ints
+
+
+def int_bound(n: int) -> int:
+    """Return the largest |value| for int32 inputs whose exact N-term sum fits in int32."""
+    return min(8, math.isqrt(INT32_MAX // n))
+
+
+def float_tolerance(n: int, abs_sum: float) -> float:
+    """Return the float32 tolerance for an N-term dot product with sum |a_i b_i| = abs_sum.
+
+    2 sqrt(N) u sum|a_i b_i|: above the worst-case error of the blocked orders GPU
+    reductions use (about (N/threads + log2(block) + blocks) u sum|a_i b_i|), and, since the
+    inputs make every product the same sign, far below what one dropped block removes
+    (about sum|a_i b_i| / blocks).
+    """
+    return 2.0 * math.sqrt(n) * U32 * abs_sum
+
+
+class Dot(Op):
+    name = "dot"
+    summary = "out = sum(a * b) over two vectors of length N"
+    dims = ("N",)
+    size_forms = {1: "1<<24"}
+    default_size = "1<<24"
+    signature = (
+        "(const DTYPE* a, const DTYPE* b, DTYPE* out, DTYPE* partials, int N, int num_partials)"
+    )
+    result_buffer = "out"
+    copy_reference = True
+
+    def check_shape(self, shape, dtype):
+        (n,) = shape
+        if n > INT32_MAX:
+            raise UsageError(f"--size {n}: vectors longer than 2^31-1 are not supported")
+        if dtype.name == "int32" and int_bound(n) < 1:
+            raise UsageError(f"--size {n}: too long for an exact int32 sum; use --dtype float32")
+
+    def inputs(self, shape, dtype, rng):
+        (n,) = shape
+        # a > 0 and b < 0: every product has the same sign, so nothing cancels and a
+        # dropped block moves the sum by its full share.
+        if dtype.name == "float32":
+            return {
+                "a": random_floats(rng, (n,), 0.5, 1.5),
+                "b": random_floats(rng, (n,), -1.5, -0.5),
+            }
+        bound = int_bound(n)
+        return {"a": random_ints(rng, (n,), 1, bound), "b": random_ints(rng, (n,), -bound, -1)}
+
+    def outputs(self, shape, dtype, blocks):
+        return {"out": (1,), "partials": (max(blocks, 1),)}
+
+    def args(self, shape, blocks):
+        return ["a", "b", "out", "partials", shape[0], blocks]
+
+    def reference(self, inputs):
+        a, b = inputs["a"], inputs["b"]
+        wide = np.int64 if a.dtype.kind == "i" else np.float64
+        return np.array([np.dot(a.astype(wide), b.astype(wide))])
+
+    def verify(self, inputs, expected, result):
+        if result.dtype.kind == "i":
+            return exact_check(result, expected)
+        a = inputs["a"].astype(np.float64)
+        abs_sum = float(np.abs(a) @ np.abs(inputs["b"].astype(np.float64)))
+        tol = float_tolerance(a.size, abs_sum)
+        return bounded_check(result, expected, tol, "|out-ref| <= 2 sqrt(N) u sum|a b|")
+
+    def flops(self, shape):
+        return 2 * shape[0]
+
+    def bytes_moved(self, shape, itemsize):
+        return 2 * shape[0] * itemsize

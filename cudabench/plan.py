@@ -1,0 +1,151 @@
+"""Turn a request into a checked plan: every usage error is found here, before any GPU work."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudabench import catalog as catalog_module
+from cudabench import expressions
+from cudabench.catalog import KernelVariant
+from cudabench.errors import UsageError
+from cudabench.ops import DType, Op, get_dtype, get_op
+from cudabench.timing import TimingPolicy
+
+MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
+MAX_STATIC_SHARED_BYTES = 48 * 1024  # static __shared__ limit on every CUDA GPU
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked for, as typed (sizes and params not yet checked)."""
+
+    op: str
+    size: str | None = None  # None: the op's default
+    dtype: str = "float32"
+    variants: tuple[str, ...] = ()  # empty: every variant
+    params: Mapping[str, int] = field(default_factory=dict)
+    param_flags: Mapping[str, str] = field(default_factory=dict)  # TILE -> "--tile"
+    seed: int = 0
+    hot: bool = False
+    timing: TimingPolicy = TimingPolicy()
+    kernels_dirs: tuple[Path, ...] = ()
+
+    def flag(self, param: str) -> str:
+        """Return the flag the user set param with, for error messages."""
+        return self.param_flags.get(param, f"--param {param}")
+
+
+@dataclass(frozen=True)
+class PlannedVariant:
+    """A variant with every parameter resolved and its block geometry checked."""
+
+    variant: KernelVariant
+    params: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked request: the op, shape, dtype and the variants to run."""
+
+    op: Op
+    shape: tuple[int, ...]
+    dtype: DType
+    variants: tuple[PlannedVariant, ...]
+    seed: int
+    hot: bool
+    timing: TimingPolicy
+    notes: tuple[str, ...] = ()  # variants skipped and why, for stderr
+
+
+def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None = None
+              ) -> Plan:
+    """Validate a request against the op and the kernel catalog; raise UsageError if bad."""
+    op = get_op(request.op)
+    shape = op.parse_size(request.size or op.default_size)
+    dtype = get_dtype(op, request.dtype)
+    op.check_shape(shape, dtype)
+    timing = request.timing.validate()
+    if catalog is None:
+        catalog = catalog_module.discover(request.kernels_dirs)
+    available = catalog[op.name]
+    if not available:
+        raise UsageError(f"no {op.name} kernels found (looked in kernels/ and --kernels-dir)")
+
+    names = list(dict.fromkeys(request.variants)) or sorted(available)
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        raise UsageError(
+            f"--variant {unknown[0]}: no such {op.name} variant "
+            f"(known: {', '.join(sorted(available))})"
+        )
+    notes = []
+    chosen = []
+    for name in names:
+        variant = available[name]
+        if dtype.name not in variant.dtypes:
+            if request.variants:
+                raise UsageError(
+                    f"--dtype {dtype.name}: variant {name} supports {', '.join(variant.dtypes)}"
+                )
+            notes.append(f"skipped {name}: it supports {', '.join(variant.dtypes)} only")
+            continue
+        chosen.append(variant)
+
+    for param in request.params:
+        if not any(v.param(param) for v in chosen):
+            raise UsageError(
+                f"{request.flag(param)}: no selected {op.name} variant takes {param}"
+            )
+    planned = tuple(
+        PlannedVariant(v, _resolve_params(request, op, shape, dtype, v)) for v in chosen
+    )
+    return Plan(op, shape, dtype, planned, request.seed, request.hot, timing, tuple(notes))
+
+
+def _resolve_params(request: Request, op: Op, shape, dtype: DType, variant: KernelVariant
+                    ) -> dict[str, int]:
+    params = {}
+    for spec in variant.params:
+        value = request.params.get(spec.name, spec.default)
+        if not spec.allows(value):
+            raise UsageError(
+                f"{request.flag(spec.name)} {value}: {op.name}/{variant.name} allows "
+                f"{spec.name} in {spec.describe_allowed()}"
+            )
+        params[spec.name] = value
+    where = f"{op.name}/{variant.name} with {_describe(params)}"
+    variables = header_variables(op, shape, dtype, params, sm_count=1)
+    for launch in variant.launches:
+        block = expressions.evaluate(launch.block, variables)
+        threads = 1
+        for extent, limit in zip(block, MAX_BLOCK_DIMS):
+            if not 1 <= extent <= limit:
+                raise UsageError(f"{where}: block extent {extent} outside 1..{limit}")
+            threads *= extent
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise UsageError(
+                f"{where}: a block of {' x '.join(map(str, block))} = {threads} threads "
+                f"exceeds the CUDA limit of {MAX_THREADS_PER_BLOCK}; choose smaller parameters"
+            )
+    if variant.shared_bytes is not None:
+        (shared,) = expressions.evaluate(variant.shared_bytes, variables)
+        if shared > MAX_STATIC_SHARED_BYTES:
+            raise UsageError(
+                f"{where}: needs {shared} bytes of shared memory per block, more than the "
+                f"{MAX_STATIC_SHARED_BYTES} a block may declare statically; choose smaller "
+                "parameters"
+            )
+    return params
+
+
+def header_variables(op: Op, shape, dtype: DType, params: Mapping[str, int], sm_count: int
+                     ) -> dict[str, int]:
+    """Return the names header arithmetic may use: the shape, params, ELEM_SIZE, SM_COUNT."""
+    return {**op.variables(shape), **params, "ELEM_SIZE": dtype.itemsize, "SM_COUNT": sm_count}
+
+
+def _describe(params: Mapping[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items()) or "defaults"

@@ -1,0 +1,190 @@
+"""Everything printed with Rich: run tables, the catalog, device info, comparisons.
+
+User-provided text (paths, messages, names) goes in as rich.text.Text, never as markup.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable, Mapping
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cudabench.bench import COPY_VARIANT, RunOutcome
+from cudabench.results import BenchmarkResult, DeviceInfo
+from cudabench.stats import summarize
+
+BASELINE_VARIANT = "naive"
+STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan"}
+
+
+def stdout_console() -> Console:
+    """Return the console for results; wide when piped so tables are not squeezed."""
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+def stderr_console() -> Console:
+    """Return the console for diagnostics."""
+    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+
+def format_seconds(seconds: float | None) -> str:
+    """Format a duration with a unit that keeps 3-4 significant digits."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"
+
+
+def format_bytes(count: int) -> str:
+    """Format a byte count in binary units."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.4g} {unit}"
+        value /= 1024
+    return f"{value:.4g} GiB"
+
+
+def format_shape(result: BenchmarkResult) -> str:
+    """Format a shape as its dims, e.g. M=1000 K=1000 N=1000 -> 1000x1000x1000."""
+    return "x".join(map(str, result.shape))
+
+
+def format_params(params: Mapping[str, int]) -> str:
+    """Format parameters as NAME=value pairs."""
+    return " ".join(f"{k}={v}" for k, v in params.items()) or "-"
+
+
+def _error_text(value: float) -> str:
+    return f"{value:.2e}" if math.isfinite(value) else "inf"
+
+
+def render_run(outcome: RunOutcome, console: Console) -> None:
+    """Print one table per (op, shape, dtype) group of results."""
+    groups: dict[tuple, list[BenchmarkResult]] = {}
+    for result in outcome.results:
+        groups.setdefault((result.op, tuple(result.shape), result.dtype, result.hot), []).append(
+            result)
+    for rows in groups.values():
+        console.print(run_table(rows, outcome.device))
+
+
+def run_table(rows: list[BenchmarkResult], device: DeviceInfo) -> Table:
+    """Build the comparison table of one op at one shape and dtype."""
+    first = rows[0]
+    medians = {r.variant: summarize(r.samples_s).median_s for r in rows if r.samples_s}
+    baseline = medians.get(BASELINE_VARIANT)
+    copy = next((medians.get(r.variant) for r in rows if r.variant == COPY_VARIANT), None)
+    show_flops = any(r.flops for r in rows)
+
+    table = Table(
+        title=Text(f"{first.op} {format_shape(first)} ({'x'.join(first.dims)}) {first.dtype}"
+                   f"{' hot L2' if first.hot else ''}"),
+        caption=Text(
+            f"{device.name} (cc {device.compute_capability}, {device.sm_count} SMs) | "
+            f"CPU reference (NumPy, float64): {format_seconds(first.cpu_reference_s)}"
+        ),
+    )
+    columns = ["variant", "params", "check", "median", "spread", "min", "max"]
+    columns += ["GFLOP/s"] if show_flops else []
+    columns += ["GB/s"] + (["% of copy"] if copy else []) + [f"vs {BASELINE_VARIANT}"]
+    columns += ["rel error", "max abs err"]
+    for name in columns:
+        table.add_column(name, justify="left" if name in ("variant", "params", "check") else "right")
+
+    for r in rows:
+        stats = summarize(r.samples_s) if r.samples_s else None
+        cells = [Text(r.variant), Text(format_params(r.params)),
+                 Text(r.status, style=STATUS_STYLES[r.status])]
+        if stats:
+            cells += [format_seconds(stats.median_s), f"±{stats.spread:.1%}",
+                      format_seconds(stats.min_s), format_seconds(stats.max_s)]
+            if show_flops:
+                cells.append(f"{r.flops / stats.median_s / 1e9:,.1f}" if r.flops else "-")
+            cells.append(f"{r.bytes_moved / stats.median_s / 1e9:,.1f}")
+            if copy:
+                cells.append(f"{100 * copy / stats.median_s:.1f}%")
+            cells.append(f"{baseline / stats.median_s:.2f}x" if baseline else "-")
+        else:
+            cells += ["-"] * (len(columns) - 3 - 2)
+        if r.verification is not None and r.verification.total_elements:
+            cells += [_error_text(r.verification.rel_error),
+                      _error_text(r.verification.max_abs_error)]
+        else:
+            cells += ["-", "-"]
+        table.add_row(*cells)
+    return table
+
+
+def render_diagnostics(outcome: RunOutcome, console: Console) -> None:
+    """Print notes, measurement warnings, failures and errors (to stderr)."""
+    for note in outcome.notes:
+        console.print(Text(f"note: {note}"))
+    for r in outcome.results:
+        name = f"{r.op}/{r.variant}"
+        for warning in r.warnings:
+            console.print(Text(f"warning: {name}: {warning}", style="yellow"))
+        if r.error:
+            console.print(Text(f"error: {name}: {r.error}", style="red"))
+        elif r.verification is not None and not r.verification.passed:
+            v = r.verification
+            console.print(Text(
+                f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements outside "
+                f"tolerance ({v.criterion}); relative error {_error_text(v.rel_error)}",
+                style="red",
+            ))
+
+
+def render_catalog(catalog: Mapping[str, Mapping], ops: Mapping, console: Console) -> None:
+    """Print the ops, their variants, parameters and files."""
+    table = Table(title="cudabench kernels")
+    for name in ("op", "variant", "params (default; allowed)", "dtypes", "file"):
+        table.add_column(name)
+    for op_name, variants in catalog.items():
+        if not variants:
+            table.add_row(Text(op_name), Text("(none)"), "", "", "")
+        for variant in variants.values():
+            params = "\n".join(f"{p.name}={p.default}; {p.describe_allowed()}"
+                               for p in variant.params) or "-"
+            table.add_row(Text(op_name), Text(variant.name), Text(params),
+                          Text(", ".join(variant.dtypes)), Text(str(variant.path)))
+    console.print(table)
+    for op_name, op in ops.items():
+        console.print(Text(f"{op_name}: {op.summary}; kernels take {op.signature}"))
+
+
+def render_device(info: DeviceInfo, console: Console) -> None:
+    """Print a GPU's properties."""
+    table = Table(title="GPU", show_header=False)
+    table.add_column("property")
+    table.add_column("value")
+    rows = [
+        ("name", info.name),
+        ("compute capability", info.compute_capability),
+        ("SMs", str(info.sm_count)),
+        ("memory", format_bytes(info.memory_bytes)),
+        ("L2 cache", format_bytes(info.l2_bytes)),
+        ("SM clock", f"{info.sm_clock_khz / 1e3:.0f} MHz"),
+        ("memory clock", f"{info.memory_clock_khz / 1e3:.0f} MHz"),
+        ("memory bus", f"{info.memory_bus_bits} bit"),
+        ("max threads per block", str(info.max_threads_per_block)),
+        ("max shared memory per block", format_bytes(info.max_shared_bytes_per_block)),
+        ("driver (CUDA version it supports)", info.driver_version),
+        ("CUDA PyCUDA was built with", info.cuda_version),
+        ("PyCUDA", info.pycuda_version),
+    ]
+    for key, value in rows:
+        table.add_row(key, Text(value))
+    console.print(table)
+
+
+def lines(items: Iterable[str], console: Console) -> None:
+    """Print plain lines without markup."""
+    for item in items:
+        console.print(Text(item))

@@ -1,0 +1,105 @@
+"""The measurement policy: warm-up, repeated samples, and when to stop.
+
+The sampling function is injected (the engine's event-timed launch on a GPU, a fake in
+tests), and so is the wall clock that enforces the time budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cudabench.errors import UsageError
+from cudabench.stats import relative_spread
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """How long to warm up and how many samples to take."""
+
+    warmup_s: float = 0.05  # warm-up launches run at least this long (and at least twice)
+    min_samples: int = 20  # enough for a significance test when comparing runs
+    max_samples: int = 5000
+    max_noise: float = 0.01  # stop early once the robust relative spread is below this
+    max_time_s: float = 1.0  # wall-clock budget for sampling one variant
+    flush_l2: bool = True  # overwrite the L2 cache before every sample (cold cache)
+
+    def validate(self) -> TimingPolicy:
+        """Raise UsageError naming the flag of the first bad value; return self."""
+        checks = [
+            (self.warmup_s >= 0, "--warmup must be >= 0 seconds"),
+            (self.min_samples >= 1, "--min-samples must be >= 1"),
+            (self.max_samples >= self.min_samples, "--max-samples must be >= --min-samples"),
+            (self.max_noise > 0, "--max-noise must be > 0 (e.g. 0.01 for 1%)"),
+            (self.max_time_s > 0, "--max-time must be > 0 seconds"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(message)
+        return self
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The samples taken and why sampling stopped."""
+
+    samples_s: tuple[float, ...]
+    stopped_by: str  # "noise" (spread under target), "budget" (time ran out), "max_samples"
+
+
+def warm_up(run: Callable[[], object], policy: TimingPolicy, clock=time.perf_counter) -> int:
+    """Run until warmup_s has passed and at least twice; return the number of runs."""
+    start = clock()
+    runs = 0
+    while runs < 2 or clock() - start < policy.warmup_s:
+        run()
+        runs += 1
+    return runs
+
+
+def collect(
+    sample: Callable[[], float], policy: TimingPolicy, clock=time.perf_counter
+) -> Sampling:
+    """Take samples (each returns seconds) until the noise target, the budget or the cap."""
+    samples: list[float] = []
+    start = clock()
+    while True:
+        samples.append(float(sample()))
+        n = len(samples)
+        if n >= policy.max_samples:
+            return Sampling(tuple(samples), "max_samples")
+        if n >= policy.min_samples and relative_spread(samples) <= policy.max_noise:
+            return Sampling(tuple(samples), "noise")
+        # The budget stops sampling only once a minimum exists, however slow the kernel:
+        # fewer samples than that cannot be summarised or compared honestly.
+        if clock() - start >= policy.max_time_s and n >= min(policy.min_samples, 5):
+            return Sampling(tuple(samples), "budget")
+
+
+def measurement_warnings(
+    sampling: Sampling, policy: TimingPolicy, hot: bool, working_set_bytes: int, l2_bytes: int
+) -> tuple[str, ...]:
+    """Return what a reader should know about these samples, each with a hint to fix it."""
+    from cudabench.stats import summarize  # local: keeps this module's import list short
+
+    stats = summarize(sampling.samples_s)
+    warnings = []
+    if sampling.stopped_by == "budget" and stats.spread > policy.max_noise:
+        warnings.append(
+            f"noisy: spread {stats.spread:.1%} is above the {policy.max_noise:.1%} target after "
+            f"{stats.count} samples in the {policy.max_time_s:g} s budget; raise --max-time, "
+            "or check for other work on the GPU"
+        )
+    if stats.median_s < 20e-6:
+        warnings.append(
+            f"median {stats.median_s * 1e6:.1f} us is close to launch overhead (a few us): a "
+            "larger --size measures the kernel rather than the launch"
+        )
+    if hot and working_set_bytes <= l2_bytes:
+        warnings.append(
+            f"--hot with {working_set_bytes / 2**20:.1f} MiB of data and a "
+            f"{l2_bytes / 2**20:.0f} MiB L2 cache: this measures the cache, not memory; "
+            "drop --hot for cold-cache numbers"
+        )
+    return tuple(warnings)

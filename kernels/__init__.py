@@ -1,0 +1,1 @@
+"""The built-in kernel variants: one folder per op, one .cu file per variant."""
