@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -156,10 +157,8 @@ def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
         return record(error=str(exc), launches=tuple(launches))
     finally:
         for allocation in buffers.values():
-            try:
+            with contextlib.suppress(Exception):  # already gone with a reset context
                 allocation.free()
-            except Exception:  # already gone with a reset context
-                pass
 
 
 def _check_grids(variant, geometry, limits: Sequence[int]) -> None:

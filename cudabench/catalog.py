@@ -23,7 +23,7 @@ from pathlib import Path
 
 from cudabench import expressions
 from cudabench.errors import KernelFileError, UsageError
-from cudabench.ops import OPS, DTYPES, get_op
+from cudabench.ops import DTYPES, OPS, get_op
 
 # Names a header expression may use besides the op's dimensions and the variant's params.
 BUILTIN_NAMES = ("ELEM_SIZE", "SM_COUNT")
@@ -172,7 +172,9 @@ def parse_header(path: Path, text: str | None = None) -> KernelVariant:
             path, None, "no `launch ENTRY: grid X, Y; block X, Y` line in the header"
         )
     known = set(op.dims) | {p.name for p in params} | set(BUILTIN_NAMES)
-    launches = tuple(_parse_launch(path, n, entry, value, known) for n, entry, value in launch_lines)
+    launches = tuple(
+        _parse_launch(path, n, entry, value, known) for n, entry, value in launch_lines
+    )
 
     dtypes = op.dtypes
     if "dtypes" in fields:

@@ -57,8 +57,8 @@ def timing_options(function):
                      help="Samples to take at least."),
         click.option("--max-samples", type=int, default=defaults.max_samples, show_default=True,
                      help="Samples to take at most."),
-        click.option("--max-noise", type=float, default=defaults.max_noise, show_default=True,
-                     help="Stop once the relative spread (1.4826 MAD/median) is below this."),
+        click.option("--precision", type=float, default=defaults.precision, show_default=True,
+                     help="Stop once the median is known to this relative precision (95%)."),
         click.option("--max-time", type=float, default=defaults.max_time_s, show_default=True,
                      help="Seconds of sampling per variant before stopping anyway."),
     ]
@@ -111,7 +111,7 @@ def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **optio
         flags[name] = flag
     timing = TimingPolicy(
         warmup_s=options["warmup"], min_samples=options["min_samples"],
-        max_samples=options["max_samples"], max_noise=options["max_noise"],
+        max_samples=options["max_samples"], precision=options["precision"],
         max_time_s=options["max_time"], flush_l2=not options["hot"],
     )
     return Request(
@@ -125,10 +125,20 @@ def run_and_render(request, device: int, json_path: Path | None) -> int:
     """Run a request on the GPU, print its table and diagnostics, return the exit code."""
     from cudabench import bench, report
 
-    err = report.stderr_console()
-    outcome = bench.run_request(request, device_index=device)
+    writer = None
+    if json_path is not None:
+        from cudabench.results_writer import ResultsWriter
+
+        writer = ResultsWriter(json_path)
+    outcome = bench.run_request(
+        request, device_index=device,
+        on_device=writer.set_device if writer else None,
+        on_result=writer.add if writer else None,
+    )
+    if writer is not None:
+        writer.write(complete=True)
     report.render_run(outcome, report.stdout_console())
-    report.render_diagnostics(outcome, err)
+    report.render_diagnostics(outcome, report.stderr_console())
     return int(outcome.exit_code)
 
 

@@ -93,10 +93,12 @@ def run_table(rows: list[BenchmarkResult], device: DeviceInfo) -> Table:
     )
     columns = ["variant", "params", "check", "median", "spread", "min", "max"]
     columns += ["GFLOP/s"] if show_flops else []
-    columns += ["GB/s"] + (["% of copy"] if copy else []) + [f"vs {BASELINE_VARIANT}"]
+    columns += ["GB/s"] + (["% of copy"] if copy else [])
+    columns += [f"vs {BASELINE_VARIANT}"] if baseline else []
     columns += ["rel error", "max abs err"]
     for name in columns:
-        table.add_column(name, justify="left" if name in ("variant", "params", "check") else "right")
+        left = name in ("variant", "params", "check")
+        table.add_column(name, justify="left" if left else "right")
 
     for r in rows:
         stats = summarize(r.samples_s) if r.samples_s else None
@@ -110,7 +112,8 @@ def run_table(rows: list[BenchmarkResult], device: DeviceInfo) -> Table:
             cells.append(f"{r.bytes_moved / stats.median_s / 1e9:,.1f}")
             if copy:
                 cells.append(f"{100 * copy / stats.median_s:.1f}%")
-            cells.append(f"{baseline / stats.median_s:.2f}x" if baseline else "-")
+            if baseline:
+                cells.append(f"{baseline / stats.median_s:.2f}x")
         else:
             cells += ["-"] * (len(columns) - 3 - 2)
         if r.verification is not None and r.verification.total_elements:

@@ -112,3 +112,166 @@ class BenchmarkResult:
             return "REF"
         assert self.verification is not None
         return "PASS" if self.verification.passed else "FAIL"
+
+
+# -- the results file ------------------------------------------------------------------
+
+SCHEMA_VERSION = 1
+FILE_KIND = "cudabench-results"
+
+
+@dataclass(frozen=True)
+class ResultsFile:
+    """A loaded results file: where it came from, the GPU, and its benchmarks."""
+
+    path: str
+    metadata: Mapping  # tool, created, git commit, host, command...
+    gpu: Mapping
+    benchmarks: tuple[BenchmarkResult, ...]
+
+    @property
+    def gpu_name(self) -> str:
+        """Return the GPU model name ('' when the file holds no GPU)."""
+        return str(self.gpu.get("name", ""))
+
+
+def benchmark_to_dict(result: BenchmarkResult) -> dict:
+    """Return a benchmark as a JSON-ready dict, with its statistics and throughput."""
+    from cudabench.stats import summarize  # stats imports nothing of ours; kept local anyway
+
+    stats = summarize(result.samples_s) if result.samples_s else None
+    median = stats.median_s if stats else None
+    return {
+        "op": result.op,
+        "variant": result.variant,
+        "kind": result.kind,
+        "params": dict(result.params),
+        "shape": list(result.shape),
+        "dims": list(result.dims),
+        "dtype": result.dtype,
+        "hot": result.hot,
+        "status": result.status,
+        "error": result.error,
+        "verification": result.verification.to_dict() if result.verification else None,
+        "samples_s": list(result.samples_s),
+        "stats": stats.to_dict() if stats else None,
+        "throughput": {
+            "flops": result.flops,
+            "bytes_moved": result.bytes_moved,
+            "gflops": result.flops / median / 1e9 if median and result.flops else None,
+            "gbps": result.bytes_moved / median / 1e9 if median else None,
+        },
+        "cpu_reference_s": result.cpu_reference_s,
+        "warnings": list(result.warnings),
+        "launches": [dict(launch) for launch in result.launches],
+        "source": result.source,
+    }
+
+
+def benchmark_from_dict(data: Mapping, where: str) -> BenchmarkResult:
+    """Rebuild a benchmark from benchmark_to_dict's output; errors name the field."""
+    check = _Checker(where)
+    params = check.field(data, "params", dict)
+    for name, value in params.items():
+        check.expect(isinstance(value, int), f"params.{name}", "an integer")
+    samples = check.field(data, "samples_s", list)
+    for i, value in enumerate(samples):
+        check.expect(_is_number(value) and value > 0, f"samples_s[{i}]", "a positive number")
+    verification = data.get("verification")
+    if verification is not None:
+        check.expect(isinstance(verification, dict), "verification", "an object or null")
+        try:
+            verification = Verification.from_dict(verification)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise check.error("verification", f"an object with passed, rel_error... ({exc})"
+                              ) from None
+    throughput = check.field(data, "throughput", dict)
+    shape = check.field(data, "shape", list)
+    check.expect(all(isinstance(v, int) for v in shape), "shape", "a list of integers")
+    return BenchmarkResult(
+        op=check.field(data, "op", str),
+        variant=check.field(data, "variant", str),
+        params=params,
+        shape=tuple(shape),
+        dims=tuple(check.field(data, "dims", list)),
+        dtype=check.field(data, "dtype", str),
+        hot=check.field(data, "hot", bool),
+        samples_s=tuple(float(v) for v in samples),
+        verification=verification,
+        flops=int(throughput.get("flops") or 0),
+        bytes_moved=int(throughput.get("bytes_moved") or 0),
+        kind=check.field(data, "kind", str),
+        source=str(data.get("source", "")),
+        error=data.get("error"),
+        warnings=tuple(data.get("warnings") or ()),
+        cpu_reference_s=data.get("cpu_reference_s"),
+        launches=tuple(data.get("launches") or ()),
+    )
+
+
+def load_results(path) -> ResultsFile:
+    """Load and validate a results file; ResultsFileError names the path and field."""
+    import json
+    from pathlib import Path
+
+    from cudabench.errors import ResultsFileError
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsFileError(f"{path}: cannot read results file: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            "the file may be truncated"
+        ) from None
+    check = _Checker(str(path))
+    check.expect(isinstance(data, dict), "", "a JSON object")
+    check.expect(data.get("kind") == FILE_KIND, "kind", f'"{FILE_KIND}" (not a cudabench file?)')
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ResultsFileError(
+            f"{path}: schema_version {version!r} is not one this cudabench reads "
+            f"({SCHEMA_VERSION}); compare files written by the same major version"
+        )
+    gpu = check.field(data, "gpu", dict)
+    check.field(gpu, "name", str, prefix="gpu.")
+    entries = check.field(data, "benchmarks", list)
+    benchmarks = []
+    for i, entry in enumerate(entries):
+        check.expect(isinstance(entry, dict), f"benchmarks[{i}]", "an object")
+        benchmarks.append(benchmark_from_dict(entry, f"{path}: benchmarks[{i}]"))
+    metadata = {k: v for k, v in data.items() if k not in ("gpu", "benchmarks")}
+    return ResultsFile(str(path), metadata, gpu, tuple(benchmarks))
+
+
+class _Checker:
+    """Validate fields of decoded JSON, raising ResultsFileError that names them."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def error(self, field_name: str, expected: str):
+        from cudabench.errors import ResultsFileError
+
+        location = f"{self.where}: {field_name}" if field_name else self.where
+        return ResultsFileError(f"{location}: expected {expected}")
+
+    def expect(self, ok: bool, field_name: str, expected: str) -> None:
+        if not ok:
+            raise self.error(field_name, expected)
+
+    def field(self, data: Mapping, name: str, kind: type, prefix: str = ""):
+        value = data.get(name) if isinstance(data, Mapping) else None
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        names = {str: "a string", list: "a list", dict: "an object", bool: "true or false",
+                 int: "an integer"}
+        self.expect(ok, prefix + name, names.get(kind, kind.__name__))
+        return value
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -54,6 +54,18 @@ def relative_spread(samples: Sequence[float]) -> float:
     return MAD_TO_SIGMA * float(np.median(np.abs(values - median))) / median
 
 
+def median_precision(samples: Sequence[float]) -> float:
+    """Return the relative half-width of an approximate 95% confidence interval of the median.
+
+    Uses the median's asymptotic standard error, 1.2533 sigma / sqrt(n), with the robust
+    spread standing in for sigma / median; infinite below 2 samples.
+    """
+    n = len(samples)
+    if n < 2:
+        return math.inf
+    return 1.96 * 1.2533 * relative_spread(samples) / math.sqrt(n)
+
+
 def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> float:
     """Return the two-sided p-value of the Mann-Whitney U test that x and y differ in location.
 

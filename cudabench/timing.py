@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudabench.errors import UsageError
-from cudabench.stats import relative_spread
+from cudabench.stats import median_precision
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class TimingPolicy:
     warmup_s: float = 0.05  # warm-up launches run at least this long (and at least twice)
     min_samples: int = 20  # enough for a significance test when comparing runs
     max_samples: int = 5000
-    max_noise: float = 0.01  # stop early once the robust relative spread is below this
+    precision: float = 0.005  # stop once the median's 95% confidence half-width is this small
     max_time_s: float = 1.0  # wall-clock budget for sampling one variant
     flush_l2: bool = True  # overwrite the L2 cache before every sample (cold cache)
 
@@ -31,7 +31,7 @@ class TimingPolicy:
             (self.warmup_s >= 0, "--warmup must be >= 0 seconds"),
             (self.min_samples >= 1, "--min-samples must be >= 1"),
             (self.max_samples >= self.min_samples, "--max-samples must be >= --min-samples"),
-            (self.max_noise > 0, "--max-noise must be > 0 (e.g. 0.01 for 1%)"),
+            (self.precision > 0, "--precision must be > 0 (e.g. 0.005 for 0.5%)"),
             (self.max_time_s > 0, "--max-time must be > 0 seconds"),
         ]
         for ok, message in checks:
@@ -45,7 +45,7 @@ class Sampling:
     """The samples taken and why sampling stopped."""
 
     samples_s: tuple[float, ...]
-    stopped_by: str  # "noise" (spread under target), "budget" (time ran out), "max_samples"
+    stopped_by: str  # "precision" (target reached), "budget" (time ran out), "max_samples"
 
 
 def warm_up(run: Callable[[], object], policy: TimingPolicy, clock=time.perf_counter) -> int:
@@ -69,8 +69,8 @@ def collect(
         n = len(samples)
         if n >= policy.max_samples:
             return Sampling(tuple(samples), "max_samples")
-        if n >= policy.min_samples and relative_spread(samples) <= policy.max_noise:
-            return Sampling(tuple(samples), "noise")
+        if n >= policy.min_samples and median_precision(samples) <= policy.precision:
+            return Sampling(tuple(samples), "precision")
         # The budget stops sampling only once a minimum exists, however slow the kernel:
         # fewer samples than that cannot be summarised or compared honestly.
         if clock() - start >= policy.max_time_s and n >= min(policy.min_samples, 5):
@@ -85,11 +85,12 @@ def measurement_warnings(
 
     stats = summarize(sampling.samples_s)
     warnings = []
-    if sampling.stopped_by == "budget" and stats.spread > policy.max_noise:
+    reached = median_precision(sampling.samples_s)
+    if sampling.stopped_by == "budget" and reached > policy.precision:
         warnings.append(
-            f"noisy: spread {stats.spread:.1%} is above the {policy.max_noise:.1%} target after "
-            f"{stats.count} samples in the {policy.max_time_s:g} s budget; raise --max-time, "
-            "or check for other work on the GPU"
+            f"noisy: the median is known to ±{reached:.1%}, not the ±{policy.precision:.1%} "
+            f"target, after {stats.count} samples in the {policy.max_time_s:g} s budget "
+            f"(spread {stats.spread:.1%}); raise --max-time, or check for other work on the GPU"
         )
     if stats.median_s < 20e-6:
         warnings.append(

@@ -7,8 +7,15 @@ import math
 import numpy as np
 
 from cudabench.errors import UsageError
-from cudabench.ops.base import INT32_MAX, U32, Op, bounded_check, exact_check
-from cudabench.ops.base import random_floats, random_ints
+from cudabench.ops.base import (
+    INT32_MAX,
+    U32,
+    Op,
+    bounded_check,
+    exact_check,
+    random_floats,
+    random_ints,
+)
 
 
 def int_bound(n: int) -> int:

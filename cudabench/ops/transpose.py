@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from cudabench.errors import UsageError
-from cudabench.ops.base import Op, exact_check, random_floats, random_ints, parse_dims
+from cudabench.ops.base import Op, exact_check, parse_dims, random_floats, random_ints
 
 
 def _transpose_inputs(shape, dtype, rng):
