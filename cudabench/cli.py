@@ -6,7 +6,6 @@ code; a traceback is shown only with --traceback.
 
 from __future__ import annotations
 
-import sys
 import traceback as traceback_module
 from pathlib import Path
 
@@ -18,7 +17,34 @@ from cudabench.errors import CudabenchError, ExitCode, UsageError
 from cudabench.timing import TimingPolicy
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class BoundaryGroup(click.Group):
+    """The one error boundary: errors become a one-line message and a typed exit code."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            code = super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            _print_error("cudabench: interrupted")
+            code = ExitCode.INTERRUPTED
+        except CudabenchError as exc:
+            if ctx.params.get("traceback"):
+                traceback_module.print_exc()
+            _print_error(f"cudabench: error: {exc}")
+            code = exc.exit_code
+        except Exception as exc:  # a bug: say so, and how to report it
+            if ctx.params.get("traceback"):
+                traceback_module.print_exc()
+            _print_error(
+                f"cudabench: internal error: {type(exc).__name__}: {exc}\n"
+                "This is a bug in cudabench: re-run with --traceback and report the output."
+            )
+            code = ExitCode.INTERNAL
+        ctx.exit(int(code or 0))
+
+
+@click.group(cls=BoundaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cudabench")
 @click.option("--traceback", is_flag=True, help="Show the Python traceback of an error.")
 def cli(traceback: bool) -> None:
@@ -198,33 +224,8 @@ def info(device: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI and turn every outcome into an exit code."""
-    args = sys.argv[1:] if argv is None else argv
-    show_traceback = "--traceback" in args
-    try:
-        code = cli.main(args=args, prog_name="cudabench", standalone_mode=False)
-    except click.exceptions.Abort:
-        code = ExitCode.INTERRUPTED
-    except KeyboardInterrupt:
-        click.echo("cudabench: interrupted", err=True)
-        code = ExitCode.INTERRUPTED
-    except click.ClickException as exc:
-        exc.show()
-        code = ExitCode.USAGE
-    except CudabenchError as exc:
-        if show_traceback:
-            traceback_module.print_exc()
-        _print_error(f"cudabench: error: {exc}")
-        code = exc.exit_code
-    except Exception as exc:  # a bug: say so, and how to report it
-        if show_traceback:
-            traceback_module.print_exc()
-        _print_error(
-            f"cudabench: internal error: {type(exc).__name__}: {exc}\n"
-            "This is a bug in cudabench: re-run with --traceback and report the output."
-        )
-        code = ExitCode.INTERNAL
-    sys.exit(int(code or 0))
+    """Run the command line (console script and `python -m cudabench`)."""
+    cli.main(args=argv, prog_name="cudabench")
 
 
 def _print_error(message: str) -> None:

@@ -1,0 +1,32 @@
+"""Shared fixtures; GPU tests (marker `gpu`) skip with the reason when no GPU is usable."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_unavailable_reason() -> str | None:
+    """Return why GPU tests cannot run here, or None when a GPU is usable."""
+    from cudabench.engine import load_pycuda
+    from cudabench.errors import GpuEnvironmentError
+
+    try:
+        load_pycuda()
+    except GpuEnvironmentError as exc:
+        return f"no usable GPU: {exc}"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
+    reason = gpu_unavailable_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in gpu_items:
+        item.add_marker(skip)
