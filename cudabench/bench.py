@@ -42,14 +42,20 @@ class RunOutcome:
 def run_request(request: Request, device_index: int = 0, on_result: OnResult | None = None,
                 on_device: Callable[[DeviceInfo], None] | None = None) -> RunOutcome:
     """Plan (no GPU touched if the request is bad), then run every variant on the GPU."""
-    plan = make_plan(request)
+    return run_plans([make_plan(request)], device_index, on_result, on_device)
+
+
+def run_plans(plans: Sequence[Plan], device_index: int = 0, on_result: OnResult | None = None,
+              on_device: Callable[[DeviceInfo], None] | None = None) -> RunOutcome:
+    """Run checked plans one after another on one GPU."""
     from cudabench.engine import Engine  # the GPU is touched only past this line
 
     with Engine(device_index) as engine:
         if on_device is not None:
             on_device(engine.info)
-        results = run_plan(plan, engine, on_result)
-        return RunOutcome(engine.info, tuple(results), plan.notes)
+        results = [r for plan in plans for r in run_plan(plan, engine, on_result)]
+        notes = tuple(note for plan in plans for note in plan.notes)
+        return RunOutcome(engine.info, tuple(results), notes)
 
 
 def run_plan(plan: Plan, engine, on_result: OnResult | None = None) -> list[BenchmarkResult]:

@@ -147,20 +147,27 @@ def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **optio
     )
 
 
-def run_and_render(request, device: int, json_path: Path | None) -> int:
-    """Run a request on the GPU, print its table and diagnostics, return the exit code."""
+def run_and_render(requests, device: int, json_path: Path | None) -> int:
+    """Check every request, run them on the GPU with progress on stderr, print the tables."""
     from cudabench import bench, report
+    from cudabench.plan import make_plan
 
+    plans = [make_plan(request) for request in requests]  # every usage error before the GPU
     writer = None
     if json_path is not None:
         from cudabench.results_writer import ResultsWriter
 
         writer = ResultsWriter(json_path)
-    outcome = bench.run_request(
-        request, device_index=device,
-        on_device=writer.set_device if writer else None,
-        on_result=writer.add if writer else None,
-    )
+    total = sum(len(plan.variants) + plan.op.copy_reference for plan in plans)
+    with report.progress(total, report.stderr_console()) as advance:
+
+        def on_result(result) -> None:
+            if writer is not None:
+                writer.add(result)
+            advance(result)
+
+        outcome = bench.run_plans(plans, device, on_result,
+                                  on_device=writer.set_device if writer else None)
     if writer is not None:
         writer.write(complete=True)
     report.render_run(outcome, report.stdout_console())
@@ -174,7 +181,7 @@ def run_and_render(request, device: int, json_path: Path | None) -> int:
 def matmul(tile, device, json_path, **options) -> int:
     """Matrix multiplication C = A @ B: naive, shared-memory tiles, bank conflicts."""
     request = build_request("matmul", {"TILE": ("--tile", tile)}, **options)
-    return run_and_render(request, device, json_path)
+    return run_and_render([request], device, json_path)
 
 
 @cli.command()
@@ -185,7 +192,7 @@ def transpose(tile, inplace, device, json_path, **options) -> int:
     """Matrix transpose, out of place or (--inplace) in place."""
     op = "transpose_inplace" if inplace else "transpose"
     request = build_request(op, {"TILE": ("--tile", tile)}, **options)
-    return run_and_render(request, device, json_path)
+    return run_and_render([request], device, json_path)
 
 
 @cli.command()
@@ -196,7 +203,22 @@ def dot(block, blocks_per_sm, device, json_path, **options) -> int:
     """Dot product of two vectors: shared-memory tree reduction, atomics."""
     shortcuts = {"BLOCK": ("--block", block), "BLOCKS_PER_SM": ("--blocks-per-sm", blocks_per_sm)}
     request = build_request("dot", shortcuts, **options)
-    return run_and_render(request, device, json_path)
+    return run_and_render([request], device, json_path)
+
+
+@cli.command("run")
+@click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--json", "json_path", type=click.Path(path_type=Path),
+              help="Write the results here; rewritten after every benchmark.")
+@click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
+              help="Also load variants from this folder (repeatable).")
+@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+def run_command(config, json_path, kernels_dirs, device) -> int:
+    """Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in pyproject.toml)."""
+    from cudabench.config import find_config, load_suite
+
+    path = config or find_config(Path.cwd())
+    return run_and_render(load_suite(path, tuple(kernels_dirs)), device, json_path)
 
 
 @cli.command("list")

@@ -1,0 +1,149 @@
+"""Read a benchmark suite: `cudabench.toml`, or `[tool.cudabench]` in a pyproject.toml.
+
+    [timing]                      # optional, applies to every benchmark
+    max_time = 1.0                # seconds of sampling per variant
+    precision = 0.005
+    min_samples = 20
+    warmup = 0.05
+
+    kernels_dirs = ["kernels_extra"]   # optional, relative to the config file
+
+    [[benchmark]]
+    op = "matmul"                 # an op from `cudabench list`
+    sizes = ["1000", "512x256x128"]    # or size = "1000"
+    dtypes = ["float32", "int32"]      # or dtype = "float32"
+    variants = ["naive", "tiled"]      # optional: default all
+    params = { TILE = 16 }             # optional
+    hot = false                        # optional
+    seed = 0                           # optional
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from cudabench.errors import UsageError
+from cudabench.plan import Request
+from cudabench.timing import TimingPolicy
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+DEFAULT_FILES = ("cudabench.toml", "pyproject.toml")
+TIMING_KEYS = {"warmup": "warmup_s", "min_samples": "min_samples", "max_samples": "max_samples",
+               "precision": "precision", "max_time": "max_time_s"}
+BENCHMARK_KEYS = {"op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed"}
+
+
+def find_config(directory: Path) -> Path:
+    """Return cudabench.toml, or a pyproject.toml with [tool.cudabench], in directory."""
+    for name in DEFAULT_FILES:
+        path = directory / name
+        if path.is_file() and (name != "pyproject.toml" or "cudabench" in _tool(path)):
+            return path
+    raise UsageError(
+        f"no suite in {directory}: create cudabench.toml (see README, 'Suites'), add "
+        "[tool.cudabench] to pyproject.toml, or pass the config file to `cudabench run`"
+    )
+
+
+def _tool(path: Path) -> Mapping:
+    return _read(path).get("tool", {})
+
+
+def _read(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+
+
+def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Request]:
+    """Return one Request per benchmark x size x dtype of a suite file."""
+    data = _read(path)
+    where = str(path)
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("cudabench")
+        where = f"{path} [tool.cudabench]"
+        if not isinstance(data, dict):
+            raise UsageError(f"{path}: no [tool.cudabench] table")
+    unknown = set(data) - {"timing", "kernels_dirs", "benchmark"}
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
+                         "(expected timing, kernels_dirs, benchmark)")
+    timing = _timing(data.get("timing", {}), where)
+    dirs = tuple(path.parent / d for d in _strings(data, "kernels_dirs", where, []))
+    entries = data.get("benchmark")
+    if not isinstance(entries, list) or not entries:
+        raise UsageError(f"{where}: no [[benchmark]] entries")
+    requests = []
+    for i, entry in enumerate(entries):
+        at = f"{where}: benchmark[{i}]"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{at}: expected a table")
+        unknown = set(entry) - BENCHMARK_KEYS
+        if unknown:
+            raise UsageError(f"{at}: unknown key(s) {', '.join(sorted(unknown))} "
+                             f"(expected {', '.join(sorted(BENCHMARK_KEYS))})")
+        if not isinstance(entry.get("op"), str):
+            raise UsageError(f"{at}.op: expected an op name such as \"matmul\"")
+        params = entry.get("params", {})
+        if not isinstance(params, dict) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in params.values()):
+            raise UsageError(f"{at}.params: expected a table of integers, e.g. {{ TILE = 16 }}")
+        hot = entry.get("hot", False)
+        seed = entry.get("seed", 0)
+        if not isinstance(hot, bool) or not isinstance(seed, int):
+            raise UsageError(f"{at}: hot must be true or false and seed an integer")
+        for size in _plural(entry, "size", "sizes", at) or [None]:
+            for dtype in _plural(entry, "dtype", "dtypes", at) or ["float32"]:
+                requests.append(Request(
+                    op=entry["op"], size=size, dtype=dtype,
+                    variants=tuple(_strings(entry, "variants", at, [])),
+                    params=dict(params), seed=seed, hot=hot,
+                    timing=TimingPolicy(**{**timing.__dict__, "flush_l2": not hot}),
+                    kernels_dirs=dirs + tuple(extra_kernels_dirs),
+                ))
+    return requests
+
+
+def _timing(table, where: str) -> TimingPolicy:
+    if not isinstance(table, dict) or set(table) - set(TIMING_KEYS):
+        raise UsageError(f"{where}: [timing] takes {', '.join(TIMING_KEYS)}")
+    values = {}
+    for key, value in table.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise UsageError(f"{where}: timing.{key}: expected a number")
+        values[TIMING_KEYS[key]] = value
+    try:
+        return TimingPolicy(**values).validate()
+    except UsageError as exc:
+        raise UsageError(f"{where}: [timing]: {exc}") from None
+
+
+def _strings(table: Mapping, key: str, where: str, default: list) -> list[str]:
+    value = table.get(key, default)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{where}.{key}: expected a list of strings")
+    return value
+
+
+def _plural(table: Mapping, one: str, many: str, where: str) -> list[str]:
+    if one in table and many in table:
+        raise UsageError(f"{where}: give {one} or {many}, not both")
+    if one in table:
+        value = table[one]
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            raise UsageError(f"{where}.{one}: expected a string such as \"1000\"")
+        return [value]
+    values = table.get(many, [])
+    values = [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
+    return _strings({many: values}, many, where, [])

@@ -1,0 +1,55 @@
+"""The commands as a user runs them, on a real GPU."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cudabench.cli import cli
+from cudabench.results import load_results
+
+pytestmark = pytest.mark.gpu
+
+QUICK = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05"]
+
+
+@pytest.mark.parametrize("args", [
+    ["matmul", "--size", "200", "--tile", "16"],
+    ["matmul", "--size", "65x33x17", "--dtype", "int32"],
+    ["transpose", "--size", "300x200"],
+    ["transpose", "--inplace", "--size", "257", "--dtype", "int32"],
+    ["dot", "--size", "100000", "--block", "128"],
+])
+def test_command_passes_and_writes_json(tmp_path, args):
+    path = tmp_path / "out.json"
+    result = CliRunner().invoke(cli, [*args, *QUICK, "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output and "FAIL" not in result.output
+    loaded = load_results(path)
+    assert loaded.metadata["complete"] is True and loaded.gpu_name
+    assert all(b.samples_s for b in loaded.benchmarks)
+    assert json.loads(path.read_text())["schema_version"] == 1
+
+
+def test_info_shows_the_gpu():
+    result = CliRunner().invoke(cli, ["info"])
+    assert result.exit_code == 0, result.output
+    assert "compute capability" in result.output and "PyCUDA" in result.output
+
+
+def test_verification_failure_exits_3(tmp_path):
+    (tmp_path / "matmul").mkdir()
+    (tmp_path / "matmul" / "off_by_one.cu").write_text(
+        "// cudabench: matmul\n"
+        "// launch off_by_one: grid cdiv(N, 16), cdiv(M, 16); block 16, 16\n"
+        'extern "C" __global__ void off_by_one(const DTYPE* A, const DTYPE* B, DTYPE* C,\n'
+        "                                      int M, int K, int N) {\n"
+        "    int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n"
+        "    if (r < M && c < N) C[r * N + c] = A[r * K] * B[c] + 1;\n"
+        "}\n")
+    result = CliRunner().invoke(cli, ["matmul", "--size", "40", *QUICK,
+                                      "--kernels-dir", str(tmp_path)])
+    assert result.exit_code == 3, result.output
+    assert "FAIL" in result.output and "tiled" in result.output  # the others still shown

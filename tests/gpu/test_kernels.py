@@ -1,0 +1,226 @@
+"""Every catalog variant x dtype x shape against the reference, on a real GPU.
+
+Also kernels written wrong on purpose, which must be reported FAIL (or ERROR), without
+hiding the results of the variants that run after them.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from cudabench import catalog
+from cudabench.bench import COPY_VARIANT, run_plan
+from cudabench.plan import Request, make_plan
+from cudabench.timing import TimingPolicy
+
+pytestmark = pytest.mark.gpu
+
+# Correctness tests need a few samples, not precise ones.
+QUICK = TimingPolicy(warmup_s=0.0, min_samples=3, max_samples=3, max_time_s=0.01)
+
+SHAPES = {
+    "matmul": ["1x1x1", "17x33x5", "1000", "1024", "5x1000x3"],
+    "transpose": ["1x1", "1x7", "7x1", "33x17", "3001x3001", "1024x1024"],
+    "transpose_inplace": ["1", "31", "1024", "3001"],
+    "dot": ["1", "1000", str((1 << 20) + 3)],
+}
+
+
+def catalog_cases():
+    """Yield (op, variant, dtype, size) for every built-in variant: no test is hand-listed."""
+    for op, variants in catalog.discover().items():
+        for name, variant in sorted(variants.items()):
+            for dtype in variant.dtypes:
+                for size in SHAPES[op]:
+                    yield pytest.param(op, name, dtype, size, id=f"{op}-{name}-{dtype}-{size}")
+
+
+@pytest.fixture(scope="session")
+def engine():
+    from cudabench.engine import Engine
+
+    with Engine(0) as gpu:
+        yield gpu
+
+
+def run(engine, op, size, dtype="float32", variants=(), params=None, kernels_dirs=()):
+    """Plan and run on the GPU; return {variant: result}."""
+    request = Request(op=op, size=size, dtype=dtype, variants=tuple(variants),
+                      params=params or {}, timing=QUICK, kernels_dirs=tuple(kernels_dirs))
+    return {r.variant: r for r in run_plan(make_plan(request), engine)}
+
+
+@pytest.mark.parametrize(("op", "variant", "dtype", "size"), catalog_cases())
+def test_variant_matches_reference(engine, op, variant, dtype, size):
+    result = run(engine, op, size, dtype, [variant])[variant]
+    assert result.error is None, result.error
+    assert result.status == "PASS", result.verification
+    assert len(result.samples_s) == 3 and min(result.samples_s) > 0
+
+
+@pytest.mark.parametrize("tile", [8, 16, 32])
+@pytest.mark.parametrize("op,size", [("matmul", "45x70x33"), ("transpose", "45x70"),
+                                     ("transpose_inplace", "45")])
+def test_every_tile_size(engine, op, size, tile):
+    results = run(engine, op, size, "float32", params={"TILE": tile})
+    kernels = [r for r in results.values() if r.kind == "kernel"]
+    assert kernels and all(r.status == "PASS" for r in kernels), results
+
+
+@pytest.mark.parametrize("block", [32, 1024])
+def test_dot_block_sizes(engine, block):
+    results = run(engine, "dot", "100003", "float32", params={"BLOCK": block})
+    assert all(r.status in ("PASS", "REF") for r in results.values())
+
+
+def test_copy_reference_row(engine):
+    results = run(engine, "transpose", "256x128")
+    copy = results[COPY_VARIANT]
+    assert copy.kind == "reference" and copy.status == "REF"
+    assert copy.bytes_moved == 2 * 256 * 128 * 4 and min(copy.samples_s) > 0
+
+
+# -- kernels written wrong on purpose ----------------------------------------------------
+
+WRONG_KERNELS = {
+    # The K loop stops one short: every element misses a product.
+    ("matmul", "short_k"): """
+        // cudabench: matmul
+        // param TILE: default 16; allowed 16
+        // launch short_k: grid cdiv(N, TILE), cdiv(M, TILE); block TILE, TILE
+        extern "C" __global__ void short_k(const DTYPE* A, const DTYPE* B, DTYPE* C,
+                                           int M, int K, int N) {
+            int row = blockIdx.y * blockDim.y + threadIdx.y;
+            int col = blockIdx.x * blockDim.x + threadIdx.x;
+            if (row >= M || col >= N) return;
+            DTYPE sum = 0;
+            for (int k = 0; k < K - 1; ++k) sum += A[row * K + k] * B[k * N + col];
+            C[row * N + col] = sum;
+        }""",
+    # The last row of C is never written: only the poisoned output can reveal it.
+    ("matmul", "skips_last_row"): """
+        // cudabench: matmul
+        // param TILE: default 16; allowed 16
+        // launch skips_last_row: grid cdiv(N, TILE), cdiv(M, TILE); block TILE, TILE
+        extern "C" __global__ void skips_last_row(const DTYPE* A, const DTYPE* B, DTYPE* C,
+                                                  int M, int K, int N) {
+            int row = blockIdx.y * blockDim.y + threadIdx.y;
+            int col = blockIdx.x * blockDim.x + threadIdx.x;
+            if (row >= M - 1 || col >= N) return;
+            DTYPE sum = 0;
+            for (int k = 0; k < K; ++k) sum += A[row * K + k] * B[k * N + col];
+            C[row * N + col] = sum;
+        }""",
+    # Copies instead of transposing: right only for symmetric input.
+    ("transpose", "copies"): """
+        // cudabench: transpose
+        // launch copies: grid cdiv(COLS, 16), cdiv(ROWS, 16); block 16, 16
+        extern "C" __global__ void copies(const DTYPE* A, DTYPE* B, int ROWS, int COLS) {
+            int col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;
+            if (row < ROWS && col < COLS) B[row * COLS + col] = A[row * COLS + col];
+        }""",
+    # Every thread swaps its pair, so each off-diagonal pair is swapped twice.
+    ("transpose_inplace", "swaps_twice"): """
+        // cudabench: transpose_inplace
+        // launch swaps_twice: grid cdiv(N, 16), cdiv(N, 16); block 16, 16
+        extern "C" __global__ void swaps_twice(DTYPE* A, int N) {
+            int col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;
+            if (row < N && col < N && row != col) {
+                DTYPE t = A[row * N + col]; A[row * N + col] = A[col * N + row];
+                A[col * N + row] = t;
+            }
+        }""",
+    # The last block of the grid-stride loop contributes nothing.
+    ("dot", "skips_last_block"): """
+        // cudabench: dot
+        // param BLOCK: default 256; allowed 256
+        // launch skips_last_block: grid min(cdiv(N, BLOCK), SM_COUNT * 8); block BLOCK
+        // launch finish: grid 1; block 1
+        extern "C" __global__ void skips_last_block(const DTYPE* a, const DTYPE* b, DTYPE* out,
+                                                    DTYPE* partials, int N, int num_partials) {
+            __shared__ DTYPE cache[BLOCK];
+            DTYPE sum = 0;
+            if (blockIdx.x + 1 < gridDim.x || gridDim.x == 1)
+                for (int i = blockIdx.x * BLOCK + threadIdx.x; i < N; i += BLOCK * gridDim.x)
+                    sum += a[i] * b[i];
+            if (gridDim.x == 1 && threadIdx.x == 0) sum -= a[0] * b[0];  // still wrong at N=1
+            cache[threadIdx.x] = sum;
+            __syncthreads();
+            for (int s = BLOCK / 2; s > 0; s >>= 1) {
+                if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
+                __syncthreads();
+            }
+            if (threadIdx.x == 0) partials[blockIdx.x] = cache[0];
+        }
+        extern "C" __global__ void finish(const DTYPE* a, const DTYPE* b, DTYPE* out,
+                                          DTYPE* partials, int N, int num_partials) {
+            DTYPE sum = 0;
+            for (int i = 0; i < num_partials; ++i) sum += partials[i];
+            out[0] = sum;
+        }""",
+}
+
+
+def write_kernel(folder, op, name, source):
+    (folder / op).mkdir(exist_ok=True)
+    path = folder / op / f"{name}.cu"
+    path.write_text(textwrap.dedent(source).lstrip())
+    return path
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize(("op", "name", "size"), [
+    ("matmul", "short_k", "17x33x5"), ("matmul", "short_k", "1000"),
+    ("matmul", "skips_last_row", "17x33x5"), ("matmul", "skips_last_row", "1024"),
+    ("transpose", "copies", "33x17"), ("transpose", "copies", "64x64"),
+    ("transpose_inplace", "swaps_twice", "31"), ("transpose_inplace", "swaps_twice", "3001"),
+    ("dot", "skips_last_block", "1"), ("dot", "skips_last_block", "1000"),
+    ("dot", "skips_last_block", str((1 << 20) + 3)),
+])
+def test_wrong_kernel_is_reported_fail(engine, tmp_path, op, name, size, dtype):
+    write_kernel(tmp_path, op, name, WRONG_KERNELS[(op, name)])
+    result = run(engine, op, size, dtype, [name], kernels_dirs=[tmp_path])[name]
+    assert result.status == "FAIL", result.verification
+    assert result.verification.bad_elements > 0
+
+
+def test_faulting_kernel_does_not_hide_the_others(engine, tmp_path):
+    write_kernel(tmp_path, "matmul", "aaa_faults", """
+        // cudabench: matmul
+        // launch aaa_faults: grid 1; block 32
+        extern "C" __global__ void aaa_faults(const DTYPE* A, const DTYPE* B, DTYPE* C,
+                                              int M, int K, int N) {
+            C[(size_t)1 << 40] = A[0];  // far outside any allocation
+        }""")
+    results = run(engine, "matmul", "64", kernels_dirs=[tmp_path])
+    assert results["aaa_faults"].status == "FAIL"
+    assert "faulted" in results["aaa_faults"].error
+    # Variants after the fault ran in a fresh context and still pass.
+    for name in ("naive", "tiled", "tiled_conflict"):
+        assert results[name].status == "PASS", results[name].error
+
+
+def test_compile_error_names_file_and_line(engine, tmp_path):
+    path = write_kernel(tmp_path, "matmul", "aaa_broken", """
+        // cudabench: matmul
+        // launch aaa_broken: grid 1; block 1
+        extern "C" __global__ void aaa_broken(const DTYPE* A, const DTYPE* B, DTYPE* C,
+                                              int M, int K, int N) {
+            C[0] = undeclared_name;
+        }""")
+    results = run(engine, "matmul", "16", kernels_dirs=[tmp_path])
+    assert results["aaa_broken"].status == "ERROR"
+    assert f"{path}(5)" in results["aaa_broken"].error  # nvcc's file(line) form, line 5
+    assert results["tiled"].status == "PASS"
+
+
+def test_missing_entry_is_explained(engine, tmp_path):
+    write_kernel(tmp_path, "dot", "mangled", """
+        // cudabench: dot
+        // launch mangled: grid 1; block 1
+        __global__ void mangled(const DTYPE* a, const DTYPE* b, DTYPE* out, DTYPE* p,
+                                int N, int num_partials) { out[0] = 0; }""")
+    result = run(engine, "dot", "10", kernels_dirs=[tmp_path], variants=["mangled"])["mangled"]
+    assert result.status == "ERROR" and 'extern "C"' in result.error
