@@ -109,6 +109,7 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
                     params=dict(params), seed=seed, hot=hot,
                     timing=TimingPolicy(**{**timing.__dict__, "flush_l2": not hot}),
                     kernels_dirs=dirs + tuple(extra_kernels_dirs),
+                    origin=f"{at} ({entry['op']}, size {size or 'default'}, {dtype})",
                 ))
     return requests
 

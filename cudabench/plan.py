@@ -32,6 +32,7 @@ class Request:
     hot: bool = False
     timing: TimingPolicy = TimingPolicy()
     kernels_dirs: tuple[Path, ...] = ()
+    origin: str = ""  # where a suite file defined it, prefixed to its errors
 
     def flag(self, param: str) -> str:
         """Return the flag the user set param with, for error messages."""
@@ -63,6 +64,15 @@ class Plan:
 def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None = None
               ) -> Plan:
     """Validate a request against the op and the kernel catalog; raise UsageError if bad."""
+    try:
+        return _make_plan(request, catalog)
+    except UsageError as exc:
+        if not request.origin:
+            raise
+        raise UsageError(f"{request.origin}: {exc}") from None
+
+
+def _make_plan(request: Request, catalog) -> Plan:
     op = get_op(request.op)
     shape = op.parse_size(request.size or op.default_size)
     dtype = get_dtype(op, request.dtype)

@@ -1,0 +1,31 @@
+// cudabench: matmul
+// description: A copy of tiled, the unchanged side of the A/A and slowdown check.
+// param TILE: default 16; allowed 8, 16, 32
+// shared_bytes: 2 * TILE * TILE * ELEM_SIZE
+// launch probe: grid cdiv(N, TILE), cdiv(M, TILE); block TILE, TILE
+
+// Each block computes a TILE x TILE tile of C. It walks K in steps of TILE: every thread
+// loads one element of A's and one of B's tile (coalesced), the block synchronises, and
+// each thread accumulates TILE products from shared memory. Elements past M, K or N load
+// as zero, so any shape is right (the seeds' loop over gridDim.x assumed square matrices).
+extern "C" __global__ void probe(const DTYPE* __restrict__ A, const DTYPE* __restrict__ B,
+                                        DTYPE* __restrict__ C, int M, int K, int N)
+{
+    __shared__ DTYPE As[TILE][TILE];
+    __shared__ DTYPE Bs[TILE][TILE];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int row = blockIdx.y * TILE + ty;
+    const int col = blockIdx.x * TILE + tx;
+    DTYPE sum = 0;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : DTYPE(0);
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : DTYPE(0);
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < TILE; ++k)
+            sum += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N)
+        C[(size_t)row * N + col] = sum;
+}

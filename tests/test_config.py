@@ -1,0 +1,103 @@
+"""Suite files: cudabench.toml and [tool.cudabench] in pyproject.toml."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from cudabench.config import find_config, load_suite
+from cudabench.errors import UsageError
+from cudabench.plan import make_plan
+
+SUITE = """
+[timing]
+max_time = 0.5
+min_samples = 30
+
+[[benchmark]]
+op = "matmul"
+sizes = ["1000", "17x33x5"]
+dtypes = ["float32", "int32"]
+variants = ["naive", "tiled"]
+params = { TILE = 32 }
+
+[[benchmark]]
+op = "dot"
+size = "1<<20"
+hot = true
+"""
+
+
+def write(path, text):
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_suite_expands_sizes_and_dtypes(tmp_path):
+    requests = load_suite(write(tmp_path / "cudabench.toml", SUITE))
+    assert [(r.op, r.size, r.dtype) for r in requests] == [
+        ("matmul", "1000", "float32"), ("matmul", "1000", "int32"),
+        ("matmul", "17x33x5", "float32"), ("matmul", "17x33x5", "int32"),
+        ("dot", "1<<20", "float32"),
+    ]
+    assert requests[0].params == {"TILE": 32} and requests[0].variants == ("naive", "tiled")
+    assert requests[0].timing.max_time_s == 0.5 and requests[0].timing.min_samples == 30
+    assert requests[0].timing.flush_l2 and not requests[-1].timing.flush_l2
+    plans = [make_plan(r) for r in requests]  # every request is a valid plan
+    assert plans[0].variants[1].params == {"TILE": 32}
+
+
+def test_pyproject_table_is_found(tmp_path):
+    write(tmp_path / "pyproject.toml", """
+        [project]
+        name = "x"
+        [[tool.cudabench.benchmark]]
+        op = "transpose"
+        size = 64
+    """)
+    path = find_config(tmp_path)
+    assert path.name == "pyproject.toml"
+    assert [r.size for r in load_suite(path)] == ["64"]
+
+
+def test_cudabench_toml_wins_and_missing_suite_is_explained(tmp_path):
+    write(tmp_path / "pyproject.toml", "[project]\nname = 'x'\n")
+    with pytest.raises(UsageError, match="cudabench.toml"):
+        find_config(tmp_path)
+    write(tmp_path / "cudabench.toml", SUITE)
+    assert find_config(tmp_path).name == "cudabench.toml"
+
+
+def test_kernels_dirs_are_relative_to_the_file(tmp_path):
+    write(tmp_path / "cudabench.toml", 'kernels_dirs = ["mine"]\n' + SUITE)
+    (request, *_) = load_suite(tmp_path / "cudabench.toml")
+    assert request.kernels_dirs == (tmp_path / "mine",)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[[benchmark]]\nop = 'matmul'\nsizez = ['1']\n", "benchmark[0]: unknown key(s) sizez"),
+    ("[[benchmark]]\nsize = '1'\n", "benchmark[0].op"),
+    ("[[benchmark]]\nop = 'dot'\nsize = '1'\nsizes = ['2']\n", "size or sizes"),
+    ("[[benchmark]]\nop = 'dot'\nparams = { BLOCK = 'big' }\n", "benchmark[0].params"),
+    ("[[benchmark]]\nop = 'dot'\nvariants = 'atomic'\n", "benchmark[0].variants"),
+    ("[timing]\nmax_time = 0\n[[benchmark]]\nop = 'dot'\n", "--max-time"),
+    ("[timing]\nmax_tme = 1\n[[benchmark]]\nop = 'dot'\n", "[timing] takes"),
+    ("benchmarks = 1\n", "unknown key(s) benchmarks"),
+    ("[timing]\n", "no [[benchmark]]"),
+    ("[[benchmark]\n", "not valid TOML"),
+])
+def test_bad_suites_name_the_file_and_key(tmp_path, text, message):
+    path = write(tmp_path / "cudabench.toml", text)
+    with pytest.raises(UsageError) as error:
+        load_suite(path)
+    assert str(path) in str(error.value) and message in str(error.value)
+
+
+def test_plan_errors_say_which_benchmark(tmp_path):
+    path = write(tmp_path / "cudabench.toml",
+                 "[[benchmark]]\nop = 'dot'\n[[benchmark]]\nop = 'matmul'\nsize = '0'\n")
+    _, request = load_suite(path)
+    with pytest.raises(UsageError) as error:
+        make_plan(request)
+    assert f"{path}: benchmark[1] (matmul, size 0, float32): --size '0'" in str(error.value)
