@@ -221,6 +221,41 @@ def run_command(config, json_path, kernels_dirs, device) -> int:
     return run_and_render(load_suite(path, tuple(kernels_dirs)), device, json_path)
 
 
+@cli.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("current", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--threshold", default="5%", show_default=True,
+              help="Smallest change that counts, e.g. 5% or 0.05.")
+@click.option("--alpha", type=float, default=0.001, show_default=True,
+              help="Significance level of the Mann-Whitney U test on the raw samples.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the comparison as GitHub-flavoured markdown (CI job summary).")
+@click.option("--allow-different-gpu", is_flag=True,
+              help="Compare files measured on different GPU models.")
+def compare_command(baseline, current, threshold, alpha, markdown_path,
+                    allow_different_gpu) -> int:
+    """Compare two results files; exit 1 on a significant slowdown or a new failure."""
+    from cudabench import report
+    from cudabench.compare import compare, parse_threshold, to_markdown
+    from cudabench.results import load_results
+
+    limit = parse_threshold(threshold)
+    before, after = load_results(baseline), load_results(current)
+    comparison = compare(before, after, limit, alpha, allow_different_gpu)
+    if markdown_path is not None:
+        try:
+            markdown_path.write_text(to_markdown(comparison), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--markdown {markdown_path}: cannot write: {exc}") from None
+    report.render_comparison(comparison, report.stdout_console())
+    err = report.stderr_console()
+    for loaded in (before, after):
+        if loaded.metadata.get("complete") is False:
+            err.print(Text(f"warning: {loaded.path} is incomplete (its run stopped early): the "
+                           "benchmarks it lacks show as added or removed", style="yellow"))
+    return int(comparison.exit_code)
+
+
 @cli.command("list")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Also list variants from this folder (repeatable).")

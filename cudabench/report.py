@@ -5,15 +5,18 @@ User-provided text (paths, messages, names) goes in as rich.text.Text, never as 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from cudabench.bench import COPY_VARIANT, RunOutcome
+from cudabench.compare import Comparison, format_seconds, params_text  # no Rich there
 from cudabench.results import BenchmarkResult, DeviceInfo
 from cudabench.stats import summarize
 
@@ -31,14 +34,32 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
 
 
-def format_seconds(seconds: float | None) -> str:
-    """Format a duration with a unit that keeps 3-4 significant digits."""
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.4g} {unit}"
-    return f"{seconds / 1e-9:.4g} ns"
+@contextlib.contextmanager
+def progress(total: int, console: Console) -> Iterator[Callable[[BenchmarkResult], None]]:
+    """Yield advance(result): a live bar on a terminal, a line per benchmark otherwise."""
+    if console.is_terminal:
+        columns = (TextColumn("{task.description}", markup=False), BarColumn(),
+                   MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("benchmarking", total=total)
+
+            def advance(result: BenchmarkResult) -> None:
+                bar.update(task, advance=1, description=f"{result.op}/{result.variant}")
+
+            yield advance
+        return
+    done = 0
+
+    def log(result: BenchmarkResult) -> None:
+        nonlocal done
+        done += 1
+        median = summarize(result.samples_s).median_s if result.samples_s else None
+        console.print(Text(
+            f"[{done}/{total}] {result.op}/{result.variant} {format_shape(result)} "
+            f"{result.dtype}: {result.status} {format_seconds(median)}"
+        ))
+
+    yield log
 
 
 def format_bytes(count: int) -> str:
@@ -54,11 +75,6 @@ def format_bytes(count: int) -> str:
 def format_shape(result: BenchmarkResult) -> str:
     """Format a shape as its dims, e.g. M=1000 K=1000 N=1000 -> 1000x1000x1000."""
     return "x".join(map(str, result.shape))
-
-
-def format_params(params: Mapping[str, int]) -> str:
-    """Format parameters as NAME=value pairs."""
-    return " ".join(f"{k}={v}" for k, v in params.items()) or "-"
 
 
 def _error_text(value: float) -> str:
@@ -102,7 +118,7 @@ def run_table(rows: list[BenchmarkResult], device: DeviceInfo) -> Table:
 
     for r in rows:
         stats = summarize(r.samples_s) if r.samples_s else None
-        cells = [Text(r.variant), Text(format_params(r.params)),
+        cells = [Text(r.variant), Text(params_text(r.params)),
                  Text(r.status, style=STATUS_STYLES[r.status])]
         if stats:
             cells += [format_seconds(stats.median_s), f"±{stats.spread:.1%}",
@@ -187,7 +203,37 @@ def render_device(info: DeviceInfo, console: Console) -> None:
     console.print(table)
 
 
-def lines(items: Iterable[str], console: Console) -> None:
-    """Print plain lines without markup."""
-    for item in items:
-        console.print(Text(item))
+VERDICT_STYLES = {"slower": "bold red", "failed": "bold red", "faster": "green", "fixed": "green",
+                  "noisy": "yellow", "same": ""}
+
+
+def render_comparison(comparison: Comparison, console: Console) -> None:
+    """Print a comparison: its table, added and removed benchmarks, and a summary line."""
+    from cudabench import compare  # already imported above; the module name reads better here
+
+    c = comparison
+    table = Table(
+        title=Text("cudabench compare"),
+        caption=Text(f"baseline {c.baseline_path} ({c.baseline_gpu}) | "
+                     f"current {c.current_path} ({c.current_gpu})"),
+    )
+    right = {"baseline", "current", "change", "p-value"}
+    for name in compare.COLUMNS:
+        table.add_column(name, justify="right" if name in right else "left")
+    verdict = compare.COLUMNS.index("verdict")
+    for row in c.rows:
+        cells = [Text(text) for text in compare.row_cells(row)]
+        cells[verdict].stylize(VERDICT_STYLES.get(row.verdict, ""))
+        table.add_row(*cells)
+    if c.rows:
+        console.print(table)
+    for title, results in (("added (only in current)", c.added),
+                           ("removed (only in baseline)", c.removed)):
+        if results:
+            console.print(Text(f"{title}:", style="bold"))
+            for result in results:
+                console.print(Text(f"  {compare.describe(result)}"))
+    regressed = len(c.regressions)
+    status = (Text(f"{regressed} regression{'s' if regressed != 1 else ''}: ", style="bold red")
+              if regressed else Text("no regression: ", style="green"))
+    console.print(status + Text(compare.summary_text(c)))

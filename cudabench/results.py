@@ -168,15 +168,22 @@ def benchmark_to_dict(result: BenchmarkResult) -> dict:
     }
 
 
-def benchmark_from_dict(data: Mapping, where: str) -> BenchmarkResult:
+def benchmark_from_dict(data: Mapping, check: _Checker) -> BenchmarkResult:
     """Rebuild a benchmark from benchmark_to_dict's output; errors name the field."""
-    check = _Checker(where)
     params = check.field(data, "params", dict)
     for name, value in params.items():
-        check.expect(isinstance(value, int), f"params.{name}", "an integer")
+        check.expect(_is_int(value), f"params.{name}", "an integer")
+    shape = check.field(data, "shape", list)
+    check.expect(all(_is_int(v) and v > 0 for v in shape), "shape", "a list of positive integers")
+    dims = check.field(data, "dims", list)
+    check.expect(all(isinstance(v, str) for v in dims), "dims", "a list of names")
     samples = check.field(data, "samples_s", list)
     for i, value in enumerate(samples):
         check.expect(_is_number(value) and value > 0, f"samples_s[{i}]", "a positive number")
+    kind = check.field(data, "kind", str)
+    check.expect(kind in ("kernel", "reference"), "kind", '"kernel" or "reference"')
+    error = data.get("error")
+    check.expect(error is None or isinstance(error, str), "error", "a string or null")
     verification = data.get("verification")
     if verification is not None:
         check.expect(isinstance(verification, dict), "verification", "an object or null")
@@ -185,27 +192,37 @@ def benchmark_from_dict(data: Mapping, where: str) -> BenchmarkResult:
         except (KeyError, TypeError, ValueError) as exc:
             raise check.error("verification", f"an object with passed, rel_error... ({exc})"
                               ) from None
+    check.expect(kind != "kernel" or error is not None or verification is not None,
+                 "verification", "an object: a kernel that ran was verified")
     throughput = check.field(data, "throughput", dict)
-    shape = check.field(data, "shape", list)
-    check.expect(all(isinstance(v, int) for v in shape), "shape", "a list of integers")
+    for name in ("flops", "bytes_moved"):
+        check.expect(_is_int(throughput.get(name)), f"throughput.{name}", "an integer")
+    warnings = data.get("warnings", [])
+    check.expect(isinstance(warnings, list) and all(isinstance(w, str) for w in warnings),
+                 "warnings", "a list of strings")
+    launches = data.get("launches", [])
+    check.expect(isinstance(launches, list) and all(isinstance(x, dict) for x in launches),
+                 "launches", "a list of objects")
+    cpu = data.get("cpu_reference_s")
+    check.expect(cpu is None or _is_number(cpu), "cpu_reference_s", "a number or null")
     return BenchmarkResult(
         op=check.field(data, "op", str),
         variant=check.field(data, "variant", str),
         params=params,
         shape=tuple(shape),
-        dims=tuple(check.field(data, "dims", list)),
+        dims=tuple(dims),
         dtype=check.field(data, "dtype", str),
         hot=check.field(data, "hot", bool),
         samples_s=tuple(float(v) for v in samples),
         verification=verification,
-        flops=int(throughput.get("flops") or 0),
-        bytes_moved=int(throughput.get("bytes_moved") or 0),
-        kind=check.field(data, "kind", str),
+        flops=throughput["flops"],
+        bytes_moved=throughput["bytes_moved"],
+        kind=kind,
         source=str(data.get("source", "")),
-        error=data.get("error"),
-        warnings=tuple(data.get("warnings") or ()),
-        cpu_reference_s=data.get("cpu_reference_s"),
-        launches=tuple(data.get("launches") or ()),
+        error=error,
+        warnings=tuple(warnings),
+        cpu_reference_s=cpu,
+        launches=tuple(launches),
     )
 
 
@@ -228,7 +245,7 @@ def load_results(path) -> ResultsFile:
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             "the file may be truncated"
         ) from None
-    check = _Checker(str(path))
+    check = _Checker(path)
     check.expect(isinstance(data, dict), "", "a JSON object")
     check.expect(data.get("kind") == FILE_KIND, "kind", f'"{FILE_KIND}" (not a cudabench file?)')
     version = data.get("schema_version")
@@ -238,39 +255,49 @@ def load_results(path) -> ResultsFile:
             f"({SCHEMA_VERSION}); compare files written by the same major version"
         )
     gpu = check.field(data, "gpu", dict)
-    check.field(gpu, "name", str, prefix="gpu.")
+    check.within("gpu").field(gpu, "name", str)
     entries = check.field(data, "benchmarks", list)
     benchmarks = []
     for i, entry in enumerate(entries):
         check.expect(isinstance(entry, dict), f"benchmarks[{i}]", "an object")
-        benchmarks.append(benchmark_from_dict(entry, f"{path}: benchmarks[{i}]"))
+        benchmarks.append(benchmark_from_dict(entry, check.within(f"benchmarks[{i}]")))
     metadata = {k: v for k, v in data.items() if k not in ("gpu", "benchmarks")}
     return ResultsFile(str(path), metadata, gpu, tuple(benchmarks))
 
 
 class _Checker:
-    """Validate fields of decoded JSON, raising ResultsFileError that names them."""
+    """Validate fields of decoded JSON; errors read `PATH: benchmarks[3].samples_s[2]: ...`."""
 
-    def __init__(self, where: str) -> None:
-        self.where = where
+    def __init__(self, path, base: str = "") -> None:
+        self.path = path
+        self.base = base
+
+    def within(self, name: str) -> _Checker:
+        """Return a checker for a nested object."""
+        return _Checker(self.path, f"{self.base}.{name}" if self.base else name)
 
     def error(self, field_name: str, expected: str):
         from cudabench.errors import ResultsFileError
 
-        location = f"{self.where}: {field_name}" if field_name else self.where
+        dotted = ".".join(part for part in (self.base, field_name) if part)
+        location = f"{self.path}: {dotted}" if dotted else f"{self.path}"
         return ResultsFileError(f"{location}: expected {expected}")
 
     def expect(self, ok: bool, field_name: str, expected: str) -> None:
         if not ok:
             raise self.error(field_name, expected)
 
-    def field(self, data: Mapping, name: str, kind: type, prefix: str = ""):
+    def field(self, data: Mapping, name: str, kind: type):
         value = data.get(name) if isinstance(data, Mapping) else None
         ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
         names = {str: "a string", list: "a list", dict: "an object", bool: "true or false",
                  int: "an integer"}
-        self.expect(ok, prefix + name, names.get(kind, kind.__name__))
+        self.expect(ok, name, names.get(kind, kind.__name__))
         return value
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_number(value) -> bool:

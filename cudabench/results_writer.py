@@ -81,10 +81,17 @@ class ResultsWriter:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 json.dump(document, stream, indent=1, allow_nan=False)
                 stream.write("\n")
+            os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600
             os.replace(temporary, self.path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _now() -> str:

@@ -1,0 +1,532 @@
+"""`cudabench compare`: verdicts on committed sample files, statistics, markdown and Rich output.
+
+The sample files in tests/data/compare/ come from make_samples.py there (deterministic).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from cudabench.compare import (
+    COLUMNS,
+    REGRESSION,
+    Comparison,
+    compare,
+    format_seconds,
+    parse_threshold,
+    to_markdown,
+)
+from cudabench.errors import ExitCode, ResultsFileError, UsageError
+from cudabench.report import render_comparison
+from cudabench.results import BenchmarkResult, ResultsFile, Verification, load_results
+
+DATA = Path(__file__).parent / "data" / "compare"
+
+
+def load(name: str) -> ResultsFile:
+    """Load a committed sample file."""
+    return load_results(DATA / name)
+
+
+def against_baseline(name: str, **options) -> Comparison:
+    """Compare a sample file with baseline.json."""
+    return compare(load("baseline.json"), load(name), **options)
+
+
+def verdicts(comparison: Comparison) -> dict[tuple[str, str], str]:
+    """Map (op, variant) to verdict."""
+    return {(row.op, row.variant): row.verdict for row in comparison.rows}
+
+
+def row(comparison: Comparison, op: str, variant: str):
+    """Return the row of op/variant."""
+    return next(r for r in comparison.rows if (r.op, r.variant) == (op, variant))
+
+
+def bench(samples, variant: str = "tiled", *, op: str = "matmul", params=None,
+          hot: bool = False, passed: bool = True, error: str | None = None,
+          kind: str = "kernel") -> BenchmarkResult:
+    """Build a benchmark in memory."""
+    verification = None
+    if kind == "kernel":
+        verification = Verification(passed, 0.0 if passed else 0.5, 0.0 if passed else 3.0,
+                                    0 if passed else 10, 100, "exact")
+    return BenchmarkResult(
+        op=op, variant=variant, params={"TILE": 16} if params is None else params,
+        shape=(64, 64, 64), dims=("M", "K", "N"), dtype="float32", hot=hot,
+        samples_s=tuple(float(s) for s in samples), verification=verification, kind=kind,
+        error=error,
+    )
+
+
+def results(path: str, *benchmarks: BenchmarkResult, gpu: str = "NVIDIA H200") -> ResultsFile:
+    """Build a results file in memory."""
+    return ResultsFile(path, {}, {"name": gpu}, tuple(benchmarks))
+
+
+def lognormal(rng: np.random.Generator, median: float, spread: float, n: int) -> np.ndarray:
+    """Draw n timings with log-normal noise of relative spread around median."""
+    return median * np.exp(spread * rng.standard_normal(n))
+
+
+TIGHT = 100e-6 * (1 + 0.005 * np.linspace(-2, 2, 41))  # 41 samples, median 100 us
+
+
+# -- the committed sample files -------------------------------------------------------------
+
+def test_identical_runs_are_all_same():
+    comparison = against_baseline("identical.json")
+    assert set(verdicts(comparison).values()) == {"same"}
+    assert len(comparison.rows) == 7
+    assert comparison.added == comparison.removed == ()
+    assert comparison.regressions == ()
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_a_20_percent_slowdown_is_slower_and_exits_1():
+    comparison = against_baseline("slower20.json")
+    slow = row(comparison, "matmul", "tiled")
+    assert slow.verdict == "slower"
+    assert 0.15 < slow.change < 0.25
+    assert slow.p_value < comparison.alpha
+    assert slow.current_median_s > slow.baseline_median_s
+    assert "+19.9%" in slow.reason
+    others = {v for key, v in verdicts(comparison).items() if key != ("matmul", "tiled")}
+    assert others == {"same"}
+    assert comparison.regressions == (slow,)
+    assert comparison.exit_code == ExitCode.REGRESSION == 1
+
+
+def test_a_2_percent_change_inside_the_threshold_is_same():
+    comparison = against_baseline("noise2.json")
+    shifted = row(comparison, "matmul", "tiled")
+    assert 0.01 < shifted.change < 0.03
+    # Real and significant with 80 samples a side, but below the 5% threshold.
+    assert shifted.p_value < comparison.alpha
+    assert shifted.verdict == "same"
+    assert "within" in shifted.reason
+    assert set(verdicts(comparison).values()) == {"same"}
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_a_variant_that_now_fails_verification_is_a_regression():
+    comparison = against_baseline("failing.json")
+    broken = row(comparison, "matmul", "tiled")
+    assert broken.verdict == "failed"
+    assert broken.change < 0  # faster, and wrong: failing verification wins
+    assert "FAIL" in broken.reason and "was PASS" in broken.reason
+    assert comparison.regressions == (broken,)
+    assert comparison.exit_code == ExitCode.REGRESSION
+
+
+def test_added_and_removed_rows_are_listed_not_errors():
+    comparison = against_baseline("added_removed.json")
+    assert [(r.op, r.variant, dict(r.params)) for r in comparison.added] == [
+        ("matmul", "tiled", {"TILE": 32})]
+    assert [(r.op, r.variant) for r in comparison.removed] == [("transpose", "naive")]
+    assert ("transpose", "naive") not in verdicts(comparison)
+    assert set(verdicts(comparison).values()) == {"same"}
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_samples_too_spread_to_tell_are_noisy_not_a_regression():
+    comparison = against_baseline("noisy.json")
+    assert row(comparison, "matmul", "tiled_conflict").verdict == "noisy"
+    others = {v for key, v in verdicts(comparison).items() if key != ("matmul", "tiled_conflict")}
+    assert others == {"same"}
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_a_higher_threshold_ignores_the_20_percent_slowdown():
+    comparison = against_baseline("slower20.json", threshold=parse_threshold("25%"))
+    assert row(comparison, "matmul", "tiled").verdict == "same"
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_files_from_different_gpus_are_refused_unless_allowed():
+    with pytest.raises(UsageError) as caught:
+        against_baseline("other_gpu.json")
+    message = str(caught.value)
+    assert "NVIDIA H200" in message and "NVIDIA H100 80GB HBM3" in message
+    assert "--allow-different-gpu" in message
+    assert caught.value.exit_code == ExitCode.USAGE == 2
+
+    comparison = against_baseline("other_gpu.json", allow_different_gpu=True)
+    assert (comparison.baseline_gpu, comparison.current_gpu) == (
+        "NVIDIA H200", "NVIDIA H100 80GB HBM3")
+    assert len(comparison.rows) == 7
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_a_truncated_file_names_its_path():
+    with pytest.raises(ResultsFileError) as caught:
+        load("truncated.json")
+    assert str(DATA / "truncated.json") in str(caught.value)
+    assert "truncated" in str(caught.value)
+    assert caught.value.exit_code == ExitCode.USAGE
+
+
+def test_another_schema_version_names_the_path_and_field():
+    with pytest.raises(ResultsFileError) as caught:
+        load("schema99.json")
+    message = str(caught.value)
+    assert str(DATA / "schema99.json") in message
+    assert "schema_version" in message and "99" in message
+
+
+def test_json_that_is_not_a_cudabench_file_names_the_kind_field(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"foo": 1}), encoding="utf-8")
+    with pytest.raises(ResultsFileError) as caught:
+        load_results(path)
+    assert str(path) in str(caught.value)
+    assert "kind" in str(caught.value)
+
+
+@pytest.mark.parametrize("bad", ["fast", -1.0, 0, None, True])
+def test_a_bad_sample_names_its_benchmark_and_index(tmp_path, bad):
+    document = json.loads((DATA / "baseline.json").read_text(encoding="utf-8"))
+    document["benchmarks"][1]["samples_s"][2] = bad
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ResultsFileError) as caught:
+        load_results(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert f"{path}: benchmarks[1].samples_s[2]: expected a positive number" in message
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("kind", "other", "benchmarks[0].kind"),
+    ("verification", None, "benchmarks[0].verification"),  # a kernel that ran was verified
+    ("params", {"TILE": True}, "benchmarks[0].params.TILE"),
+    ("shape", [1000, "x"], "benchmarks[0].shape"),
+    ("error", 5, "benchmarks[0].error"),
+    ("throughput", {"flops": 1.5, "bytes_moved": 1}, "benchmarks[0].throughput.flops"),
+])
+def test_a_bad_field_is_named(tmp_path, field, value, named):
+    document = json.loads((DATA / "baseline.json").read_text(encoding="utf-8"))
+    document["benchmarks"][0][field] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ResultsFileError, match=re.escape(f"{path}: {named}: expected")):
+        load_results(path)
+
+
+def test_sample_files_are_complete_and_realistic():
+    baseline = load("baseline.json")
+    assert baseline.metadata["complete"] is True
+    assert baseline.gpu_name == "NVIDIA H200"
+    statuses = {(b.variant, b.status) for b in baseline.benchmarks}
+    assert ("memcpy_dtod", "REF") in statuses
+    assert all(40 <= len(b.samples_s) <= 200 for b in baseline.benchmarks)
+    # A fresh draw, not a copy of the baseline.
+    identical = load("identical.json")
+    assert baseline.benchmarks[0].samples_s != identical.benchmarks[0].samples_s
+
+
+# -- verdict rules, on benchmarks built in memory --------------------------------------------
+
+def test_a_new_error_is_failed_and_names_it():
+    before = results("a.json", bench(TIGHT))
+    after = results("b.json", bench((), error="kernels/matmul/tiled.cu: nvcc failed\nline 2"))
+    comparison = compare(before, after)
+    (only,) = comparison.rows
+    assert only.verdict == "failed"
+    assert "now ERROR (was PASS)" in only.reason and "nvcc failed" in only.reason
+    assert "line 2" not in only.reason
+    assert only.current_median_s is None and only.change is None
+    assert comparison.exit_code == ExitCode.REGRESSION
+
+
+def test_still_failing_is_still_a_regression():
+    comparison = compare(results("a.json", bench(TIGHT, passed=False)),
+                         results("b.json", bench(TIGHT, passed=False)))
+    assert comparison.rows[0].verdict == "failed"
+    assert "still FAIL" in comparison.rows[0].reason
+    assert comparison.exit_code == ExitCode.REGRESSION
+
+
+def test_a_fixed_variant_is_not_a_regression():
+    comparison = compare(results("a.json", bench(TIGHT, passed=False)),
+                         results("b.json", bench(TIGHT * 1.5)))
+    assert comparison.rows[0].verdict == "fixed"
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_a_significant_speedup_is_faster():
+    comparison = compare(results("a.json", bench(TIGHT)), results("b.json", bench(TIGHT * 0.8)))
+    assert comparison.rows[0].verdict == "faster"
+    assert comparison.rows[0].change == pytest.approx(-0.2)
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_too_few_samples_are_noisy():
+    comparison = compare(results("a.json", bench(TIGHT)),
+                         results("b.json", bench(TIGHT[:2] * 2)))
+    (only,) = comparison.rows
+    assert only.verdict == "noisy"
+    assert only.p_value is None
+    assert "too few samples" in only.reason
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_a_large_change_that_is_not_significant_is_noisy():
+    # 5 samples a side cannot reach p < 0.001 however far apart they are.
+    comparison = compare(results("a.json", bench(TIGHT[:5])),
+                         results("b.json", bench(TIGHT[:5] * 1.3)))
+    (only,) = comparison.rows
+    assert only.change == pytest.approx(0.3)
+    assert only.p_value >= comparison.alpha
+    assert only.verdict == "noisy"
+    assert "not significant" in only.reason
+
+
+def test_a_spread_too_wide_to_resolve_the_threshold_is_noisy():
+    # Same median, but the current median is known only to about ±8%: no verdict possible.
+    wide = 100e-6 * (1 + 0.1 * np.linspace(-2, 2, 21))
+    comparison = compare(results("a.json", bench(TIGHT)), results("b.json", bench(wide)))
+    (only,) = comparison.rows
+    assert abs(only.change) < 0.05
+    assert only.verdict == "noisy"
+    assert "current median known only to" in only.reason
+
+
+def test_pairing_uses_hot_and_ignores_params_order():
+    before = results("a.json",
+                     bench(TIGHT, params={"TILE": 32, "BLOCK_ROWS": 8}),
+                     bench(TIGHT, hot=True, params={"TILE": 32, "BLOCK_ROWS": 8}))
+    after = results("b.json",
+                    bench(TIGHT * 1.3, hot=True, params={"BLOCK_ROWS": 8, "TILE": 32}),
+                    bench(TIGHT, params={"BLOCK_ROWS": 8, "TILE": 32}))
+    comparison = compare(before, after)
+    assert {(r.hot, r.verdict) for r in comparison.rows} == {(False, "same"), (True, "slower")}
+    assert comparison.added == comparison.removed == ()
+
+
+def test_a_benchmark_twice_in_one_file_is_refused():
+    twice = results("twice.json", bench(TIGHT), bench(TIGHT))
+    with pytest.raises(ResultsFileError) as caught:
+        compare(results("a.json", bench(TIGHT)), twice)
+    message = str(caught.value)
+    assert "twice.json" in message and "matmul/tiled" in message and "benchmarks[1]" in message
+
+
+def test_reference_rows_are_compared_on_time_but_do_not_gate():
+    before = results("a.json", bench(TIGHT, "memcpy_dtod", kind="reference", params={}))
+    after = results("b.json", bench(TIGHT * 1.2, "memcpy_dtod", kind="reference", params={}))
+    comparison = compare(before, after)
+    assert comparison.rows[0].verdict == "slower" and "not gated" in comparison.rows[0].reason
+    assert comparison.regressions == () and comparison.exit_code == ExitCode.OK
+
+
+def test_compare_validates_threshold_and_alpha():
+    same = results("a.json", bench(TIGHT))
+    with pytest.raises(UsageError, match="--threshold"):
+        compare(same, same, threshold=0)
+    with pytest.raises(UsageError, match="alpha"):
+        compare(same, same, alpha=1.5)
+
+
+# -- statistics: it does not cry wolf, and it does see a real slowdown -----------------------
+
+def test_a_a_runs_never_give_slower_or_faster():
+    false_alarms = []
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        n1, n2 = (int(n) for n in rng.integers(20, 201, size=2))
+        spread = float(rng.uniform(0.003, 0.05))
+        median = float(rng.uniform(5e-6, 5e-3))
+        before = results("a.json", bench(lognormal(rng, median, spread, n1)))
+        after = results("b.json", bench(lognormal(rng, median, spread, n2)))
+        verdict = compare(before, after).rows[0].verdict
+        if verdict in ("slower", "faster"):
+            false_alarms.append((seed, n1, n2, round(spread, 4), verdict))
+    assert not false_alarms, (
+        f"{len(false_alarms)} of 200 A/A comparisons gave a verdict: {false_alarms}")
+
+
+def test_a_true_20_percent_slowdown_with_1_percent_noise_is_always_slower():
+    misses = []
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        before = results("a.json", bench(lognormal(rng, 267e-6, 0.01, 20)))
+        after = results("b.json", bench(lognormal(rng, 267e-6 * 1.2, 0.01, 20)))
+        comparison = compare(before, after)
+        if comparison.rows[0].verdict != "slower" or comparison.exit_code != 1:
+            misses.append((seed, comparison.rows[0].verdict))
+    assert not misses, f"{len(misses)} of 100 true 20% slowdowns missed: {misses}"
+
+
+# -- --threshold -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("5%", 0.05), ("5 %", 0.05), (" 5% ", 0.05), ("0.05", 0.05), ("2.5%", 0.025),
+    (".05", 0.05), ("150%", 1.5), ("999%", 9.99), ("1e-2", 0.01),
+])
+def test_parse_threshold_accepts_percentages_and_fractions(text, expected):
+    assert parse_threshold(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", [
+    "", "%", "abc", "5x", "5%%", "-5%", "0", "0%", "1000%", "5000%", "nan", "inf", "5",
+    "1", "0x5",
+])
+def test_parse_threshold_refuses_the_rest_naming_the_flag(text):
+    with pytest.raises(UsageError, match="--threshold") as caught:
+        parse_threshold(text)
+    assert caught.value.exit_code == ExitCode.USAGE
+
+
+def test_a_bare_number_above_one_suggests_the_percentage():
+    with pytest.raises(UsageError, match="5%"):
+        parse_threshold("5")
+
+
+# -- output ----------------------------------------------------------------------------------
+
+def test_markdown_has_the_table_and_bolds_regressions():
+    text = to_markdown(against_baseline("slower20.json"))
+    lines = text.splitlines()
+    assert lines[0].startswith("## ")
+    header = "| " + " | ".join(COLUMNS) + " |"
+    assert header in lines
+    assert lines[lines.index(header) + 1].startswith("|---")
+    assert "1 slower" in text and "6 same" in text and "threshold 5%" in text
+    assert "alpha 0.001" in text and "NVIDIA H200" in text
+    slow = next(line for line in lines if line.startswith("| matmul/tiled |"))
+    assert "**slower**" in slow and "+19.9%" in slow and " us |" in slow
+    assert "**same**" not in text
+    columns = len(COLUMNS)
+    assert all(line.count(" | ") == columns - 1 for line in lines if line.startswith("| "))
+
+
+def test_markdown_lists_added_and_removed():
+    text = to_markdown(against_baseline("added_removed.json"))
+    added = text.index("### Added")
+    removed = text.index("### Removed")
+    assert "- matmul/tiled TILE=32" in text[added:removed]
+    assert "- transpose/naive TILE=32" in text[removed:]
+    assert text.splitlines()[2].startswith("no regression: ")
+
+
+def test_markdown_escapes_pipes_in_cells():
+    before = results("a|b.json", bench(TIGHT, "bad|name"))
+    after = results("c.json", bench(TIGHT * 1.3, "bad|name"), bench(TIGHT, "new|one"))
+    text = to_markdown(compare(before, after))
+    line = next(line for line in text.splitlines() if "bad" in line and line.startswith("| "))
+    assert "matmul/bad\\|name" in line
+    assert "**failed**" not in line and "**slower**" in line
+    # Escaped pipes do not split cells: the row has as many cells as the header.
+    assert len(re.split(r"(?<!\\)\|", line)) - 2 == len(COLUMNS)
+    assert "new\\|one" in text
+
+
+def test_markdown_bolds_failed():
+    text = to_markdown(against_baseline("failing.json"))
+    assert "**failed**" in text
+    assert "**1 regression**" in text
+
+
+def test_render_comparison_prints_verdicts_added_removed_and_summary():
+    stream = io.StringIO()
+    console = Console(file=stream, width=200)
+    render_comparison(against_baseline("slower20.json"), console)
+    text = stream.getvalue()
+    for name in COLUMNS:
+        assert name in text
+    assert "slower" in text and "same" in text
+    assert "1 regression" in text
+    assert "matmul/tiled" in text
+
+    stream = io.StringIO()
+    render_comparison(against_baseline("added_removed.json"), Console(file=stream, width=200))
+    text = stream.getvalue()
+    assert "added" in text and "matmul/tiled TILE=32" in text
+    assert "removed" in text and "transpose/naive" in text
+    assert "no regression" in text
+
+
+def test_render_comparison_prints_user_text_literally():
+    stream = io.StringIO()
+    before = results("[bold]a.json", bench(TIGHT, "[red]x"))
+    render_comparison(compare(before, results("b.json", bench(TIGHT, "[red]x"))),
+                      Console(file=stream, width=200))
+    assert "[red]x" in stream.getvalue() and "[bold]a.json" in stream.getvalue()
+
+
+def test_regression_set_and_time_format():
+    assert frozenset({"slower", "failed"}) == REGRESSION
+    assert format_seconds(267.3e-6) == "267.3 us"
+    assert format_seconds(None) == "-"
+    assert format_seconds(1.5e-3) == "1.5 ms"
+
+
+def test_compare_module_needs_neither_rich_nor_pycuda():
+    import subprocess
+    import sys
+
+    code = ("import sys, cudabench.compare; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'pycuda', 'scipy'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).parents[1])
+    assert done.stdout.strip() == "[]"
+
+
+# -- the command as a user runs it ------------------------------------------------------------
+
+@pytest.mark.parametrize(("current", "code"), [
+    ("identical.json", 0), ("noise2.json", 0), ("noisy.json", 0), ("added_removed.json", 0),
+    ("slower20.json", 1), ("failing.json", 1),
+    ("truncated.json", 2), ("schema99.json", 2), ("other_gpu.json", 2),
+])
+def test_compare_command_exit_codes(tmp_path, current, code):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    summary = tmp_path / "summary.md"
+    result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"),
+                                      str(DATA / current), "--markdown", str(summary)])
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    if code != 2:
+        assert summary.read_text(encoding="utf-8").startswith("#")
+    else:
+        assert result.output.count("\n") <= 3  # a short error, not a dump
+
+
+def test_compare_command_flags(tmp_path):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    runner = CliRunner()
+    base, other = str(DATA / "baseline.json"), str(DATA / "other_gpu.json")
+    assert runner.invoke(cli, ["compare", base, other, "--allow-different-gpu"]).exit_code == 0
+    bad = runner.invoke(cli, ["compare", base, base, "--threshold", "five"])
+    assert bad.exit_code == 2 and "--threshold" in bad.output
+    # A 20% slowdown passes the gate when the threshold is raised above it.
+    slower = str(DATA / "slower20.json")
+    assert runner.invoke(cli, ["compare", base, slower, "--threshold", "25%"]).exit_code == 0
+
+
+def test_compare_warns_about_an_incomplete_file(tmp_path):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    document = json.loads((DATA / "identical.json").read_text(encoding="utf-8"))
+    document["complete"] = False
+    document["benchmarks"] = document["benchmarks"][:2]
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(document), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(partial)])
+    assert result.exit_code == 0 and "incomplete" in result.output
