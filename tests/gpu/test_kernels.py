@@ -28,13 +28,15 @@ SHAPES = {
 }
 
 
-def catalog_cases():
-    """Yield (op, variant, dtype, size) for every built-in variant: no test is hand-listed."""
-    for op, variants in catalog.discover().items():
-        for name, variant in sorted(variants.items()):
-            for dtype in variant.dtypes:
-                for size in SHAPES[op]:
-                    yield pytest.param(op, name, dtype, size, id=f"{op}-{name}-{dtype}-{size}")
+def catalog_cases() -> list:
+    """Return (op, variant, dtype, size) for every built-in variant: no test is hand-listed."""
+    return [
+        pytest.param(op, name, dtype, size, id=f"{op}-{name}-{dtype}-{size}")
+        for op, variants in catalog.discover().items()
+        for name, variant in sorted(variants.items())
+        for dtype in variant.dtypes
+        for size in SHAPES[op]
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -121,13 +123,15 @@ WRONG_KERNELS = {
             int col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;
             if (row < ROWS && col < COLS) B[row * COLS + col] = A[row * COLS + col];
         }""",
-    # Every thread swaps its pair, so each off-diagonal pair is swapped twice.
-    ("transpose_inplace", "swaps_twice"): """
+    # Forgets the edge: pairs in the last row are never swapped. (A kernel in which both
+    # threads of a pair swap is wrong too, but racy: in one warp both read before either
+    # writes and the pair ends up swapped once, so it can pass. A test kernel must not.)
+    ("transpose_inplace", "skips_last_row"): """
         // cudabench: transpose_inplace
-        // launch swaps_twice: grid cdiv(N, 16), cdiv(N, 16); block 16, 16
-        extern "C" __global__ void swaps_twice(DTYPE* A, int N) {
+        // launch skips_last_row: grid cdiv(N, 16), cdiv(N, 16); block 16, 16
+        extern "C" __global__ void skips_last_row(DTYPE* A, int N) {
             int col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;
-            if (row < N && col < N && row != col) {
+            if (row < N - 1 && col < row) {
                 DTYPE t = A[row * N + col]; A[row * N + col] = A[col * N + row];
                 A[col * N + row] = t;
             }
@@ -175,7 +179,8 @@ def write_kernel(folder, op, name, source):
     ("matmul", "short_k", "17x33x5"), ("matmul", "short_k", "1000"),
     ("matmul", "skips_last_row", "17x33x5"), ("matmul", "skips_last_row", "1024"),
     ("transpose", "copies", "33x17"), ("transpose", "copies", "64x64"),
-    ("transpose_inplace", "swaps_twice", "31"), ("transpose_inplace", "swaps_twice", "3001"),
+    ("transpose_inplace", "skips_last_row", "31"),
+    ("transpose_inplace", "skips_last_row", "3001"),
     ("dot", "skips_last_block", "1"), ("dot", "skips_last_block", "1000"),
     ("dot", "skips_last_block", str((1 << 20) + 3)),
 ])
