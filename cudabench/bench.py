@@ -45,39 +45,83 @@ def run_request(request: Request, device_index: int = 0, on_result: OnResult | N
     return run_plans([make_plan(request)], device_index, on_result, on_device)
 
 
+COPY_JOB = None  # in a job list, stands for the plan's device-to-device copy reference
+
+
 def run_plans(plans: Sequence[Plan], device_index: int = 0, on_result: OnResult | None = None,
-              on_device: Callable[[DeviceInfo], None] | None = None) -> RunOutcome:
-    """Run checked plans one after another on one GPU."""
-    from cudabench.engine import Engine  # the GPU is touched only past this line
+              on_device: Callable[[DeviceInfo], None] | None = None,
+              engine=None) -> RunOutcome:
+    """Run checked plans one after another on one GPU (on engine, if one is given).
 
-    with Engine(device_index) as engine:
-        if on_device is not None:
-            on_device(engine.info)
-        results = [r for plan in plans for r in run_plan(plan, engine, on_result)]
-        notes = tuple(note for plan in plans for note in plan.notes)
-        return RunOutcome(engine.info, tuple(results), notes)
+    A kernel that faults (an illegal address, say) leaves CUDA unusable in this process, for
+    good: even a new context cannot be created. The jobs after it then run in a fresh
+    process, so that one broken variant never hides the results of the others.
+    """
+    if engine is None:
+        from cudabench.engine import Engine  # the GPU is touched only past this line
+
+        with Engine(device_index) as engine:
+            return run_plans(plans, device_index, on_result, on_device, engine)
+    jobs = [(i, job) for i, plan in enumerate(plans)
+            for job in (*plan.variants, *([COPY_JOB] if plan.op.copy_reference else []))]
+    notes = tuple(note for plan in plans for note in plan.notes)
+    if on_device is not None:
+        on_device(engine.info)
+    results = _run_jobs(plans, jobs, engine, on_result)
+    while len(results) < len(jobs):
+        results += _run_jobs_in_fresh_process(plans, jobs[len(results):], device_index,
+                                              on_result)
+    return RunOutcome(engine.info, tuple(results), notes)
 
 
-def run_plan(plan: Plan, engine, on_result: OnResult | None = None) -> list[BenchmarkResult]:
-    """Run every planned variant, then the copy reference when the op has one."""
-    op, dtype = plan.op, plan.dtype
-    inputs = op.inputs(plan.shape, dtype, np.random.default_rng(plan.seed))
-    started = time.perf_counter()
-    expected = op.reference(inputs)
-    cpu_reference_s = time.perf_counter() - started
-
+def _run_jobs(plans: Sequence[Plan], jobs, engine, on_result: OnResult | None
+              ) -> list[BenchmarkResult]:
+    """Run jobs in order until done or until a kernel faults; return their results."""
+    prepared: dict[int, tuple] = {}
     results = []
-    for planned in plan.variants:
-        result = _run_variant(plan, engine, planned, inputs, expected, cpu_reference_s)
+    for index, job in jobs:
+        plan = plans[index]
+        if index not in prepared:
+            prepared = {index: _prepare(plan)}  # one plan's inputs in memory at a time
+        inputs, expected, cpu_reference_s = prepared[index]
+        if job is COPY_JOB:
+            result = _run_copy(plan, engine, cpu_reference_s)
+        else:
+            result = _run_variant(plan, engine, job, inputs, expected, cpu_reference_s)
         results.append(result)
         if on_result is not None:
             on_result(result)
-    if op.copy_reference:
-        result = _run_copy(plan, engine, cpu_reference_s)
-        results.append(result)
+        if engine.faulted:
+            break
+    return results
+
+
+def _prepare(plan: Plan) -> tuple:
+    """Return the plan's random inputs, its reference result and the reference's CPU time."""
+    inputs = plan.op.inputs(plan.shape, plan.dtype, np.random.default_rng(plan.seed))
+    started = time.perf_counter()
+    expected = plan.op.reference(inputs)
+    return inputs, expected, time.perf_counter() - started
+
+
+def _run_jobs_in_fresh_process(plans, jobs, device_index: int, on_result: OnResult | None
+                               ) -> list[BenchmarkResult]:
+    """Run jobs in a new process (spawned: a fork would inherit the broken CUDA state)."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        results = pool.apply(_child_run_jobs, (plans, jobs, device_index))
+    for result in results:
         if on_result is not None:
             on_result(result)
     return results
+
+
+def _child_run_jobs(plans, jobs, device_index: int) -> list[BenchmarkResult]:
+    from cudabench.engine import Engine
+
+    with Engine(device_index) as engine:
+        return _run_jobs(plans, jobs, engine, None)
 
 
 def _record(plan: Plan, variant: str, params, source: str, cpu_reference_s: float,
@@ -156,14 +200,15 @@ def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
         failed = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
         return record(
             verification=failed, launches=tuple(launches),
-            error=f"{variant.path}: the kernel faulted on the GPU ({exc}); the CUDA context "
-            "was reset. compute-sanitizer python3 -m cudabench ... shows the bad access",
+            error=f"{variant.path}: the kernel faulted on the GPU ({exc}); the variants after "
+            "it ran in a fresh process. `compute-sanitizer python3 -m cudabench ...` shows the "
+            "bad access",
         )
     except CudabenchError as exc:  # compile errors, grid limits, out of memory
         return record(error=str(exc), launches=tuple(launches))
     finally:
         for allocation in buffers.values():
-            with contextlib.suppress(Exception):  # already gone with a reset context
+            with contextlib.suppress(Exception):  # refused after a fault; nothing to free
                 allocation.free()
 
 

@@ -19,7 +19,7 @@ INSTALL_HINT = (
 
 
 class KernelFault(Exception):
-    """A launch failed on the GPU (bad address, timeout...); the context had to be reset."""
+    """A launch failed on the GPU (bad address, timeout...): CUDA in this process is lost."""
 
 
 def load_pycuda():
@@ -77,25 +77,26 @@ class Engine:
     # -- context ---------------------------------------------------------------------
     def _open_context(self) -> None:
         self.context = self.device.make_context()
+        self.faulted = False  # set when a kernel faulted: CUDA is unusable in this process
         self._modules.clear()
         self._start, self._stop = self.cuda.Event(), self.cuda.Event()
         self._flush_buffer = None
 
-    def reset(self) -> None:
-        """Throw the context away after a fault (faults are sticky) and open a new one."""
-        try:
-            self.context.pop()
-            self.context.detach()
-        except Exception:  # the broken context may refuse; the new one is what matters
-            pass
-        self._open_context()
+    def _fault(self, exc: Exception) -> KernelFault:
+        self.faulted = True
+        return KernelFault(str(exc))
 
     def close(self) -> None:
         """Release the context."""
-        if self.context is not None:
+        if self.context is None:
+            return
+        try:
             self.context.pop()
             self.context.detach()
-            self.context = None
+        except self.cuda.Error:
+            if not self.faulted:  # after a fault the driver refuses; nothing is left to free
+                raise
+        self.context = None
 
     def __enter__(self) -> Engine:
         return self
@@ -211,12 +212,11 @@ class Engine:
         return run
 
     def synchronize(self) -> None:
-        """Wait for the GPU; raise KernelFault (after resetting) if a launch failed."""
+        """Wait for the GPU; raise KernelFault if a launch failed."""
         try:
             self.context.synchronize()
         except self.cuda.Error as exc:
-            self.reset()
-            raise KernelFault(str(exc)) from None
+            raise self._fault(exc) from None
 
     def time_once(self, run: Callable[[], None], flush_l2: bool) -> float:
         """Return the seconds between CUDA events around one run, L2 flushed before."""
@@ -228,8 +228,7 @@ class Engine:
         try:
             self._stop.synchronize()
         except self.cuda.Error as exc:
-            self.reset()
-            raise KernelFault(str(exc)) from None
+            raise self._fault(exc) from None
         return self._stop.time_since(self._start) / 1e3
 
     def _flush_l2(self) -> None:

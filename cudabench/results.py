@@ -105,13 +105,12 @@ class BenchmarkResult:
 
     @property
     def status(self) -> str:
-        """Return PASS, FAIL, ERROR, or REF for a reference row."""
+        """Return PASS or FAIL (verified; a kernel that faulted failed), ERROR, or REF."""
+        if self.verification is not None:
+            return "PASS" if self.verification.passed else "FAIL"
         if self.error is not None:
-            return "ERROR"
-        if self.kind == "reference":
-            return "REF"
-        assert self.verification is not None
-        return "PASS" if self.verification.passed else "FAIL"
+            return "ERROR"  # not compiled or not launched: nothing was verified
+        return "REF" if self.kind == "reference" else "ERROR"
 
 
 # -- the results file ------------------------------------------------------------------

@@ -55,7 +55,7 @@ def bench(samples, variant: str = "tiled", *, op: str = "matmul", params=None,
           kind: str = "kernel") -> BenchmarkResult:
     """Build a benchmark in memory."""
     verification = None
-    if kind == "kernel":
+    if kind == "kernel" and error is None:  # a kernel that could not run was not verified
         verification = Verification(passed, 0.0 if passed else 0.5, 0.0 if passed else 3.0,
                                     0 if passed else 10, 100, "exact")
     return BenchmarkResult(
