@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from cudabench.errors import CompileError, CudabenchError, ExitCode
+from cudabench.ops import LaunchShape
 from cudabench.plan import Plan, PlannedVariant, Request, header_variables, make_plan
 from cudabench.results import BenchmarkResult, DeviceInfo, Verification
 from cudabench.timing import collect, measurement_warnings, warm_up
@@ -149,7 +150,7 @@ def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
     launches: list[dict] = []
     try:
         variables = header_variables(op, plan.shape, dtype, planned.params, engine.info.sm_count)
-        geometry = [launch.geometry(variables) for launch in variant.launches]
+        geometry = variant.geometry(variables)
         _check_grids(variant, geometry, engine.grid_limits())
         blocks = math.prod(geometry[0][0])
         arg_spec = op.args(plan.shape, blocks)
@@ -186,7 +187,8 @@ def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
         run()
         engine.synchronize()
         result = engine.download(buffers[op.result_buffer], shapes[op.result_buffer], dtype.numpy)
-        verification = op.verify(inputs, expected, result)
+        launched = [LaunchShape(grid, block) for grid, block in geometry]
+        verification = op.verify(inputs, expected, result, launched)
 
         flush = plan.timing.flush_l2 and not plan.hot
         sampling = collect(lambda: engine.time_once(run, flush), plan.timing)

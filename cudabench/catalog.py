@@ -23,12 +23,12 @@ from pathlib import Path
 
 from cudabench import expressions
 from cudabench.errors import KernelFileError, UsageError
-from cudabench.ops import DTYPES, OPS, get_op
+from cudabench.ops import OPS, get_op
 
 # Names a header expression may use besides the op's dimensions and the variant's params.
 BUILTIN_NAMES = ("ELEM_SIZE", "SM_COUNT")
 
-_KEY_LINE = re.compile(r"^(?P<key>[a-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\s*(?P<value>.*)$")
+_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\s*(?P<value>.*)$")
 _RANGE = re.compile(r"^(-?\d+)\s*\.\.\s*(-?\d+)$")
 
 
@@ -87,14 +87,37 @@ class KernelVariant:
     launches: tuple[Launch, ...]
     shared_bytes: tuple[ast.expr, ...] | None
     source: str
+    shared_bytes_line: int = 0
 
     def param(self, name: str) -> ParamSpec | None:
         """Return the parameter called name, if the variant declares it."""
         return next((p for p in self.params if p.name == name), None)
 
+    def geometry(self, variables: Mapping[str, int]) -> list[tuple[tuple[int, ...], ...]]:
+        """Return (grid, block) of every launch; KernelFileError if the arithmetic fails."""
+        result = []
+        for launch in self.launches:
+            try:
+                result.append(launch.geometry(variables))
+            except expressions.ExpressionError as exc:
+                raise KernelFileError(self.path, launch.line, f"launch {launch.entry}: {exc}"
+                                      ) from None
+        return result
+
+    def static_shared_bytes(self, variables: Mapping[str, int]) -> int | None:
+        """Return the declared shared memory per block, if the header gives it."""
+        if self.shared_bytes is None:
+            return None
+        try:
+            return expressions.evaluate(self.shared_bytes, variables)[0]
+        except expressions.ExpressionError as exc:
+            raise KernelFileError(self.path, self.shared_bytes_line, f"shared_bytes: {exc}"
+                                  ) from None
+
     def compile_source(self) -> str:
         """Return the source for nvcc, with a #line directive so errors cite this file."""
-        return f'#line 1 "{self.path}"\n{self.source}'
+        quoted = str(self.path).replace("\\", "\\\\").replace('"', '\\"')
+        return f'#line 1 "{quoted}"\n{self.source}'
 
 
 def _pad3(values: tuple[int, ...]) -> tuple[int, ...]:
@@ -140,6 +163,7 @@ def parse_header(path: Path, text: str | None = None) -> KernelVariant:
         raise KernelFileError(path, 1, f"unknown op {op_name!r} (known: {', '.join(OPS)})")
     op = get_op(op_name)
 
+    reserved = {*op.dims, *BUILTIN_NAMES, "DTYPE"}
     fields: dict[str, tuple[int, str]] = {}
     params: list[ParamSpec] = []
     launch_lines: list[tuple[int, str, str]] = []
@@ -153,6 +177,11 @@ def parse_header(path: Path, text: str | None = None) -> KernelVariant:
         if key == "param" and name:
             if any(p.name == name for p in params):
                 raise KernelFileError(path, number, f"parameter {name} declared twice")
+            if name in reserved:
+                raise KernelFileError(
+                    path, number, f"parameter {name} would hide the built-in name {name} "
+                    f"(reserved: {', '.join(sorted(reserved))}); rename it",
+                )
             params.append(_parse_param(path, number, name, value))
         elif key == "launch" and name:
             launch_lines.append((number, name, value))
@@ -163,8 +192,8 @@ def parse_header(path: Path, text: str | None = None) -> KernelVariant:
         else:
             raise KernelFileError(
                 path, number,
-                f"unknown header key {content.split(':', 1)[0]!r} (expected description, "
-                "dtypes, param NAME, shared_bytes or launch ENTRY)",
+                f"unknown header key {content.split(':', 1)[0]!r} (expected, in lower case: "
+                "description, dtypes, param NAME, shared_bytes or launch ENTRY)",
             )
 
     if not launch_lines:
@@ -186,12 +215,13 @@ def parse_header(path: Path, text: str | None = None) -> KernelVariant:
                 path, number, f"dtypes must be among {', '.join(op.dtypes)}; got {value!r}"
             )
 
-    shared = None
+    shared, shared_line = None, 0
     if "shared_bytes" in fields:
         number, value = fields["shared_bytes"]
         shared = _parse_exprs(path, number, value, known, "shared_bytes")
         if len(shared) != 1:
             raise KernelFileError(path, number, "shared_bytes takes one expression")
+        shared_line = number
 
     return KernelVariant(
         op=op_name,
@@ -203,6 +233,7 @@ def parse_header(path: Path, text: str | None = None) -> KernelVariant:
         launches=launches,
         shared_bytes=shared,
         source=text,
+        shared_bytes_line=shared_line,
     )
 
 
@@ -241,10 +272,10 @@ def _split_param(path: Path, number: int, part: str) -> tuple[str, str]:
 def _parse_launch(
     path: Path, number: int, entry: str, value: str, known: set[str]
 ) -> Launch:
-    pieces = dict(
-        (piece.strip().split(None, 1) + [""])[:2] for piece in value.split(";") if piece.strip()
-    )
-    if set(pieces) != {"grid", "block"}:
+    items = [(piece.strip().split(None, 1) + [""])[:2]
+             for piece in value.split(";") if piece.strip()]
+    pieces = dict(items)
+    if len(items) != 2 or set(pieces) != {"grid", "block"}:
         raise KernelFileError(
             path, number, f"launch {entry}: expected `grid X, Y[, Z]; block X, Y[, Z]`"
         )
@@ -273,11 +304,15 @@ def _parse_exprs(
 def discover(extra_dirs: Iterable[Path] = ()) -> dict[str, dict[str, KernelVariant]]:
     """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
     catalog: dict[str, dict[str, KernelVariant]] = {op: {} for op in OPS}
-    folders = [builtin_kernels_dir(), *extra_dirs]
+    folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
     for folder in folders:
-        folder = Path(folder)
         if not folder.is_dir():
             raise UsageError(f"--kernels-dir {folder}: no such directory")
+    seen: set[Path] = set()
+    for folder in folders:
+        if folder.resolve() in seen:  # the same folder twice adds nothing: not a name clash
+            continue
+        seen.add(folder.resolve())
         for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")]):
             variant = parse_header(path)
             if path.parent != folder and path.parent.name in OPS and path.parent.name != variant.op:
@@ -293,7 +328,3 @@ def discover(extra_dirs: Iterable[Path] = ()) -> dict[str, dict[str, KernelVaria
             catalog[variant.op][variant.name] = variant
     return catalog
 
-
-def known_dtypes() -> tuple[str, ...]:
-    """Return every dtype any op supports."""
-    return tuple(DTYPES)

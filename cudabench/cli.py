@@ -6,6 +6,7 @@ code; a traceback is shown only with --traceback.
 
 from __future__ import annotations
 
+import sys
 import traceback as traceback_module
 from pathlib import Path
 
@@ -19,6 +20,21 @@ from cudabench.timing import TimingPolicy
 
 class BoundaryGroup(click.Group):
     """The one error boundary: errors become a one-line message and a typed exit code."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Run the CLI; Click's own usage errors also become one line and exit code 2."""
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Abort:
+            _print_error("cudabench: interrupted")
+            code = ExitCode.INTERRUPTED
+        except click.ClickException as exc:
+            where = f" (see `{exc.ctx.command_path} --help`)" if getattr(exc, "ctx", None) else ""
+            _print_error(f"cudabench: error: {exc.format_message()}{where}")
+            code = ExitCode.USAGE
+        if not standalone_mode:
+            return code
+        sys.exit(int(code or 0))
 
     def invoke(self, ctx: click.Context):
         try:
@@ -93,14 +109,18 @@ def timing_options(function):
     return function
 
 
-def benchmark_options(default_size: str, size_help: str, dtype_help: str):
-    """Add the options every kernel-family command shares."""
+def benchmark_options(op_name: str, size_help: str):
+    """Add the options every kernel-family command shares, with the op's defaults."""
+    from cudabench.ops import OPS
+
+    op = OPS[op_name]
 
     def decorate(function):
         options = [
-            click.option("--size", "-s", default=default_size, show_default=True,
+            click.option("--size", "-s", default=op.default_size, show_default=True,
                          help=size_help),
-            click.option("--dtype", default="float32", show_default=True, help=dtype_help),
+            click.option("--dtype", default="float32", show_default=True,
+                         help=" or ".join(op.dtypes) + "."),
             click.option("--variant", "variants", multiple=True, metavar="NAME",
                          help="Variant to run (repeatable); default all. See `cudabench list`."),
             click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
@@ -176,7 +196,7 @@ def run_and_render(requests, device: int, json_path: Path | None) -> int:
 
 
 @cli.command()
-@benchmark_options("1000", "N (square) or MxKxN.", "float32 or int32.")
+@benchmark_options("matmul", "N (square) or MxKxN.")
 @click.option("--tile", type=int, help="TILE parameter: tile (and block) edge, e.g. 8, 16, 32.")
 def matmul(tile, device, json_path, **options) -> int:
     """Matrix multiplication C = A @ B: naive, shared-memory tiles, bank conflicts."""
@@ -185,7 +205,7 @@ def matmul(tile, device, json_path, **options) -> int:
 
 
 @cli.command()
-@benchmark_options("3001", "N (square) or ROWSxCOLS.", "int32 or float32.")
+@benchmark_options("transpose", "N (square) or ROWSxCOLS; --inplace: N.")
 @click.option("--tile", type=int, help="TILE parameter: tile edge, e.g. 8, 16, 32.")
 @click.option("--inplace", is_flag=True, help="Transpose a square matrix in place.")
 def transpose(tile, inplace, device, json_path, **options) -> int:
@@ -196,7 +216,7 @@ def transpose(tile, inplace, device, json_path, **options) -> int:
 
 
 @cli.command()
-@benchmark_options("1<<24", "Vector length N (e.g. 1000000 or 1<<24).", "float32 or int32.")
+@benchmark_options("dot", "Vector length N (e.g. 1000000 or 1<<24).")
 @click.option("--block", type=int, help="BLOCK parameter: threads per block (power of two).")
 @click.option("--blocks-per-sm", type=int, help="BLOCKS_PER_SM: grid size = SMs x this.")
 def dot(block, blocks_per_sm, device, json_path, **options) -> int:
@@ -252,7 +272,8 @@ def compare_command(baseline, current, threshold, alpha, markdown_path,
     for loaded in (before, after):
         if loaded.metadata.get("complete") is False:
             err.print(Text(f"warning: {loaded.path} is incomplete (its run stopped early): the "
-                           "benchmarks it lacks show as added or removed", style="yellow"))
+                           "benchmarks it lacks show as added or removed", style="yellow"),
+                      soft_wrap=True)
     return int(comparison.exit_code)
 
 
@@ -288,4 +309,4 @@ def main(argv: list[str] | None = None) -> None:
 def _print_error(message: str) -> None:
     from cudabench.report import stderr_console
 
-    stderr_console().print(Text(message, style="red"))
+    stderr_console().print(Text(message, style="red"), soft_wrap=True)

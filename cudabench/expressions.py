@@ -1,5 +1,7 @@
 """Small integer arithmetic for kernel headers: `cdiv(N, TILE), min(M, 64) * 2`.
 
+`//` and `%` round as Python's do (towards minus infinity), not as C's.
+
 Parsed with Python's `ast` and evaluated over a whitelist, so a header can never run code.
 """
 
@@ -69,6 +71,10 @@ def _check(node: ast.AST) -> None:
     elif isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS or node.keywords:
             raise ExpressionError(f"allowed functions are {', '.join(sorted(FUNCTIONS))}")
+        name, count = node.func.id, len(node.args)
+        if (name == "cdiv" and count != 2) or count < 2:
+            need = "two arguments" if name == "cdiv" else "at least two arguments"
+            raise ExpressionError(f"{name} takes {need}, got {count}")
         for arg in node.args:
             _check(arg)
     else:
@@ -93,8 +99,6 @@ def _eval(node: ast.expr, variables: Mapping[str, int]) -> int:
         return -_eval(node.operand, variables)
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     args = [_eval(arg, variables) for arg in node.args]
-    if node.func.id == "cdiv" and (len(args) != 2 or args[1] == 0):
-        raise ExpressionError("cdiv takes two arguments, the second not zero")
-    if node.func.id in ("min", "max") and not args:
-        raise ExpressionError(f"{node.func.id} needs at least one argument")
+    if node.func.id == "cdiv" and args[1] == 0:
+        raise ExpressionError("division by zero in cdiv")
     return FUNCTIONS[node.func.id](*args)

@@ -1,4 +1,8 @@
-"""Turn a request into a checked plan: every usage error is found here, before any GPU work."""
+"""Turn a request into a checked plan: usage errors are found here, before any GPU work.
+
+What only the GPU can tell (its grid limits, registers per thread) is checked per variant
+when it runs, so that one bad variant never hides the others.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudabench import catalog as catalog_module
-from cudabench import expressions
 from cudabench.catalog import KernelVariant
 from cudabench.errors import UsageError
 from cudabench.ops import DType, Op, get_dtype, get_op
@@ -128,8 +131,7 @@ def _resolve_params(request: Request, op: Op, shape, dtype: DType, variant: Kern
         params[spec.name] = value
     where = f"{op.name}/{variant.name} with {_describe(params)}"
     variables = header_variables(op, shape, dtype, params, sm_count=1)
-    for launch in variant.launches:
-        block = expressions.evaluate(launch.block, variables)
+    for _grid, block in variant.geometry(variables):
         threads = 1
         for extent, limit in zip(block, MAX_BLOCK_DIMS):
             if not 1 <= extent <= limit:
@@ -137,17 +139,16 @@ def _resolve_params(request: Request, op: Op, shape, dtype: DType, variant: Kern
             threads *= extent
         if threads > MAX_THREADS_PER_BLOCK:
             raise UsageError(
-                f"{where}: a block of {' x '.join(map(str, block))} = {threads} threads "
+                f"{where}: a block of {_extents(block)} = {threads} threads "
                 f"exceeds the CUDA limit of {MAX_THREADS_PER_BLOCK}; choose smaller parameters"
             )
-    if variant.shared_bytes is not None:
-        (shared,) = expressions.evaluate(variant.shared_bytes, variables)
-        if shared > MAX_STATIC_SHARED_BYTES:
-            raise UsageError(
-                f"{where}: needs {shared} bytes of shared memory per block, more than the "
-                f"{MAX_STATIC_SHARED_BYTES} a block may declare statically; choose smaller "
-                "parameters"
-            )
+    shared = variant.static_shared_bytes(variables)
+    if shared is not None and shared > MAX_STATIC_SHARED_BYTES:
+        raise UsageError(
+            f"{where}: needs {shared} bytes of shared memory per block, more than the "
+            f"{MAX_STATIC_SHARED_BYTES} a block may declare statically; choose smaller "
+            "parameters"
+        )
     return params
 
 
@@ -155,6 +156,14 @@ def header_variables(op: Op, shape, dtype: DType, params: Mapping[str, int], sm_
                      ) -> dict[str, int]:
     """Return the names header arithmetic may use: the shape, params, ELEM_SIZE, SM_COUNT."""
     return {**op.variables(shape), **params, "ELEM_SIZE": dtype.itemsize, "SM_COUNT": sm_count}
+
+
+def _extents(values) -> str:
+    """Format a 3-D extent as written in headers: 64 x 64, not 64 x 64 x 1."""
+    values = list(values)
+    while len(values) > 1 and values[-1] == 1:
+        values.pop()
+    return " x ".join(map(str, values))
 
 
 def _describe(params: Mapping[str, int]) -> str:

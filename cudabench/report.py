@@ -144,20 +144,20 @@ def run_table(rows: list[BenchmarkResult], device: DeviceInfo) -> Table:
 def render_diagnostics(outcome: RunOutcome, console: Console) -> None:
     """Print notes, measurement warnings, failures and errors (to stderr)."""
     for note in outcome.notes:
-        console.print(Text(f"note: {note}"))
+        console.print(Text(f"note: {note}"), soft_wrap=True)
     for r in outcome.results:
         name = f"{r.op}/{r.variant}"
         for warning in r.warnings:
-            console.print(Text(f"warning: {name}: {warning}", style="yellow"))
+            console.print(Text(f"warning: {name}: {warning}", style="yellow"), soft_wrap=True)
         if r.error:
-            console.print(Text(f"error: {name}: {r.error}", style="red"))
+            console.print(Text(f"error: {name}: {r.error}", style="red"), soft_wrap=True)
         elif r.verification is not None and not r.verification.passed:
             v = r.verification
             console.print(Text(
                 f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements outside "
                 f"tolerance ({v.criterion}); relative error {_error_text(v.rel_error)}",
                 style="red",
-            ))
+            ), soft_wrap=True)
 
 
 def render_catalog(catalog: Mapping[str, Mapping], ops: Mapping, console: Console) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,9 +32,10 @@ class DType:
 
     def poison(self) -> np.generic:
         """Return the value unwritten outputs keep: NaN, or INT32_MIN (inputs never hold it)."""
-        if self.name == "float32":
-            return np.float32(np.nan)
-        return np.int32(np.iinfo(np.int32).min)
+        return POISON[self.name]
+
+
+POISON = {"float32": np.float32(np.nan), "int32": np.int32(np.iinfo(np.int32).min)}
 
 
 DTYPES = {
@@ -44,13 +47,17 @@ _NUMBER = re.compile(r"^\s*(\d+)\s*(?:<<\s*(\d+))?\s*$")
 
 
 def parse_extent(text: str, flag: str = "--size") -> int:
-    """Parse one positive extent: `1000` or `1<<24`."""
+    """Parse one positive extent, `1000` or `1<<24`, that fits the kernels' int arguments."""
     match = _NUMBER.match(text)
-    value = int(match[1]) << int(match[2] or 0) if match else 0
+    shift = int(match[2] or 0) if match else 0
+    value = int(match[1]) << shift if match and shift <= 62 else 0  # no 1<<10**9 integers
     if value <= 0:
         raise UsageError(
             f"{flag} {text!r}: sizes are positive integers such as 1000 or 1<<24"
         )
+    if value > INT32_MAX:
+        raise UsageError(f"{flag} {text!r}: each extent must be at most 2^31-1 "
+                         "(kernels take int arguments)")
     return value
 
 
@@ -124,6 +131,24 @@ def _max_abs_error(result: np.ndarray, expected: np.ndarray) -> float:
     return value
 
 
+@dataclass(frozen=True)
+class LaunchShape:
+    """The grid and block of one launch, for checks that depend on how a kernel splits work."""
+
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+
+    @property
+    def blocks(self) -> int:
+        """Return the number of blocks."""
+        return math.prod(self.grid)
+
+    @property
+    def threads_per_block(self) -> int:
+        """Return the number of threads in a block."""
+        return math.prod(self.block)
+
+
 class Op:
     """A kernel family: its shape, inputs, kernel arguments, reference and accounting.
 
@@ -170,9 +195,10 @@ class Op:
         raise NotImplementedError
 
     def verify(
-        self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray
+        self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
+        launches: Sequence[LaunchShape] = (),
     ) -> Verification:
-        """Compare a kernel's result with the reference."""
+        """Compare a kernel's result with the reference (launches: the kernel's geometry)."""
         raise NotImplementedError
 
     def flops(self, shape) -> int:

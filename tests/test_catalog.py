@@ -1,0 +1,283 @@
+"""Kernel headers: the built-in catalog, strict parsing with file:line errors, discovery."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from helpers import MATMUL_HEADER, header_with, write_kernel
+
+from cudabench.catalog import builtin_kernels_dir, discover, parse_header
+from cudabench.errors import KernelFileError, UsageError
+from cudabench.ops import OPS
+
+BUILTIN_VARIANTS = {
+    "matmul": {"naive", "tiled", "tiled_conflict"},
+    "transpose": {"naive", "shared", "shared_padded"},
+    "transpose_inplace": {"naive", "tiled"},
+    "dot": {"shared_tree", "atomic"},
+}
+
+# parse_header(path, text) does not read path: headers given as text are parsed "from" it.
+VIRTUAL = Path("/virtual/kernels/matmul/test.cu")
+
+BUILTIN_ENTRIES = {
+    ("dot", "shared_tree"): ["dot_partials", "dot_finish"],
+    ("dot", "atomic"): ["dot_zero", "dot_atomic"],
+}
+
+
+def test_builtin_kernels_dir_holds_the_op_folders():
+    folder = builtin_kernels_dir()
+    assert folder.is_dir()
+    assert (folder / "matmul").is_dir()
+    assert sorted(folder.glob("matmul/*.cu"))
+
+
+def test_discover_parses_every_builtin_kernel():
+    catalog = discover()
+    assert set(catalog) == set(OPS) == set(BUILTIN_VARIANTS)
+    assert {op: set(variants) for op, variants in catalog.items()} == BUILTIN_VARIANTS
+    for op, variants in catalog.items():
+        for name, variant in variants.items():
+            assert (variant.op, variant.name) == (op, name)
+            assert variant.path == builtin_kernels_dir() / op / f"{name}.cu"
+            assert variant.description
+            assert variant.dtypes == OPS[op].dtypes
+            assert variant.launches
+            expected = BUILTIN_ENTRIES.get((op, name), [f"{op}_{name}"])
+            assert [launch.entry for launch in variant.launches] == expected
+            for spec in variant.params:
+                assert spec.allows(spec.default)
+
+
+@pytest.mark.parametrize(
+    ("op", "variant", "params"),
+    [
+        ("matmul", "tiled", {"TILE": (16, "8, 16, 32")}),
+        ("transpose", "shared_padded",
+         {"TILE": (32, "8, 16, 32"), "BLOCK_ROWS": (8, "1, 2, 4, 8")}),
+        ("dot", "atomic", {"BLOCK": (256, "32, 64, 128, 256, 512, 1024"),
+                           "BLOCKS_PER_SM": (8, "1..64")}),
+    ],
+)
+def test_builtin_params(op, variant, params):
+    found = discover()[op][variant]
+    assert {p.name: (p.default, p.describe_allowed()) for p in found.params} == params
+
+
+def test_param_ranges_are_inclusive():
+    spec = discover()["dot"]["atomic"].param("BLOCKS_PER_SM")
+    assert [spec.allows(v) for v in (0, 1, 64, 65)] == [False, True, True, False]
+    assert discover()["dot"]["atomic"].param("TILE") is None
+
+
+def test_compile_source_starts_with_a_line_directive():
+    variant = discover()["matmul"]["tiled"]
+    first, rest = variant.compile_source().split("\n", 1)
+    assert first == f'#line 1 "{variant.path}"'
+    assert rest == variant.path.read_text(encoding="utf-8")
+
+
+def test_launch_geometry_pads_to_three():
+    variant = parse_header(VIRTUAL, "\n".join(MATMUL_HEADER))
+    (launch,) = variant.launches
+    grid, block = launch.geometry({"M": 100, "K": 5, "N": 40, "TILE": 16})
+    assert (grid, block) == ((3, 7, 1), (16, 16, 1))
+
+
+@pytest.mark.parametrize(
+    ("grid", "block", "expected"),
+    [
+        ("7", "32", ((7, 1, 1), (32, 1, 1))),
+        ("1, 2, 3", "4, 5, 6", ((1, 2, 3), (4, 5, 6))),
+    ],
+)
+def test_launch_geometry_shapes(grid, block, expected):
+    header = ["// cudabench: dot", f"// launch k: grid {grid}; block {block}"]
+    (launch,) = parse_header(VIRTUAL, "\n".join(header)).launches
+    assert launch.geometry({"N": 1}) == expected
+
+
+def test_header_ends_at_the_first_non_comment_line(tmp_path):
+    path = write_kernel(tmp_path, "v", [*MATMUL_HEADER], body="// colour: red\n")
+    variant = parse_header(path)
+    assert variant.name == "v" and variant.description == "a test variant"
+    assert variant.shared_bytes is None
+
+
+# (header lines, line the error is on, text the message must contain)
+HEADER_ERRORS = {
+    "missing first line": (
+        ["// description: x", "// launch k: grid 1; block 1"], 1, "the first line must be"),
+    "blank first line": (["", *MATMUL_HEADER], 1, "not a cudabench kernel"),
+    "code first": (["#include <cstdio>", *MATMUL_HEADER], 1, "not a cudabench kernel"),
+    "unknown op": (["// cudabench: conv2d", "// launch k: grid 1; block 1"], 1,
+                   "unknown op 'conv2d' (known: matmul, transpose, transpose_inplace, dot)"),
+    "unknown key": (header_with("// description: x", "// colour: red"), 3,
+                    "unknown header key 'colour'"),
+    "key with a name": (header_with("// dtypes float32: x"), 2, "unknown header key"),
+    "launch without entry": (header_with("// launch: grid 1; block 1"), 2,
+                             "unknown header key 'launch'"),
+    "not key value": (header_with("// just some prose"), 2, "expected `key: value`"),
+    "param without allowed": (header_with("// param TILE: default 16"), 2,
+                              "param TILE: expected `default V; allowed A, B, C`"),
+    "param unknown part": (header_with("// param TILE: default 16; allowed 8; step 2"), 2,
+                           "param TILE: expected"),
+    "param not integer": (header_with("// param TILE: default sixteen; allowed 8, 16"), 2,
+                          "param TILE: values must be integers"),
+    "param float": (header_with("// param TILE: default 16; allowed 8, 16.5"), 2,
+                    "param TILE: values must be integers"),
+    "param word missing": (header_with("// param TILE: default; allowed 8"), 2,
+                           "cannot read 'default' in a param line"),
+    "default not allowed": (header_with("// param TILE: default 12; allowed 8, 16, 32"), 2,
+                            "param TILE: default 12 is not among the allowed values"),
+    "default outside range": (header_with("// param B: default 0; allowed 1..64"), 2,
+                              "param B: default 0 is not among the allowed values"),
+    "duplicate param": (header_with("// param TILE: default 16; allowed 16",
+                                    "// description: x",
+                                    "// param TILE: default 8; allowed 8"), 4,
+                        "parameter TILE declared twice"),
+    "duplicate key": (header_with("// description: x", "// description: y"), 3,
+                      "`description` given twice"),
+    "launch without block": (["// cudabench: matmul", "// launch k: grid 1, 2"], 2,
+                             "launch k: expected `grid X, Y[, Z]; block X, Y[, Z]`"),
+    "launch without grid": (["// cudabench: matmul", "// launch k: block 16, 16"], 2,
+                            "launch k: expected `grid"),
+    "launch unknown part": (["// cudabench: matmul", "// launch k: grid 1; block 1; smem 4"],
+                            2, "launch k: expected `grid"),
+    "unknown name in grid": (["// cudabench: matmul", "// param TILE: default 8; allowed 8",
+                              "// launch k: grid cdiv(ROWS, TILE); block TILE"], 3,
+                             "launch k grid: unknown name(s) ROWS "
+                             "(known: ELEM_SIZE, K, M, N, SM_COUNT, TILE)"),
+    "unknown name in block": (["// cudabench: dot", "// launch k: grid 1; block TILE"], 2,
+                              "launch k block: unknown name(s) TILE (known: ELEM_SIZE, N, "
+                              "SM_COUNT)"),
+    "unknown name in shared_bytes": (
+        header_with("// shared_bytes: TILE * 4", op="transpose"), 2,
+        "shared_bytes: unknown name(s) TILE (known: COLS, ELEM_SIZE, ROWS, SM_COUNT)"),
+    "bad grid syntax": (["// cudabench: matmul", "// launch k: grid N ** 2; block 1"], 2,
+                        "launch k grid: allowed operators are"),
+    "four block values": (["// cudabench: matmul", "// launch k: grid 1; block 1, 1, 1, 1"],
+                          2, "expected 1 to 3 comma-separated values, got 4"),
+    "two shared_bytes values": (header_with("// shared_bytes: 4, 8"), 2,
+                                "shared_bytes takes one expression"),
+    "bad dtype": (header_with("// description: x", "// dtypes: float32, float64"), 3,
+                  "dtypes must be among float32, int32; got 'float32, float64'"),
+    "empty dtypes": (header_with("// dtypes:"), 2, "dtypes must be among"),
+    "dtypes typo": (header_with("// dtypes: float"), 2, "dtypes must be among"),
+}
+
+
+@pytest.mark.parametrize(("lines", "line", "message"), HEADER_ERRORS.values(),
+                         ids=HEADER_ERRORS.keys())
+def test_header_error_names_file_and_line(tmp_path, lines, line, message):
+    path = write_kernel(tmp_path, "bad", lines)
+    with pytest.raises(KernelFileError) as info:
+        parse_header(path)
+    assert f"{path}:{line}: " in str(info.value)
+    assert message in str(info.value)
+    assert (info.value.path, info.value.line) == (path, line)
+
+
+def test_missing_launch_names_the_file(tmp_path):
+    path = write_kernel(tmp_path, "bad", ["// cudabench: matmul", "// description: x"])
+    with pytest.raises(KernelFileError) as info:
+        parse_header(path)
+    assert str(info.value).startswith(f"{path}: no `launch ENTRY")
+    assert info.value.line is None
+
+
+def test_unreadable_file_names_the_file(tmp_path):
+    path = tmp_path / "latin1.cu"
+    path.write_bytes(b"// cudabench: matmul\n// description: caf\xe9\n")
+    with pytest.raises(KernelFileError, match="cannot read kernel file") as info:
+        parse_header(path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["N", "ELEM_SIZE", "SM_COUNT", "DTYPE"])
+def test_param_may_not_shadow_a_builtin_name(tmp_path, name):
+    path = write_kernel(tmp_path, "bad", header_with(f"// param {name}: default 4; allowed 4"))
+    with pytest.raises(KernelFileError, match=re.escape(f"{path}:2: ")):
+        parse_header(path)
+
+
+def test_launch_with_two_grids_is_rejected(tmp_path):
+    path = write_kernel(tmp_path, "bad", ["// cudabench: dot",
+                                          "// launch k: grid 1; grid 2; block 32"])
+    with pytest.raises(KernelFileError, match=re.escape(f"{path}:2: ")):
+        parse_header(path)
+
+
+# -- discover() with --kernels-dir ----------------------------------------------------
+
+
+def test_discover_flat_files_and_op_folders(tmp_path):
+    write_kernel(tmp_path, "mine", MATMUL_HEADER)
+    write_kernel(tmp_path / "dot", "fast", header_with(op="dot"))
+    (tmp_path / "dot" / "helper.cuh").write_text("// not a variant\n")
+    write_kernel(tmp_path / "notes", "other", header_with(op="transpose"))
+    catalog = discover([tmp_path])
+    assert catalog["matmul"]["mine"].path == tmp_path / "mine.cu"
+    assert catalog["dot"]["fast"].path == tmp_path / "dot" / "fast.cu"
+    assert catalog["transpose"]["other"].path == tmp_path / "notes" / "other.cu"
+    assert set(catalog["matmul"]) == BUILTIN_VARIANTS["matmul"] | {"mine"}
+    assert set(catalog["dot"]) == BUILTIN_VARIANTS["dot"] | {"fast"}
+
+
+def test_discover_several_folders(tmp_path):
+    write_kernel(tmp_path / "a", "one", MATMUL_HEADER)
+    write_kernel(tmp_path / "b", "two", MATMUL_HEADER)
+    catalog = discover([tmp_path / "a", tmp_path / "b"])
+    assert {"one", "two"} <= set(catalog["matmul"])
+
+
+def test_discover_rejects_a_file_in_another_ops_folder(tmp_path):
+    path = write_kernel(tmp_path / "transpose", "wrong", MATMUL_HEADER)
+    with pytest.raises(KernelFileError) as info:
+        discover([tmp_path])
+    assert f"{path}:1: " in str(info.value)
+    assert "folder transpose/ but declares op matmul" in str(info.value)
+
+
+def test_variant_clashing_with_builtin_names_both_files(tmp_path):
+    path = write_kernel(tmp_path / "matmul", "naive", MATMUL_HEADER)
+    with pytest.raises(KernelFileError) as info:
+        discover([tmp_path])
+    message = str(info.value)
+    assert str(path) in message
+    assert str(builtin_kernels_dir() / "matmul" / "naive.cu") in message
+    assert "matmul/naive" in message
+
+
+def test_variant_clash_between_user_folders(tmp_path):
+    first = write_kernel(tmp_path / "a", "mine", MATMUL_HEADER)
+    second = write_kernel(tmp_path / "b", "mine", MATMUL_HEADER)
+    with pytest.raises(KernelFileError) as info:
+        discover([tmp_path / "a", tmp_path / "b"])
+    assert str(first) in str(info.value) and str(second) in str(info.value)
+
+
+def test_same_name_for_different_ops_is_fine(tmp_path):
+    write_kernel(tmp_path, "naive", header_with(op="dot"))
+    assert discover([tmp_path])["dot"]["naive"].path == tmp_path / "naive.cu"
+
+
+def test_malformed_user_kernel_fails_discovery(tmp_path):
+    path = write_kernel(tmp_path, "bad", header_with("// colour: red"))
+    with pytest.raises(KernelFileError, match=re.escape(f"{path}:2: unknown header key")):
+        discover([tmp_path])
+
+
+def test_missing_kernels_dir_is_a_usage_error(tmp_path):
+    missing = tmp_path / "nope"
+    with pytest.raises(UsageError, match=re.escape(f"--kernels-dir {missing}: no such directory")):
+        discover([missing])
+
+
+def test_kernels_dir_that_is_a_file_is_a_usage_error(tmp_path):
+    path = write_kernel(tmp_path, "mine", MATMUL_HEADER)
+    with pytest.raises(UsageError, match="--kernels-dir"):
+        discover([path])

@@ -1,0 +1,184 @@
+"""The command line on a machine without a GPU: help, list, and one-line errors."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from click.testing import CliRunner
+from helpers import MATMUL_HEADER, write_kernel
+
+from cudabench import __version__
+from cudabench.catalog import discover
+from cudabench.cli import cli
+from cudabench.ops import OPS
+
+
+def invoke(*args: str):
+    """Run the CLI with stdout and stderr kept apart (click 8.1 and 8.2+)."""
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:  # click >= 8.2 always separates them
+        runner = CliRunner()
+    return runner.invoke(cli, [str(a) for a in args])
+
+
+def assert_one_line_error(result, *fragments: str, code: int = 2) -> str:
+    """Check a failed command: its exit code, one stderr line with every fragment."""
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert "Traceback" not in result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("cudabench: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def no_pycuda(monkeypatch):
+    """Make `import pycuda` fail, as on a machine without it (even where it is installed)."""
+    monkeypatch.setitem(sys.modules, "pycuda", None)
+
+
+def test_version():
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.stdout == f"cudabench, version {__version__}\n"
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help(flag):
+    result = invoke(flag)
+    assert result.exit_code == 0
+    for command in ("matmul", "transpose", "dot", "list", "info", "--traceback"):
+        assert command in result.stdout
+    assert "Exit codes" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [("matmul", ["--size", "--tile", "--param", "--kernels-dir", "--precision", "--hot"]),
+     ("transpose", ["--inplace", "--tile", "--dtype"]),
+     ("dot", ["--block", "--blocks-per-sm", "--variant", "--seed", "--json"]),
+     ("list", ["--kernels-dir"]),
+     ("info", ["--device"])],
+)
+def test_command_help(command, options):
+    result = invoke(command, "--help")
+    assert result.exit_code == 0
+    for option in options:
+        assert option in result.stdout
+
+
+def test_list_shows_every_variant():
+    result = invoke("list")
+    assert result.exit_code == 0, result.stderr
+    for op, variants in discover().items():
+        assert op in result.stdout
+        assert OPS[op].signature in result.stdout
+        for name in variants:
+            assert f" {name} " in result.stdout
+
+
+def test_list_with_kernels_dir(tmp_path):
+    write_kernel(tmp_path, "my_variant", MATMUL_HEADER)
+    result = invoke("list", "--kernels-dir", tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert " my_variant " in result.stdout
+
+
+USAGE_ERRORS = {
+    "size 0": (["matmul", "--size", "0"], ["--size '0'", "positive integers"]),
+    "size -5": (["matmul", "--size", "-5"], ["--size '-5'", "positive integers"]),
+    "size 12x": (["matmul", "--size", "12x"], ["--size '12x'", "512x256x128"]),
+    "size abc": (["dot", "-s", "abc"], ["--size 'abc'"]),
+    "tile 12": (["matmul", "--tile", "12"], ["--tile 12", "8, 16, 32"]),
+    "param TILE=64": (["matmul", "--param", "TILE=64"], ["--param TILE 64", "8, 16, 32"]),
+    "transpose tile": (["transpose", "--tile", "64"], ["--tile 64", "TILE in 8, 16, 32"]),
+    "dot block": (["dot", "--block", "48"], ["--block 48", "BLOCK in 32, 64"]),
+    "dot blocks per sm": (["dot", "--blocks-per-sm", "0"], ["--blocks-per-sm 0", "1..64"]),
+    "param for no variant": (["dot", "-p", "TILE=16"], ["--param TILE", "no selected dot"]),
+    "unknown variant": (["matmul", "--variant", "fastest"],
+                        ["--variant fastest", "known: naive, tiled, tiled_conflict"]),
+    "param without value": (["matmul", "--param", "TILE"], ["--param 'TILE'", "NAME=INTEGER"]),
+    "param not integer": (["matmul", "--param", "TILE=big"], ["--param 'TILE=big'"]),
+    "param bad name": (["matmul", "--param", "1X=3"], ["--param '1X=3'"]),
+    "tile and param": (["matmul", "--tile", "16", "--param", "TILE=16"],
+                       ["--tile and --param TILE both set TILE"]),
+    "inplace not square": (["transpose", "--inplace", "--size", "3x5"],
+                           ["--size '3x5'", "--inplace"]),
+    "dtype float64": (["dot", "--dtype", "float64"], ["--dtype float64", "float32, int32"]),
+    "precision 0": (["matmul", "--precision", "0"], ["--precision must be > 0"]),
+    "min samples": (["matmul", "--min-samples", "0"], ["--min-samples"]),
+    "max samples": (["matmul", "--min-samples", "30", "--max-samples", "10"], ["--max-samples"]),
+    "max time": (["dot", "--max-time", "0"], ["--max-time"]),
+    "warmup": (["transpose", "--warmup", "-1"], ["--warmup"]),
+    "missing kernels dir": (["matmul", "--kernels-dir", "/nonexistent/kernels"],
+                            ["--kernels-dir /nonexistent/kernels"]),
+}
+
+
+@pytest.mark.parametrize(("args", "fragments"), USAGE_ERRORS.values(), ids=USAGE_ERRORS.keys())
+def test_usage_error_is_one_line_naming_the_flag(no_pycuda, args, fragments):
+    assert_one_line_error(invoke(*args), *fragments)
+
+
+@pytest.mark.parametrize("command", [["matmul"], ["list"]])
+def test_malformed_header_in_kernels_dir_names_file_and_line(tmp_path, command):
+    path = write_kernel(tmp_path, "bad", ["// cudabench: conv", "// launch k: grid 1; block 1"])
+    result = invoke(*command, "--kernels-dir", tmp_path)
+    assert_one_line_error(result, f"{path}:1: unknown op 'conv'")
+
+
+def test_long_error_stays_on_one_line(tmp_path):
+    folder = tmp_path / ("long_folder_name_" * 8)
+    path = write_kernel(folder, "bad", ["// cudabench: matmul", "// colour: red",
+                                        "// launch k: grid 1; block 1"])
+    result = invoke("list", "--kernels-dir", folder)
+    assert_one_line_error(result, f"{path}:2: unknown header key 'colour'")
+
+
+def test_valid_run_without_pycuda_says_how_to_install_it(no_pycuda):
+    result = invoke("matmul", "--size", "64", "--tile", "16")
+    assert_one_line_error(result, "PyCUDA is not installed", "pip install 'cudabench[gpu]'")
+
+
+def test_info_without_pycuda_says_how_to_install_it(no_pycuda):
+    assert_one_line_error(invoke("info"), "PyCUDA is not installed", "cudabench[gpu]")
+
+
+@pytest.mark.parametrize("args", [["info"], ["matmul", "--size", "0"]])
+def test_traceback_flag_shows_the_traceback(no_pycuda, args):
+    result = invoke("--traceback", *args)
+    assert result.exit_code == 2
+    assert "Traceback (most recent call last)" in result.stderr
+    assert result.stderr.splitlines()[-1].startswith("cudabench: error: ")
+
+
+def test_internal_error_says_it_is_a_bug(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("cudabench.catalog.discover", broken)
+    result = invoke("list")
+    assert result.exit_code == 4
+    assert "cudabench: internal error: RuntimeError: boom" in result.stderr
+    assert "--traceback" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_interrupt_exits_130(monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("cudabench.catalog.discover", interrupted)
+    result = invoke("list")
+    assert result.exit_code == 130
+    assert result.stderr == "cudabench: interrupted\n"
+
+
+def test_click_usage_errors_exit_2():
+    result = invoke("matmul", "--tile", "sixteen")
+    assert result.exit_code == 2
+    assert "--tile" in result.stderr

@@ -1,0 +1,176 @@
+"""Every kernel compiles with nvcc for sm_90, for every dtype and parameter value.
+
+The source is what the engine compiles (KernelVariant.compile_source(), -I the kernel's
+folder, -DNAME=value for the params, DTYPE and ELEM_SIZE); only PTX is generated, so no GPU
+is needed. The compilations run in parallel threads, started once for the module.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from helpers import write_kernel
+
+from cudabench.catalog import KernelVariant, ParamSpec, discover, parse_header
+from cudabench.ops import DTYPES
+
+NVCC = shutil.which("nvcc")
+ARCH = "sm_90"
+
+pytestmark = pytest.mark.skipif(
+    NVCC is None, reason="nvcc is not on PATH: install the CUDA toolkit to compile the kernels"
+)
+
+
+@dataclass(frozen=True)
+class Build:
+    """What nvcc made of one variant with one set of defines."""
+
+    returncode: int
+    ptx: str
+    output: str  # nvcc's stdout and stderr
+    command: str
+
+
+def compile_ptx(variant: KernelVariant, defines: dict[str, object]) -> Build:
+    """Compile variant to PTX as the engine would compile it to a cubin."""
+    with tempfile.TemporaryDirectory() as work:
+        source = Path(work) / f"{variant.name}.cu"
+        source.write_text(variant.compile_source(), encoding="utf-8")
+        target = Path(work) / f"{variant.name}.ptx"
+        command = [NVCC, f"-arch={ARCH}", "-ptx", f"-I{variant.path.parent}",
+                   *(f"-D{name}={value}" for name, value in sorted(defines.items())),
+                   str(source), "-o", str(target)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        ptx = target.read_text() if done.returncode == 0 else ""
+    return Build(done.returncode, ptx, done.stdout + done.stderr, " ".join(command))
+
+
+def values_to_try(spec: ParamSpec) -> list[int]:
+    """Return every allowed value, or low, default and high of a range."""
+    if spec.allowed:
+        return list(spec.allowed)
+    return sorted({spec.low, spec.default, spec.high})
+
+
+def reaches_the_compiler(variant: KernelVariant, spec: ParamSpec) -> bool:
+    """Return whether a param's name appears in the code (comments aside) or a .cuh beside it.
+
+    A param only used by the header's launch arithmetic (dot's BLOCKS_PER_SM) cannot change
+    what nvcc compiles; it is compiled at its default only, which keeps this module fast.
+    """
+    texts = [variant.source, *(p.read_text() for p in variant.path.parent.glob("*.cuh"))]
+    word = re.compile(rf"\b{re.escape(spec.name)}\b")
+    return any(word.search(strip_comments(text)) for text in texts)
+
+
+def strip_comments(code: str) -> str:
+    """Return C++ code without its // and /* */ comments."""
+    return re.sub(r"//[^\n]*|/\*.*?\*/", "", code, flags=re.DOTALL)
+
+
+def build_cases():
+    """Yield (variant, dtype, params) for every built-in kernel."""
+    for op, variants in discover().items():
+        for name, variant in sorted(variants.items()):
+            axes = [values_to_try(spec) if reaches_the_compiler(variant, spec) else [spec.default]
+                    for spec in variant.params]
+            for dtype in variant.dtypes:
+                for values in itertools.product(*axes):
+                    params = dict(zip((spec.name for spec in variant.params), values))
+                    label = "-".join([op, name, dtype, *(f"{k}={v}" for k, v in params.items())])
+                    yield pytest.param(op, name, dtype, params, id=label)
+
+
+CASES = list(build_cases())
+
+
+def defines_for(dtype_name: str, params: dict[str, int]) -> dict[str, object]:
+    """Return the -D defines of the engine: the params, DTYPE and ELEM_SIZE."""
+    dtype = DTYPES[dtype_name]
+    return {**params, "DTYPE": dtype.ctype, "ELEM_SIZE": dtype.itemsize}
+
+
+@pytest.fixture(scope="module")
+def builds():
+    """Start every compilation at once; return {(op, variant, dtype, params): Future}."""
+    catalog = discover()
+    futures: dict[tuple, Future] = {}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for case in CASES:
+            op, name, dtype, params = case.values
+            key = (op, name, dtype, tuple(params.items()))
+            futures[key] = pool.submit(compile_ptx, catalog[op][name], defines_for(dtype, params))
+        yield futures
+        for future in futures.values():
+            future.cancel()
+
+
+def test_cases_cover_every_builtin_variant_and_dtype():
+    covered = {(op, name, dtype) for op, name, dtype, _ in (case.values for case in CASES)}
+    expected = {(op, name, dtype) for op, variants in discover().items()
+                for name, variant in variants.items() for dtype in variant.dtypes}
+    assert covered == expected
+    tiles = {case.values[3].get("TILE") for case in CASES if case.values[0] == "matmul"}
+    assert tiles == {8, 16, 32}
+    blocks = {case.values[3]["BLOCK"] for case in CASES if case.values[0] == "dot"}
+    assert blocks == {32, 64, 128, 256, 512, 1024}
+
+
+def test_only_params_the_code_never_names_are_pruned():
+    catalog = discover()
+    pruned = {(op, name, spec.name) for op, variants in catalog.items()
+              for name, variant in variants.items() for spec in variant.params
+              if not reaches_the_compiler(variant, spec)}
+    # the naive kernels read their block edge from blockDim; dot's grid size is header-only
+    assert pruned == {("dot", "atomic", "BLOCKS_PER_SM"), ("dot", "shared_tree", "BLOCKS_PER_SM"),
+                      ("matmul", "naive", "TILE"), ("transpose", "naive", "TILE"),
+                      ("transpose_inplace", "naive", "TILE")}
+    assert not strip_comments("// BLOCK\n/* BLOCK\n */ int x;").count("BLOCK")
+
+
+@pytest.mark.parametrize(("op", "variant", "dtype", "params"), CASES)
+def test_kernel_compiles_for_sm90(builds, op, variant, dtype, params):
+    build = builds[(op, variant, dtype, tuple(params.items()))].result()
+    assert build.returncode == 0, f"{build.command}\n{build.output}"
+    for launch in discover()[op][variant].launches:
+        assert re.search(rf"\.entry\s+{re.escape(launch.entry)}\s*\(", build.ptx), (
+            f"no .entry {launch.entry} in the PTX: is it extern \"C\" __global__?")
+
+
+BROKEN_HEADER = ["// cudabench: dot", "// launch dot_broken: grid 1; block 32"]
+BROKEN_BODY = (
+    'extern "C" __global__ void dot_broken(const DTYPE* a, const DTYPE* b, DTYPE* out,\n'
+    "                                      DTYPE* partials, int N, int num_partials)\n"
+    "{\n"
+    "    out[0] = undeclared_variable;\n"
+    "}\n"
+)
+# The header, a blank line, then the body: the bad statement is on the body's 4th line.
+BROKEN_LINE = len(BROKEN_HEADER) + 1 + 4
+
+
+def test_compile_error_cites_the_kernel_file_and_line(tmp_path):
+    path = write_kernel(tmp_path, "broken", BROKEN_HEADER, BROKEN_BODY)
+    assert path.read_text().splitlines()[BROKEN_LINE - 1].strip() == "out[0] = undeclared_variable;"
+    build = compile_ptx(parse_header(path), defines_for("float32", {}))
+    assert build.returncode != 0
+    assert f"{path}({BROKEN_LINE}): error" in build.output, build.output
+    assert "undeclared_variable" in build.output
+
+
+# (A double quote cannot be tested: nvcc itself refuses one in an -I path.)
+@pytest.mark.parametrize("folder", ["back\\tslash", "back\\\\double"])
+def test_compile_error_cites_paths_with_special_characters(tmp_path, folder):
+    path = write_kernel(tmp_path / folder, "broken", BROKEN_HEADER, BROKEN_BODY)
+    build = compile_ptx(parse_header(path), defines_for("float32", {}))
+    assert f"{path}({BROKEN_LINE}): error" in build.output, build.output

@@ -1,0 +1,240 @@
+"""Planning: every usage error is found before the GPU, with the flag to fix."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import header_with, write_kernel
+
+from cudabench.catalog import discover
+from cudabench.errors import CudabenchError, UsageError
+from cudabench.plan import (
+    MAX_STATIC_SHARED_BYTES,
+    Request,
+    header_variables,
+    make_plan,
+)
+from cudabench.timing import TimingPolicy
+
+ROOT = Path(__file__).resolve().parent.parent
+TILE_FLAG = {"TILE": "--tile"}
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return discover()
+
+
+def planned(plan) -> dict[str, dict[str, int]]:
+    """Return {variant: params} of a plan."""
+    return {p.variant.name: dict(p.params) for p in plan.variants}
+
+
+@pytest.mark.parametrize(
+    ("op", "shape", "params"),
+    [
+        ("matmul", (1000, 1000, 1000),
+         {"naive": {"TILE": 16}, "tiled": {"TILE": 16}, "tiled_conflict": {"TILE": 16}}),
+        ("transpose", (3001, 3001),
+         {"naive": {"TILE": 32}, "shared": {"TILE": 32, "BLOCK_ROWS": 8},
+          "shared_padded": {"TILE": 32, "BLOCK_ROWS": 8}}),
+        ("transpose_inplace", (3001,),
+         {"naive": {"TILE": 32}, "tiled": {"TILE": 32, "BLOCK_ROWS": 8}}),
+        ("dot", (1 << 24,),
+         {"atomic": {"BLOCK": 256, "BLOCKS_PER_SM": 8},
+          "shared_tree": {"BLOCK": 256, "BLOCKS_PER_SM": 8}}),
+    ],
+)
+def test_defaults(catalog, op, shape, params):
+    plan = make_plan(Request(op=op), catalog)
+    assert plan.op.name == op
+    assert plan.shape == shape
+    assert plan.dtype.name == "float32"
+    assert planned(plan) == params
+    assert [p.variant.name for p in plan.variants] == sorted(params)
+    assert plan.notes == ()
+    assert (plan.seed, plan.hot, plan.timing) == (0, False, TimingPolicy())
+
+
+def test_request_is_carried_into_the_plan(catalog):
+    timing = TimingPolicy(min_samples=3, precision=0.01)
+    plan = make_plan(Request(op="dot", size="1000", dtype="int32", seed=7, hot=True,
+                             timing=timing), catalog)
+    assert (plan.shape, plan.dtype.name, plan.seed, plan.hot, plan.timing) == (
+        (1000,), "int32", 7, True, timing)
+
+
+def test_chosen_variants_keep_their_order_once(catalog):
+    plan = make_plan(Request(op="matmul", variants=("tiled", "naive", "tiled")), catalog)
+    assert [p.variant.name for p in plan.variants] == ["tiled", "naive"]
+
+
+@pytest.mark.parametrize(("op", "value"), [("matmul", 32), ("transpose", 8)])
+def test_tile_applies_to_every_variant(catalog, op, value):
+    plan = make_plan(Request(op=op, params={"TILE": value}, param_flags=TILE_FLAG), catalog)
+    assert all(params["TILE"] == value for params in planned(plan).values())
+    if op == "transpose":
+        assert planned(plan)["shared"]["BLOCK_ROWS"] == 8  # the others keep their defaults
+
+
+def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
+    write_kernel(tmp_path, "fixed", header_with())  # a matmul variant without parameters
+    catalog = discover([tmp_path])
+    plan = make_plan(Request(op="matmul", params={"TILE": 8}, param_flags=TILE_FLAG), catalog)
+    assert planned(plan) == {"fixed": {}, "naive": {"TILE": 8}, "tiled": {"TILE": 8},
+                             "tiled_conflict": {"TILE": 8}}
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        (Request(op="dot", params={"TILE": 16}, param_flags=TILE_FLAG),
+         "--tile: no selected dot variant takes TILE"),
+        (Request(op="dot", params={"TILE": 16}),
+         "--param TILE: no selected dot variant takes TILE"),
+        (Request(op="transpose", variants=("naive",), params={"BLOCK_ROWS": 4}),
+         "--param BLOCK_ROWS: no selected transpose variant takes BLOCK_ROWS"),
+        (Request(op="matmul", params={"TILE": 12}, param_flags=TILE_FLAG),
+         "--tile 12: matmul/naive allows TILE in 8, 16, 32"),
+        (Request(op="matmul", variants=("tiled",), params={"TILE": 64}),
+         "--param TILE 64: matmul/tiled allows TILE in 8, 16, 32"),
+        (Request(op="dot", params={"BLOCKS_PER_SM": 65},
+                 param_flags={"BLOCKS_PER_SM": "--blocks-per-sm"}),
+         "--blocks-per-sm 65: dot/atomic allows BLOCKS_PER_SM in 1..64"),
+        (Request(op="dot", params={"BLOCK": 100}, param_flags={"BLOCK": "--block"}),
+         "--block 100: dot/atomic allows BLOCK in 32, 64, 128, 256, 512, 1024"),
+        (Request(op="matmul", variants=("naive", "fast", "slow")),
+         "--variant fast: no such matmul variant (known: naive, tiled, tiled_conflict)"),
+        (Request(op="matmul", size="0"), "--size '0': sizes are positive integers"),
+        (Request(op="transpose_inplace", size="3x5"), "--inplace transposes a square matrix"),
+        (Request(op="dot", dtype="float64"), "--dtype float64: dot supports float32, int32"),
+        (Request(op="dot", size="1<<31"), "--size '1<<31': each extent must be at most 2^31-1"),
+        (Request(op="matmul", timing=TimingPolicy(precision=0)), "--precision must be > 0"),
+        (Request(op="matmul", timing=TimingPolicy(min_samples=0)), "--min-samples"),
+        (Request(op="conv"), "unknown op 'conv'"),
+    ],
+)
+def test_usage_errors_name_the_flag(catalog, request_, message):
+    with pytest.raises(UsageError) as info:
+        make_plan(request_, catalog)
+    assert message in str(info.value)
+
+
+def test_variant_of_a_user_folder(tmp_path):
+    write_kernel(tmp_path, "mine", header_with())
+    plan = make_plan(Request(op="matmul", variants=("mine",), kernels_dirs=(tmp_path,)))
+    assert [p.variant.path for p in plan.variants] == [tmp_path / "mine.cu"]
+
+
+def test_missing_kernels_dir(tmp_path):
+    with pytest.raises(UsageError, match="--kernels-dir"):
+        make_plan(Request(op="matmul", kernels_dirs=(tmp_path / "nope",)))
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["// param TILE: default 64; allowed 16, 64",
+          "// launch k: grid cdiv(N, TILE); block TILE, TILE"],
+         "a block of 64 x 64 = 4096 threads exceeds the CUDA limit of 1024"),
+        (["// launch k: grid 1; block 33, 32"], "1056 threads exceeds the CUDA limit of 1024"),
+        (["// launch k: grid 1; block 2048"], "block extent 2048 outside 1..1024"),
+        (["// launch k: grid 1; block 1, 1, 65"], "block extent 65 outside 1..64"),
+        (["// param TILE: default 16; allowed 16", "// launch k: grid 1; block TILE - 16"],
+         "block extent 0 outside 1..1024"),
+        (["// launch first: grid 1; block 32", "// launch second: grid 1; block 32, 64"],
+         "2048 threads exceeds"),
+        (["// param TILE: default 64; allowed 64", "// shared_bytes: 4 * TILE * TILE * ELEM_SIZE",
+          "// launch k: grid 1; block 16, 16"],
+         f"needs 65536 bytes of shared memory per block, more than the "
+         f"{MAX_STATIC_SHARED_BYTES}"),
+        (["// shared_bytes: 48 * 1024 + 1", "// launch k: grid 1; block 1"],
+         "needs 49153 bytes of shared memory"),
+        (["// shared_bytes: 12289 * ELEM_SIZE", "// launch k: grid 1; block 1"],
+         "needs 49156 bytes of shared memory"),
+    ],
+)
+def test_user_kernel_beyond_cuda_limits(tmp_path, lines, message):
+    write_kernel(tmp_path, "big", ["// cudabench: matmul", *lines])
+    request = Request(op="matmul", variants=("big",), kernels_dirs=(tmp_path,))
+    with pytest.raises(UsageError) as info:
+        make_plan(request)
+    assert message in str(info.value)
+    assert "matmul/big with " in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["// launch k: grid 1; block 32, 32"],
+        ["// launch k: grid 1; block 1024, 1, 1"],
+        ["// shared_bytes: 48 * 1024", "// launch k: grid 1; block 1"],
+        ["// shared_bytes: 12288 * ELEM_SIZE", "// launch k: grid 1; block 1"],
+        ["// launch k: grid 100000; block 8, 8, 16"],
+    ],
+)
+def test_user_kernel_at_cuda_limits_is_fine(tmp_path, lines):
+    write_kernel(tmp_path, "edge", ["// cudabench: matmul", *lines])
+    plan = make_plan(Request(op="matmul", variants=("edge",), kernels_dirs=(tmp_path,)))
+    assert [p.variant.name for p in plan.variants] == ["edge"]
+
+
+@pytest.mark.parametrize("block", ["32 // (TILE - 16)", "cdiv(32, TILE - 16)"])
+def test_header_arithmetic_failing_at_evaluation_names_file_and_line(tmp_path, block):
+    path = write_kernel(tmp_path, "bad", ["// cudabench: matmul",
+                                          "// param TILE: default 16; allowed 16",
+                                          f"// launch k: grid 1; block {block}"])
+    request = Request(op="matmul", variants=("bad",), kernels_dirs=(tmp_path,))
+    with pytest.raises(CudabenchError, match=re.escape(f"{path}:3")):
+        make_plan(request)
+
+
+FLOAT_ONLY = header_with("// dtypes: float32")
+
+
+def test_dtype_unsupported_by_a_chosen_variant_is_an_error(tmp_path):
+    write_kernel(tmp_path, "floaty", FLOAT_ONLY)
+    request = Request(op="matmul", dtype="int32", variants=("naive", "floaty"),
+                      kernels_dirs=(tmp_path,))
+    with pytest.raises(UsageError, match="--dtype int32: variant floaty supports float32"):
+        make_plan(request)
+
+
+def test_dtype_unsupported_by_a_default_variant_skips_it(tmp_path):
+    write_kernel(tmp_path, "floaty", FLOAT_ONLY)
+    plan = make_plan(Request(op="matmul", dtype="int32", kernels_dirs=(tmp_path,)))
+    assert [p.variant.name for p in plan.variants] == ["naive", "tiled", "tiled_conflict"]
+    assert plan.notes == ("skipped floaty: it supports float32 only",)
+    plan = make_plan(Request(op="matmul", dtype="float32", kernels_dirs=(tmp_path,)))
+    assert "floaty" in planned(plan) and plan.notes == ()
+
+
+def test_a_param_only_a_skipped_variant_takes_is_an_error(tmp_path):
+    write_kernel(tmp_path, "floaty", header_with("// dtypes: float32",
+                                                 "// param SPLIT: default 2; allowed 2, 4"))
+    request = Request(op="matmul", dtype="int32", params={"SPLIT": 4},
+                      kernels_dirs=(tmp_path,))
+    with pytest.raises(UsageError, match="--param SPLIT: no selected matmul variant takes SPLIT"):
+        make_plan(request)
+
+
+def test_header_variables():
+    from cudabench.ops import DTYPES, OPS
+
+    variables = header_variables(OPS["matmul"], (2, 3, 5), DTYPES["int32"], {"TILE": 8}, 132)
+    assert variables == {"M": 2, "K": 3, "N": 5, "TILE": 8, "ELEM_SIZE": 4, "SM_COUNT": 132}
+
+
+def test_planning_never_imports_pycuda_or_the_engine():
+    code = (
+        "import sys\n"
+        "from cudabench.plan import Request, make_plan\n"
+        "make_plan(Request(op='matmul', size='64'))\n"
+        "bad = [m for m in ('cudabench.engine', 'pycuda') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -1,0 +1,184 @@
+"""The measurement policy, driven by a fake clock and a fake kernel."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from cudabench.errors import UsageError
+from cudabench.stats import median_precision
+from cudabench.timing import Sampling, TimingPolicy, collect, measurement_warnings, warm_up
+
+STEADY = [1e-3]  # every sample the same: the median is known at once
+NOISY = [1e-3, 2e-3, 1.5e-3, 3e-3, 0.5e-3]  # a relative spread far above any target
+
+
+class FakeGpu:
+    """A clock and a kernel: each run advances the clock by wall_s, samples cycle values."""
+
+    def __init__(self, values=STEADY, wall_s: float = 0.01) -> None:
+        self.now = 0.0
+        self.wall_s = wall_s
+        self.values = itertools.cycle(values)
+        self.runs = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def run(self) -> None:
+        self.now += self.wall_s
+        self.runs += 1
+
+    def sample(self) -> float:
+        self.run()
+        return next(self.values)
+
+
+def take(gpu: FakeGpu, **policy) -> Sampling:
+    """Collect samples from gpu under a policy built from keyword arguments."""
+    return collect(gpu.sample, TimingPolicy(**policy), clock=gpu.clock)
+
+
+@pytest.mark.parametrize("min_samples", [1, 2, 5, 20, 37])
+def test_stops_at_min_samples_when_precise(min_samples):
+    gpu = FakeGpu(STEADY)
+    sampling = take(gpu, min_samples=min_samples)
+    # one sample has no precision yet (its interval is infinite), two identical ones do
+    assert len(sampling.samples_s) == max(min_samples, 2)
+    assert sampling.stopped_by == "precision"
+    assert sampling.samples_s[0] == 1e-3
+
+
+def test_stops_as_soon_as_precision_is_reached():
+    values = [1.0, 1.01, 1.02, 1.03]  # a spread of about 1.5%: needs many samples for 0.1%
+    gpu = FakeGpu(values, wall_s=1e-6)
+    sampling = take(gpu, min_samples=2, precision=0.001, max_time_s=100.0)
+    stream = [values[i % 4] for i in range(5000)]
+    first = next(n for n in range(2, 5000) if median_precision(stream[:n]) <= 0.001)
+    assert first > 1000
+    assert (len(sampling.samples_s), sampling.stopped_by) == (first, "precision")
+
+
+def test_keeps_sampling_when_noisy_until_the_budget():
+    gpu = FakeGpu(NOISY, wall_s=0.01)
+    sampling = take(gpu, min_samples=20, max_time_s=1.0)
+    assert sampling.stopped_by == "budget"
+    assert len(sampling.samples_s) == pytest.approx(100, abs=1)
+    assert gpu.now >= 1.0
+
+
+@pytest.mark.parametrize(("min_samples", "expected"), [(20, 5), (5, 5), (3, 3), (1, 1)])
+def test_budget_never_stops_below_min_of_min_samples_and_five(min_samples, expected):
+    gpu = FakeGpu(NOISY, wall_s=10.0)  # every sample blows the 1 s budget
+    sampling = take(gpu, min_samples=min_samples, max_time_s=1.0)
+    assert len(sampling.samples_s) == expected
+    assert sampling.stopped_by == "budget"
+
+
+def test_max_samples_caps_sampling():
+    gpu = FakeGpu(NOISY, wall_s=1e-6)
+    sampling = take(gpu, min_samples=20, max_samples=50, max_time_s=1e9)
+    assert (len(sampling.samples_s), sampling.stopped_by) == (50, "max_samples")
+
+
+def test_max_samples_wins_over_precision():
+    sampling = take(FakeGpu(STEADY), min_samples=10, max_samples=10)
+    assert (len(sampling.samples_s), sampling.stopped_by) == (10, "max_samples")
+
+
+def test_samples_are_kept_in_order():
+    sampling = take(FakeGpu(NOISY, wall_s=10.0), min_samples=20)
+    assert sampling.samples_s == tuple(NOISY)
+
+
+@pytest.mark.parametrize(
+    ("warmup_s", "wall_s", "runs"),
+    [(0.0, 0.01, 2), (0.05, 1.0, 2), (0.0625, 0.015625, 4), (1.0, 0.125, 8)],
+)
+def test_warm_up_runs_at_least_twice_and_for_warmup_s(warmup_s, wall_s, runs):
+    gpu = FakeGpu(wall_s=wall_s)
+    assert warm_up(gpu.run, TimingPolicy(warmup_s=warmup_s), clock=gpu.clock) == runs
+    assert gpu.runs == runs
+    assert gpu.now >= warmup_s
+
+
+@pytest.mark.parametrize(
+    ("fields", "flag"),
+    [
+        ({"warmup_s": -0.1}, "--warmup must be >= 0"),
+        ({"min_samples": 0}, "--min-samples must be >= 1"),
+        ({"min_samples": 30, "max_samples": 29}, "--max-samples must be >= --min-samples"),
+        ({"precision": 0.0}, "--precision must be > 0"),
+        ({"precision": -0.01}, "--precision must be > 0"),
+        ({"max_time_s": 0.0}, "--max-time must be > 0"),
+    ],
+)
+def test_validate_names_the_flag(fields, flag):
+    with pytest.raises(UsageError, match=re.escape(flag)):
+        TimingPolicy(**fields).validate()
+
+
+@pytest.mark.parametrize("fields", [{}, {"warmup_s": 0.0, "min_samples": 1, "max_samples": 1}])
+def test_validate_returns_a_valid_policy(fields):
+    policy = TimingPolicy(**fields)
+    assert policy.validate() is policy
+
+
+def test_default_policy():
+    policy = TimingPolicy()
+    assert (policy.min_samples, policy.precision, policy.flush_l2) == (20, 0.005, True)
+
+
+POLICY = TimingPolicy(precision=0.005, max_time_s=1.0)
+L2 = 50 * 2**20
+
+
+def kinds(sampling: Sampling, hot: bool = False, working_set: int = 4 * L2) -> set[str]:
+    """Return which warnings apply: noisy, overhead and/or l2."""
+    found = set()
+    for text in measurement_warnings(sampling, POLICY, hot, working_set, L2):
+        if text.startswith("noisy:"):
+            assert "--max-time" in text
+            found.add("noisy")
+        elif "launch overhead" in text:
+            assert "--size" in text
+            found.add("overhead")
+        elif text.startswith("--hot"):
+            assert "MiB L2 cache" in text and "drop --hot" in text
+            found.add("l2")
+        else:
+            raise AssertionError(f"unexpected warning {text!r}")
+    return found
+
+
+SLOW_STEADY = (1e-3,) * 20
+SLOW_NOISY = tuple(NOISY) * 4
+
+
+@pytest.mark.parametrize(
+    ("samples", "stopped_by", "hot", "working_set", "expected"),
+    [
+        (SLOW_STEADY, "precision", False, 4 * L2, set()),
+        (SLOW_NOISY, "budget", False, 4 * L2, {"noisy"}),
+        (SLOW_NOISY, "max_samples", False, 4 * L2, set()),  # not the budget's fault
+        (SLOW_STEADY, "budget", False, 4 * L2, set()),  # budget, but precise enough
+        ((5e-6,) * 20, "precision", False, 4 * L2, {"overhead"}),
+        ((19.9e-6,) * 20, "precision", False, 4 * L2, {"overhead"}),
+        ((20e-6,) * 20, "precision", False, 4 * L2, set()),
+        (SLOW_STEADY, "precision", True, L2, {"l2"}),
+        (SLOW_STEADY, "precision", True, L2 + 1, set()),
+        (SLOW_STEADY, "precision", False, L2 // 2, set()),  # cold cache: flushed anyway
+        ((5e-6, 10e-6) * 10, "budget", True, 1024, {"noisy", "overhead", "l2"}),
+    ],
+)
+def test_measurement_warnings_only_when_they_apply(samples, stopped_by, hot, working_set,
+                                                   expected):
+    assert kinds(Sampling(samples, stopped_by), hot, working_set) == expected
+
+
+def test_noisy_warning_reports_what_was_reached():
+    sampling = Sampling(SLOW_NOISY, "budget")
+    (text,) = measurement_warnings(sampling, POLICY, False, 4 * L2, L2)
+    assert "±0.5% target" in text and "after 20 samples in the 1 s budget" in text
