@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from cudabench.errors import CompileError, CudabenchError, ExitCode
+from cudabench.errors import CompileError, CudabenchError, ExitCode, UsageError
 from cudabench.ops import LaunchShape
 from cudabench.plan import Plan, PlannedVariant, Request, header_variables, make_plan
 from cudabench.results import BenchmarkResult, DeviceInfo, Verification
@@ -138,6 +138,7 @@ def _record(plan: Plan, variant: str, params, source: str, cpu_reference_s: floa
 
 def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
                  cpu_reference_s: float) -> BenchmarkResult:
+    """Compile, warm up, verify once on fresh inputs and poisoned outputs, then time."""
     from cudabench.engine import KernelFault
 
     op, dtype, variant = plan.op, plan.dtype, planned.variant
@@ -146,27 +147,11 @@ def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
         return _record(plan, variant.name, planned.params, str(variant.path), cpu_reference_s,
                        **fields)
 
-    buffers = {}
+    buffers: dict = {}
     launches: list[dict] = []
     try:
-        variables = header_variables(op, plan.shape, dtype, planned.params, engine.info.sm_count)
-        geometry = variant.geometry(variables)
-        _check_grids(variant, geometry, engine.grid_limits())
+        compiled, geometry, arg_spec = _compile(plan, engine, planned, launches)
         blocks = math.prod(geometry[0][0])
-        arg_spec = op.args(plan.shape, blocks)
-        signature = "".join("P" if isinstance(a, str) else "i" for a in arg_spec)
-        defines = {**planned.params, "DTYPE": dtype.ctype, "ELEM_SIZE": dtype.itemsize}
-        compiled = engine.compile(variant, defines, signature)
-        for launch, (grid, block), attrs in zip(variant.launches, geometry, compiled.attributes):
-            launches.append({"entry": launch.entry, "grid": list(grid), "block": list(block),
-                             **attrs})
-            if math.prod(block) > attrs["max_threads_per_block"]:
-                raise CompileError(
-                    f"{variant.path}:{launch.line}: {launch.entry} uses {attrs['registers']} "
-                    f"registers per thread, so a block may have at most "
-                    f"{attrs['max_threads_per_block']} threads, not {math.prod(block)}"
-                )
-
         outputs = op.outputs(plan.shape, dtype, blocks)
         shapes = {name: array.shape for name, array in inputs.items()} | outputs
         for name, shape in shapes.items():
@@ -190,14 +175,10 @@ def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
         launched = [LaunchShape(grid, block) for grid, block in geometry]
         verification = op.verify(inputs, expected, result, launched)
 
-        flush = plan.timing.flush_l2 and not plan.hot
-        sampling = collect(lambda: engine.time_once(run, flush), plan.timing)
         working_set = sum(math.prod(s) for s in shapes.values()) * dtype.itemsize
-        warnings = measurement_warnings(
-            sampling, plan.timing, plan.hot, working_set, engine.info.l2_bytes
-        )
-        return record(samples_s=sampling.samples_s, verification=verification,
-                      warnings=warnings, launches=tuple(launches))
+        samples, warnings = _time(plan, engine, run, working_set)
+        return record(samples_s=samples, verification=verification, warnings=warnings,
+                      launches=tuple(launches))
     except KernelFault as exc:
         failed = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
         return record(
@@ -206,7 +187,7 @@ def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
             "it ran in a fresh process. `compute-sanitizer python3 -m cudabench ...` shows the "
             "bad access",
         )
-    except CudabenchError as exc:  # compile errors, grid limits, out of memory
+    except CudabenchError as exc:  # compile errors, GPU limits, out of memory
         return record(error=str(exc), launches=tuple(launches))
     finally:
         for allocation in buffers.values():
@@ -214,26 +195,57 @@ def _run_variant(plan: Plan, engine, planned: PlannedVariant, inputs, expected,
                 allocation.free()
 
 
-def _check_grids(variant, geometry, limits: Sequence[int]) -> None:
+def _compile(plan: Plan, engine, planned: PlannedVariant, launches: list[dict]):
+    """Return (compiled, geometry, kernel arguments); append each launch's facts to launches.
+
+    Checks what only the GPU knows: its grid limits and, once compiled, how many threads
+    a block may have at the registers the kernel uses.
+    """
+    op, dtype, variant = plan.op, plan.dtype, planned.variant
+    variables = header_variables(op, plan.shape, dtype, planned.params, engine.info.sm_count)
+    geometry = variant.geometry(variables)
+    limits = engine.grid_limits
     for launch, (grid, _block) in zip(variant.launches, geometry):
         for axis, (extent, limit) in enumerate(zip(grid, limits)):
             if not 1 <= extent <= limit:
-                raise CompileError(
+                raise UsageError(
                     f"{variant.path}:{launch.line}: grid {'xyz'[axis]} of {launch.entry} is "
                     f"{extent}, outside 1..{limit} on this GPU; use a smaller --size or "
                     "larger tiles"
                 )
+    arg_spec = op.args(plan.shape, math.prod(geometry[0][0]))
+    signature = "".join("P" if isinstance(a, str) else "i" for a in arg_spec)
+    defines = {**planned.params, "DTYPE": dtype.ctype, "ELEM_SIZE": dtype.itemsize}
+    compiled = engine.compile(variant, defines, signature)
+    for launch, (grid, block), attrs in zip(variant.launches, geometry, compiled.attributes):
+        launches.append({"entry": launch.entry, "grid": list(grid), "block": list(block),
+                         **attrs})
+        if math.prod(block) > attrs["max_threads_per_block"]:
+            raise CompileError(
+                f"{variant.path}:{launch.line}: {launch.entry} uses {attrs['registers']} "
+                f"registers per thread, so a block may have at most "
+                f"{attrs['max_threads_per_block']} threads, not {math.prod(block)}"
+            )
+    return compiled, geometry, arg_spec
+
+
+def _time(plan: Plan, engine, run: Callable[[], None], working_set_bytes: int):
+    """Take event-timed samples (L2 flushed before each unless --hot); return them, warnings."""
+    sampling = collect(lambda: engine.time_once(run, flush_l2=not plan.hot), plan.timing)
+    warnings = measurement_warnings(sampling, plan.timing, plan.hot, working_set_bytes,
+                                    engine.info.l2_bytes)
+    return sampling.samples_s, warnings
 
 
 def _run_copy(plan: Plan, engine, cpu_reference_s: float) -> BenchmarkResult:
     """Time a device-to-device copy moving the op's bytes (read + write)."""
     nbytes = plan.op.bytes_moved(plan.shape, plan.dtype.itemsize) // 2
-    run = engine.copier(nbytes)
-    warm_up(lambda: (run(), engine.synchronize()), plan.timing)
-    flush = plan.timing.flush_l2 and not plan.hot
-    sampling = collect(lambda: engine.time_once(run, flush), plan.timing)
-    warnings = measurement_warnings(sampling, plan.timing, plan.hot, 2 * nbytes,
-                                    engine.info.l2_bytes)
-    result = _record(plan, COPY_VARIANT, {}, "cuMemcpyDtoDAsync", cpu_reference_s,
-                     kind="reference", samples_s=sampling.samples_s, warnings=warnings)
+    fields: dict = {"kind": "reference"}
+    try:
+        run = engine.copier(nbytes)
+        warm_up(lambda: (run(), engine.synchronize()), plan.timing)
+        fields["samples_s"], fields["warnings"] = _time(plan, engine, run, 2 * nbytes)
+    except CudabenchError as exc:  # out of memory
+        fields["error"] = str(exc)
+    result = _record(plan, COPY_VARIANT, {}, "cuMemcpyDtoDAsync", cpu_reference_s, **fields)
     return replace(result, flops=0)

@@ -1,6 +1,6 @@
 """The command line: each command parses its options, makes one library call and renders.
 
-`main` is the one error boundary: a CudabenchError becomes a one-line message and its exit
+BoundaryGroup is the one error boundary: a CudabenchError becomes a one-line message and its exit
 code; a traceback is shown only with --traceback.
 """
 
@@ -158,7 +158,7 @@ def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **optio
     timing = TimingPolicy(
         warmup_s=options["warmup"], min_samples=options["min_samples"],
         max_samples=options["max_samples"], precision=options["precision"],
-        max_time_s=options["max_time"], flush_l2=not options["hot"],
+        max_time_s=options["max_time"],
     )
     return Request(
         op=op, size=options["size"], dtype=options["dtype"], variants=options["variants"],

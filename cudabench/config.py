@@ -107,7 +107,7 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
                     op=entry["op"], size=size, dtype=dtype,
                     variants=tuple(_strings(entry, "variants", at, [])),
                     params=dict(params), seed=seed, hot=hot,
-                    timing=TimingPolicy(**{**timing.__dict__, "flush_l2": not hot}),
+                    timing=timing,
                     kernels_dirs=dirs + tuple(extra_kernels_dirs),
                     origin=f"{at} ({entry['op']}, size {size or 'default'}, {dtype})",
                 ))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cudabench.catalog import KernelVariant
-from cudabench.errors import CompileError, GpuEnvironmentError
+from cudabench.errors import CompileError, GpuEnvironmentError, LaunchRefused
 from cudabench.results import DeviceInfo
 
 INSTALL_HINT = (
@@ -69,18 +69,19 @@ class Engine:
                 f"--device {device_index}: there are {self.cuda.Device.count()} GPU(s)"
             )
         self.device = self.cuda.Device(device_index)
-        self.context = None
-        self._modules: dict = {}
-        self._open_context()
-        self.info = self._device_info()
-
-    # -- context ---------------------------------------------------------------------
-    def _open_context(self) -> None:
+        # A context of our own rather than the primary one: cudabench shares the process
+        # with nothing else, and releases it in close().
         self.context = self.device.make_context()
         self.faulted = False  # set when a kernel faulted: CUDA is unusable in this process
-        self._modules.clear()
+        self._modules: dict = {}
         self._start, self._stop = self.cuda.Event(), self.cuda.Event()
         self._flush_buffer = None
+        self.info = self._device_info()
+        attrs, attr = self.device.get_attributes(), self.cuda.device_attribute
+        self.grid_limits = tuple(int(attrs[a]) for a in (
+            attr.MAX_GRID_DIM_X, attr.MAX_GRID_DIM_Y, attr.MAX_GRID_DIM_Z))
+
+    # -- context ---------------------------------------------------------------------
 
     def _fault(self, exc: Exception) -> KernelFault:
         self.faulted = True
@@ -127,13 +128,6 @@ class Engine:
             cuda_version=".".join(map(str, built)),
             pycuda_version=pycuda.VERSION_TEXT,
         )
-
-    def grid_limits(self) -> tuple[int, int, int]:
-        """Return the largest grid in x, y and z."""
-        attrs = self.device.get_attributes()
-        attr = self.cuda.device_attribute
-        return tuple(int(attrs[a]) for a in (
-            attr.MAX_GRID_DIM_X, attr.MAX_GRID_DIM_Y, attr.MAX_GRID_DIM_Z))
 
     # -- compilation -----------------------------------------------------------------
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
@@ -207,7 +201,12 @@ class Engine:
 
         def run() -> None:
             for function, (grid, block) in calls:
-                function.prepared_async_call(grid, block, None, *args)
+                try:
+                    function.prepared_async_call(grid, block, None, *args)
+                except self.cuda.Error as exc:  # refused at once: not a fault, nothing ran
+                    raise LaunchRefused(
+                        f"the driver refused to launch grid {grid} x block {block}: {exc}"
+                    ) from None
 
         return run
 

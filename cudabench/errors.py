@@ -40,6 +40,10 @@ class CompileError(CudabenchError):
     """nvcc rejected a kernel; the message keeps nvcc's own output."""
 
 
+class LaunchRefused(CudabenchError):
+    """The driver refused a launch (its configuration or resources); nothing ran."""
+
+
 class GpuEnvironmentError(CudabenchError):
     """No PyCUDA, no CUDA driver or no GPU; the message says which and how to fix it."""
 

@@ -23,7 +23,6 @@ class TimingPolicy:
     max_samples: int = 5000
     precision: float = 0.005  # stop once the median's 95% confidence half-width is this small
     max_time_s: float = 1.0  # wall-clock budget for sampling one variant
-    flush_l2: bool = True  # overwrite the L2 cache before every sample (cold cache)
 
     def validate(self) -> TimingPolicy:
         """Raise UsageError naming the flag of the first bad value; return self."""

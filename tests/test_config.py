@@ -43,7 +43,7 @@ def test_suite_expands_sizes_and_dtypes(tmp_path):
     ]
     assert requests[0].params == {"TILE": 32} and requests[0].variants == ("naive", "tiled")
     assert requests[0].timing.max_time_s == 0.5 and requests[0].timing.min_samples == 30
-    assert requests[0].timing.flush_l2 and not requests[-1].timing.flush_l2
+    assert not requests[0].hot and requests[-1].hot
     plans = [make_plan(r) for r in requests]  # every request is a valid plan
     assert plans[0].variants[1].params == {"TILE": 32}
 

@@ -128,7 +128,7 @@ def test_validate_returns_a_valid_policy(fields):
 
 def test_default_policy():
     policy = TimingPolicy()
-    assert (policy.min_samples, policy.precision, policy.flush_l2) == (20, 0.005, True)
+    assert (policy.min_samples, policy.precision) == (20, 0.005)
 
 
 POLICY = TimingPolicy(precision=0.005, max_time_s=1.0)
