@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -53,3 +57,41 @@ def test_verification_failure_exits_3(tmp_path):
                                       "--kernels-dir", str(tmp_path)])
     assert result.exit_code == 3, result.output
     assert "FAIL" in result.output and "tiled" in result.output  # the others still shown
+
+
+def test_ctrl_c_midway_leaves_a_valid_partial_file(tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text("[timing]\nmax_time = 1.0\nmin_samples = 2000\n"
+                     + "".join(f'[[benchmark]]\nop = "matmul"\nsize = "{n}"\n'
+                               for n in (256, 512, 768, 1024)))
+    path = tmp_path / "partial.json"
+    process = subprocess.Popen([sys.executable, "-m", "cudabench", "run", str(suite),
+                                "--json", str(path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait until at least one benchmark is saved
+        if path.exists() and load_results(path).benchmarks:
+            break
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    partial = load_results(path)
+    assert partial.metadata["complete"] is False
+    assert 1 <= len(partial.benchmarks) < 12  # 4 sizes x 3 variants were asked for
+    assert all(b.status == "PASS" and b.samples_s for b in partial.benchmarks)
+
+
+def test_run_suite_writes_every_benchmark(tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[timing]\nmax_time = 0.05\n[[benchmark]]\nop = "transpose"\n'
+                     'sizes = ["64", "33x17"]\ndtypes = ["float32", "int32"]\n'
+                     '[[benchmark]]\nop = "dot"\nsize = "1000"\n')
+    path = tmp_path / "suite.json"
+    result = CliRunner().invoke(cli, ["run", str(suite), "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    loaded = load_results(path)
+    # 4 transpose groups x (3 variants + copy) and dot's 2 variants + copy.
+    assert len(loaded.benchmarks) == 4 * 4 + 3 and loaded.metadata["complete"] is True
+    assert "[19/19]" in result.output  # progress lines on stderr when not a terminal
