@@ -34,9 +34,12 @@ def load_pycuda():
                 f"the NVIDIA CUDA driver library is missing ({text}): install the NVIDIA "
                 "driver, or run on a machine with an NVIDIA GPU"
             ) from None
-        if getattr(exc, "name", "") and str(exc.name).startswith("pycuda"):
+        if isinstance(exc, ModuleNotFoundError) and str(exc.name or "").startswith("pycuda"):
             raise GpuEnvironmentError(f"PyCUDA is not installed: {INSTALL_HINT}") from None
-        raise GpuEnvironmentError(f"PyCUDA failed to import ({text}): {INSTALL_HINT}") from None
+        raise GpuEnvironmentError(
+            f"PyCUDA is installed but failed to load ({text}): it may be built for another "
+            f"CUDA or Python; reinstall it ({INSTALL_HINT})"
+        ) from None
     try:
         cuda.init()
         count = cuda.Device.count()

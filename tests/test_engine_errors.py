@@ -1,0 +1,45 @@
+"""Without a usable GPU, the engine says which piece is missing and how to get it."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from cudabench import engine
+from cudabench.errors import GpuEnvironmentError
+
+
+def fake_import(driver=None, error: ImportError | None = None):
+    """Return an import_module that yields driver for pycuda modules, or raises error."""
+    def import_module(name):
+        if error is not None:
+            raise error
+        return driver if name == "pycuda.driver" else types.SimpleNamespace()
+    return import_module
+
+
+def driver(init_error: Exception | None = None, count: int = 1):
+    def init():
+        if init_error is not None:
+            raise init_error
+    return types.SimpleNamespace(init=init, Device=types.SimpleNamespace(count=lambda: count))
+
+
+@pytest.mark.parametrize(("importer", "says"), [
+    (fake_import(error=ModuleNotFoundError("No module named 'pycuda'", name="pycuda")),
+     "PyCUDA is not installed: install it with `pip install 'cudabench[gpu]'`"),
+    (fake_import(error=ImportError("libcuda.so.1: cannot open shared object file",
+                                   name="pycuda._driver")),
+     "the NVIDIA CUDA driver library is missing"),
+    (fake_import(error=ImportError("undefined symbol: cuMemAlloc_v2", name="pycuda._driver")),
+     "PyCUDA is installed but failed to load"),
+    (fake_import(driver(RuntimeError("cuInit failed: no CUDA-capable device is detected"))),
+     "the CUDA driver could not start (cuInit failed: no CUDA-capable device"),
+    (fake_import(driver(count=0)), "no CUDA GPU found"),
+])
+def test_missing_pieces_are_named(monkeypatch, importer, says):
+    monkeypatch.setattr(engine.importlib, "import_module", importer)
+    with pytest.raises(GpuEnvironmentError) as error:
+        engine.load_pycuda()
+    assert says in str(error.value)
