@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from cudabench.errors import ExitCode, ResultsFileError, UsageError
 from cudabench.results import BenchmarkResult, ResultsFile
-from cudabench.stats import mann_whitney_u, median_precision, summarize
+from cudabench.stats import mann_whitney_u, median_precision
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.001
@@ -70,6 +70,15 @@ class ComparisonRow:
     reason: str
     kind: str = "kernel"  # "reference" rows (the device copy) inform but never gate
 
+    @property
+    def regressed(self) -> bool:
+        """Return whether this row fails the gate: a kernel slower, or failing verification.
+
+        A slower reference row (the device-to-device copy) says the machine changed, not a
+        kernel: it is shown, and explains slower kernels, but does not fail the gate.
+        """
+        return self.verdict in REGRESSION and self.kind == "kernel"
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -87,13 +96,8 @@ class Comparison:
 
     @property
     def regressions(self) -> tuple[ComparisonRow, ...]:
-        """Return the kernel rows that fail the gate: slower or failing verification.
-
-        A slower reference row (the device-to-device copy) says the machine changed, not a
-        kernel: it is shown, and explains slower kernels, but does not fail the gate.
-        """
-        return tuple(row for row in self.rows
-                     if row.verdict in REGRESSION and row.kind == "kernel")
+        """Return the rows that fail the gate."""
+        return tuple(row for row in self.rows if row.regressed)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -167,8 +171,7 @@ def _index(results: ResultsFile) -> dict[tuple, BenchmarkResult]:
 def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: float,
                   alpha: float) -> ComparisonRow:
     """Judge one pair by the rules of the module docstring."""
-    m0 = summarize(before.samples_s).median_s if before.samples_s else None
-    m1 = summarize(after.samples_s).median_s if after.samples_s else None
+    m0, m1 = before.median_s, after.median_s
     change = m1 / m0 - 1 if m0 and m1 else None
     enough = min(len(before.samples_s), len(after.samples_s)) >= MIN_SAMPLES
     p = mann_whitney_u(before.samples_s, after.samples_s) if enough else None
@@ -284,10 +287,9 @@ def row_cells(row: ComparisonRow) -> list[str]:
 
 def describe(result: BenchmarkResult) -> str:
     """Describe a benchmark in one line: name, params, shape, dtype, status and median."""
-    median = summarize(result.samples_s).median_s if result.samples_s else None
     return (f"{benchmark_name(result.op, result.variant, result.hot)} "
             f"{params_text(result.params)} {shape_text(result.shape)} {result.dtype} "
-            f"({result.status}, median {format_seconds(median)})")
+            f"({result.status}, median {format_seconds(result.median_s)})")
 
 
 def summary_text(comparison: Comparison) -> str:
@@ -332,7 +334,7 @@ def to_markdown(comparison: Comparison) -> str:
                      + "|")
         for row in c.rows:
             cells = [_cell(text) for text in row_cells(row)]
-            if row.verdict in REGRESSION:
+            if row.regressed:
                 verdict = COLUMNS.index("verdict")
                 cells[verdict] = f"**{cells[verdict]}**"
             lines.append("| " + " | ".join(cells) + " |")

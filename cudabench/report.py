@@ -15,10 +15,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from cudabench import compare
 from cudabench.bench import COPY_VARIANT, RunOutcome
-from cudabench.compare import Comparison, format_seconds, params_text  # no Rich there
+from cudabench.compare import Comparison, format_seconds, params_text, shape_text
 from cudabench.results import BenchmarkResult, DeviceInfo
-from cudabench.stats import summarize
 
 BASELINE_VARIANT = "naive"
 STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan"}
@@ -53,28 +53,22 @@ def progress(total: int, console: Console) -> Iterator[Callable[[BenchmarkResult
     def log(result: BenchmarkResult) -> None:
         nonlocal done
         done += 1
-        median = summarize(result.samples_s).median_s if result.samples_s else None
         console.print(Text(
-            f"[{done}/{total}] {result.op}/{result.variant} {format_shape(result)} "
-            f"{result.dtype}: {result.status} {format_seconds(median)}"
+            f"[{done}/{total}] {result.op}/{result.variant} {shape_text(result.shape)} "
+            f"{result.dtype}: {result.status} {format_seconds(result.median_s)}"
         ))
 
     yield log
 
 
 def format_bytes(count: int) -> str:
-    """Format a byte count in binary units."""
-    value = float(count)
+    """Format a byte count in binary units, up to GiB."""
+    value, unit = float(count), "B"
     for unit in ("B", "KiB", "MiB", "GiB"):
         if value < 1024 or unit == "GiB":
-            return f"{value:.4g} {unit}"
+            break
         value /= 1024
-    return f"{value:.4g} GiB"
-
-
-def format_shape(result: BenchmarkResult) -> str:
-    """Format a shape as its dims, e.g. M=1000 K=1000 N=1000 -> 1000x1000x1000."""
-    return "x".join(map(str, result.shape))
+    return f"{value:.4g} {unit}"
 
 
 def _error_text(value: float) -> str:
@@ -94,13 +88,13 @@ def render_run(outcome: RunOutcome, console: Console) -> None:
 def run_table(rows: list[BenchmarkResult], device: DeviceInfo) -> Table:
     """Build the comparison table of one op at one shape and dtype."""
     first = rows[0]
-    medians = {r.variant: summarize(r.samples_s).median_s for r in rows if r.samples_s}
+    medians = {r.variant: r.median_s for r in rows if r.median_s}
     baseline = medians.get(BASELINE_VARIANT)
     copy = next((medians.get(r.variant) for r in rows if r.variant == COPY_VARIANT), None)
     show_flops = any(r.flops for r in rows)
 
     table = Table(
-        title=Text(f"{first.op} {format_shape(first)} ({'x'.join(first.dims)}) {first.dtype}"
+        title=Text(f"{first.op} {shape_text(first.shape)} ({'x'.join(first.dims)}) {first.dtype}"
                    f"{' hot L2' if first.hot else ''}"),
         caption=Text(
             f"{device.name} (cc {device.compute_capability}, {device.sm_count} SMs) | "
@@ -117,15 +111,15 @@ def run_table(rows: list[BenchmarkResult], device: DeviceInfo) -> Table:
         table.add_column(name, justify="left" if left else "right")
 
     for r in rows:
-        stats = summarize(r.samples_s) if r.samples_s else None
+        stats = r.summary
         cells = [Text(r.variant), Text(params_text(r.params)),
                  Text(r.status, style=STATUS_STYLES[r.status])]
         if stats:
             cells += [format_seconds(stats.median_s), f"±{stats.spread:.1%}",
                       format_seconds(stats.min_s), format_seconds(stats.max_s)]
             if show_flops:
-                cells.append(f"{r.flops / stats.median_s / 1e9:,.1f}" if r.flops else "-")
-            cells.append(f"{r.bytes_moved / stats.median_s / 1e9:,.1f}")
+                cells.append(f"{r.gflops:,.1f}" if r.gflops else "-")
+            cells.append(f"{r.gbps:,.1f}")
             if copy:
                 cells.append(f"{100 * copy / stats.median_s:.1f}%")
             if baseline:
@@ -209,8 +203,6 @@ VERDICT_STYLES = {"slower": "bold red", "failed": "bold red", "faster": "green",
 
 def render_comparison(comparison: Comparison, console: Console) -> None:
     """Print a comparison: its table, added and removed benchmarks, and a summary line."""
-    from cudabench import compare  # already imported above; the module name reads better here
-
     c = comparison
     table = Table(
         title=Text("cudabench compare"),
@@ -223,7 +215,9 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
     verdict = compare.COLUMNS.index("verdict")
     for row in c.rows:
         cells = [Text(text) for text in compare.row_cells(row)]
-        cells[verdict].stylize(VERDICT_STYLES.get(row.verdict, ""))
+        ungated = row.verdict in compare.REGRESSION and not row.regressed  # a reference row
+        style = "yellow" if ungated else VERDICT_STYLES.get(row.verdict, "")
+        cells[verdict].stylize(style)
         table.add_row(*cells)
     if c.rows:
         console.print(table)

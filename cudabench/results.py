@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from cudabench.stats import Summary, summarize
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,26 @@ class BenchmarkResult:
     cpu_reference_s: float | None = None
     launches: tuple[Mapping, ...] = field(default=())  # entry, grid, block, registers...
 
+    @functools.cached_property
+    def summary(self) -> Summary | None:
+        """Return the statistics of the samples (None when nothing was timed)."""
+        return summarize(self.samples_s) if self.samples_s else None
+
+    @property
+    def median_s(self) -> float | None:
+        """Return the median sample in seconds (None when nothing was timed)."""
+        return self.summary.median_s if self.summary else None
+
+    @property
+    def gflops(self) -> float | None:
+        """Return the arithmetic rate at the median, for ops that count FLOPs."""
+        return self.flops / self.median_s / 1e9 if self.median_s and self.flops else None
+
+    @property
+    def gbps(self) -> float | None:
+        """Return the effective bandwidth at the median (the op's fewest bytes moved)."""
+        return self.bytes_moved / self.median_s / 1e9 if self.median_s else None
+
     @property
     def key(self) -> tuple:
         """Identify the benchmark across runs: what compare pairs on."""
@@ -136,10 +159,6 @@ class ResultsFile:
 
 def benchmark_to_dict(result: BenchmarkResult) -> dict:
     """Return a benchmark as a JSON-ready dict, with its statistics and throughput."""
-    from cudabench.stats import summarize  # stats imports nothing of ours; kept local anyway
-
-    stats = summarize(result.samples_s) if result.samples_s else None
-    median = stats.median_s if stats else None
     return {
         "op": result.op,
         "variant": result.variant,
@@ -153,12 +172,12 @@ def benchmark_to_dict(result: BenchmarkResult) -> dict:
         "error": result.error,
         "verification": result.verification.to_dict() if result.verification else None,
         "samples_s": list(result.samples_s),
-        "stats": stats.to_dict() if stats else None,
+        "stats": result.summary.to_dict() if result.summary else None,
         "throughput": {
             "flops": result.flops,
             "bytes_moved": result.bytes_moved,
-            "gflops": result.flops / median / 1e9 if median and result.flops else None,
-            "gbps": result.bytes_moved / median / 1e9 if median else None,
+            "gflops": result.gflops,
+            "gbps": result.gbps,
         },
         "cpu_reference_s": result.cpu_reference_s,
         "warnings": list(result.warnings),

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudabench.errors import UsageError
-from cudabench.stats import median_precision
+from cudabench.stats import median_precision, summarize
 
 
 @dataclass(frozen=True)
@@ -60,16 +60,21 @@ def warm_up(run: Callable[[], object], policy: TimingPolicy, clock=time.perf_cou
 def collect(
     sample: Callable[[], float], policy: TimingPolicy, clock=time.perf_counter
 ) -> Sampling:
-    """Take samples (each returns seconds) until the noise target, the budget or the cap."""
+    """Take samples (each returns seconds) until the precision target, the budget or the cap."""
     samples: list[float] = []
     start = clock()
+    next_check = policy.min_samples
     while True:
         samples.append(float(sample()))
         n = len(samples)
         if n >= policy.max_samples:
             return Sampling(tuple(samples), "max_samples")
-        if n >= policy.min_samples and median_precision(samples) <= policy.precision:
-            return Sampling(tuple(samples), "precision")
+        # The precision needs two medians over all samples: checked when the count has grown
+        # by a tenth, not after every sample, so short kernels spend the budget on the GPU.
+        if n >= next_check:
+            if median_precision(samples) <= policy.precision:
+                return Sampling(tuple(samples), "precision")
+            next_check = n + max(1, n // 10)
         # The budget stops sampling only once a minimum exists, however slow the kernel:
         # fewer samples than that cannot be summarised or compared honestly.
         if clock() - start >= policy.max_time_s and n >= min(policy.min_samples, 5):
@@ -80,8 +85,6 @@ def measurement_warnings(
     sampling: Sampling, policy: TimingPolicy, hot: bool, working_set_bytes: int, l2_bytes: int
 ) -> tuple[str, ...]:
     """Return what a reader should know about these samples, each with a hint to fix it."""
-    from cudabench.stats import summarize  # local: keeps this module's import list short
-
     stats = summarize(sampling.samples_s)
     warnings = []
     reached = median_precision(sampling.samples_s)
