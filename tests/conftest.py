@@ -10,8 +10,8 @@ import pytest
 @functools.lru_cache(maxsize=1)
 def gpu_unavailable_reason() -> str | None:
     """Return why GPU tests cannot run here, or None when a GPU is usable."""
-    from cudabench.engine import load_pycuda
     from cudabench.errors import GpuEnvironmentError
+    from cudabench.measure.pycuda_engine import load_pycuda
 
     try:
         load_pycuda()

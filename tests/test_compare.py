@@ -1,6 +1,7 @@
 """`cudabench compare`: verdicts on committed sample files, statistics, markdown and Rich output.
 
-The sample files in tests/data/compare/ come from make_samples.py there (deterministic).
+The sample files in tests/data/compare/ are schema-1 results files (written by cudabench 0.1's
+make_samples.py, kept as they were): loading them also tests the migration to schema 2.
 """
 
 from __future__ import annotations
@@ -14,18 +15,25 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from cudabench.compare import (
-    COLUMNS,
+from cudabench.analysis.compare import (
     REGRESSION,
     Comparison,
     compare,
-    format_seconds,
     parse_threshold,
-    to_markdown,
 )
 from cudabench.errors import ExitCode, ResultsFileError, UsageError
-from cudabench.report import render_comparison
-from cudabench.results import BenchmarkResult, ResultsFile, Verification, load_results
+from cudabench.render.comparison import COLUMNS
+from cudabench.render.markdown import to_markdown
+from cudabench.render.terminal import render_comparison
+from cudabench.results import (
+    BenchmarkResult,
+    DeviceInfo,
+    Kind,
+    ResultsFile,
+    Verification,
+    load_results,
+)
+from cudabench.units import format_seconds
 
 DATA = Path(__file__).parent / "data" / "compare"
 
@@ -52,10 +60,10 @@ def row(comparison: Comparison, op: str, variant: str):
 
 def bench(samples, variant: str = "tiled", *, op: str = "matmul", params=None,
           hot: bool = False, passed: bool = True, error: str | None = None,
-          kind: str = "kernel") -> BenchmarkResult:
+          kind: Kind = Kind.VARIANT) -> BenchmarkResult:
     """Build a benchmark in memory."""
     verification = None
-    if kind == "kernel" and error is None:  # a kernel that could not run was not verified
+    if kind is Kind.VARIANT and error is None:  # a kernel that could not run was not verified
         verification = Verification(passed, 0.0 if passed else 0.5, 0.0 if passed else 3.0,
                                     0 if passed else 10, 100, "exact")
     return BenchmarkResult(
@@ -66,9 +74,18 @@ def bench(samples, variant: str = "tiled", *, op: str = "matmul", params=None,
     )
 
 
+def device(name: str) -> DeviceInfo:
+    """Return a device of that model name."""
+    return DeviceInfo(name=name, compute_capability="9.0", sm_count=132, memory_bytes=2**37,
+                      l2_bytes=60 * 2**20, sm_clock_khz=1_980_000, memory_clock_khz=3_201_000,
+                      memory_bus_bits=6144, max_threads_per_block=1024,
+                      max_shared_bytes_per_block=48 * 1024, driver_version="13.0",
+                      cuda_version="13.0")
+
+
 def results(path: str, *benchmarks: BenchmarkResult, gpu: str = "NVIDIA H200") -> ResultsFile:
     """Build a results file in memory."""
-    return ResultsFile(path, {}, {"name": gpu}, tuple(benchmarks))
+    return ResultsFile(path, {}, (device(gpu),), tuple(benchmarks), schema_version=2)
 
 
 def lognormal(rng: np.random.Generator, median: float, spread: float, n: int) -> np.ndarray:
@@ -320,8 +337,8 @@ def test_a_benchmark_twice_in_one_file_is_refused():
 
 
 def test_reference_rows_are_compared_on_time_but_do_not_gate():
-    before = results("a.json", bench(TIGHT, "memcpy_dtod", kind="reference", params={}))
-    after = results("b.json", bench(TIGHT * 1.2, "memcpy_dtod", kind="reference", params={}))
+    before = results("a.json", bench(TIGHT, "memcpy_dtod", kind=Kind.REFERENCE, params={}))
+    after = results("b.json", bench(TIGHT * 1.2, "memcpy_dtod", kind=Kind.REFERENCE, params={}))
     comparison = compare(before, after)
     assert comparison.rows[0].verdict == "slower" and "not gated" in comparison.rows[0].reason
     assert comparison.regressions == () and comparison.exit_code == ExitCode.OK
@@ -462,18 +479,38 @@ def test_render_comparison_prints_user_text_literally():
     assert "[red]x" in stream.getvalue() and "[bold]a.json" in stream.getvalue()
 
 
-def test_regression_set_and_time_format():
-    assert frozenset({"slower", "failed"}) == REGRESSION
+@pytest.mark.parametrize("kind", list(Kind))
+def test_only_slower_or_failed_variants_fail_the_gate(kind):
+    # Build each verdict for real, then check which rows the exit code counts.
+    slower = results("b.json", bench(TIGHT * 1.3, "v", kind=kind))
+    failing = results("b.json", bench(TIGHT, "v", kind=kind, error="no compile"))
+    faster = results("b.json", bench(TIGHT * 0.7, "v", kind=kind))
+    same = results("b.json", bench(TIGHT, "v", kind=kind))
+    base = results("a.json", bench(TIGHT, "v", kind=kind))
+    for current, verdict in ((slower, "slower"), (failing, "failed"), (faster, "faster"),
+                             (same, "same")):
+        comparison = compare(base, current)
+        (only,) = comparison.rows
+        assert only.verdict == verdict
+        gates = verdict in ("slower", "failed") and kind is Kind.VARIANT
+        assert only.regressed is gates and (only.verdict in REGRESSION) is (verdict in (
+            "slower", "failed"))
+        assert comparison.exit_code == (ExitCode.REGRESSION if gates else ExitCode.OK)
+
+
+def test_time_format():
     assert format_seconds(267.3e-6) == "267.3 us"
     assert format_seconds(None) == "-"
     assert format_seconds(1.5e-3) == "1.5 ms"
+    assert format_seconds(2.5) == "2.5 s"
+    assert format_seconds(12e-9) == "12 ns"
 
 
 def test_compare_module_needs_neither_rich_nor_pycuda():
     import subprocess
     import sys
 
-    code = ("import sys, cudabench.compare; "
+    code = ("import sys, cudabench.analysis.compare; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'pycuda', 'scipy'}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=Path(__file__).parents[1])

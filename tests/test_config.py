@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from cudabench.config import find_config, load_suite
+from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import UsageError
-from cudabench.plan import make_plan
+from cudabench.measure.plan import make_plan
 
 SUITE = """
 [timing]

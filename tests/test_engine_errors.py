@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+import builtins
 import types
 
 import pytest
 
-from cudabench import engine
 from cudabench.errors import GpuEnvironmentError
+from cudabench.measure import pycuda_engine as engine
 
 
 def fake_import(driver=None, error: ImportError | None = None):
-    """Return an import_module that yields driver for pycuda modules, or raises error."""
-    def import_module(name):
+    """Return an importer of pycuda that yields a package holding driver, or raises error."""
+    def import_pycuda(name):
         if error is not None:
             raise error
-        return driver if name == "pycuda.driver" else types.SimpleNamespace()
-    return import_module
+        return types.SimpleNamespace(driver=driver, compiler=types.SimpleNamespace())
+    return import_pycuda
 
 
 def driver(init_error: Exception | None = None, count: int = 1):
@@ -39,7 +40,14 @@ def driver(init_error: Exception | None = None, count: int = 1):
     (fake_import(driver(count=0)), "no CUDA GPU found"),
 ])
 def test_missing_pieces_are_named(monkeypatch, importer, says):
-    monkeypatch.setattr(engine.importlib, "import_module", importer)
+    real_import = builtins.__import__
+
+    def patched(name, *args, **kwargs):
+        if name == "pycuda" or name.startswith("pycuda."):
+            return importer(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", patched)
     with pytest.raises(GpuEnvironmentError) as error:
         engine.load_pycuda()
     assert says in str(error.value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudabench.expressions import ExpressionError, evaluate, names_in, parse_tuple
+from cudabench.catalog.expressions import ExpressionError, evaluate, names_in, parse_tuple
 
 VARIABLES = {"M": 100, "K": 7, "N": 96, "TILE": 16}
 

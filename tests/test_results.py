@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import stat
+from pathlib import Path
 
 import pytest
 
-from cudabench.results import BenchmarkResult, DeviceInfo, Verification, load_results
-from cudabench.results_writer import ResultsWriter
+from cudabench.results import BenchmarkResult, DeviceInfo, Kind, Verification, load_results
+from cudabench.results.writer import ResultsWriter
+
+DATA = Path(__file__).parent / "data" / "compare"
 
 DEVICE = DeviceInfo(
     name="NVIDIA H200", compute_capability="9.0", sm_count=132, memory_bytes=150 * 2**30,
     l2_bytes=60 * 2**20, sm_clock_khz=1980000, memory_clock_khz=3201000, memory_bus_bits=6016,
     max_threads_per_block=1024, max_shared_bytes_per_block=48 * 1024, driver_version="13.0",
-    cuda_version="13.0.0", pycuda_version="2026.1",
+    cuda_version="13.0.0", index=0, pci_bus_id="0000:19:00.0", uuid="GPU-aaaa",
 )
+OTHER = dataclasses.replace(DEVICE, index=1, pci_bus_id="0000:3b:00.0", uuid="GPU-bbbb")
 PASSED = Verification(True, 1e-7, 1e-5, 0, 100, "exact")
 FAILED = Verification(False, math.inf, math.nan, 3, 100, "exact")
 
@@ -25,7 +30,7 @@ def result(**fields) -> BenchmarkResult:
     base = dict(op="matmul", variant="tiled", params={"TILE": 16}, shape=(10, 10, 10),
                 dims=("M", "K", "N"), dtype="float32", hot=False,
                 samples_s=(1e-5, 1.1e-5, 0.9e-5), verification=PASSED, flops=2000,
-                bytes_moved=1200, cpu_reference_s=1e-3)
+                bytes_moved=1200, cpu_reference_s=1e-3, device=DEVICE)
     return BenchmarkResult(**{**base, **fields})
 
 
@@ -34,7 +39,8 @@ def result(**fields) -> BenchmarkResult:
     ({"verification": FAILED}, "FAIL"),
     ({"verification": FAILED, "error": "the kernel faulted"}, "FAIL"),  # faulted = failed
     ({"verification": None, "error": "nvcc failed"}, "ERROR"),
-    ({"verification": None, "kind": "reference"}, "REF"),
+    ({"verification": None, "kind": Kind.REFERENCE}, "REF"),
+    ({"verification": None, "kind": Kind.VENDOR}, "REF"),
     ({"verification": None}, "ERROR"),
 ])
 def test_status(fields, status):
@@ -44,17 +50,21 @@ def test_status(fields, status):
 def test_round_trip_keeps_everything_that_is_compared(tmp_path):
     path = tmp_path / "r.json"
     writer = ResultsWriter(path, argv=["matmul"])
-    writer.set_device(DEVICE)
+    writer.start({"engine": "pycuda", "engine_version": "2026.1"})
     original = [result(), result(variant="naive", verification=FAILED, error="faulted"),
-                result(variant="memcpy_dtod", kind="reference", verification=None, params={})]
+                result(variant="memcpy_dtod", kind=Kind.REFERENCE, verification=None, params={}),
+                result(variant="naive", device=OTHER)]
     for item in original:
         writer.add(item)
     writer.write(complete=True)
     loaded = load_results(path)
     assert loaded.gpu_name == "NVIDIA H200" and loaded.metadata["complete"] is True
-    assert loaded.metadata["tool"]["pycuda_version"] == "2026.1"
+    assert loaded.metadata["tool"]["engine_version"] == "2026.1"
+    assert loaded.schema_version == 2 and loaded.devices == (DEVICE, OTHER)
     for before, after in zip(original, loaded.benchmarks, strict=True):
-        assert after.key == before.key and after.samples_s == before.samples_s
+        # Every field, the device included; NaN errors come back as inf (below).
+        assert dataclasses.replace(after, verification=None) == dataclasses.replace(
+            before, verification=None)
         assert after.status == before.status
     # Non-finite errors are stored as null (strict JSON) and read back as infinite.
     assert math.isinf(loaded.benchmarks[1].verification.max_abs_error)
@@ -66,7 +76,7 @@ def test_round_trip_keeps_everything_that_is_compared(tmp_path):
 def test_file_is_valid_after_every_benchmark(tmp_path):
     path = tmp_path / "r.json"
     writer = ResultsWriter(path, argv=[])
-    writer.set_device(DEVICE)
+    writer.start({})
     assert load_results(path).benchmarks == ()  # claimed and valid before the first result
     writer.add(result())
     partial = load_results(path)
@@ -81,4 +91,43 @@ def test_unwritable_path_names_the_flag(tmp_path):
     (tmp_path / "file").write_text("")
     writer = ResultsWriter(tmp_path / "file" / "r.json", argv=[])
     with pytest.raises(UsageError, match="--json"):
-        writer.set_device(DEVICE)
+        writer.start({})
+
+
+def test_a_version_1_file_loads_as_version_2():
+    loaded = load_results(DATA / "baseline.json")
+    original = json.loads((DATA / "baseline.json").read_text())
+    assert original["schema_version"] == 1 and loaded.schema_version == 1
+    (gpu,) = loaded.devices
+    assert gpu.name == original["gpu"]["name"] and gpu.index == 0 and gpu.uuid is None
+    assert loaded.metadata["tool"]["engine_version"] == original["gpu"]["pycuda_version"]
+    assert len(loaded.benchmarks) == len(original["benchmarks"])
+    for before, after in zip(original["benchmarks"], loaded.benchmarks, strict=True):
+        assert after.device == gpu
+        assert list(after.samples_s) == before["samples_s"]
+        assert after.kind is (Kind.VARIANT if before["kind"] == "kernel" else Kind.REFERENCE)
+
+
+def test_a_version_1_file_compares_with_a_version_2_file(tmp_path):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+    from cudabench.results.codec import benchmark_to_dict, device_to_dict
+
+    old = load_results(DATA / "baseline.json")
+    document = json.loads((DATA / "baseline.json").read_text())
+    document.pop("gpu")
+    document["schema_version"] = 2
+    document["devices"] = [device_to_dict(d) for d in old.devices]
+    document["benchmarks"] = [benchmark_to_dict(b, 0) for b in old.benchmarks]
+    new = tmp_path / "v2.json"
+    new.write_text(json.dumps(document))
+    done = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(new)])
+    assert done.exit_code == 0, done.output
+    assert "7 same" in done.output
+    slower = json.loads(json.dumps(document))
+    for benchmark in slower["benchmarks"]:
+        benchmark["samples_s"] = [1.3 * s for s in benchmark["samples_s"]]
+    new.write_text(json.dumps(slower))
+    done = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(new)])
+    assert done.exit_code == 1 and "slower" in done.output

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from cudabench.stats import (
+from cudabench.analysis.stats import (
     MAD_TO_SIGMA,
     mann_whitney_u,
     median_precision,

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from cudabench.errors import UsageError
-from cudabench.ops.base import DTYPES, DType, LaunchShape, Op
+from cudabench.ops.base import DTYPES, DType, LaunchShape, Op, Shape
 from cudabench.ops.dot import Dot
 from cudabench.ops.matmul import Matmul
 from cudabench.ops.transpose import Transpose, TransposeInplace
 
 OPS: dict[str, Op] = {op.name: op for op in (Matmul(), Transpose(), TransposeInplace(), Dot())}
 
-__all__ = ["DTYPES", "DType", "LaunchShape", "OPS", "Op", "get_op", "get_dtype"]
+__all__ = ["DTYPES", "DType", "LaunchShape", "OPS", "Op", "Shape", "get_dtype", "get_op"]
 
 
 def get_op(name: str) -> Op:

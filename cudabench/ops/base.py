@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from cudabench.errors import UsageError
-from cudabench.results import Verification
+from cudabench.results.model import Verification
 
 # Unit roundoff of float32: the bound |fl(x) - x| <= U32 * |x| of one rounding.
 U32 = 2.0**-24
@@ -22,7 +23,7 @@ class DType:
     """An element type as NumPy, the kernels (-DDTYPE=...) and the user spell it."""
 
     name: str
-    numpy: type
+    numpy: type[np.generic]
     ctype: str
 
     @property
@@ -35,7 +36,10 @@ class DType:
         return POISON[self.name]
 
 
-POISON = {"float32": np.float32(np.nan), "int32": np.int32(np.iinfo(np.int32).min)}
+POISON: dict[str, np.generic] = {
+    "float32": np.float32(np.nan),
+    "int32": np.int32(np.iinfo(np.int32).min),
+}
 
 
 DTYPES = {
@@ -61,7 +65,7 @@ def parse_extent(text: str, flag: str = "--size") -> int:
     return value
 
 
-def parse_dims(text: str, counts: dict[int, str], flag: str = "--size") -> tuple[int, ...]:
+def parse_dims(text: str, counts: Mapping[int, str], flag: str = "--size") -> tuple[int, ...]:
     """Split `AxBxC` into extents; counts maps an accepted count to an example."""
     parts = text.lower().replace("×", "x").split("x")
     if len(parts) not in counts:
@@ -70,12 +74,14 @@ def parse_dims(text: str, counts: dict[int, str], flag: str = "--size") -> tuple
     return tuple(parse_extent(part, flag) for part in parts)
 
 
-def random_floats(rng: np.random.Generator, shape: tuple[int, ...], low: float, high: float):
+def random_floats(rng: np.random.Generator, shape: tuple[int, ...], low: float,
+                  high: float) -> np.ndarray:
     """Return float32 values drawn uniformly from [low, high)."""
     return rng.uniform(low, high, size=shape).astype(np.float32)
 
 
-def random_ints(rng: np.random.Generator, shape: tuple[int, ...], low: int, high: int):
+def random_ints(rng: np.random.Generator, shape: tuple[int, ...], low: int,
+                high: int) -> np.ndarray:
     """Return int32 values drawn uniformly from [low, high] (high inclusive)."""
     return rng.integers(low, high, size=shape, endpoint=True, dtype=np.int64).astype(np.int32)
 
@@ -127,8 +133,16 @@ def _max_abs_error(result: np.ndarray, expected: np.ndarray) -> float:
     diff = np.abs(np.asarray(result, np.float64) - np.asarray(expected, np.float64))
     if diff.size == 0:
         return 0.0
-    value = float(np.max(diff)) if not np.isnan(diff).any() else float("nan")
-    return value
+    return float(np.max(diff)) if not np.isnan(diff).any() else float("nan")
+
+
+Shape = tuple[int, ...]
+
+
+def typed(buffer: np.ndarray, dtype: DType, shape: Shape) -> np.ndarray:
+    """View the start of a byte buffer as an array of dtype and shape (fake engine helper)."""
+    count = math.prod(shape)
+    return buffer.view(dtype.numpy)[:count].reshape(shape)
 
 
 @dataclass(frozen=True)
@@ -159,34 +173,36 @@ class Op:
     name: str = ""
     summary: str = ""
     dims: tuple[str, ...] = ()  # names of the shape's extents, usable in header arithmetic
-    size_forms: dict[int, str] = {}  # accepted --size forms: number of extents -> example
+    size_forms: Mapping[int, str] = {}  # accepted --size forms: number of extents -> example
     default_size: str = ""
     dtypes: tuple[str, ...] = ("float32", "int32")
     signature: str = ""  # the C signature every kernel of the op has
     result_buffer: str = ""  # the buffer downloaded and verified after the checked launch
-    copy_reference: bool = False  # whether tables show a device-to-device copy of its bytes
+    # Reference rows measured beside the variants (cudabench.measure.references names them).
+    references: tuple[str, ...] = ()
 
     def parse_size(self, text: str) -> tuple[int, ...]:
         """Return the shape for a --size value (one extent means a square/cube)."""
         dims = parse_dims(text, self.size_forms)
         return dims * len(self.dims) if len(dims) == 1 else dims
 
-    def check_shape(self, shape: tuple[int, ...], dtype: DType) -> None:
+    def check_shape(self, shape: Shape, dtype: DType) -> None:
         """Raise UsageError if the shape cannot be run exactly (for example int32 overflow)."""
 
-    def variables(self, shape: tuple[int, ...]) -> dict[str, int]:
+    def variables(self, shape: Shape) -> dict[str, int]:
         """Return the shape as header-arithmetic variables."""
         return dict(zip(self.dims, shape))
 
-    def inputs(self, shape, dtype: DType, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def inputs(self, shape: Shape, dtype: DType, rng: np.random.Generator
+               ) -> dict[str, np.ndarray]:
         """Return random host inputs by buffer name (never zeros or ones)."""
         raise NotImplementedError
 
-    def outputs(self, shape, dtype: DType, blocks: int) -> dict[str, tuple[int, ...]]:
+    def outputs(self, shape: Shape, dtype: DType, blocks: int) -> dict[str, tuple[int, ...]]:
         """Return output and scratch buffers (poisoned before the checked launch) by name."""
         raise NotImplementedError
 
-    def args(self, shape, blocks: int) -> list[str | int]:
+    def args(self, shape: Shape, blocks: int) -> list[str | int]:
         """Return kernel arguments: buffer names and int32 scalars, in signature order."""
         raise NotImplementedError
 
@@ -201,10 +217,28 @@ class Op:
         """Compare a kernel's result with the reference (launches: the kernel's geometry)."""
         raise NotImplementedError
 
-    def flops(self, shape) -> int:
+    def flops(self, shape: Shape) -> int:
         """Return the arithmetic operations of one run (0 for data movement)."""
         return 0
 
-    def bytes_moved(self, shape, itemsize: int) -> int:
+    def bytes_moved(self, shape: Shape, itemsize: int) -> int:
         """Return the fewest bytes one run must move: inputs read once, outputs written once."""
         raise NotImplementedError
+
+    def emulate(self, args: Sequence[Any], dtype: DType) -> np.ndarray:
+        """Do on the host what a correct kernel does to its arguments (for the fake engine).
+
+        args are the kernel's arguments in `args` order, buffers as 1-D byte arrays; return
+        a view of the result buffer as written, so that a fake can spoil one element.
+        """
+        raise NotImplementedError
+
+    def edge_shapes(self) -> tuple[Shape, ...]:
+        """Return shapes that catch edge bugs: all ones, odd primes, a tile plus one."""
+        count = len(self.dims)
+        primes = (17, 33, 5)
+        return ((1,) * count, tuple(primes[i % 3] for i in range(count)), (33,) * count)
+
+    def large_shapes(self) -> tuple[Shape, ...]:
+        """Return shapes that fill a GPU with blocks, for tests on one (not on a CPU)."""
+        return ((1024,) * len(self.dims), (1000,) * len(self.dims))

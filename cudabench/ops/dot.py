@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -10,13 +12,17 @@ from cudabench.errors import UsageError
 from cudabench.ops.base import (
     INT32_MAX,
     U32,
+    DType,
     LaunchShape,
     Op,
+    Shape,
     bounded_check,
     exact_check,
     random_floats,
     random_ints,
+    typed,
 )
+from cudabench.results.model import Verification
 
 # Probabilistic rounding-error bounds hold with probability about 1 - 2 exp(-LAMBDA^2 / 2).
 LAMBDA = 8.0
@@ -53,6 +59,8 @@ def float_tolerance(n: int, abs_sum: float, launch: LaunchShape | None = None) -
 
 
 class Dot(Op):
+    """A dot product in float32 or exact int32."""
+
     name = "dot"
     summary = "out = sum(a * b) over two vectors of length N"
     dims = ("N",)
@@ -62,9 +70,9 @@ class Dot(Op):
         "(const DTYPE* a, const DTYPE* b, DTYPE* out, DTYPE* partials, int N, int num_partials)"
     )
     result_buffer = "out"
-    copy_reference = True
+    references = ("memcpy_dtod",)
 
-    def check_shape(self, shape, dtype):
+    def check_shape(self, shape: Shape, dtype: DType) -> None:
         (n,) = shape
         if n > INT32_MAX:
             raise UsageError(f"--size {n}: vectors longer than 2^31-1 are not supported")
@@ -73,7 +81,8 @@ class Dot(Op):
             raise UsageError(f"--size {n}: too long for an exact int32 dot of varied inputs "
                              f"(at most {INT32_MAX // 4}); use --dtype float32")
 
-    def inputs(self, shape, dtype, rng):
+    def inputs(self, shape: Shape, dtype: DType, rng: np.random.Generator
+               ) -> dict[str, np.ndarray]:
         (n,) = shape
         # a > 0 and b < 0: every product has the same sign, so nothing cancels and a
         # dropped block moves the sum by its full share.
@@ -85,18 +94,19 @@ class Dot(Op):
         bound = int_bound(n)
         return {"a": random_ints(rng, (n,), 1, bound), "b": random_ints(rng, (n,), -bound, -1)}
 
-    def outputs(self, shape, dtype, blocks):
+    def outputs(self, shape: Shape, dtype: DType, blocks: int) -> dict[str, Shape]:
         return {"out": (1,), "partials": (max(blocks, 1),)}
 
-    def args(self, shape, blocks):
+    def args(self, shape: Shape, blocks: int) -> list[str | int]:
         return ["a", "b", "out", "partials", shape[0], blocks]
 
-    def reference(self, inputs):
+    def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         a, b = inputs["a"], inputs["b"]
         wide = np.int64 if a.dtype.kind == "i" else np.float64
         return np.array([np.dot(a.astype(wide), b.astype(wide))])
 
-    def verify(self, inputs, expected, result, launches=()):
+    def verify(self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
+               launches: Sequence[LaunchShape] = ()) -> Verification:
         if result.dtype.kind == "i":
             return exact_check(result, expected)
         a = inputs["a"].astype(np.float64)
@@ -107,8 +117,18 @@ class Dot(Op):
         return bounded_check(result, expected, tol,
                              f"|out-ref| <= {LAMBDA:g} sqrt({k}) u sum|a b|")
 
-    def flops(self, shape):
+    def flops(self, shape: Shape) -> int:
         return 2 * shape[0]
 
-    def bytes_moved(self, shape, itemsize):
+    def bytes_moved(self, shape: Shape, itemsize: int) -> int:
         return 2 * shape[0] * itemsize
+
+    def large_shapes(self) -> tuple[Shape, ...]:
+        return (1000,), ((1 << 20) + 3,)
+
+    def emulate(self, args: Sequence[Any], dtype: DType) -> np.ndarray:
+        a, b, out, _partials, n, _num_partials = args
+        result = typed(out, dtype, (1,))
+        inputs = {"a": typed(a, dtype, (n,)), "b": typed(b, dtype, (n,))}
+        result[...] = self.reference(inputs).astype(dtype.numpy)
+        return result

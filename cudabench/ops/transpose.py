@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from cudabench.errors import UsageError
-from cudabench.ops.base import Op, exact_check, parse_dims, random_floats, random_ints
+from cudabench.ops.base import (
+    DType,
+    LaunchShape,
+    Op,
+    Shape,
+    exact_check,
+    parse_dims,
+    random_floats,
+    random_ints,
+    typed,
+)
+from cudabench.results.model import Verification
 
 
-def _transpose_inputs(shape, dtype, rng):
+def _transpose_inputs(shape: Shape, dtype: DType, rng: np.random.Generator) -> np.ndarray:
     if dtype.name == "float32":
         return random_floats(rng, shape, -1.0, 1.0)
     # Full int32 range except INT32_MIN, the poison value.
@@ -16,6 +30,8 @@ def _transpose_inputs(shape, dtype, rng):
 
 
 class Transpose(Op):
+    """B = A^T out of place."""
+
     name = "transpose"
     summary = "B = A^T out of place (A: ROWS x COLS)"
     dims = ("ROWS", "COLS")
@@ -23,30 +39,43 @@ class Transpose(Op):
     default_size = "3001"
     signature = "(const DTYPE* A, DTYPE* B, int ROWS, int COLS)"
     result_buffer = "B"
-    copy_reference = True
+    references = ("memcpy_dtod",)
 
-    def inputs(self, shape, dtype, rng):
+    def inputs(self, shape: Shape, dtype: DType, rng: np.random.Generator
+               ) -> dict[str, np.ndarray]:
         return {"A": _transpose_inputs(shape, dtype, rng)}
 
-    def outputs(self, shape, dtype, blocks):
+    def outputs(self, shape: Shape, dtype: DType, blocks: int) -> dict[str, Shape]:
         rows, cols = shape
         return {"B": (cols, rows)}
 
-    def args(self, shape, blocks):
+    def args(self, shape: Shape, blocks: int) -> list[str | int]:
         return ["A", "B", *shape]
 
-    def reference(self, inputs):
+    def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         return np.ascontiguousarray(inputs["A"].T)
 
-    def verify(self, inputs, expected, result, launches=()):
+    def verify(self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
+               launches: Sequence[LaunchShape] = ()) -> Verification:
         return exact_check(result, expected)
 
-    def bytes_moved(self, shape, itemsize):
+    def bytes_moved(self, shape: Shape, itemsize: int) -> int:
         rows, cols = shape
         return 2 * rows * cols * itemsize
 
+    def large_shapes(self) -> tuple[Shape, ...]:
+        return (3001, 3001), (1024, 1024), (1, 7), (7, 1)
+
+    def emulate(self, args: Sequence[Any], dtype: DType) -> np.ndarray:
+        a, b, rows, cols = args
+        result = typed(b, dtype, (cols, rows))
+        result[...] = typed(a, dtype, (rows, cols)).T
+        return result
+
 
 class TransposeInplace(Op):
+    """A = A^T in place, square."""
+
     name = "transpose_inplace"
     summary = "A = A^T in place (square A: N x N)"
     dims = ("N",)
@@ -54,9 +83,9 @@ class TransposeInplace(Op):
     default_size = "3001"
     signature = "(DTYPE* A, int N)"
     result_buffer = "A"
-    copy_reference = True
+    references = ("memcpy_dtod",)
 
-    def parse_size(self, text):
+    def parse_size(self, text: str) -> Shape:
         dims = parse_dims(text, self.size_forms)
         if len(set(dims)) != 1:
             raise UsageError(
@@ -65,22 +94,33 @@ class TransposeInplace(Op):
             )
         return dims[:1]
 
-    def inputs(self, shape, dtype, rng):
+    def inputs(self, shape: Shape, dtype: DType, rng: np.random.Generator
+               ) -> dict[str, np.ndarray]:
         (n,) = shape
         return {"A": _transpose_inputs((n, n), dtype, rng)}
 
-    def outputs(self, shape, dtype, blocks):
+    def outputs(self, shape: Shape, dtype: DType, blocks: int) -> dict[str, Shape]:
         return {}
 
-    def args(self, shape, blocks):
+    def args(self, shape: Shape, blocks: int) -> list[str | int]:
         return ["A", *shape]
 
-    def reference(self, inputs):
+    def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         return np.ascontiguousarray(inputs["A"].T)
 
-    def verify(self, inputs, expected, result, launches=()):
+    def verify(self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
+               launches: Sequence[LaunchShape] = ()) -> Verification:
         return exact_check(result, expected)
 
-    def bytes_moved(self, shape, itemsize):
+    def bytes_moved(self, shape: Shape, itemsize: int) -> int:
         (n,) = shape
         return 2 * n * n * itemsize
+
+    def large_shapes(self) -> tuple[Shape, ...]:
+        return (1024,), (3001,)
+
+    def emulate(self, args: Sequence[Any], dtype: DType) -> np.ndarray:
+        a, n = args
+        result = typed(a, dtype, (n, n))
+        result[...] = result.T.copy()
+        return result

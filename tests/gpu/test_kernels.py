@@ -13,56 +13,61 @@ import textwrap
 import pytest
 
 from cudabench import catalog
-from cudabench.bench import COPY_VARIANT, run_plans
-from cudabench.plan import Request, make_plan
-from cudabench.results import load_results
-from cudabench.timing import TimingPolicy
+from cudabench.measure.engine import PycudaSpec
+from cudabench.measure.jobs import jobs_of
+from cudabench.measure.pipeline import run_jobs
+from cudabench.measure.plan import Request, make_plan
+from cudabench.measure.timing import TimingPolicy
+from cudabench.ops import OPS
+from cudabench.results import Kind, Status, load_results
 
 pytestmark = pytest.mark.gpu
 
 # Correctness tests need a few samples, not precise ones.
 QUICK = TimingPolicy(warmup_s=0.0, min_samples=3, max_samples=3, max_time_s=0.01)
 
-SHAPES = {
-    "matmul": ["1x1x1", "17x33x5", "1000", "1024", "5x1000x3"],
-    "transpose": ["1x1", "1x7", "7x1", "33x17", "3001x3001", "1024x1024"],
-    "transpose_inplace": ["1", "31", "1024", "3001"],
-    "dot": ["1", "1000", str((1 << 20) + 3)],
-}
+
+def size_text(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape))
 
 
 def catalog_cases() -> list:
-    """Return (op, variant, dtype, size) for every built-in variant: no test is hand-listed."""
+    """Return (op, variant, dtype, size) for every built-in variant at its op's test shapes.
+
+    The shapes come from the op (edge shapes and large ones), the variants from the
+    catalog: no test is hand-listed.
+    """
     return [
-        pytest.param(op, name, dtype, size, id=f"{op}-{name}-{dtype}-{size}")
+        pytest.param(op, name, dtype, size_text(shape),
+                     id=f"{op}-{name}-{dtype}-{size_text(shape)}")
         for op, variants in catalog.discover().items()
         for name, variant in sorted(variants.items())
         for dtype in variant.dtypes
-        for size in SHAPES[op]
+        for shape in (*OPS[op].edge_shapes(), *OPS[op].large_shapes())
     ]
 
 
 @pytest.fixture(scope="session")
 def engine():
-    from cudabench.engine import Engine
-
-    with Engine(0) as gpu:
-        yield gpu
+    gpu = PycudaSpec(0).open()
+    yield gpu
+    gpu.close()
 
 
 def run(engine, op, size, dtype="float32", variants=(), params=None, kernels_dirs=()):
     """Plan and run on the GPU; return {variant: result}."""
     request = Request(op=op, size=size, dtype=dtype, variants=tuple(variants),
                       params=params or {}, timing=QUICK, kernels_dirs=tuple(kernels_dirs))
-    outcome = run_plans([make_plan(request)], engine=engine)
-    return {r.variant: r for r in outcome.results}
+    plans = [make_plan(request)]
+    return {r.variant: r for r in run_jobs(plans, jobs_of(plans), engine)}
 
 
 @pytest.mark.parametrize(("op", "variant", "dtype", "size"), catalog_cases())
 def test_variant_matches_reference(engine, op, variant, dtype, size):
     result = run(engine, op, size, dtype, [variant])[variant]
     assert result.error is None, result.error
-    assert result.status == "PASS", result.verification
+    assert result.status is Status.PASS, result.verification
+    assert result.device is not None and result.device.pci_bus_id
     assert len(result.samples_s) == 3 and min(result.samples_s) > 0
 
 
@@ -71,20 +76,24 @@ def test_variant_matches_reference(engine, op, variant, dtype, size):
                                      ("transpose_inplace", "45")])
 def test_every_tile_size(engine, op, size, tile):
     results = run(engine, op, size, "float32", params={"TILE": tile})
-    kernels = [r for r in results.values() if r.kind == "kernel"]
-    assert kernels and all(r.status == "PASS" for r in kernels), results
+    variants = [r for r in results.values() if r.kind is Kind.VARIANT]
+    assert len(variants) == len(catalog.discover()[op]), results
+    assert all(r.status is Status.PASS for r in variants), results
 
 
 @pytest.mark.parametrize("block", [32, 1024])
 def test_dot_block_sizes(engine, block):
     results = run(engine, "dot", "100003", "float32", params={"BLOCK": block})
-    assert all(r.status in ("PASS", "REF") for r in results.values())
+    variants = {name for name, r in results.items() if r.kind is Kind.VARIANT}
+    assert variants == set(catalog.discover()["dot"])
+    assert all(results[name].status is Status.PASS for name in variants), results
+    assert all(results[name].params["BLOCK"] == block for name in variants)
 
 
 def test_copy_reference_row(engine):
     results = run(engine, "transpose", "256x128")
-    copy = results[COPY_VARIANT]
-    assert copy.kind == "reference" and copy.status == "REF"
+    copy = results["memcpy_dtod"]
+    assert copy.kind is Kind.REFERENCE and copy.status is Status.REF
     assert copy.bytes_moved == 2 * 256 * 128 * 4 and min(copy.samples_s) > 0
 
 

@@ -23,9 +23,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # the checkout, when cudabench is not installed
 
+from cudabench.results_writer import ResultsWriter  # noqa: E402
+
 from cudabench import results_writer  # noqa: E402
 from cudabench.results import BenchmarkResult, DeviceInfo, Verification  # noqa: E402
-from cudabench.results_writer import ResultsWriter  # noqa: E402
 
 SEED = 20240611
 CREATED = "2024-06-11T09:30:00+00:00"

@@ -10,11 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudabench import catalog as catalog_module
-from cudabench.catalog import KernelVariant
+from cudabench.catalog import KernelVariant, discover
 from cudabench.errors import UsageError
-from cudabench.ops import DType, Op, get_dtype, get_op
-from cudabench.timing import TimingPolicy
+from cudabench.measure.timing import TimingPolicy
+from cudabench.ops import DType, Op, Shape, get_dtype, get_op
 
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 MAX_STATIC_SHARED_BYTES = 48 * 1024  # static __shared__ limit on every CUDA GPU
@@ -75,14 +74,15 @@ def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant
         raise UsageError(f"{request.origin}: {exc}") from None
 
 
-def _make_plan(request: Request, catalog) -> Plan:
+def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None
+               ) -> Plan:
     op = get_op(request.op)
     shape = op.parse_size(request.size or op.default_size)
     dtype = get_dtype(op, request.dtype)
     op.check_shape(shape, dtype)
     timing = request.timing.validate()
     if catalog is None:
-        catalog = catalog_module.discover(request.kernels_dirs)
+        catalog = discover(request.kernels_dirs)
     available = catalog[op.name]
     if not available:
         raise UsageError(f"no {op.name} kernels found (looked in kernels/ and --kernels-dir)")
@@ -118,8 +118,8 @@ def _make_plan(request: Request, catalog) -> Plan:
     return Plan(op, shape, dtype, planned, request.seed, request.hot, timing, tuple(notes))
 
 
-def _resolve_params(request: Request, op: Op, shape, dtype: DType, variant: KernelVariant
-                    ) -> dict[str, int]:
+def _resolve_params(request: Request, op: Op, shape: Shape, dtype: DType,
+                    variant: KernelVariant) -> dict[str, int]:
     params = {}
     for spec in variant.params:
         value = request.params.get(spec.name, spec.default)
@@ -152,15 +152,15 @@ def _resolve_params(request: Request, op: Op, shape, dtype: DType, variant: Kern
     return params
 
 
-def header_variables(op: Op, shape, dtype: DType, params: Mapping[str, int], sm_count: int
-                     ) -> dict[str, int]:
+def header_variables(op: Op, shape: Shape, dtype: DType, params: Mapping[str, int],
+                     sm_count: int) -> dict[str, int]:
     """Return the names header arithmetic may use: the shape, params, ELEM_SIZE, SM_COUNT."""
     return {**op.variables(shape), **params, "ELEM_SIZE": dtype.itemsize, "SM_COUNT": sm_count}
 
 
-def _extents(values) -> str:
+def _extents(extent: tuple[int, ...]) -> str:
     """Format a 3-D extent as written in headers: 64 x 64, not 64 x 64 x 1."""
-    values = list(values)
+    values = list(extent)
     while len(values) > 1 and values[-1] == 1:
         values.pop()
     return " x ".join(map(str, values))

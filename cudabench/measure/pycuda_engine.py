@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
 from cudabench.catalog import KernelVariant
 from cudabench.errors import CompileError, GpuEnvironmentError, LaunchRefused
-from cudabench.results import DeviceInfo
+from cudabench.measure.engine import Compiled, Geometry, KernelFault, Run
+from cudabench.measure.nvml import device_uuid
+from cudabench.results.model import DeviceInfo
 
 INSTALL_HINT = (
     "install it with `pip install 'cudabench[gpu]'` (builds against the CUDA toolkit: "
@@ -18,15 +20,11 @@ INSTALL_HINT = (
 )
 
 
-class KernelFault(Exception):
-    """A launch failed on the GPU (bad address, timeout...): CUDA in this process is lost."""
-
-
-def load_pycuda():
+def load_pycuda() -> ModuleType:
     """Import and initialise PyCUDA's driver module; say what is missing if it cannot."""
     try:
-        cuda = importlib.import_module("pycuda.driver")
-        importlib.import_module("pycuda.compiler")
+        import pycuda.compiler  # noqa: F401  (loads nvcc support; fails like the driver)
+        import pycuda.driver as cuda
     except ImportError as exc:
         text = str(exc)
         if "libcuda" in text:
@@ -50,23 +48,18 @@ def load_pycuda():
         ) from None
     if count == 0:
         raise GpuEnvironmentError("no CUDA GPU found (nvidia-smi lists none visible)")
-    return cuda
+    module: ModuleType = cuda
+    return module
 
 
-@dataclass
-class Compiled:
-    """A compiled variant: one prepared function per launch in the header's order."""
-
-    functions: list
-    attributes: list[dict] = field(default_factory=list)  # registers, shared bytes...
-
-
-class Engine:
-    """One GPU, its context and everything allocated on it."""
+class PycudaEngine:
+    """One GPU, its context and everything allocated on it (the Engine protocol)."""
 
     def __init__(self, device_index: int = 0) -> None:
         self.cuda = load_pycuda()
-        self._compiler = importlib.import_module("pycuda.compiler")
+        import pycuda.compiler
+
+        self._compiler: ModuleType = pycuda.compiler
         if not 0 <= device_index < self.cuda.Device.count():
             raise GpuEnvironmentError(
                 f"--device {device_index}: there are {self.cuda.Device.count()} GPU(s)"
@@ -76,10 +69,13 @@ class Engine:
         # with nothing else, and releases it in close().
         self.context = self.device.make_context()
         self.faulted = False  # set when a kernel faulted: CUDA is unusable in this process
-        self._modules: dict = {}
+        self._modules: dict[tuple[Any, ...], Compiled] = {}
         self._start, self._stop = self.cuda.Event(), self.cuda.Event()
-        self._flush_buffer = None
-        self.info = self._device_info()
+        self._flush_buffer: Any = None
+        self.info = self._device_info(device_index)
+        import pycuda
+
+        self.versions = {"engine": "pycuda", "engine_version": str(pycuda.VERSION_TEXT)}
         attrs, attr = self.device.get_attributes(), self.cuda.device_attribute
         self.grid_limits = tuple(int(attrs[a]) for a in (
             attr.MAX_GRID_DIM_X, attr.MAX_GRID_DIM_Y, attr.MAX_GRID_DIM_Z))
@@ -102,20 +98,14 @@ class Engine:
                 raise
         self.context = None
 
-    def __enter__(self) -> Engine:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _device_info(self) -> DeviceInfo:
+    def _device_info(self, device_index: int) -> DeviceInfo:
         cuda = self.cuda
         attrs = self.device.get_attributes()
         attr = cuda.device_attribute
         major, minor = self.device.compute_capability()
         driver = cuda.get_driver_version()
         built = cuda.get_version()
-        pycuda = importlib.import_module("pycuda")
+        pci_bus_id = str(self.device.pci_bus_id())
         return DeviceInfo(
             name=self.device.name(),
             compute_capability=f"{major}.{minor}",
@@ -129,7 +119,9 @@ class Engine:
             max_shared_bytes_per_block=int(attrs[attr.MAX_SHARED_MEMORY_PER_BLOCK]),
             driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
             cuda_version=".".join(map(str, built)),
-            pycuda_version=pycuda.VERSION_TEXT,
+            index=device_index,
+            pci_bus_id=pci_bus_id,
+            uuid=device_uuid(pci_bus_id),
         )
 
     # -- compilation -----------------------------------------------------------------
@@ -171,7 +163,7 @@ class Engine:
         return compiled
 
     # -- memory ----------------------------------------------------------------------
-    def allocate(self, nbytes: int):
+    def allocate(self, nbytes: int) -> Any:
         """Allocate device memory (at least one byte)."""
         try:
             return self.cuda.mem_alloc(max(int(nbytes), 1))
@@ -180,25 +172,40 @@ class Engine:
                 f"out of GPU memory allocating {nbytes / 2**20:.1f} MiB: use a smaller --size"
             ) from None
 
-    def upload(self, device_buffer, host: np.ndarray) -> None:
+    def free(self, buffer: Any) -> None:
+        """Release an allocation (the driver refuses after a fault: nothing is left then)."""
+        try:
+            buffer.free()
+        except self.cuda.Error:
+            if not self.faulted:
+                raise
+
+    def upload(self, device_buffer: Any, host: np.ndarray) -> None:
         """Copy a host array to the device."""
         if host.size:
             self.cuda.memcpy_htod(device_buffer, np.ascontiguousarray(host))
 
-    def download(self, device_buffer, shape: tuple[int, ...], dtype) -> np.ndarray:
+    def download(self, device_buffer: Any, shape: tuple[int, ...], dtype: type[np.generic]
+                 ) -> np.ndarray:
         """Copy a device buffer back as an array."""
         host = np.empty(shape, dtype=dtype)
         if host.size:
             self.cuda.memcpy_dtoh(host, device_buffer)
         return host
 
-    def fill(self, device_buffer, value: np.generic, count: int) -> None:
-        """Fill count 4-byte elements with value's bit pattern (the poison)."""
-        pattern = int(np.asarray(value).reshape(1).view(np.uint32)[0])
-        self.cuda.memset_d32(device_buffer, pattern, max(count, 1))
+    def fill(self, device_buffer: Any, value: np.generic, count: int) -> None:
+        """Fill count elements with value's bit pattern (the poison), of value's width."""
+        width = np.asarray(value).itemsize
+        memset = {4: (self.cuda.memset_d32, np.uint32), 2: (self.cuda.memset_d16, np.uint16),
+                  1: (self.cuda.memset_d8, np.uint8)}.get(width)
+        if memset is None:  # no 8-byte memset in the driver API: upload the pattern
+            self.upload(device_buffer, np.full(max(count, 1), value))
+            return
+        function, word = memset
+        function(device_buffer, int(np.asarray(value).reshape(1).view(word)[0]), max(count, 1))
 
     # -- running and timing ----------------------------------------------------------
-    def launcher(self, compiled: Compiled, geometry: Sequence[tuple], args: Sequence) -> Callable:
+    def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any]) -> Run:
         """Return a function that enqueues every launch of a variant once."""
         calls = list(zip(compiled.functions, geometry))
 
@@ -220,7 +227,7 @@ class Engine:
         except self.cuda.Error as exc:
             raise self._fault(exc) from None
 
-    def time_once(self, run: Callable[[], None], flush_l2: bool) -> float:
+    def time_once(self, run: Run, flush_l2: bool) -> float:
         """Return the seconds between CUDA events around one run, L2 flushed before."""
         if flush_l2:
             self._flush_l2()
@@ -231,7 +238,7 @@ class Engine:
             self._stop.synchronize()
         except self.cuda.Error as exc:
             raise self._fault(exc) from None
-        return self._stop.time_since(self._start) / 1e3
+        return float(self._stop.time_since(self._start)) / 1e3
 
     def _flush_l2(self) -> None:
         # Overwriting twice the L2's size evicts whatever the previous sample left in it.
@@ -240,12 +247,6 @@ class Engine:
             self._flush_buffer = self.allocate(words * 4)
         self.cuda.memset_d32_async(self._flush_buffer, 0, words)
 
-    def copier(self, nbytes: int) -> Callable[[], None]:
-        """Return a function that enqueues a device-to-device copy of nbytes."""
-        source, target = self.allocate(nbytes), self.allocate(nbytes)
-        self.cuda.memset_d32(source, 0x3F800001, max(nbytes // 4, 1))  # not zeros
-
-        def run() -> None:
-            self.cuda.memcpy_dtod_async(target, source, nbytes)
-
-        return run
+    def copy(self, target: Any, source: Any, nbytes: int) -> None:
+        """Enqueue a device-to-device copy of nbytes."""
+        self.cuda.memcpy_dtod_async(target, source, nbytes)

@@ -23,15 +23,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from cudabench.errors import UsageError
-from cudabench.plan import Request
-from cudabench.timing import TimingPolicy
+from cudabench.measure.plan import Request
+from cudabench.measure.timing import TimingPolicy
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 DEFAULT_FILES = ("cudabench.toml", "pyproject.toml")
 TIMING_KEYS = {"warmup": "warmup_s", "min_samples": "min_samples", "max_samples": "max_samples",
@@ -51,13 +52,14 @@ def find_config(directory: Path) -> Path:
     )
 
 
-def _tool(path: Path) -> Mapping:
-    return _read(path).get("tool", {})
+def _tool(path: Path) -> Mapping[str, Any]:
+    tool = _read(path).get("tool", {})
+    return tool if isinstance(tool, dict) else {}
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return dict(tomllib.loads(path.read_text(encoding="utf-8")))
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -101,7 +103,8 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
         seed = entry.get("seed", 0)
         if not isinstance(hot, bool) or not isinstance(seed, int):
             raise UsageError(f"{at}: hot must be true or false and seed an integer")
-        for size in _plural(entry, "size", "sizes", at) or [None]:
+        sizes: list[str | None] = [*_plural(entry, "size", "sizes", at)] or [None]
+        for size in sizes:
             for dtype in _plural(entry, "dtype", "dtypes", at) or ["float32"]:
                 requests.append(Request(
                     op=entry["op"], size=size, dtype=dtype,
@@ -114,10 +117,10 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
     return requests
 
 
-def _timing(table, where: str) -> TimingPolicy:
+def _timing(table: Any, where: str) -> TimingPolicy:
     if not isinstance(table, dict) or set(table) - set(TIMING_KEYS):
         raise UsageError(f"{where}: [timing] takes {', '.join(TIMING_KEYS)}")
-    values = {}
+    values: dict[str, Any] = {}
     for key, value in table.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise UsageError(f"{where}: timing.{key}: expected a number")
@@ -128,14 +131,14 @@ def _timing(table, where: str) -> TimingPolicy:
         raise UsageError(f"{where}: [timing]: {exc}") from None
 
 
-def _strings(table: Mapping, key: str, where: str, default: list) -> list[str]:
+def _strings(table: Mapping[str, Any], key: str, where: str, default: list[str]) -> list[str]:
     value = table.get(key, default)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise UsageError(f"{where}.{key}: expected a list of strings")
     return value
 
 
-def _plural(table: Mapping, one: str, many: str, where: str) -> list[str]:
+def _plural(table: Mapping[str, Any], one: str, many: str, where: str) -> list[str]:
     if one in table and many in table:
         raise UsageError(f"{where}: give {one} or {many}, not both")
     if one in table:

@@ -8,14 +8,14 @@ Parsed with Python's `ast` and evaluated over a whitelist, so a header can never
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-FUNCTIONS = {
+FUNCTIONS: dict[str, Callable[..., int]] = {
     "cdiv": lambda a, b: -(-a // b),
     "min": min,
     "max": max,
 }
-_BINOPS = {
+_BINOPS: dict[type[ast.operator], Callable[[int, int], int]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
@@ -83,7 +83,8 @@ def _check(node: ast.AST) -> None:
 
 def _eval(node: ast.expr, variables: Mapping[str, int]) -> int:
     if isinstance(node, ast.Constant):
-        return int(node.value)
+        assert isinstance(node.value, int)  # _check admits integer constants only
+        return node.value
     if isinstance(node, ast.Name):
         try:
             return int(variables[node.id])

@@ -1,4 +1,4 @@
-"""Find kernel variants (.cu files) and parse the header that describes each one.
+"""Parse the header of a kernel file (.cu) into a KernelVariant.
 
 A kernel file starts with a block of `//` comment lines, for example:
 
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudabench import expressions
-from cudabench.errors import KernelFileError, UsageError
+from cudabench.catalog import expressions
+from cudabench.errors import KernelFileError
 from cudabench.ops import OPS, get_op
 
 # Names a header expression may use besides the op's dimensions and the variant's params.
@@ -61,8 +61,6 @@ class Launch:
     """One kernel launch of a variant: entry function and geometry expressions."""
 
     entry: str
-    grid_text: str
-    block_text: str
     grid: tuple[ast.expr, ...]
     block: tuple[ast.expr, ...]
     line: int
@@ -93,7 +91,8 @@ class KernelVariant:
         """Return the parameter called name, if the variant declares it."""
         return next((p for p in self.params if p.name == name), None)
 
-    def geometry(self, variables: Mapping[str, int]) -> list[tuple[tuple[int, ...], ...]]:
+    def geometry(self, variables: Mapping[str, int]
+                 ) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """Return (grid, block) of every launch; KernelFileError if the arithmetic fails."""
         result = []
         for launch in self.launches:
@@ -122,20 +121,6 @@ class KernelVariant:
 
 def _pad3(values: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(values) + (1,) * (3 - len(values))
-
-
-def builtin_kernels_dir() -> Path:
-    """Return the folder of the built-in kernels, in a source checkout or an install."""
-    checkout = Path(__file__).resolve().parent.parent / "kernels"
-    try:
-        from importlib.resources import files
-
-        installed = Path(str(files("cudabench.kernels")))
-    except (ModuleNotFoundError, TypeError):
-        installed = None
-    if installed is not None and installed.is_dir():
-        return installed
-    return checkout
 
 
 def parse_header(path: Path, text: str | None = None) -> KernelVariant:
@@ -281,7 +266,7 @@ def _parse_launch(
         )
     grid = _parse_exprs(path, number, pieces["grid"], known, f"launch {entry} grid")
     block = _parse_exprs(path, number, pieces["block"], known, f"launch {entry} block")
-    return Launch(entry, pieces["grid"].strip(), pieces["block"].strip(), grid, block, number)
+    return Launch(entry, grid, block, number)
 
 
 def _parse_exprs(
@@ -299,32 +284,3 @@ def _parse_exprs(
             f"(known: {', '.join(sorted(known))})",
         )
     return nodes
-
-
-def discover(extra_dirs: Iterable[Path] = ()) -> dict[str, dict[str, KernelVariant]]:
-    """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
-    catalog: dict[str, dict[str, KernelVariant]] = {op: {} for op in OPS}
-    folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
-    for folder in folders:
-        if not folder.is_dir():
-            raise UsageError(f"--kernels-dir {folder}: no such directory")
-    seen: set[Path] = set()
-    for folder in folders:
-        if folder.resolve() in seen:  # the same folder twice adds nothing: not a name clash
-            continue
-        seen.add(folder.resolve())
-        for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")]):
-            variant = parse_header(path)
-            if path.parent != folder and path.parent.name in OPS and path.parent.name != variant.op:
-                raise KernelFileError(
-                    path, 1, f"file is in folder {path.parent.name}/ but declares op {variant.op}"
-                )
-            existing = catalog[variant.op].get(variant.name)
-            if existing is not None:
-                raise KernelFileError(
-                    path, None, f"variant {variant.op}/{variant.name} is also defined by "
-                    f"{existing.path}; rename one of the files",
-                )
-            catalog[variant.op][variant.name] = variant
-    return catalog
-

@@ -1,4 +1,4 @@
-"""Compare two results files benchmark by benchmark: pure logic and markdown, no Rich, no CUDA.
+"""Compare two results files benchmark by benchmark: pure logic, no rendering, no CUDA.
 
 Benchmarks pair on BenchmarkResult.key: (op, variant, sorted params, shape, dtype, hot).
 Benchmarks in only one file are listed as added or removed; they are not errors.
@@ -27,27 +27,39 @@ changes of the median that noise alone produces.
 
 from __future__ import annotations
 
-import math
+import enum
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from cudabench.analysis.stats import mann_whitney_u, median_precision
 from cudabench.errors import ExitCode, ResultsFileError, UsageError
-from cudabench.results import BenchmarkResult, ResultsFile
-from cudabench.stats import mann_whitney_u, median_precision
+from cudabench.results.model import (
+    FAILING_STATUSES,
+    BenchmarkResult,
+    Kind,
+    ResultsFile,
+)
+from cudabench.units import format_change, format_p_value, format_percent
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.001
 MIN_SAMPLES = 3  # below this a rank test has nothing to say
 MAX_THRESHOLD = 10.0  # 1000%: anything larger is a typo, not a tolerance
 
-# Verdicts in the order summaries list them: worst first.
-VERDICTS = ("failed", "slower", "noisy", "same", "faster", "fixed")
-REGRESSION = frozenset({"slower", "failed"})
-FAILING_STATUSES = frozenset({"FAIL", "ERROR"})
 
-COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline", "current", "change", "p-value",
-           "verdict", "reason")
+
+class Verdict(str, enum.Enum):
+    """The judgement on one pair, in the order summaries list them: worst first."""
+
+    FAILED = "failed"
+    SLOWER = "slower"
+    NOISY = "noisy"
+    SAME = "same"
+    FASTER = "faster"
+    FIXED = "fixed"
+
+
+REGRESSION = frozenset({Verdict.SLOWER, Verdict.FAILED})
 
 _NUMBER = re.compile(r"[+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 
@@ -58,17 +70,17 @@ class ComparisonRow:
 
     op: str
     variant: str
-    params: dict
-    shape: tuple
+    params: dict[str, int]
+    shape: tuple[int, ...]
     dtype: str
     hot: bool
     baseline_median_s: float | None
     current_median_s: float | None
     change: float | None  # current / baseline - 1
     p_value: float | None
-    verdict: str
+    verdict: Verdict
     reason: str
-    kind: str = "kernel"  # "reference" rows (the device copy) inform but never gate
+    kind: Kind = Kind.VARIANT  # reference rows (the device copy) inform but never gate
 
     @property
     def regressed(self) -> bool:
@@ -77,7 +89,7 @@ class ComparisonRow:
         A slower reference row (the device-to-device copy) says the machine changed, not a
         kernel: it is shown, and explains slower kernels, but does not fail the gate.
         """
-        return self.verdict in REGRESSION and self.kind == "kernel"
+        return self.verdict in REGRESSION and self.kind is Kind.VARIANT
 
 
 @dataclass(frozen=True)
@@ -155,13 +167,14 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
     )
 
 
-def _index(results: ResultsFile) -> dict[tuple, BenchmarkResult]:
+def _index(results: ResultsFile) -> dict[tuple[object, ...], BenchmarkResult]:
     """Map each benchmark's key to it, in file order; a key twice is an error."""
-    index: dict[tuple, BenchmarkResult] = {}
+    index: dict[tuple[object, ...], BenchmarkResult] = {}
     for i, result in enumerate(results.benchmarks):
         if result.key in index:
             raise ResultsFileError(
-                f"{results.path}: benchmarks[{i}]: {describe(result)} appears twice; a results "
+                f"{results.path}: benchmarks[{i}]: {result.op}/{result.variant} "
+                f"{dict(result.params)} {result.shape} {result.dtype} appears twice; a results "
                 "file holds each benchmark once, so it cannot be paired"
             )
         index[result.key] = result
@@ -176,7 +189,7 @@ def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: fl
     enough = min(len(before.samples_s), len(after.samples_s)) >= MIN_SAMPLES
     p = mann_whitney_u(before.samples_s, after.samples_s) if enough else None
     verdict, reason = _verdict(before, after, change, p, threshold, alpha)
-    if after.kind == "reference" and verdict in REGRESSION:
+    if after.kind is not Kind.VARIANT and verdict in REGRESSION:
         reason += "; a reference row: the GPU or its clocks changed (not gated)"
     return ComparisonRow(
         op=after.op, variant=after.variant, params=dict(after.params), shape=tuple(after.shape),
@@ -186,36 +199,36 @@ def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: fl
 
 
 def _verdict(before: BenchmarkResult, after: BenchmarkResult, change: float | None,
-             p: float | None, threshold: float, alpha: float) -> tuple[str, str]:
+             p: float | None, threshold: float, alpha: float) -> tuple[Verdict, str]:
     """Return the verdict and a short sentence saying why."""
     was, now = before.status, after.status
     if now in FAILING_STATUSES:
         why = _failure(after)
         if was in FAILING_STATUSES:
-            return "failed", f"still {now} (was {was}): {why}"
-        return "failed", f"now {now} (was {was}): {why}"
+            return Verdict.FAILED, f"still {now.value} (was {was.value}): {why}"
+        return Verdict.FAILED, f"now {now.value} (was {was.value}): {why}"
     if was in FAILING_STATUSES:
-        return "fixed", f"now {now} (was {was})"
+        return Verdict.FIXED, f"now {now.value} (was {was.value})"
     if p is None or change is None:
-        return "noisy", (f"too few samples to test ({len(before.samples_s)} and "
+        return Verdict.NOISY, (f"too few samples to test ({len(before.samples_s)} and "
                          f"{len(after.samples_s)}; at least {MIN_SAMPLES} a side)")
     significant = p < alpha
     test = f"p={format_p_value(p)} {'<' if significant else '>='} {alpha:g}"
     shift, limit = format_change(change), format_percent(threshold)
     if significant and change > threshold:
-        return "slower", f"{shift} exceeds the {limit} threshold, {test}"
+        return Verdict.SLOWER, f"{shift} exceeds the {limit} threshold, {test}"
     if significant and change < -threshold:
-        return "faster", f"{shift} exceeds the {limit} threshold, {test}"
+        return Verdict.FASTER, f"{shift} exceeds the {limit} threshold, {test}"
     if abs(change) > threshold:
-        return "noisy", f"{shift} but not significant ({test})"
+        return Verdict.NOISY, f"{shift} but not significant ({test})"
     precision, side = max((median_precision(before.samples_s), "baseline"),
                           (median_precision(after.samples_s), "current"))
     if precision > threshold / 2:
-        return "noisy", (f"{side} median known only to ±{precision:.1%}, too spread to "
+        return Verdict.NOISY, (f"{side} median known only to ±{precision:.1%}, too spread to "
                          f"resolve a {limit} change")
     if significant:
-        return "same", f"{shift} is significant ({test}) but within ±{limit}"
-    return "same", "no significant change"
+        return Verdict.SAME, f"{shift} is significant ({test}) but within ±{limit}"
+    return Verdict.SAME, "no significant change"
 
 
 def _failure(result: BenchmarkResult) -> str:
@@ -227,128 +240,3 @@ def _failure(result: BenchmarkResult) -> str:
     if v is None:
         return "not verified"
     return f"{v.bad_elements} of {v.total_elements} elements wrong ({v.criterion})"
-
-
-# -- formatting shared by markdown and the Rich table (report.render_comparison) --------------
-
-def format_seconds(seconds: float | None) -> str:
-    """Format a duration with a unit that keeps 3-4 significant digits."""
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.4g} {unit}"
-    return f"{seconds / 1e-9:.4g} ns"
-
-
-def format_change(change: float | None) -> str:
-    """Format a relative change as a signed percentage."""
-    if change is None:
-        return "-"
-    return "0.0%" if abs(change) < 0.0005 else f"{change:+.1%}"  # never "-0.0%"
-
-
-def format_percent(fraction: float) -> str:
-    """Format a fraction such as a threshold as a percentage: 0.05 -> 5%."""
-    return f"{fraction * 100:.4g}%"
-
-
-def format_p_value(p: float | None) -> str:
-    """Format a p-value with two significant digits."""
-    if p is None:
-        return "-"
-    return "<1e-99" if p < 1e-99 else f"{p:.2g}"
-
-
-def benchmark_name(op: str, variant: str, hot: bool) -> str:
-    """Name a benchmark as op/variant, marked when measured with a hot cache."""
-    return f"{op}/{variant}{' (hot)' if hot else ''}"
-
-
-def params_text(params: Mapping[str, int]) -> str:
-    """Format parameters as NAME=value pairs."""
-    return " ".join(f"{k}={v}" for k, v in params.items()) or "-"
-
-
-def shape_text(shape: Iterable[int]) -> str:
-    """Format a shape as 1000x1000x1000."""
-    return "x".join(map(str, shape)) or "-"
-
-
-def row_cells(row: ComparisonRow) -> list[str]:
-    """Return a row's cells, in COLUMNS order."""
-    return [
-        benchmark_name(row.op, row.variant, row.hot), params_text(row.params),
-        shape_text(row.shape), row.dtype, format_seconds(row.baseline_median_s),
-        format_seconds(row.current_median_s), format_change(row.change),
-        format_p_value(row.p_value), row.verdict, row.reason,
-    ]
-
-
-def describe(result: BenchmarkResult) -> str:
-    """Describe a benchmark in one line: name, params, shape, dtype, status and median."""
-    return (f"{benchmark_name(result.op, result.variant, result.hot)} "
-            f"{params_text(result.params)} {shape_text(result.shape)} {result.dtype} "
-            f"({result.status}, median {format_seconds(result.median_s)})")
-
-
-def summary_text(comparison: Comparison) -> str:
-    """Return the one-line summary: counts per verdict, settings and both GPUs."""
-    counts = {verdict: 0 for verdict in VERDICTS}
-    for row in comparison.rows:
-        counts[row.verdict] = counts.get(row.verdict, 0) + 1
-    parts = [f"{count} {verdict}" for verdict, count in counts.items() if count]
-    parts += [f"{len(comparison.added)} added"] if comparison.added else []
-    parts += [f"{len(comparison.removed)} removed"] if comparison.removed else []
-    gpus = (comparison.baseline_gpu if comparison.baseline_gpu == comparison.current_gpu
-            else f"{comparison.baseline_gpu} -> {comparison.current_gpu}")
-    counted = ", ".join(parts) or "nothing to compare"
-    return (f"{counted}; threshold {format_percent(comparison.threshold)}, "
-            f"alpha {comparison.alpha:g}; GPU {gpus or '(none recorded)'}")
-
-
-def _cell(text: str) -> str:
-    """Escape a markdown table cell: pipes split cells and newlines end rows."""
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def to_markdown(comparison: Comparison) -> str:
-    """Return the comparison as GitHub-flavoured markdown (for a CI job summary)."""
-    c = comparison
-    regressed = len(c.regressions)
-    verdict_line = (f"**{regressed} regression{'s' if regressed != 1 else ''}**" if regressed
-                    else "no regression")
-    lines = [
-        "## cudabench compare",
-        "",
-        f"{verdict_line}: {_cell(summary_text(c))}",
-        "",
-        f"Baseline: `{_code(c.baseline_path)}` ({_cell(c.baseline_gpu)}); "
-        f"current: `{_code(c.current_path)}` ({_cell(c.current_gpu)})",
-        "",
-    ]
-    if c.rows:
-        right = {"baseline", "current", "change", "p-value"}
-        lines.append("| " + " | ".join(COLUMNS) + " |")
-        lines.append("|" + "|".join("---:" if name in right else "---" for name in COLUMNS)
-                     + "|")
-        for row in c.rows:
-            cells = [_cell(text) for text in row_cells(row)]
-            if row.regressed:
-                verdict = COLUMNS.index("verdict")
-                cells[verdict] = f"**{cells[verdict]}**"
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
-    for title, results in (("Added", c.added), ("Removed", c.removed)):
-        if results:
-            where = "current" if title == "Added" else "baseline"
-            lines.append(f"### {title} (only in the {where} file)")
-            lines.append("")
-            lines += [f"- {_cell(describe(result))}" for result in results]
-            lines.append("")
-    return "\n".join(lines)
-
-
-def _code(text: str) -> str:
-    """Keep a path inside an inline code span: backticks would end it."""
-    return " ".join(str(text).split()).replace("`", "'")

@@ -9,20 +9,22 @@ import platform
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from cudabench import __version__
 from cudabench.errors import UsageError
-from cudabench.results import (
+from cudabench.results.codec import (
     FILE_KIND,
     SCHEMA_VERSION,
-    BenchmarkResult,
-    DeviceInfo,
     benchmark_to_dict,
+    device_to_dict,
 )
+from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 
-def git_commit(directory: Path) -> dict:
+def git_commit(directory: Path) -> dict[str, Any]:
     """Return the commit checked out in directory and whether the tree is dirty, if any."""
     def git(*args: str) -> str | None:
         try:
@@ -42,35 +44,45 @@ class ResultsWriter:
 
     def __init__(self, path: Path, argv: list[str] | None = None) -> None:
         self.path = Path(path)
-        self.created = _now()
-        self.metadata = {
+        self.metadata: dict[str, Any] = {
             "kind": FILE_KIND,
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "cudabench", "version": __version__},
-            "created": self.created,
+            "created": _now(),
             "command": ["cudabench", *(sys.argv[1:] if argv is None else argv)],
             "host": platform.node(),
             "python": platform.python_version(),
             **git_commit(Path.cwd()),
         }
-        self.gpu: dict = {}
-        self.benchmarks: list[dict] = []
+        self.devices: list[DeviceInfo] = []
+        self.benchmarks: list[dict[str, Any]] = []
 
-    def set_device(self, device: DeviceInfo) -> None:
-        """Record the GPU; writes the (still empty) file so the path is claimed early."""
-        self.gpu = device.to_dict()
-        self.metadata["tool"]["pycuda_version"] = device.pycuda_version
+    def start(self, engine_versions: Mapping[str, str]) -> None:
+        """Record the engine's versions; writes the (still empty) file to claim the path."""
+        self.metadata["tool"].update(engine_versions)
         self.write(complete=False)
 
     def add(self, result: BenchmarkResult) -> None:
-        """Append one benchmark and rewrite the file."""
-        self.benchmarks.append(benchmark_to_dict(result))
+        """Append one benchmark (its device listed once) and rewrite the file."""
+        index = None
+        if result.device is not None:
+            known = [device.identity for device in self.devices]
+            if result.device.identity not in known:
+                self.devices.append(result.device)
+                known.append(result.device.identity)
+            index = known.index(result.device.identity)
+        self.benchmarks.append(benchmark_to_dict(result, index))
         self.write(complete=False)
+
+    def document(self, complete: bool) -> dict[str, Any]:
+        """Return the file's content as it stands."""
+        return {**self.metadata, "updated": _now(), "complete": complete,
+                "devices": [device_to_dict(d) for d in self.devices],
+                "benchmarks": self.benchmarks}
 
     def write(self, complete: bool = True) -> None:
         """Write the file atomically: a reader sees the old or the new file, never half."""
-        document = {**self.metadata, "updated": _now(), "complete": complete,
-                    "gpu": self.gpu, "benchmarks": self.benchmarks}
+        document = self.document(complete)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.",

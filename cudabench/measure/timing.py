@@ -6,12 +6,15 @@ tests), and so is the wall clock that enforces the time budget.
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cudabench.analysis.stats import median_precision, summarize
 from cudabench.errors import UsageError
-from cudabench.stats import median_precision, summarize
+
+Clock = Callable[[], float]
 
 
 @dataclass(frozen=True)
@@ -39,15 +42,24 @@ class TimingPolicy:
         return self
 
 
+class StopReason(str, enum.Enum):
+    """Why sampling stopped."""
+
+    PRECISION = "precision"  # the median is known to the target precision
+    BUDGET = "budget"  # the time budget ran out
+    MAX_SAMPLES = "max_samples"  # the sample cap was reached
+
+
 @dataclass(frozen=True)
 class Sampling:
     """The samples taken and why sampling stopped."""
 
     samples_s: tuple[float, ...]
-    stopped_by: str  # "precision" (target reached), "budget" (time ran out), "max_samples"
+    stopped_by: StopReason
 
 
-def warm_up(run: Callable[[], object], policy: TimingPolicy, clock=time.perf_counter) -> int:
+def warm_up(run: Callable[[], object], policy: TimingPolicy, clock: Clock = time.perf_counter
+            ) -> int:
     """Run until warmup_s has passed and at least twice; return the number of runs."""
     start = clock()
     runs = 0
@@ -58,7 +70,7 @@ def warm_up(run: Callable[[], object], policy: TimingPolicy, clock=time.perf_cou
 
 
 def collect(
-    sample: Callable[[], float], policy: TimingPolicy, clock=time.perf_counter
+    sample: Callable[[], float], policy: TimingPolicy, clock: Clock = time.perf_counter
 ) -> Sampling:
     """Take samples (each returns seconds) until the precision target, the budget or the cap."""
     samples: list[float] = []
@@ -68,17 +80,17 @@ def collect(
         samples.append(float(sample()))
         n = len(samples)
         if n >= policy.max_samples:
-            return Sampling(tuple(samples), "max_samples")
+            return Sampling(tuple(samples), StopReason.MAX_SAMPLES)
         # The precision needs two medians over all samples: checked when the count has grown
         # by a tenth, not after every sample, so short kernels spend the budget on the GPU.
         if n >= next_check:
             if median_precision(samples) <= policy.precision:
-                return Sampling(tuple(samples), "precision")
+                return Sampling(tuple(samples), StopReason.PRECISION)
             next_check = n + max(1, n // 10)
         # The budget stops sampling only once a minimum exists, however slow the kernel:
         # fewer samples than that cannot be summarised or compared honestly.
         if clock() - start >= policy.max_time_s and n >= min(policy.min_samples, 5):
-            return Sampling(tuple(samples), "budget")
+            return Sampling(tuple(samples), StopReason.BUDGET)
 
 
 def measurement_warnings(
@@ -88,7 +100,7 @@ def measurement_warnings(
     stats = summarize(sampling.samples_s)
     warnings = []
     reached = median_precision(sampling.samples_s)
-    if sampling.stopped_by == "budget" and reached > policy.precision:
+    if sampling.stopped_by is StopReason.BUDGET and reached > policy.precision:
         warnings.append(
             f"noisy: the median is known to ±{reached:.1%}, not the ±{policy.precision:.1%} "
             f"target, after {stats.count} samples in the {policy.max_time_s:g} s budget "

@@ -43,7 +43,7 @@ def summarize(samples: Sequence[float]) -> Summary:
     )
 
 
-def relative_spread(samples: Sequence[float]) -> float:
+def relative_spread(samples: Sequence[float] | np.ndarray) -> float:
     """Return 1.4826 * MAD / median: the relative standard deviation, robust to outliers."""
     values = np.asarray(samples, dtype=np.float64)
     if values.size < 2:

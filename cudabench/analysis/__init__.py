@@ -1,0 +1,1 @@
+"""Judging measurements: statistics over samples and the comparison of two runs."""

@@ -1,0 +1,9 @@
+"""Kernel files: discovery, strict header parsing, launch arithmetic."""
+
+from __future__ import annotations
+
+from cudabench.catalog.discovery import Catalog, builtin_kernels_dir, discover
+from cudabench.catalog.headers import KernelVariant, Launch, ParamSpec, parse_header
+
+__all__ = ["Catalog", "KernelVariant", "Launch", "ParamSpec", "builtin_kernels_dir", "discover",
+           "parse_header"]

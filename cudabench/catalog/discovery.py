@@ -1,0 +1,55 @@
+"""Find kernel variants: the built-in kernels/ folder and the user's --kernels-dir folders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from cudabench.catalog.headers import KernelVariant, parse_header
+from cudabench.errors import KernelFileError, UsageError
+from cudabench.ops import OPS
+
+Catalog = dict[str, dict[str, KernelVariant]]  # op -> variant name -> variant
+
+
+def builtin_kernels_dir() -> Path:
+    """Return the folder of the built-in kernels, in a source checkout or an install."""
+    checkout = Path(__file__).resolve().parents[2] / "kernels"
+    try:
+        from importlib.resources import files
+
+        installed = Path(str(files("cudabench.kernels")))
+    except (ModuleNotFoundError, TypeError):
+        installed = None
+    if installed is not None and installed.is_dir():
+        return installed
+    return checkout
+
+
+def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
+    """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
+    catalog: Catalog = {op: {} for op in OPS}
+    folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"--kernels-dir {folder}: no such directory")
+    seen: set[Path] = set()
+    for folder in folders:
+        if folder.resolve() in seen:  # the same folder twice adds nothing: not a name clash
+            continue
+        seen.add(folder.resolve())
+        for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")]):
+            variant = parse_header(path)
+            if path.parent != folder and path.parent.name in OPS and path.parent.name != variant.op:
+                raise KernelFileError(
+                    path, 1, f"file is in folder {path.parent.name}/ but declares op {variant.op}"
+                )
+            existing = catalog[variant.op].get(variant.name)
+            if existing is not None:
+                raise KernelFileError(
+                    path, None, f"variant {variant.op}/{variant.name} is also defined by "
+                    f"{existing.path}; rename one of the files",
+                )
+            catalog[variant.op][variant.name] = variant
+    return catalog
+

@@ -1,0 +1,178 @@
+"""The command line: each command parses its options, makes one library call and renders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.text import Text
+
+from cudabench import __version__
+from cudabench.analysis.compare import compare, parse_threshold
+from cudabench.catalog import discover
+from cudabench.cli.boundary import BoundaryGroup
+from cudabench.cli.options import benchmark_options, build_request
+from cudabench.cli.suite import find_config, load_suite
+from cudabench.errors import UsageError
+from cudabench.measure.engine import EngineSpec, PycudaSpec
+from cudabench.measure.pipeline import count_rows, run_plans
+from cudabench.measure.plan import Request, make_plan
+from cudabench.ops import OPS
+from cudabench.render import terminal
+from cudabench.render.markdown import run_to_markdown, to_markdown
+from cudabench.results import BenchmarkResult, load_results
+from cudabench.results.writer import ResultsWriter
+
+
+def engine_spec(device: int) -> EngineSpec:
+    """Return the engine the commands run on: PyCUDA on one GPU (tests swap in a fake)."""
+    return PycudaSpec(device)
+
+
+@click.group(cls=BoundaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cudabench")
+@click.option("--traceback", is_flag=True, help="Show the Python traceback of an error.")
+def cli(traceback: bool) -> None:
+    """Benchmark CUDA kernels: verified against NumPy, timed with CUDA events.
+
+    Exit codes: 0 all verified; 1 regression (compare); 2 usage, environment or compile
+    error; 3 a variant failed verification.
+    """
+
+
+def run_and_render(requests: list[Request], device: int, json_path: Path | None,
+                   markdown_path: Path | None = None) -> int:
+    """Check every request, run them with progress on stderr, print and save the tables."""
+    plans = [make_plan(request) for request in requests]  # every usage error before the GPU
+    writer = ResultsWriter(json_path) if json_path is not None else None
+    with terminal.progress(count_rows(plans), terminal.stderr_console()) as advance:
+
+        def on_result(result: BenchmarkResult) -> None:
+            if writer is not None:
+                writer.add(result)
+            advance(result)
+
+        outcome = run_plans(plans, engine_spec(device), on_result,
+                            on_start=writer.start if writer else None)
+    if writer is not None:
+        writer.write(complete=True)
+    terminal.render_run(outcome, terminal.stdout_console())
+    terminal.render_diagnostics(outcome, terminal.stderr_console())
+    if markdown_path is not None:
+        write_text(markdown_path, run_to_markdown(outcome), "--markdown")
+    return int(outcome.exit_code)
+
+
+def write_text(path: Path, text: str, flag: str) -> None:
+    """Write a report file; an unwritable path is the user's error, naming the flag."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write: {exc}") from None
+
+
+@cli.command()
+@benchmark_options("matmul", "N (square) or MxKxN.")
+@click.option("--tile", type=int, help="TILE parameter: tile (and block) edge, e.g. 8, 16, 32.")
+def matmul(tile: int | None, device: int, json_path: Path | None, markdown_path: Path | None,
+           **options: Any) -> int:
+    """Matrix multiplication C = A @ B: naive, shared-memory tiles, bank conflicts."""
+    request = build_request("matmul", {"TILE": ("--tile", tile)}, **options)
+    return run_and_render([request], device, json_path, markdown_path)
+
+
+@cli.command()
+@benchmark_options("transpose", "N (square) or ROWSxCOLS; --inplace: N.")
+@click.option("--tile", type=int, help="TILE parameter: tile edge, e.g. 8, 16, 32.")
+@click.option("--inplace", is_flag=True, help="Transpose a square matrix in place.")
+def transpose(tile: int | None, inplace: bool, device: int, json_path: Path | None,
+              markdown_path: Path | None, **options: Any) -> int:
+    """Matrix transpose, out of place or (--inplace) in place."""
+    op = "transpose_inplace" if inplace else "transpose"
+    request = build_request(op, {"TILE": ("--tile", tile)}, **options)
+    return run_and_render([request], device, json_path, markdown_path)
+
+
+@cli.command()
+@benchmark_options("dot", "Vector length N (e.g. 1000000 or 1<<24).")
+@click.option("--block", type=int, help="BLOCK parameter: threads per block (power of two).")
+@click.option("--blocks-per-sm", type=int, help="BLOCKS_PER_SM: grid size = SMs x this.")
+def dot(block: int | None, blocks_per_sm: int | None, device: int, json_path: Path | None,
+        markdown_path: Path | None, **options: Any) -> int:
+    """Dot product of two vectors: shared-memory tree reduction, atomics."""
+    shortcuts = {"BLOCK": ("--block", block), "BLOCKS_PER_SM": ("--blocks-per-sm", blocks_per_sm)}
+    request = build_request("dot", shortcuts, **options)
+    return run_and_render([request], device, json_path, markdown_path)
+
+
+@cli.command("run")
+@click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--json", "json_path", type=click.Path(path_type=Path),
+              help="Write the results here; rewritten after every benchmark.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the tables as markdown (a CI job summary).")
+@click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
+              help="Also load variants from this folder (repeatable).")
+@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+def run_command(config: Path | None, json_path: Path | None, markdown_path: Path | None,
+                kernels_dirs: tuple[Path, ...], device: int) -> int:
+    """Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in pyproject.toml)."""
+    path = config or find_config(Path.cwd())
+    return run_and_render(load_suite(path, tuple(kernels_dirs)), device, json_path,
+                          markdown_path)
+
+
+@cli.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("current", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--threshold", default="5%", show_default=True,
+              help="Smallest change that counts, e.g. 5% or 0.05.")
+@click.option("--alpha", type=float, default=0.001, show_default=True,
+              help="Significance level of the Mann-Whitney U test on the raw samples.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the comparison as GitHub-flavoured markdown (CI job summary).")
+@click.option("--allow-different-gpu", is_flag=True,
+              help="Compare files measured on different GPU models.")
+def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
+                    markdown_path: Path | None, allow_different_gpu: bool) -> int:
+    """Compare two results files; exit 1 on a significant slowdown or a new failure."""
+    limit = parse_threshold(threshold)
+    before, after = load_results(baseline), load_results(current)
+    comparison = compare(before, after, limit, alpha, allow_different_gpu)
+    if markdown_path is not None:
+        write_text(markdown_path, to_markdown(comparison), "--markdown")
+    terminal.render_comparison(comparison, terminal.stdout_console())
+    err = terminal.stderr_console()
+    for loaded in (before, after):
+        if loaded.metadata.get("complete") is False:
+            err.print(Text(f"warning: {loaded.path} is incomplete (its run stopped early): the "
+                           "benchmarks it lacks show as added or removed", style="yellow"),
+                      soft_wrap=True)
+    return int(comparison.exit_code)
+
+
+@cli.command("list")
+@click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
+              help="Also list variants from this folder (repeatable).")
+def list_command(kernels_dirs: tuple[Path, ...]) -> int:
+    """List ops, their variants, parameters and files (no GPU needed)."""
+    terminal.render_catalog(discover(kernels_dirs), OPS, terminal.stdout_console())
+    return 0
+
+
+@cli.command()
+@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+def info(device: int) -> int:
+    """Show the GPU, its limits and clocks, and the driver, CUDA and PyCUDA versions."""
+    engine = engine_spec(device).open()
+    try:
+        terminal.render_device(engine.info, engine.versions, terminal.stdout_console())
+    finally:
+        engine.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line (console script and `python -m cudabench`)."""
+    cli.main(args=argv, prog_name="cudabench")

@@ -1,0 +1,113 @@
+"""Options every benchmark command shares, and turning them into a Request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from cudabench.errors import UsageError
+from cudabench.measure.plan import Request
+from cudabench.measure.timing import TimingPolicy
+from cudabench.ops import OPS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def parse_params(values: tuple[str, ...]) -> dict[str, int]:
+    """Parse repeated --param NAME=VALUE options."""
+    params = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        try:
+            number = int(value, 0)
+        except ValueError:
+            number = None
+        if not sep or not name.isidentifier() or number is None:
+            raise UsageError(f"--param {text!r}: expected NAME=INTEGER, e.g. --param TILE=16")
+        params[name] = number
+    return params
+
+
+def timing_options(function: F) -> F:
+    """Add the measurement-policy options shared by every benchmark command."""
+    defaults = TimingPolicy()
+    options = [
+        click.option("--hot", is_flag=True,
+                     help="Do not flush the L2 cache before each sample (hot-cache numbers)."),
+        click.option("--warmup", type=float, default=defaults.warmup_s, show_default=True,
+                     help="Seconds of untimed warm-up launches per variant."),
+        click.option("--min-samples", type=int, default=defaults.min_samples, show_default=True,
+                     help="Samples to take at least."),
+        click.option("--max-samples", type=int, default=defaults.max_samples, show_default=True,
+                     help="Samples to take at most."),
+        click.option("--precision", type=float, default=defaults.precision, show_default=True,
+                     help="Stop once the median is known to this relative precision (95%)."),
+        click.option("--max-time", type=float, default=defaults.max_time_s, show_default=True,
+                     help="Seconds of sampling per variant before stopping anyway."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def benchmark_options(op_name: str, size_help: str) -> Callable[[F], F]:
+    """Add the options every kernel-family command shares, with the op's defaults."""
+    op = OPS[op_name]
+
+    def decorate(function: F) -> F:
+        options = [
+            click.option("--size", "-s", default=op.default_size, show_default=True,
+                         help=size_help),
+            click.option("--dtype", default="float32", show_default=True,
+                         help=" or ".join(op.dtypes) + "."),
+            click.option("--variant", "variants", multiple=True, metavar="NAME",
+                         help="Variant to run (repeatable); default all. See `cudabench list`."),
+            click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
+                         help="Set a kernel parameter (repeatable), e.g. -p TILE=32."),
+            click.option("--seed", type=int, default=0, show_default=True,
+                         help="Seed of the random inputs."),
+            click.option("--kernels-dir", "kernels_dirs", multiple=True,
+                         type=click.Path(path_type=Path),
+                         help="Also load variants from this folder (repeatable)."),
+            click.option("--json", "json_path", type=click.Path(path_type=Path),
+                         help="Write the results to this JSON file."),
+            click.option("--markdown", "markdown_path",
+                         type=click.Path(path_type=Path, dir_okay=False),
+                         help="Also write the tables as markdown (a CI job summary)."),
+            click.option("--device", type=int, default=0, show_default=True,
+                         help="CUDA device index."),
+        ]
+        for option in reversed(options):
+            function = option(function)
+        return timing_options(function)
+
+    return decorate
+
+
+def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **options: Any
+                  ) -> Request:
+    """Build a Request from a command's options; shortcuts map --tile etc. to params."""
+
+    params = parse_params(options["params"])
+    flags = {}
+    for name, (flag, value) in shortcuts.items():
+        if value is None:
+            continue
+        if name in params:
+            raise UsageError(f"{flag} and --param {name} both set {name}; give one")
+        params[name] = value
+        flags[name] = flag
+    timing = TimingPolicy(
+        warmup_s=options["warmup"], min_samples=options["min_samples"],
+        max_samples=options["max_samples"], precision=options["precision"],
+        max_time_s=options["max_time"],
+    )
+    return Request(
+        op=op, size=options["size"], dtype=options["dtype"], variants=options["variants"],
+        params=params, param_flags=flags, seed=options["seed"], hot=options["hot"],
+        timing=timing, kernels_dirs=tuple(options["kernels_dirs"]),
+    )

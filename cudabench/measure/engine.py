@@ -1,0 +1,112 @@
+"""The engine seam: what the pipeline needs from a GPU, as a typing.Protocol.
+
+The pipeline talks only to this protocol. The PyCUDA engine (pycuda_engine.py, the only
+module that imports pycuda) implements it on a real GPU; the fake engine (fake_engine.py)
+implements it with NumPy for tests. An engine is opened from a spec, a small picklable
+recipe, so that a fresh worker process can open an engine of the same kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from cudabench.catalog import KernelVariant
+from cudabench.results.model import DeviceInfo
+
+Geometry = Sequence[tuple[tuple[int, ...], tuple[int, ...]]]  # (grid, block) per launch
+Run = Callable[[], None]  # enqueues one run of a variant (all its launches), returns at once
+
+
+class KernelFault(Exception):
+    """A launch failed on the GPU (bad address, timeout...): CUDA in this process is lost."""
+
+
+@dataclass
+class Compiled:
+    """A compiled variant: one engine function per launch in the header's order."""
+
+    functions: list[Any]
+    attributes: list[dict[str, int]] = field(default_factory=list)  # registers, shared bytes...
+
+
+class Engine(Protocol):
+    """One GPU, its context and everything allocated on it."""
+
+    @property
+    def info(self) -> DeviceInfo:
+        """Return the device's facts: name, identity, SMs, L2, clocks, limits."""
+
+    @property
+    def grid_limits(self) -> tuple[int, ...]:
+        """Return the largest grid extent along x, y and z."""
+
+    @property
+    def versions(self) -> Mapping[str, str]:
+        """Return the engine's and its libraries' versions, recorded in results files."""
+
+    @property
+    def faulted(self) -> bool:
+        """Return whether a kernel faulted: nothing more can run in this process."""
+
+    def compile(self, variant: KernelVariant, defines: Mapping[str, object],
+                signature: str) -> Compiled:
+        """Compile a variant with -D defines; signature has a P per buffer, an i per int."""
+
+    def allocate(self, nbytes: int) -> Any:
+        """Allocate device memory; GpuEnvironmentError when there is not enough."""
+
+    def free(self, buffer: Any) -> None:
+        """Release an allocation."""
+
+    def upload(self, buffer: Any, host: np.ndarray) -> None:
+        """Copy a host array to the device."""
+
+    def download(self, buffer: Any, shape: tuple[int, ...], dtype: type[np.generic]
+                 ) -> np.ndarray:
+        """Copy a device buffer back as an array."""
+
+    def fill(self, buffer: Any, value: np.generic, count: int) -> None:
+        """Fill count elements with value's bit pattern (the poison)."""
+
+    def copy(self, target: Any, source: Any, nbytes: int) -> None:
+        """Enqueue a device-to-device copy."""
+
+    def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any]) -> Run:
+        """Return a function that enqueues every launch of a variant once."""
+
+    def synchronize(self) -> None:
+        """Wait for the GPU; raise KernelFault if a launch failed."""
+
+    def time_once(self, run: Run, flush_l2: bool) -> float:
+        """Return the seconds between events around one run, the L2 flushed before."""
+
+    def close(self) -> None:
+        """Release the context and everything in it."""
+
+
+class EngineSpec(Protocol):
+    """A picklable recipe for an engine, so that a fresh process can open the same kind."""
+
+    @property
+    def device_index(self) -> int:
+        """Return the CUDA index of the device the engine opens."""
+
+    def open(self) -> Engine:
+        """Open the engine (this is where a GPU is first touched)."""
+
+
+@dataclass(frozen=True)
+class PycudaSpec:
+    """Open the PyCUDA engine on one GPU."""
+
+    device_index: int = 0
+
+    def open(self) -> Engine:
+        """Import PyCUDA (only now) and make a context on the device."""
+        from cudabench.measure.pycuda_engine import PycudaEngine
+
+        return PycudaEngine(self.device_index)

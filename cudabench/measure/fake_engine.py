@@ -1,0 +1,219 @@
+"""A NumPy engine for tests: kernels run as their op's host stand-in, timings are synthetic.
+
+It implements the Engine protocol, so the whole pipeline (plan, verify, time, results file,
+tables, compare) runs on a machine without a GPU. Timings are seeded and noisy, so the
+stopping rule, the spread and the significance test see data that behaves like samples,
+not constants. It can be told to misbehave per variant (see Fault). It is a test double,
+not a user mode: no command line flag selects it.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cudabench.catalog import KernelVariant
+from cudabench.errors import GpuEnvironmentError
+from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
+from cudabench.ops import DTYPES, get_op
+from cudabench.results.model import DeviceInfo
+
+FAKE_DEVICE = DeviceInfo(
+    name="cudabench fake GPU", compute_capability="9.0", sm_count=4,
+    memory_bytes=2 * 2**30, l2_bytes=2**20, sm_clock_khz=1_500_000,
+    memory_clock_khz=2_000_000, memory_bus_bits=1024, max_threads_per_block=1024,
+    max_shared_bytes_per_block=48 * 1024, driver_version="13.0", cuda_version="13.0",
+    index=0, pci_bus_id="0000:00:00.0", uuid="GPU-00000000-fake-0000-0000-000000000000",
+)
+
+
+class Fault(str, enum.Enum):
+    """Ways a fake kernel misbehaves."""
+
+    WRONG_ELEMENT = "wrong_element"  # one element of the result is wrong
+    UNWRITTEN_ELEMENT = "unwritten_element"  # after its first run, leaves one element alone
+    FAULT = "fault"  # the launch faults, like an illegal address: the process's CUDA is lost
+    OUT_OF_MEMORY = "out_of_memory"  # allocations fail once this variant is compiled
+
+
+@dataclass(frozen=True)
+class FakeSpec:
+    """A picklable recipe for a fake engine; seed varies the noise between runs."""
+
+    device_index: int = 0
+    seed: int = 0
+    faults: Mapping[str, Fault] = field(default_factory=dict)  # variant name -> fault
+    slowdown: Mapping[str, float] = field(default_factory=dict)  # variant name -> factor
+    noise: float = 0.01  # relative spread of the synthetic samples
+    memory_bytes: int = 2 * 2**30  # allocations beyond this fail, as on a full GPU
+
+    def open(self) -> Engine:
+        """Return a fresh fake engine."""
+        return FakeEngine(self)
+
+
+@dataclass
+class FakeKernel:
+    """A compiled fake variant: which op it emulates and how it misbehaves."""
+
+    variant: KernelVariant
+    dtype: str
+    fault: Fault | None
+    slowdown: float
+
+
+class FakeEngine:
+    """The Engine protocol on NumPy arrays, with a log of what the pipeline asked for."""
+
+    def __init__(self, spec: FakeSpec) -> None:
+        self.spec = spec
+        self.info = FAKE_DEVICE
+        self.grid_limits = (2**31 - 1, 65535, 65535)
+        self.versions = {"engine": "fake", "engine_version": "1"}
+        self.faulted = False
+        self.rng = np.random.default_rng(spec.seed)
+        self.out_of_memory = False
+        self.pending_s = 0.0  # simulated GPU time enqueued since the last event
+        self.pending_fault = False
+        self.log: list[tuple[str, Any]] = []  # ("flush" | "sample" | "fill" | "run", detail)
+        self.allocated_bytes = 0
+
+    # -- the protocol --------------------------------------------------------------------
+    def compile(self, variant: KernelVariant, defines: Mapping[str, object],
+                signature: str) -> Compiled:
+        """Return a fake kernel per launch; nothing is compiled."""
+        self._alive()
+        fault = self.spec.faults.get(variant.name)
+        if fault is Fault.OUT_OF_MEMORY:
+            self.out_of_memory = True
+        dtype = next(d.name for d in DTYPES.values() if d.ctype == defines["DTYPE"])
+        kernel = FakeKernel(variant, dtype, fault, self.spec.slowdown.get(variant.name, 1.0))
+        attributes = {"registers": 32, "shared_bytes": 0, "local_bytes": 0,
+                      "max_threads_per_block": 1024}
+        return Compiled([kernel] * len(variant.launches),
+                        [dict(attributes) for _ in variant.launches])
+
+    def allocate(self, nbytes: int) -> np.ndarray:
+        """Return a byte array holding garbage (never zeros), like fresh device memory."""
+        self._alive()
+        if self.out_of_memory or self.allocated_bytes + nbytes > self.spec.memory_bytes:
+            self.out_of_memory = False  # one variant's buffers do not fit; later ones may
+            raise GpuEnvironmentError(
+                f"out of GPU memory allocating {nbytes / 2**20:.1f} MiB: use a smaller --size")
+        self.allocated_bytes += max(nbytes, 1)
+        return self.rng.integers(1, 255, size=max(nbytes, 1), dtype=np.uint8)
+
+    def free(self, buffer: Any) -> None:
+        """Forget an allocation."""
+        self.allocated_bytes -= buffer.size
+
+    def upload(self, buffer: Any, host: np.ndarray) -> None:
+        """Copy host bytes in."""
+        self._alive()
+        raw = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+        buffer[: raw.size] = raw
+
+    def download(self, buffer: Any, shape: tuple[int, ...], dtype: type[np.generic]
+                 ) -> np.ndarray:
+        """Copy bytes out as an array."""
+        self._alive()
+        count = math.prod(shape)
+        return np.array(buffer.view(dtype)[:count].reshape(shape))
+
+    def fill(self, buffer: Any, value: np.generic, count: int) -> None:
+        """Fill count elements with value."""
+        self._alive()
+        buffer.view(np.asarray(value).dtype)[:count] = value
+        self.log.append(("fill", count))
+
+    def copy(self, target: Any, source: Any, nbytes: int) -> None:
+        """Copy bytes and enqueue the time a copy of that size takes."""
+        self._alive()
+        target[:nbytes] = source[:nbytes]
+        self.pending_s += 2e-6 + 2 * nbytes / 2.0e12
+
+    def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any]) -> Run:
+        """Return a run that emulates the variant and enqueues its synthetic time."""
+        kernel: FakeKernel = compiled.functions[0]
+        op = get_op(kernel.variant.op)
+        dtype = DTYPES[kernel.dtype]
+        cost_s = self._cost_s(kernel, args)
+        runs = 0
+
+        def run() -> None:
+            nonlocal runs
+            self._alive()
+            self.log.append(("run", kernel.variant.name))
+            runs += 1
+            if kernel.fault is Fault.FAULT:
+                self.pending_fault = True
+                return
+            keep = kernel.fault is Fault.UNWRITTEN_ELEMENT and runs > 1
+            before = [np.array(arg) if isinstance(arg, np.ndarray) and keep else None
+                      for arg in args]
+            result = op.emulate(args, dtype)
+            spot = 1 if result.size > 1 else 0
+            if keep:  # put back what the result's buffer held before this run
+                for arg, old in zip(args, before):
+                    if old is not None and np.shares_memory(arg, result):
+                        result.reshape(-1)[spot] = _typed_like(old, result).reshape(-1)[spot]
+            if kernel.fault is Fault.WRONG_ELEMENT:
+                flat = result.reshape(-1)
+                flat[spot] = flat[spot] + (1 if flat.dtype.kind in "iu" else 0.5 + abs(flat[spot]))
+            self.pending_s += cost_s
+
+        return run
+
+    def synchronize(self) -> None:
+        """Raise KernelFault if a launch faulted since the last check."""
+        self._alive()
+        self._raise_pending_fault()
+
+    def time_once(self, run: Run, flush_l2: bool) -> float:
+        """Return one noisy synthetic sample of run's enqueued time."""
+        self._alive()
+        if flush_l2:
+            self.log.append(("flush", self.info.l2_bytes))
+        self.pending_s = 0.0
+        run()
+        self._raise_pending_fault()
+        base, self.pending_s = self.pending_s, 0.0
+        noise = self.rng.lognormal(0.0, self.spec.noise)
+        if self.rng.random() < 0.02:  # a rare outlier, as a real GPU has
+            noise *= 1.0 + self.rng.uniform(0.05, 0.5)
+        sample = base * noise
+        self.log.append(("sample", sample))
+        return float(sample)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    # -- helpers -------------------------------------------------------------------------
+    def _cost_s(self, kernel: FakeKernel, args: Sequence[Any]) -> float:
+        """Model a variant's time: launch cost, its bytes and FLOPs, a per-variant factor."""
+        buffers = sum(arg.size for arg in args if isinstance(arg, np.ndarray))
+        factor = 1.0 + (zlib.crc32(kernel.variant.name.encode()) % 1000) / 1000
+        return (3e-6 + buffers / 1.0e12) * factor * kernel.slowdown
+
+    def _raise_pending_fault(self) -> None:
+        """Raise the fault a launch left, as the next synchronising call does on a GPU."""
+        if self.pending_fault:
+            self.faulted = True
+            raise KernelFault("an illegal memory access was encountered (fake)")
+
+    def _alive(self) -> None:
+        """Refuse everything after a fault."""
+        # After a fault, CUDA refuses everything in the process: so does the fake.
+        if self.faulted:
+            raise KernelFault("the CUDA context is unusable after an earlier fault (fake)")
+
+
+def _typed_like(raw: np.ndarray, view: np.ndarray) -> np.ndarray:
+    """View a byte buffer as a result view into it (ops.base.typed views start at byte 0)."""
+    return raw.view(view.dtype)[: view.size]

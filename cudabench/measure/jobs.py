@@ -1,0 +1,65 @@
+"""One unit of work on a GPU: a planned variant or a reference row of one plan."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cudabench.measure.plan import Plan, PlannedVariant
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
+
+
+@dataclass(frozen=True)
+class Job:
+    """Run plans[plan_index]'s variant, or (variant None) its reference row `reference`."""
+
+    plan_index: int
+    variant: PlannedVariant | None = None
+    reference: str = ""
+
+    @property
+    def name(self) -> str:
+        """Return the row's name: the variant's, or the reference's."""
+        return self.variant.variant.name if self.variant else self.reference
+
+
+def jobs_of(plans: list[Plan] | tuple[Plan, ...]) -> list[Job]:
+    """Return every variant of every plan, each plan's reference rows after its variants."""
+    return [job for index, plan in enumerate(plans) for job in (
+        *(Job(index, variant=v) for v in plan.variants),
+        *(Job(index, reference=name) for name in plan.op.references),
+    )]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A plan's random inputs, the reference result, and how long the CPU took for it."""
+
+    inputs: dict[str, np.ndarray]
+    expected: np.ndarray
+    cpu_reference_s: float
+
+
+def prepare(plan: Plan) -> Prepared:
+    """Make the plan's inputs from its seed and compute the float64 reference."""
+    inputs = plan.op.inputs(plan.shape, plan.dtype, np.random.default_rng(plan.seed))
+    started = time.perf_counter()
+    expected = plan.op.reference(inputs)
+    return Prepared(inputs, expected, time.perf_counter() - started)
+
+
+def record(plan: Plan, name: str, params: dict[str, int], source: str, device: DeviceInfo,
+           cpu_reference_s: float, kind: Kind = Kind.VARIANT, **fields: Any
+           ) -> BenchmarkResult:
+    """Return a result row of plan with the op's accounting filled in."""
+    op = plan.op
+    return BenchmarkResult(
+        op=op.name, variant=name, params=dict(params), shape=tuple(plan.shape),
+        dims=op.dims, dtype=plan.dtype.name, hot=plan.hot,
+        flops=op.flops(plan.shape) if kind is Kind.VARIANT else 0,
+        bytes_moved=op.bytes_moved(plan.shape, plan.dtype.itemsize),
+        source=source, cpu_reference_s=cpu_reference_s, kind=kind, device=device, **fields,
+    )

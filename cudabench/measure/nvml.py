@@ -1,0 +1,28 @@
+"""Device identity through NVML (nvidia-ml-py), when it is installed: optional."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from typing import Any
+
+
+def device_uuid(pci_bus_id: str) -> str | None:
+    """Return the UUID of the GPU at a PCI bus id, or None without NVML."""
+    try:
+        nvml: Any = importlib.import_module("pynvml")
+    except ImportError:
+        return None
+    try:
+        nvml.nvmlInit()
+    except Exception:  # no driver library, or NVML refused (containers, gVisor)
+        return None
+    try:
+        handle = nvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+        uuid = nvml.nvmlDeviceGetUUID(handle)
+        return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+    except Exception:  # NVML and CUDA may disagree on bus-id format on odd hosts
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()

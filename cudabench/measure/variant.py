@@ -1,0 +1,109 @@
+"""Run one planned variant: compile, warm up, one checked launch, then timed samples."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from cudabench.errors import CompileError, CudabenchError, UsageError
+from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault
+from cudabench.measure.jobs import Prepared, record
+from cudabench.measure.plan import Plan, PlannedVariant, header_variables
+from cudabench.measure.sampling import sample, warm_up_on
+from cudabench.ops import LaunchShape
+from cudabench.results.model import BenchmarkResult, Verification
+
+FAULTED = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
+
+
+def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: Prepared
+                ) -> BenchmarkResult:
+    """Compile, warm up, verify once on fresh inputs and poisoned outputs, then time."""
+    op, dtype, variant = plan.op, plan.dtype, planned.variant
+    launches: list[dict[str, Any]] = []
+    buffers: dict[str, Any] = {}
+
+    def row(**fields: Any) -> BenchmarkResult:
+        return record(plan, variant.name, dict(planned.params), str(variant.path), engine.info,
+                      prepared.cpu_reference_s, launches=tuple(launches), **fields)
+
+    inputs = prepared.inputs
+    try:
+        compiled, geometry, arg_spec = compile_variant(plan, engine, planned, launches)
+        outputs = op.outputs(plan.shape, dtype, math.prod(geometry[0][0]))
+        shapes = {name: array.shape for name, array in inputs.items()} | outputs
+        for name, shape in shapes.items():
+            buffers[name] = engine.allocate(math.prod(shape) * dtype.itemsize)
+        args = [buffers[a] if isinstance(a, str) else np.int32(a) for a in arg_spec]
+        run = engine.launcher(compiled, geometry, args)
+
+        for name, array in inputs.items():
+            engine.upload(buffers[name], array)
+        warm_up_on(engine, run, plan)
+
+        # The checked launch: fresh inputs (an in-place kernel changed them while warming
+        # up) and poisoned outputs, so an element the kernel never writes fails.
+        for name, array in inputs.items():
+            engine.upload(buffers[name], array)
+        for name, shape in outputs.items():
+            engine.fill(buffers[name], dtype.poison(), math.prod(shape))
+        run()
+        engine.synchronize()
+        result = engine.download(buffers[op.result_buffer], shapes[op.result_buffer],
+                                 dtype.numpy)
+        launched = [LaunchShape(grid, block) for grid, block in geometry]
+        verification = op.verify(inputs, prepared.expected, result, launched)
+
+        working_set = sum(math.prod(s) for s in shapes.values()) * dtype.itemsize
+        samples, warnings = sample(engine, run, plan, working_set)
+        return row(samples_s=samples, verification=verification, warnings=warnings)
+    except KernelFault as exc:
+        return row(
+            verification=FAULTED,
+            error=f"{variant.path}: the kernel faulted on the GPU ({exc}); the variants after "
+            "it ran in a fresh process. `compute-sanitizer python3 -m cudabench ...` shows the "
+            "bad access",
+        )
+    except CudabenchError as exc:  # compile errors, GPU limits, out of memory
+        return row(error=str(exc))
+    finally:
+        for allocation in buffers.values():
+            if not engine.faulted:  # after a fault the driver frees everything with the process
+                engine.free(allocation)
+
+
+def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
+                    launches: list[dict[str, Any]]
+                    ) -> tuple[Compiled, Geometry, list[str | int]]:
+    """Return (compiled, geometry, kernel arguments); append each launch's facts to launches.
+
+    Checks what only the GPU knows: its grid limits and, once compiled, how many threads
+    a block may have at the registers the kernel uses.
+    """
+    op, dtype, variant = plan.op, plan.dtype, planned.variant
+    variables = header_variables(op, plan.shape, dtype, planned.params, engine.info.sm_count)
+    geometry = variant.geometry(variables)
+    for launch, (grid, _block) in zip(variant.launches, geometry):
+        for axis, (extent, limit) in enumerate(zip(grid, engine.grid_limits)):
+            if not 1 <= extent <= limit:
+                raise UsageError(
+                    f"{variant.path}:{launch.line}: grid {'xyz'[axis]} of {launch.entry} is "
+                    f"{extent}, outside 1..{limit} on this GPU; use a smaller --size or "
+                    "larger tiles"
+                )
+    arg_spec = op.args(plan.shape, math.prod(geometry[0][0]))
+    signature = "".join("P" if isinstance(a, str) else "i" for a in arg_spec)
+    defines = {**planned.params, "DTYPE": dtype.ctype, "ELEM_SIZE": dtype.itemsize}
+    compiled = engine.compile(variant, defines, signature)
+    for launch, (grid, block), attrs in zip(variant.launches, geometry, compiled.attributes):
+        launches.append({"entry": launch.entry, "grid": list(grid), "block": list(block),
+                         **attrs})
+        if math.prod(block) > attrs["max_threads_per_block"]:
+            raise CompileError(
+                f"{variant.path}:{launch.line}: {launch.entry} uses {attrs['registers']} "
+                f"registers per thread, so a block may have at most "
+                f"{attrs['max_threads_per_block']} threads, not {math.prod(block)}"
+            )
+    return compiled, geometry, arg_spec

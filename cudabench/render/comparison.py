@@ -1,0 +1,55 @@
+"""A comparison as plain text cells and sentences, shared by the terminal and markdown."""
+
+from __future__ import annotations
+
+from cudabench.analysis.compare import Comparison, ComparisonRow, Verdict
+from cudabench.results.model import BenchmarkResult
+from cudabench.units import (
+    format_change,
+    format_p_value,
+    format_percent,
+    format_seconds,
+    params_text,
+    shape_text,
+)
+
+COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline", "current", "change", "p-value",
+           "verdict", "reason")
+RIGHT_ALIGNED = frozenset({"baseline", "current", "change", "p-value"})
+
+
+def benchmark_name(op: str, variant: str, hot: bool) -> str:
+    """Name a benchmark as op/variant, marked when measured with a hot cache."""
+    return f"{op}/{variant}{' (hot)' if hot else ''}"
+
+
+def row_cells(row: ComparisonRow) -> list[str]:
+    """Return a row's cells, in COLUMNS order."""
+    return [
+        benchmark_name(row.op, row.variant, row.hot), params_text(row.params),
+        shape_text(row.shape), row.dtype, format_seconds(row.baseline_median_s),
+        format_seconds(row.current_median_s), format_change(row.change),
+        format_p_value(row.p_value), row.verdict.value, row.reason,
+    ]
+
+
+def describe(result: BenchmarkResult) -> str:
+    """Describe a benchmark in one line: name, params, shape, dtype, status and median."""
+    return (f"{benchmark_name(result.op, result.variant, result.hot)} "
+            f"{params_text(result.params)} {shape_text(result.shape)} {result.dtype} "
+            f"({result.status.value}, median {format_seconds(result.median_s)})")
+
+
+def summary_text(comparison: Comparison) -> str:
+    """Return the one-line summary: counts per verdict, settings and both GPUs."""
+    counts = {verdict: 0 for verdict in Verdict}
+    for row in comparison.rows:
+        counts[row.verdict] += 1
+    parts = [f"{count} {verdict.value}" for verdict, count in counts.items() if count]
+    parts += [f"{len(comparison.added)} added"] if comparison.added else []
+    parts += [f"{len(comparison.removed)} removed"] if comparison.removed else []
+    gpus = (comparison.baseline_gpu if comparison.baseline_gpu == comparison.current_gpu
+            else f"{comparison.baseline_gpu} -> {comparison.current_gpu}")
+    counted = ", ".join(parts) or "nothing to compare"
+    return (f"{counted}; threshold {format_percent(comparison.threshold)}, "
+            f"alpha {comparison.alpha:g}; GPU {gpus or '(none recorded)'}")

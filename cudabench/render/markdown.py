@@ -1,0 +1,71 @@
+"""Markdown renderers: a comparison (for a CI job summary) and run tables."""
+
+from __future__ import annotations
+
+from cudabench.analysis.compare import Comparison
+from cudabench.render.comparison import COLUMNS, RIGHT_ALIGNED, describe, row_cells, summary_text
+from cudabench.render.run_table import build_tables
+from cudabench.results.model import RunOutcome
+
+
+def _cell(text: str) -> str:
+    """Escape a markdown table cell: pipes split cells and newlines end rows."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def to_markdown(comparison: Comparison) -> str:
+    """Return the comparison as GitHub-flavoured markdown (for a CI job summary)."""
+    c = comparison
+    regressed = len(c.regressions)
+    verdict_line = (f"**{regressed} regression{'s' if regressed != 1 else ''}**" if regressed
+                    else "no regression")
+    lines = [
+        "## cudabench compare",
+        "",
+        f"{verdict_line}: {_cell(summary_text(c))}",
+        "",
+        f"Baseline: `{_code(c.baseline_path)}` ({_cell(c.baseline_gpu)}); "
+        f"current: `{_code(c.current_path)}` ({_cell(c.current_gpu)})",
+        "",
+    ]
+    if c.rows:
+        right = RIGHT_ALIGNED
+        lines.append("| " + " | ".join(COLUMNS) + " |")
+        lines.append("|" + "|".join("---:" if name in right else "---" for name in COLUMNS)
+                     + "|")
+        for row in c.rows:
+            cells = [_cell(text) for text in row_cells(row)]
+            if row.regressed:
+                verdict = COLUMNS.index("verdict")
+                cells[verdict] = f"**{cells[verdict]}**"
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    for title, results in (("Added", c.added), ("Removed", c.removed)):
+        if results:
+            where = "current" if title == "Added" else "baseline"
+            lines.append(f"### {title} (only in the {where} file)")
+            lines.append("")
+            lines += [f"- {_cell(describe(result))}" for result in results]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _code(text: str) -> str:
+    """Keep a path inside an inline code span: backticks would end it."""
+    return " ".join(str(text).split()).replace("`", "'")
+
+
+def run_to_markdown(outcome: RunOutcome) -> str:
+    """Return every run table as a markdown section (the same model the terminal shows)."""
+    lines = []
+    for table in build_tables(outcome):
+        lines += [f"### {_cell(table.title)}", ""]
+        lines.append("| " + " | ".join(table.columns) + " |")
+        lines.append("|" + "|".join("---:" if table.right_aligned(name) else "---"
+                                    for name in table.columns) + "|")
+        for row in table.rows:
+            lines.append("| " + " | ".join(_cell(cell.text) for cell in row) + " |")
+        lines += ["", f"_{_cell(table.caption)}_", ""]
+    for note in outcome.notes:
+        lines.append(f"- note: {_cell(note)}")
+    return "\n".join(lines).rstrip() + "\n"

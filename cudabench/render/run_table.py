@@ -1,0 +1,124 @@
+"""The run-table model: what a benchmark's table shows, as plain text, for every renderer.
+
+One table per device, op, shape, dtype and cache state. Comparison columns come from the
+rows present, not from special cases: each reference row (the device-to-device copy) adds
+a `% of NAME` column, each vendor row a `vs NAME` column, and a `naive` variant a
+`vs naive` column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome
+from cudabench.units import format_error, format_seconds, params_text, shape_text
+
+BASELINE_VARIANT = "naive"
+LEFT_COLUMNS = frozenset({"variant", "params", "check"})
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell: its text and a semantic style (a status name, or '')."""
+
+    text: str
+    style: str = ""
+
+
+@dataclass(frozen=True)
+class RunTable:
+    """One table: a title, its columns, rows of cells, and a caption naming the device."""
+
+    title: str
+    caption: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+
+    def right_aligned(self, column: str) -> bool:
+        """Return whether a column holds numbers (aligned right)."""
+        return column not in LEFT_COLUMNS
+
+
+@dataclass(frozen=True)
+class Comparator:
+    """A column that relates each row's median to one other row's."""
+
+    title: str
+    median_s: float
+    format: Callable[[float, float], str]  # (other median, this median) -> text
+
+
+def build_tables(outcome: RunOutcome) -> list[RunTable]:
+    """Return one table per (device, op, shape, dtype, hot) group of results, in run order."""
+    groups: dict[tuple[Any, ...], list[BenchmarkResult]] = {}
+    for r in outcome.results:
+        device = r.device.identity if r.device else None
+        groups.setdefault((device, r.op, tuple(r.shape), r.dtype, r.hot), []).append(r)
+    return [build_table(rows) for rows in groups.values()]
+
+
+def comparators(rows: Sequence[BenchmarkResult]) -> list[Comparator]:
+    """Return the comparison columns the rows present allow."""
+    found = []
+    for r in rows:
+        if r.median_s is None:
+            continue
+        if r.kind is Kind.REFERENCE:
+            found.append(Comparator(f"% of {r.variant}", r.median_s,
+                                    lambda other, this: f"{100 * other / this:.1f}%"))
+        elif r.kind is Kind.VENDOR:
+            found.append(Comparator(f"vs {r.variant}", r.median_s,
+                                    lambda other, this: f"{other / this:.2f}x"))
+    baseline = next((r for r in rows if r.variant == BASELINE_VARIANT
+                     and r.kind is Kind.VARIANT and r.median_s), None)
+    if baseline is not None and baseline.median_s is not None:
+        found.append(Comparator(f"vs {BASELINE_VARIANT}", baseline.median_s,
+                                lambda other, this: f"{other / this:.2f}x"))
+    return found
+
+
+def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:
+    """Build the table of one op at one shape and dtype on one device."""
+    first = rows[0]
+    show_flops = any(r.flops for r in rows)
+    columns_of = comparators(rows)
+    columns = ["variant", "params", "check", "median", "spread", "min", "max"]
+    columns += ["GFLOP/s"] if show_flops else []
+    columns += ["GB/s"] + [c.title for c in columns_of] + ["rel error", "max abs err"]
+
+    table_rows = []
+    for r in rows:
+        stats = r.summary
+        cells = [Cell(r.variant), Cell(params_text(r.params)),
+                 Cell(r.status.value, r.status.value)]
+        if stats:
+            cells += [Cell(format_seconds(stats.median_s)), Cell(f"±{stats.spread:.1%}"),
+                      Cell(format_seconds(stats.min_s)), Cell(format_seconds(stats.max_s))]
+            if show_flops:
+                cells.append(Cell(f"{r.gflops:,.1f}" if r.gflops else "-"))
+            cells.append(Cell(f"{r.gbps:,.1f}" if r.gbps else "-"))
+            cells += [Cell(c.format(c.median_s, stats.median_s)) for c in columns_of]
+        else:
+            cells += [Cell("-")] * (len(columns) - 3 - 2)
+        v = r.verification
+        if v is not None and v.total_elements:
+            cells += [Cell(format_error(v.rel_error)), Cell(format_error(v.max_abs_error))]
+        else:
+            cells += [Cell("-"), Cell("-")]
+        table_rows.append(tuple(cells))
+
+    title = (f"{first.op} {shape_text(first.shape)} ({'x'.join(first.dims)}) {first.dtype}"
+             f"{' hot L2' if first.hot else ''}")
+    caption = (f"{describe_device(first.device)} | CPU reference (NumPy, float64): "
+               f"{format_seconds(first.cpu_reference_s)}")
+    return RunTable(title, caption, tuple(columns), tuple(table_rows))
+
+
+def describe_device(device: DeviceInfo | None) -> str:
+    """Name a device in a caption: model, capability, SMs, and which one it was."""
+    if device is None:
+        return "(device not recorded)"
+    where = f", GPU {device.index}" + (f" at {device.pci_bus_id}" if device.pci_bus_id else "")
+    return f"{device.name} (cc {device.compute_capability}, {device.sm_count} SMs{where})"

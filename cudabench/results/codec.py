@@ -1,0 +1,207 @@
+"""Records to JSON-ready dicts and back (schema version 2); errors name the field."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cudabench.errors import ResultsFileError
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Verification
+
+SCHEMA_VERSION = 2
+FILE_KIND = "cudabench-results"
+
+
+def verification_to_dict(v: Verification) -> dict[str, Any]:
+    """Return a JSON-ready dict (non-finite numbers become null)."""
+    return {
+        "passed": v.passed,
+        "rel_error": _finite(v.rel_error),
+        "max_abs_error": _finite(v.max_abs_error),
+        "bad_elements": v.bad_elements,
+        "total_elements": v.total_elements,
+        "criterion": v.criterion,
+    }
+
+
+def device_to_dict(device: DeviceInfo) -> dict[str, Any]:
+    """Return a device as a JSON-ready dict."""
+    return dataclasses.asdict(device)
+
+
+def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, Any]:
+    """Return a benchmark as a JSON-ready dict; device is its index in the file's devices."""
+    return {
+        "op": result.op,
+        "variant": result.variant,
+        "kind": result.kind.value,
+        "device": device,
+        "params": dict(result.params),
+        "shape": list(result.shape),
+        "dims": list(result.dims),
+        "dtype": result.dtype,
+        "hot": result.hot,
+        "status": result.status.value,
+        "error": result.error,
+        "verification": (verification_to_dict(result.verification)
+                         if result.verification else None),
+        "samples_s": list(result.samples_s),
+        "stats": dataclasses.asdict(result.summary) if result.summary else None,
+        "throughput": {
+            "flops": result.flops,
+            "bytes_moved": result.bytes_moved,
+            "gflops": result.gflops,
+            "gbps": result.gbps,
+        },
+        "cpu_reference_s": result.cpu_reference_s,
+        "warnings": list(result.warnings),
+        "launches": [dict(launch) for launch in result.launches],
+        "source": result.source,
+    }
+
+
+class Checker:
+    """Validate fields of decoded JSON; errors read `PATH: benchmarks[3].samples_s[2]: ...`."""
+
+    NAMES = {str: "a string", list: "a list", dict: "an object", bool: "true or false",
+             int: "an integer"}
+
+    def __init__(self, path: object, base: str = "") -> None:
+        self.path = path
+        self.base = base
+
+    def within(self, name: str) -> Checker:
+        """Return a checker for a nested object."""
+        return Checker(self.path, f"{self.base}.{name}" if self.base else name)
+
+    def error(self, field_name: str, expected: str) -> ResultsFileError:
+        """Return the error for a field that is not what was expected."""
+        dotted = ".".join(part for part in (self.base, field_name) if part)
+        location = f"{self.path}: {dotted}" if dotted else f"{self.path}"
+        return ResultsFileError(f"{location}: expected {expected}")
+
+    def expect(self, ok: bool, field_name: str, expected: str) -> None:
+        """Raise the field's error unless ok."""
+        if not ok:
+            raise self.error(field_name, expected)
+
+    def field(self, data: Any, name: str, kind: type) -> Any:
+        """Return data[name], checked to be of kind (an int is never a bool)."""
+        value = data.get(name) if isinstance(data, Mapping) else None
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        self.expect(ok, name, self.NAMES.get(kind, kind.__name__))
+        return value
+
+    def optional(self, data: Mapping[str, Any], name: str, kind: type) -> Any:
+        """Return data[name] checked like field(), or None when absent or null."""
+        return None if data.get(name) is None else self.field(data, name, kind)
+
+
+def device_from_dict(data: Any, check: Checker) -> DeviceInfo:
+    """Rebuild a device from device_to_dict's output."""
+    check.expect(isinstance(data, dict), "", "an object")
+    fields: dict[str, Any] = {}
+    for spec in dataclasses.fields(DeviceInfo):
+        optional = spec.default is not dataclasses.MISSING
+        kind = int if spec.type in ("int", int) else str
+        if optional and spec.name != "index":
+            fields[spec.name] = check.optional(data, spec.name, kind)
+        elif spec.name == "index" and "index" not in data:
+            fields[spec.name] = 0
+        else:
+            fields[spec.name] = check.field(data, spec.name, kind)
+    return DeviceInfo(**fields)
+
+
+def verification_from_dict(data: Any, check: Checker) -> Verification:
+    """Rebuild a verification from verification_to_dict's output."""
+    check.expect(isinstance(data, dict), "", "an object or null")
+    for name in ("rel_error", "max_abs_error"):
+        value = data.get(name)
+        check.expect(value is None or _is_number(value), name, "a number or null")
+    return Verification(
+        passed=check.field(data, "passed", bool),
+        rel_error=_number(data["rel_error"]),
+        max_abs_error=_number(data["max_abs_error"]),
+        bad_elements=check.field(data, "bad_elements", int),
+        total_elements=check.field(data, "total_elements", int),
+        criterion=check.field(data, "criterion", str),
+    )
+
+
+def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
+                        devices: Sequence[DeviceInfo]) -> BenchmarkResult:
+    """Rebuild a benchmark from benchmark_to_dict's output; errors name the field."""
+    params = check.field(data, "params", dict)
+    for name, value in params.items():
+        check.expect(_is_int(value), f"params.{name}", "an integer")
+    shape = check.field(data, "shape", list)
+    check.expect(all(_is_int(v) and v > 0 for v in shape), "shape", "a list of positive integers")
+    dims = check.field(data, "dims", list)
+    check.expect(all(isinstance(v, str) for v in dims), "dims", "a list of names")
+    samples = check.field(data, "samples_s", list)
+    for i, value in enumerate(samples):
+        check.expect(_is_number(value) and value > 0, f"samples_s[{i}]", "a positive number")
+    kinds = [kind.value for kind in Kind]
+    kind_text = check.field(data, "kind", str)
+    check.expect(kind_text in kinds, "kind", " or ".join(f'"{k}"' for k in kinds))
+    kind = Kind(kind_text)
+    error = data.get("error")
+    check.expect(error is None or isinstance(error, str), "error", "a string or null")
+    verification = None
+    if data.get("verification") is not None:
+        verification = verification_from_dict(data["verification"], check.within("verification"))
+    check.expect(kind is not Kind.VARIANT or error is not None or verification is not None,
+                 "verification", "an object: a variant that ran was verified")
+    device = data.get("device")
+    check.expect(device is None or (_is_int(device) and 0 <= device < len(devices)), "device",
+                 f"null or an index into devices (0..{len(devices) - 1})")
+    throughput = check.field(data, "throughput", dict)
+    for name in ("flops", "bytes_moved"):
+        check.expect(_is_int(throughput.get(name)), f"throughput.{name}", "an integer")
+    warnings = data.get("warnings", [])
+    check.expect(isinstance(warnings, list) and all(isinstance(w, str) for w in warnings),
+                 "warnings", "a list of strings")
+    launches = data.get("launches", [])
+    check.expect(isinstance(launches, list) and all(isinstance(x, dict) for x in launches),
+                 "launches", "a list of objects")
+    cpu = data.get("cpu_reference_s")
+    check.expect(cpu is None or _is_number(cpu), "cpu_reference_s", "a number or null")
+    return BenchmarkResult(
+        op=check.field(data, "op", str),
+        variant=check.field(data, "variant", str),
+        params=params,
+        shape=tuple(shape),
+        dims=tuple(dims),
+        dtype=check.field(data, "dtype", str),
+        hot=check.field(data, "hot", bool),
+        samples_s=tuple(float(v) for v in samples),
+        verification=verification,
+        flops=throughput["flops"],
+        bytes_moved=throughput["bytes_moved"],
+        kind=kind,
+        source=str(data.get("source", "")),
+        error=error,
+        warnings=tuple(warnings),
+        cpu_reference_s=cpu,
+        launches=tuple(launches),
+        device=devices[device] if device is not None else None,
+    )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _number(value: Any) -> float:
+    return float("inf") if value is None else float(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,56 @@
+"""Bring results files of older schema versions up to the current one, on load.
+
+The rule: a new optional field needs no new version (readers ignore what they do not
+know, and the JSON Schema allows extra fields); a field that changes meaning or becomes
+required bumps SCHEMA_VERSION and adds a step here, so every older file still loads.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from cudabench.results.codec import SCHEMA_VERSION
+
+Document = dict[str, Any]
+
+
+def _v1_to_v2(document: Document) -> Document:
+    """Version 1 held one `gpu` object for the whole file and called variants `kernel`.
+
+    Version 2 lists `devices` and each benchmark names its device by index; the engine's
+    version moves from the GPU into `tool`; kind `kernel` is now `variant`.
+    """
+    gpu = document.pop("gpu", None)
+    devices = []
+    if isinstance(gpu, dict):
+        gpu = dict(gpu)
+        engine_version = gpu.pop("pycuda_version", None)
+        if isinstance(document.get("tool"), dict) and engine_version is not None:
+            document["tool"].setdefault("engine", "pycuda")
+            document["tool"].setdefault("engine_version", engine_version)
+        devices.append({"index": 0, "pci_bus_id": None, "uuid": None, **gpu})
+    document["devices"] = devices
+    for benchmark in document.get("benchmarks") or []:
+        if isinstance(benchmark, dict):
+            if benchmark.get("kind") == "kernel":
+                benchmark["kind"] = "variant"
+            benchmark["device"] = 0 if devices else None
+    document["schema_version"] = 2
+    return document
+
+
+# MIGRATIONS[v] turns a version-v document into a version v+1 one.
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {1: _v1_to_v2}
+READABLE_VERSIONS = tuple(range(min(MIGRATIONS), SCHEMA_VERSION + 1))
+
+
+def migrate(document: Document) -> Document:
+    """Return a copy of a document of any readable version, upgraded to SCHEMA_VERSION."""
+    version = document["schema_version"]
+    upgraded = copy.deepcopy(document)
+    while version < SCHEMA_VERSION:
+        upgraded = MIGRATIONS[version](upgraded)
+        version += 1
+    return upgraded

@@ -1,0 +1,174 @@
+"""The result records: plain frozen dataclasses, seconds everywhere, raw samples kept."""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cudabench.analysis.stats import Summary, summarize
+from cudabench.errors import ExitCode
+
+
+class Kind(str, enum.Enum):
+    """What a row measures: a kernel variant, a reference (the copy), or a vendor library."""
+
+    VARIANT = "variant"
+    REFERENCE = "reference"
+    VENDOR = "vendor"
+
+
+class Status(str, enum.Enum):
+    """A row's outcome: verified, failed verification, not run, or an unverified reference."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"  # wrong result, or the kernel faulted
+    ERROR = "ERROR"  # not compiled or not launched: nothing was verified
+    REF = "REF"  # a reference row: timed, nothing to verify
+
+
+FAILING_STATUSES = frozenset({Status.FAIL, Status.ERROR})
+
+
+@dataclass(frozen=True)
+class Verification:
+    """How a kernel's result compared with the reference."""
+
+    passed: bool
+    rel_error: float  # ||result - reference|| / ||reference||
+    max_abs_error: float
+    bad_elements: int  # elements outside tolerance, unwritten (poisoned) ones included
+    total_elements: int
+    criterion: str  # the rule applied, for humans
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The GPU a result was measured on, and the driver around it."""
+
+    name: str
+    compute_capability: str
+    sm_count: int
+    memory_bytes: int
+    l2_bytes: int
+    sm_clock_khz: int
+    memory_clock_khz: int
+    memory_bus_bits: int
+    max_threads_per_block: int
+    max_shared_bytes_per_block: int
+    driver_version: str
+    cuda_version: str
+    index: int = 0  # CUDA ordinal in the measuring process
+    pci_bus_id: str | None = None  # e.g. 0000:19:00.0
+    uuid: str | None = None  # e.g. GPU-8e1f...; from NVML when nvidia-ml-py is installed
+
+    @property
+    def identity(self) -> tuple[Any, ...]:
+        """Return what tells two physical GPUs apart (the UUID where known)."""
+        return (self.uuid,) if self.uuid else (self.name, self.pci_bus_id, self.index)
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """One variant, reference or vendor row measured at one shape, dtype and parameter set."""
+
+    op: str
+    variant: str
+    params: Mapping[str, int]
+    shape: tuple[int, ...]
+    dims: tuple[str, ...]
+    dtype: str
+    hot: bool
+    samples_s: tuple[float, ...] = ()
+    verification: Verification | None = None
+    flops: int = 0
+    bytes_moved: int = 0
+    kind: Kind = Kind.VARIANT
+    source: str = ""
+    error: str | None = None  # why it could not be compiled or run
+    warnings: tuple[str, ...] = ()
+    cpu_reference_s: float | None = None
+    launches: tuple[Mapping[str, Any], ...] = field(default=())  # entry, grid, registers...
+    device: DeviceInfo | None = None  # None only in files that predate schema 2
+
+    @functools.cached_property
+    def summary(self) -> Summary | None:
+        """Return the statistics of the samples (None when nothing was timed)."""
+        return summarize(self.samples_s) if self.samples_s else None
+
+    @property
+    def median_s(self) -> float | None:
+        """Return the median sample in seconds (None when nothing was timed)."""
+        return self.summary.median_s if self.summary else None
+
+    @property
+    def gflops(self) -> float | None:
+        """Return the arithmetic rate at the median, for ops that count FLOPs."""
+        return self.flops / self.median_s / 1e9 if self.median_s and self.flops else None
+
+    @property
+    def gbps(self) -> float | None:
+        """Return the effective bandwidth at the median (the op's fewest bytes moved)."""
+        return self.bytes_moved / self.median_s / 1e9 if self.median_s else None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Identify the benchmark across runs: what compare pairs on."""
+        return (
+            self.op, self.variant, tuple(sorted(self.params.items())),
+            tuple(self.shape), self.dtype, self.hot,
+        )
+
+    @property
+    def status(self) -> Status:
+        """Return PASS or FAIL (verified; a kernel that faulted failed), ERROR, or REF."""
+        if self.verification is not None:
+            return Status.PASS if self.verification.passed else Status.FAIL
+        if self.error is not None:
+            return Status.ERROR
+        return Status.REF if self.kind is not Kind.VARIANT else Status.ERROR
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Everything one command measured, on one or more GPUs."""
+
+    results: tuple[BenchmarkResult, ...]
+    notes: tuple[str, ...] = ()  # variants skipped and why
+
+    @property
+    def devices(self) -> tuple[DeviceInfo, ...]:
+        """Return the GPUs the results name, each once, in order of appearance."""
+        seen: dict[tuple[Any, ...], DeviceInfo] = {}
+        for result in self.results:
+            if result.device is not None:
+                seen.setdefault(result.device.identity, result.device)
+        return tuple(seen.values())
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """Return 2 if a row could not be compiled or run, 3 if one failed, else 0."""
+        statuses = {r.status for r in self.results}
+        if Status.ERROR in statuses:
+            return ExitCode.USAGE
+        if Status.FAIL in statuses:
+            return ExitCode.VERIFICATION_FAILED
+        return ExitCode.OK
+
+
+@dataclass(frozen=True)
+class ResultsFile:
+    """A loaded results file: where it came from, its devices, and its benchmarks."""
+
+    path: str
+    metadata: Mapping[str, Any]  # tool, created, git commit, host, command...
+    devices: tuple[DeviceInfo, ...]
+    benchmarks: tuple[BenchmarkResult, ...]
+    schema_version: int
+
+    @property
+    def gpu_name(self) -> str:
+        """Return the GPU model name, models joined by ' + ' ('' when none is recorded)."""
+        return " + ".join(sorted({device.name for device in self.devices}))

@@ -1,0 +1,60 @@
+"""Numbers as people read them: the one place where units are chosen (seconds inside)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+
+def format_seconds(seconds: float | None) -> str:
+    """Format a duration with a unit that keeps 3-4 significant digits."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"
+
+
+def format_change(change: float | None) -> str:
+    """Format a relative change as a signed percentage."""
+    if change is None:
+        return "-"
+    return "0.0%" if abs(change) < 0.0005 else f"{change:+.1%}"  # never "-0.0%"
+
+
+def format_percent(fraction: float) -> str:
+    """Format a fraction such as a threshold as a percentage: 0.05 -> 5%."""
+    return f"{fraction * 100:.4g}%"
+
+
+def format_p_value(p: float | None) -> str:
+    """Format a p-value with two significant digits."""
+    if p is None:
+        return "-"
+    return "<1e-99" if p < 1e-99 else f"{p:.2g}"
+
+
+def params_text(params: Mapping[str, int]) -> str:
+    """Format parameters as NAME=value pairs."""
+    return " ".join(f"{k}={v}" for k, v in params.items()) or "-"
+
+
+def shape_text(shape: Iterable[int]) -> str:
+    """Format a shape as 1000x1000x1000."""
+    return "x".join(map(str, shape)) or "-"
+
+
+def format_bytes(count: int) -> str:
+    """Format a byte count in binary units, up to GiB."""
+    value, unit = float(count), "B"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            break
+        value /= 1024
+    return f"{value:.4g} {unit}"
+
+
+def format_error(value: float) -> str:
+    """Format an error measure, inf for a result that is not finite."""
+    return f"{value:.2e}" if math.isfinite(value) else "inf"

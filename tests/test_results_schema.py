@@ -1,0 +1,208 @@
+"""The shipped JSON Schema of results files: valid itself, matching what cudabench writes."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from cudabench.errors import ResultsFileError, UsageError
+from cudabench.results.codec import FILE_KIND, SCHEMA_VERSION
+from cudabench.results.migrations import migrate
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Verification
+from cudabench.results.schema import SCHEMA_PATH, load_schema, validate
+from cudabench.results.writer import ResultsWriter
+
+COMPARE_DATA = Path(__file__).parent / "data" / "compare"
+NOT_V1 = {"truncated.json", "schema99.json"}  # unreadable JSON; a version from the future
+V1_FILES = sorted(p for p in COMPARE_DATA.glob("*.json") if p.name not in NOT_V1)
+
+DEVICE = DeviceInfo(
+    name="NVIDIA H200", compute_capability="9.0", sm_count=132, memory_bytes=150754820096,
+    l2_bytes=52428800, sm_clock_khz=1980000, memory_clock_khz=3201000, memory_bus_bits=6144,
+    max_threads_per_block=1024, max_shared_bytes_per_block=49152, driver_version="12.4",
+    cuda_version="12.4.0", index=0, pci_bus_id="0000:19:00.0", uuid="GPU-8e1f0000-test",
+)
+SAMPLES = (2.41e-5, 2.40e-5, 2.43e-5, 2.39e-5)
+PASSED = Verification(passed=True, rel_error=0.0, max_abs_error=0.0, bad_elements=0,
+                      total_elements=9006001, criterion="exact")
+FAILED = Verification(passed=False, rel_error=math.inf, max_abs_error=math.inf,
+                      bad_elements=9006001, total_elements=9006001, criterion="exact")
+COMMON: dict[str, Any] = dict(op="transpose", shape=(3001, 3001), dims=("ROWS", "COLS"),
+                              dtype="float32", hot=False, bytes_moved=72048008,
+                              cpu_reference_s=0.021)
+
+
+def results() -> list[BenchmarkResult]:
+    """Return a PASS variant, a REF reference row, an ERROR row and a FAIL row."""
+    launch = {"entry": "transpose_shared", "grid": [94, 94, 1], "block": [32, 8, 1],
+              "registers": 32, "shared_bytes": 4096, "local_bytes": 0,
+              "max_threads_per_block": 1024}
+    return [
+        BenchmarkResult(variant="shared", params={"TILE": 32}, samples_s=SAMPLES,
+                        verification=PASSED, launches=(launch,), device=DEVICE,
+                        source="kernels/transpose/shared.cu",
+                        warnings=("median 24.1 us is close to launch overhead",), **COMMON),
+        BenchmarkResult(variant="memcpy_dtod", params={}, samples_s=SAMPLES, kind=Kind.REFERENCE,
+                        device=DEVICE, source="cuMemcpyDtoDAsync", **COMMON),
+        BenchmarkResult(variant="broken", params={"TILE": 8}, error="nvcc: syntax error",
+                        device=DEVICE, source="kernels/transpose/broken.cu", **COMMON),
+        BenchmarkResult(variant="wrong", params={}, verification=FAILED, device=DEVICE,
+                        source="kernels/transpose/wrong.cu", **COMMON),
+    ]
+
+
+@pytest.fixture
+def writer(tmp_path: Path) -> ResultsWriter:
+    """Return a writer that has written the four rows to tmp_path/results.json."""
+    writer = ResultsWriter(tmp_path / "results.json", argv=["transpose", "--json", "results.json"])
+    writer.start({"engine": "fake", "engine_version": "1"})
+    for result in results():
+        writer.add(result)
+    return writer
+
+
+@pytest.fixture
+def document(writer: ResultsWriter) -> dict[str, Any]:
+    """Return a complete, valid version-2 document."""
+    return copy.deepcopy(writer.document(complete=True))
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
+    schema = load_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert SCHEMA_PATH.name == "results.schema.json" and SCHEMA_PATH.is_file()
+
+
+def test_the_schema_matches_the_codec_constants() -> None:
+    properties = load_schema()["properties"]
+    assert properties["schema_version"] == {**properties["schema_version"],
+                                            "const": SCHEMA_VERSION}
+    assert properties["kind"]["const"] == FILE_KIND
+
+
+def test_the_schema_is_extensible_everywhere() -> None:
+    text = SCHEMA_PATH.read_text(encoding="utf-8")
+    assert '"additionalProperties": false' not in text
+    assert '"unevaluatedProperties": false' not in text
+
+
+def test_every_written_field_is_described(document: dict[str, Any]) -> None:
+    schema = load_schema()
+
+    def described(properties: dict[str, Any], names: Any, where: str) -> None:
+        for name in names:
+            assert name in properties, f"{where}.{name} is missing from the schema"
+            assert properties[name].get("description"), f"{where}.{name} has no description"
+
+    described(schema["properties"], document, "$")
+    described(schema["$defs"]["device"]["properties"],
+              [f.name for f in dataclasses.fields(DeviceInfo)], "device")
+    definitions = schema["$defs"]
+    for row in document["benchmarks"]:
+        described(definitions["benchmark"]["properties"], row, "benchmark")
+        described(definitions["throughput"]["properties"], row["throughput"], "throughput")
+        if row["stats"] is not None:
+            described(definitions["stats"]["properties"], row["stats"], "stats")
+        if row["verification"] is not None:
+            described(definitions["verification"]["properties"], row["verification"],
+                      "verification")
+
+
+def test_a_written_document_validates(document: dict[str, Any]) -> None:
+    statuses = [row["status"] for row in document["benchmarks"]]
+    assert statuses == ["PASS", "REF", "ERROR", "FAIL"]
+    assert document["benchmarks"][3]["verification"]["rel_error"] is None  # inf -> null
+    assert document["benchmarks"][2]["samples_s"] == []
+    validate(document)
+
+
+def test_the_written_file_validates(writer: ResultsWriter) -> None:
+    writer.write()
+    loaded = json.loads(writer.path.read_text(encoding="utf-8"))
+    assert loaded["complete"] is True
+    validate(loaded)
+
+
+def test_an_incomplete_file_validates(tmp_path: Path) -> None:
+    writer = ResultsWriter(tmp_path / "partial.json", argv=[])
+    writer.start({"engine": "fake", "engine_version": "1"})  # no devices, no benchmarks yet
+    loaded = json.loads(writer.path.read_text(encoding="utf-8"))
+    assert loaded["complete"] is False
+    validate(loaded)
+
+
+@pytest.mark.parametrize("path", V1_FILES, ids=lambda p: p.name)
+def test_version_1_files_validate_once_migrated(path: Path) -> None:
+    original = json.loads(path.read_text(encoding="utf-8"))
+    assert original["schema_version"] == 1
+    validate(migrate(original))
+
+
+def test_version_1_files_are_tested() -> None:
+    assert len(V1_FILES) >= 5
+
+
+def _broken(document: dict[str, Any], change: str) -> dict[str, Any]:
+    broken = copy.deepcopy(document)
+    if change == "zero sample":
+        broken["benchmarks"][0]["samples_s"][1] = 0
+    elif change == "unknown status":
+        broken["benchmarks"][0]["status"] = "MAYBE"
+    elif change == "no devices":
+        del broken["devices"]
+    elif change == "version 1":
+        broken["schema_version"] = 1
+    return broken
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ("zero sample", "$.benchmarks[0].samples_s[1]"),
+    ("unknown status", "$.benchmarks[0].status"),
+    ("no devices", "'devices'"),
+    ("version 1", "$.schema_version"),
+])
+def test_an_invalid_document_names_the_field(document: dict[str, Any], change: str,
+                                             field: str) -> None:
+    with pytest.raises(ResultsFileError) as caught:
+        validate(_broken(document, change))
+    message = str(caught.value)
+    assert field in message
+    assert "\n" not in message
+
+
+def test_a_status_that_disagrees_with_verification_fails(document: dict[str, Any]) -> None:
+    document["benchmarks"][3]["status"] = "PASS"  # verification.passed is false
+    with pytest.raises(ResultsFileError, match=r"benchmarks\[3\]"):
+        validate(document)
+
+
+def test_unknown_fields_are_allowed(document: dict[str, Any]) -> None:
+    document["future_top_level_field"] = {"anything": [1, 2, 3]}
+    document["tool"]["future_tool_field"] = "x"
+    document["devices"][0]["future_device_field"] = 7
+    document["benchmarks"][0]["future_benchmark_field"] = "from a later cudabench"
+    document["benchmarks"][0]["stats"]["p90_s"] = 2.43e-5
+    document["benchmarks"][0]["launches"][0]["dynamic_shared_bytes"] = 0
+    validate(document)
+
+
+def test_validating_without_jsonschema_is_a_usage_error(
+        document: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # makes `import jsonschema` fail
+    with pytest.raises(UsageError, match=r"pip install 'cudabench\[test\]'"):
+        validate(document)
+
+
+def test_the_documented_example_validates() -> None:
+    text = (Path(__file__).parents[1] / "docs" / "results-schema.md").read_text(encoding="utf-8")
+    example = text.split("```json\n", 1)[1].split("```", 1)[0]
+    validate(json.loads(example))
