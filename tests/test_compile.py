@@ -21,6 +21,7 @@ import pytest
 from helpers import write_kernel
 
 from cudabench.catalog import KernelVariant, ParamSpec, discover, parse_header
+from cudabench.measure.plan import compile_defines
 from cudabench.ops import DTYPES
 
 NVCC = shutil.which("nvcc")
@@ -95,9 +96,8 @@ CASES = list(build_cases())
 
 
 def defines_for(dtype_name: str, params: dict[str, int]) -> dict[str, object]:
-    """Return the -D defines of the engine: the params, DTYPE and ELEM_SIZE."""
-    dtype = DTYPES[dtype_name]
-    return {**params, "DTYPE": dtype.ctype, "ELEM_SIZE": dtype.itemsize}
+    """Return the -D defines the engine compiles with (the pipeline's own function)."""
+    return compile_defines(params, DTYPES[dtype_name])
 
 
 @pytest.fixture(scope="module")
@@ -115,15 +115,18 @@ def builds():
             future.cancel()
 
 
-def test_cases_cover_every_builtin_variant_and_dtype():
-    covered = {(op, name, dtype) for op, name, dtype, _ in (case.values for case in CASES)}
-    expected = {(op, name, dtype) for op, variants in discover().items()
-                for name, variant in variants.items() for dtype in variant.dtypes}
-    assert covered == expected
-    tiles = {case.values[3].get("TILE") for case in CASES if case.values[0] == "matmul"}
-    assert tiles == {8, 16, 32}
-    blocks = {case.values[3]["BLOCK"] for case in CASES if case.values[0] == "dot"}
-    assert blocks == {32, 64, 128, 256, 512, 1024}
+def test_every_allowed_value_of_a_compiled_param_is_built():
+    # A param the code names changes what nvcc builds: each allowed value gets a build.
+    catalog = discover()
+    for op, variants in catalog.items():
+        for name, variant in variants.items():
+            for spec in variant.params:
+                built = {case.values[3][spec.name] for case in CASES
+                         if case.values[:2] == (op, name)}
+                if reaches_the_compiler(variant, spec) and spec.allowed:
+                    assert built == set(spec.allowed), (op, name, spec.name)
+                elif not reaches_the_compiler(variant, spec):
+                    assert built == {spec.default}, (op, name, spec.name)
 
 
 def test_only_params_the_code_never_names_are_pruned():

@@ -17,13 +17,8 @@ from cudabench.ops.base import INT32_MAX, LaunchShape
 INT32_MIN = -(2**31)
 FLOAT32, INT32 = DTYPES["float32"], DTYPES["int32"]
 
-# Small shapes (as the op's shape tuple) used wherever the size does not matter.
-SHAPES = {
-    "matmul": (33, 70, 17),
-    "transpose": (29, 45),
-    "transpose_inplace": (37,),
-    "dot": (5000,),
-}
+# Small odd shapes from the ops' own edge shapes, used wherever the size does not matter.
+SHAPES = {name: op.edge_shapes()[1] for name, op in OPS.items()}
 OP_DTYPES = [(op, dtype) for op in OPS for dtype in OPS[op].dtypes]
 
 

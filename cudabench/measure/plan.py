@@ -158,6 +158,11 @@ def header_variables(op: Op, shape: Shape, dtype: DType, params: Mapping[str, in
     return {**op.variables(shape), **params, "ELEM_SIZE": dtype.itemsize, "SM_COUNT": sm_count}
 
 
+def compile_defines(params: Mapping[str, int], dtype: DType) -> dict[str, object]:
+    """Return the -D defines a variant is compiled with: its params, DTYPE and ELEM_SIZE."""
+    return {**params, "DTYPE": dtype.ctype, "ELEM_SIZE": dtype.itemsize}
+
+
 def _extents(extent: tuple[int, ...]) -> str:
     """Format a 3-D extent as written in headers: 64 x 64, not 64 x 64 x 1."""
     values = list(extent)

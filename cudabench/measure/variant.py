@@ -10,7 +10,7 @@ import numpy as np
 from cudabench.errors import CompileError, CudabenchError, UsageError
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault
 from cudabench.measure.jobs import Prepared, record
-from cudabench.measure.plan import Plan, PlannedVariant, header_variables
+from cudabench.measure.plan import Plan, PlannedVariant, compile_defines, header_variables
 from cudabench.measure.sampling import sample, warm_up_on
 from cudabench.ops import LaunchShape
 from cudabench.results.model import BenchmarkResult, Verification
@@ -95,8 +95,7 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
                 )
     arg_spec = op.args(plan.shape, math.prod(geometry[0][0]))
     signature = "".join("P" if isinstance(a, str) else "i" for a in arg_spec)
-    defines = {**planned.params, "DTYPE": dtype.ctype, "ELEM_SIZE": dtype.itemsize}
-    compiled = engine.compile(variant, defines, signature)
+    compiled = engine.compile(variant, compile_defines(planned.params, dtype), signature)
     for launch, (grid, block), attrs in zip(variant.launches, geometry, compiled.attributes):
         launches.append({"entry": launch.entry, "grid": list(grid), "block": list(block),
                          **attrs})

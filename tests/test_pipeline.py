@@ -1,0 +1,213 @@
+"""The whole pipeline on the fake engine: plan, verify, time, results file, tables, compare.
+
+Every op and dtype runs end to end without a GPU, and the fake engine's injected faults
+(a wrong element, an unwritten element, a kernel fault, out of memory, a slowdown) must
+each show up where a user would see them: the row, the exit code, the file, the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cudabench.catalog import discover
+from cudabench.cli import cli
+from cudabench.measure.fake_engine import FakeEngine, FakeSpec, Fault
+from cudabench.measure.jobs import jobs_of
+from cudabench.measure.pipeline import run_jobs, run_plans
+from cudabench.measure.plan import Request, make_plan
+from cudabench.measure.timing import TimingPolicy
+from cudabench.ops import OPS
+from cudabench.results import Kind, Status, load_results
+from cudabench.results.writer import ResultsWriter
+
+QUICK = TimingPolicy(warmup_s=0.0, min_samples=5, max_samples=60, max_time_s=0.05)
+QUICK_FLAGS = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05"]
+
+
+def size_text(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape))
+
+
+def plan_for(op: str, shape: tuple[int, ...], dtype: str = "float32", hot: bool = False,
+             **fields):
+    return make_plan(Request(op=op, size=size_text(shape), dtype=dtype, timing=QUICK, hot=hot,
+                             **fields))
+
+
+def command(op: str) -> list[str]:
+    """Return the CLI words that run op."""
+    return ["transpose", "--inplace"] if op == "transpose_inplace" else [op]
+
+
+@pytest.fixture
+def use_fake(monkeypatch):
+    """Make the CLI open fake engines; call it with FakeSpec fields to configure them."""
+    def use(**fields) -> None:
+        spec = FakeSpec(**fields)
+        monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
+
+    use()
+    return use
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+# -- every op and dtype, end to end ------------------------------------------------------
+
+CASES = [pytest.param(op, dtype, shape, id=f"{op}-{dtype}-{size_text(shape)}")
+         for op in OPS for dtype in OPS[op].dtypes for shape in OPS[op].edge_shapes()]
+
+
+@pytest.mark.parametrize(("op", "dtype", "shape"), CASES)
+def test_every_variant_passes_on_the_fake_engine(op, dtype, shape):
+    outcome = run_plans([plan_for(op, shape, dtype)], FakeSpec(seed=1))
+    by_name = {r.variant: r for r in outcome.results}
+    variants = {name for name, v in discover()[op].items() if dtype in v.dtypes}
+    assert {n for n, r in by_name.items() if r.kind is Kind.VARIANT} == variants
+    assert {n for n, r in by_name.items() if r.kind is Kind.REFERENCE} == set(OPS[op].references)
+    for result in outcome.results:
+        expected = Status.PASS if result.kind is Kind.VARIANT else Status.REF
+        assert result.status is expected, (result.variant, result.verification, result.error)
+        assert len(result.samples_s) >= 5 and min(result.samples_s) > 0
+        assert result.device is not None and result.device.uuid
+    assert outcome.exit_code == 0
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_the_command_writes_tables_and_a_valid_file(use_fake, tmp_path, op):
+    json_path, markdown = tmp_path / "r.json", tmp_path / "r.md"
+    done = invoke(*command(op), "--size", "40", "--json", str(json_path),
+                  "--markdown", str(markdown), *QUICK_FLAGS)
+    assert done.exit_code == 0, done.output
+    loaded = load_results(json_path)
+    assert loaded.metadata["complete"] is True and loaded.metadata["tool"]["engine"] == "fake"
+    assert [d.name for d in loaded.devices] == ["cudabench fake GPU"]
+    names = [b.variant for b in loaded.benchmarks]
+    for name in names:
+        assert name in done.stdout and f"| {name} |" in markdown.read_text()
+    if OPS[op].references:
+        assert "% of memcpy_dtod" in done.stdout  # the column comes from the reference row
+
+
+# -- injected faults ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["matmul", "transpose", "dot"])
+@pytest.mark.parametrize("fault", [Fault.WRONG_ELEMENT, Fault.UNWRITTEN_ELEMENT])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_a_wrong_or_unwritten_element_fails_and_only_that_variant(op, fault, dtype):
+    # UNWRITTEN_ELEMENT writes the element during warm-up and skips it later, so only the
+    # poison put into the output before the checked launch can reveal it.
+    bad = sorted(discover()[op])[-1]
+    plan = plan_for(op, OPS[op].edge_shapes()[1], dtype)
+    outcome = run_plans([plan], FakeSpec(faults={bad: fault}))
+    statuses = {r.variant: r.status for r in outcome.results}
+    assert statuses.pop(bad) is Status.FAIL
+    assert set(statuses.values()) <= {Status.PASS, Status.REF}
+    failed = next(r for r in outcome.results if r.variant == bad)
+    assert failed.verification is not None and failed.verification.bad_elements == 1
+    assert outcome.exit_code == 3
+
+
+def test_a_faulting_kernel_is_fail_and_the_rest_run_in_a_fresh_process(use_fake, tmp_path):
+    use_fake(faults={"naive": Fault.FAULT})
+    json_path = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "33", "--json", str(json_path), *QUICK_FLAGS)
+    assert done.exit_code == 3, done.output
+    assert "faulted" in done.stderr and "fresh process" in done.stderr
+    statuses = {b.variant: b.status for b in load_results(json_path).benchmarks}
+    assert statuses == {"naive": Status.FAIL, "tiled": Status.PASS,
+                        "tiled_conflict": Status.PASS}
+
+
+def test_out_of_memory_is_an_error_row_and_exit_2(use_fake, tmp_path):
+    use_fake(faults={"shared": Fault.OUT_OF_MEMORY})
+    done = invoke("transpose", "--size", "40", *QUICK_FLAGS)
+    assert done.exit_code == 2, done.output
+    assert "out of GPU memory" in done.stderr and "Traceback" not in done.output
+    assert "shared_padded" in done.stdout and "ERROR" in done.stdout
+
+
+def test_a_size_too_large_for_the_device_memory_is_an_error_row():
+    outcome = run_plans([plan_for("matmul", (64, 64, 64))], FakeSpec(memory_bytes=1000))
+    assert {r.status for r in outcome.results} == {Status.ERROR}
+    assert all("out of GPU memory" in (r.error or "") for r in outcome.results)
+
+
+# -- what the measurement must do ---------------------------------------------------------
+
+@pytest.mark.parametrize("hot", [False, True])
+def test_the_l2_is_flushed_before_every_cold_sample_and_never_when_hot(hot):
+    plans = [plan_for("transpose", (40, 40), hot=hot)]
+    engine = FakeEngine(FakeSpec())
+    results = run_jobs(plans, jobs_of(plans), engine)
+    events = [kind for kind, _ in engine.log if kind in ("flush", "sample")]
+    samples = sum(len(r.samples_s) for r in results)
+    assert events.count("sample") == samples > 0
+    if hot:
+        assert "flush" not in events
+    else:
+        assert events == ["flush", "sample"] * samples  # each sample right after a flush
+
+
+def test_every_sample_measured_is_in_the_results_file(tmp_path):
+    plans = [plan_for("dot", (1000,)), plan_for("matmul", (17, 33, 5))]
+    engine = FakeEngine(FakeSpec(seed=7))
+    writer = ResultsWriter(tmp_path / "r.json", argv=[])
+    writer.start(engine.versions)
+    for result in run_jobs(plans, jobs_of(plans), engine, on_result=writer.add):
+        assert result.samples_s
+    writer.write(complete=True)
+    measured = [value for kind, value in engine.log if kind == "sample"]
+    stored = [s for b in load_results(tmp_path / "r.json").benchmarks for s in b.samples_s]
+    assert stored == measured
+    raw = json.loads((tmp_path / "r.json").read_text())
+    assert sum(b["stats"]["count"] for b in raw["benchmarks"]) == len(measured)
+
+
+def test_synthetic_samples_are_noisy_and_seeded():
+    plan = plan_for("matmul", (33, 33, 33))
+    first = run_plans([plan], FakeSpec(seed=3)).results[0].samples_s
+    again = run_plans([plan], FakeSpec(seed=3)).results[0].samples_s
+    other = run_plans([plan], FakeSpec(seed=4)).results[0].samples_s
+    assert first == again and first != other
+    assert 0.002 < np.std(np.log(first)) < 0.1  # noisy like a GPU, not constant
+
+
+# -- compare, fed by the pipeline ---------------------------------------------------------
+
+def run_to_file(use_fake, path, seed: int, slowdown: dict | None = None) -> None:
+    use_fake(seed=seed, slowdown=slowdown or {})
+    done = invoke("matmul", "--size", "64", "--json", str(path), "--warmup", "0",
+                  "--max-time", "0.2", "--min-samples", "30")
+    assert done.exit_code == 0, done.output
+
+
+def test_a_10_percent_slowdown_is_found_and_gates(use_fake, tmp_path):
+    base, slow = tmp_path / "base.json", tmp_path / "slow.json"
+    run_to_file(use_fake, base, seed=1)
+    run_to_file(use_fake, slow, seed=2, slowdown={"tiled": 1.10})
+    summary = tmp_path / "summary.md"
+    done = invoke("compare", str(base), str(slow), "--markdown", str(summary))
+    assert done.exit_code == 1, done.output
+    rows = [line for line in summary.read_text().splitlines() if line.startswith("| matmul/")]
+    verdicts = {line.split("|")[1].strip(): line.split("|")[9].strip() for line in rows}
+    assert verdicts == {"matmul/naive": "same", "matmul/tiled": "**slower**",
+                        "matmul/tiled_conflict": "same"}
+    change = next(line for line in rows if "matmul/tiled " in line).split("|")[7]
+    assert 0.08 < float(change.strip(" +%")) / 100 < 0.12
+
+
+@pytest.mark.parametrize("seeds", [(1, 2), (3, 4), (5, 6)])
+def test_no_false_alarm_between_two_runs_of_the_same_code(use_fake, tmp_path, seeds):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    run_to_file(use_fake, first, seed=seeds[0])
+    run_to_file(use_fake, second, seed=seeds[1])
+    done = invoke("compare", str(first), str(second), "--threshold", "3%")
+    assert done.exit_code == 0, done.output
+    assert "regression" in done.stdout and "slower" not in done.stdout
