@@ -131,3 +131,18 @@ def test_a_version_1_file_compares_with_a_version_2_file(tmp_path):
     new.write_text(json.dumps(slower))
     done = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(new)])
     assert done.exit_code == 1 and "slower" in done.output
+
+
+def test_real_files_of_both_versions_from_one_gpu_compare_as_the_same_run():
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    folder = Path(__file__).parent / "data" / "h100"
+    v1, v2 = load_results(folder / "v1-matmul.json"), load_results(folder / "v2-matmul.json")
+    assert (v1.schema_version, v2.schema_version) == (1, 2)
+    assert v2.devices[0].uuid and v2.devices[0].pci_bus_id and v1.devices[0].uuid is None
+    for args in ([folder / "v1-matmul.json", folder / "v2-matmul.json"],
+                 [folder / "v2-matmul.json", folder / "v1-matmul.json"]):
+        done = CliRunner().invoke(cli, ["compare", *map(str, args)])
+        assert done.exit_code == 0 and "3 same" in done.output, done.output

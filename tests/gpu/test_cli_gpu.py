@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import signal
 import subprocess
@@ -34,13 +35,21 @@ def test_command_passes_and_writes_json(tmp_path, args):
     loaded = load_results(path)
     assert loaded.metadata["complete"] is True and loaded.gpu_name
     assert all(b.samples_s for b in loaded.benchmarks)
-    assert json.loads(path.read_text())["schema_version"] == 1
+    document = json.loads(path.read_text())
+    assert document["schema_version"] == 2
+    (device,) = loaded.devices  # one GPU, named by its PCI bus id (and UUID through NVML)
+    assert device.pci_bus_id and all(b.device == device for b in loaded.benchmarks)
+    if importlib.util.find_spec("jsonschema"):  # a test extra; CPU tests validate files too
+        from cudabench.results.schema import validate
+
+        validate(document)
 
 
 def test_info_shows_the_gpu():
     result = CliRunner().invoke(cli, ["info"])
     assert result.exit_code == 0, result.output
-    assert "compute capability" in result.output and "PyCUDA" in result.output
+    assert "compute capability" in result.output and "PCI bus id" in result.output
+    assert "engine version" in result.output and "pycuda" in result.output
 
 
 def test_verification_failure_exits_3(tmp_path):
