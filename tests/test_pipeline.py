@@ -22,6 +22,7 @@ from cudabench.measure.plan import Request, make_plan
 from cudabench.measure.timing import TimingPolicy
 from cudabench.ops import OPS
 from cudabench.results import Kind, Status, load_results
+from cudabench.results.schema import validate
 from cudabench.results.writer import ResultsWriter
 
 QUICK = TimingPolicy(warmup_s=0.0, min_samples=5, max_samples=60, max_time_s=0.05)
@@ -85,6 +86,7 @@ def test_the_command_writes_tables_and_a_valid_file(use_fake, tmp_path, op):
     done = invoke(*command(op), "--size", "40", "--json", str(json_path),
                   "--markdown", str(markdown), *QUICK_FLAGS)
     assert done.exit_code == 0, done.output
+    validate(json.loads(json_path.read_text()))  # the shipped JSON Schema
     loaded = load_results(json_path)
     assert loaded.metadata["complete"] is True and loaded.metadata["tool"]["engine"] == "fake"
     assert [d.name for d in loaded.devices] == ["cudabench fake GPU"]
@@ -112,6 +114,15 @@ def test_a_wrong_or_unwritten_element_fails_and_only_that_variant(op, fault, dty
     failed = next(r for r in outcome.results if r.variant == bad)
     assert failed.verification is not None and failed.verification.bad_elements == 1
     assert outcome.exit_code == 3
+
+
+@pytest.mark.parametrize("op", ["matmul", "transpose", "dot"])
+def test_a_kernel_that_changes_its_inputs_is_checked_on_fresh_ones(op):
+    # Warm-up runs leave the inputs changed; the checked launch must upload them again.
+    name = sorted(discover()[op])[0]
+    plan = plan_for(op, OPS[op].edge_shapes()[1])
+    outcome = run_plans([plan], FakeSpec(faults={name: Fault.CHANGES_INPUTS}))
+    assert {r.status for r in outcome.results} <= {Status.PASS, Status.REF}, outcome.results
 
 
 def test_a_faulting_kernel_is_fail_and_the_rest_run_in_a_fresh_process(use_fake, tmp_path):

@@ -40,6 +40,9 @@ class Fault(str, enum.Enum):
     UNWRITTEN_ELEMENT = "unwritten_element"  # after its first run, leaves one element alone
     FAULT = "fault"  # the launch faults, like an illegal address: the process's CUDA is lost
     OUT_OF_MEMORY = "out_of_memory"  # allocations fail once this variant is compiled
+    # Not a fault: a correct kernel that, like an in-place one, leaves its inputs changed
+    # (here overwritten after use), so each checked launch needs fresh inputs.
+    CHANGES_INPUTS = "changes_inputs"
 
 
 @dataclass(frozen=True)
@@ -157,12 +160,17 @@ class FakeEngine:
             keep = kernel.fault is Fault.UNWRITTEN_ELEMENT and runs > 1
             before = [np.array(arg) if isinstance(arg, np.ndarray) and keep else None
                       for arg in args]
-            result = op.emulate(args, dtype)
+            with np.errstate(all="ignore"):  # garbage in a buffer computes quietly, as on a GPU
+                result = op.emulate(args, dtype)
             spot = 1 if result.size > 1 else 0
             if keep:  # put back what the result's buffer held before this run
                 for arg, old in zip(args, before):
                     if old is not None and np.shares_memory(arg, result):
                         result.reshape(-1)[spot] = _typed_like(old, result).reshape(-1)[spot]
+            if kernel.fault is Fault.CHANGES_INPUTS:
+                for arg in args:
+                    if isinstance(arg, np.ndarray) and not np.shares_memory(arg, result):
+                        arg[:] = self.rng.integers(1, 255, size=arg.size, dtype=np.uint8)
             if kernel.fault is Fault.WRONG_ELEMENT:
                 flat = result.reshape(-1)
                 flat[spot] = flat[spot] + (1 if flat.dtype.kind in "iu" else 0.5 + abs(flat[spot]))
