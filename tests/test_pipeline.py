@@ -222,3 +222,49 @@ def test_no_false_alarm_between_two_runs_of_the_same_code(use_fake, tmp_path, se
     done = invoke("compare", str(first), str(second), "--threshold", "3%")
     assert done.exit_code == 0, done.output
     assert "regression" in done.stdout and "slower" not in done.stdout
+
+
+# -- what survives a broken worker, a broken reference, a repeated entry -------------------
+
+def test_a_worker_that_dies_costs_one_error_row_and_the_rest_still_run():
+    # naive faults (the rest go to a worker); in the worker, tiled kills its process.
+    plan = plan_for("matmul", (33, 33, 33))
+    streamed = []
+    outcome = run_plans([plan], FakeSpec(faults={"naive": Fault.FAULT,
+                                                 "tiled": Fault.KILLS_WORKER}),
+                        on_result=streamed.append)
+    statuses = {r.variant: r.status for r in outcome.results}
+    assert statuses == {"naive": Status.FAIL, "tiled": Status.ERROR,
+                        "tiled_conflict": Status.PASS}
+    died = next(r for r in outcome.results if r.variant == "tiled")
+    assert "worker process died" in (died.error or "") and died.device is not None
+    assert streamed == list(outcome.results)  # every row reached the writer as it came
+
+
+def test_results_from_a_worker_stream_in_order(use_fake, tmp_path):
+    use_fake(faults={"naive": Fault.FAULT})
+    json_path = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "20", "--json", str(json_path), *QUICK_FLAGS)
+    assert done.exit_code == 3
+    lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert [line.split()[1] for line in lines] == ["matmul/naive", "matmul/tiled",
+                                                   "matmul/tiled_conflict"]
+
+
+def test_a_reference_row_is_measured_once_per_shape_in_a_suite(use_fake, tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "transpose"\nsize = "40"\nvariants = ["naive"]\n\n'
+                     '[[benchmark]]\nop = "transpose"\nsize = "40"\nvariants = ["shared"]\n')
+    json_path = tmp_path / "r.json"
+    done = invoke("run", str(suite), "--json", str(json_path))
+    assert done.exit_code == 0, done.output
+    names = [b.variant for b in load_results(json_path).benchmarks]
+    assert sorted(names) == ["memcpy_dtod", "naive", "shared"]
+    assert done.stdout.count("% of memcpy_dtod") == 1
+
+
+def test_an_unwritable_markdown_path_fails_before_anything_runs(use_fake, tmp_path):
+    (tmp_path / "file").write_text("")
+    done = invoke("dot", "--size", "100", "--markdown", str(tmp_path / "file" / "r.md"))
+    assert done.exit_code == 2 and "--markdown" in done.stderr
+    assert "dot/" not in done.stderr  # nothing was measured

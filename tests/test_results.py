@@ -146,3 +146,38 @@ def test_real_files_of_both_versions_from_one_gpu_compare_as_the_same_run():
                  [folder / "v2-matmul.json", folder / "v1-matmul.json"]):
         done = CliRunner().invoke(cli, ["compare", *map(str, args)])
         assert done.exit_code == 0 and "3 same" in done.output, done.output
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda d: d["benchmarks"][0]["verification"].pop("rel_error"),
+     "benchmarks[0].verification.rel_error"),
+    (lambda d: d.pop("gpu"), "gpu"),
+    (lambda d: d["gpu"].pop("name"), "gpu"),
+    (lambda d: d["gpu"].pop("sm_count"), "devices[0].sm_count"),
+])
+def test_a_damaged_file_is_a_one_line_error_naming_the_field(tmp_path, edit, field):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    document = json.loads((DATA / "baseline.json").read_text())
+    edit(document)
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(document))
+    done = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(damaged)])
+    assert done.exit_code == 2, done.output
+    assert f"{damaged}: {field}: expected" in done.output
+    assert "Traceback" not in done.output and "internal error" not in done.output
+
+
+@pytest.mark.parametrize(("version", "hint"), [(3, "newer cudabench"), ("2", "damaged"),
+                                               (None, "damaged"), (0, "damaged")])
+def test_an_unknown_schema_version_says_why(tmp_path, version, hint):
+    from cudabench.errors import ResultsFileError
+
+    document = json.loads((DATA / "baseline.json").read_text())
+    document["schema_version"] = version
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ResultsFileError, match=hint):
+        load_results(path)

@@ -39,7 +39,13 @@ from cudabench.results.model import (
     Kind,
     ResultsFile,
 )
-from cudabench.units import format_change, format_p_value, format_percent
+from cudabench.units import (
+    format_change,
+    format_p_value,
+    format_percent,
+    params_text,
+    shape_text,
+)
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.001
@@ -173,8 +179,9 @@ def _index(results: ResultsFile) -> dict[tuple[object, ...], BenchmarkResult]:
     for i, result in enumerate(results.benchmarks):
         if result.key in index:
             raise ResultsFileError(
-                f"{results.path}: benchmarks[{i}]: {result.op}/{result.variant} "
-                f"{dict(result.params)} {result.shape} {result.dtype} appears twice; a results "
+                f"{results.path}: benchmarks[{i}]: {result.op}/{result.variant}"
+                f"{' (hot)' if result.hot else ''} {params_text(result.params)} "
+                f"{shape_text(result.shape)} {result.dtype} appears twice; a results "
                 "file holds each benchmark once, so it cannot be paired"
             )
         index[result.key] = result

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.text import Text
 
 from cudabench import __version__
 from cudabench.analysis.compare import compare, parse_threshold
@@ -45,6 +44,8 @@ def run_and_render(requests: list[Request], device: int, json_path: Path | None,
                    markdown_path: Path | None = None) -> int:
     """Check every request, run them with progress on stderr, print and save the tables."""
     plans = [make_plan(request) for request in requests]  # every usage error before the GPU
+    if markdown_path is not None:  # an unwritable path fails now, not after the run
+        write_text(markdown_path, "", "--markdown")
     writer = ResultsWriter(json_path) if json_path is not None else None
     with terminal.progress(count_rows(plans), terminal.stderr_console()) as advance:
 
@@ -143,12 +144,8 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     if markdown_path is not None:
         write_text(markdown_path, to_markdown(comparison), "--markdown")
     terminal.render_comparison(comparison, terminal.stdout_console())
-    err = terminal.stderr_console()
-    for loaded in (before, after):
-        if loaded.metadata.get("complete") is False:
-            err.print(Text(f"warning: {loaded.path} is incomplete (its run stopped early): the "
-                           "benchmarks it lacks show as added or removed", style="yellow"),
-                      soft_wrap=True)
+    incomplete = [f.path for f in (before, after) if f.metadata.get("complete") is False]
+    terminal.render_incomplete(incomplete, terminal.stderr_console())
     return int(comparison.exit_code)
 
 

@@ -60,7 +60,7 @@ class Engine(Protocol):
         """Allocate device memory; GpuEnvironmentError when there is not enough."""
 
     def free(self, buffer: Any) -> None:
-        """Release an allocation."""
+        """Release an allocation (quietly after a fault: the process owns nothing then)."""
 
     def upload(self, buffer: Any, host: np.ndarray) -> None:
         """Copy a host array to the device."""

@@ -9,8 +9,11 @@ not a user mode: no command line flag selects it.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
+import multiprocessing
+import os
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,11 +40,17 @@ class Fault(str, enum.Enum):
     """Ways a fake kernel misbehaves."""
 
     WRONG_ELEMENT = "wrong_element"  # one element of the result is wrong
-    UNWRITTEN_ELEMENT = "unwritten_element"  # after its first run, leaves one element alone
+    # After its first run, leaves one element of its result as the buffer held it: only
+    # the poison put in before the checked launch reveals that (in-place ops, which have
+    # no output to poison, see the element keep its input value).
+    UNWRITTEN_ELEMENT = "unwritten_element"
     FAULT = "fault"  # the launch faults, like an illegal address: the process's CUDA is lost
     OUT_OF_MEMORY = "out_of_memory"  # allocations fail once this variant is compiled
-    # Not a fault: a correct kernel that, like an in-place one, leaves its inputs changed
-    # (here overwritten after use), so each checked launch needs fresh inputs.
+    # In a worker process the process dies at launch (a driver crash, the OOM killer); in
+    # the first process, where workers do not run, it faults like FAULT.
+    KILLS_WORKER = "kills_worker"
+    # Not a fault: a correct kernel that overwrites its read-only inputs after use (as an
+    # in-place kernel changes its one buffer), so the checked launch needs fresh inputs.
     CHANGES_INPUTS = "changes_inputs"
 
 
@@ -76,7 +85,10 @@ class FakeEngine:
 
     def __init__(self, spec: FakeSpec) -> None:
         self.spec = spec
-        self.info = FAKE_DEVICE
+        index = spec.device_index
+        self.info = dataclasses.replace(
+            FAKE_DEVICE, index=index, pci_bus_id=f"0000:{index:02x}:00.0",
+            uuid=f"GPU-00000000-fake-0000-0000-{index:012d}")
         self.grid_limits = (2**31 - 1, 65535, 65535)
         self.versions = {"engine": "fake", "engine_version": "1"}
         self.faulted = False
@@ -154,7 +166,9 @@ class FakeEngine:
             self._alive()
             self.log.append(("run", kernel.variant.name))
             runs += 1
-            if kernel.fault is Fault.FAULT:
+            if kernel.fault is Fault.KILLS_WORKER and multiprocessing.parent_process():
+                os._exit(9)
+            if kernel.fault in (Fault.FAULT, Fault.KILLS_WORKER):
                 self.pending_fault = True
                 return
             keep = kernel.fault is Fault.UNWRITTEN_ELEMENT and runs > 1
@@ -166,7 +180,8 @@ class FakeEngine:
             if keep:  # put back what the result's buffer held before this run
                 for arg, old in zip(args, before):
                     if old is not None and np.shares_memory(arg, result):
-                        result.reshape(-1)[spot] = _typed_like(old, result).reshape(-1)[spot]
+                        # typed() views start at byte 0 of their buffer
+                        result.reshape(-1)[spot] = old.view(result.dtype)[spot]
             if kernel.fault is Fault.CHANGES_INPUTS:
                 for arg in args:
                     if isinstance(arg, np.ndarray) and not np.shares_memory(arg, result):
@@ -174,7 +189,7 @@ class FakeEngine:
             if kernel.fault is Fault.WRONG_ELEMENT:
                 flat = result.reshape(-1)
                 flat[spot] = flat[spot] + (1 if flat.dtype.kind in "iu" else 0.5 + abs(flat[spot]))
-            self.pending_s += cost_s
+            self.pending_s += cost_s * len(kernel.variant.launches)
 
         return run
 
@@ -204,7 +219,8 @@ class FakeEngine:
 
     # -- helpers -------------------------------------------------------------------------
     def _cost_s(self, kernel: FakeKernel, args: Sequence[Any]) -> float:
-        """Model a variant's time: launch cost, its bytes and FLOPs, a per-variant factor."""
+        """Model one launch's time: a launch cost and its buffers' bytes, times a factor
+        that differs by variant (a stand-in for speed, not a model of the GPU)."""
         buffers = sum(arg.size for arg in args if isinstance(arg, np.ndarray))
         factor = 1.0 + (zlib.crc32(kernel.variant.name.encode()) % 1000) / 1000
         return (3e-6 + buffers / 1.0e12) * factor * kernel.slowdown
@@ -221,7 +237,3 @@ class FakeEngine:
         if self.faulted:
             raise KernelFault("the CUDA context is unusable after an earlier fault (fake)")
 
-
-def _typed_like(raw: np.ndarray, view: np.ndarray) -> np.ndarray:
-    """View a byte buffer as a result view into it (ops.base.typed views start at byte 0)."""
-    return raw.view(view.dtype)[: view.size]

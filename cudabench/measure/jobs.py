@@ -27,11 +27,20 @@ class Job:
 
 
 def jobs_of(plans: list[Plan] | tuple[Plan, ...]) -> list[Job]:
-    """Return every variant of every plan, each plan's reference rows after its variants."""
-    return [job for index, plan in enumerate(plans) for job in (
-        *(Job(index, variant=v) for v in plan.variants),
-        *(Job(index, reference=name) for name in plan.op.references),
-    )]
+    """Return every variant of every plan, each plan's reference rows after its variants.
+
+    A reference row is measured once per op, shape, dtype and cache state, however many
+    plans (suite entries) share them: it would be the same row twice.
+    """
+    jobs, referenced = [], set()
+    for index, plan in enumerate(plans):
+        jobs += [Job(index, variant=v) for v in plan.variants]
+        for name in plan.op.references:
+            key = (name, plan.op.name, tuple(plan.shape), plan.dtype.name, plan.hot)
+            if key not in referenced:
+                referenced.add(key)
+                jobs.append(Job(index, reference=name))
+    return jobs
 
 
 @dataclass(frozen=True)
@@ -52,7 +61,7 @@ def prepare(plan: Plan) -> Prepared:
 
 
 def record(plan: Plan, name: str, params: dict[str, int], source: str, device: DeviceInfo,
-           cpu_reference_s: float, kind: Kind = Kind.VARIANT, **fields: Any
+           cpu_reference_s: float | None, kind: Kind = Kind.VARIANT, **fields: Any
            ) -> BenchmarkResult:
     """Return a result row of plan with the op's accounting filled in."""
     op = plan.op
@@ -63,3 +72,13 @@ def record(plan: Plan, name: str, params: dict[str, int], source: str, device: D
         bytes_moved=op.bytes_moved(plan.shape, plan.dtype.itemsize),
         source=source, cpu_reference_s=cpu_reference_s, kind=kind, device=device, **fields,
     )
+
+
+def error_row(plan: Plan, job: Job, device: DeviceInfo, error: str) -> BenchmarkResult:
+    """Return the row of a job that could not be measured at all (its worker died)."""
+    if job.variant is not None:
+        variant = job.variant
+        return record(plan, job.name, dict(variant.params), str(variant.variant.path), device,
+                      None, error=error)
+    return record(plan, job.name, {}, job.reference, device, None, kind=Kind.REFERENCE,
+                  error=error)

@@ -39,13 +39,14 @@ def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | Non
     finally:
         engine.close()
     while len(results) < len(jobs):
-        more = run_in_fresh_process(spec, plans, jobs[len(results):])
-        for result in more:
-            if on_result is not None:
-                on_result(result)
-        results += more
+        results += run_in_fresh_process(spec, plans, jobs[len(results):], engine.info,
+                                        on_result or _ignore)
     notes = tuple(note for plan in plans for note in plan.notes)
     return RunOutcome(tuple(results), notes)
+
+
+def _ignore(result: BenchmarkResult) -> None:
+    """Drop a result (no one listens)."""
 
 
 def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,

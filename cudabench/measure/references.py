@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from cudabench.errors import CudabenchError, UsageError
-from cudabench.measure.engine import Engine, Run
+from cudabench.errors import CudabenchError
+from cudabench.measure.engine import Engine, KernelFault, Run
 from cudabench.measure.jobs import record
 from cudabench.measure.plan import Plan
 from cudabench.measure.sampling import sample, warm_up_on
@@ -23,21 +23,24 @@ from cudabench.results.model import BenchmarkResult, Kind
 
 @dataclass(frozen=True)
 class Setup:
-    """What a reference needs timed: the run, its buffers (freed after), its bytes."""
+    """What a reference needs timed: the run and the bytes it moves."""
 
     run: Run
-    buffers: list[Any]
     working_set_bytes: int
 
 
 def _device_copy(plan: Plan, engine: Engine, buffers: list[Any]) -> Setup:
-    """Copy half the op's bytes device to device: as many read and written as the op moves."""
+    """Copy half the op's bytes device to device: as many read and written as the op moves.
+
+    Each allocation joins buffers at once, so the caller frees it even if the next fails.
+    """
     nbytes = plan.op.bytes_moved(plan.shape, plan.dtype.itemsize) // 2
-    buffers += [engine.allocate(nbytes), engine.allocate(nbytes)]
+    buffers.append(engine.allocate(nbytes))
+    buffers.append(engine.allocate(nbytes))
     source, target = buffers
     if nbytes >= 4:
         engine.fill(source, np.float32(1.0000001), nbytes // 4)  # not zeros: nothing to skip
-    return Setup(lambda: engine.copy(target, source, nbytes), buffers, 2 * nbytes)
+    return Setup(lambda: engine.copy(target, source, nbytes), 2 * nbytes)
 
 
 @dataclass(frozen=True)
@@ -53,12 +56,6 @@ REFERENCES: dict[str, Reference] = {
 }
 
 
-def check_reference(name: str, op: str) -> None:
-    """Raise UsageError if an op names a reference that does not exist."""
-    if name not in REFERENCES:
-        raise UsageError(f"op {op} asks for reference {name!r}; known: {', '.join(REFERENCES)}")
-
-
 def run_reference(plan: Plan, engine: Engine, name: str, cpu_reference_s: float
                   ) -> BenchmarkResult:
     """Time a reference row; an error (out of memory) becomes the row's error."""
@@ -70,7 +67,9 @@ def run_reference(plan: Plan, engine: Engine, name: str, cpu_reference_s: float
         warm_up_on(engine, setup.run, plan)
         fields["samples_s"], fields["warnings"] = sample(engine, setup.run, plan,
                                                          setup.working_set_bytes)
-    except CudabenchError as exc:
+    except KernelFault as exc:  # a fault left by the GPU: the jobs after this one move on
+        fields["error"] = f"the GPU faulted during the {name} reference ({exc})"
+    except CudabenchError as exc:  # out of memory
         fields["error"] = str(exc)
     finally:
         for buffer in buffers:

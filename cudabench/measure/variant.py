@@ -70,8 +70,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
         return row(error=str(exc))
     finally:
         for allocation in buffers.values():
-            if not engine.faulted:  # after a fault the driver frees everything with the process
-                engine.free(allocation)
+            engine.free(allocation)
 
 
 def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,

@@ -76,7 +76,8 @@ def comparators(rows: Sequence[BenchmarkResult]) -> list[Comparator]:
     if baseline is not None and baseline.median_s is not None:
         found.append(Comparator(f"vs {BASELINE_VARIANT}", baseline.median_s,
                                 lambda other, this: f"{other / this:.2f}x"))
-    return found
+    unique = {c.title: c for c in reversed(found)}  # the first row of a name sets its column
+    return [c for c in found if unique[c.title] is c]
 
 
 def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:

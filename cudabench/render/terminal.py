@@ -155,6 +155,14 @@ VERDICT_STYLES = {Verdict.SLOWER: "bold red", Verdict.FAILED: "bold red",
                   Verdict.SAME: ""}
 
 
+def render_incomplete(paths: list[str], console: Console) -> None:
+    """Warn that results files stopped early (their missing rows show as added/removed)."""
+    for path in paths:
+        console.print(Text(f"warning: {path} is incomplete (its run stopped early): the "
+                           "benchmarks it lacks show as added or removed", style="yellow"),
+                      soft_wrap=True)
+
+
 def render_comparison(comparison: Comparison, console: Console) -> None:
     """Print a comparison: its table, added and removed benchmarks, and a summary line."""
     c = comparison

@@ -120,7 +120,8 @@ def verification_from_dict(data: Any, check: Checker) -> Verification:
     check.expect(isinstance(data, dict), "", "an object or null")
     for name in ("rel_error", "max_abs_error"):
         value = data.get(name)
-        check.expect(value is None or _is_number(value), name, "a number or null")
+        check.expect(name in data and (value is None or _is_number(value)), name,
+                     "a number or null")
     return Verification(
         passed=check.field(data, "passed", bool),
         rel_error=_number(data["rel_error"]),
@@ -182,7 +183,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         flops=throughput["flops"],
         bytes_moved=throughput["bytes_moved"],
         kind=kind,
-        source=str(data.get("source", "")),
+        source=check.optional(data, "source", str) or "",
         error=error,
         warnings=tuple(warnings),
         cpu_reference_s=cpu,

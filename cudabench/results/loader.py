@@ -13,7 +13,7 @@ from cudabench.results.codec import (
     benchmark_from_dict,
     device_from_dict,
 )
-from cudabench.results.migrations import READABLE_VERSIONS, migrate
+from cudabench.results.migrations import READABLE_VERSIONS, MigrationError, migrate
 from cudabench.results.model import ResultsFile
 
 
@@ -36,9 +36,13 @@ def read_document(path: Path) -> dict[str, Any]:
     version = data.get("schema_version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         readable = ", ".join(map(str, READABLE_VERSIONS))
+        newer = isinstance(version, int) and not isinstance(version, bool) \
+            and version > max(READABLE_VERSIONS)
+        hint = ("a newer cudabench wrote it: upgrade cudabench to compare it" if newer
+                else "the file is damaged or not written by cudabench")
         raise ResultsFileError(
             f"{path}: schema_version {version!r} is not one this cudabench reads ({readable}); "
-            "a newer cudabench wrote it: upgrade cudabench to compare it"
+            f"{hint}"
         )
     return dict(data)
 
@@ -47,8 +51,11 @@ def load_results(path: Path | str) -> ResultsFile:
     """Load, migrate and validate a results file."""
     path = Path(path)
     original = read_document(path)
-    data = migrate(original)
     check = Checker(path)
+    try:
+        data = migrate(original)
+    except MigrationError as exc:
+        raise check.error(exc.field, exc.expected) from None
     entries = check.field(data, "devices", list)
     devices = tuple(device_from_dict(entry, check.within(f"devices[{i}]"))
                     for i, entry in enumerate(entries))

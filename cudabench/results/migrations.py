@@ -16,6 +16,15 @@ from cudabench.results.codec import SCHEMA_VERSION
 Document = dict[str, Any]
 
 
+class MigrationError(ValueError):
+    """An old file lacks what its own version required; field names the field."""
+
+    def __init__(self, field: str, expected: str) -> None:
+        super().__init__(f"{field}: expected {expected}")
+        self.field = field
+        self.expected = expected
+
+
 def _v1_to_v2(document: Document) -> Document:
     """Version 1 held one `gpu` object for the whole file and called variants `kernel`.
 
@@ -23,20 +32,23 @@ def _v1_to_v2(document: Document) -> Document:
     version moves from the GPU into `tool`; kind `kernel` is now `variant`.
     """
     gpu = document.pop("gpu", None)
-    devices = []
-    if isinstance(gpu, dict):
-        gpu = dict(gpu)
-        engine_version = gpu.pop("pycuda_version", None)
-        if isinstance(document.get("tool"), dict) and engine_version is not None:
-            document["tool"].setdefault("engine", "pycuda")
-            document["tool"].setdefault("engine_version", engine_version)
-        devices.append({"index": 0, "pci_bus_id": None, "uuid": None, **gpu})
+    if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str):
+        raise MigrationError("gpu", "an object with the GPU's name (a version-1 file)")
+    gpu = dict(gpu)
+    engine_version = gpu.pop("pycuda_version", None)
+    tool = document.get("tool")
+    if isinstance(tool, dict):
+        engine_version = tool.pop("pycuda_version", engine_version)
+        if engine_version is not None:
+            tool.setdefault("engine", "pycuda")
+            tool.setdefault("engine_version", engine_version)
+    devices = [{"index": 0, "pci_bus_id": None, "uuid": None, **gpu}]
     document["devices"] = devices
     for benchmark in document.get("benchmarks") or []:
         if isinstance(benchmark, dict):
             if benchmark.get("kind") == "kernel":
                 benchmark["kind"] = "variant"
-            benchmark["device"] = 0 if devices else None
+            benchmark["device"] = 0
     document["schema_version"] = 2
     return document
 

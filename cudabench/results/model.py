@@ -139,15 +139,6 @@ class RunOutcome:
     notes: tuple[str, ...] = ()  # variants skipped and why
 
     @property
-    def devices(self) -> tuple[DeviceInfo, ...]:
-        """Return the GPUs the results name, each once, in order of appearance."""
-        seen: dict[tuple[Any, ...], DeviceInfo] = {}
-        for result in self.results:
-            if result.device is not None:
-                seen.setdefault(result.device.identity, result.device)
-        return tuple(seen.values())
-
-    @property
     def exit_code(self) -> ExitCode:
         """Return 2 if a row could not be compiled or run, 3 if one failed, else 0."""
         statuses = {r.status for r in self.results}
