@@ -150,21 +150,23 @@ HEADER_ERRORS = {
     "unknown name in grid": (["// cudabench: matmul", "// param TILE: default 8; allowed 8",
                               "// launch k: grid cdiv(ROWS, TILE); block TILE"], 3,
                              "launch k grid: unknown name(s) ROWS "
-                             "(known: ELEM_SIZE, K, M, N, SM_COUNT, TILE)"),
+                             "(known: ACC_SIZE, ELEM_SIZE, K, M, N, OUT_SIZE, SM_COUNT, TILE)"),
     "unknown name in block": (["// cudabench: dot", "// launch k: grid 1; block TILE"], 2,
-                              "launch k block: unknown name(s) TILE (known: ELEM_SIZE, N, "
+                              "launch k block: unknown name(s) TILE (known: ACC_SIZE, ELEM_SIZE, N, OUT_SIZE, "
                               "SM_COUNT)"),
     "unknown name in shared_bytes": (
         header_with("// shared_bytes: TILE * 4", op="transpose"), 2,
-        "shared_bytes: unknown name(s) TILE (known: COLS, ELEM_SIZE, ROWS, SM_COUNT)"),
+        "shared_bytes: unknown name(s) TILE (known: ACC_SIZE, COLS, ELEM_SIZE, OUT_SIZE, ROWS, "
+        "SM_COUNT)"),
     "bad grid syntax": (["// cudabench: matmul", "// launch k: grid N ** 2; block 1"], 2,
                         "launch k grid: allowed operators are"),
     "four block values": (["// cudabench: matmul", "// launch k: grid 1; block 1, 1, 1, 1"],
                           2, "expected 1 to 3 comma-separated values, got 4"),
     "two shared_bytes values": (header_with("// shared_bytes: 4, 8"), 2,
                                 "shared_bytes takes one expression"),
-    "bad dtype": (header_with("// description: x", "// dtypes: float32, float64"), 3,
-                  "dtypes must be among float32, int32; got 'float32, float64'"),
+    "bad dtype": (header_with("// description: x", "// dtypes: float32, bfloat16"), 3,
+                  "dtypes must be among float16, float32, float64, int32; got 'float32, "
+                  "bfloat16'"),
     "empty dtypes": (header_with("// dtypes:"), 2, "dtypes must be among"),
     "dtypes typo": (header_with("// dtypes: float"), 2, "dtypes must be among"),
 }

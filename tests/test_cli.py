@@ -109,7 +109,7 @@ USAGE_ERRORS = {
                        ["--tile and --param TILE both set TILE"]),
     "inplace not square": (["transpose", "--inplace", "--size", "3x5"],
                            ["--size '3x5'", "--inplace"]),
-    "dtype float64": (["dot", "--dtype", "float64"], ["--dtype float64", "float32, int32"]),
+    "dtype bfloat16": (["dot", "--dtype", "bfloat16"], ["--dtype bfloat16", "float16, float32"]),
     "precision 0": (["matmul", "--precision", "0"], ["--precision must be > 0"]),
     "min samples": (["matmul", "--min-samples", "0"], ["--min-samples"]),
     "max samples": (["matmul", "--min-samples", "30", "--max-samples", "10"], ["--max-samples"]),

@@ -22,7 +22,7 @@ from helpers import write_kernel
 
 from cudabench.catalog import KernelVariant, ParamSpec, discover, parse_header
 from cudabench.measure.plan import compile_defines
-from cudabench.ops import DTYPES
+from cudabench.ops import OPS
 
 NVCC = shutil.which("nvcc")
 ARCH = "sm_90"
@@ -42,11 +42,13 @@ class Build:
     command: str
 
 
-def compile_ptx(variant: KernelVariant, defines: dict[str, object]) -> Build:
+def compile_ptx(variant: KernelVariant, build: tuple[dict[str, object], tuple[str, ...]]
+                ) -> Build:
     """Compile variant to PTX as the engine would compile it to a cubin."""
+    defines, headers = build
     with tempfile.TemporaryDirectory() as work:
         source = Path(work) / f"{variant.name}.cu"
-        source.write_text(variant.compile_source(), encoding="utf-8")
+        source.write_text(variant.compile_source(headers), encoding="utf-8")
         target = Path(work) / f"{variant.name}.ptx"
         command = [NVCC, f"-arch={ARCH}", "-ptx", f"-I{variant.path.parent}",
                    *(f"-D{name}={value}" for name, value in sorted(defines.items())),
@@ -95,9 +97,11 @@ def build_cases():
 CASES = list(build_cases())
 
 
-def defines_for(dtype_name: str, params: dict[str, int]) -> dict[str, object]:
-    """Return the -D defines the engine compiles with (the pipeline's own function)."""
-    return compile_defines(params, DTYPES[dtype_name])
+def defines_for(dtype_name: str, params: dict[str, int], op: str = "dot"
+                ) -> tuple[dict[str, object], tuple[str, ...]]:
+    """Return the -D defines and headers the engine compiles with (the pipeline's own)."""
+    types = OPS[op].type_set(dtype_name)
+    return compile_defines(params, types), types.headers
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +113,7 @@ def builds():
         for case in CASES:
             op, name, dtype, params = case.values
             key = (op, name, dtype, tuple(params.items()))
-            futures[key] = pool.submit(compile_ptx, catalog[op][name], defines_for(dtype, params))
+            futures[key] = pool.submit(compile_ptx, catalog[op][name], defines_for(dtype, params, op))
         yield futures
         for future in futures.values():
             future.cancel()

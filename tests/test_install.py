@@ -24,7 +24,7 @@ def test_wheel_ships_kernels_and_finds_them(tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
                     str(target), str(wheel)], check=True)
-    env = {**os.environ, "PYTHONPATH": str(target), "COLUMNS": "250"}
+    env = {**os.environ, "PYTHONPATH": str(target), "COLUMNS": "400"}
     listing = subprocess.run([sys.executable, "-m", "cudabench", "list"], cwd=tmp_path,
                              env=env, capture_output=True, text=True, check=True).stdout
     assert str(target / "cudabench" / "kernels" / "matmul" / "tiled.cu") in listing

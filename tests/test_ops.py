@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from cudabench.errors import UsageError
-from cudabench.ops import DTYPES, OPS, get_dtype
+from cudabench.ops import DTYPES, OPS, TypeSet
 from cudabench.ops import dot as dot_module
 from cudabench.ops import matmul as matmul_module
-from cudabench.ops.base import INT32_MAX, LaunchShape
+from cudabench.ops.base import LaunchShape
+from cudabench.ops.types import INT32_MAX
 
 INT32_MIN = -(2**31)
-FLOAT32, INT32 = DTYPES["float32"], DTYPES["int32"]
+FLOAT32, INT32 = TypeSet.of("float32"), TypeSet.of("int32")
 
 # Small odd shapes from the ops' own edge shapes, used wherever the size does not matter.
 SHAPES = {name: op.edge_shapes()[1] for name, op in OPS.items()}
@@ -25,7 +26,8 @@ OP_DTYPES = [(op, dtype) for op in OPS for dtype in OPS[op].dtypes]
 def make_inputs(op_name: str, dtype_name: str, shape=None, seed: int = 0):
     """Return (op, inputs, exact reference) for op_name at shape (default SHAPES)."""
     op = OPS[op_name]
-    inputs = op.inputs(shape or SHAPES[op_name], DTYPES[dtype_name], np.random.default_rng(seed))
+    inputs = op.inputs(shape or SHAPES[op_name], op.type_set(dtype_name),
+                       np.random.default_rng(seed))
     return op, inputs, op.reference(inputs)
 
 
@@ -71,7 +73,8 @@ def test_inputs_are_never_trivial(op_name, dtype_name):
         assert len(np.unique(array)) > 2, f"{name} has too few distinct values"
         assert not np.all(np.isin(array, (0, 1))), name
         assert np.all(np.isfinite(array)), name
-        assert array.min() > INT32_MIN, f"{name} holds the poison value"
+        if array.dtype.kind == "i":
+            assert array.min() > INT32_MIN, f"{name} holds the poison value"
 
 
 @pytest.mark.parametrize(
@@ -181,15 +184,21 @@ def test_dot_reference(dtype_name):
 # -- verification ---------------------------------------------------------------------
 
 
-def as_result(expected: np.ndarray, dtype_name: str) -> np.ndarray:
-    """Return the exact reference as a kernel would store it."""
-    return expected.astype(DTYPES[dtype_name].numpy)
+def verify(op, inputs, expected, result, launches=()):
+    """Verify as the pipeline does, with the op's type set for the inputs' type."""
+    types = op.type_set(np.dtype(next(iter(inputs.values())).dtype).name)
+    return op.verify(inputs, expected, result, launches, types)
+
+
+def as_result(expected: np.ndarray, dtype_name: str, op_name: str = "transpose") -> np.ndarray:
+    """Return the exact reference as a kernel would store it (in the op's output type)."""
+    return expected.astype(OPS[op_name].type_set(dtype_name).output.numpy)
 
 
 @pytest.mark.parametrize(("op_name", "dtype_name"), OP_DTYPES)
 def test_exact_reference_passes(op_name, dtype_name):
     op, inputs, expected = make_inputs(op_name, dtype_name)
-    verification = op.verify(inputs, expected, as_result(expected, dtype_name))
+    verification = verify(op, inputs, expected, as_result(expected, dtype_name, op_name))
     assert verification.passed, verification
     assert verification.bad_elements == 0
     assert verification.total_elements == expected.size
@@ -200,7 +209,7 @@ def changed(value, dtype_name, op_name):
     if dtype_name == "int32":
         return value + 1
     if op_name.startswith("transpose"):
-        return np.nextafter(value, np.float32(np.inf))  # exact check: one ulp
+        return np.nextafter(value, type(value)(np.inf))  # exact check: one ulp of its type
     if op_name == "matmul":
         return value + np.float32(0.01)  # gamma_K |A||B| is below 1e-4 at SHAPES
     return value * np.float32(1.001)  # the dot tolerance at SHAPES is below 1e-5 relative
@@ -210,11 +219,11 @@ def changed(value, dtype_name, op_name):
 @pytest.mark.parametrize("where", ["first", "last", "middle"])
 def test_one_changed_element_fails(op_name, dtype_name, where):
     op, inputs, expected = make_inputs(op_name, dtype_name)
-    result = as_result(expected, dtype_name)
+    result = as_result(expected, dtype_name, op_name)
     index = {"first": 0, "last": result.size - 1, "middle": result.size // 2}[where]
     flat = result.reshape(-1)
     flat[index] = changed(flat[index], dtype_name, op_name)
-    verification = op.verify(inputs, expected, result)
+    verification = verify(op, inputs, expected, result)
     assert not verification.passed
     assert verification.bad_elements == 1
 
@@ -222,9 +231,9 @@ def test_one_changed_element_fails(op_name, dtype_name, where):
 @pytest.mark.parametrize(("op_name", "dtype_name"), OP_DTYPES)
 def test_poisoned_element_fails(op_name, dtype_name):
     op, inputs, expected = make_inputs(op_name, dtype_name)
-    result = as_result(expected, dtype_name)
-    result.reshape(-1)[-1] = DTYPES[dtype_name].poison()
-    verification = op.verify(inputs, expected, result)
+    result = as_result(expected, dtype_name, op_name)
+    result.reshape(-1)[-1] = op.type_set(dtype_name).output.poison()
+    verification = verify(op, inputs, expected, result)
     assert not verification.passed
     assert verification.bad_elements == 1
 
@@ -232,15 +241,17 @@ def test_poisoned_element_fails(op_name, dtype_name):
 @pytest.mark.parametrize(("op_name", "dtype_name"), OP_DTYPES)
 def test_all_poisoned_fails(op_name, dtype_name):
     op, inputs, expected = make_inputs(op_name, dtype_name)
-    result = np.full(expected.shape, DTYPES[dtype_name].poison())
-    verification = op.verify(inputs, expected, result)
+    result = np.full(expected.shape, op.type_set(dtype_name).output.poison())
+    verification = verify(op, inputs, expected, result)
     assert not verification.passed
     assert verification.bad_elements == expected.size
 
 
 def test_poison_values():
-    assert np.isnan(FLOAT32.poison()) and FLOAT32.poison().dtype == np.float32
-    assert INT32.poison() == INT32_MIN and INT32.poison().dtype == np.int32
+    for name in ("float16", "float32", "float64"):
+        poison = DTYPES[name].poison()
+        assert np.isnan(poison) and poison.dtype == DTYPES[name].numpy
+    assert DTYPES["int32"].poison() == INT32_MIN and DTYPES["int32"].poison().dtype == np.int32
 
 
 @pytest.mark.parametrize("op_name", ["transpose", "transpose_inplace"])
@@ -248,7 +259,7 @@ def test_poison_values():
 def test_untransposed_result_fails(op_name, dtype_name):
     op, inputs, expected = make_inputs(op_name, dtype_name)
     wrong = inputs["A"].reshape(expected.shape)  # the right shape, not transposed
-    verification = op.verify(inputs, expected, wrong)
+    verification = verify(op, inputs, expected, wrong)
     assert not verification.passed
     assert verification.bad_elements > expected.size // 2
 
@@ -256,7 +267,7 @@ def test_untransposed_result_fails(op_name, dtype_name):
 @pytest.mark.parametrize("dtype_name", ["float32", "int32"])
 def test_transposed_matmul_result_fails(dtype_name):
     op, inputs, expected = make_inputs("matmul", dtype_name, (40, 40, 40))
-    verification = op.verify(inputs, expected, as_result(expected.T, dtype_name))
+    verification = verify(op, inputs, expected, as_result(expected.T, dtype_name))
     assert not verification.passed
 
 
@@ -266,7 +277,7 @@ def test_matmul_missing_last_k_tile_fails(dtype_name, k, tile):
     op, inputs, expected = make_inputs("matmul", dtype_name, (24, k, 20))
     kept = (k - 1) // tile * tile
     partial = op.reference({"A": inputs["A"][:, :kept], "B": inputs["B"][:kept]})
-    verification = op.verify(inputs, expected, as_result(partial, dtype_name))
+    verification = verify(op, inputs, expected, as_result(partial, dtype_name))
     assert not verification.passed
     assert verification.bad_elements > expected.size * 0.9
 
@@ -289,7 +300,7 @@ def test_matmul_float32_in_any_correct_order_passes(shape):
     op, inputs, expected = make_inputs("matmul", "float32", shape)
     for name, result in matmul_float32_orders(inputs["A"], inputs["B"]):
         assert result.dtype == np.float32
-        verification = op.verify(inputs, expected, result)
+        verification = verify(op, inputs, expected, result)
         assert verification.passed, (name, verification)
 
 
@@ -350,7 +361,7 @@ def test_dot_float32_in_any_correct_order_passes(n):
     op, inputs, expected = make_inputs("dot", "float32", (n,))
     for name, total, geometry in dot_float32_orders(inputs["a"], inputs["b"]):
         result = np.array([total], dtype=np.float32)
-        verification = op.verify(inputs, expected, result, [geometry])
+        verification = verify(op, inputs, expected, result, [geometry])
         assert verification.passed, (n, name, verification)
 
 
@@ -371,7 +382,7 @@ def dot_without_block(op, inputs, dtype_name: str, skipped: int, blocks_per_sm: 
 def test_dot_missing_one_block_fails(dtype_name, n, skipped):
     op, inputs, expected = make_inputs("dot", dtype_name, (n,))
     result, launches = dot_without_block(op, inputs, dtype_name, skipped)
-    verification = op.verify(inputs, expected, result, launches)
+    verification = verify(op, inputs, expected, result, launches)
     assert not verification.passed, verification
 
 
@@ -379,7 +390,7 @@ def test_dot_missing_one_block_fails(dtype_name, n, skipped):
 def test_dot_missing_one_block_fails_at_every_allowed_grid(block, blocks_per_sm):
     op, inputs, expected = make_inputs("dot", "float32", (1 << 24,))
     result, launches = dot_without_block(op, inputs, "float32", 0, blocks_per_sm, block)
-    assert not op.verify(inputs, expected, result, launches).passed
+    assert not verify(op, inputs, expected, result, launches).passed
 
 
 def test_dot_tolerance_below_one_block_share_at_every_length():
@@ -404,8 +415,8 @@ def test_matmul_tolerance_catches_a_small_error():
     gamma = 64 * 2.0**-24 / (1 - 64 * 2.0**-24)
     inside = (expected + 0.9 * gamma * magnitude).astype(np.float32)
     outside = expected + 1.5 * gamma * magnitude  # float64: no rounding back inside
-    assert op.verify(inputs, expected, inside).passed
-    assert op.verify(inputs, expected, outside).bad_elements == expected.size
+    assert verify(op, inputs, expected, inside).passed
+    assert verify(op, inputs, expected, outside).bad_elements == expected.size
 
 
 # -- sizes and accounting -------------------------------------------------------------
@@ -466,7 +477,7 @@ def test_parse_size_errors(op_name, text, message):
 )
 def test_check_shape_rejects_what_cannot_run_exactly(op_name, shape, dtype_name):
     with pytest.raises(UsageError, match="--size"):
-        OPS[op_name].check_shape(shape, DTYPES[dtype_name])
+        OPS[op_name].check_shape(shape, OPS[op_name].type_set(dtype_name))
 
 
 @pytest.mark.parametrize(("op_name", "text"), [
@@ -478,10 +489,15 @@ def test_sizes_beyond_int32_are_refused(op_name, text):
         OPS[op_name].parse_size(text)
 
 
-def test_get_dtype():
-    assert get_dtype(OPS["dot"], "int32") is INT32
-    with pytest.raises(UsageError, match="--dtype float64: dot supports float32, int32"):
-        get_dtype(OPS["dot"], "float64")
+def test_type_matrix():
+    for op in OPS.values():
+        assert set(op.dtypes) == {"float16", "float32", "float64", "int32"}
+    dot16, matmul16 = OPS["dot"].type_set("float16"), OPS["matmul"].type_set("float16")
+    assert (dot16.accumulate.name, dot16.output.name) == ("float32", "float32")
+    assert (matmul16.accumulate.name, matmul16.output.name) == ("float32", "float16")
+    assert OPS["transpose"].type_set("float64") == TypeSet.of("float64")
+    with pytest.raises(UsageError, match="--dtype bfloat16: dot supports float16, float32"):
+        OPS["dot"].type_set("bfloat16")
 
 
 @pytest.mark.parametrize(
@@ -491,14 +507,15 @@ def test_get_dtype():
         ("matmul", (1000, 1000, 1000), 4, 2 * 10**9, 3 * 10**6 * 4),
         ("transpose", (3, 7), 4, 0, 2 * 21 * 4),
         ("transpose_inplace", (9,), 4, 0, 2 * 81 * 4),
-        ("dot", (1 << 24,), 4, 2 << 24, 2 * (1 << 24) * 4),
-        ("dot", (10,), 8, 20, 160),
+        ("dot", (1 << 24,), 4, 2 << 24, 2 * (1 << 24) * 4 + 4),
+        ("dot", (10,), 8, 20, 168),  # two inputs of 8 bytes a element, one result
     ],
 )
 def test_flops_and_bytes_moved(op_name, shape, itemsize, flops, bytes_moved):
     op = OPS[op_name]
     assert op.flops(shape) == flops
-    assert op.bytes_moved(shape, itemsize) == bytes_moved
+    name = {2: "float16", 4: "float32", 8: "float64"}[itemsize]
+    assert op.bytes_moved(shape, TypeSet.of(name)) == bytes_moved
 
 
 @pytest.mark.parametrize(
@@ -517,4 +534,46 @@ def test_args_and_outputs(op_name, shape, blocks, args, outputs):
     assert op.outputs(shape, FLOAT32, blocks) == outputs
     buffers = [a for a in args if isinstance(a, str)]
     assert op.result_buffer in buffers
-    assert op.signature.count("DTYPE*") == len(buffers)
+    assert op.signature.count("DTYPE*") + op.signature.count("OUT_TYPE*") == len(buffers)
+
+
+def correct_in_its_types(op_name: str, inputs: dict, types) -> np.ndarray:
+    """Compute the op as a correct kernel does: in the accumulator's type, term by term
+    (not the reference's order), then stored in the output type."""
+    acc = types.accumulate.numpy
+    if op_name == "matmul":
+        a, b = inputs["A"].astype(acc), inputs["B"].astype(acc)
+        total = np.zeros((a.shape[0], b.shape[1]), dtype=acc)
+        for k in reversed(range(a.shape[1])):
+            total += a[:, k:k + 1] * b[k:k + 1, :]
+        return total.astype(types.output.numpy)
+    products = inputs["a"].astype(acc) * inputs["b"].astype(acc)
+    total = acc(0)
+    for value in products[::-1]:
+        total += value
+    return np.array([total]).astype(types.output.numpy)
+
+
+@pytest.mark.parametrize("dtype_name", ["float16", "float32", "float64"])
+@pytest.mark.parametrize(("op_name", "shape"), [("matmul", (9, 700, 11)), ("dot", (3001,))])
+def test_a_correct_computation_in_the_declared_types_passes_and_a_slip_fails(
+        op_name, shape, dtype_name):
+    op, inputs, expected = make_inputs(op_name, dtype_name, shape)
+    types = op.type_set(dtype_name)
+    result = correct_in_its_types(op_name, inputs, types)
+    assert verify(op, inputs, expected, result).passed
+    # One element off by three times the bound's leading term (k u sum|terms|, k the
+    # length of the sum) plus a few roundings of the output is wrong in every type.
+    flat = result.reshape(-1)
+    if op_name == "matmul":
+        terms = float(np.abs(inputs["A"][0].astype(np.float64))
+                      @ np.abs(inputs["B"][:, 0].astype(np.float64)))
+        length = shape[1]
+    else:
+        terms = float(np.abs(inputs["a"].astype(np.float64))
+                      @ np.abs(inputs["b"].astype(np.float64)))
+        length = np.sqrt(shape[0]) * 8  # the dot's probabilistic bound: 8 sqrt(N)
+    slip = (3 * length * types.accumulate.unit_roundoff * terms
+            + 4 * abs(float(flat[0])) * types.output.unit_roundoff)
+    flat[0] = types.output.numpy(float(flat[0]) + slip)
+    assert not verify(op, inputs, expected, result).passed

@@ -111,7 +111,8 @@ def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
          "--variant fast: no such matmul variant (known: naive, tiled, tiled_conflict)"),
         (Request(op="matmul", size="0"), "--size '0': sizes are positive integers"),
         (Request(op="transpose_inplace", size="3x5"), "--inplace transposes a square matrix"),
-        (Request(op="dot", dtype="float64"), "--dtype float64: dot supports float32, int32"),
+        (Request(op="dot", dtype="bfloat16"),
+         "--dtype bfloat16: dot supports float16, float32, float64, int32"),
         (Request(op="dot", size="1<<31"), "--size '1<<31': each extent must be at most 2^31-1"),
         (Request(op="matmul", timing=TimingPolicy(precision=0)), "--precision must be > 0"),
         (Request(op="matmul", timing=TimingPolicy(min_samples=0)), "--min-samples"),
@@ -223,10 +224,12 @@ def test_a_param_only_a_skipped_variant_takes_is_an_error(tmp_path):
 
 
 def test_header_variables():
-    from cudabench.ops import DTYPES, OPS
+    from cudabench.ops import OPS
 
-    variables = header_variables(OPS["matmul"], (2, 3, 5), DTYPES["int32"], {"TILE": 8}, 132)
-    assert variables == {"M": 2, "K": 3, "N": 5, "TILE": 8, "ELEM_SIZE": 4, "SM_COUNT": 132}
+    types = OPS["dot"].type_set("float16")
+    variables = header_variables(OPS["matmul"], (2, 3, 5), types, {"TILE": 8}, 132)
+    assert variables == {"M": 2, "K": 3, "N": 5, "TILE": 8, "ELEM_SIZE": 2, "ACC_SIZE": 4,
+                         "OUT_SIZE": 4, "SM_COUNT": 132}
 
 
 def test_planning_never_imports_pycuda_or_the_engine():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from cudabench.errors import KernelFileError
 from cudabench.ops import OPS, get_op
 
 # Names a header expression may use besides the op's dimensions and the variant's params.
-BUILTIN_NAMES = ("ELEM_SIZE", "SM_COUNT")
+BUILTIN_NAMES = ("ELEM_SIZE", "ACC_SIZE", "OUT_SIZE", "SM_COUNT")
 
 _KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\s*(?P<value>.*)$")
 _RANGE = re.compile(r"^(-?\d+)\s*\.\.\s*(-?\d+)$")
@@ -113,10 +113,12 @@ class KernelVariant:
             raise KernelFileError(self.path, self.shared_bytes_line, f"shared_bytes: {exc}"
                                   ) from None
 
-    def compile_source(self) -> str:
-        """Return the source for nvcc, with a #line directive so errors cite this file."""
+    def compile_source(self, headers: Sequence[str] = ()) -> str:
+        """Return the source for nvcc: headers first, then a #line directive so that errors
+        cite this file's own lines."""
         quoted = str(self.path).replace("\\", "\\\\").replace('"', '\\"')
-        return f'#line 1 "{quoted}"\n{self.source}'
+        includes = "".join(f"#include <{header}>\n" for header in headers)
+        return f'{includes}#line 1 "{quoted}"\n{self.source}'
 
 
 def _pad3(values: tuple[int, ...]) -> tuple[int, ...]:
@@ -148,7 +150,7 @@ def parse_header(path: Path, text: str | None = None) -> KernelVariant:
         raise KernelFileError(path, 1, f"unknown op {op_name!r} (known: {', '.join(OPS)})")
     op = get_op(op_name)
 
-    reserved = {*op.dims, *BUILTIN_NAMES, "DTYPE"}
+    reserved = {*op.dims, *BUILTIN_NAMES, "DTYPE", "ACC_TYPE", "OUT_TYPE"}
     fields: dict[str, tuple[int, str]] = {}
     params: list[ParamSpec] = []
     launch_lines: list[tuple[int, str, str]] = []

@@ -53,8 +53,9 @@ class Engine(Protocol):
         """Return whether a kernel faulted: nothing more can run in this process."""
 
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
-                signature: str) -> Compiled:
-        """Compile a variant with -D defines; signature has a P per buffer, an i per int."""
+                signature: str, headers: Sequence[str] = ()) -> Compiled:
+        """Compile a variant with -D defines and headers included first (cuda_fp16.h for
+        float16); signature has a P per buffer, an i per int."""
 
     def allocate(self, nbytes: int) -> Any:
         """Allocate device memory; GpuEnvironmentError when there is not enough."""

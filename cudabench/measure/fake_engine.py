@@ -24,7 +24,7 @@ import numpy as np
 from cudabench.catalog import KernelVariant
 from cudabench.errors import GpuEnvironmentError
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
-from cudabench.ops import DTYPES, get_op
+from cudabench.ops import DTYPES, TypeSet, get_op
 from cudabench.results.model import DeviceInfo
 
 FAKE_DEVICE = DeviceInfo(
@@ -75,7 +75,7 @@ class FakeKernel:
     """A compiled fake variant: which op it emulates and how it misbehaves."""
 
     variant: KernelVariant
-    dtype: str
+    types: TypeSet
     fault: Fault | None
     slowdown: float
 
@@ -101,14 +101,15 @@ class FakeEngine:
 
     # -- the protocol --------------------------------------------------------------------
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
-                signature: str) -> Compiled:
+                signature: str, headers: Sequence[str] = ()) -> Compiled:
         """Return a fake kernel per launch; nothing is compiled."""
         self._alive()
         fault = self.spec.faults.get(variant.name)
         if fault is Fault.OUT_OF_MEMORY:
             self.out_of_memory = True
         dtype = next(d.name for d in DTYPES.values() if d.ctype == defines["DTYPE"])
-        kernel = FakeKernel(variant, dtype, fault, self.spec.slowdown.get(variant.name, 1.0))
+        types = get_op(variant.op).type_set(dtype)
+        kernel = FakeKernel(variant, types, fault, self.spec.slowdown.get(variant.name, 1.0))
         attributes = {"registers": 32, "shared_bytes": 0, "local_bytes": 0,
                       "max_threads_per_block": 1024}
         return Compiled([kernel] * len(variant.launches),
@@ -139,12 +140,14 @@ class FakeEngine:
         """Copy bytes out as an array."""
         self._alive()
         count = math.prod(shape)
-        return np.array(buffer.view(dtype)[:count].reshape(shape))
+        size = np.dtype(dtype).itemsize
+        return np.array(buffer[: count * size].view(dtype).reshape(shape))
 
     def fill(self, buffer: Any, value: np.generic, count: int) -> None:
         """Fill count elements with value."""
         self._alive()
-        buffer.view(np.asarray(value).dtype)[:count] = value
+        kind = np.asarray(value).dtype
+        buffer[: count * kind.itemsize].view(kind)[:] = value
         self.log.append(("fill", count))
 
     def copy(self, target: Any, source: Any, nbytes: int) -> None:
@@ -157,7 +160,6 @@ class FakeEngine:
         """Return a run that emulates the variant and enqueues its synthetic time."""
         kernel: FakeKernel = compiled.functions[0]
         op = get_op(kernel.variant.op)
-        dtype = DTYPES[kernel.dtype]
         cost_s = self._cost_s(kernel, args)
         runs = 0
 
@@ -175,13 +177,15 @@ class FakeEngine:
             before = [np.array(arg) if isinstance(arg, np.ndarray) and keep else None
                       for arg in args]
             with np.errstate(all="ignore"):  # garbage in a buffer computes quietly, as on a GPU
-                result = op.emulate(args, dtype)
+                result = op.emulate(args, kernel.types)
             spot = 1 if result.size > 1 else 0
             if keep:  # put back what the result's buffer held before this run
                 for arg, old in zip(args, before):
                     if old is not None and np.shares_memory(arg, result):
                         # typed() views start at byte 0 of their buffer
-                        result.reshape(-1)[spot] = old.view(result.dtype)[spot]
+                        size = result.dtype.itemsize
+                        result.reshape(-1)[spot] = old[: result.size * size].view(
+                            result.dtype)[spot]
             if kernel.fault is Fault.CHANGES_INPUTS:
                 for arg in args:
                     if isinstance(arg, np.ndarray) and not np.shares_memory(arg, result):

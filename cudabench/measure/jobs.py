@@ -54,7 +54,7 @@ class Prepared:
 
 def prepare(plan: Plan) -> Prepared:
     """Make the plan's inputs from its seed and compute the float64 reference."""
-    inputs = plan.op.inputs(plan.shape, plan.dtype, np.random.default_rng(plan.seed))
+    inputs = plan.op.inputs(plan.shape, plan.types, np.random.default_rng(plan.seed))
     started = time.perf_counter()
     expected = plan.op.reference(inputs)
     return Prepared(inputs, expected, time.perf_counter() - started)
@@ -69,7 +69,7 @@ def record(plan: Plan, name: str, params: dict[str, int], source: str, device: D
         op=op.name, variant=name, params=dict(params), shape=tuple(plan.shape),
         dims=op.dims, dtype=plan.dtype.name, hot=plan.hot,
         flops=op.flops(plan.shape) if kind is Kind.VARIANT else 0,
-        bytes_moved=op.bytes_moved(plan.shape, plan.dtype.itemsize),
+        bytes_moved=op.bytes_moved(plan.shape, plan.types),
         source=source, cpu_reference_s=cpu_reference_s, kind=kind, device=device, **fields,
     )
 

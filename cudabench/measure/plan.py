@@ -13,7 +13,7 @@ from pathlib import Path
 from cudabench.catalog import KernelVariant, discover
 from cudabench.errors import UsageError
 from cudabench.measure.timing import TimingPolicy
-from cudabench.ops import DType, Op, Shape, get_dtype, get_op
+from cudabench.ops import DType, Op, Shape, TypeSet, get_op
 
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 MAX_STATIC_SHARED_BYTES = 48 * 1024  # static __shared__ limit on every CUDA GPU
@@ -55,12 +55,17 @@ class Plan:
 
     op: Op
     shape: tuple[int, ...]
-    dtype: DType
+    types: TypeSet  # inputs, accumulator and outputs
     variants: tuple[PlannedVariant, ...]
     seed: int
     hot: bool
     timing: TimingPolicy
     notes: tuple[str, ...] = ()  # variants skipped and why, for stderr
+
+    @property
+    def dtype(self) -> DType:
+        """Return the input type (the --dtype the user chose)."""
+        return self.types.input
 
 
 def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None = None
@@ -78,8 +83,9 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                ) -> Plan:
     op = get_op(request.op)
     shape = op.parse_size(request.size or op.default_size)
-    dtype = get_dtype(op, request.dtype)
-    op.check_shape(shape, dtype)
+    types = op.type_set(request.dtype)
+    dtype = types.input
+    op.check_shape(shape, types)
     timing = request.timing.validate()
     if catalog is None:
         catalog = discover(request.kernels_dirs)
@@ -113,12 +119,12 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                 f"{request.flag(param)}: no selected {op.name} variant takes {param}"
             )
     planned = tuple(
-        PlannedVariant(v, _resolve_params(request, op, shape, dtype, v)) for v in chosen
+        PlannedVariant(v, _resolve_params(request, op, shape, types, v)) for v in chosen
     )
-    return Plan(op, shape, dtype, planned, request.seed, request.hot, timing, tuple(notes))
+    return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes))
 
 
-def _resolve_params(request: Request, op: Op, shape: Shape, dtype: DType,
+def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
                     variant: KernelVariant) -> dict[str, int]:
     params = {}
     for spec in variant.params:
@@ -130,7 +136,7 @@ def _resolve_params(request: Request, op: Op, shape: Shape, dtype: DType,
             )
         params[spec.name] = value
     where = f"{op.name}/{variant.name} with {_describe(params)}"
-    variables = header_variables(op, shape, dtype, params, sm_count=1)
+    variables = header_variables(op, shape, types, params, sm_count=1)
     for _grid, block in variant.geometry(variables):
         threads = 1
         for extent, limit in zip(block, MAX_BLOCK_DIMS):
@@ -152,15 +158,22 @@ def _resolve_params(request: Request, op: Op, shape: Shape, dtype: DType,
     return params
 
 
-def header_variables(op: Op, shape: Shape, dtype: DType, params: Mapping[str, int],
+def type_sizes(types: TypeSet) -> dict[str, int]:
+    """Return the element sizes headers and kernels may use: ELEM_SIZE, ACC_SIZE, OUT_SIZE."""
+    return {"ELEM_SIZE": types.input.itemsize, "ACC_SIZE": types.accumulate.itemsize,
+            "OUT_SIZE": types.output.itemsize}
+
+
+def header_variables(op: Op, shape: Shape, types: TypeSet, params: Mapping[str, int],
                      sm_count: int) -> dict[str, int]:
-    """Return the names header arithmetic may use: the shape, params, ELEM_SIZE, SM_COUNT."""
-    return {**op.variables(shape), **params, "ELEM_SIZE": dtype.itemsize, "SM_COUNT": sm_count}
+    """Return the names header arithmetic may use: the shape, params, sizes, SM_COUNT."""
+    return {**op.variables(shape), **params, **type_sizes(types), "SM_COUNT": sm_count}
 
 
-def compile_defines(params: Mapping[str, int], dtype: DType) -> dict[str, object]:
-    """Return the -D defines a variant is compiled with: its params, DTYPE and ELEM_SIZE."""
-    return {**params, "DTYPE": dtype.ctype, "ELEM_SIZE": dtype.itemsize}
+def compile_defines(params: Mapping[str, int], types: TypeSet) -> dict[str, object]:
+    """Return the -D defines a variant is compiled with: params, the three types, sizes."""
+    return {**params, "DTYPE": types.input.ctype, "ACC_TYPE": types.accumulate.ctype,
+            "OUT_TYPE": types.output.ctype, **type_sizes(types)}
 
 
 def _extents(extent: tuple[int, ...]) -> str:

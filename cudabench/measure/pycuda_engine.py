@@ -126,15 +126,16 @@ class PycudaEngine:
 
     # -- compilation -----------------------------------------------------------------
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
-                signature: str) -> Compiled:
+                signature: str, headers: Sequence[str] = ()) -> Compiled:
         """Compile a variant with -D defines; signature is PyCUDA's prepare() string."""
-        key = (str(variant.path), variant.source, tuple(sorted(defines.items())), signature)
+        key = (str(variant.path), variant.source, tuple(sorted(defines.items())), signature,
+               tuple(headers))
         if key in self._modules:
             return self._modules[key]
         options = [f"-D{name}={value}" for name, value in sorted(defines.items())]
         try:
             module = self._compiler.SourceModule(
-                variant.compile_source(), options=options, no_extern_c=True,
+                variant.compile_source(headers), options=options, no_extern_c=True,
                 include_dirs=[str(variant.path.parent)],
             )
         except self.cuda.CompileError as exc:

@@ -34,7 +34,7 @@ def _device_copy(plan: Plan, engine: Engine, buffers: list[Any]) -> Setup:
 
     Each allocation joins buffers at once, so the caller frees it even if the next fails.
     """
-    nbytes = plan.op.bytes_moved(plan.shape, plan.dtype.itemsize) // 2
+    nbytes = plan.op.bytes_moved(plan.shape, plan.types) // 2
     buffers.append(engine.allocate(nbytes))
     buffers.append(engine.allocate(nbytes))
     source, target = buffers

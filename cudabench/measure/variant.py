@@ -21,7 +21,7 @@ FAULTED = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
 def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: Prepared
                 ) -> BenchmarkResult:
     """Compile, warm up, verify once on fresh inputs and poisoned outputs, then time."""
-    op, dtype, variant = plan.op, plan.dtype, planned.variant
+    op, types, variant = plan.op, plan.types, planned.variant
     launches: list[dict[str, Any]] = []
     buffers: dict[str, Any] = {}
 
@@ -32,10 +32,12 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     inputs = prepared.inputs
     try:
         compiled, geometry, arg_spec = compile_variant(plan, engine, planned, launches)
-        outputs = op.outputs(plan.shape, dtype, math.prod(geometry[0][0]))
+        outputs = op.outputs(plan.shape, types, math.prod(geometry[0][0]))
         shapes = {name: array.shape for name, array in inputs.items()} | outputs
-        for name, shape in shapes.items():
-            buffers[name] = engine.allocate(math.prod(shape) * dtype.itemsize)
+        sizes = {name: math.prod(shape) * (types.output if name in outputs else types.input
+                                           ).itemsize for name, shape in shapes.items()}
+        for name, nbytes in sizes.items():
+            buffers[name] = engine.allocate(nbytes)
         args = [buffers[a] if isinstance(a, str) else np.int32(a) for a in arg_spec]
         run = engine.launcher(compiled, geometry, args)
 
@@ -48,16 +50,16 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
         for name, array in inputs.items():
             engine.upload(buffers[name], array)
         for name, shape in outputs.items():
-            engine.fill(buffers[name], dtype.poison(), math.prod(shape))
+            engine.fill(buffers[name], types.output.poison(), math.prod(shape))
         run()
         engine.synchronize()
+        result_type = types.output if op.result_buffer in outputs else types.input
         result = engine.download(buffers[op.result_buffer], shapes[op.result_buffer],
-                                 dtype.numpy)
+                                 result_type.numpy)
         launched = [LaunchShape(grid, block) for grid, block in geometry]
-        verification = op.verify(inputs, prepared.expected, result, launched)
+        verification = op.verify(inputs, prepared.expected, result, launched, types)
 
-        working_set = sum(math.prod(s) for s in shapes.values()) * dtype.itemsize
-        samples, warnings = sample(engine, run, plan, working_set)
+        samples, warnings = sample(engine, run, plan, sum(sizes.values()))
         return row(samples_s=samples, verification=verification, warnings=warnings)
     except KernelFault as exc:
         return row(
@@ -81,8 +83,8 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
     Checks what only the GPU knows: its grid limits and, once compiled, how many threads
     a block may have at the registers the kernel uses.
     """
-    op, dtype, variant = plan.op, plan.dtype, planned.variant
-    variables = header_variables(op, plan.shape, dtype, planned.params, engine.info.sm_count)
+    op, types, variant = plan.op, plan.types, planned.variant
+    variables = header_variables(op, plan.shape, types, planned.params, engine.info.sm_count)
     geometry = variant.geometry(variables)
     for launch, (grid, _block) in zip(variant.launches, geometry):
         for axis, (extent, limit) in enumerate(zip(grid, engine.grid_limits)):
@@ -94,7 +96,8 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
                 )
     arg_spec = op.args(plan.shape, math.prod(geometry[0][0]))
     signature = "".join("P" if isinstance(a, str) else "i" for a in arg_spec)
-    compiled = engine.compile(variant, compile_defines(planned.params, dtype), signature)
+    compiled = engine.compile(variant, compile_defines(planned.params, types), signature,
+                              types.headers)
     for launch, (grid, block), attrs in zip(variant.launches, geometry, compiled.attributes):
         launches.append({"entry": launch.entry, "grid": list(grid), "block": list(block),
                          **attrs})

@@ -9,19 +9,9 @@ from typing import Any
 import numpy as np
 
 from cudabench.errors import UsageError
-from cudabench.ops.base import (
-    INT32_MAX,
-    U32,
-    DType,
-    LaunchShape,
-    Op,
-    Shape,
-    bounded_check,
-    exact_check,
-    random_floats,
-    random_ints,
-    typed,
-)
+from cudabench.ops.base import LaunchShape, Op, Shape, typed
+from cudabench.ops.checks import bounded_check, exact_check
+from cudabench.ops.types import INT32_MAX, U32, TypeSet, random_floats, random_ints
 from cudabench.results.model import Verification
 
 # Probabilistic rounding-error bounds hold with probability about 1 - 2 exp(-LAMBDA^2 / 2).
@@ -46,8 +36,10 @@ def addition_chain(n: int, launch: LaunchShape | None) -> int:
     return -(-n // threads) + math.ceil(math.log2(launch.threads_per_block)) + launch.blocks
 
 
-def float_tolerance(n: int, abs_sum: float, launch: LaunchShape | None = None) -> float:
-    """Return the float32 tolerance of an N-term dot with sum |a_i b_i| = abs_sum.
+def float_tolerance(n: int, abs_sum: float, launch: LaunchShape | None = None,
+                    u: float = U32) -> float:
+    """Return the tolerance of an N-term dot with sum |a_i b_i| = abs_sum, accumulated with
+    unit roundoff u (float32 by default).
 
     LAMBDA sqrt(k) u sum|a_i b_i|, with k the longest addition chain of the kernel's launch
     geometry: the probabilistic bound of a k-deep sum (Higham and Mary), so a correct
@@ -55,46 +47,53 @@ def float_tolerance(n: int, abs_sum: float, launch: LaunchShape | None = None) -
     block removes about sum|a_i b_i| / blocks: 2.7 times this bound or more at any grid
     the built-in variants allow, 59 times at the default one (N = 1<<24).
     """
-    return LAMBDA * math.sqrt(addition_chain(n, launch)) * U32 * abs_sum
+    return LAMBDA * math.sqrt(addition_chain(n, launch)) * u * abs_sum
 
 
 class Dot(Op):
-    """A dot product in float32 or exact int32."""
+    """A dot product: float16 (float32 accumulation and result), float32, float64, int32."""
 
     name = "dot"
     summary = "out = sum(a * b) over two vectors of length N"
     dims = ("N",)
     size_forms = {1: "1<<24"}
     default_size = "1<<24"
-    signature = (
-        "(const DTYPE* a, const DTYPE* b, DTYPE* out, DTYPE* partials, int N, int num_partials)"
-    )
+    # A float16 sum of 2^24 same-sign products would overflow 65504: float16 inputs
+    # accumulate into, and return, float32.
+    types = {
+        "float16": ("float16", "float32", "float32"),
+        "float32": ("float32", "float32", "float32"),
+        "float64": ("float64", "float64", "float64"),
+        "int32": ("int32", "int32", "int32"),
+    }
+    signature = ("(const DTYPE* a, const DTYPE* b, OUT_TYPE* out, OUT_TYPE* partials, int N, "
+                 "int num_partials)")
     result_buffer = "out"
     references = ("memcpy_dtod",)
 
-    def check_shape(self, shape: Shape, dtype: DType) -> None:
+    def check_shape(self, shape: Shape, types: TypeSet) -> None:
         (n,) = shape
         if n > INT32_MAX:
             raise UsageError(f"--size {n}: vectors longer than 2^31-1 are not supported")
-        if dtype.name == "int32" and int_bound(n) < 2:
+        if types.input.name == "int32" and int_bound(n) < 2:
             # Inputs would be all 1 and -1: too uniform to reveal a wrong index.
             raise UsageError(f"--size {n}: too long for an exact int32 dot of varied inputs "
                              f"(at most {INT32_MAX // 4}); use --dtype float32")
 
-    def inputs(self, shape: Shape, dtype: DType, rng: np.random.Generator
+    def inputs(self, shape: Shape, types: TypeSet, rng: np.random.Generator
                ) -> dict[str, np.ndarray]:
         (n,) = shape
         # a > 0 and b < 0: every product has the same sign, so nothing cancels and a
         # dropped block moves the sum by its full share.
-        if dtype.name == "float32":
+        if types.input.is_float:
             return {
-                "a": random_floats(rng, (n,), 0.5, 1.5),
-                "b": random_floats(rng, (n,), -1.5, -0.5),
+                "a": random_floats(rng, (n,), 0.5, 1.5, types.input),
+                "b": random_floats(rng, (n,), -1.5, -0.5, types.input),
             }
         bound = int_bound(n)
         return {"a": random_ints(rng, (n,), 1, bound), "b": random_ints(rng, (n,), -bound, -1)}
 
-    def outputs(self, shape: Shape, dtype: DType, blocks: int) -> dict[str, Shape]:
+    def outputs(self, shape: Shape, types: TypeSet, blocks: int) -> dict[str, Shape]:
         return {"out": (1,), "partials": (max(blocks, 1),)}
 
     def args(self, shape: Shape, blocks: int) -> list[str | int]:
@@ -106,29 +105,33 @@ class Dot(Op):
         return np.array([np.dot(a.astype(wide), b.astype(wide))])
 
     def verify(self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
-               launches: Sequence[LaunchShape] = ()) -> Verification:
-        if result.dtype.kind == "i":
+               launches: Sequence[LaunchShape], types: TypeSet) -> Verification:
+        if not types.accumulate.is_float:
             return exact_check(result, expected)
         a = inputs["a"].astype(np.float64)
         abs_sum = float(np.abs(a) @ np.abs(inputs["b"].astype(np.float64)))
         launch = launches[0] if launches else None
-        tol = float_tolerance(a.size, abs_sum, launch)
+        u = types.accumulate.unit_roundoff  # float16 products are exact in float32
+        tol = float_tolerance(a.size, abs_sum, launch, u)
         k = addition_chain(a.size, launch)
-        return bounded_check(result, expected, tol,
-                             f"|out-ref| <= {LAMBDA:g} sqrt({k}) u sum|a b|")
+        criterion = f"|out-ref| <= {LAMBDA:g} sqrt({k}) u sum|a b|"
+        if types.accumulate.name == "float64":  # the reference rounds as much as the kernel
+            tol += float_tolerance(a.size, abs_sum, None, u)
+            criterion += f" + {LAMBDA:g} sqrt({a.size}) u sum|a b| (the reference's)"
+        return bounded_check(result, expected, tol, criterion)
 
     def flops(self, shape: Shape) -> int:
         return 2 * shape[0]
 
-    def bytes_moved(self, shape: Shape, itemsize: int) -> int:
-        return 2 * shape[0] * itemsize
+    def bytes_moved(self, shape: Shape, types: TypeSet) -> int:
+        return 2 * shape[0] * types.input.itemsize + types.output.itemsize
 
     def large_shapes(self) -> tuple[Shape, ...]:
         return (1000,), ((1 << 20) + 3,)
 
-    def emulate(self, args: Sequence[Any], dtype: DType) -> np.ndarray:
+    def emulate(self, args: Sequence[Any], types: TypeSet) -> np.ndarray:
         a, b, out, _partials, n, _num_partials = args
-        result = typed(out, dtype, (1,))
-        inputs = {"a": typed(a, dtype, (n,)), "b": typed(b, dtype, (n,))}
-        result[...] = self.reference(inputs).astype(dtype.numpy)
+        result = typed(out, types.output, (1,))
+        inputs = {"a": typed(a, types.input, (n,)), "b": typed(b, types.input, (n,))}
+        result[...] = self.reference(inputs).astype(types.output.numpy)
         return result

@@ -9,20 +9,12 @@ from typing import Any
 import numpy as np
 
 from cudabench.errors import UsageError
-from cudabench.ops.base import (
-    INT32_MAX,
-    U32,
-    DType,
-    LaunchShape,
-    Op,
-    Shape,
-    bounded_check,
-    exact_check,
-    random_floats,
-    random_ints,
-    typed,
-)
+from cudabench.ops.base import LaunchShape, Op, Shape, typed
+from cudabench.ops.checks import bounded_check, exact_check
+from cudabench.ops.types import INT32_MAX, TypeSet, random_floats, random_ints
 from cudabench.results.model import Verification
+
+FLOAT16_MAX = 65504.0
 
 
 def int_bound(k: int) -> int:
@@ -30,29 +22,43 @@ def int_bound(k: int) -> int:
     return min(100, math.isqrt(INT32_MAX // k))
 
 
+def gamma(k: int, u: float) -> float:
+    """Return gamma_k = k u / (1 - k u): the relative error bound of a k-term sum."""
+    return k * u / (1 - k * u) if k * u < 0.5 else 1.0
+
+
 class Matmul(Op):
-    """C = A @ B in float32 or exact int32."""
+    """C = A @ B: float16 (float32 accumulation), float32, float64, exact int32."""
 
     name = "matmul"
     summary = "C = A @ B (A: MxK, B: KxN), row-major"
     dims = ("M", "K", "N")
     size_forms = {1: "1000", 3: "512x256x128 (MxKxN)"}
     default_size = "1000"
-    signature = "(const DTYPE* A, const DTYPE* B, DTYPE* C, int M, int K, int N)"
+    types = {
+        "float16": ("float16", "float32", "float16"),
+        "float32": ("float32", "float32", "float32"),
+        "float64": ("float64", "float64", "float64"),
+        "int32": ("int32", "int32", "int32"),
+    }
+    signature = "(const DTYPE* A, const DTYPE* B, OUT_TYPE* C, int M, int K, int N)"
     result_buffer = "C"
 
-    def check_shape(self, shape: Shape, dtype: DType) -> None:
+    def check_shape(self, shape: Shape, types: TypeSet) -> None:
         m, k, n = shape
-        if dtype.name == "int32" and int_bound(k) < 1:
+        if types.input.name == "int32" and int_bound(k) < 1:
             raise UsageError(f"--size: K={k} is too long for an exact int32 product")
+        if types.output.name == "float16" and k > FLOAT16_MAX / 2:
+            raise UsageError(f"--size: K={k} can overflow a float16 result (at most "
+                             f"{int(FLOAT16_MAX / 2)}); use --dtype float32")
 
-    def inputs(self, shape: Shape, dtype: DType, rng: np.random.Generator
+    def inputs(self, shape: Shape, types: TypeSet, rng: np.random.Generator
                ) -> dict[str, np.ndarray]:
         m, k, n = shape
-        if dtype.name == "float32":
+        if types.input.is_float:
             return {
-                "A": random_floats(rng, (m, k), -1.0, 1.0),
-                "B": random_floats(rng, (k, n), -1.0, 1.0),
+                "A": random_floats(rng, (m, k), -1.0, 1.0, types.input),
+                "B": random_floats(rng, (k, n), -1.0, 1.0, types.input),
             }
         bound = int_bound(k)
         return {
@@ -60,7 +66,7 @@ class Matmul(Op):
             "B": random_ints(rng, (k, n), -bound, bound),
         }
 
-    def outputs(self, shape: Shape, dtype: DType, blocks: int) -> dict[str, Shape]:
+    def outputs(self, shape: Shape, types: TypeSet, blocks: int) -> dict[str, Shape]:
         m, k, n = shape
         return {"C": (m, n)}
 
@@ -74,31 +80,41 @@ class Matmul(Op):
         return a.astype(np.float64) @ b.astype(np.float64)
 
     def verify(self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
-               launches: Sequence[LaunchShape] = ()) -> Verification:
-        if result.dtype.kind == "i":
+               launches: Sequence[LaunchShape], types: TypeSet) -> Verification:
+        if not types.accumulate.is_float:
             return exact_check(result, expected)
-        # Rounding-error bound of any K-term dot product in float32, whatever the order:
-        # |fl(a.b) - a.b| <= gamma_K |a|.|b|, gamma_K = K u / (1 - K u). A dropped or
-        # wrong term, an unwritten element (NaN poison) or a wrong index exceeds it.
+        # Rounding-error bound of any K-term dot product, whatever the order:
+        # |fl(a.b) - a.b| <= gamma_K |a|.|b| in the accumulator's precision (float16 inputs
+        # multiply exactly in float32). A float16 output adds one rounding of the result;
+        # a float64 reference carries the same bound as the kernel, so it counts twice. A
+        # dropped or wrong term, an unwritten element (NaN poison) or a wrong index exceeds it.
         k = inputs["A"].shape[1]
-        gamma = k * U32 / (1 - k * U32) if k * U32 < 0.5 else 1.0
         magnitude = np.abs(inputs["A"].astype(np.float64)) @ np.abs(inputs["B"].astype(np.float64))
-        return bounded_check(result, expected, gamma * magnitude, "|C-ref| <= gamma_K |A||B|")
+        accumulated = gamma(k, types.accumulate.unit_roundoff) * magnitude
+        if types.accumulate.name == "float64":
+            return bounded_check(result, expected, 2 * accumulated,
+                                 "|C-ref| <= 2 gamma_K(u64) |A||B| (kernel and reference)")
+        if types.output != types.accumulate:
+            u_out = types.output.unit_roundoff
+            bound = accumulated + u_out * (np.abs(expected) + accumulated)
+            return bounded_check(result, expected, bound,
+                                 f"|C-ref| <= gamma_K(u32) |A||B| + u_{types.output.name} |C|")
+        return bounded_check(result, expected, accumulated, "|C-ref| <= gamma_K |A||B|")
 
     def flops(self, shape: Shape) -> int:
         m, k, n = shape
         return 2 * m * n * k
 
-    def bytes_moved(self, shape: Shape, itemsize: int) -> int:
+    def bytes_moved(self, shape: Shape, types: TypeSet) -> int:
         m, k, n = shape
-        return (m * k + k * n + m * n) * itemsize
+        return (m * k + k * n) * types.input.itemsize + m * n * types.output.itemsize
 
     def large_shapes(self) -> tuple[Shape, ...]:
         return (1000, 1000, 1000), (1024, 1024, 1024), (5, 1000, 3)
 
-    def emulate(self, args: Sequence[Any], dtype: DType) -> np.ndarray:
+    def emulate(self, args: Sequence[Any], types: TypeSet) -> np.ndarray:
         a, b, c, m, k, n = args
-        result = typed(c, dtype, (m, n))
-        inputs = {"A": typed(a, dtype, (m, k)), "B": typed(b, dtype, (k, n))}
-        result[...] = self.reference(inputs).astype(dtype.numpy)
+        result = typed(c, types.output, (m, n))
+        inputs = {"A": typed(a, types.input, (m, k)), "B": typed(b, types.input, (k, n))}
+        result[...] = self.reference(inputs).astype(types.output.numpy)
         return result

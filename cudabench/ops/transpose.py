@@ -8,23 +8,19 @@ from typing import Any
 import numpy as np
 
 from cudabench.errors import UsageError
-from cudabench.ops.base import (
-    DType,
-    LaunchShape,
-    Op,
-    Shape,
-    exact_check,
-    parse_dims,
-    random_floats,
-    random_ints,
-    typed,
-)
+from cudabench.ops.base import LaunchShape, Op, Shape, typed
+from cudabench.ops.checks import exact_check
+from cudabench.ops.sizes import parse_dims
+from cudabench.ops.types import TypeSet, random_floats, random_ints
 from cudabench.results.model import Verification
 
+# Data movement: every type, exact.
+TYPES = {name: (name, name, name) for name in ("float16", "float32", "float64", "int32")}
 
-def _transpose_inputs(shape: Shape, dtype: DType, rng: np.random.Generator) -> np.ndarray:
-    if dtype.name == "float32":
-        return random_floats(rng, shape, -1.0, 1.0)
+
+def _transpose_inputs(shape: Shape, types: TypeSet, rng: np.random.Generator) -> np.ndarray:
+    if types.input.is_float:
+        return random_floats(rng, shape, -1.0, 1.0, types.input)
     # Full int32 range except INT32_MIN, the poison value.
     return random_ints(rng, shape, -(2**31) + 1, 2**31 - 1)
 
@@ -39,13 +35,14 @@ class Transpose(Op):
     default_size = "3001"
     signature = "(const DTYPE* A, DTYPE* B, int ROWS, int COLS)"
     result_buffer = "B"
+    types = TYPES
     references = ("memcpy_dtod",)
 
-    def inputs(self, shape: Shape, dtype: DType, rng: np.random.Generator
+    def inputs(self, shape: Shape, types: TypeSet, rng: np.random.Generator
                ) -> dict[str, np.ndarray]:
-        return {"A": _transpose_inputs(shape, dtype, rng)}
+        return {"A": _transpose_inputs(shape, types, rng)}
 
-    def outputs(self, shape: Shape, dtype: DType, blocks: int) -> dict[str, Shape]:
+    def outputs(self, shape: Shape, types: TypeSet, blocks: int) -> dict[str, Shape]:
         rows, cols = shape
         return {"B": (cols, rows)}
 
@@ -56,20 +53,20 @@ class Transpose(Op):
         return np.ascontiguousarray(inputs["A"].T)
 
     def verify(self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
-               launches: Sequence[LaunchShape] = ()) -> Verification:
+               launches: Sequence[LaunchShape], types: TypeSet) -> Verification:
         return exact_check(result, expected)
 
-    def bytes_moved(self, shape: Shape, itemsize: int) -> int:
+    def bytes_moved(self, shape: Shape, types: TypeSet) -> int:
         rows, cols = shape
-        return 2 * rows * cols * itemsize
+        return 2 * rows * cols * types.input.itemsize
 
     def large_shapes(self) -> tuple[Shape, ...]:
         return (3001, 3001), (1024, 1024), (1, 7), (7, 1)
 
-    def emulate(self, args: Sequence[Any], dtype: DType) -> np.ndarray:
+    def emulate(self, args: Sequence[Any], types: TypeSet) -> np.ndarray:
         a, b, rows, cols = args
-        result = typed(b, dtype, (cols, rows))
-        result[...] = typed(a, dtype, (rows, cols)).T
+        result = typed(b, types.output, (cols, rows))
+        result[...] = typed(a, types.input, (rows, cols)).T
         return result
 
 
@@ -83,6 +80,7 @@ class TransposeInplace(Op):
     default_size = "3001"
     signature = "(DTYPE* A, int N)"
     result_buffer = "A"
+    types = TYPES
     references = ("memcpy_dtod",)
 
     def parse_size(self, text: str) -> Shape:
@@ -94,12 +92,12 @@ class TransposeInplace(Op):
             )
         return dims[:1]
 
-    def inputs(self, shape: Shape, dtype: DType, rng: np.random.Generator
+    def inputs(self, shape: Shape, types: TypeSet, rng: np.random.Generator
                ) -> dict[str, np.ndarray]:
         (n,) = shape
-        return {"A": _transpose_inputs((n, n), dtype, rng)}
+        return {"A": _transpose_inputs((n, n), types, rng)}
 
-    def outputs(self, shape: Shape, dtype: DType, blocks: int) -> dict[str, Shape]:
+    def outputs(self, shape: Shape, types: TypeSet, blocks: int) -> dict[str, Shape]:
         return {}
 
     def args(self, shape: Shape, blocks: int) -> list[str | int]:
@@ -109,18 +107,18 @@ class TransposeInplace(Op):
         return np.ascontiguousarray(inputs["A"].T)
 
     def verify(self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
-               launches: Sequence[LaunchShape] = ()) -> Verification:
+               launches: Sequence[LaunchShape], types: TypeSet) -> Verification:
         return exact_check(result, expected)
 
-    def bytes_moved(self, shape: Shape, itemsize: int) -> int:
+    def bytes_moved(self, shape: Shape, types: TypeSet) -> int:
         (n,) = shape
-        return 2 * n * n * itemsize
+        return 2 * n * n * types.input.itemsize
 
     def large_shapes(self) -> tuple[Shape, ...]:
         return (1024,), (3001,)
 
-    def emulate(self, args: Sequence[Any], dtype: DType) -> np.ndarray:
+    def emulate(self, args: Sequence[Any], types: TypeSet) -> np.ndarray:
         a, n = args
-        result = typed(a, dtype, (n, n))
+        result = typed(a, types.input, (n, n))
         result[...] = result.T.copy()
         return result

@@ -6,9 +6,10 @@ User-provided text (paths, messages, names) goes in as rich.text.Text, never as 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -30,14 +31,19 @@ from cudabench.units import format_bytes, format_error, format_seconds, shape_te
 STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan"}
 
 
+def _width(stream: TextIO) -> int | None:
+    """Return 200 columns when piped (tables are not squeezed), unless COLUMNS says."""
+    return None if stream.isatty() or os.environ.get("COLUMNS") else 200
+
+
 def stdout_console() -> Console:
-    """Return the console for results; wide when piped so tables are not squeezed."""
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    """Return the console for results."""
+    return Console(highlight=False, width=_width(sys.stdout))
 
 
 def stderr_console() -> Console:
     """Return the console for diagnostics."""
-    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+    return Console(stderr=True, highlight=False, width=_width(sys.stderr))
 
 
 @contextlib.contextmanager

@@ -5,13 +5,13 @@
 
 // Every thread reads a row of A and a column of B straight from global memory.
 extern "C" __global__ void matmul_naive(const DTYPE* __restrict__ A, const DTYPE* __restrict__ B,
-                                        DTYPE* __restrict__ C, int M, int K, int N)
+                                        OUT_TYPE* __restrict__ C, int M, int K, int N)
 {
     const int row = blockIdx.y * blockDim.y + threadIdx.y;
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= M || col >= N) return;
-    DTYPE sum = 0;
+    ACC_TYPE sum = 0;  // float16 inputs accumulate in float32
     for (int k = 0; k < K; ++k)
-        sum += A[(size_t)row * K + k] * B[(size_t)k * N + col];
-    C[(size_t)row * N + col] = sum;
+        sum += (ACC_TYPE)A[(size_t)row * K + k] * (ACC_TYPE)B[(size_t)k * N + col];
+    C[(size_t)row * N + col] = (OUT_TYPE)sum;
 }

@@ -1,0 +1,57 @@
+"""Verification checks: exact equality, and a bound element for element."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cudabench.results.model import Verification
+
+
+def exact_check(result: np.ndarray, expected: np.ndarray, criterion: str = "exact") -> Verification:
+    """Verify element for element equality (transposes, integer arithmetic)."""
+    result = np.asarray(result)
+    expected = np.asarray(expected)
+    same = result.astype(np.float64) == expected.astype(np.float64)
+    bad = int(same.size - np.count_nonzero(same))
+    return Verification(
+        passed=bad == 0,
+        rel_error=_rel_error(result, expected),
+        max_abs_error=_max_abs_error(result, expected),
+        bad_elements=bad,
+        total_elements=int(same.size),
+        criterion=criterion,
+    )
+
+
+def bounded_check(
+    result: np.ndarray, expected: np.ndarray, bound: np.ndarray | float, criterion: str
+) -> Verification:
+    """Verify |result - expected| <= bound element for element; NaN and inf always fail."""
+    result = np.asarray(result, dtype=np.float64)
+    diff = np.abs(result - np.asarray(expected, dtype=np.float64))
+    ok = np.isfinite(result) & (diff <= bound)
+    bad = int(ok.size - np.count_nonzero(ok))
+    return Verification(
+        passed=bad == 0,
+        rel_error=_rel_error(result, expected),
+        max_abs_error=_max_abs_error(result, expected),
+        bad_elements=bad,
+        total_elements=int(ok.size),
+        criterion=criterion,
+    )
+
+
+def _rel_error(result: np.ndarray, expected: np.ndarray) -> float:
+    diff = np.asarray(result, np.float64) - np.asarray(expected, np.float64)
+    norm = float(np.linalg.norm(np.asarray(expected, np.float64).ravel()))
+    err = float(np.linalg.norm(diff.ravel()))
+    if not np.isfinite(err):
+        return float("inf")
+    return err / norm if norm else err
+
+
+def _max_abs_error(result: np.ndarray, expected: np.ndarray) -> float:
+    diff = np.abs(np.asarray(result, np.float64) - np.asarray(expected, np.float64))
+    if diff.size == 0:
+        return 0.0
+    return float(np.max(diff)) if not np.isnan(diff).any() else float("nan")
