@@ -152,8 +152,8 @@ HEADER_ERRORS = {
                              "launch k grid: unknown name(s) ROWS "
                              "(known: ACC_SIZE, ELEM_SIZE, K, M, N, OUT_SIZE, SM_COUNT, TILE)"),
     "unknown name in block": (["// cudabench: dot", "// launch k: grid 1; block TILE"], 2,
-                              "launch k block: unknown name(s) TILE (known: ACC_SIZE, ELEM_SIZE, N, OUT_SIZE, "
-                              "SM_COUNT)"),
+                              "launch k block: unknown name(s) TILE (known: ACC_SIZE, "
+                              "ELEM_SIZE, N, OUT_SIZE, SM_COUNT)"),
     "unknown name in shared_bytes": (
         header_with("// shared_bytes: TILE * 4", op="transpose"), 2,
         "shared_bytes: unknown name(s) TILE (known: ACC_SIZE, COLS, ELEM_SIZE, OUT_SIZE, ROWS, "

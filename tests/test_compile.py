@@ -113,7 +113,8 @@ def builds():
         for case in CASES:
             op, name, dtype, params = case.values
             key = (op, name, dtype, tuple(params.items()))
-            futures[key] = pool.submit(compile_ptx, catalog[op][name], defines_for(dtype, params, op))
+            futures[key] = pool.submit(compile_ptx, catalog[op][name],
+                                       defines_for(dtype, params, op))
         yield futures
         for future in futures.values():
             future.cancel()
