@@ -283,3 +283,29 @@ def test_kernels_dir_that_is_a_file_is_a_usage_error(tmp_path):
     path = write_kernel(tmp_path, "mine", MATMUL_HEADER)
     with pytest.raises(UsageError, match="--kernels-dir"):
         discover([path])
+
+
+def test_a_launch_may_ask_for_dynamic_shared_memory(tmp_path):
+    path = write_kernel(tmp_path, "k", header_with(op="matmul")[:1] + [
+        "// param TILE: default 64; allowed 64",
+        "// launch k: grid 1; block TILE; dynamic_shared 2 * TILE * TILE * ELEM_SIZE",
+        "// launch k2: grid 1; block 1",
+    ])
+    variant = parse_header(path)
+    variables = {"M": 1, "K": 1, "N": 1, "TILE": 64, "ELEM_SIZE": 4, "ACC_SIZE": 4,
+                 "OUT_SIZE": 4, "SM_COUNT": 1}
+    assert variant.dynamic_shared_bytes(variables) == [2 * 64 * 64 * 4, 0]
+
+
+@pytest.mark.parametrize(("clause", "message"), [
+    ("dynamic_shared 1; dynamic_shared 2", "optionally `; dynamic_shared BYTES`"),
+    ("shared 100", "optionally `; dynamic_shared BYTES`"),
+    ("dynamic_shared 1, 2", "dynamic_shared takes one expression"),
+    ("dynamic_shared WIDTH", "dynamic_shared: unknown name(s) WIDTH"),
+])
+def test_a_bad_dynamic_shared_clause_names_the_line(tmp_path, clause, message):
+    path = write_kernel(tmp_path, "k", ["// cudabench: matmul",
+                                        f"// launch k: grid 1; block 1; {clause}"])
+    with pytest.raises(KernelFileError, match=re.escape(message)) as error:
+        parse_header(path)
+    assert f"{path}:2:" in str(error.value)

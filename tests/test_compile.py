@@ -182,3 +182,11 @@ def test_compile_error_cites_paths_with_special_characters(tmp_path, folder):
     path = write_kernel(tmp_path / folder, "broken", BROKEN_HEADER, BROKEN_BODY)
     build = compile_ptx(parse_header(path), defines_for("float32", {}))
     assert f"{path}({BROKEN_LINE}): error" in build.output, build.output
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+def test_the_dynamic_shared_memory_test_kernel_compiles(dtype):
+    path = Path(__file__).parent / "data" / "kernels" / "transpose" / "big_tile.cu"
+    build = compile_ptx(parse_header(path), defines_for(dtype, {"TILE": 128}, "transpose"))
+    assert build.returncode == 0, build.output
+    assert ".extern .shared" in build.ptx

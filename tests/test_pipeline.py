@@ -8,6 +8,7 @@ each show up where a user would see them: the row, the exit code, the file, the 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -268,3 +269,28 @@ def test_an_unwritable_markdown_path_fails_before_anything_runs(use_fake, tmp_pa
     done = invoke("dot", "--size", "100", "--markdown", str(tmp_path / "file" / "r.md"))
     assert done.exit_code == 2 and "--markdown" in done.stderr
     assert "dot/" not in done.stderr  # nothing was measured
+
+
+# -- dynamic shared memory --------------------------------------------------------------
+
+BIG_TILE = Path(__file__).parent / "data" / "kernels"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_dynamic_shared_memory_beyond_48_kib_is_asked_for_and_recorded(dtype):
+    plan = plan_for("transpose", (130, 257), dtype, variants=("big_tile",),
+                    kernels_dirs=(BIG_TILE,))
+    outcome = run_plans([plan], FakeSpec())
+    big = next(r for r in outcome.results if r.variant == "big_tile")
+    assert big.status is Status.PASS, big.error
+    size = OPS["transpose"].type_set(dtype).input.itemsize
+    assert big.launches[0]["dynamic_shared_bytes"] == 128 * 129 * size
+
+
+def test_dynamic_shared_memory_beyond_the_opt_in_limit_is_an_error_row():
+    plan = plan_for("transpose", (300, 300), "float64", variants=("big_tile",),
+                    kernels_dirs=(BIG_TILE,), params={"TILE": 256})
+    (big, _copy) = run_plans([plan], FakeSpec()).results
+    assert big.status is Status.ERROR
+    assert f"asks for {256 * 257 * 8} bytes of dynamic shared memory" in (big.error or "")
+    assert str(227 * 1024) in (big.error or "")

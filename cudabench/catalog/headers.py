@@ -64,12 +64,18 @@ class Launch:
     grid: tuple[ast.expr, ...]
     block: tuple[ast.expr, ...]
     line: int
+    dynamic_shared: tuple[ast.expr, ...] = ()  # bytes of `extern __shared__` memory
 
     def geometry(self, variables: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Evaluate (grid, block) as 3-tuples."""
         grid = expressions.evaluate(self.grid, variables)
         block = expressions.evaluate(self.block, variables)
         return _pad3(grid), _pad3(block)
+
+    def dynamic_shared_bytes(self, variables: Mapping[str, int]) -> int:
+        """Evaluate the dynamic shared memory the launch asks for (0 when it asks none)."""
+        return expressions.evaluate(self.dynamic_shared, variables)[0] if self.dynamic_shared \
+            else 0
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,21 @@ class KernelVariant:
             except expressions.ExpressionError as exc:
                 raise KernelFileError(self.path, launch.line, f"launch {launch.entry}: {exc}"
                                       ) from None
+        return result
+
+    def dynamic_shared_bytes(self, variables: Mapping[str, int]) -> list[int]:
+        """Return each launch's dynamic shared memory in bytes; KernelFileError if bad."""
+        result = []
+        for launch in self.launches:
+            try:
+                value = launch.dynamic_shared_bytes(variables)
+            except expressions.ExpressionError as exc:
+                raise KernelFileError(self.path, launch.line,
+                                      f"launch {launch.entry} dynamic_shared: {exc}") from None
+            if value < 0:
+                raise KernelFileError(self.path, launch.line, f"launch {launch.entry} "
+                                      f"dynamic_shared: {value} bytes is negative")
+            result.append(value)
         return result
 
     def static_shared_bytes(self, variables: Mapping[str, int]) -> int | None:
@@ -262,13 +283,23 @@ def _parse_launch(
     items = [(piece.strip().split(None, 1) + [""])[:2]
              for piece in value.split(";") if piece.strip()]
     pieces = dict(items)
-    if len(items) != 2 or set(pieces) != {"grid", "block"}:
+    keys = [key for key, _ in items]
+    if len(set(keys)) != len(keys) or not {"grid", "block"} <= set(keys) \
+            or not set(keys) <= {"grid", "block", "dynamic_shared"}:
         raise KernelFileError(
-            path, number, f"launch {entry}: expected `grid X, Y[, Z]; block X, Y[, Z]`"
+            path, number, f"launch {entry}: expected `grid X, Y[, Z]; block X, Y[, Z]` and "
+            "optionally `; dynamic_shared BYTES`"
         )
     grid = _parse_exprs(path, number, pieces["grid"], known, f"launch {entry} grid")
     block = _parse_exprs(path, number, pieces["block"], known, f"launch {entry} block")
-    return Launch(entry, grid, block, number)
+    dynamic: tuple[ast.expr, ...] = ()
+    if "dynamic_shared" in pieces:
+        dynamic = _parse_exprs(path, number, pieces["dynamic_shared"], known,
+                               f"launch {entry} dynamic_shared")
+        if len(dynamic) != 1:
+            raise KernelFileError(path, number,
+                                  f"launch {entry}: dynamic_shared takes one expression")
+    return Launch(entry, grid, block, number, dynamic)
 
 
 def _parse_exprs(

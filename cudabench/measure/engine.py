@@ -76,8 +76,10 @@ class Engine(Protocol):
     def copy(self, target: Any, source: Any, nbytes: int) -> None:
         """Enqueue a device-to-device copy."""
 
-    def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any]) -> Run:
-        """Return a function that enqueues every launch of a variant once."""
+    def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any],
+                 dynamic_shared: Sequence[int] = ()) -> Run:
+        """Return a function that enqueues every launch of a variant once, each with its
+        dynamic shared memory in bytes (opting in above 48 KiB)."""
 
     def synchronize(self) -> None:
         """Wait for the GPU; raise KernelFault if a launch failed."""

@@ -33,6 +33,7 @@ FAKE_DEVICE = DeviceInfo(
     memory_clock_khz=2_000_000, memory_bus_bits=1024, max_threads_per_block=1024,
     max_shared_bytes_per_block=48 * 1024, driver_version="13.0", cuda_version="13.0",
     index=0, pci_bus_id="0000:00:00.0", uuid="GPU-00000000-fake-0000-0000-000000000000",
+    max_shared_bytes_per_block_optin=227 * 1024,
 )
 
 
@@ -156,7 +157,8 @@ class FakeEngine:
         target[:nbytes] = source[:nbytes]
         self.pending_s += 2e-6 + 2 * nbytes / 2.0e12
 
-    def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any]) -> Run:
+    def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any],
+                 dynamic_shared: Sequence[int] = ()) -> Run:
         """Return a run that emulates the variant and enqueues its synthetic time."""
         kernel: FakeKernel = compiled.functions[0]
         op = get_op(kernel.variant.op)

@@ -117,6 +117,8 @@ class PycudaEngine:
             memory_bus_bits=int(attrs.get(attr.GLOBAL_MEMORY_BUS_WIDTH, 0)),
             max_threads_per_block=int(attrs[attr.MAX_THREADS_PER_BLOCK]),
             max_shared_bytes_per_block=int(attrs[attr.MAX_SHARED_MEMORY_PER_BLOCK]),
+            max_shared_bytes_per_block_optin=int(
+                attrs.get(attr.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0)) or None,
             driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
             cuda_version=".".join(map(str, built)),
             index=device_index,
@@ -203,14 +205,20 @@ class PycudaEngine:
         function(device_buffer, int(np.asarray(value).reshape(1).view(word)[0]), max(count, 1))
 
     # -- running and timing ----------------------------------------------------------
-    def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any]) -> Run:
+    def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any],
+                 dynamic_shared: Sequence[int] = ()) -> Run:
         """Return a function that enqueues every launch of a variant once."""
-        calls = list(zip(compiled.functions, geometry))
+        shared = list(dynamic_shared) or [0] * len(compiled.functions)
+        for function, nbytes in zip(compiled.functions, shared):
+            if nbytes > self.info.max_shared_bytes_per_block:  # beyond 48 KiB: opt in
+                function.set_attribute(
+                    self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+        calls = list(zip(compiled.functions, geometry, shared))
 
         def run() -> None:
-            for function, (grid, block) in calls:
+            for function, (grid, block), nbytes in calls:
                 try:
-                    function.prepared_async_call(grid, block, None, *args)
+                    function.prepared_async_call(grid, block, None, *args, shared_size=nbytes)
                 except self.cuda.Error as exc:  # refused at once: not a fault, nothing ran
                     raise LaunchRefused(
                         f"the driver refused to launch grid {grid} x block {block}: {exc}"

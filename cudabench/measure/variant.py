@@ -31,7 +31,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
 
     inputs = prepared.inputs
     try:
-        compiled, geometry, arg_spec = compile_variant(plan, engine, planned, launches)
+        compiled, geometry, arg_spec, dynamic = compile_variant(plan, engine, planned, launches)
         outputs = op.outputs(plan.shape, types, math.prod(geometry[0][0]))
         shapes = {name: array.shape for name, array in inputs.items()} | outputs
         sizes = {name: math.prod(shape) * (types.output if name in outputs else types.input
@@ -39,7 +39,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
         for name, nbytes in sizes.items():
             buffers[name] = engine.allocate(nbytes)
         args = [buffers[a] if isinstance(a, str) else np.int32(a) for a in arg_spec]
-        run = engine.launcher(compiled, geometry, args)
+        run = engine.launcher(compiled, geometry, args, dynamic)
 
         for name, array in inputs.items():
             engine.upload(buffers[name], array)
@@ -77,15 +77,18 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
 
 def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
                     launches: list[dict[str, Any]]
-                    ) -> tuple[Compiled, Geometry, list[str | int]]:
-    """Return (compiled, geometry, kernel arguments); append each launch's facts to launches.
+                    ) -> tuple[Compiled, Geometry, list[str | int], list[int]]:
+    """Return (compiled, geometry, kernel arguments, dynamic shared bytes per launch), and
+    append each launch's facts to launches.
 
     Checks what only the GPU knows: its grid limits and, once compiled, how many threads
-    a block may have at the registers the kernel uses.
+    a block may have at the registers the kernel uses, and whether its static and dynamic
+    shared memory fit what a block may opt in to.
     """
     op, types, variant = plan.op, plan.types, planned.variant
     variables = header_variables(op, plan.shape, types, planned.params, engine.info.sm_count)
     geometry = variant.geometry(variables)
+    dynamic = variant.dynamic_shared_bytes(variables)
     for launch, (grid, _block) in zip(variant.launches, geometry):
         for axis, (extent, limit) in enumerate(zip(grid, engine.grid_limits)):
             if not 1 <= extent <= limit:
@@ -98,13 +101,22 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
     signature = "".join("P" if isinstance(a, str) else "i" for a in arg_spec)
     compiled = engine.compile(variant, compile_defines(planned.params, types), signature,
                               types.headers)
-    for launch, (grid, block), attrs in zip(variant.launches, geometry, compiled.attributes):
+    info = engine.info
+    limit = info.max_shared_bytes_per_block_optin or info.max_shared_bytes_per_block
+    for launch, (grid, block), attrs, nbytes in zip(variant.launches, geometry,
+                                                    compiled.attributes, dynamic):
         launches.append({"entry": launch.entry, "grid": list(grid), "block": list(block),
-                         **attrs})
+                         **attrs, "dynamic_shared_bytes": nbytes})
+        if attrs["shared_bytes"] + nbytes > limit:
+            raise UsageError(
+                f"{variant.path}:{launch.line}: {launch.entry} asks for {nbytes} bytes of "
+                f"dynamic shared memory beside {attrs['shared_bytes']} static, more than the "
+                f"{limit} a block may have on this GPU; choose smaller parameters"
+            )
         if math.prod(block) > attrs["max_threads_per_block"]:
             raise CompileError(
                 f"{variant.path}:{launch.line}: {launch.entry} uses {attrs['registers']} "
                 f"registers per thread, so a block may have at most "
                 f"{attrs['max_threads_per_block']} threads, not {math.prod(block)}"
             )
-    return compiled, geometry, arg_spec
+    return compiled, geometry, arg_spec, dynamic

@@ -105,7 +105,7 @@ def device_from_dict(data: Any, check: Checker) -> DeviceInfo:
     fields: dict[str, Any] = {}
     for spec in dataclasses.fields(DeviceInfo):
         optional = spec.default is not dataclasses.MISSING
-        kind = int if spec.type in ("int", int) else str
+        kind = int if str(spec.type).startswith("int") else str
         if optional and spec.name != "index":
             fields[spec.name] = check.optional(data, spec.name, kind)
         elif spec.name == "index" and "index" not in data:

@@ -57,12 +57,14 @@ class DeviceInfo:
     memory_clock_khz: int
     memory_bus_bits: int
     max_threads_per_block: int
-    max_shared_bytes_per_block: int
+    max_shared_bytes_per_block: int  # without opting in
     driver_version: str
     cuda_version: str
     index: int = 0  # CUDA ordinal in the measuring process
     pci_bus_id: str | None = None  # e.g. 0000:19:00.0
     uuid: str | None = None  # e.g. GPU-8e1f...; from NVML when nvidia-ml-py is installed
+    # Shared memory a block may have when its kernel opts in (227 KiB on sm_90), if known.
+    max_shared_bytes_per_block_optin: int | None = None
 
     @property
     def identity(self) -> tuple[Any, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -43,7 +44,8 @@ def catalog_cases() -> list:
         for op, variants in catalog.discover().items()
         for name, variant in sorted(variants.items())
         for dtype in variant.dtypes
-        for shape in (*OPS[op].edge_shapes(), *OPS[op].large_shapes())
+        for shape in dict.fromkeys((*OPS[op].edge_shapes(), *OPS[op].large_shapes(),
+                                    OPS[op].parse_size(OPS[op].default_size)))
     ]
 
 
@@ -250,3 +252,27 @@ def test_missing_entry_is_explained(engine, tmp_path):
                                 int N, int num_partials) { out[0] = 0; }""")
     result = run(engine, "dot", "10", kernels_dirs=[tmp_path], variants=["mangled"])["mangled"]
     assert result.status == "ERROR" and 'extern "C"' in result.error
+
+
+# -- dynamic shared memory beyond 48 KiB ---------------------------------------------------
+
+BIG_TILE = Path(__file__).parents[1] / "data" / "kernels"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+@pytest.mark.parametrize("size", ["130x257", "1000x1000"])
+def test_a_kernel_with_more_than_48_kib_of_dynamic_shared_memory_runs(engine, dtype, size):
+    result = run(engine, "transpose", size, dtype, ["big_tile"], params={"TILE": 128},
+                 kernels_dirs=[BIG_TILE])["big_tile"]
+    assert result.status is Status.PASS, result.error or result.verification
+    nbytes = result.launches[0]["dynamic_shared_bytes"]
+    assert nbytes == 128 * 129 * {"float16": 2, "float64": 8}.get(dtype, 4)
+    assert nbytes > 48 * 1024 or dtype == "float16"  # float16 stays under: TILE 128 x 2 B
+
+
+def test_dynamic_shared_memory_beyond_what_the_gpu_allows_is_an_error_row(engine):
+    result = run(engine, "transpose", "300x300", "float64", ["big_tile"], params={"TILE": 256},
+                 kernels_dirs=[BIG_TILE])["big_tile"]
+    assert result.status is Status.ERROR
+    limit = engine.info.max_shared_bytes_per_block_optin
+    assert limit and f"more than the {limit} a block may have" in result.error
