@@ -50,3 +50,7 @@ class GpuEnvironmentError(CudabenchError):
 
 class ResultsFileError(CudabenchError):
     """A results file is unreadable or not a cudabench results file of a known schema."""
+
+
+class OpFileError(CudabenchError):
+    """An op's Python file is broken, or its code raised; the message names the file."""

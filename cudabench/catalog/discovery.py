@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cudabench.catalog.headers import KernelVariant, parse_header
 from cudabench.errors import KernelFileError, UsageError
-from cudabench.ops import OPS
+from cudabench.ops import load_ops
 
 Catalog = dict[str, dict[str, KernelVariant]]  # op -> variant name -> variant
 
@@ -28,19 +28,20 @@ def builtin_kernels_dir() -> Path:
 
 def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
-    catalog: Catalog = {op: {} for op in OPS}
     folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"--kernels-dir {folder}: no such directory")
+    ops = load_ops(folders[1:])
+    catalog: Catalog = {op: {} for op in ops}
     seen: set[Path] = set()
     for folder in folders:
         if folder.resolve() in seen:  # the same folder twice adds nothing: not a name clash
             continue
         seen.add(folder.resolve())
         for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")]):
-            variant = parse_header(path)
-            if path.parent != folder and path.parent.name in OPS and path.parent.name != variant.op:
+            variant = parse_header(path, ops=ops)
+            if path.parent != folder and path.parent.name in ops and path.parent.name != variant.op:
                 raise KernelFileError(
                     path, 1, f"file is in folder {path.parent.name}/ but declares op {variant.op}"
                 )

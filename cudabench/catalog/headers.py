@@ -23,7 +23,7 @@ from pathlib import Path
 
 from cudabench.catalog import expressions
 from cudabench.errors import KernelFileError
-from cudabench.ops import OPS, get_op
+from cudabench.ops import Op, builtin_ops
 
 # Names a header expression may use besides the op's dimensions and the variant's params.
 BUILTIN_NAMES = ("ELEM_SIZE", "ACC_SIZE", "OUT_SIZE", "SM_COUNT")
@@ -92,6 +92,7 @@ class KernelVariant:
     shared_bytes: tuple[ast.expr, ...] | None
     source: str
     shared_bytes_line: int = 0
+    op_origin: str = ""  # where the op is declared (the registry finds it again there)
 
     def param(self, name: str) -> ParamSpec | None:
         """Return the parameter called name, if the variant declares it."""
@@ -146,7 +147,8 @@ def _pad3(values: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(values) + (1,) * (3 - len(values))
 
 
-def parse_header(path: Path, text: str | None = None) -> KernelVariant:
+def parse_header(path: Path, text: str | None = None,
+                 ops: Mapping[str, Op] | None = None) -> KernelVariant:
     """Parse a kernel file's header; raise KernelFileError naming the file and line."""
     if text is None:
         try:
@@ -161,15 +163,17 @@ def parse_header(path: Path, text: str | None = None) -> KernelVariant:
             break
         header.append((number, stripped[2:].strip()))
 
+    ops = builtin_ops() if ops is None else ops
     if not header or not header[0][1].startswith("cudabench:"):
         raise KernelFileError(
             path, 1, "not a cudabench kernel: the first line must be `// cudabench: OP` "
-            f"(OP one of {', '.join(OPS)})",
+            f"(OP one of {', '.join(ops)})",
         )
     op_name = header[0][1].split(":", 1)[1].strip()
-    if op_name not in OPS:
-        raise KernelFileError(path, 1, f"unknown op {op_name!r} (known: {', '.join(OPS)})")
-    op = get_op(op_name)
+    if op_name not in ops:
+        raise KernelFileError(path, 1, f"unknown op {op_name!r} (known: {', '.join(ops)}; "
+                                       "an op of your own is a .py file beside the kernels)")
+    op = ops[op_name]
 
     reserved = {*op.dims, *BUILTIN_NAMES, "DTYPE", "ACC_TYPE", "OUT_TYPE"}
     fields: dict[str, tuple[int, str]] = {}
@@ -233,6 +237,7 @@ def parse_header(path: Path, text: str | None = None) -> KernelVariant:
 
     return KernelVariant(
         op=op_name,
+        op_origin=op.origin,
         name=path.stem,
         path=path,
         description=fields.get("description", (0, ""))[1],

@@ -11,13 +11,13 @@ from cudabench import __version__
 from cudabench.analysis.compare import compare, parse_threshold
 from cudabench.catalog import discover
 from cudabench.cli.boundary import BoundaryGroup
-from cudabench.cli.options import benchmark_options, build_request
+from cudabench.cli.op_commands import command_names, kernels_dirs_in, op_command
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import UsageError
 from cudabench.measure.engine import EngineSpec, PycudaSpec
 from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Request, make_plan
-from cudabench.ops import OPS
+from cudabench.ops import builtin_ops, load_ops
 from cudabench.render import terminal
 from cudabench.render.markdown import run_to_markdown, to_markdown
 from cudabench.results import BenchmarkResult, load_results
@@ -29,7 +29,28 @@ def engine_spec(device: int) -> EngineSpec:
     return PycudaSpec(device)
 
 
-@click.group(cls=BoundaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
+class OpsGroup(BoundaryGroup):
+    """The command group: fixed commands, and one command per op of the registry."""
+
+    kernels_dirs: list[Path] = []
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Note the --kernels-dir folders first: a user's op there may be the command."""
+        self.kernels_dirs = kernels_dirs_in(args)
+        return super().resolve_command(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """List the op commands (built in and installed), then the others."""
+        return [*command_names(builtin_ops()), *super().list_commands(ctx)]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        """Return a fixed command, or the command of an op with that name."""
+        return super().get_command(ctx, name) or op_command(
+            name, load_ops(self.kernels_dirs), run_and_render)
+
+
+@click.group(cls=OpsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cudabench")
 @click.option("--traceback", is_flag=True, help="Show the Python traceback of an error.")
 def cli(traceback: bool) -> None:
@@ -71,40 +92,6 @@ def write_text(path: Path, text: str, flag: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"{flag} {path}: cannot write: {exc}") from None
-
-
-@cli.command()
-@benchmark_options("matmul", "N (square) or MxKxN.")
-@click.option("--tile", type=int, help="TILE parameter: tile (and block) edge, e.g. 8, 16, 32.")
-def matmul(tile: int | None, device: int, json_path: Path | None, markdown_path: Path | None,
-           **options: Any) -> int:
-    """Matrix multiplication C = A @ B: naive, shared-memory tiles, bank conflicts."""
-    request = build_request("matmul", {"TILE": ("--tile", tile)}, **options)
-    return run_and_render([request], device, json_path, markdown_path)
-
-
-@cli.command()
-@benchmark_options("transpose", "N (square) or ROWSxCOLS; --inplace: N.")
-@click.option("--tile", type=int, help="TILE parameter: tile edge, e.g. 8, 16, 32.")
-@click.option("--inplace", is_flag=True, help="Transpose a square matrix in place.")
-def transpose(tile: int | None, inplace: bool, device: int, json_path: Path | None,
-              markdown_path: Path | None, **options: Any) -> int:
-    """Matrix transpose, out of place or (--inplace) in place."""
-    op = "transpose_inplace" if inplace else "transpose"
-    request = build_request(op, {"TILE": ("--tile", tile)}, **options)
-    return run_and_render([request], device, json_path, markdown_path)
-
-
-@cli.command()
-@benchmark_options("dot", "Vector length N (e.g. 1000000 or 1<<24).")
-@click.option("--block", type=int, help="BLOCK parameter: threads per block (power of two).")
-@click.option("--blocks-per-sm", type=int, help="BLOCKS_PER_SM: grid size = SMs x this.")
-def dot(block: int | None, blocks_per_sm: int | None, device: int, json_path: Path | None,
-        markdown_path: Path | None, **options: Any) -> int:
-    """Dot product of two vectors: shared-memory tree reduction, atomics."""
-    shortcuts = {"BLOCK": ("--block", block), "BLOCKS_PER_SM": ("--blocks-per-sm", blocks_per_sm)}
-    request = build_request("dot", shortcuts, **options)
-    return run_and_render([request], device, json_path, markdown_path)
 
 
 @cli.command("run")
@@ -154,7 +141,8 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
               help="Also list variants from this folder (repeatable).")
 def list_command(kernels_dirs: tuple[Path, ...]) -> int:
     """List ops, their variants, parameters and files (no GPU needed)."""
-    terminal.render_catalog(discover(kernels_dirs), OPS, terminal.stdout_console())
+    terminal.render_catalog(discover(kernels_dirs), load_ops(kernels_dirs),
+                            terminal.stdout_console())
     return 0
 
 

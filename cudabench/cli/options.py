@@ -11,7 +11,7 @@ import click
 from cudabench.errors import UsageError
 from cudabench.measure.plan import Request
 from cudabench.measure.timing import TimingPolicy
-from cudabench.ops import OPS
+from cudabench.ops import Op
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,16 +54,17 @@ def timing_options(function: F) -> F:
     return function
 
 
-def benchmark_options(op_name: str, size_help: str) -> Callable[[F], F]:
+def benchmark_options(op: Op) -> Callable[[F], F]:
     """Add the options every kernel-family command shares, with the op's defaults."""
-    op = OPS[op_name]
+    examples = " or ".join(op.size_forms.values())
+    types = ", ".join(op.type_set(name).describe() for name in op.dtypes)
 
     def decorate(function: F) -> F:
         options = [
             click.option("--size", "-s", default=op.default_size, show_default=True,
-                         help=size_help),
-            click.option("--dtype", default="float32", show_default=True,
-                         help=" or ".join(op.dtypes) + "."),
+                         help=f"Problem size: {examples}."),
+            click.option("--dtype", default="float32" if "float32" in op.dtypes
+                         else op.dtypes[0], show_default=True, help=f"Input type: {types}."),
             click.option("--variant", "variants", multiple=True, metavar="NAME",
                          help="Variant to run (repeatable); default all. See `cudabench list`."),
             click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
@@ -72,7 +73,7 @@ def benchmark_options(op_name: str, size_help: str) -> Callable[[F], F]:
                          help="Seed of the random inputs."),
             click.option("--kernels-dir", "kernels_dirs", multiple=True,
                          type=click.Path(path_type=Path),
-                         help="Also load variants from this folder (repeatable)."),
+                         help="Also load variants and ops (.py) from this folder (repeatable)."),
             click.option("--json", "json_path", type=click.Path(path_type=Path),
                          help="Write the results to this JSON file."),
             click.option("--markdown", "markdown_path",

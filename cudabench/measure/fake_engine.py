@@ -24,7 +24,7 @@ import numpy as np
 from cudabench.catalog import KernelVariant
 from cudabench.errors import GpuEnvironmentError
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
-from cudabench.ops import DTYPES, TypeSet, get_op
+from cudabench.ops import DTYPES, TypeSet, find_op
 from cudabench.results.model import DeviceInfo
 
 FAKE_DEVICE = DeviceInfo(
@@ -109,7 +109,7 @@ class FakeEngine:
         if fault is Fault.OUT_OF_MEMORY:
             self.out_of_memory = True
         dtype = next(d.name for d in DTYPES.values() if d.ctype == defines["DTYPE"])
-        types = get_op(variant.op).type_set(dtype)
+        types = find_op(variant.op_origin, variant.op).type_set(dtype)
         kernel = FakeKernel(variant, types, fault, self.spec.slowdown.get(variant.name, 1.0))
         attributes = {"registers": 32, "shared_bytes": 0, "local_bytes": 0,
                       "max_threads_per_block": 1024}
@@ -161,7 +161,7 @@ class FakeEngine:
                  dynamic_shared: Sequence[int] = ()) -> Run:
         """Return a run that emulates the variant and enqueues its synthetic time."""
         kernel: FakeKernel = compiled.functions[0]
-        op = get_op(kernel.variant.op)
+        op = find_op(kernel.variant.op_origin, kernel.variant.op)
         cost_s = self._cost_s(kernel, args)
         runs = 0
 

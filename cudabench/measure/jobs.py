@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from cudabench.measure.plan import Plan, PlannedVariant
+from cudabench.ops.base import user_code
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
 
 
@@ -54,9 +55,11 @@ class Prepared:
 
 def prepare(plan: Plan) -> Prepared:
     """Make the plan's inputs from its seed and compute the float64 reference."""
-    inputs = plan.op.inputs(plan.shape, plan.types, np.random.default_rng(plan.seed))
+    with user_code(plan.op, "inputs"):
+        inputs = plan.op.inputs(plan.shape, plan.types, np.random.default_rng(plan.seed))
     started = time.perf_counter()
-    expected = plan.op.reference(inputs)
+    with user_code(plan.op, "reference"):
+        expected = plan.op.reference(inputs)
     return Prepared(inputs, expected, time.perf_counter() - started)
 
 
@@ -65,12 +68,15 @@ def record(plan: Plan, name: str, params: dict[str, int], source: str, device: D
            ) -> BenchmarkResult:
     """Return a result row of plan with the op's accounting filled in."""
     op = plan.op
+    with user_code(op, "flops"):
+        flops = op.flops(plan.shape) if kind is Kind.VARIANT else 0
+    with user_code(op, "bytes_moved"):
+        bytes_moved = op.bytes_moved(plan.shape, plan.types)
     return BenchmarkResult(
         op=op.name, variant=name, params=dict(params), shape=tuple(plan.shape),
-        dims=op.dims, dtype=plan.dtype.name, hot=plan.hot,
-        flops=op.flops(plan.shape) if kind is Kind.VARIANT else 0,
-        bytes_moved=op.bytes_moved(plan.shape, plan.types),
-        source=source, cpu_reference_s=cpu_reference_s, kind=kind, device=device, **fields,
+        dims=op.dims, dtype=plan.dtype.name, hot=plan.hot, flops=flops,
+        bytes_moved=bytes_moved, source=source, cpu_reference_s=cpu_reference_s, kind=kind,
+        device=device, **fields,
     )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from cudabench.measure.engine import Engine, EngineSpec
-from cudabench.measure.jobs import Job, Prepared, jobs_of, prepare
+from cudabench.errors import OpFileError
+from cudabench.measure.jobs import Job, Prepared, error_row, jobs_of, prepare
 from cudabench.measure.plan import Plan
 from cudabench.measure.references import run_reference
 from cudabench.measure.variant import run_variant
@@ -57,7 +58,15 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
     for job in jobs:
         plan = plans[job.plan_index]
         if job.plan_index not in prepared:
-            prepared = {job.plan_index: prepare(plan)}  # one plan's inputs in memory at a time
+            try:  # one plan's inputs in memory at a time
+                prepared = {job.plan_index: prepare(plan)}
+            except OpFileError as exc:  # the op's inputs or reference raised: its rows say so
+                prepared = {}
+                result = error_row(plan, job, engine.info, str(exc))
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+                continue
         ready = prepared[job.plan_index]
         if job.variant is not None:
             result = run_variant(plan, engine, job.variant, ready)

@@ -14,6 +14,7 @@ from cudabench.catalog import KernelVariant, discover
 from cudabench.errors import UsageError
 from cudabench.measure.timing import TimingPolicy
 from cudabench.ops import DType, Op, Shape, TypeSet, get_op
+from cudabench.ops.base import user_code
 
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 MAX_STATIC_SHARED_BYTES = 48 * 1024  # static __shared__ limit on every CUDA GPU
@@ -81,11 +82,13 @@ def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant
 
 def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None
                ) -> Plan:
-    op = get_op(request.op)
-    shape = op.parse_size(request.size or op.default_size)
+    op = get_op(request.op, request.kernels_dirs)
+    with user_code(op, "parse_size"):
+        shape = op.parse_size(request.size or op.default_size)
     types = op.type_set(request.dtype)
     dtype = types.input
-    op.check_shape(shape, types)
+    with user_code(op, "check_shape"):
+        op.check_shape(shape, types)
     timing = request.timing.validate()
     if catalog is None:
         catalog = discover(request.kernels_dirs)

@@ -13,6 +13,7 @@ from cudabench.measure.jobs import Prepared, record
 from cudabench.measure.plan import Plan, PlannedVariant, compile_defines, header_variables
 from cudabench.measure.sampling import sample, warm_up_on
 from cudabench.ops import LaunchShape
+from cudabench.ops.base import user_code
 from cudabench.results.model import BenchmarkResult, Verification
 
 FAULTED = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
@@ -32,7 +33,8 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     inputs = prepared.inputs
     try:
         compiled, geometry, arg_spec, dynamic = compile_variant(plan, engine, planned, launches)
-        outputs = op.outputs(plan.shape, types, math.prod(geometry[0][0]))
+        with user_code(op, "outputs"):
+            outputs = op.outputs(plan.shape, types, math.prod(geometry[0][0]))
         shapes = {name: array.shape for name, array in inputs.items()} | outputs
         sizes = {name: math.prod(shape) * (types.output if name in outputs else types.input
                                            ).itemsize for name, shape in shapes.items()}
@@ -57,7 +59,8 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
         result = engine.download(buffers[op.result_buffer], shapes[op.result_buffer],
                                  result_type.numpy)
         launched = [LaunchShape(grid, block) for grid, block in geometry]
-        verification = op.verify(inputs, prepared.expected, result, launched, types)
+        with user_code(op, "verify"):
+            verification = op.verify(inputs, prepared.expected, result, launched, types)
 
         samples, warnings = sample(engine, run, plan, sum(sizes.values()))
         return row(samples_s=samples, verification=verification, warnings=warnings)
@@ -97,7 +100,8 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
                     f"{extent}, outside 1..{limit} on this GPU; use a smaller --size or "
                     "larger tiles"
                 )
-    arg_spec = op.args(plan.shape, math.prod(geometry[0][0]))
+    with user_code(op, "args"):
+        arg_spec = op.args(plan.shape, math.prod(geometry[0][0]))
     signature = "".join("P" if isinstance(a, str) else "i" for a in arg_spec)
     compiled = engine.compile(variant, compile_defines(planned.params, types), signature,
                               types.headers)

@@ -1,22 +1,35 @@
-"""The kernel families: one module per op, registered here by name."""
+"""The kernel families: the Op interface, element types, and the registry of ops.
+
+`OPS` holds the built-in ops (and those of installed packages); `load_ops(kernels_dirs)`
+adds the ops declared by .py files in the user's folders.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
+
 from cudabench.errors import UsageError
 from cudabench.ops.base import LaunchShape, Op, Shape
-from cudabench.ops.dot import Dot
-from cudabench.ops.matmul import Matmul
-from cudabench.ops.transpose import Transpose, TransposeInplace
+from cudabench.ops.registry import builtin_ops, find_op, load_ops
 from cudabench.ops.types import DTYPES, DType, TypeSet
 
-OPS: dict[str, Op] = {op.name: op for op in (Matmul(), Transpose(), TransposeInplace(), Dot())}
+__all__ = ["DTYPES", "DType", "LaunchShape", "OPS", "Op", "Shape", "TypeSet", "builtin_ops",
+           "find_op", "get_op", "load_ops"]
 
-__all__ = ["DTYPES", "DType", "LaunchShape", "OPS", "Op", "Shape", "TypeSet", "get_op"]
+
+def __getattr__(name: str) -> dict[str, Op]:
+    """Return OPS, the built-in ops by name, loaded on first use."""
+    if name == "OPS":
+        return builtin_ops()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def get_op(name: str) -> Op:
-    """Return the op called name."""
+def get_op(name: str, kernels_dirs: Iterable[Path] = ()) -> Op:
+    """Return the op called name, built in or declared in one of the folders."""
+    ops = load_ops(kernels_dirs)
     try:
-        return OPS[name]
+        return ops[name]
     except KeyError:
-        raise UsageError(f"unknown op {name!r} (known: {', '.join(OPS)})") from None
+        raise UsageError(f"unknown op {name!r} (known: {', '.join(ops)}); an op of your own "
+                         "is a .py file in a --kernels-dir folder") from None

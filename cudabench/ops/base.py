@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cudabench.errors import UsageError
+from cudabench.errors import CudabenchError, OpFileError, UsageError
 from cudabench.ops.sizes import parse_dims
 from cudabench.ops.types import DType, TypeSet
 from cudabench.results.model import Verification
 
 Shape = tuple[int, ...]
+
+
+@contextlib.contextmanager
+def user_code(op: Op, what: str) -> Iterator[None]:
+    """Turn an exception raised by an op's own code into an error naming its file."""
+    try:
+        yield
+    except CudabenchError:
+        raise
+    except Exception as exc:
+        raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.{what} raised "
+                          f"{type(exc).__name__}: {exc}") from None
 
 
 def typed(buffer: np.ndarray, dtype: DType, shape: Shape) -> np.ndarray:
@@ -63,6 +76,18 @@ class Op:
     result_buffer: str = ""  # the buffer downloaded and verified after the checked launch
     # Reference rows measured beside the variants (cudabench.measure.references names them).
     references: tuple[str, ...] = ()
+    # The command line: the command that runs the op (default: its name), and, for an op
+    # that shares another's command, the flag that selects it (transpose --inplace).
+    command: str = ""
+    command_flag: str = ""
+    shortcuts: Mapping[str, str] = {}  # option name -> parameter: {"tile": "TILE"}
+    origin: str = ""  # where the registry found the op: a module name or a file path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as where to find the op again, not as its class (ops/registry.py)."""
+        from cudabench.ops.registry import find_op
+
+        return find_op, (self.origin, self.name)
 
     @property
     def dtypes(self) -> tuple[str, ...]:

@@ -69,6 +69,7 @@ class Dot(Op):
     signature = ("(const DTYPE* a, const DTYPE* b, OUT_TYPE* out, OUT_TYPE* partials, int N, "
                  "int num_partials)")
     result_buffer = "out"
+    shortcuts = {"block": "BLOCK", "blocks_per_sm": "BLOCKS_PER_SM"}
     references = ("memcpy_dtod",)
 
     def check_shape(self, shape: Shape, types: TypeSet) -> None:
@@ -135,3 +136,6 @@ class Dot(Op):
         inputs = {"a": typed(a, types.input, (n,)), "b": typed(b, types.input, (n,))}
         result[...] = self.reference(inputs).astype(types.output.numpy)
         return result
+
+
+OP = Dot()

@@ -43,6 +43,7 @@ class Matmul(Op):
     }
     signature = "(const DTYPE* A, const DTYPE* B, OUT_TYPE* C, int M, int K, int N)"
     result_buffer = "C"
+    shortcuts = {"tile": "TILE"}
 
     def check_shape(self, shape: Shape, types: TypeSet) -> None:
         m, k, n = shape
@@ -118,3 +119,6 @@ class Matmul(Op):
         inputs = {"A": typed(a, types.input, (m, k)), "B": typed(b, types.input, (k, n))}
         result[...] = self.reference(inputs).astype(types.output.numpy)
         return result
+
+
+OP = Matmul()

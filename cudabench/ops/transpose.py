@@ -37,6 +37,7 @@ class Transpose(Op):
     result_buffer = "B"
     types = TYPES
     references = ("memcpy_dtod",)
+    shortcuts = {"tile": "TILE"}
 
     def inputs(self, shape: Shape, types: TypeSet, rng: np.random.Generator
                ) -> dict[str, np.ndarray]:
@@ -73,6 +74,9 @@ class Transpose(Op):
 class TransposeInplace(Op):
     """A = A^T in place, square."""
 
+    command = "transpose"
+    command_flag = "inplace"
+
     name = "transpose_inplace"
     summary = "A = A^T in place (square A: N x N)"
     dims = ("N",)
@@ -82,6 +86,7 @@ class TransposeInplace(Op):
     result_buffer = "A"
     types = TYPES
     references = ("memcpy_dtod",)
+    shortcuts = {"tile": "TILE"}
 
     def parse_size(self, text: str) -> Shape:
         dims = parse_dims(text, self.size_forms)
@@ -122,3 +127,6 @@ class TransposeInplace(Op):
         result = typed(a, types.input, (n, n))
         result[...] = result.T.copy()
         return result
+
+
+OPS = [Transpose(), TransposeInplace()]

@@ -1,0 +1,77 @@
+"""One command per op, built from the op registry: `cudabench matmul`, `cudabench softmax`.
+
+Ops that share a command (transpose and transpose_inplace) are told apart by a flag
+(`--inplace`); an op's shortcuts become options (`--tile` sets TILE). A user's op, declared
+in a .py file of a --kernels-dir folder, gets its command the same way: the group looks for
+--kernels-dir in the arguments before it looks the command up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cudabench.cli.options import benchmark_options, build_request
+from cudabench.errors import UsageError
+from cudabench.measure.plan import Request
+from cudabench.ops import Op
+
+Runner = Callable[[list[Request], int, "Path | None", "Path | None"], int]
+
+
+def command_name(op: Op) -> str:
+    """Return the command that runs op."""
+    return op.command or op.name
+
+
+def command_names(ops: Mapping[str, Op]) -> list[str]:
+    """Return the commands the ops give, each once."""
+    return list(dict.fromkeys(command_name(op) for op in ops.values()))
+
+
+def kernels_dirs_in(args: Sequence[str]) -> list[Path]:
+    """Return the folders given with --kernels-dir in a command line not yet parsed."""
+    found = []
+    for i, arg in enumerate(args):
+        if arg == "--kernels-dir" and i + 1 < len(args):
+            found.append(Path(args[i + 1]))
+        elif arg.startswith("--kernels-dir="):
+            found.append(Path(arg.split("=", 1)[1]))
+    return [folder for folder in found if folder.is_dir()]
+
+
+def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command | None:
+    """Build the command `name` for the ops it runs, or None if no op has that command."""
+    members = [op for op in ops.values() if command_name(op) == name]
+    if not members:
+        return None
+    primary = next((op for op in members if not op.command_flag), members[0])
+    flagged = {op.command_flag: op for op in members if op.command_flag}
+    shortcuts = {option: param for op in members for option, param in op.shortcuts.items()}
+
+    def callback(device: int, json_path: Path | None, markdown_path: Path | None,
+                 **options: Any) -> int:
+        chosen = [flagged[flag] for flag in flagged if options.pop(f"flag_{flag}")]
+        if len(chosen) > 1:
+            raise UsageError(f"give at most one of {', '.join('--' + f for f in flagged)}")
+        op = chosen[0] if chosen else primary
+        values = {param: (f"--{option.replace('_', '-')}", options.pop(f"short_{option}"))
+                  for option, param in shortcuts.items()}
+        request = build_request(op.name, values, **options)
+        return run([request], device, json_path, markdown_path)
+
+    function: Callable[..., int] = callback
+    for flag, op in flagged.items():
+        function = click.option(f"--{flag}", f"flag_{flag}", is_flag=True,
+                                help=f"Run {op.name}: {op.summary}.")(function)
+    for option, param in shortcuts.items():
+        function = click.option(f"--{option.replace('_', '-')}", f"short_{option}", type=int,
+                                help=f"Set the {param} parameter (as -p {param}=...)."
+                                )(function)
+    function = benchmark_options(primary)(function)
+    summary = primary.summary + "".join(f"; --{f}: {op.summary}" for f, op in flagged.items())
+    return click.command(name, help=f"{summary}. Variants: `cudabench list`.",
+                         short_help=primary.summary)(function)

@@ -1,0 +1,164 @@
+"""The op registry: built-in ops, ops from installed packages, ops from the user's files.
+
+Every op is declared the same way: a Python module that defines `OPS = [SomeOp(), ...]` (or
+`OP = SomeOp()`) with subclasses of cudabench.ops.Op. The built-in ones are the modules of
+this package; an installed package names its module in the entry-point group
+`cudabench.ops`; a user drops a `.py` file into a folder given with `--kernels-dir` (beside
+or above the op's `.cu` files). Each op remembers where it came from (`origin`: a module
+name or a file path), and is found again from there in any process (a worker, a Ray task):
+it pickles as (origin, name), never as a class that only the parent imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+
+from cudabench.errors import OpFileError
+from cudabench.ops.base import Op
+from cudabench.ops.types import DTYPES
+
+BUILTIN_MODULES = ("cudabench.ops.matmul", "cudabench.ops.transpose", "cudabench.ops.dot")
+ENTRY_POINT_GROUP = "cudabench.ops"
+# The methods an op must define: everything else has a default.
+REQUIRED_METHODS = ("inputs", "outputs", "args", "reference", "verify", "bytes_moved")
+
+
+def find_op(origin: str, name: str) -> Op:
+    """Return the op called name declared at origin (a module name or a .py file path)."""
+    for op in _ops_at(origin):
+        if op.name == name:
+            return op
+    raise OpFileError(f"{origin}: declares no op {name!r} any more")
+
+
+def builtin_ops() -> dict[str, Op]:
+    """Return the built-in ops and those of installed packages, by name."""
+    ops: dict[str, Op] = {}
+    for origin in (*BUILTIN_MODULES, *_entry_point_modules()):
+        _add(ops, _ops_at(origin))
+    return ops
+
+
+def load_ops(kernels_dirs: Iterable[Path] = ()) -> dict[str, Op]:
+    """Return every op: built-in, installed, then those in the folders' .py files."""
+    ops = builtin_ops()
+    for path in op_files(kernels_dirs):
+        _add(ops, _ops_at(str(path)))
+    return ops
+
+
+def op_files(kernels_dirs: Iterable[Path]) -> list[Path]:
+    """Return the op files of the folders: FOLDER/*.py and FOLDER/*/*.py, each once."""
+    found: dict[Path, None] = {}
+    for folder in kernels_dirs:
+        folder = Path(folder)
+        for path in sorted([*folder.glob("*.py"), *folder.glob("*/*.py")]):
+            if not path.name.startswith("_"):
+                found.setdefault(path.resolve(), None)
+    return list(found)
+
+
+def _add(ops: dict[str, Op], new: list[Op]) -> None:
+    """Add ops to the registry; a name given twice is an error naming both origins."""
+    for op in new:
+        if op.name in ops and ops[op.name].origin != op.origin:
+            raise OpFileError(f"{op.origin}: op {op.name!r} is also declared by "
+                              f"{ops[op.name].origin}; rename one of them")
+        ops[op.name] = op
+
+
+def _entry_point_modules() -> list[str]:
+    """Return the modules installed packages declare in the cudabench.ops group."""
+    return [entry.value.split(":")[0]
+            for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
+
+
+@functools.lru_cache(maxsize=None)
+def _ops_at(origin: str) -> list[Op]:
+    """Import origin once and return the ops it declares, checked."""
+    module = _import_file(Path(origin)) if origin.endswith(".py") else _import_module(origin)
+    declared = getattr(module, "OPS", None)
+    if declared is None and hasattr(module, "OP"):
+        declared = [module.OP]
+    if not isinstance(declared, (list, tuple)) or not declared:
+        raise OpFileError(f"{origin}: declares no op; define OP = YourOp() (a subclass of "
+                          "cudabench.ops.Op) or OPS = [...] (see docs/writing-an-op.md)")
+    ops = []
+    for op in declared:
+        if not isinstance(op, Op):
+            raise OpFileError(f"{origin}: {op!r} is not an instance of a cudabench.ops.Op "
+                              "subclass")
+        op.origin = origin
+        check_op(op)
+        ops.append(op)
+    return ops
+
+
+def _import_module(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # an installed plugin that is broken
+        raise OpFileError(f"{name}: cannot import the op module: {type(exc).__name__}: {exc}"
+                          ) from None
+
+
+def _import_file(path: Path) -> ModuleType:
+    """Import a user's op file under a name derived from its path (stable across processes)."""
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    name = f"cudabench_user_ops.{path.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise OpFileError(f"{path}: cannot load the op file (not a Python file?)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        del sys.modules[name]
+        raise OpFileError(f"{path}:{exc.lineno}: syntax error in the op file: {exc.msg}"
+                          ) from None
+    except Exception as exc:
+        del sys.modules[name]
+        raise OpFileError(f"{path}: the op file failed to load: {type(exc).__name__}: {exc}"
+                          ) from None
+    return module
+
+
+def check_op(op: Op) -> None:
+    """Raise OpFileError naming the origin and field if an op is not fully declared."""
+    where = f"{op.origin}: op {op.name or type(op).__name__!r}"
+    if not isinstance(op.name, str) or not op.name.isidentifier():
+        raise OpFileError(f"{where}: `name` must be an identifier such as \"softmax\"")
+    if not op.dims or not all(isinstance(d, str) and d.isidentifier() for d in op.dims):
+        raise OpFileError(f"{where}: `dims` must name the shape's extents, e.g. (\"ROWS\", "
+                          "\"COLS\")")
+    if not op.size_forms or any(not isinstance(n, int) or n < 1 for n in op.size_forms):
+        raise OpFileError(f"{where}: `size_forms` must map a number of extents to an "
+                          "example, e.g. {1: \"1024\", 2: \"1024x512\"}")
+    try:
+        op.parse_size(op.default_size)
+    except Exception:
+        raise OpFileError(f"{where}: `default_size` {op.default_size!r} is not a size of "
+                          "its size_forms") from None
+    for dtype, names in op.types.items():
+        if dtype not in DTYPES or len(names) != 3 or any(n not in DTYPES for n in names):
+            raise OpFileError(f"{where}: `types` maps an input type to (input, accumulator, "
+                              f"output) types among {', '.join(DTYPES)}; got {dtype!r}: "
+                              f"{names!r}")
+    if not op.types:
+        raise OpFileError(f"{where}: `types` is empty: declare at least one type")
+    if not op.result_buffer or not op.signature:
+        raise OpFileError(f"{where}: `result_buffer` and `signature` must be given")
+    missing = [m for m in REQUIRED_METHODS if getattr(type(op), m) is getattr(Op, m)]
+    if missing:
+        raise OpFileError(f"{where}: define {', '.join(missing)} (see docs/writing-an-op.md)")
