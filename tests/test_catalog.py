@@ -114,7 +114,8 @@ HEADER_ERRORS = {
     "blank first line": (["", *MATMUL_HEADER], 1, "not a cudabench kernel"),
     "code first": (["#include <cstdio>", *MATMUL_HEADER], 1, "not a cudabench kernel"),
     "unknown op": (["// cudabench: conv2d", "// launch k: grid 1; block 1"], 1,
-                   "unknown op 'conv2d' (known: matmul, transpose, transpose_inplace, dot; an op of your own"),
+                   "unknown op 'conv2d' (known: matmul, transpose, transpose_inplace, dot; an op "
+                   "of your own"),
     "unknown key": (header_with("// description: x", "// colour: red"), 3,
                     "unknown header key 'colour'"),
     "key with a name": (header_with("// dtypes float32: x"), 2, "unknown header key"),

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from cudabench.measure.engine import Engine, EngineSpec
 from cudabench.errors import OpFileError
+from cudabench.measure.engine import Engine, EngineSpec
 from cudabench.measure.jobs import Job, Prepared, error_row, jobs_of, prepare
 from cudabench.measure.plan import Plan
 from cudabench.measure.references import run_reference

@@ -81,7 +81,7 @@ def _entry_point_modules() -> list[str]:
             for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ops_at(origin: str) -> list[Op]:
     """Import origin once and return the ops it declares, checked."""
     module = _import_file(Path(origin)) if origin.endswith(".py") else _import_module(origin)
