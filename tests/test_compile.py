@@ -22,7 +22,7 @@ from helpers import write_kernel
 
 from cudabench.catalog import KernelVariant, ParamSpec, discover, parse_header
 from cudabench.measure.plan import compile_defines
-from cudabench.ops import OPS
+from cudabench.ops import OPS, load_ops
 
 NVCC = shutil.which("nvcc")
 ARCH = "sm_90"
@@ -190,3 +190,26 @@ def test_the_dynamic_shared_memory_test_kernel_compiles(dtype):
     build = compile_ptx(parse_header(path), defines_for(dtype, {"TILE": 128}, "transpose"))
     assert build.returncode == 0, build.output
     assert ".extern .shared" in build.ptx
+
+
+def example_cases():
+    """Yield (folder, op, variant, dtype) for every kernel of the shipped examples."""
+    examples = Path(__file__).parents[1] / "examples"
+    for folder in sorted(p for p in examples.iterdir() if p.is_dir()):
+        catalog, ops = discover([folder]), load_ops([folder])
+        for op_name, variants in catalog.items():
+            if ops[op_name].origin.startswith("cudabench."):
+                continue
+            for name, variant in sorted(variants.items()):
+                for dtype in variant.dtypes:
+                    yield pytest.param(folder, op_name, name, dtype,
+                                       id=f"{folder.name}-{name}-{dtype}")
+
+
+@pytest.mark.parametrize(("folder", "op", "variant", "dtype"), list(example_cases()))
+def test_example_kernels_compile_for_sm90(folder, op, variant, dtype):
+    kernel = discover([folder])[op][variant]
+    types = load_ops([folder])[op].type_set(dtype)
+    params = {spec.name: spec.default for spec in kernel.params}
+    build = compile_ptx(kernel, (compile_defines(params, types), types.headers))
+    assert build.returncode == 0, f"{build.command}\n{build.output}"

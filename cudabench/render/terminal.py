@@ -125,7 +125,9 @@ def render_catalog(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, A
                           Text(", ".join(variant.dtypes)), Text(str(variant.path)))
     console.print(table)
     for op_name, op in ops.items():
-        console.print(Text(f"{op_name}: {op.summary}; kernels take {op.signature}"))
+        types = ", ".join(op.type_set(name).describe() for name in op.dtypes)
+        console.print(Text(f"{op_name} ({op.origin}): {op.summary}; types {types}; kernels "
+                           f"take {op.signature}"), soft_wrap=True)
 
 
 def render_device(info: DeviceInfo, versions: Mapping[str, str], console: Console) -> None:

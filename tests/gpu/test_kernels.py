@@ -276,3 +276,17 @@ def test_dynamic_shared_memory_beyond_what_the_gpu_allows_is_an_error_row(engine
     assert result.status is Status.ERROR
     limit = engine.info.max_shared_bytes_per_block_optin
     assert limit and f"more than the {limit} a block may have" in result.error
+
+
+# -- an op of the user's own: examples/softmax -------------------------------------------
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "softmax"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("size", ["1x1", "17x33", "3x1025", "4096x1024"])
+def test_the_example_user_op_runs_and_verifies(engine, dtype, size):
+    results = run(engine, "softmax", size, dtype, kernels_dirs=[EXAMPLE])
+    assert set(results) == {"naive", "block_per_row"}
+    for result in results.values():
+        assert result.status is Status.PASS, (result.variant, result.error, result.verification)

@@ -1,0 +1,191 @@
+"""Ops of the user's own: a .py file beside the kernels, found in every process, and every
+way such a file can be broken reported as one line naming it."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudabench.cli import cli
+from cudabench.measure.fake_engine import FakeSpec, Fault
+from cudabench.ops import registry
+from cudabench.results import Status, load_results
+from cudabench.results.schema import validate
+
+EXAMPLE = Path(__file__).parents[1] / "examples" / "softmax"
+QUICK = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05"]
+
+
+@pytest.fixture
+def use_fake(monkeypatch):
+    def use(**fields) -> None:
+        spec = FakeSpec(**fields)
+        monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
+
+    use()
+    return use
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("size", ["1x1", "17x33", "64x1025"])
+def test_the_example_op_runs_and_verifies_in_every_type(use_fake, tmp_path, dtype, size):
+    json_path = tmp_path / "r.json"
+    done = invoke("softmax", "--kernels-dir", EXAMPLE, "--size", size, "--dtype", dtype,
+                  "--json", json_path, *QUICK)
+    assert done.exit_code == 0, done.output
+    validate(json.loads(json_path.read_text()))
+    statuses = {b.variant: b.status for b in load_results(json_path).benchmarks}
+    assert statuses == {"naive": Status.PASS, "block_per_row": Status.PASS}
+
+
+def test_a_type_outside_the_ops_matrix_is_a_usage_error(use_fake):
+    done = invoke("softmax", "--kernels-dir", EXAMPLE, "--dtype", "int32")
+    assert done.exit_code == 2
+    assert "--dtype int32: softmax supports float16, float32, float64" in done.stderr
+
+
+def test_the_ops_kernels_run_in_a_fresh_process_after_a_fault(use_fake, tmp_path):
+    # The worker process finds the op again from its file: nothing is pickled by class.
+    use_fake(faults={"block_per_row": Fault.FAULT})
+    json_path = tmp_path / "r.json"
+    done = invoke("softmax", "--kernels-dir", EXAMPLE, "--size", "8x100", "--json", json_path,
+                  *QUICK)
+    assert done.exit_code == 3, done.output
+    statuses = {b.variant: b.status for b in load_results(json_path).benchmarks}
+    assert statuses == {"block_per_row": Status.FAIL, "naive": Status.PASS}
+
+
+def test_list_and_suites_know_the_users_op(use_fake, tmp_path):
+    listed = invoke("list", "--kernels-dir", EXAMPLE)
+    assert listed.exit_code == 0 and "softmax" in listed.stdout
+    assert "float16 (float32 accumulation)" in listed.stdout
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text(f'kernels_dirs = ["{EXAMPLE}"]\n\n[[benchmark]]\nop = "softmax"\n'
+                     'size = "16x64"\n\n[timing]\nmax_time = 0.05\nwarmup = 0\n')
+    done = invoke("run", suite)
+    assert done.exit_code == 0, done.output
+    assert "softmax 16x64" in done.stdout
+
+
+def write_op(folder: Path, text: str, name: str = "myop.py") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+GOOD_OP = """
+    import numpy as np
+    from cudabench.ops import Op
+    from cudabench.ops.checks import exact_check
+
+    class Copy(Op):
+        name = "mycopy"
+        summary = "y = x"
+        dims = ("N",)
+        size_forms = {1: "1000"}
+        default_size = "1000"
+        signature = "(const DTYPE* x, DTYPE* y, int N)"
+        result_buffer = "y"
+
+        def inputs(self, shape, types, rng):
+            return {"x": rng.uniform(-1, 1, shape).astype(types.input.numpy)}
+
+        def outputs(self, shape, types, blocks):
+            return {"y": shape}
+
+        def args(self, shape, blocks):
+            return ["x", "y", *shape]
+
+        def reference(self, inputs):
+            REFERENCE_BODY
+
+        def verify(self, inputs, expected, result, launches, types):
+            return exact_check(result, expected)
+
+        def bytes_moved(self, shape, types):
+            return 2 * shape[0] * types.input.itemsize
+
+        def emulate(self, args, types):
+            from cudabench.ops.base import typed
+            x, y, n = args
+            result = typed(y, types.output, (n,))
+            result[...] = typed(x, types.input, (n,))
+            return result
+
+    OP = Copy()
+"""
+KERNEL = """// cudabench: mycopy
+// launch copy: grid cdiv(N, 128); block 128
+extern "C" __global__ void copy(const DTYPE* x, DTYPE* y, int N) {
+    int i = blockIdx.x * 128 + threadIdx.x;
+    if (i < N) y[i] = x[i];
+}
+"""
+
+
+def user_folder(tmp_path: Path, op_text: str) -> Path:
+    folder = tmp_path / "mine"
+    write_op(folder, op_text)
+    (folder / "mycopy").mkdir(parents=True, exist_ok=True)
+    (folder / "mycopy" / "plain.cu").write_text(KERNEL)
+    return folder
+
+
+def test_a_small_op_of_ones_own_runs(use_fake, tmp_path):
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "300", *QUICK)
+    assert done.exit_code == 0, done.output
+    assert "plain" in done.stdout and "PASS" in done.stdout
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda t: t.replace("class Copy(Op):", "class Copy(Op)"), "myop.py:6: syntax error"),
+    (lambda t: t.replace("OP = Copy()", ""), "declares no op"),
+    (lambda t: t.replace('    dims = ("N",)\n', ""), "`dims` must name"),
+    (lambda t: t.replace("def verify(", "def check("), "define verify"),
+    (lambda t: t.replace('name = "mycopy"', 'name = "matmul"'), "also declared by"),
+    (lambda t: t.replace("import numpy as np", "import no_such_module"),
+     "ModuleNotFoundError"),
+    (lambda t: t.replace('default_size = "1000"', 'default_size = "ten"'), "`default_size`"),
+])
+def test_a_broken_op_file_is_one_line_naming_the_file(use_fake, tmp_path, change, message):
+    text = change(textwrap.dedent(GOOD_OP).replace("REFERENCE_BODY", "return inputs['x']"))
+    folder = user_folder(tmp_path, text)
+    for args in (["mycopy", "--kernels-dir", folder], ["list", "--kernels-dir", folder]):
+        done = invoke(*args)
+        assert done.exit_code == 2, done.output
+        assert str(folder / "myop.py") in done.stderr and message in done.stderr
+        assert "Traceback" not in done.output and len(done.stderr.splitlines()) == 1
+
+
+def test_a_reference_that_raises_gives_error_rows_naming_the_file(use_fake, tmp_path):
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "raise KeyError('y')"))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert "ERROR" in done.stdout
+    assert f"{folder / 'myop.py'}: mycopy.reference raised KeyError" in done.stderr
+    assert "Traceback" not in done.output
+
+
+def test_an_installed_package_declares_ops_through_an_entry_point(monkeypatch, tmp_path):
+    package = tmp_path / "site"
+    write_op(package, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"),
+             name="plugged_ops.py")
+    monkeypatch.syspath_prepend(str(package))
+
+    class EntryPoint:
+        value = "plugged_ops"
+
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points",
+                        lambda group: [EntryPoint()] if group == "cudabench.ops" else [])
+    ops = registry.builtin_ops()
+    assert ops["mycopy"].origin == "plugged_ops" and "matmul" in ops
