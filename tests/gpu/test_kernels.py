@@ -107,28 +107,30 @@ WRONG_KERNELS = {
         // cudabench: matmul
         // param TILE: default 16; allowed 16
         // launch short_k: grid cdiv(N, TILE), cdiv(M, TILE); block TILE, TILE
-        extern "C" __global__ void short_k(const DTYPE* A, const DTYPE* B, DTYPE* C,
+        extern "C" __global__ void short_k(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,
                                            int M, int K, int N) {
             int row = blockIdx.y * blockDim.y + threadIdx.y;
             int col = blockIdx.x * blockDim.x + threadIdx.x;
             if (row >= M || col >= N) return;
-            DTYPE sum = 0;
-            for (int k = 0; k < K - 1; ++k) sum += A[row * K + k] * B[k * N + col];
-            C[row * N + col] = sum;
+            ACC_TYPE sum = 0;
+            for (int k = 0; k < K - 1; ++k)
+                sum += (ACC_TYPE)A[row * K + k] * (ACC_TYPE)B[k * N + col];
+            C[row * N + col] = (OUT_TYPE)sum;
         }""",
     # The last row of C is never written: only the poisoned output can reveal it.
     ("matmul", "skips_last_row"): """
         // cudabench: matmul
         // param TILE: default 16; allowed 16
         // launch skips_last_row: grid cdiv(N, TILE), cdiv(M, TILE); block TILE, TILE
-        extern "C" __global__ void skips_last_row(const DTYPE* A, const DTYPE* B, DTYPE* C,
+        extern "C" __global__ void skips_last_row(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,
                                                   int M, int K, int N) {
             int row = blockIdx.y * blockDim.y + threadIdx.y;
             int col = blockIdx.x * blockDim.x + threadIdx.x;
             if (row >= M - 1 || col >= N) return;
-            DTYPE sum = 0;
-            for (int k = 0; k < K; ++k) sum += A[row * K + k] * B[k * N + col];
-            C[row * N + col] = sum;
+            ACC_TYPE sum = 0;
+            for (int k = 0; k < K; ++k)
+                sum += (ACC_TYPE)A[row * K + k] * (ACC_TYPE)B[k * N + col];
+            C[row * N + col] = (OUT_TYPE)sum;
         }""",
     # Copies instead of transposing: right only for symmetric input.
     ("transpose", "copies"): """
@@ -157,27 +159,28 @@ WRONG_KERNELS = {
         // param BLOCK: default 256; allowed 256
         // launch skips_last_block: grid min(cdiv(N, BLOCK), SM_COUNT * 8); block BLOCK
         // launch finish: grid 1; block 1
-        extern "C" __global__ void skips_last_block(const DTYPE* a, const DTYPE* b, DTYPE* out,
-                                                    DTYPE* partials, int N, int num_partials) {
-            __shared__ DTYPE cache[BLOCK];
-            DTYPE sum = 0;
+        extern "C" __global__ void skips_last_block(const DTYPE* a, const DTYPE* b, OUT_TYPE* out,
+                                                    OUT_TYPE* partials, int N, int num_partials) {
+            __shared__ ACC_TYPE cache[BLOCK];
+            ACC_TYPE sum = 0;
             if (blockIdx.x + 1 < gridDim.x || gridDim.x == 1)
                 for (int i = blockIdx.x * BLOCK + threadIdx.x; i < N; i += BLOCK * gridDim.x)
-                    sum += a[i] * b[i];
-            if (gridDim.x == 1 && threadIdx.x == 0) sum -= a[0] * b[0];  // still wrong at N=1
+                    sum += (ACC_TYPE)a[i] * (ACC_TYPE)b[i];
+            if (gridDim.x == 1 && threadIdx.x == 0)
+                sum -= (ACC_TYPE)a[0] * (ACC_TYPE)b[0];  // still wrong at N=1
             cache[threadIdx.x] = sum;
             __syncthreads();
             for (int s = BLOCK / 2; s > 0; s >>= 1) {
                 if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
                 __syncthreads();
             }
-            if (threadIdx.x == 0) partials[blockIdx.x] = cache[0];
+            if (threadIdx.x == 0) partials[blockIdx.x] = (OUT_TYPE)cache[0];
         }
-        extern "C" __global__ void finish(const DTYPE* a, const DTYPE* b, DTYPE* out,
-                                          DTYPE* partials, int N, int num_partials) {
-            DTYPE sum = 0;
-            for (int i = 0; i < num_partials; ++i) sum += partials[i];
-            out[0] = sum;
+        extern "C" __global__ void finish(const DTYPE* a, const DTYPE* b, OUT_TYPE* out,
+                                          OUT_TYPE* partials, int N, int num_partials) {
+            ACC_TYPE sum = 0;
+            for (int i = 0; i < num_partials; ++i) sum += (ACC_TYPE)partials[i];
+            out[0] = (OUT_TYPE)sum;
         }""",
 }
 
@@ -189,7 +192,7 @@ def write_kernel(folder, op, name, source):
     return path
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
 @pytest.mark.parametrize(("op", "name", "size"), [
     ("matmul", "short_k", "17x33x5"), ("matmul", "short_k", "1000"),
     ("matmul", "skips_last_row", "17x33x5"), ("matmul", "skips_last_row", "1024"),
