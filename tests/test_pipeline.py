@@ -294,3 +294,42 @@ def test_dynamic_shared_memory_beyond_the_opt_in_limit_is_an_error_row():
     assert big.status is Status.ERROR
     assert f"asks for {256 * 257 * 8} bytes of dynamic shared memory" in (big.error or "")
     assert str(227 * 1024) in (big.error or "")
+
+
+# -- the watchdog ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("fault", "says"), [
+    (Fault.HANGS, "did not finish within 1.5 s of GPU work (--timeout)"),
+    (Fault.COMPILE_HANGS, "its compile did not finish within 1.5 s (--compile-timeout)"),
+])
+def test_a_kernel_that_never_finishes_is_a_timeout_row_and_the_rest_run(
+        use_fake, tmp_path, fault, says):
+    import time
+
+    use_fake(faults={"tiled": fault})
+    json_path = tmp_path / "r.json"
+    started = time.monotonic()
+    done = invoke("matmul", "--size", "20", "--json", str(json_path), "--timeout", "1.5",
+                  "--compile-timeout", "1.5", *QUICK_FLAGS)
+    assert time.monotonic() - started < 20  # the timeout plus a few seconds of worker starts
+    assert done.exit_code == 3, done.output
+    assert says in done.stderr and "TIMEOUT" in done.stdout
+    loaded = load_results(json_path)
+    statuses = {b.variant: b.status for b in loaded.benchmarks}
+    assert statuses == {"naive": Status.PASS, "tiled": Status.TIMEOUT,
+                        "tiled_conflict": Status.PASS}
+    raw = json.loads(json_path.read_text())
+    validate(raw)
+    assert [b["status"] for b in raw["benchmarks"]] == ["PASS", "TIMEOUT", "PASS"]
+    base = tmp_path / "base.json"
+    use_fake()
+    assert invoke("matmul", "--size", "20", "--json", str(base), *QUICK_FLAGS).exit_code == 0
+    compared = invoke("compare", str(base), str(json_path))
+    assert compared.exit_code == 1 and "now TIMEOUT" in compared.stdout
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--timeout", "0"), ("--timeout", "inf"),
+                                             ("--warmup", "nan"), ("--max-time", "-1")])
+def test_timing_flags_must_be_finite_and_positive(use_fake, flag, value):
+    done = invoke("dot", flag, value)
+    assert done.exit_code == 2 and flag in done.stderr

@@ -48,6 +48,11 @@ def timing_options(function: F) -> F:
                      help="Stop once the median is known to this relative precision (95%)."),
         click.option("--max-time", type=float, default=defaults.max_time_s, show_default=True,
                      help="Seconds of sampling per variant before stopping anyway."),
+        click.option("--timeout", type=float, default=defaults.timeout_s, show_default=True,
+                     help="Seconds a variant's GPU work may take (its compile aside) before "
+                     "it is killed and reported TIMEOUT."),
+        click.option("--compile-timeout", type=float, default=defaults.compile_timeout_s,
+                     show_default=True, help="Seconds a variant's compile may take."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -105,7 +110,8 @@ def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **optio
     timing = TimingPolicy(
         warmup_s=options["warmup"], min_samples=options["min_samples"],
         max_samples=options["max_samples"], precision=options["precision"],
-        max_time_s=options["max_time"],
+        max_time_s=options["max_time"], timeout_s=options["timeout"],
+        compile_timeout_s=options["compile_timeout"],
     )
     return Request(
         op=op, size=options["size"], dtype=options["dtype"], variants=options["variants"],

@@ -36,7 +36,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 DEFAULT_FILES = ("cudabench.toml", "pyproject.toml")
 TIMING_KEYS = {"warmup": "warmup_s", "min_samples": "min_samples", "max_samples": "max_samples",
-               "precision": "precision", "max_time": "max_time_s"}
+               "precision": "precision", "max_time": "max_time_s", "timeout": "timeout_s",
+               "compile_timeout": "compile_timeout_s"}
 BENCHMARK_KEYS = {"op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed"}
 
 

@@ -14,6 +14,7 @@ import enum
 import math
 import multiprocessing
 import os
+import time
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ class Fault(str, enum.Enum):
     # In a worker process the process dies at launch (a driver crash, the OOM killer); in
     # the first process, where workers do not run, it faults like FAULT.
     KILLS_WORKER = "kills_worker"
+    HANGS = "hangs"  # never finishes: the next wait for the GPU blocks forever
+    COMPILE_HANGS = "compile_hangs"  # its compile never ends (nvcc stuck)
     # Not a fault: a correct kernel that overwrites its read-only inputs after use (as an
     # in-place kernel changes its one buffer), so the checked launch needs fresh inputs.
     CHANGES_INPUTS = "changes_inputs"
@@ -97,6 +100,7 @@ class FakeEngine:
         self.out_of_memory = False
         self.pending_s = 0.0  # simulated GPU time enqueued since the last event
         self.pending_fault = False
+        self.pending_hang = False  # a launch that never finishes was enqueued
         self.log: list[tuple[str, Any]] = []  # ("flush" | "sample" | "fill" | "run", detail)
         self.allocated_bytes = 0
 
@@ -106,6 +110,8 @@ class FakeEngine:
         """Return a fake kernel per launch; nothing is compiled."""
         self._alive()
         fault = self.spec.faults.get(variant.name)
+        while fault is Fault.COMPILE_HANGS:
+            time.sleep(1.0)
         if fault is Fault.OUT_OF_MEMORY:
             self.out_of_memory = True
         dtype = next(d.name for d in DTYPES.values() if d.ctype == defines["DTYPE"])
@@ -172,6 +178,8 @@ class FakeEngine:
             runs += 1
             if kernel.fault is Fault.KILLS_WORKER and multiprocessing.parent_process():
                 os._exit(9)
+            if kernel.fault is Fault.HANGS:
+                self.pending_hang = True
             if kernel.fault in (Fault.FAULT, Fault.KILLS_WORKER):
                 self.pending_fault = True
                 return
@@ -232,7 +240,10 @@ class FakeEngine:
         return (3e-6 + buffers / 1.0e12) * factor * kernel.slowdown
 
     def _raise_pending_fault(self) -> None:
-        """Raise the fault a launch left, as the next synchronising call does on a GPU."""
+        """Raise the fault a launch left, as the next synchronising call does on a GPU;
+        block forever behind a launch that never finishes."""
+        while self.pending_hang:
+            time.sleep(1.0)
         if self.pending_fault:
             self.faulted = True
             raise KernelFault("an illegal memory access was encountered (fake)")

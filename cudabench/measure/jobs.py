@@ -63,7 +63,8 @@ def prepare(plan: Plan) -> Prepared:
     return Prepared(inputs, expected, time.perf_counter() - started)
 
 
-def record(plan: Plan, name: str, params: dict[str, int], source: str, device: DeviceInfo,
+def record(plan: Plan, name: str, params: dict[str, int], source: str,
+           device: DeviceInfo | None,
            cpu_reference_s: float | None, kind: Kind = Kind.VARIANT, **fields: Any
            ) -> BenchmarkResult:
     """Return a result row of plan with the op's accounting filled in."""
@@ -80,11 +81,12 @@ def record(plan: Plan, name: str, params: dict[str, int], source: str, device: D
     )
 
 
-def error_row(plan: Plan, job: Job, device: DeviceInfo, error: str) -> BenchmarkResult:
-    """Return the row of a job that could not be measured at all (its worker died)."""
+def error_row(plan: Plan, job: Job, device: DeviceInfo | None, error: str,
+              timed_out: bool = False) -> BenchmarkResult:
+    """Return the row of a job that could not be measured (its worker died or timed out)."""
     if job.variant is not None:
         variant = job.variant
         return record(plan, job.name, dict(variant.params), str(variant.variant.path), device,
-                      None, error=error)
+                      None, error=error, timed_out=timed_out)
     return record(plan, job.name, {}, job.reference, device, None, kind=Kind.REFERENCE,
-                  error=error)
+                  error=error, timed_out=timed_out)

@@ -1,8 +1,9 @@
-"""Run checked plans on one engine: every variant and reference row, a fault isolated.
+"""Run checked plans: every variant and reference row, in watched worker processes.
 
-A kernel that faults (an illegal address, say) leaves CUDA unusable in its process, for
-good: even a new context cannot be created. The jobs after it then run in a fresh process
-(workers.py), so that one broken variant never hides the results of the others.
+The GPU work runs in a worker (workers.py) that the parent can kill when a job outlasts
+its timeout. A kernel that faults (an illegal address, say) leaves CUDA unusable in its
+process, for good: the jobs after it, or after a timeout, run in a fresh worker, so that
+one broken variant never hides the results of the others.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from cudabench.measure.jobs import Job, Prepared, error_row, jobs_of, prepare
 from cudabench.measure.plan import Plan
 from cudabench.measure.references import run_reference
 from cudabench.measure.variant import run_variant
-from cudabench.measure.workers import run_in_fresh_process
+from cudabench.measure.workers import run_in_worker
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
 OnResult = Callable[[BenchmarkResult], None]
 OnStart = Callable[[Mapping[str, str]], None]  # receives the engine's versions
+OnPhase = Callable[[str, int], None]
 
 
 def count_rows(plans: Sequence[Plan]) -> int:
@@ -29,19 +31,16 @@ def count_rows(plans: Sequence[Plan]) -> int:
 
 def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | None = None,
               on_start: OnStart | None = None) -> RunOutcome:
-    """Run every job of the plans on the engine spec opens, in order; stream each result."""
+    """Run every job of the plans in watched worker processes, in order; stream each row."""
     plans = list(plans)
     jobs = jobs_of(plans)
-    engine = spec.open()
-    try:
-        if on_start is not None:
-            on_start(engine.versions)
-        results = run_jobs(plans, jobs, engine, on_result)
-    finally:
-        engine.close()
+    results: list[BenchmarkResult] = []
+    device = None
     while len(results) < len(jobs):
-        results += run_in_fresh_process(spec, plans, jobs[len(results):], engine.info,
-                                        on_result or _ignore)
+        rows = run_in_worker(spec, plans, jobs[len(results):], on_result or _ignore,
+                             on_start if not results else None, device, first=not results)
+        device = next((r.device for r in rows if r.device is not None), device)
+        results += rows
     notes = tuple(note for plan in plans for note in plan.notes)
     return RunOutcome(tuple(results), notes)
 
@@ -50,13 +49,24 @@ def _ignore(result: BenchmarkResult) -> None:
     """Drop a result (no one listens)."""
 
 
+def _no_phase(kind: str, index: int) -> None:
+    """Ignore a phase (no watchdog listens)."""
+
+
 def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
-             on_result: OnResult | None = None) -> list[BenchmarkResult]:
-    """Run jobs in order until done or until a kernel faults; return their results."""
+             on_result: OnResult | None = None, on_phase: OnPhase | None = None
+             ) -> list[BenchmarkResult]:
+    """Run jobs in order until done or until a kernel faults; return their results.
+
+    on_phase hears ("job", i) when job i starts and ("gpu", i) when its GPU work starts
+    (after its compile): the watchdog's clock.
+    """
     prepared: dict[int, Prepared] = {}
     results = []
-    for job in jobs:
+    phase: OnPhase = on_phase or _no_phase
+    for index, job in enumerate(jobs):
         plan = plans[job.plan_index]
+        phase("job", index)
         if job.plan_index not in prepared:
             try:  # one plan's inputs in memory at a time
                 prepared = {job.plan_index: prepare(plan)}
@@ -69,8 +79,10 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
                 continue
         ready = prepared[job.plan_index]
         if job.variant is not None:
-            result = run_variant(plan, engine, job.variant, ready)
+            result = run_variant(plan, engine, job.variant, ready,
+                                 on_compiled=lambda: phase("gpu", index))
         else:
+            phase("gpu", index)
             result = run_reference(plan, engine, job.reference, ready.cpu_reference_s)
         results.append(result)
         if on_result is not None:

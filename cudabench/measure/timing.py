@@ -7,6 +7,7 @@ tests), and so is the wall clock that enforces the time budget.
 from __future__ import annotations
 
 import enum
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,15 +27,25 @@ class TimingPolicy:
     max_samples: int = 5000
     precision: float = 0.005  # stop once the median's 95% confidence half-width is this small
     max_time_s: float = 1.0  # wall-clock budget for sampling one variant
+    timeout_s: float = 60.0  # a variant's GPU work (not its compile) must end within this
+    compile_timeout_s: float = 600.0  # and its compile within this
 
     def validate(self) -> TimingPolicy:
         """Raise UsageError naming the flag of the first bad value; return self."""
+        finite = {"--warmup": self.warmup_s, "--precision": self.precision,
+                  "--max-time": self.max_time_s, "--timeout": self.timeout_s,
+                  "--compile-timeout": self.compile_timeout_s}
+        for flag, value in finite.items():
+            if not math.isfinite(value):
+                raise UsageError(f"{flag} {value}: must be a finite number")
         checks = [
             (self.warmup_s >= 0, "--warmup must be >= 0 seconds"),
             (self.min_samples >= 1, "--min-samples must be >= 1"),
             (self.max_samples >= self.min_samples, "--max-samples must be >= --min-samples"),
             (self.precision > 0, "--precision must be > 0 (e.g. 0.005 for 0.5%)"),
             (self.max_time_s > 0, "--max-time must be > 0 seconds"),
+            (self.timeout_s > 0, "--timeout must be > 0 seconds"),
+            (self.compile_timeout_s > 0, "--compile-timeout must be > 0 seconds"),
         ]
         for ok, message in checks:
             if not ok:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,9 +20,12 @@ from cudabench.results.model import BenchmarkResult, Verification
 FAULTED = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
 
 
-def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: Prepared
-                ) -> BenchmarkResult:
-    """Compile, warm up, verify once on fresh inputs and poisoned outputs, then time."""
+def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: Prepared,
+                on_compiled: Callable[[], None] = lambda: None) -> BenchmarkResult:
+    """Compile, warm up, verify once on fresh inputs and poisoned outputs, then time.
+
+    on_compiled is called once the compile is done and the GPU work begins.
+    """
     op, types, variant = plan.op, plan.types, planned.variant
     launches: list[dict[str, Any]] = []
     buffers: dict[str, Any] = {}
@@ -33,6 +37,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     inputs = prepared.inputs
     try:
         compiled, geometry, arg_spec, dynamic = compile_variant(plan, engine, planned, launches)
+        on_compiled()
         with user_code(op, "outputs"):
             outputs = op.outputs(plan.shape, types, math.prod(geometry[0][0]))
         shapes = {name: array.shape for name, array in inputs.items()} | outputs

@@ -28,7 +28,8 @@ from cudabench.render.run_table import RunTable, build_tables
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.units import format_bytes, format_error, format_seconds, shape_text
 
-STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan"}
+STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan",
+                 "TIMEOUT": "bold red"}
 
 
 def _width(stream: TextIO) -> int | None:

@@ -189,6 +189,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         cpu_reference_s=cpu,
         launches=tuple(launches),
         device=devices[device] if device is not None else None,
+        timed_out=data.get("status") == "TIMEOUT",
     )
 
 

@@ -27,9 +27,10 @@ class Status(str, enum.Enum):
     FAIL = "FAIL"  # wrong result, or the kernel faulted
     ERROR = "ERROR"  # not compiled or not launched: nothing was verified
     REF = "REF"  # a reference row: timed, nothing to verify
+    TIMEOUT = "TIMEOUT"  # did not finish within --timeout: killed with its worker process
 
 
-FAILING_STATUSES = frozenset({Status.FAIL, Status.ERROR})
+FAILING_STATUSES = frozenset({Status.FAIL, Status.ERROR, Status.TIMEOUT})
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class BenchmarkResult:
     cpu_reference_s: float | None = None
     launches: tuple[Mapping[str, Any], ...] = field(default=())  # entry, grid, registers...
     device: DeviceInfo | None = None  # None only in files that predate schema 2
+    timed_out: bool = False  # killed by the watchdog (--timeout)
 
     @functools.cached_property
     def summary(self) -> Summary | None:
@@ -125,7 +127,9 @@ class BenchmarkResult:
 
     @property
     def status(self) -> Status:
-        """Return PASS or FAIL (verified; a kernel that faulted failed), ERROR, or REF."""
+        """Return PASS or FAIL (verified; a kernel that faulted failed), ERROR, TIMEOUT or REF."""
+        if self.timed_out:
+            return Status.TIMEOUT
         if self.verification is not None:
             return Status.PASS if self.verification.passed else Status.FAIL
         if self.error is not None:
@@ -142,11 +146,11 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> ExitCode:
-        """Return 2 if a row could not be compiled or run, 3 if one failed, else 0."""
+        """Return 2 if a row could not be compiled or run, 3 if one failed or timed out."""
         statuses = {r.status for r in self.results}
         if Status.ERROR in statuses:
             return ExitCode.USAGE
-        if Status.FAIL in statuses:
+        if statuses & {Status.FAIL, Status.TIMEOUT}:
             return ExitCode.VERIFICATION_FAILED
         return ExitCode.OK
 

@@ -104,3 +104,28 @@ def test_run_suite_writes_every_benchmark(tmp_path):
     # 4 transpose groups x (3 variants + copy) and dot's 2 variants + copy.
     assert len(loaded.benchmarks) == 4 * 4 + 3 and loaded.metadata["complete"] is True
     assert "[19/19]" in result.output  # progress lines on stderr when not a terminal
+
+
+def test_a_spinning_kernel_times_out_and_the_others_are_measured(tmp_path):
+    (tmp_path / "matmul").mkdir()
+    (tmp_path / "matmul" / "aaa_spins.cu").write_text(
+        "// cudabench: matmul\n"
+        "// launch aaa_spins: grid 1; block 32\n"
+        'extern "C" __global__ void aaa_spins(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,\n'
+        "                                     int M, int K, int N) {\n"
+        "    volatile int* flag = (volatile int*)C;  // never 12345: the kernel never ends\n"
+        "    while (flag[0] != 12345) {}\n"
+        "}\n")
+    json_path = tmp_path / "out.json"
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "cudabench", "matmul", "--size", "64", "--kernels-dir",
+         str(tmp_path), "--json", str(json_path), "--timeout", "5", *QUICK],
+        capture_output=True, text=True, timeout=300)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "did not finish within 5 s of GPU work" in done.stderr
+    statuses = {b.variant: b.status for b in load_results(json_path).benchmarks}
+    assert statuses == {"aaa_spins": "TIMEOUT", "naive": "PASS", "tiled": "PASS",
+                        "tiled_conflict": "PASS"}
+    assert elapsed < 5 + 30, elapsed  # the timeout, worker starts, three measured variants
