@@ -8,6 +8,7 @@ one broken variant never hides the results of the others.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 from cudabench.errors import OpFileError
@@ -80,7 +81,7 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
         ready = prepared[job.plan_index]
         if job.variant is not None:
             result = run_variant(plan, engine, job.variant, ready,
-                                 on_compiled=lambda: phase("gpu", index))
+                                 on_compiled=functools.partial(phase, "gpu", index))
         else:
             phase("gpu", index)
             result = run_reference(plan, engine, job.reference, ready.cpu_reference_s)
