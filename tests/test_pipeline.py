@@ -118,12 +118,44 @@ def test_a_wrong_or_unwritten_element_fails_and_only_that_variant(op, fault, dty
 
 
 @pytest.mark.parametrize("op", ["matmul", "transpose", "dot"])
-def test_a_kernel_that_changes_its_inputs_is_checked_on_fresh_ones(op):
-    # Warm-up runs leave the inputs changed; the checked launch must upload them again.
+def test_a_kernel_that_writes_its_read_only_inputs_fails(op):
     name = sorted(discover()[op])[0]
     plan = plan_for(op, OPS[op].edge_shapes()[1])
     outcome = run_plans([plan], FakeSpec(faults={name: Fault.CHANGES_INPUTS}))
-    assert {r.status for r in outcome.results} <= {Status.PASS, Status.REF}, outcome.results
+    bad = next(r for r in outcome.results if r.variant == name)
+    assert bad.status is Status.FAIL and "element(s) of its input" in (bad.error or "")
+    assert {r.status for r in outcome.results if r.variant != name} <= {Status.PASS, Status.REF}
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_the_checked_launch_gets_fresh_inputs_after_the_warm_up(op):
+    # An in-place kernel changes its input on every warm-up run: the checked launch must
+    # start from the inputs again, so each input is uploaded between the two.
+    plans = [plan_for(op, OPS[op].edge_shapes()[1])]
+    engine = FakeEngine(FakeSpec())
+    run_jobs(plans, jobs_of(plans)[:1], engine)
+    events = [kind for kind, _ in engine.log if kind in ("upload", "run", "flush")]
+    checked = events.index("flush") - 1  # the run just before the first timed sample
+    assert events[checked] == "run"
+    last_warm_up = max(i for i in range(checked) if events[i] == "run")
+    inputs = OPS[op].inputs(plans[0].shape, plans[0].types, np.random.default_rng(0))
+    assert events[last_warm_up + 1:checked].count("upload") == len(inputs)
+
+
+@pytest.mark.parametrize(("fault", "says"), [
+    (Fault.WRITES_PAST_END, "element(s) past the end of"),
+    (Fault.WRITES_BEFORE_START, "1 element(s) before the start of"),
+])
+@pytest.mark.parametrize("op", ["matmul", "transpose", "transpose_inplace", "dot"])
+def test_a_write_outside_the_output_fails_with_the_guard_message(op, fault, says):
+    name = sorted(discover()[op])[0]
+    plan = plan_for(op, (33,) * len(OPS[op].dims))
+    outcome = run_plans([plan], FakeSpec(faults={name: fault}))
+    bad = next(r for r in outcome.results if r.variant == name)
+    assert bad.status is Status.FAIL, bad
+    assert f"{says} {OPS[op].result_buffer}" in (bad.error or "")
+    if fault is Fault.WRITES_PAST_END and op == "matmul":
+        assert "wrote 33 element(s) past the end of C" in bad.error  # one row of C
 
 
 def test_a_faulting_kernel_is_fail_and_the_rest_run_in_a_fresh_process(use_fake, tmp_path):

@@ -60,6 +60,9 @@ class Engine(Protocol):
     def allocate(self, nbytes: int) -> Any:
         """Allocate device memory; GpuEnvironmentError when there is not enough."""
 
+    def offset(self, buffer: Any, nbytes: int) -> Any:
+        """Return a handle to the memory nbytes into buffer, usable like a buffer."""
+
     def free(self, buffer: Any) -> None:
         """Release an allocation (quietly after a fault: the process owns nothing then)."""
 

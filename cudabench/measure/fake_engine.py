@@ -53,9 +53,9 @@ class Fault(str, enum.Enum):
     KILLS_WORKER = "kills_worker"
     HANGS = "hangs"  # never finishes: the next wait for the GPU blocks forever
     COMPILE_HANGS = "compile_hangs"  # its compile never ends (nvcc stuck)
-    # Not a fault: a correct kernel that overwrites its read-only inputs after use (as an
-    # in-place kernel changes its one buffer), so the checked launch needs fresh inputs.
-    CHANGES_INPUTS = "changes_inputs"
+    CHANGES_INPUTS = "changes_inputs"  # right result, but overwrites its read-only inputs
+    WRITES_PAST_END = "writes_past_end"  # writes one row (or element) past its result
+    WRITES_BEFORE_START = "writes_before_start"  # writes the element before its result
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,11 @@ class FakeEngine:
         self.allocated_bytes += max(nbytes, 1)
         return self.rng.integers(1, 255, size=max(nbytes, 1), dtype=np.uint8)
 
+    def offset(self, buffer: Any, nbytes: int) -> np.ndarray:
+        """Return a view of the bytes from nbytes on."""
+        view: np.ndarray = buffer[nbytes:]
+        return view
+
     def free(self, buffer: Any) -> None:
         """Forget an allocation."""
         self.allocated_bytes -= buffer.size
@@ -139,6 +144,7 @@ class FakeEngine:
     def upload(self, buffer: Any, host: np.ndarray) -> None:
         """Copy host bytes in."""
         self._alive()
+        self.log.append(("upload", host.nbytes))
         raw = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
         buffer[: raw.size] = raw
 
@@ -200,6 +206,8 @@ class FakeEngine:
                 for arg in args:
                     if isinstance(arg, np.ndarray) and not np.shares_memory(arg, result):
                         arg[:] = self.rng.integers(1, 255, size=arg.size, dtype=np.uint8)
+            if kernel.fault in (Fault.WRITES_PAST_END, Fault.WRITES_BEFORE_START):
+                _trespass(args, result, kernel.fault is Fault.WRITES_PAST_END)
             if kernel.fault is Fault.WRONG_ELEMENT:
                 flat = result.reshape(-1)
                 flat[spot] = flat[spot] + (1 if flat.dtype.kind in "iu" else 0.5 + abs(flat[spot]))
@@ -254,3 +262,14 @@ class FakeEngine:
         if self.faulted:
             raise KernelFault("the CUDA context is unusable after an earlier fault (fake)")
 
+
+def _trespass(args: Sequence[Any], result: np.ndarray, past_end: bool) -> None:
+    """Write zeros just outside the result's buffer: a row past its end, or before it."""
+    buffer = next(a for a in args if isinstance(a, np.ndarray) and np.shares_memory(a, result))
+    row = result.shape[-1] * result.itemsize if result.ndim else result.itemsize
+    if past_end:
+        buffer[result.nbytes: result.nbytes + row] = 0
+        return
+    base = buffer.base if buffer.base is not None else buffer
+    start = buffer.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    base[start - result.itemsize: start] = 0

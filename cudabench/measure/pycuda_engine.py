@@ -175,6 +175,10 @@ class PycudaEngine:
                 f"out of GPU memory allocating {nbytes / 2**20:.1f} MiB: use a smaller --size"
             ) from None
 
+    def offset(self, buffer: Any, nbytes: int) -> Any:
+        """Return the device address nbytes into buffer (PyCUDA takes addresses as ints)."""
+        return int(buffer) + nbytes
+
     def free(self, buffer: Any) -> None:
         """Release an allocation; after a fault there is nothing left to free."""
         if not self.faulted:  # the driver would refuse, and PyCUDA warn on stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from cudabench.errors import CompileError, CudabenchError, UsageError
+from cudabench.measure import guards
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault
 from cudabench.measure.jobs import Prepared, record
 from cudabench.measure.plan import Plan, PlannedVariant, compile_defines, header_variables
@@ -28,7 +30,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     """
     op, types, variant = plan.op, plan.types, planned.variant
     launches: list[dict[str, Any]] = []
-    buffers: dict[str, Any] = {}
+    guarded: dict[str, guards.Guarded] = {}
 
     def row(**fields: Any) -> BenchmarkResult:
         return record(plan, variant.name, dict(planned.params), str(variant.path), engine.info,
@@ -44,7 +46,8 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
         sizes = {name: math.prod(shape) * (types.output if name in outputs else types.input
                                            ).itemsize for name, shape in shapes.items()}
         for name, nbytes in sizes.items():
-            buffers[name] = engine.allocate(nbytes)
+            guarded[name] = guards.allocate(engine, nbytes)
+        buffers = {name: g.data for name, g in guarded.items()}
         args = [buffers[a] if isinstance(a, str) else np.int32(a) for a in arg_spec]
         run = engine.launcher(compiled, geometry, args, dynamic)
 
@@ -66,6 +69,13 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
         launched = [LaunchShape(grid, block) for grid, block in geometry]
         with user_code(op, "verify"):
             verification = op.verify(inputs, prepared.expected, result, launched, types)
+        itemsizes = {name: (types.output if name in outputs else types.input).itemsize
+                     for name in shapes}
+        trespass = guards.check(engine, guarded, itemsizes) + _changed_inputs(
+            engine, buffers, inputs, op.result_buffer)
+        if trespass:
+            return row(verification=dataclasses.replace(verification, passed=False),
+                       error=f"{variant.path}: " + "; ".join(trespass))
 
         samples, warnings = sample(engine, run, plan, sum(sizes.values()))
         return row(samples_s=samples, verification=verification, warnings=warnings)
@@ -79,8 +89,8 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     except CudabenchError as exc:  # compile errors, GPU limits, out of memory
         return row(error=str(exc))
     finally:
-        for allocation in buffers.values():
-            engine.free(allocation)
+        for allocation in guarded.values():
+            engine.free(allocation.base)
 
 
 def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
@@ -129,3 +139,20 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
                 f"{attrs['max_threads_per_block']} threads, not {math.prod(block)}"
             )
     return compiled, geometry, arg_spec, dynamic
+
+
+def _changed_inputs(engine: Engine, buffers: dict[str, Any], inputs: dict[str, np.ndarray],
+                    result_buffer: str) -> list[str]:
+    """Return which read-only inputs the checked launch changed, and how many elements."""
+    problems = []
+    for name, array in inputs.items():
+        if name == result_buffer:  # an in-place op's input is its result
+            continue
+        after = engine.download(buffers[name], array.shape, array.dtype.type)
+        width = array.dtype.itemsize  # compare bits: NaN inputs compare too
+        old = np.ascontiguousarray(array).reshape(-1).view(np.uint8).reshape(-1, width)
+        new = np.ascontiguousarray(after).reshape(-1).view(np.uint8).reshape(-1, width)
+        changed = int(np.count_nonzero(np.any(old != new, axis=1)))
+        if changed:
+            problems.append(f"changed {changed} element(s) of its input {name}")
+    return problems

@@ -293,3 +293,46 @@ def test_the_example_user_op_runs_and_verifies(engine, dtype, size):
     assert set(results) == {"naive", "block_per_row"}
     for result in results.values():
         assert result.status is Status.PASS, (result.variant, result.error, result.verification)
+
+
+# -- writes outside the output, caught by the guard zones ------------------------------------
+
+TRESPASSERS = {
+    "one_row_past": """
+        // cudabench: matmul
+        // launch one_row_past: grid cdiv(N, 16), cdiv(M, 16); block 16, 16
+        extern "C" __global__ void one_row_past(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,
+                                                int M, int K, int N) {
+            int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+            if (row >= M || col >= N) return;
+            ACC_TYPE sum = 0;
+            for (int k = 0; k < K; ++k) sum += (ACC_TYPE)A[row * K + k] * (ACC_TYPE)B[k * N + col];
+            C[row * N + col] = (OUT_TYPE)sum;
+            if (row == M - 1) C[(row + 1) * N + col] = (OUT_TYPE)sum;  // one row too many
+        }""",
+    "scribbles_on_a": """
+        // cudabench: matmul
+        // launch scribbles_on_a: grid cdiv(N, 16), cdiv(M, 16); block 16, 16
+        extern "C" __global__ void scribbles_on_a(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,
+                                                  int M, int K, int N) {
+            int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+            if (row >= M || col >= N) return;
+            ACC_TYPE sum = 0;
+            for (int k = 0; k < K; ++k) sum += (ACC_TYPE)A[row * K + k] * (ACC_TYPE)B[k * N + col];
+            C[row * N + col] = (OUT_TYPE)sum;
+            __syncthreads();
+            if (row == 0 && col == 0) ((DTYPE*)A)[0] = (DTYPE)0;  // an input it must only read
+        }""",
+}
+
+
+@pytest.mark.parametrize(("name", "says"), [
+    ("one_row_past", "wrote 40 element(s) past the end of C"),
+    ("scribbles_on_a", "changed 1 element(s) of its input A"),
+])
+def test_a_kernel_writing_outside_its_output_fails_with_the_guard_message(
+        engine, tmp_path, name, says):
+    write_kernel(tmp_path, "matmul", name, TRESPASSERS[name])
+    result = run(engine, "matmul", "24x30x40", "float32", [name],
+                 kernels_dirs=[tmp_path])[name]
+    assert result.status == "FAIL" and says in result.error, result.error
