@@ -365,3 +365,37 @@ def test_a_kernel_that_never_finishes_is_a_timeout_row_and_the_rest_run(
 def test_timing_flags_must_be_finite_and_positive(use_fake, flag, value):
     done = invoke("dot", flag, value)
     assert done.exit_code == 2 and flag in done.stderr
+
+
+# -- memory checked before anything is allocated ------------------------------------------
+
+def test_a_size_too_large_for_the_gpu_is_exit_2_before_anything_runs(use_fake, monkeypatch):
+    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: 2**30)
+    monkeypatch.setattr("cudabench.measure.memory.host_available_bytes", lambda: 2**40)
+    done = invoke("matmul", "--size", "30000")
+    assert done.exit_code == 2, done.output
+    line = done.stderr.strip()
+    assert line.startswith("cudabench: error: --size 30000x30000x30000: matmul float32 needs")
+    assert "on GPU 0 but 1 GiB is free; about --size" in line and len(line.splitlines()) == 1
+    from cudabench.measure import memory
+
+    fits = line.split("about --size ")[1].split()[0]
+    fitted = memory.need(plan_for("matmul", tuple(map(int, fits.split("x")))))
+    assert 0.9 * 2**30 < fitted.device_bytes <= 2**30  # the hint is right, and not timid
+
+
+def test_a_size_too_large_for_the_host_is_exit_2(use_fake, monkeypatch):
+    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
+    monkeypatch.setattr("cudabench.measure.memory.host_available_bytes", lambda: 2**28)
+    done = invoke("transpose", "--size", "20000")
+    assert done.exit_code == 2 and "in host memory but 256 MiB is free" in done.stderr
+
+
+def test_the_memory_need_counts_every_buffer():
+    from cudabench.measure import memory
+
+    plan = plan_for("matmul", (1000, 1000, 1000))
+    need = memory.need(plan)
+    buffers = 3 * 4 * 10**6  # A, B, C in float32
+    assert buffers + memory.FLUSH_BYTES < need.device_bytes < 2 * buffers + memory.FLUSH_BYTES
+    assert need.host_bytes > 2 * 8 * 10**6  # float64 inputs and reference at least

@@ -13,6 +13,7 @@ from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.op_commands import command_names, kernels_dirs_in, op_command
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import UsageError
+from cudabench.measure import memory
 from cudabench.measure.engine import EngineSpec, PycudaSpec
 from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Request, make_plan
@@ -64,6 +65,8 @@ def run_and_render(requests: list[Request], device: int, json_path: Path | None,
                    markdown_path: Path | None = None) -> int:
     """Check every request, run them with progress on stderr, print and save the tables."""
     plans = [make_plan(request) for request in requests]  # every usage error before the GPU
+    memory.check(plans, memory.device_free_bytes(device), memory.host_available_bytes(),
+                 f"GPU {device}")
     if markdown_path is not None:  # an unwritable path fails now, not after the run
         write_text(markdown_path, "", "--markdown")
     writer = ResultsWriter(json_path) if json_path is not None else None

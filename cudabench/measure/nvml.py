@@ -26,3 +26,21 @@ def device_uuid(pci_bus_id: str) -> str | None:
     finally:
         with contextlib.suppress(Exception):
             nvml.nvmlShutdown()
+
+
+def free_memory(index: int) -> int | None:
+    """Return the free memory of the GPU at NVML index (the CUDA index when devices are
+    ordered by PCI bus id, or with one GPU), or None without NVML."""
+    try:
+        nvml: Any = importlib.import_module("pynvml")
+        nvml.nvmlInit()
+    except Exception:  # not installed, no driver library, or NVML refused
+        return None
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        return int(nvml.nvmlDeviceGetMemoryInfo(handle).free)
+    except Exception:  # no such index, or a host that hides memory information
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()

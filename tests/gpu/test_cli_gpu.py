@@ -129,3 +129,14 @@ def test_a_spinning_kernel_times_out_and_the_others_are_measured(tmp_path):
     assert statuses == {"aaa_spins": "TIMEOUT", "naive": "PASS", "tiled": "PASS",
                         "tiled_conflict": "PASS"}
     assert elapsed < 5 + 30, elapsed  # the timeout, worker starts, three measured variants
+
+
+def test_a_matrix_too_large_for_the_gpu_is_exit_2_before_anything_runs(tmp_path):
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cudabench", "matmul", "--size", "200000",
+                           "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "needs" in done.stderr and "on GPU 0 but" in done.stderr and "would fit" in done.stderr
+    assert "[1/" not in done.stderr and not (tmp_path / "r.json").exists()
+    assert time.monotonic() - started < 30
