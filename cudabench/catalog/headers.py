@@ -152,7 +152,7 @@ def parse_header(path: Path, text: str | None = None,
     """Parse a kernel file's header; raise KernelFileError naming the file and line."""
     if text is None:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not code
         except (OSError, UnicodeDecodeError) as exc:
             raise KernelFileError(path, None, f"cannot read kernel file: {exc}") from None
     lines = text.splitlines()

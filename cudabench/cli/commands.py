@@ -70,6 +70,8 @@ def run_and_render(requests: list[Request], device: int, json_path: Path | None,
     if markdown_path is not None:  # an unwritable path fails now, not after the run
         write_text(markdown_path, "", "--markdown")
     writer = ResultsWriter(json_path) if json_path is not None else None
+    if writer is not None:  # an unwritable --json path fails now, not after the GPU work
+        writer.write(complete=False)
     with terminal.progress(count_rows(plans), terminal.stderr_console()) as advance:
 
         def on_result(result: BenchmarkResult) -> None:
@@ -128,7 +130,14 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
                     markdown_path: Path | None, allow_different_gpu: bool) -> int:
     """Compare two results files; exit 1 on a significant slowdown or a new failure."""
     limit = parse_threshold(threshold)
+    if markdown_path is not None and markdown_path.resolve() in (baseline.resolve(),
+                                                                 current.resolve()):
+        raise UsageError(f"--markdown {markdown_path}: that is one of the files being "
+                         "compared; write the summary elsewhere")
     before, after = load_results(baseline), load_results(current)
+    if not after.benchmarks:
+        raise UsageError(f"{current}: holds no benchmarks (its run measured nothing): "
+                         "there is nothing to judge")
     comparison = compare(before, after, limit, alpha, allow_different_gpu)
     if markdown_path is not None:
         write_text(markdown_path, to_markdown(comparison), "--markdown")

@@ -18,7 +18,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def parse_params(values: tuple[str, ...]) -> dict[str, int]:
     """Parse repeated --param NAME=VALUE options."""
-    params = {}
+    params: dict[str, int] = {}
     for text in values:
         name, sep, value = text.partition("=")
         name = name.strip()
@@ -28,6 +28,9 @@ def parse_params(values: tuple[str, ...]) -> dict[str, int]:
             number = None
         if not sep or not name.isidentifier() or number is None:
             raise UsageError(f"--param {text!r}: expected NAME=INTEGER, e.g. --param TILE=16")
+        if name in params:
+            raise UsageError(f"--param {name} given twice ({params[name]} and {number}); "
+                             "give each parameter once")
         params[name] = number
     return params
 

@@ -61,8 +61,8 @@ def _tool(path: Path) -> Mapping[str, Any]:
 def _read(path: Path) -> dict[str, Any]:
     try:
         return dict(tomllib.loads(path.read_text(encoding="utf-8")))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read as UTF-8 text: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
 
@@ -150,5 +150,7 @@ def _plural(table: Mapping[str, Any], one: str, many: str, where: str) -> list[s
             raise UsageError(f"{where}.{one}: expected a string such as \"1000\"")
         return [value]
     values = table.get(many, [])
+    if not isinstance(values, list):  # a string here would be split into characters
+        raise UsageError(f"{where}.{many}: expected a list, e.g. {many} = [\"1000\"]")
     values = [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
     return _strings({many: values}, many, where, [])

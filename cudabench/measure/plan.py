@@ -90,6 +90,8 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     with user_code(op, "check_shape"):
         op.check_shape(shape, types)
     timing = request.timing.validate()
+    if not 0 <= request.seed < 2**63:
+        raise UsageError(f"--seed {request.seed}: must be between 0 and 2^63-1")
     if catalog is None:
         catalog = discover(request.kernels_dirs)
     available = catalog[op.name]
@@ -140,7 +142,10 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
         params[spec.name] = value
     where = f"{op.name}/{variant.name} with {_describe(params)}"
     variables = header_variables(op, shape, types, params, sm_count=1)
-    for _grid, block in variant.geometry(variables):
+    for grid, block in variant.geometry(variables):
+        if min(grid) < 1:
+            raise UsageError(f"{where}: the grid {_extents(grid)} at this size has an extent "
+                             "below 1; fix the header's launch arithmetic or the --size")
         threads = 1
         for extent, limit in zip(block, MAX_BLOCK_DIMS):
             if not 1 <= extent <= limit:
@@ -152,6 +157,10 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
                 f"exceeds the CUDA limit of {MAX_THREADS_PER_BLOCK}; choose smaller parameters"
             )
     shared = variant.static_shared_bytes(variables)
+    if shared is not None and shared < 0:
+        raise UsageError(f"{where}: shared_bytes is {shared}, below 0; fix {variant.path}")
+    if any(n < 0 for n in variant.dynamic_shared_bytes(variables)):
+        raise UsageError(f"{where}: dynamic_shared is below 0; fix {variant.path}")
     if shared is not None and shared > MAX_STATIC_SHARED_BYTES:
         raise UsageError(
             f"{where}: needs {shared} bytes of shared memory per block, more than the "

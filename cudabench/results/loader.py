@@ -30,6 +30,9 @@ def read_document(path: Path) -> dict[str, Any]:
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             "the file may be truncated"
         ) from None
+    except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+        raise ResultsFileError(f"{path}: not a results file: {type(exc).__name__}: "
+                               f"{str(exc)[:100]}") from None
     check = Checker(path)
     check.expect(isinstance(data, dict), "", "a JSON object")
     check.expect(data.get("kind") == FILE_KIND, "kind", f'"{FILE_KIND}" (not a cudabench file?)')
