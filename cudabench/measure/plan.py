@@ -159,8 +159,7 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     shared = variant.static_shared_bytes(variables)
     if shared is not None and shared < 0:
         raise UsageError(f"{where}: shared_bytes is {shared}, below 0; fix {variant.path}")
-    if any(n < 0 for n in variant.dynamic_shared_bytes(variables)):
-        raise UsageError(f"{where}: dynamic_shared is below 0; fix {variant.path}")
+    variant.dynamic_shared_bytes(variables)  # KernelFileError if negative
     if shared is not None and shared > MAX_STATIC_SHARED_BYTES:
         raise UsageError(
             f"{where}: needs {shared} bytes of shared memory per block, more than the "

@@ -1,0 +1,245 @@
+"""Every input rejected cleanly: no traceback, no exit 4, no hang, no overwritten file.
+
+Named classes of bad input first (each once misbehaved), then property-based tests
+(hypothesis) that feed random and mutated results files, suites, headers and flags.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cudabench.catalog import parse_header
+from cudabench.cli import cli
+from cudabench.cli.suite import load_suite
+from cudabench.errors import CudabenchError
+from cudabench.measure.plan import make_plan
+from cudabench.results import RunOutcome
+
+DATA = Path(__file__).parent / "data" / "compare"
+BASELINE = json.loads((DATA / "baseline.json").read_text())
+FUZZ = settings(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                       HealthCheck.too_slow])
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def clean(done, codes=(2,)) -> None:
+    """The command ended with one of codes, a message, and no traceback."""
+    assert done.exit_code in codes, done.output
+    assert "Traceback" not in done.output and "internal error" not in done.output
+
+
+@pytest.fixture
+def no_gpu_work(monkeypatch):
+    """Stop benchmark commands right after validation: what is tested is the input."""
+    monkeypatch.setattr("cudabench.cli.commands.run_plans",
+                        lambda plans, spec, on_result=None, on_start=None: RunOutcome(()))
+    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
+
+
+# -- the classes that once misbehaved ----------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["matmul", "-p", "TILE=8", "-p", "TILE=16"], "--param TILE given twice"),
+    (["matmul", "--seed", "-1"], "--seed -1: must be between 0"),
+    (["dot", "--warmup", "inf"], "--warmup inf: must be a finite number"),
+    (["dot", "--max-time", "nan"], "--max-time nan: must be a finite number"),
+    (["dot", "--precision", "-0.1"], "--precision must be > 0"),
+])
+def test_bad_flags_are_one_line(no_gpu_work, args, says):
+    done = invoke(*args)
+    clean(done)
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_suite_string_where_a_list_belongs_is_refused(tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsizes = "1000"\n')
+    with pytest.raises(CudabenchError, match="sizes: expected a list"):
+        load_suite(suite)
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe[\x00[\x00", "ünïcode".encode("utf-16")])
+def test_binary_and_utf16_files_are_refused(tmp_path, content):
+    for name in ("cudabench.toml", "r.json"):
+        path = tmp_path / name
+        path.write_bytes(content)
+        done = invoke("run", path) if name.endswith(".toml") else invoke("compare", path, path)
+        clean(done)
+
+
+@pytest.mark.parametrize("text", ["[" * 100000 + "]" * 100000, "1" + "0" * 5000])
+def test_deep_nesting_and_huge_numbers_are_refused(tmp_path, text):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    clean(invoke("compare", DATA / "baseline.json", path))
+
+
+def test_a_current_file_with_no_benchmarks_does_not_pass_the_gate(tmp_path):
+    empty = dict(BASELINE, benchmarks=[])
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps(empty))
+    done = invoke("compare", DATA / "baseline.json", path)
+    clean(done)
+    assert "holds no benchmarks" in done.stderr
+
+
+def test_markdown_may_not_overwrite_a_compared_file(tmp_path):
+    copy = tmp_path / "current.json"
+    copy.write_text((DATA / "identical.json").read_text())
+    before = copy.read_text()
+    done = invoke("compare", DATA / "baseline.json", copy, "--markdown", copy)
+    clean(done)
+    assert copy.read_text() == before
+
+
+def test_an_unwritable_json_path_fails_before_any_gpu_work(no_gpu_work, tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr("cudabench.cli.commands.run_plans",
+                        lambda *args, **kwargs: ran.append(1) or RunOutcome(()))
+    (tmp_path / "file").write_text("")
+    done = invoke("dot", "--json", tmp_path / "file" / "r.json")
+    clean(done)
+    assert "--json" in done.stderr and not ran
+
+
+@pytest.mark.parametrize(("launch", "says"), [
+    ("grid N - N; block 32", "has an extent below 1"),
+    ("grid 1; block 32; dynamic_shared 0 - 64", "dynamic_shared: -64 bytes is negative"),
+])
+def test_a_header_with_grid_0_or_negative_shared_memory_is_refused(tmp_path, launch, says):
+    from cudabench.measure.plan import Request
+
+    folder = tmp_path / "dot"
+    folder.mkdir()
+    (folder / "bad.cu").write_text(f"// cudabench: dot\n// launch k: {launch}\n"
+                                   'extern "C" __global__ void k() {}\n')
+    with pytest.raises(CudabenchError, match=says):
+        make_plan(Request(op="dot", size="1000", variants=("bad",),
+                          kernels_dirs=(tmp_path,)))
+
+
+def test_a_kernel_file_may_start_with_a_byte_order_mark(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_bytes("\ufeff// cudabench: dot\n// launch k: grid 1; block 1\n".encode())
+    assert parse_header(path).op == "dot"
+
+
+# -- property-based: random and mutated inputs ------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=12)
+
+
+def paths_of(value: object, prefix: tuple = ()) -> list[tuple]:
+    """Return every path (keys and indexes) into a JSON value."""
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += paths_of(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:3]):
+            found += paths_of(item, (*prefix, index))
+    return found
+
+
+ALL_PATHS = [p for p in paths_of(BASELINE) if p]
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.sampled_from(ALL_PATHS), json_values, st.booleans()),
+                min_size=1, max_size=4))
+def test_a_mutated_results_file_never_crashes_compare(tmp_path_factory, edits):
+    document = json.loads(json.dumps(BASELINE))
+    for path, value, delete in edits:
+        parent = document
+        try:
+            for key in path[:-1]:
+                parent = parent[key]
+            if delete and isinstance(parent, dict):
+                parent.pop(path[-1], None)
+            else:
+                parent[path[-1]] = value
+        except (KeyError, IndexError, TypeError):
+            continue
+    target = tmp_path_factory.mktemp("fuzz") / "mutated.json"
+    target.write_text(json.dumps(document))
+    before = target.read_text()
+    clean(invoke("compare", DATA / "baseline.json", target), codes=(0, 1, 2))
+    assert target.read_text() == before
+
+
+@FUZZ
+@given(st.binary(max_size=200))
+def test_random_bytes_as_a_results_file_are_refused(tmp_path_factory, content):
+    target = tmp_path_factory.mktemp("fuzz") / "random.json"
+    target.write_bytes(content)
+    clean(invoke("compare", target, target), codes=(2,))
+
+
+HEADER_WORDS = ["launch", "k:", "grid", "block", "param", "TILE:", "default", "allowed", "1",
+                "16", "..", ",", ";", "cdiv(N,", ")", "N", "TILE", "dtypes:", "float32",
+                "shared_bytes:", "dynamic_shared", "*", "-", "//", "description:", "0"]
+
+
+@FUZZ
+@given(st.lists(st.lists(st.sampled_from(HEADER_WORDS), max_size=10).map(" ".join),
+                max_size=5))
+def test_random_headers_fail_only_as_header_errors(tmp_path_factory, lines):
+    from cudabench.measure.plan import Request
+
+    folder = tmp_path_factory.mktemp("fuzz")
+    (folder / "dot").mkdir()
+    text = "\n".join(["// cudabench: dot", *(f"// {line}" for line in lines)])
+    (folder / "dot" / "k.cu").write_text(text + '\nextern "C" __global__ void k() {}\n')
+    try:
+        make_plan(Request(op="dot", size="1000", variants=("k",), kernels_dirs=(folder,)))
+    except CudabenchError:
+        pass
+
+
+SUITE_KEYS = ["op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed",
+              "timing", "kernels_dirs", "benchmark", "max_time", "warmup", "colour"]
+toml_values = (st.sampled_from(['"dot"', '"matmul"', '"1000"', '["1000"]', "true", "-1",
+                                "1e400", '"float64"', "{ TILE = 8 }", '["naive"]', "[1, 2]",
+                                '""', "0"]))
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.sampled_from(SUITE_KEYS), toml_values), max_size=6),
+       st.booleans())
+def test_random_suites_fail_only_as_usage_errors(tmp_path_factory, pairs, as_table):
+    lines = ["[[benchmark]]" if as_table else ""] + [f"{key} = {value}" for key, value in pairs]
+    suite = tmp_path_factory.mktemp("fuzz") / "cudabench.toml"
+    suite.write_text("\n".join(lines) + "\n")
+    try:
+        for request in load_suite(suite):
+            make_plan(request)
+    except CudabenchError:
+        pass
+
+
+FLAG_VALUES = st.sampled_from(["--size", "--dtype", "--seed", "--param", "--tile", "--warmup",
+                               "--max-time", "--timeout", "--precision", "--min-samples",
+                               "--variant", "--hot", "--block", "--inplace"]) | st.text(
+    alphabet=string.ascii_letters + string.digits + "=-<x.,_ ", max_size=12)
+
+
+@FUZZ
+@given(st.sampled_from(["matmul", "transpose", "dot"]), st.lists(FLAG_VALUES, max_size=8))
+def test_random_flags_end_in_a_result_or_a_usage_error(no_gpu_work, command, flags):
+    clean(invoke(command, *flags), codes=(0, 2))
