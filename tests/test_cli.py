@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 import pytest
 from click.testing import CliRunner
-from helpers import MATMUL_HEADER, write_kernel
+from helpers import MATMUL_BODY, MATMUL_HEADER, write_kernel
 
 from cudabench import __version__
 from cudabench.catalog import discover
@@ -182,3 +183,46 @@ def test_click_usage_errors_exit_2():
     result = invoke("matmul", "--tile", "sixteen")
     assert result.exit_code == 2
     assert "--tile" in result.stderr
+
+
+# -- --dry-run: the plan on any machine -------------------------------------------------------
+
+NVCC_MISSING = shutil.which("nvcc") is None
+
+
+@pytest.fixture
+def no_engine(monkeypatch):
+    def refuse(device):
+        raise AssertionError("--dry-run opened an engine")
+
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", refuse)
+
+
+def test_dry_run_shows_the_plan_and_compiles_every_kernel(no_engine):
+    result = CliRunner().invoke(cli, ["transpose", "--dry-run", "--size", "3001",
+                                      "--dtype", "float64"])
+    assert result.exit_code == 0, result.output
+    for text in ("shared_padded", "transpose_shared_padded <<<94x94, 32x8>>>", "memory",
+                 "float64"):
+        assert text in result.stdout
+    assert ("ok (sm_90)" if not NVCC_MISSING else "nvcc is not on PATH") in result.stdout
+
+
+@pytest.mark.skipif(NVCC_MISSING, reason="nvcc is not on PATH")
+def test_dry_run_shows_nvcc_errors_per_variant_and_exits_2(no_engine, tmp_path):
+    write_kernel(tmp_path / "matmul", "broken", MATMUL_HEADER,
+                 MATMUL_BODY.replace("{}", "{ C[0] = undeclared; }"))
+    result = CliRunner().invoke(cli, ["matmul", "--dry-run", "--kernels-dir", str(tmp_path),
+                                      "--arch", "sm_80"])
+    assert result.exit_code == 2, result.output
+    assert "undeclared" in result.stdout and "ok (sm_80)" in result.stdout
+
+
+def test_dry_run_of_a_suite_and_a_bad_arch(no_engine, tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsizes = ["1000", "1<<20"]\n')
+    result = CliRunner().invoke(cli, ["run", str(suite), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "dot 1000" in result.stdout and "dot 1048576" in result.stdout
+    bad = CliRunner().invoke(cli, ["run", str(suite), "--dry-run", "--arch", "volta"])
+    assert bad.exit_code == 2 and "--arch 'volta'" in bad.stderr

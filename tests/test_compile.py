@@ -11,16 +11,15 @@ import itertools
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from helpers import write_kernel
 
 from cudabench.catalog import KernelVariant, ParamSpec, discover, parse_header
+from cudabench.measure.nvcc import Build
+from cudabench.measure.nvcc import compile_ptx as nvcc_compile
 from cudabench.measure.plan import compile_defines
 from cudabench.ops import OPS, load_ops
 
@@ -32,30 +31,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@dataclass(frozen=True)
-class Build:
-    """What nvcc made of one variant with one set of defines."""
-
-    returncode: int
-    ptx: str
-    output: str  # nvcc's stdout and stderr
-    command: str
-
-
 def compile_ptx(variant: KernelVariant, build: tuple[dict[str, object], tuple[str, ...]]
                 ) -> Build:
-    """Compile variant to PTX as the engine would compile it to a cubin."""
+    """Compile variant to PTX as the engine would compile it to a cubin (cudabench's own)."""
     defines, headers = build
-    with tempfile.TemporaryDirectory() as work:
-        source = Path(work) / f"{variant.name}.cu"
-        source.write_text(variant.compile_source(headers), encoding="utf-8")
-        target = Path(work) / f"{variant.name}.ptx"
-        command = [NVCC, f"-arch={ARCH}", "-ptx", f"-I{variant.path.parent}",
-                   *(f"-D{name}={value}" for name, value in sorted(defines.items())),
-                   str(source), "-o", str(target)]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-        ptx = target.read_text() if done.returncode == 0 else ""
-    return Build(done.returncode, ptx, done.stdout + done.stderr, " ".join(command))
+    return nvcc_compile(variant, defines, headers, ARCH, NVCC)
 
 
 def values_to_try(spec: ParamSpec) -> list[int]:

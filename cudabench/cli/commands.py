@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -10,13 +11,16 @@ from cudabench import __version__
 from cudabench.analysis.compare import compare, parse_threshold
 from cudabench.catalog import discover
 from cudabench.cli.boundary import BoundaryGroup
+from cudabench.cli.options import dry_run_options
 from cudabench.cli.op_commands import command_names, kernels_dirs_in, op_command
 from cudabench.cli.suite import find_config, load_suite
-from cudabench.errors import UsageError
+from cudabench.errors import ExitCode, UsageError
 from cudabench.measure import memory
 from cudabench.measure.engine import EngineSpec, PycudaSpec
 from cudabench.measure.pipeline import count_rows, run_plans
-from cudabench.measure.plan import Request, make_plan
+from cudabench.measure.dryrun import plan_rows
+from cudabench.measure.nvcc import find_nvcc
+from cudabench.measure.plan import Plan, Request, make_plan
 from cudabench.ops import builtin_ops, load_ops
 from cudabench.render import terminal
 from cudabench.render.markdown import run_to_markdown, to_markdown
@@ -62,9 +66,12 @@ def cli(traceback: bool) -> None:
 
 
 def run_and_render(requests: list[Request], device: int, json_path: Path | None,
-                   markdown_path: Path | None = None) -> int:
+                   markdown_path: Path | None = None, dry_run: bool = False,
+                   arch: str = "sm_90") -> int:
     """Check every request, run them with progress on stderr, print and save the tables."""
     plans = [make_plan(request) for request in requests]  # every usage error before the GPU
+    if dry_run:
+        return show_plan(plans, arch)
     memory.check(plans, memory.device_free_bytes(device), memory.host_available_bytes(),
                  f"GPU {device}")
     if markdown_path is not None:  # an unwritable path fails now, not after the run
@@ -90,6 +97,19 @@ def run_and_render(requests: list[Request], device: int, json_path: Path | None,
     return int(outcome.exit_code)
 
 
+def show_plan(plans: list[Plan], arch: str) -> int:
+    """Print the plan and compile every kernel (no GPU); exit 2 if one does not compile."""
+    if not re.fullmatch(r"sm_\d+[a-z]?", arch):
+        raise UsageError(f"--arch {arch!r}: expected an architecture such as sm_90 or sm_90a")
+    rows = plan_rows(plans, arch, find_nvcc())
+    columns = ("benchmark", "variant", "params", "launches (grid, block, dynamic shared)",
+               "moves", "memory", "compiled")
+    terminal.render_rows("cudabench --dry-run: nothing touches a GPU", columns,
+                         [(r.benchmark, r.variant, r.params, r.launches, r.work, r.memory,
+                           r.compiled) for r in rows], terminal.stdout_console())
+    return int(ExitCode.OK if all(r.compile_ok for r in rows) else ExitCode.USAGE)
+
+
 def write_text(path: Path, text: str, flag: str) -> None:
     """Write a report file; an unwritable path is the user's error, naming the flag."""
     try:
@@ -107,12 +127,14 @@ def write_text(path: Path, text: str, flag: str) -> None:
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Also load variants from this folder (repeatable).")
 @click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+@dry_run_options()[0]
+@dry_run_options()[1]
 def run_command(config: Path | None, json_path: Path | None, markdown_path: Path | None,
-                kernels_dirs: tuple[Path, ...], device: int) -> int:
+                kernels_dirs: tuple[Path, ...], device: int, dry_run: bool, arch: str) -> int:
     """Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in pyproject.toml)."""
     path = config or find_config(Path.cwd())
     return run_and_render(load_suite(path, tuple(kernels_dirs)), device, json_path,
-                          markdown_path)
+                          markdown_path, dry_run=dry_run, arch=arch)
 
 
 @cli.command("compare")

@@ -19,7 +19,7 @@ from cudabench.errors import UsageError
 from cudabench.measure.plan import Request
 from cudabench.ops import Op
 
-Runner = Callable[[list[Request], int, "Path | None", "Path | None"], int]
+Runner = Callable[..., int]
 
 
 def command_name(op: Op) -> str:
@@ -53,7 +53,7 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
     shortcuts = {option: param for op in members for option, param in op.shortcuts.items()}
 
     def callback(device: int, json_path: Path | None, markdown_path: Path | None,
-                 **options: Any) -> int:
+                 dry_run: bool, arch: str, **options: Any) -> int:
         chosen = [flagged[flag] for flag in flagged if options.pop(f"flag_{flag}")]
         if len(chosen) > 1:
             raise UsageError(f"give at most one of {', '.join('--' + f for f in flagged)}")
@@ -61,7 +61,7 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
         values = {param: (f"--{option.replace('_', '-')}", options.pop(f"short_{option}"))
                   for option, param in shortcuts.items()}
         request = build_request(op.name, values, **options)
-        return run([request], device, json_path, markdown_path)
+        return run([request], device, json_path, markdown_path, dry_run=dry_run, arch=arch)
 
     function: Callable[..., int] = callback
     for flag, op in flagged.items():

@@ -89,12 +89,24 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
                          help="Also write the tables as markdown (a CI job summary)."),
             click.option("--device", type=int, default=0, show_default=True,
                          help="CUDA device index."),
+            *dry_run_options(),
         ]
         for option in reversed(options):
             function = option(function)
         return timing_options(function)
 
     return decorate
+
+
+def dry_run_options() -> list[Callable[[F], F]]:
+    """Return the --dry-run and --arch options (benchmark commands and `run`)."""
+    return [
+        click.option("--dry-run", is_flag=True,
+                     help="Show the plan (variants, launches, bytes, FLOPs, memory) and "
+                     "compile each kernel with nvcc; touch no GPU."),
+        click.option("--arch", default="sm_90", show_default=True,
+                     help="The architecture --dry-run compiles for, e.g. sm_80."),
+    ]
 
 
 def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **options: Any

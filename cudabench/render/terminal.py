@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -162,6 +162,17 @@ def render_device(info: DeviceInfo, versions: Mapping[str, str], console: Consol
 VERDICT_STYLES = {Verdict.SLOWER: "bold red", Verdict.FAILED: "bold red",
                   Verdict.FASTER: "green", Verdict.FIXED: "green", Verdict.NOISY: "yellow",
                   Verdict.SAME: ""}
+
+
+def render_rows(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
+                console: Console) -> None:
+    """Print a plain table of text (user text is never markup)."""
+    table = Table(title=Text(title))
+    for name in columns:
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    console.print(table)
 
 
 def render_incomplete(paths: list[str], console: Console) -> None:
