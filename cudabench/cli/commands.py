@@ -11,15 +11,15 @@ from cudabench import __version__
 from cudabench.analysis.compare import compare, parse_threshold
 from cudabench.catalog import discover
 from cudabench.cli.boundary import BoundaryGroup
-from cudabench.cli.options import dry_run_options
 from cudabench.cli.op_commands import command_names, kernels_dirs_in, op_command
+from cudabench.cli.options import dry_run_options
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
 from cudabench.measure import memory
-from cudabench.measure.engine import EngineSpec, PycudaSpec
-from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.dryrun import plan_rows
+from cudabench.measure.engine import EngineSpec, PycudaSpec
 from cudabench.measure.nvcc import find_nvcc
+from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Plan, Request, make_plan
 from cudabench.ops import builtin_ops, load_ops
 from cudabench.render import terminal

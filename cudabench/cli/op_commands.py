@@ -16,7 +16,6 @@ import click
 
 from cudabench.cli.options import benchmark_options, build_request
 from cudabench.errors import UsageError
-from cudabench.measure.plan import Request
 from cudabench.ops import Op
 
 Runner = Callable[..., int]
