@@ -21,6 +21,7 @@ from cudabench.measure.engine import EngineSpec, PycudaSpec
 from cudabench.measure.nvcc import find_nvcc
 from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Plan, Request, make_plan
+from cudabench.measure.sanitize import find_sanitizer
 from cudabench.ops import builtin_ops, load_ops
 from cudabench.render import terminal
 from cudabench.render.markdown import run_to_markdown, to_markdown
@@ -72,6 +73,8 @@ def run_and_render(requests: list[Request], device: int, json_path: Path | None,
     plans = [make_plan(request) for request in requests]  # every usage error before the GPU
     if dry_run:
         return show_plan(plans, arch)
+    if any(plan.sanitize for plan in plans):
+        find_sanitizer()  # missing: a usage error now, not a row per variant later
     memory.check(plans, memory.device_free_bytes(device), memory.host_available_bytes(),
                  f"GPU {device}")
     if markdown_path is not None:  # an unwritable path fails now, not after the run

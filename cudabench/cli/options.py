@@ -90,6 +90,11 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
             click.option("--device", type=int, default=0, show_default=True,
                          help="CUDA device index."),
             *dry_run_options(),
+            click.option("--sanitize", type=click.Choice(["memcheck", "racecheck", "synccheck",
+                                                          "initcheck"]),
+                         is_flag=False, flag_value="memcheck", default=None,
+                         help="Run each variant's checked launch again under "
+                         "compute-sanitizer (default tool memcheck)."),
         ]
         for option in reversed(options):
             function = option(function)
@@ -131,5 +136,6 @@ def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **optio
     return Request(
         op=op, size=options["size"], dtype=options["dtype"], variants=options["variants"],
         params=params, param_flags=flags, seed=options["seed"], hot=options["hot"],
+        sanitize=options.get("sanitize"),
         timing=timing, kernels_dirs=tuple(options["kernels_dirs"]),
     )

@@ -38,7 +38,8 @@ DEFAULT_FILES = ("cudabench.toml", "pyproject.toml")
 TIMING_KEYS = {"warmup": "warmup_s", "min_samples": "min_samples", "max_samples": "max_samples",
                "precision": "precision", "max_time": "max_time_s", "timeout": "timeout_s",
                "compile_timeout": "compile_timeout_s"}
-BENCHMARK_KEYS = {"op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed"}
+BENCHMARK_KEYS = {"op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed",
+                  "sanitize"}
 
 
 def find_config(directory: Path) -> Path:
@@ -102,15 +103,18 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
             raise UsageError(f"{at}.params: expected a table of integers, e.g. {{ TILE = 16 }}")
         hot = entry.get("hot", False)
         seed = entry.get("seed", 0)
-        if not isinstance(hot, bool) or not isinstance(seed, int):
+        if not isinstance(hot, bool) or not isinstance(seed, int) or isinstance(seed, bool):
             raise UsageError(f"{at}: hot must be true or false and seed an integer")
+        sanitize = entry.get("sanitize")
+        if sanitize is not None and not isinstance(sanitize, str):
+            raise UsageError(f"{at}.sanitize: expected a tool name such as \"memcheck\"")
         sizes: list[str | None] = [*_plural(entry, "size", "sizes", at)] or [None]
         for size in sizes:
             for dtype in _plural(entry, "dtype", "dtypes", at) or ["float32"]:
                 requests.append(Request(
                     op=entry["op"], size=size, dtype=dtype,
                     variants=tuple(_strings(entry, "variants", at, [])),
-                    params=dict(params), seed=seed, hot=hot,
+                    params=dict(params), seed=seed, hot=hot, sanitize=sanitize,
                     timing=timing,
                     kernels_dirs=dirs + tuple(extra_kernels_dirs),
                     origin=f"{at} ({entry['op']}, size {size or 'default'}, {dtype})",

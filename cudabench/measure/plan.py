@@ -19,6 +19,7 @@ from cudabench.ops.base import user_code
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 MAX_STATIC_SHARED_BYTES = 48 * 1024  # static __shared__ limit on every CUDA GPU
 MAX_BLOCK_DIMS = (1024, 1024, 64)
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Request:
     param_flags: Mapping[str, str] = field(default_factory=dict)  # TILE -> "--tile"
     seed: int = 0
     hot: bool = False
+    sanitize: str | None = None  # a compute-sanitizer tool to run each checked launch under
     timing: TimingPolicy = TimingPolicy()
     kernels_dirs: tuple[Path, ...] = ()
     origin: str = ""  # where a suite file defined it, prefixed to its errors
@@ -62,6 +64,7 @@ class Plan:
     hot: bool
     timing: TimingPolicy
     notes: tuple[str, ...] = ()  # variants skipped and why, for stderr
+    sanitize: str | None = None  # compute-sanitizer tool (--sanitize), or None
 
     @property
     def dtype(self) -> DType:
@@ -126,7 +129,11 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     planned = tuple(
         PlannedVariant(v, _resolve_params(request, op, shape, types, v)) for v in chosen
     )
-    return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes))
+    if request.sanitize is not None and request.sanitize not in SANITIZER_TOOLS:
+        raise UsageError(f"--sanitize {request.sanitize}: expected one of "
+                         f"{', '.join(SANITIZER_TOOLS)}")
+    return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
+                request.sanitize)
 
 
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,

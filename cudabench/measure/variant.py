@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from cudabench.errors import CompileError, CudabenchError, UsageError
-from cudabench.measure import guards
+from cudabench.measure import guards, sanitize
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault
 from cudabench.measure.jobs import Prepared, record
 from cudabench.measure.plan import Plan, PlannedVariant, compile_defines, header_variables
@@ -78,6 +78,17 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
                        error=f"{variant.path}: " + "; ".join(trespass))
 
         samples, warnings = sample(engine, run, plan, sum(sizes.values()))
+        if plan.sanitize is not None:
+            report = sanitize.run(plan, planned, plan.sanitize, engine.info.index)
+            if not report.ran:
+                return row(samples_s=samples, verification=verification, warnings=warnings,
+                           error=report.first)
+            if report.errors:
+                return row(samples_s=samples, warnings=warnings,
+                           verification=dataclasses.replace(verification, passed=False),
+                           error=f"compute-sanitizer {report.tool}: {report.errors} "
+                           f"error(s); the first: {report.first}")
+            warnings += (f"compute-sanitizer {report.tool}: no error",)
         return row(samples_s=samples, verification=verification, warnings=warnings)
     except KernelFault as exc:
         return row(

@@ -140,3 +140,42 @@ def test_a_matrix_too_large_for_the_gpu_is_exit_2_before_anything_runs(tmp_path)
     assert "needs" in done.stderr and "on GPU 0 but" in done.stderr and "would fit" in done.stderr
     assert "[1/" not in done.stderr and not (tmp_path / "r.json").exists()
     assert time.monotonic() - started < 30
+
+
+RACY = """// cudabench: matmul
+// launch racy: grid cdiv(N, 16), cdiv(M, 16); block 16, 16
+extern "C" __global__ void racy(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,
+                                int M, int K, int N) {
+    __shared__ DTYPE As[16][16];
+    __shared__ DTYPE Bs[16][16];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * 16 + ty, col = blockIdx.x * 16 + tx;
+    ACC_TYPE sum = 0;
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : DTYPE(0);
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : DTYPE(0);
+        // the __syncthreads() that belongs here is missing: a read-after-write race
+        for (int k = 0; k < 16; ++k) sum += (ACC_TYPE)As[ty][k] * (ACC_TYPE)Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = (OUT_TYPE)sum;
+}
+"""
+
+
+def test_sanitize_racecheck_reports_a_planted_race_with_its_line(tmp_path):
+    (tmp_path / "matmul").mkdir()
+    (tmp_path / "matmul" / "racy.cu").write_text(RACY)
+    json_path = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "cudabench", "matmul", "--size", "64", "--kernels-dir",
+         str(tmp_path), "--variant", "racy", "--variant", "tiled", "--sanitize", "racecheck",
+         "--json", str(json_path), *QUICK],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 3, done.stdout + done.stderr
+    rows = {b.variant: b for b in load_results(json_path).benchmarks}
+    assert rows["racy"].status == "FAIL"
+    assert "compute-sanitizer racecheck" in rows["racy"].error
+    assert "racy.cu:" in rows["racy"].error  # the finding names the source line
+    assert rows["tiled"].status == "PASS"
+    assert "compute-sanitizer racecheck: no error" in rows["tiled"].warnings

@@ -1,0 +1,114 @@
+"""`--sanitize`: each variant's checked launch run again under compute-sanitizer.
+
+The sanitizer wraps a whole process, so the checked launch runs in a child process
+(`python -m cudabench.measure.sanitize PLAN_FILE`) under `compute-sanitizer --tool TOOL`;
+kernels are built with -lineinfo, so findings name the source line. The row keeps the
+first finding and the count; a finding fails the row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudabench.errors import UsageError
+from cudabench.measure.plan import SANITIZER_TOOLS, Plan, PlannedVariant
+from cudabench.measure.timing import TimingPolicy
+
+TOOLS = SANITIZER_TOOLS
+TIMEOUT_S = 600
+# The least a run under the sanitizer needs: the warm-up's two launches, the checked one,
+# one sample (memcheck makes kernels 10 to 100 times slower).
+MINIMAL = TimingPolicy(warmup_s=0.0, min_samples=1, max_samples=1, precision=1.0,
+                       max_time_s=1.0, timeout_s=TIMEOUT_S)
+_SUMMARY = re.compile(r"(?:ERROR SUMMARY|RACECHECK SUMMARY)[^\d]*(\d+) (?:error|hazard)")
+_FINDING = re.compile(r"^=+\s+((?:Invalid|Error|Race|Barrier|Uninitialized|Program hit)\b.*)$")
+_WHERE = re.compile(r" in (\S+\.cuh?:\d+)")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What compute-sanitizer found in one variant's launches."""
+
+    tool: str
+    errors: int
+    first: str  # the first finding, with its source line when the sanitizer gave one
+    ran: bool = True  # False: the sanitizer could not run here (no device access, say)
+
+
+def find_sanitizer() -> str:
+    """Return compute-sanitizer's path, or raise UsageError saying how to get it."""
+    found = shutil.which("compute-sanitizer")
+    if found is None:
+        cuda = Path(os.environ.get("CUDA_ROOT", "/usr/local/cuda")) / "bin" / "compute-sanitizer"
+        if cuda.is_file():
+            return str(cuda)
+        raise UsageError("--sanitize needs compute-sanitizer (part of the CUDA toolkit) on "
+                         "PATH; install the toolkit or drop --sanitize")
+    return found
+
+
+def run(plan: Plan, planned: PlannedVariant, tool: str, device_index: int) -> Report:
+    """Run the variant's checked launch under compute-sanitizer in a child process."""
+    sanitizer = find_sanitizer()
+    child_plan = dataclasses.replace(plan, timing=MINIMAL, variants=(planned,), sanitize=None)
+    with tempfile.TemporaryDirectory() as work:
+        plan_file = Path(work) / "plan.pickle"
+        plan_file.write_bytes(pickle.dumps((child_plan, device_index)))
+        command = [sanitizer, "--tool", tool, "--print-limit", "20", sys.executable, "-m",
+                   "cudabench.measure.sanitize", str(plan_file)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return Report(tool, 0, f"compute-sanitizer did not finish in {TIMEOUT_S} s",
+                          ran=False)
+    return parse(tool, done.stdout + done.stderr, done.returncode)
+
+
+def parse(tool: str, output: str, returncode: int) -> Report:
+    """Read compute-sanitizer's output: the count and the first finding with its line."""
+    summary = _SUMMARY.search(output)
+    if summary is None:
+        last = next((line for line in reversed(output.splitlines()) if line.strip()), "")
+        return Report(tool, 0, f"compute-sanitizer could not run here (exit {returncode}): "
+                      f"{last.strip('= ').strip()}", ran=False)
+    errors = int(summary.group(1))
+    lines = output.splitlines()
+    first = ""
+    for index, line in enumerate(lines):
+        match = _FINDING.match(line)
+        if match:
+            first = match.group(1).strip()
+            where = next((m.group(1) for m in map(_WHERE.search, lines[index:index + 4]) if m),
+                         None)
+            if where and where not in first:
+                first += f" (at {where})"
+            break
+    return Report(tool, errors, first)
+
+
+def _child(plan_file: str) -> int:
+    """Run one variant's checked launch (and a sample) on the GPU: the sanitizer watches."""
+    from cudabench.measure.engine import PycudaSpec
+    from cudabench.measure.jobs import jobs_of
+    from cudabench.measure.pipeline import run_jobs
+
+    plan, device_index = pickle.loads(Path(plan_file).read_bytes())
+    engine = PycudaSpec(device_index).open()
+    try:
+        run_jobs([plan], jobs_of([plan])[:1], engine)
+    finally:
+        engine.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1]))

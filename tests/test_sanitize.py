@@ -1,0 +1,53 @@
+"""--sanitize: compute-sanitizer's report read into the row (the GPU runs are in tests/gpu)."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from cudabench.cli import cli
+from cudabench.measure import sanitize
+
+MEMCHECK = """========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at leaky+0x70 in /work/k/matmul/leaky.cu:7
+=========     by thread (0,0,0) in block (0,0,0)
+=========
+========= ERROR SUMMARY: 3 errors
+"""
+RACECHECK = """========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at racy+0x1a0 in /k/matmul/racy.cu:11
+=========     and Read access at racy+0x2c0 in /k/matmul/racy.cu:13 [512 hazards]
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+CLEAN = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
+REFUSED = "========= Error: Target application returned an error\n========= No device found\n"
+
+
+@pytest.mark.parametrize(("output", "errors", "first"), [
+    (MEMCHECK, 3, "Invalid __global__ write of size 4 bytes (at /work/k/matmul/leaky.cu:7)"),
+    (RACECHECK, 1, "Error: Race reported between Write access at racy+0x1a0 in "
+                   "/k/matmul/racy.cu:11"),
+    (CLEAN, 0, ""),
+])
+def test_the_count_and_the_first_finding_with_its_line(output, errors, first):
+    report = sanitize.parse("memcheck", output, 0)
+    assert report.ran and (report.errors, report.first) == (errors, first)
+
+
+def test_a_sanitizer_that_cannot_use_the_device_says_so():
+    report = sanitize.parse("memcheck", REFUSED, 1)
+    assert not report.ran and "could not run here (exit 1): No device found" in report.first
+
+
+def test_a_missing_sanitizer_is_a_usage_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(sanitize.shutil, "which", lambda name: None)
+    monkeypatch.setenv("CUDA_ROOT", str(tmp_path))
+    done = CliRunner().invoke(cli, ["matmul", "--size", "16", "--sanitize"])
+    assert done.exit_code == 2 and "--sanitize needs compute-sanitizer" in done.stderr
+
+
+def test_an_unknown_tool_is_refused():
+    done = CliRunner().invoke(cli, ["matmul", "--sanitize", "leakcheck"])
+    assert done.exit_code == 2 and "--sanitize" in done.stderr
