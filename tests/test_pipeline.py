@@ -191,8 +191,10 @@ def test_the_l2_is_flushed_before_every_cold_sample_and_never_when_hot(hot):
     engine = FakeEngine(FakeSpec())
     results = run_jobs(plans, jobs_of(plans), engine)
     events = [kind for kind, _ in engine.log if kind in ("flush", "sample")]
-    samples = sum(len(r.samples_s) for r in results)
-    assert events.count("sample") == samples > 0
+    # Every stored sample, and each variant's timed recheck launch, went through time_once.
+    rechecks = sum(r.kind is Kind.VARIANT for r in results)
+    samples = sum(len(r.samples_s) for r in results) + rechecks
+    assert events.count("sample") == samples > rechecks
     if hot:
         assert "flush" not in events
     else:
@@ -208,10 +210,17 @@ def test_every_sample_measured_is_in_the_results_file(tmp_path):
         assert result.samples_s
     writer.write(complete=True)
     measured = [value for kind, value in engine.log if kind == "sample"]
-    stored = [s for b in load_results(tmp_path / "r.json").benchmarks for s in b.samples_s]
-    assert stored == measured
+    loaded = load_results(tmp_path / "r.json").benchmarks
+    # The log holds each row's samples in order, each variant's followed by its timed
+    # recheck launch (not a sample): every measured sample is in the file, in its row.
+    at = 0
+    for row in loaded:
+        assert list(row.samples_s) == measured[at:at + len(row.samples_s)]
+        at += len(row.samples_s) + (row.kind is Kind.VARIANT)
+    assert at == len(measured)
     raw = json.loads((tmp_path / "r.json").read_text())
-    assert sum(b["stats"]["count"] for b in raw["benchmarks"]) == len(measured)
+    assert sum(b["stats"]["count"] for b in raw["benchmarks"]) == sum(
+        len(row.samples_s) for row in loaded)
 
 
 def test_synthetic_samples_are_noisy_and_seeded():
@@ -396,6 +405,24 @@ def test_the_memory_need_counts_every_buffer():
 
     plan = plan_for("matmul", (1000, 1000, 1000))
     need = memory.need(plan)
-    buffers = 3 * 4 * 10**6  # A, B, C in float32
-    assert buffers + memory.FLUSH_BYTES < need.device_bytes < 2 * buffers + memory.FLUSH_BYTES
+    buffers = 3 * 4 * 10**6  # A, B, C in float32, twice (the recheck at new addresses)
+    assert 2 * buffers + memory.FLUSH_BYTES < need.device_bytes < 3 * buffers + memory.FLUSH_BYTES
     assert need.host_bytes > 2 * 8 * 10**6  # float64 inputs and reference at least
+
+
+# -- cheats: right where cudabench used to look, wrong elsewhere ---------------------------
+
+@pytest.mark.parametrize(("fault", "says"), [
+    (Fault.REPLAYS, "wrong on fresh inputs in the same buffers"),
+    (Fault.FIRST_LAUNCHES_ONLY, "a timed launch is wrong"),
+])
+@pytest.mark.parametrize("op", ["matmul", "transpose", "transpose_inplace", "dot"])
+def test_a_kernel_that_cheats_after_the_checked_launch_fails(op, fault, says):
+    name = sorted(discover()[op])[-1]
+    plan = plan_for(op, OPS[op].edge_shapes()[1])
+    outcome = run_plans([plan], FakeSpec(faults={name: fault}))
+    cheat = next(r for r in outcome.results if r.variant == name)
+    assert cheat.status is Status.FAIL and says in (cheat.error or ""), cheat.error
+    assert cheat.samples_s  # it was timed: the numbers are kept, marked failed
+    honest = [r for r in outcome.results if r.variant != name]
+    assert all(r.status in (Status.PASS, Status.REF) for r in honest)

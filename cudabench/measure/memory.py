@@ -50,7 +50,8 @@ def need(plan: Plan, shape: Sequence[int] | None = None) -> Need:
         blocks = math.prod(planned.variant.geometry(variables)[0][0])
         sizes = [math.prod(s) * types.output.itemsize
                  for s in op.outputs(shape, types, blocks).values()] + [input_bytes]
-        biggest = max(biggest, sum(n + 2 * guards.guard_bytes(n) for n in sizes))
+        # Twice: the recheck on fresh inputs at new addresses allocates a second set.
+        biggest = max(biggest, 2 * sum(n + 2 * guards.guard_bytes(n) for n in sizes))
     reference = op.bytes_moved(shape, types) if op.references else 0
     device = max(biggest, reference) + FLUSH_BYTES
     # The inputs, a float64 copy of them, and the reference with the verification's

@@ -14,6 +14,7 @@ from cudabench.measure import guards, sanitize
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault
 from cudabench.measure.jobs import Prepared, record
 from cudabench.measure.plan import Plan, PlannedVariant, compile_defines, header_variables
+from cudabench.measure.recheck import Layout, recheck
 from cudabench.measure.sampling import sample, warm_up_on
 from cudabench.ops import LaunchShape
 from cudabench.ops.base import user_code
@@ -78,6 +79,12 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
                        error=f"{variant.path}: " + "; ".join(trespass))
 
         samples, warnings = sample(engine, run, plan, sum(sizes.values()))
+        layout = Layout(compiled, geometry, dynamic, arg_spec, outputs, sizes)
+        cheat = recheck(plan, engine, layout, buffers, run, inputs, prepared.expected)
+        if cheat is not None:
+            return row(samples_s=samples, warnings=warnings,
+                       verification=dataclasses.replace(verification, passed=False),
+                       error=f"{variant.path}: {cheat}")
         if plan.sanitize is not None:
             report = sanitize.run(plan, planned, plan.sanitize, engine.info.index)
             if not report.ran:

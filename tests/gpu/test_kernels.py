@@ -336,3 +336,62 @@ def test_a_kernel_writing_outside_its_output_fails_with_the_guard_message(
     result = run(engine, "matmul", "24x30x40", "float32", [name],
                  kernels_dirs=[tmp_path])[name]
     assert result.status == "FAIL" and says in result.error, result.error
+
+
+# -- the cheat corpus: right where cudabench used to look, wrong elsewhere ------------------
+
+_CHEAT_HEAD = """
+        // cudabench: matmul
+        // launch {name}: grid cdiv(N, 16), cdiv(M, 16); block 16, 16
+        // launch bump: grid 1; block 1
+        __device__ int launches = 0;
+        __device__ const void* seen = 0;
+        __device__ OUT_TYPE stash[1 << 16];
+        __device__ OUT_TYPE dot_row(const DTYPE* A, const DTYPE* B, int row, int col, int K,
+                                    int N) {{
+            ACC_TYPE sum = 0;
+            for (int k = 0; k < K; ++k) sum += (ACC_TYPE)A[row * K + k] * (ACC_TYPE)B[k * N + col];
+            return (OUT_TYPE)sum;
+        }}
+        extern "C" __global__ void bump(const DTYPE* A, const DTYPE* B, OUT_TYPE* C, int M,
+                                        int K, int N) {{ launches += 1; seen = C; }}
+        extern "C" __global__ void {name}(const DTYPE* A, const DTYPE* B, OUT_TYPE* C, int M,
+                                          int K, int N) {{
+            int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+            if (row >= M || col >= N) return;
+            size_t i = (size_t)row * N + col;
+"""
+CHEATS = {
+    # Keeps its first result and copies it out ever after.
+    "replays_a_stash": "if (launches == 0) stash[i] = dot_row(A, B, row, col, K, N);\n"
+                       "C[i] = stash[i]; }",
+    # Computes on its first three launches (two warm-ups and the checked one) only.
+    "first_launches_only": "if (launches < 3) C[i] = dot_row(A, B, row, col, K, N); }",
+    # Computes every other row of blocks once the checked launch is past.
+    "partial_grid_when_timed": "if (launches < 3 || blockIdx.y % 2 == 0)\n"
+                               "C[i] = dot_row(A, B, row, col, K, N); }",
+    # Skips the work when it sees the output address it wrote last time.
+    "address_keyed_cache": "if (C != seen) C[i] = dot_row(A, B, row, col, K, N); }",
+    # Reads one element past its row of A (past A's end on the last row).
+    "reads_outside_inputs": "ACC_TYPE sum = 0;\n"
+                            "for (int k = 0; k < K; ++k) sum += (ACC_TYPE)A[row * K + k + 1]"
+                            " * (ACC_TYPE)B[k * N + col];\nC[i] = (OUT_TYPE)sum; }",
+}
+
+
+@pytest.mark.parametrize(("name", "reason"), [
+    ("replays_a_stash", "wrong on fresh inputs in the same buffers"),
+    ("first_launches_only", "a timed launch is wrong"),
+    ("partial_grid_when_timed", "a timed launch is wrong"),
+    ("address_keyed_cache", None),  # caught by the poisoned checked launch itself
+    ("reads_outside_inputs", None),
+])
+def test_every_cheat_of_the_corpus_is_caught_with_its_reason(engine, tmp_path, name, reason):
+    source = _CHEAT_HEAD.format(name=name) + "            " + CHEATS[name]
+    write_kernel(tmp_path, "matmul", name, source)
+    result = run(engine, "matmul", "64", "float32", [name], kernels_dirs=[tmp_path])[name]
+    assert result.status == "FAIL", (result.error, result.verification)
+    if reason is not None:
+        assert reason in result.error
+    else:
+        assert result.verification.bad_elements > 0

@@ -1,0 +1,100 @@
+"""Checks after the timing: a kernel must be right on every launch, not only the checked one.
+
+A kernel can keep its first result and replay it, compute only on its first launches, or
+key a cache on its buffers' addresses. After the samples are taken cudabench verifies:
+1. a timed launch (through the same event-timed path) on poisoned outputs;
+2. a launch on fresh random inputs in the same buffers (a replayed result is stale);
+3. a launch on fresh inputs in newly allocated buffers (a result keyed by address is too).
+Each starts from freshly uploaded inputs, so in-place kernels are checked after one launch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cudabench.measure import guards
+from cudabench.measure.engine import Compiled, Engine, Geometry, Run
+from cudabench.measure.plan import Plan
+from cudabench.ops import LaunchShape
+from cudabench.ops.base import user_code
+from cudabench.results.model import Verification
+
+
+@dataclass
+class Layout:
+    """How a variant's buffers and arguments are laid out (as the checked launch had them)."""
+
+    compiled: Compiled
+    geometry: Geometry
+    dynamic: list[int]
+    arg_spec: list[str | int]
+    outputs: Mapping[str, tuple[int, ...]]
+    sizes: Mapping[str, int]
+
+
+def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
+            run: Run, inputs: Mapping[str, np.ndarray], expected: np.ndarray) -> str | None:
+    """Return why a later launch of the kernel is wrong, or None when all three pass."""
+    timed = _launch_and_verify(plan, engine, layout, buffers, inputs, expected,
+                               lambda: engine.time_once(run, flush_l2=not plan.hot), run)
+    if timed is not None:
+        return f"a timed launch is wrong ({timed}): every launch must compute its result"
+    rng = np.random.default_rng(plan.seed + 1)
+    with user_code(plan.op, "inputs"):
+        fresh = plan.op.inputs(plan.shape, plan.types, rng)
+    with user_code(plan.op, "reference"):
+        fresh_expected = plan.op.reference(fresh)
+    same = _launch_and_verify(plan, engine, layout, buffers, fresh, fresh_expected,
+                              _run_once(engine, run), run)
+    if same is not None:
+        return f"wrong on fresh inputs in the same buffers ({same}): a replayed result?"
+    moved: dict[str, guards.Guarded] = {}
+    try:
+        for name, nbytes in layout.sizes.items():
+            moved[name] = guards.allocate(engine, nbytes)
+        data = {name: g.data for name, g in moved.items()}
+        args = [data[a] if isinstance(a, str) else np.int32(a) for a in layout.arg_spec]
+        elsewhere = engine.launcher(layout.compiled, layout.geometry, args, layout.dynamic)
+        new = _launch_and_verify(plan, engine, layout, data, fresh, fresh_expected,
+                                 _run_once(engine, elsewhere), elsewhere)
+    finally:
+        for buffer in moved.values():
+            engine.free(buffer.base)
+    if new is not None:
+        return f"wrong on fresh inputs in new buffers ({new}): a result keyed by address?"
+    return None
+
+
+def _run_once(engine: Engine, run: Run) -> Callable[[], object]:
+    def once() -> None:
+        run()
+        engine.synchronize()
+
+    return once
+
+
+def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
+                       inputs: Mapping[str, np.ndarray], expected: np.ndarray,
+                       launch: Callable[[], object], run: Run) -> str | None:
+    """Upload inputs, poison outputs, launch once, verify: None, or what was wrong."""
+    op, types = plan.op, plan.types
+    for name, array in inputs.items():
+        engine.upload(buffers[name], array)
+    for name, shape in layout.outputs.items():
+        engine.fill(buffers[name], types.output.poison(), math.prod(shape))
+    launch()
+    engine.synchronize()
+    kind = types.output if op.result_buffer in layout.outputs else types.input
+    shape = layout.outputs.get(op.result_buffer) or inputs[op.result_buffer].shape
+    result = engine.download(buffers[op.result_buffer], tuple(shape), kind.numpy)
+    launched = [LaunchShape(grid, block) for grid, block in layout.geometry]
+    with user_code(op, "verify"):
+        verification: Verification = op.verify(dict(inputs), expected, result, launched, types)
+    if verification.passed:
+        return None
+    return f"{verification.bad_elements} of {verification.total_elements} elements wrong"
