@@ -176,6 +176,6 @@ def test_sanitize_racecheck_reports_a_planted_race_with_its_line(tmp_path):
     rows = {b.variant: b for b in load_results(json_path).benchmarks}
     assert rows["racy"].status == "FAIL"
     assert "compute-sanitizer racecheck" in rows["racy"].error
-    assert "racy.cu:" in rows["racy"].error  # the finding names the source line
+    assert "racy.cu:1" in rows["racy"].error  # the finding names the source line
     assert rows["tiled"].status == "PASS"
     assert "compute-sanitizer racecheck: no error" in rows["tiled"].warnings
