@@ -426,3 +426,34 @@ def test_a_kernel_that_cheats_after_the_checked_launch_fails(op, fault, says):
     assert cheat.samples_s  # it was timed: the numbers are kept, marked failed
     honest = [r for r in outcome.results if r.variant != name]
     assert all(r.status in (Status.PASS, Status.REF) for r in honest)
+
+
+# -- faster than the device allows ------------------------------------------------------------
+
+def test_a_result_beyond_the_devices_roof_is_suspect(use_fake, tmp_path):
+    use_fake(slowdown={"tiled": 1e-5})  # a matmul at a hundred thousand times the speed
+    json_path = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "64", "--json", str(json_path), *QUICK_FLAGS)
+    assert done.exit_code == 3, done.output
+    assert "SUSPECT: matmul/tiled:" in done.stderr and "FP32" not in done.stderr
+    assert "TFLOP/s float32 roof on CUDA cores" in done.stderr
+    raw = json.loads(json_path.read_text())
+    validate(raw)
+    statuses = {b["variant"]: b["status"] for b in raw["benchmarks"]}
+    assert statuses == {"naive": "PASS", "tiled": "SUSPECT", "tiled_conflict": "PASS"}
+    loaded = {b.variant: b for b in load_results(json_path).benchmarks}
+    assert loaded["tiled"].status is Status.SUSPECT and loaded["tiled"].suspect
+
+
+def test_the_roofs_of_an_h100():
+    from cudabench.insight import roofs
+    from cudabench.results import DeviceInfo
+
+    h100 = DeviceInfo(name="NVIDIA H100 80GB HBM3", compute_capability="9.0", sm_count=132,
+                      memory_bytes=85017493504, l2_bytes=52428800, sm_clock_khz=1980000,
+                      memory_clock_khz=2619000, memory_bus_bits=5120,
+                      max_threads_per_block=1024, max_shared_bytes_per_block=49152,
+                      driver_version="13.0", cuda_version="13.0.0")
+    assert roofs.dram_bandwidth(h100) == pytest.approx(3.35e12, rel=0.01)  # the datasheet
+    assert roofs.flop_rate(h100, "float32") == pytest.approx(66.9e12, rel=0.01)
+    assert roofs.flop_rate(h100, "float64") == pytest.approx(33.5e12, rel=0.01)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from cudabench.errors import CompileError, CudabenchError, UsageError
+from cudabench.insight import roofs
 from cudabench.measure import guards, sanitize
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault
 from cudabench.measure.jobs import Prepared, record
@@ -96,7 +97,9 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
         if problems:
             return row(samples_s=samples, warnings=warnings, error="; ".join(problems),
                        verification=dataclasses.replace(verification, passed=False))
-        return row(samples_s=samples, verification=verification, warnings=warnings)
+        measured = row(samples_s=samples, verification=verification, warnings=warnings)
+        return dataclasses.replace(measured, suspect=roofs.suspect(measured,
+                                                                   types.accumulate.name))
     except KernelFault as exc:
         return row(
             verification=FAULTED,

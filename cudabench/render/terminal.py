@@ -29,7 +29,7 @@ from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Sta
 from cudabench.units import format_bytes, format_error, format_seconds, shape_text
 
 STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan",
-                 "TIMEOUT": "bold red"}
+                 "TIMEOUT": "bold red", "SUSPECT": "bold yellow"}
 
 
 def _width(stream: TextIO) -> int | None:
@@ -99,6 +99,10 @@ def render_diagnostics(outcome: RunOutcome, console: Console) -> None:
         name = f"{r.op}/{r.variant}"
         for warning in r.warnings:
             console.print(Text(f"warning: {name}: {warning}", style="yellow"), soft_wrap=True)
+        if r.suspect:
+            console.print(Text(f"SUSPECT: {name}: {r.suspect}: a result this fast is not "
+                               "believed (a kernel that skips work, or a roof this GPU "
+                               "exceeds)", style="yellow"), soft_wrap=True)
         if r.error:
             console.print(Text(f"error: {name}: {r.error}", style="red"), soft_wrap=True)
         elif r.verification is not None and r.status is Status.FAIL:

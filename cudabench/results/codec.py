@@ -45,6 +45,7 @@ def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, 
         "hot": result.hot,
         "status": result.status.value,
         "error": result.error,
+        "suspect": result.suspect,
         "verification": (verification_to_dict(result.verification)
                          if result.verification else None),
         "samples_s": list(result.samples_s),
@@ -190,6 +191,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         launches=tuple(launches),
         device=devices[device] if device is not None else None,
         timed_out=data.get("status") == "TIMEOUT",
+        suspect=check.optional(data, "suspect", str),
     )
 
 

@@ -28,9 +28,10 @@ class Status(str, enum.Enum):
     ERROR = "ERROR"  # not compiled or not launched: nothing was verified
     REF = "REF"  # a reference row: timed, nothing to verify
     TIMEOUT = "TIMEOUT"  # did not finish within --timeout: killed with its worker process
+    SUSPECT = "SUSPECT"  # verified, but faster than the device allows: not believed
 
 
-FAILING_STATUSES = frozenset({Status.FAIL, Status.ERROR, Status.TIMEOUT})
+FAILING_STATUSES = frozenset({Status.FAIL, Status.ERROR, Status.TIMEOUT, Status.SUSPECT})
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class BenchmarkResult:
     launches: tuple[Mapping[str, Any], ...] = field(default=())  # entry, grid, registers...
     device: DeviceInfo | None = None  # None only in files that predate schema 2
     timed_out: bool = False  # killed by the watchdog (--timeout)
+    suspect: str | None = None  # why a verified result is faster than the device's roof
 
     @functools.cached_property
     def summary(self) -> Summary | None:
@@ -131,7 +133,9 @@ class BenchmarkResult:
         if self.timed_out:
             return Status.TIMEOUT
         if self.verification is not None:
-            return Status.PASS if self.verification.passed else Status.FAIL
+            if not self.verification.passed:
+                return Status.FAIL
+            return Status.SUSPECT if self.suspect else Status.PASS
         if self.error is not None:
             return Status.ERROR
         return Status.REF if self.kind is not Kind.VARIANT else Status.ERROR
@@ -150,7 +154,7 @@ class RunOutcome:
         statuses = {r.status for r in self.results}
         if Status.ERROR in statuses:
             return ExitCode.USAGE
-        if statuses & {Status.FAIL, Status.TIMEOUT}:
+        if statuses & {Status.FAIL, Status.TIMEOUT, Status.SUSPECT}:
             return ExitCode.VERIFICATION_FAILED
         return ExitCode.OK
 
