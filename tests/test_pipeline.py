@@ -457,3 +457,14 @@ def test_the_roofs_of_an_h100():
     assert roofs.dram_bandwidth(h100) == pytest.approx(3.35e12, rel=0.01)  # the datasheet
     assert roofs.flop_rate(h100, "float32") == pytest.approx(66.9e12, rel=0.01)
     assert roofs.flop_rate(h100, "float64") == pytest.approx(33.5e12, rel=0.01)
+
+
+def test_a_kernel_faster_on_all_zero_inputs_gets_a_note_and_others_do_not(use_fake):
+    plan = plan_for("matmul", (64, 64, 64))
+    outcome = run_plans([plan], FakeSpec(faults={"tiled": Fault.FASTER_ON_ZEROS}, noise=0.005))
+    notes = {r.variant: [w for w in r.warnings if "all-zero inputs" in w]
+             for r in outcome.results}
+    assert notes["naive"] == [] and notes["tiled_conflict"] == []
+    (note,) = notes["tiled"]
+    assert "runs 50% faster on all-zero inputs" in note
+    assert all(r.status is Status.PASS for r in outcome.results)

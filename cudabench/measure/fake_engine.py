@@ -59,6 +59,7 @@ class Fault(str, enum.Enum):
     # Cheats: right on the launches cudabench used to check, wrong later.
     REPLAYS = "replays"  # keeps its first result and copies it out on every later launch
     FIRST_LAUNCHES_ONLY = "first_launches_only"  # computes on its first 3 launches only
+    FASTER_ON_ZEROS = "faster_on_zeros"  # right, but twice as fast when its inputs are zero
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,8 @@ class FakeEngine:
                 stash_view[...] = stash[0]
                 self.pending_s += cost_s
                 return
+            # Its first input's first element tells zeros from random values.
+            zeros = kernel.fault is Fault.FASTER_ON_ZEROS and not args[0][:2].any()
             keep = kernel.fault is Fault.UNWRITTEN_ELEMENT and runs > 1
             before = [np.array(arg) if isinstance(arg, np.ndarray) and keep else None
                       for arg in args]
@@ -225,7 +228,7 @@ class FakeEngine:
             if kernel.fault is Fault.WRONG_ELEMENT:
                 flat = result.reshape(-1)
                 flat[spot] = flat[spot] + (1 if flat.dtype.kind in "iu" else 0.5 + abs(flat[spot]))
-            self.pending_s += cost_s * len(kernel.variant.launches)
+            self.pending_s += cost_s * len(kernel.variant.launches) * (0.5 if zeros else 1.0)
 
         return run
 

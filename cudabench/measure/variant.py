@@ -16,7 +16,7 @@ from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault
 from cudabench.measure.jobs import Prepared, record
 from cudabench.measure.plan import Plan, PlannedVariant, compile_defines, header_variables
 from cudabench.measure.recheck import Layout, recheck
-from cudabench.measure.sampling import sample, warm_up_on
+from cudabench.measure.sampling import sample, warm_up_on, zero_input_note
 from cudabench.ops import LaunchShape
 from cudabench.ops.base import user_code
 from cudabench.results.model import BenchmarkResult, Verification
@@ -80,6 +80,13 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
                        error=f"{variant.path}: " + "; ".join(trespass))
 
         samples, warnings = sample(engine, run, plan, sum(sizes.values()))
+
+        def upload_zeros() -> None:
+            for name, array in inputs.items():
+                engine.upload(buffers[name], np.zeros_like(array))
+
+        note = zero_input_note(engine, run, plan, samples, upload_zeros)
+        warnings += (note,) if note else ()
         layout = Layout(compiled, geometry, dynamic, arg_spec, outputs, sizes)
         problems = []
         cheat = recheck(plan, engine, layout, buffers, run, inputs, prepared.expected)
