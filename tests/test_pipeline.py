@@ -191,9 +191,10 @@ def test_the_l2_is_flushed_before_every_cold_sample_and_never_when_hot(hot):
     engine = FakeEngine(FakeSpec())
     results = run_jobs(plans, jobs_of(plans), engine)
     events = [kind for kind, _ in engine.log if kind in ("flush", "sample")]
-    # Every stored sample, and each variant's timed recheck launch, went through time_once.
+    # Every stored sample, those on zeros, and each variant's timed recheck launch went
+    # through time_once.
     rechecks = sum(r.kind is Kind.VARIANT for r in results)
-    samples = sum(len(r.samples_s) for r in results) + rechecks
+    samples = sum(len(r.samples_s) + len(r.zero_input_samples_s) for r in results) + rechecks
     assert events.count("sample") == samples > rechecks
     if hot:
         assert "flush" not in events
@@ -211,12 +212,15 @@ def test_every_sample_measured_is_in_the_results_file(tmp_path):
     writer.write(complete=True)
     measured = [value for kind, value in engine.log if kind == "sample"]
     loaded = load_results(tmp_path / "r.json").benchmarks
-    # The log holds each row's samples in order, each variant's followed by its timed
-    # recheck launch (not a sample): every measured sample is in the file, in its row.
+    # The log holds each row's samples in order, each variant's followed by its samples on
+    # zeros and its timed recheck launch: every measured sample is in the file, in its row.
     at = 0
     for row in loaded:
         assert list(row.samples_s) == measured[at:at + len(row.samples_s)]
-        at += len(row.samples_s) + (row.kind is Kind.VARIANT)
+        at += len(row.samples_s)
+        assert list(row.zero_input_samples_s) == measured[
+            at:at + len(row.zero_input_samples_s)]
+        at += len(row.zero_input_samples_s) + (row.kind is Kind.VARIANT)
     assert at == len(measured)
     raw = json.loads((tmp_path / "r.json").read_text())
     assert sum(b["stats"]["count"] for b in raw["benchmarks"]) == sum(

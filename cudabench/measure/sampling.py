@@ -36,11 +36,12 @@ ZERO_ALPHA = 0.05  # few samples a side: a loose test, held in check by the shif
 
 
 def zero_input_note(engine: Engine, run: Run, plan: Plan, samples_s: tuple[float, ...],
-                    upload_zeros: Callable[[], None]) -> str | None:
+                    upload_zeros: Callable[[], None]) -> tuple[str | None, tuple[float, ...]]:
     """Time the kernel again on all-zero inputs; note it when it runs faster on them.
 
     Tensor cores and sparse paths can skip work on zeros: a benchmark whose inputs were
-    zeros would flatter such a kernel. The note says by how much, beyond the noise.
+    zeros would flatter such a kernel. The note says by how much, beyond the noise; the
+    samples on zeros are returned too.
     """
     upload_zeros()
     policy = dataclasses.replace(plan.timing, min_samples=min(plan.timing.min_samples, 10),
@@ -51,5 +52,5 @@ def zero_input_note(engine: Engine, run: Run, plan: Plan, samples_s: tuple[float
     beyond_noise = -change > max(ZERO_SHIFT, 3 * relative_spread(samples_s))
     if beyond_noise and mann_whitney_u(samples_s, zeros.samples_s) < ZERO_ALPHA:
         return (f"runs {-change:.0%} faster on all-zero inputs ({after * 1e6:.4g} us against "
-                f"{before * 1e6:.4g} us): a benchmark on zeros would flatter it")
-    return None
+                f"{before * 1e6:.4g} us): a benchmark on zeros would flatter it"), zeros.samples_s
+    return None, zeros.samples_s

@@ -85,7 +85,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             for name, array in inputs.items():
                 engine.upload(buffers[name], np.zeros_like(array))
 
-        note = zero_input_note(engine, run, plan, samples, upload_zeros)
+        note, on_zeros = zero_input_note(engine, run, plan, samples, upload_zeros)
         warnings += (note,) if note else ()
         layout = Layout(compiled, geometry, dynamic, arg_spec, outputs, sizes)
         problems = []
@@ -104,7 +104,8 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
         if problems:
             return row(samples_s=samples, warnings=warnings, error="; ".join(problems),
                        verification=dataclasses.replace(verification, passed=False))
-        measured = row(samples_s=samples, verification=verification, warnings=warnings)
+        measured = row(samples_s=samples, verification=verification, warnings=warnings,
+                       zero_input_samples_s=on_zeros)
         return dataclasses.replace(measured, suspect=roofs.suspect(measured,
                                                                    types.accumulate.name))
     except KernelFault as exc:

@@ -49,6 +49,7 @@ def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, 
         "verification": (verification_to_dict(result.verification)
                          if result.verification else None),
         "samples_s": list(result.samples_s),
+        "zero_input_samples_s": list(result.zero_input_samples_s),
         "stats": dataclasses.asdict(result.summary) if result.summary else None,
         "throughput": {
             "flops": result.flops,
@@ -192,7 +193,16 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         device=devices[device] if device is not None else None,
         timed_out=data.get("status") == "TIMEOUT",
         suspect=check.optional(data, "suspect", str),
+        zero_input_samples_s=_samples(data, "zero_input_samples_s", check),
     )
+
+
+def _samples(data: Mapping[str, Any], name: str, check: Checker) -> tuple[float, ...]:
+    """Return an optional list of positive samples (absent: none)."""
+    values = data.get(name) or []
+    check.expect(isinstance(values, list) and all(_is_number(v) and v > 0 for v in values),
+                 name, "a list of positive numbers")
+    return tuple(float(v) for v in values)
 
 
 def _finite(value: float) -> float | None:

@@ -98,6 +98,7 @@ class BenchmarkResult:
     device: DeviceInfo | None = None  # None only in files that predate schema 2
     timed_out: bool = False  # killed by the watchdog (--timeout)
     suspect: str | None = None  # why a verified result is faster than the device's roof
+    zero_input_samples_s: tuple[float, ...] = ()  # the same kernel timed on all-zero inputs
 
     @functools.cached_property
     def summary(self) -> Summary | None:
