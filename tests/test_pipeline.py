@@ -472,3 +472,22 @@ def test_a_kernel_faster_on_all_zero_inputs_gets_a_note_and_others_do_not(use_fa
     (note,) = notes["tiled"]
     assert "runs 50% faster on all-zero inputs" in note
     assert all(r.status is Status.PASS for r in outcome.results)
+
+
+def test_a_variant_that_does_not_take_the_type_is_a_skip_row(use_fake, tmp_path):
+    folder = tmp_path / "mine" / "matmul"
+    folder.mkdir(parents=True)
+    (folder / "only_float.cu").write_text(
+        "// cudabench: matmul\n// dtypes: float32\n// launch k: grid 1; block 1\n"
+        'extern "C" __global__ void k() {}\n')
+    json_path = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "20", "--dtype", "int32", "--kernels-dir",
+                  str(tmp_path / "mine"), "--json", str(json_path), *QUICK_FLAGS)
+    assert done.exit_code == 0, done.output
+    assert "SKIP" in done.stdout and "skipped only_float: it supports float32 only" in done.stderr
+    raw = json.loads(json_path.read_text())
+    validate(raw)
+    rows = {b.variant: b for b in load_results(json_path).benchmarks}
+    assert rows["only_float"].status is Status.SKIP and not rows["only_float"].samples_s
+    compared = invoke("compare", str(json_path), str(json_path))
+    assert compared.exit_code == 0 and "3 same" in compared.stdout

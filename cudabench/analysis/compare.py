@@ -38,6 +38,7 @@ from cudabench.results.model import (
     BenchmarkResult,
     Kind,
     ResultsFile,
+    Status,
 )
 from cudabench.units import (
     format_change,
@@ -177,6 +178,8 @@ def _index(results: ResultsFile) -> dict[tuple[object, ...], BenchmarkResult]:
     """Map each benchmark's key to it, in file order; a key twice is an error."""
     index: dict[tuple[object, ...], BenchmarkResult] = {}
     for i, result in enumerate(results.benchmarks):
+        if result.status is Status.SKIP:  # not run: nothing to compare (added or removed)
+            continue
         if result.key in index:
             raise ResultsFileError(
                 f"{results.path}: benchmarks[{i}]: {result.op}/{result.variant}"

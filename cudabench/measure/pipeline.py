@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from cudabench.errors import OpFileError
 from cudabench.measure.engine import Engine, EngineSpec
-from cudabench.measure.jobs import Job, Prepared, error_row, jobs_of, prepare
+from cudabench.measure.jobs import Job, Prepared, error_row, jobs_of, prepare, record
 from cudabench.measure.plan import Plan
 from cudabench.measure.references import run_reference
 from cudabench.measure.variant import run_variant
@@ -42,6 +42,12 @@ def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | Non
                              on_start if not results else None, device, first=not results)
         device = next((r.device for r in rows if r.device is not None), device)
         results += rows
+    for plan in plans:  # variants the plan left out, as rows that say why
+        for variant, reason in plan.skipped:
+            row = record(plan, variant.name, {}, str(variant.path), device, None,
+                         skipped=reason)
+            results.append(row)
+            (on_result or _ignore)(row)
     notes = tuple(note for plan in plans for note in plan.notes)
     return RunOutcome(tuple(results), notes)
 

@@ -65,6 +65,7 @@ class Plan:
     timing: TimingPolicy
     notes: tuple[str, ...] = ()  # variants skipped and why, for stderr
     sanitize: str | None = None  # compute-sanitizer tool (--sanitize), or None
+    skipped: tuple[tuple[KernelVariant, str], ...] = ()  # variants not run, and why
 
     @property
     def dtype(self) -> DType:
@@ -109,6 +110,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             f"(known: {', '.join(sorted(available))})"
         )
     notes = []
+    skipped = []
     chosen = []
     for name in names:
         variant = available[name]
@@ -117,7 +119,9 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                 raise UsageError(
                     f"--dtype {dtype.name}: variant {name} supports {', '.join(variant.dtypes)}"
                 )
-            notes.append(f"skipped {name}: it supports {', '.join(variant.dtypes)} only")
+            reason = f"it supports {', '.join(variant.dtypes)} only"
+            notes.append(f"skipped {name}: {reason}")
+            skipped.append((variant, reason))
             continue
         chosen.append(variant)
 
@@ -133,7 +137,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
         raise UsageError(f"--sanitize {request.sanitize}: expected one of "
                          f"{', '.join(SANITIZER_TOOLS)}")
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
-                request.sanitize)
+                request.sanitize, tuple(skipped))
 
 
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,

@@ -29,7 +29,7 @@ from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Sta
 from cudabench.units import format_bytes, format_error, format_seconds, shape_text
 
 STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan",
-                 "TIMEOUT": "bold red", "SUSPECT": "bold yellow"}
+                 "TIMEOUT": "bold red", "SUSPECT": "bold yellow", "SKIP": "dim"}
 
 
 def _width(stream: TextIO) -> int | None:

@@ -46,6 +46,7 @@ def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, 
         "status": result.status.value,
         "error": result.error,
         "suspect": result.suspect,
+        "skipped": result.skipped,
         "verification": (verification_to_dict(result.verification)
                          if result.verification else None),
         "samples_s": list(result.samples_s),
@@ -156,7 +157,8 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
     verification = None
     if data.get("verification") is not None:
         verification = verification_from_dict(data["verification"], check.within("verification"))
-    check.expect(kind is not Kind.VARIANT or error is not None or verification is not None,
+    check.expect(kind is not Kind.VARIANT or error is not None or verification is not None
+                 or data.get("skipped") is not None,
                  "verification", "an object: a variant that ran was verified")
     device = data.get("device")
     check.expect(device is None or (_is_int(device) and 0 <= device < len(devices)), "device",
@@ -193,6 +195,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         device=devices[device] if device is not None else None,
         timed_out=data.get("status") == "TIMEOUT",
         suspect=check.optional(data, "suspect", str),
+        skipped=check.optional(data, "skipped", str),
         zero_input_samples_s=_samples(data, "zero_input_samples_s", check),
     )
 

@@ -29,6 +29,7 @@ class Status(str, enum.Enum):
     REF = "REF"  # a reference row: timed, nothing to verify
     TIMEOUT = "TIMEOUT"  # did not finish within --timeout: killed with its worker process
     SUSPECT = "SUSPECT"  # verified, but faster than the device allows: not believed
+    SKIP = "SKIP"  # not run, on purpose (the variant does not support the type, say)
 
 
 FAILING_STATUSES = frozenset({Status.FAIL, Status.ERROR, Status.TIMEOUT, Status.SUSPECT})
@@ -99,6 +100,7 @@ class BenchmarkResult:
     timed_out: bool = False  # killed by the watchdog (--timeout)
     suspect: str | None = None  # why a verified result is faster than the device's roof
     zero_input_samples_s: tuple[float, ...] = ()  # the same kernel timed on all-zero inputs
+    skipped: str | None = None  # why the variant was not run (status SKIP)
 
     @functools.cached_property
     def summary(self) -> Summary | None:
@@ -131,6 +133,8 @@ class BenchmarkResult:
     @property
     def status(self) -> Status:
         """Return PASS or FAIL (verified; a kernel that faulted failed), ERROR, TIMEOUT or REF."""
+        if self.skipped is not None:
+            return Status.SKIP
         if self.timed_out:
             return Status.TIMEOUT
         if self.verification is not None:
