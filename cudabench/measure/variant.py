@@ -1,4 +1,10 @@
-"""Run one planned variant: compile, warm up, one checked launch, then timed samples."""
+"""Run one planned variant and judge it.
+
+Compile; allocate between guard zones; warm up; one checked launch on fresh inputs and
+poisoned outputs (verified, guard zones and read-only inputs checked); timed samples; the
+same on all-zero inputs (a note if faster); rechecks on later launches (recheck.py); the
+sanitizer when asked; and SUSPECT when the result beats the device's roofs.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ FAULTED = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
 
 def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: Prepared,
                 on_compiled: Callable[[], None] = lambda: None) -> BenchmarkResult:
-    """Compile, warm up, verify once on fresh inputs and poisoned outputs, then time.
+    """Return the variant's row: measured and verified, or why not (see the module doc).
 
     on_compiled is called once the compile is done and the GPU work begins.
     """
