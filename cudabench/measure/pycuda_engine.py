@@ -72,6 +72,7 @@ class PycudaEngine:
         self._modules: dict[tuple[Any, ...], Compiled] = {}
         self._start, self._stop = self.cuda.Event(), self.cuda.Event()
         self._flush_buffer: Any = None
+        self._abandoned: list[Any] = []  # allocations of a faulted context, never freed
         self.info = self._device_info(device_index)
         import pycuda
 
@@ -182,8 +183,12 @@ class PycudaEngine:
 
     def free(self, buffer: Any) -> None:
         """Release an allocation; after a fault there is nothing left to free."""
-        if not self.faulted:  # the driver would refuse, and PyCUDA warn on stderr
-            buffer.free()
+        if self.faulted:
+            # The driver would refuse, and PyCUDA warn on stderr when the allocation is
+            # collected: keep it until the worker process ends (workers.py exits at once).
+            self._abandoned.append(buffer)
+            return
+        buffer.free()
 
     def upload(self, device_buffer: Any, host: np.ndarray) -> None:
         """Copy a host array to the device."""

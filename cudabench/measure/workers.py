@@ -13,6 +13,7 @@ a fresh worker too.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -156,3 +157,9 @@ def _worker(spec: EngineSpec, plans: list[Plan], jobs: list[Job], messages: Any)
         messages.put(f"{type(exc).__name__}: {exc}")
         return
     messages.put(DONE)
+    if engine.faulted:
+        # CUDA is dead here: end without collecting its objects (PyCUDA would warn about
+        # each allocation it cannot free), once every message has left.
+        messages.close()
+        messages.join_thread()
+        os._exit(0)

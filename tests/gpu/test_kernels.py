@@ -227,6 +227,7 @@ def test_faulting_kernel_does_not_hide_the_others(tmp_path):
     )
     assert done.returncode == 3, done.stdout + done.stderr
     assert "faulted" in done.stderr and "Traceback" not in done.stderr
+    assert "cuMemFree failed" not in done.stderr  # the dead context's memory is left alone
     statuses = {b.variant: b.status for b in load_results(json_path).benchmarks}
     # The variants after the fault ran in a fresh process and still pass.
     assert statuses == {"aaa_faults": "FAIL", "naive": "PASS", "tiled": "PASS",
