@@ -7,6 +7,7 @@ each show up where a user would see them: the row, the exit code, the file, the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -240,8 +241,10 @@ def test_synthetic_samples_are_noisy_and_seeded():
 
 def run_to_file(use_fake, path, seed: int, slowdown: dict | None = None) -> None:
     use_fake(seed=seed, slowdown=slowdown or {})
+    # A fixed number of samples and a budget never reached: the same samples whatever the
+    # load on the machine running the tests.
     done = invoke("matmul", "--size", "64", "--json", str(path), "--warmup", "0",
-                  "--max-time", "0.2", "--min-samples", "30")
+                  "--max-time", "30", "--min-samples", "30", "--max-samples", "30")
     assert done.exit_code == 0, done.output
 
 
@@ -464,7 +467,8 @@ def test_the_roofs_of_an_h100():
 
 
 def test_a_kernel_faster_on_all_zero_inputs_gets_a_note_and_others_do_not(use_fake):
-    plan = plan_for("matmul", (64, 64, 64))
+    fixed = TimingPolicy(warmup_s=0.0, min_samples=20, max_samples=20, max_time_s=30)
+    plan = dataclasses.replace(plan_for("matmul", (64, 64, 64)), timing=fixed)
     outcome = run_plans([plan], FakeSpec(faults={"tiled": Fault.FASTER_ON_ZEROS}, noise=0.005))
     notes = {r.variant: [w for w in r.warnings if "all-zero inputs" in w]
              for r in outcome.results}
