@@ -30,3 +30,16 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason=reason)
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture
+def use_fake(monkeypatch):
+    """Make the CLI open fake engines; call it with FakeSpec fields to configure them."""
+    from cudabench.measure.fake_engine import FakeSpec
+
+    def use(**fields) -> None:
+        spec = FakeSpec(**fields)
+        monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
+
+    use()
+    return use

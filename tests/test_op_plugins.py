@@ -11,23 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from cudabench.cli import cli
-from cudabench.measure.fake_engine import FakeSpec, Fault
+from cudabench.measure.fake_engine import Fault
 from cudabench.ops import registry
 from cudabench.results import Status, load_results
 from cudabench.results.schema import validate
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "softmax"
 QUICK = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05"]
-
-
-@pytest.fixture
-def use_fake(monkeypatch):
-    def use(**fields) -> None:
-        spec = FakeSpec(**fields)
-        monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
-
-    use()
-    return use
 
 
 def invoke(*args: str):

@@ -46,17 +46,6 @@ def command(op: str) -> list[str]:
     return ["transpose", "--inplace"] if op == "transpose_inplace" else [op]
 
 
-@pytest.fixture
-def use_fake(monkeypatch):
-    """Make the CLI open fake engines; call it with FakeSpec fields to configure them."""
-    def use(**fields) -> None:
-        spec = FakeSpec(**fields)
-        monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
-
-    use()
-    return use
-
-
 def invoke(*args: str):
     return CliRunner().invoke(cli, list(args))
 

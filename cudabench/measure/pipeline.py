@@ -27,7 +27,7 @@ OnPhase = Callable[[str, int], None]
 
 def count_rows(plans: Sequence[Plan]) -> int:
     """Return how many result rows running the plans gives (for progress bars)."""
-    return len(jobs_of(list(plans)))
+    return len(jobs_of(list(plans))) + sum(len(plan.skipped) for plan in plans)
 
 
 def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | None = None,

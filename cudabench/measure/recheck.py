@@ -41,7 +41,7 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
             run: Run, inputs: Mapping[str, np.ndarray], expected: np.ndarray) -> str | None:
     """Return why a later launch of the kernel is wrong, or None when all three pass."""
     timed = _launch_and_verify(plan, engine, layout, buffers, inputs, expected,
-                               lambda: engine.time_once(run, flush_l2=not plan.hot), run)
+                               lambda: engine.time_once(run, flush_l2=not plan.hot))
     if timed is not None:
         return f"a timed launch is wrong ({timed}): every launch must compute its result"
     rng = np.random.default_rng(plan.seed + 1)
@@ -50,7 +50,7 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
     with user_code(plan.op, "reference"):
         fresh_expected = plan.op.reference(fresh)
     same = _launch_and_verify(plan, engine, layout, buffers, fresh, fresh_expected,
-                              _run_once(engine, run), run)
+                              _run_once(engine, run))
     if same is not None:
         return f"wrong on fresh inputs in the same buffers ({same}): a replayed result?"
     moved: dict[str, guards.Guarded] = {}
@@ -61,7 +61,7 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
         args = [data[a] if isinstance(a, str) else np.int32(a) for a in layout.arg_spec]
         elsewhere = engine.launcher(layout.compiled, layout.geometry, args, layout.dynamic)
         new = _launch_and_verify(plan, engine, layout, data, fresh, fresh_expected,
-                                 _run_once(engine, elsewhere), elsewhere)
+                                 _run_once(engine, elsewhere))
     finally:
         for buffer in moved.values():
             engine.free(buffer.base)
@@ -80,7 +80,7 @@ def _run_once(engine: Engine, run: Run) -> Callable[[], object]:
 
 def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
                        inputs: Mapping[str, np.ndarray], expected: np.ndarray,
-                       launch: Callable[[], object], run: Run) -> str | None:
+                       launch: Callable[[], object]) -> str | None:
     """Upload inputs, poison outputs, launch once, verify: None, or what was wrong."""
     op, types = plan.op, plan.types
     for name, array in inputs.items():

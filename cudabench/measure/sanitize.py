@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.errors import UsageError
-from cudabench.measure.plan import SANITIZER_TOOLS, Plan, PlannedVariant
+from cudabench.measure.plan import Plan, PlannedVariant
 from cudabench.measure.timing import TimingPolicy
 
-TOOLS = SANITIZER_TOOLS
 TIMEOUT_S = 600
 # The least a run under the sanitizer needs: the warm-up's two launches, the checked one,
 # one sample (memcheck makes kernels 10 to 100 times slower).

@@ -35,7 +35,6 @@ class Watch:
     """What the parent knows of its worker: the device, the current job, its deadline."""
 
     device: DeviceInfo | None = None
-    versions: Mapping[str, str] | None = None
     current: int | None = None  # index into the jobs given to the worker
     deadline: float | None = None  # time.monotonic() by which the current phase must end
     phase: str = ""  # "compile" or "GPU work"
@@ -106,7 +105,7 @@ def _follow(watch: Watch, message: tuple[Any, ...], plans: Sequence[Plan],
     """Update the watch from a worker's message: started, a job began, its GPU work began."""
     kind = message[0]
     if kind == "start":
-        watch.device, watch.versions = message[1], message[2]
+        watch.device = message[1]
         if on_start is not None:
             on_start(message[2])
     elif kind in ("job", "gpu"):
