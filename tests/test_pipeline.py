@@ -20,7 +20,7 @@ from cudabench.cli import cli
 from cudabench.measure.fake_engine import FakeEngine, FakeSpec, Fault
 from cudabench.measure.jobs import jobs_of
 from cudabench.measure.pipeline import run_jobs, run_plans
-from cudabench.measure.plan import Request, make_plan
+from cudabench.measure.plan import Insight, Request, make_plan
 from cudabench.measure.timing import TimingPolicy
 from cudabench.ops import OPS
 from cudabench.results import Kind, Status, load_results
@@ -28,7 +28,8 @@ from cudabench.results.schema import validate
 from cudabench.results.writer import ResultsWriter
 
 QUICK = TimingPolicy(warmup_s=0.0, min_samples=5, max_samples=60, max_time_s=0.05)
-QUICK_FLAGS = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05"]
+QUICK_FLAGS = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05", "--no-vendor",
+               "--no-batch"]
 
 
 def size_text(shape: tuple[int, ...]) -> str:
@@ -37,6 +38,8 @@ def size_text(shape: tuple[int, ...]) -> str:
 
 def plan_for(op: str, shape: tuple[int, ...], dtype: str = "float32", hot: bool = False,
              **fields):
+    """Return a plan; without vendor rows and batches unless insight= says otherwise."""
+    fields.setdefault("insight", Insight(vendor=False, batch=False))
     return make_plan(Request(op=op, size=size_text(shape), dtype=dtype, timing=QUICK, hot=hot,
                              **fields))
 
@@ -58,15 +61,23 @@ CASES = [pytest.param(op, dtype, shape, id=f"{op}-{dtype}-{size_text(shape)}")
 
 @pytest.mark.parametrize(("op", "dtype", "shape"), CASES)
 def test_every_variant_passes_on_the_fake_engine(op, dtype, shape):
-    outcome = run_plans([plan_for(op, shape, dtype)], FakeSpec(seed=1))
+    outcome = run_plans([plan_for(op, shape, dtype, insight=Insight())], FakeSpec(seed=1))
     by_name = {r.variant: r for r in outcome.results}
     variants = {name for name, v in discover()[op].items() if dtype in v.dtypes}
     assert {n for n, r in by_name.items() if r.kind is Kind.VARIANT} == variants
     assert {n for n, r in by_name.items() if r.kind is Kind.REFERENCE} == set(OPS[op].references)
+    vendor = OPS[op].vendor(OPS[op].type_set(dtype))
+    assert {n for n, r in by_name.items() if r.kind is Kind.VENDOR} == {"cuBLAS"}
     for result in outcome.results:
-        expected = Status.PASS if result.kind is Kind.VARIANT else Status.REF
-        assert result.status is expected, (result.variant, result.verification, result.error)
+        expected = {Kind.VARIANT: Status.PASS, Kind.REFERENCE: Status.REF,
+                    Kind.VENDOR: Status.SKIP if isinstance(vendor, str) else Status.PASS}
+        assert result.status is expected[result.kind], (result.variant, result.verification,
+                                                        result.error)
+        if result.status is Status.SKIP:
+            assert result.skipped == vendor and not result.samples_s
+            continue
         assert len(result.samples_s) >= 5 and min(result.samples_s) > 0
+        assert result.batch_samples_s and max(result.batch_samples_s) < result.median_s
         assert result.device is not None and result.device.uuid
     assert outcome.exit_code == 0
 
@@ -247,7 +258,7 @@ def test_a_10_percent_slowdown_is_found_and_gates(use_fake, tmp_path):
     rows = [line for line in summary.read_text().splitlines() if line.startswith("| matmul/")]
     verdicts = {line.split("|")[1].strip(): line.split("|")[9].strip() for line in rows}
     assert verdicts == {"matmul/naive": "same", "matmul/tiled": "**slower**",
-                        "matmul/tiled_conflict": "same"}
+                        "matmul/tiled_conflict": "same", "matmul/cuBLAS": "same"}
     change = next(line for line in rows if "matmul/tiled " in line).split("|")[7]
     assert 0.08 < float(change.strip(" +%")) / 100 < 0.12
 
@@ -297,8 +308,9 @@ def test_a_reference_row_is_measured_once_per_shape_in_a_suite(use_fake, tmp_pat
     done = invoke("run", str(suite), "--json", str(json_path))
     assert done.exit_code == 0, done.output
     names = [b.variant for b in load_results(json_path).benchmarks]
-    assert sorted(names) == ["memcpy_dtod", "naive", "shared"]
+    assert sorted(names) == ["cuBLAS", "memcpy_dtod", "naive", "shared"]
     assert done.stdout.count("% of memcpy_dtod") == 1
+    assert done.stdout.count("vs cuBLAS") == 1
 
 
 def test_an_unwritable_markdown_path_fails_before_anything_runs(use_fake, tmp_path):

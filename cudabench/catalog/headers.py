@@ -78,6 +78,9 @@ class Launch:
             else 0
 
 
+UNITS = ("cuda", "tensor")
+
+
 @dataclass(frozen=True)
 class KernelVariant:
     """One .cu file: a variant of an op, with its parameters and launches."""
@@ -93,6 +96,7 @@ class KernelVariant:
     source: str
     shared_bytes_line: int = 0
     op_origin: str = ""  # where the op is declared (the registry finds it again there)
+    unit: str = "cuda"  # the units it computes on, whose roof holds it: cuda or tensor
 
     def param(self, name: str) -> ParamSpec | None:
         """Return the parameter called name, if the variant declares it."""
@@ -197,7 +201,7 @@ def parse_header(path: Path, text: str | None = None,
             params.append(_parse_param(path, number, name, value))
         elif key == "launch" and name:
             launch_lines.append((number, name, value))
-        elif key in ("description", "dtypes", "shared_bytes") and not name:
+        elif key in ("description", "dtypes", "shared_bytes", "unit") and not name:
             if key in fields:
                 raise KernelFileError(path, number, f"`{key}` given twice")
             fields[key] = (number, value)
@@ -205,7 +209,7 @@ def parse_header(path: Path, text: str | None = None,
             raise KernelFileError(
                 path, number,
                 f"unknown header key {content.split(':', 1)[0]!r} (expected, in lower case: "
-                "description, dtypes, param NAME, shared_bytes or launch ENTRY)",
+                "description, dtypes, param NAME, shared_bytes, unit or launch ENTRY)",
             )
 
     if not launch_lines:
@@ -235,6 +239,14 @@ def parse_header(path: Path, text: str | None = None,
             raise KernelFileError(path, number, "shared_bytes takes one expression")
         shared_line = number
 
+    unit = "cuda"
+    if "unit" in fields:
+        number, unit = fields["unit"]
+        if unit not in UNITS:
+            raise KernelFileError(path, number, f"unit must be one of {', '.join(UNITS)} (the "
+                                                f"units whose roof the kernel is held to); got "
+                                                f"{unit!r}")
+
     return KernelVariant(
         op=op_name,
         op_origin=op.origin,
@@ -247,6 +259,7 @@ def parse_header(path: Path, text: str | None = None,
         shared_bytes=shared,
         source=text,
         shared_bytes_line=shared_line,
+        unit=unit,
     )
 
 

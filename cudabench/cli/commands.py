@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,10 +14,11 @@ from cudabench.analysis.compare import compare, parse_threshold
 from cudabench.catalog import discover
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.op_commands import command_names, kernels_dirs_in, op_command
-from cudabench.cli.options import dry_run_options
+from cudabench.cli.options import build_insight, dry_run_options, insight_options
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
 from cudabench.measure import memory
+from cudabench.measure.counters import find_ncu
 from cudabench.measure.dryrun import plan_rows
 from cudabench.measure.engine import EngineSpec, PycudaSpec
 from cudabench.measure.nvcc import find_nvcc
@@ -75,6 +78,8 @@ def run_and_render(requests: list[Request], device: int, json_path: Path | None,
         return show_plan(plans, arch)
     if any(plan.sanitize for plan in plans):
         find_sanitizer()  # missing: a usage error now, not a row per variant later
+    if any(plan.insight.counters for plan in plans):
+        find_ncu()
     memory.check(plans, memory.device_free_bytes(device), memory.host_available_bytes(),
                  f"GPU {device}")
     if markdown_path is not None:  # an unwritable path fails now, not after the run
@@ -132,12 +137,17 @@ def write_text(path: Path, text: str, flag: str) -> None:
 @click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
 @dry_run_options()[0]
 @dry_run_options()[1]
+@insight_options
 def run_command(config: Path | None, json_path: Path | None, markdown_path: Path | None,
-                kernels_dirs: tuple[Path, ...], device: int, dry_run: bool, arch: str) -> int:
+                kernels_dirs: tuple[Path, ...], device: int, dry_run: bool, arch: str,
+                **insight: Any) -> int:
     """Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in pyproject.toml)."""
     path = config or find_config(Path.cwd())
-    return run_and_render(load_suite(path, tuple(kernels_dirs)), device, json_path,
-                          markdown_path, dry_run=dry_run, arch=arch)
+    chosen = build_insight(insight)
+    requests = [dataclasses.replace(request, insight=chosen)
+                for request in load_suite(path, tuple(kernels_dirs))]
+    return run_and_render(requests, device, json_path, markdown_path, dry_run=dry_run,
+                          arch=arch)
 
 
 @cli.command("compare")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -9,11 +10,13 @@ from typing import Any, TypeVar
 import click
 
 from cudabench.errors import UsageError
-from cudabench.measure.plan import Request
+from cudabench.measure.counters import parse_metrics
+from cudabench.measure.plan import Insight, Request
 from cudabench.measure.timing import TimingPolicy
 from cudabench.ops import Op
 
 F = TypeVar("F", bound=Callable[..., Any])
+ENERGY_DEFAULT_S = 5.0  # NVML's energy counter moves in ~100 ms steps: seconds, not ms
 
 
 def parse_params(values: tuple[str, ...]) -> dict[str, int]:
@@ -98,9 +101,55 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
         ]
         for option in reversed(options):
             function = option(function)
-        return timing_options(function)
+        return insight_options(timing_options(function))
 
     return decorate
+
+
+def insight_options(function: F) -> F:
+    """Add the options that measure more than the samples: vendor rows, counters, energy."""
+    options = [
+        click.option("--no-vendor", is_flag=True,
+                     help="Skip the vendor library's row (cuBLAS through CuPy)."),
+        click.option("--no-batch", is_flag=True,
+                     help="Skip the batch time (back-to-back launches, warm L2)."),
+        click.option("--counters", is_flag=False, flag_value="default", default=None,
+                     metavar="[METRICS]",
+                     help="Profile each variant once more under Nsight Compute (ncu): a default "
+                     "set, or the comma-separated ncu metric names given."),
+        click.option("--energy", is_flag=False, flag_value=str(ENERGY_DEFAULT_S), default=None,
+                     metavar="[SECONDS]",
+                     help=f"Measure joules per launch over a pass of back-to-back launches "
+                     f"(default {ENERGY_DEFAULT_S:g} s; NVML's energy counter)."),
+        click.option("--transfers", is_flag=True,
+                     help="Also time host-to-device and device-to-host copies of the inputs "
+                     "and result, pageable and pinned, against the link's peak."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def build_insight(options: dict[str, Any]) -> Insight:
+    """Return what to measure beyond the samples, from the insight options."""
+    energy_text = options.get("energy")
+    energy_s = 0.0
+    if energy_text is not None:
+        try:
+            energy_s = float(energy_text)
+        except ValueError:
+            energy_s = math.nan
+        if not (math.isfinite(energy_s) and energy_s > 0):
+            raise UsageError(f"--energy {energy_text}: expected seconds > 0, e.g. --energy 5")
+    metrics_text = options.get("counters")
+    return Insight(
+        vendor=not options.get("no_vendor", False),
+        batch=not options.get("no_batch", False),
+        counters=parse_metrics(None if metrics_text == "default" else metrics_text)
+        if metrics_text is not None else (),
+        energy_s=energy_s,
+        transfers=bool(options.get("transfers", False)),
+    )
 
 
 def dry_run_options() -> list[Callable[[F], F]]:
@@ -138,4 +187,5 @@ def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **optio
         params=params, param_flags=flags, seed=options["seed"], hot=options["hot"],
         sanitize=options.get("sanitize"),
         timing=timing, kernels_dirs=tuple(options["kernels_dirs"]),
+        insight=build_insight(options),
     )

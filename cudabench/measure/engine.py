@@ -15,6 +15,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from cudabench.catalog import KernelVariant
+from cudabench.measure.telemetry import MonitorLike
+from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import DeviceInfo
 
 Geometry = Sequence[tuple[tuple[int, ...], tuple[int, ...]]]  # (grid, block) per launch
@@ -89,6 +91,25 @@ class Engine(Protocol):
 
     def time_once(self, run: Run, flush_l2: bool) -> float:
         """Return the seconds between events around one run, the L2 flushed before."""
+
+    def clock_log(self, start: bool = False) -> list[float | None]:
+        """Return the SM clock in MHz of each time_once since the log was (re)started, from
+        stamps in the stream (None where a sample was too short to tell); start=True empties
+        the log."""
+
+    def time_batch(self, run: Run, launches: int) -> float | None:
+        """Return seconds per launch of `launches` runs queued behind a blocking kernel and
+        timed back to back (warm L2, the launch cost off the clock); None if the queue could
+        not be held (the blocking kernel timed out)."""
+
+    def vendor_launcher(self, call: VendorCall, buffers: Mapping[str, Any],
+                        shape: tuple[int, ...], emulate: Run) -> tuple[Run, Run]:
+        """Bind a vendor routine to buffers: return its run and what releases it. A fake
+        engine runs emulate instead. VendorUnavailable when the library cannot run here."""
+
+    @property
+    def monitor(self) -> MonitorLike | None:
+        """Return the device's NVML monitor (clocks, power, energy), or None without NVML."""
 
     def close(self) -> None:
         """Release the context and everything in it."""

@@ -25,7 +25,10 @@ import numpy as np
 from cudabench.catalog import KernelVariant
 from cudabench.errors import GpuEnvironmentError
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
+from cudabench.measure.telemetry import FakeMonitor, MonitorLike
 from cudabench.ops import DTYPES, TypeSet, find_op
+from cudabench.ops.cublas import INSTALL_HINT
+from cudabench.ops.vendor import VendorCall, VendorUnavailable
 from cudabench.results.model import DeviceInfo
 
 FAKE_DEVICE = DeviceInfo(
@@ -36,6 +39,10 @@ FAKE_DEVICE = DeviceInfo(
     index=0, pci_bus_id="0000:00:00.0", uuid="GPU-00000000-fake-0000-0000-000000000000",
     max_shared_bytes_per_block_optin=227 * 1024,
 )
+
+
+FAKE_CLOCK_MHZ = FAKE_DEVICE.sm_clock_khz / 1e3
+LAUNCH_FREE = 0.8  # a batch hides the launch cost: a fake batch is this much faster
 
 
 class Fault(str, enum.Enum):
@@ -72,6 +79,10 @@ class FakeSpec:
     slowdown: Mapping[str, float] = field(default_factory=dict)  # variant name -> factor
     noise: float = 0.01  # relative spread of the synthetic samples
     memory_bytes: int = 2 * 2**30  # allocations beyond this fail, as on a full GPU
+    slow_clock_every: int = 0  # every n-th sample runs at half the SM clock (0: never)
+    throttle: bool = False  # the monitor reports a power cap while measuring
+    vendor_missing: bool = False  # the vendor library is not installed
+    no_monitor: bool = False  # no NVML on this host
 
     def open(self) -> Engine:
         """Return a fresh fake engine."""
@@ -107,6 +118,10 @@ class FakeEngine:
         self.pending_hang = False  # a launch that never finishes was enqueued
         self.log: list[tuple[str, Any]] = []  # ("flush" | "sample" | "fill" | "run", detail)
         self.allocated_bytes = 0
+        self.clocks: list[float | None] = []  # the SM clock of each sample since clock_log
+        self._monitor = None if spec.no_monitor else FakeMonitor(throttle=spec.throttle)
+        if self._monitor is not None:
+            self.info = dataclasses.replace(self.info, settings=self._monitor.settings())
 
     # -- the protocol --------------------------------------------------------------------
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
@@ -250,8 +265,51 @@ class FakeEngine:
         if self.rng.random() < 0.02:  # a rare outlier, as a real GPU has
             noise *= 1.0 + self.rng.uniform(0.05, 0.5)
         sample = base * noise
+        slow = self.spec.slow_clock_every and len(self.clocks) % self.spec.slow_clock_every == 1
+        self.clocks.append(FAKE_CLOCK_MHZ / 2 if slow else FAKE_CLOCK_MHZ)
+        if slow:  # at half the clock a kernel takes about twice as long
+            sample *= 2
         self.log.append(("sample", sample))
         return float(sample)
+
+    def clock_log(self, start: bool = False) -> list[float | None]:
+        """Return the fake SM clock of each sample since the log started."""
+        if start:
+            self.clocks = []
+        return list(self.clocks)
+
+    def time_batch(self, run: Run, launches: int) -> float | None:
+        """Return the enqueued time per launch of back-to-back runs, without noise."""
+        self._alive()
+        self.pending_s = 0.0
+        for _ in range(launches):
+            run()
+        self._raise_pending_fault()
+        total, self.pending_s = self.pending_s, 0.0
+        self.log.append(("batch", launches))
+        return total / launches * LAUNCH_FREE
+
+    def vendor_launcher(self, call: VendorCall, buffers: Mapping[str, Any],
+                        shape: tuple[int, ...], emulate: Run) -> tuple[Run, Run]:
+        """Return a run that does the op's work with NumPy at a vendor-like speed."""
+        self._alive()
+        if self.spec.vendor_missing:
+            raise VendorUnavailable(INSTALL_HINT)
+        cost_s = 2e-6 + sum(b.size for b in buffers.values()) / 1.5e12
+
+        def run() -> None:
+            self._alive()
+            self.log.append(("run", call.library))
+            with np.errstate(all="ignore"):
+                emulate()
+            self.pending_s += cost_s
+
+        return run, lambda: None
+
+    @property
+    def monitor(self) -> MonitorLike | None:
+        """Return the fake NVML monitor (None when the spec says there is no NVML)."""
+        return self._monitor
 
     def close(self) -> None:
         """Nothing to release."""

@@ -19,28 +19,33 @@ class Job:
 
     plan_index: int
     variant: PlannedVariant | None = None
-    reference: str = ""
+    reference: str = ""  # a reference row's name, or (kind VENDOR) the vendor library's
+    kind: Kind = Kind.VARIANT
 
     @property
     def name(self) -> str:
-        """Return the row's name: the variant's, or the reference's."""
+        """Return the row's name: the variant's, the reference's or the library's."""
         return self.variant.variant.name if self.variant else self.reference
 
 
 def jobs_of(plans: list[Plan] | tuple[Plan, ...]) -> list[Job]:
-    """Return every variant of every plan, each plan's reference rows after its variants.
+    """Return every variant of every plan, each plan's vendor and reference rows after its
+    variants.
 
-    A reference row is measured once per op, shape, dtype and cache state, however many
-    plans (suite entries) share them: it would be the same row twice.
+    A vendor or reference row is measured once per op, shape, dtype and cache state, however
+    many plans (suite entries) share them: it would be the same row twice.
     """
     jobs, referenced = [], set()
     for index, plan in enumerate(plans):
         jobs += [Job(index, variant=v) for v in plan.variants]
-        for name in plan.op.references:
+        extra = [(name, Kind.REFERENCE) for name in plan.op.references]
+        if plan.insight.vendor and plan.op.vendor_library:
+            extra.insert(0, (plan.op.vendor_library, Kind.VENDOR))
+        for name, kind in extra:
             key = (name, plan.op.name, tuple(plan.shape), plan.dtype.name, plan.hot)
             if key not in referenced:
                 referenced.add(key)
-                jobs.append(Job(index, reference=name))
+                jobs.append(Job(index, reference=name, kind=kind))
     return jobs
 
 
@@ -70,7 +75,7 @@ def record(plan: Plan, name: str, params: dict[str, int], source: str,
     """Return a result row of plan with the op's accounting filled in."""
     op = plan.op
     with user_code(op, "flops"):
-        flops = op.flops(plan.shape) if kind is Kind.VARIANT else 0
+        flops = op.flops(plan.shape) if kind is not Kind.REFERENCE else 0
     with user_code(op, "bytes_moved"):
         bytes_moved = op.bytes_moved(plan.shape, plan.types)
     return BenchmarkResult(
@@ -88,5 +93,5 @@ def error_row(plan: Plan, job: Job, device: DeviceInfo | None, error: str,
         variant = job.variant
         return record(plan, job.name, dict(variant.params), str(variant.variant.path), device,
                       None, error=error, timed_out=timed_out)
-    return record(plan, job.name, {}, job.reference, device, None, kind=Kind.REFERENCE,
+    return record(plan, job.name, {}, job.reference, device, None, kind=job.kind,
                   error=error, timed_out=timed_out)

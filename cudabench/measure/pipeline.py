@@ -17,8 +17,9 @@ from cudabench.measure.jobs import Job, Prepared, error_row, jobs_of, prepare, r
 from cudabench.measure.plan import Plan
 from cudabench.measure.references import run_reference
 from cudabench.measure.variant import run_variant
+from cudabench.measure.vendor_rows import run_vendor
 from cudabench.measure.workers import run_in_worker
-from cudabench.results.model import BenchmarkResult, RunOutcome
+from cudabench.results.model import BenchmarkResult, Kind, RunOutcome
 
 OnResult = Callable[[BenchmarkResult], None]
 OnStart = Callable[[Mapping[str, str]], None]  # receives the engine's versions
@@ -88,6 +89,9 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
         if job.variant is not None:
             result = run_variant(plan, engine, job.variant, ready,
                                  on_compiled=functools.partial(phase, "gpu", index))
+        elif job.kind is Kind.VENDOR:
+            phase("gpu", index)
+            result = run_vendor(plan, engine, ready)
         else:
             phase("gpu", index)
             result = run_reference(plan, engine, job.reference, ready.cpu_reference_s)

@@ -6,6 +6,7 @@ when it runs, so that one bad variant never hides the others.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,17 @@ MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 MAX_STATIC_SHARED_BYTES = 48 * 1024  # static __shared__ limit on every CUDA GPU
 MAX_BLOCK_DIMS = (1024, 1024, 64)
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+@dataclass(frozen=True)
+class Insight:
+    """What is measured beside the timed samples: vendor rows, batches, counters, energy."""
+
+    vendor: bool = True  # the vendor library's row (cuBLAS), where the op has one
+    batch: bool = True  # back-to-back launch times beside the cold ones
+    counters: tuple[str, ...] = ()  # Nsight Compute metrics (--counters); empty: none
+    energy_s: float = 0.0  # seconds of the energy pass (--energy); 0: none
+    transfers: bool = False  # host<->device phases (--transfers)
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,7 @@ class Request:
     timing: TimingPolicy = TimingPolicy()
     kernels_dirs: tuple[Path, ...] = ()
     origin: str = ""  # where a suite file defined it, prefixed to its errors
+    insight: Insight = field(default_factory=lambda: Insight())
 
     def flag(self, param: str) -> str:
         """Return the flag the user set param with, for error messages."""
@@ -66,6 +79,12 @@ class Plan:
     notes: tuple[str, ...] = ()  # variants skipped and why, for stderr
     sanitize: str | None = None  # compute-sanitizer tool (--sanitize), or None
     skipped: tuple[tuple[KernelVariant, str], ...] = ()  # variants not run, and why
+    insight: Insight = field(default_factory=lambda: Insight())
+
+    @property
+    def batch(self) -> bool:
+        """Return whether rows get batch times beside their cold samples."""
+        return self.insight.batch
 
     @property
     def dtype(self) -> DType:
@@ -136,8 +155,10 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     if request.sanitize is not None and request.sanitize not in SANITIZER_TOOLS:
         raise UsageError(f"--sanitize {request.sanitize}: expected one of "
                          f"{', '.join(SANITIZER_TOOLS)}")
+    if not (math.isfinite(request.insight.energy_s) and request.insight.energy_s >= 0):
+        raise UsageError(f"--energy {request.insight.energy_s}: expected seconds > 0")
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
-                request.sanitize, tuple(skipped))
+                request.sanitize, tuple(skipped), request.insight)
 
 
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,

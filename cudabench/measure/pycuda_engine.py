@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
@@ -10,9 +11,46 @@ import numpy as np
 
 from cudabench.catalog import KernelVariant
 from cudabench.errors import CompileError, GpuEnvironmentError, LaunchRefused
+from cudabench.measure import telemetry
 from cudabench.measure.engine import Compiled, Geometry, KernelFault, Run
 from cudabench.measure.nvml import device_uuid
+from cudabench.measure.telemetry import MonitorLike
+from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import DeviceInfo
+
+MAX_STAMPS = 2 * 8192  # two per sample; samples beyond go unstamped (clock unknown)
+BLOCK_TIMEOUT_NS = 2_000_000_000  # the blocking kernel's patience: never a hang
+MIN_STAMP_SPAN_NS = 20_000  # the global timer ticks in about 1 us: shorter spans say little
+UTILITY_SOURCE = r'''
+extern "C" __global__ void cudabench_stamp(unsigned long long* out) {
+    unsigned int sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    if (sm == 0 && threadIdx.x == 0) {
+        unsigned long long timer;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(timer));
+        out[0] = timer;
+        out[1] = clock64();
+    }
+}
+extern "C" __global__ void cudabench_block(volatile int* flag, unsigned long long timeout_ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (flag[0] == 0) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start > timeout_ns) { flag[1] = 1; break; }
+    }
+}
+'''
+
+
+def stamp_clock_mhz(before: np.ndarray, after: np.ndarray) -> float | None:
+    """Return the SM clock between two (globaltimer ns, clock64) stamps, or None if a stamp
+    is missing (no block landed on SM 0) or the span is too short to tell."""
+    span_ns = int(after[0]) - int(before[0])
+    if not before[0] or not after[0] or span_ns < MIN_STAMP_SPAN_NS:
+        return None
+    return (int(after[1]) - int(before[1])) / span_ns * 1e3
+
 
 INSTALL_HINT = (
     "install it with `pip install 'cudabench[gpu]'` (builds against the CUDA toolkit: "
@@ -65,15 +103,23 @@ class PycudaEngine:
                 f"--device {device_index}: there are {self.cuda.Device.count()} GPU(s)"
             )
         self.device = self.cuda.Device(device_index)
-        # A context of our own rather than the primary one: cudabench shares the process
-        # with nothing else, and releases it in close().
-        self.context = self.device.make_context()
+        # The primary context, the one the CUDA runtime uses: vendor libraries (cuBLAS
+        # through CuPy) then run in the same context, on the engine's own buffers.
+        self.context = self.device.retain_primary_context()
+        self.context.push()
         self.faulted = False  # set when a kernel faulted: CUDA is unusable in this process
         self._modules: dict[tuple[Any, ...], Compiled] = {}
         self._start, self._stop = self.cuda.Event(), self.cuda.Event()
         self._flush_buffer: Any = None
         self._abandoned: list[Any] = []  # allocations of a faulted context, never freed
+        self._utility: Any = None  # the stamp and blocking kernels, compiled on first use
+        self._stamps: Any = None  # device buffer: (globaltimer, clock64) per stamp
+        self._stamp_count = 0
+        self._flag: Any = None  # host-mapped word the blocking kernel waits on
         self.info = self._device_info(device_index)
+        self._monitor = telemetry.open_monitor(self.info.pci_bus_id)
+        if self._monitor is not None:
+            self.info = dataclasses.replace(self.info, settings=self._monitor.settings())
         import pycuda
 
         self.versions = {"engine": "pycuda", "engine_version": str(pycuda.VERSION_TEXT)}
@@ -87,8 +133,16 @@ class PycudaEngine:
         self.faulted = True
         return KernelFault(str(exc))
 
+    @property
+    def monitor(self) -> MonitorLike | None:
+        """Return the NVML monitor of this GPU (found by PCI bus id), or None."""
+        return self._monitor
+
     def close(self) -> None:
         """Release the context."""
+        if self._monitor is not None:
+            self._monitor.close()
+            self._monitor = None
         if self.context is None:
             return
         try:
@@ -244,17 +298,81 @@ class PycudaEngine:
             raise self._fault(exc) from None
 
     def time_once(self, run: Run, flush_l2: bool) -> float:
-        """Return the seconds between CUDA events around one run, L2 flushed before."""
+        """Return the seconds between CUDA events around one run, L2 flushed before; clock
+        stamps before the start event and after the stop event (off the clock)."""
         if flush_l2:
             self._flush_l2()
+        self._stamp()
         self._start.record()
         run()
         self._stop.record()
+        self._stamp()
         try:
             self._stop.synchronize()
         except self.cuda.Error as exc:
             raise self._fault(exc) from None
         return float(self._stop.time_since(self._start)) / 1e3
+
+    # -- clocks and batches ------------------------------------------------------------
+    def _utility_kernels(self) -> Any:
+        if self._utility is None:
+            module = self._compiler.SourceModule(UTILITY_SOURCE, no_extern_c=True)
+            # get_function returns a new, unprepared object each call: keep these two.
+            self._utility = {name: module.get_function(name) for name in
+                             ("cudabench_stamp", "cudabench_block")}
+            self._utility["cudabench_stamp"].prepare("P")
+            self._stamps = self.allocate(MAX_STAMPS * 16)
+            self._flag = self.cuda.pagelocked_zeros(
+                (2,), np.int32, mem_flags=self.cuda.host_alloc_flags.DEVICEMAP)
+        return self._utility
+
+    def _stamp(self) -> None:
+        """Enqueue a stamp: SM 0's clock64 and the global timer, into the next slot."""
+        if self._stamp_count >= MAX_STAMPS:
+            return
+        stamp = self._utility_kernels()["cudabench_stamp"]
+        # One block per SM: one of them lands on SM 0, which alone writes.
+        slot = np.uintp(int(self._stamps) + 16 * self._stamp_count)
+        stamp.prepared_async_call((self.info.sm_count, 1), (32, 1, 1), None, slot)
+        self._stamp_count += 1
+
+    def clock_log(self, start: bool = False) -> list[float | None]:
+        """Return the SM clock (MHz) of each sample since the log started; see Engine."""
+        self._utility_kernels()
+        if start:
+            self.fill(self._stamps, np.uint32(0), MAX_STAMPS * 4)
+            self._stamp_count = 0
+            return []
+        self.synchronize()
+        words = self.download(self._stamps, (MAX_STAMPS, 2), np.uint64)[: self._stamp_count]
+        return [stamp_clock_mhz(words[i], words[i + 1])
+                for i in range(0, len(words) - 1, 2)]
+
+    def time_batch(self, run: Run, launches: int) -> float | None:
+        """Return seconds per launch of runs queued behind a blocking kernel (nvbench's
+        method): the start event fires when the block is released, with every launch
+        already queued, so the launch cost stays off the clock."""
+        block = self._utility_kernels()["cudabench_block"]
+        self._flag[:] = 0
+        flag = np.uintp(self._flag.base.get_device_pointer())
+        block(flag, np.uint64(BLOCK_TIMEOUT_NS), block=(1, 1, 1), grid=(1, 1))
+        self._start.record()
+        for _ in range(launches):
+            run()
+        self._stop.record()
+        self._flag[0] = 1  # release: the GPU sees the host-mapped word change
+        try:
+            self._stop.synchronize()
+        except self.cuda.Error as exc:
+            raise self._fault(exc) from None
+        if self._flag[1]:  # the block gave up waiting: launches ran as they were queued
+            return None
+        return float(self._stop.time_since(self._start)) / 1e3 / launches
+
+    def vendor_launcher(self, call: VendorCall, buffers: Mapping[str, Any],
+                        shape: tuple[int, ...], emulate: Run) -> tuple[Run, Run]:
+        """Bind a vendor routine to the buffers' device addresses (same context)."""
+        return call.bind({name: int(buffer) for name, buffer in buffers.items()}, shape)
 
     def _flush_l2(self) -> None:
         # Overwriting twice the L2's size evicts whatever the previous sample left in it.

@@ -65,8 +65,7 @@ def run_reference(plan: Plan, engine: Engine, name: str, cpu_reference_s: float
     try:
         setup = reference.setup(plan, engine, buffers)
         warm_up_on(engine, setup.run, plan)
-        fields["samples_s"], fields["warnings"] = sample(engine, setup.run, plan,
-                                                         setup.working_set_bytes)
+        fields.update(sample(engine, setup.run, plan, setup.working_set_bytes).fields())
     except KernelFault as exc:  # a fault left by the GPU: the jobs after this one move on
         fields["error"] = f"the GPU faulted during the {name} reference ({exc})"
     except CudabenchError as exc:  # out of memory

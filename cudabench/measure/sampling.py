@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from cudabench.analysis.stats import mann_whitney_u, relative_spread
 from cudabench.measure.engine import Engine, Run
 from cudabench.measure.plan import Plan
+from cudabench.measure.telemetry import throttled
 from cudabench.measure.timing import collect, measurement_warnings, warm_up
 
 
@@ -22,13 +26,103 @@ def warm_up_on(engine: Engine, run: Run, plan: Plan) -> None:
     warm_up(once, plan.timing)
 
 
-def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int
-           ) -> tuple[tuple[float, ...], tuple[str, ...]]:
-    """Take samples (L2 flushed before each unless --hot); return them and the warnings."""
-    sampling = collect(lambda: engine.time_once(run, flush_l2=not plan.hot), plan.timing)
-    warnings = measurement_warnings(sampling, plan.timing, plan.hot, working_set_bytes,
-                                    engine.info.l2_bytes)
-    return sampling.samples_s, warnings
+SLOW_CLOCK = 0.75  # a sample whose SM clock ran below this share of the maximum is set aside
+BATCH_TARGET_S = 2e-3  # a batch of back-to-back launches lasts about this long...
+BATCH_LAUNCHES = (3, 200)  # ...within these launch counts (the queue holds ~1000 launches)
+BATCH_BUDGET_S = 0.25  # and the batches of one row about this much GPU time in all
+BATCHES = (3, 7)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A row's samples: those kept, those set aside for a slow clock, and around them."""
+
+    samples_s: tuple[float, ...]
+    warnings: tuple[str, ...]
+    sample_clocks_mhz: tuple[float | None, ...] = ()
+    slow_clock_samples_s: tuple[float, ...] = ()
+    telemetry: Mapping[str, Any] = field(default_factory=dict)
+    batch_samples_s: tuple[float, ...] = ()
+
+    def fields(self) -> dict[str, Any]:
+        """Return the result fields these fill in."""
+        return {"samples_s": self.samples_s, "warnings": self.warnings,
+                "sample_clocks_mhz": self.sample_clocks_mhz,
+                "slow_clock_samples_s": self.slow_clock_samples_s,
+                "telemetry": dict(self.telemetry), "batch_samples_s": self.batch_samples_s}
+
+
+def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Measured:
+    """Take samples (L2 flushed before each unless --hot) with each one's SM clock and NVML
+    around them; set aside samples taken at a slow clock; then time batches (see batch)."""
+    monitor = engine.monitor
+    window = monitor.window() if monitor is not None else None
+    engine.clock_log(start=True)
+
+    def once() -> float:
+        seconds = engine.time_once(run, flush_l2=not plan.hot)
+        if window is not None:
+            window.poll()
+        return seconds
+
+    sampling = collect(once, plan.timing)
+    clocks = engine.clock_log()
+    clocks += [None] * (len(sampling.samples_s) - len(clocks))
+    telemetry = window.close() if window is not None else {}
+    kept, clocks_kept, slow = split_slow(sampling.samples_s, clocks, max_clock_mhz(engine))
+    warnings = list(measurement_warnings(sampling, plan.timing, plan.hot, working_set_bytes,
+                                         engine.info.l2_bytes))
+    if slow:
+        warnings.append(f"{len(slow)} of {len(sampling.samples_s)} samples ran below "
+                        f"{SLOW_CLOCK:.0%} of the maximum SM clock and were set aside")
+    throttle = throttled(telemetry) if telemetry else None
+    if throttle:
+        warnings.append(throttle)
+    measured = Measured(kept, tuple(warnings), clocks_kept, slow, telemetry)
+    if not plan.batch:
+        return measured
+    return dataclasses.replace(measured, batch_samples_s=batch(engine, run, measured))
+
+
+def max_clock_mhz(engine: Engine) -> float:
+    """Return the SM clock a sample is held against: NVML's maximum, else the attribute."""
+    from_nvml = engine.info.settings.get("max_sm_clock_mhz")
+    return float(from_nvml or engine.info.sm_clock_khz / 1e3)
+
+
+def split_slow(samples: Sequence[float], clocks: Sequence[float | None], max_mhz: float
+               ) -> tuple[tuple[float, ...], tuple[float | None, ...], tuple[float, ...]]:
+    """Return (kept samples, their clocks, samples set aside for a slow clock).
+
+    Set aside only while enough remain to summarise: a GPU that ran slow throughout is
+    reported by its warning, not left without a time.
+    """
+    slow = [i for i, clock in enumerate(clocks)
+            if clock is not None and clock < SLOW_CLOCK * max_mhz]
+    if len(samples) - len(slow) < 5:
+        return tuple(samples), tuple(clocks), ()
+    dropped = set(slow)
+    return (tuple(s for i, s in enumerate(samples) if i not in dropped),
+            tuple(c for i, c in enumerate(clocks) if i not in dropped),
+            tuple(samples[i] for i in slow))
+
+
+def batch(engine: Engine, run: Run, measured: Measured) -> tuple[float, ...]:
+    """Return seconds per launch of a few batches of back-to-back launches (warm L2).
+
+    Below ~20 us a cold event pair times mostly the launch; a batch keeps the launch cost
+    off the clock (nvbench's method), so small kernels are measured, not their launch.
+    """
+    if not measured.samples_s:
+        return ()
+    median = float(np.median(measured.samples_s))
+    launches = int(min(max(math.ceil(BATCH_TARGET_S / median), BATCH_LAUNCHES[0]),
+                       BATCH_LAUNCHES[1]))
+    count = int(min(max(BATCH_BUDGET_S // (launches * median), BATCHES[0]), BATCHES[1]))
+    run()  # one untimed run: the batches measure a warm, steady state
+    engine.synchronize()
+    times = [engine.time_batch(run, launches) for _ in range(count)]
+    return tuple(t for t in times if t is not None and t > 0)
 
 
 ZERO_SHIFT = 0.02  # a median this much lower on zeros (and 3 spreads, and significant)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.errors import UsageError
-from cudabench.measure.plan import Plan, PlannedVariant
+from cudabench.measure.plan import Insight, Plan, PlannedVariant
 from cudabench.measure.timing import TimingPolicy
 
 TIMEOUT_S = 600
@@ -58,7 +58,8 @@ def find_sanitizer() -> str:
 def run(plan: Plan, planned: PlannedVariant, tool: str, device_index: int) -> Report:
     """Run the variant's checked launch under compute-sanitizer in a child process."""
     sanitizer = find_sanitizer()
-    child_plan = dataclasses.replace(plan, timing=MINIMAL, variants=(planned,), sanitize=None)
+    child_plan = dataclasses.replace(plan, timing=MINIMAL, variants=(planned,), sanitize=None,
+                                     insight=Insight(vendor=False, batch=False))
     with tempfile.TemporaryDirectory() as work:
         plan_file = Path(work) / "plan.pickle"
         plan_file.write_bytes(pickle.dumps((child_plan, device_index)))

@@ -17,13 +17,14 @@ import numpy as np
 
 from cudabench.errors import CompileError, CudabenchError, UsageError
 from cudabench.insight import roofs
-from cudabench.measure import guards, sanitize
-from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault
+from cudabench.measure import counters, guards, sanitize
+from cudabench.measure.energy import EnergyUnavailable, measure_energy
+from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
 from cudabench.measure.jobs import Prepared, record
 from cudabench.measure.plan import Plan, PlannedVariant, compile_defines, header_variables
 from cudabench.measure.recheck import Layout, recheck
 from cudabench.measure.sampling import sample, warm_up_on, zero_input_note
-from cudabench.ops import LaunchShape
+from cudabench.ops import LaunchShape, TypeSet
 from cudabench.ops.base import user_code
 from cudabench.results.model import BenchmarkResult, Verification
 
@@ -42,7 +43,11 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
 
     def row(**fields: Any) -> BenchmarkResult:
         return record(plan, variant.name, dict(planned.params), str(variant.path), engine.info,
-                      prepared.cpu_reference_s, launches=tuple(launches), **fields)
+                      prepared.cpu_reference_s, launches=tuple(launches),
+                      unit=variant.unit if op.flops(plan.shape) else "",
+                      compute_type=roof_type(variant.unit, types) if op.flops(plan.shape)
+                      else "",
+                      **fields)
 
     inputs = prepared.inputs
     try:
@@ -85,7 +90,10 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             return row(verification=dataclasses.replace(verification, passed=False),
                        error=f"{variant.path}: " + "; ".join(trespass))
 
-        samples, warnings = sample(engine, run, plan, sum(sizes.values()))
+        measured = sample(engine, run, plan, sum(sizes.values()))
+        samples, warnings = measured.samples_s, measured.warnings
+        extras = extra_passes(plan, engine, run)
+        warnings += extras.pop("warnings", ())
 
         def upload_zeros() -> None:
             for name, array in inputs.items():
@@ -107,13 +115,16 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
                                 f"the first: {report.first}")
             else:
                 warnings += (f"compute-sanitizer {report.tool}: no error",)
+        if plan.insight.counters:
+            extras.update(counters_fields(plan, planned, engine.info.index))
+        fields = {**measured.fields(), **extras, "warnings": warnings}
         if problems:
-            return row(samples_s=samples, warnings=warnings, error="; ".join(problems),
+            return row(**fields, error="; ".join(problems),
                        verification=dataclasses.replace(verification, passed=False))
-        measured = row(samples_s=samples, verification=verification, warnings=warnings,
-                       zero_input_samples_s=on_zeros)
-        return dataclasses.replace(measured, suspect=roofs.suspect(measured,
-                                                                   types.accumulate.name))
+        measured_row = row(**fields, verification=verification,
+                           zero_input_samples_s=on_zeros)
+        return dataclasses.replace(measured_row, suspect=roofs.suspect(
+            measured_row, measured_row.compute_type, measured_row.unit or "cuda"))
     except KernelFault as exc:
         return row(
             verification=FAULTED,
@@ -126,6 +137,43 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     finally:
         for allocation in guarded.values():
             engine.free(allocation.base)
+
+
+def roof_type(unit: str, types: TypeSet) -> str:
+    """Return the type a row's roof is looked up by: tensor cores are rated by their input
+    type (FP16 with FP32 accumulation is the FP16 roof), CUDA cores by the accumulator's."""
+    return types.input.name if unit == "tensor" else types.accumulate.name
+
+
+def extra_passes(plan: Plan, engine: Engine, run: Run) -> dict[str, Any]:
+    """Return the result fields of the passes asked for beyond the samples: --energy.
+
+    A pass that cannot run here (no energy counter) leaves a warning, never an error.
+    """
+    fields: dict[str, Any] = {}
+    warnings: list[str] = []
+    if plan.insight.energy_s:
+        monitor = engine.monitor
+        if monitor is None:
+            warnings.append("--energy: no NVML here (nvidia-ml-py not installed, or the "
+                            "host hides it): no energy figure")
+        else:
+            try:
+                energy = measure_energy(run, engine.synchronize, monitor, plan.insight.energy_s)
+                fields["energy"] = {"joules": energy.joules, "launches": energy.launches,
+                                    "seconds": energy.seconds}
+            except EnergyUnavailable as exc:
+                warnings.append(f"--energy: {exc.reason}")
+    fields["warnings"] = tuple(warnings)
+    return fields
+
+
+def counters_fields(plan: Plan, planned: PlannedVariant, device_index: int) -> dict[str, Any]:
+    """Return the variant's Nsight Compute counters, or the note saying why there are none."""
+    report = counters.profile(plan, planned, device_index, plan.insight.counters)
+    if not report.ran:
+        return {"counters_note": report.reason}
+    return {"counters": dict(report.values)}
 
 
 def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,

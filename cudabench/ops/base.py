@@ -13,6 +13,7 @@ import numpy as np
 from cudabench.errors import CudabenchError, OpFileError, UsageError
 from cudabench.ops.sizes import parse_dims
 from cudabench.ops.types import DType, TypeSet
+from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import Verification
 
 Shape = tuple[int, ...]
@@ -82,6 +83,8 @@ class Op:
     command_flag: str = ""
     shortcuts: Mapping[str, str] = {}  # option name -> parameter: {"tile": "TILE"}
     origin: str = ""  # where the registry found the op: a module name or a file path
+    # The library whose routine does the op's work (a "vs cuBLAS" column), if any.
+    vendor_library: str = ""
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as where to find the op again, not as its class (ops/registry.py)."""
@@ -151,6 +154,10 @@ class Op:
         a view of the result buffer as written, so that a fake can spoil one element.
         """
         raise NotImplementedError
+
+    def vendor(self, types: TypeSet) -> VendorCall | str:
+        """Return the vendor library's routine for these types, or why there is none."""
+        return f"no vendor routine for {self.name}"
 
     def edge_shapes(self) -> tuple[Shape, ...]:
         """Return shapes that catch edge bugs: all ones, odd primes, a tile plus one."""

@@ -9,9 +9,11 @@ from typing import Any
 import numpy as np
 
 from cudabench.errors import UsageError
+from cudabench.ops import cublas
 from cudabench.ops.base import LaunchShape, Op, Shape, typed
 from cudabench.ops.checks import bounded_check, exact_check
 from cudabench.ops.types import INT32_MAX, U32, TypeSet, random_floats, random_ints
+from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import Verification
 
 # Probabilistic rounding-error bounds hold with probability about 1 - 2 exp(-LAMBDA^2 / 2).
@@ -71,6 +73,12 @@ class Dot(Op):
     result_buffer = "out"
     shortcuts = {"block": "BLOCK", "blocks_per_sm": "BLOCKS_PER_SM"}
     references = ("memcpy_dtod",)
+    vendor_library = "cuBLAS"
+
+    def vendor(self, types: TypeSet) -> VendorCall | str:
+        if types.input != types.output:
+            return f"no vendor routine: cuBLAS has no {types.input.name} dot through CuPy"
+        return cublas.dot(types.input.name)
 
     def check_shape(self, shape: Shape, types: TypeSet) -> None:
         (n,) = shape

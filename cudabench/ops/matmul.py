@@ -9,9 +9,11 @@ from typing import Any
 import numpy as np
 
 from cudabench.errors import UsageError
+from cudabench.ops import cublas
 from cudabench.ops.base import LaunchShape, Op, Shape, typed
 from cudabench.ops.checks import bounded_check, exact_check
 from cudabench.ops.types import INT32_MAX, TypeSet, random_floats, random_ints
+from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import Verification
 
 FLOAT16_MAX = 65504.0
@@ -44,6 +46,12 @@ class Matmul(Op):
     signature = "(const DTYPE* A, const DTYPE* B, OUT_TYPE* C, int M, int K, int N)"
     result_buffer = "C"
     shortcuts = {"tile": "TILE"}
+    vendor_library = "cuBLAS"
+
+    def vendor(self, types: TypeSet) -> VendorCall | str:
+        if not types.input.is_float:
+            return "no vendor routine: cuBLAS has no exact int32 GEMM"
+        return cublas.gemm(types.input.name, types.output.name, types.accumulate.name)
 
     def check_shape(self, shape: Shape, types: TypeSet) -> None:
         m, k, n = shape

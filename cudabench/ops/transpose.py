@@ -8,10 +8,12 @@ from typing import Any
 import numpy as np
 
 from cudabench.errors import UsageError
+from cudabench.ops import cublas
 from cudabench.ops.base import LaunchShape, Op, Shape, typed
 from cudabench.ops.checks import exact_check
 from cudabench.ops.sizes import parse_dims
 from cudabench.ops.types import TypeSet, random_floats, random_ints
+from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import Verification
 
 # Data movement: every type, exact.
@@ -38,6 +40,10 @@ class Transpose(Op):
     types = TYPES
     references = ("memcpy_dtod",)
     shortcuts = {"tile": "TILE"}
+    vendor_library = "cuBLAS"
+
+    def vendor(self, types: TypeSet) -> VendorCall | str:
+        return cublas.geam(types.input.name)
 
     def inputs(self, shape: Shape, types: TypeSet, rng: np.random.Generator
                ) -> dict[str, np.ndarray]:
@@ -87,6 +93,10 @@ class TransposeInplace(Op):
     types = TYPES
     references = ("memcpy_dtod",)
     shortcuts = {"tile": "TILE"}
+    vendor_library = "cuBLAS"
+
+    def vendor(self, types: TypeSet) -> VendorCall | str:
+        return "no vendor routine: cuBLAS has no in-place transpose"
 
     def parse_size(self, text: str) -> Shape:
         dims = parse_dims(text, self.size_forms)

@@ -65,7 +65,9 @@ def run_to_markdown(outcome: RunOutcome) -> str:
                                     for name in table.columns) + "|")
         for row in table.rows:
             lines.append("| " + " | ".join(_cell(cell.text) for cell in row) + " |")
-        lines += ["", f"_{_cell(table.caption)}_", ""]
+        lines.append("")
+        lines += [f"_{_cell(line)}_  " for line in table.caption.splitlines()]
+        lines.append("")
     for note in outcome.notes:
         lines.append(f"- note: {_cell(note)}")
     return "\n".join(lines).rstrip() + "\n"

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cudabench.render.insight import detail_columns, footer_lines, insight_columns
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome
 from cudabench.units import format_error, format_seconds, params_text, shape_text
 
@@ -56,7 +57,13 @@ def build_tables(outcome: RunOutcome) -> list[RunTable]:
     for r in outcome.results:
         device = r.device.identity if r.device else None
         groups.setdefault((device, r.op, tuple(r.shape), r.dtype, r.hot), []).append(r)
-    return [build_table(rows) for rows in groups.values()]
+    tables = []
+    for rows in groups.values():
+        tables.append(build_table(rows))
+        details = detail_table(rows, tables[-1].title)
+        if details is not None:
+            tables.append(details)
+    return tables
 
 
 def comparators(rows: Sequence[BenchmarkResult]) -> list[Comparator]:
@@ -85,9 +92,11 @@ def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:
     first = rows[0]
     show_flops = any(r.flops for r in rows)
     columns_of = comparators(rows)
-    columns = ["variant", "params", "check", "median", "spread", "min", "max"]
+    insight = insight_columns(rows)
+    columns = ["variant", "params", "check", "median", "spread"]
     columns += ["GFLOP/s"] if show_flops else []
-    columns += ["GB/s"] + [c.title for c in columns_of] + ["rel error", "max abs err"]
+    columns += ["GB/s"] + [c.title for c in columns_of]
+    columns += [c.title for c in insight] + ["rel error", "max abs err"]
 
     table_rows = []
     for r in rows:
@@ -95,14 +104,14 @@ def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:
         cells = [Cell(r.variant), Cell(params_text(r.params)),
                  Cell(r.status.value, r.status.value)]
         if stats:
-            cells += [Cell(format_seconds(stats.median_s)), Cell(f"±{stats.spread:.1%}"),
-                      Cell(format_seconds(stats.min_s)), Cell(format_seconds(stats.max_s))]
+            cells += [Cell(format_seconds(stats.median_s)), Cell(f"±{stats.spread:.1%}")]
             if show_flops:
                 cells.append(Cell(f"{r.gflops:,.1f}" if r.gflops else "-"))
             cells.append(Cell(f"{r.gbps:,.1f}" if r.gbps else "-"))
             cells += [Cell(c.format(c.median_s, stats.median_s)) for c in columns_of]
         else:
-            cells += [Cell("-")] * (len(columns) - 3 - 2)
+            cells += [Cell("-")] * (len(columns) - 3 - 2 - len(insight))
+        cells += [Cell(column.cell(r)) for column in insight]
         v = r.verification
         if v is not None and v.total_elements:
             cells += [Cell(format_error(v.rel_error)), Cell(format_error(v.max_abs_error))]
@@ -112,9 +121,23 @@ def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:
 
     title = (f"{first.op} {shape_text(first.shape)} ({'x'.join(first.dims)}) {first.dtype}"
              f"{' hot L2' if first.hot else ''}")
-    caption = (f"{describe_device(first.device)} | CPU reference (NumPy, float64): "
-               f"{format_seconds(first.cpu_reference_s)}")
+    caption = "\n".join([
+        f"{describe_device(first.device)} | CPU reference (NumPy, float64): "
+        f"{format_seconds(first.cpu_reference_s)}",
+        *footer_lines(rows),
+    ])
     return RunTable(title, caption, tuple(columns), tuple(table_rows))
+
+
+def detail_table(rows: Sequence[BenchmarkResult], title: str) -> RunTable | None:
+    """Return the table of what lies behind each row's time: its range, the SM clock,
+    energy and counters (None when a plain run has nothing beyond the range to show)."""
+    columns = detail_columns(rows)
+    if not any(column.title not in ("min", "max") for column in columns):
+        return None
+    table_rows = tuple((Cell(r.variant), *(Cell(c.cell(r)) for c in columns)) for r in rows)
+    return RunTable(f"{title}: behind the times", "", ("variant", *(c.title for c in columns)),
+                    table_rows)
 
 
 def describe_device(device: DeviceInfo | None) -> str:

@@ -62,7 +62,32 @@ def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, 
         "warnings": list(result.warnings),
         "launches": [dict(launch) for launch in result.launches],
         "source": result.source,
+        "unit": result.unit,
+        "compute_type": result.compute_type,
+        "sample_clocks_mhz": list(result.sample_clocks_mhz),
+        "slow_clock_samples_s": list(result.slow_clock_samples_s),
+        "batch_samples_s": list(result.batch_samples_s),
+        "telemetry": _json_ready(result.telemetry),
+        "counters": {name: _finite(value) for name, value in result.counters.items()},
+        "counters_note": result.counters_note,
+        "energy": dict(result.energy),
+        "transfers": _json_ready(result.transfers),
     }
+
+
+def _json_ready(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of nested measurements with non-finite floats as null."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, float):
+            return _finite(value)
+        if isinstance(value, Mapping):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        return value
+
+    cleaned: dict[str, Any] = clean(data)
+    return cleaned
 
 
 class Checker:
@@ -107,6 +132,9 @@ def device_from_dict(data: Any, check: Checker) -> DeviceInfo:
     check.expect(isinstance(data, dict), "", "an object")
     fields: dict[str, Any] = {}
     for spec in dataclasses.fields(DeviceInfo):
+        if spec.name == "settings":
+            fields["settings"] = _mapping(data, "settings", check)
+            continue
         optional = spec.default is not dataclasses.MISSING
         kind = int if str(spec.type).startswith("int") else str
         if optional and spec.name != "index":
@@ -197,7 +225,41 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         suspect=check.optional(data, "suspect", str),
         skipped=check.optional(data, "skipped", str),
         zero_input_samples_s=_samples(data, "zero_input_samples_s", check),
+        unit=check.optional(data, "unit", str) or "",
+        compute_type=check.optional(data, "compute_type", str) or "",
+        sample_clocks_mhz=_clocks(data, check),
+        slow_clock_samples_s=_samples(data, "slow_clock_samples_s", check),
+        batch_samples_s=_samples(data, "batch_samples_s", check),
+        telemetry=_mapping(data, "telemetry", check),
+        counters=_numbers(data, "counters", check),
+        counters_note=check.optional(data, "counters_note", str),
+        energy=_mapping(data, "energy", check),
+        transfers=_mapping(data, "transfers", check),
     )
+
+
+def _mapping(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, Any]:
+    """Return an optional object field (absent or null: empty)."""
+    value = data.get(name) or {}
+    check.expect(isinstance(value, dict), name, "an object")
+    return dict(value)
+
+
+def _numbers(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, float]:
+    """Return an optional object of numbers (null: not finite, read back as inf)."""
+    values = _mapping(data, name, check)
+    for key, value in values.items():
+        check.expect(value is None or _is_number(value), f"{name}.{key}", "a number or null")
+    return {key: _number(value) for key, value in values.items()}
+
+
+def _clocks(data: Mapping[str, Any], check: Checker) -> tuple[float | None, ...]:
+    """Return the per-sample SM clocks: positive numbers, or null where unknown."""
+    values = data.get("sample_clocks_mhz") or []
+    check.expect(isinstance(values, list) and all(v is None or (_is_number(v) and v > 0)
+                                                  for v in values),
+                 "sample_clocks_mhz", "a list of positive numbers or nulls")
+    return tuple(None if v is None else float(v) for v in values)
 
 
 def _samples(data: Mapping[str, Any], name: str, check: Checker) -> tuple[float, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,9 @@ class DeviceInfo:
     uuid: str | None = None  # e.g. GPU-8e1f...; from NVML when nvidia-ml-py is installed
     # Shared memory a block may have when its kernel opts in (227 KiB on sm_90), if known.
     max_shared_bytes_per_block_optin: int | None = None
+    # Settings that change what a card can do, from NVML when available: power limit, ECC,
+    # MIG, persistence, max clocks, the host link (compare says when two files differ).
+    settings: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def identity(self) -> tuple[Any, ...]:
@@ -101,6 +105,26 @@ class BenchmarkResult:
     suspect: str | None = None  # why a verified result is faster than the device's roof
     zero_input_samples_s: tuple[float, ...] = ()  # the same kernel timed on all-zero inputs
     skipped: str | None = None  # why the variant was not run (status SKIP)
+    # The roof a row is held against: the unit it runs on ("cuda", "tensor") and the type
+    # of its arithmetic ("float32", "tf32"...); "" when it does no arithmetic.
+    unit: str = ""
+    compute_type: str = ""
+    # The kept samples' SM clocks in MHz, from stamps in the stream (None: not known), and
+    # the samples set aside because they ran below 75% of the maximum SM clock.
+    sample_clocks_mhz: tuple[float | None, ...] = ()
+    slow_clock_samples_s: tuple[float, ...] = ()
+    # Back-to-back launches with the launch cost off the clock, warm L2: seconds per launch,
+    # one value per batch.
+    batch_samples_s: tuple[float, ...] = ()
+    # NVML around the samples: clocks, temperature, power, throttle reasons, violations.
+    telemetry: Mapping[str, Any] = field(default_factory=dict)
+    # Nsight Compute metric -> value for one launch (--counters), and why none when asked.
+    counters: Mapping[str, float] = field(default_factory=dict)
+    counters_note: str | None = None
+    # --energy: joules, launches and seconds of a pass of back-to-back launches.
+    energy: Mapping[str, float] = field(default_factory=dict)
+    # --transfers: host<->device phases, each {"seconds", "bytes", "gbps"} by name.
+    transfers: Mapping[str, Any] = field(default_factory=dict)
 
     @functools.cached_property
     def summary(self) -> Summary | None:
@@ -111,6 +135,11 @@ class BenchmarkResult:
     def median_s(self) -> float | None:
         """Return the median sample in seconds (None when nothing was timed)."""
         return self.summary.median_s if self.summary else None
+
+    @property
+    def batch_median_s(self) -> float | None:
+        """Return the median per-launch time of the batches (None when not measured)."""
+        return statistics.median(self.batch_samples_s) if self.batch_samples_s else None
 
     @property
     def gflops(self) -> float | None:

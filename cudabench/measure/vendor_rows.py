@@ -1,0 +1,98 @@
+"""Vendor rows: the op's library routine (cuBLAS) on the same inputs, timed and verified.
+
+A vendor row runs like a variant: its buffers between guard zones, fresh inputs and a
+poisoned output for one checked call, verified by the op; then warm-up, samples (cold L2)
+and batches like every row. The library's handle is made before any timing. Where there is
+no routine for the type, or the library is missing, the row says so (SKIP).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from cudabench.errors import CudabenchError
+from cudabench.insight import roofs
+from cudabench.measure import guards
+from cudabench.measure.engine import Engine, KernelFault
+from cudabench.measure.jobs import Prepared, record
+from cudabench.measure.plan import Plan
+from cudabench.measure.sampling import sample, warm_up_on
+from cudabench.ops.base import user_code
+from cudabench.ops.vendor import VendorUnavailable
+from cudabench.results.model import BenchmarkResult, Kind
+
+VENDOR_BLOCKS = 1  # scratch buffers sized for one block: a library needs none of the op's
+
+
+def run_vendor(plan: Plan, engine: Engine, prepared: Prepared) -> BenchmarkResult:
+    """Return the vendor row of a plan: measured and verified, SKIP, or why it failed."""
+    op, types = plan.op, plan.types
+    library = op.vendor_library
+    with user_code(op, "vendor"):
+        call = op.vendor(types)
+    if isinstance(call, str):
+        return record(plan, library, {}, "", engine.info, prepared.cpu_reference_s,
+                      kind=Kind.VENDOR, skipped=call)
+    fields: dict[str, Any] = {}
+    guarded: dict[str, guards.Guarded] = {}
+    release = None
+    try:
+        inputs = prepared.inputs
+        with user_code(op, "outputs"):
+            outputs = op.outputs(plan.shape, types, VENDOR_BLOCKS)
+        shapes = {name: array.shape for name, array in inputs.items()} | outputs
+        itemsizes = {name: (types.output if name in outputs else types.input).itemsize
+                     for name in shapes}
+        for name, shape in shapes.items():
+            guarded[name] = guards.allocate(engine, math.prod(shape) * itemsizes[name])
+        buffers = {name: g.data for name, g in guarded.items()}
+        with user_code(op, "args"):
+            args = [buffers[a] if isinstance(a, str) else a
+                    for a in op.args(plan.shape, VENDOR_BLOCKS)]
+
+        def emulate() -> None:  # what a fake engine runs in the library's place
+            op.emulate(args, types)
+
+        run, release = engine.vendor_launcher(call, buffers, tuple(plan.shape), emulate)
+        for name, array in inputs.items():
+            engine.upload(buffers[name], array)
+        for name, shape in outputs.items():
+            engine.fill(buffers[name], types.output.poison(), math.prod(shape))
+        run()
+        engine.synchronize()
+        result_type = types.output if op.result_buffer in outputs else types.input
+        result = engine.download(buffers[op.result_buffer], shapes[op.result_buffer],
+                                 result_type.numpy)
+        with user_code(op, "verify"):
+            fields["verification"] = op.verify(inputs, prepared.expected, result, [], types)
+        trespass = guards.check(engine, guarded, itemsizes)
+        if trespass:
+            fields["error"] = f"{call.routine}: " + "; ".join(trespass)
+        else:
+            warm_up_on(engine, run, plan)
+            fields.update(sample(engine, run, plan, sum(
+                math.prod(shape) * itemsizes[name] for name, shape in shapes.items())).fields())
+    except VendorUnavailable as exc:
+        fields = {"skipped": str(exc)}
+    except KernelFault as exc:
+        fields["error"] = f"{call.routine} faulted on the GPU ({exc})"
+    except CudabenchError as exc:  # out of memory
+        fields["error"] = str(exc)
+    finally:
+        if release is not None and not engine.faulted:
+            release()
+        for allocation in guarded.values():
+            engine.free(allocation.base)
+    row = record(plan, library, {}, call.routine, engine.info, prepared.cpu_reference_s,
+                 kind=Kind.VENDOR, unit=call.unit, compute_type=call.compute_type, **fields)
+    if row.verification is not None and row.verification.passed:
+        return _suspect(row)
+    return row
+
+
+def _suspect(row: BenchmarkResult) -> BenchmarkResult:
+    """Hold a verified vendor row to its unit's roof, like a variant."""
+    return dataclasses.replace(row, suspect=roofs.suspect(row, row.compute_type,
+                                                          row.unit or "cuda"))

@@ -1,0 +1,159 @@
+"""The insight columns and footer of a run table: roofs, batches, clocks, energy, counters.
+
+Each column appears only when some row of the table has its data, so a plain run keeps a
+plain table. Everything here is computed from saved results (`cudabench report` renders
+the same), with the roofs recomputed from the device recorded in the file.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from cudabench.insight import counters, roofs
+from cudabench.results.model import BenchmarkResult, Kind
+from cudabench.units import format_seconds
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: its title and the text of its cell for a row ('-' when it has none)."""
+
+    title: str
+    cell: Callable[[BenchmarkResult], str]
+
+
+def copy_bps(rows: Sequence[BenchmarkResult]) -> float | None:
+    """Return the measured device-to-device copy's bytes/s: the achievable memory roof."""
+    copy = next((r for r in rows if r.kind is Kind.REFERENCE and r.gbps), None)
+    return copy.gbps * 1e9 if copy is not None and copy.gbps else None
+
+
+def assessment(row: BenchmarkResult, achievable: float | None) -> roofs.Assessment | None:
+    """Place a row under its device's roofline (None without a median or a device)."""
+    if row.device is None or row.kind is Kind.REFERENCE or not row.median_s:
+        return None
+    unit = row.unit or "cuda"
+    return roofs.assess(row, roofs.Roofs.of(row.device), unit, row.compute_type, achievable)
+
+
+def insight_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
+    """Return the insight columns that some row of the table fills."""
+    achievable = copy_bps(rows)
+    assessed = {id(r): assessment(r, achievable) for r in rows}
+
+    def peak(r: BenchmarkResult) -> str:
+        a = assessed[id(r)]
+        return f"{a.pct_of_peak:.1f}%" if a is not None and a.pct_of_peak is not None else "-"
+
+    def bound(r: BenchmarkResult) -> str:
+        a = assessed[id(r)]
+        if a is None or a.bound is None:
+            return "-"
+        return f"{a.bound}{' (L2)' if a.in_l2 and a.bound == 'memory' else ''}"
+
+    def batch(r: BenchmarkResult) -> str:
+        return format_seconds(r.batch_median_s) if r.batch_median_s else "-"
+
+    columns = []
+    if any(r.batch_samples_s for r in rows):
+        columns.append(Column("batch (warm)", batch))
+    if any(a is not None and a.pct_of_peak is not None for a in assessed.values()):
+        # The share of the achievable memory roof (the measured copy) is the table's
+        # "% of memcpy_dtod" column: the same bytes, so the same ratio.
+        columns += [Column("% of peak", peak), Column("bound", bound)]
+    return columns
+
+
+def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
+    """Return the columns behind the times: range, SM clock, energy and counters."""
+    def extreme(pick: str) -> Callable[[BenchmarkResult], str]:
+        def cell(r: BenchmarkResult) -> str:
+            return format_seconds(getattr(r.summary, pick)) if r.summary else "-"
+        return cell
+
+    def clock(r: BenchmarkResult) -> str:
+        known = [c for c in r.sample_clocks_mhz if c is not None]
+        return f"{statistics.median(known):,.0f}" if known else "-"
+
+    def joules(r: BenchmarkResult) -> str:
+        e = r.energy
+        return f"{e['joules'] / e['launches'] * 1e3:.3g} mJ" if e.get("launches") else "-"
+
+    def per_joule(r: BenchmarkResult) -> str:
+        e = r.energy
+        if not e.get("joules"):
+            return "-"
+        work = r.flops / 1e9 if r.flops else r.bytes_moved / 1e9
+        return f"{work * e['launches'] / e['joules']:,.1f}"
+
+    columns = [Column("min", extreme("min_s")), Column("max", extreme("max_s"))]
+    if any(c is not None for r in rows for c in r.sample_clocks_mhz):
+        columns.append(Column("SM MHz", clock))
+    if any(r.energy.get("launches") for r in rows):
+        unit = "GFLOP/J" if any(r.flops for r in rows) else "GB/J"
+        columns += [Column("energy/launch", joules), Column(unit, per_joule)]
+    metrics = list(dict.fromkeys(m for r in rows for m in r.counters))
+    columns += [Column(counters.short_label(m), _counter_cell(m)) for m in metrics]
+    return columns
+
+
+def _counter_cell(metric: str) -> Callable[[BenchmarkResult], str]:
+    def cell(r: BenchmarkResult) -> str:
+        value = r.counters.get(metric)
+        if value is None:
+            return "-"
+        if metric == counters.DURATION:
+            return format_seconds(value / 1e9)
+        return f"{value:,.1f}" if value % 1 else f"{value:,.0f}"
+
+    return cell
+
+
+def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
+    """Return what the table's numbers rest on: roofs, routines, clocks, throttling."""
+    lines = []
+    device = next((r.device for r in rows if r.device is not None), None)
+    if device is not None:
+        lines.append(roofs.describe(roofs.Roofs.of(device)))
+    for r in rows:
+        if r.kind is Kind.VENDOR and r.source and r.source != r.variant:
+            lines.append(f"{r.variant}: {r.source}")
+        if r.kind is Kind.VENDOR and r.skipped:
+            lines.append(f"{r.variant}: {r.skipped}")
+    if any(r.batch_samples_s for r in rows):
+        lines.append("batch (warm): back-to-back launches queued behind a blocking kernel, "
+                     "per launch, warm L2; the other times are single launches, cold L2"
+                     if not rows[0].hot else "batch (warm): back-to-back launches, per launch")
+    lines += _telemetry_lines(rows)
+    pairs = {r.variant: (r.median_s, r.counters[counters.DURATION] / 1e9) for r in rows
+             if r.median_s and r.counters.get(counters.DURATION)}
+    lines += [f"{name}: {text}" for name, text in counters.duration_outliers(pairs).items()]
+    lines += sorted({f"counters: {r.counters_note}" for r in rows if r.counters_note})
+    return lines
+
+
+def _telemetry_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
+    """Return one line of NVML readings over the table's rows, and any throttling."""
+    seen = [r.telemetry for r in rows if r.telemetry]
+    if not seen:
+        return []
+    clocks = [t["sm_clock_mhz"][k] for t in seen for k in ("min", "max")
+              if isinstance(t.get("sm_clock_mhz"), dict) and t["sm_clock_mhz"].get(k)]
+    temps = [t["temperature_c"] for t in seen if t.get("temperature_c") is not None]
+    powers = [t["power_w"] for t in seen if t.get("power_w") is not None]
+    parts = []
+    if clocks:
+        parts.append(f"SM clock {min(clocks):,.0f}-{max(clocks):,.0f} MHz")
+    if temps:
+        parts.append(f"up to {max(temps):.0f} C")
+    if powers:
+        parts.append(f"{min(powers):,.0f}-{max(powers):,.0f} W")
+    reasons = sorted({reason for t in seen for reason in t.get("throttle_reasons") or []})
+    slow = sum(len(r.slow_clock_samples_s) for r in rows)
+    line = "NVML while sampling: " + (", ".join(parts) or "no readings")
+    line += f"; THROTTLED: {', '.join(reasons)}" if reasons else "; no throttling"
+    if slow:
+        line += f"; {slow} sample(s) below 75% of the max SM clock set aside"
+    return [line]
