@@ -112,6 +112,9 @@ class Comparison:
     current_path: str
     baseline_gpu: str
     current_gpu: str
+    # What differs between the two files' cards: power limit, ECC, MIG, persistence, clocks,
+    # driver: a change there can move every timing without any kernel changing.
+    setting_changes: tuple[str, ...] = ()
 
     @property
     def regressions(self) -> tuple[ComparisonRow, ...]:
@@ -171,7 +174,34 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         current_path=current.path,
         baseline_gpu=baseline.gpu_name,
         current_gpu=current.gpu_name,
+        setting_changes=setting_changes(baseline, current),
     )
+
+
+SETTING_NAMES = {
+    "power_limit_w": "power limit (W)", "ecc_enabled": "ECC", "mig_enabled": "MIG mode",
+    "persistence_enabled": "persistence mode", "max_sm_clock_mhz": "max SM clock (MHz)",
+    "max_memory_clock_mhz": "max memory clock (MHz)",
+}
+
+
+def setting_changes(baseline: ResultsFile, current: ResultsFile) -> tuple[str, ...]:
+    """Return each card setting or driver fact that differs between the two files.
+
+    Devices pair in file order (one GPU per file is the common case); a setting either
+    file does not record is not compared.
+    """
+    changes = []
+    for before, after in zip(baseline.devices, current.devices):
+        facts: list[tuple[str, object, object]] = [
+            ("driver", before.driver_version, after.driver_version),
+            ("CUDA", before.cuda_version, after.cuda_version)]
+        facts += [(label, before.settings.get(key), after.settings.get(key))
+                  for key, label in SETTING_NAMES.items()]
+        where = f" on GPU {after.index}" if len(current.devices) > 1 else ""
+        changes += [f"{label}{where}: {old} -> {new}" for label, old, new in facts
+                    if old is not None and new is not None and old != new]
+    return tuple(changes)
 
 
 def _index(results: ResultsFile) -> dict[tuple[object, ...], BenchmarkResult]:

@@ -102,6 +102,11 @@ class Engine(Protocol):
         timed back to back (warm L2, the launch cost off the clock); None if the queue could
         not be held (the blocking kernel timed out)."""
 
+    def time_transfer(self, buffer: Any, host: np.ndarray, to_device: bool, pinned: bool
+                      ) -> float:
+        """Return the seconds between events around one copy of host to (or from) buffer,
+        from pageable memory or a page-locked copy of it made beforehand."""
+
     def vendor_launcher(self, call: VendorCall, buffers: Mapping[str, Any],
                         shape: tuple[int, ...], emulate: Run) -> tuple[Run, Run]:
         """Bind a vendor routine to buffers: return its run and what releases it. A fake

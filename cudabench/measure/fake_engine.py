@@ -42,6 +42,7 @@ FAKE_DEVICE = DeviceInfo(
 
 
 FAKE_CLOCK_MHZ = FAKE_DEVICE.sm_clock_khz / 1e3
+FAKE_LINK_BPS = 32e9  # a PCIe 4.0 x16 link, per direction
 LAUNCH_FREE = 0.8  # a batch hides the launch cost: a fake batch is this much faster
 
 
@@ -288,6 +289,16 @@ class FakeEngine:
         total, self.pending_s = self.pending_s, 0.0
         self.log.append(("batch", launches))
         return total / launches * LAUNCH_FREE
+
+    def time_transfer(self, buffer: Any, host: np.ndarray, to_device: bool, pinned: bool
+                      ) -> float:
+        """Copy for real and return a synthetic time: pinned copies run at the link's rate,
+        pageable ones through a staging copy at less than half of it."""
+        self._alive()
+        if to_device:
+            self.upload(buffer, host)
+        rate = FAKE_LINK_BPS * (0.9 if pinned else 0.4)
+        return 5e-6 + host.nbytes / rate
 
     def vendor_launcher(self, call: VendorCall, buffers: Mapping[str, Any],
                         shape: tuple[int, ...], emulate: Run) -> tuple[Run, Run]:

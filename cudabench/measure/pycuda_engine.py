@@ -369,6 +369,27 @@ class PycudaEngine:
             return None
         return float(self._stop.time_since(self._start)) / 1e3 / launches
 
+    def time_transfer(self, buffer: Any, host: np.ndarray, to_device: bool, pinned: bool
+                      ) -> float:
+        """Return the event time of one host<->device copy; pinned copies go through a
+        page-locked array made before the events (its allocation is not the transfer)."""
+        cuda = self.cuda
+        side = np.ascontiguousarray(host)
+        if pinned:
+            side = cuda.pagelocked_empty(host.shape, host.dtype)
+            side[...] = host
+        self._start.record()
+        if to_device:
+            (cuda.memcpy_htod_async if pinned else cuda.memcpy_htod)(buffer, side)
+        else:
+            (cuda.memcpy_dtoh_async if pinned else cuda.memcpy_dtoh)(side, buffer)
+        self._stop.record()
+        try:
+            self._stop.synchronize()
+        except cuda.Error as exc:
+            raise self._fault(exc) from None
+        return float(self._stop.time_since(self._start)) / 1e3
+
     def vendor_launcher(self, call: VendorCall, buffers: Mapping[str, Any],
                         shape: tuple[int, ...], emulate: Run) -> tuple[Run, Run]:
         """Bind a vendor routine to the buffers' device addresses (same context)."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from cudabench.errors import CompileError, CudabenchError, UsageError
 from cudabench.insight import roofs
-from cudabench.measure import counters, guards, sanitize
+from cudabench.measure import counters, guards, sanitize, transfers
 from cudabench.measure.energy import EnergyUnavailable, measure_energy
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
 from cudabench.measure.jobs import Prepared, record
@@ -115,6 +115,10 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
                                 f"the first: {report.first}")
             else:
                 warnings += (f"compute-sanitizer {report.tool}: no error",)
+        if plan.insight.transfers and samples:
+            extras["transfers"] = transfers.measure(
+                engine, buffers, inputs, (op.result_buffer, result),
+                float(np.median(samples)), prepared.cpu_reference_s)
         if plan.insight.counters:
             extras.update(counters_fields(plan, planned, engine.info.index))
         fields = {**measured.fields(), **extras, "warnings": warnings}

@@ -94,9 +94,33 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
     if any(r.energy.get("launches") for r in rows):
         unit = "GFLOP/J" if any(r.flops for r in rows) else "GB/J"
         columns += [Column("energy/launch", joules), Column(unit, per_joule)]
+    if any(r.transfers for r in rows):
+        columns += _transfer_columns()
     metrics = list(dict.fromkeys(m for r in rows for m in r.counters))
     columns += [Column(counters.short_label(m), _counter_cell(m)) for m in metrics]
     return columns
+
+
+def _transfer_columns() -> list[Column]:
+    """Return the --transfers columns: each copy's GB/s and the trip against the CPU."""
+    def rate(kind: str, phase: str) -> Callable[[BenchmarkResult], str]:
+        def cell(r: BenchmarkResult) -> str:
+            value = r.transfers.get(kind, {}).get(f"{phase}_gbps")
+            return f"{value:,.1f}" if value else "-"
+        return cell
+
+    def trip(r: BenchmarkResult) -> str:
+        t = r.transfers
+        if not t.get("end_to_end_s") or not t.get("cpu_reference_s"):
+            return "-"
+        speedup = t["cpu_reference_s"] / t["end_to_end_s"]
+        return f"{format_seconds(t['end_to_end_s'])} ({speedup:.1f}x)"
+
+    return [Column("H2D pinned GB/s", rate("pinned", "h2d")),
+            Column("H2D pageable GB/s", rate("pageable", "h2d")),
+            Column("D2H pinned GB/s", rate("pinned", "d2h")),
+            Column("D2H pageable GB/s", rate("pageable", "d2h")),
+            Column("GPU trip (vs CPU ref)", trip)]
 
 
 def _counter_cell(metric: str) -> Callable[[BenchmarkResult], str]:
@@ -127,6 +151,15 @@ def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
                      "per launch, warm L2; the other times are single launches, cold L2"
                      if not rows[0].hot else "batch (warm): back-to-back launches, per launch")
     lines += _telemetry_lines(rows)
+    link = next((r.transfers.get("link_peak_bytes_per_s") for r in rows if r.transfers), None)
+    if any(r.transfers for r in rows):
+        settings = device.settings if device is not None else {}
+        lines.append(
+            "transfers: host<->device copies timed with events; the link's peak is "
+            + (f"{link / 1e9:,.1f} GB/s per direction (PCIe gen "
+               f"{settings.get('pcie_max_generation')} x{settings.get('pcie_max_width')}, "
+               "its maximum)" if link else "unknown (no NVML)")
+            + "; GPU trip = pinned copies + kernel, against the NumPy reference")
     pairs = {r.variant: (r.median_s, r.counters[counters.DURATION] / 1e9) for r in rows
              if r.median_s and r.counters.get(counters.DURATION)}
     lines += [f"{name}: {text}" for name, text in counters.duration_outliers(pairs).items()]

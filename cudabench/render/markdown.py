@@ -40,6 +40,10 @@ def to_markdown(comparison: Comparison) -> str:
                 cells[verdict] = f"**{cells[verdict]}**"
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    if c.setting_changes:
+        lines += ["The cards differ, which can move every timing:", ""]
+        lines += [f"- {_cell(change)}" for change in c.setting_changes]
+        lines.append("")
     for title, results in (("Added", c.added), ("Removed", c.removed)):
         if results:
             where = "current" if title == "Added" else "baseline"

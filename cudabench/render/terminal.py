@@ -206,6 +206,8 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         table.add_row(*cells)
     if c.rows:
         console.print(table)
+    for change in c.setting_changes:
+        console.print(Text(f"the card differs: {change}", style="yellow"), soft_wrap=True)
     for title, results in (("added (only in current)", c.added),
                            ("removed (only in baseline)", c.removed)):
         if results:

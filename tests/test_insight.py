@@ -1,0 +1,198 @@
+"""The insight a run table gives, driven end to end through the fake engine: vendor rows,
+roofs, batch times, SM-clock set-aside, NVML throttling, energy, transfers, card settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cudabench.analysis.compare import compare
+from cudabench.catalog import discover
+from cudabench.cli import cli
+from cudabench.errors import KernelFileError
+from cudabench.results import load_results
+from cudabench.results.model import Kind, Status
+
+QUICK = ["--warmup", "0", "--min-samples", "8", "--max-time", "0.05"]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def run_json(tmp_path, *args: str, name: str = "r.json"):
+    path = tmp_path / name
+    done = invoke(*args, *QUICK, "--json", str(path))
+    assert done.exit_code == 0, done.output
+    return done, load_results(path)
+
+
+def rows(results, kind: Kind | None = None):
+    return {b.variant: b for b in results.benchmarks if kind is None or b.kind is kind}
+
+
+def test_the_vendor_row_is_verified_timed_and_gives_a_vs_column(use_fake, tmp_path):
+    done, results = run_json(tmp_path, "matmul", "--size", "40")
+    cublas = rows(results)["cuBLAS"]
+    assert cublas.kind is Kind.VENDOR and cublas.status is Status.PASS
+    assert cublas.verification is not None and cublas.verification.total_elements == 1600
+    assert cublas.flops == 2 * 40**3 and len(cublas.samples_s) >= 8
+    assert "CUBLAS_COMPUTE_32F (no TF32)" in cublas.source and cublas.unit == "cuda"
+    assert "vs cuBLAS" in done.stdout and "no TF32" in done.stdout
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("matmul", "--dtype", "int32"), "cuBLAS has no exact int32 GEMM"),
+    (("transpose", "--inplace"), "cuBLAS has no in-place transpose"),
+    (("dot", "--dtype", "float16"), "cuBLAS has no float16 dot"),
+])
+def test_no_vendor_routine_is_a_skip_row_that_says_so(use_fake, tmp_path, args, says):
+    done, results = run_json(tmp_path, *args, "--size", "40")
+    cublas = rows(results)["cuBLAS"]
+    assert cublas.status is Status.SKIP and says in (cublas.skipped or "")
+    assert says in done.stdout
+
+
+def test_without_cupy_the_vendor_row_says_how_to_get_it_and_the_run_passes(use_fake, tmp_path):
+    use_fake(vendor_missing=True)
+    done, results = run_json(tmp_path, "matmul", "--size", "40")
+    assert "cudabench[vendor]" in (rows(results)["cuBLAS"].skipped or "")
+    assert "--no-vendor" in done.stdout
+
+
+def test_no_vendor_drops_the_row(use_fake, tmp_path):
+    done, results = run_json(tmp_path, "matmul", "--size", "40", "--no-vendor")
+    assert "cuBLAS" not in rows(results) and "vs cuBLAS" not in done.stdout
+
+
+def test_batch_times_sit_beside_the_cold_ones(use_fake, tmp_path):
+    done, results = run_json(tmp_path, "dot", "--size", "1000")
+    for row in results.benchmarks:
+        assert row.batch_samples_s and row.batch_median_s < row.median_s, row.variant
+    assert "batch (warm)" in done.stdout and "blocking kernel" in done.stdout
+    _, plain = run_json(tmp_path, "dot", "--size", "1000", "--no-batch", name="p.json")
+    assert not any(row.batch_samples_s for row in plain.benchmarks)
+
+
+def test_samples_at_a_slow_sm_clock_are_set_aside_and_counted(use_fake, tmp_path):
+    use_fake(slow_clock_every=4)
+    done, results = run_json(tmp_path, "transpose", "--size", "64", "--variant", "naive",
+                             "--no-vendor")
+    naive = rows(results)["naive"]
+    assert naive.slow_clock_samples_s and len(naive.sample_clocks_mhz) == len(naive.samples_s)
+    assert all(clock >= 0.75 * 1500 for clock in naive.sample_clocks_mhz if clock)
+    assert min(naive.slow_clock_samples_s) > naive.median_s  # the slow ones ran slower
+    assert "set aside" in done.stderr + done.stdout
+
+
+def test_a_throttled_gpu_is_said_in_the_warnings_and_the_footer(use_fake, tmp_path):
+    use_fake(throttle=True)
+    done, results = run_json(tmp_path, "dot", "--size", "1000", "--no-vendor")
+    atomic = rows(results)["atomic"]
+    assert "sw power cap" in atomic.telemetry["throttle_reasons"]
+    assert any("throttled" in w for w in atomic.warnings)
+    assert "THROTTLED" in done.stdout
+
+
+def test_the_roofs_give_percent_of_peak_and_the_bound(use_fake, tmp_path):
+    done, results = run_json(tmp_path, "matmul", "--size", "64")
+    assert "% of peak" in done.stdout and "compute" in done.stdout
+    assert "roofs: DRAM" in done.stdout and "assuming" in done.stdout
+    assert rows(results)["naive"].compute_type == "float32"
+
+
+def test_energy_is_a_separate_pass_in_joules_per_launch(use_fake, tmp_path):
+    done, results = run_json(tmp_path, "dot", "--size", "1000", "--energy", "0.2",
+                             "--no-vendor")
+    energy = rows(results)["atomic"].energy
+    assert energy["launches"] > 10 and 0.15 < energy["seconds"] < 1.0
+    # The fake board draws 250 W: the pass's joules follow from its length.
+    assert energy["joules"] / energy["seconds"] == pytest.approx(250, rel=0.2)
+    assert "energy/launch" in done.stdout and "GFLOP/J" in done.stdout
+
+
+def test_energy_without_nvml_warns_and_the_run_passes(use_fake, tmp_path):
+    use_fake(no_monitor=True)
+    done, results = run_json(tmp_path, "dot", "--size", "1000", "--energy", "--no-vendor")
+    assert not rows(results)["atomic"].energy
+    assert "--energy: no NVML" in done.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "nan", "inf"])
+def test_a_bad_energy_duration_is_a_usage_error(use_fake, value):
+    done = invoke("dot", f"--energy={value}")
+    assert done.exit_code == 2 and "--energy" in done.stderr and "Traceback" not in done.output
+
+
+def test_transfers_time_each_phase_and_pinned_beats_pageable(use_fake, tmp_path):
+    done, results = run_json(tmp_path, "transpose", "--size", "256", "--transfers",
+                             "--no-vendor", "--variant", "naive")
+    trip = rows(results)["naive"].transfers
+    assert trip["pinned"]["h2d_gbps"] > trip["pageable"]["h2d_gbps"]
+    assert trip["pinned"]["d2h_bytes"] == 256 * 256 * 4
+    assert trip["end_to_end_s"] > trip["kernel_s"] > 0
+    assert "H2D pinned GB/s" in done.stdout and "link's peak" in done.stdout
+
+
+def test_counters_without_ncu_is_a_usage_error_before_any_work(use_fake, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_ROOT", str(tmp_path))
+    monkeypatch.setattr("cudabench.measure.counters.CUDA_HOME", tmp_path)
+    monkeypatch.setattr("cudabench.measure.counters.NSIGHT_ROOTS", ())
+    done = invoke("matmul", "--size", "40", "--counters")
+    assert done.exit_code == 2 and "ncu" in done.stderr and "--counters" in done.stderr
+
+
+def test_a_bad_metric_name_is_a_usage_error(use_fake):
+    done = invoke("matmul", "--counters", "sm__throughput;rm -rf /")
+    assert done.exit_code == 2 and "--counters" in done.stderr
+
+
+def test_compare_says_when_the_cards_differ(use_fake, tmp_path):
+    _, first = run_json(tmp_path, "dot", "--size", "1000", "--no-vendor", name="a.json")
+    data = json.loads((tmp_path / "a.json").read_text())
+    data["devices"][0]["settings"]["power_limit_w"] = 300.0
+    (tmp_path / "b.json").write_text(json.dumps(data))
+    comparison = compare(first, load_results(tmp_path / "b.json"))
+    assert comparison.setting_changes == ("power limit (W): 350.0 -> 300.0",)
+    done = invoke("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert "the card differs: power limit (W): 350.0 -> 300.0" in done.stdout
+
+
+def test_every_new_field_survives_the_file(use_fake, tmp_path):
+    _, results = run_json(tmp_path, "transpose", "--size", "64", "--transfers", "--energy",
+                          "0.1", name="all.json")
+    again = load_results(tmp_path / "all.json")
+    for before, after in zip(results.benchmarks, again.benchmarks):
+        for field in ("batch_samples_s", "sample_clocks_mhz", "telemetry", "energy",
+                      "transfers", "unit", "compute_type", "skipped"):
+            assert getattr(before, field) == getattr(after, field), field
+    assert again.devices[0].settings["max_sm_clock_mhz"] == 1500
+
+
+def test_a_header_may_declare_its_unit(tmp_path):
+    source = (discover()["matmul"]["naive"].path.read_text()
+              .replace("// cudabench: matmul", "// cudabench: matmul\n// unit: tensor"))
+    (tmp_path / "mma.cu").write_text(source)
+    assert discover([tmp_path])["matmul"]["mma"].unit == "tensor"
+    (tmp_path / "mma.cu").write_text(source.replace("unit: tensor", "unit: warp"))
+    with pytest.raises(KernelFileError, match="unit must be one of cuda, tensor"):
+        discover([tmp_path])
+
+
+def test_a_tensor_row_is_held_to_the_tensor_roof(use_fake):
+    from cudabench.insight import roofs
+    from cudabench.measure.fake_engine import FAKE_DEVICE
+    from cudabench.results.model import BenchmarkResult
+
+    h100 = dataclasses.replace(FAKE_DEVICE, sm_count=132, sm_clock_khz=1_980_000)
+    row = BenchmarkResult(op="matmul", variant="mma", params={}, shape=(4096,) * 3,
+                          dims=("M", "K", "N"), dtype="float16", hot=False,
+                          samples_s=(2 * 4096**3 / 700e12,) * 5, flops=2 * 4096**3,
+                          bytes_moved=3 * 4096**2 * 2, device=h100, unit="tensor",
+                          compute_type="float16")
+    assert roofs.suspect(row, "float16", "tensor") is None
+    assert roofs.suspect(row, "float32", "cuda") is not None
