@@ -15,6 +15,7 @@ from cudabench.catalog import discover
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.op_commands import command_names, kernels_dirs_in, op_command
 from cudabench.cli.options import build_insight, dry_run_options, insight_options
+from cudabench.cli.report import plot_command, report_command
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
 from cudabench.measure import memory
@@ -202,6 +203,10 @@ def info(device: int) -> int:
     finally:
         engine.close()
     return 0
+
+
+cli.add_command(report_command)
+cli.add_command(plot_command)
 
 
 def main(argv: list[str] | None = None) -> None:

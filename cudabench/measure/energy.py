@@ -53,12 +53,14 @@ class Energy:
 
 def measure_energy(run: Callable[[], None], synchronize: Callable[[], None],
                    monitor: MonitorLike, seconds: float = 3.0,
-                   clock: Callable[[], float] = time.perf_counter) -> Energy:
+                   clock: Callable[[], float] = time.perf_counter,
+                   launch_s: float = 0.0) -> Energy:
     """Launch run() back to back for `seconds` and read NVML's energy counter around it.
 
     The counter (nvmlDeviceGetTotalEnergyConsumption, mJ since the driver loaded) moves
     only every ~100 ms, and on some GPUs covers only part of each period, so a pass of
     under a second can be off by tens of percent: keep the default of several seconds.
+    launch_s, when known, bounds the GPU work queued between waits.
     Raises EnergyUnavailable when the device has no counter (before Volta, or
     NOT_SUPPORTED) or when it did not advance; ValueError for a non-positive `seconds`.
     """
@@ -68,13 +70,17 @@ def measure_energy(run: Callable[[], None], synchronize: Callable[[], None],
     start_mj = monitor.energy_mj()
     if start_mj is None:
         raise EnergyUnavailable("this GPU has no energy counter (NVML has one from Volta on)")
+    # Launches return at once: with a known launch time, queue no more than SYNC_AFTER_S of
+    # GPU work, so that a slow kernel's pass ends near its length, not 50 launches later.
+    sync_every = SYNC_EVERY if launch_s <= 0 else max(1, min(SYNC_EVERY,
+                                                             int(SYNC_AFTER_S / launch_s)))
     start = last_sync = clock()
     launches = since_sync = 0
     while True:
         run()
         launches += 1
         since_sync += 1
-        if since_sync >= SYNC_EVERY or clock() - last_sync > SYNC_AFTER_S:
+        if since_sync >= sync_every or clock() - last_sync > SYNC_AFTER_S:
             synchronize()
             since_sync = 0
             last_sync = clock()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,13 @@ def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Meas
     if slow:
         warnings.append(f"{len(slow)} of {len(sampling.samples_s)} samples ran below "
                         f"{SLOW_CLOCK:.0%} of the maximum SM clock and were set aside")
+    known = [clock for clock in clocks_kept if clock is not None]
+    if known and not slow and statistics.median(known) < SLOW_CLOCK * max_clock_mhz(engine):
+        warnings.append(
+            f"the SM clock ran at {statistics.median(known):,.0f} MHz (median) while this "
+            f"kernel ran, below {SLOW_CLOCK:.0%} of its {max_clock_mhz(engine):,.0f} MHz "
+            "maximum throughout: the card cannot hold its clock under this load (power or "
+            "heat), so the time is the card's sustained one, not its peak")
     throttle = throttled(telemetry) if telemetry else None
     if throttle:
         warnings.append(throttle)

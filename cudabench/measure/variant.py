@@ -92,7 +92,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
 
         measured = sample(engine, run, plan, sum(sizes.values()))
         samples, warnings = measured.samples_s, measured.warnings
-        extras = extra_passes(plan, engine, run)
+        extras = extra_passes(plan, engine, run, float(np.median(samples)) if samples else 0.0)
         warnings += extras.pop("warnings", ())
 
         def upload_zeros() -> None:
@@ -149,7 +149,7 @@ def roof_type(unit: str, types: TypeSet) -> str:
     return types.input.name if unit == "tensor" else types.accumulate.name
 
 
-def extra_passes(plan: Plan, engine: Engine, run: Run) -> dict[str, Any]:
+def extra_passes(plan: Plan, engine: Engine, run: Run, launch_s: float) -> dict[str, Any]:
     """Return the result fields of the passes asked for beyond the samples: --energy.
 
     A pass that cannot run here (no energy counter) leaves a warning, never an error.
@@ -163,7 +163,8 @@ def extra_passes(plan: Plan, engine: Engine, run: Run) -> dict[str, Any]:
                             "host hides it): no energy figure")
         else:
             try:
-                energy = measure_energy(run, engine.synchronize, monitor, plan.insight.energy_s)
+                energy = measure_energy(run, engine.synchronize, monitor, plan.insight.energy_s,
+                                        launch_s=launch_s)
                 fields["energy"] = {"joules": energy.joules, "launches": energy.launches,
                                     "seconds": energy.seconds}
             except EnergyUnavailable as exc:

@@ -79,7 +79,10 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
 
     def joules(r: BenchmarkResult) -> str:
         e = r.energy
-        return f"{e['joules'] / e['launches'] * 1e3:.3g} mJ" if e.get("launches") else "-"
+        if not e.get("launches"):
+            return "-"
+        joules = e["joules"] / e["launches"]
+        return f"{joules:.3g} J" if joules >= 1 else f"{joules * 1e3:.3g} mJ"
 
     def per_joule(r: BenchmarkResult) -> str:
         e = r.energy

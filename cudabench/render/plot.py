@@ -34,13 +34,13 @@ PANEL_INCHES = (6.0, 4.0)
 def available() -> bool:
     """Return whether matplotlib can be imported."""
     try:
-        _require()
+        require()
     except UsageError:
         return False
     return True
 
 
-def _require() -> None:
+def require() -> None:
     """Import matplotlib itself first: a cached submodule would hide that it is blocked."""
     try:
         import matplotlib  # noqa: F401
@@ -49,7 +49,7 @@ def _require() -> None:
 
 
 def _new_figure(width: float, height: float) -> Figure:
-    _require()
+    require()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -82,7 +82,8 @@ def _devices(results: Sequence[BenchmarkResult]) -> dict[Any, DeviceInfo | None]
 def _device_name(device: DeviceInfo | None) -> str:
     if device is None:
         return "(device not recorded)"
-    return f"{device.name} (GPU {device.index}{' at ' + device.pci_bus_id if device.pci_bus_id else ''})"
+    where = f" at {device.pci_bus_id}" if device.pci_bus_id else ""
+    return f"{device.name} (GPU {device.index}{where})"
 
 
 def _series_label(r: BenchmarkResult, with_device: bool) -> str:
@@ -136,7 +137,7 @@ def draw_throughput(target: Figure | SubFigure, results: Sequence[BenchmarkResul
             line, marker = STYLES[points[0].kind]
             axes.plot([problem_size(p) for p in points], ys, linestyle=line, marker=marker,
                       label=text(label))
-        axes.set_xscale("log")
+        _decade_at_least(axes, [problem_size(r) for points in series.values() for r in points])
         if values and min(values) > 0 and max(values) / min(values) > 50:
             axes.set_yscale("log")  # small sizes would vanish on a linear axis
         axes.set_title(text(f"{op} {dtype}"))
@@ -144,6 +145,19 @@ def draw_throughput(target: Figure | SubFigure, results: Sequence[BenchmarkResul
         axes.set_ylabel("GFLOP/s" if flops else "GB/s")
         axes.grid(True, which="both", alpha=0.3)
         axes.legend(fontsize="small")
+
+
+def _decade_at_least(axes: Axes, xs: Sequence[float]) -> None:
+    """Log x axis spanning at least a decade: a narrower one has no major tick to label,
+    and matplotlib then labels minor ticks over each other."""
+    from matplotlib.ticker import NullFormatter
+
+    axes.set_xscale("log")
+    axes.xaxis.set_minor_formatter(NullFormatter())
+    low, high = min(xs, default=1), max(xs, default=1)
+    if low > 0 and high / low < 10:
+        middle = math.sqrt(low * high)
+        axes.set_xlim(middle / 10 ** 0.6, middle * 10 ** 0.6)
 
 
 def draw_roofline(target: Figure | SubFigure, results: Sequence[BenchmarkResult]) -> None:
@@ -175,23 +189,34 @@ def _draw_device_roofline(axes: Axes, device: DeviceInfo | None,
     ridges = [rate / roof.dram_bps for rate in rates.values() if roof and roof.dram_bps]
     low = min(intensities + ridges) / 4
     high = max(intensities + ridges) * 4
+    # Roofs are grey, labelled on the line: the colour cycle is left to the points.
     if roof is not None and roof.dram_bps:
         top = max(ridges, default=high)
-        axes.plot([low, top], [low * roof.dram_bps, top * roof.dram_bps], color="black",
-                  label=f"DRAM {roof.dram_bps / 1e9:,.0f} GB/s")
+        axes.plot([low, top], [low * roof.dram_bps, top * roof.dram_bps], color="0.2")
+        axes.annotate(f"DRAM {roof.dram_bps / 1e9:,.0f} GB/s", (low, low * roof.dram_bps),
+                      textcoords="offset points", xytext=(4, 6), fontsize="x-small",
+                      rotation_mode="anchor", color="0.2")
+    # Roofs of one rate (FP32 CUDA cores and FP64 tensor on Hopper) share a line and label.
+    names: dict[float, list[str]] = {}
     for (unit, compute_type), rate in rates.items():
+        names.setdefault(rate, []).append(roofs.label(unit, compute_type))
+    for rate, labels in names.items():
         start = rate / roof.dram_bps if roof is not None and roof.dram_bps else low
-        axes.plot([start, high], [rate, rate], linestyle="--",
-                  label=text(f"{roofs.label(unit, compute_type)} {rate / 1e12:,.1f} TFLOP/s"))
+        axes.plot([start, high], [rate, rate], linestyle="--", color="0.45")
+        axes.annotate(text(f"{', '.join(labels)} {rate / 1e12:,.1f} TFLOP/s"),
+                      (high, rate), textcoords="offset points", xytext=(-4, 3), ha="right",
+                      fontsize="x-small", color="0.3")
+    several = len({(r.op, r.dtype) for r in rows}) > 1
     series: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
-        series.setdefault(r.variant, []).append(i)
-    for variant, members in series.items():
+        name = f"{r.variant} ({r.op} {r.dtype})" if several else r.variant
+        series.setdefault(name, []).append(i)
+    for name, members in series.items():
         marker = STYLES[rows[members[0]].kind][1]
         axes.scatter([intensities[i] for i in members], [achieved[i] for i in members],
-                     marker=marker, zorder=3, label=text(variant))
+                     marker=marker, zorder=3, label=text(name))
         for i in members:
-            axes.annotate(text(variant), (intensities[i], achieved[i]),
+            axes.annotate(text(rows[i].variant), (intensities[i], achieved[i]),
                           textcoords="offset points", xytext=(4, 4), fontsize="x-small")
     axes.set_xscale("log")
     axes.set_yscale("log")
@@ -228,9 +253,9 @@ def both_figure(results: Sequence[BenchmarkResult]) -> Figure:
     bottom = _grid(len(_devices([r for r in rows if r.flops])) or 1)
     heights = [PANEL_INCHES[1] * top[0] + 0.5, PANEL_INCHES[1] * bottom[0] + 0.5]
     figure = _new_figure(PANEL_INCHES[0] * max(top[1], bottom[1]), sum(heights))
-    upper, lower = figure.subfigures(2, 1, height_ratios=heights)
-    draw_throughput(upper, results)
-    draw_roofline(lower, results)
+    grid = figure.add_gridspec(2, 1, height_ratios=heights)
+    draw_throughput(figure.add_subfigure(grid[0]), results)
+    draw_roofline(figure.add_subfigure(grid[1]), results)
     return figure
 
 

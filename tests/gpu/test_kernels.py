@@ -17,7 +17,7 @@ from cudabench import catalog
 from cudabench.measure.engine import PycudaSpec
 from cudabench.measure.jobs import jobs_of
 from cudabench.measure.pipeline import run_jobs
-from cudabench.measure.plan import Request, make_plan
+from cudabench.measure.plan import Insight, Request, make_plan
 from cudabench.measure.timing import TimingPolicy
 from cudabench.ops import OPS
 from cudabench.results import Kind, Status, load_results
@@ -59,7 +59,8 @@ def engine():
 def run(engine, op, size, dtype="float32", variants=(), params=None, kernels_dirs=()):
     """Plan and run on the GPU; return {variant: result}."""
     request = Request(op=op, size=size, dtype=dtype, variants=tuple(variants),
-                      params=params or {}, timing=QUICK, kernels_dirs=tuple(kernels_dirs))
+                      params=params or {}, timing=QUICK, kernels_dirs=tuple(kernels_dirs),
+                      insight=Insight(vendor=False, batch=False))  # test_insight_gpu has them
     plans = [make_plan(request)]
     return {r.variant: r for r in run_jobs(plans, jobs_of(plans), engine)}
 
@@ -222,7 +223,8 @@ def test_faulting_kernel_does_not_hide_the_others(tmp_path):
     json_path = tmp_path / "out.json"
     done = subprocess.run(
         [sys.executable, "-m", "cudabench", "matmul", "--size", "64", "--kernels-dir",
-         str(tmp_path), "--json", str(json_path), "--warmup", "0", "--max-time", "0.05"],
+         str(tmp_path), "--json", str(json_path), "--warmup", "0", "--max-time", "0.05",
+         "--no-vendor"],
         capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 3, done.stdout + done.stderr

@@ -1,0 +1,251 @@
+"""`cudabench history`: record results files in a store, show trends, gate on history.
+
+Each command parses its options, makes its library calls (cudabench.history) and prints
+through render.terminal's consoles; user errors are UsageError/StoreError (exit 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from cudabench.analysis.compare import DEFAULT_ALPHA, Verdict, parse_threshold
+from cudabench.errors import ExitCode, UsageError
+from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
+from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
+from cudabench.history.store import DEFAULT_PATH, Store, parse_time
+from cudabench.history.threshold import DEFAULT_MIN_RUNS
+from cudabench.render import terminal
+from cudabench.render.plot import HINT as PLOT_HINT
+from cudabench.results import ResultsFile, load_results
+from cudabench.units import format_change, format_percent, format_seconds
+
+F = TypeVar("F", bound=Callable[..., Any])
+SHOW_LAST = 100  # commits per benchmark that `show` looks at by default
+
+
+def db_option(command: F) -> F:
+    """Add --db (default .cudabench/history.db, or $CUDABENCH_HISTORY_DB)."""
+    return click.option(
+        "--db", "db", type=click.Path(path_type=Path), default=DEFAULT_PATH,
+        envvar="CUDABENCH_HISTORY_DB", show_default=True,
+        help="The history store (SQLite), created by the first import.")(command)
+
+
+@click.group("history")
+def history() -> None:
+    """Record results files and follow each benchmark across commits.
+
+    A store (SQLite, .cudabench/history.db) keeps every imported run; `show` prints each
+    benchmark's trend with the commits where it stepped, and `check` gates a new results
+    file on the last runs' medians (exit 1 on a regression, like compare).
+    """
+
+
+@history.command("import")
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(path_type=Path, dir_okay=False))
+@db_option
+@click.option("--branch", default=None, help="The branch the runs were measured on.")
+def import_command(files: tuple[Path, ...], db: Path, branch: str | None) -> int:
+    """Record results files (any schema version); a file already recorded adds nothing."""
+    loaded: list[tuple[ResultsFile, str]] = []
+    for path in files:  # every file checked before the store is touched: all or nothing
+        results = load_results(path)
+        if not results.benchmarks:
+            raise UsageError(f"{path}: holds no benchmarks (its run measured nothing): "
+                             "nothing to record")
+        loaded.append((results, path.read_text(encoding="utf-8")))
+    out, err = terminal.stdout_console(), terminal.stderr_console()
+    with Store.open(db, create=True) as store, store.transaction():
+        for results, source in loaded:
+            run_id = store.record(results, source, branch=branch)
+            if run_id is None:
+                out.print(f"{results.path}: already recorded (run {store.run_for(source)})",
+                          markup=False, soft_wrap=True)
+                continue
+            commit = results.metadata.get("git_commit")
+            out.print(f"{results.path}: recorded as run {run_id}: {len(results.benchmarks)} "
+                      f"benchmarks on {results.gpu_name or 'no GPU recorded'}, commit "
+                      f"{commit[:7] if isinstance(commit, str) else 'unknown'}",
+                      markup=False, soft_wrap=True)
+            if results.metadata.get("complete") is False:
+                err.print(f"warning: {results.path} is incomplete (its run stopped early)",
+                          style="yellow", markup=False, soft_wrap=True)
+    return int(ExitCode.OK)
+
+
+@history.command("show")
+@click.option("--op", default=None, help="Only this op.")
+@click.option("--variant", default=None, help="Only this variant.")
+@click.option("--gpu", default=None, help="Only this GPU model (its full name).")
+@click.option("--since", default=None, help="Only runs measured since this date (2024-06-01).")
+@click.option("--last", type=click.IntRange(min=1), default=SHOW_LAST, show_default=True,
+              help="Commits per benchmark to look at.")
+@click.option("--threshold", default="5%", show_default=True,
+              help="Smallest step reported, e.g. 5% or 0.05.")
+@db_option
+def show_command(op: str | None, variant: str | None, gpu: str | None, since: str | None,
+                 last: int, threshold: str, db: Path) -> int:
+    """Show each benchmark's latest median, noise band, last change and steps, per GPU."""
+    limit = parse_threshold(threshold)
+    start = _since(since)
+    with Store.open(db) as store:
+        found = trends(store, op, variant, gpu, start, last, limit)
+    if not found:
+        raise UsageError(f"{db}: no recorded run matches the filters (--op, --variant, --gpu, "
+                         "--since)")
+    columns = ("benchmark", "GPU", "commits", "latest", f"band (last {BAND_RUNS})", "last change",
+               "steps")
+    terminal.render_rows(f"cudabench history: {db}", columns,
+                         [_trend_cells(trend) for trend in found], terminal.stdout_console())
+    return int(ExitCode.OK)
+
+
+@history.command("check")
+@click.argument("current", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--last", type=click.IntRange(min=1), default=DEFAULT_LAST, show_default=True,
+              help="Recorded runs each benchmark is judged against.")
+@click.option("--threshold", default="auto", show_default=True,
+              help="Smallest change that counts: auto (from each benchmark's history), "
+                   "or e.g. 5% or 0.05.")
+@click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True,
+              help="Significance level of a change against the history's spread.")
+@click.option("--min-runs", type=click.IntRange(min=3), default=DEFAULT_MIN_RUNS,
+              show_default=True, help="Runs of history needed to judge a benchmark.")
+@db_option
+def check_command(current: Path, last: int, threshold: str, alpha: float, min_runs: int,
+                  db: Path) -> int:
+    """Judge CURRENT against each benchmark's last runs; exit 1 on a regression."""
+    limit = None if threshold.strip().lower() == "auto" else parse_threshold(threshold)
+    if not 0 < alpha < 1:
+        raise UsageError(f"--alpha {alpha!r}: must be between 0 and 1")
+    results = load_results(current)
+    if not results.benchmarks:
+        raise UsageError(f"{current}: holds no benchmarks (its run measured nothing): there "
+                         "is nothing to judge")
+    source = current.read_text(encoding="utf-8")
+    with Store.open(db) as store:
+        verdicts = check(store, results, source, last, limit, alpha, min_runs)
+    _render_check(verdicts, db)
+    return int(verdicts.exit_code)
+
+
+@history.command("plot")
+@click.argument("output", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--op", default=None, help="Only this op.")
+@click.option("--variant", default=None, help="Only this variant.")
+@click.option("--gpu", default=None, help="Only this GPU model (its full name).")
+@click.option("--since", default=None, help="Only runs measured since this date.")
+@click.option("--last", type=click.IntRange(min=1), default=SHOW_LAST, show_default=True,
+              help="Commits per benchmark to plot.")
+@db_option
+def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | None,
+                 since: str | None, last: int, db: Path) -> int:
+    """Plot each benchmark's median per commit, steps and drifts marked, to OUTPUT (.png)."""
+    try:
+        import matplotlib  # noqa: F401  (itself first: a cached submodule hides a block)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise UsageError(f"history {PLOT_HINT}") from None
+    start = _since(since)
+    with Store.open(db) as store:
+        found = trends(store, op, variant, gpu, start, last, DEFAULT_THRESHOLD)
+    if not found:
+        raise UsageError(f"{db}: no recorded run matches the filters")
+    # The Agg canvas directly, never pyplot: no display, no backend changed for a caller.
+    figure = Figure(figsize=(10, 2.8 * len(found)), layout="constrained")
+    FigureCanvasAgg(figure)
+    for ax, trend in zip(figure.subplots(len(found), 1, squeeze=False)[:, 0], found):
+        xs = list(range(len(trend.points)))
+        ax.plot(xs, [p.median_s * 1e6 for p in trend.points], marker=".")
+        for step in trend.detection.steps:
+            ax.axvline(step.index - 0.5, color="red", linestyle="--")
+        for drift in trend.detection.drifts:
+            ax.axvspan(drift.start - 0.5, drift.end + 0.5, color="orange", alpha=0.2)
+        ax.set_title(f"{trend.tracked.benchmark.describe()} on {trend.tracked.gpu_model}",
+                     fontsize=9)
+        ax.set_ylabel("median (us)")
+        ax.set_xticks(xs, [trend.label(i) for i in xs], rotation=90, fontsize=6)
+    try:
+        figure.savefig(output, dpi=150)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{output}: cannot write the plot: {exc}") from None
+    terminal.stdout_console().print(f"wrote {output}: {len(found)} benchmarks", markup=False)
+    return int(ExitCode.OK)
+
+
+def _since(text: str | None) -> str | None:
+    """Parse --since into ISO 8601 UTC."""
+    if text is None:
+        return None
+    moment = parse_time(text)
+    if moment is None:
+        raise UsageError(f"--since {text!r}: expected a date such as 2024-06-01 or a time "
+                         "such as 2024-06-01T12:00:00+00:00")
+    return moment
+
+
+def _change_text(trend: Trend, change: Step | Drift | None) -> str:
+    """Describe a step or drift with its commits and when."""
+    if change is None:
+        return "-"
+    if isinstance(change, Step):
+        when = trend.points[change.index].created[:10]
+        return f"{format_change(change.change)} step at {change.label} ({when})"
+    return (f"{format_change(change.change)} drift {change.first_label}..{change.last_label} "
+            f"({format_change(change.per_point)}/commit)")
+
+
+def _trend_cells(trend: Trend) -> list[str]:
+    """Return a row of the show table."""
+    tracked, detection = trend.tracked, trend.detection
+    low, high = trend.band
+    band = f"±{trend.spread:.1%} ({format_seconds(low)}..{format_seconds(high)})"
+    steps = "; ".join(f"{s.label} {format_change(s.change)}" for s in detection.steps)
+    extras = [f"{len(detection.outliers)} outlier run{'s' if len(detection.outliers) != 1 else ''}"
+              ] if detection.outliers else []
+    kind = "" if tracked.kind == "variant" else f" [{tracked.kind}]"
+    return [tracked.benchmark.describe() + kind, tracked.gpu_model or "-",
+            str(len(trend.points)), format_seconds(trend.latest_s), band,
+            _change_text(trend, detection.last_change), "; ".join([steps or "-", *extras])]
+
+
+def _render_check(result: HistoryCheck, db: Path) -> None:
+    """Print the check's table and its summary line."""
+    rows = []
+    for row in result.rows:
+        band = (f"{format_seconds(row.band[0])}..{format_seconds(row.band[1])}"
+                if row.band else "-")
+        kind = "" if row.kind.value == "variant" else f" [{row.kind.value}]"
+        rows.append([row.benchmark.describe() + kind, row.gpu_model or "-", str(row.runs),
+                     format_seconds(row.history_median_s), band,
+                     format_seconds(row.current_median_s), format_change(row.change),
+                     format_percent(row.threshold), row.threshold_source, row.verdict.value,
+                     row.reason])
+    columns = ("benchmark", "GPU", "runs", "history median", "band", "current", "change",
+               "threshold", "threshold from", "verdict", "reason")
+    out = terminal.stdout_console()
+    terminal.render_rows(f"cudabench history check: {result.current_path} against {db}",
+                         columns, rows, out)
+    counts: dict[str, int] = {}
+    for row in result.rows:
+        counts[row.verdict.value] = counts.get(row.verdict.value, 0) + 1
+    order = [v.value for v in Verdict]
+    summary = ", ".join(f"{counts[v]} {v}" for v in order if v in counts)
+    little = sum(1 for row in result.rows if row.reason.startswith("too little history"))
+    if little:
+        summary += f" ({little} with too little history, not gated)"
+    if result.excluded_run is not None:
+        summary += f"; its own run {result.excluded_run} left out of its history"
+    regressed = len(result.regressions)
+    if regressed:
+        out.print(f"{regressed} regression{'s' if regressed != 1 else ''}: {summary}",
+                  style="bold red", markup=False, soft_wrap=True)
+    else:
+        out.print(f"no regression: {summary}", style="green", markup=False, soft_wrap=True)
+

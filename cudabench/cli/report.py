@@ -1,0 +1,124 @@
+"""`cudabench report` and `cudabench plot`: saved results shown again, with no GPU.
+
+Both read results files only (any schema version the loader reads) and never import the
+measurement code: a laptop without CUDA renders what an H100 measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.text import Text
+
+from cudabench.errors import UsageError
+from cudabench.render import csv_out, plot, terminal
+from cudabench.render.html import report_html
+from cudabench.render.markdown import run_to_markdown
+from cudabench.results import load_results
+from cudabench.results.model import ResultsFile, RunOutcome
+
+FILES = click.Path(path_type=Path, dir_okay=False)
+
+
+def load_files(paths: Sequence[Path]) -> list[ResultsFile]:
+    """Load each results file once (a path named twice would show every row twice)."""
+    unique = {path.resolve(): path for path in paths}
+    files = [load_results(path) for path in unique.values()]
+    if not any(f.benchmarks for f in files):
+        names = ", ".join(str(path) for path in unique.values())
+        raise UsageError(f"{names}: no benchmarks in {'it' if len(files) == 1 else 'them'} "
+                         "(the run measured nothing): there is nothing to show")
+    return files
+
+
+def outcome_of(files: Sequence[ResultsFile]) -> RunOutcome:
+    """Return the files' benchmarks as one run; an incomplete file is noted."""
+    return RunOutcome(
+        tuple(r for f in files for r in f.benchmarks),
+        tuple(f"{f.path} is incomplete: its run stopped early" for f in files
+              if f.metadata.get("complete") is False),
+    )
+
+
+def check_outputs(inputs: Sequence[Path], outputs: dict[str, Path | None]) -> None:
+    """Refuse an output that would overwrite an input, or two outputs on one path."""
+    sources = {path.resolve() for path in inputs}
+    seen: dict[Path, str] = {}
+    for flag, path in outputs.items():
+        if path is None:
+            continue
+        where = path.resolve()
+        if where in sources:
+            raise UsageError(f"{flag} {path}: that is one of the results files being read; "
+                             "write it elsewhere")
+        if where in seen:
+            raise UsageError(f"{flag} {path}: {seen[where]} writes there too; give each "
+                             "output its own path")
+        seen[where] = flag
+
+
+def write_text(path: Path, text: str, flag: str) -> None:
+    """Write an output file; an unwritable path is the user's error, naming the flag."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write: {exc}") from None
+
+
+def default_title(files: Sequence[ResultsFile]) -> str:
+    """Name a report by its GPUs."""
+    gpus = sorted({f.gpu_name for f in files if f.gpu_name})
+    return f"cudabench report: {', '.join(gpus)}" if gpus else "cudabench report"
+
+
+@click.command("report")
+@click.argument("files", nargs=-1, required=True, type=FILES, metavar="FILE...")
+@click.option("--markdown", "markdown_path", type=FILES,
+              help="Also write the tables as markdown (a CI job summary).")
+@click.option("--html", "html_path", type=FILES,
+              help="Also write one self-contained HTML page: devices, figures, tables.")
+@click.option("--csv", "csv_path", type=FILES,
+              help="Also write one CSV row per benchmark, numbers unformatted.")
+@click.option("--title", help="The HTML page's title (default: the GPUs).")
+def report_command(files: tuple[Path, ...], markdown_path: Path | None,
+                   html_path: Path | None, csv_path: Path | None, title: str | None) -> int:
+    """Show saved results (FILE...) as the run's tables, without a GPU."""
+    check_outputs(files, {"--markdown": markdown_path, "--html": html_path,
+                          "--csv": csv_path})
+    loaded = load_files(files)
+    outcome = outcome_of(loaded)
+    terminal.render_run(outcome, terminal.stdout_console())
+    terminal.render_diagnostics(outcome, terminal.stderr_console())
+    if markdown_path is not None:
+        write_text(markdown_path, run_to_markdown(outcome), "--markdown")
+    if csv_path is not None:
+        write_text(csv_path, csv_out.run_to_csv(outcome), "--csv")
+    if html_path is not None:
+        write_text(html_path, report_html(loaded, title or default_title(loaded)), "--html")
+    # The run's verdicts were given when it ran: rendering them again succeeds.
+    return 0
+
+
+@click.command("plot")
+@click.argument("files", nargs=-1, required=True, type=FILES, metavar="FILE...")
+@click.option("-o", "--output", required=True, type=FILES,
+              help="The figure to write: .png, .svg or .pdf.")
+@click.option("--kind", type=click.Choice(plot.KINDS), default="both", show_default=True,
+              help="Throughput against problem size, the roofline, or both in one figure.")
+def plot_command(files: tuple[Path, ...], output: Path, kind: str) -> int:
+    """Plot saved results (FILE...): throughput by size, and the roofline."""
+    plot.check_suffix(output)  # flag mistakes first, before reading any file
+    plot.require()
+    check_outputs(files, {"-o": output})
+    results = [r for f in load_files(files) for r in f.benchmarks]
+    shown = plot.plotted(results)
+    if not shown:
+        raise UsageError("nothing to plot: no benchmark in the files was timed and verified")
+    if kind == "roofline" and not any(r.flops for r in shown):
+        raise UsageError("--kind roofline: no timed, verified benchmark counts FLOPs (a copy "
+                         "or a transpose does no arithmetic); use --kind throughput")
+    plot.save(plot.figure_of(kind, results), output)
+    terminal.stderr_console().print(Text(f"wrote {output}"), soft_wrap=True)
+    return 0

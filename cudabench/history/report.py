@@ -1,0 +1,272 @@
+"""What `history show` and `history check` say: trends and verdicts, no rendering.
+
+check judges each benchmark of a results file against the distribution of the medians of
+its last N runs on the same GPU model (not one baseline), with compare's verdict words:
+
+- `failed`: the current row is not verified (FAIL, ERROR, TIMEOUT, SUSPECT). A regression.
+- `fixed`: the last recorded run of it failed, and this one passes.
+- `noisy` (never a regression): too few samples to know the current median; too little
+  history (fewer than min_runs runs, or since the latest step in the window); a change
+  above the threshold that the history's own spread explains; or a current median known
+  less precisely than half the threshold.
+- `slower` / `faster`: the change from the history's median exceeds the threshold and is
+  significant: outside every recorded median, and p < alpha for a median drawn from the
+  history's spread (robust, between runs) plus the current median's own uncertainty. A
+  slower reference row means the machine changed: shown, not gated.
+- `same`: otherwise.
+
+If a step or a drift is found in the window, only the runs after it count (the history
+before it is another kernel, or another machine); with fewer than min_runs there, the row
+says so and does not gate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cudabench.analysis.compare import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
+from cudabench.analysis.stats import median_precision, relative_spread
+from cudabench.errors import ExitCode, ResultsFileError
+from cudabench.history.steps import (
+    DEFAULT_THRESHOLD,
+    NOISE_FLOOR,
+    Detection,
+    Drift,
+    Step,
+    detect,
+)
+from cudabench.history.store import Benchmark, SeriesPoint, Store, Tracked
+from cudabench.history.threshold import DEFAULT_MIN_RUNS, threshold_from_medians
+from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, ResultsFile, Status
+from cudabench.units import format_change, format_p_value, format_percent
+
+DEFAULT_LAST = 20  # runs a check weighs
+BAND_RUNS = 10  # runs the noise band of `show` is taken over
+
+
+@dataclass(frozen=True)
+class Trend:
+    """One benchmark on one GPU model over its recorded runs (per commit)."""
+
+    tracked: Tracked
+    points: tuple[SeriesPoint, ...]  # one per commit (runs of one commit merged), oldest first
+    detection: Detection
+    band: tuple[float, float]  # min..max of the last BAND_RUNS points since the last step
+    spread: float  # their robust relative spread (1.4826 MAD / median)
+
+    @property
+    def latest_s(self) -> float:
+        """Return the newest median in seconds."""
+        return self.points[-1].median_s
+
+    def label(self, index: int) -> str:
+        """Return how a point is named: its short commit, or its run."""
+        return point_label(self.points[index])
+
+
+def point_label(point: SeriesPoint) -> str:
+    """Return a point's short commit, or 'run N' when the run named none."""
+    return point.commit[:7] if point.commit else f"run {point.run_id}"
+
+
+def per_commit(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
+    """Merge consecutive runs of one commit into one point (the median of their medians).
+
+    Step detection works on per-commit medians: re-runs of a commit are not a history.
+    """
+    merged: list[list[SeriesPoint]] = []
+    for point in points:
+        if merged and point.commit is not None and merged[-1][-1].commit == point.commit:
+            merged[-1].append(point)
+        else:
+            merged.append([point])
+    return [SeriesPoint(group[-1].run_id, group[-1].commit, group[-1].created,
+                        statistics.median(p.median_s for p in group), group[-1].status)
+            for group in merged]
+
+
+def since_last_change(detection: Detection) -> tuple[int, str]:
+    """Return where the current level starts (after the last step or drift), and a note."""
+    change = detection.last_change
+    if isinstance(change, Step):
+        return change.index, f" since the step at {change.label}"
+    if isinstance(change, Drift):
+        return change.end, f" since the drift that ended at {change.last_label}"
+    return 0, ""
+
+
+def trends(store: Store, op: str | None = None, variant: str | None = None,
+           gpu_model: str | None = None, since: str | None = None, last: int | None = None,
+           threshold: float = DEFAULT_THRESHOLD) -> list[Trend]:
+    """Return the trend of every benchmark the store holds (filtered), per GPU model."""
+    found = []
+    for tracked in store.benchmarks(op, variant, gpu_model, since):
+        points = per_commit(store.series(tracked.benchmark, tracked.gpu_model, since=since))
+        points = points[-last:] if last else points
+        if not points:
+            continue  # only failing rows: nothing timed to follow
+        labels = [point_label(p) for p in points]
+        detection = detect([p.median_s for p in points], labels, threshold=threshold)
+        start, _ = since_last_change(detection)
+        recent = [p.median_s for p in points[start:]][-BAND_RUNS:]
+        found.append(Trend(tracked, tuple(points), detection, (min(recent), max(recent)),
+                           relative_spread(recent)))
+    return found
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One benchmark of the current file against its history on one GPU model."""
+
+    benchmark: Benchmark
+    gpu_model: str
+    kind: Kind
+    current_median_s: float | None
+    history_median_s: float | None
+    band: tuple[float, float] | None  # min..max of the runs weighed
+    runs: int  # runs weighed
+    change: float | None  # current / history median - 1
+    p_value: float | None
+    threshold: float
+    threshold_source: str
+    verdict: Verdict
+    reason: str
+
+    @property
+    def regressed(self) -> bool:
+        """Return whether this row fails the gate (a kernel, never a reference row)."""
+        return self.verdict in REGRESSION and self.kind is Kind.VARIANT
+
+
+@dataclass(frozen=True)
+class HistoryCheck:
+    """Every benchmark of the current file judged against the store."""
+
+    rows: tuple[HistoryRow, ...]
+    current_path: str
+    last: int
+    alpha: float
+    excluded_run: int | None  # the current file's own run, when already recorded
+
+    @property
+    def regressions(self) -> tuple[HistoryRow, ...]:
+        """Return the rows that fail the gate."""
+        return tuple(row for row in self.rows if row.regressed)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """Return ExitCode.REGRESSION when any row regressed, else ExitCode.OK."""
+        return ExitCode.REGRESSION if self.regressions else ExitCode.OK
+
+
+def check(store: Store, current: ResultsFile, source: str | None = None,
+          last: int = DEFAULT_LAST, threshold: float | None = None,
+          alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS) -> HistoryCheck:
+    """Judge each benchmark of current against its last `last` runs in the store.
+
+    threshold None is `--threshold auto` (per benchmark, threshold.threshold_from_medians).
+    source, the current file's text, keeps its own run out of its history if recorded.
+    """
+    if last < 1 or not 0 < alpha < 1 or min_runs < 3:
+        raise ValueError("last >= 1, alpha in (0, 1), min_runs >= 3")
+    own = store.run_for(source) if source is not None else None
+    seen: set[tuple[object, ...]] = set()
+    rows = []
+    for i, result in enumerate(current.benchmarks):
+        if result.status is Status.SKIP:
+            continue
+        gpu = result.device.name if result.device is not None else ""
+        if (result.key, gpu) in seen:
+            raise ResultsFileError(f"{current.path}: benchmarks[{i}]: "
+                                   f"{Benchmark.of(result).describe()} appears twice on {gpu}")
+        seen.add((result.key, gpu))
+        bench = Benchmark.of(result)
+        history = store.series(bench, gpu, last=last, exclude_run=own)
+        latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)
+        rows.append(_judge(result, bench, gpu, history, latest, threshold, alpha, min_runs))
+    return HistoryCheck(tuple(rows), current.path, last, alpha, own)
+
+
+def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
+           history: Sequence[SeriesPoint], latest: Sequence[SeriesPoint],
+           threshold: float | None, alpha: float, min_runs: int) -> HistoryRow:
+    """Return the verdict on one benchmark by the rules of the module docstring."""
+    note = ""
+    if len(history) >= 2 * 3:  # a step needs 3 runs a side
+        detection = detect([p.median_s for p in history], [point_label(p) for p in history])
+        start, note = since_last_change(detection)
+        history = history[start:]
+    medians = [p.median_s for p in history]
+    if threshold is None:
+        limit, source = threshold_from_medians(medians, min_runs=min_runs)
+    else:
+        limit, source = threshold, "--threshold"
+    m = result.median_s
+    center = statistics.median(medians) if medians else None
+    change = m / center - 1 if m and center else None
+    template = HistoryRow(
+        benchmark=bench, gpu_model=gpu, kind=result.kind, current_median_s=m,
+        history_median_s=center, band=(min(medians), max(medians)) if medians else None,
+        runs=len(medians), change=change, p_value=None, threshold=limit,
+        threshold_source=source, verdict=Verdict.NOISY, reason="")
+
+    def row(verdict: Verdict, reason: str, p: float | None = None) -> HistoryRow:
+        if result.kind is not Kind.VARIANT and verdict in REGRESSION:
+            reason += "; a reference row: the GPU or its clocks changed (not gated)"
+        return dataclasses.replace(template, verdict=verdict, reason=reason, p_value=p)
+
+    now = result.status
+    was = latest[-1].status if latest else None
+    if now in FAILING_STATUSES:
+        was_text = f" (last recorded {was})" if was else ""
+        return row(Verdict.FAILED, f"now {now.value}{was_text}: {_failure(result)}")
+    if was is not None and was in {s.value for s in FAILING_STATUSES}:
+        return row(Verdict.FIXED, f"now {now.value} (last recorded {was})")
+    if m is None or len(result.samples_s) < MIN_SAMPLES:
+        return row(Verdict.NOISY, f"too few samples to judge ({len(result.samples_s)}; at "
+                                  f"least {MIN_SAMPLES})")
+    if len(medians) < min_runs or center is None or change is None:
+        where = f" on {gpu}" if gpu else ""
+        return row(Verdict.NOISY, f"too little history: {len(medians)} "
+                                  f"run{'s' if len(medians) != 1 else ''}{where}{note} "
+                                  f"(at least {min_runs} to judge; not gated)")
+    spread = max(relative_spread(medians), NOISE_FLOOR)
+    own = median_precision(result.samples_s) / 1.96  # the current median's standard error
+    scale = math.sqrt(math.log1p(spread) ** 2 * (1 + 1 / len(medians)) + math.log1p(own) ** 2)
+    z = math.log(m / center) / scale
+    p = math.erfc(abs(z) / math.sqrt(2))
+    outside = m > max(medians) or m < min(medians)
+    significant = p < alpha and outside
+    test = (f"p={format_p_value(p)} {'<' if p < alpha else '>='} {alpha:g}, "
+            f"{'outside' if outside else 'inside'} the {len(medians)} runs{note}")
+    shift, limit_text = format_change(change), format_percent(limit)
+    if significant and change > limit:
+        return row(Verdict.SLOWER, f"{shift} exceeds the {limit_text} threshold, {test}", p)
+    if significant and change < -limit:
+        return row(Verdict.FASTER, f"{shift} exceeds the {limit_text} threshold, {test}", p)
+    if abs(change) > limit:
+        return row(Verdict.NOISY, f"{shift} but within the history's spread ({test})", p)
+    precision = median_precision(result.samples_s)
+    if precision > limit / 2:
+        return row(Verdict.NOISY, f"current median known only to ±{precision:.1%}, too spread "
+                                  f"to resolve a {limit_text} change", p)
+    if significant:
+        return row(Verdict.SAME, f"{shift} is significant ({test}) but within ±{limit_text}", p)
+    return row(Verdict.SAME, f"within the history ({test})", p)
+
+
+def _failure(result: BenchmarkResult) -> str:
+    """Say briefly why a benchmark is not verified."""
+    if result.suspect:
+        return result.suspect
+    if result.error is not None and result.error.strip():
+        first = result.error.strip().splitlines()[0]
+        return first if len(first) <= 120 else first[:117] + "..."
+    v = result.verification
+    if v is None:
+        return "not verified"
+    return f"{v.bad_elements} of {v.total_elements} elements wrong ({v.criterion})"

@@ -1,0 +1,125 @@
+"""CSV renderers: one row per benchmark of a run, one row per benchmark of a comparison.
+
+For spreadsheets and scripts: numbers are left unformatted (seconds as floats, ratios as
+plain numbers), and a value that does not apply is an empty cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from cudabench.analysis.compare import Comparison
+from cudabench.render.comparison import benchmark_name
+from cudabench.render.insight import assessment, copy_bps
+from cudabench.render.run_table import comparators
+from cudabench.results.model import BenchmarkResult, RunOutcome
+from cudabench.units import params_text, shape_text
+
+RUN_LEADING = ("op", "variant", "kind", "params", "shape", "dtype", "hot", "status", "device",
+               "pci_bus_id", "median_s", "min_s", "max_s", "spread", "batch_median_s",
+               "gflops", "gbps")
+RUN_INSIGHT = ("pct_of_peak", "bound", "in_l2", "energy_j_per_launch")
+RUN_TRAILING = ("rel_error", "max_abs_error")
+COMPARISON_COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline_median_s",
+                      "current_median_s", "change", "p_value", "verdict", "reason", "kind",
+                      "regressed")
+
+
+def _text(rows: Iterable[Sequence[Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    for row in rows:
+        writer.writerow(["" if value is None else _plain(value) for value in row])
+    return buffer.getvalue()
+
+
+def _plain(value: Any) -> Any:
+    """Booleans as true/false, which spreadsheets and pandas both read as booleans."""
+    return ("true" if value else "false") if isinstance(value, bool) else value
+
+
+def _groups(outcome: RunOutcome) -> list[list[BenchmarkResult]]:
+    """Group rows as the run tables do, so the comparison columns relate the same rows."""
+    groups: dict[tuple[Any, ...], list[BenchmarkResult]] = {}
+    for r in outcome.results:
+        device = r.device.identity if r.device else None
+        groups.setdefault((device, r.op, tuple(r.shape), r.dtype, r.hot), []).append(r)
+    return list(groups.values())
+
+
+def _ratio(title: str, other_s: float, this_s: float) -> float:
+    """Return a comparison column's number: a percentage for '% of', else a ratio."""
+    return 100 * other_s / this_s if title.startswith("% of") else other_s / this_s
+
+
+def run_to_csv(outcome: RunOutcome) -> str:
+    """Return every benchmark of a run as a CSV row, with the tables' comparison columns."""
+    groups = _groups(outcome)
+    per_row: dict[int, dict[str, Any]] = {}
+    vs_titles: dict[str, None] = {}  # in first-seen order, as the tables add them
+    for rows in groups:
+        columns = comparators(rows)
+        vs_titles.update(dict.fromkeys(c.title for c in columns))
+        achievable = copy_bps(rows)
+        for r in rows:
+            a = assessment(r, achievable)
+            median = r.median_s
+            values: dict[str, Any] = {
+                c.title: _ratio(c.title, c.median_s, median) for c in columns if median}
+            if a is not None:
+                values |= {"pct_of_peak": a.pct_of_peak, "bound": a.bound, "in_l2": a.in_l2}
+            per_row[id(r)] = values
+    metrics = list(dict.fromkeys(m for r in outcome.results for m in r.counters))
+    header = [*RUN_LEADING, *vs_titles, *RUN_INSIGHT, *metrics, *RUN_TRAILING]
+    lines: list[Sequence[Any]] = [header]
+    for rows in groups:
+        for r in rows:
+            lines.append(_run_row(r, per_row[id(r)], list(vs_titles), metrics))
+    return _text(lines)
+
+
+def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
+             metrics: list[str]) -> list[Any]:
+    stats, device, v = r.summary, r.device, r.verification
+    energy = r.energy
+    per_launch = energy["joules"] / energy["launches"] if energy.get("launches") else None
+    checked = v is not None and v.total_elements
+    return [
+        r.op, r.variant, r.kind.value, params_text(r.params) if r.params else "",
+        shape_text(r.shape), r.dtype, r.hot, r.status.value,
+        device.name if device else None, device.pci_bus_id if device else None,
+        r.median_s, stats.min_s if stats else None, stats.max_s if stats else None,
+        stats.spread if stats else None, r.batch_median_s, r.gflops,
+        r.gbps if r.bytes_moved else None,
+        *(computed.get(title) for title in vs_titles),
+        computed.get("pct_of_peak"), computed.get("bound"), computed.get("in_l2"), per_launch,
+        *(r.counters.get(m) for m in metrics),
+        v.rel_error if v is not None and checked else None,
+        v.max_abs_error if v is not None and checked else None,
+    ]
+
+
+def comparison_to_csv(comparison: Comparison) -> str:
+    """Return a comparison as CSV: the paired rows, then the added and removed benchmarks
+    (verdict 'added' or 'removed', with the one median there is)."""
+    lines: list[Sequence[Any]] = [COMPARISON_COLUMNS]
+    for row in comparison.rows:
+        lines.append([
+            benchmark_name(row.op, row.variant, row.hot), params_text(row.params) if row.params
+            else "", shape_text(row.shape), row.dtype, row.baseline_median_s,
+            row.current_median_s, row.change, row.p_value, row.verdict.value, row.reason,
+            row.kind.value, row.regressed,
+        ])
+    for verdict, results in (("added", comparison.added), ("removed", comparison.removed)):
+        for r in results:
+            before, after = (None, r.median_s) if verdict == "added" else (r.median_s, None)
+            lines.append([
+                benchmark_name(r.op, r.variant, r.hot), params_text(r.params) if r.params
+                else "", shape_text(r.shape), r.dtype, before, after, None, None, verdict,
+                f"only in the {'current' if verdict == 'added' else 'baseline'} file",
+                r.kind.value, False,
+            ])
+    return _text(lines)

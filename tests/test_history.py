@@ -1,0 +1,691 @@
+"""`cudabench history`: the store, import, show, check and their errors, on real results.
+
+Histories are built from tests/data files: each run resamples the real samples (seeded)
+and may scale them, with its own commit and time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+import json
+import multiprocessing
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cudabench.analysis.compare import Verdict
+from cudabench.analysis.stats import mann_whitney_u
+from cudabench.cli.boundary import BoundaryGroup
+from cudabench.cli.history import history as history_group
+from cudabench.history import store as store_module
+from cudabench.history.report import check, per_commit
+from cudabench.history.store import SCHEMA_VERSION, Benchmark, SeriesPoint, Store
+from cudabench.history.threshold import (
+    auto_threshold,
+    smallest_detectable,
+    threshold_from_medians,
+)
+from cudabench.results import load_results
+
+DATA = Path(__file__).parent / "data"
+H100 = "h100/v2-matmul.json"
+H200 = "compare/baseline.json"
+START = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def commit_of(index: int) -> str:
+    """Return the fake commit of run index."""
+    return hashlib.sha1(f"commit {index}".encode()).hexdigest()
+
+
+def make_run(folder: Path, index: int, source: str = H100, factors: dict[str, float] | None = None,
+             fail: str | None = None, name: str = "run") -> Path:
+    """Write run `index` of a history: source's samples resampled (seed index), variants
+    scaled by factors, measured `index` hours after START at commit_of(index)."""
+    document = json.loads((DATA / source).read_text(encoding="utf-8"))
+    rng = np.random.default_rng(index)
+    for bench in document["benchmarks"]:
+        samples = np.asarray(bench["samples_s"])
+        scale = (factors or {}).get(bench["variant"], 1.0)
+        bench["samples_s"] = [float(x) for x in rng.choice(samples, samples.size) * scale]
+        if bench["variant"] == fail:
+            bench["verification"]["passed"] = False
+            bench["verification"]["bad_elements"] = 7
+    document["created"] = (START + dt.timedelta(hours=index)).isoformat()
+    document["git_commit"] = commit_of(index)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-{index:03d}.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def root() -> click.Group:
+    """Return the CLI with `history` in it: the real one once wired, else the same boundary."""
+    from cudabench.cli import cli
+
+    if "history" in getattr(cli, "commands", {}):
+        return cli
+    group = BoundaryGroup(name="cudabench",
+                          params=[click.Option(["--traceback"], is_flag=True)])
+    group.add_command(history_group)
+    return group
+
+
+def invoke(*args: object):
+    """Run `cudabench history ARGS` with stdout and stderr kept apart."""
+    try:
+        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:  # click >= 8.2 always separates them
+        runner = CliRunner()
+    return runner.invoke(root(), ["history", *(str(a) for a in args)])
+
+
+def assert_one_line_error(result, *fragments: str) -> str:
+    """Check exit 2, nothing on stdout, one stderr line with every fragment."""
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("cudabench: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def import_runs(db: Path, paths: list[Path]) -> None:
+    result = invoke("import", *paths, "--db", db)
+    assert result.exit_code == 0, result.stderr
+
+
+def counts(db: Path) -> dict[str, int]:
+    with Store.open(db) as store:
+        return store.counts()
+
+
+# The store and import ----------------------------------------------------------------------
+
+
+def test_import_is_idempotent(tmp_path):
+    db = tmp_path / "h.db"
+    first, second = make_run(tmp_path, 1), make_run(tmp_path, 2)
+    result = invoke("import", first, second, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert "recorded as run 1: 3 benchmarks on NVIDIA H100 80GB HBM3" in result.stdout
+    assert "recorded as run 2" in result.stdout
+    before = counts(db)
+    assert before["runs"] == 2 and before["results"] == 6 and before["devices"] == 1
+    copy = tmp_path / "elsewhere.json"
+    copy.write_bytes(first.read_bytes())  # the same content under another name
+    result = invoke("import", first, copy, second, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count("already recorded") == 3
+    assert counts(db) == before
+
+
+def test_the_same_file_twice_in_one_import_is_one_run(tmp_path):
+    db, run = tmp_path / "h.db", make_run(tmp_path, 1)
+    result = invoke("import", run, run, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert "already recorded (run 1)" in result.stdout
+    assert counts(db)["runs"] == 1
+
+
+def test_both_schema_versions_import_with_their_run_facts(tmp_path):
+    db = tmp_path / ".cudabench" / "history.db"  # its folder is made
+    import_runs(db, [DATA / "h100/v1-matmul.json", DATA / H100, DATA / H200])
+    with Store.open(db) as store:
+        runs = store.runs()
+        assert [r.commit[:7] for r in runs] == ["3f9c2d4", "ee91d8f", "ee91d8f"]  # by time
+        assert runs[0].created == "2024-06-11T09:30:00+00:00"
+        assert runs[0].dirty is False and runs[1].dirty is True
+        assert runs[0].host == "gpu-runner-07" and runs[1].tool_version == "0.1.0"
+        assert runs[0].gpu_models == ("NVIDIA H200",)
+        assert [r.id for r in store.runs(gpu_model="NVIDIA H100 80GB HBM3")] == [2, 1]
+        assert [r.id for r in store.runs(since="2025-01-01T00:00:00+00:00")] == [2, 1]
+        result = load_results(DATA / H100).benchmarks[0]
+        bench = Benchmark.of(result)
+        assert bench.key == result.key
+        series = store.series(bench, "NVIDIA H100 80GB HBM3")
+        assert [p.run_id for p in series] == [2, 1]  # v2 was measured 5 s before v1
+        assert series[1].median_s == pytest.approx(
+            load_results(DATA / "h100/v1-matmul.json").benchmarks[0].median_s)
+        assert [p.run_id for p in store.series(bench, "NVIDIA H200")] == [3]  # per GPU model
+        assert store.series(bench, "NVIDIA A100") == []
+        # The version-1 file names its H100 without bus id and UUID: another device row.
+        assert store.counts()["devices"] == 3
+
+
+def test_branch_is_recorded_when_given(tmp_path):
+    db = tmp_path / "h.db"
+    assert invoke("import", make_run(tmp_path, 1), "--branch", "main", "--db", db).exit_code == 0
+    with Store.open(db) as store:
+        assert store.runs()[0].branch == "main"
+
+
+def test_a_bad_file_among_good_ones_records_nothing(tmp_path):
+    db = tmp_path / "h.db"
+    result = invoke("import", make_run(tmp_path, 1), DATA / "compare/truncated.json", "--db", db)
+    assert_one_line_error(result, "truncated.json", "not valid JSON")
+    assert not db.exists()
+
+
+def record_files(db: str, paths: list[str], barrier) -> None:
+    """Child process: wait for the other, then record each file in its own transaction."""
+    barrier.wait()
+    for path in paths:
+        with Store.open(db, create=True) as store:
+            store.record(load_results(path), Path(path).read_text(encoding="utf-8"))
+
+
+def context() -> multiprocessing.context.BaseContext:
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def test_two_processes_recording_at_once_lose_nothing(tmp_path):
+    db = tmp_path / "new" / "h.db"  # both also race to create it
+    ours = [str(make_run(tmp_path, i)) for i in range(8)]
+    theirs = [str(make_run(tmp_path, i, source=H200)) for i in range(8, 16)]
+    ctx = context()
+    barrier = ctx.Barrier(2)
+    workers = [ctx.Process(target=record_files, args=(str(db), files, barrier))
+               for files in (ours, theirs)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0, 0]
+    with Store.open(db) as store:
+        runs = store.runs()
+        assert len(runs) == 16
+        assert {r.source_path for r in runs} == set(ours + theirs)
+        assert store.counts()["results"] == 8 * 3 + 8 * 7
+
+
+def test_a_write_that_raises_midway_leaves_the_store_unchanged(tmp_path, monkeypatch):
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path, 1)])
+    before = counts(db)
+    calls = []
+    original = Store._insert_result
+
+    def insert_then_fail(self, *args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise RuntimeError("disk pulled")
+        original(self, *args)
+
+    monkeypatch.setattr(Store, "_insert_result", insert_then_fail)
+    run = make_run(tmp_path, 2)
+    with Store.open(db, create=True) as store, pytest.raises(RuntimeError, match="disk pulled"):
+        store.record(load_results(run), run.read_text(encoding="utf-8"))
+    assert len(calls) == 2
+    assert counts(db) == before
+    # Several files in one transaction: the first is undone with the second.
+    calls.clear()
+    other = make_run(tmp_path, 3, source=H200)
+    with Store.open(db, create=True) as store, pytest.raises(RuntimeError), store.transaction():
+        store.record(load_results(other), other.read_text(encoding="utf-8"))  # 7 rows
+        store.record(load_results(run), run.read_text(encoding="utf-8"))
+    assert counts(db) == before
+
+
+def crash_midway(db: str, path: str) -> None:
+    """Child process: die (no cleanup at all) after the second result row is written."""
+    calls = []
+    original = Store._insert_result
+
+    def insert_then_die(self, *args):
+        calls.append(1)
+        if len(calls) == 3:
+            os._exit(17)
+        original(self, *args)
+
+    Store._insert_result = insert_then_die  # type: ignore[method-assign]
+    with Store.open(db, create=True) as store:
+        store.record(load_results(path), Path(path).read_text(encoding="utf-8"))
+
+
+def test_a_process_killed_midway_leaves_the_store_as_it_was(tmp_path):
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path, 1)])
+    before = counts(db)
+    worker = context().Process(target=crash_midway, args=(str(db), str(make_run(tmp_path, 2))))
+    worker.start()
+    worker.join(60)
+    assert worker.exitcode == 17
+    assert counts(db) == before  # opening also ran SQLite's integrity check
+    import_runs(db, [make_run(tmp_path, 2)])  # and the store takes the run afterwards
+    assert counts(db)["runs"] == 2
+
+
+# Bad stores: exit 2, one line, the file's bytes unchanged ---------------------------------
+
+
+def make_store(tmp_path: Path, runs: int = 2) -> Path:
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path, i) for i in range(runs)])
+    return db
+
+
+def other_sqlite(tmp_path: Path) -> Path:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE things (x)")
+    conn.execute("INSERT INTO things VALUES (1)")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.db"
+    path.write_text("not a database\n" * 20, encoding="utf-8")
+    return path
+
+
+def newer_store(tmp_path: Path) -> Path:
+    db = make_store(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    return db
+
+
+def damaged_store(tmp_path: Path) -> Path:
+    db = make_store(tmp_path, runs=6)
+    page = 4096
+    assert db.stat().st_size >= 6 * page
+    with db.open("r+b") as handle:  # garbage over pages 3 to 5 (tables and indexes)
+        handle.seek(2 * page)
+        handle.write(np.random.default_rng(0).bytes(3 * page))
+    return db
+
+
+def truncated_store(tmp_path: Path) -> Path:
+    db = make_store(tmp_path, runs=6)
+    os.truncate(db, db.stat().st_size // 2)
+    return db
+
+
+BAD_STORES = {
+    "a text file": (text_file, "not a cudabench history store (not an SQLite database)"),
+    "another program's SQLite file": (other_sqlite, "not a cudabench history store"),
+    "a newer schema": (newer_store, "schema version 99, newer than this cudabench's"),
+    "damaged pages": (damaged_store, "the history store is damaged"),
+    "a truncated store": (truncated_store, "the history store is damaged"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_STORES)
+@pytest.mark.parametrize("command", ["import", "show", "check"])
+def test_a_bad_store_is_refused_untouched(tmp_path, case, command):
+    make, message = BAD_STORES[case]
+    db = make(tmp_path)
+    before = db.read_bytes()
+    run = make_run(tmp_path, 50)
+    args = {"import": ("import", run), "show": ("show",), "check": ("check", run)}[command]
+    assert_one_line_error(invoke(*args, "--db", db), str(db), message)
+    assert db.read_bytes() == before
+
+
+def test_a_read_only_store_is_not_written_but_can_be_read(tmp_path):
+    db = make_store(tmp_path)
+    before = db.read_bytes()
+    db.chmod(0o444)
+    try:
+        result = invoke("import", make_run(tmp_path, 9), "--db", db)
+        assert_one_line_error(result, str(db), "read-only", "-r--r--r--")
+        assert db.read_bytes() == before
+        shown = invoke("show", "--db", db)
+        assert shown.exit_code == 0, shown.stderr
+        assert "matmul/naive" in shown.stdout
+    finally:
+        db.chmod(0o644)
+    assert db.read_bytes() == before
+
+
+def test_a_locked_store_times_out_untouched(tmp_path, monkeypatch):
+    db = make_store(tmp_path)
+    before = db.read_bytes()
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.2)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer, in the middle of its transaction
+    try:
+        result = invoke("import", make_run(tmp_path, 9), "--db", db)
+        assert_one_line_error(result, str(db), "locked", "more than 0.2 s")
+        shown = invoke("show", "--db", db)  # WAL: readers do not wait for a writer
+        assert shown.exit_code == 0, shown.stderr
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert db.read_bytes() == before
+    assert counts(db)["runs"] == 2
+
+
+def test_a_file_system_without_wal_is_refused(tmp_path, monkeypatch):
+    # SQLite's dot-file locking has no shared memory, as on NFS: WAL cannot be turned on.
+    monkeypatch.setattr(store_module, "DEFAULT_VFS", "unix-dotfile")
+    db = tmp_path / "nfs.db"
+    result = invoke("import", make_run(tmp_path, 1), "--db", db)
+    assert_one_line_error(result, str(db), "network file system", "local disk")
+    assert not db.exists()
+    monkeypatch.setattr(store_module, "DEFAULT_VFS", None)
+    existing = make_store(tmp_path)
+    before = existing.read_bytes()
+    monkeypatch.setattr(store_module, "DEFAULT_VFS", "unix-dotfile")
+    assert_one_line_error(invoke("show", "--db", existing), "network file system")
+    assert existing.read_bytes() == before
+
+
+@pytest.mark.parametrize(("command", "message"), [
+    ("show", "no history store here"), ("check", "no history store here")])
+def test_a_missing_store_is_not_created_by_readers(tmp_path, command, message):
+    db = tmp_path / "none.db"
+    args = ("show",) if command == "show" else ("check", make_run(tmp_path, 1))
+    assert_one_line_error(invoke(*args, "--db", db), message)
+    assert not db.exists()
+
+
+def test_a_folder_is_not_a_store(tmp_path):
+    assert_one_line_error(invoke("import", make_run(tmp_path, 1), "--db", tmp_path), "is a folder")
+
+
+def test_an_empty_file_becomes_a_store_on_import_only(tmp_path):
+    db = tmp_path / "empty.db"
+    db.touch()
+    assert_one_line_error(invoke("show", "--db", db), "the store is empty")
+    import_runs(db, [make_run(tmp_path, 1)])
+    assert counts(db)["runs"] == 1
+
+
+def test_the_store_knows_its_schema_version(tmp_path):
+    db = make_store(tmp_path)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM meta").fetchall() == [(str(SCHEMA_VERSION),)]
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == store_module.APPLICATION_ID
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    with pytest.raises(ValueError, match="opened for reading"), Store.open(db) as store, \
+            store.transaction():
+        pass
+
+
+def test_migrations_run_in_order_in_one_transaction(tmp_path, monkeypatch):
+    db = make_store(tmp_path)
+
+    def add_note(conn):
+        conn.execute("ALTER TABLE runs ADD COLUMN note TEXT")
+
+    def broken(conn):
+        conn.execute("CREATE TABLE half_done (x)")
+        raise RuntimeError("migration bug")
+
+    v1 = store_module.MIGRATIONS[0]
+    monkeypatch.setattr(store_module, "MIGRATIONS", (v1, add_note, broken))
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
+    assert_one_line_error(invoke("show", "--db", db), "schema version 1", "import` once")
+    before = db.read_bytes()
+    with pytest.raises(RuntimeError, match="migration bug"):
+        Store.open(db, create=True)
+    assert db.read_bytes() == before  # neither step 2 nor step 3 stayed
+    monkeypatch.setattr(store_module, "MIGRATIONS", (v1, add_note))
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    with Store.open(db, create=True):
+        pass
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM meta").fetchall() == [("2",)]
+    assert "note" in [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
+    assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'").fetchall() == []
+    conn.close()
+
+
+# show ----------------------------------------------------------------------------------
+
+
+def trend_history(tmp_path: Path) -> Path:
+    """24 runs on the H100: naive 6% slower from run 12, tiled_conflict drifting 1% a
+    commit over runs 6 to 15, tiled flat."""
+    paths = []
+    for i in range(24):
+        drift = 1.01 ** min(max(i - 5, 0), 10)
+        paths.append(make_run(tmp_path / "runs", i, factors={
+            "naive": 1.06 if i >= 12 else 1.0, "tiled_conflict": drift}))
+    db = tmp_path / "h.db"
+    import_runs(db, paths)
+    return db
+
+
+def show_rows(stdout: str) -> dict[str, str]:
+    """Return each table line by the variant it names."""
+    rows = {}
+    for line in stdout.splitlines():
+        for variant in ("naive", "tiled_conflict", "tiled "):
+            if f"matmul/{variant}" in line:
+                rows[variant.strip()] = line
+    return rows
+
+
+def test_show_names_the_step_commit_and_the_drift_range(tmp_path):
+    db = trend_history(tmp_path)
+    result = invoke("show", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    rows = show_rows(result.stdout)
+    assert set(rows) == {"naive", "tiled", "tiled_conflict"}
+    assert f"step at {commit_of(12)[:7]} (2026-01-01)" in rows["naive"]
+    assert "+6." in rows["naive"] and "NVIDIA H100 80GB HBM3" in rows["naive"]
+    assert f"drift {commit_of(6)[:7]}..{commit_of(15)[:7]}" in rows["tiled_conflict"]
+    assert "step at" not in rows["tiled_conflict"]
+    assert " - " in rows["tiled"] and "step" not in rows["tiled"] and "drift" not in rows["tiled"]
+    for row in rows.values():
+        assert " 24 " in row and "±" in row
+
+
+def test_show_filters(tmp_path):
+    db = trend_history(tmp_path)
+    result = invoke("show", "--op", "matmul", "--variant", "naive", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert set(show_rows(result.stdout)) == {"naive"}
+    since = invoke("show", "--since", "2026-01-01T20:00:00Z", "--variant", "naive", "--db", db)
+    assert since.exit_code == 0, since.stderr
+    row = show_rows(since.stdout)["naive"]
+    assert " 4 " in row and "step" not in row  # runs 20..23 only: after the step
+    assert_one_line_error(invoke("show", "--op", "dot", "--db", db), "no recorded run matches")
+    assert_one_line_error(invoke("show", "--since", "last week", "--db", db), "--since")
+
+
+def test_reruns_of_one_commit_are_one_point():
+    points = [SeriesPoint(1, "a", "t1", 1.0, "PASS"), SeriesPoint(2, "a", "t2", 3.0, "PASS"),
+              SeriesPoint(3, "b", "t3", 2.0, "PASS"), SeriesPoint(4, None, "t4", 5.0, "PASS"),
+              SeriesPoint(5, None, "t5", 6.0, "PASS")]
+    merged = per_commit(points)
+    assert [(p.run_id, p.median_s) for p in merged] == [(2, 2.0), (3, 2.0), (4, 5.0), (5, 6.0)]
+
+
+# check ---------------------------------------------------------------------------------
+
+
+def flat_history(tmp_path: Path, runs: int = 10, source: str = H100) -> Path:
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path / "runs", i, source=source) for i in range(runs)])
+    return db
+
+
+def verdicts(stdout: str) -> dict[str, str]:
+    """Return each benchmark line's verdict word, by variant."""
+    found = {}
+    words = {v.value for v in Verdict}
+    for line in stdout.splitlines():
+        cells = [cell.strip() for cell in line.split("│")]
+        if len(cells) > 2 and cells[1] and "/" in cells[1]:  # a row's first line
+            variant = cells[1].split()[0].split("/")[1]
+            found[variant] = next(cell for cell in cells if cell in words)
+    return found
+
+
+def test_check_flags_a_regression_against_the_history(tmp_path):
+    db = flat_history(tmp_path)
+    current = make_run(tmp_path, 100, factors={"tiled": 1.2}, name="current")
+    result = invoke("check", current, "--db", db)
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert verdicts(result.stdout) == {"naive": "same", "tiled": "slower",
+                                       "tiled_conflict": "same"}
+    assert "+20." in result.stdout and "history: 10 runs, spread" in result.stdout
+    assert "1 regression: 1 slower, 2 same" in result.stdout.replace("\n", " ")
+
+
+def test_check_passes_a_run_like_its_history(tmp_path):
+    db = flat_history(tmp_path)
+    result = invoke("check", make_run(tmp_path, 101, name="current"), "--db", db)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert set(verdicts(result.stdout).values()) == {"same"}
+    assert "no regression: 3 same" in result.stdout
+
+
+def test_check_with_too_little_history_says_so_and_passes(tmp_path):
+    db = flat_history(tmp_path, runs=3)
+    current = make_run(tmp_path, 100, factors={"tiled": 1.5}, name="current")
+    result = invoke("check", current, "--db", db)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert set(verdicts(result.stdout).values()) == {"noisy"}
+    assert "too little history: 3 runs" in result.stdout
+    assert "(3 with too little history, not gated)" in result.stdout.replace("\n", " ")
+
+
+def test_check_fails_a_run_that_fails_verification(tmp_path):
+    db = flat_history(tmp_path)
+    current = make_run(tmp_path, 100, fail="naive", name="current")
+    result = invoke("check", current, "--db", db)
+    assert result.exit_code == 1
+    assert verdicts(result.stdout)["naive"] == "failed"
+    assert "7 of" in result.stdout
+
+
+def test_check_does_not_gate_a_slower_reference_row(tmp_path):
+    db = flat_history(tmp_path, source=H200)
+    current = make_run(tmp_path, 100, source=H200, factors={"memcpy_dtod": 1.2},
+                       name="current")
+    result = invoke("check", current, "--threshold", "5%", "--db", db)
+    assert result.exit_code == 0, result.stdout
+    assert verdicts(result.stdout)["memcpy_dtod"] == "slower"
+    assert "not gated" in result.stdout
+
+
+def test_check_leaves_the_current_run_out_of_its_own_history(tmp_path):
+    db = flat_history(tmp_path)
+    current = make_run(tmp_path, 100, factors={"tiled": 1.2}, name="current")
+    import_runs(db, [current])
+    result = invoke("check", current, "--db", db)
+    assert result.exit_code == 1
+    assert "its own run 11 left out of its history" in result.stdout.replace("\n", " ")
+
+
+def test_check_weighs_only_the_runs_after_a_step(tmp_path):
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path / "runs", i, factors={"tiled": 0.8 if i >= 8 else 1.0})
+                     for i in range(16)])
+    faster_kernel = make_run(tmp_path, 100, factors={"tiled": 0.8}, name="current")
+    with Store.open(db) as store:
+        found = check(store, load_results(faster_kernel))
+    row = next(r for r in found.rows if r.benchmark.variant == "tiled")
+    assert row.verdict is Verdict.SAME, row.reason
+    assert row.runs == 8 and f"since the step at {commit_of(8)[:7]}" in row.reason
+    back_to_slow = make_run(tmp_path, 101, name="current")
+    with Store.open(db) as store:
+        again = check(store, load_results(back_to_slow))
+    assert next(r for r in again.rows if r.benchmark.variant == "tiled").verdict is Verdict.SLOWER
+
+
+def test_check_judges_against_the_level_after_a_drift(tmp_path):
+    db = trend_history(tmp_path)  # tiled_conflict drifted 10% over runs 6..15, then flat
+    current = make_run(tmp_path, 100, factors={"tiled_conflict": 1.01**10 * 1.03},
+                       name="current")
+    result = invoke("check", current, "--db", db)
+    assert result.exit_code == 1, result.stdout
+    # naive is back to its level before its step: 6% faster than its last 12 runs.
+    assert verdicts(result.stdout) == {"naive": "faster", "tiled": "same",
+                                       "tiled_conflict": "slower"}
+    with Store.open(db) as store:
+        row = next(r for r in check(store, load_results(current)).rows
+                   if r.benchmark.variant == "tiled_conflict")
+    assert row.change == pytest.approx(0.03, abs=0.005)
+    assert f"since the drift that ended at {commit_of(15)[:7]}" in row.reason
+
+
+def test_check_refuses_bad_options(tmp_path):
+    db = flat_history(tmp_path, runs=1)
+    run = make_run(tmp_path, 5)
+    assert_one_line_error(invoke("check", run, "--threshold", "5", "--db", db), "--threshold")
+    assert_one_line_error(invoke("check", run, "--alpha", "2", "--db", db), "--alpha")
+    assert_one_line_error(invoke("check", DATA / "compare/schema99.json", "--db", db),
+                          "schema_version 99")
+
+
+# thresholds ----------------------------------------------------------------------------
+
+
+def test_auto_threshold_from_history_and_its_floor(tmp_path):
+    db = flat_history(tmp_path, runs=12)
+    result = load_results(DATA / H100).benchmarks[1]
+    with Store.open(db) as store:
+        limit, source = auto_threshold(store, result.key, "NVIDIA H100 80GB HBM3")
+        assert source.startswith("history: 12 runs, spread ")
+        assert limit == 0.02 and "below the 2% floor" in source  # H100 medians: ~0.1% apart
+        limit, source = auto_threshold(store, result.key, "NVIDIA H200")
+        assert (limit, source) == (0.02, "floor 2%: only 0 runs in history (auto needs 5)")
+
+
+def test_threshold_from_medians_scales_with_the_spread():
+    rng = np.random.default_rng(1)
+    medians = list(np.exp(rng.normal(0, 0.01, 200)) * 1e-4)  # 1% run-to-run
+    limit, source = threshold_from_medians(medians)
+    assert limit == pytest.approx(0.03, rel=0.15)
+    assert source.startswith("history: 200 runs, spread ") and source.endswith("% x 3")
+    stepped = medians[:100] + [m * 1.3 for m in medians[100:]]  # a step is not noise
+    assert threshold_from_medians(stepped)[0] == pytest.approx(limit, rel=0.2)
+    assert threshold_from_medians(medians[:4])[1] == "floor 2%: only 4 runs in history " \
+                                                     "(auto needs 5)"
+
+
+def test_smallest_detectable_matches_the_rank_test():
+    spread, samples = 0.01, 30
+    shift = smallest_detectable(0.001, spread, samples)
+    assert 0.005 < shift < 0.03
+    rng = np.random.default_rng(2)
+    caught = sum(
+        mann_whitney_u(rng.normal(1.0, spread, samples),
+                       rng.normal(1.0 + shift, spread, samples)) < 0.001
+        for _ in range(300))
+    assert 0.7 < caught / 300 < 0.9  # the power asked for: 0.8
+    assert smallest_detectable(0.05, spread, samples) == 0.05  # the threshold rules
+    assert smallest_detectable(0.05, spread, 2) == float("inf")  # 2 samples never reach p<1e-3
+    assert smallest_detectable(0.001, 0.02, samples) > shift
+
+
+# plot ----------------------------------------------------------------------------------
+
+
+def test_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    db = flat_history(tmp_path, runs=6)
+    out = tmp_path / "trend.png"
+    result = invoke("plot", out, "--variant", "tiled", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = invoke("plot", tmp_path / "t.png", "--db", tmp_path / "none.db")
+    assert_one_line_error(result, "needs matplotlib", "pip install")
