@@ -104,7 +104,7 @@ USAGE_ERRORS = {
     "unknown variant": (["matmul", "--variant", "fastest"],
                         ["--variant fastest", "known: naive, tiled, tiled_conflict"]),
     "param without value": (["matmul", "--param", "TILE"], ["--param 'TILE'", "NAME=INTEGER"]),
-    "param not integer": (["matmul", "--param", "TILE=big"], ["--param 'TILE=big'"]),
+    "param not integer": (["matmul", "--param", "TILE=big"], ["--param TILE 'big'", "integers"]),
     "param bad name": (["matmul", "--param", "1X=3"], ["--param '1X=3'"]),
     "tile and param": (["matmul", "--tile", "16", "--param", "TILE=16"],
                        ["--tile and --param TILE both set TILE"]),

@@ -293,7 +293,8 @@ def test_a_worker_that_dies_costs_one_error_row_and_the_rest_still_run():
 def test_results_from_a_worker_stream_in_order(use_fake, tmp_path):
     use_fake(faults={"naive": Fault.FAULT})
     json_path = tmp_path / "r.json"
-    done = invoke("matmul", "--size", "20", "--json", str(json_path), *QUICK_FLAGS)
+    done = invoke("matmul", "--size", "20", "--json", str(json_path), "--progress",
+                  *QUICK_FLAGS)
     assert done.exit_code == 3
     lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
     assert [line.split()[1] for line in lines] == ["matmul/naive", "matmul/tiled",

@@ -12,9 +12,11 @@ import click
 from cudabench import __version__
 from cudabench.analysis.compare import compare, parse_threshold
 from cudabench.catalog import discover
+from cudabench.cli import best
 from cudabench.cli.boundary import BoundaryGroup
+from cudabench.cli.history import history
 from cudabench.cli.op_commands import command_names, kernels_dirs_in, op_command
-from cudabench.cli.options import build_insight, dry_run_options, insight_options
+from cudabench.cli.options import Outputs, build_insight, dry_run_options, insight_options
 from cudabench.cli.report import plot_command, report_command
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
@@ -28,6 +30,7 @@ from cudabench.measure.plan import Plan, Request, make_plan
 from cudabench.measure.sanitize import find_sanitizer
 from cudabench.ops import builtin_ops, load_ops
 from cudabench.render import terminal
+from cudabench.render.csv_out import run_to_csv
 from cudabench.render.markdown import run_to_markdown, to_markdown
 from cudabench.results import BenchmarkResult, load_results
 from cudabench.results.writer import ResultsWriter
@@ -70,11 +73,10 @@ def cli(traceback: bool) -> None:
     """
 
 
-def run_and_render(requests: list[Request], device: int, json_path: Path | None,
-                   markdown_path: Path | None = None, dry_run: bool = False,
-                   arch: str = "sm_90") -> int:
+def run_and_render(requests: list[Request], device: int, outputs: Outputs,
+                   dry_run: bool = False, arch: str = "sm_90") -> int:
     """Check every request, run them with progress on stderr, print and save the tables."""
-    plans = [make_plan(request) for request in requests]  # every usage error before the GPU
+    plans = unique_points([make_plan(request) for request in requests])  # usage errors first
     if dry_run:
         return show_plan(plans, arch)
     if any(plan.sanitize for plan in plans):
@@ -83,12 +85,15 @@ def run_and_render(requests: list[Request], device: int, json_path: Path | None,
         find_ncu()
     memory.check(plans, memory.device_free_bytes(device), memory.host_available_bytes(),
                  f"GPU {device}")
-    if markdown_path is not None:  # an unwritable path fails now, not after the run
-        write_text(markdown_path, "", "--markdown")
-    writer = ResultsWriter(json_path) if json_path is not None else None
+    for path, flag in ((outputs.markdown_path, "--markdown"), (outputs.csv_path, "--csv"),
+                       (outputs.best_out, "--best-out")):
+        if path is not None:  # an unwritable path fails now, not after the run
+            write_text(path, "", flag)
+    writer = ResultsWriter(outputs.json_path) if outputs.json_path is not None else None
     if writer is not None:  # an unwritable --json path fails now, not after the GPU work
         writer.write(complete=False)
-    with terminal.progress(count_rows(plans), terminal.stderr_console()) as advance:
+    with terminal.progress(count_rows(plans), terminal.stderr_console(),
+                           outputs.progress) as advance:
 
         def on_result(result: BenchmarkResult) -> None:
             if writer is not None:
@@ -101,9 +106,35 @@ def run_and_render(requests: list[Request], device: int, json_path: Path | None,
         writer.write(complete=True)
     terminal.render_run(outcome, terminal.stdout_console())
     terminal.render_diagnostics(outcome, terminal.stderr_console())
-    if markdown_path is not None:
-        write_text(markdown_path, run_to_markdown(outcome), "--markdown")
+    if outputs.markdown_path is not None:
+        write_text(outputs.markdown_path, run_to_markdown(outcome), "--markdown")
+    if outputs.csv_path is not None:
+        write_text(outputs.csv_path, run_to_csv(outcome), "--csv")
+    if outputs.best:
+        choices = best.choose(outcome, plans, engine_spec(device))
+        terminal.render_rows("best configuration per variant and size", best.COLUMNS,
+                             [best.row_cells(choice) for choice in choices],
+                             terminal.stdout_console())
+        if outputs.best_out is not None:
+            write_text(outputs.best_out, best.suite_text(choices), "--best-out")
     return int(outcome.exit_code)
+
+
+def unique_points(plans: list[Plan]) -> list[Plan]:
+    """Drop a variant from a sweep's later points when an earlier point already runs it with
+    the same parameters (a variant that does not take the swept parameter)."""
+    seen: set[tuple[object, ...]] = set()
+    kept = []
+    for plan in plans:
+        variants = []
+        for planned in plan.variants:
+            key = (plan.op.name, planned.variant.name, tuple(sorted(planned.params.items())),
+                   tuple(plan.shape), plan.dtype.name, plan.hot)
+            if key not in seen:
+                seen.add(key)
+                variants.append(planned)
+        kept.append(dataclasses.replace(plan, variants=tuple(variants)))
+    return kept
 
 
 def show_plan(plans: list[Plan], arch: str) -> int:
@@ -147,8 +178,9 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
     chosen = build_insight(insight)
     requests = [dataclasses.replace(request, insight=chosen)
                 for request in load_suite(path, tuple(kernels_dirs))]
-    return run_and_render(requests, device, json_path, markdown_path, dry_run=dry_run,
-                          arch=arch)
+    outputs = Outputs(json_path, markdown_path, insight.get("csv_path"),
+                      insight.get("progress"))
+    return run_and_render(requests, device, outputs, dry_run=dry_run, arch=arch)
 
 
 @cli.command("compare")
@@ -207,6 +239,7 @@ def info(device: int) -> int:
 
 cli.add_command(report_command)
 cli.add_command(plot_command)
+cli.add_command(history)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from cudabench.cli.options import benchmark_options, build_request
+from cudabench.cli.options import Outputs, benchmark_options, build_requests
 from cudabench.errors import UsageError
 from cudabench.ops import Op
 
@@ -52,23 +52,30 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
     shortcuts = {option: param for op in members for option, param in op.shortcuts.items()}
 
     def callback(device: int, json_path: Path | None, markdown_path: Path | None,
-                 dry_run: bool, arch: str, **options: Any) -> int:
+                 dry_run: bool, arch: str, best: bool, best_out: Path | None,
+                 **options: Any) -> int:
         chosen = [flagged[flag] for flag in flagged if options.pop(f"flag_{flag}")]
         if len(chosen) > 1:
             raise UsageError(f"give at most one of {', '.join('--' + f for f in flagged)}")
         op = chosen[0] if chosen else primary
         values = {param: (f"--{option.replace('_', '-')}", options.pop(f"short_{option}"))
                   for option, param in shortcuts.items()}
-        request = build_request(op.name, values, **options)
-        return run([request], device, json_path, markdown_path, dry_run=dry_run, arch=arch)
+        requests = build_requests(op.name, values, **options)
+        if best_out is not None and not best:
+            raise UsageError("--best-out needs --best")
+        outputs = Outputs(json_path, markdown_path, options["csv_path"], options["progress"],
+                          best, best_out)
+        return run(requests, device, outputs, dry_run=dry_run, arch=arch)
 
     function: Callable[..., int] = callback
     for flag, op in flagged.items():
         function = click.option(f"--{flag}", f"flag_{flag}", is_flag=True,
                                 help=f"Run {op.name}: {op.summary}.")(function)
     for option, param in shortcuts.items():
-        function = click.option(f"--{option.replace('_', '-')}", f"short_{option}", type=int,
-                                help=f"Set the {param} parameter (as -p {param}=...)."
+        function = click.option(f"--{option.replace('_', '-')}", f"short_{option}",
+                                metavar="INT[,INT...]",
+                                help=f"Set the {param} parameter (as -p {param}=...); a list "
+                                "or range sweeps it."
                                 )(function)
     function = benchmark_options(primary)(function)
     summary = primary.summary + "".join(f"; --{f}: {op.summary}" for f, op in flagged.items())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,28 +16,46 @@ from cudabench.measure.counters import parse_metrics
 from cudabench.measure.plan import Insight, Request
 from cudabench.measure.timing import TimingPolicy
 from cudabench.ops import Op
+from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes, expand_values
 
 F = TypeVar("F", bound=Callable[..., Any])
 ENERGY_DEFAULT_S = 5.0  # NVML's energy counter moves in ~100 ms steps: seconds, not ms
 
 
-def parse_params(values: tuple[str, ...]) -> dict[str, int]:
-    """Parse repeated --param NAME=VALUE options."""
-    params: dict[str, int] = {}
+@dataclass(frozen=True)
+class Outputs:
+    """Where a benchmark command writes and what it prints beside its tables."""
+
+    json_path: Path | None = None
+    markdown_path: Path | None = None
+    csv_path: Path | None = None
+    progress: bool | None = None  # None: a bar on a terminal only
+    best: bool = False
+    best_out: Path | None = None
+
+
+def parse_params(values: tuple[str, ...]) -> dict[str, list[int]]:
+    """Parse repeated --param NAME=VALUES options (a value, a list 8,16,32 or 8..64:x2)."""
+    params: dict[str, list[int]] = {}
     for text in values:
         name, sep, value = text.partition("=")
         name = name.strip()
-        try:
-            number = int(value, 0)
-        except ValueError:
-            number = None
-        if not sep or not name.isidentifier() or number is None:
-            raise UsageError(f"--param {text!r}: expected NAME=INTEGER, e.g. --param TILE=16")
+        if not sep or not name.isidentifier() or not value.strip():
+            raise UsageError(f"--param {text!r}: expected NAME=INTEGER, e.g. --param TILE=16 "
+                             "(or a sweep: TILE=8,16,32)")
         if name in params:
-            raise UsageError(f"--param {name} given twice ({params[name]} and {number}); "
-                             "give each parameter once")
-        params[name] = number
+            raise UsageError(f"--param {name} given twice; give each parameter once "
+                             "(a list sweeps it: --param TILE=8,16,32)")
+        params[name] = _values(value, f"--param {name}")
     return params
+
+
+def _values(text: str, flag: str) -> list[int]:
+    """Return the integers of a parameter value: `16`, `0x10`, `8,16,32` or `8..64:x2`."""
+    try:
+        return [int(text, 0)]
+    except ValueError:
+        return expand_values(text, flag)
 
 
 def timing_options(function: F) -> F:
@@ -73,13 +93,15 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
     def decorate(function: F) -> F:
         options = [
             click.option("--size", "-s", default=op.default_size, show_default=True,
-                         help=f"Problem size: {examples}."),
+                         help=f"Problem size: {examples}; a sweep: 256,512 or 256..8192:x2 "
+                         "(a range per extent too: 4096x256..4096:x2x4096)."),
             click.option("--dtype", default="float32" if "float32" in op.dtypes
                          else op.dtypes[0], show_default=True, help=f"Input type: {types}."),
             click.option("--variant", "variants", multiple=True, metavar="NAME",
                          help="Variant to run (repeatable); default all. See `cudabench list`."),
             click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
-                         help="Set a kernel parameter (repeatable), e.g. -p TILE=32."),
+                         help="Set a kernel parameter (repeatable), e.g. -p TILE=32; a list or "
+                         "range sweeps it: -p TILE=8,16,32."),
             click.option("--seed", type=int, default=0, show_default=True,
                          help="Seed of the random inputs."),
             click.option("--kernels-dir", "kernels_dirs", multiple=True,
@@ -93,6 +115,13 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
             click.option("--device", type=int, default=0, show_default=True,
                          help="CUDA device index."),
             *dry_run_options(),
+            click.option("--best", is_flag=True,
+                         help="Name the fastest passing configuration per variant and size "
+                         "(an autotuner over the sweep); close calls are re-measured head to "
+                         "head, and a tie is said to be one."),
+            click.option("--best-out", type=click.Path(path_type=Path, dir_okay=False),
+                         help="With --best: write the winners as a suite (cudabench.toml "
+                         "entries)."),
             click.option("--sanitize", type=click.Choice(["memcheck", "racecheck", "synccheck",
                                                           "initcheck"]),
                          is_flag=False, flag_value="memcheck", default=None,
@@ -121,6 +150,12 @@ def insight_options(function: F) -> F:
                      metavar="[SECONDS]",
                      help=f"Measure joules per launch over a pass of back-to-back launches "
                      f"(default {ENERGY_DEFAULT_S:g} s; NVML's energy counter)."),
+        click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False),
+                     help="Also write one CSV row per benchmark to this file."),
+        click.option("--progress/--quiet", "progress", default=None,
+                     help="Force the progress display on stderr (a line per benchmark when "
+                     "stderr is not a terminal), or silence it. Default: a live bar on a "
+                     "terminal, nothing otherwise."),
         click.option("--transfers", is_flag=True,
                      help="Also time host-to-device and device-to-host copies of the inputs "
                      "and result, pageable and pinned, against the link's peak."),
@@ -163,10 +198,10 @@ def dry_run_options() -> list[Callable[[F], F]]:
     ]
 
 
-def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **options: Any
-                  ) -> Request:
-    """Build a Request from a command's options; shortcuts map --tile etc. to params."""
-
+def build_requests(op: str, shortcuts: dict[str, tuple[str, str | None]], **options: Any
+                   ) -> list[Request]:
+    """Build the Requests of a command: one, or one per point of a sweep (the product of
+    every size and every parameter value given as a list or range)."""
     params = parse_params(options["params"])
     flags = {}
     for name, (flag, value) in shortcuts.items():
@@ -174,7 +209,7 @@ def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **optio
             continue
         if name in params:
             raise UsageError(f"{flag} and --param {name} both set {name}; give one")
-        params[name] = value
+        params[name] = _values(value, flag)
         flags[name] = flag
     timing = TimingPolicy(
         warmup_s=options["warmup"], min_samples=options["min_samples"],
@@ -182,10 +217,19 @@ def build_request(op: str, shortcuts: dict[str, tuple[str, int | None]], **optio
         max_time_s=options["max_time"], timeout_s=options["timeout"],
         compile_timeout_s=options["compile_timeout"],
     )
-    return Request(
-        op=op, size=options["size"], dtype=options["dtype"], variants=options["variants"],
-        params=params, param_flags=flags, seed=options["seed"], hot=options["hot"],
-        sanitize=options.get("sanitize"),
-        timing=timing, kernels_dirs=tuple(options["kernels_dirs"]),
-        insight=build_insight(options),
-    )
+    size = options["size"]
+    sizes = expand_sizes(size) if size and ("," in size or ".." in size) else [size]
+    names = list(params)
+    points = [dict(zip(names, combo)) for combo in itertools.product(
+        *(params[name] for name in names))]
+    if len(sizes) * len(points) > MAX_SWEEP_POINTS:
+        raise UsageError(f"the sweep has {len(sizes) * len(points)} points, more than "
+                         f"{MAX_SWEEP_POINTS}; use fewer sizes or parameter values")
+    sweep = len(sizes) * len(points) > 1
+    insight = build_insight(options)
+    return [Request(
+        op=op, size=size_text, dtype=options["dtype"], variants=options["variants"],
+        params=point, param_flags=flags, seed=options["seed"], hot=options["hot"],
+        sanitize=options.get("sanitize"), timing=timing,
+        kernels_dirs=tuple(options["kernels_dirs"]), insight=insight, sweep=sweep,
+    ) for size_text in sizes for point in points]

@@ -10,16 +10,17 @@
 
     [[benchmark]]
     op = "matmul"                 # an op from `cudabench list`
-    sizes = ["1000", "512x256x128"]    # or size = "1000"
+    sizes = ["1000", "512x256x128"]    # or size = "1000"; a sweep: "256..4096:x2"
     dtypes = ["float32", "int32"]      # or dtype = "float32"
     variants = ["naive", "tiled"]      # optional: default all
-    params = { TILE = 16 }             # optional
+    params = { TILE = 16 }             # optional; a list sweeps: { TILE = [8, 16, 32] }
     hot = false                        # optional
     seed = 0                           # optional
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 from cudabench.errors import UsageError
 from cudabench.measure.plan import Request
 from cudabench.measure.timing import TimingPolicy
+from cudabench.ops.sizes import expand_sizes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -98,9 +100,12 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
         if not isinstance(entry.get("op"), str):
             raise UsageError(f"{at}.op: expected an op name such as \"matmul\"")
         params = entry.get("params", {})
-        if not isinstance(params, dict) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in params.values()):
-            raise UsageError(f"{at}.params: expected a table of integers, e.g. {{ TILE = 16 }}")
+        if not isinstance(params, dict) or not all(_is_param(v) for v in params.values()):
+            raise UsageError(f"{at}.params: expected a table of integers, e.g. {{ TILE = 16 }},"
+                             " or lists to sweep, e.g. { TILE = [8, 16, 32] }")
+        grid = {name: value if isinstance(value, list) else [value]
+                for name, value in params.items()}
+        points = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
         hot = entry.get("hot", False)
         seed = entry.get("seed", 0)
         if not isinstance(hot, bool) or not isinstance(seed, int) or isinstance(seed, bool):
@@ -108,18 +113,31 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
         sanitize = entry.get("sanitize")
         if sanitize is not None and not isinstance(sanitize, str):
             raise UsageError(f"{at}.sanitize: expected a tool name such as \"memcheck\"")
-        sizes: list[str | None] = [*_plural(entry, "size", "sizes", at)] or [None]
+        sizes: list[str | None] = [
+            expanded for text in _plural(entry, "size", "sizes", at)
+            for expanded in (expand_sizes(text, f"{at}.size")
+                             if "," in text or ".." in text else [text])] or [None]
+        dtypes = _plural(entry, "dtype", "dtypes", at) or ["float32"]
+        sweep = len(sizes) * len(points) * len(dtypes) > 1
         for size in sizes:
-            for dtype in _plural(entry, "dtype", "dtypes", at) or ["float32"]:
-                requests.append(Request(
-                    op=entry["op"], size=size, dtype=dtype,
-                    variants=tuple(_strings(entry, "variants", at, [])),
-                    params=dict(params), seed=seed, hot=hot, sanitize=sanitize,
-                    timing=timing,
-                    kernels_dirs=dirs + tuple(extra_kernels_dirs),
-                    origin=f"{at} ({entry['op']}, size {size or 'default'}, {dtype})",
-                ))
+            for dtype in dtypes:
+                for point in points:
+                    requests.append(Request(
+                        op=entry["op"], size=size, dtype=dtype,
+                        variants=tuple(_strings(entry, "variants", at, [])),
+                        params=point, seed=seed, hot=hot, sanitize=sanitize,
+                        timing=timing,
+                        kernels_dirs=dirs + tuple(extra_kernels_dirs),
+                        origin=f"{at} ({entry['op']}, size {size or 'default'}, {dtype})",
+                        sweep=sweep,
+                    ))
     return requests
+
+
+def _is_param(value: Any) -> bool:
+    """Return whether a suite's parameter value is an integer or a non-empty list of them."""
+    values = value if isinstance(value, list) and value else [value]
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 
 def _timing(table: Any, where: str) -> TimingPolicy:

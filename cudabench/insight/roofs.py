@@ -21,9 +21,9 @@ from types import MappingProxyType
 
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 
-SOURCE = ("the CUDA C++ Programming Guide's arithmetic-instruction throughput table for CUDA "
-          "cores and NVIDIA's V100, Turing, A100, GA102, Ada and H100 architecture "
-          "whitepapers for tensor cores")
+# Named in every table's footer: short. The module doc says which tables and papers.
+SOURCE = ("CUDA C++ Programming Guide (CUDA cores), NVIDIA architecture whitepapers "
+          "(tensor cores)")
 UNITS = ("cuda", "tensor")
 MARGIN = 1.10  # clocks and counts round: only beyond 10% over the roof is a row suspect
 

@@ -51,6 +51,7 @@ class Request:
     kernels_dirs: tuple[Path, ...] = ()
     origin: str = ""  # where a suite file defined it, prefixed to its errors
     insight: Insight = field(default_factory=lambda: Insight())
+    sweep: bool = False  # one point of a sweep: a combination a variant cannot run is a SKIP
 
     def flag(self, param: str) -> str:
         """Return the flag the user set param with, for error messages."""
@@ -80,6 +81,7 @@ class Plan:
     sanitize: str | None = None  # compute-sanitizer tool (--sanitize), or None
     skipped: tuple[tuple[KernelVariant, str], ...] = ()  # variants not run, and why
     insight: Insight = field(default_factory=lambda: Insight())
+    sweep: bool = False  # part of a sweep: combinations a variant cannot run are skipped
 
     @property
     def batch(self) -> bool:
@@ -149,16 +151,26 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             raise UsageError(
                 f"{request.flag(param)}: no selected {op.name} variant takes {param}"
             )
-    planned = tuple(
-        PlannedVariant(v, _resolve_params(request, op, shape, types, v)) for v in chosen
-    )
+    planned_list = []
+    for variant in chosen:
+        try:
+            planned_list.append(PlannedVariant(variant, _resolve_params(request, op, shape,
+                                                                        types, variant)))
+        except UsageError as exc:
+            if not request.sweep:
+                raise
+            # A sweep's point this variant cannot run (a value it does not allow, a block
+            # too large): a row that says so, and the other points go on.
+            skipped.append((variant, str(exc)))
+            notes.append(f"skipped {variant.name}: {exc}")
+    planned = tuple(planned_list)
     if request.sanitize is not None and request.sanitize not in SANITIZER_TOOLS:
         raise UsageError(f"--sanitize {request.sanitize}: expected one of "
                          f"{', '.join(SANITIZER_TOOLS)}")
     if not (math.isfinite(request.insight.energy_s) and request.insight.energy_s >= 0):
         raise UsageError(f"--energy {request.insight.energy_s}: expected seconds > 0")
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
-                request.sanitize, tuple(skipped), request.insight)
+                request.sanitize, tuple(skipped), request.insight, request.sweep)
 
 
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,

@@ -136,7 +136,10 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             "it ran in a fresh process. `compute-sanitizer python3 -m cudabench ...` shows the "
             "bad access",
         )
-    except CudabenchError as exc:  # compile errors, GPU limits, out of memory
+    except UsageError as exc:  # beyond this GPU's limits (shared memory, grid)
+        # In a sweep that is a combination this GPU cannot run, not a broken kernel.
+        return row(skipped=str(exc)) if plan.sweep else row(error=str(exc))
+    except CudabenchError as exc:  # compile errors, out of memory
         return row(error=str(exc))
     finally:
         for allocation in guarded.values():
@@ -145,8 +148,12 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
 
 def roof_type(unit: str, types: TypeSet) -> str:
     """Return the type a row's roof is looked up by: tensor cores are rated by their input
-    type (FP16 with FP32 accumulation is the FP16 roof), CUDA cores by the accumulator's."""
-    return types.input.name if unit == "tensor" else types.accumulate.name
+    type (FP16 with FP32 accumulation is the FP16 roof; float32 runs as TF32), CUDA cores by
+    the accumulator's."""
+    if unit == "tensor":
+        # float32 inputs reach tensor cores only as TF32: that is their roof.
+        return "tf32" if types.input.name == "float32" else types.input.name
+    return types.accumulate.name
 
 
 def extra_passes(plan: Plan, engine: Engine, run: Run, launch_s: float) -> dict[str, Any]:

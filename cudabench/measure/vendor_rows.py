@@ -70,6 +70,7 @@ def run_vendor(plan: Plan, engine: Engine, prepared: Prepared) -> BenchmarkResul
         trespass = guards.check(engine, guarded, itemsizes)
         if trespass:
             fields["error"] = f"{call.routine}: " + "; ".join(trespass)
+            fields["verification"] = dataclasses.replace(fields["verification"], passed=False)
         else:
             warm_up_on(engine, run, plan)
             fields.update(sample(engine, run, plan, sum(

@@ -33,3 +33,78 @@ def parse_dims(text: str, counts: Mapping[int, str], flag: str = "--size") -> tu
         examples = " or ".join(f"{flag} {example}" for example in counts.values())
         raise UsageError(f"{flag} {text!r}: expected {examples}")
     return tuple(parse_extent(part, flag) for part in parts)
+
+
+# -- sweeps ---------------------------------------------------------------------------------
+# A sweep is a comma-separated list of sizes; each extent of a size may be a range
+# `FIRST..LAST:STEP`, STEP being `xK` (multiply by K) or `+K` (add K). The `x` that follows a
+# range's colon is its step; any other `x` separates extents, so `4096x256..4096:x2x4096`
+# reads 4096 | 256..4096:x2 | 4096 and `45x70x33` stays three plain extents.
+_EXTENT = r"\d+(?:\s*<<\s*\d+)?"
+_TOKEN = re.compile(rf"\s*(?:(?P<first>{_EXTENT})\s*\.\.\s*(?P<last>{_EXTENT})\s*:\s*"
+                    rf"(?P<op>[x+])\s*(?P<step>\d+)|(?P<plain>{_EXTENT}))\s*")
+MAX_SWEEP_POINTS = 10_000
+
+
+def expand_sizes(text: str, flag: str = "--size") -> list[str]:
+    """Return the sizes a --size value names: one, a comma list, or ranges per extent."""
+    sizes: list[str] = []
+    for item in text.lower().replace("×", "x").split(","):
+        extents = [_extent_values(token, flag, text) for token in _tokens(item, flag, text)]
+        combos: list[list[int]] = [[]]
+        for values in extents:
+            combos = [combo + [value] for combo in combos for value in values]
+            if len(sizes) + len(combos) > MAX_SWEEP_POINTS:
+                raise UsageError(f"{flag} {text!r}: more than {MAX_SWEEP_POINTS} sizes; "
+                                 "use a coarser step")
+        sizes += ["x".join(str(v) for v in combo) for combo in combos]
+    return list(dict.fromkeys(sizes))
+
+
+def _tokens(item: str, flag: str, text: str) -> list[re.Match[str]]:
+    """Split one size of a sweep into its extents (plain or ranges)."""
+    tokens, position = [], 0
+    while True:
+        match = _TOKEN.match(item, position)
+        if match is None:
+            raise UsageError(f"{flag} {text!r}: cannot read {item.strip()!r}; sizes look like "
+                             "1000, 512x256x128, 256,512 or 256..8192:x2 (see --help)")
+        tokens.append(match)
+        position = match.end()
+        if position == len(item):
+            return tokens
+        if item[position] != "x":
+            raise UsageError(f"{flag} {text!r}: expected `x` between extents at "
+                             f"{item[position:]!r}")
+        position += 1
+
+
+def _extent_values(token: re.Match[str], flag: str, text: str) -> list[int]:
+    """Return the values of one extent: a plain number, or every step of a range."""
+    if token["plain"] is not None:
+        return [parse_extent(token["plain"], flag)]
+    first, last = parse_extent(token["first"], flag), parse_extent(token["last"], flag)
+    step = int(token["step"])
+    grows = step > 1 if token["op"] == "x" else step > 0
+    if first > last or not grows:
+        raise UsageError(f"{flag} {text!r}: a range runs from a smaller to a larger size "
+                         "with a step that grows it (x2, +256)")
+    values = [first]
+    while len(values) <= MAX_SWEEP_POINTS:
+        following = values[-1] * step if token["op"] == "x" else values[-1] + step
+        if following > last:
+            return values
+        values.append(following)
+    raise UsageError(f"{flag} {text!r}: more than {MAX_SWEEP_POINTS} steps in a range")
+
+
+def expand_values(text: str, flag: str) -> list[int]:
+    """Return the integers a parameter value names: `16`, `8,16,32` or `8..64:x2`."""
+    values: list[int] = []
+    for item in text.split(","):
+        match = _TOKEN.fullmatch(item)
+        if match is None:
+            raise UsageError(f"{flag} {text!r}: expected integers, a list (8,16,32) or a "
+                             "range (8..64:x2)")
+        values += _extent_values(match, flag, text)
+    return list(dict.fromkeys(values))

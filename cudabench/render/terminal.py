@@ -8,11 +8,19 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -48,11 +56,18 @@ def stderr_console() -> Console:
 
 
 @contextlib.contextmanager
-def progress(total: int, console: Console) -> Iterator[Callable[[BenchmarkResult], None]]:
-    """Yield advance(result): a live bar on a terminal, a line per benchmark otherwise."""
+def progress(total: int, console: Console, mode: bool | None = None
+             ) -> Iterator[Callable[[BenchmarkResult], None]]:
+    """Yield advance(result): a live bar with the current benchmark, count and ETA on a
+    terminal; nothing otherwise (CI logs stay clean) unless mode is True, which prints a
+    line per benchmark with the ETA; mode False (--quiet) is silent everywhere."""
+    if mode is False or (mode is None and not console.is_terminal):
+        yield lambda result: None
+        return
     if console.is_terminal:
         columns = (TextColumn("{task.description}", markup=False), BarColumn(),
-                   MofNCompleteColumn(), TimeElapsedColumn())
+                   MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                   TimeRemainingColumn())
         with Progress(*columns, console=console, transient=True) as bar:
             task = bar.add_task("benchmarking", total=total)
 
@@ -61,14 +76,16 @@ def progress(total: int, console: Console) -> Iterator[Callable[[BenchmarkResult
 
             yield advance
         return
-    done = 0
+    done, started = 0, time.monotonic()
 
     def log(result: BenchmarkResult) -> None:
         nonlocal done
         done += 1
+        left = (time.monotonic() - started) / done * (total - done)
         console.print(Text(
             f"[{done}/{total}] {result.op}/{result.variant} {shape_text(result.shape)} "
             f"{result.dtype}: {result.status.value} {format_seconds(result.median_s)}"
+            f"{f'; about {left:.0f} s left' if done < total else ''}"
         ))
 
     yield log

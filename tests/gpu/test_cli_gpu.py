@@ -98,7 +98,8 @@ def test_run_suite_writes_every_benchmark(tmp_path):
                      'sizes = ["64", "33x17"]\ndtypes = ["float32", "int32"]\n'
                      '[[benchmark]]\nop = "dot"\nsize = "1000"\n')
     path = tmp_path / "suite.json"
-    result = CliRunner().invoke(cli, ["run", str(suite), "--json", str(path), "--no-vendor"])
+    result = CliRunner().invoke(cli, ["run", str(suite), "--json", str(path), "--no-vendor",
+                                      "--progress"])
     assert result.exit_code == 0, result.output
     loaded = load_results(path)
     # 4 transpose groups x (3 variants + copy) and dot's 2 variants + copy.

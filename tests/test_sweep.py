@@ -1,0 +1,142 @@
+"""Sweeps over sizes and parameters, --best with its head-to-head, CSV and progress output."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+import tomllib
+from click.testing import CliRunner
+
+from cudabench.analysis.best import decide
+from cudabench.cli import cli
+from cudabench.errors import UsageError
+from cudabench.ops.sizes import expand_sizes, expand_values
+from cudabench.results import load_results
+from cudabench.results.model import BenchmarkResult, Status
+
+QUICK = ["--warmup", "0", "--min-samples", "8", "--max-time", "0.05", "--no-vendor",
+         "--no-batch"]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.mark.parametrize(("text", "sizes"), [
+    ("512,1024,2048", ["512", "1024", "2048"]),
+    ("256..2048:x2", ["256", "512", "1024", "2048"]),
+    ("1000..4000:+1000", ["1000", "2000", "3000", "4000"]),
+    ("4096x256..1024:x2x4096", ["4096x256x4096", "4096x512x4096", "4096x1024x4096"]),
+    ("45x70x33", ["45x70x33"]),  # an `x` outside a range's step separates extents
+    ("8..8:x2", ["8"]),
+    ("100..250:+100,64", ["100", "200", "64"]),
+    ("1<<10..1<<12:x2", ["1024", "2048", "4096"]),
+])
+def test_the_sweep_grammar(text, sizes):
+    assert expand_sizes(text) == sizes
+
+
+@pytest.mark.parametrize("text", ["8..4:x2", "1..10:x1", "1..10:+0", "45xx3", "4096x", "a..b:x2",
+                                  "1..1000000000:+1"])
+def test_a_bad_sweep_is_a_usage_error(text):
+    with pytest.raises(UsageError, match="--size"):
+        expand_sizes(text)
+
+
+def test_parameter_lists_and_ranges():
+    assert expand_values("8,16,32", "--tile") == [8, 16, 32]
+    assert expand_values("8..64:x2", "--tile") == [8, 16, 32, 64]
+    with pytest.raises(UsageError, match="--tile"):
+        expand_values("8,big", "--tile")
+
+
+def test_a_sweep_runs_every_point_and_skips_what_a_variant_cannot_run(use_fake, tmp_path):
+    path = tmp_path / "s.json"
+    done = invoke("matmul", "--size", "32,48", "--tile", "8,16,64", "--variant", "tiled",
+                  *QUICK, "--json", str(path))
+    assert done.exit_code == 0, done.output
+    rows = load_results(path).benchmarks
+    ran = {(r.shape[0], r.params.get("TILE")) for r in rows if r.status is Status.PASS}
+    assert ran == {(32, 8), (32, 16), (48, 8), (48, 16)}
+    skipped = [r for r in rows if r.status is Status.SKIP]
+    assert len(skipped) == 2 and all("TILE" in (r.skipped or "") for r in skipped)
+
+
+def test_a_variant_without_the_swept_parameter_runs_once_per_size(use_fake, tmp_path):
+    path = tmp_path / "s.json"
+    done = invoke("transpose", "--size", "40", "--param", "BLOCK_ROWS=4,8", *QUICK,
+                  "--json", str(path))
+    assert done.exit_code == 0, done.output
+    names = [r.variant for r in load_results(path).benchmarks]
+    assert names.count("naive") == 1 and names.count("shared") == 2
+
+
+def test_best_names_a_winner_and_writes_a_suite(use_fake, tmp_path):
+    # TILE changes nothing in the fake's cost: the close call is re-measured head to head,
+    # and whatever it decides (a winner or a tie), the suite names one configuration.
+    out = tmp_path / "best.toml"
+    done = invoke("matmul", "--size", "32..64:x2", "--tile", "8,16", "--variant", "naive",
+                  *QUICK, "--best", "--best-out", str(out))
+    assert done.exit_code == 0, done.output
+    assert "best configuration per variant and size" in done.stdout
+    assert "tie with" in done.stdout or " best" in done.stdout
+    suite = tomllib.loads(out.read_text())
+    assert [b["size"] for b in suite["benchmark"]] == ["32x32x32", "64x64x64"]
+    assert all(b["variants"] == ["naive"] and "TILE" in b["params"] for b in suite["benchmark"])
+    rerun = invoke("run", str(out), "--no-vendor")  # the written suite runs as it is
+    assert rerun.exit_code == 0, rerun.output
+
+
+def sample_row(params, median, noise=0.001, n=40):
+    samples = tuple(median * (1 + noise * ((i % 7) - 3) / 3) for i in range(n))
+    return BenchmarkResult(op="matmul", variant="tiled", params=params, shape=(64, 64, 64),
+                           dims=("M", "K", "N"), dtype="float32", hot=False, samples_s=samples)
+
+
+def test_a_clear_winner_is_named_and_a_close_call_is_a_tie():
+    clear = decide([sample_row({"TILE": 8}, 1.2e-3), sample_row({"TILE": 16}, 1.0e-3)])
+    assert clear.best.params == {"TILE": 16} and not clear.is_tie
+    assert clear.margin == pytest.approx(0.2, rel=0.01)
+    close = decide([sample_row({"TILE": 8}, 1.000e-3), sample_row({"TILE": 16}, 1.001e-3)])
+    assert close.is_tie
+
+
+def test_the_rematch_overrules_a_lucky_first_run():
+    rows = [sample_row({"TILE": 8}, 0.99e-3), sample_row({"TILE": 16}, 1.0e-3)]
+    rematch = {0: [1.05e-3 + i * 1e-7 for i in range(30)], 1: [1.0e-3 + i * 1e-7 for i in range(30)]}
+    assert decide(rows, rematch).best.params == {"TILE": 16}
+
+
+def test_best_out_needs_best(use_fake, tmp_path):
+    done = invoke("matmul", "--best-out", str(tmp_path / "b.toml"))
+    assert done.exit_code == 2 and "--best-out needs --best" in done.stderr
+
+
+def test_csv_has_a_row_per_benchmark(use_fake, tmp_path):
+    path = tmp_path / "r.csv"
+    done = invoke("dot", "--size", "1000", *QUICK, "--csv", str(path))
+    assert done.exit_code == 0, done.output
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
+    assert [r["variant"] for r in rows] == ["atomic", "shared_tree", "memcpy_dtod"]
+    assert all(float(r["median_s"]) > 0 for r in rows)
+
+
+def test_progress_is_quiet_off_a_terminal_unless_forced(use_fake):
+    quiet = invoke("dot", "--size", "1000", *QUICK)
+    assert "[1/" not in quiet.stderr
+    loud = invoke("dot", "--size", "1000", *QUICK, "--progress")
+    assert "[1/3] dot/atomic" in loud.stderr and "left" in loud.stderr
+    assert "[1/" not in invoke("dot", "--size", "1000", *QUICK, "--quiet").stderr
+
+
+def test_a_suite_sweeps_too(use_fake, tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "matmul"\nsize = "32..64:x2"\nvariants = ["tiled"]\n'
+                     'params = { TILE = [8, 16] }\n')
+    path = tmp_path / "r.json"
+    done = invoke("run", str(suite), "--json", str(path), "--no-vendor", "--no-batch")
+    assert done.exit_code == 0, done.output
+    points = {(r.shape[0], r.params["TILE"]) for r in load_results(path).benchmarks}
+    assert points == {(32, 8), (32, 16), (64, 8), (64, 16)}
