@@ -105,7 +105,8 @@ def test_a_clear_winner_is_named_and_a_close_call_is_a_tie():
 
 def test_the_rematch_overrules_a_lucky_first_run():
     rows = [sample_row({"TILE": 8}, 0.99e-3), sample_row({"TILE": 16}, 1.0e-3)]
-    rematch = {0: [1.05e-3 + i * 1e-7 for i in range(30)], 1: [1.0e-3 + i * 1e-7 for i in range(30)]}
+    rematch = {0: [1.05e-3 + i * 1e-7 for i in range(30)],
+               1: [1.0e-3 + i * 1e-7 for i in range(30)]}
     assert decide(rows, rematch).best.params == {"TILE": 16}
 
 

@@ -27,8 +27,10 @@ changes of the median that noise alone produces.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cudabench.analysis.stats import mann_whitney_u, median_precision
@@ -88,6 +90,9 @@ class ComparisonRow:
     verdict: Verdict
     reason: str
     kind: Kind = Kind.VARIANT  # reference rows (the device copy) inform but never gate
+    threshold: float = DEFAULT_THRESHOLD  # the gate this row used...
+    threshold_source: str = ""  # ...and where it came from ("--threshold", "floor", history)
+    detectable: float | None = None  # --power: the smallest slowdown this gate would catch
 
     @property
     def regressed(self) -> bool:
@@ -146,9 +151,20 @@ def parse_threshold(text: str) -> float:
     return value
 
 
+ThresholdFor = Callable[[BenchmarkResult], tuple[float, str]]  # row -> (threshold, source)
+PowerFor = Callable[[float, BenchmarkResult, BenchmarkResult], float]  # -> detectable change
+
+
 def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFAULT_THRESHOLD,
-            alpha: float = DEFAULT_ALPHA, allow_different_gpu: bool = False) -> Comparison:
-    """Pair the benchmarks of two results files and judge each pair's change."""
+            alpha: float = DEFAULT_ALPHA, allow_different_gpu: bool = False,
+            threshold_for: ThresholdFor | None = None, power_for: PowerFor | None = None
+            ) -> Comparison:
+    """Pair the benchmarks of two results files and judge each pair's change.
+
+    threshold_for, when given, sets each row's threshold (--threshold auto: from history);
+    threshold is then the floor it falls back to. power_for fills each row's detectable
+    change (--power).
+    """
     if not 0 < threshold < MAX_THRESHOLD:
         raise UsageError(f"--threshold {threshold!r}: must be above 0 and below {MAX_THRESHOLD}")
     if not 0 < alpha < 1:
@@ -162,10 +178,18 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         )
     before = _index(baseline)
     after = _index(current)
-    rows = tuple(_compare_pair(result, after[key], threshold, alpha)
-                 for key, result in before.items() if key in after)
+    rows = []
+    for key, result in before.items():
+        if key not in after:
+            continue
+        limit, source = (threshold_for(after[key]) if threshold_for is not None
+                         else (threshold, "--threshold"))
+        row = _compare_pair(result, after[key], limit, alpha)
+        detectable = power_for(limit, result, after[key]) if power_for is not None else None
+        rows.append(dataclasses.replace(row, threshold=limit, threshold_source=source,
+                                        detectable=detectable))
     return Comparison(
-        rows=rows,
+        rows=tuple(rows),
         added=tuple(result for key, result in after.items() if key not in before),
         removed=tuple(result for key, result in before.items() if key not in after),
         threshold=threshold,

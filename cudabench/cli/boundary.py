@@ -1,6 +1,7 @@
 """The one error boundary: a CudabenchError becomes a one-line message and its exit code.
 
-A traceback is shown only with --traceback; any other exception is reported as a bug.
+A traceback is shown only with --traceback, which may stand anywhere on the command line
+(`cudabench matmul --size x --traceback` too); any other exception is reported as a bug.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from rich.text import Text
 
 from cudabench.errors import CudabenchError, ExitCode
 
+TRACEBACK_FLAG = "--traceback"
+# Click >= 8.2 raises this for a group run without arguments; 8.1 prints the help itself.
+_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", None)
+
 
 class BoundaryGroup(click.Group):
     """The one error boundary: errors become a one-line message and a typed exit code."""
@@ -21,7 +26,12 @@ class BoundaryGroup(click.Group):
     def main(self, args: Any = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
-        """Run the CLI; Click's own usage errors also become one line and exit code 2."""
+        """Run the CLI; Click's own usage errors also become one line and exit code 2.
+
+        A --traceback after the subcommand is moved before it, where the group's option
+        parses it; no arguments at all (or --traceback alone) print the help, exit 0.
+        """
+        args = hoist_traceback(sys.argv[1:] if args is None else list(args))
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Abort:
@@ -29,12 +39,13 @@ class BoundaryGroup(click.Group):
             code = ExitCode.INTERRUPTED
         except click.ClickException as exc:
             ctx = getattr(exc, "ctx", None)
+            if _NO_ARGS is not None and isinstance(exc, _NO_ARGS) and ctx is not None:
+                click.echo(ctx.get_help())  # `cudabench` (or a group) alone: its help
+                return finish(ExitCode.OK, standalone_mode)
             where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
             print_error(f"cudabench: error: {exc.format_message()}{where}")
             code = ExitCode.USAGE
-        if not standalone_mode:
-            return code
-        sys.exit(int(code or 0))
+        return finish(code, standalone_mode)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -58,6 +69,22 @@ class BoundaryGroup(click.Group):
             )
             code = ExitCode.INTERNAL
         ctx.exit(int(code or 0))
+
+
+def hoist_traceback(args: list[str]) -> list[str]:
+    """Return args with every --traceback before `--` taken out and put first (once)."""
+    end = args.index("--") if "--" in args else len(args)
+    rest = [arg for arg in args[:end] if arg != TRACEBACK_FLAG] + args[end:]
+    if len(rest) == len(args):
+        return args
+    return [TRACEBACK_FLAG, *rest] if rest else []
+
+
+def finish(code: Any, standalone_mode: bool) -> Any:
+    """Return the exit code (standalone_mode False, as in tests) or exit with it."""
+    if not standalone_mode:
+        return code
+    sys.exit(int(code or 0))
 
 
 def print_error(message: str) -> None:

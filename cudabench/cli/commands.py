@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,29 +14,43 @@ import click
 
 from cudabench import __version__
 from cudabench.analysis.compare import compare, parse_threshold
+from cudabench.analysis.stats import relative_spread
 from cudabench.catalog import discover
 from cudabench.cli import best
+from cudabench.cli.ab import ab_command
 from cudabench.cli.boundary import BoundaryGroup
-from cudabench.cli.history import history
+from cudabench.cli.history import check_file, history, record_files
 from cudabench.cli.op_commands import command_names, kernels_dirs_in, op_command
 from cudabench.cli.options import Outputs, build_insight, dry_run_options, insight_options
 from cudabench.cli.report import plot_command, report_command
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
+from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history.store import Store
+from cudabench.history.threshold import (
+    DEFAULT_FLOOR,
+    DEFAULT_MULTIPLE,
+    auto_threshold,
+    smallest_detectable,
+)
 from cudabench.measure import memory
 from cudabench.measure.counters import find_ncu
 from cudabench.measure.dryrun import plan_rows
 from cudabench.measure.engine import EngineSpec, PycudaSpec
 from cudabench.measure.nvcc import find_nvcc
 from cudabench.measure.pipeline import count_rows, run_plans
-from cudabench.measure.plan import Plan, Request, make_plan
+from cudabench.measure.plan import Insight, Plan, Request, make_plan
 from cudabench.measure.sanitize import find_sanitizer
 from cudabench.ops import builtin_ops, load_ops
 from cudabench.render import terminal
-from cudabench.render.csv_out import run_to_csv
+from cudabench.render.csv_out import comparison_to_csv, run_to_csv
+from cudabench.render.html import comparison_html
 from cudabench.render.markdown import run_to_markdown, to_markdown
 from cudabench.results import BenchmarkResult, load_results
 from cudabench.results.writer import ResultsWriter
+from cudabench.units import params_text, shape_text
+
+RUNS_DIR = Path(".cudabench") / "runs"  # where --record keeps a run given no --json
 
 
 def engine_spec(device: int) -> EngineSpec:
@@ -89,6 +106,11 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
                        (outputs.best_out, "--best-out")):
         if path is not None:  # an unwritable path fails now, not after the run
             write_text(path, "", flag)
+    if outputs.record and outputs.json_path is None:  # the store records a file: keep one
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        kept = RUNS_DIR / f"{stamp}.json"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        outputs = dataclasses.replace(outputs, json_path=kept)
     writer = ResultsWriter(outputs.json_path) if outputs.json_path is not None else None
     if writer is not None:  # an unwritable --json path fails now, not after the GPU work
         writer.write(complete=False)
@@ -110,6 +132,11 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         write_text(outputs.markdown_path, run_to_markdown(outcome), "--markdown")
     if outputs.csv_path is not None:
         write_text(outputs.csv_path, run_to_csv(outcome), "--csv")
+    code = int(outcome.exit_code)
+    if outputs.record and outputs.json_path is not None:
+        record_files([outputs.json_path], outputs.db)
+        if outputs.check:
+            code = max(code, check_file(outputs.json_path, outputs.db))
     if outputs.best:
         choices = best.choose(outcome, plans, engine_spec(device))
         terminal.render_rows("best configuration per variant and size", best.COLUMNS,
@@ -117,7 +144,7 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
                              terminal.stdout_console())
         if outputs.best_out is not None:
             write_text(outputs.best_out, best.suite_text(choices), "--best-out")
-    return int(outcome.exit_code)
+    return code
 
 
 def unique_points(plans: list[Plan]) -> list[Plan]:
@@ -178,41 +205,124 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
     chosen = build_insight(insight)
     requests = [dataclasses.replace(request, insight=chosen)
                 for request in load_suite(path, tuple(kernels_dirs))]
-    outputs = Outputs(json_path, markdown_path, insight.get("csv_path"),
-                      insight.get("progress"))
+    outputs = Outputs.of(insight, json_path=json_path, markdown_path=markdown_path)
     return run_and_render(requests, device, outputs, dry_run=dry_run, arch=arch)
+
+
+@cli.command("calibrate")
+@click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--runs", type=click.IntRange(min=3, max=100), default=5, show_default=True,
+              help="How many times to run the suite.")
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help=f"The history store the runs go to (default {DEFAULT_STORE}).")
+@click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
+              help="Also load variants from this folder (repeatable).")
+@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+def calibrate_command(config: Path | None, runs: int, db: Path | None,
+                      kernels_dirs: tuple[Path, ...], device: int) -> int:
+    """Run a suite several times into the history store, then show each benchmark's
+    between-run spread and the gate `compare --threshold auto` will use."""
+    path = config or find_config(Path.cwd())
+    store_path = db or DEFAULT_STORE
+    requests = [dataclasses.replace(request, insight=Insight(vendor=True, batch=False))
+                for request in load_suite(path, tuple(kernels_dirs))]
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    worst = 0
+    kept: Path | None = None
+    for index in range(runs):
+        terminal.stderr_console().print(f"calibrate: run {index + 1} of {runs}", markup=False)
+        kept = RUNS_DIR / f"calibrate-{stamp}-{index + 1}.json"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None)
+        worst = max(worst, run_and_render(requests, device, outputs))
+    assert kept is not None  # runs >= 3
+    last = load_results(kept)
+    rows = []
+    with Store.open(store_path) as store:
+        for result in last.benchmarks:
+            if not result.samples_s:
+                continue
+            gate, source = auto_threshold(store, result.key, last.gpu_name)
+            rows.append((f"{result.op}/{result.variant}", params_text(result.params),
+                         shape_text(result.shape), result.dtype, f"{gate:.2%}", source))
+    terminal.render_rows(f"compare --threshold auto after {runs} runs ({store_path})",
+                         ("benchmark", "params", "shape", "dtype", "gate", "from"), rows,
+                         terminal.stdout_console())
+    return worst
 
 
 @cli.command("compare")
 @click.argument("baseline", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("current", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--threshold", default="5%", show_default=True,
-              help="Smallest change that counts, e.g. 5% or 0.05.")
+@click.option("--threshold", default="auto", show_default=True,
+              help="Smallest change that counts, e.g. 5% or 0.05; auto: per benchmark, "
+              f"{DEFAULT_MULTIPLE:g} x the between-run spread of its medians in the history "
+              f"store (--db), at least {DEFAULT_FLOOR:.0%} (the floor alone without history).")
 @click.option("--alpha", type=float, default=0.001, show_default=True,
               help="Significance level of the Mann-Whitney U test on the raw samples.")
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the comparison as GitHub-flavoured markdown (CI job summary).")
+@click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the comparison as one self-contained HTML file.")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write one CSV row per compared benchmark.")
+@click.option("--power", is_flag=True,
+              help="Say per benchmark the smallest slowdown this gate would catch.")
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help=f"The history store --threshold auto reads (default {DEFAULT_STORE}).")
 @click.option("--allow-different-gpu", is_flag=True,
               help="Compare files measured on different GPU models.")
 def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
-                    markdown_path: Path | None, allow_different_gpu: bool) -> int:
+                    markdown_path: Path | None, html_path: Path | None, csv_path: Path | None,
+                    power: bool, db: Path | None, allow_different_gpu: bool) -> int:
     """Compare two results files; exit 1 on a significant slowdown or a new failure."""
-    limit = parse_threshold(threshold)
-    if markdown_path is not None and markdown_path.resolve() in (baseline.resolve(),
-                                                                 current.resolve()):
-        raise UsageError(f"--markdown {markdown_path}: that is one of the files being "
-                         "compared; write the summary elsewhere")
+    auto = threshold.strip().lower() == "auto"
+    limit = DEFAULT_FLOOR if auto else parse_threshold(threshold)
+    for path, flag in ((markdown_path, "--markdown"), (html_path, "--html"),
+                       (csv_path, "--csv")):
+        if path is not None and path.resolve() in (baseline.resolve(), current.resolve()):
+            raise UsageError(f"{flag} {path}: that is one of the files being compared; write "
+                             "it elsewhere")
     before, after = load_results(baseline), load_results(current)
     if not after.benchmarks:
         raise UsageError(f"{current}: holds no benchmarks (its run measured nothing): "
                          "there is nothing to judge")
-    comparison = compare(before, after, limit, alpha, allow_different_gpu)
+    store_path = db or DEFAULT_STORE
+    with contextlib.ExitStack() as stack:
+        threshold_for = None
+        if auto:
+            store = stack.enter_context(Store.open(store_path)) if store_path.exists() else None
+            threshold_for = auto_thresholds(store, after.gpu_name, store_path)
+        power_for = None
+        if power:
+            def power_for(gate: float, old: BenchmarkResult, new: BenchmarkResult) -> float:
+                return smallest_detectable(gate, relative_spread(new.samples_s or (1.0,)),
+                                           max(len(new.samples_s), 1),
+                                           max(len(old.samples_s), 1), alpha)
+        comparison = compare(before, after, limit, alpha, allow_different_gpu, threshold_for,
+                             power_for)
     if markdown_path is not None:
         write_text(markdown_path, to_markdown(comparison), "--markdown")
+    if html_path is not None:
+        write_text(html_path, comparison_html(comparison), "--html")
+    if csv_path is not None:
+        write_text(csv_path, comparison_to_csv(comparison), "--csv")
     terminal.render_comparison(comparison, terminal.stdout_console())
     incomplete = [f.path for f in (before, after) if f.metadata.get("complete") is False]
     terminal.render_incomplete(incomplete, terminal.stderr_console())
     return int(comparison.exit_code)
+
+
+def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path
+                    ) -> Callable[[BenchmarkResult], tuple[float, str]]:
+    """Return --threshold auto: each benchmark's gate from the history store, else the
+    floor, with where it came from."""
+    def threshold_for(result: BenchmarkResult) -> tuple[float, str]:
+        if store is None:
+            return DEFAULT_FLOOR, f"floor: no history store at {store_path}"
+        return auto_threshold(store, result.key, gpu_model)
+
+    return threshold_for
 
 
 @cli.command("list")
@@ -240,6 +350,7 @@ def info(device: int) -> int:
 cli.add_command(report_command)
 cli.add_command(plot_command)
 cli.add_command(history)
+cli.add_command(ab_command)
 
 
 def main(argv: list[str] | None = None) -> None:

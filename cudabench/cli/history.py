@@ -6,7 +6,7 @@ through render.terminal's consoles; user errors are UsageError/StoreError (exit 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -52,6 +52,11 @@ def history() -> None:
 @click.option("--branch", default=None, help="The branch the runs were measured on.")
 def import_command(files: tuple[Path, ...], db: Path, branch: str | None) -> int:
     """Record results files (any schema version); a file already recorded adds nothing."""
+    return record_files(files, db, branch)
+
+
+def record_files(files: Sequence[Path], db: Path, branch: str | None = None) -> int:
+    """Record results files in the store at db, all or none; say what each added."""
     loaded: list[tuple[ResultsFile, str]] = []
     for path in files:  # every file checked before the store is touched: all or nothing
         results = load_results(path)
@@ -120,6 +125,12 @@ def show_command(op: str | None, variant: str | None, gpu: str | None, since: st
 def check_command(current: Path, last: int, threshold: str, alpha: float, min_runs: int,
                   db: Path) -> int:
     """Judge CURRENT against each benchmark's last runs; exit 1 on a regression."""
+    return check_file(current, db, last, threshold, alpha, min_runs)
+
+
+def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str = "auto",
+               alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS) -> int:
+    """Judge a results file against the store's history; return compare's exit code."""
     limit = None if threshold.strip().lower() == "auto" else parse_threshold(threshold)
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha!r}: must be between 0 and 1")

@@ -63,8 +63,8 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
         requests = build_requests(op.name, values, **options)
         if best_out is not None and not best:
             raise UsageError("--best-out needs --best")
-        outputs = Outputs(json_path, markdown_path, options["csv_path"], options["progress"],
-                          best, best_out)
+        outputs = Outputs.of(options, json_path=json_path, markdown_path=markdown_path,
+                             best=best, best_out=best_out)
         return run(requests, device, outputs, dry_run=dry_run, arch=arch)
 
     function: Callable[..., int] = callback

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from cudabench.errors import UsageError
+from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.measure.counters import parse_metrics
 from cudabench.measure.plan import Insight, Request
 from cudabench.measure.timing import TimingPolicy
@@ -32,6 +33,18 @@ class Outputs:
     progress: bool | None = None  # None: a bar on a terminal only
     best: bool = False
     best_out: Path | None = None
+    record: bool = False  # append the run to the history store
+    db: Path = DEFAULT_STORE
+    check: bool = False  # judge the recorded run against the store's history
+
+    @classmethod
+    def of(cls, options: dict[str, Any], **fields: Any) -> Outputs:
+        """Return the outputs named by a command's shared options."""
+        if options.get("check") and not options.get("record"):
+            raise UsageError("--check judges the recorded run: give --record too")
+        return cls(csv_path=options.get("csv_path"), progress=options.get("progress"),
+                   record=bool(options.get("record")), db=options.get("db") or DEFAULT_STORE,
+                   check=bool(options.get("check")), **fields)
 
 
 def parse_params(values: tuple[str, ...]) -> dict[str, list[int]]:
@@ -156,6 +169,14 @@ def insight_options(function: F) -> F:
                      help="Force the progress display on stderr (a line per benchmark when "
                      "stderr is not a terminal), or silence it. Default: a live bar on a "
                      "terminal, nothing otherwise."),
+        click.option("--record", is_flag=True,
+                     help="Append the run to the history store (--db); without --json the "
+                     "results are kept in .cudabench/runs/."),
+        click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                     help=f"The history store (default {DEFAULT_STORE})."),
+        click.option("--check", is_flag=True,
+                     help="With --record: judge the run against the store's last runs "
+                     "(exit 1 on a regression, like compare)."),
         click.option("--transfers", is_flag=True,
                      help="Also time host-to-device and device-to-host copies of the inputs "
                      "and result, pageable and pinned, against the link's peak."),

@@ -14,7 +14,7 @@ from cudabench.units import (
 )
 
 COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline", "current", "change", "p-value",
-           "verdict", "reason")
+           "verdict", "reason", "threshold")
 RIGHT_ALIGNED = frozenset({"baseline", "current", "change", "p-value"})
 
 
@@ -29,8 +29,18 @@ def row_cells(row: ComparisonRow) -> list[str]:
         benchmark_name(row.op, row.variant, row.hot), params_text(row.params),
         shape_text(row.shape), row.dtype, format_seconds(row.baseline_median_s),
         format_seconds(row.current_median_s), format_change(row.change),
-        format_p_value(row.p_value), row.verdict.value, row.reason,
+        format_p_value(row.p_value), row.verdict.value, row.reason, threshold_text(row),
     ]
+
+
+def threshold_text(row: ComparisonRow) -> str:
+    """Return the gate a row used, where it came from, and (--power) what it can catch."""
+    text = f"{format_percent(row.threshold)} ({row.threshold_source or '--threshold'})"
+    if row.detectable is not None:
+        catch = "never (too few samples)" if row.detectable == float("inf") \
+            else f">= {format_percent(row.detectable)}"
+        text += f"; catches {catch}"
+    return text
 
 
 def describe(result: BenchmarkResult) -> str:
@@ -51,5 +61,7 @@ def summary_text(comparison: Comparison) -> str:
     gpus = (comparison.baseline_gpu if comparison.baseline_gpu == comparison.current_gpu
             else f"{comparison.baseline_gpu} -> {comparison.current_gpu}")
     counted = ", ".join(parts) or "nothing to compare"
-    return (f"{counted}; threshold {format_percent(comparison.threshold)}, "
-            f"alpha {comparison.alpha:g}; GPU {gpus or '(none recorded)'}")
+    auto = any(row.threshold_source != "--threshold" for row in comparison.rows)
+    gate = (f"threshold auto per benchmark (floor {format_percent(comparison.threshold)})"
+            if auto else f"threshold {format_percent(comparison.threshold)}")
+    return f"{counted}; {gate}, alpha {comparison.alpha:g}; GPU {gpus or '(none recorded)'}"

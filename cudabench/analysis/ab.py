@@ -1,0 +1,230 @@
+"""A/B: one variant's two copies measured interleaved in one process; pure logic, no CUDA.
+
+Round r measures A's copy, then B's (B first every other round, so that whatever favours
+the first or the second of two runs cancels), on the same inputs, in the same worker. The
+statistic rests on the paired rounds: ratio_r = median(B_r) / median(A_r), and the estimate
+is the median of those ratios. Drift between rounds (clocks, temperature, other tenants)
+moves both copies of a round alike and cancels in its ratio; noise between samples does
+not, which is why each round still takes several samples.
+
+The interval is distribution-free, from the order statistics of the n ratios (the sign
+test's interval): sorted r(1) <= ... <= r(n), [r(k), r(n+1-k)] holds the true median ratio
+with probability 1 - 2 P(Bin(n, 1/2) <= k - 1), whatever the ratios' distribution, as long
+as the rounds are independent. k is the largest whose coverage is at least 1 - alpha; with
+alpha 0.05 and 10 rounds that is k = 2, a 97.9% interval. It needs
+`min_rounds(alpha)` rounds at least (6 for alpha 0.05).
+
+Verdict (compare's words), first rule that applies:
+
+- `failed`: B's copy failed (FAIL, ERROR, TIMEOUT, SUSPECT) in any round. A regression.
+- `fixed`: A's copy failed in some round and B's passed in all.
+- `noisy`: too few rounds with samples on both sides to make the interval.
+- `slower`: the whole interval lies above 1 + threshold. A regression.
+- `faster`: the whole interval lies below 1 - threshold.
+- `noisy`: the median ratio is beyond +-threshold but the interval is not wholly so, or the
+  interval is wider than 2 x threshold: the rounds cannot tell a change of the threshold's
+  size from none.
+- `same`: otherwise: the change, if any, is within the threshold.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cudabench.analysis.best import MIN_MARGIN
+from cudabench.analysis.compare import REGRESSION, Verdict
+from cudabench.errors import ExitCode, UsageError
+from cudabench.results.model import FAILING_STATUSES, BenchmarkResult
+from cudabench.units import format_change, format_percent
+
+# The floor of a between-run difference worth naming on an H100 (analysis/best.py): A/B
+# takes away the drift between runs, not the one within a run, so it cannot resolve less.
+DEFAULT_THRESHOLD = MIN_MARGIN
+DEFAULT_ALPHA = 0.05  # a ~95% interval (at least 95%: the sign test's levels are discrete)
+MAX_ROUNDS = 1000
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An interval of the median ratio, with its exact coverage."""
+
+    low: float
+    high: float
+    coverage: float  # the probability that it holds the true median ratio
+
+    @property
+    def width(self) -> float:
+        """Return high - low, in ratio units."""
+        return self.high - self.low
+
+
+@dataclass(frozen=True)
+class ABResult:
+    """One variant present in both folders, and the verdict on B against A."""
+
+    op: str
+    variant: str
+    params_a: Mapping[str, int]
+    params_b: Mapping[str, int]
+    shape: tuple[int, ...]
+    dtype: str
+    a_medians_s: tuple[float, ...]  # per round with samples on both sides
+    b_medians_s: tuple[float, ...]
+    ratios: tuple[float, ...]  # b / a per round
+    ratio: float | None  # the median of the ratios
+    interval: Interval | None
+    verdict: Verdict
+    reason: str
+
+    @property
+    def change(self) -> float | None:
+        """Return the median ratio - 1 (+3% means B takes 3% longer)."""
+        return self.ratio - 1 if self.ratio is not None else None
+
+    @property
+    def a_median_s(self) -> float | None:
+        """Return the median of A's round medians."""
+        return statistics.median(self.a_medians_s) if self.a_medians_s else None
+
+    @property
+    def b_median_s(self) -> float | None:
+        """Return the median of B's round medians."""
+        return statistics.median(self.b_medians_s) if self.b_medians_s else None
+
+    @property
+    def regressed(self) -> bool:
+        """Return whether this variant fails the gate: B slower, or B failing."""
+        return self.verdict in REGRESSION
+
+
+@dataclass(frozen=True)
+class ABRun:
+    """Every judged variant, the variants in one folder only, and the settings used."""
+
+    results: tuple[ABResult, ...]
+    added: tuple[str, ...]  # op/variant only in B
+    removed: tuple[str, ...]  # op/variant only in A
+    not_compared: tuple[str, ...]  # in both, but not run (the dtype), and why
+    threshold: float
+    alpha: float
+    rounds: int
+
+    @property
+    def regressions(self) -> tuple[ABResult, ...]:
+        """Return the variants that fail the gate."""
+        return tuple(result for result in self.results if result.regressed)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """Return ExitCode.REGRESSION when any variant regressed, else ExitCode.OK."""
+        return ExitCode.REGRESSION if self.regressions else ExitCode.OK
+
+
+def coverage(n: int, k: int) -> float:
+    """Return the coverage of [r(k), r(n+1-k)] for the median of n independent values."""
+    tail = sum(math.comb(n, i) for i in range(k)) / (1 << n)
+    return 1 - 2 * tail
+
+
+def min_rounds(alpha: float) -> int:
+    """Return the fewest rounds whose widest interval [r(1), r(n)] covers 1 - alpha."""
+    n = 1
+    while coverage(n, 1) < 1 - alpha:
+        n += 1
+    return n
+
+
+def check_settings(rounds: int, threshold: float, alpha: float) -> None:
+    """Raise UsageError naming the flag of a setting that cannot give a verdict."""
+    if not 0 < alpha < 1:
+        raise UsageError(f"--alpha {alpha:g}: must be between 0 and 1 (0.05: a 95% interval)")
+    if not 0 < threshold < 10:
+        raise UsageError(f"--threshold {threshold!r}: must be above 0 and below 1000%")
+    needed = min_rounds(alpha)
+    if not needed <= rounds <= MAX_ROUNDS:
+        raise UsageError(f"--rounds {rounds}: a {1 - alpha:.4g} interval from the rounds' "
+                         f"order statistics needs {needed} to {MAX_ROUNDS} rounds")
+
+
+def sign_interval(values: Sequence[float], alpha: float) -> Interval | None:
+    """Return the order-statistic interval of the median at level >= 1 - alpha, or None
+    when there are too few values for one."""
+    n = len(values)
+    if n == 0 or coverage(n, 1) < 1 - alpha:
+        return None
+    k = 1
+    while k + 1 <= (n + 1) // 2 and coverage(n, k + 1) >= 1 - alpha:
+        k += 1
+    ordered = sorted(values)
+    return Interval(ordered[k - 1], ordered[n - k], coverage(n, k))
+
+
+def judge(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkResult],
+          threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA) -> ABResult:
+    """Judge B's copy of a variant against A's from their rows, paired by round."""
+    if not a_rounds or len(a_rounds) != len(b_rounds):
+        raise ValueError("judge needs one A row and one B row per round")
+    first_a, first_b = a_rounds[0], b_rounds[0]
+    pairs = [(statistics.median(a.samples_s), statistics.median(b.samples_s))
+             for a, b in zip(a_rounds, b_rounds) if a.samples_s and b.samples_s]
+    a_medians = tuple(a for a, _ in pairs)
+    b_medians = tuple(b for _, b in pairs)
+    ratios = tuple(b / a for a, b in pairs if a > 0)
+    ratio = statistics.median(ratios) if ratios else None
+    interval = sign_interval(ratios, alpha)
+    verdict, reason = _verdict(a_rounds, b_rounds, ratio, interval, threshold, alpha)
+    return ABResult(
+        op=first_b.op, variant=first_b.variant, params_a=dict(first_a.params),
+        params_b=dict(first_b.params), shape=tuple(first_b.shape), dtype=first_b.dtype,
+        a_medians_s=a_medians, b_medians_s=b_medians, ratios=ratios, ratio=ratio,
+        interval=interval, verdict=verdict, reason=reason)
+
+
+def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkResult],
+             ratio: float | None, interval: Interval | None, threshold: float, alpha: float
+             ) -> tuple[Verdict, str]:
+    """Return the verdict and a short sentence saying why (the module docstring's rules)."""
+    a_bad = _first_failing(a_rounds)
+    b_bad = _first_failing(b_rounds)
+    if b_bad is not None:
+        was = f"A {a_bad.status.value}" if a_bad is not None else "A PASS"
+        return Verdict.FAILED, f"B {b_bad.status.value} ({was}): {_failure(b_bad)}"
+    if a_bad is not None:
+        return Verdict.FIXED, f"B passes (A {a_bad.status.value}: {_failure(a_bad)})"
+    if ratio is None or interval is None:
+        return Verdict.NOISY, (f"{len([r for r in b_rounds if r.samples_s])} round(s) with "
+                               f"samples; a {1 - alpha:.4g} interval needs "
+                               f"{min_rounds(alpha)}")
+    limit = format_percent(threshold)
+    span = (f"{interval.coverage:.1%} interval {format_change(interval.low - 1)} to "
+            f"{format_change(interval.high - 1)}")
+    if interval.low > 1 + threshold:
+        return Verdict.SLOWER, f"the {span} lies above +{limit}"
+    if interval.high < 1 - threshold:
+        return Verdict.FASTER, f"the {span} lies below -{limit}"
+    if abs(ratio - 1) > threshold:
+        return Verdict.NOISY, f"{format_change(ratio - 1)} but the {span} reaches inside ±{limit}"
+    if interval.width > 2 * threshold:
+        return Verdict.NOISY, f"the {span} is wider than ±{limit}: too noisy to tell"
+    return Verdict.SAME, f"{format_change(ratio - 1)} is within ±{limit} ({span})"
+
+
+def _first_failing(rows: Sequence[BenchmarkResult]) -> BenchmarkResult | None:
+    """Return the first row that is not verified (the reason a side fails), if any."""
+    return next((row for row in rows if row.status in FAILING_STATUSES), None)
+
+
+def _failure(result: BenchmarkResult) -> str:
+    """Say briefly why a row is not verified."""
+    if result.error is not None:
+        first = result.error.strip().splitlines()[0] if result.error.strip() else "error"
+        return first if len(first) <= 120 else first[:117] + "..."
+    if result.suspect is not None:
+        return result.suspect
+    v = result.verification
+    if v is None:
+        return "not verified"
+    return f"{v.bad_elements} of {v.total_elements} elements wrong ({v.criterion})"

@@ -1,0 +1,337 @@
+"""`cudabench ab OLD_DIR NEW_DIR`: each variant in both kernel folders, A against B, in one run.
+
+Each side's catalog comes from its own folder alone (never the built-in kernels/), so a
+variant missing from a folder is listed as added or removed, not stood in for by the
+built-in one of that name. The rounds run as single-variant plans, interleaved A, B, then
+B, A, through one run_plans call: one worker, the same inputs (seed) and clocks for both.
+The statistics and the verdicts are analysis/ab.py's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import click
+
+from cudabench.analysis.ab import (
+    DEFAULT_ALPHA,
+    DEFAULT_THRESHOLD,
+    ABResult,
+    ABRun,
+    check_settings,
+    judge,
+)
+from cudabench.analysis.compare import Verdict, parse_threshold
+from cudabench.catalog import Catalog, parse_header
+from cudabench.cli.options import parse_params
+from cudabench.errors import KernelFileError, UsageError
+from cudabench.measure.jobs import jobs_of
+from cudabench.measure.pipeline import count_rows, run_plans
+from cudabench.measure.plan import Insight, Plan, Request, make_plan
+from cudabench.measure.timing import TimingPolicy
+from cudabench.ops import Op, load_ops
+from cudabench.render import terminal
+from cudabench.render.comparison import benchmark_name
+from cudabench.results.model import BenchmarkResult, Status
+from cudabench.results.writer import ResultsWriter
+from cudabench.units import format_change, format_percent, format_seconds, params_text, shape_text
+
+SIDES = ("A", "B")
+COLUMNS = ("benchmark", "params", "shape", "dtype", "A", "B", "change", "interval", "verdict",
+           "reason")
+DEFAULT_SAMPLES = 15  # per side and round: enough for a round's median, small enough for many
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """One folder: its label, the ops its .py files add, and its variants by op and name."""
+
+    label: str
+    folder: Path
+    ops: Mapping[str, Op]
+    catalog: Catalog
+
+
+def folder_side(label: str, folder: Path, argument: str) -> Side:
+    """Read one folder's variants (FOLDER/*.cu and FOLDER/OP/*.cu) and ops, and nothing else."""
+    if not folder.is_dir():
+        raise UsageError(f"{argument} {folder}: no such directory")
+    paths = sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")])
+    if not paths:
+        raise UsageError(f"{argument} {folder}: holds no .cu kernel files (looked in "
+                         f"{argument}/*.cu and {argument}/OP/*.cu); give the kernels' folder, "
+                         "e.g. checkout/kernels")
+    ops = load_ops([folder])
+    catalog: Catalog = {op: {} for op in ops}
+    for path in paths:  # discovery.discover's rules, without the built-in folder
+        variant = parse_header(path, ops=ops)
+        if path.parent != folder and path.parent.name in ops and path.parent.name != variant.op:
+            raise KernelFileError(
+                path, 1, f"file is in folder {path.parent.name}/ but declares op {variant.op}")
+        existing = catalog[variant.op].get(variant.name)
+        if existing is not None:
+            raise KernelFileError(path, None, f"variant {variant.op}/{variant.name} is also "
+                                  f"defined by {existing.path}; rename one of the files")
+        catalog[variant.op][variant.name] = variant
+    return Side(label, folder, ops, catalog)
+
+
+@click.command("ab")
+@click.argument("old_dir", type=click.Path(path_type=Path))
+@click.argument("new_dir", type=click.Path(path_type=Path))
+@click.option("--op", "ops", multiple=True, metavar="OP",
+              help="Op to compare (repeatable); default every op with variants in both.")
+@click.option("--size", "-s", default=None, help="Problem size (default: the op's).")
+@click.option("--dtype", default=None,
+              help="Input type (default float32, or the op's first where it has none).")
+@click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
+              help="Set a kernel parameter on both sides (repeatable).")
+@click.option("--rounds", type=int, default=10, show_default=True,
+              help="Interleaved rounds; each gives one B/A ratio.")
+@click.option("--samples", type=int, default=DEFAULT_SAMPLES, show_default=True,
+              help="Timed samples per side and round.")
+@click.option("--warmup", type=float, default=0.02, show_default=True,
+              help="Seconds of warm-up launches per side and round.")
+@click.option("--threshold", default=format_percent(DEFAULT_THRESHOLD), show_default=True,
+              help="Smallest change that counts, e.g. 1% or 0.01.")
+@click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True,
+              help="The interval of the median ratio covers at least 1 - alpha.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random inputs (the same for both sides).")
+@click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write a results file: per variant a row NAME@A and a row NAME@B, each "
+              "with its rounds' samples pooled.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the verdicts as markdown (a CI job summary).")
+@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | None,
+               dtype: str | None, params: tuple[str, ...], rounds: int, samples: int,
+               warmup: float, threshold: str, alpha: float, seed: int,
+               json_path: Path | None, markdown_path: Path | None, device: int) -> int:
+    """Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved in one process;
+    exit 1 when B is slower beyond the threshold or fails verification.
+
+    Each round times A's copy and B's on the same inputs, the order alternating; the verdict
+    rests on the median of the rounds' B/A ratios and its order-statistic interval
+    (sign test, at least 1 - alpha): slower when the whole interval is above 1 + threshold.
+    """
+    # Imported here: commands imports this module to register it, and tests replace
+    # commands.engine_spec, which must be looked up when the command runs.
+    from cudabench.cli import commands
+
+    limit = parse_threshold(threshold)
+    check_settings(rounds, limit, alpha)
+    if samples < 3:
+        raise UsageError(f"--samples {samples}: at least 3, for a round's median to mean much")
+    sides = (folder_side("A", old_dir, "OLD_DIR"), folder_side("B", new_dir, "NEW_DIR"))
+    # A fixed count per round (min = max), so that each round weighs the same; a kernel too
+    # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
+    timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
+                          max_time_s=1.0)
+    base = Request(op="", size=size, params={}, seed=seed, timing=timing,
+                   insight=Insight(vendor=False, batch=False))
+    chosen, added, removed = _pairing(sides, ops)
+    plans, skipped = _plans(sides, chosen, base, dtype, parse_params(params))
+    for path, flag in ((markdown_path, "--markdown"), (json_path, "--json")):
+        if path is not None:  # an unwritable path fails now, not after the GPU work
+            commands.write_text(path, "", flag)
+    writer = ResultsWriter(json_path) if json_path is not None else None
+    schedule, labels = _interleave(plans, rounds)
+    with terminal.progress(count_rows(schedule), terminal.stderr_console()) as advance:
+        outcome = run_plans(schedule, commands.engine_spec(device), advance,
+                            on_start=writer.start if writer else None)
+    rows = _rows_by_side(schedule, labels, outcome.results)
+    run = ABRun(tuple(judge(rows[key]["A"], rows[key]["B"], limit, alpha) for key in rows),
+                tuple(added), tuple(removed), tuple(skipped), limit, alpha, rounds)
+    if writer is not None:
+        for by_side in rows.values():
+            for label in SIDES:
+                writer.add(pooled(by_side[label], label))
+        writer.write(complete=True)
+    gpu = next((r.device.name for r in outcome.results if r.device is not None), "")
+    title = f"cudabench ab: A {old_dir} | B {new_dir}"
+    terminal.render_rows(title, COLUMNS, [row_cells(result) for result in run.results],
+                         terminal.stdout_console())
+    console = terminal.stdout_console()
+    for line in listing_lines(run):
+        console.print(line, markup=False, soft_wrap=True)
+    console.print(summary_text(run, gpu), markup=False, soft_wrap=True)
+    if markdown_path is not None:
+        commands.write_text(markdown_path, to_markdown(run, title, gpu), "--markdown")
+    return int(run.exit_code)
+
+
+def _pairing(sides: tuple[Side, Side], ops: Sequence[str]
+             ) -> tuple[list[tuple[str, list[str]]], list[str], list[str]]:
+    """Return [(op, names in both)] for the ops compared, and op/name only in B, only in A."""
+    a, b = sides
+    known = list(dict.fromkeys([*a.ops, *b.ops]))
+    for name in ops:
+        if name not in known:
+            raise UsageError(f"--op {name}: no such op (known: {', '.join(known)})")
+    wanted = list(dict.fromkeys(ops)) or [op for op in known
+                                          if a.catalog.get(op) and b.catalog.get(op)]
+    chosen, added, removed = [], [], []
+    for op in wanted:
+        old, new = a.catalog.get(op, {}), b.catalog.get(op, {})
+        common = sorted(set(old) & set(new))
+        if ops and not common:
+            raise UsageError(f"--op {op}: no {op} variant is in both folders (A: "
+                             f"{', '.join(sorted(old)) or 'none'}; B: "
+                             f"{', '.join(sorted(new)) or 'none'})")
+        chosen.append((op, common))
+        added += [f"{op}/{name}" for name in sorted(set(new) - set(old))]
+        removed += [f"{op}/{name}" for name in sorted(set(old) - set(new))]
+    if not any(common for _, common in chosen):
+        raise UsageError(f"no variant is in both {a.folder} and {b.folder} under the same op "
+                         "and name: nothing to compare (a variant is its file's name)")
+    return chosen, added, removed
+
+
+def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]],
+           base: Request, dtype: str | None, params: Mapping[str, list[int]]
+           ) -> tuple[list[tuple[Plan, Plan]], list[str]]:
+    """Return a checked (A plan, B plan) per op, and the variants not run and why."""
+    for name, values in params.items():
+        if len(values) > 1:
+            raise UsageError(f"--param {name}: ab measures one value; give a single one")
+    single = {name: values[0] for name, values in params.items()}
+    taken: set[str] = set()
+    pairs, skipped = [], []
+    for op, common in chosen:
+        op_dtype = dtype or ("float32" if "float32" in sides[0].ops[op].dtypes
+                             else sides[0].ops[op].dtypes[0])
+        names = []
+        for name in common:
+            lacking = [s for s in sides if op_dtype not in s.catalog[op][name].dtypes]
+            if lacking:
+                skipped.append(f"{op}/{name}: {lacking[0].label} supports "
+                               f"{', '.join(lacking[0].catalog[op][name].dtypes)} only")
+            else:
+                names.append(name)
+        if not names:
+            continue
+        plans = []
+        for side in sides:
+            variants = [side.catalog[op][name] for name in names]
+            mine = {k: v for k, v in single.items() if any(v_.param(k) for v_ in variants)}
+            taken |= set(mine)
+            request = dataclasses.replace(base, op=op, dtype=op_dtype, variants=tuple(names),
+                                          params=mine, kernels_dirs=(side.folder,))
+            plans.append(make_plan(request, side.catalog))
+        pairs.append((plans[0], plans[1]))
+    for name in single:
+        if name not in taken:
+            raise UsageError(f"--param {name}: no compared variant takes {name}")
+    if not pairs:
+        raise UsageError(f"no variant in both folders supports --dtype {dtype}: "
+                         + "; ".join(skipped))
+    return pairs, skipped
+
+
+def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int
+                ) -> tuple[list[Plan], list[str]]:
+    """Return single-variant plans and their sides: per round and variant A then B, and
+    B then A on odd rounds, so that going first or second favours neither side."""
+    schedule, labels = [], []
+    for round_index in range(rounds):
+        for plan_a, plan_b in pairs:
+            for planned_a, planned_b in zip(plan_a.variants, plan_b.variants):
+                order = [("A", plan_a, planned_a), ("B", plan_b, planned_b)]
+                for label, plan, planned in order if round_index % 2 == 0 else order[::-1]:
+                    schedule.append(dataclasses.replace(plan, variants=(planned,), skipped=(),
+                                                        notes=()))
+                    labels.append(label)
+    return schedule, labels
+
+
+def _rows_by_side(schedule: Sequence[Plan], labels: Sequence[str],
+                  results: Sequence[BenchmarkResult]
+                  ) -> dict[tuple[str, str], dict[str, list[BenchmarkResult]]]:
+    """Return each variant's rows per side, in round order (reference rows dropped)."""
+    rows: dict[tuple[str, str], dict[str, list[BenchmarkResult]]] = {}
+    # run_plans returns one row per job, in job order, even for a job whose worker died.
+    for job, result in zip(jobs_of(list(schedule)), results):
+        if job.variant is not None:
+            key = (schedule[job.plan_index].op.name, job.name)
+            rows.setdefault(key, {"A": [], "B": []})[labels[job.plan_index]].append(result)
+    return rows
+
+
+def pooled(rows: Sequence[BenchmarkResult], label: str) -> BenchmarkResult:
+    """Return one side's rows as one results-file row NAME@label: the rounds' samples
+    pooled in round order, or the first failing round's row when one failed."""
+    first = next((row for row in rows if row.status is not Status.PASS), rows[0])
+    if first.status is not Status.PASS:
+        return dataclasses.replace(first, variant=f"{first.variant}@{label}")
+    clocks = [clock for row in rows for clock in row.sample_clocks_mhz]
+    samples = tuple(sample for row in rows for sample in row.samples_s)
+    return dataclasses.replace(
+        first, variant=f"{first.variant}@{label}", samples_s=samples,
+        # clocks pair with samples: keep them only where every round recorded them
+        sample_clocks_mhz=tuple(clocks) if len(clocks) == len(samples) else (),
+        slow_clock_samples_s=tuple(s for row in rows for s in row.slow_clock_samples_s),
+        warnings=tuple(dict.fromkeys(w for row in rows for w in row.warnings)))
+
+
+def row_cells(result: ABResult) -> list[str]:
+    """Return a verdict's cells, in COLUMNS order."""
+    params = params_text(result.params_a)
+    if result.params_b != result.params_a:
+        params = f"{params} -> {params_text(result.params_b)}"
+    interval = result.interval
+    span = (f"{format_change(interval.low - 1)} .. {format_change(interval.high - 1)}"
+            if interval is not None else "-")
+    return [benchmark_name(result.op, result.variant, False), params, shape_text(result.shape),
+            result.dtype, format_seconds(result.a_median_s), format_seconds(result.b_median_s),
+            format_change(result.change), span, result.verdict.value, result.reason]
+
+
+def listing_lines(run: ABRun) -> list[str]:
+    """Return the lines naming the variants not judged: in one folder only, or not run."""
+    lines = []
+    for title, names in (("added (only in B)", run.added), ("removed (only in A)", run.removed),
+                         ("not compared", run.not_compared)):
+        if names:
+            lines += [f"{title}:", *(f"  {name}" for name in names)]
+    return lines
+
+
+def summary_text(run: ABRun, gpu: str) -> str:
+    """Return the one-line summary: regressions, counts per verdict, settings, GPU."""
+    counts = {verdict: 0 for verdict in Verdict}
+    for result in run.results:
+        counts[result.verdict] += 1
+    parts = [f"{count} {verdict.value}" for verdict, count in counts.items() if count]
+    parts += [f"{len(run.added)} added"] if run.added else []
+    parts += [f"{len(run.removed)} removed"] if run.removed else []
+    regressed = len(run.regressions)
+    head = (f"{regressed} regression{'s' if regressed != 1 else ''}" if regressed
+            else "no regression")
+    return (f"{head}: {', '.join(parts)}; {run.rounds} rounds, threshold "
+            f"{format_percent(run.threshold)}, intervals >= {format_percent(1 - run.alpha)} "
+            "(sign test on the rounds' B/A ratios); "
+            f"GPU {gpu or '(none)'}")
+
+
+def _cell(text: str) -> str:
+    """Escape a markdown table cell: pipes split cells and newlines end rows."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def to_markdown(run: ABRun, title: str, gpu: str) -> str:
+    """Return the verdicts as GitHub-flavoured markdown (for a CI job summary)."""
+    lines = [f"## {_cell(title)}", "", _cell(summary_text(run, gpu)), "",
+             "| " + " | ".join(COLUMNS) + " |",
+             "|" + "|".join("---:" if name in ("A", "B", "change", "interval") else "---"
+                            for name in COLUMNS) + "|"]
+    for result in run.results:
+        cells = [_cell(cell) for cell in row_cells(result)]
+        if result.regressed:
+            cells[COLUMNS.index("verdict")] = f"**{cells[COLUMNS.index('verdict')]}**"
+        lines.append("| " + " | ".join(cells) + " |")
+    for line in listing_lines(run):  # a title, then its names as a list
+        lines += [f"- {_cell(line)}"] if line.startswith("  ") else ["", f"**{_cell(line)}**", ""]
+    return "\n".join(lines) + "\n"

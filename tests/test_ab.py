@@ -1,0 +1,241 @@
+"""`cudabench ab`: two kernel folders measured interleaved on the fake engine, and its statistics.
+
+Both copies of a variant share its name, and the fake keys its slowdowns and faults by name,
+so these tests plant B's difference in B's source instead: MarkedSpec's engine reads a
+marker comment there. It is a spec of this module (not a monkeypatch) because the kernels
+run in a spawned worker process, which unpickles the spec and imports this module again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers import MATMUL_BODY, MATMUL_HEADER, write_kernel
+
+from cudabench.analysis.ab import coverage, judge, min_rounds, sign_interval
+from cudabench.analysis.compare import Verdict
+from cudabench.cli.ab import ab_command
+from cudabench.cli.boundary import BoundaryGroup
+from cudabench.measure.engine import Compiled, Engine
+from cudabench.measure.fake_engine import FakeEngine, FakeSpec, Fault
+from cudabench.results import load_results
+from cudabench.results.model import BenchmarkResult, Verification
+
+SLOWER = re.compile(r"ab-test: slower ([0-9.]+)")
+WRONG = "ab-test: wrong"
+FAST = ("--size", "32", "--samples", "9", "--warmup", "0")
+
+
+@dataclass(frozen=True)
+class MarkedSpec(FakeSpec):
+    """A fake engine whose kernels misbehave by a marker in their source, not their name."""
+
+    def open(self) -> Engine:
+        """Return a fresh MarkedEngine."""
+        return MarkedEngine(self)
+
+
+class MarkedEngine(FakeEngine):
+    """The fake, with `ab-test: slower F` and `ab-test: wrong` read from each kernel's source."""
+
+    def compile(self, variant, defines, signature, headers=()) -> Compiled:
+        compiled = super().compile(variant, defines, signature, headers)
+        kernel = compiled.functions[0]  # one FakeKernel shared by every launch
+        match = SLOWER.search(variant.source)
+        if match:
+            kernel.slowdown *= float(match[1])
+        if WRONG in variant.source:
+            kernel.fault = Fault.WRONG_ELEMENT
+        return compiled
+
+
+def invoke(*args: object):
+    """Run `ab` behind the CLI's error boundary, stdout and stderr apart."""
+    group = BoundaryGroup(name="cudabench", commands={"ab": ab_command})
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:  # click >= 8.2 always separates them
+        runner = CliRunner()
+    return runner.invoke(group, ["ab", *(str(a) for a in args)])
+
+
+def folder(root: Path, names: list[str], marker: str = "") -> Path:
+    """Write matmul variants into root/matmul/, each with the marker in its body."""
+    for name in names:
+        write_kernel(root / "matmul", name, MATMUL_HEADER, f"// {marker}\n{MATMUL_BODY}")
+    return root
+
+
+@pytest.fixture
+def marked(monkeypatch):
+    """Make the CLI open MarkedSpec engines with the seed given."""
+
+    def use(seed: int = 0) -> None:
+        spec = MarkedSpec(seed=seed)
+        monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
+
+    use()
+    return use
+
+
+NAMES = [f"v{i}" for i in range(10)]  # ten variants: ten independent trials in one run
+
+
+def verdicts(stdout: str) -> dict[str, str]:
+    """Return variant -> verdict word from the table."""
+    found = {}
+    for line in stdout.splitlines():
+        cells = [cell.strip() for cell in line.split("│")]
+        if len(cells) > 9 and cells[1].startswith("matmul/"):
+            found[cells[1].removeprefix("matmul/")] = cells[9]
+    return found
+
+
+def test_a_3_percent_slowdown_in_b_is_slower_and_exits_1(marked, tmp_path):
+    old = folder(tmp_path / "old", NAMES)
+    new = folder(tmp_path / "new", NAMES, "ab-test: slower 1.03")
+    result = invoke(old, new, *FAST)
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    found = verdicts(result.stdout)
+    assert len(found) == 10
+    assert sum(word == "slower" for word in found.values()) >= 9, found
+    assert "regression" in result.stdout
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_folder_against_a_copy_of_itself_gives_no_slower(marked, tmp_path, seed):
+    marked(seed)
+    old = folder(tmp_path / "old", NAMES)
+    new = folder(tmp_path / "new", NAMES)
+    result = invoke(old, new, *FAST)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    found = verdicts(result.stdout)
+    assert len(found) == 10 and "slower" not in found.values(), found
+    assert "no regression" in result.stdout
+
+
+def test_a_wrong_result_in_b_is_a_failed_regression(marked, tmp_path):
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"], WRONG)
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert verdicts(result.stdout) == {"naive": "failed"}
+    assert "B FAIL" in result.stdout
+
+
+def test_a_wrong_result_in_a_only_is_fixed(marked, tmp_path):
+    old = folder(tmp_path / "old", ["naive"], WRONG)
+    new = folder(tmp_path / "new", ["naive"])
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert verdicts(result.stdout) == {"naive": "fixed"}
+
+
+def test_variants_in_one_folder_are_listed_and_built_ins_never_stand_in(marked, tmp_path):
+    # kernels/matmul/ has naive and tiled too: neither may fill the gaps here.
+    old = folder(tmp_path / "old", ["shared", "naive"])
+    new = folder(tmp_path / "new", ["shared", "tiled"])
+    json_path, markdown_path = tmp_path / "ab.json", tmp_path / "ab.md"
+    result = invoke(old, new, *FAST, "--rounds", "6", "--json", json_path,
+                    "--markdown", markdown_path)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert list(verdicts(result.stdout)) == ["shared"]
+    assert "added (only in B):\n  matmul/tiled" in result.stdout
+    assert "removed (only in A):\n  matmul/naive" in result.stdout
+    saved = load_results(json_path)
+    rows = {row.variant: row for row in saved.benchmarks}
+    assert sorted(rows) == ["shared@A", "shared@B"]
+    assert len(rows["shared@A"].samples_s) == 6 * 9  # every round's samples, pooled
+    assert rows["shared@A"].source.startswith(str(old))
+    assert rows["shared@B"].source.startswith(str(new))
+    assert json.loads(json_path.read_text())["complete"] is True
+    text = markdown_path.read_text()
+    assert "| matmul/shared |" in text and "- matmul/tiled" in text
+
+
+def test_rounds_alternate_which_side_goes_first(marked, tmp_path, monkeypatch):
+    seen = []
+    import cudabench.cli.ab as ab
+
+    real = ab.run_plans
+
+    def spy(plans, spec, *args, **kwargs):
+        seen.extend(str(plan.variants[0].variant.path.parents[1].name) for plan in plans)
+        return real(plans, spec, *args, **kwargs)
+
+    monkeypatch.setattr(ab, "run_plans", spy)
+    result = invoke(folder(tmp_path / "old", ["naive"]), folder(tmp_path / "new", ["naive"]),
+                    *FAST, "--rounds", "6")
+    assert result.exit_code == 0, result.stderr
+    assert seen == ["old", "new", "new", "old"] * 3
+
+
+def assert_usage(result, *fragments: str) -> None:
+    """Check a one-line usage error (exit 2) holding every fragment."""
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cudabench: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_usage_errors(use_fake, tmp_path):
+    old = folder(tmp_path / "old", ["naive"])
+    other = folder(tmp_path / "other", ["tiled"])
+    (tmp_path / "empty").mkdir()
+    assert_usage(invoke(tmp_path / "nowhere", old), "OLD_DIR", "no such directory")
+    assert_usage(invoke(old, tmp_path / "empty"), "NEW_DIR", "holds no .cu kernel files")
+    assert_usage(invoke(old, other), "no variant is in both")
+    assert_usage(invoke(old, old, "--op", "dot"), "--op dot", "no dot variant is in both")
+    assert_usage(invoke(old, old, "--op", "nope"), "--op nope", "no such op")
+    assert_usage(invoke(old, old, "--rounds", "5"), "--rounds 5", "needs 6")
+    assert_usage(invoke(old, old, "--threshold", "5"), "--threshold")
+    assert_usage(invoke(old, old, "--param", "TILE=8,16"), "--param TILE", "one value")
+    assert_usage(invoke(old, old, "--param", "WIDTH=8"), "--param WIDTH", "no compared variant")
+    assert_usage(invoke(old, old, "--param", "TILE=12"), "TILE 12", "allows")
+    assert_usage(invoke(old, old, "--dtype", "int8"), "--dtype int8")
+
+
+# -- the statistics ------------------------------------------------------------------------
+
+def row(median: float, passed: bool = True, variant: str = "naive") -> BenchmarkResult:
+    """Return a row with samples around median (or a failed verification)."""
+    check = Verification(passed, 0.0, 0.0, 0 if passed else 1, 100, "test")
+    return BenchmarkResult(op="matmul", variant=variant, params={}, shape=(8, 8, 8),
+                           dims=("M", "K", "N"), dtype="float32", hot=False,
+                           samples_s=(median * 0.99, median, median * 1.01), verification=check)
+
+
+def test_the_sign_interval_takes_the_widest_order_statistics_that_keep_the_level():
+    assert min_rounds(0.05) == 6 and min_rounds(0.01) == 8
+    assert coverage(10, 2) == pytest.approx(0.9785, abs=1e-4)
+    interval = sign_interval([float(v) for v in range(10, 0, -1)], 0.05)
+    assert (interval.low, interval.high) == (2.0, 9.0)  # k = 2: the 2nd and 9th of 10
+    assert sign_interval([1.0] * 5, 0.05) is None  # 5 values cannot give 95%
+
+
+@pytest.mark.parametrize("ratios, verdict", [
+    ([1.03] * 10, Verdict.SLOWER),
+    ([0.97] * 10, Verdict.FASTER),
+    ([1.0, 1.001, 0.999] * 3 + [1.0], Verdict.SAME),
+    ([1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0], Verdict.NOISY),  # too wide
+    ([1.004, 1.006, 1.009, 1.006, 1.007, 1.006, 1.008, 1.006, 1.005, 1.009], Verdict.NOISY),
+])
+def test_verdicts_rest_on_the_interval_of_the_round_ratios(ratios, verdict):
+    result = judge([row(1e-3)] * len(ratios), [row(1e-3 * r) for r in ratios])
+    assert result.verdict is verdict, result.reason
+    assert result.ratio == pytest.approx(sorted(ratios)[4] / 2 + sorted(ratios)[5] / 2)
+
+
+def test_one_failing_round_in_b_fails_and_a_failing_a_is_fixed():
+    good, bad = [row(1e-3)] * 6, [row(1e-3)] * 5 + [row(1e-3, passed=False)]
+    failed = judge(good, bad)
+    assert failed.verdict is Verdict.FAILED and failed.regressed
+    assert "B FAIL (A PASS): 1 of 100 elements wrong" in failed.reason
+    assert judge(bad, good).verdict is Verdict.FIXED
+    assert judge(bad, bad).verdict is Verdict.FAILED

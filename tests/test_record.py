@@ -1,0 +1,113 @@
+"""--record and --check, compare --threshold auto / --power / --html / --csv, calibrate."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from click.testing import CliRunner
+
+from cudabench.cli import cli
+from cudabench.history.store import Store
+
+QUICK = ["--warmup", "0", "--min-samples", "8", "--max-time", "0.05", "--no-vendor",
+         "--no-batch"]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_record_keeps_the_run_and_adds_it_to_the_store(use_fake, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = invoke("dot", "--size", "1000", *QUICK, "--record")
+    assert done.exit_code == 0, done.output
+    kept = list((tmp_path / ".cudabench" / "runs").glob("*.json"))
+    assert len(kept) == 1 and "recorded as run 1" in done.stdout
+    with Store.open(tmp_path / ".cudabench" / "history.db") as store:
+        assert store.counts()["runs"] == 1
+
+
+def test_record_check_gates_on_history(use_fake, tmp_path):
+    db = tmp_path / "h.db"
+    for seed in range(5):
+        use_fake(seed=seed)
+        done = invoke("dot", "--size", "1000", *QUICK, "--record", "--db", str(db),
+                      "--json", str(tmp_path / f"r{seed}.json"))
+        assert done.exit_code == 0, done.output
+    use_fake(seed=9, slowdown={"atomic": 1.3})
+    done = invoke("dot", "--size", "1000", *QUICK, "--record", "--check", "--db", str(db),
+                  "--json", str(tmp_path / "slow.json"))
+    assert done.exit_code == 1, done.output
+    assert "slower" in done.stdout
+
+
+def test_check_needs_record(use_fake):
+    done = invoke("dot", "--check")
+    assert done.exit_code == 2 and "--record" in done.stderr
+
+
+def run_file(use_fake, tmp_path, name, **spec):
+    use_fake(**spec)
+    path = tmp_path / name
+    done = invoke("dot", "--size", "1000", *QUICK, "--json", str(path))
+    assert done.exit_code == 0, done.output
+    return path
+
+
+def test_auto_threshold_is_the_floor_without_history_and_says_so(use_fake, tmp_path):
+    a = run_file(use_fake, tmp_path, "a.json", seed=1)
+    b = run_file(use_fake, tmp_path, "b.json", seed=2, slowdown={"atomic": 1.04})
+    summary = tmp_path / "s.md"
+    done = invoke("compare", str(a), str(b), "--db", str(tmp_path / "none.db"),
+                  "--markdown", str(summary))
+    assert done.exit_code == 1, done.output  # 4% is beyond the 2% floor
+    text = summary.read_text()
+    assert "floor: no history store" in text and "threshold auto per benchmark" in text
+    fixed = invoke("compare", str(a), str(b), "--threshold", "5%")
+    assert fixed.exit_code == 0, fixed.output  # the old 5% gate let 4% through
+
+
+def test_auto_threshold_comes_from_history_when_there_is_enough(use_fake, tmp_path):
+    db = tmp_path / "h.db"
+    files = [run_file(use_fake, tmp_path, f"r{i}.json", seed=i) for i in range(6)]
+    assert invoke("history", "import", *map(str, files), "--db", str(db)).exit_code == 0
+    done = invoke("compare", str(files[0]), str(files[1]), "--db", str(db))
+    assert done.exit_code == 0, done.output
+    assert "history: 6 runs" in done.stdout
+
+
+def test_power_says_what_the_gate_can_catch(use_fake, tmp_path):
+    a = run_file(use_fake, tmp_path, "a.json", seed=1)
+    b = run_file(use_fake, tmp_path, "b.json", seed=2)
+    out = tmp_path / "c.csv"
+    done = invoke("compare", str(a), str(b), "--power", "--csv", str(out), "--db",
+                  str(tmp_path / "none.db"))
+    assert done.exit_code == 0, done.output
+    assert "catches >=" in done.stdout
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert {r["verdict"] for r in rows} <= {"same", "noisy", "faster", "slower"}
+
+
+def test_compare_html_is_one_self_contained_file(use_fake, tmp_path):
+    a = run_file(use_fake, tmp_path, "a.json", seed=1)
+    b = run_file(use_fake, tmp_path, "b.json", seed=2)
+    page = tmp_path / "c.html"
+    done = invoke("compare", str(a), str(b), "--html", str(page))
+    assert done.exit_code == 0, done.output
+    text = page.read_text()
+    assert "<table" in text and "dot/atomic" in text and "http://" not in text
+
+
+def test_calibrate_runs_the_suite_into_the_store(use_fake, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text(
+        '[timing]\nmax_time = 0.05\nmin_samples = 8\nwarmup = 0\n\n'
+        '[[benchmark]]\nop = "dot"\nsize = "1000"\n')
+    done = invoke("calibrate", "--runs", "3", "--db", str(tmp_path / "h.db"))
+    assert done.exit_code == 0, done.output
+    assert "compare --threshold auto after 3 runs" in done.stdout
+    with Store.open(tmp_path / "h.db") as store:
+        assert store.counts()["runs"] == 3
+    json.loads(next((tmp_path / ".cudabench" / "runs").glob("calibrate-*-3.json")).read_text())
