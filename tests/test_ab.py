@@ -172,7 +172,8 @@ def test_rounds_alternate_which_side_goes_first(marked, tmp_path, monkeypatch):
     result = invoke(folder(tmp_path / "old", ["naive"]), folder(tmp_path / "new", ["naive"]),
                     *FAST, "--rounds", "6")
     assert result.exit_code == 0, result.stderr
-    assert seen == ["old", "new", "new", "old"] * 3
+    # A warm-up round first (never judged), then the judged rounds, alternating.
+    assert seen == ["new", "old"] + ["old", "new", "new", "old"] * 3
 
 
 def assert_usage(result, *fragments: str) -> None:

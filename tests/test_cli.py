@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import pytest
@@ -12,6 +11,7 @@ from helpers import MATMUL_BODY, MATMUL_HEADER, write_kernel
 from cudabench import __version__
 from cudabench.catalog import discover
 from cudabench.cli import cli
+from cudabench.measure.nvcc import find_nvcc
 from cudabench.ops import OPS
 
 
@@ -187,7 +187,7 @@ def test_click_usage_errors_exit_2():
 
 # -- --dry-run: the plan on any machine -------------------------------------------------------
 
-NVCC_MISSING = shutil.which("nvcc") is None
+NVCC_MISSING = find_nvcc() is None
 
 
 @pytest.fixture

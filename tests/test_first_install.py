@@ -29,7 +29,7 @@ SOFTMAX = ROOT / "examples" / "softmax"
 def invoke(*args: object, env: dict[str, str] | None = None):
     """Run the CLI with stdout and stderr kept apart (click 8.1 and 8.2+)."""
     try:
-        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+        runner = CliRunner(mix_stderr=False)
     except TypeError:  # click >= 8.2 always separates them
         runner = CliRunner()
     return runner.invoke(cli, [str(a) for a in args], env=env)

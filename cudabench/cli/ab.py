@@ -41,6 +41,7 @@ from cudabench.units import format_change, format_percent, format_seconds, param
 SIDES = ("A", "B")
 COLUMNS = ("benchmark", "params", "shape", "dtype", "A", "B", "change", "interval", "verdict",
            "reason")
+WARMUP_ROUNDS = 1  # rounds run first and never judged
 DEFAULT_SAMPLES = 15  # per side and round: enough for a round's median, small enough for many
 
 
@@ -236,10 +237,15 @@ def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int
     """Return single-variant plans and their sides: per round and variant A then B, and
     B then A on odd rounds, so that going first or second favours neither side."""
     schedule, labels = [], []
-    for round_index in range(rounds):
+    # Round -1 is a warm-up, never judged: on an H100 the first rounds of a run gave
+    # ratios 12% off the rest while the card's clocks and caches settled.
+    for round_index in range(-WARMUP_ROUNDS, rounds):
         for plan_a, plan_b in pairs:
             for planned_a, planned_b in zip(plan_a.variants, plan_b.variants):
                 order = [("A", plan_a, planned_a), ("B", plan_b, planned_b)]
+                if round_index < 0:
+                    order = [(f"warm-up {label}", plan, planned)
+                             for label, plan, planned in order]
                 for label, plan, planned in order if round_index % 2 == 0 else order[::-1]:
                     schedule.append(dataclasses.replace(plan, variants=(planned,), skipped=(),
                                                         notes=()))
@@ -254,7 +260,7 @@ def _rows_by_side(schedule: Sequence[Plan], labels: Sequence[str],
     rows: dict[tuple[str, str], dict[str, list[BenchmarkResult]]] = {}
     # run_plans returns one row per job, in job order, even for a job whose worker died.
     for job, result in zip(jobs_of(list(schedule)), results):
-        if job.variant is not None:
+        if job.variant is not None and labels[job.plan_index] in SIDES:
             key = (schedule[job.plan_index].op.name, job.name)
             rows.setdefault(key, {"A": [], "B": []})[labels[job.plan_index]].append(result)
     return rows

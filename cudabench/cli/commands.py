@@ -85,8 +85,17 @@ class OpsGroup(BoundaryGroup):
 def cli(traceback: bool) -> None:
     """Benchmark CUDA kernels: verified against NumPy, timed with CUDA events.
 
-    Exit codes: 0 all verified; 1 regression (compare); 2 usage, environment or compile
-    error; 3 a variant failed verification.
+    \b
+    Exit codes:
+      0    every variant verified (compare, ab, history check: no regression)
+      1    compare, ab or history check: a significant slowdown, or a benchmark
+           that now fails verification
+      2    usage or environment error (bad flag or file; no GPU, driver, PyCUDA
+           or nvcc), or a row that could not be compiled or run (ERROR)
+      3    a variant failed verification, timed out (TIMEOUT) or is faster than
+           the GPU allows (SUSPECT)
+      4    internal error: re-run with --traceback and report it
+      130  interrupted (Ctrl-C)
     """
 
 

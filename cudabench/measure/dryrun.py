@@ -51,7 +51,9 @@ def plan_rows(plans: Sequence[Plan], arch: str, nvcc: str | None) -> list[Planne
                 f"{launch.entry} <<<{_dims(grid)}, {_dims(block)}"
                 f"{f', {nbytes}' if nbytes else ''}>>> ({math.prod(grid):,} blocks)"
                 for launch, (grid, block), nbytes in zip(variant.launches, geometry, dynamic))
-            compiled, ok = "not compiled (nvcc is not on PATH)", True
+            compiled = ("not compiled (nvcc is not on PATH, in $CUDA_ROOT/bin or "
+                        "/usr/local/cuda/bin)")
+            ok = True
             if nvcc is not None:
                 build = compile_ptx(variant, compile_defines(planned.params, plan.types),
                                     plan.types.headers, arch, nvcc)

@@ -13,6 +13,7 @@ from cudabench.catalog import KernelVariant
 from cudabench.errors import CompileError, GpuEnvironmentError, LaunchRefused
 from cudabench.measure import telemetry
 from cudabench.measure.engine import Compiled, Geometry, KernelFault, Run
+from cudabench.measure.nvcc import pycuda_install_hint
 from cudabench.measure.nvml import device_uuid
 from cudabench.measure.telemetry import MonitorLike
 from cudabench.ops.vendor import VendorCall
@@ -52,10 +53,6 @@ def stamp_clock_mhz(before: np.ndarray, after: np.ndarray) -> float | None:
     return (int(after[1]) - int(before[1])) / span_ns * 1e3
 
 
-INSTALL_HINT = (
-    "install it with `pip install 'cudabench[gpu]'` (builds against the CUDA toolkit: "
-    "nvcc must be on PATH)"
-)
 
 
 def load_pycuda() -> ModuleType:
@@ -71,10 +68,10 @@ def load_pycuda() -> ModuleType:
                 "driver, or run on a machine with an NVIDIA GPU"
             ) from None
         if isinstance(exc, ModuleNotFoundError) and str(exc.name or "").startswith("pycuda"):
-            raise GpuEnvironmentError(f"PyCUDA is not installed: {INSTALL_HINT}") from None
+            raise GpuEnvironmentError(f"PyCUDA is not installed: {pycuda_install_hint()}") from None
         raise GpuEnvironmentError(
             f"PyCUDA is installed but failed to load ({text}): it may be built for another "
-            f"CUDA or Python; reinstall it ({INSTALL_HINT})"
+            f"CUDA or Python; reinstall it ({pycuda_install_hint()})"
         ) from None
     try:
         cuda.init()
