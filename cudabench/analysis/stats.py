@@ -5,8 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: see cudabench/lazy.py
+    from cudabench.lazy import numpy as np
 
 # Scales the median absolute deviation to the standard deviation of normal data.
 MAD_TO_SIGMA = 1.4826

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: see cudabench/lazy.py
+    from cudabench.lazy import numpy as np
 
 from cudabench.catalog import KernelVariant
 from cudabench.measure.telemetry import MonitorLike

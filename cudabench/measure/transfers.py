@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: see cudabench/lazy.py
+    from cudabench.lazy import numpy as np
 
 from cudabench.measure.engine import Engine
 

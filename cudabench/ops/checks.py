@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: see cudabench/lazy.py
+    from cudabench.lazy import numpy as np
 
 from cudabench.results.model import Verification
 

@@ -8,8 +8,12 @@ input type they accept (for example float16 inputs with float32 accumulation).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: see cudabench/lazy.py
+    from cudabench.lazy import numpy as np
 
 INT32_MAX = 2**31 - 1
 
@@ -18,10 +22,15 @@ INT32_MAX = 2**31 - 1
 class DType:
     """An element type as NumPy, the kernels (-DDTYPE=...) and the user spell it."""
 
-    name: str
-    numpy: type[np.generic]
+    name: str  # also NumPy's name for it: its type is looked up on first use
     ctype: str
     headers: tuple[str, ...] = ()  # CUDA headers a kernel of this type needs
+
+    @property
+    def numpy(self) -> type[np.generic]:
+        """Return the NumPy scalar type."""
+        kind: type[np.generic] = getattr(np, self.name)
+        return kind
 
     @property
     def itemsize(self) -> int:
@@ -47,12 +56,12 @@ class DType:
 
 
 DTYPES = {
-    "float16": DType("float16", np.float16, "__half", ("cuda_fp16.h",)),
-    "float32": DType("float32", np.float32, "float"),
-    "float64": DType("float64", np.float64, "double"),
-    "int32": DType("int32", np.int32, "int"),
+    "float16": DType("float16", "__half", ("cuda_fp16.h",)),
+    "float32": DType("float32", "float"),
+    "float64": DType("float64", "double"),
+    "int32": DType("int32", "int"),
 }
-U32 = DTYPES["float32"].unit_roundoff
+U32 = 2.0**-24  # float32 unit roundoff (DTYPES["float32"].unit_roundoff, without NumPy)
 
 
 @dataclass(frozen=True)
