@@ -150,8 +150,9 @@ def nvml(monkeypatch):
 def test_opens_by_bus_id_and_shuts_nvml_down(nvml):
     with open_monitor(BUS_ID) as monitor:
         assert isinstance(monitor, Monitor)
-        assert monitor.conditions() == {"sm_clock_mhz": 1980, "memory_clock_mhz": 2619,
-                                        "temperature_c": 55, "power_w": 300.0}
+        reading = monitor.read()
+        assert (reading.sm_clock_mhz, reading.memory_clock_mhz, reading.temperature_c,
+                reading.power_w) == (1980, 2619, 55, 300.0)
     assert (nvml.inits, nvml.shutdowns) == (1, 1)
 
 

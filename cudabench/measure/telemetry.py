@@ -174,9 +174,6 @@ class MonitorLike(Protocol):
     def settings(self) -> dict[str, Any]:
         """Return the device's configuration facts (None where unknown)."""
 
-    def conditions(self) -> dict[str, float | None]:
-        """Return the current clocks, temperature and power."""
-
     def window(self) -> Window:
         """Open a measurement window."""
 
@@ -267,13 +264,6 @@ class Monitor(_Closing):
             power_w=power_mw / 1000 if power_mw is not None else None,
         )
 
-    def conditions(self) -> dict[str, float | None]:
-        """Return the current SM and memory clocks (MHz), temperature (C), power (W)."""
-        reading = self.read()
-        return {"sm_clock_mhz": reading.sm_clock_mhz,
-                "memory_clock_mhz": reading.memory_clock_mhz,
-                "temperature_c": reading.temperature_c, "power_w": reading.power_w}
-
     def violations_ns(self) -> tuple[int | None, int | None]:
         """Return the cumulative power and thermal violation times in ns."""
         nvml = self._nvml
@@ -347,13 +337,6 @@ class FakeMonitor(_Closing):
         if self.throttle:
             return Reading(GPU_IDLE | 0x4, 1200.0, 2000.0, 83.0, 350.0)
         return Reading(GPU_IDLE, 1500.0, 2000.0, 60.0, self.POWER_W)
-
-    def conditions(self) -> dict[str, float | None]:
-        """Return the canned clocks, temperature and power."""
-        reading = self.read()
-        return {"sm_clock_mhz": reading.sm_clock_mhz,
-                "memory_clock_mhz": reading.memory_clock_mhz,
-                "temperature_c": reading.temperature_c, "power_w": reading.power_w}
 
     def violations_ns(self) -> tuple[int | None, int | None]:
         """Return counters that grow by 50 ms of power violation per read when throttling."""

@@ -71,17 +71,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             engine.upload(buffers[name], array)
         warm_up_on(engine, run, plan)
 
-        # The checked launch: fresh inputs (an in-place kernel changed them while warming
-        # up) and poisoned outputs, so an element the kernel never writes fails.
-        for name, array in inputs.items():
-            engine.upload(buffers[name], array)
-        for name, shape in outputs.items():
-            engine.fill(buffers[name], types.output.poison(), math.prod(shape))
-        run()
-        engine.synchronize()
-        result_type = types.output if op.result_buffer in outputs else types.input
-        result = engine.download(buffers[op.result_buffer], shapes[op.result_buffer],
-                                 result_type.numpy)
+        result = checked_launch(plan, engine, run, buffers, inputs, outputs)
         launched = [LaunchShape(grid, block) for grid, block in geometry]
         with user_code(op, "verify"):
             verification = op.verify(inputs, prepared.expected, result, launched, types)
@@ -147,6 +137,26 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     finally:
         for allocation in guarded.values():
             engine.free(allocation.base)
+
+
+def checked_launch(plan: Plan, engine: Engine, run: Run, buffers: dict[str, Any],
+                   inputs: dict[str, np.ndarray], outputs: dict[str, tuple[int, ...]]
+                   ) -> np.ndarray:
+    """Run once on fresh inputs and poisoned outputs; return the result buffer's contents.
+
+    Fresh inputs: an in-place kernel changed them while warming up. Poison: an element the
+    kernel never writes then fails verification.
+    """
+    op, types = plan.op, plan.types
+    for name, array in inputs.items():
+        engine.upload(buffers[name], array)
+    for name, shape in outputs.items():
+        engine.fill(buffers[name], types.output.poison(), math.prod(shape))
+    run()
+    engine.synchronize()
+    shape = outputs.get(op.result_buffer) or inputs[op.result_buffer].shape
+    result_type = types.output if op.result_buffer in outputs else types.input
+    return engine.download(buffers[op.result_buffer], tuple(shape), result_type.numpy)
 
 
 def roof_type(unit: str, types: TypeSet) -> str:

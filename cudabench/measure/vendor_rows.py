@@ -19,6 +19,7 @@ from cudabench.measure.engine import Engine, KernelFault
 from cudabench.measure.jobs import Prepared, record
 from cudabench.measure.plan import Plan
 from cudabench.measure.sampling import sample, warm_up_on
+from cudabench.measure.variant import checked_launch
 from cudabench.ops.base import user_code
 from cudabench.ops.vendor import VendorUnavailable
 from cudabench.results.model import BenchmarkResult, Kind
@@ -56,15 +57,7 @@ def run_vendor(plan: Plan, engine: Engine, prepared: Prepared) -> BenchmarkResul
             op.emulate(args, types)
 
         run, release = engine.vendor_launcher(call, buffers, tuple(plan.shape), emulate)
-        for name, array in inputs.items():
-            engine.upload(buffers[name], array)
-        for name, shape in outputs.items():
-            engine.fill(buffers[name], types.output.poison(), math.prod(shape))
-        run()
-        engine.synchronize()
-        result_type = types.output if op.result_buffer in outputs else types.input
-        result = engine.download(buffers[op.result_buffer], shapes[op.result_buffer],
-                                 result_type.numpy)
+        result = checked_launch(plan, engine, run, buffers, inputs, outputs)
         with user_code(op, "verify"):
             fields["verification"] = op.verify(inputs, prepared.expected, result, [], types)
         trespass = guards.check(engine, guarded, itemsizes)
