@@ -44,7 +44,8 @@ def clean(done, codes=(2,)) -> None:
 def no_gpu_work(monkeypatch):
     """Stop benchmark commands right after validation: what is tested is the input."""
     monkeypatch.setattr("cudabench.cli.commands.run_plans",
-                        lambda plans, spec, on_result=None, on_start=None: RunOutcome(()))
+                        lambda plans, spec, on_result=None, on_start=None, **placement:
+                        RunOutcome(()))
     monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
 
 

@@ -162,7 +162,7 @@ def test_internal_error_says_it_is_a_bug(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("cudabench.cli.commands.discover", broken)
+    monkeypatch.setattr("cudabench.cli.listing.discover", broken)
     result = invoke("list")
     assert result.exit_code == 4
     assert "cudabench: internal error: RuntimeError: boom" in result.stderr
@@ -173,7 +173,7 @@ def test_interrupt_exits_130(monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("cudabench.cli.commands.discover", interrupted)
+    monkeypatch.setattr("cudabench.cli.listing.discover", interrupted)
     result = invoke("list")
     assert result.exit_code == 130
     assert result.stderr == "cudabench: interrupted\n"

@@ -25,3 +25,37 @@ def test_help_and_list_import_no_heavy_library(args):
                           capture_output=True, text=True, timeout=120)
     line = done.stderr.strip().splitlines()[-1]
     assert line == "HEAVY", done.stderr
+
+
+HELP_PROBE = """
+import runpy, sys
+sys.argv = ["cudabench", "--help"]
+try:
+    runpy.run_module("cudabench", run_name="__main__")
+except SystemExit:
+    pass
+loaded = sorted(name for name in sys.modules
+                if name.startswith(("cudabench.measure", "cudabench.cli.commands",
+                                    "cudabench.cli.options", "cudabench.history", "rich")))
+print("LOADED", ",".join(loaded), file=sys.stderr)
+"""
+
+
+def test_the_group_help_imports_no_command_module():
+    done = subprocess.run([sys.executable, "-c", HELP_PROBE], capture_output=True, text=True,
+                          timeout=120)
+    assert "Commands:" in done.stdout and "compare" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "LOADED", done.stderr
+
+
+@pytest.mark.parametrize("name", sorted(__import__("cudabench.cli.group", fromlist=["x"])
+                                        .COMMANDS))
+def test_each_listed_short_help_is_the_commands_own(name):
+    from cudabench.cli.group import COMMANDS, load_command
+
+    command = load_command(name)
+    assert command.name == name
+    listed = COMMANDS[name][2].rstrip(".")
+    own = " ".join((command.short_help or command.help or "").split())
+    assert own.startswith(listed) or own.split(".")[0].startswith(listed.split(".")[0]), \
+        (listed, own)

@@ -93,6 +93,7 @@ class ComparisonRow:
     threshold: float = DEFAULT_THRESHOLD  # the gate this row used...
     threshold_source: str = ""  # ...and where it came from ("--threshold", "floor", history)
     detectable: float | None = None  # --power: the smallest slowdown this gate would catch
+    device: str = ""  # which GPU of the current file ("GPU 1"), when it used several
 
     @property
     def regressed(self) -> bool:
@@ -120,6 +121,7 @@ class Comparison:
     # What differs between the two files' cards: power limit, ECC, MIG, persistence, clocks,
     # driver: a change there can move every timing without any kernel changing.
     setting_changes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # GPU models only one file has (their rows are not paired)
 
     @property
     def regressions(self) -> tuple[ComparisonRow, ...]:
@@ -169,29 +171,33 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         raise UsageError(f"--threshold {threshold!r}: must be above 0 and below {MAX_THRESHOLD}")
     if not 0 < alpha < 1:
         raise UsageError(f"alpha {alpha!r}: must be between 0 and 1")
-    if baseline.gpu_name != current.gpu_name and not allow_different_gpu:
+    models = _models(baseline), _models(current)
+    if (models[0] and models[1] and not models[0] & models[1]) and not allow_different_gpu:
         raise UsageError(
             f"{baseline.path} was measured on {baseline.gpu_name or '(no GPU recorded)'!r} but "
             f"{current.path} on {current.gpu_name or '(no GPU recorded)'!r}: timings of "
             "different GPU models are not comparable; pass --allow-different-gpu to compare "
             "them anyway"
         )
-    before = _index(baseline)
-    after = _index(current)
+    by_model = not allow_different_gpu  # pair on the GPU model too: never across models
+    before, after = _index(baseline, by_model), _index(current, by_model)
+    several = len({r.device.identity for r in current.benchmarks if r.device}) > 1
     rows = []
-    for key, result in before.items():
-        if key not in after:
-            continue
-        limit, source = (threshold_for(after[key]) if threshold_for is not None
-                         else (threshold, "--threshold"))
-        row = _compare_pair(result, after[key], limit, alpha)
-        detectable = power_for(limit, result, after[key]) if power_for is not None else None
-        rows.append(dataclasses.replace(row, threshold=limit, threshold_source=source,
-                                        detectable=detectable))
+    for key, olds in before.items():
+        for old, new in _pairs(olds, after.get(key, [])):
+            limit, source = (threshold_for(new) if threshold_for is not None
+                             else (threshold, "--threshold"))
+            row = _compare_pair(old, new, limit, alpha)
+            detectable = power_for(limit, old, new) if power_for is not None else None
+            rows.append(dataclasses.replace(
+                row, threshold=limit, threshold_source=source, detectable=detectable,
+                device=f"GPU {new.device.index}" if several and new.device else ""))
+    added = tuple(r for key, results in after.items() if key not in before for r in results)
+    removed = tuple(r for key, results in before.items() if key not in after for r in results)
     return Comparison(
         rows=tuple(rows),
-        added=tuple(result for key, result in after.items() if key not in before),
-        removed=tuple(result for key, result in before.items() if key not in after),
+        added=added,
+        removed=removed,
         threshold=threshold,
         alpha=alpha,
         baseline_path=baseline.path,
@@ -199,7 +205,48 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         baseline_gpu=baseline.gpu_name,
         current_gpu=current.gpu_name,
         setting_changes=setting_changes(baseline, current),
+        notes=_model_notes(models[0], models[1], added, removed) if by_model else (),
     )
+
+
+def _models(results: ResultsFile) -> set[str]:
+    """Return the GPU models the file's benchmarks were measured on."""
+    return {r.device.name for r in results.benchmarks if r.device is not None}
+
+
+def _model_notes(before: set[str], after: set[str], added: tuple[BenchmarkResult, ...],
+                 removed: tuple[BenchmarkResult, ...]) -> tuple[str, ...]:
+    """Say which GPU models only one file has: their rows are listed, never paired."""
+    notes = []
+    for model in sorted(after - before):
+        count = sum(1 for r in added if r.device is not None and r.device.name == model)
+        notes.append(f"{count} benchmark(s) of the current file ran on {model}, which the "
+                     "baseline lacks: listed as added, not compared")
+    for model in sorted(before - after):
+        count = sum(1 for r in removed if r.device is not None and r.device.name == model)
+        notes.append(f"{count} benchmark(s) of the baseline ran on {model}, which the current "
+                     "file lacks: listed as removed, not compared")
+    return tuple(notes)
+
+
+def _pairs(olds: list[BenchmarkResult], news: list[BenchmarkResult]
+           ) -> list[tuple[BenchmarkResult, BenchmarkResult]]:
+    """Pair one benchmark's rows across files: the same GPU where both have it, then in
+    GPU order; a baseline measured on one GPU pairs with the benchmark on every GPU."""
+    if len(olds) == 1:
+        return [(olds[0], new) for new in news]
+    pairs, rest_old, rest_new = [], list(olds), []
+    for new in news:
+        same = next((old for old in rest_old if old.device and new.device
+                     and old.device.identity == new.device.identity), None)
+        if same is None:
+            rest_new.append(new)
+        else:
+            rest_old.remove(same)
+            pairs.append((same, new))
+    for index, new in enumerate(rest_new):
+        pairs.append((rest_old[index] if index < len(rest_old) else olds[0], new))
+    return pairs
 
 
 SETTING_NAMES = {
@@ -228,20 +275,27 @@ def setting_changes(baseline: ResultsFile, current: ResultsFile) -> tuple[str, .
     return tuple(changes)
 
 
-def _index(results: ResultsFile) -> dict[tuple[object, ...], BenchmarkResult]:
-    """Map each benchmark's key to it, in file order; a key twice is an error."""
-    index: dict[tuple[object, ...], BenchmarkResult] = {}
+def _index(results: ResultsFile, by_model: bool = True
+           ) -> dict[tuple[object, ...], list[BenchmarkResult]]:
+    """Map each benchmark (and its GPU model, by_model) to its rows, one per GPU, in file
+    order; a benchmark twice on one GPU is an error."""
+    index: dict[tuple[object, ...], list[BenchmarkResult]] = {}
+    seen: set[tuple[object, ...]] = set()
     for i, result in enumerate(results.benchmarks):
         if result.status is Status.SKIP:  # not run: nothing to compare (added or removed)
             continue
-        if result.key in index:
+        device = result.device
+        once = (result.key, device.identity if device else None)
+        if once in seen:
             raise ResultsFileError(
                 f"{results.path}: benchmarks[{i}]: {result.op}/{result.variant}"
                 f"{' (hot)' if result.hot else ''} {params_text(result.params)} "
-                f"{shape_text(result.shape)} {result.dtype} appears twice; a results "
-                "file holds each benchmark once, so it cannot be paired"
+                f"{shape_text(result.shape)} {result.dtype} appears twice on one GPU; a "
+                "results file holds each benchmark once per GPU, so it cannot be paired"
             )
-        index[result.key] = result
+        seen.add(once)
+        model = device.name if device is not None and by_model else ""
+        index.setdefault((*result.key, model), []).append(result)
     return index
 
 

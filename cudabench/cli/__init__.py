@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from cudabench.cli.commands import cli, main
+from cudabench.cli.group import cli, main
 
 __all__ = ["cli", "main"]

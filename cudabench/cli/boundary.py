@@ -11,7 +11,6 @@ import traceback as traceback_module
 from typing import Any
 
 import click
-from rich.text import Text
 
 from cudabench.errors import CudabenchError, ExitCode
 
@@ -88,6 +87,8 @@ def finish(code: Any, standalone_mode: bool) -> Any:
 
 
 def print_error(message: str) -> None:
+    from rich.text import Text
+
     from cudabench.render.terminal import stderr_console
 
     stderr_console().print(Text(message, style="red"), soft_wrap=True)

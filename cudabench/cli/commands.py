@@ -12,17 +12,18 @@ from typing import Any
 
 import click
 
-from cudabench import __version__
 from cudabench.analysis.compare import compare, parse_threshold
 from cudabench.analysis.stats import relative_spread
-from cudabench.catalog import discover
 from cudabench.cli import best
-from cudabench.cli.ab import ab_command
-from cudabench.cli.boundary import BoundaryGroup
-from cudabench.cli.history import check_file, history, record_files
-from cudabench.cli.op_commands import command_names, kernels_dirs_in, op_command
-from cudabench.cli.options import Outputs, build_insight, dry_run_options, insight_options
-from cudabench.cli.report import plot_command, report_command
+from cudabench.cli.history import check_file, record_files
+from cudabench.cli.options import (
+    Outputs,
+    Placement,
+    build_insight,
+    dry_run_options,
+    insight_options,
+    placement_options,
+)
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
@@ -34,14 +35,15 @@ from cudabench.history.threshold import (
     smallest_detectable,
 )
 from cudabench.measure import memory
+from cudabench.measure.cluster import connect
 from cudabench.measure.counters import find_ncu
+from cudabench.measure.devices import choose, visible_entries
 from cudabench.measure.dryrun import plan_rows
 from cudabench.measure.engine import EngineSpec, PycudaSpec
 from cudabench.measure.nvcc import find_nvcc
 from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Insight, Plan, Request, make_plan
 from cudabench.measure.sanitize import find_sanitizer
-from cudabench.ops import builtin_ops, load_ops
 from cudabench.render import terminal
 from cudabench.render.csv_out import comparison_to_csv, run_to_csv
 from cudabench.render.html import comparison_html
@@ -58,50 +60,11 @@ def engine_spec(device: int) -> EngineSpec:
     return PycudaSpec(device)
 
 
-class OpsGroup(BoundaryGroup):
-    """The command group: fixed commands, and one command per op of the registry."""
-
-    kernels_dirs: list[Path] = []
-
-    def resolve_command(self, ctx: click.Context, args: list[str]
-                        ) -> tuple[str | None, click.Command | None, list[str]]:
-        """Note the --kernels-dir folders first: a user's op there may be the command."""
-        self.kernels_dirs = kernels_dirs_in(args)
-        return super().resolve_command(ctx, args)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        """List the op commands (built in and installed), then the others."""
-        return [*command_names(builtin_ops()), *super().list_commands(ctx)]
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        """Return a fixed command, or the command of an op with that name."""
-        return super().get_command(ctx, name) or op_command(
-            name, load_ops(self.kernels_dirs), run_and_render)
-
-
-@click.group(cls=OpsGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="cudabench")
-@click.option("--traceback", is_flag=True, help="Show the Python traceback of an error.")
-def cli(traceback: bool) -> None:
-    """Benchmark CUDA kernels: verified against NumPy, timed with CUDA events.
-
-    \b
-    Exit codes:
-      0    every variant verified (compare, ab, history check: no regression)
-      1    compare, ab or history check: a significant slowdown, or a benchmark
-           that now fails verification
-      2    usage or environment error (bad flag or file; no GPU, driver, PyCUDA
-           or nvcc), or a row that could not be compiled or run (ERROR)
-      3    a variant failed verification, timed out (TIMEOUT) or is faster than
-           the GPU allows (SUSPECT)
-      4    internal error: re-run with --traceback and report it
-      130  interrupted (Ctrl-C)
-    """
-
-
 def run_and_render(requests: list[Request], device: int, outputs: Outputs,
-                   dry_run: bool = False, arch: str = "sm_90") -> int:
+                   dry_run: bool = False, arch: str = "sm_90",
+                   placement: Placement | None = None) -> int:
     """Check every request, run them with progress on stderr, print and save the tables."""
+    placement = placement or Placement()
     plans = unique_points([make_plan(request) for request in requests])  # usage errors first
     if dry_run:
         return show_plan(plans, arch)
@@ -109,8 +72,14 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         find_sanitizer()  # missing: a usage error now, not a row per variant later
     if any(plan.insight.counters for plan in plans):
         find_ncu()
-    memory.check(plans, memory.device_free_bytes(device), memory.host_available_bytes(),
-                 f"GPU {device}")
+    spec = engine_spec(device)
+    slots = (choose(placement.devices, spec.count_devices(), visible_entries())
+             if placement.devices is not None else None)
+    cluster = connect(placement.cluster) if placement.cluster is not None else None
+    if cluster is None:  # a cluster's nodes are not this host: their memory is theirs
+        for index in [slot.index for slot in slots] if slots else [device]:
+            memory.check(plans, memory.device_free_bytes(index),
+                         memory.host_available_bytes(), f"GPU {index}")
     for path, flag in ((outputs.markdown_path, "--markdown"), (outputs.csv_path, "--csv"),
                        (outputs.best_out, "--best-out")):
         if path is not None:  # an unwritable path fails now, not after the run
@@ -123,16 +92,22 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
     writer = ResultsWriter(outputs.json_path) if outputs.json_path is not None else None
     if writer is not None:  # an unwritable --json path fails now, not after the GPU work
         writer.write(complete=False)
-    with terminal.progress(count_rows(plans), terminal.stderr_console(),
-                           outputs.progress) as advance:
+    copies = len(slots) if slots and placement.replicate else 1
+    gpus = len(slots) if slots else 2 if cluster is not None else 1  # a cluster: several
+    with terminal.progress(count_rows(plans, copies), terminal.stderr_console(),
+                           outputs.progress, gpus) as advance:
 
         def on_result(result: BenchmarkResult) -> None:
             if writer is not None:
                 writer.add(result)
             advance(result)
 
-        outcome = run_plans(plans, engine_spec(device), on_result,
-                            on_start=writer.start if writer else None)
+        on_start = writer.start if writer else None
+        if cluster is not None:
+            outcome = cluster.run(plans, spec, on_result, on_start)
+        else:
+            outcome = run_plans(plans, spec, on_result, on_start=on_start, devices=slots,
+                                replicate=placement.replicate)
     if writer is not None:
         writer.write(complete=True)
     terminal.render_run(outcome, terminal.stdout_console())
@@ -194,7 +169,7 @@ def write_text(path: Path, text: str, flag: str) -> None:
         raise UsageError(f"{flag} {path}: cannot write: {exc}") from None
 
 
-@cli.command("run")
+@click.command("run")
 @click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--json", "json_path", type=click.Path(path_type=Path),
               help="Write the results here; rewritten after every benchmark.")
@@ -206,6 +181,7 @@ def write_text(path: Path, text: str, flag: str) -> None:
 @dry_run_options()[0]
 @dry_run_options()[1]
 @insight_options
+@placement_options
 def run_command(config: Path | None, json_path: Path | None, markdown_path: Path | None,
                 kernels_dirs: tuple[Path, ...], device: int, dry_run: bool, arch: str,
                 **insight: Any) -> int:
@@ -215,10 +191,11 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
     requests = [dataclasses.replace(request, insight=chosen)
                 for request in load_suite(path, tuple(kernels_dirs))]
     outputs = Outputs.of(insight, json_path=json_path, markdown_path=markdown_path)
-    return run_and_render(requests, device, outputs, dry_run=dry_run, arch=arch)
+    return run_and_render(requests, device, outputs, dry_run=dry_run, arch=arch,
+                          placement=Placement.of(insight, device))
 
 
-@cli.command("calibrate")
+@click.command("calibrate")
 @click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--runs", type=click.IntRange(min=3, max=100), default=5, show_default=True,
               help="How many times to run the suite.")
@@ -260,7 +237,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     return worst
 
 
-@cli.command("compare")
+@click.command("compare")
 @click.argument("baseline", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("current", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--threshold", default="auto", show_default=True,
@@ -334,17 +311,7 @@ def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path
     return threshold_for
 
 
-@cli.command("list")
-@click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Also list variants from this folder (repeatable).")
-def list_command(kernels_dirs: tuple[Path, ...]) -> int:
-    """List ops, their variants, parameters and files (no GPU needed)."""
-    terminal.render_catalog(discover(kernels_dirs), load_ops(kernels_dirs),
-                            terminal.stdout_console())
-    return 0
-
-
-@cli.command()
+@click.command("info")
 @click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
 def info(device: int) -> int:
     """Show the GPU, its limits and clocks, and the driver, CUDA and PyCUDA versions."""
@@ -354,14 +321,3 @@ def info(device: int) -> int:
     finally:
         engine.close()
     return 0
-
-
-cli.add_command(report_command)
-cli.add_command(plot_command)
-cli.add_command(history)
-cli.add_command(ab_command)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Run the command line (console script and `python -m cudabench`)."""
-    cli.main(args=argv, prog_name="cudabench")

@@ -8,38 +8,18 @@ in a .py file of a --kernels-dir folder, gets its command the same way: the grou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
-from cudabench.cli.options import Outputs, benchmark_options, build_requests
+from cudabench.cli.names import command_name
+from cudabench.cli.options import Outputs, Placement, benchmark_options, build_requests
 from cudabench.errors import UsageError
 from cudabench.ops import Op
 
 Runner = Callable[..., int]
-
-
-def command_name(op: Op) -> str:
-    """Return the command that runs op."""
-    return op.command or op.name
-
-
-def command_names(ops: Mapping[str, Op]) -> list[str]:
-    """Return the commands the ops give, each once."""
-    return list(dict.fromkeys(command_name(op) for op in ops.values()))
-
-
-def kernels_dirs_in(args: Sequence[str]) -> list[Path]:
-    """Return the folders given with --kernels-dir in a command line not yet parsed."""
-    found = []
-    for i, arg in enumerate(args):
-        if arg == "--kernels-dir" and i + 1 < len(args):
-            found.append(Path(args[i + 1]))
-        elif arg.startswith("--kernels-dir="):
-            found.append(Path(arg.split("=", 1)[1]))
-    return [folder for folder in found if folder.is_dir()]
 
 
 def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command | None:
@@ -65,7 +45,8 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
             raise UsageError("--best-out needs --best")
         outputs = Outputs.of(options, json_path=json_path, markdown_path=markdown_path,
                              best=best, best_out=best_out)
-        return run(requests, device, outputs, dry_run=dry_run, arch=arch)
+        return run(requests, device, outputs, dry_run=dry_run, arch=arch,
+                   placement=Placement.of(options, device))
 
     function: Callable[..., int] = callback
     for flag, op in flagged.items():

@@ -47,6 +47,59 @@ class Outputs:
                    check=bool(options.get("check")), **fields)
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a benchmark command runs: one GPU (--device), several (--devices), every
+    benchmark on each (--replicate), or a Ray cluster (--cluster)."""
+
+    devices: str | None = None
+    replicate: bool = False
+    cluster: str | None = None
+
+    @classmethod
+    def of(cls, options: dict[str, Any], device: int) -> Placement:
+        """Return the placement named by a command's options, checked against each other."""
+        placement = cls(devices=options.get("devices"), replicate=bool(options.get("replicate")),
+                        cluster=options.get("cluster"))
+        if placement.devices is not None and device != 0:
+            raise UsageError(f"--device {device} and --devices {placement.devices} both choose "
+                             "GPUs; give one")
+        if placement.cluster is not None:
+            if placement.devices is not None:
+                raise UsageError("--cluster and --devices both place the work; give one (Ray "
+                                 "hands each benchmark to a free GPU of the cluster)")
+            if device != 0:
+                raise UsageError(f"--cluster and --device {device} both place the work; give "
+                                 "one")
+            if placement.replicate:
+                raise UsageError("--replicate runs every benchmark on every GPU of this host: "
+                                 "use it with --devices, not --cluster")
+        if placement.replicate and placement.devices is None:
+            raise UsageError("--replicate needs the GPUs to repeat the run on: add "
+                             "--devices all (or e.g. --devices 0,1)")
+        return placement
+
+
+def placement_options(function: F) -> F:
+    """Add --devices, --replicate and --cluster (benchmark commands and `run`)."""
+    options = [
+        click.option("--devices", default=None, metavar="all|I,J,...",
+                     help="Spread the benchmarks over these GPUs (indices as nvidia-smi "
+                     "counts them, or all): one worker per GPU, each benchmark with its "
+                     "variants and reference rows on one GPU."),
+        click.option("--replicate", is_flag=True,
+                     help="With --devices: run every benchmark on every chosen GPU and show "
+                     "the spread across them (is one card slower than its siblings?)."),
+        click.option("--cluster", default=None, metavar="ray|ray://HOST:PORT",
+                     help="Run each benchmark as a Ray task on one GPU of a Ray cluster: a "
+                     "local one (or RAY_ADDRESS's), or the one at ray://HOST:PORT "
+                     "(pip install 'cudabench[ray]')."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
 def parse_params(values: tuple[str, ...]) -> dict[str, list[int]]:
     """Parse repeated --param NAME=VALUES options (a value, a list 8,16,32 or 8..64:x2)."""
     params: dict[str, list[int]] = {}
@@ -143,7 +196,7 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
         ]
         for option in reversed(options):
             function = option(function)
-        return insight_options(timing_options(function))
+        return placement_options(insight_options(timing_options(function)))
 
     return decorate
 

@@ -133,6 +133,13 @@ class EngineSpec(Protocol):
     def open(self) -> Engine:
         """Open the engine (this is where a GPU is first touched)."""
 
+    def count_devices(self) -> int:
+        """Return how many GPUs this process could open (no context is made)."""
+
+    def restricted(self, index: int) -> EngineSpec:
+        """Return the spec a worker opens when CUDA_VISIBLE_DEVICES shows it GPU `index`
+        alone."""
+
 
 @dataclass(frozen=True)
 class PycudaSpec:
@@ -145,3 +152,23 @@ class PycudaSpec:
         from cudabench.measure.pycuda_engine import PycudaEngine
 
         return PycudaEngine(self.device_index)
+
+    def count_devices(self) -> int:
+        """Count the visible GPUs: CUDA_VISIBLE_DEVICES's entries, else NVML's count, else
+        the driver's (PyCUDA, in this process: a count makes no context)."""
+        from cudabench.measure.devices import visible_entries
+        from cudabench.measure.nvml import device_count
+
+        entries = visible_entries()
+        if entries is not None:
+            return len(entries)
+        count = device_count()
+        if count is not None:
+            return count
+        from cudabench.measure.pycuda_engine import load_pycuda
+
+        return int(load_pycuda().Device.count())
+
+    def restricted(self, index: int) -> PycudaSpec:
+        """The worker's one visible GPU is its device 0."""
+        return PycudaSpec(0)

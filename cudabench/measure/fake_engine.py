@@ -87,10 +87,22 @@ class FakeSpec:
     throttle: bool = False  # the monitor reports a power cap while measuring
     vendor_missing: bool = False  # the vendor library is not installed
     no_monitor: bool = False  # no NVML on this host
+    device_count: int = 1  # how many fake GPUs the host has
+    lost_devices: tuple[int, ...] = ()  # fake GPUs that cannot be opened (lost)
 
     def open(self) -> Engine:
         """Return a fresh fake engine."""
+        if self.device_index in self.lost_devices:
+            raise GpuEnvironmentError(f"fake GPU {self.device_index} fell off the bus")
         return FakeEngine(self)
+
+    def count_devices(self) -> int:
+        """Return the fake host's GPU count."""
+        return self.device_count
+
+    def restricted(self, index: int) -> FakeSpec:
+        """A fake engine ignores CUDA_VISIBLE_DEVICES: it is told its index instead."""
+        return dataclasses.replace(self, device_index=index)
 
 
 @dataclass

@@ -44,3 +44,19 @@ def free_memory(index: int) -> int | None:
     finally:
         with contextlib.suppress(Exception):
             nvml.nvmlShutdown()
+
+
+def device_count() -> int | None:
+    """Return how many GPUs NVML sees (all of the host's), or None without NVML."""
+    try:
+        nvml: Any = importlib.import_module("pynvml")
+        nvml.nvmlInit()
+    except Exception:  # not installed, no driver library, or NVML refused
+        return None
+    try:
+        return int(nvml.nvmlDeviceGetCount())
+    except Exception:
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()

@@ -12,13 +12,14 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 
 from cudabench.errors import OpFileError
+from cudabench.measure.devices import Slot
 from cudabench.measure.engine import Engine, EngineSpec
 from cudabench.measure.jobs import Job, Prepared, error_row, jobs_of, prepare, record
 from cudabench.measure.plan import Plan
 from cudabench.measure.references import run_reference
 from cudabench.measure.variant import run_variant
 from cudabench.measure.vendor_rows import run_vendor
-from cudabench.measure.workers import run_in_worker
+from cudabench.measure.workers import Worker
 from cudabench.results.model import BenchmarkResult, Kind, RunOutcome
 
 OnResult = Callable[[BenchmarkResult], None]
@@ -26,31 +27,53 @@ OnStart = Callable[[Mapping[str, str]], None]  # receives the engine's versions
 OnPhase = Callable[[str, int], None]
 
 
-def count_rows(plans: Sequence[Plan]) -> int:
-    """Return how many result rows running the plans gives (for progress bars)."""
-    return len(jobs_of(list(plans))) + sum(len(plan.skipped) for plan in plans)
+def count_rows(plans: Sequence[Plan], copies: int = 1) -> int:
+    """Return how many result rows running the plans gives (for progress bars), each job
+    run `copies` times (--replicate: once per GPU)."""
+    return copies * len(jobs_of(list(plans))) + sum(len(plan.skipped) for plan in plans)
 
 
 def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | None = None,
-              on_start: OnStart | None = None) -> RunOutcome:
-    """Run every job of the plans in watched worker processes, in order; stream each row."""
+              on_start: OnStart | None = None, devices: Sequence[Slot] | None = None,
+              replicate: bool = False) -> RunOutcome:
+    """Run every job of the plans in watched worker processes; stream each row.
+
+    Without devices, on spec's GPU in order. With devices (--devices), one worker per GPU
+    takes whole benchmarks from one queue (fleet.py); with replicate every GPU runs every
+    benchmark.
+    """
     plans = list(plans)
     jobs = jobs_of(plans)
-    results: list[BenchmarkResult] = []
-    device = None
-    while len(results) < len(jobs):
-        rows = run_in_worker(spec, plans, jobs[len(results):], on_result or _ignore,
-                             on_start if not results else None, device, first=not results)
-        device = next((r.device for r in rows if r.device is not None), device)
-        results += rows
+    emit = on_result or _ignore
+    if devices is not None:
+        from cudabench.measure.fleet import run_on_devices
+
+        results, notes = run_on_devices(plans, jobs, spec, devices, replicate, emit, on_start)
+    else:
+        results, notes = run_on_one(plans, jobs, spec, emit, on_start), []
+    device = next((r.device for r in results if r.device is not None), None)
     for plan in plans:  # variants the plan left out, as rows that say why
         for variant, reason in plan.skipped:
             row = record(plan, variant.name, {}, str(variant.path), device, None,
                          skipped=reason)
             results.append(row)
-            (on_result or _ignore)(row)
-    notes = tuple(note for plan in plans for note in plan.notes)
-    return RunOutcome(tuple(results), notes)
+            emit(row)
+    notes += [note for plan in plans for note in plan.notes]
+    return RunOutcome(tuple(results), tuple(notes))
+
+
+def run_on_one(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
+               on_result: OnResult, on_start: OnStart | None = None) -> list[BenchmarkResult]:
+    """Run jobs in order on spec's GPU, in a worker replaced whenever one stops."""
+    results: list[BenchmarkResult] = []
+    worker = Worker(spec, plans)
+    try:
+        while len(results) < len(jobs):
+            results += worker.run(jobs[len(results):], on_result,
+                                  on_start if not results else None, first=not results)
+    finally:
+        worker.close()
+    return results
 
 
 def _ignore(result: BenchmarkResult) -> None:

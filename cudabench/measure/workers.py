@@ -1,22 +1,26 @@
 """Run jobs in a worker process that the parent watches: the watchdog.
 
 All GPU work happens in a spawned worker (a fork would inherit CUDA state). The worker
-says when each job starts, when its GPU work starts (after the compile), and streams each
-result back, so progress and the results file keep up and an interrupted run loses
-nothing it measured. The parent kills the worker when a job's compile outlasts
-`compile_timeout_s` or its GPU work `timeout_s`: that job's row says TIMEOUT, and the jobs
-after it run in a fresh worker. A worker that dies (a driver crash, the OOM killer) costs
-the job it was running an ERROR row; one that stops after a kernel fault hands the rest to
-a fresh worker too.
+takes batches of jobs from its inbox; it says when each job starts, when its GPU work
+starts (after the compile), and streams each result back, so progress and the results
+file keep up and an interrupted run loses nothing it measured. The parent kills the
+worker when a job's compile outlasts `compile_timeout_s` or its GPU work `timeout_s`: that
+job's row says TIMEOUT, and the jobs after it run in a fresh worker. A worker that dies (a
+driver crash, the OOM killer) costs the job it was running an ERROR row; one that stops
+after a kernel fault hands the rest to a fresh worker too. A worker that ends a batch
+cleanly stays for the next one (a benchmark after another on the same GPU pays no start).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import multiprocessing
 import os
 import queue
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +31,8 @@ from cudabench.measure.plan import Plan
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 POLL_S = 0.25  # how often the parent looks at a silent worker
-DONE = "done"  # the worker's last message when it stopped on its own
+DONE = "done"  # the worker finished a batch: ("done", faulted)
+_SPAWN_LOCK = threading.Lock()  # the environment is set around one spawn at a time
 
 
 @dataclass
@@ -40,64 +45,164 @@ class Watch:
     phase: str = ""  # "compile" or "GPU work"
 
 
-def run_in_worker(spec: EngineSpec, plans: Sequence[Plan], jobs: Sequence[Job],
-                  on_result: Callable[[BenchmarkResult], None],
-                  on_start: Callable[[Mapping[str, str]], None] | None = None,
-                  device: DeviceInfo | None = None, first: bool = True
-                  ) -> list[BenchmarkResult]:
-    """Run jobs in a new worker process until they are done or it stops.
+class Failure:
+    """Why a worker stopped before its batch was done (Worker.failure)."""
 
-    Returns the rows of the jobs it got through: all of them, or those up to and including
-    one that faulted, timed out (TIMEOUT row) or killed the worker (ERROR row). If the
-    first worker of a run cannot open the GPU, GpuEnvironmentError says why.
+    DIED = "died"  # the process died or an error escaped it
+    UNUSABLE = "unusable"  # a fresh worker could not open the GPU
+    TIMEOUT = "timeout"  # a job outlasted its limit and was killed with the worker
+
+
+class Worker:
+    """A watched worker process on one GPU, started on first use and replaced after it
+    stops; it runs batches of jobs of the same plans.
+
+    env is set in the process's environment when it starts (CUDA_VISIBLE_DEVICES for one
+    GPU of several, BLAS threads); label, when given, is the device index its results
+    name (the GPU's index among all, where the process sees it as device 0).
     """
-    context = multiprocessing.get_context("spawn")
-    messages: Any = context.Queue()
-    worker = context.Process(target=_worker, args=(spec, list(plans), list(jobs), messages),
-                             daemon=True)
-    worker.start()
-    watch = Watch(device=device)
-    results: list[BenchmarkResult] = []
-    reason, timed_out = "", False
-    try:
+
+    def __init__(self, spec: EngineSpec, plans: Sequence[Plan],
+                 env: Mapping[str, str] | None = None, label: int | None = None) -> None:
+        self.spec, self.plans = spec, list(plans)
+        self.env, self.label = dict(env or {}), label
+        self.device: DeviceInfo | None = None  # known once a worker has started
+        self.failure: str | None = None  # why the last batch stopped early, if it did
+        self._process: Any = None
+        self._inbox: Any = None
+        self._messages: Any = None
+
+    def run(self, jobs: Sequence[Job], on_result: Callable[[BenchmarkResult], None],
+            on_start: Callable[[Mapping[str, str]], None] | None = None,
+            first: bool = True) -> list[BenchmarkResult]:
+        """Run jobs until they are done or the worker stops.
+
+        Returns the rows of the jobs it got through: all of them, or those up to and
+        including one that faulted, timed out (TIMEOUT row) or killed the worker (ERROR
+        row). If the first worker of a run cannot open the GPU, GpuEnvironmentError says
+        why.
+        """
+        self.failure = None
+        if self._process is None:
+            self._start()
+        self._inbox.put(list(jobs))
+        watch = Watch(device=self.device)
+        results: list[BenchmarkResult] = []
+        reason, keep = "", False
+        try:
+            reason, keep = self._follow_batch(watch, jobs, results, on_result, on_start,
+                                              first)
+        finally:
+            self.device = watch.device or self.device
+            if not keep:
+                self._discard()
+        if reason and len(results) < len(jobs):
+            job = jobs[len(results)]
+            row = error_row(self.plans[job.plan_index], job, watch.device,
+                            f"{reason}; the jobs after it ran in a fresh worker",
+                            timed_out=self.failure == Failure.TIMEOUT)
+            results.append(row)
+            on_result(row)
+        return results
+
+    def close(self) -> None:
+        """Let the worker end (it is told there is no more work), or kill it."""
+        if self._process is not None and self._process.is_alive():
+            with contextlib.suppress(Exception):
+                self._inbox.put(None)
+        self._discard()
+
+    def _follow_batch(self, watch: Watch, jobs: Sequence[Job],
+                      results: list[BenchmarkResult],
+                      on_result: Callable[[BenchmarkResult], None],
+                      on_start: Callable[[Mapping[str, str]], None] | None,
+                      first: bool) -> tuple[str, bool]:
+        """Take the worker's messages until the batch ends: (why it stopped early, whether
+        the worker can take another batch)."""
         while True:
             now = time.monotonic()
             wait = POLL_S if watch.deadline is None else max(0.0, min(POLL_S,
                                                                       watch.deadline - now))
             try:
-                message = messages.get(timeout=wait)
-            except queue.Empty:
+                if not self._messages.poll(wait):
+                    raise queue.Empty
+                message = self._messages.recv()
+            except (queue.Empty, EOFError, OSError):  # nothing yet, or the worker is gone
                 if watch.deadline is not None and time.monotonic() >= watch.deadline:
-                    reason, timed_out = _timeout_reason(watch, plans, jobs), True
-                    break
-                if not worker.is_alive():
-                    reason = f"its worker process died (exit code {worker.exitcode})"
-                    break
+                    self.failure = Failure.TIMEOUT
+                    return _timeout_reason(watch, self.plans, jobs), False
+                if not self._process.is_alive():
+                    self.failure = Failure.DIED
+                    return f"its worker process died (exit code {self._process.exitcode})", False
                 continue
             if isinstance(message, BenchmarkResult):
                 results.append(message)
                 on_result(message)
                 watch.current = watch.deadline = None
-            elif isinstance(message, tuple) and message[0] == "unusable":
+            elif isinstance(message, tuple) and message[0] == Failure.UNUSABLE:
                 if first:  # the run cannot start: the user's environment is the error
                     raise GpuEnvironmentError(message[1])
-                reason = f"a fresh worker could not open the GPU: {message[1]}"
-                break
+                self.failure = Failure.UNUSABLE
+                return f"a fresh worker could not open the GPU: {message[1]}", False
+            elif isinstance(message, tuple) and message[0] == DONE:
+                return "", not message[1]  # a worker whose kernel faulted is done for
             elif isinstance(message, tuple):
-                _follow(watch, message, plans, jobs, on_start)
-            else:  # DONE, or the text of an error in the worker
-                reason = "" if message == DONE else f"its worker process failed: {message}"
-                break
+                _follow(watch, message, self.plans, jobs, on_start)
+            else:  # the text of an error in the worker
+                self.failure = Failure.DIED
+                return f"its worker process failed: {message}", False
+
+    def _start(self) -> None:
+        """Spawn a worker process with the worker's environment."""
+        context = multiprocessing.get_context("spawn")
+        # Messages travel through a pipe, written synchronously: a row sent just before the
+        # worker dies is not lost in a queue's feeder thread (and blamed for the death).
+        self._messages, sender = context.Pipe(duplex=False)
+        self._inbox = context.Queue()
+        self._process = context.Process(
+            target=_worker, args=(self.spec, self.plans, self._inbox, sender, self.label),
+            daemon=True)
+        with _environment(self.env):
+            self._process.start()
+        sender.close()  # the worker holds the only writing end: its death ends the pipe
+
+    def _discard(self) -> None:
+        """End the worker process, if any: it has finished, or it is stuck and is killed."""
+        if self._process is not None:
+            _stop(self._process)
+            self._messages.close()
+        self._process = self._inbox = self._messages = None
+
+
+def run_in_worker(spec: EngineSpec, plans: Sequence[Plan], jobs: Sequence[Job],
+                  on_result: Callable[[BenchmarkResult], None],
+                  on_start: Callable[[Mapping[str, str]], None] | None = None,
+                  device: DeviceInfo | None = None, first: bool = True
+                  ) -> list[BenchmarkResult]:
+    """Run jobs in a new worker process until they are done or it stops (Worker.run)."""
+    worker = Worker(spec, plans)
+    worker.device = device
+    try:
+        return worker.run(jobs, on_result, on_start, first)
     finally:
-        _stop(worker)
-    if reason and len(results) < len(jobs):
-        job = jobs[len(results)]
-        row = error_row(plans[job.plan_index], job, watch.device,
-                        f"{reason}; the jobs after it ran in a fresh worker",
-                        timed_out=timed_out)
-        results.append(row)
-        on_result(row)
-    return results
+        worker.close()
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    """Set variables in os.environ while a child is spawned (it inherits them), then restore
+    them; one spawn at a time, so that threads starting workers on other GPUs do not mix."""
+    with _SPAWN_LOCK:
+        saved = {name: os.environ.get(name) for name in env}
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def _follow(watch: Watch, message: tuple[Any, ...], plans: Sequence[Plan],
@@ -136,29 +241,48 @@ def _stop(worker: Any) -> None:
         worker.join(timeout=10)
 
 
-def _worker(spec: EngineSpec, plans: list[Plan], jobs: list[Job], messages: Any) -> None:
-    """Open an engine and run jobs, reporting each phase and result, then DONE."""
+def _worker(spec: EngineSpec, plans: list[Plan], inbox: Any, sender: Any,
+            label: int | None) -> None:
+    """Open an engine, then run each batch of jobs from the inbox (None: stop), reporting
+    each phase and result and ("done", faulted) after a batch."""
     from cudabench.measure.pipeline import run_jobs
 
+    messages = _Sender(sender)
     try:
         engine = spec.open()
     except CudabenchError as exc:  # no GPU, driver or PyCUDA: nothing can run
-        messages.put(("unusable", str(exc)))
+        messages.put((Failure.UNUSABLE, str(exc)))
         return
+    if label is not None:  # the process sees its GPU as device 0: name it as the user does
+        engine_info = dataclasses.replace(engine.info, index=label)
+        setattr(engine, "info", engine_info)  # noqa: B010 (both engines keep a plain field)
     try:
         try:
             messages.put(("start", engine.info, dict(engine.versions)))
-            run_jobs(plans, jobs, engine, on_result=messages.put,
-                     on_phase=lambda kind, index: messages.put((kind, index)))
+            while (jobs := inbox.get()) is not None:
+                run_jobs(plans, jobs, engine, on_result=messages.put,
+                         on_phase=lambda kind, index: messages.put((kind, index)))
+                messages.put((DONE, engine.faulted))
+                if engine.faulted:
+                    break
         finally:
             engine.close()
     except Exception as exc:  # a bug or a lost GPU: the parent records it and goes on
         messages.put(f"{type(exc).__name__}: {exc}")
         return
-    messages.put(DONE)
     if engine.faulted:
         # CUDA is dead here: end without collecting its objects (PyCUDA would warn about
-        # each allocation it cannot free), once every message has left.
-        messages.close()
-        messages.join_thread()
+        # each allocation it cannot free); every message has left (the pipe is synchronous).
+        sender.close()
         os._exit(0)
+
+
+class _Sender:
+    """The worker's end of the message pipe, with a queue's put."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def put(self, message: object) -> None:
+        """Send one message; it is in the pipe when this returns."""
+        self.connection.send(message)

@@ -24,6 +24,7 @@ from types import ModuleType
 from cudabench.errors import OpFileError
 from cudabench.ops.base import Op
 from cudabench.ops.types import DTYPES
+from cudabench.relocation import local_path
 
 BUILTIN_MODULES = ("cudabench.ops.matmul", "cudabench.ops.transpose", "cudabench.ops.dot")
 ENTRY_POINT_GROUP = "cudabench.ops"
@@ -116,7 +117,7 @@ def _import_file(path: Path) -> ModuleType:
     name = f"cudabench_user_ops.{path.stem}_{digest}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, local_path(path))
     if spec is None or spec.loader is None:
         raise OpFileError(f"{path}: cannot load the op file (not a Python file?)")
     module = importlib.util.module_from_spec(spec)

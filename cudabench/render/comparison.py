@@ -26,7 +26,8 @@ def benchmark_name(op: str, variant: str, hot: bool) -> str:
 def row_cells(row: ComparisonRow) -> list[str]:
     """Return a row's cells, in COLUMNS order."""
     return [
-        benchmark_name(row.op, row.variant, row.hot), params_text(row.params),
+        benchmark_name(row.op, row.variant, row.hot)
+        + (f" on {row.device}" if row.device else ""), params_text(row.params),
         shape_text(row.shape), row.dtype, format_seconds(row.baseline_median_s),
         format_seconds(row.current_median_s), format_change(row.change),
         format_p_value(row.p_value), row.verdict.value, row.reason, threshold_text(row),

@@ -25,7 +25,7 @@ RUN_INSIGHT = ("pct_of_peak", "bound", "in_l2", "energy_j_per_launch")
 RUN_TRAILING = ("rel_error", "max_abs_error")
 COMPARISON_COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline_median_s",
                       "current_median_s", "change", "p_value", "verdict", "reason", "kind",
-                      "regressed")
+                      "regressed", "gpu")
 
 
 def _text(rows: Iterable[Sequence[Any]]) -> str:
@@ -111,7 +111,7 @@ def comparison_to_csv(comparison: Comparison) -> str:
             benchmark_name(row.op, row.variant, row.hot), params_text(row.params) if row.params
             else "", shape_text(row.shape), row.dtype, row.baseline_median_s,
             row.current_median_s, row.change, row.p_value, row.verdict.value, row.reason,
-            row.kind.value, row.regressed,
+            row.kind.value, row.regressed, row.device,
         ])
     for verdict, results in (("added", comparison.added), ("removed", comparison.removed)):
         for r in results:
@@ -120,6 +120,6 @@ def comparison_to_csv(comparison: Comparison) -> str:
                 benchmark_name(r.op, r.variant, r.hot), params_text(r.params) if r.params
                 else "", shape_text(r.shape), r.dtype, before, after, None, None, verdict,
                 f"only in the {'current' if verdict == 'added' else 'baseline'} file",
-                r.kind.value, False,
+                r.kind.value, False, f"{r.device.name} (GPU {r.device.index})" if r.device else "",
             ])
     return _text(lines)

@@ -44,6 +44,8 @@ def to_markdown(comparison: Comparison) -> str:
         lines += ["The cards differ, which can move every timing:", ""]
         lines += [f"- {_cell(change)}" for change in c.setting_changes]
         lines.append("")
+    if c.notes:
+        lines += [f"- note: {_cell(note)}" for note in c.notes] + [""]
     for title, results in (("Added", c.added), ("Removed", c.removed)):
         if results:
             where = "current" if title == "Added" else "baseline"

@@ -12,12 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cudabench.analysis.fleet import device_spreads
 from cudabench.render.insight import detail_columns, footer_lines, insight_columns
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome
 from cudabench.units import format_error, format_seconds, params_text, shape_text
 
 BASELINE_VARIANT = "naive"
-LEFT_COLUMNS = frozenset({"variant", "params", "check"})
+LEFT_COLUMNS = frozenset({"variant", "params", "check", "shape", "dtype", "median per GPU",
+                          "slowest"})
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,31 @@ def build_tables(outcome: RunOutcome) -> list[RunTable]:
         details = detail_table(rows, tables[-1].title)
         if details is not None:
             tables.append(details)
-    return tables
+    spread = spread_table(outcome.results)
+    return tables + ([spread] if spread is not None else [])
+
+
+def spread_table(results: Sequence[BenchmarkResult]) -> RunTable | None:
+    """Return the table of medians per GPU for benchmarks run on several (--replicate)."""
+    spreads = device_spreads(results)
+    if not spreads:
+        return None
+    rows = []
+    for item in spreads:
+        r = item.result
+        medians = ", ".join(f"GPU {device.index}: {format_seconds(median)}"
+                            for device, median in item.medians)
+        rows.append((Cell(f"{r.op}/{r.variant}"), Cell(params_text(r.params)),
+                     Cell(shape_text(r.shape)), Cell(r.dtype), Cell(medians),
+                     Cell(f"{item.spread:.2%}"), Cell(f"GPU {item.slowest.index}")))
+    worst = max(spreads, key=lambda item: item.spread)
+    return RunTable(
+        title="the same benchmarks on each GPU",
+        caption=(f"spread: slowest GPU's median over the fastest's; largest "
+                 f"{worst.spread:.2%} ({worst.result.op}/{worst.result.variant})"),
+        columns=("variant", "params", "shape", "dtype", "median per GPU", "spread",
+                 "slowest"),
+        rows=tuple(rows))
 
 
 def comparators(rows: Sequence[BenchmarkResult]) -> list[Comparator]:

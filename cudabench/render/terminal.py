@@ -56,11 +56,17 @@ def stderr_console() -> Console:
 
 
 @contextlib.contextmanager
-def progress(total: int, console: Console, mode: bool | None = None
+def progress(total: int, console: Console, mode: bool | None = None, devices: int = 1
              ) -> Iterator[Callable[[BenchmarkResult], None]]:
     """Yield advance(result): a live bar with the current benchmark, count and ETA on a
     terminal; nothing otherwise (CI logs stay clean) unless mode is True, which prints a
-    line per benchmark with the ETA; mode False (--quiet) is silent everywhere."""
+    line per benchmark with the ETA; mode False (--quiet) is silent everywhere. With
+    several devices each benchmark names its GPU."""
+
+    def name(result: BenchmarkResult) -> str:
+        where = f" on GPU {result.device.index}" if devices > 1 and result.device else ""
+        return f"{result.op}/{result.variant}{where}"
+
     if mode is False or (mode is None and not console.is_terminal):
         yield lambda result: None
         return
@@ -72,7 +78,7 @@ def progress(total: int, console: Console, mode: bool | None = None
             task = bar.add_task("benchmarking", total=total)
 
             def advance(result: BenchmarkResult) -> None:
-                bar.update(task, advance=1, description=f"{result.op}/{result.variant}")
+                bar.update(task, advance=1, description=name(result))
 
             yield advance
         return
@@ -83,7 +89,7 @@ def progress(total: int, console: Console, mode: bool | None = None
         done += 1
         left = (time.monotonic() - started) / done * (total - done)
         console.print(Text(
-            f"[{done}/{total}] {result.op}/{result.variant} {shape_text(result.shape)} "
+            f"[{done}/{total}] {name(result)} {shape_text(result.shape)} "
             f"{result.dtype}: {result.status.value} {format_seconds(result.median_s)}"
             f"{f'; about {left:.0f} s left' if done < total else ''}"
         ))
@@ -262,6 +268,8 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         console.print(table)
     for change in c.setting_changes:
         console.print(Text(f"the card differs: {change}", style="yellow"), soft_wrap=True)
+    for note in c.notes:
+        console.print(Text(f"note: {note}", style="yellow"), soft_wrap=True)
     for title, results in (("added (only in current)", c.added),
                            ("removed (only in baseline)", c.removed)):
         if results:

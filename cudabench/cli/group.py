@@ -1,0 +1,136 @@
+"""The command group, kept light: a command's module is imported only when it runs.
+
+`cudabench --help` lists every command from the table below and the op registry, without
+importing the measurement code, NumPy, PyCUDA or CuPy (tests/test_startup.py checks it,
+and that each short help here matches its command's).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cudabench import __version__
+from cudabench.cli.boundary import BoundaryGroup
+
+# name -> (module, attribute, the short help `--help` shows)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "ab": ("cudabench.cli.ab", "ab_command",
+           "Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved."),
+    "calibrate": ("cudabench.cli.commands", "calibrate_command",
+                  "Run a suite several times into the history store, then show each "
+                  "benchmark's between-run spread."),
+    "compare": ("cudabench.cli.commands", "compare_command",
+                "Compare two results files; exit 1 on a significant slowdown or a new "
+                "failure."),
+    "history": ("cudabench.cli.history", "history",
+                "Record results files and follow each benchmark across commits."),
+    "info": ("cudabench.cli.commands", "info",
+             "Show the GPU, its limits and clocks, and the driver, CUDA and PyCUDA versions."),
+    "list": ("cudabench.cli.listing", "list_command",
+             "List ops, their variants, parameters and files (no GPU needed)."),
+    "plot": ("cudabench.cli.report", "plot_command",
+             "Plot saved results (FILE...): throughput by size, and the roofline."),
+    "report": ("cudabench.cli.report", "report_command",
+               "Show saved results (FILE...) as the run's tables, without a GPU."),
+    "run": ("cudabench.cli.commands", "run_command",
+            "Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in "
+            "pyproject.toml)."),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """Import and return a fixed command."""
+    module, attribute, _ = COMMANDS[name]
+    command: click.Command = getattr(importlib.import_module(module), attribute)
+    return command
+
+
+def run_and_render(*args: Any, **kwargs: Any) -> int:
+    """Run an op command's requests (cudabench.cli.commands, imported now)."""
+    from cudabench.cli import commands
+
+    code: int = commands.run_and_render(*args, **kwargs)
+    return code
+
+
+class OpsGroup(BoundaryGroup):
+    """The command group: fixed commands, and one command per op of the registry."""
+
+    kernels_dirs: list[Path] = []
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Note the --kernels-dir folders first: a user's op there may be the command."""
+        from cudabench.cli.names import kernels_dirs_in
+
+        self.kernels_dirs = kernels_dirs_in(args)
+        return super().resolve_command(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """List the op commands (built in and installed), then the others."""
+        from cudabench.cli.names import command_names
+        from cudabench.ops import builtin_ops
+
+        return [*command_names(builtin_ops()), *sorted(COMMANDS)]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        """Return a fixed command, or the command of an op with that name."""
+        if name in COMMANDS:
+            return load_command(name)
+        from cudabench.cli.op_commands import op_command
+        from cudabench.ops import load_ops
+
+        return op_command(name, load_ops(self.kernels_dirs), run_and_render)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List the commands with their short help, importing none of the fixed ones."""
+        from cudabench.cli.names import command_name
+        from cudabench.ops import builtin_ops
+
+        summaries: dict[str, str] = {}
+        for op in builtin_ops().values():
+            summaries.setdefault(command_name(op), op.summary)
+        summaries.update({name: help_text for name, (_, _, help_text) in
+                          sorted(COMMANDS.items())})
+        width = formatter.width - 6 - max(len(name) for name in summaries)
+        rows = [(name, _shorten(text, width)) for name, text in summaries.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _shorten(text: str, width: int) -> str:
+    """Cut a help text to one line of width characters, as Click does."""
+    text = text.rstrip(".")
+    if len(text) <= width:
+        return text
+    cut = text[: max(10, width - 3)].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:") + "..."
+
+
+@click.group(cls=OpsGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cudabench")
+@click.option("--traceback", is_flag=True, help="Show the Python traceback of an error.")
+def cli(traceback: bool) -> None:
+    """Benchmark CUDA kernels: verified against NumPy, timed with CUDA events.
+
+    \b
+    Exit codes:
+      0    every variant verified (compare, ab, history check: no regression)
+      1    compare, ab or history check: a significant slowdown, or a benchmark
+           that now fails verification
+      2    usage or environment error (bad flag or file; no GPU, driver, PyCUDA
+           or nvcc), or a row that could not be compiled or run (ERROR)
+      3    a variant failed verification, timed out (TIMEOUT) or is faster than
+           the GPU allows (SUSPECT)
+      4    internal error: re-run with --traceback and report it
+      130  interrupted (Ctrl-C)
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line (console script and `python -m cudabench`)."""
+    cli.main(args=argv, prog_name="cudabench")

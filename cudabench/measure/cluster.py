@@ -1,0 +1,215 @@
+"""Run benchmarks as Ray tasks on the GPUs of a Ray cluster (--cluster).
+
+Each benchmark (an op at one shape, dtype and cache state, with all its variants and
+reference rows: fleet.units_of) becomes a task that asks Ray for one GPU (num_gpus=1). The
+task runs it in a watched worker on that GPU exactly as `cudabench` does on one machine,
+so a kernel that faults or hangs costs its row, not the task. The plans travel pickled
+with the kernel sources in them; the kernel folders and op files they need travel too,
+and are written out on a node that lacks them (cudabench/relocation.py), so nodes need
+only cudabench installed. Rows come back as tasks finish. A task lost with its worker or
+node is retried once by Ray, then its rows say ERROR and why; Ctrl-C cancels the tasks
+still out and leaves the results file valid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cudabench.errors import UsageError
+from cudabench.measure.devices import BLAS_THREAD_VARIABLES
+from cudabench.measure.engine import EngineSpec
+from cudabench.measure.fleet import units_of
+from cudabench.measure.jobs import Job, error_row, jobs_of, record
+from cudabench.measure.plan import Plan
+from cudabench.relocation import ENVIRONMENT_VARIABLE
+from cudabench.results.model import BenchmarkResult, RunOutcome
+
+INSTALL_HINT = "pip install 'cudabench[ray]'"
+SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inc", ".py")
+MAX_BUNDLE_BYTES = 32 * 2**20  # kernel folders are source files; more is a mistake
+TASK_RETRIES = 1  # a task lost with its worker or node runs once more, then is reported
+WAIT_S = 1.0  # how often the driver wakes while tasks run (so Ctrl-C gets through)
+
+
+def connect(text: str) -> RayCluster:
+    """Start or join the Ray cluster --cluster names; UsageError saying why it cannot."""
+    text = text.strip()
+    if text != "ray" and not text.startswith("ray://"):
+        raise UsageError(f"--cluster {text!r}: expected `ray` (a local Ray, or RAY_ADDRESS's "
+                         "cluster) or `ray://HOST:PORT` (a cluster's Ray Client address)")
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(f"--cluster {text}: Ray is not installed ({INSTALL_HINT})") from None
+    started = False
+    if not ray.is_initialized():
+        address = text if text.startswith("ray://") else None
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.ERROR)
+        except Exception as exc:  # ConnectionError, a timeout, a version mismatch...
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UsageError(f"--cluster {text}: cannot reach the Ray cluster: {first}") from None
+        started = True
+    gpus = float(ray.cluster_resources().get("GPU", 0))
+    if gpus < 1:
+        if started:
+            ray.shutdown()
+        raise UsageError(f"--cluster {text}: the Ray cluster has no GPU (start its nodes with "
+                         "`ray start ... --num-gpus N`, or check nvidia-smi on them)")
+    return RayCluster(ray, started, text)
+
+
+class RayCluster:
+    """A connected Ray cluster that runs plans as one task per benchmark."""
+
+    def __init__(self, ray: Any, started: bool, address: str) -> None:
+        self.ray, self.started, self.address = ray, started, address
+
+    def run(self, plans: Sequence[Plan], spec: EngineSpec,
+            on_result: Callable[[BenchmarkResult], None],
+            on_start: Callable[[Mapping[str, str]], None] | None = None) -> RunOutcome:
+        """Run every benchmark as a Ray task on one GPU; stream rows as tasks finish."""
+        ray = self.ray
+        plans = list(plans)
+        units = units_of(plans, jobs_of(plans))
+        blob = ray.put(pickle.dumps((plans, units)))
+        files = bundle(plans)
+        task = ray.remote(num_gpus=1, max_retries=TASK_RETRIES)(run_task)
+        pending = {task.remote(spec, blob, index, files): index for index in range(len(units))}
+        rows: dict[int, list[BenchmarkResult]] = {}
+        started = False
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
+                for ref in done:
+                    index = pending.pop(ref)
+                    try:
+                        unit_rows, versions = ray.get(ref)
+                    except Exception as exc:  # the task was lost twice, or raised
+                        unit_rows, versions = lost_rows(plans, units[index], exc), None
+                    if versions and not started and on_start is not None:
+                        on_start(versions)
+                        started = True
+                    rows[index] = unit_rows
+                    for row in unit_rows:
+                        on_result(row)
+        except KeyboardInterrupt:
+            for ref in pending:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            raise
+        finally:
+            if self.started:
+                ray.shutdown()
+        results = [row for index in sorted(rows) for row in rows[index]]
+        device = next((r.device for r in results if r.device is not None), None)
+        for plan in plans:  # variants the plan left out, as rows that say why
+            for variant, reason in plan.skipped:
+                row = record(plan, variant.name, {}, str(variant.path), device, None,
+                             skipped=reason)
+                results.append(row)
+                on_result(row)
+        return RunOutcome(tuple(results), tuple(note for plan in plans for note in plan.notes))
+
+
+def lost_rows(plans: Sequence[Plan], jobs: Sequence[Job], exc: BaseException
+              ) -> list[BenchmarkResult]:
+    """Return ERROR rows for a benchmark whose task could not finish, saying why."""
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    why = (f"its Ray task was lost twice (retried once): {type(exc).__name__}: {reason}"
+           if "Crash" in type(exc).__name__ or "Died" in type(exc).__name__
+           or "Lost" in type(exc).__name__
+           else f"its Ray task failed: {type(exc).__name__}: {reason}")
+    return [error_row(plans[job.plan_index], job, None, why) for job in jobs]
+
+
+def bundle(plans: Sequence[Plan]) -> dict[str, str]:
+    """Return the source files the plans' kernels and ops need, by path: each variant's
+    folder (its includes live there) and each op file."""
+    folders = {planned.variant.path.parent for plan in plans for planned in plan.variants}
+    files: dict[str, str] = {}
+    for folder in sorted(folders):
+        for path in sorted(folder.iterdir()) if folder.is_dir() else ():
+            if path.suffix in SOURCE_SUFFIXES and path.is_file():
+                files[str(path)] = path.read_text(encoding="utf-8", errors="replace")
+    for plan in plans:
+        origin = plan.op.origin
+        if origin.endswith(".py") and Path(origin).is_file():
+            files[str(Path(origin))] = Path(origin).read_text(encoding="utf-8")
+    size = sum(len(text) for text in files.values())
+    if size > MAX_BUNDLE_BYTES:
+        raise UsageError(f"--cluster: the kernel folders hold {size / 2**20:.1f} MiB of source "
+                         f"files, more than {MAX_BUNDLE_BYTES // 2**20} MiB; keep kernel "
+                         "folders to sources")
+    return files
+
+
+def place_files(files: Mapping[str, str]) -> dict[str, str]:
+    """Write the files whose folder is missing or different here to a temporary folder;
+    return the folders moved (original folder -> local copy)."""
+    by_folder: dict[str, dict[str, str]] = {}
+    for path, text in files.items():
+        by_folder.setdefault(str(Path(path).parent), {})[Path(path).name] = text
+    moved = {}
+    for folder, members in by_folder.items():
+        if all(_same(Path(folder) / name, text) for name, text in members.items()):
+            continue
+        copy = Path(tempfile.mkdtemp(prefix="cudabench-kernels-"))
+        for name, text in members.items():
+            (copy / name).write_text(text, encoding="utf-8")
+        moved[folder] = str(copy)
+    return moved
+
+
+def _same(path: Path, text: str) -> bool:
+    """Return whether path holds text already (a shared file system, or the same host)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") == text
+    except OSError:
+        return False
+
+
+def run_task(spec: EngineSpec, blob: bytes, index: int, files: Mapping[str, str]
+             ) -> tuple[list[BenchmarkResult], dict[str, str] | None]:
+    """The Ray task: run benchmark `index` of the pickled plans on the GPU Ray gave it."""
+    import ray
+
+    from cudabench.measure.workers import Worker
+
+    moved = place_files(files)
+    if moved:  # before the plans are loaded: an op file may be among the moved ones
+        os.environ[ENVIRONMENT_VARIABLE] = json.dumps(moved)
+    plans, units = pickle.loads(blob)
+    gpu_ids = ray.get_gpu_ids()
+    label = int(gpu_ids[0]) if gpu_ids and str(gpu_ids[0]).isdigit() else 0
+    share = str(max(1, (os.cpu_count() or 1) // _gpus_on_this_node(ray)))
+    env = {name: share for name in BLAS_THREAD_VARIABLES}  # Ray's default is one thread
+    rows: list[BenchmarkResult] = []
+    versions: dict[str, str] = {}
+    worker = Worker(spec.restricted(label), plans, env=env, label=label)
+    jobs = units[index]
+    try:
+        while len(rows) < len(jobs):
+            rows += worker.run(jobs[len(rows):], lambda row: None, versions.update,
+                               first=not rows)
+    finally:
+        worker.close()
+    return rows, versions
+
+
+def _gpus_on_this_node(ray: Any) -> int:
+    """Return how many GPUs Ray counts on the node running this task (at least 1)."""
+    node = ray.get_runtime_context().get_node_id()
+    for entry in ray.nodes():
+        if entry.get("NodeID") == node:
+            return max(1, int(entry.get("Resources", {}).get("GPU", 1)))
+    return 1

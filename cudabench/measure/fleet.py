@@ -1,0 +1,190 @@
+"""Run plans over several GPUs of one host (--devices): one watched worker per GPU.
+
+The unit of work is one benchmark: an op at one shape, dtype and cache state with all
+its variants and reference rows, so that every ratio in its table is measured in one run
+on one GPU. Workers take units from one queue as they finish (or, with --replicate, every
+GPU runs every unit: a fleet check). A kernel that faults costs its row and a fresh worker,
+as on one GPU. A GPU that cannot be opened, or whose worker dies MAX_DEATHS times in a
+row, is given up: the rows it was running say ERROR and why, and its queued work goes to
+the other GPUs. Rows reach on_result one at a time (one writer), as they are measured.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cudabench.errors import GpuEnvironmentError
+from cudabench.measure.devices import Slot
+from cudabench.measure.engine import EngineSpec
+from cudabench.measure.jobs import Job, error_row
+from cudabench.measure.plan import Plan
+from cudabench.measure.workers import Failure, Worker
+from cudabench.results.model import BenchmarkResult, DeviceInfo
+
+MAX_DEATHS = 2  # a GPU whose fresh workers die this many times in a row is given up
+JOIN_S = 0.5  # how often the main thread wakes while it waits (so Ctrl-C gets through)
+
+
+def units_of(plans: Sequence[Plan], jobs: Sequence[Job]) -> list[list[Job]]:
+    """Group jobs into benchmarks (op, shape, dtype, cache state), in run order."""
+    units: dict[tuple[object, ...], list[Job]] = {}
+    for job in jobs:
+        plan = plans[job.plan_index]
+        key = (plan.op.name, tuple(plan.shape), plan.dtype.name, plan.hot)
+        units.setdefault(key, []).append(job)
+    return list(units.values())
+
+
+@dataclass
+class Board:
+    """What the GPUs' threads share: the queues, the rows so far, and one writer's lock."""
+
+    units: list[list[Job]]
+    plans: Sequence[Plan]
+    on_result: Callable[[BenchmarkResult], None]
+    on_start: Callable[[Mapping[str, str]], None] | None
+    queues: dict[int, collections.deque[int]]  # slot index -> units to run (shared or own)
+    replicate: bool = False  # every GPU runs every unit (each its own queue)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    rows: dict[tuple[int, int], list[BenchmarkResult]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    opened: set[int] = field(default_factory=set)  # slots whose GPU opened at least once
+    unusable: list[str] = field(default_factory=list)  # why a GPU could not be opened
+    started: bool = False
+    stopping: bool = False
+    errors: list[BaseException] = field(default_factory=list)
+
+    def take(self, slot: Slot) -> int | None:
+        """Return the next unit for slot's GPU, or None when there is none (or Ctrl-C)."""
+        with self.lock:
+            queue = self.queues[slot.index]
+            return None if self.stopping or not queue else queue.popleft()
+
+    def give_back(self, slot: Slot, unit: int) -> None:
+        """Put a unit that was never started back at the front of the queue."""
+        with self.lock:
+            self.queues[slot.index].appendleft(unit)
+
+    def emit(self, unit: int, slot: Slot, row: BenchmarkResult) -> None:
+        """Keep a row and hand it to the one writer."""
+        with self.lock:
+            self.rows.setdefault((unit, slot.index), []).append(row)
+            self.on_result(row)
+
+    def start_once(self, versions: Mapping[str, str]) -> None:
+        """Pass the first worker's versions on, once."""
+        with self.lock:
+            if not self.started and self.on_start is not None:
+                self.on_start(versions)
+            self.started = True
+
+
+def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
+                   devices: Sequence[Slot], replicate: bool,
+                   on_result: Callable[[BenchmarkResult], None],
+                   on_start: Callable[[Mapping[str, str]], None] | None = None
+                   ) -> tuple[list[BenchmarkResult], list[str]]:
+    """Run the jobs' benchmarks on the GPUs; return the rows (by benchmark, then GPU) and
+    notes on GPUs given up. GpuEnvironmentError when no GPU could be opened at all."""
+    units = units_of(plans, jobs)
+    shared = collections.deque(range(len(units)))
+    queues = {slot.index: (collections.deque(range(len(units))) if replicate else shared)
+              for slot in devices}
+    board = Board(units, plans, on_result, on_start, queues, replicate)
+    threads = [threading.Thread(target=_serve_safely, args=(board, spec, slot, len(devices)),
+                                name=f"cudabench GPU {slot.index}", daemon=True)
+               for slot in devices]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(JOIN_S)
+    except KeyboardInterrupt:
+        with board.lock:  # the threads take no more work; the rows so far are written
+            board.stopping = True
+        raise
+    if board.errors:
+        raise board.errors[0]
+    if not board.opened:
+        raise GpuEnvironmentError(board.unusable[0] if board.unusable
+                                  else "no GPU could be opened")
+    for unit in shared if not replicate else ():  # every GPU was given up before these
+        for job in units[unit]:
+            row = error_row(plans[job.plan_index], job, None,
+                            "not run: every chosen GPU was given up (see the notes)")
+            board.emit(unit, Slot(-1, ""), row)
+    order = sorted(board.rows, key=lambda pair: (pair[0], pair[1]))
+    return [row for pair in order for row in board.rows[pair]], board.notes
+
+
+def _serve_safely(board: Board, spec: EngineSpec, slot: Slot, workers: int) -> None:
+    """Serve one GPU; keep an unexpected error for the main thread to raise."""
+    try:
+        _serve(board, spec, slot, workers)
+    except BaseException as exc:  # re-raised by the main thread after the join
+        with board.lock:
+            board.errors.append(exc)
+            board.stopping = True
+
+
+def _serve(board: Board, spec: EngineSpec, slot: Slot, workers: int) -> None:
+    """Run units on one GPU until the queue is empty or the GPU is given up."""
+    worker = Worker(spec.restricted(slot.index), board.plans,
+                    env=slot.environment(workers), label=slot.index)
+    deaths = 0
+    try:
+        while (unit := board.take(slot)) is not None:
+            jobs = board.units[unit]
+            done = 0
+            while done < len(jobs):
+                try:
+                    rows = worker.run(jobs[done:], lambda row: board.emit(unit, slot, row),
+                                      board.start_once, first=slot.index not in board.opened)
+                except GpuEnvironmentError as exc:  # this GPU never opened
+                    board.give_back(slot, unit)
+                    _give_up(board, slot, f"it could not be opened: {exc}", [], None,
+                             opened=False)
+                    return
+                with board.lock:
+                    board.opened.add(slot.index)
+                done += len(rows)
+                deaths = deaths + 1 if worker.failure in (Failure.DIED,
+                                                          Failure.UNUSABLE) else 0
+                if worker.failure == Failure.UNUSABLE or deaths >= MAX_DEATHS:
+                    left = [(unit, job) for job in jobs[done:]]
+                    _give_up(board, slot, _why(worker.failure, deaths), left, worker.device)
+                    return
+    finally:
+        worker.close()
+
+
+def _why(failure: str | None, deaths: int) -> str:
+    """Say why a GPU was given up."""
+    if failure == Failure.UNUSABLE:
+        return "a fresh worker could not open it"
+    return f"its worker process died {deaths} times in a row"
+
+
+def _give_up(board: Board, slot: Slot, reason: str, left: list[tuple[int, Job]],
+             device: DeviceInfo | None, opened: bool = True) -> None:
+    """Stop using a GPU: the rows it was running say ERROR and why; its queued benchmarks
+    go to the other GPUs, or, when every GPU runs every benchmark, say ERROR too."""
+    if board.replicate:
+        with board.lock:
+            queue = board.queues[slot.index]
+            while queue:
+                unit = queue.popleft()
+                left += [(unit, job) for job in board.units[unit]]
+    for unit, job in left:
+        board.emit(unit, slot, error_row(board.plans[job.plan_index], job, device,
+                                         f"GPU {slot.index} was given up: {reason}"))
+    with board.lock:
+        if not opened:
+            board.unusable.append(f"GPU {slot.index}: {reason}")
+        board.notes.append(f"GPU {slot.index} was given up ({reason}); " + (
+            "its benchmarks were not run on it" if board.replicate
+            else "its queued benchmarks went to the other GPUs"))

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Several GPUs and Ray on one host with two or more GPUs (the device tool's nvidia-h200-x2):
+# the suite on one GPU, on every GPU (--devices all), every benchmark on every GPU
+# (--replicate) and through a local Ray (--cluster ray); the wall time of each, and the
+# per-device spread. Results files go to OUT (default /tmp/cudabench-multi).
+#   run.sh [OUT]      CUDABENCH overrides the command (default: python3 -m cudabench)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-/tmp/cudabench-multi}; mkdir -p "$out"
+cb=${CUDABENCH:-python3 -m cudabench}
+nvidia-smi --query-gpu=index,name,pci.bus_id,uuid --format=csv,noheader
+timed() {  # timed NAME ARGS...: run the suite, print its wall time and exit code
+    local name=$1; shift
+    local start end code
+    start=$(date +%s.%N)
+    $cb run "$here/suite.toml" --json "$out/$name.json" "$@" >"$out/$name.txt" 2>"$out/$name.err"
+    code=$?
+    end=$(date +%s.%N)
+    python3 -c "print(f'$name: {float($end) - float($start):.1f} s wall, exit $code')"
+}
+timed one --device 0
+timed all --devices all
+timed ray --cluster ray
+timed replicate --devices all --replicate
+python3 - "$out" <<'PY'
+import json, sys
+from collections import defaultdict
+out = sys.argv[1]
+for name in ("one", "all", "ray", "replicate"):
+    data = json.load(open(f"{out}/{name}.json"))
+    per = defaultdict(int)
+    for b in data["benchmarks"]:
+        per[b.get("device")] += 1
+    names = [f"GPU {d['index']} {d.get('pci_bus_id')} {d.get('uuid')}" for d in data["devices"]]
+    print(f"{name}: {len(data['benchmarks'])} rows; rows per device {dict(per)}; devices {names}")
+PY
+grep -A40 "the same benchmarks on each GPU" "$out/replicate.txt" | head -60

@@ -1,0 +1,117 @@
+"""--cluster ray on a CPU machine: a local Ray with two logical GPUs, real worker
+processes (not local mode), fake engines in the tasks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudabench.cli import cli
+from cudabench.results import Status, load_results
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'cudabench[ray]')")
+
+TESTS = Path(__file__).parent
+SUITE = """
+[timing]
+warmup = 0
+min_samples = 5
+max_time = 0.05
+
+[[benchmark]]
+op = "matmul"
+sizes = ["24", "17x9x33"]
+variants = ["naive", "tiled"]
+
+[[benchmark]]
+op = "transpose"
+sizes = ["40", "33x7", "64"]
+
+[[benchmark]]
+op = "dot"
+sizes = ["1000", "3", "4097"]
+"""
+
+
+def invoke(*args: str):
+    """Run the CLI with stdout and stderr kept apart (click 8.1 and 8.2+)."""
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:  # click >= 8.2 always separates them
+        runner = CliRunner()
+    return runner.invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray of two logical GPUs; its workers import the tests' fake specs."""
+    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH")) if p)
+    ray.init(num_gpus=2, num_cpus=2, include_dashboard=False, logging_level="ERROR",
+             log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield ray
+    ray.shutdown()
+
+
+def use_spec(monkeypatch, spec) -> None:
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
+
+
+def test_a_suite_runs_as_ray_tasks_on_both_gpus(local_ray, monkeypatch, tmp_path):
+    from cudabench.measure.fake_engine import FakeSpec
+
+    use_spec(monkeypatch, FakeSpec())
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text(SUITE)
+    out = tmp_path / "r.json"
+    done = invoke("run", suite, "--cluster", "ray", "--json", out, "--no-batch")
+    assert done.exit_code == 0, done.stderr
+    loaded = load_results(out)
+    found: dict[tuple, set] = {}
+    for r in loaded.benchmarks:
+        found.setdefault((r.op, tuple(r.shape)), set()).add(r.device.index)
+    assert len(found) == 8
+    assert all(len(gpus) == 1 for gpus in found.values())  # one benchmark, one GPU
+    assert {d.index for d in loaded.devices} == {0, 1}  # Ray used both logical GPUs
+    assert all(r.status in (Status.PASS, Status.REF) for r in loaded.benchmarks)
+    assert loaded.metadata["complete"] is True
+
+
+def test_a_task_whose_process_dies_is_retried_once(local_ray, monkeypatch, tmp_path):
+    from ray_specs import TaskKillingSpec
+
+    use_spec(monkeypatch, TaskKillingSpec(marker_dir=str(tmp_path), kills=1))
+    out = tmp_path / "r.json"
+    done = invoke("dot", "--size", "1000", "--cluster", "ray", "--json", out, "--no-batch",
+                  "--warmup", "0", "--max-time", "0.05")
+    assert done.exit_code == 0, done.stderr
+    assert len(list(tmp_path.glob("death-*"))) == 1  # it died once, then ran
+    assert all(r.status in (Status.PASS, Status.REF) for r in load_results(out).benchmarks)
+
+
+def test_a_task_lost_twice_is_reported_and_the_file_stays_valid(local_ray, monkeypatch,
+                                                                 tmp_path):
+    from ray_specs import TaskKillingSpec
+
+    use_spec(monkeypatch, TaskKillingSpec(marker_dir=str(tmp_path), kills=2))
+    out = tmp_path / "r.json"
+    done = invoke("dot", "--size", "1000", "--cluster", "ray", "--json", out, "--no-batch",
+                  "--warmup", "0", "--max-time", "0.05")
+    assert done.exit_code == 2
+    rows = load_results(out).benchmarks
+    assert rows and all(r.status is Status.ERROR for r in rows)
+    assert all("lost twice (retried once)" in r.error for r in rows), rows[0].error
+
+
+def test_a_cluster_that_cannot_be_reached_is_a_one_line_error(monkeypatch):
+    from cudabench.measure.fake_engine import FakeSpec
+
+    if ray.is_initialized():
+        ray.shutdown()
+    use_spec(monkeypatch, FakeSpec())
+    done = invoke("dot", "--size", "100", "--cluster", "ray://127.0.0.1:1")
+    assert done.exit_code == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the Ray cluster" in lines[0], done.stderr

@@ -1,0 +1,95 @@
+"""Kernel folders and op files sent with a Ray task, written out where a node lacks them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudabench.measure.cluster import bundle, place_files
+from cudabench.measure.plan import Request, make_plan
+from cudabench.relocation import ENVIRONMENT_VARIABLE, local_path
+
+EXAMPLE = Path(__file__).parents[1] / "examples" / "softmax"
+
+
+def test_a_users_op_and_its_kernels_travel_and_load_where_the_folder_is_gone(
+        tmp_path, monkeypatch):
+    folder = tmp_path / "mine"
+    shutil.copytree(EXAMPLE, folder)
+    plan = make_plan(Request(op="softmax", size="64x32", kernels_dirs=(folder,)))
+    files = bundle([plan])
+    op_file = next(path for path in files if path.endswith(".py"))
+    assert any(path.endswith(".cu") for path in files)
+    # On the node the folder is the planner's and is the same: nothing is written.
+    assert place_files(files) == {}
+    # A node without the folder: it is written out, and the op loads from the copy.
+    shutil.rmtree(folder)
+    moved = place_files(files)
+    assert set(moved) == {str(folder), str(folder / "softmax")}  # the op file, its kernels
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, json.dumps(moved))
+    copy = local_path(Path(op_file))
+    assert copy.parent == Path(moved[str(folder)]) and copy.read_text() == files[op_file]
+    from cudabench.ops.registry import _import_file
+
+    for name in [n for n in sys.modules if n.startswith("cudabench_user_ops.softmax")]:
+        monkeypatch.delitem(sys.modules, name)  # as in the task's fresh process
+    module = _import_file(Path(op_file))  # the original path names it; the copy is read
+    assert module.__file__ == str(copy)
+
+
+def test_a_folder_that_differs_on_the_node_is_replaced_by_the_planners(tmp_path):
+    folder = tmp_path / "k"
+    folder.mkdir()
+    (folder / "a.cu").write_text("// old")
+    moved = place_files({str(folder / "a.cu"): "// new"})
+    assert (Path(moved[str(folder)]) / "a.cu").read_text() == "// new"
+    assert (folder / "a.cu").read_text() == "// old"  # the node's own file is left alone
+
+
+class InterruptedRay:
+    """Ray's calls as RayCluster.run makes them, with Ctrl-C during the first wait."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[object] = []
+        self.shut_down = False
+
+    def put(self, value):
+        return value
+
+    def remote(self, **options):
+        def wrap(function):
+            class Task:
+                count = 0
+
+                @staticmethod
+                def remote(*args):
+                    Task.count += 1
+                    return f"task-{Task.count}"
+            return Task
+        return wrap
+
+    def wait(self, refs, num_returns, timeout):
+        raise KeyboardInterrupt
+
+    def cancel(self, ref, force):
+        self.cancelled.append(ref)
+
+    def shutdown(self):
+        self.shut_down = True
+
+
+def test_ctrl_c_cancels_every_task_still_out_and_stops_the_ray_it_started():
+    from cudabench.measure.cluster import RayCluster
+    from cudabench.measure.fake_engine import FakeSpec
+
+    plans = [make_plan(Request(op="dot", size=size)) for size in ("100", "200", "300")]
+    ray = InterruptedRay()
+    rows = []
+    with pytest.raises(KeyboardInterrupt):
+        RayCluster(ray, started=True, address="ray").run(plans, FakeSpec(), rows.append)
+    assert ray.cancelled == ["task-1", "task-2", "task-3"] and ray.shut_down
+    assert rows == []

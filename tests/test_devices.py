@@ -1,0 +1,286 @@
+"""Several GPUs of one host (--devices, --replicate) on fake engines: real worker
+processes, one per fake GPU, fed from one queue."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from cudabench.analysis.compare import compare
+from cudabench.cli import cli
+from cudabench.errors import UsageError
+from cudabench.measure.devices import BLAS_THREAD_VARIABLES, Slot, choose, visible_entries
+from cudabench.measure.fake_engine import Fault
+from cudabench.results import Status, load_results
+
+QUICK = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05", "--no-batch"]
+SUITE = """
+[timing]
+warmup = 0
+min_samples = 5
+max_time = 0.05
+
+[[benchmark]]
+op = "matmul"
+sizes = ["24", "17x9x33"]
+variants = ["naive", "tiled"]
+
+[[benchmark]]
+op = "transpose"
+sizes = ["40", "33x7"]
+
+[[benchmark]]
+op = "dot"
+sizes = ["1000", "3", "4097"]
+"""
+BENCHMARKS = 7  # op, shape pairs in SUITE
+
+
+def invoke(*args: str):
+    """Run the CLI with stdout and stderr kept apart (click 8.1 and 8.2+)."""
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:  # click >= 8.2 always separates them
+        runner = CliRunner()
+    return runner.invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture
+def suite(tmp_path):
+    path = tmp_path / "cudabench.toml"
+    path.write_text(SUITE)
+    return path
+
+
+def by_benchmark(path):
+    """Map (op, shape) to the set of GPU indices its rows name, from a results file."""
+    loaded = load_results(path)
+    found: dict[tuple, set] = {}
+    for r in loaded.benchmarks:
+        found.setdefault((r.op, tuple(r.shape)), set()).add(r.device.index if r.device
+                                                            else None)
+    return loaded, found
+
+
+# -- choosing GPUs -------------------------------------------------------------------------
+
+def test_devices_all_and_a_list_count_as_cuda_does():
+    assert choose("all", 3) == [Slot(0, "0"), Slot(1, "1"), Slot(2, "2")]
+    assert choose(" 2,0 ", 3) == [Slot(2, "2"), Slot(0, "0")]
+    # With CUDA_VISIBLE_DEVICES set, index i is its i-th entry (a UUID works too).
+    assert choose("1", 2, ["GPU-aaaa", "3"]) == [Slot(1, "3")]
+
+
+@pytest.mark.parametrize("text, count, says", [
+    ("2", 2, "GPU 2 does not exist; there are 2 (0 to 1)"),
+    ("0,0", 2, "GPU 0 is named twice"),
+    ("first", 2, "expected `all` or GPU indices"),
+    ("-1", 2, "expected `all` or GPU indices"),
+    ("all", 0, "no CUDA GPU is visible"),
+])
+def test_bad_device_lists_are_usage_errors(text, count, says):
+    with pytest.raises(UsageError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        choose(text, count)
+
+
+def test_visible_entries_stop_where_cuda_stops():
+    assert visible_entries({}) is None
+    assert visible_entries({"CUDA_VISIBLE_DEVICES": "2, 3,,5"}) == ["2", "3"]
+    assert visible_entries({"CUDA_VISIBLE_DEVICES": ""}) == []
+
+
+def test_a_worker_sees_its_gpu_alone_and_a_share_of_the_cores(monkeypatch):
+    for name in (*BLAS_THREAD_VARIABLES, "CUDA_DEVICE_ORDER"):
+        monkeypatch.delenv(name, raising=False)
+    env = Slot(3, "GPU-abc").environment(workers=2, cores=16)
+    assert env["CUDA_VISIBLE_DEVICES"] == "GPU-abc"
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert all(env[name] == "8" for name in BLAS_THREAD_VARIABLES)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's own choice wins
+    assert "OMP_NUM_THREADS" not in Slot(0, "0").environment(workers=2, cores=16)
+
+
+# -- a suite spread over two GPUs ----------------------------------------------------------
+
+def test_a_suite_spreads_over_both_gpus_one_benchmark_per_gpu(use_fake, suite, tmp_path):
+    use_fake(device_count=2)
+    out = tmp_path / "r.json"
+    done = invoke("run", suite, "--devices", "all", "--json", out, "--no-batch")
+    assert done.exit_code == 0, done.stderr
+    loaded, found = by_benchmark(out)
+    assert len(found) == BENCHMARKS
+    # Every row of a benchmark on one GPU, so that its ratios come from one card.
+    assert all(len(gpus) == 1 for gpus in found.values()), found
+    assert set().union(*found.values()) == {0, 1}
+    assert {d.index for d in loaded.devices} == {0, 1}
+    assert len({d.uuid for d in loaded.devices}) == 2
+    assert loaded.metadata["complete"] is True
+    # Each benchmark's rows appear once: nothing measured twice, nothing lost.
+    keys = [(r.key, r.device.index) for r in loaded.benchmarks]
+    assert len(keys) == len(set(keys))
+    assert all(r.status in (Status.PASS, Status.REF) for r in loaded.benchmarks
+               if r.status is not Status.SKIP)
+    raw = json.loads(out.read_text())
+    assert len(raw["devices"]) == 2
+    # Tables group by device: each caption names the GPU it ran on.
+    assert "GPU 0 at" in done.stdout and "GPU 1 at" in done.stdout
+
+
+def test_an_op_command_takes_devices_too(use_fake, tmp_path):
+    use_fake(device_count=3)
+    out = tmp_path / "r.json"
+    done = invoke("transpose", "--size", "16,24,32", "--devices", "0,2", "--json", out, *QUICK)
+    assert done.exit_code == 0, done.stderr
+    loaded, found = by_benchmark(out)
+    assert set().union(*found.values()) <= {0, 2} and len(found) == 3
+
+
+def test_replicate_runs_every_benchmark_on_every_gpu_and_shows_the_spread(
+        use_fake, suite, tmp_path):
+    use_fake(device_count=2)
+    out = tmp_path / "r.json"
+    done = invoke("run", suite, "--devices", "all", "--replicate", "--json", out,
+                  "--no-batch")
+    assert done.exit_code == 0, done.stderr
+    loaded, found = by_benchmark(out)
+    assert all(gpus == {0, 1} for gpus in found.values()), found
+    assert "the same benchmarks on each GPU" in done.stdout
+    assert "GPU 0:" in done.stdout and "GPU 1:" in done.stdout
+    # A replicated run compares with a one-GPU baseline of the same model: every GPU's
+    # row pairs with the baseline's.
+    base = tmp_path / "base.json"
+    assert invoke("run", suite, "--json", base, "--no-batch").exit_code == 0
+    comparison = compare(load_results(base), loaded, 0.5)
+    assert not comparison.added and not comparison.removed
+    assert {row.device for row in comparison.rows} == {"GPU 0", "GPU 1"}
+    assert len(comparison.rows) == 2 * len([r for r in load_results(base).benchmarks
+                                            if r.status is not Status.SKIP])
+    shown = invoke("compare", base, out, "--threshold", "50%")
+    assert shown.exit_code == 0, shown.stderr
+    assert " on GPU 1" in shown.stdout
+
+
+def test_a_kernel_that_kills_its_worker_costs_its_row_not_the_gpu(use_fake, suite, tmp_path):
+    use_fake(device_count=2, faults={"tiled": Fault.KILLS_WORKER})
+    out = tmp_path / "r.json"
+    done = invoke("run", suite, "--devices", "all", "--json", out, "--no-batch")
+    assert done.exit_code == 2
+    loaded, _ = by_benchmark(out)
+    errors = [r for r in loaded.benchmarks if r.status is Status.ERROR]
+    assert {r.variant for r in errors} == {"tiled"}
+    assert all("worker process died" in r.error for r in errors)
+    assert "given up" not in done.stderr
+    assert sum(r.status is Status.PASS for r in loaded.benchmarks) > 10
+
+
+def test_a_gpu_whose_workers_keep_dying_is_given_up_and_others_take_its_work(
+        use_fake, tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "matmul"\nsize = "24"\n'
+                     'variants = ["naive", "tiled", "tiled_conflict"]\n\n'
+                     '[[benchmark]]\nop = "dot"\nsizes = ["1000", "3", "77", "5000"]\n')
+    use_fake(device_count=2, faults={"naive": Fault.KILLS_WORKER,
+                                     "tiled": Fault.KILLS_WORKER})
+    out = tmp_path / "r.json"
+    done = invoke("run", suite, "--devices", "all", "--json", out, "--no-batch",
+                  "--no-vendor")
+    assert done.exit_code == 2
+    loaded = load_results(out)
+    matmul = {r.variant: r for r in loaded.benchmarks if r.op == "matmul"}
+    given_up = matmul["tiled_conflict"]
+    assert given_up.status is Status.ERROR and "was given up" in given_up.error
+    # The dying workers never said which card they had opened: the error names the GPU.
+    lost = int(given_up.error.split("GPU ")[1].split()[0])
+    assert f"note: GPU {lost} was given up (its worker process died 2 times in a row)" \
+        in done.stderr
+    dots = [r for r in loaded.benchmarks if r.op == "dot"]
+    assert all(r.status in (Status.PASS, Status.REF) for r in dots)
+    assert {r.device.index for r in dots} == {1 - lost}  # the other GPU took them all
+
+
+def test_a_gpu_that_cannot_be_opened_hands_its_work_to_the_others(use_fake, suite, tmp_path):
+    use_fake(device_count=2, lost_devices=(1,))
+    out = tmp_path / "r.json"
+    done = invoke("run", suite, "--devices", "all", "--json", out, "--no-batch")
+    assert done.exit_code == 0, done.stderr
+    _, found = by_benchmark(out)
+    assert set().union(*found.values()) == {0} and len(found) == BENCHMARKS
+    assert "GPU 1 was given up (it could not be opened: fake GPU 1 fell off the bus)" \
+        in done.stderr
+
+
+def test_no_gpu_that_opens_is_a_one_line_error(use_fake, suite):
+    use_fake(device_count=2, lost_devices=(0, 1))
+    done = invoke("run", suite, "--devices", "all")
+    assert done.exit_code == 2
+    assert done.stderr.strip().startswith("cudabench: error: ")
+    assert "fell off the bus" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--devices", "4"], "--devices '4': GPU 4 does not exist; there are 2"),
+    (["--device", "1", "--devices", "all"], "--device 1 and --devices all both choose"),
+    (["--replicate"], "--replicate needs the GPUs"),
+    (["--cluster", "slurm"], "--cluster 'slurm': expected `ray`"),
+    (["--cluster", "ray", "--devices", "all"], "--cluster and --devices both place"),
+])
+def test_placement_mistakes_are_one_line_errors(use_fake, args, says):
+    use_fake(device_count=2)
+    done = invoke("dot", "--size", "100", *args)
+    assert done.exit_code == 2, done.output
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], done.stderr
+
+
+def test_workers_get_the_environment_and_the_parent_keeps_its_own(use_fake, tmp_path):
+    before = dict(os.environ)
+    use_fake(device_count=2)
+    done = invoke("dot", "--size", "64,128", "--devices", "all", *QUICK)
+    assert done.exit_code == 0, done.stderr
+    assert dict(os.environ) == before
+
+
+def test_compare_pairs_by_gpu_model_and_reports_a_model_the_baseline_lacks(
+        use_fake, tmp_path):
+    use_fake(device_count=2)
+    base, mixed = tmp_path / "base.json", tmp_path / "mixed.json"
+    args = ["dot", "--size", "1000", *QUICK, "--no-vendor"]
+    assert invoke(*args, "--json", base).exit_code == 0
+    assert invoke(*args, "--devices", "all", "--replicate", "--json", mixed).exit_code == 0
+    raw = json.loads(mixed.read_text())
+    raw["devices"][1]["name"] = "another GPU model"
+    mixed.write_text(json.dumps(raw))
+    comparison = compare(load_results(base), load_results(mixed), 0.5)
+    current = load_results(mixed)
+    on_other = [r for r in current.benchmarks if r.device.name == "another GPU model"]
+    assert len(comparison.rows) == len(on_other)  # the shared model's rows, paired
+    assert sorted(r.variant for r in comparison.added) == sorted(r.variant for r in on_other)
+    assert any("another GPU model, which the baseline lacks" in note
+               for note in comparison.notes)
+    shown = invoke("compare", base, mixed, "--threshold", "50%")
+    assert "which the baseline lacks: listed as added, not compared" in shown.stdout
+
+
+def test_compare_refuses_a_benchmark_twice_on_one_gpu(use_fake, tmp_path):
+    use_fake()
+    path = tmp_path / "r.json"
+    assert invoke("dot", "--size", "1000", *QUICK, "--no-vendor", "--json", path).exit_code == 0
+    raw = json.loads(path.read_text())
+    raw["benchmarks"].append(raw["benchmarks"][0])
+    path.write_text(json.dumps(raw))
+    done = invoke("compare", path, path)
+    assert done.exit_code == 2
+    assert "appears twice on one GPU" in done.stderr
+
+
+def test_progress_counts_every_gpus_rows_and_names_the_gpu(use_fake, tmp_path):
+    use_fake(device_count=2)
+    done = invoke("dot", "--size", "1000", *QUICK, "--no-vendor", "--devices", "all",
+                  "--replicate", "--progress")
+    assert done.exit_code == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == 2 * 3 and all("/6]" in line for line in lines)  # atomic, tree, copy
+    assert sum(" on GPU 1 " in line for line in lines) == 3
