@@ -3,18 +3,23 @@ a real browser at a phone's size (where Chromium is installed)."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import itertools
+import json
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from cudabench.analysis.compare import Comparison, ComparisonRow, Verdict
+from cudabench.analysis.compare import Comparison, ComparisonRow, Verdict, compare
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.report import report_command
 from cudabench.render import html as html_render
@@ -22,6 +27,7 @@ from cudabench.results import load_results
 from cudabench.results.model import Kind
 
 DATA = Path(__file__).parent / "data" / "h100-insight"
+COMPARE = Path(__file__).parent / "data" / "compare"
 FILES = [DATA / name for name in ("m1000.json", "mc.json", "d.json", "m128.json")]
 EVIL = "<script>alert('x')</script>"
 # A reference to anything outside the file: an attribute that loads something (the page
@@ -116,9 +122,17 @@ def test_the_page_shows_devices_tables_captions_and_figures(page, files):
     benchmarks = sum(len(f.benchmarks) for f in files)
     assert len([c for c in cells if c[0] in ("PASS", "REF")]) == benchmarks
     if html_render.plot.available():
-        assert page.count('<svg class="figure"') == 2
+        # A figure per panel, each named for a screen reader: matmul and dot (both float32),
+        # and the roofline of the one GPU these files ran on.
+        labels = re.findall(r'<svg class="figure" role="img" aria-label="([^"]*)"', page)
+        assert labels == ["throughput of matmul float32 against problem size",
+                          "throughput of dot float32 against problem size",
+                          "roofline of NVIDIA H100 80GB HBM3 (GPU 0 at 0000:00:06.0)"]
     else:
         assert "plotting needs matplotlib" in page
+    # What a reader looks for first: figures, then tables; the devices after them.
+    assert (page.index("<h2>Figures</h2>") < page.index("<h2>Tables</h2>")
+            < page.index('<h2 id="devices">Devices</h2>') < page.index("Results files"))
 
 
 def test_status_cells_are_coloured(files):
@@ -200,34 +214,242 @@ def test_report_writes_the_page(tmp_path):
     assert "<title>H100 &lt;insight&gt;</title>" in page and "tiled_conflict" in page
 
 
+
+def test_several_devices_share_one_table_with_differences_marked():
+    files = [load_results(DATA / name) for name in ("m4096_full.json", "m1000.json")]
+    page = html_render.report_html(files, "two GPUs")
+    devices = page[page.index('<h2 id="devices">'):]
+    cells = parse(devices).cells
+    # One column a GPU, headed by its index and UUID (the same model, bus id and index).
+    assert ("GPU 0, GPU-c39d14b7", "") in cells and ("GPU 0, GPU-533cbc01", "") in cells
+    assert ("GPU-c39d14b7-d757-bb7d-c380-fcc394d30aa0", "differs") in cells
+    assert ("132", "") in cells and ("132", "differs") not in cells
+    assert devices.count("DRAM 3,352 GB/s") == 1  # the roofs once, where they agree
+
+
+def test_a_report_without_flops_says_why_there_is_no_roofline():
+    page = html_render.report_html([load_results(DATA / "t8192.json")], "transpose")
+    if not html_render.plot.available():
+        pytest.skip("matplotlib is not installed")
+    assert "No roofline: no timed, verified benchmark counts FLOPs" in page
+    assert page.count('<svg class="figure"') == 1  # the throughput panel only
+
+
+def test_the_comparison_page_puts_the_verdict_first_and_shows_what_the_terminal_shows():
+    c = dataclasses.replace(comparison(), setting_changes=("power limit: 700 W -> 500 W",))
+    page = html_render.comparison_html(c, files=[])
+    headers = [text for text, _ in parse(page).cells][:len(html_render.PAGE_COLUMNS)]
+    assert headers[:3] == ["benchmark", "verdict", "change"]  # seen without scrolling
+    assert sorted(headers) == sorted(html_render.COLUMNS)  # nothing lost, nothing added
+    assert ("why", "wrap") in parse(page).cells  # prose wraps instead of widening the table
+    assert "The cards differ" in page and "power limit: 700 W -&gt; 500 W" in page
+
+
+def test_the_comparison_page_shows_both_devices_and_a_change_figure():
+    before, after = (load_results(COMPARE / name) for name in ("baseline.json", "slower20.json"))
+    page = html_render.comparison_html(compare(before, after, 0.02, 0.001))
+    assert '<h2 id="devices">Devices</h2>' in page and "NVIDIA H200" in page
+    assert "3201 MHz" in page  # the memory clock, read from the files
+    if html_render.plot.available():
+        assert 'aria-label="change of each benchmark&#x27;s median' in page
+    assert EXTERNAL.search(page) is None and "http" not in page
+
+
+# ---------------------------------------------------------------- in a real browser
+
+
 def browser() -> str | None:
     return (shutil.which("chromium") or shutil.which("chromium-browser")
             or shutil.which("google-chrome"))
 
 
-@pytest.mark.skipif(browser() is None, reason="no headless browser: chromium, "
-                    "chromium-browser or google-chrome is not on PATH")
-def test_a_headless_browser_renders_the_page_at_phone_size(tmp_path, page):
+needs_browser = pytest.mark.skipif(
+    browser() is None, reason="no headless browser: chromium, chromium-browser or "
+    "google-chrome is not on PATH (.ci/run installs Debian's chromium)")
+
+PHONE = (390, 844)  # CSS pixels
+# Headless Chromium makes no window narrower than 500 px: a phone's width is laid out in
+# an iframe of that width inside a host page (media queries answer the iframe's width).
+MEASURE = """<script>
+(function () {
+  var wide = [];
+  document.querySelectorAll("body *").forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > innerWidth + 1 && !e.closest(".scroll")) {
+      wide.push(e.tagName.toLowerCase() + "." + (e.getAttribute("class") || ""));
+    }
+  });
+  parent.postMessage(JSON.stringify({viewport: innerWidth,
+    page: document.documentElement.scrollWidth, wide: wide.slice(0, 5),
+    scrolling: document.querySelectorAll(".scroll").length}), "*");
+})();
+</script>"""
+
+
+def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(browser()), "--headless", "--no-sandbox", "--disable-gpu",
+               "--hide-scrollbars", "--force-device-scale-factor=1",
+               f"--user-data-dir={tmp_path / 'profile'}", *args]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run
+
+
+def phone_host(tmp_path: Path, page_path: Path, height: int) -> Path:
+    host = tmp_path / f"host-{page_path.stem}.html"
+    host.write_text(
+        '<!DOCTYPE html><html><head><title>pending</title></head><body style="margin:0">'
+        f'<iframe src="{page_path.name}" style="width:{PHONE[0]}px;height:{height}px;'
+        'border:0;display:block"></iframe><script>addEventListener("message", function (e)'
+        ' { document.title = e.data; });</script></body></html>', encoding="utf-8")
+    return host
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Decode an 8-bit RGB or RGBA PNG (Chromium's screenshots) with zlib alone; return
+    width, height and each pixel's bytes, alpha dropped."""
+    assert data.startswith(b"\x89PNG\r\n\x1a\n"), data[:8]
+    at, chunks, header = 8, [], b""
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        at += 12 + length
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert depth == 8 and colour in (2, 6) and interlace == 0, (depth, colour, interlace)
+    n = 4 if colour == 6 else 3
+    raw = zlib.decompress(b"".join(chunks))
+    stride = width * n
+    previous = bytes(stride)
+    pixels: list[bytes] = []
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        if kind == 1:  # sub: a running sum per channel
+            for c in range(n):
+                line[c::n] = bytes(itertools.accumulate(line[c::n],
+                                                        lambda a, b: (a + b) & 0xFF))
+        elif kind == 2:  # up
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous))
+        elif kind in (3, 4):  # average, Paeth: byte by byte
+            for x in range(stride):
+                left = line[x - n] if x >= n else 0
+                up, corner = previous[x], previous[x - n] if x >= n else 0
+                if kind == 3:
+                    line[x] = (line[x] + (left + up) // 2) & 0xFF
+                    continue
+                guess = left + up - corner
+                far_left, far_up = abs(guess - left), abs(guess - up)
+                far_corner = abs(guess - corner)
+                best = (left if far_left <= far_up and far_left <= far_corner
+                        else up if far_up <= far_corner else corner)
+                line[x] = (line[x] + best) & 0xFF
+        pixels += [bytes(line[i:i + 3]) for i in range(0, stride, n)]
+        previous = bytes(line)
+    return width, height, pixels
+
+
+def test_the_png_decoder_reads_what_matplotlib_writes(tmp_path):
+    # The decoder checks the screenshots below: it must itself be right. Every filter
+    # type occurs in a real image; matplotlib reads the same file independently.
+    image = pytest.importorskip("matplotlib.image")
+    numpy = pytest.importorskip("numpy")
+    rng = numpy.random.default_rng(1)
+    picture = numpy.zeros((40, 50, 3), dtype=numpy.uint8)
+    picture[:, :25] = rng.integers(0, 256, (40, 25, 3))
+    picture[10:30, 25:] = [200, 40, 90]
+    path = tmp_path / "check.png"
+    image.imsave(path, picture)
+    width, height, pixels = png_pixels(path.read_bytes())
+    assert (width, height) == (50, 40)
+    assert pixels == [bytes(p) for p in picture.reshape(-1, 3)]
+
+
+def near(pixels: list[bytes], colour: str, slack: int = 4) -> int:
+    """Count the pixels within `slack` of a #rrggbb colour."""
+    want = bytes.fromhex(colour.removeprefix("#"))
+    return sum(count for p, count in collections.Counter(pixels).items()
+               if all(abs(a - b) <= slack for a, b in zip(p, want)))
+
+
+def assert_a_page_people_can_see(shot: Path, size: tuple[int, int]) -> list[bytes]:
+    width, height, pixels = png_pixels(shot.read_bytes())
+    assert (width, height) == size
+    counts = collections.Counter(pixels)
+    assert len(counts) > 40, len(counts)  # text, tables, lines: not one flat colour
+    background, plain = counts.most_common(1)[0]
+    ink = 1 - plain / len(pixels)
+    assert ink > 0.05, ink  # something is drawn on a good part of the page
+    return pixels
+
+
+@needs_browser
+def test_a_headless_browser_shows_the_report_on_a_screen_and_a_phone(tmp_path, page):
     path = tmp_path / "report.html"
     path.write_text(page, encoding="utf-8")
-    base = [str(browser()), "--headless", "--no-sandbox", "--disable-gpu",
-            "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([*base, "--dump-dom", path.as_uri()], capture_output=True,
-                         text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    cells = parse(dom.stdout).cells
+    dom = chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
+    cells = parse(dom).cells
     assert ("vs cuBLAS", "num") in cells  # a header cell, as the browser parsed it
     assert ("PASS", "good") in cells and ("tiled_conflict", "") in cells
-    assert "matmul 1000x1000x1000 (MxKxN) float32" in dom.stdout
-    assert "svg" in parse(dom.stdout).tags or not html_render.plot.available()
+    assert "matmul 1000x1000x1000 (MxKxN) float32" in dom
+    assert "svg" in parse(dom).tags or not html_render.plot.available()
 
+    shot = tmp_path / "screen.png"
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,900", path.as_uri())
+    pixels = assert_a_page_people_can_see(shot, (1280, 900))
+    if html_render.plot.available():  # the figures sit at the top: their series' colours
+        assert near(pixels, plot_colour(0)) > 30 and near(pixels, plot_colour(1)) > 30
+
+    # At a phone's width: the top of the page, and the status cells' colour further down.
+    host = phone_host(tmp_path, path, 5000)
     shot = tmp_path / "phone.png"
-    run = subprocess.run([*base, f"--screenshot={shot}", "--window-size=412,915",
-                          path.as_uri()], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-2000:]
-    data = shot.read_bytes()
-    assert data.startswith(b"\x89PNG\r\n\x1a\n")
-    width, height = (int.from_bytes(data[i:i + 4], "big") for i in (16, 20))
-    assert (width, height) == (412, 915)
-    # A blank 412x915 page compresses to about 3 KB; text and tables take far more.
-    assert len(data) > 15_000, len(data)
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=500,5000", host.as_uri())
+    pixels = assert_a_page_people_can_see(shot, (500, 5000))
+    assert near(pixels, "#dafbe1") > 200  # PASS cells: a green background
+
+
+def plot_colour(index: int) -> str:
+    return html_render.plot.COLOURS[index]
+
+
+@needs_browser
+@pytest.mark.parametrize("which", ["report", "comparison"])
+def test_nothing_but_the_scrolling_tables_is_wider_than_a_phone(tmp_path, page, which):
+    before, after = (load_results(COMPARE / name) for name in ("baseline.json", "slower20.json"))
+    text = page if which == "report" else html_render.comparison_html(
+        compare(before, after, 0.02, 0.001))
+    path = tmp_path / f"{which}.html"
+    path.write_text(text.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    host = phone_host(tmp_path, path, PHONE[1])
+    dom = chromium(tmp_path, "--virtual-time-budget=5000", f"--window-size=500,{PHONE[1]}",
+                   "--dump-dom", host.as_uri()).stdout
+    found = re.search(r"<title>(.*?)</title>", dom, re.DOTALL)
+    assert found and found.group(1) != "pending", dom[:500]
+    seen = json.loads(html_render.html.unescape(found.group(1)))
+    assert seen["viewport"] == PHONE[0], seen
+    # The page never scrolls sideways: only a table's own wrapper does.
+    assert seen["page"] <= PHONE[0], seen
+    assert seen["wide"] == [], seen
+    assert seen["scrolling"] >= 1
+
+
+@needs_browser
+def test_a_headless_browser_shows_the_comparison_verdicts_coloured(tmp_path):
+    before, after = (load_results(COMPARE / name) for name in ("baseline.json", "slower20.json"))
+    path = tmp_path / "compare.html"
+    path.write_text(html_render.comparison_html(compare(before, after, 0.02, 0.001)),
+                    encoding="utf-8")
+    dom = chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
+    assert ("slower", "bad") in parse(dom).cells and ("same", "") in parse(dom).cells
+    assert "1 regression" in dom
+    host = phone_host(tmp_path, path, 1200)
+    shot = tmp_path / "compare.png"
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=500,1200", host.as_uri())
+    pixels = assert_a_page_people_can_see(shot, (500, 1200))
+    # Within a phone's width the slower verdict shows: its cell's red background, and
+    # the red of the summary's "1 regression".
+    phone = [p for i, p in enumerate(pixels) if i % 500 < PHONE[0]]
+    assert near(phone, "#ffebe9") > 200 and near(phone, "#b42318", 12) > 50

@@ -176,15 +176,23 @@ def test_report_reads_a_schema_1_file(no_gpu_libraries):
     assert "matmul 1000x1000x1000" in result.stdout and "tiled_conflict" in result.stdout
 
 
-@pytest.mark.parametrize("kind", ["throughput", "roofline", "both"])
-def test_plot_writes_a_png(tmp_path, kind):
-    pytest.importorskip("matplotlib")
+@pytest.mark.parametrize("kind, panels", [("throughput", 2), ("roofline", 1), ("both", 3)])
+def test_plot_writes_a_png(tmp_path, kind, panels):
+    image = pytest.importorskip("matplotlib.image")
     out = tmp_path / f"{kind}.png"
     result = invoke("plot", *FILES, "-o", out, "--kind", kind)
     assert result.exit_code == 0, result.stderr
     data = out.read_bytes()
     assert data.startswith(PNG)
-    assert len(data) > 20_000  # axes, lines and labels, not an empty canvas
+    pixels = image.imread(out)[..., :3].reshape(-1, 3)
+    # 150 dpi, 6 inches a panel column: two columns where there are two panels.
+    assert pixels.shape[0] > 600 * 900
+    colours = {tuple(p) for p in pixels[::7].round(2).tolist()}
+    assert len(colours) > 50  # lines, markers, text in several colours, not a blank canvas
+    assert (pixels < 0.95).any(axis=1).mean() > 0.02  # ink on a good part of it
+    # Each panel is an axes of the figure that was saved.
+    results = [r for path in FILES for r in load_results(path).benchmarks]
+    assert len(plot.figure_of(kind, results).get_axes()) == panels
 
 
 def test_plot_writes_an_svg_and_a_pdf(tmp_path):
@@ -222,6 +230,170 @@ def test_plot_without_matplotlib_gives_the_install_hint(tmp_path, monkeypatch):
     assert_one_line_error(invoke("plot", *FILES, "-o", out),
                           "plotting needs matplotlib: pip install 'cudabench[plot]'")
     assert not out.exists()
+
+
+SWEEP = DATA / "sweep_best.json"
+
+
+def axes_by_title(figure) -> dict[str, object]:
+    return {axes.get_title(): axes for axes in figure.get_axes()}
+
+
+def legend_texts(figure) -> list[str]:
+    """Every legend entry of a figure and of its subfigures (each panel has its own)."""
+    texts: list[str] = []
+    stack = [figure]
+    while stack:
+        part = stack.pop()
+        texts += [t.get_text() for legend in part.legends for t in legend.get_texts()]
+        stack += list(part.subfigs)
+    return texts
+
+
+def test_the_figure_of_a_sweep_has_units_shapes_series_and_roofs():
+    pytest.importorskip("matplotlib")
+    results = load_results(SWEEP).benchmarks
+    figure = plot.both_figure(results)
+    panels = axes_by_title(figure)
+    throughput = panels["matmul float32"]
+    assert throughput.get_ylabel() == "throughput (GFLOP/s)"
+    assert "(MxKxN)" in throughput.get_xlabel()
+    # A tick at each size, labelled with its shape; the values as people read them.
+    assert [t.get_text() for t in throughput.get_xticklabels()] == [
+        "256³", "512³", "1024³", "2048³", "4096³"]
+    assert {"1,000", "10,000"} <= {t.get_text() for t in throughput.get_yticklabels()}
+    lines = throughput.get_lines()
+    assert len(lines) == 10  # 3 variants x 3 tiles, and cuBLAS
+    by_label = {line.get_label(): line for line in lines}
+    assert all(len(line.get_xdata()) == 5 for line in lines)  # every size, 256 to 4096
+    # A variant keeps one colour over its tiles, which differ by marker; cuBLAS is dashed.
+    naive = [by_label[f"naive TILE={tile}"] for tile in (8, 16, 32)]
+    assert len({line.get_color() for line in naive}) == 1
+    assert len({line.get_marker() for line in naive}) == 3
+    assert by_label["cuBLAS"].get_linestyle() == "--"
+    assert by_label["tiled TILE=8"].get_color() != naive[0].get_color()
+    legend = legend_texts(figure)
+    assert legend.count("naive TILE=8") == 2 and legend.count("cuBLAS") == 2  # both panels
+
+    roofline = panels["NVIDIA H100 80GB HBM3\n(GPU 0 at 0000:00:06.0)"]
+    assert roofline.get_xscale() == roofline.get_yscale() == "log"
+    assert roofline.get_ylabel() == "achieved TFLOP/s, log scale"
+    assert "FLOP/byte" in roofline.get_xlabel()
+    texts = [t.get_text() for t in roofline.texts]
+    assert "DRAM 3,352 GB/s" in texts and "FP32 CUDA cores 66.9 TFLOP/s" in texts
+    # The same colours as the throughput panel: one variant, one colour in every panel.
+    roof_series = {line.get_label(): line for line in roofline.get_lines()}
+    assert roof_series["naive TILE=8"].get_color() == naive[0].get_color()
+    cublas = roof_series["cuBLAS"]
+    assert max(cublas.get_ydata()) < 66.9  # under its roof, in TFLOP/s
+    assert len(roofline.get_lines()) == 10 + 2  # the series, the DRAM and the FP32 roofs
+
+
+def test_a_streaming_op_is_read_in_gb_per_s_beside_its_copy():
+    pytest.importorskip("matplotlib")
+    figure = plot.throughput_figure(load_results(DATA / "d.json").benchmarks)
+    dot = axes_by_title(figure)["dot float32"]
+    assert dot.get_ylabel() == "bandwidth (GB/s)"
+    labels = {line.get_label() for line in dot.get_lines()}
+    assert any(label.startswith("memcpy_dtod") for label in labels)
+    assert dot.get_ylim()[0] == 0  # a linear axis from zero: equal speeds look equal
+
+
+def test_several_gpus_of_one_model_are_told_apart():
+    pytest.importorskip("matplotlib")
+    results = [r for name in ("m4096_full.json", "m1000.json")
+               for r in load_results(DATA / name).benchmarks]
+    figure = plot.both_figure(results)
+    titles = [axes.get_title() for axes in figure.get_axes()]
+    assert any("GPU-c39d14b7" in t for t in titles) and any("GPU-533cbc01" in t for t in titles)
+    lines = axes_by_title(figure)["matmul float32"].get_lines()
+    fills = {line.get_label(): line.get_fillstyle() for line in lines}
+    assert fills["cuBLAS [GPU-c39d14b7]"] != fills["cuBLAS [GPU-533cbc01]"]
+
+
+def test_without_flops_the_figure_is_the_throughput_and_says_why():
+    pytest.importorskip("matplotlib")
+    figure = plot.both_figure(load_results(DATA / "t8192.json").benchmarks)
+    assert [axes.get_title() for axes in figure.get_axes()] == ["transpose float32"]
+    assert figure.get_axes()[0].get_ylabel() == "bandwidth (GB/s)"
+    assert "no roofline" in figure._supxlabel.get_text()
+    assert [t.get_text() for t in figure.get_axes()[0].get_xticklabels()] == ["8192²"]
+
+
+def drawn_ticks(axis, coordinate: int) -> list:
+    """Return an axis's visible tick labels inside its view (matplotlib keeps labels for
+    ticks just outside it, which it does not draw)."""
+    low, high = sorted(axis.get_view_interval())
+    return [t for t in axis.get_ticklabels() if t.get_visible()
+            and low <= t.get_position()[coordinate] <= high]
+
+
+def boxes_overlap(a, b) -> bool:
+    return a.x0 < b.x1 - 1 and b.x0 < a.x1 - 1 and a.y0 < b.y1 - 1 and b.y0 < a.y1 - 1
+
+
+@pytest.mark.parametrize("names", [
+    ("sweep_best.json",),
+    ("m1000.json", "mc.json", "d.json", "m128.json", "m4096_f16.json"),
+    ("t8192.json", "t8192_transfers.json"),
+    ("m4096_full.json", "t8192.json", "t8192_transfers.json", "m1000.json"),
+])
+def test_no_text_overlaps_or_leaves_the_figure(names):
+    pytest.importorskip("matplotlib")
+    results = [r for name in names for r in load_results(DATA / name).benchmarks]
+    figures = [plot.both_figure(results)] + [f for _, f in plot.panel_figures(results)]
+    for figure in figures:
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        page = figure.bbox
+        for axes in figure.get_axes():
+            texts = [axes.title, axes.xaxis.label, axes.yaxis.label, *axes.texts,
+                     *drawn_ticks(axes.xaxis, 0), *drawn_ticks(axes.yaxis, 1)]
+            for t in texts:
+                if not t.get_visible() or not t.get_text():
+                    continue
+                box = t.get_window_extent(renderer)
+                assert (box.x0 >= page.x0 - 2 and box.x1 <= page.x1 + 2
+                        and box.y0 >= page.y0 - 2 and box.y1 <= page.y1 + 2), t.get_text()
+            for ticks in (drawn_ticks(axes.xaxis, 0), drawn_ticks(axes.yaxis, 1)):
+                shown = [t.get_window_extent(renderer) for t in ticks if t.get_text()]
+                for i, a in enumerate(shown):
+                    assert not any(boxes_overlap(a, b) for b in shown[i + 1:]), \
+                        [t.get_text() for t in ticks]
+        legends, stack = [], [figure]
+        while stack:
+            part = stack.pop()
+            legends += part.legends
+            stack += list(part.subfigs)
+        for legend in legends:  # under the panels, inside the figure
+            box = legend.get_window_extent(renderer)
+            assert box.y0 >= page.y0 - 2 and box.x0 >= page.x0 - 2 and box.x1 <= page.x1 + 2
+            for axes in figure.get_axes():
+                assert not boxes_overlap(box, axes.get_window_extent(renderer))
+        # No legend, wherever it is, covers a data point.
+        legends += [axes.get_legend() for axes in figure.get_axes() if axes.get_legend()]
+        for axes in figure.get_axes():
+            points = [point for line in axes.get_lines() for point in
+                      axes.transData.transform(line.get_xydata())]
+            for legend in legends:
+                box = legend.get_window_extent(renderer)
+                inside = [p for p in points if box.x0 < p[0] < box.x1 and box.y0 < p[1] < box.y1]
+                assert not inside, (axes.get_title(), len(inside))
+
+
+def test_the_change_figure_colours_each_verdict():
+    pytest.importorskip("matplotlib")
+    bars = [plot.ChangeBar("a", 0.2, 0.02, "bad", "slower"),
+            plot.ChangeBar("b", 0.001, 0.02, "", "same"),
+            plot.ChangeBar("c", -0.1, 0.02, "good", "faster")]
+    figure = plot.change_figure(bars)
+    axes = figure.get_axes()[0]
+    from matplotlib.colors import to_hex
+    changes = [p for p in axes.patches if p.get_height() < 0.4]  # the bars, not the bands
+    assert [round(p.get_width(), 3) for p in changes] == [20.0, 0.1, -10.0]
+    assert [to_hex(p.get_facecolor()) for p in changes] == [
+        plot.VERDICT_COLOURS["bad"], plot.VERDICT_COLOURS[""], plot.VERDICT_COLOURS["good"]]
+    assert {t.get_text() for t in axes.texts} >= {"a", "b", "c", "slower", "same", "faster"}
 
 
 def test_plot_text_is_literal():

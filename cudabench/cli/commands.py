@@ -290,7 +290,7 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     if markdown_path is not None:
         write_text(markdown_path, to_markdown(comparison), "--markdown")
     if html_path is not None:
-        write_text(html_path, comparison_html(comparison), "--html")
+        write_text(html_path, comparison_html(comparison, (before, after)), "--html")
     if csv_path is not None:
         write_text(csv_path, comparison_to_csv(comparison), "--csv")
     terminal.render_comparison(comparison, terminal.stdout_console())

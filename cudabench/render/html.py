@@ -3,7 +3,10 @@
 Self-contained: CSS and SVG figures inline, no script, no font, nothing fetched, so the file
 can be mailed, archived as a CI artifact and opened offline. Every user string (names,
 paths, commands, messages) goes through html.escape. Tables sit in horizontally scrollable
-wrappers with the first column pinned, so a phone scrolls a wide table instead of the page.
+wrappers with the first column pinned and a shadow at the edge while more columns are out
+of sight, so a phone scrolls a wide table instead of the page; each figure panel is an SVG
+of its own, two a row on a screen and one on a phone. What a reader looks for comes first:
+figures and tables, then diagnostics, then the devices and where the files came from.
 """
 
 from __future__ import annotations
@@ -11,22 +14,39 @@ from __future__ import annotations
 import html
 import shlex
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudabench import __version__
 from cudabench.analysis.compare import REGRESSION, Comparison, ComparisonRow, Verdict
+from cudabench.errors import ResultsFileError
 from cudabench.insight import roofs
 from cudabench.render import plot
-from cudabench.render.comparison import COLUMNS, RIGHT_ALIGNED, describe, row_cells, summary_text
+from cudabench.render.comparison import (
+    COLUMNS,
+    RIGHT_ALIGNED,
+    benchmark_name,
+    describe,
+    row_cells,
+    summary_text,
+)
 from cudabench.render.run_table import RunTable, build_tables
+from cudabench.results.loader import load_results
 from cudabench.results.model import DeviceInfo, ResultsFile, RunOutcome, Status
-from cudabench.units import format_bytes, format_error
+from cudabench.units import format_bytes, format_error, params_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # Semantic classes only: a cell's style is looked up here, never written into the page.
 STATUS_CLASSES = {"PASS": "good", "FAIL": "bad", "ERROR": "bad", "TIMEOUT": "bad",
                   "SUSPECT": "warn", "SKIP": "muted", "REF": "info"}
 VERDICT_CLASSES = {Verdict.FAILED: "bad", Verdict.SLOWER: "bad", Verdict.NOISY: "warn",
                    Verdict.FASTER: "good", Verdict.FIXED: "good", Verdict.SAME: ""}
+# The comparison's columns as a page shows them: the verdict and the change beside the name,
+# where a phone shows them without scrolling; the long explanations last.
+PAGE_COLUMNS = ("benchmark", "verdict", "change", "baseline", "current", "p-value", "params",
+                "shape", "dtype", "reason", "threshold")
+WRAPPED = frozenset({"reason", "threshold"})  # prose: wraps rather than widening the table
 
 CSS = """
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #6a737d;
@@ -48,14 +68,20 @@ h3 { font-size: 1.05rem; margin: 1.5rem 0 0.5rem; overflow-wrap: anywhere; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
   font-size: 0.85rem; overflow-wrap: anywhere; }
 .scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; max-width: 100%;
-  border: 1px solid var(--line); border-radius: 0.375rem; }
-table { border-collapse: collapse; font-size: 0.85rem; width: max-content; min-width: 100%; }
+  width: fit-content; border: 1px solid var(--line); border-radius: 0.375rem;
+  background: linear-gradient(to left, var(--bg) 40%, transparent) right / 1.5rem 100%
+    no-repeat local,
+    radial-gradient(farthest-side at 100% 50%, rgba(0, 0, 0, 0.28), transparent) right /
+    0.75rem 100% no-repeat scroll; }
+table { border-collapse: collapse; font-size: 0.85rem; }
 th, td { padding: 0.3rem 0.6rem; border-bottom: 1px solid var(--line); white-space: nowrap;
   text-align: left; }
 th { background: var(--head); font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 th:first-child, td:first-child { position: sticky; left: 0; background: var(--bg); }
 th:first-child { background: var(--head); }
+th.wrap, td.wrap { white-space: normal; min-width: 12rem; }
+td.differs { font-weight: 700; }
 tr:last-child td { border-bottom: 0; }
 td.good { color: var(--good); background: var(--good-bg); font-weight: 600; }
 td.bad { color: var(--bad); background: var(--bad-bg); font-weight: 700; }
@@ -70,12 +96,18 @@ tr.regressed td { font-weight: 700; }
 .summary .bad { color: var(--bad); font-weight: 700; }
 .summary .good { color: var(--good); font-weight: 700; }
 ul.lines { padding-left: 1.2rem; font-size: 0.9rem; overflow-wrap: anywhere; }
+ul.lines li.bad { color: var(--bad); }
+ul.lines li.warn { color: var(--warn); }
+a { color: var(--info); }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.15rem 1rem;
   font-size: 0.9rem; margin: 0.5rem 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
-svg.figure { width: 100%; height: auto; max-width: 60rem; min-width: 36rem; display: block; }
-.figures { border: 0; margin: 0.5rem 0; }
+.figures { display: grid; gap: 1rem; margin: 0.5rem 0;
+  grid-template-columns: repeat(auto-fill, minmax(min(100%, 30rem), 1fr)); }
+.figures figure { margin: 0; }
+.figures.single { grid-template-columns: minmax(0, 40rem); }
+svg.figure { width: 100%; height: auto; display: block; }
 details { margin: 0.4rem 0; }
 summary { cursor: pointer; }
 footer { margin-top: 2rem; color: var(--muted); font-size: 0.8rem; }
@@ -119,15 +151,18 @@ def table_html(columns: Sequence[str], rows: Iterable[Sequence[tuple[str, str]]]
                right: Iterable[str] = (), row_classes: Sequence[str] = ()) -> str:
     """Return a table in its scrollable wrapper; each cell is (text, class)."""
     numeric = frozenset(right)
-    head = "".join(f'<th scope="col"{_class("num" if name in numeric else "")}>{esc(name)}'
-                   "</th>" for name in columns)
+
+    def kind(name: str) -> str:
+        return "num" if name in numeric else "wrap" if name in WRAPPED else ""
+
+    head = "".join(f'<th scope="col"{_class(kind(name))}>{esc(name)}</th>' for name in columns)
     body = []
     for index, row in enumerate(rows):
         cells = "".join(
-            f"<td{_class(' '.join(filter(None, ['num' if name in numeric else '', style])))}>"
+            f"<td{_class(' '.join(filter(None, [kind(name), style])))}>"
             f"{esc(text)}</td>" for name, (text, style) in zip(columns, row))
-        kind = row_classes[index] if index < len(row_classes) else ""
-        body.append(f"<tr{_class(kind)}>{cells}</tr>")
+        row_class = row_classes[index] if index < len(row_classes) else ""
+        body.append(f"<tr{_class(row_class)}>{cells}</tr>")
     return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>")
 
@@ -181,7 +216,7 @@ def _setting(key: str, value: Any) -> tuple[str, str]:
     return label, f"{value:,.6g}" if isinstance(value, float) else str(value)
 
 
-def device_html(device: DeviceInfo) -> str:
+def device_facts(device: DeviceInfo) -> list[tuple[str, str]]:
     """Return a device's facts: model, clocks, memory, driver, NVML settings and roofs."""
     pairs: list[tuple[str, object]] = [
         ("compute capability", device.compute_capability),
@@ -199,7 +234,40 @@ def device_html(device: DeviceInfo) -> str:
     ]
     pairs += [_setting(key, value) for key, value in device.settings.items()]
     pairs.append(("roofs", roofs.describe(roofs.Roofs.of(device)).removeprefix("roofs: ")))
-    return f"<h3>{esc(device.name)}</h3>\n{_facts(pairs)}"
+    return [(key, str(value)) for key, value in pairs]
+
+
+def device_html(device: DeviceInfo) -> str:
+    """Return one device's facts under its name."""
+    return f"<h3>{esc(device.name)}</h3>\n{_facts(device_facts(device))}"
+
+
+def device_label(device: DeviceInfo) -> str:
+    """Name a device for a column head, briefly: CUDA index and the start of its UUID (the
+    model is the table's first row)."""
+    return f"GPU {device.index}{', ' + device.uuid[:12] if device.uuid else ''}"
+
+
+def devices_html(devices: Sequence[DeviceInfo]) -> str:
+    """Return the devices' facts: a list for one device; for several, a table with a column
+    per device, a fact's row in bold where the devices differ (the roofs' long text under
+    the table, once where they agree)."""
+    if not devices:
+        return '<p class="note">No device recorded (a file older than schema 2).</p>'
+    if len(devices) == 1:
+        return device_html(devices[0])
+    facts = [{"model": device.name, **dict(device_facts(device))} for device in devices]
+    keys = list(dict.fromkeys(key for fact in facts for key in fact if key != "roofs"))
+    rows = []
+    for key in keys:
+        values = [fact.get(key, "-") for fact in facts]
+        style = "differs" if len(set(values)) > 1 else ""
+        rows.append([(key, "")] + [(value, style) for value in values])
+    roof_lines = dict.fromkeys(fact["roofs"] for fact in facts)
+    roof_text = "".join(f"<li>{esc(line)}</li>" for line in roof_lines)
+    return (table_html(["", *map(device_label, devices)], rows)
+            + f'\n<ul class="caption"><li>roofs{" (each device)" if len(roof_lines) > 1 else ""}'
+              f':</li>{roof_text}</ul>')
 
 
 def _file_html(results: ResultsFile) -> str:
@@ -238,16 +306,28 @@ def diagnostic_lines(outcome: RunOutcome) -> list[tuple[str, str]]:
     return lines
 
 
+def svg_figure(figure: Figure, alt: str) -> str:
+    """Return a matplotlib figure as an inline <svg> that scales to its box, named for a
+    screen reader."""
+    svg = plot.svg_text(figure)
+    return ("<figure>" + svg.replace(
+        "<svg", f'<svg class="figure" role="img" aria-label="{esc(alt)}"', 1) + "</figure>")
+
+
 def figures_html(outcome: RunOutcome) -> str:
-    """Return the throughput and roofline figures as inline SVG, or a note without
-    matplotlib (the page is still complete)."""
+    """Return the throughput panels and a roofline per device as inline SVG (a note where
+    there is no roofline), or a note without matplotlib (the page is still complete)."""
     if not plot.available():
         return f'<p class="note">No figures: {esc(plot.HINT)}.</p>'
+    panels = plot.panel_figures(outcome.results)
     parts = []
-    for figure in (plot.throughput_figure(outcome.results), plot.roofline_figure(outcome.results)):
-        svg = plot.svg_text(figure)
-        parts.append('<div class="scroll figures">'
-                     + svg.replace("<svg", '<svg class="figure" role="img"', 1) + "</div>")
+    if panels:
+        parts.append('<div class="figures">' + "".join(
+            svg_figure(figure, alt) for alt, figure in panels) + "</div>")
+    else:
+        parts.append(f'<p class="note">No figures: {esc(plot.NO_THROUGHPUT)}.</p>')
+    if panels and not plot.roofline_rows(outcome.results):
+        parts.append(f'<p class="note">No {esc(plot.NO_ROOFLINE.removeprefix("no "))}.</p>')
     return "\n".join(parts)
 
 
@@ -262,10 +342,8 @@ def report_html(files: Sequence[ResultsFile], title: str) -> str:
             devices.setdefault(device.identity, device)
     body = [f"<h1>{esc(title)}</h1>"]
     body.append(f'<p class="note">{len(outcome.results)} benchmark(s) from {len(files)} '
-                f"file(s) on {len(devices)} device(s).</p>")
-    body.append("<h2>Devices</h2>")
-    body += [device_html(device) for device in devices.values()] or [
-        '<p class="note">No device recorded (a file older than schema 2).</p>']
+                f"file(s) on {len(devices)} device(s); the devices, their clocks and "
+                'settings are <a href="#devices">below the tables</a>.</p>')
     body.append("<h2>Figures</h2>")
     body.append(figures_html(outcome))
     body.append("<h2>Tables</h2>")
@@ -276,6 +354,8 @@ def report_html(files: Sequence[ResultsFile], title: str) -> str:
         body.append("<h2>Diagnostics</h2>")
         body.append('<ul class="lines">' + "".join(
             f"<li{_class(style)}>{esc(text)}</li>" for text, style in diagnostics) + "</ul>")
+    body.append('<h2 id="devices">Devices</h2>')
+    body.append(devices_html(list(devices.values())))
     # Where the numbers came from matters less than the numbers: last, folded on a phone.
     body.append("<h2>Results files</h2>")
     body += [f"<details><summary class=\"mono\">{esc(f.path)}</summary>\n{_file_html(f)}"
@@ -290,9 +370,38 @@ def verdict_class(row: ComparisonRow) -> str:
     return VERDICT_CLASSES.get(row.verdict, "")
 
 
-def comparison_html(comparison: Comparison) -> str:
-    """Return one page for a comparison: the summary, the verdicts coloured, and the
-    benchmarks in only one file."""
+def _compared_files(comparison: Comparison) -> list[ResultsFile]:
+    """Read the two compared files again for their devices; a file that cannot be read
+    now (moved, or a test's made-up path) just leaves its devices out."""
+    files = []
+    for path in dict.fromkeys((comparison.baseline_path, comparison.current_path)):
+        try:
+            files.append(load_results(path))
+        except (ResultsFileError, OSError):
+            continue
+    return files
+
+
+def _change_figure(comparison: Comparison) -> str:
+    """Return the changes as one horizontal bar a row, coloured by verdict, over the band
+    each row's threshold allows; '' without matplotlib or without a change to draw."""
+    rows = [row for row in comparison.rows if row.change is not None]
+    if not rows or not plot.available():
+        return ""
+    bars = [plot.ChangeBar(
+        f"{benchmark_name(row.op, row.variant, row.hot)} {params_text(row.params)} "
+        f"{plot.shape_label(row.shape)} {row.dtype}".replace(" - ", " "),
+        row.change or 0.0, row.threshold, verdict_class(row), row.verdict.value)
+        for row in rows]
+    return ('<div class="figures single">' + svg_figure(
+        plot.change_figure(bars), "change of each benchmark's median, current against "
+        "baseline, with its threshold") + "</div>")
+
+
+def comparison_html(comparison: Comparison, files: Sequence[ResultsFile] | None = None) -> str:
+    """Return one page for a comparison: the summary, the verdicts coloured, a figure of the
+    changes, what differs between the cards, the benchmarks in only one file, and both
+    files' devices. `files` are the two loaded files (None: read again from the paths)."""
     c = comparison
     regressed = len(c.regressions)
     status = (f'<span class="bad">{regressed} regression{"s" if regressed != 1 else ""}</span>'
@@ -303,20 +412,33 @@ def comparison_html(comparison: Comparison) -> str:
         _facts([("baseline", f"{c.baseline_path} ({c.baseline_gpu or 'no GPU recorded'})"),
                 ("current", f"{c.current_path} ({c.current_gpu or 'no GPU recorded'})")]),
     ]
+    if c.setting_changes:
+        body.append('<p class="note">The cards differ, which can move every timing:</p>')
+        body.append('<ul class="lines">' + "".join(
+            f'<li class="warn">{esc(change)}</li>' for change in c.setting_changes) + "</ul>")
     if c.rows:
-        verdict = COLUMNS.index("verdict")
+        order = [COLUMNS.index(name) for name in PAGE_COLUMNS]
         rows = []
         for row in c.rows:
             cells = [(text, "") for text in row_cells(row)]
+            verdict = COLUMNS.index("verdict")
             cells[verdict] = (cells[verdict][0], verdict_class(row))
-            rows.append(cells)
-        body.append(table_html(COLUMNS, rows, RIGHT_ALIGNED,
+            rows.append([cells[i] for i in order])
+        body.append(table_html(PAGE_COLUMNS, rows, RIGHT_ALIGNED,
                                ["regressed" if row.regressed else "" for row in c.rows]))
+        body.append(_change_figure(c))
     for title, results in (("Added (only in the current file)", c.added),
                            ("Removed (only in the baseline file)", c.removed)):
         if results:
             body.append(f"<h2>{esc(title)}</h2>")
             body.append('<ul class="lines">' + "".join(
                 f"<li>{esc(describe(r))}</li>" for r in results) + "</ul>")
+    loaded = list(files) if files is not None else _compared_files(c)
+    devices: dict[Any, DeviceInfo] = {}
+    for f in loaded:
+        for device in (*f.devices, *(r.device for r in f.benchmarks if r.device)):
+            devices.setdefault(device.identity, device)
+    if devices:
+        body.append('<h2 id="devices">Devices</h2>')
+        body.append(devices_html(list(devices.values())))
     return page("cudabench compare", body)
-
