@@ -9,6 +9,11 @@ A kernel file starts with a block of `//` comment lines, for example:
     // shared_bytes: 2 * TILE * TILE * ELEM_SIZE
     // launch matmul_tiled: grid cdiv(N, TILE), cdiv(M, TILE); block TILE, TILE
 
+and optionally what the kernel needs beyond the op's arguments (docs/writing-an-op.md):
+
+    // arch: sm_90a
+    // tensor_map A: box BM, BK; swizzle 128
+
 The header ends at the first line that is not a `//` comment. Every non-blank header line
 must be one of the keys above; errors name the file and line.
 """
@@ -30,6 +35,85 @@ BUILTIN_NAMES = ("ELEM_SIZE", "ACC_SIZE", "OUT_SIZE", "SM_COUNT")
 
 _KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\s*(?P<value>.*)$")
 _RANGE = re.compile(r"^(-?\d+)\s*\.\.\s*(-?\d+)$")
+_ARCH = re.compile(r"^sm_(?P<digits>[1-9]\d{1,2})(?P<specific>a?)$")
+ARCH_SPECIFIC_FROM = 9  # the `a` targets (arch-specific features) begin with sm_90a
+
+# tensor_map NAME: box E[, E...][; swizzle none|32|64|128][; l2 none|64|128|256]
+TENSOR_MAP_KEYS = ("box", "swizzle", "l2")
+SWIZZLES = {"none": 0, "32": 32, "64": 64, "128": 128}  # bytes of the swizzle span
+L2_PROMOTIONS = {"none": 0, "64": 64, "128": 128, "256": 256}  # bytes of an L2 fetch
+MAX_TENSOR_RANK = 5  # the driver's limit for a tiled tensor map
+
+
+@dataclass(frozen=True)
+class Arch:
+    """The one target a variant is built for: sm_NN, or sm_NNa with the arch-specific
+    features (wgmma, setmaxnreg) of exactly that compute capability."""
+
+    major: int
+    minor: int
+    specific: bool = False  # the `a` suffix
+
+    @property
+    def name(self) -> str:
+        """Return the real architecture, as nvcc's code= names it: sm_90a."""
+        return f"sm_{self.major}{self.minor}{'a' if self.specific else ''}"
+
+    @property
+    def virtual(self) -> str:
+        """Return the virtual architecture, as nvcc's arch= names it: compute_90a."""
+        return f"compute_{self.major}{self.minor}{'a' if self.specific else ''}"
+
+    @property
+    def gencode(self) -> str:
+        """Return the nvcc flag that builds for exactly this target (a cubin, no PTX)."""
+        return f"-gencode=arch={self.virtual},code={self.name}"
+
+    def unsupported_on(self, compute_capability: str) -> str | None:
+        """Return why a cubin for this target cannot run on a GPU of compute_capability
+        ("9.0"), or None when it can: an `a` target needs exactly its own capability, a
+        plain one the same major version and at least its minor (binary compatibility)."""
+        major, minor = (int(part) for part in compute_capability.split("."))
+        if self.specific and (major, minor) != (self.major, self.minor):
+            return (f"built for {self.name}, which runs only on compute capability "
+                    f"{self.major}.{self.minor}; this GPU is {compute_capability}")
+        if not self.specific and (major != self.major or minor < self.minor):
+            return (f"built for {self.name}, which runs on compute capability "
+                    f"{self.major}.{self.minor} to {self.major}.9; this GPU is "
+                    f"{compute_capability}")
+        return None
+
+
+def parse_arch(text: str) -> Arch | None:
+    """Return the Arch an `sm_NN[a]` names, or None when the text is not one."""
+    match = _ARCH.match(text)
+    if match is None:
+        return None
+    digits = match["digits"]
+    arch = Arch(int(digits[:-1]), int(digits[-1]), bool(match["specific"]))
+    if arch.specific and arch.major < ARCH_SPECIFIC_FROM:
+        return None
+    return arch
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """A TMA tensor map the kernel takes after the op's arguments, over one of its buffers:
+    the box (one expression per extent, outermost first, as the buffer's shape) and the
+    swizzle and L2 promotion in bytes (0: none)."""
+
+    buffer: str
+    box: tuple[ast.expr, ...]
+    line: int
+    swizzle: int = 0
+    l2: int = 0
+
+    def describe(self, box: tuple[int, ...] | None = None) -> str:
+        """Return the map as a user reads it: A box 64x64, swizzle 128B."""
+        extents = "x".join(map(str, box)) if box is not None else "?"
+        extras = "".join(f", {name} {value}B" for name, value in
+                         (("swizzle", self.swizzle), ("l2", self.l2)) if value)
+        return f"{self.buffer} box {extents}{extras}"
 
 
 @dataclass(frozen=True)
@@ -97,6 +181,8 @@ class KernelVariant:
     shared_bytes_line: int = 0
     op_origin: str = ""  # where the op is declared (the registry finds it again there)
     unit: str = "cuda"  # the units it computes on, whose roof holds it: cuda or tensor
+    arch: Arch | None = None  # the one target it is built for; None: the GPU's own
+    tensor_maps: tuple[TensorMapSpec, ...] = ()  # extra arguments after the op's, in order
 
     def param(self, name: str) -> ParamSpec | None:
         """Return the parameter called name, if the variant declares it."""
@@ -127,6 +213,18 @@ class KernelVariant:
                 raise KernelFileError(self.path, launch.line, f"launch {launch.entry} "
                                       f"dynamic_shared: {value} bytes is negative")
             result.append(value)
+        return result
+
+    def tensor_map_boxes(self, variables: Mapping[str, int]) -> list[tuple[int, ...]]:
+        """Return each tensor map's box, outermost extent first; KernelFileError if the
+        arithmetic fails."""
+        result = []
+        for spec in self.tensor_maps:
+            try:
+                result.append(tuple(expressions.evaluate(spec.box, variables)))
+            except expressions.ExpressionError as exc:
+                raise KernelFileError(self.path, spec.line,
+                                      f"tensor_map {spec.buffer} box: {exc}") from None
         return result
 
     def static_shared_bytes(self, variables: Mapping[str, int]) -> int | None:
@@ -183,6 +281,7 @@ def parse_header(path: Path, text: str | None = None,
     fields: dict[str, tuple[int, str]] = {}
     params: list[ParamSpec] = []
     launch_lines: list[tuple[int, str, str]] = []
+    tensor_map_lines: list[tuple[int, str, str]] = []
     for number, content in header[1:]:
         if not content:
             continue
@@ -201,7 +300,11 @@ def parse_header(path: Path, text: str | None = None,
             params.append(_parse_param(path, number, name, value))
         elif key == "launch" and name:
             launch_lines.append((number, name, value))
-        elif key in ("description", "dtypes", "shared_bytes", "unit") and not name:
+        elif key == "tensor_map" and name:
+            if any(buffer == name for _, buffer, _ in tensor_map_lines):
+                raise KernelFileError(path, number, f"tensor_map {name} declared twice")
+            tensor_map_lines.append((number, name, value))
+        elif key in ("description", "dtypes", "shared_bytes", "unit", "arch") and not name:
             if key in fields:
                 raise KernelFileError(path, number, f"`{key}` given twice")
             fields[key] = (number, value)
@@ -209,7 +312,8 @@ def parse_header(path: Path, text: str | None = None,
             raise KernelFileError(
                 path, number,
                 f"unknown header key {content.split(':', 1)[0]!r} (expected, in lower case: "
-                "description, dtypes, param NAME, shared_bytes, unit or launch ENTRY)",
+                "description, dtypes, param NAME, shared_bytes, unit, arch, launch ENTRY or "
+                "tensor_map BUFFER)",
             )
 
     if not launch_lines:
@@ -220,6 +324,8 @@ def parse_header(path: Path, text: str | None = None,
     launches = tuple(
         _parse_launch(path, n, entry, value, known) for n, entry, value in launch_lines
     )
+    tensor_maps = tuple(_parse_tensor_map(path, n, buffer, value, known)
+                        for n, buffer, value in tensor_map_lines)
 
     dtypes = op.dtypes
     if "dtypes" in fields:
@@ -247,6 +353,16 @@ def parse_header(path: Path, text: str | None = None,
                                                 f"units whose roof the kernel is held to); got "
                                                 f"{unit!r}")
 
+    arch = None
+    if "arch" in fields:
+        number, value = fields["arch"]
+        arch = parse_arch(value)
+        if arch is None:
+            raise KernelFileError(
+                path, number, f"arch must be sm_NN or sm_NNa (a compute capability's digits; "
+                f"`a`, from sm_90a on, for the arch-specific features of exactly that GPU, "
+                f"e.g. sm_90a for wgmma on an H100); got {value!r}")
+
     return KernelVariant(
         op=op_name,
         op_origin=op.origin,
@@ -260,6 +376,8 @@ def parse_header(path: Path, text: str | None = None,
         source=text,
         shared_bytes_line=shared_line,
         unit=unit,
+        arch=arch,
+        tensor_maps=tensor_maps,
     )
 
 
@@ -318,6 +436,48 @@ def _parse_launch(
             raise KernelFileError(path, number,
                                   f"launch {entry}: dynamic_shared takes one expression")
     return Launch(entry, grid, block, number, dynamic)
+
+
+def _parse_tensor_map(path: Path, number: int, buffer: str, value: str, known: set[str]
+                      ) -> TensorMapSpec:
+    """Parse `box E[, E...][; swizzle none|32|64|128][; l2 none|64|128|256]`."""
+    usage = (f"tensor_map {buffer}: expected `box E[, E...]` (one extent per dimension of "
+             f"{buffer}, outermost first) and optionally `; swizzle none|32|64|128` and "
+             "`; l2 none|64|128|256`")
+    pieces: dict[str, str] = {}
+    for piece in value.split(";"):
+        words = piece.strip().split(None, 1)
+        if len(words) != 2 or words[0] not in TENSOR_MAP_KEYS or words[0] in pieces:
+            raise KernelFileError(path, number, f"{usage}; got {piece.strip()!r}")
+        pieces[words[0]] = words[1].strip()
+    if "box" not in pieces:
+        raise KernelFileError(path, number, usage)
+    box = tuple(node for part in _top_level_parts(pieces["box"]) for node in _parse_exprs(
+        path, number, part, known, f"tensor_map {buffer} box"))
+    if not 1 <= len(box) <= MAX_TENSOR_RANK:
+        raise KernelFileError(path, number, f"tensor_map {buffer}: box has {len(box)} "
+                                            f"extents; a tensor map has 1 to {MAX_TENSOR_RANK}")
+    choices = {"swizzle": SWIZZLES, "l2": L2_PROMOTIONS}
+    values = {}
+    for key, allowed in choices.items():
+        text = pieces.get(key, "none")
+        if text not in allowed:
+            raise KernelFileError(path, number, f"tensor_map {buffer}: {key} must be one of "
+                                                f"{', '.join(allowed)} (bytes); got {text!r}")
+        values[key] = allowed[text]
+    return TensorMapSpec(buffer, box, number, values["swizzle"], values["l2"])
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """Split `a, cdiv(b, c), d` at the commas outside parentheses (a box may have up to
+    five extents, more than a launch's three)."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    return [*parts, text[start:]]
 
 
 def _parse_exprs(

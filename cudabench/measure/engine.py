@@ -19,6 +19,7 @@ else:  # imported on first use: see cudabench/lazy.py
 
 from cudabench.catalog import KernelVariant
 from cudabench.measure.telemetry import MonitorLike
+from cudabench.measure.tensormaps import TensorMapRequest
 from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import DeviceInfo
 
@@ -32,10 +33,16 @@ class KernelFault(Exception):
 
 @dataclass
 class Compiled:
-    """A compiled variant: one engine function per launch in the header's order."""
+    """A compiled variant: one engine function per launch in the header's order.
+
+    tensor_maps, set by the caller for one plan (variant.py), are the TMA tensor maps every
+    launch gets after the op's arguments: launcher() builds each over the buffer at its
+    arg_index among the arguments it is given, so that new buffers get maps of their own.
+    """
 
     functions: list[Any]
     attributes: list[dict[str, int]] = field(default_factory=list)  # registers, shared bytes...
+    tensor_maps: tuple[TensorMapRequest, ...] = ()
 
 
 class Engine(Protocol):
@@ -60,7 +67,8 @@ class Engine(Protocol):
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
                 signature: str, headers: Sequence[str] = ()) -> Compiled:
         """Compile a variant with -D defines and headers included first (cuda_fp16.h for
-        float16); signature has a P per buffer, an i per int."""
+        float16), for its `arch` when it names one (else for this GPU); signature has a P
+        per buffer, an i per int, then a T per tensor map (128 bytes, passed by value)."""
 
     def allocate(self, nbytes: int) -> Any:
         """Allocate device memory; GpuEnvironmentError when there is not enough."""
@@ -87,7 +95,9 @@ class Engine(Protocol):
     def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any],
                  dynamic_shared: Sequence[int] = ()) -> Run:
         """Return a function that enqueues every launch of a variant once, each with its
-        dynamic shared memory in bytes (opting in above 48 KiB)."""
+        dynamic shared memory in bytes (opting in above 48 KiB). args are the op's; the
+        compiled variant's tensor maps are built here over args[request.arg_index] and
+        passed after them (TensorMapUnavailable when one cannot be made)."""
 
     def synchronize(self) -> None:
         """Wait for the GPU; raise KernelFault if a launch failed."""

@@ -26,9 +26,15 @@ else:  # imported on first use: see cudabench/lazy.py
     from cudabench.lazy import numpy as np
 
 from cudabench.catalog import KernelVariant
-from cudabench.errors import GpuEnvironmentError
+from cudabench.errors import CompileError, GpuEnvironmentError
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
 from cudabench.measure.telemetry import FakeMonitor, MonitorLike
+from cudabench.measure.tensormaps import (
+    GLOBAL_ALIGN,
+    TensorMapRequest,
+    TensorMapUnavailable,
+    shape_problem,
+)
 from cudabench.ops import DTYPES, TypeSet, find_op
 from cudabench.ops.cublas import INSTALL_HINT
 from cudabench.ops.vendor import VendorCall, VendorUnavailable
@@ -87,6 +93,7 @@ class FakeSpec:
     throttle: bool = False  # the monitor reports a power cap while measuring
     vendor_missing: bool = False  # the vendor library is not installed
     no_monitor: bool = False  # no NVML on this host
+    compute_capability: str = FAKE_DEVICE.compute_capability  # another GPU generation
     device_count: int = 1  # how many fake GPUs the host has
     lost_devices: tuple[int, ...] = ()  # fake GPUs that cannot be opened (lost)
 
@@ -123,7 +130,8 @@ class FakeEngine:
         index = spec.device_index
         self.info = dataclasses.replace(
             FAKE_DEVICE, index=index, pci_bus_id=f"0000:{index:02x}:00.0",
-            uuid=f"GPU-00000000-fake-0000-0000-{index:012d}")
+            uuid=f"GPU-00000000-fake-0000-0000-{index:012d}",
+            compute_capability=spec.compute_capability)
         self.grid_limits = (2**31 - 1, 65535, 65535)
         self.versions = {"engine": "fake", "engine_version": "1"}
         self.faulted = False
@@ -132,7 +140,8 @@ class FakeEngine:
         self.pending_s = 0.0  # simulated GPU time enqueued since the last event
         self.pending_fault = False
         self.pending_hang = False  # a launch that never finishes was enqueued
-        self.log: list[tuple[str, Any]] = []  # ("flush" | "sample" | "fill" | "run", detail)
+        # ("flush" | "sample" | "fill" | "run" | "compile" | "tensor_map", detail)
+        self.log: list[tuple[str, Any]] = []
         self.allocated_bytes = 0
         self.clocks: list[float | None] = []  # the SM clock of each sample since clock_log
         self._monitor = None if spec.no_monitor else FakeMonitor(throttle=spec.throttle)
@@ -142,8 +151,20 @@ class FakeEngine:
     # -- the protocol --------------------------------------------------------------------
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
                 signature: str, headers: Sequence[str] = ()) -> Compiled:
-        """Return a fake kernel per launch; nothing is compiled."""
+        """Return a fake kernel per launch; nothing is compiled. Like the driver, refuse a
+        variant built for another GPU, and a signature whose tensor maps are not the
+        header's."""
         self._alive()
+        self.log.append(("compile", (variant.name, signature)))
+        if variant.arch is not None:
+            reason = variant.arch.unsupported_on(self.info.compute_capability)
+            if reason is not None:
+                raise CompileError(f"{variant.path}: the driver cannot load the kernel on this "
+                                   f"GPU (fake): {reason}")
+        if signature.count("T") != len(variant.tensor_maps):
+            raise CompileError(f"{variant.path}: the signature {signature} passes "
+                               f"{signature.count('T')} tensor map(s); the header asks for "
+                               f"{len(variant.tensor_maps)}")
         fault = self.spec.faults.get(variant.name)
         while fault is Fault.COMPILE_HANGS:
             time.sleep(1.0)
@@ -206,8 +227,12 @@ class FakeEngine:
 
     def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any],
                  dynamic_shared: Sequence[int] = ()) -> Run:
-        """Return a run that emulates the variant and enqueues its synthetic time."""
+        """Return a run that emulates the variant and enqueues its synthetic time; check and
+        record the tensor maps the real engine would build (the op's emulate never sees
+        them: a correct kernel reads the same buffers through them)."""
         kernel: FakeKernel = compiled.functions[0]
+        for request in compiled.tensor_maps:
+            self._tensor_map(args, request)
         op = find_op(kernel.variant.op_origin, kernel.variant.op)
         cost_s = self._cost_s(kernel, args)
         runs = 0
@@ -341,6 +366,26 @@ class FakeEngine:
         """Nothing to release."""
 
     # -- helpers -------------------------------------------------------------------------
+    def _tensor_map(self, args: Sequence[Any], request: TensorMapRequest) -> None:
+        """Check a tensor map as cuTensorMapEncodeTiled would, over the buffer it names, and
+        log it; TensorMapUnavailable when the driver would refuse it."""
+        self._alive()
+        buffer = args[request.arg_index] if request.arg_index < len(args) else None
+        if not isinstance(buffer, np.ndarray):
+            raise TensorMapUnavailable(f"tensor_map {request.buffer}: argument "
+                                       f"{request.arg_index + 1} is not a buffer (fake)")
+        problem = shape_problem(request)
+        if problem is None and buffer.size < request.nbytes:
+            problem = (f"{request.buffer} holds {buffer.size} bytes, fewer than the "
+                       f"{request.nbytes} its map covers")
+        address = int(buffer.__array_interface__["data"][0])
+        if problem is None and address % GLOBAL_ALIGN:
+            problem = f"{request.buffer} is not {GLOBAL_ALIGN}-byte aligned"
+        if problem is not None:
+            raise TensorMapUnavailable(f"tensor_map {request.buffer} ({request.where}): "
+                                       f"{problem} (fake)")
+        self.log.append(("tensor_map", (request, address)))
+
     def _cost_s(self, kernel: FakeKernel, args: Sequence[Any]) -> float:
         """Model one launch's time: a launch cost and its buffers' bytes, times a factor
         that differs by variant (a stand-in for speed, not a model of the GPU)."""

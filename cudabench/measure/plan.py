@@ -1,7 +1,8 @@
 """Turn a request into a checked plan: usage errors are found here, before any GPU work.
 
-What only the GPU can tell (its grid limits, registers per thread) is checked per variant
-when it runs, so that one bad variant never hides the others.
+What only the GPU can tell (its grid limits, registers per thread, whether its compute
+capability runs a variant's `arch`: unsupported_on) is checked per variant when it runs, so
+that one bad variant never hides the others.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudabench.catalog import KernelVariant, discover
-from cudabench.errors import UsageError
+from cudabench.errors import KernelFileError, UsageError
+from cudabench.measure import tensormaps
 from cudabench.measure.timing import TimingPolicy
 from cudabench.ops import DType, Op, Shape, TypeSet, get_op
 from cudabench.ops.base import user_code
@@ -21,6 +23,7 @@ MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 MAX_STATIC_SHARED_BYTES = 48 * 1024  # static __shared__ limit on every CUDA GPU
 MAX_BLOCK_DIMS = (1024, 1024, 64)
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+TENSOR_MAPS_FROM = (9, 0)  # TMA tensor maps exist from compute capability 9.0 (Hopper) on
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,9 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     if shared is not None and shared < 0:
         raise UsageError(f"{where}: shared_bytes is {shared}, below 0; fix {variant.path}")
     variant.dynamic_shared_bytes(variables)  # KernelFileError if negative
+    if variant.tensor_maps:
+        _check_tensor_maps(op, shape, types, variant, variables, math.prod(
+            variant.geometry(variables)[0][0]), where)
     if shared is not None and shared > MAX_STATIC_SHARED_BYTES:
         raise UsageError(
             f"{where}: needs {shared} bytes of shared memory per block, more than the "
@@ -211,6 +217,43 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
             "parameters"
         )
     return params
+
+
+def _check_tensor_maps(op: Op, shape: Shape, types: TypeSet, variant: KernelVariant,
+                       variables: Mapping[str, int], blocks: int, where: str) -> None:
+    """Check what the header's tensor maps say before any GPU work: that each names a
+    buffer the kernels get, and a box the driver accepts (the buffer's own extents and
+    strides are checked when the variant runs: tensormaps.resolve)."""
+    with user_code(op, "args"):
+        buffers = [a for a in op.args(shape, blocks) if isinstance(a, str)]
+    with user_code(op, "outputs"):
+        outputs = op.outputs(shape, types, blocks)
+    for spec, box in zip(variant.tensor_maps, variant.tensor_map_boxes(variables)):
+        if spec.buffer not in buffers:
+            raise KernelFileError(variant.path, spec.line,
+                                  f"tensor_map {spec.buffer}: the {op.name} kernels get no "
+                                  f"buffer {spec.buffer} (their buffers: {', '.join(buffers)})")
+        kind = types.output if spec.buffer in outputs else types.input
+        problem = tensormaps.box_problem(box, kind.itemsize, spec.swizzle)
+        if problem is not None:
+            raise UsageError(f"{where}: tensor_map {spec.buffer} in {kind.name}: {problem}; "
+                             "choose other parameters")
+
+
+def unsupported_on(variant: KernelVariant, compute_capability: str) -> str | None:
+    """Return why variant cannot run on a GPU of compute_capability ("9.0"), or None: its
+    `arch` builds for another one, or it asks for tensor maps before Hopper. The row is
+    SKIP with this reason."""
+    if variant.arch is not None:
+        reason = variant.arch.unsupported_on(compute_capability)
+        if reason is not None:
+            return reason
+    capability = tuple(int(part) for part in compute_capability.split("."))
+    if variant.tensor_maps and capability < TENSOR_MAPS_FROM:
+        return (f"its tensor maps need compute capability "
+                f"{'.'.join(map(str, TENSOR_MAPS_FROM))} or higher (TMA); this GPU is "
+                f"{compute_capability}")
+    return None
 
 
 def type_sizes(types: TypeSet) -> dict[str, int]:

@@ -15,11 +15,14 @@ else:  # imported on first use: see cudabench/lazy.py
 from cudabench.catalog import KernelVariant
 from cudabench.errors import CompileError, GpuEnvironmentError, LaunchRefused
 from cudabench.measure import telemetry
+from cudabench.measure.cuda_driver import CudaDriver
 from cudabench.measure.engine import Compiled, Geometry, KernelFault, Run
 from cudabench.measure.nvcc import pycuda_install_hint
 from cudabench.measure.nvml import device_uuid
 from cudabench.measure.telemetry import MonitorLike
+from cudabench.measure.tensormaps import param_format
 from cudabench.ops.vendor import VendorCall
+from cudabench.relocation import local_path
 from cudabench.results.model import DeviceInfo
 
 MAX_STAMPS = 2 * 8192  # two per sample; samples beyond go unstamped (clock unknown)
@@ -116,6 +119,7 @@ class PycudaEngine:
         self._stamps: Any = None  # device buffer: (globaltimer, clock64) per stamp
         self._stamp_count = 0
         self._flag: Any = None  # host-mapped word the blocking kernel waits on
+        self._driver: CudaDriver | None = None  # CUDA Python's bindings, for tensor maps
         self.info = self._device_info(device_index)
         self._monitor = telemetry.open_monitor(self.info.pci_bus_id)
         if self._monitor is not None:
@@ -184,23 +188,33 @@ class PycudaEngine:
     # -- compilation -----------------------------------------------------------------
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
                 signature: str, headers: Sequence[str] = ()) -> Compiled:
-        """Compile a variant with -D defines; signature is PyCUDA's prepare() string."""
+        """Compile a variant with -D defines, for its `arch` when it names one (exactly that
+        target: -arch compute_90a -code sm_90a), else for this GPU. signature is PyCUDA's
+        prepare() string, a T per tensor map after the op's arguments: those kernels are
+        prepared with the parameter layout the driver reports (cuda_driver.py)."""
         key = (str(variant.path), variant.source, tuple(sorted(defines.items())), signature,
                tuple(headers))
         if key in self._modules:
             return self._modules[key]
         # -lineinfo: compute-sanitizer and profilers name source lines (no cost in speed).
         options = ["-lineinfo", *(f"-D{name}={value}" for name, value in sorted(defines.items()))]
+        target = variant.arch
         try:
-            module = self._compiler.SourceModule(
+            cubin = self._compiler.compile(
                 variant.compile_source(headers), options=options, no_extern_c=True,
-                include_dirs=[str(variant.path.parent)],
+                # nvcc runs in a temporary folder; a Ray node may hold the folder elsewhere
+                include_dirs=[str(local_path(variant.path).parent.resolve())],
+                arch=target.virtual if target else None, code=target.name if target else None,
             )
         except self.cuda.CompileError as exc:
             output = (exc.stderr or exc.stdout or str(exc)).strip()
-            raise CompileError(
-                f"{variant.path}: nvcc failed with {' '.join(options)}:\n{output}"
-            ) from None
+            flags = " ".join([*options, *([target.gencode] if target else [])])
+            raise CompileError(f"{variant.path}: nvcc failed with {flags}:\n{output}") from None
+        try:
+            module = self.cuda.module_from_buffer(cubin)
+        except self.cuda.Error as exc:
+            raise CompileError(f"{variant.path}: the driver cannot load the compiled kernel on "
+                               f"this GPU ({exc})") from None
         compiled = Compiled(functions=[])
         for launch in variant.launches:
             try:
@@ -210,7 +224,12 @@ class PycudaEngine:
                     f"{variant.path}:{launch.line}: no kernel named {launch.entry!r} in the "
                     f'compiled file; declare it `extern "C" __global__ void {launch.entry}(...)`'
                 ) from None
-            function.prepare(signature)
+            if "T" in signature:  # by value at the offsets the kernel reads them
+                layout = self._cuda_driver().param_layout(cubin, launch.entry)
+                function.prepare(param_format(signature, layout,
+                                              f"{variant.path}:{launch.line}: {launch.entry}"))
+            else:
+                function.prepare(signature)
             compiled.functions.append(function)
             compiled.attributes.append({
                 "registers": function.num_regs,
@@ -220,6 +239,12 @@ class PycudaEngine:
             })
         self._modules[key] = compiled
         return compiled
+
+    def _cuda_driver(self) -> CudaDriver:
+        """Return CUDA Python's driver bindings in this engine's context (opened once)."""
+        if self._driver is None:
+            self._driver = CudaDriver(int(self.context.handle))
+        return self._driver
 
     # -- memory ----------------------------------------------------------------------
     def allocate(self, nbytes: int) -> Any:
@@ -271,7 +296,12 @@ class PycudaEngine:
     # -- running and timing ----------------------------------------------------------
     def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any],
                  dynamic_shared: Sequence[int] = ()) -> Run:
-        """Return a function that enqueues every launch of a variant once."""
+        """Return a function that enqueues every launch of a variant once; its tensor maps,
+        encoded here over the buffers in args, go after the op's arguments by value."""
+        if compiled.tensor_maps:
+            driver = self._cuda_driver()
+            args = [*args, *(driver.encode(int(args[request.arg_index]), request)
+                             for request in compiled.tensor_maps)]
         shared = list(dynamic_shared) or [0] * len(compiled.functions)
         for function, nbytes in zip(compiled.functions, shared):
             if nbytes > self.info.max_shared_bytes_per_block:  # beyond 48 KiB: opt in

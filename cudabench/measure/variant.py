@@ -1,16 +1,18 @@
 """Run one planned variant and judge it.
 
-Compile; allocate between guard zones; warm up; one checked launch on fresh inputs and
-poisoned outputs (verified, guard zones and read-only inputs checked); timed samples; the
-same on all-zero inputs (a note if faster); rechecks on later launches (recheck.py); the
-sanitizer when asked; and SUSPECT when the result beats the device's roofs.
+SKIP when this GPU cannot run it (its `arch`, tensor maps before Hopper, a tensor map the
+driver cannot make at this shape); compile; allocate between guard zones; warm up; one
+checked launch on fresh inputs and poisoned outputs (verified, guard zones and read-only
+inputs checked); timed samples; the same on all-zero inputs (a note if faster); rechecks on
+later launches (recheck.py); the sanitizer when asked; and SUSPECT when the result beats
+the device's roofs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,9 +26,21 @@ from cudabench.measure import counters, guards, sanitize, transfers
 from cudabench.measure.energy import EnergyUnavailable, measure_energy
 from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
 from cudabench.measure.jobs import Prepared, record
-from cudabench.measure.plan import Plan, PlannedVariant, compile_defines, header_variables
+from cudabench.measure.plan import (
+    Plan,
+    PlannedVariant,
+    compile_defines,
+    header_variables,
+    unsupported_on,
+)
 from cudabench.measure.recheck import Layout, recheck
 from cudabench.measure.sampling import sample, warm_up_on, zero_input_note
+from cudabench.measure.tensormaps import (
+    TensorMapRequest,
+    TensorMapUnavailable,
+    resolve,
+    signature_of,
+)
 from cudabench.ops import LaunchShape, TypeSet
 from cudabench.ops.base import user_code
 from cudabench.results.model import BenchmarkResult, Verification
@@ -53,8 +67,12 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
                       **fields)
 
     inputs = prepared.inputs
+    unsupported = unsupported_on(variant, engine.info.compute_capability)
+    if unsupported is not None:
+        return row(skipped=unsupported)
     try:
-        compiled, geometry, arg_spec, dynamic = compile_variant(plan, engine, planned, launches)
+        compiled, geometry, arg_spec, dynamic = compile_variant(
+            plan, engine, planned, launches, {name: a.shape for name, a in inputs.items()})
         on_compiled()
         with user_code(op, "outputs"):
             outputs = op.outputs(plan.shape, types, math.prod(geometry[0][0]))
@@ -129,6 +147,8 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             "it ran in a fresh process. `compute-sanitizer python3 -m cudabench ...` shows the "
             "bad access",
         )
+    except TensorMapUnavailable as exc:  # not at this shape, or no CUDA Python here
+        return row(skipped=str(exc))
     except UsageError as exc:  # beyond this GPU's limits (shared memory, grid)
         # In a sweep that is a combination this GPU cannot run, not a broken kernel.
         return row(skipped=str(exc)) if plan.sweep else row(error=str(exc))
@@ -202,10 +222,13 @@ def counters_fields(plan: Plan, planned: PlannedVariant, device_index: int) -> d
 
 
 def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
-                    launches: list[dict[str, Any]]
+                    launches: list[dict[str, Any]],
+                    input_shapes: Mapping[str, tuple[int, ...]] | None = None
                     ) -> tuple[Compiled, Geometry, list[str | int], list[int]]:
     """Return (compiled, geometry, kernel arguments, dynamic shared bytes per launch), and
-    append each launch's facts to launches.
+    append each launch's facts to launches. A variant with tensor maps needs input_shapes
+    (each input buffer's extents): its maps are resolved over them before it is compiled
+    (TensorMapUnavailable when one cannot be made at this shape) and ride in the result.
 
     Checks what only the GPU knows: its grid limits and, once compiled, how many threads
     a block may have at the registers the kernel uses, and whether its static and dynamic
@@ -225,9 +248,16 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
                 )
     with user_code(op, "args"):
         arg_spec = op.args(plan.shape, math.prod(geometry[0][0]))
-    signature = "".join("P" if isinstance(a, str) else "i" for a in arg_spec)
-    compiled = engine.compile(variant, compile_defines(planned.params, types), signature,
-                              types.headers)
+    requests: tuple[TensorMapRequest, ...] = ()
+    if variant.tensor_maps:
+        with user_code(op, "outputs"):
+            outputs = op.outputs(plan.shape, types, math.prod(geometry[0][0]))
+        requests = resolve(variant, variant.tensor_map_boxes(variables), types, arg_spec,
+                           {**(input_shapes or {}), **outputs}, outputs)
+    compiled = engine.compile(variant, compile_defines(planned.params, types),
+                              signature_of(arg_spec, len(requests)), types.headers)
+    if requests:  # the engine caches compiled variants: the maps belong to this plan only
+        compiled = dataclasses.replace(compiled, tensor_maps=requests)
     info = engine.info
     limit = info.max_shared_bytes_per_block_optin or info.max_shared_bytes_per_block
     for launch, (grid, block), attrs, nbytes in zip(variant.launches, geometry,
