@@ -577,3 +577,26 @@ def test_a_correct_computation_in_the_declared_types_passes_and_a_slip_fails(
             + 4 * abs(float(flat[0])) * types.output.unit_roundoff)
     flat[0] = types.output.numpy(float(flat[0]) + slip)
     assert not verify(op, inputs, expected, result).passed
+
+
+def test_matmul_bound_is_computed_once_per_input_arrays_and_still_catches_errors():
+    import numpy as np
+
+    from cudabench.ops import matmul as module
+
+    op = OPS["matmul"]
+    types = op.type_set("float32")
+    rng = np.random.default_rng(3)
+    inputs = op.inputs((40, 30, 20), types, rng)
+    expected = op.reference(inputs)
+    module._MAGNITUDES.clear()
+    good = expected.astype(np.float32)
+    assert op.verify(inputs, expected, good, [], types).passed
+    assert len(module._MAGNITUDES) == 1
+    bad = good.copy()
+    bad[3, 4] += 1e-3 * abs(bad[3, 4]) + 1e-3
+    assert not op.verify(inputs, expected, bad, [], types).passed
+    assert len(module._MAGNITUDES) == 1  # the same arrays: the bound was reused
+    other = {name: array.copy() for name, array in inputs.items()}
+    assert op.verify(other, expected, good, [], types).passed
+    assert len(module._MAGNITUDES) == 2  # new arrays: computed for them

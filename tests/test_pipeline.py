@@ -497,3 +497,16 @@ def test_a_variant_that_does_not_take_the_type_is_a_skip_row(use_fake, tmp_path)
     assert rows["only_float"].status is Status.SKIP and not rows["only_float"].samples_s
     compared = invoke("compare", str(json_path), str(json_path))
     assert compared.exit_code == 0 and "3 same" in compared.stdout
+
+
+def test_the_recheck_inputs_belong_to_their_plan_even_when_plans_come_and_go():
+    from cudabench.measure.recheck import fresh_inputs
+
+    for size in ("33", "40", "33", "17x9x5"):
+        plan = plan_for("matmul", tuple(int(x) for x in size.split("x")) * (
+            3 if "x" not in size else 1))
+        fresh, expected = fresh_inputs(plan)
+        assert fresh["A"].shape == (plan.shape[0], plan.shape[1])
+        assert expected.shape == (plan.shape[0], plan.shape[2])
+        assert fresh_inputs(plan)[0] is fresh  # made once per plan
+        del plan, fresh, expected  # a freed plan's id may come back for the next one

@@ -47,11 +47,7 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
                                lambda: engine.time_once(run, flush_l2=not plan.hot))
     if timed is not None:
         return f"a timed launch is wrong ({timed}): every launch must compute its result"
-    rng = np.random.default_rng(plan.seed + 1)
-    with user_code(plan.op, "inputs"):
-        fresh = plan.op.inputs(plan.shape, plan.types, rng)
-    with user_code(plan.op, "reference"):
-        fresh_expected = plan.op.reference(fresh)
+    fresh, fresh_expected = fresh_inputs(plan)
     same = _launch_and_verify(plan, engine, layout, buffers, fresh, fresh_expected,
                               _run_once(engine, run))
     if same is not None:
@@ -71,6 +67,23 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
     if new is not None:
         return f"wrong on fresh inputs in new buffers ({new}): a result keyed by address?"
     return None
+
+
+_FRESH: list[tuple[Plan, dict[str, np.ndarray], np.ndarray]] = []  # the last plan's only
+
+
+def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Return the plan's second set of inputs (seed + 1) and their reference, made once
+    per plan: every variant of it is rechecked on the same ones."""
+    # The plan itself is kept (not its id, which a later plan may reuse once it is freed).
+    if not _FRESH or _FRESH[0][0] is not plan:
+        _FRESH.clear()  # one plan's at a time: they are as large as its inputs
+        rng = np.random.default_rng(plan.seed + 1)
+        with user_code(plan.op, "inputs"):
+            fresh = plan.op.inputs(plan.shape, plan.types, rng)
+        with user_code(plan.op, "reference"):
+            _FRESH.append((plan, fresh, plan.op.reference(fresh)))
+    return _FRESH[0][1], _FRESH[0][2]
 
 
 def _run_once(engine: Engine, run: Run) -> Callable[[], object]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +102,7 @@ class Matmul(Op):
         # a float64 reference carries the same bound as the kernel, so it counts twice. A
         # dropped or wrong term, an unwritten element (NaN poison) or a wrong index exceeds it.
         k = inputs["A"].shape[1]
-        magnitude = np.abs(inputs["A"].astype(np.float64)) @ np.abs(inputs["B"].astype(np.float64))
+        magnitude = _magnitude(inputs["A"], inputs["B"])
         accumulated = gamma(k, types.accumulate.unit_roundoff) * magnitude
         if types.accumulate.name == "float64":
             return bounded_check(result, expected, 2 * accumulated,
@@ -133,3 +134,23 @@ class Matmul(Op):
 
 
 OP = Matmul()
+
+
+# (A, B, |A| @ |B|) of the last two input sets; the inputs weakly, so that a benchmark's
+# inputs are freed when it ends and their bound with them (on the next verification).
+_MAGNITUDES: list[tuple[weakref.ref[np.ndarray], weakref.ref[np.ndarray], np.ndarray]] = []
+
+
+def _magnitude(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Return |A| @ |B| in float64, computed once per pair of input arrays: every variant
+    of a benchmark is verified on the same inputs (and the recheck's fresh ones), and the
+    pipeline never writes to an input array after making it."""
+    _MAGNITUDES[:] = [entry for entry in _MAGNITUDES
+                      if entry[0]() is not None and entry[1]() is not None]
+    for known_a, known_b, magnitude in _MAGNITUDES:
+        if known_a() is a and known_b() is b:
+            return magnitude
+    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    _MAGNITUDES.insert(0, (weakref.ref(a), weakref.ref(b), magnitude))
+    del _MAGNITUDES[2:]
+    return magnitude

@@ -12,7 +12,6 @@ it pickles as (origin, name), never as a class that only the parent imported.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -113,6 +112,8 @@ def _import_module(name: str) -> ModuleType:
 
 def _import_file(path: Path) -> ModuleType:
     """Import a user's op file under a name derived from its path (stable across processes)."""
+    import hashlib  # here: only a user's op file needs it
+
     digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
     name = f"cudabench_user_ops.{path.stem}_{digest}"
     if name in sys.modules:
