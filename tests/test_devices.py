@@ -284,3 +284,18 @@ def test_progress_counts_every_gpus_rows_and_names_the_gpu(use_fake, tmp_path):
     lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
     assert len(lines) == 2 * 3 and all("/6]" in line for line in lines)  # atomic, tree, copy
     assert sum(" on GPU 1 " in line for line in lines) == 3
+
+
+def test_gpus_that_share_an_index_are_told_apart_by_uuid():
+    from dataclasses import replace
+
+    from cudabench.measure.fake_engine import FAKE_DEVICE
+    from cudabench.render.run_table import gpu_names
+
+    a = replace(FAKE_DEVICE, index=0, uuid="GPU-aaaaaaaa-1111")
+    b = replace(FAKE_DEVICE, index=0, uuid="GPU-bbbbbbbb-2222")
+    c = replace(FAKE_DEVICE, index=1, uuid="GPU-cccccccc-3333")
+    names = gpu_names([a, b, c])
+    assert names[a.identity] == "GPU 0 (GPU-aaaaaaaa)"
+    assert names[b.identity] == "GPU 0 (GPU-bbbbbbbb)"
+    assert names[c.identity] == "GPU 1"

@@ -510,3 +510,26 @@ def test_the_recheck_inputs_belong_to_their_plan_even_when_plans_come_and_go():
         assert expected.shape == (plan.shape[0], plan.shape[2])
         assert fresh_inputs(plan)[0] is fresh  # made once per plan
         del plan, fresh, expected  # a freed plan's id may come back for the next one
+
+
+def test_the_worker_starts_before_planning_and_no_process_outlives_the_command(
+        use_fake, monkeypatch):
+    import multiprocessing
+
+    from cudabench.measure import workers
+
+    starts = []
+    original = workers.Worker._start
+
+    def counted(self):
+        starts.append(self)
+        original(self)
+
+    monkeypatch.setattr(workers.Worker, "_start", counted)
+    done = invoke("dot", "--size", "1000", *QUICK_FLAGS)
+    assert done.exit_code == 0, done.stderr
+    assert len(starts) == 1  # the prestarted worker ran the jobs: one spawn
+    assert multiprocessing.active_children() == []
+    bad = invoke("dot", "--size", "-5", *QUICK_FLAGS)
+    assert bad.exit_code == 2
+    assert multiprocessing.active_children() == []  # the unused worker was ended

@@ -44,6 +44,7 @@ from cudabench.measure.nvcc import find_nvcc
 from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Insight, Plan, Request, make_plan
 from cudabench.measure.sanitize import find_sanitizer
+from cudabench.measure.workers import discard_prestarted, finish_closing, prestart
 from cudabench.render import terminal
 from cudabench.render.csv_out import comparison_to_csv, run_to_csv
 from cudabench.render.html import comparison_html
@@ -65,6 +66,19 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
                    placement: Placement | None = None) -> int:
     """Check every request, run them with progress on stderr, print and save the tables."""
     placement = placement or Placement()
+    one_gpu = placement.devices is None and placement.cluster is None
+    if one_gpu and not dry_run:  # its imports and CUDA context overlap with the planning
+        prestart(engine_spec(device))
+    try:
+        return _run_and_render(requests, device, outputs, dry_run, arch, placement)
+    finally:
+        discard_prestarted()  # a usage error came first: its worker is not needed
+        finish_closing()
+
+
+def _run_and_render(requests: list[Request], device: int, outputs: Outputs,
+                    dry_run: bool, arch: str, placement: Placement) -> int:
+    """run_and_render, once a worker may be starting."""
     plans = unique_points([make_plan(request) for request in requests])  # usage errors first
     if dry_run:
         return show_plan(plans, arch)

@@ -19,7 +19,7 @@ from cudabench.measure.plan import Plan
 from cudabench.measure.references import run_reference
 from cudabench.measure.variant import run_variant
 from cudabench.measure.vendor_rows import run_vendor
-from cudabench.measure.workers import Worker
+from cudabench.measure.workers import Worker, take_prestarted
 from cudabench.results.model import BenchmarkResult, Kind, RunOutcome
 
 OnResult = Callable[[BenchmarkResult], None]
@@ -66,13 +66,13 @@ def run_on_one(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
                on_result: OnResult, on_start: OnStart | None = None) -> list[BenchmarkResult]:
     """Run jobs in order on spec's GPU, in a worker replaced whenever one stops."""
     results: list[BenchmarkResult] = []
-    worker = Worker(spec, plans)
+    worker = take_prestarted(spec, plans) or Worker(spec, plans)
     try:
         while len(results) < len(jobs):
             results += worker.run(jobs[len(results):], on_result,
                                   on_start if not results else None, first=not results)
     finally:
-        worker.close()
+        worker.close(wait=False)  # it releases the GPU while the tables are printed
     return results
 
 

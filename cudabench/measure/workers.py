@@ -71,6 +71,13 @@ class Worker:
         self._process: Any = None
         self._inbox: Any = None
         self._messages: Any = None
+        self._has_plans = False  # whether the running process was sent the plans
+
+    def start(self) -> None:
+        """Spawn the process now: it imports and opens its engine while the caller goes on
+        (a prestarted worker, see prestart)."""
+        if self._process is None:
+            self._start()
 
     def run(self, jobs: Sequence[Job], on_result: Callable[[BenchmarkResult], None],
             on_start: Callable[[Mapping[str, str]], None] | None = None,
@@ -85,6 +92,9 @@ class Worker:
         self.failure = None
         if self._process is None:
             self._start()
+        if not self._has_plans:  # once per process: a batch names plans by index
+            self._inbox.put(("plans", self.plans))
+            self._has_plans = True
         self._inbox.put(list(jobs))
         watch = Watch(device=self.device)
         results: list[BenchmarkResult] = []
@@ -105,11 +115,18 @@ class Worker:
             on_result(row)
         return results
 
-    def close(self) -> None:
-        """Let the worker end (it is told there is no more work), or kill it."""
+    def close(self, wait: bool = True) -> None:
+        """Let the worker end (it is told there is no more work), or kill it. Without
+        wait, the caller goes on while the worker releases its GPU (finish_closing joins)."""
         if self._process is not None and self._process.is_alive():
             with contextlib.suppress(Exception):
                 self._inbox.put(None)
+            if not wait:
+                _CLOSING.append(self._process)
+                self._messages.close()
+                self._process = self._inbox = self._messages = None
+                self._has_plans = False
+                return
         self._discard()
 
     def _follow_batch(self, watch: Watch, jobs: Sequence[Job],
@@ -155,12 +172,13 @@ class Worker:
     def _start(self) -> None:
         """Spawn a worker process with the worker's environment."""
         context = multiprocessing.get_context("spawn")
+        self._has_plans = False
         # Messages travel through a pipe, written synchronously: a row sent just before the
         # worker dies is not lost in a queue's feeder thread (and blamed for the death).
         self._messages, sender = context.Pipe(duplex=False)
         self._inbox = context.Queue()
         self._process = context.Process(
-            target=_worker, args=(self.spec, self.plans, self._inbox, sender, self.label),
+            target=_worker, args=(self.spec, self._inbox, sender, self.label),
             daemon=True)
         with _environment(self.env):
             self._process.start()
@@ -172,6 +190,51 @@ class Worker:
             _stop(self._process)
             self._messages.close()
         self._process = self._inbox = self._messages = None
+
+
+_PRESTARTED: list[Worker] = []  # started before the plans were made (at most one)
+_CLOSING: list[Any] = []  # processes told to end, not yet joined
+
+
+def prestart(spec: EngineSpec) -> None:
+    """Start a worker for spec now, so that its imports and CUDA context overlap with the
+    caller's planning; the next run on spec (take_prestarted) uses it."""
+    discard_prestarted()
+    worker = Worker(spec, [])
+    worker.start()
+    _PRESTARTED.append(worker)
+
+
+def take_prestarted(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
+    """Return the prestarted worker if it was started for spec (given the plans), else
+    None; either way no worker stays prestarted."""
+    worker = _PRESTARTED.pop() if _PRESTARTED else None
+    if worker is not None and worker.spec != spec:
+        worker.close()
+        worker = None
+    if worker is not None:
+        worker.plans = list(plans)
+    return worker
+
+
+def discard_prestarted() -> None:
+    """End a prestarted worker nobody used (the command stopped before its run)."""
+    while _PRESTARTED:
+        _PRESTARTED.pop().close()
+
+
+def finish_closing() -> None:
+    """End the workers told to end (close(wait=False)): every row is in, so one still
+    releasing its GPU is stopped (the driver frees what a process leaves)."""
+    while _CLOSING:
+        process = _CLOSING.pop()
+        process.join(timeout=0.05)
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=10)
 
 
 def run_in_worker(spec: EngineSpec, plans: Sequence[Plan], jobs: Sequence[Job],
@@ -241,10 +304,9 @@ def _stop(worker: Any) -> None:
         worker.join(timeout=10)
 
 
-def _worker(spec: EngineSpec, plans: list[Plan], inbox: Any, sender: Any,
-            label: int | None) -> None:
-    """Open an engine, then run each batch of jobs from the inbox (None: stop), reporting
-    each phase and result and ("done", faulted) after a batch."""
+def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> None:
+    """Open an engine, then take the plans and run each batch of jobs from the inbox
+    (None: stop), reporting each phase and result and ("done", faulted) after a batch."""
     from cudabench.measure.pipeline import run_jobs
 
     messages = _Sender(sender)
@@ -259,7 +321,11 @@ def _worker(spec: EngineSpec, plans: list[Plan], inbox: Any, sender: Any,
     try:
         try:
             messages.put(("start", engine.info, dict(engine.versions)))
+            plans: list[Plan] = []
             while (jobs := inbox.get()) is not None:
+                if isinstance(jobs, tuple):  # ("plans", plans): what the batches index
+                    plans = jobs[1]
+                    continue
                 run_jobs(plans, jobs, engine, on_result=messages.put,
                          on_phase=lambda kind, index: messages.put((kind, index)))
                 messages.put((DONE, engine.faulted))

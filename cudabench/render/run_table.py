@@ -69,19 +69,35 @@ def build_tables(outcome: RunOutcome) -> list[RunTable]:
     return tables + ([spread] if spread is not None else [])
 
 
+def gpu_names(devices: Sequence[DeviceInfo]) -> dict[tuple[Any, ...], str]:
+    """Name each GPU by its index, adding the start of its UUID (or its bus id) where two
+    share an index (GPU 0 of two cluster nodes)."""
+    counts: dict[int, int] = {}
+    for device in devices:
+        counts[device.index] = counts.get(device.index, 0) + 1
+    names = {}
+    for device in devices:
+        tag = (device.uuid or "")[:12] or device.pci_bus_id or device.name
+        names[device.identity] = (f"GPU {device.index}" if counts[device.index] == 1
+                                  else f"GPU {device.index} ({tag})")
+    return names
+
+
 def spread_table(results: Sequence[BenchmarkResult]) -> RunTable | None:
     """Return the table of medians per GPU for benchmarks run on several (--replicate)."""
     spreads = device_spreads(results)
     if not spreads:
         return None
+    devices = {device.identity: device for item in spreads for device, _ in item.medians}
+    name = gpu_names(list(devices.values()))
     rows = []
     for item in spreads:
         r = item.result
-        medians = ", ".join(f"GPU {device.index}: {format_seconds(median)}"
+        medians = ", ".join(f"{name[device.identity]}: {format_seconds(median)}"
                             for device, median in item.medians)
         rows.append((Cell(f"{r.op}/{r.variant}"), Cell(params_text(r.params)),
                      Cell(shape_text(r.shape)), Cell(r.dtype), Cell(medians),
-                     Cell(f"{item.spread:.2%}"), Cell(f"GPU {item.slowest.index}")))
+                     Cell(f"{item.spread:.2%}"), Cell(name[item.slowest.identity])))
     worst = max(spreads, key=lambda item: item.spread)
     return RunTable(
         title="the same benchmarks on each GPU",
