@@ -1,8 +1,13 @@
-"""Helpers shared by several test files: writing kernel files with a header."""
+"""Helpers shared by several test files: running the CLI, writing kernel files with a
+header."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from click.testing import CliRunner
+
+from cudabench.cli import cli
 
 # A small valid matmul variant: one launch, one parameter.
 MATMUL_HEADER = (
@@ -31,3 +36,12 @@ def write_kernel(folder: Path, name: str, header: tuple[str, ...] | list[str],
 def header_with(*lines: str, op: str = "matmul") -> list[str]:
     """Return a valid header for op (one launch `k: grid 1; block 1`) plus extra lines."""
     return [f"// cudabench: {op}", *lines, "// launch k: grid 1; block 1"]
+
+
+def invoke(*args: str):
+    """Run the CLI with stdout and stderr kept apart (click 8.1 and 8.2+)."""
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:  # click >= 8.2 always separates them
+        runner = CliRunner()
+    return runner.invoke(cli, [str(a) for a in args])

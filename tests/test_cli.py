@@ -6,22 +6,13 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from helpers import MATMUL_BODY, MATMUL_HEADER, write_kernel
+from helpers import MATMUL_BODY, MATMUL_HEADER, invoke, write_kernel
 
 from cudabench import __version__
 from cudabench.catalog import discover
 from cudabench.cli import cli
 from cudabench.measure.nvcc import find_nvcc
 from cudabench.ops import OPS
-
-
-def invoke(*args: str):
-    """Run the CLI with stdout and stderr kept apart (click 8.1 and 8.2+)."""
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:  # click >= 8.2 always separates them
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args])
 
 
 def assert_one_line_error(result, *fragments: str, code: int = 2) -> str:

@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers import invoke
 
-from cudabench.cli import cli
 from cudabench.results import Status, load_results
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'cudabench[ray]')")
@@ -34,15 +33,6 @@ sizes = ["40", "33x7", "64"]
 op = "dot"
 sizes = ["1000", "3", "4097"]
 """
-
-
-def invoke(*args: str):
-    """Run the CLI with stdout and stderr kept apart (click 8.1 and 8.2+)."""
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:  # click >= 8.2 always separates them
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,9 @@ import json
 import os
 
 import pytest
-from click.testing import CliRunner
+from helpers import invoke
 
 from cudabench.analysis.compare import compare
-from cudabench.cli import cli
 from cudabench.errors import UsageError
 from cudabench.measure.devices import BLAS_THREAD_VARIABLES, Slot, choose, visible_entries
 from cudabench.measure.fake_engine import Fault
@@ -37,15 +36,6 @@ op = "dot"
 sizes = ["1000", "3", "4097"]
 """
 BENCHMARKS = 7  # op, shape pairs in SUITE
-
-
-def invoke(*args: str):
-    """Run the CLI with stdout and stderr kept apart (click 8.1 and 8.2+)."""
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:  # click >= 8.2 always separates them
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args])
 
 
 @pytest.fixture

@@ -27,7 +27,8 @@ from cudabench.errors import UsageError
 from cudabench.measure.devices import BLAS_THREAD_VARIABLES
 from cudabench.measure.engine import EngineSpec
 from cudabench.measure.fleet import units_of
-from cudabench.measure.jobs import Job, error_row, jobs_of, record
+from cudabench.measure.jobs import Job, error_row, jobs_of
+from cudabench.measure.pipeline import outcome_of
 from cudabench.measure.plan import Plan
 from cudabench.relocation import ENVIRONMENT_VARIABLE
 from cudabench.results.model import BenchmarkResult, RunOutcome
@@ -111,14 +112,7 @@ class RayCluster:
             if self.started:
                 ray.shutdown()
         results = [row for index in sorted(rows) for row in rows[index]]
-        device = next((r.device for r in results if r.device is not None), None)
-        for plan in plans:  # variants the plan left out, as rows that say why
-            for variant, reason in plan.skipped:
-                row = record(plan, variant.name, {}, str(variant.path), device, None,
-                             skipped=reason)
-                results.append(row)
-                on_result(row)
-        return RunOutcome(tuple(results), tuple(note for plan in plans for note in plan.notes))
+        return outcome_of(plans, results, [], on_result)
 
 
 def lost_rows(plans: Sequence[Plan], jobs: Sequence[Job], exc: BaseException

@@ -51,8 +51,15 @@ def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | Non
         results, notes = run_on_devices(plans, jobs, spec, devices, replicate, emit, on_start)
     else:
         results, notes = run_on_one(plans, jobs, spec, emit, on_start), []
+    return outcome_of(plans, results, notes, emit)
+
+
+def outcome_of(plans: Sequence[Plan], results: list[BenchmarkResult], notes: list[str],
+               emit: OnResult) -> RunOutcome:
+    """Add a SKIP row for each variant a plan left out (saying why, streamed too) and the
+    plans' notes to the measured rows."""
     device = next((r.device for r in results if r.device is not None), None)
-    for plan in plans:  # variants the plan left out, as rows that say why
+    for plan in plans:
         for variant, reason in plan.skipped:
             row = record(plan, variant.name, {}, str(variant.path), device, None,
                          skipped=reason)
