@@ -289,3 +289,16 @@ def test_gpus_that_share_an_index_are_told_apart_by_uuid():
     assert names[a.identity] == "GPU 0 (GPU-aaaaaaaa)"
     assert names[b.identity] == "GPU 0 (GPU-bbbbbbbb)"
     assert names[c.identity] == "GPU 1"
+
+
+def test_a_benchmark_handed_back_late_is_still_run_by_a_gpu_that_works(use_fake, tmp_path):
+    # GPU 1 takes a benchmark, then fails to open only after GPU 0 has run out of work.
+    use_fake(device_count=2, lost_devices=(1,), lost_after_s=3.0)
+    out = tmp_path / "r.json"
+    done = invoke("dot", "--size", "1000,2000", *QUICK, "--no-vendor", "--devices", "all",
+                  "--json", out)
+    assert done.exit_code == 0, done.stderr
+    rows = load_results(out).benchmarks
+    assert {tuple(r.shape) for r in rows} == {(1000,), (2000,)}
+    assert all(r.status in (Status.PASS, Status.REF) and r.device.index == 0 for r in rows)
+    assert "GPU 1 was given up (it could not be opened" in done.stderr

@@ -96,10 +96,12 @@ class FakeSpec:
     compute_capability: str = FAKE_DEVICE.compute_capability  # another GPU generation
     device_count: int = 1  # how many fake GPUs the host has
     lost_devices: tuple[int, ...] = ()  # fake GPUs that cannot be opened (lost)
+    lost_after_s: float = 0.0  # how long a lost GPU takes to fail to open
 
     def open(self) -> Engine:
         """Return a fresh fake engine."""
         if self.device_index in self.lost_devices:
+            time.sleep(self.lost_after_s)
             raise GpuEnvironmentError(f"fake GPU {self.device_index} fell off the bus")
         return FakeEngine(self)
 

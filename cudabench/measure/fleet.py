@@ -52,6 +52,7 @@ class Board:
     rows: dict[tuple[int, int], list[BenchmarkResult]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     opened: set[int] = field(default_factory=set)  # slots whose GPU opened at least once
+    lost: set[int] = field(default_factory=set)  # slots whose GPU was given up
     unusable: list[str] = field(default_factory=list)  # why a GPU could not be opened
     started: bool = False
     stopping: bool = False
@@ -94,19 +95,14 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
     queues = {slot.index: (collections.deque(range(len(units))) if replicate else shared)
               for slot in devices}
     board = Board(units, plans, on_result, on_start, queues, replicate)
-    threads = [threading.Thread(target=_serve_safely, args=(board, spec, slot, len(devices)),
-                                name=f"cudabench GPU {slot.index}", daemon=True)
-               for slot in devices]
-    for thread in threads:
-        thread.start()
-    try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(JOIN_S)
-    except KeyboardInterrupt:
-        with board.lock:  # the threads take no more work; the rows so far are written
-            board.stopping = True
-        raise
+    serving = list(devices)
+    while serving:
+        _serve_all(board, spec, serving, len(devices))
+        # A GPU that failed to open may hand its benchmark back after the others ran out
+        # of work and stopped: the GPUs still usable take it.
+        serving = [slot for slot in devices if slot.index in board.opened
+                   and slot.index not in board.lost] if shared and not (replicate or board.errors) \
+            else []
     if board.errors:
         raise board.errors[0]
     if not board.opened:
@@ -119,6 +115,23 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
             board.emit(unit, Slot(-1, ""), row)
     order = sorted(board.rows, key=lambda pair: (pair[0], pair[1]))
     return [row for pair in order for row in board.rows[pair]], board.notes
+
+
+def _serve_all(board: Board, spec: EngineSpec, slots: Sequence[Slot], workers: int) -> None:
+    """Serve the GPUs, a thread each, until every queue is empty or every GPU given up."""
+    threads = [threading.Thread(target=_serve_safely, args=(board, spec, slot, workers),
+                                name=f"cudabench GPU {slot.index}", daemon=True)
+               for slot in slots]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(JOIN_S)
+    except KeyboardInterrupt:
+        with board.lock:  # the threads take no more work; the rows so far are written
+            board.stopping = True
+        raise
 
 
 def _serve_safely(board: Board, spec: EngineSpec, slot: Slot, workers: int) -> None:
@@ -183,6 +196,7 @@ def _give_up(board: Board, slot: Slot, reason: str, left: list[tuple[int, Job]],
         board.emit(unit, slot, error_row(board.plans[job.plan_index], job, device,
                                          f"GPU {slot.index} was given up: {reason}"))
     with board.lock:
+        board.lost.add(slot.index)
         if not opened:
             board.unusable.append(f"GPU {slot.index}: {reason}")
         board.notes.append(f"GPU {slot.index} was given up ({reason}); " + (
