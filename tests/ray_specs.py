@@ -1,7 +1,9 @@
-"""Fake-engine specs for the Ray tests, importable by Ray's worker processes."""
+"""Fake-engine specs for tests whose engines open in other processes (worker processes,
+Ray's workers): importable there by module name."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,3 +27,16 @@ class TaskKillingSpec(FakeSpec):
             (folder / f"death-{deaths}").touch()
             os._exit(1)
         return super().restricted(index)
+
+
+@dataclass(frozen=True)
+class EnvironmentRecordingSpec(FakeSpec):
+    """A fake engine that writes the environment its worker process started with."""
+
+    out_dir: str = ""
+
+    def open(self):
+        names = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS")
+        path = Path(self.out_dir) / f"env-{self.device_index}-{os.getpid()}.json"
+        path.write_text(json.dumps({name: os.environ.get(name) for name in names}))
+        return super().open()

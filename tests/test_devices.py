@@ -302,3 +302,60 @@ def test_a_benchmark_handed_back_late_is_still_run_by_a_gpu_that_works(use_fake,
     assert {tuple(r.shape) for r in rows} == {(1000,), (2000,)}
     assert all(r.status in (Status.PASS, Status.REF) and r.device.index == 0 for r in rows)
     assert "GPU 1 was given up (it could not be opened" in done.stderr
+
+
+def test_a_benchmark_that_became_an_error_row_naming_no_gpu_still_fails_compare(
+        use_fake, tmp_path):
+    # Rows of a lost Ray task or a GPU that never opened name no device: they must pair
+    # with the baseline (and fail the gate), not be listed as added and removed.
+    use_fake()
+    base, current = tmp_path / "base.json", tmp_path / "current.json"
+    assert invoke("dot", "--size", "1000", *QUICK, "--no-vendor", "--json", base).exit_code == 0
+    raw = json.loads(base.read_text())
+    for row in raw["benchmarks"]:
+        row.update(device=None, samples_s=[], stats=None, status="ERROR",
+                   error="its Ray task was lost twice (retried once)", verification=None)
+    current.write_text(json.dumps(raw))
+    done = invoke("compare", base, current)
+    assert done.exit_code == 1, done.stdout + done.stderr
+    assert "failed" in done.stdout and "added" not in done.stdout
+
+
+def test_every_worker_starts_with_its_own_environment(monkeypatch, tmp_path):
+    # Eight GPUs, every benchmark on each: the workers spawn while other threads have
+    # their variables set; each must still get its GPU, the PCI order and a thread share.
+    from ray_specs import EnvironmentRecordingSpec
+
+    for name in (*BLAS_THREAD_VARIABLES, "CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    spec = EnvironmentRecordingSpec(device_count=8, out_dir=str(tmp_path))
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
+    done = invoke("dot", "--size", "100", "--devices", "all", "--replicate", *QUICK,
+                  "--no-vendor")
+    assert done.exit_code == 0, done.stderr
+    found = [json.loads(path.read_text()) for path in tmp_path.glob("env-*.json")]
+    assert len(found) >= 8
+    assert all(env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID" and env["OMP_NUM_THREADS"]
+               for env in found), found
+    assert {env["CUDA_VISIBLE_DEVICES"] for env in found} == {str(i) for i in range(8)}
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--devices", "all", "--replicate", "--best"], "--best re-measures close calls"),
+    (["--devices", "all", "--replicate", "--record"], "--record keeps one row per benchmark"),
+])
+def test_options_that_cannot_work_together_fail_before_the_run(use_fake, tmp_path, args,
+                                                               says):
+    use_fake(device_count=2)
+    done = invoke("dot", "--size", "100", *QUICK, "--db", tmp_path / "h.db", *args)
+    assert done.exit_code == 2 and says in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_best_with_devices_re_measures_on_a_chosen_gpu(use_fake):
+    # GPU 0 is broken and not chosen: the head-to-head re-measurement must not go there.
+    use_fake(device_count=3, lost_devices=(0,))
+    done = invoke("matmul", "--size", "32", "-p", "TILE=8,16", "--variant", "tiled",
+                  *QUICK, "--no-vendor", "--devices", "1,2", "--best")
+    assert done.exit_code == 0, done.stderr
+    assert "best configuration per variant and size" in done.stdout

@@ -180,11 +180,15 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
             "them anyway"
         )
     by_model = not allow_different_gpu  # pair on the GPU model too: never across models
-    before, after = _index(baseline, by_model), _index(current, by_model)
+    before, after = _index(baseline), _index(current)
     several = len({r.device.identity for r in current.benchmarks if r.device}) > 1
-    rows = []
-    for key, olds in before.items():
-        for old, new in _pairs(olds, after.get(key, [])):
+    rows, added_rows, removed_rows = [], [], []
+    for key in [*before, *(key for key in after if key not in before)]:
+        pairs, unpaired_new, unpaired_old = _pairs(before.get(key, []), after.get(key, []),
+                                                   by_model)
+        added_rows += unpaired_new
+        removed_rows += unpaired_old
+        for old, new in pairs:
             limit, source = (threshold_for(new) if threshold_for is not None
                              else (threshold, "--threshold"))
             row = _compare_pair(old, new, limit, alpha)
@@ -192,8 +196,7 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
             rows.append(dataclasses.replace(
                 row, threshold=limit, threshold_source=source, detectable=detectable,
                 device=f"GPU {new.device.index}" if several and new.device else ""))
-    added = tuple(r for key, results in after.items() if key not in before for r in results)
-    removed = tuple(r for key, results in before.items() if key not in after for r in results)
+    added, removed = tuple(added_rows), tuple(removed_rows)
     return Comparison(
         rows=tuple(rows),
         added=added,
@@ -229,24 +232,39 @@ def _model_notes(before: set[str], after: set[str], added: tuple[BenchmarkResult
     return tuple(notes)
 
 
-def _pairs(olds: list[BenchmarkResult], news: list[BenchmarkResult]
-           ) -> list[tuple[BenchmarkResult, BenchmarkResult]]:
-    """Pair one benchmark's rows across files: the same GPU where both have it, then in
-    GPU order; a baseline measured on one GPU pairs with the benchmark on every GPU."""
-    if len(olds) == 1:
-        return [(olds[0], new) for new in news]
-    pairs, rest_old, rest_new = [], list(olds), []
+def _same_model(old: BenchmarkResult, new: BenchmarkResult, by_model: bool) -> bool:
+    """Return whether two rows may pair: the same GPU model, or a row that names no GPU
+    (an ERROR row of a GPU or task that never started pairs with whatever was measured)."""
+    if not by_model or old.device is None or new.device is None:
+        return True
+    return old.device.name == new.device.name
+
+
+def _pairs(olds: list[BenchmarkResult], news: list[BenchmarkResult], by_model: bool
+           ) -> tuple[list[tuple[BenchmarkResult, BenchmarkResult]], list[BenchmarkResult],
+                      list[BenchmarkResult]]:
+    """Pair one benchmark's rows across files: (pairs, current rows with no baseline of
+    their GPU model, baseline rows no current row could pair with).
+
+    A current row pairs with the baseline row of the same GPU, else with a baseline row of
+    its model not yet paired, else with the first of its model: a baseline measured on one
+    GPU pairs with the benchmark on every GPU of a multi-GPU run.
+    """
+    pairs, unpaired_new, used = [], [], set()
     for new in news:
-        same = next((old for old in rest_old if old.device and new.device
-                     and old.device.identity == new.device.identity), None)
-        if same is None:
-            rest_new.append(new)
-        else:
-            rest_old.remove(same)
-            pairs.append((same, new))
-    for index, new in enumerate(rest_new):
-        pairs.append((rest_old[index] if index < len(rest_old) else olds[0], new))
-    return pairs
+        candidates = [old for old in olds if _same_model(old, new, by_model)]
+        if not candidates:
+            unpaired_new.append(new)
+            continue
+        same = [old for old in candidates if old.device and new.device
+                and old.device.identity == new.device.identity]
+        fresh = [old for old in candidates if id(old) not in used]
+        old = (same or fresh or candidates)[0]
+        used.add(id(old))
+        pairs.append((old, new))
+    unpaired_old = [old for old in olds if id(old) not in used
+                    and not any(_same_model(old, new, by_model) for new in news)]
+    return pairs, unpaired_new, unpaired_old
 
 
 SETTING_NAMES = {
@@ -275,27 +293,25 @@ def setting_changes(baseline: ResultsFile, current: ResultsFile) -> tuple[str, .
     return tuple(changes)
 
 
-def _index(results: ResultsFile, by_model: bool = True
-           ) -> dict[tuple[object, ...], list[BenchmarkResult]]:
-    """Map each benchmark (and its GPU model, by_model) to its rows, one per GPU, in file
-    order; a benchmark twice on one GPU is an error."""
+def _index(results: ResultsFile) -> dict[tuple[object, ...], list[BenchmarkResult]]:
+    """Map each benchmark to its rows, one per GPU, in file order; a benchmark twice on
+    one GPU is an error."""
     index: dict[tuple[object, ...], list[BenchmarkResult]] = {}
     seen: set[tuple[object, ...]] = set()
     for i, result in enumerate(results.benchmarks):
         if result.status is Status.SKIP:  # not run: nothing to compare (added or removed)
             continue
-        device = result.device
-        once = (result.key, device.identity if device else None)
-        if once in seen:
-            raise ResultsFileError(
-                f"{results.path}: benchmarks[{i}]: {result.op}/{result.variant}"
-                f"{' (hot)' if result.hot else ''} {params_text(result.params)} "
-                f"{shape_text(result.shape)} {result.dtype} appears twice on one GPU; a "
-                "results file holds each benchmark once per GPU, so it cannot be paired"
-            )
-        seen.add(once)
-        model = device.name if device is not None and by_model else ""
-        index.setdefault((*result.key, model), []).append(result)
+        if result.device is not None or result.samples_s:  # a row never run may repeat
+            once = (result.key, result.device.identity if result.device else None)
+            if once in seen:
+                raise ResultsFileError(
+                    f"{results.path}: benchmarks[{i}]: {result.op}/{result.variant}"
+                    f"{' (hot)' if result.hot else ''} {params_text(result.params)} "
+                    f"{shape_text(result.shape)} {result.dtype} appears twice on one GPU; a "
+                    "results file holds each benchmark once per GPU, so it cannot be paired"
+                )
+            seen.add(once)
+        index.setdefault(result.key, []).append(result)
     return index
 
 

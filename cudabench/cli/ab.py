@@ -31,6 +31,7 @@ from cudabench.measure.jobs import jobs_of
 from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Insight, Plan, Request, make_plan
 from cudabench.measure.timing import TimingPolicy
+from cudabench.measure.workers import finish_closing
 from cudabench.ops import Op, load_ops
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
@@ -140,9 +141,12 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
             commands.write_text(path, "", flag)
     writer = ResultsWriter(json_path) if json_path is not None else None
     schedule, labels = _interleave(plans, rounds)
-    with terminal.progress(count_rows(schedule), terminal.stderr_console()) as advance:
-        outcome = run_plans(schedule, commands.engine_spec(device), advance,
-                            on_start=writer.start if writer else None)
+    try:
+        with terminal.progress(count_rows(schedule), terminal.stderr_console()) as advance:
+            outcome = run_plans(schedule, commands.engine_spec(device), advance,
+                                on_start=writer.start if writer else None)
+    finally:
+        finish_closing()  # the worker releases its GPU: do not leave it behind
     rows = _rows_by_side(schedule, labels, outcome.results)
     run = ABRun(tuple(judge(rows[key]["A"], rows[key]["B"], limit, alpha) for key in rows),
                 tuple(added), tuple(removed), tuple(skipped), limit, alpha, rounds)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from cudabench.analysis import best
 from cudabench.analysis.best import Choice
+from cudabench.measure.devices import Slot
 from cudabench.measure.engine import EngineSpec
 from cudabench.measure.pipeline import run_plans
 from cudabench.measure.plan import Insight, Plan
@@ -24,20 +25,23 @@ COLUMNS = ("op", "size", "dtype", "variant", "best params", "median", "runner-up
            "verdict")
 
 
-def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec) -> list[Choice]:
-    """Return a Choice per (variant, size) group of passing rows, close calls re-measured."""
+def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
+           devices: Sequence[Slot] | None = None) -> list[Choice]:
+    """Return a Choice per (variant, size) group of passing rows, close calls re-measured
+    head to head on spec's GPU (or on the one GPU devices names)."""
     choices = []
     for rows in best.groups(outcome.results).values():
         contenders = best.candidates(rows)
         rematch = None
         if len(contenders) > 1:
-            rematch = _rematch(rows, contenders, plans, spec)
+            rematch = _rematch(rows, contenders, plans, spec, devices)
         choices.append(best.decide(rows, rematch))
     return choices
 
 
 def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
-             plans: Sequence[Plan], spec: EngineSpec) -> dict[int, list[float]]:
+             plans: Sequence[Plan], spec: EngineSpec, devices: Sequence[Slot] | None
+             ) -> dict[int, list[float]]:
     """Measure the contenders again, interleaved; return their samples by index in rows."""
     solo = []
     for row in contenders:
@@ -50,7 +54,7 @@ def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
         solo.append(dataclasses.replace(plan, variants=(planned,), skipped=(), notes=(),
                                         insight=Insight(vendor=False, batch=False),
                                         sanitize=None))
-    outcome = run_plans(solo * ROUNDS, spec)
+    outcome = run_plans(solo * ROUNDS, spec, devices=devices)
     pooled: dict[int, list[float]] = {}
     for round_index, result in enumerate(outcome.results):
         contender = contenders[round_index % len(contenders)]

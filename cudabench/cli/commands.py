@@ -35,9 +35,9 @@ from cudabench.history.threshold import (
     smallest_detectable,
 )
 from cudabench.measure import memory
-from cudabench.measure.cluster import connect
+from cudabench.measure.cluster import RayCluster, connect
 from cudabench.measure.counters import find_ncu
-from cudabench.measure.devices import choose, visible_entries
+from cudabench.measure.devices import Slot, choose, visible_entries
 from cudabench.measure.dryrun import plan_rows
 from cudabench.measure.engine import EngineSpec, PycudaSpec
 from cudabench.measure.nvcc import find_nvcc
@@ -86,14 +86,23 @@ def _run_and_render(requests: list[Request], device: int, outputs: Outputs,
         find_sanitizer()  # missing: a usage error now, not a row per variant later
     if any(plan.insight.counters for plan in plans):
         find_ncu()
+    if outputs.best and (placement.replicate or placement.cluster is not None):
+        raise UsageError("--best re-measures close calls head to head on one GPU: use it "
+                         "without --replicate and --cluster (with --devices it re-measures "
+                         "on the first GPU given)")
+    if outputs.record and placement.replicate:
+        raise UsageError("--record keeps one row per benchmark and GPU model in the history "
+                         "store, and --replicate measures each on every GPU: record a run "
+                         "without --replicate")
     spec = engine_spec(device)
     slots = (choose(placement.devices, spec.count_devices(), visible_entries())
              if placement.devices is not None else None)
-    cluster = connect(placement.cluster) if placement.cluster is not None else None
-    if cluster is None:  # a cluster's nodes are not this host: their memory is theirs
-        for index in [slot.index for slot in slots] if slots else [device]:
-            memory.check(plans, memory.device_free_bytes(index),
-                         memory.host_available_bytes(), f"GPU {index}")
+    if placement.cluster is None:  # a cluster: its nodes, not this host, hold the memory
+        entries = visible_entries() or []
+        alone = Slot(device, entries[device] if device < len(entries) else str(device))
+        for slot in slots or [alone]:
+            memory.check(plans, memory.device_free_bytes(slot.visible),
+                         memory.host_available_bytes(), f"GPU {slot.index}")
     for path, flag in ((outputs.markdown_path, "--markdown"), (outputs.csv_path, "--csv"),
                        (outputs.best_out, "--best-out")):
         if path is not None:  # an unwritable path fails now, not after the run
@@ -106,6 +115,20 @@ def _run_and_render(requests: list[Request], device: int, outputs: Outputs,
     writer = ResultsWriter(outputs.json_path) if outputs.json_path is not None else None
     if writer is not None:  # an unwritable --json path fails now, not after the GPU work
         writer.write(complete=False)
+    # Last of the checks: a Ray started for nothing would cost its start-up.
+    cluster = connect(placement.cluster) if placement.cluster is not None else None
+    try:
+        return _measure_and_show(plans, spec, slots, cluster, placement, outputs, writer,
+                                 device)
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _measure_and_show(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
+                      cluster: RayCluster | None, placement: Placement, outputs: Outputs,
+                      writer: ResultsWriter | None, device: int) -> int:
+    """Run the plans where placement says, streaming rows to the writer; show and save."""
     copies = len(slots) if slots and placement.replicate else 1
     gpus = len(slots) if slots else 2 if cluster is not None else 1  # a cluster: several
     with terminal.progress(count_rows(plans, copies), terminal.stderr_console(),
@@ -136,7 +159,7 @@ def _run_and_render(requests: list[Request], device: int, outputs: Outputs,
         if outputs.check:
             code = max(code, check_file(outputs.json_path, outputs.db))
     if outputs.best:
-        choices = best.choose(outcome, plans, engine_spec(device))
+        choices = best.choose(outcome, plans, engine_spec(device), slots[:1] if slots else None)
         terminal.render_rows("best configuration per variant and size", best.COLUMNS,
                              [best.row_cells(choice) for choice in choices],
                              terminal.stdout_console())

@@ -14,6 +14,7 @@ still out and leaves the results file valid.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -75,6 +76,12 @@ class RayCluster:
     def __init__(self, ray: Any, started: bool, address: str) -> None:
         self.ray, self.started, self.address = ray, started, address
 
+    def close(self) -> None:
+        """Stop the Ray that cudabench started (a cluster it joined is left running)."""
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
+
     def run(self, plans: Sequence[Plan], spec: EngineSpec,
             on_result: Callable[[BenchmarkResult], None],
             on_start: Callable[[Mapping[str, str]], None] | None = None) -> RunOutcome:
@@ -82,13 +89,15 @@ class RayCluster:
         ray = self.ray
         plans = list(plans)
         units = units_of(plans, jobs_of(plans))
-        blob = ray.put(pickle.dumps((plans, units)))
         files = bundle(plans)
-        task = ray.remote(num_gpus=1, max_retries=TASK_RETRIES)(run_task)
-        pending = {task.remote(spec, blob, index, files): index for index in range(len(units))}
         rows: dict[int, list[BenchmarkResult]] = {}
+        pending: dict[Any, int] = {}
         started = False
-        try:
+        try:  # the plans and files go to the object store once, not once per task
+            blob, shared_files = ray.put(pickle.dumps((plans, units))), ray.put(files)
+            task = ray.remote(num_gpus=1, max_retries=TASK_RETRIES)(run_task)
+            pending = {task.remote(spec, blob, index, shared_files): index
+                       for index in range(len(units))}
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
                 for ref in done:
@@ -103,14 +112,11 @@ class RayCluster:
                     rows[index] = unit_rows
                     for row in unit_rows:
                         on_result(row)
-        except KeyboardInterrupt:
+        except BaseException:  # Ctrl-C, or the writer failing: no task is left running
             for ref in pending:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
             raise
-        finally:
-            if self.started:
-                ray.shutdown()
         results = [row for index in sorted(rows) for row in rows[index]]
         return outcome_of(plans, results, [], on_result)
 
@@ -157,9 +163,16 @@ def place_files(files: Mapping[str, str]) -> dict[str, str]:
     for folder, members in by_folder.items():
         if all(_same(Path(folder) / name, text) for name, text in members.items()):
             continue
-        copy = Path(tempfile.mkdtemp(prefix="cudabench-kernels-"))
-        for name, text in members.items():
-            (copy / name).write_text(text, encoding="utf-8")
+        # One folder per content, reused by every task that needs it: tasks on one node do
+        # not pile up copies, and a copy is never changed under a task that reads it.
+        digest = hashlib.sha256(json.dumps([folder, sorted(members.items())]).encode())
+        copy = Path(tempfile.gettempdir()) / f"cudabench-kernels-{digest.hexdigest()[:16]}"
+        if not all(_same(copy / name, text) for name, text in members.items()):
+            staging = Path(tempfile.mkdtemp(prefix="cudabench-kernels-"))
+            for name, text in members.items():
+                (staging / name).write_text(text, encoding="utf-8")
+            with contextlib.suppress(OSError):  # another task put the same copy there
+                staging.rename(copy)
         moved[folder] = str(copy)
     return moved
 
@@ -174,14 +187,29 @@ def _same(path: Path, text: str) -> bool:
 
 def run_task(spec: EngineSpec, blob: bytes, index: int, files: Mapping[str, str]
              ) -> tuple[list[BenchmarkResult], dict[str, str] | None]:
-    """The Ray task: run benchmark `index` of the pickled plans on the GPU Ray gave it."""
+    """The Ray task: run benchmark `index` of the pickled plans on the GPU Ray gave it,
+    with the kernel folders the node lacks written out."""
+    moved = place_files(files)
+    # Before the plans are loaded (an op file may be among the moved ones); Ray reuses its
+    # worker processes, so the next task starts from what this one found.
+    saved = os.environ.pop(ENVIRONMENT_VARIABLE, None)
+    try:
+        if moved:
+            os.environ[ENVIRONMENT_VARIABLE] = json.dumps(moved)
+        return _run_unit(spec, blob, index)
+    finally:
+        os.environ.pop(ENVIRONMENT_VARIABLE, None)
+        if saved is not None:
+            os.environ[ENVIRONMENT_VARIABLE] = saved
+
+
+def _run_unit(spec: EngineSpec, blob: bytes, index: int
+              ) -> tuple[list[BenchmarkResult], dict[str, str] | None]:
+    """Run benchmark `index` of the pickled plans in a watched worker on this task's GPU."""
     import ray
 
     from cudabench.measure.workers import Worker
 
-    moved = place_files(files)
-    if moved:  # before the plans are loaded: an op file may be among the moved ones
-        os.environ[ENVIRONMENT_VARIABLE] = json.dumps(moved)
     plans, units = pickle.loads(blob)
     gpu_ids = ray.get_gpu_ids()
     label = int(gpu_ids[0]) if gpu_ids and str(gpu_ids[0]).isdigit() else 0

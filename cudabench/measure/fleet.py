@@ -48,6 +48,9 @@ class Board:
     on_start: Callable[[Mapping[str, str]], None] | None
     queues: dict[int, collections.deque[int]]  # slot index -> units to run (shared or own)
     replicate: bool = False  # every GPU runs every unit (each its own queue)
+    # Each worker's environment, made before any thread starts: read while another thread
+    # has its worker's variables set for a spawn, os.environ would mislead it.
+    environments: dict[int, dict[str, str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     rows: dict[tuple[int, int], list[BenchmarkResult]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -94,10 +97,12 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
     shared = collections.deque(range(len(units)))
     queues = {slot.index: (collections.deque(range(len(units))) if replicate else shared)
               for slot in devices}
-    board = Board(units, plans, on_result, on_start, queues, replicate)
+    board = Board(units, plans, on_result, on_start, queues, replicate,
+                  environments={slot.index: slot.environment(len(devices))
+                                for slot in devices})
     serving = list(devices)
     while serving:
-        _serve_all(board, spec, serving, len(devices))
+        _serve_all(board, spec, serving)
         # A GPU that failed to open may hand its benchmark back after the others ran out
         # of work and stopped: the GPUs still usable take it.
         serving = [slot for slot in devices if slot.index in board.opened
@@ -117,9 +122,9 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
     return [row for pair in order for row in board.rows[pair]], board.notes
 
 
-def _serve_all(board: Board, spec: EngineSpec, slots: Sequence[Slot], workers: int) -> None:
+def _serve_all(board: Board, spec: EngineSpec, slots: Sequence[Slot]) -> None:
     """Serve the GPUs, a thread each, until every queue is empty or every GPU given up."""
-    threads = [threading.Thread(target=_serve_safely, args=(board, spec, slot, workers),
+    threads = [threading.Thread(target=_serve_safely, args=(board, spec, slot),
                                 name=f"cudabench GPU {slot.index}", daemon=True)
                for slot in slots]
     for thread in threads:
@@ -134,20 +139,20 @@ def _serve_all(board: Board, spec: EngineSpec, slots: Sequence[Slot], workers: i
         raise
 
 
-def _serve_safely(board: Board, spec: EngineSpec, slot: Slot, workers: int) -> None:
+def _serve_safely(board: Board, spec: EngineSpec, slot: Slot) -> None:
     """Serve one GPU; keep an unexpected error for the main thread to raise."""
     try:
-        _serve(board, spec, slot, workers)
+        _serve(board, spec, slot)
     except BaseException as exc:  # re-raised by the main thread after the join
         with board.lock:
             board.errors.append(exc)
             board.stopping = True
 
 
-def _serve(board: Board, spec: EngineSpec, slot: Slot, workers: int) -> None:
+def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
     """Run units on one GPU until the queue is empty or the GPU is given up."""
     worker = Worker(spec.restricted(slot.index), board.plans,
-                    env=slot.environment(workers), label=slot.index)
+                    env=board.environments[slot.index], label=slot.index)
     deaths = 0
     try:
         while (unit := board.take(slot)) is not None:

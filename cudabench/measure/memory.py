@@ -102,11 +102,12 @@ def _largest_fit(plan: Plan, have: int, measure: Callable[[Need], int]) -> tuple
     return shape if measure(need(plan, shape)) <= have else ()
 
 
-def device_free_bytes(index: int) -> int | None:
-    """Return the free memory of CUDA device index through NVML, or None without NVML."""
+def device_free_bytes(gpu: int | str) -> int | None:
+    """Return the free memory of a GPU through NVML, or None without NVML: gpu is a
+    CUDA_VISIBLE_DEVICES entry (an index in PCI bus order, or a UUID) or an index."""
     from cudabench.measure.nvml import free_memory
 
-    return free_memory(index)
+    return free_memory(gpu)
 
 
 def host_available_bytes() -> int | None:

@@ -37,11 +37,17 @@ def device_uuid(pci_bus_id: str) -> str | None:
     return _ask(uuid)
 
 
-def free_memory(index: int) -> int | None:
-    """Return the free memory of the GPU at NVML index (the CUDA index when devices are
-    ordered by PCI bus id, or with one GPU), or None without NVML."""
-    return _ask(lambda nvml: int(nvml.nvmlDeviceGetMemoryInfo(
-        nvml.nvmlDeviceGetHandleByIndex(index)).free))
+def free_memory(gpu: int | str) -> int | None:
+    """Return the free memory of a GPU, or None without NVML: gpu is an NVML index (the
+    CUDA index when devices are ordered by PCI bus id, or with one GPU), as a number or
+    text, or a UUID (GPU-..., as CUDA_VISIBLE_DEVICES may name it)."""
+    def free(nvml: Any) -> int:
+        text = str(gpu).strip()
+        handle = (nvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit()
+                  else nvml.nvmlDeviceGetHandleByUUID(text))
+        return int(nvml.nvmlDeviceGetMemoryInfo(handle).free)
+
+    return _ask(free)
 
 
 def device_count() -> int | None:

@@ -169,6 +169,13 @@ class Worker:
                 self.failure = Failure.DIED
                 return f"its worker process failed: {message}", False
 
+    def kill(self) -> None:
+        """End the worker process now, whatever it is doing."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.join(timeout=10)
+        self._discard()
+
     def _start(self) -> None:
         """Spawn a worker process with the worker's environment."""
         context = multiprocessing.get_context("spawn")
@@ -218,17 +225,18 @@ def take_prestarted(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
 
 
 def discard_prestarted() -> None:
-    """End a prestarted worker nobody used (the command stopped before its run)."""
+    """End a prestarted worker nobody used (the command stopped before its run) at once:
+    it has no work, and may still be importing or opening its GPU."""
     while _PRESTARTED:
-        _PRESTARTED.pop().close()
+        _PRESTARTED.pop().kill()
 
 
-def finish_closing() -> None:
+def finish_closing(grace_s: float = 0.05) -> None:
     """End the workers told to end (close(wait=False)): every row is in, so one still
-    releasing its GPU is stopped (the driver frees what a process leaves)."""
+    releasing its GPU after grace_s is stopped (the driver frees what a process leaves)."""
     while _CLOSING:
         process = _CLOSING.pop()
-        process.join(timeout=0.05)
+        process.join(timeout=grace_s)
         if process.is_alive():
             process.terminate()
             process.join(timeout=10)
