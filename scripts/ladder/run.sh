@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# Issue 18's CUDA-core ladder on a GPU, in one batch: verify the draft variants in
+# scripts/ladder/kernels at default and odd shapes, every type, benchmark the goals beside
+# cuBLAS and the copy, and count the 128-bit loads in their SASS.
+#
+#   scripts/ladder/run.sh OUT [PHASE...]
+#
+# Phases (default: verify determinism bench sass):
+#   verify       every ladder variant, default params, at the default and odd shapes, in
+#                float32, int32, float16 and float64 (the four types run side by side:
+#                correctness only, timings meaningless); exit 0 of each command = verified
+#   determinism  the one-pass dot kernels launched many times with changing sizes, aligned
+#                and misaligned: deterministic must give one bit pattern (determinism.py)
+#   sanitize     compute-sanitizer memcheck, racecheck and synccheck on the checked launch,
+#                float32 and float16, small odd shapes
+#   params       non-default parameter combinations at odd shapes (long: run it alone)
+#   bench        the goals, one run each, nothing else on the GPU: matmul 4096 and 1000,
+#                transpose 8192, transpose --inplace 8192, dot 1<<26 (float32, cold L2,
+#                all variants with the cuBLAS and copy rows), then summarize.py's verdicts
+#   tune         --best sweeps of the ladder's parameters at the goal sizes (long)
+#   sass         sass.py: LDG.E.128 / STG.E.128 / LDS.128 / LDGSTS counts, registers and
+#                spills of each variant's default build in each type (needs nvcc, cuobjdump)
+#   dryrun       the verify phase's plans with --dry-run (no GPU: compiles only)
+#
+# Everything lands under OUT (default /tmp/cudabench-ladder): one .txt/.err per command,
+# .json and .md for benchmarks; stdout gets one line per command and the summaries. With
+# TAR=FILE the whole of OUT is packed into FILE at the end (the device tool brings back at
+# most 8 files). CUDABENCH overrides the command (default: python3 -m cudabench, run from
+# the repository's root). Where PyCUDA is not importable and .device-kit/setup.sh exists,
+# it is sourced. Exit status: the number of failed commands (0: all passed), capped at 100.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$root" || exit 100
+out=${1:-/tmp/cudabench-ladder}
+shift || true
+phases=${*:-verify determinism bench sass}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+export PYTHONPATH=$root${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+case " $phases " in
+*" dryrun "*) ;;
+*) if ! python3 -c 'import pycuda.driver' 2>/dev/null && [ -f .device-kit/setup.sh ]; then
+       # shellcheck disable=SC1091
+       . .device-kit/setup.sh
+   fi ;;
+esac
+cb=${CUDABENCH:-python3 -m cudabench}
+kdir=scripts/ladder/kernels
+failed=0
+
+# The shapes: defaults, 1s, odd extents, aligned and misaligned rows for 16-byte vectors
+# (K or N, COLS or ROWS, not a multiple of 4 floats / 8 halves / 2 doubles), one tile and
+# one past it.
+MATMUL_SIZES=1000,17x33x5,1x1x1,1x7x1,7x1x9,33x1x65,127x129x131,128x128x128,257x1001x255,200x1000x37,130x37x1000,96x24x260,64x4096x64
+TRANSPOSE_SIZES=3001,1000x37,37x1000,1x1,1x7,7x1,65x63,64x64,1024x1024,1000x1004,2048x1000
+INPLACE_SIZES=3001,1,2,17,31,32,33,63,64,65,1000,1004,1024
+DOT_SIZES='1<<24,1,2,3,5,7,31,1000,1001,1000003,1048579'
+SMALL_MATMUL=17x33x5,1x7x1,67x45x131,130x37x132
+SMALL_TRANSPOSE=1000x37,37x1000,65x63,128x136
+SMALL_INPLACE=1,17,65,136
+SMALL_DOT=1,7,1001,100003
+MATMUL_V=(--variant blocktile2d --variant vectorized --variant warptile --variant async_double_buffer)
+TRANSPOSE_V=(--variant vectorized)
+INPLACE_V=(--variant tile_pairs)
+DOT_V=(--variant vectorized_shuffle --variant deterministic)
+FAST=(--no-vendor --no-batch --warmup 0 --min-samples 3 --max-samples 3 --max-time 0.05)
+
+# step DIR NAME ARGS...: run cudabench ARGS, output to DIR/NAME.txt and .err; one line.
+step() {
+    local dir=$1 name=$2
+    shift 2
+    mkdir -p "$dir"
+    local start=$SECONDS
+    $cb "$@" >"$dir/$name.txt" 2>"$dir/$name.err"
+    local code=$?
+    echo "$name: exit $code ($((SECONDS - start)) s)"
+    if [ "$code" -ne 0 ]; then
+        grep -hE "FAIL|ERROR|TIMEOUT|SUSPECT|error|Error" "$dir/$name.txt" "$dir/$name.err" |
+            cut -c1-400 | head -n 8 | sed 's/^/    /'
+        return 1
+    fi
+}
+
+# one_type DIR DTYPE [EXTRA...]: the four ops at their shapes in one type.
+one_type() {
+    local dir=$1 dtype=$2
+    shift 2
+    local bad=0
+    step "$dir" "matmul_$dtype" matmul --kernels-dir $kdir "${MATMUL_V[@]}" \
+        --size "$MATMUL_SIZES" --dtype "$dtype" "$@" || bad=$((bad + 1))
+    step "$dir" "transpose_$dtype" transpose --kernels-dir $kdir "${TRANSPOSE_V[@]}" \
+        --size "$TRANSPOSE_SIZES" --dtype "$dtype" "$@" || bad=$((bad + 1))
+    step "$dir" "transpose_inplace_$dtype" transpose --inplace --kernels-dir $kdir \
+        "${INPLACE_V[@]}" --size "$INPLACE_SIZES" --dtype "$dtype" "$@" || bad=$((bad + 1))
+    step "$dir" "dot_$dtype" dot --kernels-dir $kdir "${DOT_V[@]}" --size "$DOT_SIZES" \
+        --dtype "$dtype" "$@" || bad=$((bad + 1))
+    return $bad
+}
+
+# parallel LABEL CMD...: run each "CMD ARG" (one per argument after --) in the background,
+# print their logs in order, add their failures to $failed.
+run_parallel() {
+    local label=$1
+    shift
+    local pids=() logs=() i=0
+    for job in "$@"; do
+        logs+=("$out/.$label.$i.log")
+        bash -c "$job" >"${logs[$i]}" 2>&1 &
+        pids+=($!)
+        i=$((i + 1))
+    done
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}"
+        failed=$((failed + $?))
+        cat "${logs[$i]}"
+        rm -f "${logs[$i]}"
+    done
+}
+
+export -f step one_type
+export cb kdir MATMUL_SIZES TRANSPOSE_SIZES INPLACE_SIZES DOT_SIZES
+
+for phase in $phases; do
+    echo "=== $phase ($(date +%H:%M:%S))"
+    case $phase in
+    verify | dryrun)
+        extra=("${FAST[*]}")
+        [ "$phase" = dryrun ] && extra=("--dry-run --arch sm_90")
+        # Arrays do not cross `bash -c`: pass the variant lists as words.
+        export MATMUL_V_W="${MATMUL_V[*]}" TRANSPOSE_V_W="${TRANSPOSE_V[*]}" \
+            INPLACE_V_W="${INPLACE_V[*]}" DOT_V_W="${DOT_V[*]}"
+        jobs=()
+        for dtype in float32 int32 float16 float64; do
+            jobs+=("MATMUL_V=(\$MATMUL_V_W); TRANSPOSE_V=(\$TRANSPOSE_V_W); \
+INPLACE_V=(\$INPLACE_V_W); DOT_V=(\$DOT_V_W); one_type '$out/$phase' $dtype ${extra[*]}")
+        done
+        run_parallel "$phase" "${jobs[@]}"
+        ;;
+    determinism)
+        python3 scripts/ladder/determinism.py --launches 50 2>&1 | tee "$out/determinism.txt"
+        failed=$((failed + ${PIPESTATUS[0]}))
+        ;;
+    sanitize)
+        jobs=()
+        for tool in memcheck racecheck synccheck; do
+            job="bad=0"
+            for dtype in float32 float16; do
+                job+="; step '$out/sanitize' matmul_${tool}_$dtype matmul --kernels-dir $kdir \
+${MATMUL_V[*]} --size $SMALL_MATMUL --dtype $dtype --sanitize $tool ${FAST[*]} || bad=\$((bad+1))"
+                job+="; step '$out/sanitize' transpose_${tool}_$dtype transpose --kernels-dir \
+$kdir ${TRANSPOSE_V[*]} --size $SMALL_TRANSPOSE --dtype $dtype --sanitize $tool ${FAST[*]} \
+|| bad=\$((bad+1))"
+                job+="; step '$out/sanitize' transpose_inplace_${tool}_$dtype transpose --inplace \
+--kernels-dir $kdir ${INPLACE_V[*]} --size $SMALL_INPLACE --dtype $dtype --sanitize $tool \
+${FAST[*]} || bad=\$((bad+1))"
+                job+="; step '$out/sanitize' dot_${tool}_$dtype dot --kernels-dir $kdir \
+${DOT_V[*]} --size $SMALL_DOT --dtype $dtype --sanitize $tool ${FAST[*]} || bad=\$((bad+1))"
+            done
+            jobs+=("$job; exit \$bad")
+        done
+        run_parallel sanitize "${jobs[@]}"
+        ;;
+    params)
+        p="$out/params"
+        odd=67x45x131,130x37x132,1x1x1
+        run_parallel params \
+            "step '$p' blocktile2d matmul --kernels-dir $kdir --variant blocktile2d --size $odd \
+-p BM=64,128 -p BN=64,128 -p BK=8,32 -p TM=4,8 -p TN=4,8 ${FAST[*]}" \
+            "step '$p' vectorized matmul --kernels-dir $kdir --variant vectorized --size $odd \
+-p BM=64,128 -p BN=64,128 -p BK=8,32 -p TM=4,8 -p TN=4,8 -p MIN_BLOCKS=2 ${FAST[*]}" \
+            "step '$p' warptile matmul --kernels-dir $kdir --variant warptile --size $odd \
+-p BM=64,128 -p BN=64,128 -p BK=8,32 -p WM=32,64 -p WN=32,64 -p MIN_BLOCKS=1 ${FAST[*]}" \
+            "step '$p' async_double_buffer matmul --kernels-dir $kdir --variant async_double_buffer \
+--size $odd -p BM=64,128 -p BN=64,128 -p BK=8,32 -p WM=32,64 -p WN=32,64 -p STAGES=3 ${FAST[*]}" \
+            "step '$p' async_stages_f16 matmul --kernels-dir $kdir --variant async_double_buffer \
+--size $odd,96x24x260 --dtype float16 -p STAGES=2,3,4 -p MIN_BLOCKS=1,2 ${FAST[*]} && \
+step '$p' async_stages_f64 matmul --kernels-dir $kdir --variant async_double_buffer \
+--size $odd --dtype float64 -p STAGES=2,4 -p BK=8,32 ${FAST[*]}" \
+            "bad=0; for d in float32 float16 float64; do step '$p' transpose_\$d transpose \
+--kernels-dir $kdir --variant vectorized --size 1000x37,65x63,130x136 --dtype \$d \
+-p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 ${FAST[*]} || bad=\$((bad+1)); step '$p' inplace_\$d \
+transpose --inplace --kernels-dir $kdir --variant tile_pairs --size 65,136,1 --dtype \$d \
+-p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 ${FAST[*]} || bad=\$((bad+1)); step '$p' dot_\$d dot \
+--kernels-dir $kdir ${DOT_V[*]} --size 1001,1000003 --dtype \$d -p BLOCK=32,1024 \
+-p UNROLL=1,8 -p BLOCKS_PER_SM=1,64 ${FAST[*]} || bad=\$((bad+1)); done; exit \$bad"
+        ;;
+    bench)
+        b="$out/bench"
+        for spec in "matmul_4096:matmul --size 4096" "matmul_1000:matmul --size 1000" \
+            "transpose_8192:transpose --size 8192" \
+            "transpose_inplace_8192:transpose --inplace --size 8192" \
+            "dot_1_26:dot --size 1<<26"; do
+            name=${spec%%:*}
+            read -r -a args <<<"${spec#*:}"
+            step "$b" "$name" "${args[@]}" --kernels-dir $kdir --json "$b/$name.json" \
+                --markdown "$b/$name.md" || failed=$((failed + 1))
+        done
+        python3 scripts/ladder/summarize.py "$b"/*.json | tee "$out/summary.txt"
+        ;;
+    tune)
+        t="$out/tune"
+        for size in 1000 4096; do
+            step "$t" "matmul_tiles_$size" matmul --kernels-dir $kdir "${MATMUL_V[@]}" \
+                --size $size -p BM=64,128 -p BN=64,128 --best --json "$t/matmul_tiles_$size.json" ||
+                failed=$((failed + 1))
+        done
+        step "$t" matmul_async_4096 matmul --kernels-dir $kdir --variant async_double_buffer \
+            --size 4096 -p BK=8,16,32 -p STAGES=2,3,4 -p MIN_BLOCKS=1,2 --best \
+            --json "$t/matmul_async_4096.json" || failed=$((failed + 1))
+        step "$t" matmul_warptile_4096 matmul --kernels-dir $kdir --variant warptile \
+            --size 4096 -p BK=8,16,32 -p WM=32,64 -p WN=32,64 -p MIN_BLOCKS=1,2 --best \
+            --json "$t/matmul_warptile_4096.json" || failed=$((failed + 1))
+        step "$t" transpose_8192 transpose --kernels-dir $kdir --variant vectorized --size 8192 \
+            -p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 --best --json "$t/transpose_8192.json" ||
+            failed=$((failed + 1))
+        step "$t" transpose_inplace_8192 transpose --inplace --kernels-dir $kdir \
+            --variant tile_pairs --size 8192 -p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 --best \
+            --json "$t/transpose_inplace_8192.json" || failed=$((failed + 1))
+        step "$t" dot_1_26 dot --kernels-dir $kdir "${DOT_V[@]}" --size '1<<26' \
+            -p BLOCK=128,256,512,1024 -p BLOCKS_PER_SM=1,2,4,8 -p UNROLL=2,4,8 --best \
+            --json "$t/dot_1_26.json" || failed=$((failed + 1))
+        grep -h -A3 -i "best" "$t"/*.txt | head -n 80
+        ;;
+    sass)
+        python3 scripts/ladder/sass.py --out "$out/sass" 2>&1 | tee "$out/sass.txt"
+        failed=$((failed + ${PIPESTATUS[0]}))
+        echo "LDG.E.128 per kernel file (grep -c, default params):"
+        for f in "$out"/sass/*.sass; do
+            printf '  %-55s LDG.E.128 %3d  STG.E.128 %3d  LDGSTS.E.BYPASS.128 %3d\n' \
+                "$(basename "$f" .sass)" "$(grep -c 'LDG\.E\.128' "$f")" \
+                "$(grep -c 'STG\.E\.128' "$f")" "$(grep -c 'LDGSTS\.E\.BYPASS\.128' "$f")"
+        done | tee -a "$out/sass.txt"
+        ;;
+    *)
+        echo "unknown phase $phase (verify determinism sanitize params bench tune sass dryrun)"
+        failed=$((failed + 1))
+        ;;
+    esac
+done
+echo "=== done ($(date +%H:%M:%S)): $failed failed command(s); everything under $out"
+if [ -n "${TAR:-}" ]; then
+    tar czf "$TAR" -C "$out" . && echo "packed into $TAR"
+fi
+[ "$failed" -gt 100 ] && failed=100
+exit "$failed"

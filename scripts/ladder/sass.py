@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Compile the ladder's variants to sm_90 cubins and count what their SASS holds.
+
+    python3 scripts/ladder/sass.py [--kernels-dir scripts/ladder/kernels] [--all-params]
+                                   [--dtype float32 ...] [--arch sm_90] [--out DIR]
+
+Each variant is built as the engine builds it: the source cudabench compiles (type headers,
+a #line directive), -I the kernel's folder and the same -D defines (params, DTYPE, ACC_TYPE,
+OUT_TYPE, ELEM_SIZE...), here with `nvcc -cubin -arch=sm_90 -Xptxas -v`. Then `cuobjdump
+-sass` of the cubin gives, per kernel: 128-bit global loads (LDG.E.128, also .CONSTANT),
+128-bit global stores (STG.E.128), 128-bit shared loads and stores (LDS.128, STS.128),
+asynchronous copies (LDGSTS, the cp.async of sm_80+), and ptxas's registers and spills.
+--all-params builds every combination of allowed values (the variants claim all are
+valid); the default builds each variant's defaults. Exit 1 if any build fails.
+Needs nvcc and cuobjdump, no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from cudabench.catalog import KernelVariant, discover
+from cudabench.measure.plan import compile_defines
+from cudabench.ops import get_op
+
+LADDER = Path(__file__).resolve().parent / "kernels"
+COUNTS = {
+    "LDG.128": re.compile(r"\bLDG\.E\.128\b"),
+    "STG.128": re.compile(r"\bSTG\.E\.128\b"),
+    "LDS.128": re.compile(r"\bLDS\.128\b"),
+    "STS.128": re.compile(r"\bSTS\.128\b"),
+    "LDGSTS": re.compile(r"\bLDGSTS\b"),
+    "LDGSTS.128": re.compile(r"\bLDGSTS\.E\.BYPASS\.128\b|\bLDGSTS\.E\.128\b"),
+}
+
+
+def find_tool(name: str) -> str | None:
+    """A CUDA tool on PATH, in $CUDA_ROOT/bin, /usr/local/cuda/bin, or a pip nvidia wheel."""
+    found = shutil.which(name)
+    if found:
+        return found
+    roots = [os.environ.get("CUDA_ROOT", ""), "/usr/local/cuda"]
+    for root in roots:
+        if root and os.access(Path(root) / "bin" / name, os.X_OK):
+            return str(Path(root) / "bin" / name)
+    for entry in sys.path:  # nvidia-cuda-cuobjdump and friends install under nvidia/*/bin
+        for candidate in Path(entry).glob(f"nvidia/*/bin/{name}"):
+            if os.access(candidate, os.X_OK):
+                return str(candidate)
+    return None
+
+
+def build(variant: KernelVariant, params: dict[str, int], dtype: str, arch: str, nvcc: str,
+          cuobjdump: str) -> tuple[dict[str, int] | None, str]:
+    op = get_op(variant.op)
+    types = op.type_set(dtype)
+    defines = compile_defines(params, types)
+    with tempfile.TemporaryDirectory() as work:
+        source = Path(work) / f"{variant.name}.cu"
+        source.write_text(variant.compile_source(types.headers), encoding="utf-8")
+        cubin = Path(work) / f"{variant.name}.cubin"
+        command = [nvcc, "-cubin", f"-arch={arch}", "-lineinfo", "-Xptxas", "-v",
+                   f"-I{variant.path.parent}",
+                   *(f"-D{k}={v}" for k, v in sorted(defines.items())), str(source), "-o",
+                   str(cubin)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            errors = [line for line in (done.stderr + done.stdout).splitlines()
+                      if "error" in line]
+            return None, (errors or [done.stderr.strip()[:300]])[0]
+        log = done.stdout + done.stderr
+        sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
+                              text=True).stdout
+    counts = {name: len(pattern.findall(sass)) for name, pattern in COUNTS.items()}
+    regs = [int(r) for r in re.findall(r"Used (\d+) registers", log)]
+    spills = [int(a) + int(b) for a, b in
+              re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
+    counts["regs"] = max(regs, default=0)
+    counts["spill_bytes"] = max(spills, default=0)
+    return counts, sass
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kernels-dir", type=Path, default=LADDER)
+    parser.add_argument("--dtype", action="append",
+                        help="float32, int32, float16, float64 (default: all four)")
+    parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--all-params", action="store_true")
+    parser.add_argument("--out", type=Path, help="write each default build's SASS here")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
+    args = parser.parse_args()
+    nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
+    if nvcc is None or cuobjdump is None:
+        print(f"need nvcc ({nvcc}) and cuobjdump ({cuobjdump})", file=sys.stderr)
+        return 2
+    dtypes = args.dtype or ["float32", "int32", "float16", "float64"]
+    catalog = discover((args.kernels_dir,))
+    jobs: list[tuple[KernelVariant, dict[str, int], str]] = []
+    for variants in catalog.values():
+        for variant in variants.values():
+            if args.kernels_dir.resolve() not in variant.path.resolve().parents:
+                continue  # the built-in kernels
+            if args.all_params:
+                grids = [p.allowed or tuple(range(p.low or 0, (p.high or 0) + 1))
+                         for p in variant.params]
+                combos = [dict(zip([p.name for p in variant.params], values))
+                          for values in itertools.product(*grids)]
+                if len(combos) > 400:  # a LOW..HIGH range: its ends and the default
+                    combos = [dict({q.name: q.default for q in variant.params}, **{p.name: v})
+                              for p in variant.params
+                              for v in sorted({p.default, *(p.allowed or (p.low, p.high))})]
+            else:
+                combos = [{p.name: p.default for p in variant.params}]
+            for dtype in dtypes:
+                if dtype in variant.dtypes:
+                    jobs.extend((variant, combo, dtype) for combo in combos)
+    failures = 0
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(build, v, p, d, args.arch, nvcc, cuobjdump) for v, p, d in jobs]
+        for (variant, params, dtype), future in zip(jobs, futures):
+            counts, detail = future.result()
+            name = f"{variant.op}/{variant.name} {dtype} " + " ".join(
+                f"{k}={v}" for k, v in params.items())
+            if counts is None:
+                failures += 1
+                print(f"FAIL {name}: {detail}")
+                continue
+            print(f"ok   {name}: " + " ".join(f"{k} {v}" for k, v in counts.items()))
+            if args.out is not None and not args.all_params:
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / f"{variant.op}.{variant.name}.{dtype}.sass").write_text(detail)
+    print(f"{len(jobs) - failures} of {len(jobs)} builds ok")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
