@@ -6,6 +6,8 @@ make_samples.py, kept as they were): loading them also tests the migration to sc
 
 from __future__ import annotations
 
+import dataclasses
+
 import io
 import json
 import re
@@ -143,13 +145,40 @@ def test_a_variant_that_now_fails_verification_is_a_regression():
     assert comparison.exit_code == ExitCode.REGRESSION
 
 
-def test_added_and_removed_rows_are_listed_not_errors():
+def test_a_benchmark_missing_from_the_current_file_fails_the_gate():
     comparison = against_baseline("added_removed.json")
     assert [(r.op, r.variant, dict(r.params)) for r in comparison.added] == [
         ("matmul", "tiled", {"TILE": 32})]
+    assert comparison.removed == ()
+    (gone,) = comparison.missing
+    assert (gone.op, gone.variant, gone.verdict) == ("transpose", "naive", "missing")
+    assert "not in the current file" in gone.reason and "--allow-missing" in gone.reason
+    assert comparison.regressions == (gone,)
+    assert comparison.exit_code == ExitCode.REGRESSION
+
+
+def test_allow_missing_lists_removed_benchmarks_and_passes():
+    comparison = against_baseline("added_removed.json", allow_missing=True)
     assert [(r.op, r.variant) for r in comparison.removed] == [("transpose", "naive")]
     assert ("transpose", "naive") not in verdicts(comparison)
     assert set(verdicts(comparison).values()) == {"same"}
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_a_benchmark_turned_skip_is_missing_with_the_skip_reason():
+    skipped = dataclasses.replace(bench((), "gone"), verification=None,
+                                  skipped="no GPU: PyCUDA is not installed")
+    after = results("b.json", bench(TIGHT), skipped)
+    comparison = compare(results("a.json", bench(TIGHT), bench(TIGHT, "gone")), after)
+    (gone,) = comparison.missing
+    assert gone.variant == "gone" and "now SKIP (was PASS): no GPU" in gone.reason
+    assert comparison.exit_code == ExitCode.REGRESSION
+
+
+def test_a_missing_reference_row_does_not_fail_the_gate():
+    copy = bench(TIGHT, "memcpy_dtod", kind=Kind.REFERENCE)
+    comparison = compare(results("a.json", bench(TIGHT), copy), results("b.json", bench(TIGHT)))
+    assert comparison.missing == () and [r.variant for r in comparison.removed] == ["memcpy_dtod"]
     assert comparison.exit_code == ExitCode.OK
 
 
@@ -285,25 +314,51 @@ def test_a_significant_speedup_is_faster():
     assert comparison.exit_code == ExitCode.OK
 
 
-def test_too_few_samples_are_noisy():
+def test_too_few_samples_are_noisy_when_nothing_looks_slower():
     comparison = compare(results("a.json", bench(TIGHT)),
-                         results("b.json", bench(TIGHT[:2] * 2)))
+                         results("b.json", bench(TIGHT[:2])))
     (only,) = comparison.rows
+    assert abs(only.change) < comparison.threshold
     assert only.verdict == "noisy"
     assert only.p_value is None
     assert "too few samples" in only.reason
     assert comparison.exit_code == ExitCode.OK
 
 
-def test_a_large_change_that_is_not_significant_is_noisy():
-    # 5 samples a side cannot reach p < 0.001 however far apart they are.
-    comparison = compare(results("a.json", bench(TIGHT[:5])),
-                         results("b.json", bench(TIGHT[:5] * 1.3)))
+@pytest.mark.parametrize(("base", "current", "factor"), [
+    (30, 2, 10.86),  # +986% on 2 samples was "noisy" and passed
+    (6, 6, 10.0),    # a 10x slowdown on 6 samples a side passed with no warning
+    (5, 5, 1.3),     # 5 a side can never reach p < 0.001, however far apart
+])
+def test_a_large_slowdown_on_too_few_samples_fails_as_untestable(base, current, factor):
+    comparison = compare(results("a.json", bench(TIGHT[:base])),
+                         results("b.json", bench(TIGHT[:current] * factor)))
     (only,) = comparison.rows
-    assert only.change == pytest.approx(0.3)
-    assert only.p_value >= comparison.alpha
-    assert only.verdict == "noisy"
-    assert "not significant" in only.reason
+    assert only.change == pytest.approx(factor - 1, rel=0.05)
+    assert only.verdict == "untestable"
+    assert "too few samples to judge" in only.reason
+    assert comparison.exit_code == ExitCode.REGRESSION
+
+
+def test_a_large_change_that_could_be_significant_but_is_not_is_noisy():
+    # Enough samples to reach p < 0.001, but two overlapping populations: not proven.
+    rng = np.random.default_rng(3)
+    base = 1e-3 * np.concatenate([1 + 0.01 * rng.random(10), 2 + 0.01 * rng.random(10)])
+    after = 1e-3 * np.concatenate([1 + 0.01 * rng.random(9), 2 + 0.01 * rng.random(11)])
+    comparison = compare(results("a.json", bench(base)), results("b.json", bench(after)))
+    (only,) = comparison.rows
+    assert only.change > comparison.threshold
+    assert only.verdict == "noisy" and "not significant" in only.reason
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_reachable_p_matches_the_test_at_its_extreme():
+    from cudabench.analysis.compare import reachable_p
+    from cudabench.analysis.stats import mann_whitney_u
+
+    for n1, n2 in ((3, 3), (6, 6), (10, 12), (30, 2)):
+        low, high = list(range(n1)), list(range(100, 100 + n2))
+        assert reachable_p(n1, n2) == pytest.approx(mann_whitney_u(low, high))
 
 
 def test_a_spread_too_wide_to_resolve_the_threshold_is_noisy():
@@ -426,7 +481,7 @@ def test_markdown_has_the_table_and_bolds_regressions():
 
 
 def test_markdown_lists_added_and_removed():
-    text = to_markdown(against_baseline("added_removed.json"))
+    text = to_markdown(against_baseline("added_removed.json", allow_missing=True))
     added = text.index("### Added")
     removed = text.index("### Removed")
     assert "- matmul/tiled TILE=32" in text[added:removed]
@@ -464,7 +519,8 @@ def test_render_comparison_prints_verdicts_added_removed_and_summary():
     assert "matmul/tiled" in text
 
     stream = io.StringIO()
-    render_comparison(against_baseline("added_removed.json"), Console(file=stream, width=200))
+    render_comparison(against_baseline("added_removed.json", allow_missing=True),
+                      Console(file=stream, width=200))
     text = stream.getvalue()
     assert "added" in text and "matmul/tiled TILE=32" in text
     assert "removed" in text and "transpose/naive" in text
@@ -520,7 +576,7 @@ def test_compare_module_needs_neither_rich_nor_pycuda():
 # -- the command as a user runs it ------------------------------------------------------------
 
 @pytest.mark.parametrize(("current", "code"), [
-    ("identical.json", 0), ("noise2.json", 0), ("noisy.json", 0), ("added_removed.json", 0),
+    ("identical.json", 0), ("noise2.json", 0), ("noisy.json", 0), ("added_removed.json", 1),
     ("slower20.json", 1), ("failing.json", 1),
     ("truncated.json", 2), ("schema99.json", 2), ("other_gpu.json", 2),
 ])
@@ -565,5 +621,17 @@ def test_compare_warns_about_an_incomplete_file(tmp_path):
     document["benchmarks"] = document["benchmarks"][:2]
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps(document), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(partial),
+                                      "--allow-missing"])
+    # Missing rows allowed, but a run that stopped early never passes the gate.
+    assert result.exit_code == 1 and "incomplete" in result.output
+    assert "fails the gate" in result.stderr
+    complete = json.loads(partial.read_text(encoding="utf-8"))
+    complete["complete"] = True
+    partial.write_text(json.dumps(complete), encoding="utf-8")
     result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(partial)])
-    assert result.exit_code == 0 and "incomplete" in result.output
+    assert result.exit_code == 1 and "missing" in result.stdout
+    result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(partial),
+                                      "--allow-missing"])
+    assert result.exit_code == 0 and "incomplete" not in result.output
+    assert "no regression: 2 same, 5 removed" in " ".join(result.stdout.split())

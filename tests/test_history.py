@@ -59,6 +59,7 @@ def make_run(folder: Path, index: int, source: str = H100, factors: dict[str, fl
         if bench["variant"] == fail:
             bench["verification"]["passed"] = False
             bench["verification"]["bad_elements"] = 7
+            bench["status"] = "FAIL"
     document["created"] = (START + dt.timedelta(hours=index)).isoformat()
     document["git_commit"] = commit_of(index)
     folder.mkdir(parents=True, exist_ok=True)
@@ -689,3 +690,39 @@ def test_plot_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     result = invoke("plot", tmp_path / "t.png", "--db", tmp_path / "none.db")
     assert_one_line_error(result, "needs matplotlib", "pip install")
+
+
+def test_a_noisy_history_cannot_raise_the_auto_threshold_past_its_cap():
+    # Medians wandering by ~100% between runs once made a 302% gate: a 2x slowdown was "same".
+    wild = [1e-3 * f for f in (1, 3, 0.7, 2.5, 1.2, 4, 0.9, 3.3)]
+    limit, source = threshold_from_medians(wild)
+    assert limit == pytest.approx(0.25)
+    assert "capped at 25% (--max-threshold)" in source
+    assert threshold_from_medians(wild, cap=0.5)[0] == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        threshold_from_medians(wild, floor=0.3, cap=0.25)
+
+
+def test_compare_with_a_wild_history_still_catches_a_2x_slowdown(tmp_path):
+    from cudabench.cli import cli
+
+    db = tmp_path / "h.db"
+    wild = [1, 3.1, 0.6, 2.2, 0.8, 4.0, 1.4, 0.5, 2.8, 1.1]  # medians swinging 3x between runs
+    swings = [make_run(tmp_path / "runs", i, factors={v: wild[i] for v in
+                                                        ("naive", "tiled", "tiled_conflict")})
+              for i in range(len(wild))]
+    import_runs(db, swings)
+    base = make_run(tmp_path, 50, name="base")
+    slow = make_run(tmp_path, 51, factors={"tiled": 2.0}, name="slow")
+    runner = CliRunner()
+    summary = tmp_path / "summary.md"
+    result = runner.invoke(cli, ["compare", str(base), str(slow), "--db", str(db),
+                                 "--markdown", str(summary)])
+    assert result.exit_code == 1, result.output
+    assert verdicts(result.stdout)["tiled"] == "slower"
+    assert "capped at 25% (--max-threshold)" in summary.read_text(encoding="utf-8")
+    loose = runner.invoke(cli, ["compare", str(base), str(slow), "--db", str(db),
+                                "--max-threshold", "150%"])
+    assert loose.exit_code == 0, loose.output
+    bad = runner.invoke(cli, ["compare", str(base), str(slow), "--max-threshold", "1%"])
+    assert bad.exit_code == 2 and "--max-threshold" in bad.output

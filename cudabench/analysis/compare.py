@@ -1,14 +1,21 @@
 """Compare two results files benchmark by benchmark: pure logic, no rendering, no CUDA.
 
 Benchmarks pair on BenchmarkResult.key: (op, variant, sorted params, shape, dtype, hot).
-Benchmarks in only one file are listed as added or removed; they are not errors.
+Benchmarks only in the current file are listed as added. A kernel or vendor row of the
+baseline that the current file lacks, or holds only as SKIP, is `missing`: a gate that passed
+because a benchmark vanished (renamed, re-parameterised, its file deleted, a crashed run)
+would pass anything, so missing fails the gate unless the user says `allow_missing` (then
+it is listed as removed). A current file the writer marked incomplete fails the gate too.
 
 Verdict of a pair, first rule that applies:
 
 - `failed`: the current run is FAIL or ERROR (whatever the baseline was: a run that is not
   verified cannot pass a gate, even if it already failed before). A regression.
 - `fixed`: the baseline was FAIL or ERROR and the current run passes (PASS or REF).
-- `noisy`: fewer than 3 samples on a side, too few to test.
+- `untestable`: slower by more than the threshold, but with so few samples that the rank
+  test could not reach p < alpha whatever they were (6 against 6 cannot reach 0.001): a
+  large slowdown that cannot be judged fails the gate rather than passing unseen. With
+  such samples and no large slowdown, `noisy`.
 - With medians m0 (baseline) and m1 (current): change = m1 / m0 - 1, and p the two-sided
   Mann-Whitney U p-value of the raw samples; a change is significant when p < alpha.
 - `slower`: significant and change > threshold. A regression, for kernels: a slower
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,14 +69,16 @@ class Verdict(str, enum.Enum):
     """The judgement on one pair, in the order summaries list them: worst first."""
 
     FAILED = "failed"
+    MISSING = "missing"
     SLOWER = "slower"
+    UNTESTABLE = "untestable"
     NOISY = "noisy"
     SAME = "same"
     FASTER = "faster"
     FIXED = "fixed"
 
 
-REGRESSION = frozenset({Verdict.SLOWER, Verdict.FAILED})
+REGRESSION = frozenset({Verdict.SLOWER, Verdict.FAILED, Verdict.MISSING, Verdict.UNTESTABLE})
 
 _NUMBER = re.compile(r"[+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 
@@ -102,6 +112,8 @@ class ComparisonRow:
         A slower reference row (the device-to-device copy) says the machine changed, not a
         kernel: it is shown, and explains slower kernels, but does not fail the gate.
         """
+        if self.verdict is Verdict.MISSING:  # a vendor row that vanished counts too
+            return self.kind is not Kind.REFERENCE
         return self.verdict in REGRESSION and self.kind is Kind.VARIANT
 
 
@@ -122,6 +134,7 @@ class Comparison:
     # driver: a change there can move every timing without any kernel changing.
     setting_changes: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # GPU models only one file has (their rows are not paired)
+    current_incomplete: bool = False  # the current run stopped before its last row
 
     @property
     def regressions(self) -> tuple[ComparisonRow, ...]:
@@ -129,26 +142,33 @@ class Comparison:
         return tuple(row for row in self.rows if row.regressed)
 
     @property
+    def missing(self) -> tuple[ComparisonRow, ...]:
+        """Return the baseline benchmarks the current file lacks (they fail the gate)."""
+        return tuple(row for row in self.rows if row.verdict is Verdict.MISSING)
+
+    @property
     def exit_code(self) -> ExitCode:
-        """Return ExitCode.REGRESSION when any row regressed, else ExitCode.OK."""
-        return ExitCode.REGRESSION if self.regressions else ExitCode.OK
+        """Return ExitCode.REGRESSION when any row regressed or the current run is
+        incomplete, else ExitCode.OK."""
+        failed = self.regressions or self.current_incomplete
+        return ExitCode.REGRESSION if failed else ExitCode.OK
 
 
-def parse_threshold(text: str) -> float:
-    """Parse --threshold ("5%", "5 %" or the fraction "0.05") into a fraction."""
+def parse_threshold(text: str, flag: str = "--threshold") -> float:
+    """Parse a threshold flag ("5%", "5 %" or the fraction "0.05") into a fraction."""
     raw = str(text).strip()
     percent = raw.endswith("%")
     number = raw[:-1].strip() if percent else raw
     hint = "expected a percentage such as 5% or a fraction such as 0.05"
     if not _NUMBER.fullmatch(number):
-        raise UsageError(f"--threshold {text!r}: {hint}")
+        raise UsageError(f"{flag} {text!r}: {hint}")
     value = float(number) / 100 if percent else float(number)
     if not percent and value >= 1:
         # A bare "5" almost always means 5%, not 500%: refuse rather than silently gate at 500%.
-        raise UsageError(f"--threshold {text!r}: a bare number is a fraction; write "
+        raise UsageError(f"{flag} {text!r}: a bare number is a fraction; write "
                          f"{number}% for {number} percent, or {value / 100:g} as a fraction")
     if not 0 < value < MAX_THRESHOLD:
-        raise UsageError(f"--threshold {text!r}: must be above 0% and below "
+        raise UsageError(f"{flag} {text!r}: must be above 0% and below "
                          f"{MAX_THRESHOLD:.0%}; {hint}")
     return value
 
@@ -159,13 +179,14 @@ PowerFor = Callable[[float, BenchmarkResult, BenchmarkResult], float]  # -> dete
 
 def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFAULT_THRESHOLD,
             alpha: float = DEFAULT_ALPHA, allow_different_gpu: bool = False,
-            threshold_for: ThresholdFor | None = None, power_for: PowerFor | None = None
-            ) -> Comparison:
+            threshold_for: ThresholdFor | None = None, power_for: PowerFor | None = None,
+            allow_missing: bool = False) -> Comparison:
     """Pair the benchmarks of two results files and judge each pair's change.
 
     threshold_for, when given, sets each row's threshold (--threshold auto: from history);
     threshold is then the floor it falls back to. power_for fills each row's detectable
-    change (--power).
+    change (--power). allow_missing lists the baseline's benchmarks that the current file
+    lacks as removed instead of failing them as missing.
     """
     if not 0 < threshold < MAX_THRESHOLD:
         raise UsageError(f"--threshold {threshold!r}: must be above 0 and below {MAX_THRESHOLD}")
@@ -196,6 +217,11 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
             rows.append(dataclasses.replace(
                 row, threshold=limit, threshold_source=source, detectable=detectable,
                 device=f"GPU {new.device.index}" if several and new.device else ""))
+    if not allow_missing:
+        skipped = {r.key: r for r in current.benchmarks if r.status is Status.SKIP}
+        rows += [_missing(old, skipped.get(old.key)) for old in removed_rows
+                 if old.kind is not Kind.REFERENCE]
+        removed_rows = [old for old in removed_rows if old.kind is Kind.REFERENCE]
     added, removed = tuple(added_rows), tuple(removed_rows)
     return Comparison(
         rows=tuple(rows),
@@ -209,7 +235,33 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         current_gpu=current.gpu_name,
         setting_changes=setting_changes(baseline, current),
         notes=_model_notes(models[0], models[1], added, removed) if by_model else (),
+        current_incomplete=current.metadata.get("complete") is False,
     )
+
+
+def _missing(old: BenchmarkResult, skipped: BenchmarkResult | None) -> ComparisonRow:
+    """Return the row of a baseline benchmark the current file lacks or only skipped."""
+    if skipped is not None:
+        reason = f"now SKIP (was {old.status.value}): {skipped.skipped}"
+    else:
+        reason = (f"not in the current file (was {old.status.value}): renamed, "
+                  "re-parameterised, deleted or not run; --allow-missing accepts that")
+    return ComparisonRow(
+        op=old.op, variant=old.variant, params=dict(old.params), shape=tuple(old.shape),
+        dtype=old.dtype, hot=old.hot, baseline_median_s=old.median_s, current_median_s=None,
+        change=None, p_value=None, verdict=Verdict.MISSING, reason=reason, kind=old.kind,
+        threshold_source="missing",
+        device=f"GPU {old.device.index}" if old.device else "")
+
+
+def reachable_p(n1: int, n2: int) -> float:
+    """Return the smallest two-sided p-value mann_whitney_u can give for n1 and n2 samples
+    (every one of one side above every one of the other, no ties)."""
+    if n1 < 1 or n2 < 1:
+        return 1.0
+    n = n1 + n2
+    z = (n1 * n2 / 2.0 - 0.5) / math.sqrt(n1 * n2 * (n + 1) / 12.0)
+    return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2.0)))
 
 
 def _models(results: ResultsFile) -> set[str]:
@@ -343,9 +395,18 @@ def _verdict(before: BenchmarkResult, after: BenchmarkResult, change: float | No
         return Verdict.FAILED, f"now {now.value} (was {was.value}): {why}"
     if was in FAILING_STATUSES:
         return Verdict.FIXED, f"now {now.value} (was {was.value})"
+    counts = len(before.samples_s), len(after.samples_s)
+    floor = reachable_p(*counts) if min(counts) >= MIN_SAMPLES else 1.0
+    if change is not None and floor >= alpha:
+        few = (f"{counts[0]} and {counts[1]} samples can never reach p < {alpha:g} "
+               f"(at best p={format_p_value(floor)})")
+        if change > threshold:
+            return Verdict.UNTESTABLE, (f"{format_change(change)} but {few}: too few samples "
+                                        "to judge; take more samples")
+        return Verdict.NOISY, f"too few samples to test: {few}"
     if p is None or change is None:
-        return Verdict.NOISY, (f"too few samples to test ({len(before.samples_s)} and "
-                         f"{len(after.samples_s)}; at least {MIN_SAMPLES} a side)")
+        return Verdict.NOISY, (f"too few samples to test ({counts[0]} and {counts[1]}; at "
+                               f"least {MIN_SAMPLES} a side)")
     significant = p < alpha
     test = f"p={format_p_value(p)} {'<' if significant else '>='} {alpha:g}"
     shift, limit = format_change(change), format_percent(threshold)

@@ -29,6 +29,7 @@ from cudabench.errors import ExitCode, UsageError
 from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.history.store import Store
 from cudabench.history.threshold import (
+    DEFAULT_CAP,
     DEFAULT_FLOOR,
     DEFAULT_MULTIPLE,
     auto_threshold,
@@ -295,12 +296,22 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
               help=f"The history store --threshold auto reads (default {DEFAULT_STORE}).")
 @click.option("--allow-different-gpu", is_flag=True,
               help="Compare files measured on different GPU models.")
+@click.option("--allow-missing", is_flag=True,
+              help="Pass the gate although benchmarks of the baseline are missing from the "
+              "current file or SKIP there (default: missing fails).")
+@click.option("--max-threshold", default=f"{DEFAULT_CAP:.0%}", show_default=True,
+              help="The most --threshold auto may grow to from a noisy history.")
 def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
                     markdown_path: Path | None, html_path: Path | None, csv_path: Path | None,
-                    power: bool, db: Path | None, allow_different_gpu: bool) -> int:
+                    power: bool, db: Path | None, allow_different_gpu: bool,
+                    allow_missing: bool, max_threshold: str) -> int:
     """Compare two results files; exit 1 on a significant slowdown or a new failure."""
     auto = threshold.strip().lower() == "auto"
     limit = DEFAULT_FLOOR if auto else parse_threshold(threshold)
+    cap = parse_threshold(max_threshold, "--max-threshold")
+    if auto and cap < DEFAULT_FLOOR:
+        raise UsageError(f"--max-threshold {max_threshold}: below the {DEFAULT_FLOOR:.0%} floor "
+                         "of --threshold auto")
     for path, flag in ((markdown_path, "--markdown"), (html_path, "--html"),
                        (csv_path, "--csv")):
         if path is not None and path.resolve() in (baseline.resolve(), current.resolve()):
@@ -315,7 +326,7 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
         threshold_for = None
         if auto:
             store = stack.enter_context(Store.open(store_path)) if store_path.exists() else None
-            threshold_for = auto_thresholds(store, after.gpu_name, store_path)
+            threshold_for = auto_thresholds(store, after.gpu_name, store_path, cap)
         power_for = None
         if power:
             def power_for(gate: float, old: BenchmarkResult, new: BenchmarkResult) -> float:
@@ -323,7 +334,7 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
                                            max(len(new.samples_s), 1),
                                            max(len(old.samples_s), 1), alpha)
         comparison = compare(before, after, limit, alpha, allow_different_gpu, threshold_for,
-                             power_for)
+                             power_for, allow_missing)
     if markdown_path is not None:
         write_text(markdown_path, to_markdown(comparison), "--markdown")
     if html_path is not None:
@@ -332,18 +343,18 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
         write_text(csv_path, comparison_to_csv(comparison), "--csv")
     terminal.render_comparison(comparison, terminal.stdout_console())
     incomplete = [f.path for f in (before, after) if f.metadata.get("complete") is False]
-    terminal.render_incomplete(incomplete, terminal.stderr_console())
+    terminal.render_incomplete(incomplete, terminal.stderr_console(), after.path)
     return int(comparison.exit_code)
 
 
-def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path
-                    ) -> Callable[[BenchmarkResult], tuple[float, str]]:
-    """Return --threshold auto: each benchmark's gate from the history store, else the
-    floor, with where it came from."""
+def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
+                    cap: float = DEFAULT_CAP) -> Callable[[BenchmarkResult], tuple[float, str]]:
+    """Return --threshold auto: each benchmark's gate from the history store (at most cap),
+    else the floor, with where it came from."""
     def threshold_for(result: BenchmarkResult) -> tuple[float, str]:
         if store is None:
             return DEFAULT_FLOOR, f"floor: no history store at {store_path}"
-        return auto_threshold(store, result.key, gpu_model)
+        return auto_threshold(store, result.key, gpu_model, cap=cap)
 
     return threshold_for
 

@@ -24,6 +24,9 @@ from cudabench.history.store import Benchmark, Store
 from cudabench.units import format_percent
 
 DEFAULT_FLOOR = 0.02
+# The most `auto` grows to: a noisy history (a bad week of neighbours on the GPU) once raised
+# a gate to 302%, so that a 2x slowdown read as "same". Past the cap the gate says so.
+DEFAULT_CAP = 0.25
 DEFAULT_MULTIPLE = 3.0
 DEFAULT_MIN_RUNS = 5
 DEFAULT_LAST = 20  # the runs the spread is taken over: recent enough to be today's machine
@@ -43,17 +46,22 @@ def between_run_spread(medians: Sequence[float]) -> float:
 
 def threshold_from_medians(medians: Sequence[float], floor: float = DEFAULT_FLOOR,
                            multiple: float = DEFAULT_MULTIPLE,
-                           min_runs: int = DEFAULT_MIN_RUNS) -> tuple[float, str]:
-    """Return (threshold, where it came from) for a benchmark's recent per-run medians."""
-    if not 0 < floor < MAX_THRESHOLD or multiple <= 0 or min_runs < 3:
-        raise ValueError("floor in (0, 10), multiple > 0 and min_runs >= 3")
+                           min_runs: int = DEFAULT_MIN_RUNS,
+                           cap: float = DEFAULT_CAP) -> tuple[float, str]:
+    """Return (threshold, where it came from) for a benchmark's recent per-run medians:
+    multiple x their spread, at least floor and at most cap."""
+    if not 0 < floor <= cap < MAX_THRESHOLD or multiple <= 0 or min_runs < 3:
+        raise ValueError("0 < floor <= cap < 10, multiple > 0 and min_runs >= 3")
     runs = len(medians)
     if runs < min_runs:
         return floor, (f"floor {format_percent(floor)}: only {runs} run{'s' if runs != 1 else ''}"
                        f" in history (auto needs {min_runs})")
     spread = between_run_spread(medians)
-    scaled = min(multiple * spread, MAX_THRESHOLD / 2)
+    scaled = multiple * spread
     source = f"history: {runs} runs, spread {spread * 100:.2g}%"
+    if scaled > cap:
+        return cap, (f"{source} x {multiple:g} = {format_percent(scaled)}, capped at "
+                     f"{format_percent(cap)} (--max-threshold)")
     if scaled <= floor:
         return floor, f"{source} ({multiple:g} x spread below the {format_percent(floor)} floor)"
     return scaled, f"{source} x {multiple:g}"
@@ -62,7 +70,8 @@ def threshold_from_medians(medians: Sequence[float], floor: float = DEFAULT_FLOO
 def auto_threshold(store: Store, key: Benchmark | tuple[Any, ...], gpu_model: str,
                    floor: float = DEFAULT_FLOOR, multiple: float = DEFAULT_MULTIPLE,
                    min_runs: int = DEFAULT_MIN_RUNS, last: int = DEFAULT_LAST,
-                   exclude_run: int | None = None) -> tuple[float, str]:
+                   exclude_run: int | None = None, cap: float = DEFAULT_CAP
+                   ) -> tuple[float, str]:
     """Return (threshold, source text) for a benchmark on a GPU model from the store.
 
     key is a Benchmark or a BenchmarkResult.key tuple. The threshold is multiple x the
@@ -71,7 +80,8 @@ def auto_threshold(store: Store, key: Benchmark | tuple[Any, ...], gpu_model: st
     """
     bench = key if isinstance(key, Benchmark) else Benchmark(*key)
     points = store.series(bench, gpu_model, last=last, exclude_run=exclude_run)
-    return threshold_from_medians([p.median_s for p in points], floor, multiple, min_runs)
+    return threshold_from_medians([p.median_s for p in points], floor, multiple, min_runs,
+                                  cap)
 
 
 def smallest_detectable(threshold: float, spread: float, samples: int,

@@ -36,6 +36,8 @@ def row_cells(row: ComparisonRow) -> list[str]:
 
 def threshold_text(row: ComparisonRow) -> str:
     """Return the gate a row used, where it came from, and (--power) what it can catch."""
+    if row.verdict is Verdict.MISSING:
+        return "-"  # nothing was timed to hold against a threshold
     text = f"{format_percent(row.threshold)} ({row.threshold_source or '--threshold'})"
     if row.detectable is not None:
         catch = "never (too few samples)" if row.detectable == float("inf") \

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 # Semantic classes only: a cell's style is looked up here, never written into the page.
 STATUS_CLASSES = {"PASS": "good", "FAIL": "bad", "ERROR": "bad", "TIMEOUT": "bad",
                   "SUSPECT": "warn", "SKIP": "muted", "REF": "info"}
-VERDICT_CLASSES = {Verdict.FAILED: "bad", Verdict.SLOWER: "bad", Verdict.NOISY: "warn",
+VERDICT_CLASSES = {Verdict.FAILED: "bad", Verdict.SLOWER: "bad", Verdict.MISSING: "bad",
+                   Verdict.UNTESTABLE: "bad", Verdict.NOISY: "warn",
                    Verdict.FASTER: "good", Verdict.FIXED: "good", Verdict.SAME: ""}
 # The comparison's columns as a page shows them: the verdict and the change beside the name,
 # where a phone shows them without scrolling; the long explanations last.

@@ -224,6 +224,7 @@ def render_device(info: DeviceInfo, versions: Mapping[str, str], console: Consol
 
 
 VERDICT_STYLES = {Verdict.SLOWER: "bold red", Verdict.FAILED: "bold red",
+                  Verdict.MISSING: "bold red", Verdict.UNTESTABLE: "bold red",
                   Verdict.FASTER: "green", Verdict.FIXED: "green", Verdict.NOISY: "yellow",
                   Verdict.SAME: ""}
 
@@ -239,12 +240,17 @@ def render_rows(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
     console.print(table)
 
 
-def render_incomplete(paths: list[str], console: Console) -> None:
-    """Warn that results files stopped early (their missing rows show as added/removed)."""
+def render_incomplete(paths: list[str], console: Console, current: str = "") -> None:
+    """Say which results files stopped early: the current one fails the gate."""
     for path in paths:
-        console.print(Text(f"warning: {path} is incomplete (its run stopped early): the "
-                           "benchmarks it lacks show as added or removed", style="yellow"),
-                      soft_wrap=True)
+        if path == current:
+            console.print(Text(f"error: {path} is incomplete (its run stopped before its last "
+                               "row): it fails the gate; run the benchmarks again",
+                               style="bold red"), soft_wrap=True)
+        else:
+            console.print(Text(f"warning: {path} is incomplete (its run stopped early): the "
+                               "benchmarks it lacks cannot be compared", style="yellow"),
+                          soft_wrap=True)
 
 
 def render_comparison(comparison: Comparison, console: Console) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cudabench.errors import ResultsFileError
-from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Verification
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status, Verification
 
 SCHEMA_VERSION = 2
 FILE_KIND = "cudabench-results"
@@ -202,7 +202,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
                  "launches", "a list of objects")
     cpu = data.get("cpu_reference_s")
     check.expect(cpu is None or _is_number(cpu), "cpu_reference_s", "a number or null")
-    return BenchmarkResult(
+    result = BenchmarkResult(
         op=check.field(data, "op", str),
         variant=check.field(data, "variant", str),
         params=params,
@@ -236,6 +236,20 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         energy=_mapping(data, "energy", check),
         transfers=_mapping(data, "transfers", check),
     )
+    _check_consistent(result, data, check)
+    return result
+
+
+def _check_consistent(result: BenchmarkResult, data: Mapping[str, Any], check: Checker) -> None:
+    """Refuse a row whose stated status disagrees with its fields, or a verified or
+    reference row with no samples: a gate must never judge a file that lies about itself."""
+    stated = data.get("status")
+    check.expect(stated is None or stated == result.status.value, "status",
+                 f'"{result.status.value}", as its verification, error and skip fields say '
+                 "(the file is inconsistent: was it edited by hand?)")
+    if result.status in (Status.PASS, Status.SUSPECT, Status.REF):
+        check.expect(bool(result.samples_s), "samples_s",
+                     f"a non-empty list: a {result.status.value} row was timed")
 
 
 def _mapping(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, Any]:
