@@ -124,6 +124,7 @@ class Worker:
             if not wait:
                 _CLOSING.append(self._process)
                 self._messages.close()
+                _let_go(self._inbox)
                 self._process = self._inbox = self._messages = None
                 self._has_plans = False
                 return
@@ -196,7 +197,20 @@ class Worker:
         if self._process is not None:
             _stop(self._process)
             self._messages.close()
+            _let_go(self._inbox)
         self._process = self._inbox = self._messages = None
+
+
+def _let_go(inbox: Any) -> None:
+    """Close a worker's inbox so that the process can exit without draining it.
+
+    A queue's feeder thread writes into a pipe that only the worker reads; if the worker
+    died (PyCUDA missing, a fault) with a large batch unsent (a sweep's plans), Python's
+    exit joins that thread and waits forever. Whatever is unsent is no longer wanted.
+    """
+    with contextlib.suppress(Exception):
+        inbox.cancel_join_thread()
+        inbox.close()
 
 
 _PRESTARTED: list[Worker] = []  # started before the plans were made (at most one)

@@ -184,9 +184,11 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> ExitCode:
-        """Return 2 if a row could not be compiled or run, 3 if one failed or timed out."""
+        """Return 2 if a row could not be compiled or run or nothing at all was measured
+        (every row SKIP: no GPU it can run on, no CUDA Python...), 3 if one failed or
+        timed out."""
         statuses = {r.status for r in self.results}
-        if Status.ERROR in statuses:
+        if Status.ERROR in statuses or statuses == {Status.SKIP}:
             return ExitCode.USAGE
         if statuses & {Status.FAIL, Status.TIMEOUT, Status.SUSPECT}:
             return ExitCode.VERIFICATION_FAILED
