@@ -27,6 +27,7 @@ from cudabench.analysis.compare import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
 from cudabench.cli.options import parse_params
 from cudabench.errors import KernelFileError, UsageError
+from cudabench.outfiles import check_outputs, write_text
 from cudabench.measure.jobs import jobs_of
 from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Insight, Plan, Request, make_plan
@@ -141,9 +142,9 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                    insight=Insight(vendor=False, batch=False))
     chosen, added, removed = _pairing(sides, ops)
     plans, skipped = _plans(sides, chosen, base, dtype, parse_params(params))
-    for path, flag in ((markdown_path, "--markdown"), (json_path, "--json")):
-        if path is not None:  # an unwritable path fails now, not after the GPU work
-            commands.write_text(path, "", flag)
+    # An unwritable path, or one that reaches a kernel file, fails now, not after the GPU work.
+    check_outputs({"--markdown": markdown_path, "--json": json_path},
+                  commands.plan_files([plan for pair in plans for plan in pair]))
     writer = ResultsWriter(json_path) if json_path is not None else None
     schedule, labels = _interleave(plans, rounds)
     try:
@@ -169,7 +170,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
         console.print(line, markup=False, soft_wrap=True)
     console.print(summary_text(run, gpu), markup=False, soft_wrap=True)
     if markdown_path is not None:
-        commands.write_text(markdown_path, to_markdown(run, title, gpu), "--markdown")
+        write_text(markdown_path, to_markdown(run, title, gpu), "--markdown")
     return int(run.exit_code)
 
 

@@ -26,6 +26,7 @@ from cudabench.cli.options import (
 )
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
+from cudabench.outfiles import check_outputs, write_text
 from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.history.store import Store
 from cudabench.history.threshold import (
@@ -104,18 +105,17 @@ def _run_and_render(requests: list[Request], device: int, outputs: Outputs,
         for slot in slots or [alone]:
             memory.check(plans, memory.device_free_bytes(slot.visible),
                          memory.host_available_bytes(), f"GPU {slot.index}")
-    for path, flag in ((outputs.markdown_path, "--markdown"), (outputs.csv_path, "--csv"),
-                       (outputs.best_out, "--best-out")):
-        if path is not None:  # an unwritable path fails now, not after the run
-            write_text(path, "", flag)
+    # An unwritable path, or one that reaches an input, fails now, not after the run.
+    inputs = [*outputs.inputs, *plan_files(plans)]
+    check_outputs({"--json": outputs.json_path, "--markdown": outputs.markdown_path,
+                   "--csv": outputs.csv_path, "--best-out": outputs.best_out,
+                   "--db": outputs.db if outputs.record else None}, inputs)
     if outputs.record and outputs.json_path is None:  # the store records a file: keep one
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         kept = RUNS_DIR / f"{stamp}.json"
         kept.parent.mkdir(parents=True, exist_ok=True)
         outputs = dataclasses.replace(outputs, json_path=kept)
     writer = ResultsWriter(outputs.json_path) if outputs.json_path is not None else None
-    if writer is not None:  # an unwritable --json path fails now, not after the GPU work
-        writer.write(complete=False)
     # Last of the checks: a Ray started for nothing would cost its start-up.
     cluster = connect(placement.cluster) if placement.cluster is not None else None
     try:
@@ -199,12 +199,11 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     return int(ExitCode.OK if all(r.compile_ok for r in rows) else ExitCode.USAGE)
 
 
-def write_text(path: Path, text: str, flag: str) -> None:
-    """Write a report file; an unwritable path is the user's error, naming the flag."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot write: {exc}") from None
+def plan_files(plans: list[Plan]) -> list[Path]:
+    """Return the kernel files the plans read: no output may be written over one."""
+    return [Path(variant.path) for plan in plans
+            for variant in (*(p.variant for p in plan.variants),
+                            *(v for v, _ in plan.skipped))]
 
 
 @click.command("run")
@@ -228,7 +227,8 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
     chosen = build_insight(insight)
     requests = [dataclasses.replace(request, insight=chosen)
                 for request in load_suite(path, tuple(kernels_dirs))]
-    outputs = Outputs.of(insight, json_path=json_path, markdown_path=markdown_path)
+    outputs = Outputs.of(insight, json_path=json_path, markdown_path=markdown_path,
+                         inputs=(path,))
     return run_and_render(requests, device, outputs, dry_run=dry_run, arch=arch,
                           placement=Placement.of(insight, device))
 
@@ -312,11 +312,8 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     if auto and cap < DEFAULT_FLOOR:
         raise UsageError(f"--max-threshold {max_threshold}: below the {DEFAULT_FLOOR:.0%} floor "
                          "of --threshold auto")
-    for path, flag in ((markdown_path, "--markdown"), (html_path, "--html"),
-                       (csv_path, "--csv")):
-        if path is not None and path.resolve() in (baseline.resolve(), current.resolve()):
-            raise UsageError(f"{flag} {path}: that is one of the files being compared; write "
-                             "it elsewhere")
+    check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
+                  [baseline, current, db or DEFAULT_STORE])
     before, after = load_results(baseline), load_results(current)
     if not after.benchmarks:
         raise UsageError(f"{current}: holds no benchmarks (its run measured nothing): "

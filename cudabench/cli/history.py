@@ -14,6 +14,7 @@ import click
 
 from cudabench.analysis.compare import DEFAULT_ALPHA, Verdict, parse_threshold
 from cudabench.errors import ExitCode, UsageError
+from cudabench.outfiles import check_output, replacing
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
 from cudabench.history.store import DEFAULT_PATH, Store, parse_time
@@ -182,9 +183,12 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
                      fontsize=9)
         ax.set_ylabel("median (us)")
         ax.set_xticks(xs, [trend.label(i) for i in xs], rotation=90, fontsize=6)
+    check_output(output, "OUTPUT")
+    fmt = output.suffix.lower().lstrip(".") or "png"
     try:
-        figure.savefig(output, dpi=150)
-    except (OSError, ValueError) as exc:
+        with replacing(output, "OUTPUT", "wb") as stream:  # a failed plot leaves the old file
+            figure.savefig(stream, format=fmt, dpi=150)
+    except ValueError as exc:  # a suffix matplotlib cannot write
         raise UsageError(f"{output}: cannot write the plot: {exc}") from None
     terminal.stdout_console().print(f"wrote {output}: {len(found)} benchmarks", markup=False)
     return int(ExitCode.OK)

@@ -36,6 +36,7 @@ class Outputs:
     record: bool = False  # append the run to the history store
     db: Path = DEFAULT_STORE
     check: bool = False  # judge the recorded run against the store's history
+    inputs: tuple[Path, ...] = ()  # files the run reads (its suite): never written over
 
     @classmethod
     def of(cls, options: dict[str, Any], **fields: Any) -> Outputs:

@@ -13,6 +13,7 @@ import click
 from rich.text import Text
 
 from cudabench.errors import UsageError
+from cudabench.outfiles import check_outputs, write_text
 from cudabench.render import csv_out, plot, terminal
 from cudabench.render.html import report_html
 from cudabench.render.markdown import run_to_markdown
@@ -42,31 +43,6 @@ def outcome_of(files: Sequence[ResultsFile]) -> RunOutcome:
     )
 
 
-def check_outputs(inputs: Sequence[Path], outputs: dict[str, Path | None]) -> None:
-    """Refuse an output that would overwrite an input, or two outputs on one path."""
-    sources = {path.resolve() for path in inputs}
-    seen: dict[Path, str] = {}
-    for flag, path in outputs.items():
-        if path is None:
-            continue
-        where = path.resolve()
-        if where in sources:
-            raise UsageError(f"{flag} {path}: that is one of the results files being read; "
-                             "write it elsewhere")
-        if where in seen:
-            raise UsageError(f"{flag} {path}: {seen[where]} writes there too; give each "
-                             "output its own path")
-        seen[where] = flag
-
-
-def write_text(path: Path, text: str, flag: str) -> None:
-    """Write an output file; an unwritable path is the user's error, naming the flag."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot write: {exc}") from None
-
-
 def default_title(files: Sequence[ResultsFile]) -> str:
     """Name a report by its GPUs."""
     gpus = sorted({f.gpu_name for f in files if f.gpu_name})
@@ -85,8 +61,8 @@ def default_title(files: Sequence[ResultsFile]) -> str:
 def report_command(files: tuple[Path, ...], markdown_path: Path | None,
                    html_path: Path | None, csv_path: Path | None, title: str | None) -> int:
     """Show saved results (FILE...) as the run's tables, without a GPU."""
-    check_outputs(files, {"--markdown": markdown_path, "--html": html_path,
-                          "--csv": csv_path})
+    check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
+                  files)
     loaded = load_files(files)
     outcome = outcome_of(loaded)
     terminal.render_run(outcome, terminal.stdout_console())
@@ -111,7 +87,7 @@ def plot_command(files: tuple[Path, ...], output: Path, kind: str) -> int:
     """Plot saved results (FILE...): throughput by size, and the roofline."""
     plot.check_suffix(output)  # flag mistakes first, before reading any file
     plot.require()
-    check_outputs(files, {"-o": output})
+    check_outputs({"-o": output}, files)
     results = [r for f in load_files(files) for r in f.benchmarks]
     shown = plot.plotted(results)
     if not shown:

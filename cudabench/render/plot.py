@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cudabench.errors import UsageError
+from cudabench.outfiles import replacing
 from cudabench.insight import roofs
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status
 from cudabench.units import params_text
@@ -619,10 +620,8 @@ def save(figure: Figure, path: Path | str) -> None:
     """Write a figure as PNG, SVG or PDF, chosen by the path's suffix."""
     path = Path(path)
     fmt = check_suffix(path)
-    try:
-        figure.savefig(path, format=fmt, dpi=150)
-    except OSError as exc:
-        raise UsageError(f"-o {path}: cannot write: {exc}") from None
+    with replacing(path, "-o", "wb") as stream:  # a failed plot leaves the old file
+        figure.savefig(stream, format=fmt, dpi=150)
 
 
 _PROLOG = re.compile(r"\A\s*<\?xml[^>]*\?>\s*(<!DOCTYPE[^>]*>\s*)?")

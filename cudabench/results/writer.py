@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import platform
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from cudabench import __version__
-from cudabench.errors import UsageError
+from cudabench.outfiles import replacing
 from cudabench.results.codec import (
     FILE_KIND,
     SCHEMA_VERSION,
@@ -58,9 +56,9 @@ class ResultsWriter:
         self.benchmarks: list[dict[str, Any]] = []
 
     def start(self, engine_versions: Mapping[str, str]) -> None:
-        """Record the engine's versions; writes the (still empty) file to claim the path."""
+        """Record the engine's versions. Nothing is written yet: a run that measures
+        nothing leaves an existing file as it was (the path was checked up front)."""
         self.metadata["tool"].update(engine_versions)
-        self.write(complete=False)
 
     def add(self, result: BenchmarkResult) -> None:
         """Append one benchmark (its device listed once) and rewrite the file."""
@@ -83,27 +81,9 @@ class ResultsWriter:
     def write(self, complete: bool = True) -> None:
         """Write the file atomically: a reader sees the old or the new file, never half."""
         document = self.document(complete)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.",
-                                                 dir=self.path.parent)
-        except OSError as exc:
-            raise UsageError(f"--json {self.path}: cannot write there: {exc}") from None
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(document, stream, indent=1, allow_nan=False)
-                stream.write("\n")
-            os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+        with replacing(self.path, "--json") as stream:
+            json.dump(document, stream, indent=1, allow_nan=False)
+            stream.write("\n")
 
 
 def _now() -> str:

@@ -1,0 +1,103 @@
+"""Output files that never destroy anything: checked before the work, written whole.
+
+Every file a command writes (--json, --markdown, --csv, --html, --best-out, plots) goes
+through here: its path is checked up front (not a folder, a folder that exists or can be
+made, write access), it may not be any input of the run by whatever path reaches it
+(relative, `..`, a symlink), and it is written to a temporary file beside the target and
+renamed over it at the end, so a failed or interrupted run leaves the old file as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from cudabench.errors import UsageError
+
+
+def target(path: Path) -> Path:
+    """Return the file a write to path changes: a symlink's target, absolute."""
+    return Path(os.path.realpath(path))
+
+
+def check_output(path: Path, flag: str) -> None:
+    """Refuse, before any work, a path the output cannot be written to."""
+    if not str(path).strip() or str(path) == ".":
+        raise UsageError(f"{flag}: give a file name (an empty path is not one)")
+    real = target(path)
+    if real.is_dir():
+        raise UsageError(f"{flag} {path}: is a folder; give a file name")
+    if real.exists() and not os.access(real, os.W_OK):
+        raise UsageError(f"{flag} {path}: cannot write: permission denied")
+    folder = real.parent
+    while not folder.exists():  # it will be made: the first folder that exists decides
+        folder = folder.parent
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {path}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: cannot write in {folder}: permission denied")
+
+
+def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path] = ()) -> None:
+    """Check each output (check_output), and refuse one that would overwrite an input of
+    the run or another output."""
+    sources = {target(path) for path in inputs}
+    seen: dict[Path, str] = {}
+    for flag, path in outputs.items():
+        if path is None:
+            continue
+        check_output(path, flag)
+        real = target(path)
+        if real in sources:
+            raise UsageError(f"{flag} {path}: that is one of the files this command reads; write "
+                             "it elsewhere")
+        if real in seen:
+            raise UsageError(f"{flag} {path}: {seen[real]} writes there too; give each "
+                             "output its own path")
+        seen[real] = flag
+
+
+@contextlib.contextmanager
+def replacing(path: Path, flag: str, mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary file beside path; when the block ends without an error, rename it
+    over path (readers see the old file or the new, never half); on an error, drop it."""
+    real = target(path)
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{real.name}.", dir=real.parent)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write there: {exc}") from None
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(handle, mode, encoding=encoding) as stream:
+            yield stream
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600
+        os.replace(temporary, real)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise UsageError(f"{flag} {path}: cannot write: {exc}") from None
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str, flag: str) -> None:
+    """Write a text output whole (replacing)."""
+    with replacing(path, flag) as stream:
+        stream.write(text)
+
+
+def write_bytes(path: Path, data: bytes, flag: str) -> None:
+    """Write a binary output whole (replacing)."""
+    with replacing(path, flag, "wb") as stream:
+        stream.write(data)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,108 @@
+"""Nothing destroyed: outputs are checked up front, written whole at the end, and never
+written over a file the command reads, by whatever path reaches it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import invoke
+
+DATA = Path(__file__).parent / "data" / "compare"
+QUICK = ("--warmup", "0", "--min-samples", "3", "--max-time", "0.01", "--no-vendor",
+         "--no-batch")
+
+
+def existing(tmp_path: Path, *names: str) -> dict[Path, bytes]:
+    """Write each file with content of its own; return what each held."""
+    kept = {}
+    for name in names:
+        path = tmp_path / name
+        path.write_text(f"precious {name}\n", encoding="utf-8")
+        kept[path] = path.read_bytes()
+    return kept
+
+
+def unchanged(kept: dict[Path, bytes]) -> None:
+    for path, content in kept.items():
+        assert path.read_bytes() == content, path
+
+
+def one_line_error(result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_a_run_that_fails_before_measuring_keeps_every_output(use_fake, tmp_path):
+    use_fake(lost_devices=(0,))  # the GPU cannot be opened: nothing is measured
+    kept = existing(tmp_path, "x.json", "x.md", "x.csv")
+    result = invoke("matmul", "--size", "64", *QUICK, "--json", tmp_path / "x.json",
+                    "--markdown", tmp_path / "x.md", "--csv", tmp_path / "x.csv")
+    assert result.exit_code == 2
+    unchanged(kept)
+
+
+def test_a_run_that_fails_to_plan_keeps_every_output(use_fake, tmp_path):
+    kept = existing(tmp_path, "x.json", "best.toml")
+    result = invoke("matmul", "--size", "64", "--tile", "7", *QUICK, "--json",
+                    tmp_path / "x.json", "--best", "--best-out", tmp_path / "best.toml")
+    assert result.exit_code == 2
+    unchanged(kept)
+
+
+@pytest.mark.parametrize("via", ["same", "relative", "symlink"])
+def test_compare_never_writes_over_its_inputs(tmp_path, monkeypatch, via):
+    base, current = tmp_path / "a.json", tmp_path / "b.json"
+    base.write_bytes((DATA / "baseline.json").read_bytes())
+    current.write_bytes((DATA / "slower20.json").read_bytes())
+    kept = {base: base.read_bytes(), current: current.read_bytes()}
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    target = {"same": base, "relative": Path("sub/../a.json"), "symlink": tmp_path / "link"}[via]
+    if via == "symlink":
+        os.symlink(base, target)
+    for flag in ("--markdown", "--html", "--csv"):
+        one_line_error(invoke("compare", base, current, flag, target), flag,
+                       "one of the files this command reads")
+    unchanged(kept)
+
+
+def test_run_never_writes_over_its_suite_or_a_kernel(use_fake, tmp_path, monkeypatch):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "matmul"\nsize = "64"\n', encoding="utf-8")
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    from helpers import MATMUL_HEADER, write_kernel
+    kernel = write_kernel(kernels, "mine", MATMUL_HEADER)
+    kept = {suite: suite.read_bytes(), kernel: kernel.read_bytes()}
+    monkeypatch.chdir(tmp_path)
+    one_line_error(invoke("run", "--json", "cudabench.toml"), "--json")
+    one_line_error(invoke("run", "--kernels-dir", kernels, "--markdown", kernel), "--markdown")
+    unchanged(kept)
+
+
+@pytest.mark.parametrize("flag", ["--json", "--markdown", "--csv"])
+def test_an_output_that_is_a_folder_or_empty_is_a_usage_error(use_fake, tmp_path, flag):
+    one_line_error(invoke("matmul", "--size", "64", *QUICK, flag, tmp_path), flag)
+    one_line_error(invoke("matmul", "--size", "64", *QUICK, flag, ""), flag)
+
+
+def test_two_outputs_on_one_path_are_refused(use_fake, tmp_path):
+    out = tmp_path / "x.out"
+    one_line_error(invoke("matmul", "--size", "64", *QUICK, "--markdown", out, "--csv", out),
+                   "writes there too")
+    assert not out.exists()
+
+
+def test_a_results_file_is_replaced_whole_and_no_temporary_stays(use_fake, tmp_path):
+    out = tmp_path / "x.json"
+    out.write_text("old\n", encoding="utf-8")
+    result = invoke("matmul", "--size", "64", *QUICK, "--json", out)
+    assert result.exit_code == 0, result.output
+    assert out.read_text(encoding="utf-8").startswith("{")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
