@@ -43,3 +43,14 @@ def use_fake(monkeypatch):
 
     use()
     return use
+
+
+@pytest.fixture
+def no_gpu_work(monkeypatch):
+    """Stop benchmark commands right after validation: what is tested is the input."""
+    from cudabench.results import RunOutcome
+
+    monkeypatch.setattr("cudabench.cli.commands.run_plans",
+                        lambda plans, spec, on_result=None, on_start=None, **placement:
+                        RunOutcome(()))
+    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)

@@ -40,15 +40,6 @@ def clean(done, codes=(2,)) -> None:
     assert "Traceback" not in done.output and "internal error" not in done.output
 
 
-@pytest.fixture
-def no_gpu_work(monkeypatch):
-    """Stop benchmark commands right after validation: what is tested is the input."""
-    monkeypatch.setattr("cudabench.cli.commands.run_plans",
-                        lambda plans, spec, on_result=None, on_start=None, **placement:
-                        RunOutcome(()))
-    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
-
-
 # -- the classes that once misbehaved ----------------------------------------------------------
 
 @pytest.mark.parametrize(("args", "says"), [

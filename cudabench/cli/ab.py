@@ -113,7 +113,7 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
               "with its rounds' samples pooled.")
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the verdicts as markdown (a CI job summary).")
-@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | None,
                dtype: str | None, params: tuple[str, ...], rounds: int, samples: int,
                warmup: float, threshold: str, alpha: float, seed: int,

@@ -214,7 +214,7 @@ def plan_files(plans: list[Plan]) -> list[Path]:
               help="Also write the tables as markdown (a CI job summary).")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Also load variants from this folder (repeatable).")
-@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 @dry_run_options()[0]
 @dry_run_options()[1]
 @insight_options
@@ -241,7 +241,7 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
               help=f"The history store the runs go to (default {DEFAULT_STORE}).")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Also load variants from this folder (repeatable).")
-@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 def calibrate_command(config: Path | None, runs: int, db: Path | None,
                       kernels_dirs: tuple[Path, ...], device: int) -> int:
     """Run a suite several times into the history store, then show each benchmark's
@@ -357,7 +357,7 @@ def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
 
 
 @click.command("info")
-@click.option("--device", type=int, default=0, show_default=True, help="CUDA device index.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 def info(device: int) -> int:
     """Show the GPU, its limits and clocks, and the driver, CUDA and PyCUDA versions."""
     engine = engine_spec(device).open()

@@ -79,12 +79,15 @@ class OpsGroup(BoundaryGroup):
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         """Return a fixed command, or the command of an op with that name."""
+        from cudabench.cli.empty import refuse_empty
+
         if name in COMMANDS:
-            return load_command(name)
+            return refuse_empty(load_command(name))
         from cudabench.cli.op_commands import op_command
         from cudabench.ops import load_ops
 
-        return op_command(name, load_ops(self.kernels_dirs), run_and_render)
+        command = op_command(name, load_ops(self.kernels_dirs), run_and_render)
+        return refuse_empty(command) if command is not None else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List the commands with their short help, importing none of the fixed ones."""

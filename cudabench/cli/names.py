@@ -24,7 +24,8 @@ def kernels_dirs_in(args: Sequence[str]) -> list[Path]:
     found = []
     for i, arg in enumerate(args):
         if arg == "--kernels-dir" and i + 1 < len(args):
-            found.append(Path(args[i + 1]))
+            found.append(args[i + 1])
         elif arg.startswith("--kernels-dir="):
-            found.append(Path(arg.split("=", 1)[1]))
-    return [folder for folder in found if folder.is_dir()]
+            found.append(arg.split("=", 1)[1])
+    # An empty value is no folder (Path("") is the current one): the command refuses it.
+    return [Path(text) for text in found if text.strip() and Path(text).is_dir()]

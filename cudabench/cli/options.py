@@ -119,6 +119,9 @@ def parse_params(values: tuple[str, ...]) -> dict[str, list[int]]:
 
 def _values(text: str, flag: str) -> list[int]:
     """Return the integers of a parameter value: `16`, `0x10`, `8,16,32` or `8..64:x2`."""
+    if len(text.strip()) > 40:  # no parameter is that long (and int() refuses 4300 digits)
+        raise UsageError(f"{flag} {text[:20]!r}...: a number of {len(text)} characters; "
+                         "parameters are integers such as 16")
     try:
         return [int(text, 0)]
     except ValueError:
@@ -179,7 +182,7 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
             click.option("--markdown", "markdown_path",
                          type=click.Path(path_type=Path, dir_okay=False),
                          help="Also write the tables as markdown (a CI job summary)."),
-            click.option("--device", type=int, default=0, show_default=True,
+            click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
                          help="CUDA device index."),
             *dry_run_options(),
             click.option("--best", is_flag=True,

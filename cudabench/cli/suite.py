@@ -68,6 +68,9 @@ def _read(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read as UTF-8 text: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    except (RecursionError, ValueError) as exc:  # nested too deep; a number too long
+        raise UsageError(f"{path}: not a suite cudabench can read: "
+                         f"{type(exc).__name__}: {str(exc)[:120]}") from None
 
 
 def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Request]:

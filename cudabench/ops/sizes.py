@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from cudabench.errors import UsageError
 from cudabench.ops.types import INT32_MAX
 
-_NUMBER = re.compile(r"^\s*(\d+)\s*(?:<<\s*(\d+))?\s*$")
+# At most 30 digits (and a shift of 4): a longer number is no size, and Python refuses to
+# convert one of over 4300 digits at all.
+_NUMBER = re.compile(r"^\s*(\d{1,30})\s*(?:<<\s*(\d{1,4}))?\s*$")
 
 
 def parse_extent(text: str, flag: str = "--size") -> int:
@@ -84,7 +86,7 @@ def _extent_values(token: re.Match[str], flag: str, text: str) -> list[int]:
     if token["plain"] is not None:
         return [parse_extent(token["plain"], flag)]
     first, last = parse_extent(token["first"], flag), parse_extent(token["last"], flag)
-    step = int(token["step"])
+    step = int(token["step"]) if len(token["step"]) <= 30 else 0  # 0: refused just below
     grows = step > 1 if token["op"] == "x" else step > 0
     if first > last or not grows:
         raise UsageError(f"{flag} {text!r}: a range runs from a smaller to a larger size "

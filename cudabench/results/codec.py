@@ -230,10 +230,10 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         sample_clocks_mhz=_clocks(data, check),
         slow_clock_samples_s=_samples(data, "slow_clock_samples_s", check),
         batch_samples_s=_samples(data, "batch_samples_s", check),
-        telemetry=_mapping(data, "telemetry", check),
+        telemetry=_telemetry(data, check),
         counters=_numbers(data, "counters", check),
         counters_note=check.optional(data, "counters_note", str),
-        energy=_mapping(data, "energy", check),
+        energy=_energy(data, check),
         transfers=_mapping(data, "transfers", check),
     )
     _check_consistent(result, data, check)
@@ -257,6 +257,35 @@ def _mapping(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, An
     value = data.get(name) or {}
     check.expect(isinstance(value, dict), name, "an object")
     return dict(value)
+
+
+TELEMETRY_RANGES = ("sm_clock_mhz", "memory_clock_mhz")  # {"min": n, "max": n}
+
+
+def _telemetry(data: Mapping[str, Any], check: Checker) -> dict[str, Any]:
+    """Return the NVML telemetry object, its known fields checked (renderers format them)."""
+    values = _mapping(data, "telemetry", check)
+    for key, value in values.items():
+        if key == "throttle_reasons":
+            check.expect(isinstance(value, list) and all(isinstance(v, str) for v in value),
+                         f"telemetry.{key}", "a list of strings")
+        elif key in TELEMETRY_RANGES:
+            check.expect(value is None or (isinstance(value, dict) and all(
+                v is None or _is_number(v) for v in value.values())),
+                f"telemetry.{key}", "an object of numbers (min, max) or null")
+        else:
+            check.expect(value is None or _is_number(value), f"telemetry.{key}",
+                         "a number or null")
+    return values
+
+
+def _energy(data: Mapping[str, Any], check: Checker) -> dict[str, float]:
+    """Return the --energy pass: finite, non-negative numbers (joules, launches, seconds)."""
+    values = _mapping(data, "energy", check)
+    for key, value in values.items():
+        check.expect(_is_number(value) and value >= 0, f"energy.{key}",
+                     "a non-negative number")
+    return {key: float(value) for key, value in values.items()}
 
 
 def _numbers(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, float]:

@@ -1,0 +1,49 @@
+"""An empty value is not a value: `--size ''`, `--kernels-dir ''` are usage errors.
+
+Click would pass "" on (a Path of "" even reads as the current folder), so each option and
+argument of a command is given a check of its raw command-line value before conversion.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+
+def refuse_empty(command: click.Command) -> click.Command:
+    """Make every value-taking parameter of command (and its subcommands) refuse ""."""
+    if getattr(command, "_refuses_empty", False):
+        return command
+    setattr(command, "_refuses_empty", True)  # noqa: B010 (a mark on a Click object)
+    for param in command.params:
+        if isinstance(param, click.Option) and (param.is_flag or param.count):
+            continue
+        setattr(param, "consume_value", _checked(param))  # noqa: B010
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            refuse_empty(sub)
+    return command
+
+
+def _checked(param: click.Parameter) -> Any:
+    """Return param.consume_value, refusing an empty value given on the command line."""
+    original = param.consume_value
+
+    def consume_value(ctx: click.Context, opts: Any) -> tuple[Any, ParameterSource]:
+        value, source = original(ctx, opts)
+        if source is ParameterSource.COMMANDLINE and _empty(value):
+            raise click.BadParameter("an empty value is not one: give a value, or leave "
+                                     "the option out for its default", ctx=ctx, param=param)
+        return value, source
+
+    return consume_value
+
+
+def _empty(value: Any) -> bool:
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, (list, tuple)):
+        return any(_empty(item) for item in value)
+    return False

@@ -1,0 +1,70 @@
+"""User input never ends in exit 4: each class that once did is a one-line usage error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import invoke
+
+DATA = Path(__file__).parent / "data" / "compare"
+HUGE = "9" * 5000  # beyond Python's int-to-str limit (4300 digits)
+
+
+def one_line(result, *fragments: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output[-500:])
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("cudabench: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (["matmul", "--size", HUGE], "--size"),
+    (["matmul", "--size", f"64..{HUGE}:x2"], "--size"),
+    (["matmul", "--size", f"64..128:x{HUGE}"], "--size"),
+    (["matmul", "--size", "64", "--tile", HUGE], "--tile"),
+    (["matmul", "--size", "64", "-p", f"TILE={HUGE}"], "--param TILE"),
+    (["matmul", "--size", "64", "--device", "-1"], "--device"),
+    (["info", "--device", "-1"], "--device"),
+    (["matmul", "--size", ""], "--size"),
+    (["matmul", "--size", "64", "--kernels-dir", ""], "--kernels-dir"),
+    (["matmul", "--size", "64", "--dtype", " "], "--dtype"),
+    (["matmul", "--size", "64", "--json", ""], "--json"),
+    (["compare", "", str(DATA / "baseline.json")], "BASELINE"),
+    (["history", "show", "--db", ""], "--db"),
+])
+def test_bad_values_are_usage_errors(no_gpu_work, args, flag):
+    one_line(invoke(*args), flag)
+
+
+def test_deeply_nested_toml_is_a_usage_error(tmp_path):
+    suite = tmp_path / "deep.toml"
+    suite.write_text("a = " + "[" * 3000 + "]" * 3000 + "\n", encoding="utf-8")
+    one_line(invoke("run", suite), str(suite))
+
+
+def test_a_pyproject_whose_tool_is_not_a_table_is_no_suite(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("tool = 3\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    one_line(invoke("run"), "no suite")
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("telemetry", {"sm_clock_mhz": "fast"}),
+    ("telemetry", {"power_w": [1, 2]}),
+    ("telemetry", {"throttle_reasons": [3]}),
+    ("energy", {"joules": "abc"}),
+    ("energy", {"launches": -1}),
+])
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_malformed_telemetry_and_energy_are_refused(tmp_path, field, value, command):
+    document = json.loads((DATA / "baseline.json").read_text(encoding="utf-8"))
+    document["benchmarks"][0][field] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document), encoding="utf-8")
+    args = [bad] if command == "report" else [DATA / "baseline.json", bad]
+    one_line(invoke(command, *args), str(bad), field)
