@@ -187,7 +187,8 @@ def unique_points(plans: list[Plan]) -> list[Plan]:
 
 
 def show_plan(plans: list[Plan], arch: str) -> int:
-    """Print the plan and compile every kernel (no GPU); exit 2 if one does not compile."""
+    """Print the plan and compile every kernel (no GPU); exit 2 if one does not compile or
+    its launch would be refused."""
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise UsageError(f"--arch {arch!r}: expected an architecture such as sm_90 or sm_90a")
     rows = plan_rows(plans, arch, find_nvcc())

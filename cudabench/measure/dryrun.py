@@ -10,10 +10,12 @@ capability would skip it (plan.unsupported_on).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from cudabench.catalog.headers import parse_arch
+from cudabench.catalog.headers import Arch, parse_arch
 from cudabench.measure import memory
 from cudabench.measure.cubin import compile_cubin
 from cudabench.measure.nvcc import compile_ptx
@@ -21,6 +23,13 @@ from cudabench.measure.plan import Plan, compile_defines, header_variables, unsu
 from cudabench.units import format_bytes, params_text, shape_text
 
 ASSUMED_SM_COUNT = 132  # an H100's: launch geometry that scales with SMs is shown for it
+GRID_LIMITS = (2**31 - 1, 65535, 65535)  # every CUDA GPU since compute capability 3.0
+# Dynamic shared memory a block may have once its kernel opts in, by compute capability
+# (CUDA C Programming Guide, "Technical Specifications"); newer ones as the latest known.
+OPTIN_SHARED_BYTES = {(7, 0): 96 * 1024, (7, 2): 48 * 1024, (7, 5): 64 * 1024,
+                      (8, 0): 163 * 1024, (8, 6): 99 * 1024, (8, 7): 163 * 1024,
+                      (8, 9): 99 * 1024, (9, 0): 227 * 1024, (10, 0): 227 * 1024,
+                      (12, 0): 99 * 1024}
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,13 @@ def plan_rows(plans: Sequence[Plan], arch: str, nvcc: str | None) -> list[Planne
             launches += "".join(
                 f"; tensor_map {spec.describe(box)}"
                 for spec, box in zip(variant.tensor_maps, variant.tensor_map_boxes(variables)))
+            refused = launch_problems(variant.path, [launch.entry for launch in variant.launches],
+                                      geometry, dynamic, target)
+            if refused:  # the driver would refuse the launch: an error row, not "ok"
+                rows.append(PlannedRow(benchmark, variant.name, params_text(planned.params),
+                                       launches, work, needs, "ERROR: " + "; ".join(refused),
+                                       False))
+                continue
             compiled = ("not compiled (nvcc is not on PATH, in $CUDA_ROOT/bin or "
                         "/usr/local/cuda/bin)")
             ok = True
@@ -80,7 +96,45 @@ def plan_rows(plans: Sequence[Plan], arch: str, nvcc: str | None) -> list[Planne
                     compiled += f"; would SKIP on {arch}: {reason}"
             rows.append(PlannedRow(benchmark, variant.name, params_text(planned.params),
                                    launches, work, needs, compiled, ok))
+        for variant, reason in plan.skipped:  # left out: said, not silently dropped
+            rows.append(PlannedRow(benchmark, variant.name, "-", "-", work, needs,
+                                   f"SKIP: {reason}", True))
     return rows
+
+
+def launch_problems(path: Path | str, entries: Sequence[str],
+                    geometry: Sequence[tuple[Sequence[int], Sequence[int]]],
+                    dynamic: Sequence[int], target: Arch | None) -> list[str]:
+    """Return why the driver would refuse a variant's launches on --arch: a grid beyond
+    its limits, dynamic shared memory beyond the opt-in limit, an entry point the source
+    does not define."""
+    problems = []
+    for entry, (grid, _), nbytes in zip(entries, geometry, dynamic):
+        for axis, (extent, limit) in enumerate(zip(grid, GRID_LIMITS)):
+            if extent > limit:
+                problems.append(f"{entry}: grid {'xyz'[axis]} extent {extent:,} exceeds the "
+                                f"limit of {limit:,}")
+        optin = _optin_limit(target)
+        if optin is not None and nbytes > optin:
+            problems.append(f"{entry}: {nbytes:,} bytes of dynamic shared memory exceed the "
+                            f"{optin:,} a block may opt in to on this architecture")
+    try:
+        source = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        source = None
+    if source is not None:
+        for entry in dict.fromkeys(entries):
+            if not re.search(rf"\b{re.escape(entry)}\s*\(", source):
+                problems.append(f"entry point {entry} is not defined in {path}")
+    return problems
+
+
+def _optin_limit(target: Arch | None) -> int | None:
+    """Return the opt-in shared memory limit of an architecture (None: not known)."""
+    if target is None:
+        return None
+    known = [key for key in OPTIN_SHARED_BYTES if key <= (target.major, target.minor)]
+    return OPTIN_SHARED_BYTES[max(known)] if known else None
 
 
 def _dims(values: Sequence[int]) -> str:

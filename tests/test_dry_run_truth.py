@@ -1,0 +1,65 @@
+"""--dry-run tells the truth: a launch the GPU must refuse is an error row (exit 2), and a
+variant left out for a type is a SKIP row with the reason, not silently dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+from cudabench.catalog.headers import parse_arch
+from cudabench.measure.dryrun import launch_problems, plan_rows
+from cudabench.measure.plan import Request, make_plan
+from helpers import MATMUL_BODY, invoke, write_kernel
+
+SM90 = parse_arch("sm_90")
+
+
+def rows_for(tmp_path, header, dtype="float32", body=MATMUL_BODY):
+    write_kernel(tmp_path, "v", ["// cudabench: matmul", *header], body)
+    plan = make_plan(Request(op="matmul", size="64", dtype=dtype, variants=("v",),
+                             kernels_dirs=(tmp_path,)))
+    return plan_rows([plan], "sm_90", None)  # no nvcc: the checks need none
+
+
+@pytest.mark.parametrize(("launch", "says"), [
+    ("// launch k: grid 1, 70000; block 1", "grid y extent 70,000 exceeds"),
+    ("// launch k: grid 1, 1, 65536; block 1", "grid z extent"),
+    ("// launch k: grid 1; block 32; dynamic_shared 300000", "dynamic shared memory exceed"),
+    ("// launch missing: grid 1; block 1", "entry point missing is not defined"),
+])
+def test_a_launch_the_gpu_must_refuse_is_an_error_row(tmp_path, launch, says):
+    (row,) = rows_for(tmp_path, [launch])
+    assert not row.compile_ok
+    assert row.compiled.startswith("ERROR: ") and says in row.compiled
+
+
+def test_a_launch_within_limits_is_not_refused(tmp_path):
+    (row,) = rows_for(tmp_path, ["// launch k: grid 1, 65535; block 1024; "
+                                 "dynamic_shared 200000"])
+    assert row.compile_ok, row.compiled
+
+
+def test_the_opt_in_limit_follows_the_architecture():
+    geometry = [((1, 1, 1), (32, 1, 1))]
+    assert not [p for p in launch_problems("", ["k"], geometry, [150 * 1024], SM90)
+                if "shared" in p]
+    assert [p for p in launch_problems("", ["k"], geometry, [150 * 1024], parse_arch("sm_86"))
+            if "shared" in p]
+
+
+def test_a_variant_without_the_dtype_is_a_skip_row(tmp_path):
+    write_kernel(tmp_path, "only64", ["// cudabench: matmul", "// dtypes: float64",
+                                      "// launch k: grid 1; block 1"])
+    write_kernel(tmp_path, "any", ["// cudabench: matmul", "// launch k: grid 1; block 1"])
+    plan = make_plan(Request(op="matmul", size="64", dtype="float32",
+                             kernels_dirs=(tmp_path,)))  # every variant: a type may skip
+    rows = {row.variant: row for row in plan_rows([plan], "sm_90", None)}
+    assert rows["only64"].compiled.startswith("SKIP: ") and "float64" in rows["only64"].compiled
+    assert rows["any"].compile_ok
+
+
+def test_dry_run_exits_2_on_a_refused_launch(tmp_path):
+    write_kernel(tmp_path, "v", ["// cudabench: matmul", "// launch k: grid 1, 70000; block 1"])
+    result = invoke("matmul", "--size", "64", "--kernels-dir", tmp_path, "--variant", "v",
+                    "--dry-run")
+    assert result.exit_code == 2, result.output
+    assert "ERROR" in result.stdout
