@@ -68,3 +68,25 @@ def test_malformed_telemetry_and_energy_are_refused(tmp_path, field, value, comm
     bad.write_text(json.dumps(document), encoding="utf-8")
     args = [bad] if command == "report" else [DATA / "baseline.json", bad]
     one_line(invoke(command, *args), str(bad), field)
+
+
+def test_a_suite_whose_parameters_multiply_past_the_cap_is_refused_at_once(tmp_path):
+    values = "[" + ", ".join(str(v) for v in range(1, 101)) + "]"
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "matmul"\n'
+                     f"params = {{ A = {values}, B = {values}, C = {values}, D = {values} }}\n",
+                     encoding="utf-8")
+    one_line(invoke("run", suite, "--dry-run"), "100,000,000 combinations")
+
+
+def test_a_suite_of_many_sweeps_is_capped_as_a_whole(tmp_path):
+    entry = '[[benchmark]]\nop = "matmul"\nsizes = ["16..16384:+16"]\n'
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text(entry * 12, encoding="utf-8")
+    one_line(invoke("run", suite, "--dry-run"), "more than 10,000")
+
+
+def test_a_cli_sweep_past_the_cap_is_refused_before_it_is_made(no_gpu_work):
+    values = ",".join(str(v) for v in range(1, 200))
+    one_line(invoke("matmul", "--size", "64", "-p", f"A={values}", "-p", f"B={values}",
+                    "-p", f"C={values}"), "points, more than")

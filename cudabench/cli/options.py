@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,9 +120,10 @@ def parse_params(values: tuple[str, ...]) -> dict[str, list[int]]:
 
 def _values(text: str, flag: str) -> list[int]:
     """Return the integers of a parameter value: `16`, `0x10`, `8,16,32` or `8..64:x2`."""
-    if len(text.strip()) > 40:  # no parameter is that long (and int() refuses 4300 digits)
-        raise UsageError(f"{flag} {text[:20]!r}...: a number of {len(text)} characters; "
-                         "parameters are integers such as 16")
+    longest = max(re.split(r"[^0-9A-Za-z_]+", text), key=len)
+    if len(longest) > 40:  # no parameter is that long (and int() refuses 4300 digits)
+        raise UsageError(f"{flag} {longest[:20]!r}...: a number of {len(longest)} "
+                         "characters; parameters are integers such as 16")
     try:
         return [int(text, 0)]
     except ValueError:
@@ -298,11 +300,12 @@ def build_requests(op: str, shortcuts: dict[str, tuple[str, str | None]], **opti
     size = options["size"]
     sizes = expand_sizes(size) if size and ("," in size or ".." in size) else [size]
     names = list(params)
+    count = len(sizes) * math.prod(len(params[name]) for name in names)  # before making them
+    if count > MAX_SWEEP_POINTS:
+        raise UsageError(f"the sweep has {count:,} points, more than {MAX_SWEEP_POINTS:,}; "
+                         "use fewer sizes or parameter values")
     points = [dict(zip(names, combo)) for combo in itertools.product(
         *(params[name] for name in names))]
-    if len(sizes) * len(points) > MAX_SWEEP_POINTS:
-        raise UsageError(f"the sweep has {len(sizes) * len(points)} points, more than "
-                         f"{MAX_SWEEP_POINTS}; use fewer sizes or parameter values")
     sweep = len(sizes) * len(points) > 1
     insight = build_insight(options)
     return [Request(

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any
 from cudabench.errors import UsageError
 from cudabench.measure.plan import Request
 from cudabench.measure.timing import TimingPolicy
-from cudabench.ops.sizes import expand_sizes
+from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -108,6 +109,10 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
                              " or lists to sweep, e.g. { TILE = [8, 16, 32] }")
         grid = {name: value if isinstance(value, list) else [value]
                 for name, value in params.items()}
+        combos = math.prod(len(values) for values in grid.values())  # before making them
+        if combos > MAX_SWEEP_POINTS:
+            raise UsageError(f"{at}.params: {combos:,} combinations, more than "
+                             f"{MAX_SWEEP_POINTS:,}; sweep fewer values")
         points = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
         hot = entry.get("hot", False)
         seed = entry.get("seed", 0)
@@ -121,7 +126,12 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
             for expanded in (expand_sizes(text, f"{at}.size")
                              if "," in text or ".." in text else [text])] or [None]
         dtypes = _plural(entry, "dtype", "dtypes", at) or ["float32"]
-        sweep = len(sizes) * len(points) * len(dtypes) > 1
+        count = len(sizes) * len(points) * len(dtypes)
+        if len(requests) + count > MAX_SWEEP_POINTS:  # the whole suite, like a CLI sweep
+            raise UsageError(f"{at}: the suite grows to {len(requests) + count:,} benchmarks, "
+                             f"more than {MAX_SWEEP_POINTS:,}; use fewer sizes, types or "
+                             "parameter values")
+        sweep = count > 1
         for size in sizes:
             for dtype in dtypes:
                 for point in points:
