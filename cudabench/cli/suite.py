@@ -92,7 +92,7 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
     entries = data.get("benchmark")
     if not isinstance(entries, list) or not entries:
         raise UsageError(f"{where}: no [[benchmark]] entries")
-    requests = []
+    requests: list[Request] = []
     for i, entry in enumerate(entries):
         at = f"{where}: benchmark[{i}]"
         if not isinstance(entry, dict):
