@@ -113,7 +113,8 @@ def test_a_usage_error_found_before_the_run_starts_no_ray(monkeypatch, tmp_path)
     if ray.is_initialized():
         ray.shutdown()
     use_spec(monkeypatch, FakeSpec())
+    (tmp_path / "a-file").write_text("", encoding="utf-8")  # no folder can be made there
     done = invoke("dot", "--size", "100", "--cluster", "ray",
-                  "--markdown", tmp_path / "missing" / "x.md")
+                  "--markdown", tmp_path / "a-file" / "x.md")
     assert done.exit_code == 2 and "--markdown" in done.stderr
     assert not ray.is_initialized()

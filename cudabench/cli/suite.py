@@ -171,6 +171,8 @@ def _strings(table: Mapping[str, Any], key: str, where: str, default: list[str])
     value = table.get(key, default)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise UsageError(f"{where}.{key}: expected a list of strings")
+    if any(not v.strip() for v in value):
+        raise UsageError(f"{where}.{key}: an empty string is not a value")
     return value
 
 
@@ -181,11 +183,11 @@ def _plural(table: Mapping[str, Any], one: str, many: str, where: str) -> list[s
         value = table[one]
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
-        if not isinstance(value, str):
+        if not isinstance(value, str) or not value.strip():
             raise UsageError(f"{where}.{one}: expected a string such as \"1000\"")
         return [value]
     values = table.get(many, [])
-    if not isinstance(values, list):  # a string here would be split into characters
+    if not isinstance(values, list) or (many in table and not values):  # a string: characters
         raise UsageError(f"{where}.{many}: expected a list, e.g. {many} = [\"1000\"]")
     values = [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
     return _strings({many: values}, many, where, [])
