@@ -282,7 +282,8 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
 @click.option("--threshold", default="auto", show_default=True,
               help="Smallest change that counts, e.g. 5% or 0.05; auto: per benchmark, "
               f"{DEFAULT_MULTIPLE:g} x the between-run spread of its medians in the history "
-              f"store (--db), at least {DEFAULT_FLOOR:.0%} (the floor alone without history).")
+              f"store (--db), at least {DEFAULT_FLOOR:.0%} (the floor alone without history) "
+              "and at most --max-threshold.")
 @click.option("--alpha", type=float, default=0.001, show_default=True,
               help="Significance level of the Mann-Whitney U test on the raw samples.")
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),

@@ -24,8 +24,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                   "Run a suite several times into the history store, then show each "
                   "benchmark's between-run spread."),
     "compare": ("cudabench.cli.commands", "compare_command",
-                "Compare two results files; exit 1 on a significant slowdown or a new "
-                "failure."),
+                "Compare two results files; exit 1 on a significant slowdown, a new "
+                "failure, a benchmark missing from CURRENT or an incomplete CURRENT."),
     "history": ("cudabench.cli.history", "history",
                 "Record results files and follow each benchmark across commits."),
     "info": ("cudabench.cli.commands", "info",
@@ -123,8 +123,9 @@ def cli(traceback: bool) -> None:
     \b
     Exit codes:
       0    every variant verified (compare, ab, history check: no regression)
-      1    compare, ab or history check: a significant slowdown, or a benchmark
-           that now fails verification
+      1    compare, ab or history check: a significant slowdown, too few samples
+           to judge one, a benchmark that now fails verification or is missing,
+           or an incomplete current file
       2    usage or environment error (bad flag or file; no GPU, driver, PyCUDA
            or nvcc), or a row that could not be compiled or run (ERROR)
       3    a variant failed verification, timed out (TIMEOUT) or is faster than
