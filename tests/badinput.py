@@ -50,11 +50,19 @@ def snapshot(*paths: Path) -> dict[Path, bytes]:
 @contextlib.contextmanager
 def no_gpu_work() -> Iterator[None]:
     """Stop benchmark commands after their checks: the input is what is tried."""
-    with mock.patch("cudabench.cli.commands.run_plans",
-                    lambda *args, **kwargs: RunOutcome(())), \
+    with mock.patch("cudabench.cli.commands.run_plans", _skips_only), \
             mock.patch("cudabench.measure.memory.device_free_bytes", lambda index: None), \
             mock.patch("cudabench.cli.commands.prestart", lambda spec: None):
         yield
+
+
+def _skips_only(plans: Any, spec: Any, on_result: Any = None, on_start: Any = None,
+                **placement: Any) -> RunOutcome:
+    """Stand in for run_plans: measure nothing, but add the SKIP rows the plans hold, as
+    the real pipeline does (a run whose every variant was left out must still exit 2)."""
+    from cudabench.measure.pipeline import outcome_of
+
+    return outcome_of(plans, [], [], on_result or (lambda result: None))
 
 
 def run(case: Case, folder: Path) -> Any:
@@ -129,11 +137,21 @@ def op_flags(draw: Callable[..., Any]) -> dict[str, Any]:
     return {"command": command, "flags": flags}
 
 
+REPEATABLE = {"--variant", "-p", "--kernels-dir"}  # the others: the last one given counts
+
+
 def make_op_flags(spec: dict[str, Any], folder: Path) -> Case:
     args = [spec["command"]]
+    effective: dict[str, Any] = {}
+    bad = False
     for flag, value in spec["flags"]:
         args += [flag] if value is None else [flag, value]
-    return Case(args, bad=True)
+        if flag in REPEATABLE:
+            bad |= (flag, value) in BAD_FLAGS
+        else:
+            effective[flag] = value
+    bad |= any(pair in BAD_FLAGS for pair in effective.items())
+    return Case(args, bad=bad)
 
 
 # -- run: suites ----------------------------------------------------------------------------
