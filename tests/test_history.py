@@ -726,3 +726,23 @@ def test_compare_with_a_wild_history_still_catches_a_2x_slowdown(tmp_path):
     assert loose.exit_code == 0, loose.output
     bad = runner.invoke(cli, ["compare", str(base), str(slow), "--max-threshold", "1%"])
     assert bad.exit_code == 2 and "--max-threshold" in bad.output
+
+
+def test_check_fails_an_incomplete_file_and_a_slowdown_on_too_few_samples(tmp_path):
+    db = flat_history(tmp_path)
+    partial = make_run(tmp_path, 100, name="partial")
+    document = json.loads(partial.read_text(encoding="utf-8"))
+    document["complete"] = False
+    partial.write_text(json.dumps(document), encoding="utf-8")
+    result = invoke("check", partial, "--db", db)
+    assert result.exit_code == 1 and "incomplete" in result.stderr
+
+    few = make_run(tmp_path, 101, factors={"tiled": 3.0}, name="few")
+    document = json.loads(few.read_text(encoding="utf-8"))
+    for bench in document["benchmarks"]:
+        if bench["variant"] == "tiled":
+            bench["samples_s"] = bench["samples_s"][:2]
+    few.write_text(json.dumps(document), encoding="utf-8")
+    result = invoke("check", few, "--db", db)
+    assert result.exit_code == 1, result.stdout
+    assert verdicts(result.stdout)["tiled"] == "untestable"

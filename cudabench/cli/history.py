@@ -143,6 +143,11 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
     with Store.open(db) as store:
         verdicts = check(store, results, source, last, limit, alpha, min_runs)
     _render_check(verdicts, db)
+    if results.metadata.get("complete") is False:  # a crashed run passes no gate, as in compare
+        terminal.stderr_console().print(f"error: {current} is incomplete (its run stopped "
+                                        "before its last row): it fails the gate",
+                                        markup=False, style="bold red")
+        return int(ExitCode.REGRESSION)
     return int(verdicts.exit_code)
 
 

@@ -226,6 +226,10 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
         return row(Verdict.FAILED, f"now {now.value}{was_text}: {_failure(result)}")
     if was is not None and was in {s.value for s in FAILING_STATUSES}:
         return row(Verdict.FIXED, f"now {now.value} (last recorded {was})")
+    if (len(result.samples_s) < MIN_SAMPLES and change is not None and change > limit
+            and len(medians) >= min_runs):  # a large slowdown too few samples can judge
+        return row(Verdict.UNTESTABLE, f"{format_change(change)} but {len(result.samples_s)} "
+                                       f"samples are too few to judge (at least {MIN_SAMPLES})")
     if m is None or len(result.samples_s) < MIN_SAMPLES:
         return row(Verdict.NOISY, f"too few samples to judge ({len(result.samples_s)}; at "
                                   f"least {MIN_SAMPLES})")
