@@ -7,7 +7,6 @@ make_samples.py, kept as they were): loading them also tests the migration to sc
 from __future__ import annotations
 
 import dataclasses
-
 import io
 import json
 import re

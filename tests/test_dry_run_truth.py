@@ -4,11 +4,11 @@ variant left out for a type is a SKIP row with the reason, not silently dropped.
 from __future__ import annotations
 
 import pytest
+from helpers import MATMUL_BODY, invoke, write_kernel
 
 from cudabench.catalog.headers import parse_arch
 from cudabench.measure.dryrun import launch_problems, plan_rows
 from cudabench.measure.plan import Request, make_plan
-from helpers import MATMUL_BODY, invoke, write_kernel
 
 SM90 = parse_arch("sm_90")
 

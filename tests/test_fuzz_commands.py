@@ -11,10 +11,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import badinput
 import pytest
 from hypothesis import HealthCheck, given, settings
-
-import badinput
 
 EXAMPLES = 60  # per family: all eight in about 20 s on two cores
 

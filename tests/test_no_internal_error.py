@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import invoke
 
 DATA = Path(__file__).parent / "data" / "compare"

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from helpers import invoke
 
 DATA = Path(__file__).parent / "data" / "compare"

@@ -148,7 +148,8 @@ def test_an_output_on_an_input_is_refused_and_the_input_kept(tmp_path):
         assert source.read_bytes() == before
     # A results file may have any name, even one that looks like a figure's.
     odd = write_text(tmp_path / "results.svg", source.read_text(encoding="utf-8"))
-    assert_one_line_error(invoke("plot", odd, "-o", odd), "-o", "one of the files this command reads")
+    assert_one_line_error(invoke("plot", odd, "-o", odd), "-o",
+                          "one of the files this command reads")
     assert odd.read_bytes() == before
 
 

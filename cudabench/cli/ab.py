@@ -27,13 +27,13 @@ from cudabench.analysis.compare import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
 from cudabench.cli.options import parse_params
 from cudabench.errors import KernelFileError, UsageError
-from cudabench.outfiles import check_outputs, write_text
 from cudabench.measure.jobs import jobs_of
 from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Insight, Plan, Request, make_plan
 from cudabench.measure.timing import TimingPolicy
 from cudabench.measure.workers import finish_closing
 from cudabench.ops import Op, load_ops
+from cudabench.outfiles import check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
 from cudabench.results.model import BenchmarkResult, Status
@@ -113,7 +113,8 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
               "with its rounds' samples pooled.")
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the verdicts as markdown (a CI job summary).")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CUDA device index.")
 def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | None,
                dtype: str | None, params: tuple[str, ...], rounds: int, samples: int,
                warmup: float, threshold: str, alpha: float, seed: int,

@@ -26,7 +26,6 @@ from cudabench.cli.options import (
 )
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
-from cudabench.outfiles import check_outputs, write_text
 from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.history.store import Store
 from cudabench.history.threshold import (
@@ -47,6 +46,7 @@ from cudabench.measure.pipeline import count_rows, run_plans
 from cudabench.measure.plan import Insight, Plan, Request, make_plan
 from cudabench.measure.sanitize import find_sanitizer
 from cudabench.measure.workers import discard_prestarted, finish_closing, prestart
+from cudabench.outfiles import check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.csv_out import comparison_to_csv, run_to_csv
 from cudabench.render.html import comparison_html
@@ -215,7 +215,8 @@ def plan_files(plans: list[Plan]) -> list[Path]:
               help="Also write the tables as markdown (a CI job summary).")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Also load variants from this folder (repeatable).")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CUDA device index.")
 @dry_run_options()[0]
 @dry_run_options()[1]
 @insight_options
@@ -242,7 +243,8 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
               help=f"The history store the runs go to (default {DEFAULT_STORE}).")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Also load variants from this folder (repeatable).")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CUDA device index.")
 def calibrate_command(config: Path | None, runs: int, db: Path | None,
                       kernels_dirs: tuple[Path, ...], device: int) -> int:
     """Run a suite several times into the history store, then show each benchmark's
@@ -359,7 +361,8 @@ def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
 
 
 @click.command("info")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CUDA device index.")
 def info(device: int) -> int:
     """Show the GPU, its limits and clocks, and the driver, CUDA and PyCUDA versions."""
     engine = engine_spec(device).open()

@@ -14,11 +14,11 @@ import click
 
 from cudabench.analysis.compare import DEFAULT_ALPHA, Verdict, parse_threshold
 from cudabench.errors import ExitCode, UsageError
-from cudabench.outfiles import check_output, replacing
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
 from cudabench.history.store import DEFAULT_PATH, Store, parse_time
 from cudabench.history.threshold import DEFAULT_MIN_RUNS
+from cudabench.outfiles import check_output, replacing
 from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results

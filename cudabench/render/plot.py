@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cudabench.errors import UsageError
-from cudabench.outfiles import replacing
 from cudabench.insight import roofs
+from cudabench.outfiles import replacing
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status
 from cudabench.units import params_text
 

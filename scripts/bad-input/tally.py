@@ -19,9 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
-
 import badinput  # noqa: E402
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
 CODES = ("exit 0", "exit 1", "exit 2", "exit 3")
 
