@@ -26,7 +26,7 @@ def target(path: Path) -> Path:
 
 def check_output(path: Path, flag: str) -> None:
     """Refuse, before any work, a path the output cannot be written to."""
-    if not str(path).strip() or str(path) == ".":
+    if not str(path).strip():
         raise UsageError(f"{flag}: give a file name (an empty path is not one)")
     real = target(path)
     if real.is_dir():
