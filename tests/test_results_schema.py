@@ -135,6 +135,7 @@ def test_the_written_file_validates(writer: ResultsWriter) -> None:
 def test_an_incomplete_file_validates(tmp_path: Path) -> None:
     writer = ResultsWriter(tmp_path / "partial.json", argv=[])
     writer.start({"engine": "fake", "engine_version": "1"})  # no devices, no benchmarks yet
+    writer.write(complete=False)  # as an interrupted run leaves it
     loaded = json.loads(writer.path.read_text(encoding="utf-8"))
     assert loaded["complete"] is False
     validate(loaded)

@@ -309,7 +309,8 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
                     markdown_path: Path | None, html_path: Path | None, csv_path: Path | None,
                     power: bool, db: Path | None, allow_different_gpu: bool,
                     allow_missing: bool, max_threshold: str) -> int:
-    """Compare two results files; exit 1 on a significant slowdown or a new failure."""
+    """Compare two results files; exit 1 on a significant slowdown, a new failure, a
+    benchmark missing from CURRENT or an incomplete CURRENT."""
     auto = threshold.strip().lower() == "auto"
     limit = DEFAULT_FLOOR if auto else parse_threshold(threshold)
     cap = parse_threshold(max_threshold, "--max-threshold")
