@@ -21,7 +21,7 @@ from cudabench.history.threshold import DEFAULT_MIN_RUNS
 from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
-from cudabench.units import format_change, format_percent, format_seconds
+from cudabench.common.units import format_change, format_percent, format_seconds
 
 F = TypeVar("F", bound=Callable[..., Any])
 SHOW_LAST = 100  # commits per benchmark that `show` looks at by default
