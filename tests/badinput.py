@@ -60,7 +60,7 @@ def _skips_only(plans: Any, spec: Any, on_result: Any = None, on_start: Any = No
                 **placement: Any) -> RunOutcome:
     """Stand in for run_plans: measure nothing, but add the SKIP rows the plans hold, as
     the real pipeline does (a run whose every variant was left out must still exit 2)."""
-    from cudabench.measure.pipeline import outcome_of
+    from cudabench.runner.pipeline import outcome_of
 
     return outcome_of(plans, [], [], on_result or (lambda result: None))
 

@@ -11,7 +11,7 @@ import pytest
 def gpu_unavailable_reason() -> str | None:
     """Return why GPU tests cannot run here, or None when a GPU is usable."""
     from cudabench.errors import GpuEnvironmentError
-    from cudabench.measure.pycuda_engine import load_pycuda
+    from cudabench.engines.pycuda_engine import load_pycuda
 
     try:
         load_pycuda()
@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def use_fake(monkeypatch):
     """Make the CLI open fake engines; call it with FakeSpec fields to configure them."""
-    from cudabench.measure.fake_engine import FakeSpec
+    from cudabench.engines.fake_engine import FakeSpec
 
     def use(**fields) -> None:
         spec = FakeSpec(**fields)

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudabench.measure.fake_engine import FakeSpec
+from cudabench.engines.fake_engine import FakeSpec
 
 
 @dataclass(frozen=True)

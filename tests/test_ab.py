@@ -21,8 +21,8 @@ from cudabench.analysis.ab import coverage, judge, min_rounds, sign_interval
 from cudabench.analysis.compare import Verdict
 from cudabench.cli.ab import ab_command
 from cudabench.cli.boundary import BoundaryGroup
-from cudabench.measure.engine import Compiled, Engine
-from cudabench.measure.fake_engine import FakeEngine, FakeSpec, Fault
+from cudabench.engines.protocol import Compiled, Engine
+from cudabench.engines.fake_engine import FakeEngine, FakeSpec, Fault
 from cudabench.results import load_results
 from cudabench.results.model import BenchmarkResult, Verification
 

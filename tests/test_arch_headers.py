@@ -23,16 +23,16 @@ from cudabench.catalog import discover, parse_header
 from cudabench.catalog.headers import Arch, parse_arch
 from cudabench.cli import cli
 from cudabench.errors import CompileError, KernelFileError, UsageError
-from cudabench.measure import cuda_driver, tensormaps
-from cudabench.measure.cubin import compile_cubin, find_cuobjdump, sass
+from cudabench.engines import cuda_driver, tensormaps
+from cudabench.engines.cubin import compile_cubin, find_cuobjdump, sass
 from cudabench.measure.dryrun import plan_rows
-from cudabench.measure.fake_engine import FakeEngine, FakeSpec
+from cudabench.engines.fake_engine import FakeEngine, FakeSpec
 from cudabench.measure.jobs import jobs_of
-from cudabench.measure.nvcc import find_nvcc
-from cudabench.measure.pipeline import run_jobs
-from cudabench.measure.plan import Insight, Request, compile_defines, make_plan, unsupported_on
-from cudabench.measure.tensormaps import TensorMapRequest, TensorMapUnavailable, param_format
-from cudabench.measure.timing import TimingPolicy
+from cudabench.engines.nvcc import find_nvcc
+from cudabench.runner.execute import run_jobs
+from cudabench.planning.plan import Insight, Request, compile_defines, make_plan, unsupported_on
+from cudabench.engines.tensormaps import TensorMapRequest, TensorMapUnavailable, param_format
+from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import TypeSet
 from cudabench.results import Status
 

@@ -20,7 +20,7 @@ from cudabench.catalog import parse_header
 from cudabench.cli import cli
 from cudabench.cli.suite import load_suite
 from cudabench.errors import CudabenchError
-from cudabench.measure.plan import make_plan
+from cudabench.planning.plan import make_plan
 from cudabench.results import RunOutcome
 
 DATA = Path(__file__).parent / "data" / "compare"
@@ -111,7 +111,7 @@ def test_an_unwritable_json_path_fails_before_any_gpu_work(no_gpu_work, tmp_path
     ("grid 1; block 32; dynamic_shared 0 - 64", "dynamic_shared: -64 bytes is negative"),
 ])
 def test_a_header_with_grid_0_or_negative_shared_memory_is_refused(tmp_path, launch, says):
-    from cudabench.measure.plan import Request
+    from cudabench.planning.plan import Request
 
     folder = tmp_path / "dot"
     folder.mkdir()
@@ -193,7 +193,7 @@ HEADER_WORDS = ["launch", "k:", "grid", "block", "param", "TILE:", "default", "a
 @given(st.lists(st.lists(st.sampled_from(HEADER_WORDS), max_size=10).map(" ".join),
                 max_size=5))
 def test_random_headers_fail_only_as_header_errors(tmp_path_factory, lines):
-    from cudabench.measure.plan import Request
+    from cudabench.planning.plan import Request
 
     folder = tmp_path_factory.mktemp("fuzz")
     (folder / "dot").mkdir()

@@ -11,7 +11,7 @@ from helpers import MATMUL_BODY, MATMUL_HEADER, invoke, write_kernel
 from cudabench import __version__
 from cudabench.catalog import discover
 from cudabench.cli import cli
-from cudabench.measure.nvcc import find_nvcc
+from cudabench.engines.nvcc import find_nvcc
 from cudabench.ops import OPS
 
 

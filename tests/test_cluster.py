@@ -50,7 +50,7 @@ def use_spec(monkeypatch, spec) -> None:
 
 
 def test_a_suite_runs_as_ray_tasks_on_both_gpus(local_ray, monkeypatch, tmp_path):
-    from cudabench.measure.fake_engine import FakeSpec
+    from cudabench.engines.fake_engine import FakeSpec
 
     use_spec(monkeypatch, FakeSpec())
     suite = tmp_path / "cudabench.toml"
@@ -96,7 +96,7 @@ def test_a_task_lost_twice_is_reported_and_the_file_stays_valid(local_ray, monke
 
 
 def test_a_cluster_that_cannot_be_reached_is_a_one_line_error(monkeypatch):
-    from cudabench.measure.fake_engine import FakeSpec
+    from cudabench.engines.fake_engine import FakeSpec
 
     if ray.is_initialized():
         ray.shutdown()
@@ -108,7 +108,7 @@ def test_a_cluster_that_cannot_be_reached_is_a_one_line_error(monkeypatch):
 
 
 def test_a_usage_error_found_before_the_run_starts_no_ray(monkeypatch, tmp_path):
-    from cudabench.measure.fake_engine import FakeSpec
+    from cudabench.engines.fake_engine import FakeSpec
 
     if ray.is_initialized():
         ray.shutdown()

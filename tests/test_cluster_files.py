@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cudabench.measure.cluster import bundle, place_files
-from cudabench.measure.plan import Request, make_plan
-from cudabench.relocation import ENVIRONMENT_VARIABLE, local_path
+from cudabench.runner.ray_cluster import bundle, place_files
+from cudabench.planning.plan import Request, make_plan
+from cudabench.common.relocation import ENVIRONMENT_VARIABLE, local_path
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "softmax"
 
@@ -83,8 +83,8 @@ class InterruptedRay:
 
 
 def test_ctrl_c_cancels_every_task_still_out_and_the_ray_it_started_is_stopped():
-    from cudabench.measure.cluster import RayCluster
-    from cudabench.measure.fake_engine import FakeSpec
+    from cudabench.runner.ray_cluster import RayCluster
+    from cudabench.engines.fake_engine import FakeSpec
 
     plans = [make_plan(Request(op="dot", size=size)) for size in ("100", "200", "300")]
     ray = InterruptedRay()

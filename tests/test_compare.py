@@ -34,7 +34,7 @@ from cudabench.results import (
     Verification,
     load_results,
 )
-from cudabench.units import format_seconds
+from cudabench.common.units import format_seconds
 
 DATA = Path(__file__).parent / "data" / "compare"
 
@@ -353,7 +353,7 @@ def test_a_large_change_that_could_be_significant_but_is_not_is_noisy():
 
 def test_reachable_p_matches_the_test_at_its_extreme():
     from cudabench.analysis.compare import reachable_p
-    from cudabench.analysis.stats import mann_whitney_u
+    from cudabench.common.stats import mann_whitney_u
 
     for n1, n2 in ((3, 3), (6, 6), (10, 12), (30, 2)):
         low, high = list(range(n1)), list(range(100, 100 + n2))

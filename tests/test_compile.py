@@ -18,9 +18,9 @@ import pytest
 from helpers import write_kernel
 
 from cudabench.catalog import KernelVariant, ParamSpec, discover, parse_header
-from cudabench.measure.nvcc import Build
-from cudabench.measure.nvcc import compile_ptx as nvcc_compile
-from cudabench.measure.plan import compile_defines
+from cudabench.engines.nvcc import Build
+from cudabench.engines.nvcc import compile_ptx as nvcc_compile
+from cudabench.planning.plan import compile_defines
 from cudabench.ops import OPS, load_ops
 
 NVCC = shutil.which("nvcc")

@@ -8,7 +8,7 @@ import pytest
 
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import UsageError
-from cudabench.measure.plan import make_plan
+from cudabench.planning.plan import make_plan
 
 SUITE = """
 [timing]

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from cudabench.errors import UsageError
-from cudabench.measure import counters
-from cudabench.measure.plan import Insight, Request, make_plan
-from cudabench.measure.sanitize import MINIMAL
+from cudabench.observers import ncu as counters
+from cudabench.planning.plan import Insight, Request, make_plan
+from cudabench.observers.sanitizer import MINIMAL
 
 DATA = Path(__file__).parent / "data" / "ncu"
 ENTRIES = ("dot_partials", "dot_finish")
@@ -152,7 +152,7 @@ def test_ncu_never_changes_clocks_and_profiles_only_the_checked_run(hot):
     assert pairs["--launch-skip"] == "6" and pairs["--launch-count"] == "3"
     assert pairs["--cache-control"] == ("none" if hot else "all")
     assert pairs["--metrics"] == "a.sum,b.pct" and pairs["--page"] == "raw"
-    assert argv[-4:] == [sys.executable, "-m", "cudabench.measure.sanitize", "/tmp/p.pickle"]
+    assert argv[-4:] == [sys.executable, "-m", "cudabench.runner.child", "/tmp/p.pickle"]
 
 
 def test_profile_runs_the_sanitize_child_under_ncu(fake_ncu, dot_plan):
@@ -164,7 +164,7 @@ def test_profile_runs_the_sanitize_child_under_ncu(fake_ncu, dot_plan):
     assert argv[argv.index("--launch-count") + 1] == "2"
     assert argv[argv.index("--metrics") + 1] == ",".join((*METRICS[:2], counters.DURATION))
     assert argv[argv.index("--target-processes") + 1] == "all"
-    assert argv[-4:-1] == [sys.executable, "-m", "cudabench.measure.sanitize"]
+    assert argv[-4:-1] == [sys.executable, "-m", "cudabench.runner.child"]
     child, device_index = pickle.loads(Path(str(log) + ".plan").read_bytes())
     assert device_index == 3 and child.timing == MINIMAL and child.sanitize is None
     assert child.insight.counters == () and child.insight.energy_s == 0  # no ncu under ncu

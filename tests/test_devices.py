@@ -11,8 +11,8 @@ from helpers import invoke
 
 from cudabench.analysis.compare import compare
 from cudabench.errors import UsageError
-from cudabench.measure.devices import BLAS_THREAD_VARIABLES, Slot, choose, visible_entries
-from cudabench.measure.fake_engine import Fault
+from cudabench.runner.devices import BLAS_THREAD_VARIABLES, Slot, choose, visible_entries
+from cudabench.engines.fake_engine import Fault
 from cudabench.results import Status, load_results
 
 QUICK = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05", "--no-batch"]
@@ -279,7 +279,7 @@ def test_progress_counts_every_gpus_rows_and_names_the_gpu(use_fake, tmp_path):
 def test_gpus_that_share_an_index_are_told_apart_by_uuid():
     from dataclasses import replace
 
-    from cudabench.measure.fake_engine import FAKE_DEVICE
+    from cudabench.engines.fake_engine import FAKE_DEVICE
     from cudabench.render.run_table import gpu_names
 
     a = replace(FAKE_DEVICE, index=0, uuid="GPU-aaaaaaaa-1111")

@@ -8,7 +8,7 @@ from helpers import MATMUL_BODY, invoke, write_kernel
 
 from cudabench.catalog.headers import parse_arch
 from cudabench.measure.dryrun import launch_problems, plan_rows
-from cudabench.measure.plan import Request, make_plan
+from cudabench.planning.plan import Request, make_plan
 
 SM90 = parse_arch("sm_90")
 

@@ -8,7 +8,7 @@ import types
 import pytest
 
 from cudabench.errors import GpuEnvironmentError
-from cudabench.measure import pycuda_engine as engine
+from cudabench.engines import pycuda_engine as engine
 
 
 def fake_import(driver=None, error: ImportError | None = None):

@@ -19,7 +19,7 @@ from cudabench.catalog import discover
 from cudabench.cli import cli
 from cudabench.cli.boundary import hoist_traceback
 from cudabench.errors import ExitCode
-from cudabench.measure import nvcc
+from cudabench.engines import nvcc
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from cudabench.analysis.compare import Verdict
-from cudabench.analysis.stats import mann_whitney_u
+from cudabench.common.stats import mann_whitney_u
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.history import history as history_group
 from cudabench.history import store as store_module

@@ -140,8 +140,8 @@ def test_transfers_time_each_phase_and_pinned_beats_pageable(use_fake, tmp_path)
 def test_counters_without_ncu_is_a_usage_error_before_any_work(use_fake, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("CUDA_ROOT", str(tmp_path))
-    monkeypatch.setattr("cudabench.measure.counters.CUDA_HOME", tmp_path)
-    monkeypatch.setattr("cudabench.measure.counters.NSIGHT_ROOTS", ())
+    monkeypatch.setattr("cudabench.observers.ncu.CUDA_HOME", tmp_path)
+    monkeypatch.setattr("cudabench.observers.ncu.NSIGHT_ROOTS", ())
     done = invoke("matmul", "--size", "40", "--counters")
     assert done.exit_code == 2 and "ncu" in done.stderr and "--counters" in done.stderr
 
@@ -185,7 +185,7 @@ def test_a_header_may_declare_its_unit(tmp_path):
 
 def test_a_tensor_row_is_held_to_the_tensor_roof(use_fake):
     from cudabench.insight import roofs
-    from cudabench.measure.fake_engine import FAKE_DEVICE
+    from cudabench.engines.fake_engine import FAKE_DEVICE
     from cudabench.results.model import BenchmarkResult
 
     h100 = dataclasses.replace(FAKE_DEVICE, sm_count=132, sm_clock_khz=1_980_000)

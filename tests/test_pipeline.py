@@ -17,11 +17,12 @@ from click.testing import CliRunner
 
 from cudabench.catalog import discover
 from cudabench.cli import cli
-from cudabench.measure.fake_engine import FakeEngine, FakeSpec, Fault
+from cudabench.engines.fake_engine import FakeEngine, FakeSpec, Fault
 from cudabench.measure.jobs import jobs_of
-from cudabench.measure.pipeline import run_jobs, run_plans
-from cudabench.measure.plan import Insight, Request, make_plan
-from cudabench.measure.timing import TimingPolicy
+from cudabench.runner.execute import run_jobs
+from cudabench.runner.pipeline import run_plans
+from cudabench.planning.plan import Insight, Request, make_plan
+from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import OPS
 from cudabench.results import Kind, Status, load_results
 from cudabench.results.schema import validate
@@ -516,7 +517,7 @@ def test_the_worker_starts_before_planning_and_no_process_outlives_the_command(
         use_fake, monkeypatch):
     import multiprocessing
 
-    from cudabench.measure import workers
+    from cudabench.runner import workers
 
     starts = []
     original = workers.Worker._start

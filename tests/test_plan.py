@@ -12,13 +12,13 @@ from helpers import header_with, write_kernel
 
 from cudabench.catalog import discover
 from cudabench.errors import CudabenchError, UsageError
-from cudabench.measure.plan import (
+from cudabench.planning.plan import (
     MAX_STATIC_SHARED_BYTES,
     Request,
     header_variables,
     make_plan,
 )
-from cudabench.measure.timing import TimingPolicy
+from cudabench.planning.timing import TimingPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 TILE_FLAG = {"TILE": "--tile"}
@@ -235,7 +235,7 @@ def test_header_variables():
 def test_planning_never_imports_pycuda_or_the_engine():
     code = (
         "import sys\n"
-        "from cudabench.measure.plan import Request, make_plan\n"
+        "from cudabench.planning.plan import Request, make_plan\n"
         "make_plan(Request(op='matmul', size='64'))\n"
         "bad = [m for m in ('cudabench.engine', 'pycuda') if m in sys.modules]\n"
         "assert not bad, bad\n"

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from cudabench.cli import cli
-from cudabench.measure import sanitize
+from cudabench.observers import sanitizer as sanitize
 
 MEMCHECK = """========= COMPUTE-SANITIZER
 ========= Invalid __global__ write of size 4 bytes

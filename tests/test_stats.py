@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from cudabench.analysis.stats import (
+from cudabench.common.stats import (
     MAD_TO_SIGMA,
     mann_whitney_u,
     median_precision,

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from cudabench.measure.energy import Energy, EnergyUnavailable, measure_energy
-from cudabench.measure.telemetry import (
+from cudabench.observers.energy import Energy, EnergyUnavailable, measure_energy
+from cudabench.engines.telemetry import (
     POLL_INTERVAL_S,
     FakeMonitor,
     Monitor,

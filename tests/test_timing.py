@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from cudabench.analysis.stats import median_precision
+from cudabench.common.stats import median_precision
 from cudabench.errors import UsageError
-from cudabench.measure.timing import (
+from cudabench.planning.timing import (
     Sampling,
     StopReason,
     TimingPolicy,

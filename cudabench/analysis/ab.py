@@ -39,7 +39,7 @@ from cudabench.analysis.best import MIN_MARGIN
 from cudabench.analysis.compare import REGRESSION, Verdict
 from cudabench.errors import ExitCode, UsageError
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult
-from cudabench.units import format_change, format_percent
+from cudabench.common.units import format_change, format_percent
 
 # The floor of a between-run difference worth naming on an H100 (analysis/best.py): A/B
 # takes away the drift between runs, not the one within a run, so it cannot resolve less.

@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cudabench.analysis.stats import mann_whitney_u, relative_spread
+from cudabench.common.stats import mann_whitney_u, relative_spread
 from cudabench.results.model import BenchmarkResult, Kind, Status
 
 MIN_MARGIN = 0.005  # faster by less than this is never a win: between-run noise on an H100

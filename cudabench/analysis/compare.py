@@ -41,7 +41,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cudabench.analysis.stats import mann_whitney_u, median_precision
+from cudabench.common.stats import mann_whitney_u, median_precision
 from cudabench.errors import ExitCode, ResultsFileError, UsageError
 from cudabench.results.model import (
     FAILING_STATUSES,
@@ -50,7 +50,7 @@ from cudabench.results.model import (
     ResultsFile,
     Status,
 )
-from cudabench.units import (
+from cudabench.common.units import (
     format_change,
     format_p_value,
     format_percent,

@@ -28,17 +28,17 @@ from cudabench.catalog import Catalog, parse_header
 from cudabench.cli.options import parse_params
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.measure.jobs import jobs_of
-from cudabench.measure.pipeline import count_rows, run_plans
-from cudabench.measure.plan import Insight, Plan, Request, make_plan
-from cudabench.measure.timing import TimingPolicy
-from cudabench.measure.workers import finish_closing
+from cudabench.runner.pipeline import count_rows, run_plans
+from cudabench.planning.plan import Insight, Plan, Request, make_plan
+from cudabench.planning.timing import TimingPolicy
+from cudabench.runner.workers import finish_closing
 from cudabench.ops import Op, load_ops
-from cudabench.outfiles import check_outputs, write_text
+from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
 from cudabench.results.model import BenchmarkResult, Status
 from cudabench.results.writer import ResultsWriter
-from cudabench.units import format_change, format_percent, format_seconds, params_text, shape_text
+from cudabench.common.units import format_change, format_percent, format_seconds, params_text, shape_text
 
 SIDES = ("A", "B")
 COLUMNS = ("benchmark", "params", "shape", "dtype", "A", "B", "change", "interval", "verdict",

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 
 from cudabench.analysis import best
 from cudabench.analysis.best import Choice
-from cudabench.measure.devices import Slot
-from cudabench.measure.engine import EngineSpec
-from cudabench.measure.pipeline import run_plans
-from cudabench.measure.plan import Insight, Plan
+from cudabench.runner.devices import Slot
+from cudabench.engines.protocol import EngineSpec
+from cudabench.runner.pipeline import run_plans
+from cudabench.planning.plan import Insight, Plan
 from cudabench.results.model import BenchmarkResult, RunOutcome
-from cudabench.units import format_seconds, params_text, shape_text
+from cudabench.common.units import format_seconds, params_text, shape_text
 
 ROUNDS = 3  # interleaved rounds of the head-to-head
 COLUMNS = ("op", "size", "dtype", "variant", "best params", "median", "runner-up", "margin",

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from cudabench.analysis.compare import compare, parse_threshold
-from cudabench.analysis.stats import relative_spread
+from cudabench.common.stats import relative_spread
 from cudabench.cli import best
 from cudabench.cli.history import check_file, record_files
 from cudabench.cli.options import (
@@ -36,24 +36,25 @@ from cudabench.history.threshold import (
     smallest_detectable,
 )
 from cudabench.measure import memory
-from cudabench.measure.cluster import RayCluster, connect
-from cudabench.measure.counters import find_ncu
-from cudabench.measure.devices import Slot, choose, visible_entries
+from cudabench.runner.ray_cluster import RayCluster, connect
+from cudabench.observers.ncu import find_ncu
+from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.measure.dryrun import plan_rows
-from cudabench.measure.engine import EngineSpec, PycudaSpec
-from cudabench.measure.nvcc import find_nvcc
-from cudabench.measure.pipeline import count_rows, run_plans
-from cudabench.measure.plan import Insight, Plan, Request, make_plan
-from cudabench.measure.sanitize import find_sanitizer
-from cudabench.measure.workers import discard_prestarted, finish_closing, prestart
-from cudabench.outfiles import check_outputs, write_text
+from cudabench.engines.protocol import EngineSpec
+from cudabench.engines.pycuda_engine import PycudaSpec
+from cudabench.engines.nvcc import find_nvcc
+from cudabench.runner.pipeline import count_rows, run_plans
+from cudabench.planning.plan import Insight, Plan, Request, make_plan
+from cudabench.observers.sanitizer import find_sanitizer
+from cudabench.runner.workers import discard_prestarted, finish_closing, prestart
+from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.csv_out import comparison_to_csv, run_to_csv
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import run_to_markdown, to_markdown
 from cudabench.results import BenchmarkResult, load_results
 from cudabench.results.writer import ResultsWriter
-from cudabench.units import params_text, shape_text
+from cudabench.common.units import params_text, shape_text
 
 RUNS_DIR = Path(".cudabench") / "runs"  # where --record keeps a run given no --json
 

@@ -18,11 +18,11 @@ from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Tren
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
 from cudabench.history.store import DEFAULT_PATH, Store, parse_time
 from cudabench.history.threshold import DEFAULT_MIN_RUNS
-from cudabench.outfiles import check_output, replacing
+from cudabench.common.outfiles import check_output, replacing
 from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
-from cudabench.units import format_change, format_percent, format_seconds
+from cudabench.common.units import format_change, format_percent, format_seconds
 
 F = TypeVar("F", bound=Callable[..., Any])
 SHOW_LAST = 100  # commits per benchmark that `show` looks at by default

@@ -14,9 +14,9 @@ import click
 
 from cudabench.errors import UsageError
 from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
-from cudabench.measure.counters import parse_metrics
-from cudabench.measure.plan import Insight, Request
-from cudabench.measure.timing import TimingPolicy
+from cudabench.observers.ncu import parse_metrics
+from cudabench.planning.plan import Insight, Request
+from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import Op
 from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes, expand_values
 

@@ -13,7 +13,7 @@ import click
 from rich.text import Text
 
 from cudabench.errors import UsageError
-from cudabench.outfiles import check_outputs, write_text
+from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.render import csv_out, plot, terminal
 from cudabench.render.html import report_html
 from cudabench.render.markdown import run_to_markdown

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.errors import UsageError
-from cudabench.measure.plan import Request
-from cudabench.measure.timing import TimingPolicy
+from cudabench.planning.plan import Request
+from cudabench.planning.timing import TimingPolicy
 from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes
 
 if sys.version_info >= (3, 11):

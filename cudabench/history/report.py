@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cudabench.analysis.compare import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
-from cudabench.analysis.stats import median_precision, relative_spread
+from cudabench.common.stats import median_precision, relative_spread
 from cudabench.errors import ExitCode, ResultsFileError
 from cudabench.history.steps import (
     DEFAULT_THRESHOLD,
@@ -42,7 +42,7 @@ from cudabench.history.steps import (
 from cudabench.history.store import Benchmark, SeriesPoint, Store, Tracked
 from cudabench.history.threshold import DEFAULT_MIN_RUNS, threshold_from_medians
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, ResultsFile, Status
-from cudabench.units import format_change, format_p_value, format_percent
+from cudabench.common.units import format_change, format_p_value, format_percent
 
 DEFAULT_LAST = 20  # runs a check weighs
 BAND_RUNS = 10  # runs the noise band of `show` is taken over

@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
-from cudabench.analysis.stats import MAD_TO_SIGMA
+from cudabench.common.stats import MAD_TO_SIGMA
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_MIN_SIZE = 3

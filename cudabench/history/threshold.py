@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 from cudabench.analysis.compare import DEFAULT_ALPHA, MAX_THRESHOLD
 from cudabench.history.steps import noise
 from cudabench.history.store import Benchmark, Store
-from cudabench.units import format_percent
+from cudabench.common.units import format_percent
 
 DEFAULT_FLOOR = 0.02
 # The most `auto` grows to: a noisy history (a bad week of neighbours on the GPU) once raised

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from cudabench.catalog.headers import Arch, parse_arch
 from cudabench.measure import memory
-from cudabench.measure.cubin import compile_cubin
-from cudabench.measure.nvcc import compile_ptx
-from cudabench.measure.plan import Plan, compile_defines, header_variables, unsupported_on
-from cudabench.units import format_bytes, params_text, shape_text
+from cudabench.engines.cubin import compile_cubin
+from cudabench.engines.nvcc import compile_ptx
+from cudabench.planning.plan import Plan, compile_defines, header_variables, unsupported_on
+from cudabench.common.units import format_bytes, params_text, shape_text
 
 ASSUMED_SM_COUNT = 132  # an H100's: launch geometry that scales with SMs is shown for it
 GRID_LIMITS = (2**31 - 1, 65535, 65535)  # every CUDA GPU since compute capability 3.0

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
-from cudabench.measure.plan import Plan, PlannedVariant
+from cudabench.planning.plan import Plan, PlannedVariant
 from cudabench.ops.base import user_code
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
 

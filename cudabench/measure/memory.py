@@ -16,8 +16,8 @@ from pathlib import Path
 
 from cudabench.errors import UsageError
 from cudabench.measure import guards
-from cudabench.measure.plan import Plan, header_variables
-from cudabench.units import format_bytes, shape_text
+from cudabench.planning.plan import Plan, header_variables
+from cudabench.common.units import format_bytes, shape_text
 
 FLUSH_BYTES = 256 * 2**20  # twice the largest L2 of current GPUs: the flush buffer's upper bound
 SM_BOUND = 1024  # more SMs than any GPU has: per-block scratch is not underestimated
@@ -105,7 +105,7 @@ def _largest_fit(plan: Plan, have: int, measure: Callable[[Need], int]) -> tuple
 def device_free_bytes(gpu: int | str) -> int | None:
     """Return the free memory of a GPU through NVML, or None without NVML: gpu is a
     CUDA_VISIBLE_DEVICES entry (an index in PCI bus order, or a UUID) or an index."""
-    from cudabench.measure.nvml import free_memory
+    from cudabench.engines.nvml import free_memory
 
     return free_memory(gpu)
 

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 from cudabench.measure import guards
-from cudabench.measure.engine import Compiled, Engine, Geometry, Run
-from cudabench.measure.plan import Plan
+from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
+from cudabench.planning.plan import Plan
 from cudabench.ops import LaunchShape
 from cudabench.ops.base import user_code
 from cudabench.results.model import Verification

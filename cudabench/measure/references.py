@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 from cudabench.errors import CudabenchError
-from cudabench.measure.engine import Engine, KernelFault, Run
+from cudabench.engines.protocol import Engine, KernelFault, Run
 from cudabench.measure.jobs import record
-from cudabench.measure.plan import Plan
+from cudabench.planning.plan import Plan
 from cudabench.measure.sampling import sample, warm_up_on
 from cudabench.results.model import BenchmarkResult, Kind
 

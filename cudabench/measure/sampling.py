@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
-from cudabench.analysis.stats import mann_whitney_u, relative_spread
-from cudabench.measure.engine import Engine, Run
-from cudabench.measure.plan import Plan
-from cudabench.measure.telemetry import throttled
-from cudabench.measure.timing import collect, measurement_warnings, warm_up
+from cudabench.common.stats import mann_whitney_u, relative_spread
+from cudabench.engines.protocol import Engine, Run
+from cudabench.planning.plan import Plan
+from cudabench.engines.telemetry import throttled
+from cudabench.planning.timing import collect, measurement_warnings, warm_up
 
 
 def warm_up_on(engine: Engine, run: Run, plan: Plan) -> None:

@@ -17,16 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 from cudabench.errors import CompileError, CudabenchError, UsageError
 from cudabench.insight import roofs
-from cudabench.measure import counters, guards, sanitize, transfers
-from cudabench.measure.energy import EnergyUnavailable, measure_energy
-from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
+from cudabench.measure import guards
+from cudabench.observers import ncu as counters
+from cudabench.observers import sanitizer as sanitize
+from cudabench.observers import transfers
+from cudabench.observers.energy import EnergyUnavailable, measure_energy
+from cudabench.engines.protocol import Compiled, Engine, Geometry, KernelFault, Run
 from cudabench.measure.jobs import Prepared, record
-from cudabench.measure.plan import (
+from cudabench.planning.plan import (
     Plan,
     PlannedVariant,
     compile_defines,
@@ -35,7 +38,7 @@ from cudabench.measure.plan import (
 )
 from cudabench.measure.recheck import Layout, recheck
 from cudabench.measure.sampling import sample, warm_up_on, zero_input_note
-from cudabench.measure.tensormaps import (
+from cudabench.engines.tensormaps import (
     TensorMapRequest,
     TensorMapUnavailable,
     resolve,

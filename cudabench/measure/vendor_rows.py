@@ -15,9 +15,9 @@ from typing import Any
 from cudabench.errors import CudabenchError
 from cudabench.insight import roofs
 from cudabench.measure import guards
-from cudabench.measure.engine import Engine, KernelFault
+from cudabench.engines.protocol import Engine, KernelFault
 from cudabench.measure.jobs import Prepared, record
-from cudabench.measure.plan import Plan
+from cudabench.planning.plan import Plan
 from cudabench.measure.sampling import sample, warm_up_on
 from cudabench.measure.variant import checked_launch
 from cudabench.ops.base import user_code

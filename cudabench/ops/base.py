@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Mapping, Sequence
+import pickle
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 from cudabench.errors import CudabenchError, OpFileError, UsageError
 from cudabench.ops.sizes import parse_dims
@@ -58,6 +59,16 @@ class LaunchShape:
         return math.prod(self.block)
 
 
+# The registry's find_op, set when the registry is imported: every op that is pickled came
+# from it, and this module stays below the registry that imports it.
+_FINDERS: list[Callable[[str, str], Op]] = []
+
+
+def register_finder(finder: Callable[[str, str], Op]) -> None:
+    """Set the function that finds an op again from its origin and name (the registry's)."""
+    _FINDERS[:] = [finder]
+
+
 class Op:
     """A kernel family: its shape, types, inputs, kernel arguments, reference and accounting.
 
@@ -90,10 +101,13 @@ class Op:
     vendor_library: str = ""
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as where to find the op again, not as its class (ops/registry.py)."""
-        from cudabench.ops.registry import find_op
-
-        return find_op, (self.origin, self.name)
+        """Pickle as where to find the op again, not as its class: the registry's finder
+        (ops/registry.py registers it; pickle stores it by name, so the process that
+        unpickles imports the registry)."""
+        if _FINDERS:
+            return _FINDERS[0], (self.origin, self.name)
+        raise pickle.PicklingError(f"op {self.name!r}: only ops the registry loaded pickle "
+                                   "(cudabench.ops.load_ops)")
 
     @property
     def dtypes(self) -> tuple[str, ...]:

@@ -21,9 +21,9 @@ from pathlib import Path
 from types import ModuleType
 
 from cudabench.errors import OpFileError
-from cudabench.ops.base import Op
+from cudabench.ops.base import Op, register_finder
 from cudabench.ops.types import DTYPES
-from cudabench.relocation import local_path
+from cudabench.common.relocation import local_path
 
 BUILTIN_MODULES = ("cudabench.ops.matmul", "cudabench.ops.transpose", "cudabench.ops.dot")
 ENTRY_POINT_GROUP = "cudabench.ops"
@@ -37,6 +37,9 @@ def find_op(origin: str, name: str) -> Op:
         if op.name == name:
             return op
     raise OpFileError(f"{origin}: declares no op {name!r} any more")
+
+
+register_finder(find_op)
 
 
 def builtin_ops() -> dict[str, Op]:

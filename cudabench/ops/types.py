@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 INT32_MAX = 2**31 - 1
 

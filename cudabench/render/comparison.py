@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cudabench.analysis.compare import Comparison, ComparisonRow, Verdict
 from cudabench.results.model import BenchmarkResult
-from cudabench.units import (
+from cudabench.common.units import (
     format_change,
     format_p_value,
     format_percent,

@@ -16,7 +16,7 @@ from cudabench.render.comparison import benchmark_name
 from cudabench.render.insight import assessment, copy_bps
 from cudabench.render.run_table import comparators
 from cudabench.results.model import BenchmarkResult, RunOutcome
-from cudabench.units import params_text, shape_text
+from cudabench.common.units import params_text, shape_text
 
 RUN_LEADING = ("op", "variant", "kind", "params", "shape", "dtype", "hot", "status", "device",
                "pci_bus_id", "median_s", "min_s", "max_s", "spread", "batch_median_s",

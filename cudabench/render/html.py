@@ -32,7 +32,7 @@ from cudabench.render.comparison import (
 from cudabench.render.run_table import RunTable, build_tables
 from cudabench.results.loader import load_results
 from cudabench.results.model import DeviceInfo, ResultsFile, RunOutcome, Status
-from cudabench.units import format_bytes, format_error, params_text
+from cudabench.common.units import format_bytes, format_error, params_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

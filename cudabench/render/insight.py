@@ -11,9 +11,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cudabench.insight import counters, roofs
+from cudabench.insight import ncu_metrics as counters, roofs
 from cudabench.results.model import BenchmarkResult, Kind
-from cudabench.units import format_seconds
+from cudabench.common.units import format_seconds
 
 
 @dataclass(frozen=True)

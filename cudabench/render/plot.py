@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from cudabench.errors import UsageError
 from cudabench.insight import roofs
-from cudabench.outfiles import replacing
+from cudabench.common.outfiles import replacing
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status
-from cudabench.units import params_text
+from cudabench.common.units import params_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cudabench.analysis.fleet import device_spreads
+from cudabench.analysis.spread import device_spreads
 from cudabench.render.insight import detail_columns, footer_lines, insight_columns
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome
-from cudabench.units import format_error, format_seconds, params_text, shape_text
+from cudabench.common.units import format_error, format_seconds, params_text, shape_text
 
 BASELINE_VARIANT = "naive"
 LEFT_COLUMNS = frozenset({"variant", "params", "check", "shape", "dtype", "median per GPU",

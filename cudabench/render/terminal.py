@@ -34,7 +34,7 @@ from cudabench.render.comparison import (
 )
 from cudabench.render.run_table import RunTable, build_tables
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
-from cudabench.units import format_bytes, format_error, format_seconds, shape_text
+from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
 
 STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan",
                  "TIMEOUT": "bold red", "SUSPECT": "bold yellow", "SKIP": "dim"}

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cudabench.analysis.stats import Summary, summarize
+from cudabench.common.stats import Summary, summarize
 from cudabench.errors import ExitCode
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench import __version__
-from cudabench.outfiles import replacing
+from cudabench.common.outfiles import replacing
 from cudabench.results.codec import (
     FILE_KIND,
     SCHEMA_VERSION,

@@ -28,7 +28,7 @@ import pycuda.driver as cuda
 from pycuda.compiler import SourceModule
 
 from cudabench.catalog.headers import parse_header
-from cudabench.measure.plan import compile_defines, header_variables
+from cudabench.planning.plan import compile_defines, header_variables
 from cudabench.ops import get_op
 from cudabench.ops.base import LaunchShape
 

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 from cudabench.catalog import KernelVariant, discover
-from cudabench.measure.plan import compile_defines
+from cudabench.planning.plan import compile_defines
 from cudabench.ops import get_op
 
 LADDER = Path(__file__).resolve().parent / "kernels"

@@ -28,11 +28,11 @@ def main() -> None:
     from cudabench.cli import commands  # noqa: F401  (what a benchmark command imports)
 
     t = mark("import cudabench.cli.commands", t)
-    from cudabench.measure.engine import PycudaSpec
+    from cudabench.engines.pycuda_engine import PycudaSpec
     from cudabench.measure.jobs import jobs_of
-    from cudabench.measure.pipeline import run_jobs
-    from cudabench.measure.plan import Insight, Request, make_plan
-    from cudabench.measure.workers import Worker
+    from cudabench.runner.execute import run_jobs
+    from cudabench.planning.plan import Insight, Request, make_plan
+    from cudabench.runner.workers import Worker
     from cudabench.results import BenchmarkResult
 
     vendor = "--no-vendor" not in sys.argv

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from cudabench import catalog
-from cudabench.measure.engine import PycudaSpec
+from cudabench.engines.pycuda_engine import PycudaSpec
 from cudabench.measure.jobs import jobs_of
-from cudabench.measure.pipeline import run_jobs
-from cudabench.measure.plan import Insight, Request, make_plan
-from cudabench.measure.timing import TimingPolicy
+from cudabench.runner.execute import run_jobs
+from cudabench.planning.plan import Insight, Request, make_plan
+from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import OPS
 from cudabench.results import Kind, Status, load_results
 

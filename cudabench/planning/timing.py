@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cudabench.analysis.stats import median_precision, summarize
+from cudabench.common.stats import median_precision, summarize
 from cudabench.errors import UsageError
 
 Clock = Callable[[], float]

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 from cudabench.catalog import KernelVariant
 from cudabench.errors import CompileError, GpuEnvironmentError
-from cudabench.measure.engine import Compiled, Engine, Geometry, KernelFault, Run
-from cudabench.measure.telemetry import FakeMonitor, MonitorLike
-from cudabench.measure.tensormaps import (
+from cudabench.engines.protocol import Compiled, Engine, Geometry, KernelFault, Run
+from cudabench.engines.telemetry import FakeMonitor, MonitorLike
+from cudabench.engines.tensormaps import (
     GLOBAL_ALIGN,
     TensorMapRequest,
     TensorMapUnavailable,

@@ -1,6 +1,6 @@
 """Nsight Compute counters as the tables show them: labels, and the duration cross-check.
 
-Collecting them (running ncu) is cudabench.measure.counters; this part needs no GPU, so the
+Collecting them (running ncu) is cudabench.observers.ncu; this part needs no GPU, so the
 renderers and `report` use it on saved files.
 """
 

@@ -5,7 +5,7 @@ reference rows: fleet.units_of) becomes a task that asks Ray for one GPU (num_gp
 task runs it in a watched worker on that GPU exactly as `cudabench` does on one machine,
 so a kernel that faults or hangs costs its row, not the task. The plans travel pickled
 with the kernel sources in them; the kernel folders and op files they need travel too,
-and are written out on a node that lacks them (cudabench/relocation.py), so nodes need
+and are written out on a node that lacks them (cudabench/common/relocation.py), so nodes need
 only cudabench installed. Rows come back as tasks finish. A task lost with its worker or
 node is retried once by Ray, then its rows say ERROR and why; Ctrl-C cancels the tasks
 still out and leaves the results file valid.
@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.errors import UsageError
-from cudabench.measure.devices import BLAS_THREAD_VARIABLES
-from cudabench.measure.engine import EngineSpec
-from cudabench.measure.fleet import units_of
+from cudabench.runner.devices import BLAS_THREAD_VARIABLES
+from cudabench.engines.protocol import EngineSpec
+from cudabench.runner.gpus import units_of
 from cudabench.measure.jobs import Job, error_row, jobs_of
-from cudabench.measure.pipeline import outcome_of
-from cudabench.measure.plan import Plan
-from cudabench.relocation import ENVIRONMENT_VARIABLE
+from cudabench.runner.pipeline import outcome_of
+from cudabench.planning.plan import Plan
+from cudabench.common.relocation import ENVIRONMENT_VARIABLE
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
 INSTALL_HINT = "pip install 'cudabench[ray]'"
@@ -208,7 +208,7 @@ def _run_unit(spec: EngineSpec, blob: bytes, index: int
     """Run benchmark `index` of the pickled plans in a watched worker on this task's GPU."""
     import ray
 
-    from cudabench.measure.workers import Worker
+    from cudabench.runner.workers import Worker
 
     plans, units = pickle.loads(blob)
     gpu_ids = ray.get_gpu_ids()

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 from cudabench.catalog import KernelVariant
 from cudabench.errors import CompileError, GpuEnvironmentError, LaunchRefused
-from cudabench.measure import telemetry
-from cudabench.measure.cuda_driver import CudaDriver
-from cudabench.measure.engine import Compiled, Geometry, KernelFault, Run
-from cudabench.measure.nvcc import pycuda_install_hint
-from cudabench.measure.nvml import device_uuid
-from cudabench.measure.telemetry import MonitorLike
-from cudabench.measure.tensormaps import param_format
+from cudabench.engines import telemetry
+from cudabench.engines.cuda_driver import CudaDriver
+from cudabench.engines.nvml import device_count
+from cudabench.engines.protocol import Compiled, Engine, Geometry, KernelFault, Run
+from cudabench.engines.visibility import visible_entries
+from cudabench.engines.nvcc import pycuda_install_hint
+from cudabench.engines.nvml import device_uuid
+from cudabench.engines.telemetry import MonitorLike
+from cudabench.engines.tensormaps import param_format
 from cudabench.ops.vendor import VendorCall
-from cudabench.relocation import local_path
+from cudabench.common.relocation import local_path
 from cudabench.results.model import DeviceInfo
 
 MAX_STAMPS = 2 * 8192  # two per sample; samples beyond go unstamped (clock unknown)
@@ -450,3 +453,29 @@ class PycudaEngine:
     def copy(self, target: Any, source: Any, nbytes: int) -> None:
         """Enqueue a device-to-device copy of nbytes."""
         self.cuda.memcpy_dtod_async(target, source, nbytes)
+
+
+@dataclass(frozen=True)
+class PycudaSpec:
+    """Open the PyCUDA engine on one GPU."""
+
+    device_index: int = 0
+
+    def open(self) -> Engine:
+        """Import PyCUDA (only now) and make a context on the device."""
+        return PycudaEngine(self.device_index)
+
+    def count_devices(self) -> int:
+        """Count the visible GPUs: CUDA_VISIBLE_DEVICES's entries, else NVML's count, else
+        the driver's (PyCUDA, in this process: a count makes no context)."""
+        entries = visible_entries()
+        if entries is not None:
+            return len(entries)
+        count = device_count()
+        if count is not None:
+            return count
+        return int(load_pycuda().Device.count())
+
+    def restricted(self, index: int) -> PycudaSpec:
+        """The worker's one visible GPU is its device 0."""
+        return PycudaSpec(0)

@@ -11,20 +11,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 
-from cudabench.errors import OpFileError
-from cudabench.measure.devices import Slot
-from cudabench.measure.engine import Engine, EngineSpec
-from cudabench.measure.jobs import Job, Prepared, error_row, jobs_of, prepare, record
-from cudabench.measure.plan import Plan
-from cudabench.measure.references import run_reference
-from cudabench.measure.variant import run_variant
-from cudabench.measure.vendor_rows import run_vendor
-from cudabench.measure.workers import Worker, take_prestarted
+from cudabench.runner.devices import Slot
+from cudabench.engines.protocol import Engine, EngineSpec
+from cudabench.runner.execute import OnPhase, OnResult, run_jobs
+from cudabench.measure.jobs import Job, error_row, jobs_of, record
+from cudabench.planning.plan import Plan
+from cudabench.runner.workers import Worker, take_prestarted
 from cudabench.results.model import BenchmarkResult, Kind, RunOutcome
 
-OnResult = Callable[[BenchmarkResult], None]
 OnStart = Callable[[Mapping[str, str]], None]  # receives the engine's versions
-OnPhase = Callable[[str, int], None]
+__all__ = ["OnPhase", "OnResult", "OnStart", "count_rows", "run_jobs", "run_plans"]
 
 
 def count_rows(plans: Sequence[Plan], copies: int = 1) -> int:
@@ -46,7 +42,7 @@ def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | Non
     jobs = jobs_of(plans)
     emit = on_result or _ignore
     if devices is not None:
-        from cudabench.measure.fleet import run_on_devices
+        from cudabench.runner.gpus import run_on_devices
 
         results, notes = run_on_devices(plans, jobs, spec, devices, replicate, emit, on_start)
     else:
@@ -87,47 +83,3 @@ def _ignore(result: BenchmarkResult) -> None:
     """Drop a result (no one listens)."""
 
 
-def _no_phase(kind: str, index: int) -> None:
-    """Ignore a phase (no watchdog listens)."""
-
-
-def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
-             on_result: OnResult | None = None, on_phase: OnPhase | None = None
-             ) -> list[BenchmarkResult]:
-    """Run jobs in order until done or until a kernel faults; return their results.
-
-    on_phase hears ("job", i) when job i starts and ("gpu", i) when its GPU work starts
-    (after its compile): the watchdog's clock.
-    """
-    prepared: dict[int, Prepared] = {}
-    results = []
-    phase: OnPhase = on_phase or _no_phase
-    for index, job in enumerate(jobs):
-        plan = plans[job.plan_index]
-        phase("job", index)
-        if job.plan_index not in prepared:
-            try:  # one plan's inputs in memory at a time
-                prepared = {job.plan_index: prepare(plan)}
-            except OpFileError as exc:  # the op's inputs or reference raised: its rows say so
-                prepared = {}
-                result = error_row(plan, job, engine.info, str(exc))
-                results.append(result)
-                if on_result is not None:
-                    on_result(result)
-                continue
-        ready = prepared[job.plan_index]
-        if job.variant is not None:
-            result = run_variant(plan, engine, job.variant, ready,
-                                 on_compiled=functools.partial(phase, "gpu", index))
-        elif job.kind is Kind.VENDOR:
-            phase("gpu", index)
-            result = run_vendor(plan, engine, ready)
-        else:
-            phase("gpu", index)
-            result = run_reference(plan, engine, job.reference, ready.cpu_reference_s)
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-        if engine.faulted:
-            break
-    return results

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cudabench.errors import GpuEnvironmentError
-from cudabench.measure.devices import Slot
-from cudabench.measure.engine import EngineSpec
+from cudabench.runner.devices import Slot
+from cudabench.engines.protocol import EngineSpec
 from cudabench.measure.jobs import Job, error_row
-from cudabench.measure.plan import Plan
-from cudabench.measure.workers import Failure, Worker
+from cudabench.planning.plan import Plan
+from cudabench.runner.workers import Failure, Worker
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 MAX_DEATHS = 2  # a GPU whose fresh workers die this many times in a row is given up

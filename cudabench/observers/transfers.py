@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
-from cudabench.measure.engine import Engine
+from cudabench.engines.protocol import Engine
 
 REPEATS = 5  # copies per phase: their median (copies vary little; this is not the benchmark)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from cudabench.catalog import KernelVariant
 from cudabench.catalog.headers import Arch
 from cudabench.errors import UsageError
-from cudabench.measure import nvcc as nvcc_tools
+from cudabench.engines import nvcc as nvcc_tools
 
 TIMEOUT_S = nvcc_tools.TIMEOUT_S
 

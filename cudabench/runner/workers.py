@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cudabench.errors import CudabenchError, GpuEnvironmentError
-from cudabench.measure.engine import EngineSpec
+from cudabench.engines.protocol import EngineSpec
 from cudabench.measure.jobs import Job, error_row
-from cudabench.measure.plan import Plan
+from cudabench.planning.plan import Plan
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 POLL_S = 0.25  # how often the parent looks at a silent worker
@@ -329,7 +329,7 @@ def _stop(worker: Any) -> None:
 def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> None:
     """Open an engine, then take the plans and run each batch of jobs from the inbox
     (None: stop), reporting each phase and result and ("done", faulted) after a batch."""
-    from cudabench.measure.pipeline import run_jobs
+    from cudabench.runner.execute import run_jobs
 
     messages = _Sender(sender)
     try:

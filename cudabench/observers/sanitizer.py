@@ -1,7 +1,7 @@
 """`--sanitize`: each variant's checked launch run again under compute-sanitizer.
 
 The sanitizer wraps a whole process, so the checked launch runs in a child process
-(`python -m cudabench.measure.sanitize PLAN_FILE`) under `compute-sanitizer --tool TOOL`;
+(`python -m cudabench.observers.sanitizer PLAN_FILE`) under `compute-sanitizer --tool TOOL`;
 kernels are built with -lineinfo, so findings name the source line. The row keeps the
 first finding and the count; a finding fails the row.
 """
@@ -20,8 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.errors import UsageError
-from cudabench.measure.plan import Insight, Plan, PlannedVariant
-from cudabench.measure.timing import TimingPolicy
+
+# The child process a tool (compute-sanitizer, ncu) wraps: named, not imported, so that the
+# observers stay below the runner that the child uses.
+CHILD_MODULE = "cudabench.runner.child"
+from cudabench.planning.plan import Insight, Plan, PlannedVariant
+from cudabench.planning.timing import TimingPolicy
 
 TIMEOUT_S = 600
 # The least a run under the sanitizer needs: the warm-up's two launches, the checked one,
@@ -64,7 +68,7 @@ def run(plan: Plan, planned: PlannedVariant, tool: str, device_index: int) -> Re
         plan_file = Path(work) / "plan.pickle"
         plan_file.write_bytes(pickle.dumps((child_plan, device_index)))
         command = [sanitizer, "--tool", tool, "--print-limit", "20", sys.executable, "-m",
-                   "cudabench.measure.sanitize", str(plan_file)]
+                   CHILD_MODULE, str(plan_file)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -93,22 +97,3 @@ def parse(tool: str, output: str, returncode: int) -> Report:
                 first += f" (at {where})"
             break
     return Report(tool, errors, first)
-
-
-def _child(plan_file: str) -> int:
-    """Run one variant's checked launch (and a sample) on the GPU: the sanitizer watches."""
-    from cudabench.measure.engine import PycudaSpec
-    from cudabench.measure.jobs import jobs_of
-    from cudabench.measure.pipeline import run_jobs
-
-    plan, device_index = pickle.loads(Path(plan_file).read_bytes())
-    engine = PycudaSpec(device_index).open()
-    try:
-        run_jobs([plan], jobs_of([plan])[:1], engine)
-    finally:
-        engine.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1]))

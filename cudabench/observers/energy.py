@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cudabench.measure.telemetry import MonitorLike
+from cudabench.engines.telemetry import MonitorLike
 
 SYNC_EVERY = 50  # launches between waits: keeps the launch queue short...
 SYNC_AFTER_S = 0.01  # ...and so the pass ends within ~10 ms of its time

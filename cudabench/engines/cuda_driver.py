@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cudabench.errors import GpuEnvironmentError
-from cudabench.measure.tensormaps import (
+from cudabench.engines.tensormaps import (
     DATA_TYPES,
     TENSOR_MAP_BYTES,
     TensorMapRequest,

@@ -6,7 +6,7 @@ catalog) should not pay it. Modules write
     if TYPE_CHECKING:
         import numpy as np
     else:
-        from cudabench.lazy import numpy as np
+        from cudabench.common.lazy import numpy as np
 
 and use `np` as usual: the first attribute looked up imports NumPy.
 """

@@ -1,7 +1,8 @@
 """The engine seam: what the pipeline needs from a GPU, as a typing.Protocol.
 
-The pipeline talks only to this protocol. The PyCUDA engine (pycuda_engine.py, the only
-module that imports pycuda) implements it on a real GPU; the fake engine (fake_engine.py)
+The pipeline talks only to this protocol, and this module imports no engine. The PyCUDA
+engine (pycuda_engine.py with its spec, the only module that imports pycuda) implements it
+on a real GPU; the fake engine (fake_engine.py)
 implements it with NumPy for tests. An engine is opened from a spec, a small picklable
 recipe, so that a fresh worker process can open an engine of the same kind.
 """
@@ -14,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: see cudabench/lazy.py
-    from cudabench.lazy import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 from cudabench.catalog import KernelVariant
-from cudabench.measure.telemetry import MonitorLike
-from cudabench.measure.tensormaps import TensorMapRequest
+from cudabench.engines.telemetry import MonitorLike
+from cudabench.engines.tensormaps import TensorMapRequest
 from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import DeviceInfo
 
@@ -149,36 +150,3 @@ class EngineSpec(Protocol):
     def restricted(self, index: int) -> EngineSpec:
         """Return the spec a worker opens when CUDA_VISIBLE_DEVICES shows it GPU `index`
         alone."""
-
-
-@dataclass(frozen=True)
-class PycudaSpec:
-    """Open the PyCUDA engine on one GPU."""
-
-    device_index: int = 0
-
-    def open(self) -> Engine:
-        """Import PyCUDA (only now) and make a context on the device."""
-        from cudabench.measure.pycuda_engine import PycudaEngine
-
-        return PycudaEngine(self.device_index)
-
-    def count_devices(self) -> int:
-        """Count the visible GPUs: CUDA_VISIBLE_DEVICES's entries, else NVML's count, else
-        the driver's (PyCUDA, in this process: a count makes no context)."""
-        from cudabench.measure.devices import visible_entries
-        from cudabench.measure.nvml import device_count
-
-        entries = visible_entries()
-        if entries is not None:
-            return len(entries)
-        count = device_count()
-        if count is not None:
-            return count
-        from cudabench.measure.pycuda_engine import load_pycuda
-
-        return int(load_pycuda().Device.count())
-
-    def restricted(self, index: int) -> PycudaSpec:
-        """The worker's one visible GPU is its device 0."""
-        return PycudaSpec(0)

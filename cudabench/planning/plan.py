@@ -14,8 +14,8 @@ from pathlib import Path
 
 from cudabench.catalog import KernelVariant, discover
 from cudabench.errors import KernelFileError, UsageError
-from cudabench.measure import tensormaps
-from cudabench.measure.timing import TimingPolicy
+from cudabench.engines import tensormaps
+from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import DType, Op, Shape, TypeSet, get_op
 from cudabench.ops.base import user_code
 

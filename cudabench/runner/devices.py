@@ -14,7 +14,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cudabench.engines.visibility import visible_entries
 from cudabench.errors import UsageError
+
+__all__ = ["Slot", "choose", "visible_entries"]
 
 BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                          "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -36,21 +39,6 @@ class Slot:
         share = str(max(1, (cores or os.cpu_count() or 1) // max(1, workers)))
         env.update({name: share for name in BLAS_THREAD_VARIABLES if name not in os.environ})
         return env
-
-
-def visible_entries(environ: Mapping[str, str] | None = None) -> list[str] | None:
-    """Return the entries of CUDA_VISIBLE_DEVICES as CUDA reads them (up to the first empty
-    one), or None when it is not set."""
-    text = (environ if environ is not None else os.environ).get("CUDA_VISIBLE_DEVICES")
-    if text is None:
-        return None
-    entries = []
-    for entry in text.split(","):
-        entry = entry.strip()
-        if not entry:
-            break
-        entries.append(entry)
-    return entries
 
 
 def choose(text: str, count: int, entries: list[str] | None = None) -> list[Slot]:

@@ -1,7 +1,7 @@
 """`--counters`: hardware counters of each variant's checked run, read by Nsight Compute.
 
-ncu wraps a whole process, so the run is sanitize.py's child (`python -m
-cudabench.measure.sanitize PLAN_FILE`: two warm-up runs, the checked run, one sample) under
+ncu wraps a whole process, so the run is the sanitizer's child (`python -m
+cudabench.runner.child PLAN_FILE`: two warm-up runs, the checked run, one sample) under
 `ncu --launch-skip 2L --launch-count L`, L being the variant's launches per run: exactly the
 checked run's kernels are profiled. ncu never touches the clocks (`--clock-control none`),
 so its kernel times stay comparable with the event-timed samples.
@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudabench.errors import UsageError
-from cudabench.insight.counters import (  # noqa: F401  (re-exported: the table's side)
+from cudabench.insight.ncu_metrics import (  # noqa: F401  (re-exported: the table's side)
     DEFAULT_METRICS,
     DURATION,
     duration_outliers,
     short_label,
 )
-from cudabench.measure.plan import Plan, PlannedVariant
-from cudabench.measure.sanitize import MINIMAL
+from cudabench.planning.plan import Plan, PlannedVariant
+from cudabench.observers.sanitizer import CHILD_MODULE, MINIMAL
 
 TIMEOUT_S = 600
 WARMUP_RUNS = 2  # the child's warm-up: warmup_s 0 means exactly two runs (timing.warm_up)
@@ -108,7 +108,7 @@ def command(ncu: str, metrics: Sequence[str], launches: int, plan_file: Path,
             "--metrics", ",".join(metrics),
             "--launch-skip", str(WARMUP_RUNS * launches), "--launch-count", str(launches),
             "--target-processes", "all",
-            sys.executable, "-m", "cudabench.measure.sanitize", str(plan_file)]
+            sys.executable, "-m", CHILD_MODULE, str(plan_file)]
 
 
 def child_plan(plan: Plan, planned: PlannedVariant) -> Plan:

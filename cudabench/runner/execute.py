@@ -1,0 +1,66 @@
+"""Run jobs in this process, in order, on an open engine: what a worker process (and the
+sanitizer's child) does with the jobs it is given. Below the pipeline and the workers, so
+that neither imports the other to reach it."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+from cudabench.engines.protocol import Engine
+from cudabench.errors import OpFileError
+from cudabench.planning.plan import Plan
+from cudabench.measure.references import run_reference
+from cudabench.measure.variant import run_variant
+from cudabench.measure.vendor_rows import run_vendor
+from cudabench.results.model import BenchmarkResult, Kind
+from cudabench.measure.jobs import Job, Prepared, error_row, prepare
+
+OnResult = Callable[[BenchmarkResult], None]
+OnPhase = Callable[[str, int], None]
+
+
+def _no_phase(kind: str, index: int) -> None:
+    """Ignore a phase (no watchdog listens)."""
+
+
+def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
+             on_result: OnResult | None = None, on_phase: OnPhase | None = None
+             ) -> list[BenchmarkResult]:
+    """Run jobs in order until done or until a kernel faults; return their results.
+
+    on_phase hears ("job", i) when job i starts and ("gpu", i) when its GPU work starts
+    (after its compile): the watchdog's clock.
+    """
+    prepared: dict[int, Prepared] = {}
+    results = []
+    phase: OnPhase = on_phase or _no_phase
+    for index, job in enumerate(jobs):
+        plan = plans[job.plan_index]
+        phase("job", index)
+        if job.plan_index not in prepared:
+            try:  # one plan's inputs in memory at a time
+                prepared = {job.plan_index: prepare(plan)}
+            except OpFileError as exc:  # the op's inputs or reference raised: its rows say so
+                prepared = {}
+                result = error_row(plan, job, engine.info, str(exc))
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+                continue
+        ready = prepared[job.plan_index]
+        if job.variant is not None:
+            result = run_variant(plan, engine, job.variant, ready,
+                                 on_compiled=functools.partial(phase, "gpu", index))
+        elif job.kind is Kind.VENDOR:
+            phase("gpu", index)
+            result = run_vendor(plan, engine, ready)
+        else:
+            phase("gpu", index)
+            result = run_reference(plan, engine, job.reference, ready.cpu_reference_s)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+        if engine.faulted:
+            break
+    return results
