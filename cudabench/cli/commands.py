@@ -6,7 +6,8 @@ import contextlib
 import dataclasses
 import datetime
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ from cudabench.render import terminal
 from cudabench.render.csv_out import comparison_to_csv, run_to_csv
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import run_to_markdown, to_markdown
-from cudabench.results import BenchmarkResult, load_results
+from cudabench.results import BenchmarkResult, RunOutcome, load_results
 from cudabench.results.writer import ResultsWriter
 from cudabench.common.units import params_text, shape_text
 
@@ -64,27 +65,49 @@ def engine_spec(device: int) -> EngineSpec:
     return PycudaSpec(device)
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What one checked run measured, for the CLI to show or the Python API to return."""
+
+    outcome: RunOutcome
+    plans: list[Plan]
+    slots: list[Slot] | None  # the GPUs of --devices, or None
+    json_path: Path | None  # the results file the rows went to (a kept one under --record)
+    versions: Mapping[str, str]  # the engine's and its libraries' versions
+
+
 def run_and_render(requests: list[Request], device: int, outputs: Outputs,
                    dry_run: bool = False, arch: str = "sm_90",
                    placement: Placement | None = None) -> int:
     """Check every request, run them with progress on stderr, print and save the tables."""
     placement = placement or Placement()
+    if dry_run:
+        return show_plan(unique_points([make_plan(request) for request in requests]), arch)
+    return show(measure(requests, device, outputs, placement), device, outputs)
+
+
+def measure(requests: list[Request], device: int, outputs: Outputs,
+            placement: Placement | None = None) -> Measured:
+    """Check every request, then run them, streaming rows to outputs.json_path: the one way
+    into the pipeline, for the CLI and the Python API (cudabench.api) alike.
+
+    Progress goes to stderr as outputs.progress says; nothing is printed to stdout.
+    """
+    placement = placement or Placement()
     one_gpu = placement.devices is None and placement.cluster is None
-    if one_gpu and not dry_run:  # its imports and CUDA context overlap with the planning
+    if one_gpu:  # its imports and CUDA context overlap with the planning
         prestart(engine_spec(device))
     try:
-        return _run_and_render(requests, device, outputs, dry_run, arch, placement)
+        return _measure(requests, device, outputs, placement)
     finally:
         discard_prestarted()  # a usage error came first: its worker is not needed
         finish_closing()
 
 
-def _run_and_render(requests: list[Request], device: int, outputs: Outputs,
-                    dry_run: bool, arch: str, placement: Placement) -> int:
-    """run_and_render, once a worker may be starting."""
+def _measure(requests: list[Request], device: int, outputs: Outputs,
+             placement: Placement) -> Measured:
+    """measure, once a worker may be starting."""
     plans = unique_points([make_plan(request) for request in requests])  # usage errors first
-    if dry_run:
-        return show_plan(plans, arch)
     if any(plan.sanitize for plan in plans):
         find_sanitizer()  # missing: a usage error now, not a row per variant later
     if any(plan.insight.counters for plan in plans):
@@ -111,28 +134,30 @@ def _run_and_render(requests: list[Request], device: int, outputs: Outputs,
     check_outputs({"--json": outputs.json_path, "--markdown": outputs.markdown_path,
                    "--csv": outputs.csv_path, "--best-out": outputs.best_out,
                    "--db": outputs.db if outputs.record else None}, inputs)
-    if outputs.record and outputs.json_path is None:  # the store records a file: keep one
+    json_path = outputs.json_path
+    if outputs.record and json_path is None:  # the store records a file: keep one
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        kept = RUNS_DIR / f"{stamp}.json"
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        outputs = dataclasses.replace(outputs, json_path=kept)
-    writer = ResultsWriter(outputs.json_path) if outputs.json_path is not None else None
+        json_path = RUNS_DIR / f"{stamp}.json"
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+    writer = ResultsWriter(json_path, outputs.argv) if json_path is not None else None
     # Last of the checks: a Ray started for nothing would cost its start-up.
     cluster = connect(placement.cluster) if placement.cluster is not None else None
     try:
-        return _measure_and_show(plans, spec, slots, cluster, placement, outputs, writer,
-                                 device)
+        outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer)
     finally:
         if cluster is not None:
             cluster.close()
+    return Measured(outcome, plans, slots, json_path, versions)
 
 
-def _measure_and_show(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
-                      cluster: RayCluster | None, placement: Placement, outputs: Outputs,
-                      writer: ResultsWriter | None, device: int) -> int:
-    """Run the plans where placement says, streaming rows to the writer; show and save."""
+def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
+         cluster: RayCluster | None, placement: Placement, outputs: Outputs,
+         writer: ResultsWriter | None) -> tuple[RunOutcome, dict[str, str]]:
+    """Run the plans where placement says, streaming rows to the writer; return the outcome
+    and the engine's versions."""
     copies = len(slots) if slots and placement.replicate else 1
     gpus = len(slots) if slots else 2 if cluster is not None else 1  # a cluster: several
+    versions: dict[str, str] = {}
     with terminal.progress(count_rows(plans, copies), terminal.stderr_console(),
                            outputs.progress, gpus) as advance:
 
@@ -141,7 +166,11 @@ def _measure_and_show(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | N
                 writer.add(result)
             advance(result)
 
-        on_start = writer.start if writer else None
+        def on_start(engine_versions: Mapping[str, str]) -> None:
+            versions.update(engine_versions)
+            if writer is not None:
+                writer.start(engine_versions)
+
         if cluster is not None:
             outcome = cluster.run(plans, spec, on_result, on_start)
         else:
@@ -149,6 +178,13 @@ def _measure_and_show(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | N
                                 replicate=placement.replicate)
     if writer is not None:
         writer.write(complete=True)
+    return outcome, versions
+
+
+def show(measured: Measured, device: int, outputs: Outputs) -> int:
+    """Print a run's tables and diagnostics, save its reports, record it; return its exit
+    code."""
+    outcome = measured.outcome
     terminal.render_run(outcome, terminal.stdout_console())
     terminal.render_diagnostics(outcome, terminal.stderr_console())
     if outputs.markdown_path is not None:
@@ -156,12 +192,14 @@ def _measure_and_show(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | N
     if outputs.csv_path is not None:
         write_text(outputs.csv_path, run_to_csv(outcome), "--csv")
     code = int(outcome.exit_code)
-    if outputs.record and outputs.json_path is not None:
-        record_files([outputs.json_path], outputs.db)
+    if outputs.record and measured.json_path is not None:
+        record_files([measured.json_path], outputs.db)
         if outputs.check:
-            code = max(code, check_file(outputs.json_path, outputs.db))
+            code = max(code, check_file(measured.json_path, outputs.db))
     if outputs.best:
-        choices = best.choose(outcome, plans, engine_spec(device), slots[:1] if slots else None)
+        slots = measured.slots
+        choices = best.choose(outcome, measured.plans, engine_spec(device),
+                              slots[:1] if slots else None)
         terminal.render_rows("best configuration per variant and size", best.COLUMNS,
                              [best.row_cells(choice) for choice in choices],
                              terminal.stdout_console())

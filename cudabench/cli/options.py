@@ -38,6 +38,7 @@ class Outputs:
     db: Path = DEFAULT_STORE
     check: bool = False  # judge the recorded run against the store's history
     inputs: tuple[Path, ...] = ()  # files the run reads (its suite): never written over
+    argv: list[str] | None = None  # the command a results file records (None: sys.argv)
 
     @classmethod
     def of(cls, options: dict[str, Any], **fields: Any) -> Outputs:
