@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from cudabench.analysis.compare import compare, parse_threshold
+from cudabench.analysis.compare import DEFAULT_ALPHA, Comparison, compare, parse_threshold
 from cudabench.common.stats import relative_spread
 from cudabench.cli import best
 from cudabench.cli.history import check_file, record_files
@@ -53,7 +53,7 @@ from cudabench.render import terminal
 from cudabench.render.csv_out import comparison_to_csv, run_to_csv
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import run_to_markdown, to_markdown
-from cudabench.results import BenchmarkResult, RunOutcome, load_results
+from cudabench.results import BenchmarkResult, ResultsFile, RunOutcome, load_results
 from cudabench.results.writer import ResultsWriter
 from cudabench.common.units import params_text, shape_text
 
@@ -350,17 +350,46 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
                     allow_missing: bool, max_threshold: str) -> int:
     """Compare two results files; exit 1 on a significant slowdown, a new failure, a
     benchmark missing from CURRENT or an incomplete CURRENT."""
+    check_thresholds(threshold, max_threshold)  # bad values are named before files are read
+    check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
+                  [baseline, current, db or DEFAULT_STORE])
+    before, after = load_results(baseline), load_results(current)
+    comparison = judge(before, after, threshold, alpha, db, allow_different_gpu, power,
+                       allow_missing, max_threshold)
+    if markdown_path is not None:
+        write_text(markdown_path, to_markdown(comparison), "--markdown")
+    if html_path is not None:
+        write_text(html_path, comparison_html(comparison, (before, after)), "--html")
+    if csv_path is not None:
+        write_text(csv_path, comparison_to_csv(comparison), "--csv")
+    terminal.render_comparison(comparison, terminal.stdout_console())
+    incomplete = [f.path for f in (before, after) if f.metadata.get("complete") is False]
+    terminal.render_incomplete(incomplete, terminal.stderr_console(), after.path)
+    return int(comparison.exit_code)
+
+
+def check_thresholds(threshold: str, max_threshold: str) -> tuple[float, float]:
+    """Return --threshold (the floor under auto) and --max-threshold, checked."""
     auto = threshold.strip().lower() == "auto"
     limit = DEFAULT_FLOOR if auto else parse_threshold(threshold)
     cap = parse_threshold(max_threshold, "--max-threshold")
     if auto and cap < DEFAULT_FLOOR:
         raise UsageError(f"--max-threshold {max_threshold}: below the {DEFAULT_FLOOR:.0%} floor "
                          "of --threshold auto")
-    check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
-                  [baseline, current, db or DEFAULT_STORE])
-    before, after = load_results(baseline), load_results(current)
+    return limit, cap
+
+
+def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
+          alpha: float = DEFAULT_ALPHA, db: Path | None = None,
+          allow_different_gpu: bool = False, power: bool = False,
+          allow_missing: bool = False, max_threshold: str = f"{DEFAULT_CAP:.0%}"
+          ) -> Comparison:
+    """Compare two loaded results files as `cudabench compare` does (the CLI and the Python
+    API alike): --threshold auto reads each benchmark's gate from the history store."""
+    auto = threshold.strip().lower() == "auto"
+    limit, cap = check_thresholds(threshold, max_threshold)
     if not after.benchmarks:
-        raise UsageError(f"{current}: holds no benchmarks (its run measured nothing): "
+        raise UsageError(f"{after.path}: holds no benchmarks (its run measured nothing): "
                          "there is nothing to judge")
     store_path = db or DEFAULT_STORE
     with contextlib.ExitStack() as stack:
@@ -374,18 +403,8 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
                 return smallest_detectable(gate, relative_spread(new.samples_s or (1.0,)),
                                            max(len(new.samples_s), 1),
                                            max(len(old.samples_s), 1), alpha)
-        comparison = compare(before, after, limit, alpha, allow_different_gpu, threshold_for,
-                             power_for, allow_missing)
-    if markdown_path is not None:
-        write_text(markdown_path, to_markdown(comparison), "--markdown")
-    if html_path is not None:
-        write_text(html_path, comparison_html(comparison, (before, after)), "--html")
-    if csv_path is not None:
-        write_text(csv_path, comparison_to_csv(comparison), "--csv")
-    terminal.render_comparison(comparison, terminal.stdout_console())
-    incomplete = [f.path for f in (before, after) if f.metadata.get("complete") is False]
-    terminal.render_incomplete(incomplete, terminal.stderr_console(), after.path)
-    return int(comparison.exit_code)
+        return compare(before, after, limit, alpha, allow_different_gpu, threshold_for,
+                       power_for, allow_missing)
 
 
 def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
