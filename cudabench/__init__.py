@@ -5,6 +5,21 @@ Importing this package never imports PyCUDA: only cudabench.engine does.
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+# The Python API (cudabench.api), importable from here too; loaded on first use so that
+# `import cudabench` (and the command's start-up) stays light.
+_API = ("Comparison", "Results", "TimingPolicy", "compare", "load", "run", "run_suite")
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the API (cudabench.api) when one of its names is first used."""
+    if name not in _API:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import cudabench.api
+
+    return getattr(cudabench.api, name)

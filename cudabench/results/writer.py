@@ -60,8 +60,9 @@ class ResultsWriter:
         nothing leaves an existing file as it was (the path was checked up front)."""
         self.metadata["tool"].update(engine_versions)
 
-    def add(self, result: BenchmarkResult) -> None:
-        """Append one benchmark (its device listed once) and rewrite the file."""
+    def add(self, result: BenchmarkResult, write: bool = True) -> None:
+        """Append one benchmark (its device listed once) and rewrite the file (unless write
+        is False: a caller adding many rows at once writes once after them)."""
         index = None
         if result.device is not None:
             known = [device.identity for device in self.devices]
@@ -70,7 +71,8 @@ class ResultsWriter:
                 known.append(result.device.identity)
             index = known.index(result.device.identity)
         self.benchmarks.append(benchmark_to_dict(result, index))
-        self.write(complete=False)
+        if write:
+            self.write(complete=False)
 
     def document(self, complete: bool) -> dict[str, Any]:
         """Return the file's content as it stands."""

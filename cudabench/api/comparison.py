@@ -1,0 +1,124 @@
+"""compare(): judge a run against a baseline as `cudabench compare` does, from Python.
+
+The verdicts and the exit code are analysis.compare's, reached through the command's own
+judge() (threshold auto from the history store, the empty-file check); the Comparison
+returned shows itself as the command prints it, and as the HTML report draws it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudabench.analysis import compare as analysis
+from cudabench.api.display import Printed, fragment, plain_text
+from cudabench.api.results import Results
+from cudabench.errors import ExitCode, UsageError
+from cudabench.render import terminal
+from cudabench.render.comparison import summary_text
+from cudabench.render.html import comparison_html
+from cudabench.render.markdown import to_markdown
+from cudabench.results.loader import load_results
+from cudabench.results.model import BenchmarkResult, ResultsFile
+
+PathLike = str | os.PathLike[str]
+_BODY_START, _BODY_END = "<body>", "<footer>"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A baseline and a current run judged benchmark by benchmark."""
+
+    judged: analysis.Comparison  # the rows, verdicts and settings, as the command has them
+    files: tuple[ResultsFile, ResultsFile]  # baseline, current
+
+    @property
+    def rows(self) -> tuple[analysis.ComparisonRow, ...]:
+        """Return every benchmark present in both, with its verdict."""
+        return self.judged.rows
+
+    @property
+    def regressions(self) -> tuple[analysis.ComparisonRow, ...]:
+        """Return the rows that fail the gate (slower kernels, failed verifications)."""
+        return self.judged.regressions
+
+    @property
+    def added(self) -> tuple[BenchmarkResult, ...]:
+        """Return the benchmarks only the current run has."""
+        return self.judged.added
+
+    @property
+    def removed(self) -> tuple[BenchmarkResult, ...]:
+        """Return the benchmarks only the baseline has."""
+        return self.judged.removed
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """Return `cudabench compare`'s exit code: 1 on a regression, else 0."""
+        return self.judged.exit_code
+
+    @property
+    def ok(self) -> bool:
+        """Return whether nothing regressed."""
+        return self.exit_code is ExitCode.OK
+
+    @property
+    def summary(self) -> str:
+        """Return the one-line summary the command ends with (counts per verdict)."""
+        return summary_text(self.judged)
+
+    def to_markdown(self) -> str:
+        """Return the comparison as GitHub-flavoured markdown (a CI job summary)."""
+        return to_markdown(self.judged)
+
+    def to_html(self) -> str:
+        """Return the comparison as one self-contained HTML page (`compare --html`)."""
+        return comparison_html(self.judged, self.files)
+
+    def table(self) -> Printed:
+        """Return the comparison as a Rich renderable, as `cudabench compare` prints it."""
+        return Printed(lambda console: terminal.render_comparison(self.judged, console))
+
+    def __rich__(self) -> Printed:
+        return self.table()
+
+    def __str__(self) -> str:
+        return plain_text(self.table())
+
+    def __repr__(self) -> str:
+        return (f"<Comparison: {len(self.regressions)} regression(s) in {len(self.rows)} "
+                f"rows; {self.summary}>")
+
+    def _repr_html_(self) -> str:
+        """Return the body of the HTML comparison page, its stylesheet scoped to it."""
+        page = self.to_html()
+        body = page[page.index(_BODY_START) + len(_BODY_START):page.index(_BODY_END)]
+        return fragment([body])
+
+
+def compare(baseline: Results | PathLike, current: Results | PathLike, *,
+            threshold: str | float = "auto", alpha: float = analysis.DEFAULT_ALPHA,
+            db: PathLike | None = None, allow_different_gpu: bool = False,
+            power: bool = False) -> Comparison:
+    """Judge current against baseline (Results or results files) with the verdicts of
+    `cudabench compare`: threshold "auto" (per benchmark, from the history store db, the
+    2% floor without one), a percentage "5%" or a fraction 0.05; alpha the significance
+    level. Raise UsageError or ResultsFileError on bad input."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (str, int, float)):
+        raise UsageError(f"threshold {threshold!r}: expected 'auto', a percentage such as "
+                         "'5%' or a fraction such as 0.05")
+    from cudabench.cli.commands import judge
+
+    files = _file(baseline, "baseline"), _file(current, "current")
+    judged = judge(files[0], files[1], str(threshold), alpha,
+                   Path(db) if db is not None else None, allow_different_gpu, power)
+    return Comparison(judged, files)
+
+
+def _file(what: Results | PathLike, role: str) -> ResultsFile:
+    if isinstance(what, Results):
+        return what.results_file(f"({role} run, not saved)")
+    if isinstance(what, (str, os.PathLike)):
+        return load_results(Path(what))
+    raise UsageError(f"{role} {what!r}: expected Results or the path of a results file")

@@ -1,0 +1,215 @@
+"""Results: the rows of one run (or of a saved file), as the Python API returns them.
+
+The rows are the results model's own BenchmarkResult records; Results adds what a Python
+caller does with them: iterate, look one up, save the results file the commands write,
+turn them into plain records or a DataFrame, and show them (Rich in a terminal, HTML in a
+notebook) through the same renderers as the commands.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from cudabench.api.display import Printed, fragment, lines_html, plain_text
+from cudabench.errors import ExitCode, UsageError
+from cudabench.render import terminal
+from cudabench.render.html import diagnostic_lines, esc, run_table_html
+from cudabench.render.run_table import build_tables
+from cudabench.results.loader import load_results
+from cudabench.results.model import (
+    FAILING_STATUSES,
+    BenchmarkResult,
+    DeviceInfo,
+    ResultsFile,
+    RunOutcome,
+)
+from cudabench.results.writer import ResultsWriter
+
+if TYPE_CHECKING:
+    import pandas
+
+PathLike = str | os.PathLike[str]
+RUNS_DIR = Path(".cudabench") / "runs"  # where record() keeps results that have no file yet
+
+
+@dataclass(frozen=True, eq=False)
+class Results(Sequence[BenchmarkResult]):
+    """The rows of a run, in the order they were measured; iterate them, or index them."""
+
+    rows: tuple[BenchmarkResult, ...]
+    notes: tuple[str, ...] = ()  # variants skipped and why
+    command: tuple[str, ...] = ("cudabench",)  # the equivalent command, for results files
+    versions: Mapping[str, str] = field(default_factory=dict)  # the engine's, its libraries'
+    path: Path | None = None  # the results file the rows were written to or read from
+
+    @classmethod
+    def load(cls, path: PathLike) -> Results:
+        """Read a results file (any schema version cudabench reads); ResultsFileError if it
+        is not one."""
+        loaded = load_results(Path(path))
+        command = loaded.metadata.get("command")
+        tool = loaded.metadata.get("tool")
+        versions = {str(k): str(v) for k, v in tool.items() if k not in ("name", "version")
+                    } if isinstance(tool, dict) else {}
+        return cls(loaded.benchmarks, (), tuple(map(str, command)) if isinstance(command, list)
+                   else ("cudabench",), versions, Path(path))
+
+    def __iter__(self) -> Iterator[BenchmarkResult]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> BenchmarkResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[BenchmarkResult]: ...
+
+    def __getitem__(self, index: int | slice) -> BenchmarkResult | Sequence[BenchmarkResult]:
+        return self.rows[index]
+
+    @property
+    def outcome(self) -> RunOutcome:
+        """Return the rows as the run outcome the renderers take."""
+        return RunOutcome(self.rows, self.notes)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """Return the command's exit code for these rows: 0, 2 (a row not compiled or run)
+        or 3 (a row failed verification, timed out or is a SUSPECT)."""
+        return self.outcome.exit_code
+
+    @property
+    def ok(self) -> bool:
+        """Return whether every row passed (or is a reference or a SKIP)."""
+        return self.exit_code is ExitCode.OK
+
+    @property
+    def failures(self) -> tuple[BenchmarkResult, ...]:
+        """Return the rows that failed, errored, timed out or are not believed."""
+        return tuple(row for row in self.rows if row.status in FAILING_STATUSES)
+
+    def row(self, variant: str, op: str | None = None) -> BenchmarkResult:
+        """Return the one variant row named variant (of op, when several ops ran); UsageError
+        when there is none or more than one (a sweep: pick from the rows instead)."""
+        found = [r for r in self.rows if r.variant == variant and (op is None or r.op == op)]
+        if len(found) != 1:
+            names = sorted({f"{r.op}/{r.variant}" for r in self.rows})
+            what = f"{op}/{variant}" if op else variant
+            raise UsageError(
+                f"row {what!r}: {'no such row' if not found else f'{len(found)} rows match'}"
+                f"; the rows are {', '.join(names) or 'none'}"
+                + ("" if not found else " (iterate the results to pick one of a sweep)"))
+        return found[0]
+
+    def to_json(self, path: PathLike) -> Path:
+        """Write the rows as a results file (the format `cudabench compare`, `report` and
+        `history import` read), atomically; return its path."""
+        target = Path(path)
+        writer = ResultsWriter(target, list(self.command[1:]))
+        writer.metadata["tool"].update(self.versions)
+        for row in self.rows:
+            writer.add(row, write=False)
+        writer.write(complete=True)
+        return target
+
+    def record(self, db: PathLike | None = None) -> Path:
+        """Record the rows in the history store (default .cudabench/history.db), as
+        `cudabench history import` does; a run without a results file gets one in
+        .cudabench/runs/ first. Return the recorded file."""
+        from cudabench.cli.history import record_files
+        from cudabench.history.store import DEFAULT_PATH
+
+        path = self.path
+        if path is None:
+            stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+            path = self.to_json(RUNS_DIR / f"{stamp}.json")
+        record_files([path], Path(db) if db is not None else DEFAULT_PATH)
+        return path
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Return one plain dict per row: names, status, median and spread in seconds,
+        rates, verification and the raw samples (JSON-ready, for a DataFrame or a CSV)."""
+        return [record_of(row) for row in self.rows]
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """Return the records as a pandas DataFrame (pandas is not a dependency: install it
+        to use this)."""
+        try:
+            import pandas
+        except ImportError:
+            raise UsageError("to_pandas() needs pandas: pip install pandas (or use "
+                             "to_records(), plain dicts)") from None
+        return pandas.DataFrame.from_records(self.to_records())
+
+    def results_file(self, label: str = "(this run)") -> ResultsFile:
+        """Return the rows as a loaded results file (what compare and the reports take),
+        named by its path, or by label when the rows were never written."""
+        devices: dict[Any, DeviceInfo] = {}
+        for row in self.rows:
+            if row.device is not None:
+                devices.setdefault(row.device.identity, row.device)
+        where = str(self.path) if self.path is not None else label
+        return ResultsFile(where, {"command": list(self.command), "complete": True},
+                           tuple(devices.values()), self.rows, 0)
+
+    def table(self) -> Printed:
+        """Return the run's tables and diagnostics as a Rich renderable, as the command
+        prints them: `rich.print(results.table())`."""
+        def render(console: Any) -> None:
+            terminal.render_run(self.outcome, console)
+            terminal.render_diagnostics(self.outcome, console)
+
+        return Printed(render)
+
+    def __rich__(self) -> Printed:
+        return self.table()
+
+    def __str__(self) -> str:
+        return plain_text(self.table())
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            counts[row.status.value] = counts.get(row.status.value, 0) + 1
+        summary = ", ".join(f"{n} {status}" for status, n in counts.items()) or "empty"
+        return f"<Results: {len(self.rows)} rows ({summary})>"
+
+    def _repr_html_(self) -> str:
+        """Return the run's tables as the HTML report draws them (a notebook's display)."""
+        tables = [run_table_html(table) for table in build_tables(self.outcome)]
+        return fragment([
+            *(tables or ['<p class="note">No benchmarks.</p>']),
+            lines_html(diagnostic_lines(self.outcome)),
+            f'<p class="note">{esc(repr(self))}</p>',
+        ])
+
+
+def record_of(row: BenchmarkResult) -> dict[str, Any]:
+    """Return one row as a flat, JSON-ready dict (seconds, no units in the values)."""
+    summary = row.summary
+    verification = row.verification
+    return {
+        "op": row.op, "variant": row.variant, "kind": row.kind.value,
+        "params": dict(row.params), "shape": list(row.shape), "dims": list(row.dims),
+        "dtype": row.dtype, "hot": row.hot, "status": row.status.value,
+        "median_s": row.median_s,
+        "min_s": summary.min_s if summary else None,
+        "spread": summary.spread if summary else None,
+        "samples": len(row.samples_s), "samples_s": list(row.samples_s),
+        "batch_median_s": row.batch_median_s, "gflops": row.gflops, "gbps": row.gbps,
+        "flops": row.flops, "bytes_moved": row.bytes_moved,
+        "rel_error": verification.rel_error if verification else None,
+        "bad_elements": verification.bad_elements if verification else None,
+        "error": row.error, "skipped": row.skipped, "suspect": row.suspect,
+        "warnings": list(row.warnings),
+        "device": row.device.name if row.device else None,
+        "device_index": row.device.index if row.device else None,
+        "source": row.source,
+    }

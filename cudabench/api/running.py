@@ -1,0 +1,233 @@
+"""run() and run_suite(): the benchmark commands, called from Python.
+
+No second code path: the arguments become the command's own options (a list of sizes or
+parameter values sweeps, as the flags do), the command's build_requests and load_suite
+turn them into requests, and cli.commands.measure() checks and runs them on the engine
+that cli.commands.engine_spec names (the PyCUDA engine; tests replace that function, as
+they do for the commands). A kernel given as source text is written to a folder of its own
+and read by the catalog like any --kernels-dir file, header and all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cudabench.api.results import PathLike, Results
+from cudabench.errors import UsageError
+from cudabench.measure.plan import Insight
+from cudabench.measure.timing import TimingPolicy
+
+Size = int | str
+_VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def run(op: str, *, variants: str | Sequence[str] | None = None,
+        size: Size | Sequence[Size] | None = None, dtype: str | None = None,
+        params: Mapping[str, int | Sequence[int]] | None = None,
+        kernels_dir: PathLike | Sequence[PathLike] | None = None,
+        sources: Mapping[str, str] | None = None, device: int = 0,
+        timing: TimingPolicy | None = None, seed: int = 0, hot: bool = False,
+        vendor: bool = True, batch: bool = True, json: PathLike | None = None,
+        progress: bool = False) -> Results:
+    """Verify and time op's variants, as `cudabench OP` does; return every row.
+
+    variants: names to run (default all); size: "1024", 1024, "512x256x128", or a list (or a
+    "256..4096:x2" range) to sweep; dtype: default float32 where the op takes it; params:
+    NAME -> value, a list sweeps; kernels_dir: more folders of variants and ops; sources:
+    variant name -> CUDA source text with its header (`// cudabench: OP` ...); timing: the
+    sampling policy; json: also write the results file here as the rows arrive; progress:
+    a progress display on stderr. Bad input raises UsageError (or KernelFileError, naming
+    the file and line); a variant that fails verification is a FAIL row, not an exception.
+    """
+    from cudabench.cli.options import Outputs, build_requests
+
+    dirs = [*_paths(kernels_dir), *([inline_dir(op, sources)] if sources else [])]
+    names = _names(variants)
+    sizes = _sizes(size)
+    chosen = dtype if dtype is not None else _default_dtype(op, dirs)
+    policy = timing if timing is not None else TimingPolicy()
+    if not isinstance(policy, TimingPolicy):
+        raise UsageError(f"timing {policy!r}: expected a cudabench.TimingPolicy")
+    param_texts = _param_texts(params)
+    options: dict[str, Any] = {
+        "size": sizes, "dtype": chosen, "variants": tuple(names), "params": param_texts,
+        "seed": _int(seed, "seed"), "kernels_dirs": tuple(dirs), "hot": bool(hot),
+        "sanitize": None, "no_vendor": not vendor, "no_batch": not batch,
+        "warmup": policy.warmup_s, "min_samples": policy.min_samples,
+        "max_samples": policy.max_samples, "precision": policy.precision,
+        "max_time": policy.max_time_s, "timeout": policy.timeout_s,
+        "compile_timeout": policy.compile_timeout_s,
+    }
+    requests = build_requests(op, {}, **options)
+    argv = _command(op, options, _int(device, "device"))
+    outputs = Outputs(json_path=Path(json) if json is not None else None,
+                      progress=bool(progress), argv=argv[1:])
+    return _measure(requests, device, outputs, argv)
+
+
+def run_suite(path: PathLike | None = None, *,
+              kernels_dir: PathLike | Sequence[PathLike] | None = None, device: int = 0,
+              vendor: bool = True, batch: bool = True, json: PathLike | None = None,
+              progress: bool = False) -> Results:
+    """Run a suite file (cudabench.toml, or pyproject.toml's [tool.cudabench]; default:
+    the one in the current folder), as `cudabench run` does; return every row."""
+    from cudabench.cli.options import Outputs
+    from cudabench.cli.suite import find_config, load_suite
+
+    config = Path(path) if path is not None else find_config(Path.cwd())
+    dirs = tuple(_paths(kernels_dir))
+    insight = Insight(vendor=bool(vendor), batch=bool(batch))
+    requests = [dataclasses.replace(request, insight=insight)
+                for request in load_suite(config, dirs)]
+    argv = ["cudabench", "run", str(config), *(a for d in dirs for a in ("--kernels-dir",
+                                                                       str(d)))]
+    argv += [flag for flag, off in (("--no-vendor", not vendor), ("--no-batch", not batch))
+             if off]
+    outputs = Outputs(json_path=Path(json) if json is not None else None,
+                      progress=bool(progress), argv=argv[1:])
+    return _measure(requests, _int(device, "device"), outputs, argv)
+
+
+def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str]) -> Results:
+    from cudabench.cli import commands
+
+    measured = commands.measure(requests, device, outputs)
+    return Results(measured.outcome.results, measured.outcome.notes, tuple(argv),
+                   dict(measured.versions), measured.json_path)
+
+
+def inline_dir(op: str, sources: Mapping[str, str]) -> Path:
+    """Write each source as <folder>/<op>/<name>.cu and return the folder: a --kernels-dir
+    the catalog reads as usual. The folder is named by the sources' hash, so the same
+    sources give the same paths (and results files name files that still hold them)."""
+    if not isinstance(sources, Mapping):
+        raise UsageError("sources: expected a mapping of variant name to CUDA source text")
+    digest = hashlib.sha256(repr(sorted((str(k), str(v)) for k, v in sources.items()))
+                            .encode()).hexdigest()[:16]
+    user = re.sub(r"\W", "_", os.environ.get("USER", "") or str(os.getuid()))
+    folder = Path(tempfile.gettempdir()) / f"cudabench-inline-{user}" / digest
+    for name, text in sources.items():
+        if not isinstance(name, str) or not _VARIANT_NAME.fullmatch(name):
+            raise UsageError(f"sources: variant name {name!r}: use letters, digits, _ and -, "
+                             "starting with a letter (it becomes NAME.cu)")
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError(f"sources[{name!r}]: expected the CUDA source text, header "
+                             "first (// cudabench: OP ...)")
+        target = folder / op / f"{name}.cu"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{name}.")
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(text)
+            os.replace(temporary, target)  # another process writing the same text: no tear
+    return folder
+
+
+def _paths(value: PathLike | Sequence[PathLike] | None) -> list[Path]:
+    if value is None:
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        return [Path(value)]
+    return [Path(item) for item in value]
+
+
+def _names(variants: str | Sequence[str] | None) -> list[str]:
+    if variants is None:
+        return []
+    names = [variants] if isinstance(variants, str) else list(variants)
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"variants: {name!r} is not a variant name (see `cudabench list`)")
+    return names
+
+
+def _sizes(size: Size | Sequence[Size] | None) -> str | None:
+    """Return the --size text: one size, or a comma list that sweeps."""
+    if size is None:
+        return None
+    items = [size] if isinstance(size, (int, str)) else list(size)
+    texts = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            raise UsageError(f"size {item!r}: expected an integer or text such as '1024', "
+                             "'512x256x128' or '256..4096:x2'")
+        texts.append(str(item))
+    if not texts:
+        raise UsageError("size: an empty list sweeps nothing; give at least one size")
+    return ",".join(texts)
+
+
+def _param_texts(params: Mapping[str, int | Sequence[int]] | None) -> tuple[str, ...]:
+    """Return the --param texts: NAME=VALUE, or NAME=V1,V2 for a list (a sweep)."""
+    if params is None:
+        return ()
+    if not isinstance(params, Mapping):
+        raise UsageError("params: expected a mapping of parameter name to an integer or a "
+                         "list of integers, e.g. {'TILE': 16} or {'TILE': [8, 16, 32]}")
+    texts = []
+    for name, value in params.items():
+        values = [value] if isinstance(value, int) else value
+        if (isinstance(value, (str, bytes)) or not isinstance(values, Sequence) or not values
+                or any(isinstance(v, bool) or not isinstance(v, int) for v in values)):
+            raise UsageError(f"params[{name!r}] = {value!r}: expected an integer or a list of "
+                             "integers, e.g. 16 or [8, 16, 32]")
+        texts.append(f"{name}={','.join(str(v) for v in values)}")
+    return tuple(texts)
+
+
+def _int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{name} {value!r}: expected an integer")
+    return value
+
+
+def _default_dtype(op: str, dirs: Sequence[Path]) -> str:
+    """Return the --dtype a command defaults to: float32 where the op takes it."""
+    from cudabench.ops import get_op
+
+    dtypes = get_op(op, dirs).dtypes
+    return "float32" if "float32" in dtypes else dtypes[0]
+
+
+def _command(op: str, options: Mapping[str, Any], device: int) -> list[str]:
+    """Return the command line that runs what run() was asked (for the results file)."""
+    from cudabench.cli.names import command_name
+    from cudabench.ops import get_op
+
+    spec = get_op(op, options["kernels_dirs"])
+    argv = ["cudabench", command_name(spec)]
+    if spec.command_flag:  # transpose_inplace is `cudabench transpose --inplace`
+        argv.append(f"--{spec.command_flag}")
+    if options["size"] is not None:
+        argv += ["--size", options["size"]]
+    argv += ["--dtype", options["dtype"]]
+    for name in options["variants"]:
+        argv += ["--variant", name]
+    for text in options["params"]:
+        argv += ["--param", text]
+    for folder in options["kernels_dirs"]:
+        argv += ["--kernels-dir", str(folder)]
+    defaults = TimingPolicy()
+    for flag, key, default in (("--seed", "seed", 0), ("--warmup", "warmup", defaults.warmup_s),
+                               ("--min-samples", "min_samples", defaults.min_samples),
+                               ("--max-samples", "max_samples", defaults.max_samples),
+                               ("--precision", "precision", defaults.precision),
+                               ("--max-time", "max_time", defaults.max_time_s),
+                               ("--timeout", "timeout", defaults.timeout_s),
+                               ("--compile-timeout", "compile_timeout",
+                                defaults.compile_timeout_s)):
+        if options[key] != default:
+            argv += [flag, str(options[key])]
+    argv += [flag for flag, on in (("--hot", options["hot"]),
+                                   ("--no-vendor", options["no_vendor"]),
+                                   ("--no-batch", options["no_batch"])) if on]
+    if device:
+        argv += ["--device", str(device)]
+    return argv
