@@ -1,0 +1,332 @@
+"""The pytest plugin (entry point `pytest11`): a `cudabench` fixture, a sweep marker, and
+session options that save, compare and record every row the session measured.
+
+Off unless used: without its options and its fixture the plugin adds nothing to a session
+(its import is this module alone; cudabench's pipeline loads when a test first asks).
+
+    def test_tiled(cudabench):
+        results = cudabench.run("matmul", variants=["tiled"], size=1024)  # FAIL fails the test
+        assert results.row("tiled").median_s < 1e-3
+
+    @pytest.mark.cudabench_sweep(size=[256, 1024], TILE=[8, 16])
+    def test_sizes(cudabench, cudabench_point):
+        cudabench.run("matmul", variants=["tiled"], **cudabench_point)
+
+    pytest --cudabench-json now.json --cudabench-compare base.json [--cudabench-threshold 5%]
+
+A machine without a usable GPU skips the tests that use the fixture, saying why
+(--cudabench-require-gpu fails them instead).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from cudabench.api import Comparison, Results
+    from cudabench.results.model import BenchmarkResult
+    from cudabench.results.writer import ResultsWriter
+
+SWEEP_MARKER = "cudabench_sweep"
+POINT_FIXTURE = "cudabench_point"
+
+
+@dataclass
+class SessionRows:
+    """Every row the session's tests measured, and where they go at its end."""
+
+    json_path: Path | None = None
+    baseline: Path | None = None
+    record_db: Path | None = None
+    rows: list[BenchmarkResult] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    writer: ResultsWriter | None = None
+    gpu_reason: str | None = None  # why no GPU can be used ("" once one was found)
+    comparison: Comparison | None = None
+    messages: list[str] = field(default_factory=list)  # for the terminal summary
+
+    def add(self, results: Results, command: list[str]) -> None:
+        """Keep a run's rows; with --cudabench-json, rewrite the file after each run (as
+        the commands do: a crash later loses nothing)."""
+        self.rows += results.rows
+        self.versions.update(results.versions)
+        if self.json_path is None:
+            return
+        if self.writer is None:
+            from cudabench.results.writer import ResultsWriter
+
+            self.writer = ResultsWriter(self.json_path)
+            self.writer.metadata["command"] = command
+        self.writer.metadata["tool"].update(results.versions)
+        for row in results.rows:
+            self.writer.add(row, write=False)
+        self.writer.write(complete=False)
+
+
+_SESSION = pytest.StashKey[SessionRows]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add the cudabench options (all off by default)."""
+    group = parser.getgroup("cudabench", "cudabench: verify and time CUDA kernels")
+    group.addoption("--cudabench-json", metavar="FILE", default=None,
+                    help="Write every row the session measured to this results file "
+                    "(rewritten after each run).")
+    group.addoption("--cudabench-compare", metavar="BASELINE", default=None,
+                    help="Compare the session's rows with this results file as `cudabench "
+                    "compare` does; a regression fails the session.")
+    group.addoption("--cudabench-threshold", metavar="auto|PERCENT", default="auto",
+                    help="Smallest change that counts, e.g. 5%% or 0.05; auto (default): per "
+                    "benchmark from the history store (--cudabench-db), at least 2%%.")
+    group.addoption("--cudabench-alpha", metavar="P", type=float, default=0.001,
+                    help="Significance level of the rank test on the raw samples "
+                    "(default 0.001).")
+    group.addoption("--cudabench-db", metavar="DB", default=None,
+                    help="The history store --cudabench-threshold auto reads (default "
+                    ".cudabench/history.db).")
+    group.addoption("--cudabench-allow-different-gpu", action="store_true",
+                    help="Compare with a baseline measured on another GPU model.")
+    group.addoption("--cudabench-record", metavar="DB", default=None,
+                    help="Record the session's rows as one run in this history store.")
+    group.addoption("--cudabench-require-gpu", action="store_true",
+                    help="Fail, rather than skip, the tests that need a GPU when none is "
+                    "usable (a GPU CI job).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the sweep marker; check the options (a bad one stops the session now)."""
+    config.addinivalue_line(
+        "markers", f"{SWEEP_MARKER}(size=[...], NAME=[...]): run the test once per point of "
+        f"the product of sizes and parameter values; the test takes {POINT_FIXTURE} and "
+        "passes it on: cudabench.run(op, **cudabench_point)")
+    rows = SessionRows()
+    json_path = config.getoption("cudabench_json")
+    baseline = config.getoption("cudabench_compare")
+    record = config.getoption("cudabench_record")
+    if json_path is not None:
+        rows.json_path = Path(json_path)
+        if rows.json_path.is_dir():
+            raise pytest.UsageError(f"--cudabench-json {json_path}: is a folder; give a file")
+    if baseline is not None:
+        rows.baseline = Path(baseline)
+        _check_compare_options(config, rows.baseline, rows.json_path)
+    if record is not None:
+        rows.record_db = Path(record)
+        if rows.record_db.is_dir():
+            raise pytest.UsageError(f"--cudabench-record {record}: is a folder; give the "
+                                    "store's file, e.g. .cudabench/history.db")
+    config.stash[_SESSION] = rows
+
+
+def _check_compare_options(config: pytest.Config, baseline: Path, json_path: Path | None
+                           ) -> None:
+    from cudabench.analysis.compare import parse_threshold
+    from cudabench.errors import CudabenchError
+    from cudabench.results.loader import load_results
+
+    threshold = str(config.getoption("cudabench_threshold"))
+    alpha = config.getoption("cudabench_alpha")
+    try:
+        if threshold.strip().lower() != "auto":
+            parse_threshold(threshold)
+        load_results(baseline)
+    except CudabenchError as exc:
+        raise pytest.UsageError(f"--cudabench-compare: {exc}".replace(
+            "--threshold", "--cudabench-threshold")) from None
+    if not 0 < alpha < 1:
+        raise pytest.UsageError(f"--cudabench-alpha {alpha}: must be between 0 and 1")
+    if json_path is not None and json_path.resolve() == baseline.resolve():
+        raise pytest.UsageError(f"--cudabench-json {json_path}: is the baseline being "
+                                "compared with; write the session's rows elsewhere")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize a test marked cudabench_sweep over its points."""
+    marker = metafunc.definition.get_closest_marker(SWEEP_MARKER)
+    if marker is None:
+        return
+    if POINT_FIXTURE not in metafunc.fixturenames:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.{SWEEP_MARKER} "
+                                f"needs a {POINT_FIXTURE} argument (pass it on: "
+                                f"cudabench.run(op, **{POINT_FIXTURE}))")
+    points = sweep_points(metafunc.definition.nodeid, marker.args, marker.kwargs)
+    metafunc.parametrize(POINT_FIXTURE, points, ids=[point_id(point) for point in points])
+
+
+def sweep_points(where: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+                 ) -> list[dict[str, Any]]:
+    """Return the points of a sweep marker: {"size": S, "params": {NAME: V}} per
+    combination of its sizes and parameter values."""
+    if args:
+        raise pytest.UsageError(f"{where}: {SWEEP_MARKER} takes keywords only: size=[...] "
+                                "and one NAME=[...] per kernel parameter")
+    axes: dict[str, list[Any]] = {}
+    for name, value in kwargs.items():
+        values = list(value) if isinstance(value, (list, tuple, range)) else [value]
+        if not values:
+            raise pytest.UsageError(f"{where}: {SWEEP_MARKER}({name}=[]) sweeps nothing")
+        axes[name] = values
+    sizes = axes.pop("size", [None])
+    points = []
+    for size in sizes:
+        for combo in itertools.product(*axes.values()):
+            point: dict[str, Any] = {"params": dict(zip(axes, combo))}
+            if size is not None:
+                point["size"] = size
+            points.append(point)
+    return points
+
+
+def point_id(point: Mapping[str, Any]) -> str:
+    """Return a sweep point's test id: size=1024-TILE=16."""
+    parts = [f"size={point['size']}"] if "size" in point else []
+    return "-".join(parts + [f"{k}={v}" for k, v in point["params"].items()])
+
+
+class Bench:
+    """The `cudabench` fixture: run benchmarks inside a test."""
+
+    def __init__(self, config: pytest.Config, rows: SessionRows) -> None:
+        self._config = config
+        self._rows = rows
+
+    def run(self, op: str, *, check: bool = True, **options: Any) -> Results:
+        """Run op as cudabench.api.run does (same keywords); keep the rows for the
+        session's file, comparison and record. A row that fails verification (or errors,
+        times out or is not believed) fails the test with its message, unless check is
+        False."""
+        from cudabench.api import run
+        from cudabench.errors import CudabenchError, GpuEnvironmentError
+
+        try:
+            results = run(op, **options)
+        except GpuEnvironmentError as exc:  # the driver or PyCUDA: no GPU usable here
+            self._rows.gpu_reason = f"cudabench: no usable GPU: {exc}"
+            if self._config.getoption("cudabench_require_gpu"):
+                pytest.fail(f"{self._rows.gpu_reason} (--cudabench-require-gpu)",
+                            pytrace=False)
+            pytest.skip(self._rows.gpu_reason)
+        except CudabenchError as exc:  # the test's own mistake: its message, no traceback
+            pytest.fail(f"cudabench: error: {exc}", pytrace=False)
+        self._rows.add(results, _command(self._config))
+        if check and results.failures:
+            pytest.fail("\n".join(failure_message(row) for row in results.failures),
+                        pytrace=False)
+        return results
+
+
+@pytest.fixture
+def cudabench(request: pytest.FixtureRequest) -> Bench:
+    """Run cudabench benchmarks in a test: `cudabench.run("matmul", size=1024)`. Skipped,
+    with the reason, where no GPU is usable."""
+    config = request.config
+    rows = config.stash[_SESSION]
+    if rows.gpu_reason is None:
+        rows.gpu_reason = gpu_unavailable_reason()
+    if rows.gpu_reason:
+        if config.getoption("cudabench_require_gpu"):
+            pytest.fail(f"{rows.gpu_reason} (--cudabench-require-gpu)", pytrace=False)
+        pytest.skip(rows.gpu_reason)
+    return Bench(config, rows)
+
+
+def gpu_unavailable_reason() -> str:
+    """Return why the engine cannot run here ('' when a GPU is usable): it cannot count the
+    GPUs (no PyCUDA, no driver) or counts none."""
+    from cudabench.cli import commands
+    from cudabench.errors import GpuEnvironmentError
+
+    try:
+        count = commands.engine_spec(0).count_devices()
+    except GpuEnvironmentError as exc:
+        return f"cudabench: no usable GPU: {exc}"
+    if count < 1:
+        return "cudabench: no usable GPU: the CUDA driver sees no device"
+    return ""
+
+
+def failure_message(row: BenchmarkResult) -> str:
+    """Return one line saying which row failed and why."""
+    from cudabench.units import format_error, params_text, shape_text
+
+    name = f"{row.op}/{row.variant} {params_text(row.params)} {shape_text(row.shape)} " \
+           f"{row.dtype}".replace(" - ", " ")
+    v = row.verification
+    if row.error:
+        why = row.error
+    elif row.timed_out:
+        why = "did not finish within the timeout (killed)"
+    elif v is not None and not v.passed:
+        why = (f"{v.bad_elements} of {v.total_elements} elements outside tolerance "
+               f"({v.criterion}); relative error {format_error(v.rel_error)}")
+    else:
+        why = row.suspect or "failed"
+    return f"cudabench: {name}: {row.status.value}: {why}"
+
+
+def _command(config: pytest.Config) -> list[str]:
+    return ["python", "-m", "pytest", *map(str, config.invocation_params.args)]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Finish the results file, compare with the baseline, record in the history store."""
+    rows = session.config.stash.get(_SESSION, None)
+    if rows is None or not (rows.json_path or rows.baseline or rows.record_db):
+        return
+    if not rows.rows:
+        rows.messages.append("cudabench: no benchmark ran in this session: nothing written, "
+                             "compared or recorded")
+        return
+    from cudabench.api import Results, compare
+    from cudabench.errors import CudabenchError
+
+    if rows.writer is not None:
+        rows.writer.write(complete=True)
+        rows.messages.append(f"cudabench: {len(rows.rows)} rows written to {rows.json_path}")
+    results = Results(tuple(rows.rows), (), tuple(_command(session.config)), rows.versions,
+                      rows.json_path)
+    failed = False
+    try:
+        if rows.baseline is not None:
+            config = session.config
+            db = config.getoption("cudabench_db")
+            rows.comparison = compare(
+                rows.baseline, results, threshold=config.getoption("cudabench_threshold"),
+                alpha=config.getoption("cudabench_alpha"), db=db,
+                allow_different_gpu=config.getoption("cudabench_allow_different_gpu"))
+            failed = not rows.comparison.ok
+        if rows.record_db is not None:
+            recorded = results.record(rows.record_db)
+            rows.messages.append(f"cudabench: {recorded} recorded in {rows.record_db}")
+    except CudabenchError as exc:
+        rows.messages.append(f"cudabench: error: {exc}")
+        failed = True
+    if failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
+                            ) -> None:
+    """Print the comparison (as `cudabench compare` prints it) and what was written."""
+    rows = config.stash.get(_SESSION, None)
+    if rows is None or not (rows.comparison is not None or rows.messages):
+        return
+    terminalreporter.section("cudabench")
+    if rows.comparison is not None:
+        from cudabench.api.display import plain_text
+
+        width = config.get_terminal_writer().fullwidth  # as wide as pytest prints
+        terminalreporter.write(plain_text(rows.comparison.table(), width))
+        verdict = ("cudabench: the session fails: a regression against "
+                   f"{rows.baseline}" if not rows.comparison.ok
+                   else f"cudabench: no regression against {rows.baseline}")
+        terminalreporter.write_line(verdict, red=not rows.comparison.ok,
+                                    green=rows.comparison.ok, bold=True)
+    for message in rows.messages:
+        terminalreporter.write_line(message, red=message.startswith("cudabench: error"))
