@@ -152,7 +152,7 @@ def _sizes(size: Size | Sequence[Size] | None) -> str | None:
     """Return the --size text: one size, or a comma list that sweeps."""
     if size is None:
         return None
-    items = [size] if isinstance(size, (int, str)) else list(size)
+    items = list(size) if isinstance(size, (list, tuple, range)) else [size]
     texts = []
     for item in items:
         if isinstance(item, bool) or not isinstance(item, (int, str)):

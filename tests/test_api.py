@@ -1,0 +1,232 @@
+"""The Python API (cudabench.api) end to end on the fake engine: run, run_suite, Results,
+compare with the command's verdicts, inline kernel sources, errors and display."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from helpers import invoke
+from rich.console import Console
+
+import cudabench
+import cudabench.api as cb
+from cudabench.errors import ExitCode, KernelFileError, ResultsFileError, UsageError
+from cudabench.history.store import Store
+from cudabench.measure.fake_engine import Fault
+from cudabench.results import Status, load_results
+
+# Enough samples for the rank test to resolve a change (at 5 per side it never can), quick.
+FAST = cb.TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+
+
+def run_tiled(**options):
+    """Run matmul's naive and tiled variants at a small size, no vendor row."""
+    return cb.run("matmul", variants=["naive", "tiled"], size=64, vendor=False, timing=FAST,
+                  **options)
+
+
+def test_run_returns_every_row_and_writes_the_results_file(use_fake, tmp_path):
+    results = run_tiled(json=tmp_path / "now.json")
+    assert [r.variant for r in results] == ["naive", "tiled"]
+    assert len(results) == 2 and results[1].variant == "tiled"
+    assert results.ok and results.exit_code is ExitCode.OK and not results.failures
+    tiled = results.row("tiled")
+    assert tiled.status is Status.PASS and tiled.median_s > 0 and tiled.shape == (64, 64, 64)
+    assert results.path == tmp_path / "now.json"
+    saved = load_results(tmp_path / "now.json")
+    assert saved.metadata["complete"] is True
+    assert [r.key for r in saved.benchmarks] == [r.key for r in results]
+    # The file records the command that runs the same thing.
+    assert saved.metadata["command"] == [
+        "cudabench", "matmul", "--size", "64", "--dtype", "float32", "--variant", "naive",
+        "--variant", "tiled", "--warmup", "0.0", "--max-time", "0.2", "--no-vendor"]
+    assert saved.metadata["tool"]["engine"] == "fake"
+
+
+def test_the_api_and_the_command_run_the_same_benchmarks(use_fake, tmp_path):
+    results = run_tiled()
+    done = invoke("matmul", "--size", "64", "--variant", "naive", "--variant", "tiled",
+                  "--no-vendor", "--warmup", "0", "--max-time", "0.2", "--json",
+                  tmp_path / "cli.json")
+    assert done.exit_code == 0, done.stderr
+    cli_rows = load_results(tmp_path / "cli.json").benchmarks
+    assert [(r.key, r.status, r.kind) for r in cli_rows] == [
+        (r.key, r.status, r.kind) for r in results]
+
+
+def test_a_failed_verification_is_a_fail_row_not_an_exception(use_fake):
+    use_fake(faults={"naive": Fault.WRONG_ELEMENT})
+    results = run_tiled()
+    assert results.row("naive").status is Status.FAIL
+    assert results.failures == (results.row("naive"),)
+    assert results.exit_code is ExitCode.VERIFICATION_FAILED and not results.ok
+
+
+def test_sweeps_over_sizes_and_parameters(use_fake):
+    results = cb.run("matmul", variants="tiled", size=[32, "48"], params={"TILE": [8, 16]},
+                     vendor=False, batch=False, timing=FAST)
+    points = {(r.shape[0], r.params["TILE"]) for r in results if r.variant == "tiled"}
+    assert points == {(32, 8), (32, 16), (48, 8), (48, 16)}
+    with pytest.raises(UsageError, match="4 rows match"):
+        results.row("tiled")
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"variants": ["nope"]}, "nope"),
+    ({"params": {"TILE": "16"}}, r"params\['TILE'\]"),
+    ({"params": {"TILE": [8, True]}}, r"params\['TILE'\]"),
+    ({"size": 1.5}, "size 1.5"),
+    ({"size": []}, "empty list"),
+    ({"size": "12q"}, "12q"),
+    ({"timing": {"warmup_s": 0}}, "TimingPolicy"),
+    ({"timing": cb.TimingPolicy(min_samples=0)}, "--min-samples"),
+    ({"kernels_dir": "/no/such/folder"}, "no such directory"),
+    ({"device": "0"}, "device '0'"),
+    ({"sources": {"../up": "x"}}, "variant name '../up'"),
+    ({"sources": {"mine": ""}}, r"sources\['mine'\]"),
+])
+def test_bad_input_raises_a_usage_error_naming_it(use_fake, options, message):
+    with pytest.raises(UsageError, match=message) as caught:
+        cb.run("matmul", **{"size": 64, **options})
+    assert caught.value.exit_code is ExitCode.USAGE
+
+
+def test_an_unknown_op_is_a_usage_error(use_fake):
+    with pytest.raises(UsageError, match="nope"):
+        cb.run("nope")
+
+
+def test_a_kernel_given_as_source_text_runs_like_a_file(use_fake):
+    source = (KERNELS / "matmul" / "tiled.cu").read_text(encoding="utf-8")
+    results = cb.run("matmul", variants=["mine"], sources={"mine": source}, size=64,
+                     vendor=False, timing=FAST)
+    mine = results.row("mine")
+    assert mine.status is Status.PASS
+    assert Path(mine.source).read_text(encoding="utf-8") == source  # the file stays
+
+
+def test_a_source_with_a_bad_header_names_its_file_and_line(use_fake):
+    source = "// cudabench: matmul\n// param TILE: default sixteen\n"
+    with pytest.raises(KernelFileError, match=r"bad\.cu:2"):
+        cb.run("matmul", sources={"bad": source}, size=64)
+    other = (KERNELS / "dot" / "atomic.cu").read_text(encoding="utf-8")
+    with pytest.raises(KernelFileError, match="declares op dot"):
+        cb.run("matmul", sources={"wrong": other}, size=64)
+
+
+def test_compare_gives_the_verdicts_and_exit_code_of_the_command(use_fake, tmp_path):
+    base = run_tiled(json=tmp_path / "base.json")
+    use_fake(seed=1, slowdown={"tiled": 1.3})
+    slow = run_tiled(json=tmp_path / "slow.json")
+    comparison = cb.compare(base, slow)
+    verdicts = {row.variant: row.verdict.value for row in comparison.rows}
+    assert verdicts["tiled"] == "slower" and verdicts["naive"] == "same"
+    assert comparison.exit_code is ExitCode.REGRESSION and not comparison.ok
+    assert [row.variant for row in comparison.regressions] == ["tiled"]
+    done = invoke("compare", tmp_path / "base.json", tmp_path / "slow.json")
+    assert done.exit_code == int(comparison.exit_code)
+    by_path = cb.compare(tmp_path / "base.json", str(tmp_path / "slow.json"))
+    assert [(r.variant, r.verdict) for r in by_path.rows] == [
+        (r.variant, r.verdict) for r in comparison.rows]
+    # A threshold above the change: the same pair is no regression.
+    assert cb.compare(base, slow, threshold="50%").ok
+    assert cb.compare(base, base).ok
+
+
+@pytest.mark.parametrize(("threshold", "message"), [
+    ("5", "bare number"), ("fast", "expected a percentage"), (True, "threshold True"),
+])
+def test_compare_refuses_a_bad_threshold(use_fake, threshold, message):
+    results = run_tiled()
+    with pytest.raises(UsageError, match=message):
+        cb.compare(results, results, threshold=threshold)
+
+
+def test_compare_refuses_a_file_that_is_not_a_results_file(tmp_path):
+    (tmp_path / "x.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ResultsFileError):
+        cb.compare(tmp_path / "x.json", tmp_path / "x.json")
+    with pytest.raises(UsageError, match="expected Results"):
+        cb.compare(42, tmp_path / "x.json")  # type: ignore[arg-type]
+
+
+def test_to_json_and_load_round_trip(use_fake, tmp_path):
+    results = run_tiled()
+    path = results.to_json(tmp_path / "out.json")
+    loaded = cb.load(path)
+    assert [r.key for r in loaded] == [r.key for r in results]
+    assert [r.samples_s for r in loaded] == [r.samples_s for r in results]
+    assert loaded.path == path and loaded.versions["engine"] == "fake"
+    assert load_results(path).metadata["complete"] is True
+
+
+def test_records_are_plain_json_ready_dicts(use_fake):
+    records = run_tiled().to_records()
+    tiled = next(r for r in records if r["variant"] == "tiled")
+    assert tiled["status"] == "PASS" and tiled["params"] == {"TILE": 16}
+    assert tiled["median_s"] > 0 and tiled["samples"] == len(tiled["samples_s"]) >= 20
+    json.dumps(records)  # nothing a JSON encoder refuses
+
+
+def test_to_pandas_needs_pandas(use_fake):
+    results = run_tiled()
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(UsageError, match="pip install pandas"):
+            results.to_pandas()
+    else:
+        frame = results.to_pandas()
+        assert list(frame["variant"]) == ["naive", "tiled"]
+
+
+def test_run_suite_runs_a_suite_file(use_fake, tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[timing]\nmax_time = 0.1\nwarmup = 0\n\n[[benchmark]]\nop = "dot"\n'
+                     'size = "4096"\nvariants = ["atomic"]\n', encoding="utf-8")
+    results = cb.run_suite(suite, vendor=False)
+    assert {r.variant for r in results} == {"atomic", "memcpy_dtod"}
+    assert results.row("atomic").status is Status.PASS
+    with pytest.raises(UsageError, match="no suite"):
+        cb.run_suite(None) if not Path("cudabench.toml").exists() else None
+        raise UsageError("no suite")  # a checkout with a cudabench.toml: nothing to test
+
+
+def test_record_feeds_the_history_store(use_fake, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results = run_tiled()
+    kept = results.record(tmp_path / "h.db")
+    assert kept.parent == Path(".cudabench/runs")
+    with Store.open(tmp_path / "h.db") as store:
+        assert len(store.runs()) == 1
+
+
+def test_display_in_a_terminal_and_a_notebook(use_fake, tmp_path):
+    use_fake(faults={"naive": Fault.WRONG_ELEMENT})
+    results = run_tiled()
+    text = str(results)
+    assert "matmul 64x64x64" in text and "FAIL" in text and "naive" in text
+    assert repr(results) == "<Results: 2 rows (1 FAIL, 1 PASS)>"
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(results)
+    assert "tiled" in console.file.getvalue()
+    page = results._repr_html_()
+    assert page.startswith("<style>") and '<div class="cudabench-output">' in page
+    assert 'class="bad">FAIL</td>' in page and "<script" not in page and "http" not in page
+    # The report's stylesheet is scoped: no rule reaches the notebook's own page.
+    style = page[len("<style>"):page.index("</style>")]
+    rules = [line for line in style.splitlines() if "{" in line and "@media" not in line]
+    assert rules and all(line.startswith(".cudabench-output") for line in rules)
+    comparison = cb.compare(results, results)
+    # A run that fails verification fails the gate even against itself, as in the command.
+    assert "1 regression" in comparison._repr_html_() and "cudabench compare" in str(comparison)
+
+
+def test_top_level_names_are_the_api():
+    assert cudabench.run is cb.run and cudabench.compare is cb.compare
+    with pytest.raises(AttributeError):
+        cudabench.nope  # noqa: B018
