@@ -321,8 +321,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if rows.comparison is not None:
         from cudabench.api.display import plain_text
 
-        width = config.get_terminal_writer().fullwidth  # as wide as pytest prints
-        terminalreporter.write(plain_text(rows.comparison.table(), width))
+        # As wide as the terminal, or 200 columns in a CI log, as the commands print.
+        terminalreporter.write(plain_text(rows.comparison.table()))
         verdict = ("cudabench: the session fails: a regression against "
                    f"{rows.baseline}" if not rows.comparison.ok
                    else f"cudabench: no regression against {rows.baseline}")

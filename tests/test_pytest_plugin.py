@@ -1,0 +1,175 @@
+"""The pytest plugin end to end: a project's tests run in a pytester session on the fake
+engine (the same replaceable cudabench.cli.commands.engine_spec the command tests use)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+# Imported here, before any pytester session: an in-process session drops the modules it
+# imported when it ends, and the engine_spec patched below must be the one the next sees
+# (NumPy, imported on first use by cudabench, cannot be imported twice in one process).
+import numpy  # noqa: F401
+import pytest
+
+import cudabench.api  # noqa: F401
+import cudabench.cli.commands  # noqa: F401
+from cudabench.errors import GpuEnvironmentError
+from cudabench.history.store import Store
+from cudabench.measure.fake_engine import FakeSpec, Fault
+from cudabench.results import Status, load_results
+
+pytest_plugins = ["pytester"]
+
+TESTS = '''
+import pytest
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+def test_tiled(cudabench):
+    results = cudabench.run("matmul", variants=["naive", "tiled"], size=64, vendor=False,
+                            timing=FAST)
+    assert results.row("tiled").median_s > 0
+
+
+@pytest.mark.cudabench_sweep(size=[32, 48], TILE=[8, 16])
+def test_sweep(cudabench, cudabench_point):
+    cudabench.run("matmul", variants=["tiled"], vendor=False, batch=False, timing=FAST,
+                  **cudabench_point)
+'''
+
+
+@pytest.fixture
+def project(pytester):
+    """A project whose tests use the plugin (only the first test unless -k says more)."""
+    pytester.makepyfile(test_kernels=TESTS)
+    return pytester
+
+
+def use(monkeypatch, spec) -> None:
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
+
+
+def test_the_plugin_is_an_entry_point():
+    plugins = importlib.metadata.entry_points(group="pytest11")
+    assert any(p.name == "cudabench" and p.value == "cudabench.pytest_plugin" for p in plugins)
+
+
+def test_a_passing_session_writes_every_row_to_one_file(project, monkeypatch):
+    use(monkeypatch, FakeSpec())
+    done = project.runpytest("--cudabench-json", "now.json")
+    done.assert_outcomes(passed=5)
+    assert [i for i in done.outlines if "test_sweep[" in i] == []  # -q: no ids in lines
+    saved = load_results(project.path / "now.json")
+    assert saved.metadata["complete"] is True
+    assert saved.metadata["command"][:3] == ["python", "-m", "pytest"]
+    points = sorted((r.shape[0], r.params["TILE"]) for r in saved.benchmarks
+                    if r.variant == "tiled")
+    assert points == [(32, 8), (32, 16), (48, 8), (48, 16), (64, 16)]
+    assert all(r.status is Status.PASS for r in saved.benchmarks)
+    done.stdout.fnmatch_lines(["*cudabench: 6 rows written to now.json*"])
+
+
+def test_sweep_points_name_the_tests(project, monkeypatch):
+    use(monkeypatch, FakeSpec())
+    done = project.runpytest("-v", "-k", "sweep", "--collect-only")
+    done.stdout.fnmatch_lines(["*test_sweep[[]size=32-TILE=8[]]*",
+                               "*test_sweep[[]size=48-TILE=16[]]*"])
+
+
+def test_a_failed_verification_fails_the_test_with_the_rows_message(project, monkeypatch):
+    use(monkeypatch, FakeSpec(faults={"naive": Fault.WRONG_ELEMENT}))
+    done = project.runpytest("-k", "tiled", "-rs")
+    done.assert_outcomes(failed=1)
+    done.stdout.fnmatch_lines(["*cudabench: matmul/naive TILE=16 64x64x64 float32: FAIL: "
+                               "*elements*wrong*"])
+
+
+def test_a_regression_against_the_baseline_fails_the_session(project, monkeypatch):
+    use(monkeypatch, FakeSpec())
+    project.runpytest("-k", "tiled", "--cudabench-json", "base.json").assert_outcomes(passed=1)
+    use(monkeypatch, FakeSpec(seed=1))  # the same kernels again: no regression
+    same = project.runpytest("-k", "tiled", "--cudabench-compare", "base.json")
+    assert same.ret == 0
+    same.stdout.fnmatch_lines(["*cudabench: no regression against base.json*"])
+    use(monkeypatch, FakeSpec(seed=2, slowdown={"tiled": 1.3}))
+    slow = project.runpytest("-k", "tiled", "--cudabench-compare", "base.json",
+                             "--cudabench-json", "slow.json")
+    slow.assert_outcomes(passed=1)  # the test itself passed: the session fails
+    assert slow.ret == pytest.ExitCode.TESTS_FAILED
+    slow.stdout.fnmatch_lines(["*cudabench compare*", "*matmul/tiled*slower*",
+                               "*1 regression:*",
+                               "*cudabench: the session fails: a regression against base.json*"])
+    # A threshold above the planted change lets it through, as compare's --threshold does.
+    wide = project.runpytest("-k", "tiled", "--cudabench-compare", "base.json",
+                             "--cudabench-threshold", "50%")
+    assert wide.ret == 0
+
+
+def test_record_feeds_the_history_store(project, monkeypatch):
+    use(monkeypatch, FakeSpec())
+    done = project.runpytest("-k", "tiled", "--cudabench-record", "h.db")
+    assert done.ret == 0
+    with Store.open(project.path / "h.db") as store:
+        assert len(store.runs()) == 1
+
+
+class Refuse(FakeSpec):
+    def count_devices(self) -> int:
+        raise GpuEnvironmentError("PyCUDA is not installed: pip install 'cudabench[gpu]'")
+
+
+@pytest.mark.parametrize(("spec", "reason"), [
+    (FakeSpec(device_count=0), "cudabench: no usable GPU: the CUDA driver sees no device"),
+    (Refuse(), "cudabench: no usable GPU: PyCUDA is not installed*"),
+])
+def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reason):
+    use(monkeypatch, spec)
+    done = project.runpytest("-rs", "--cudabench-json", "now.json",
+                             "--cudabench-compare", "now.json.missing")
+    # A baseline that does not exist is refused first, naming the option.
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    done.stderr.fnmatch_lines(["*--cudabench-compare: *now.json.missing*"])
+    done = project.runpytest("-rs", "--cudabench-json", "now.json")
+    done.assert_outcomes(skipped=5)
+    done.stdout.fnmatch_lines(["*no benchmark ran in this session*", f"SKIPPED *{reason}"])
+    assert not (project.path / "now.json").exists()
+    required = project.runpytest("-k", "tiled", "--cudabench-require-gpu")
+    required.assert_outcomes(errors=1)
+    required.stdout.fnmatch_lines([f"*{reason} (--cudabench-require-gpu)*"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--cudabench-compare", "base.json", "--cudabench-threshold", "5"], "*bare number*"),
+    (["--cudabench-compare", "base.json", "--cudabench-alpha", "2"], "*--cudabench-alpha 2.0*"),
+    (["--cudabench-compare", "base.json", "--cudabench-json", "base.json"],
+     "*--cudabench-json base.json: is the baseline*"),
+    (["--cudabench-json", "."], "*--cudabench-json .: is a folder*"),
+])
+def test_bad_options_stop_the_session_naming_them(project, monkeypatch, args, message):
+    use(monkeypatch, FakeSpec())
+    project.runpytest("-k", "tiled", "--cudabench-json", "base.json").assert_outcomes(passed=1)
+    done = project.runpytest(*args)
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    done.stderr.fnmatch_lines([message])
+
+
+def test_a_sweep_marker_without_the_point_argument_is_refused(pytester):
+    pytester.makepyfile(test_x='''
+import pytest
+
+@pytest.mark.cudabench_sweep(size=[32])
+def test_x(cudabench):
+    pass
+''')
+    done = pytester.runpytest()
+    assert done.ret != 0
+    done.stdout.fnmatch_lines(["*needs a cudabench_point argument*"])
+
+
+def test_the_plugin_is_inert_unless_used(pytester):
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    done = pytester.runpytest()
+    done.assert_outcomes(passed=1)
+    assert not [line for line in done.outlines if "cudabench" in line and "plugins:" not in line]
