@@ -4,6 +4,8 @@ engine (the same replaceable cudabench.cli.commands.engine_spec the command test
 from __future__ import annotations
 
 import importlib.metadata
+import shutil
+from pathlib import Path
 
 # Imported here, before any pytester session: an in-process session drops the modules it
 # imported when it ends, and the engine_spec patched below must be the one the next sees
@@ -16,6 +18,7 @@ import cudabench.cli.commands  # noqa: F401
 from cudabench.errors import GpuEnvironmentError
 from cudabench.history.store import Store
 from cudabench.measure.fake_engine import FakeSpec, Fault
+from cudabench.pytest_plugin import gpu_unavailable_reason
 from cudabench.results import Status, load_results
 
 pytest_plugins = ["pytester"]
@@ -173,3 +176,48 @@ def test_the_plugin_is_inert_unless_used(pytester):
     done = pytester.runpytest()
     done.assert_outcomes(passed=1)
     assert not [line for line in done.outlines if "cudabench" in line and "plugins:" not in line]
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pytest"
+
+
+@pytest.fixture
+def example(pytester):
+    """A copy of examples/pytest, the project the GPU check runs."""
+    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True)
+    return pytester
+
+
+def test_the_example_project_collects_its_sweep(example):
+    done = example.runpytest("--collect-only", "-q")
+    done.stdout.fnmatch_lines(["tests/test_kernels.py::test_probe_is_as_fast_as_the_builtin_atomic",
+                               "tests/test_kernels.py::test_tiled_matmul",
+                               "tests/test_kernels.py::test_tiled_sweep[[]size=512-TILE=16[]]",
+                               "tests/test_kernels.py::test_tiled_sweep[[]size=2048-TILE=32[]]",
+                               "*6 tests collected*"])
+
+
+def test_the_example_project_skips_without_a_gpu(example):
+    if not gpu_unavailable_reason():  # the plugin's own probe, on the real engine
+        pytest.skip("a GPU is usable here: the example's tests run (run-gpu-check.sh)")
+    done = example.runpytest("--cudabench-json", "now.json")
+    done.assert_outcomes(skipped=6)
+    done.stdout.fnmatch_lines(["SKIPPED [[]4[]] tests/test_kernels.py:*: cudabench: no usable GPU: *"])
+    assert not (example.path / "now.json").exists()
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("planted", [False, True])
+def test_the_example_probe_compiles_with_and_without_the_plant(tmp_path, planted):
+    from helpers import invoke
+
+    shutil.copytree(EXAMPLE / "kernels", tmp_path / "kernels")
+    probe = tmp_path / "kernels" / "dot" / "probe.cu"
+    if planted:  # as run-gpu-check.sh plants it
+        probe.write_text(probe.read_text(encoding="utf-8").replace(
+            "#ifndef EXTRA_PERMILLE", "#define EXTRA_PERMILLE 35\n#ifndef EXTRA_PERMILLE"),
+            encoding="utf-8")
+    done = invoke("dot", "--dry-run", "--variant", "probe", "--size", "1<<24",
+                  "--kernels-dir", tmp_path / "kernels")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert "probe" in done.stdout
