@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -230,3 +231,26 @@ def test_top_level_names_are_the_api():
     assert cudabench.run is cb.run and cudabench.compare is cb.compare
     with pytest.raises(AttributeError):
         cudabench.nope  # noqa: B018
+
+
+def docs_source() -> str:
+    """Return the inline kernel of docs/python.md (its SOURCE = r'''...''')."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "python.md").read_text("utf-8")
+    start = text.index("SOURCE = r'''") + len("SOURCE = r'''")
+    return text[start:text.index("'''", start)]
+
+
+def test_the_docs_inline_kernel_runs(use_fake):
+    results = cb.run("matmul", variants=["mine", "tiled"], sources={"mine": docs_source()},
+                     size=64, vendor=False, timing=FAST)
+    assert results.row("mine").status is Status.PASS
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_the_docs_inline_kernel_compiles(tmp_path):
+    from cudabench.api.running import inline_dir
+
+    folder = inline_dir("matmul", {"mine": docs_source()})
+    done = invoke("matmul", "--dry-run", "--variant", "mine", "--size", "1024",
+                  "--kernels-dir", folder)
+    assert done.exit_code == 0, done.stdout + done.stderr
