@@ -109,6 +109,12 @@ def pytest_configure(config: pytest.Config) -> None:
     json_path = config.getoption("cudabench_json")
     baseline = config.getoption("cudabench_compare")
     record = config.getoption("cudabench_record")
+    if hasattr(config, "workerinput") and (json_path or baseline or record):
+        # Each pytest-xdist worker would write, compare and record its own share.
+        raise pytest.UsageError("--cudabench-json, --cudabench-compare and --cudabench-record "
+                                "gather one session's rows in one process: run without "
+                                "pytest-xdist's -n (timings on one GPU in parallel would "
+                                "disturb each other anyway)")
     if json_path is not None:
         rows.json_path = Path(json_path)
         if rows.json_path.is_dir():

@@ -112,7 +112,8 @@ class Results(Sequence[BenchmarkResult]):
         """Write the rows as a results file (the format `cudabench compare`, `report` and
         `history import` read), atomically; return its path."""
         target = Path(path)
-        writer = ResultsWriter(target, list(self.command[1:]))
+        writer = ResultsWriter(target)
+        writer.metadata["command"] = list(self.command)  # a pytest session's, say
         writer.metadata["tool"].update(self.versions)
         for row in self.rows:
             writer.add(row, write=False)
