@@ -202,7 +202,8 @@ def test_the_example_project_skips_without_a_gpu(example):
         pytest.skip("a GPU is usable here: the example's tests run (run-gpu-check.sh)")
     done = example.runpytest("--cudabench-json", "now.json")
     done.assert_outcomes(skipped=6)
-    done.stdout.fnmatch_lines(["SKIPPED [[]4[]] tests/test_kernels.py:*: cudabench: no usable GPU: *"])
+    done.stdout.fnmatch_lines(
+        ["SKIPPED [[]4[]] tests/test_kernels.py:*: cudabench: no usable GPU: *"])
     assert not (example.path / "now.json").exists()
 
 
