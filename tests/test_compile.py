@@ -176,6 +176,8 @@ def example_cases():
     """Yield (folder, op, variant, dtype) for every kernel of the shipped examples."""
     examples = Path(__file__).parents[1] / "examples"
     for folder in sorted(p for p in examples.iterdir() if p.is_dir()):
+        if (folder / "kernels").is_dir():  # a project (examples/pytest): its kernels folder
+            folder = folder / "kernels"
         catalog, ops = discover([folder]), load_ops([folder])
         for op_name, variants in catalog.items():
             if ops[op_name].origin.startswith("cudabench."):
