@@ -46,7 +46,7 @@ def test_sweep(cudabench, cudabench_point):
 @pytest.fixture
 def project(pytester):
     """A project whose tests use the plugin (only the first test unless -k says more)."""
-    pytester.makepyfile(test_kernels=TESTS)
+    pytester.makepyfile(test_plugin_project=TESTS)
     return pytester
 
 
@@ -190,10 +190,10 @@ def example(pytester):
 
 def test_the_example_project_collects_its_sweep(example):
     done = example.runpytest("--collect-only", "-q")
-    done.stdout.fnmatch_lines(["tests/test_kernels.py::test_probe_is_as_fast_as_the_builtin_atomic",
-                               "tests/test_kernels.py::test_tiled_matmul",
-                               "tests/test_kernels.py::test_tiled_sweep[[]size=512-TILE=16[]]",
-                               "tests/test_kernels.py::test_tiled_sweep[[]size=2048-TILE=32[]]",
+    done.stdout.fnmatch_lines(["tests/test_my_kernels.py::test_probe_is_as_fast_as_the_builtin_atomic",
+                               "tests/test_my_kernels.py::test_tiled_matmul",
+                               "tests/test_my_kernels.py::test_tiled_sweep[[]size=512-TILE=16[]]",
+                               "tests/test_my_kernels.py::test_tiled_sweep[[]size=2048-TILE=32[]]",
                                "*6 tests collected*"])
 
 
@@ -203,7 +203,7 @@ def test_the_example_project_skips_without_a_gpu(example):
     done = example.runpytest("--cudabench-json", "now.json")
     done.assert_outcomes(skipped=6)
     done.stdout.fnmatch_lines(
-        ["SKIPPED [[]4[]] tests/test_kernels.py:*: cudabench: no usable GPU: *"])
+        ["SKIPPED [[]4[]] tests/test_my_kernels.py:*: cudabench: no usable GPU: *"])
     assert not (example.path / "now.json").exists()
 
 
