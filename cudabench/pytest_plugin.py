@@ -21,6 +21,7 @@ A machine without a usable GPU skips the tests that use the fixture, saying why
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +93,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     ".cudabench/history.db).")
     group.addoption("--cudabench-allow-different-gpu", action="store_true",
                     help="Compare with a baseline measured on another GPU model.")
+    group.addoption("--cudabench-allow-missing", action="store_true",
+                    help="Pass although benchmarks of the baseline did not run in this "
+                    "session (a -k selection, say); by default a missing one fails.")
+    group.addoption("--cudabench-max-threshold", metavar="PERCENT", default="25%",
+                    help="The most --cudabench-threshold auto may grow to from a noisy "
+                    "history (default 25%%).")
     group.addoption("--cudabench-record", metavar="DB", default=None,
                     help="Record the session's rows as one run in this history store.")
     group.addoption("--cudabench-require-gpu", action="store_true",
@@ -132,19 +139,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check_compare_options(config: pytest.Config, baseline: Path, json_path: Path | None
                            ) -> None:
-    from cudabench.analysis.compare import parse_threshold
+    from cudabench.cli.commands import check_thresholds
     from cudabench.errors import CudabenchError
     from cudabench.results.loader import load_results
 
     threshold = str(config.getoption("cudabench_threshold"))
     alpha = config.getoption("cudabench_alpha")
     try:
-        if threshold.strip().lower() != "auto":
-            parse_threshold(threshold)
+        check_thresholds(threshold, str(config.getoption("cudabench_max_threshold")))
         load_results(baseline)
-    except CudabenchError as exc:
-        raise pytest.UsageError(f"--cudabench-compare: {exc}".replace(
-            "--threshold", "--cudabench-threshold")) from None
+    except CudabenchError as exc:  # the command's message, naming the plugin's options
+        message = re.sub(r"(?<![\w-])--(threshold|max-threshold)", r"--cudabench-\1", str(exc))
+        raise pytest.UsageError(f"--cudabench-compare: {message}") from None
     if not 0 < alpha < 1:
         raise pytest.UsageError(f"--cudabench-alpha {alpha}: must be between 0 and 1")
     if json_path is not None and json_path.resolve() == baseline.resolve():
@@ -305,7 +311,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             rows.comparison = compare(
                 rows.baseline, results, threshold=config.getoption("cudabench_threshold"),
                 alpha=config.getoption("cudabench_alpha"), db=db,
-                allow_different_gpu=config.getoption("cudabench_allow_different_gpu"))
+                allow_different_gpu=config.getoption("cudabench_allow_different_gpu"),
+                allow_missing=config.getoption("cudabench_allow_missing"),
+                max_threshold=config.getoption("cudabench_max_threshold"))
             failed = not rows.comparison.ok
         if rows.record_db is not None:
             recorded = results.record(rows.record_db)

@@ -110,6 +110,18 @@ def test_a_regression_against_the_baseline_fails_the_session(project, monkeypatc
     assert wide.ret == 0
 
 
+def test_a_baseline_benchmark_the_session_did_not_run_fails_it(project, monkeypatch):
+    use(monkeypatch, FakeSpec())
+    project.runpytest("-k", "tiled or 32-TILE", "--cudabench-json", "base.json"
+                      ).assert_outcomes(passed=3, deselected=2)
+    fewer = project.runpytest("-k", "tiled", "--cudabench-compare", "base.json")
+    assert fewer.ret == pytest.ExitCode.TESTS_FAILED
+    fewer.stdout.fnmatch_lines(["*the session fails: a regression against base.json*"])
+    allowed = project.runpytest("-k", "tiled", "--cudabench-compare", "base.json",
+                                "--cudabench-allow-missing")
+    assert allowed.ret == 0
+
+
 def test_record_feeds_the_history_store(project, monkeypatch):
     use(monkeypatch, FakeSpec())
     done = project.runpytest("-k", "tiled", "--cudabench-record", "h.db")
@@ -146,6 +158,8 @@ def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reas
 @pytest.mark.parametrize(("args", "message"), [
     (["--cudabench-compare", "base.json", "--cudabench-threshold", "5"], "*bare number*"),
     (["--cudabench-compare", "base.json", "--cudabench-alpha", "2"], "*--cudabench-alpha 2.0*"),
+    (["--cudabench-compare", "base.json", "--cudabench-max-threshold", "1%"],
+     "*--cudabench-max-threshold 1%: below the 2% floor*"),
     (["--cudabench-compare", "base.json", "--cudabench-json", "base.json"],
      "*--cudabench-json base.json: is the baseline*"),
     (["--cudabench-json", "."], "*--cudabench-json .: is a folder*"),

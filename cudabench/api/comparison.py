@@ -15,6 +15,7 @@ from cudabench.analysis import compare as analysis
 from cudabench.api.display import Printed, fragment, plain_text
 from cudabench.api.results import Results
 from cudabench.errors import ExitCode, UsageError
+from cudabench.history.threshold import DEFAULT_CAP
 from cudabench.render import terminal
 from cudabench.render.comparison import summary_text
 from cudabench.render.html import comparison_html
@@ -100,11 +101,13 @@ class Comparison:
 def compare(baseline: Results | PathLike, current: Results | PathLike, *,
             threshold: str | float = "auto", alpha: float = analysis.DEFAULT_ALPHA,
             db: PathLike | None = None, allow_different_gpu: bool = False,
-            power: bool = False) -> Comparison:
+            power: bool = False, allow_missing: bool = False,
+            max_threshold: str = f"{DEFAULT_CAP:.0%}") -> Comparison:
     """Judge current against baseline (Results or results files) with the verdicts of
     `cudabench compare`: threshold "auto" (per benchmark, from the history store db, the
-    2% floor without one), a percentage "5%" or a fraction 0.05; alpha the significance
-    level. Raise UsageError or ResultsFileError on bad input."""
+    2% floor without one, at most max_threshold), a percentage "5%" or a fraction 0.05;
+    alpha the significance level; a baseline benchmark missing from current fails unless
+    allow_missing. Raise UsageError or ResultsFileError on bad input."""
     if isinstance(threshold, bool) or not isinstance(threshold, (str, int, float)):
         raise UsageError(f"threshold {threshold!r}: expected 'auto', a percentage such as "
                          "'5%' or a fraction such as 0.05")
@@ -112,7 +115,8 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
 
     files = _file(baseline, "baseline"), _file(current, "current")
     judged = judge(files[0], files[1], str(threshold), alpha,
-                   Path(db) if db is not None else None, allow_different_gpu, power)
+                   Path(db) if db is not None else None, allow_different_gpu, power,
+                   allow_missing, str(max_threshold))
     return Comparison(judged, files)
 
 
