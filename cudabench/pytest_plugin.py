@@ -211,8 +211,8 @@ class Bench:
     def run(self, op: str, *, check: bool = True, **options: Any) -> Results:
         """Run op as cudabench.api.run does (same keywords); keep the rows for the
         session's file, comparison and record. A row that fails verification (or errors,
-        times out or is not believed) fails the test with its message, unless check is
-        False."""
+        times out or is not believed) fails the test with its message, and a run whose
+        every row is a SKIP skips it, unless check is False."""
         from cudabench.api import run
         from cudabench.errors import CudabenchError, GpuEnvironmentError
 
@@ -230,6 +230,11 @@ class Bench:
         if check and results.failures:
             pytest.fail("\n".join(failure_message(row) for row in results.failures),
                         pytrace=False)
+        if check and all(row.skipped is not None for row in results):
+            # Nothing measured (every variant needs another GPU, say): a skip, not a pass.
+            reasons = sorted({f"{row.op}/{row.variant}: {row.skipped}" for row in results})
+            pytest.skip("cudabench: nothing was measured: " + ("; ".join(reasons) or
+                                                               "no rows"))
         return results
 
 

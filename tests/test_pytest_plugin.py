@@ -236,3 +236,18 @@ def test_the_example_probe_compiles_with_and_without_the_plant(tmp_path, planted
                   "--kernels-dir", tmp_path / "kernels")
     assert done.exit_code == 0, done.stdout + done.stderr
     assert "probe" in done.stdout
+
+
+def test_a_run_that_measures_nothing_skips_the_test(pytester, monkeypatch):
+    tiled = (Path(__file__).resolve().parents[1] / "kernels" / "matmul" / "tiled.cu"
+             ).read_text(encoding="utf-8")
+    hopper = tiled.replace("// cudabench: matmul\n", "// cudabench: matmul\n// arch: sm_90a\n")
+    pytester.makepyfile(test_hopper_only=f"""
+def test_hopper(cudabench):
+    cudabench.run("matmul", variants=["mine"], sources={{"mine": {hopper!r}}}, size=64,
+                  vendor=False)
+""")
+    use(monkeypatch, FakeSpec(compute_capability="8.0"))
+    done = pytester.runpytest("-rs")
+    done.assert_outcomes(skipped=1)
+    done.stdout.fnmatch_lines(["SKIPPED *cudabench: nothing was measured: matmul/mine: *"])

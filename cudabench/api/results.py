@@ -87,7 +87,8 @@ class Results(Sequence[BenchmarkResult]):
 
     @property
     def ok(self) -> bool:
-        """Return whether every row passed (or is a reference or a SKIP)."""
+        """Return whether the command would exit 0: no row failed, errored, timed out or
+        is a SUSPECT, and something was measured (not every row a SKIP)."""
         return self.exit_code is ExitCode.OK
 
     @property
