@@ -270,7 +270,7 @@ def gpu_unavailable_reason() -> str:
 
 def failure_message(row: BenchmarkResult) -> str:
     """Return one line saying which row failed and why."""
-    from cudabench.units import format_error, params_text, shape_text
+    from cudabench.common.units import format_error, params_text, shape_text
 
     name = f"{row.op}/{row.variant} {params_text(row.params)} {shape_text(row.shape)} " \
            f"{row.dtype}".replace(" - ", " ")

@@ -14,9 +14,9 @@ from rich.console import Console
 
 import cudabench
 import cudabench.api as cb
+from cudabench.engines.fake_engine import Fault
 from cudabench.errors import ExitCode, KernelFileError, ResultsFileError, UsageError
 from cudabench.history.store import Store
-from cudabench.measure.fake_engine import Fault
 from cudabench.results import Status, load_results
 
 # Enough samples for the rank test to resolve a change (at 5 per side it never can), quick.

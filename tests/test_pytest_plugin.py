@@ -15,9 +15,9 @@ import pytest
 
 import cudabench.api  # noqa: F401
 import cudabench.cli.commands  # noqa: F401
+from cudabench.engines.fake_engine import FakeSpec, Fault
 from cudabench.errors import GpuEnvironmentError
 from cudabench.history.store import Store
-from cudabench.measure.fake_engine import FakeSpec, Fault
 from cudabench.pytest_plugin import gpu_unavailable_reason
 from cudabench.results import Status, load_results
 

@@ -29,7 +29,7 @@ from cudabench.errors import (
     ResultsFileError,
     UsageError,
 )
-from cudabench.measure.timing import TimingPolicy
+from cudabench.planning.timing import TimingPolicy
 from cudabench.results.model import BenchmarkResult, Status
 
 load = Results.load

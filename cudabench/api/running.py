@@ -21,8 +21,8 @@ from typing import Any
 
 from cudabench.api.results import PathLike, Results
 from cudabench.errors import UsageError
-from cudabench.measure.plan import Insight
-from cudabench.measure.timing import TimingPolicy
+from cudabench.planning.plan import Insight
+from cudabench.planning.timing import TimingPolicy
 
 Size = int | str
 _VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
