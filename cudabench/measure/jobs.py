@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.phases import phase
 from cudabench.planning.plan import Plan, PlannedVariant
 from cudabench.ops.base import user_code
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
@@ -63,10 +64,10 @@ class Prepared:
 
 def prepare(plan: Plan) -> Prepared:
     """Make the plan's inputs from its seed and compute the float64 reference."""
-    with user_code(plan.op, "inputs"):
+    with phase("inputs"), user_code(plan.op, "inputs"):
         inputs = plan.op.inputs(plan.shape, plan.types, np.random.default_rng(plan.seed))
     started = time.perf_counter()
-    with user_code(plan.op, "reference"):
+    with phase("CPU reference"), user_code(plan.op, "reference"):
         expected = plan.op.reference(inputs)
     return Prepared(inputs, expected, time.perf_counter() - started)
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.phases import phase
 from cudabench.measure import guards
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
 from cudabench.planning.plan import Plan
@@ -79,9 +80,9 @@ def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], np.ndarray]:
     if not _FRESH or _FRESH[0][0] is not plan:
         _FRESH.clear()  # one plan's at a time: they are as large as its inputs
         rng = np.random.default_rng(plan.seed + 1)
-        with user_code(plan.op, "inputs"):
+        with phase("inputs"), user_code(plan.op, "inputs"):
             fresh = plan.op.inputs(plan.shape, plan.types, rng)
-        with user_code(plan.op, "reference"):
+        with phase("CPU reference"), user_code(plan.op, "reference"):
             _FRESH.append((plan, fresh, plan.op.reference(fresh)))
     return _FRESH[0][1], _FRESH[0][2]
 
@@ -109,7 +110,7 @@ def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapp
     shape = layout.outputs.get(op.result_buffer) or inputs[op.result_buffer].shape
     result = engine.download(buffers[op.result_buffer], tuple(shape), kind.numpy)
     launched = [LaunchShape(grid, block) for grid, block in layout.geometry]
-    with user_code(op, "verify"):
+    with phase("verify"), user_code(op, "verify"):
         verification: Verification = op.verify(dict(inputs), expected, result, launched, types)
     if verification.passed:
         return None

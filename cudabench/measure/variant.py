@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.phases import phase
 from cudabench.errors import CompileError, CudabenchError, UsageError
 from cudabench.insight import roofs
 from cudabench.measure import guards
@@ -74,54 +75,66 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     if unsupported is not None:
         return row(skipped=unsupported)
     try:
-        compiled, geometry, arg_spec, dynamic = compile_variant(
-            plan, engine, planned, launches, {name: a.shape for name, a in inputs.items()})
+        with phase("compile"):
+            compiled, geometry, arg_spec, dynamic = compile_variant(
+                plan, engine, planned, launches, {name: a.shape for name, a in inputs.items()})
         on_compiled()
         with user_code(op, "outputs"):
             outputs = op.outputs(plan.shape, types, math.prod(geometry[0][0]))
         shapes = {name: array.shape for name, array in inputs.items()} | outputs
         sizes = {name: math.prod(shape) * (types.output if name in outputs else types.input
                                            ).itemsize for name, shape in shapes.items()}
-        for name, nbytes in sizes.items():
-            guarded[name] = guards.allocate(engine, nbytes)
+        with phase("allocate"):
+            for name, nbytes in sizes.items():
+                guarded[name] = guards.allocate(engine, nbytes)
         buffers = {name: g.data for name, g in guarded.items()}
         args = [buffers[a] if isinstance(a, str) else np.int32(a) for a in arg_spec]
         run = engine.launcher(compiled, geometry, args, dynamic)
 
-        for name, array in inputs.items():
-            engine.upload(buffers[name], array)
-        warm_up_on(engine, run, plan)
+        with phase("upload"):
+            for name, array in inputs.items():
+                engine.upload(buffers[name], array)
+        with phase("warm-up"):
+            warm_up_on(engine, run, plan)
 
-        result = checked_launch(plan, engine, run, buffers, inputs, outputs)
+        with phase("checked launch"):
+            result = checked_launch(plan, engine, run, buffers, inputs, outputs)
         launched = [LaunchShape(grid, block) for grid, block in geometry]
-        with user_code(op, "verify"):
+        with phase("verify"), user_code(op, "verify"):
             verification = op.verify(inputs, prepared.expected, result, launched, types)
         itemsizes = {name: (types.output if name in outputs else types.input).itemsize
                      for name in shapes}
-        trespass = guards.check(engine, guarded, itemsizes) + _changed_inputs(
-            engine, buffers, inputs, op.result_buffer)
+        with phase("guard checks"):
+            trespass = guards.check(engine, guarded, itemsizes) + _changed_inputs(
+                engine, buffers, inputs, op.result_buffer)
         if trespass:
             return row(verification=dataclasses.replace(verification, passed=False),
                        error=f"{variant.path}: " + "; ".join(trespass))
 
-        measured = sample(engine, run, plan, sum(sizes.values()))
+        with phase("samples"):
+            measured = sample(engine, run, plan, sum(sizes.values()))
         samples, warnings = measured.samples_s, measured.warnings
-        extras = extra_passes(plan, engine, run, float(np.median(samples)) if samples else 0.0)
+        with phase("energy"):
+            extras = extra_passes(plan, engine, run,
+                                  float(np.median(samples)) if samples else 0.0)
         warnings += extras.pop("warnings", ())
 
         def upload_zeros() -> None:
             for name, array in inputs.items():
                 engine.upload(buffers[name], np.zeros_like(array))
 
-        note, on_zeros = zero_input_note(engine, run, plan, samples, upload_zeros)
+        with phase("zero-input samples"):
+            note, on_zeros = zero_input_note(engine, run, plan, samples, upload_zeros)
         warnings += (note,) if note else ()
         layout = Layout(compiled, geometry, dynamic, arg_spec, outputs, sizes)
         problems = []
-        cheat = recheck(plan, engine, layout, buffers, run, inputs, prepared.expected)
+        with phase("recheck"):
+            cheat = recheck(plan, engine, layout, buffers, run, inputs, prepared.expected)
         if cheat is not None:
             problems.append(f"{variant.path}: {cheat}")
         if plan.sanitize is not None:
-            report = sanitize.run(plan, planned, plan.sanitize, engine.info.index)
+            with phase("sanitizer"):
+                report = sanitize.run(plan, planned, plan.sanitize, engine.info.index)
             if not report.ran:  # no device access for the tool here, say: not the kernel's fault
                 warnings += (report.first,)
             elif report.errors:
@@ -130,11 +143,13 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             else:
                 warnings += (f"compute-sanitizer {report.tool}: no error",)
         if plan.insight.transfers and samples:
-            extras["transfers"] = transfers.measure(
-                engine, buffers, inputs, (op.result_buffer, result),
-                float(np.median(samples)), prepared.cpu_reference_s)
+            with phase("transfers"):
+                extras["transfers"] = transfers.measure(
+                    engine, buffers, inputs, (op.result_buffer, result),
+                    float(np.median(samples)), prepared.cpu_reference_s)
         if plan.insight.counters:
-            extras.update(counters_fields(plan, planned, engine.info.index))
+            with phase("counters"):
+                extras.update(counters_fields(plan, planned, engine.info.index))
         fields = {**measured.fields(), **extras, "warnings": warnings}
         if problems:
             return row(**fields, error="; ".join(problems),
@@ -158,8 +173,9 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     except CudabenchError as exc:  # compile errors, out of memory
         return row(error=str(exc))
     finally:
-        for allocation in guarded.values():
-            engine.free(allocation.base)
+        with phase("free"):
+            for allocation in guarded.values():
+                engine.free(allocation.base)
 
 
 def checked_launch(plan: Plan, engine: Engine, run: Run, buffers: dict[str, Any],
