@@ -62,6 +62,12 @@ class Prepared:
     cpu_reference_s: float
 
 
+def inputs_key(plan: Plan) -> tuple[object, ...]:
+    """Return what a plan's inputs and reference depend on: the plans of a sweep over
+    parameters share them (made once, not once per point)."""
+    return (plan.op, plan.op.name, tuple(plan.shape), plan.dtype.name, plan.seed)
+
+
 def prepare(plan: Plan) -> Prepared:
     """Make the plan's inputs from its seed and compute the float64 reference."""
     with phase("inputs"), user_code(plan.op, "inputs"):

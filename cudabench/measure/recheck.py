@@ -22,6 +22,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.common.phases import phase
 from cudabench.measure import guards
+from cudabench.measure.jobs import inputs_key
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
 from cudabench.planning.plan import Plan
 from cudabench.ops import LaunchShape
@@ -70,20 +71,20 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
     return None
 
 
-_FRESH: list[tuple[Plan, dict[str, np.ndarray], np.ndarray]] = []  # the last plan's only
+_FRESH: list[tuple[tuple[object, ...], dict[str, np.ndarray], np.ndarray]] = []  # the last
 
 
 def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Return the plan's second set of inputs (seed + 1) and their reference, made once
-    per plan: every variant of it is rechecked on the same ones."""
-    # The plan itself is kept (not its id, which a later plan may reuse once it is freed).
-    if not _FRESH or _FRESH[0][0] is not plan:
+    per benchmark: every variant and sweep point of it is rechecked on the same ones."""
+    # The key holds the op itself (not its id, which a later op may reuse once freed).
+    if not _FRESH or _FRESH[0][0] != inputs_key(plan):
         _FRESH.clear()  # one plan's at a time: they are as large as its inputs
         rng = np.random.default_rng(plan.seed + 1)
         with phase("inputs"), user_code(plan.op, "inputs"):
             fresh = plan.op.inputs(plan.shape, plan.types, rng)
         with phase("CPU reference"), user_code(plan.op, "reference"):
-            _FRESH.append((plan, fresh, plan.op.reference(fresh)))
+            _FRESH.append((inputs_key(plan), fresh, plan.op.reference(fresh)))
     return _FRESH[0][1], _FRESH[0][2]
 
 

@@ -16,7 +16,7 @@ from cudabench.measure.references import run_reference
 from cudabench.measure.variant import run_variant
 from cudabench.measure.vendor_rows import run_vendor
 from cudabench.results.model import BenchmarkResult, Kind
-from cudabench.measure.jobs import Job, Prepared, error_row, prepare
+from cudabench.measure.jobs import Job, Prepared, error_row, inputs_key, prepare
 
 OnResult = Callable[[BenchmarkResult], None]
 OnPhase = Callable[[str, int], None]
@@ -34,7 +34,7 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
     on_phase hears ("job", i) when job i starts and ("gpu", i) when its GPU work starts
     (after its compile): the watchdog's clock.
     """
-    prepared: dict[int, Prepared] = {}
+    prepared: dict[object, Prepared] = {}
     results = []
     phase: OnPhase = on_phase or _no_phase
     for index, job in enumerate(jobs):
@@ -55,16 +55,17 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
     return results
 
 
-def _run_job(plans: Sequence[Plan], job: Job, engine: Engine, prepared: dict[int, Prepared],
-             on_gpu: Callable[[], None]) -> tuple[BenchmarkResult, dict[int, Prepared]]:
+def _run_job(plans: Sequence[Plan], job: Job, engine: Engine, prepared: dict[object, Prepared],
+             on_gpu: Callable[[], None]) -> tuple[BenchmarkResult, dict[object, Prepared]]:
     """Run one job; return its row and the prepared inputs kept for the next."""
     plan = plans[job.plan_index]
-    if job.plan_index not in prepared:
-        try:  # one plan's inputs in memory at a time
-            prepared = {job.plan_index: prepare(plan)}
+    key = inputs_key(plan)
+    if key not in prepared:
+        try:  # one benchmark's inputs in memory at a time
+            prepared = {key: prepare(plan)}
         except OpFileError as exc:  # the op's inputs or reference raised: its rows say so
             return error_row(plan, job, engine.info, str(exc)), {}
-    ready = prepared[job.plan_index]
+    ready = prepared[key]
     if job.variant is not None:
         return run_variant(plan, engine, job.variant, ready, on_compiled=on_gpu), prepared
     on_gpu()
