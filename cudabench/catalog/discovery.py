@@ -34,7 +34,11 @@ def _parsed(path: Path, ops: dict[str, Op]) -> KernelVariant:
     """Return the file's parsed header, parsed once per content of the file and set of
     ops: a sweep plans each of its points (a file rewritten within the file system's
     time resolution is parsed again: the key is its bytes, not its modification time)."""
-    key = (path.resolve(), hashlib.sha256(path.read_bytes()).digest(),
+    try:
+        content = path.read_bytes()
+    except OSError:  # unreadable: parse_header says so, naming the file
+        return parse_header(path, ops=ops)
+    key = (path.resolve(), hashlib.sha256(content).digest(),
            tuple(sorted((name, id(op)) for name, op in ops.items())))
     variant = _PARSED.get(key)
     if variant is None:
