@@ -23,6 +23,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 from cudabench.common.phases import phase
 from cudabench.measure import guards
 from cudabench.measure.jobs import inputs_key
+from cudabench.measure.resident import RESIDENT
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
 from cudabench.planning.plan import Plan
 from cudabench.ops import LaunchShape
@@ -102,7 +103,7 @@ def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapp
     """Upload inputs, poison outputs, launch once, verify: None, or what was wrong."""
     op, types = plan.op, plan.types
     for name, array in inputs.items():
-        engine.upload(buffers[name], array)
+        RESIDENT.put(engine, buffers[name], array)
     for name, shape in layout.outputs.items():
         engine.fill(buffers[name], types.output.poison(), math.prod(shape))
     launch()

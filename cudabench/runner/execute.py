@@ -13,6 +13,7 @@ from cudabench.engines.protocol import Engine
 from cudabench.errors import OpFileError
 from cudabench.planning.plan import Plan
 from cudabench.measure.references import run_reference
+from cudabench.measure.resident import RESIDENT
 from cudabench.measure.variant import run_variant
 from cudabench.measure.vendor_rows import run_vendor
 from cudabench.results.model import BenchmarkResult, Kind
@@ -52,6 +53,7 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
             on_result(result)
         if engine.faulted:
             break
+    RESIDENT.release(engine)
     return results
 
 
@@ -61,6 +63,7 @@ def _run_job(plans: Sequence[Plan], job: Job, engine: Engine, prepared: dict[obj
     plan = plans[job.plan_index]
     key = inputs_key(plan)
     if key not in prepared:
+        RESIDENT.release(engine)  # the last benchmark's inputs are done with
         try:  # one benchmark's inputs in memory at a time
             prepared = {key: prepare(plan)}
         except OpFileError as exc:  # the op's inputs or reference raised: its rows say so
