@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +11,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.common.phases import phase
+from cudabench.measure.reference_cache import cached_reference
 from cudabench.planning.plan import Plan, PlannedVariant
 from cudabench.ops.base import user_code
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
@@ -72,10 +72,9 @@ def prepare(plan: Plan) -> Prepared:
     """Make the plan's inputs from its seed and compute the float64 reference."""
     with phase("inputs"), user_code(plan.op, "inputs"):
         inputs = plan.op.inputs(plan.shape, plan.types, np.random.default_rng(plan.seed))
-    started = time.perf_counter()
     with phase("CPU reference"), user_code(plan.op, "reference"):
-        expected = plan.op.reference(inputs)
-    return Prepared(inputs, expected, time.perf_counter() - started)
+        expected, spent = cached_reference(plan, plan.seed, lambda: plan.op.reference(inputs))
+    return Prepared(inputs, expected, spent)
 
 
 def record(plan: Plan, name: str, params: dict[str, int], source: str,

@@ -23,6 +23,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 from cudabench.common.phases import phase
 from cudabench.measure import guards
 from cudabench.measure.jobs import inputs_key
+from cudabench.measure.reference_cache import cached_reference
 from cudabench.measure.resident import RESIDENT
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
 from cudabench.planning.plan import Plan
@@ -85,7 +86,9 @@ def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], np.ndarray]:
         with phase("inputs"), user_code(plan.op, "inputs"):
             fresh = plan.op.inputs(plan.shape, plan.types, rng)
         with phase("CPU reference"), user_code(plan.op, "reference"):
-            _FRESH.append((inputs_key(plan), fresh, plan.op.reference(fresh)))
+            expected, _ = cached_reference(plan, plan.seed + 1,
+                                           lambda: plan.op.reference(fresh))
+            _FRESH.append((inputs_key(plan), fresh, expected))
     return _FRESH[0][1], _FRESH[0][2]
 
 
