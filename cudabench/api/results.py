@@ -126,7 +126,7 @@ class Results(Sequence[BenchmarkResult]):
         `cudabench history import` does; a run without a results file gets one in
         .cudabench/runs/ first. Return the recorded file."""
         from cudabench.cli.history import record_files
-        from cudabench.history.store import DEFAULT_PATH
+        from cudabench.history.records import DEFAULT_PATH
 
         path = self.path
         if path is None:

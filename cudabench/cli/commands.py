@@ -29,7 +29,7 @@ from cudabench.cli.options import (
 )
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
-from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.history.store import Store
 from cudabench.history.threshold import (
     DEFAULT_CAP,

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from cudabench.errors import UsageError
-from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.observers.ncu import parse_metrics
 from cudabench.planning.plan import Insight, Request
 from cudabench.planning.timing import TimingPolicy

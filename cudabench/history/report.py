@@ -39,7 +39,8 @@ from cudabench.history.steps import (
     Step,
     detect,
 )
-from cudabench.history.store import Benchmark, SeriesPoint, Store, Tracked
+from cudabench.history.records import Benchmark, SeriesPoint, Tracked
+from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS, threshold_from_medians
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, ResultsFile, Status
 from cudabench.common.units import format_change, format_p_value, format_percent

@@ -20,7 +20,8 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.analysis.compare import DEFAULT_ALPHA, MAX_THRESHOLD
 from cudabench.history.steps import noise
-from cudabench.history.store import Benchmark, Store
+from cudabench.history.records import Benchmark
+from cudabench.history.store import Store
 from cudabench.common.units import format_percent
 
 DEFAULT_FLOOR = 0.02
