@@ -6,7 +6,8 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from cudabench.catalog.headers import KernelVariant, parse_header
+from cudabench.catalog.headers import parse_header
+from cudabench.catalog.variants import KernelVariant
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import Op, load_ops
 
