@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cudabench.analysis.compare import Verdict
+from cudabench.analysis.verdicts import Verdict
 from cudabench.common.stats import mann_whitney_u
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.history import history as history_group

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudabench.analysis.compare import Comparison, ComparisonRow, Verdict, compare
+from cudabench.analysis.compare import compare
+from cudabench.analysis.verdicts import Comparison, ComparisonRow, Verdict
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.report import report_command
 from cudabench.render import html as html_render

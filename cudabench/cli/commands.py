@@ -15,7 +15,8 @@ from typing import Any
 import click
 
 from cudabench.analysis.time_profile import TimeProfile, time_profile
-from cudabench.analysis.compare import DEFAULT_ALPHA, Comparison, compare, parse_threshold
+from cudabench.analysis.compare import compare
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, parse_threshold
 from cudabench.common.stats import relative_spread
 from cudabench.cli import best
 from cudabench.cli.history import check_file, record_files

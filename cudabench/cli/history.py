@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cudabench.analysis.compare import DEFAULT_ALPHA, Verdict, parse_threshold
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, Verdict, parse_threshold
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step

@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cudabench.analysis.compare import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
 from cudabench.common.stats import median_precision, relative_spread
 from cudabench.errors import ExitCode, ResultsFileError
 from cudabench.history.steps import (

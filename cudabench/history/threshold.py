@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
-from cudabench.analysis.compare import DEFAULT_ALPHA, MAX_THRESHOLD
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, MAX_THRESHOLD
 from cudabench.history.steps import noise
 from cudabench.history.records import Benchmark
 from cudabench.history.store import Store

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cudabench.analysis.compare import REGRESSION, Comparison, ComparisonRow
+from cudabench.analysis.verdicts import REGRESSION, Comparison, ComparisonRow
 from cudabench.errors import ResultsFileError
 from cudabench.render import plot
 from cudabench.render.comparison import (

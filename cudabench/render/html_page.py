@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from cudabench import __version__
-from cudabench.analysis.compare import Verdict
+from cudabench.analysis.verdicts import Verdict
 from cudabench.render.run_table import RunTable
 
 if TYPE_CHECKING:
