@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from cudabench.catalog import discover
 from cudabench.cli import cli
-from cudabench.engines.fake_engine import FakeEngine, FakeSpec, Fault
+from cudabench.engines.fake_engine import FakeEngine, FakeSpec
+from cudabench.engines.fake_kernels import Fault
 from cudabench.measure.jobs import jobs_of
 from cudabench.runner.execute import run_jobs
 from cudabench.runner.pipeline import run_plans
