@@ -270,7 +270,8 @@ matmul_wgmma_tma(const DTYPE* __restrict__ A, const DTYPE* __restrict__ B,
     for (int t = 0; t < tiles; ++t) {
         const int s = t % STAGES;
         barrier_wait(smem_u32(&full[s]), (t / STAGES) & 1);
-        const unsigned a = base + s * STAGE_BYTES + group * (64 * BK * 2), b = base + s * STAGE_BYTES + A_BYTES;
+        const unsigned a = base + s * STAGE_BYTES + group * (64 * BK * 2);  // its 64 rows
+        const unsigned b = base + s * STAGE_BYTES + A_BYTES;
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
