@@ -234,6 +234,12 @@ matmul_wgmma_ws(const DTYPE* __restrict__ A, const DTYPE* __restrict__ B,
                 const __grid_constant__ CUtensorMap map_A,
                 const __grid_constant__ CUtensorMap map_B)
 {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // Built for a target without wgmma and setmaxnreg (a plain sm_90 PTX pass, such
+    // as a compile check of every kernel for one arch): trap if ever launched.
+    // cudabench builds this file for sm_90a only (the arch line).
+    __trap();
+#else
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
     const unsigned base = (smem_u32(smem_raw) + 1023u) & ~1023u;  // the swizzle's period
@@ -325,4 +331,5 @@ matmul_wgmma_ws(const DTYPE* __restrict__ A, const DTYPE* __restrict__ B,
             }
         }
     }
+#endif
 }
