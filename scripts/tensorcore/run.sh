@@ -24,8 +24,8 @@
 #
 # Everything lands under LOGS (default: $OUT/tensorcore when $OUT is set, else
 # /tmp/tensorcore): one .txt/.err per command, .json and .md for benchmarks, summary.txt;
-# with $OUT set, LOGS is packed into $OUT/tensorcore.tar.gz at the end (TAR=FILE to choose
-# another file). CUDABENCH overrides the command (default: python3 -m cudabench from the
+# with $OUT set, LOGS is packed into $OUT/tensorcore.tar.gz at the end, or when a TERM
+# (`timeout 550 scripts/tensorcore/run.sh`) stops it (TAR=FILE to choose another file). CUDABENCH overrides the command (default: python3 -m cudabench from the
 # repository's root). Where PyCUDA is not importable and .device-kit/setup.sh exists, it is
 # sourced. Exit status: the number of failed commands (0: all passed), capped at 100.
 set -uo pipefail
@@ -48,6 +48,15 @@ fi
 cb=${CUDABENCH:-python3 -m cudabench}
 failed=0
 started=$SECONDS
+
+# pack: LOGS into the tarball (also when stopped: `timeout 550 run.sh` still brings back
+# whatever was logged).
+pack() {
+    if [ -n "$tarball" ]; then
+        tar czf "$tarball" -C "$logs" . && echo "packed into $tarball"
+    fi
+}
+trap 'echo "=== stopped after $((SECONDS - started)) s"; pack; exit 124' TERM INT
 
 # Shapes (MxKxN). ALL: the default, 1s, primes, one tile and one past it, K or N not a
 # multiple of 8 (unaligned rows), thin and tall. TMA: K and N multiples of 8 with odd M and
@@ -146,8 +155,6 @@ echo "=== summary ($((SECONDS - started)) s)"
     [ -f "$logs/sass.txt" ] && grep -E "^(build|mma|wgmma)|failed their" "$logs/sass.txt"
 } | tee "$logs/summary.txt"
 echo "=== done: $failed failed command(s); everything under $logs"
-if [ -n "$tarball" ]; then
-    tar czf "$tarball" -C "$logs" . && echo "packed into $tarball"
-fi
+pack
 [ "$failed" -gt 100 ] && failed=100
 exit "$failed"
