@@ -13,8 +13,8 @@ from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import OPS
 
 BUILTIN_VARIANTS = {
-    "matmul": {"naive", "tiled", "tiled_conflict", "mma_sync", "mma_async", "wgmma_tma",
-               "wgmma_ws"},
+    "matmul": {"naive", "tiled", "tiled_conflict", "mma_sync", "mma_async", "wgmma_async",
+               "wgmma_tma", "wgmma_ws"},
     "transpose": {"naive", "shared", "shared_padded"},
     "transpose_inplace": {"naive", "tiled"},
     "dot": {"shared_tree", "atomic"},

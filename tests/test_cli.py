@@ -95,7 +95,7 @@ USAGE_ERRORS = {
     "unknown variant": (["matmul", "--variant", "fastest"],
                         ["--variant fastest",
                          "known: mma_async, mma_sync, naive, tiled, tiled_conflict, "
-                         "wgmma_tma, wgmma_ws"]),
+                         "wgmma_async, wgmma_tma, wgmma_ws"]),
     "param without value": (["matmul", "--param", "TILE"], ["--param 'TILE'", "NAME=INTEGER"]),
     "param not integer": (["matmul", "--param", "TILE=big"], ["--param TILE 'big'", "integers"]),
     "param bad name": (["matmul", "--param", "1X=3"], ["--param '1X=3'"]),

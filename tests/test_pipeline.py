@@ -324,8 +324,8 @@ def test_results_from_a_worker_stream_in_order(use_fake, tmp_path):
     lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
     names = [line.split()[1] for line in lines]
     assert names[:3] == ["matmul/naive", "matmul/tiled", "matmul/tiled_conflict"]
-    assert names[3:] == [f"matmul/{n}" for n in ("mma_async", "mma_sync", "wgmma_tma",
-                                                 "wgmma_ws")]  # the SKIP rows, last
+    assert names[3:] == [f"matmul/{n}" for n in ("mma_async", "mma_sync", "wgmma_async",
+                                                 "wgmma_tma", "wgmma_ws")]  # SKIP rows, last
 
 
 def test_a_reference_row_is_measured_once_per_shape_in_a_suite(use_fake, tmp_path):

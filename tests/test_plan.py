@@ -31,7 +31,8 @@ def catalog():
 
 # The float16-only tensor-core matmul rungs, left out at any other type with a note each.
 TENSOR_CORE_NOTES = tuple(f"skipped {name}: it supports float16 only"
-                          for name in ("mma_async", "mma_sync", "wgmma_tma", "wgmma_ws"))
+                          for name in ("mma_async", "mma_sync", "wgmma_async", "wgmma_tma",
+                                       "wgmma_ws"))
 
 
 def planned(plan) -> dict[str, dict[str, int]]:
@@ -114,7 +115,7 @@ def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
          "--block 100: dot/atomic allows BLOCK in 32, 64, 128, 256, 512, 1024"),
         (Request(op="matmul", variants=("naive", "fast", "slow")),
          "--variant fast: no such matmul variant (known: mma_async, mma_sync, naive, tiled, "
-         "tiled_conflict, wgmma_tma, wgmma_ws)"),
+         "tiled_conflict, wgmma_async, wgmma_tma, wgmma_ws)"),
         (Request(op="matmul", size="0"), "--size '0': sizes are positive integers"),
         (Request(op="transpose_inplace", size="3x5"), "--inplace transposes a square matrix"),
         (Request(op="dot", dtype="bfloat16"),

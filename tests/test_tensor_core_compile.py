@@ -7,7 +7,8 @@ found, its SASS must hold the instructions the rung claims (HMMA and LDSM for mm
 LDGSTS for cp.async, HGMMA and UTMALDG for wgmma with TMA, USETMAXREG for register
 reallocation) and no local-memory access. --dry-run's plan builds them too, and on the
 fake engine they are float16-only and the TMA rungs skip a shape a tensor map cannot
-describe, saying why. They run on an H100 through scripts/tensorcore/run.sh.
+describe, saying why (wgmma_async, fed by cp.async, runs there). They run on an H100
+through scripts/tensorcore/run.sh.
 
 The files are copied under other names (copy_*.cu) into a folder of their own, so they
 never clash with the built-in catalog, whether it holds them yet or not.
@@ -40,6 +41,7 @@ KERNELS = Path(__file__).resolve().parents[1] / "kernels" / "matmul"
 RUNGS = {
     "mma_sync": (("sm_80", "sm_90"), ("HMMA", "LDSM")),
     "mma_async": (("sm_80", "sm_90"), ("HMMA", "LDSM", "LDGSTS")),
+    "wgmma_async": (("sm_90a",), ("HGMMA", "LDGSTS")),
     "wgmma_tma": (("sm_90a",), ("HGMMA", "UTMALDG")),
     "wgmma_ws": (("sm_90a",), ("HGMMA", "UTMALDG", "USETMAXREG")),
 }
@@ -47,9 +49,11 @@ RUNGS = {
 OTHER_PARAMS = [
     ("mma_sync", {"BN": 256}),
     ("mma_async", {"BN": 256, "BK": 64, "STAGES": 3}),
+    ("wgmma_async", {"BN": 128, "STAGES": 3}),
     ("wgmma_tma", {"BN": 128, "STAGES": 3}),
     ("wgmma_ws", {"BN": 128, "STAGES": 3}),
 ]
+TMA_RUNGS = ("wgmma_tma", "wgmma_ws")  # the others run at every shape
 NVCC = find_nvcc()
 CUOBJDUMP = find_cuobjdump()
 QUICK = TimingPolicy(warmup_s=0.0, min_samples=3, max_samples=3, max_time_s=0.01)
@@ -60,7 +64,7 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH, in $C
 
 @pytest.fixture(scope="module")
 def ladder(tmp_path_factory) -> Path:
-    """Return a kernels folder holding the four rungs as matmul/copy_<rung>.cu."""
+    """Return a kernels folder holding the rungs as matmul/copy_<rung>.cu."""
     root = tmp_path_factory.mktemp("tensor_core")
     (root / "matmul").mkdir()
     for rung in RUNGS:
@@ -119,17 +123,17 @@ def test_a_rung_builds_without_spills_and_holds_its_instructions(rung, arch, par
         assert "HGMMA" not in opcodes
 
 
-def test_the_mma_rungs_claim_sm_80_and_the_wgmma_rungs_sm_90a():
+def test_the_mma_rungs_claim_sm_80_and_the_wgmma_rungs_sm_90a_and_tma_maps():
     for rung in RUNGS:
         variant = parse_header(KERNELS / f"{rung}.cu")
         assert variant.dtypes == ("float16",)
         assert variant.unit == "tensor"
-        if rung.startswith("wgmma"):
-            assert variant.arch == Arch(9, 0, True)
+        assert variant.arch == (Arch(9, 0, True) if rung.startswith("wgmma") else None)
+        if rung in TMA_RUNGS:
             assert [spec.buffer for spec in variant.tensor_maps] == ["A", "B"]
             assert all(spec.swizzle == 128 for spec in variant.tensor_maps)
         else:
-            assert variant.arch is None and not variant.tensor_maps
+            assert not variant.tensor_maps
 
 
 @needs_nvcc
@@ -166,7 +170,7 @@ def test_the_tma_rungs_skip_rows_that_are_not_16_bytes_apart_saying_why(ladder, 
     results = run_fake(ladder, size)
     for rung in RUNGS:
         row = results[f"copy_{rung}"]
-        if rung.startswith("wgmma"):
+        if rung in TMA_RUNGS:
             assert row.status is Status.SKIP
             assert row.skipped.startswith(f"tensor_map {buffer} (")
             assert "TMA needs a multiple of 16 bytes" in row.skipped

@@ -7,14 +7,14 @@
 #   scripts/tensorcore/run.sh [LOGS] [PHASE...]
 #
 # Phases (default: verify bench sass tune):
-#   verify  each rung (kernels/matmul/mma_sync, mma_async, wgmma_tma, wgmma_ws), float16,
-#           at the default size and odd shapes (1s, primes, one tile and one past it, K or N
-#           not a multiple of 8, thin and tall), default parameters and a second set; the
-#           four rungs run side by side (correctness only, timings meaningless). The wgmma
-#           rungs SKIP where K or N is not a multiple of 8 (no tensor map can describe rows
-#           that are not 16 bytes apart) and must PASS everywhere else; the mma rungs must
-#           PASS everywhere. summarize.py checks every row.
-#   bench   matmul 4096^3 float16, the four rungs at their defaults beside the cuBLAS row
+#   verify  each rung (kernels/matmul/mma_sync, mma_async, wgmma_async, wgmma_tma, wgmma_ws),
+#           float16, at the default size and odd shapes (1s, primes, one tile and one past
+#           it, K or N not a multiple of 8, thin and tall), default parameters and a second
+#           set; the rungs run side by side (correctness only, timings meaningless). The TMA
+#           rungs (wgmma_tma, wgmma_ws) SKIP where K or N is not a multiple of 8 (no tensor
+#           map can describe rows that are not 16 bytes apart) and must PASS everywhere
+#           else; the others must PASS everywhere. summarize.py checks every row.
+#   bench   matmul 4096^3 float16, the five rungs at their defaults beside the cuBLAS row
 #           (cublasGemmEx, float32 compute), cold L2, cudabench's defaults; alone on the
 #           GPU. Then summarize.py's share of cuBLAS and the issue's targets.
 #   sass    sass.py: registers, spills and HMMA / HGMMA / LDSM / LDGSTS / UTMALDG / SYNCS /
@@ -25,8 +25,9 @@
 # Everything lands under LOGS (default: $OUT/tensorcore when $OUT is set, else
 # /tmp/tensorcore): one .txt/.err per command, .json and .md for benchmarks, summary.txt;
 # with $OUT set, LOGS is packed into $OUT/tensorcore.tar.gz at the end, or when a TERM
-# (`timeout 550 scripts/tensorcore/run.sh`) stops it (TAR=FILE to choose another file). CUDABENCH overrides the command (default: python3 -m cudabench from the
-# repository's root). Where PyCUDA is not importable and .device-kit/setup.sh exists, it is
+# (`timeout 550 scripts/tensorcore/run.sh`) stops it (TAR=FILE to choose another file).
+# CUDABENCH overrides the command (default: python3 -m cudabench from the repository's
+# root). Where PyCUDA is not importable and .device-kit/setup.sh exists, it is
 # sourced. Exit status: the number of failed commands (0: all passed), capped at 100.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,11 +66,12 @@ ALL=1000,1x1x1,1x7x1,7x1x9,17x33x5,33x1x65,127x129x131,128x128x128,129x64x257,25
 ALL+=,200x1000x37,130x37x1000,96x24x260,64x4096x64,1999x1000x2001
 TMA=1x8x8,17x8x24,67x40x136,129x72x264,255x1000x520,1000x40x1000,4097x64x136,130x4104x200
 TMA+=,8x4096x8,2000x2056x1032
-RUNGS=(mma_sync mma_async wgmma_tma wgmma_ws)
+RUNGS=(mma_sync mma_async wgmma_async wgmma_tma wgmma_ws)
 # a second parameter set per rung (the defaults are BN=128 for mma_*, BN=256 STAGES=4 for
 # wgmma_*, BK=32 STAGES=4 for mma_async)
 declare -A OTHER=([mma_sync]="-p BN=256" [mma_async]="-p BN=256 -p BK=64 -p STAGES=2,3"
-                  [wgmma_tma]="-p BN=128 -p STAGES=3" [wgmma_ws]="-p BN=128 -p STAGES=3")
+                  [wgmma_async]="-p BN=128 -p STAGES=3" [wgmma_tma]="-p BN=128 -p STAGES=3"
+                  [wgmma_ws]="-p BN=128 -p STAGES=3")
 FAST=(--no-vendor --no-batch --warmup 0 --min-samples 3 --max-samples 3 --max-time 0.05)
 
 # step DIR NAME ARGS...: run cudabench ARGS into DIR/NAME.txt and .err; print one line.
@@ -135,9 +137,9 @@ for phase in $phases; do
         step "$t" mma_4096 matmul --dtype float16 --size 4096 --variant mma_sync \
             --variant mma_async -p BN=128,256 -p BK=32,64 -p STAGES=3,4 --best --no-vendor \
             --json "$t/mma_4096.json" || failed=$((failed + 1))
-        step "$t" wgmma_4096 matmul --dtype float16 --size 4096 --variant wgmma_tma \
-            --variant wgmma_ws -p BN=128,256 -p STAGES=3,4 --best --no-vendor \
-            --json "$t/wgmma_4096.json" || failed=$((failed + 1))
+        step "$t" wgmma_4096 matmul --dtype float16 --size 4096 --variant wgmma_async \
+            --variant wgmma_tma --variant wgmma_ws -p BN=128,256 -p STAGES=3,4 --best \
+            --no-vendor --json "$t/wgmma_4096.json" || failed=$((failed + 1))
         ;;
     *)
         echo "unknown phase $phase (verify bench sass tune)"

@@ -3,8 +3,8 @@
 
     python3 scripts/tensorcore/sass.py [--out DIR] [--param RUNG:NAME=VALUE ...]
 
-Each rung (kernels/matmul/mma_sync, mma_async, wgmma_tma, wgmma_ws) is built as the engine
-builds it: the source cudabench compiles (type headers, a #line directive), -I the kernel's
+Each rung (kernels/matmul/mma_sync, mma_async, wgmma_async, wgmma_tma, wgmma_ws) is built
+as the engine builds it: the source cudabench compiles (type headers, a #line directive), -I the kernel's
 folder, the -D defines of its default params in float16, for exactly one target
 (-gencode=arch=compute_XX,code=sm_XX: sm_80 and sm_90 for the mma rungs, sm_90a for the
 wgmma rungs), with `-Xptxas=-v`. Per build: registers, stack and spill bytes from ptxas,
@@ -38,6 +38,7 @@ KERNELS = ROOT / "kernels" / "matmul"
 RUNGS = {
     "mma_sync": (("sm_80", "sm_90"), ("HMMA", "LDSM")),
     "mma_async": (("sm_80", "sm_90"), ("HMMA", "LDSM", "LDGSTS")),
+    "wgmma_async": (("sm_90a",), ("HGMMA", "LDGSTS")),
     "wgmma_tma": (("sm_90a",), ("HGMMA", "UTMALDG", "SYNCS")),
     "wgmma_ws": (("sm_90a",), ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")),
 }
