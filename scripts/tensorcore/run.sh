@@ -22,9 +22,9 @@
 #   tune    the rungs' other parameters at 4096^3 (--best), skipped once 6 minutes have
 #           gone, so that the whole stays under 9.
 #
-# Everything lands under LOGS (default: $OUT/tensorcore when $OUT is set, else
-# /tmp/tensorcore): one .txt/.err per command, .json and .md for benchmarks, summary.txt;
-# with $OUT set, LOGS is packed into $OUT/tensorcore.tar.gz at the end, or when a TERM
+# Everything lands under LOGS (default /tmp/tensorcore): one .txt/.err per command, .json
+# and .md for benchmarks, summary.txt; with $OUT set (the device machine's folder of files
+# that come back), LOGS is packed into $OUT/tensorcore.tar.gz at the end, or when a TERM
 # (`timeout 550 scripts/tensorcore/run.sh`) stops it (TAR=FILE to choose another file).
 # CUDABENCH overrides the command (default: python3 -m cudabench from the repository's
 # root). Where PyCUDA is not importable and .device-kit/setup.sh exists, it is
@@ -33,8 +33,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root" || exit 100
-logs=${1:-${OUT:+$OUT/tensorcore}}
-logs=${logs:-/tmp/tensorcore}
+logs=${1:-/tmp/tensorcore}
 shift || true
 phases=${*:-verify bench sass tune}
 mkdir -p "$logs"
