@@ -134,9 +134,10 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             f"--variant {unknown[0]}: no such {op.name} variant "
             f"(known: {', '.join(sorted(available))})"
         )
-    notes = []
-    skipped = []
+    notes: list[str] = []
+    skipped: list[tuple[KernelVariant, str]] = []
     chosen = []
+    other_types: dict[str, list[str]] = {}  # unasked variants of other types, by their types
     for name in names:
         variant = available[name]
         if dtype.name not in variant.dtypes:
@@ -144,11 +145,17 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                 raise UsageError(
                     f"--dtype {dtype.name}: variant {name} supports {', '.join(variant.dtypes)}"
                 )
-            reason = f"it supports {', '.join(variant.dtypes)} only"
-            notes.append(f"skipped {name}: {reason}")
-            skipped.append((variant, reason))
+            other_types.setdefault(", ".join(variant.dtypes), []).append(name)
             continue
         chosen.append(variant)
+    # Variants written for other types (the tensor-core rungs take float16 only) are left
+    # out of the table, not a SKIP row each: one line says which, and how to run them.
+    for types_text, left_out in other_types.items():
+        notes.append(f"left out {', '.join(left_out)}: written for {types_text} only "
+                     f"(--dtype {types_text.split(', ')[0]} runs them)")
+    if not chosen and other_types:
+        raise UsageError(f"--dtype {dtype.name}: no {op.name} variant takes it; "
+                         + "; ".join(f"{', '.join(n)} take {t}" for t, n in other_types.items()))
 
     for param in request.params:
         if not any(v.param(param) for v in chosen):

@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from cudabench.catalog import parse_header
-from cudabench.catalog.headers import parse_arch
+from cudabench.catalog.variants import parse_arch
 from cudabench.ops import OPS
 from cudabench.planning.plan import compile_defines
 
