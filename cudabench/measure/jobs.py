@@ -12,7 +12,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.planning.plan import Plan, PlannedVariant
-from cudabench.ops.base import user_code
+from cudabench.ops.base import check_rng, user_code
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
 
 
@@ -54,20 +54,21 @@ def jobs_of(plans: list[Plan] | tuple[Plan, ...]) -> list[Job]:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A plan's random inputs, the reference result, and how long the CPU took for it."""
+    """A plan's random inputs, what verify compares results with (the reference, or the
+    op's witness of it: Op.expected), and how long the CPU took for that."""
 
     inputs: dict[str, np.ndarray]
-    expected: np.ndarray
+    expected: Any
     cpu_reference_s: float
 
 
 def prepare(plan: Plan) -> Prepared:
-    """Make the plan's inputs from its seed and compute the float64 reference."""
+    """Make the plan's inputs from its seed and what verification needs of them."""
     with user_code(plan.op, "inputs"):
         inputs = plan.op.inputs(plan.shape, plan.types, np.random.default_rng(plan.seed))
     started = time.perf_counter()
     with user_code(plan.op, "reference"):
-        expected = plan.op.reference(inputs)
+        expected = plan.op.expected(inputs, plan.types, check_rng(plan.seed), plan.full_check)
     return Prepared(inputs, expected, time.perf_counter() - started)
 
 

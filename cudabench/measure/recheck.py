@@ -24,7 +24,7 @@ from cudabench.measure import guards
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
 from cudabench.planning.plan import Plan
 from cudabench.ops import LaunchShape
-from cudabench.ops.base import user_code
+from cudabench.ops.base import check_rng, user_code
 from cudabench.results.model import Verification
 
 
@@ -41,8 +41,13 @@ class Layout:
 
 
 def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
-            run: Run, inputs: Mapping[str, np.ndarray], expected: np.ndarray) -> str | None:
-    """Return why a later launch of the kernel is wrong, or None when all three pass."""
+            run: Run, inputs: Mapping[str, np.ndarray], expected: Any) -> str | None:
+    """Return why a later launch of the kernel is wrong, or None when all three pass.
+
+    expected is what the checked launch was verified against (Op.expected); the fresh
+    inputs get their own, made the same way (the full reference or the same randomized
+    check, with draws of their own).
+    """
     timed = _launch_and_verify(plan, engine, layout, buffers, inputs, expected,
                                lambda: engine.time_once(run, flush_l2=not plan.hot))
     if timed is not None:
@@ -69,12 +74,13 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
     return None
 
 
-_FRESH: list[tuple[Plan, dict[str, np.ndarray], np.ndarray]] = []  # the last plan's only
+_FRESH: list[tuple[Plan, dict[str, np.ndarray], Any]] = []  # the last plan's only
 
 
-def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Return the plan's second set of inputs (seed + 1) and their reference, made once
-    per plan: every variant of it is rechecked on the same ones."""
+def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], Any]:
+    """Return the plan's second set of inputs (seed + 1) and what to verify against (as
+    for the first: Op.expected), made once per plan: every variant of it is rechecked on
+    the same ones."""
     # The plan itself is kept (not its id, which a later plan may reuse once it is freed).
     if not _FRESH or _FRESH[0][0] is not plan:
         _FRESH.clear()  # one plan's at a time: they are as large as its inputs
@@ -82,7 +88,8 @@ def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], np.ndarray]:
         with user_code(plan.op, "inputs"):
             fresh = plan.op.inputs(plan.shape, plan.types, rng)
         with user_code(plan.op, "reference"):
-            _FRESH.append((plan, fresh, plan.op.reference(fresh)))
+            _FRESH.append((plan, fresh, plan.op.expected(
+                fresh, plan.types, check_rng(plan.seed + 1), plan.full_check)))
     return _FRESH[0][1], _FRESH[0][2]
 
 
@@ -95,7 +102,7 @@ def _run_once(engine: Engine, run: Run) -> Callable[[], object]:
 
 
 def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
-                       inputs: Mapping[str, np.ndarray], expected: np.ndarray,
+                       inputs: Mapping[str, np.ndarray], expected: Any,
                        launch: Callable[[], object]) -> str | None:
     """Upload inputs, poison outputs, launch once, verify: None, or what was wrong."""
     op, types = plan.op, plan.types
