@@ -66,18 +66,22 @@ def element_bound(expected: np.ndarray, magnitude: np.ndarray, k: int, types: Ty
     """Return the bound on |C - ref| element for element, and its criterion.
 
     Rounding-error bound of any K-term dot product, whatever the order:
-    |fl(a.b) - a.b| <= gamma_K |a|.|b| in the accumulator's precision (float16 inputs
-    multiply exactly in float32). A float16 output adds one rounding of the result; a
-    float64 reference carries the same bound as the kernel, so it counts twice. A dropped
-    or wrong term, an unwritten element (NaN poison) or a wrong index exceeds it.
+    |fl(a.b) - a.b| <= gamma_K |a|.|b| + K eta in the accumulator's precision (eta: a
+    product's underflow; float16 inputs multiply exactly in float32). A float16 output
+    adds one rounding of the result, u |C| + eta (eta = 2^-25: a result in float16's
+    subnormal range, which products of two inputs near zero reach at K = 1); a float64
+    reference carries the same bound as the kernel, so it counts twice. A dropped or wrong
+    term, an unwritten element (NaN poison) or a wrong index exceeds it.
     """
-    accumulated = gamma(k, types.accumulate.unit_roundoff) * magnitude
-    if types.accumulate.name == "float64":
+    acc = types.accumulate
+    accumulated = gamma(k, acc.unit_roundoff) * magnitude + k * acc.underflow
+    if acc.name == "float64":
         return 2 * accumulated, "|C-ref| <= 2 gamma_K(u64) |A||B| (kernel and reference)"
-    if types.output != types.accumulate:
-        u_out = types.output.unit_roundoff
-        return (accumulated + u_out * (np.abs(expected) + accumulated),
-                f"|C-ref| <= gamma_K(u32) |A||B| + u_{types.output.name} |C|")
+    if types.output != acc:
+        out = types.output
+        return (accumulated + out.unit_roundoff * (np.abs(expected) + accumulated)
+                + out.underflow,
+                f"|C-ref| <= gamma_K(u32) |A||B| + u_{out.name} |C| + eta_{out.name}")
     return accumulated, "|C-ref| <= gamma_K |A||B|"
 
 
@@ -276,8 +280,9 @@ def _thresholds(blocked: np.ndarray, witness: Witness, types: TypeSet
     noise = math.sqrt(k) * types.accumulate.unit_roundoff * np.outer(
         witness.row_norms, np.sqrt(np.einsum("bw,bw->b", col, col)))
     if types.output != types.accumulate:
-        u_out = types.output.unit_roundoff
-        noise = noise + u_out / (1 - u_out) * result_norms
+        u_out, eta = types.output.unit_roundoff, types.output.underflow
+        noise = noise + u_out / (1 - u_out) * result_norms + eta * np.sqrt(
+            np.einsum("bw->b", (col > 0).astype(np.float64)))[None, :]
     # C_ij x_j summed over a block: gamma_{w+1} sum|C_ij x_j| <= 2 gamma sqrt(w) ||C_ib||;
     # a_i . (B_b x_b): gamma_{K+w+2} |a_i| |B_b| |x_b| <= 2 gamma ||a_i|| sum_b ||b_j||.
     evaluation = (2 * gamma(block + 1, U64) * math.sqrt(block) * result_norms
