@@ -212,7 +212,7 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
 full_check_option = click.option(
     "--full-check", is_flag=True,
     help="Verify every element against the full float64 reference, also where a randomized "
-    "check is used by default (matmul above 2^24 multiply-adds; docs/verification.md).")
+    "check is used by default (matmul beyond about 400^3; docs/verification.md).")
 
 
 def insight_options(function: F) -> F:

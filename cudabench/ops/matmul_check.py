@@ -40,7 +40,10 @@ VECTORS = 8  # random vectors of the float check: a miss needs all of them to mi
 INT_VECTORS = 2  # of the int32 check, exact modulo 2^64: each misses with p <= 2^-32
 SAMPLE = 2100  # random elements computed exactly: (1 - 1%)^2100 < 1e-9
 SCREEN = 4.0  # flag at SCREEN times a correct kernel's plausible rounding noise
-FULL_MAX = 2**24  # M*K*N up to which the full reference is used: a few ms on one core
+# M*K*N up to which the full reference is used (406^3): its two float64 products take
+# about 25 ms on one core there, no more than the randomized check's fixed costs (the
+# sample, the borders, passes over C and B): below it the full check is as cheap.
+FULL_MAX = 2**26
 MIN_K = 64  # below this K the projections save little over the full product
 ESCALATE_SHARE = 1 / 64  # flagged blocks computed exactly before the full check instead
 ESCALATE_MIN = 64
