@@ -44,7 +44,7 @@ def typed(buffer: np.ndarray, dtype: DType, shape: Shape) -> np.ndarray:
 
 def check_rng(seed: int) -> np.random.Generator:
     """Return the generator of a check's random draws for the inputs made from seed: a
-    stream apart from the inputs' own, so that no result can follow its draws."""
+    stream of its own, independent of the inputs' draws (and reproducible with them)."""
     return np.random.default_rng([CHECK_STREAM, seed])
 
 

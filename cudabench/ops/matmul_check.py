@@ -1,5 +1,6 @@
-"""Matmul's checks: the full float64 reference, and a randomized check of the same strength
-where it counts at a small part of the cost.
+"""Matmul's checks: the full float64 reference, and a randomized check at a small part of
+its cost that never fails what the full check passes and misses a wrong element with a
+probability docs/verification.md bounds.
 
 The full check computes C = A @ B and |A| @ |B| in float64: two O(MKN) products per set
 of inputs. The randomized check (`make_witness` from the inputs, `verify_witness` against a
@@ -14,10 +15,9 @@ result) does O(MN + MK + KN) work plus MK k N/BLOCK multiply-adds:
    SAMPLE random elements are computed in float64 and judged by the full check's own
    bound, element by element.
 
-A FAIL therefore always names elements the full check fails too (no false FAIL that the
-full check would not give), and a wrong element goes unseen only if its block is not
-flagged and it is not sampled. int32 results are projected exactly, modulo 2^64.
-docs/verification.md derives the probabilities.
+A FAIL therefore always names elements the full check fails too, and a wrong element goes
+unseen only if its block is not flagged and it is not sampled. int32 results are projected
+exactly, modulo 2^64. docs/verification.md derives the probabilities.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from cudabench.results.model import Verification
 
 BLOCK = 128  # columns per projected block: the per-element noise grows as sqrt(BLOCK)
 VECTORS = 8  # random vectors of the float check: a miss needs all of them to miss
-INT_VECTORS = 2  # of the int32 check, exact modulo 2^64: each misses with p <= 2^-32
+INT_VECTORS = 2  # of the int32 check, exact modulo 2^64: each misses with p <= 2^-33
 SAMPLE = 2100  # random elements computed exactly: (1 - 1%)^2100 < 1e-9
 SCREEN = 4.0  # flag at SCREEN times a correct kernel's plausible rounding noise
 # M*K*N up to which the full reference is used (406^3): its two float64 products take
@@ -333,9 +333,10 @@ def _computed(a: np.ndarray, b: np.ndarray, witness: Witness, suspects: np.ndarr
     values, magnitudes = [witness.values], [witness.magnitudes]
     for col_block in np.unique(suspects[:, 1]):
         chosen = suspects[suspects[:, 1] == col_block, 0]
-        span = np.arange(col_block * width, min(n, (col_block + 1) * width))
-        rows.append(np.repeat(chosen, len(span)))
-        cols.append(np.tile(span, len(chosen)))
+        span = slice(col_block * width, min(n, (col_block + 1) * width))
+        columns = np.arange(span.start, span.stop)
+        rows.append(np.repeat(chosen, len(columns)))
+        cols.append(np.tile(columns, len(chosen)))
         values.append(exact_product(a[chosen], b[:, span]).reshape(-1))
         magnitudes.append(np.zeros(values[-1].shape) if witness.exact else
                           (np.abs(a[chosen].astype(np.float64))
