@@ -169,6 +169,18 @@ def test_planted_matmul_bugs_fail_the_randomized_check(shape, dtype):
         assert 1 <= randomized.bad_elements <= full.bad_elements, name
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [*ODD, RANDOMIZED], ids=lambda s: "x".join(map(str, s)))
+def test_a_k_loop_one_short_fails(shape, dtype):
+    # tests/gpu's short_k kernel: every element misses its last product.
+    inputs, types, _, witness = matmul_case(shape, dtype)
+    a, b = inputs["A"], inputs["B"]
+    short = check.exact_product(a[:, :-1], b[:-1]) if shape[1] > 1 else np.zeros(
+        (shape[0], shape[2]))
+    randomized, full = verdicts(inputs, types, short.astype(types.output.numpy), witness)
+    assert not full.passed and not randomized.passed, randomized
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("shape", [(40, 200, 259), RANDOMIZED],
                          ids=lambda s: "x".join(map(str, s)))
