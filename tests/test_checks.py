@@ -408,6 +408,15 @@ def test_full_check_uses_the_full_reference_in_the_pipeline():
                 assert ("randomized" in row.verification.criterion) is randomized
 
 
+def test_transfers_time_the_full_reference_against_the_gpus_trip():
+    from cudabench.measure.jobs import prepare
+
+    assert isinstance(prepare(plan("matmul", "410")).expected, Witness)
+    timed = make_plan(Request(op="matmul", size="410", timing=QUICK,
+                              insight=Insight(vendor=False, batch=False, transfers=True)))
+    assert isinstance(prepare(timed).expected, np.ndarray)
+
+
 def test_full_check_is_a_flag_of_the_commands_and_a_suite_key(tmp_path):
     from cudabench.cli.options import build_requests
     from cudabench.cli.suite import load_suite

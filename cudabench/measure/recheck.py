@@ -22,6 +22,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.measure import guards
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
+from cudabench.measure.jobs import full_check
 from cudabench.planning.plan import Plan
 from cudabench.ops import LaunchShape
 from cudabench.ops.base import check_rng, user_code
@@ -89,7 +90,7 @@ def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], Any]:
             fresh = plan.op.inputs(plan.shape, plan.types, rng)
         with user_code(plan.op, "reference"):
             _FRESH.append((plan, fresh, plan.op.expected(
-                fresh, plan.types, check_rng(plan.seed + 1), plan.full_check)))
+                fresh, plan.types, check_rng(plan.seed + 1), full_check(plan))))
     return _FRESH[0][1], _FRESH[0][2]
 
 
