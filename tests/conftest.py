@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 
 import pytest
+
+
+def pytest_configure(config):
+    """Keep the tests' caches (compiled kernels, references) out of the user's: one folder
+    for the session, unless the caller chose one."""
+    os.environ.setdefault("CUDABENCH_CACHE_DIR", tempfile.mkdtemp(prefix="cudabench-tests-"))
 
 
 @functools.lru_cache(maxsize=1)

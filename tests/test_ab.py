@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from helpers import MATMUL_BODY, MATMUL_HEADER, write_kernel
 
 from cudabench.analysis.ab import coverage, judge, min_rounds, sign_interval
-from cudabench.analysis.compare import Verdict
+from cudabench.analysis.verdicts import Verdict
 from cudabench.cli.ab import ab_command
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.engines.protocol import Compiled, Engine

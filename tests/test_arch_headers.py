@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from helpers import header_with, write_kernel
 
 from cudabench.catalog import discover, parse_header
-from cudabench.catalog.headers import Arch, parse_arch
+from cudabench.catalog.variants import Arch, parse_arch
 from cudabench.cli import cli
 from cudabench.errors import CompileError, KernelFileError, UsageError
 from cudabench.engines import cuda_driver, tensormaps

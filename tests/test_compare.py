@@ -16,12 +16,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from cudabench.analysis.compare import (
-    REGRESSION,
-    Comparison,
-    compare,
-    parse_threshold,
-)
+from cudabench.analysis.compare import compare
+from cudabench.analysis.verdicts import REGRESSION, Comparison, parse_threshold
 from cudabench.errors import ExitCode, ResultsFileError, UsageError
 from cudabench.render.comparison import COLUMNS
 from cudabench.render.markdown import to_markdown

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from helpers import MATMUL_BODY, invoke, write_kernel
 
-from cudabench.catalog.headers import parse_arch
+from cudabench.catalog.variants import parse_arch
 from cudabench.measure.dryrun import launch_problems, plan_rows
 from cudabench.planning.plan import Request, make_plan
 

@@ -21,13 +21,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cudabench.analysis.compare import Verdict
+from cudabench.analysis.verdicts import Verdict
 from cudabench.common.stats import mann_whitney_u
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.history import history as history_group
 from cudabench.history import store as store_module
 from cudabench.history.report import check, per_commit
-from cudabench.history.store import SCHEMA_VERSION, Benchmark, SeriesPoint, Store
+from cudabench.history.records import Benchmark, SeriesPoint
+from cudabench.history.schema import SCHEMA_VERSION
+from cudabench.history.store import Store
 from cudabench.history.threshold import (
     auto_threshold,
     smallest_detectable,

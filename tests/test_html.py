@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import itertools
+import html
 import json
 import re
 import shutil
@@ -19,10 +20,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudabench.analysis.compare import Comparison, ComparisonRow, Verdict, compare
+from cudabench.analysis.compare import compare
+from cudabench.analysis.verdicts import Comparison, ComparisonRow, Verdict
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.report import report_command
 from cudabench.render import html as html_render
+from cudabench.render import html_page
 from cudabench.results import load_results
 from cudabench.results.model import Kind
 
@@ -105,7 +108,7 @@ def test_the_pattern_would_catch_a_network_reference():
 def test_the_page_is_made_for_a_phone(page):
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
     assert page.count('<div class="scroll"><table>') == page.count("<table>") > 0
-    sizes = re.findall(r"font-size:\s*([^;}]+)", html_render.CSS)
+    sizes = re.findall(r"font-size:\s*([^;}]+)", html_page.CSS)
     assert sizes and all(size.strip().endswith(("rem", "%")) for size in sizes), sizes
 
 
@@ -428,7 +431,7 @@ def test_nothing_but_the_scrolling_tables_is_wider_than_a_phone(tmp_path, page, 
                    "--dump-dom", host.as_uri()).stdout
     found = re.search(r"<title>(.*?)</title>", dom, re.DOTALL)
     assert found and found.group(1) != "pending", dom[:500]
-    seen = json.loads(html_render.html.unescape(found.group(1)))
+    seen = json.loads(html.unescape(found.group(1)))
     assert seen["viewport"] == PHONE[0], seen
     # The page never scrolls sideways: only a table's own wrapper does.
     assert seen["page"] <= PHONE[0], seen

@@ -49,6 +49,12 @@ class ExtremeRng:
         value = low if next(self.ends) == "low" else np.nextafter(high, low)
         return np.full(size, value, dtype=np.float64)
 
+    def random(self, size, dtype=np.float64):
+        """[0, 1): its ends, 0 or the largest value below 1 in dtype."""
+        one = dtype(1)
+        value = dtype(0) if next(self.ends) == "low" else np.nextafter(one, dtype(0))
+        return np.full(size, value, dtype=dtype)
+
 
 # -- inputs ---------------------------------------------------------------------------
 

@@ -230,7 +230,10 @@ def test_every_sample_measured_is_in_the_results_file(tmp_path):
 
 
 def test_synthetic_samples_are_noisy_and_seeded():
-    plan = plan_for("matmul", (33, 33, 33))
+    # A fixed number of samples and a budget never reached: the same samples however
+    # loaded the machine running the tests is (max_time would stop a slow run early).
+    fixed = TimingPolicy(warmup_s=0.0, min_samples=20, max_samples=20, max_time_s=60)
+    plan = dataclasses.replace(plan_for("matmul", (33, 33, 33)), timing=fixed)
     first = run_plans([plan], FakeSpec(seed=3)).results[0].samples_s
     again = run_plans([plan], FakeSpec(seed=3)).results[0].samples_s
     other = run_plans([plan], FakeSpec(seed=4)).results[0].samples_s

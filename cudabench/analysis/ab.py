@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cudabench.analysis.best import MIN_MARGIN
-from cudabench.analysis.compare import REGRESSION, Verdict
+from cudabench.analysis.verdicts import REGRESSION, Verdict
 from cudabench.errors import ExitCode, UsageError
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult
 from cudabench.common.units import format_change, format_percent

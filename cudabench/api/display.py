@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
-from cudabench.render.html import CSS, esc
+from cudabench.render.html_page import CSS, esc
 
 SCOPE = "cudabench-output"  # the class of the wrapper every notebook output sits in
 _RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, overload
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
 from cudabench.errors import ExitCode, UsageError
 from cudabench.render import terminal
-from cudabench.render.html import diagnostic_lines, esc, run_table_html
+from cudabench.render.html_page import esc, run_table_html
+from cudabench.render.html_sections import diagnostic_lines
 from cudabench.render.run_table import build_tables
 from cudabench.results.loader import load_results
 from cudabench.results.model import (
@@ -126,7 +127,7 @@ class Results(Sequence[BenchmarkResult]):
         `cudabench history import` does; a run without a results file gets one in
         .cudabench/runs/ first. Return the recorded file."""
         from cudabench.cli.history import record_files
-        from cudabench.history.store import DEFAULT_PATH
+        from cudabench.history.records import DEFAULT_PATH
 
         path = self.path
         if path is None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from cudabench.catalog.discovery import Catalog, builtin_kernels_dir, discover
-from cudabench.catalog.headers import KernelVariant, Launch, ParamSpec, parse_header
+from cudabench.catalog.headers import parse_header
+from cudabench.catalog.variants import KernelVariant, Launch, ParamSpec
 
 __all__ = ["Catalog", "KernelVariant", "Launch", "ParamSpec", "builtin_kernels_dir", "discover",
            "parse_header"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from cudabench.catalog.headers import KernelVariant, parse_header
+from cudabench.catalog.headers import parse_header
+from cudabench.catalog.variants import KernelVariant
 from cudabench.errors import KernelFileError, UsageError
-from cudabench.ops import load_ops
+from cudabench.ops import Op, load_ops
 
 Catalog = dict[str, dict[str, KernelVariant]]  # op -> variant name -> variant
 
@@ -26,6 +28,25 @@ def builtin_kernels_dir() -> Path:
     return checkout
 
 
+_PARSED: dict[tuple[object, ...], KernelVariant] = {}
+
+
+def _parsed(path: Path, ops: dict[str, Op]) -> KernelVariant:
+    """Return the file's parsed header, parsed once per content of the file and set of
+    ops: a sweep plans each of its points (a file rewritten within the file system's
+    time resolution is parsed again: the key is its bytes, not its modification time)."""
+    try:
+        content = path.read_bytes()
+    except OSError:  # unreadable: parse_header says so, naming the file
+        return parse_header(path, ops=ops)
+    key = (path.resolve(), hashlib.sha256(content).digest(),
+           tuple(sorted((name, id(op)) for name, op in ops.items())))
+    variant = _PARSED.get(key)
+    if variant is None:
+        variant = _PARSED[key] = parse_header(path, ops=ops)
+    return variant
+
+
 def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
     folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
@@ -40,7 +61,7 @@ def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
             continue
         seen.add(folder.resolve())
         for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")]):
-            variant = parse_header(path, ops=ops)
+            variant = _parsed(path, ops)
             if path.parent != folder and path.parent.name in ops and path.parent.name != variant.op:
                 raise KernelFileError(
                     path, 1, f"file is in folder {path.parent.name}/ but declares op {variant.op}"

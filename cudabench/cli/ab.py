@@ -23,7 +23,7 @@ from cudabench.analysis.ab import (
     check_settings,
     judge,
 )
-from cudabench.analysis.compare import Verdict, parse_threshold
+from cudabench.analysis.verdicts import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
 from cudabench.cli.options import parse_params
 from cudabench.errors import KernelFileError, UsageError
@@ -38,7 +38,13 @@ from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
 from cudabench.results.model import BenchmarkResult, Status
 from cudabench.results.writer import ResultsWriter
-from cudabench.common.units import format_change, format_percent, format_seconds, params_text, shape_text
+from cudabench.common.units import (
+    format_change,
+    format_percent,
+    format_seconds,
+    params_text,
+    shape_text,
+)
 
 SIDES = ("A", "B")
 COLUMNS = ("benchmark", "params", "shape", "dtype", "A", "B", "change", "interval", "verdict",

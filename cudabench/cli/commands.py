@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import datetime
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,9 @@ from typing import Any
 
 import click
 
-from cudabench.analysis.compare import DEFAULT_ALPHA, Comparison, compare, parse_threshold
+from cudabench.analysis.time_profile import TimeProfile, time_profile
+from cudabench.analysis.compare import compare
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, parse_threshold
 from cudabench.common.stats import relative_spread
 from cudabench.cli import best
 from cudabench.cli.history import check_file, record_files
@@ -28,7 +31,7 @@ from cudabench.cli.options import (
 )
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
-from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.history.store import Store
 from cudabench.history.threshold import (
     DEFAULT_CAP,
@@ -50,9 +53,12 @@ from cudabench.planning.plan import Insight, Plan, Request, make_plan
 from cudabench.observers.sanitizer import find_sanitizer
 from cudabench.runner.workers import discard_prestarted, finish_closing, prestart
 from cudabench.common.outfiles import check_outputs, write_text
+from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.render import terminal
 from cudabench.render.csv_out import comparison_to_csv, run_to_csv
 from cudabench.render.html import comparison_html
+from cudabench.render.time_profile import COLUMNS as PROFILE_COLUMNS
+from cudabench.render.time_profile import profile_rows, profile_title
 from cudabench.render.markdown import run_to_markdown, to_markdown
 from cudabench.results import BenchmarkResult, ResultsFile, RunOutcome, load_results
 from cudabench.results.writer import ResultsWriter
@@ -75,6 +81,8 @@ class Measured:
     slots: list[Slot] | None  # the GPUs of --devices, or None
     json_path: Path | None  # the results file the rows went to (a kept one under --record)
     versions: Mapping[str, str]  # the engine's and its libraries' versions
+    clock: PhaseClock = dataclasses.field(default_factory=PhaseClock)  # this process's phases
+    writer: ResultsWriter | None = None  # the results file's, to add the time profile
 
 
 def run_and_render(requests: list[Request], device: int, outputs: Outputs,
@@ -95,19 +103,39 @@ def measure(requests: list[Request], device: int, outputs: Outputs,
     Progress goes to stderr as outputs.progress says; nothing is printed to stdout.
     """
     placement = placement or Placement()
+    clock = PhaseClock()
+    clock.add("start-up", process_age_s() or 0.0)  # the interpreter, imports, options
     one_gpu = placement.devices is None and placement.cluster is None
     if one_gpu:  # its imports and CUDA context overlap with the planning
         prestart(engine_spec(device))
     try:
-        return _measure(requests, device, outputs, placement)
+        return _measure(requests, device, outputs, placement, clock)
     finally:
         discard_prestarted()  # a usage error came first: its worker is not needed
         finish_closing()
 
 
 def _measure(requests: list[Request], device: int, outputs: Outputs,
-             placement: Placement) -> Measured:
+             placement: Placement, clock: PhaseClock) -> Measured:
     """measure, once a worker may be starting."""
+    with clock.phase("planning"):
+        plans, spec, slots, json_path, writer = _prepare(requests, device, outputs, placement)
+    # Last of the checks: a Ray started for nothing would cost its start-up.
+    cluster = connect(placement.cluster) if placement.cluster is not None else None
+    try:
+        outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer,
+                                 clock)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    return Measured(outcome, plans, slots, json_path, versions, clock, writer)
+
+
+def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: Placement
+             ) -> tuple[list[Plan], EngineSpec, list[Slot] | None, Path | None,
+                        ResultsWriter | None]:
+    """Check every request and make its plan, the GPUs, and the results file's writer:
+    every usage error is raised here, before anything runs."""
     plans = unique_points([make_plan(request) for request in requests])  # usage errors first
     if any(plan.sanitize for plan in plans):
         find_sanitizer()  # missing: a usage error now, not a row per variant later
@@ -141,19 +169,13 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
         json_path = RUNS_DIR / f"{stamp}.json"
         json_path.parent.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(json_path, outputs.argv) if json_path is not None else None
-    # Last of the checks: a Ray started for nothing would cost its start-up.
-    cluster = connect(placement.cluster) if placement.cluster is not None else None
-    try:
-        outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer)
-    finally:
-        if cluster is not None:
-            cluster.close()
-    return Measured(outcome, plans, slots, json_path, versions)
+    return plans, spec, slots, json_path, writer
 
 
 def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
          cluster: RayCluster | None, placement: Placement, outputs: Outputs,
-         writer: ResultsWriter | None) -> tuple[RunOutcome, dict[str, str]]:
+         writer: ResultsWriter | None, clock: PhaseClock
+         ) -> tuple[RunOutcome, dict[str, str]]:
     """Run the plans where placement says, streaming rows to the writer; return the outcome
     and the engine's versions."""
     copies = len(slots) if slots and placement.replicate else 1
@@ -162,12 +184,17 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
     with terminal.progress(count_rows(plans, copies), terminal.stderr_console(),
                            outputs.progress, gpus) as advance:
 
+        started = time.perf_counter()
+
         def on_result(result: BenchmarkResult) -> None:
-            if writer is not None:
-                writer.add(result)
+            with clock.phase("writing results"):
+                if writer is not None:
+                    writer.add(result)
             advance(result)
 
         def on_start(engine_versions: Mapping[str, str]) -> None:
+            if not versions:  # the first GPU's worker: the run could not start before
+                clock.add("worker start-up", time.perf_counter() - started)
             versions.update(engine_versions)
             if writer is not None:
                 writer.start(engine_versions)
@@ -185,28 +212,45 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
 def show(measured: Measured, device: int, outputs: Outputs) -> int:
     """Print a run's tables and diagnostics, save its reports, record it; return its exit
     code."""
-    outcome = measured.outcome
-    terminal.render_run(outcome, terminal.stdout_console())
-    terminal.render_diagnostics(outcome, terminal.stderr_console())
-    if outputs.markdown_path is not None:
-        write_text(outputs.markdown_path, run_to_markdown(outcome), "--markdown")
-    if outputs.csv_path is not None:
-        write_text(outputs.csv_path, run_to_csv(outcome), "--csv")
+    outcome, clock = measured.outcome, measured.clock
+    with clock.phase("tables and reports"):
+        terminal.render_run(outcome, terminal.stdout_console())
+        terminal.render_diagnostics(outcome, terminal.stderr_console())
+        if outputs.markdown_path is not None:
+            write_text(outputs.markdown_path, run_to_markdown(outcome), "--markdown")
+        if outputs.csv_path is not None:
+            write_text(outputs.csv_path, run_to_csv(outcome), "--csv")
     code = int(outcome.exit_code)
+    if outputs.best:
+        with clock.phase("--best: head to head"):
+            slots = measured.slots
+            choices = best.choose(outcome, measured.plans, engine_spec(device),
+                                  slots[:1] if slots else None)
+            terminal.render_rows("best configuration per variant and size", best.COLUMNS,
+                                 [best.row_cells(choice) for choice in choices],
+                                 terminal.stdout_console())
+            if outputs.best_out is not None:
+                write_text(outputs.best_out, best.suite_text(choices), "--best-out")
+    if any(plan.insight.profile_time for plan in measured.plans):
+        show_time_profile(measured)
     if outputs.record and measured.json_path is not None:
         record_files([measured.json_path], outputs.db)
         if outputs.check:
             code = max(code, check_file(measured.json_path, outputs.db))
-    if outputs.best:
-        slots = measured.slots
-        choices = best.choose(outcome, measured.plans, engine_spec(device),
-                              slots[:1] if slots else None)
-        terminal.render_rows("best configuration per variant and size", best.COLUMNS,
-                             [best.row_cells(choice) for choice in choices],
-                             terminal.stdout_console())
-        if outputs.best_out is not None:
-            write_text(outputs.best_out, best.suite_text(choices), "--best-out")
     return code
+
+
+def show_time_profile(measured: Measured) -> TimeProfile:
+    """Print where the run's wall time went on stderr and keep it in the results file."""
+    gpus = len(measured.slots) if measured.slots else 1
+    profile = time_profile(process_age_s() or sum(measured.clock.totals.values()),
+                           measured.clock.totals, measured.outcome.results, gpus)
+    terminal.render_rows(profile_title(profile), PROFILE_COLUMNS, profile_rows(profile),
+                         terminal.stderr_console())
+    if measured.writer is not None:
+        measured.writer.metadata["profile"] = profile.to_dict()
+        measured.writer.write(complete=True)
+    return profile
 
 
 def unique_points(plans: list[Plan]) -> list[Plan]:

@@ -12,11 +12,12 @@ from typing import Any, TypeVar
 
 import click
 
-from cudabench.analysis.compare import DEFAULT_ALPHA, Verdict, parse_threshold
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, Verdict, parse_threshold
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
-from cudabench.history.store import DEFAULT_PATH, Store, parse_time
+from cudabench.history.records import DEFAULT_PATH, parse_time
+from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS
 from cudabench.common.outfiles import check_output, replacing
 from cudabench.render import terminal

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from cudabench.errors import UsageError
-from cudabench.history.store import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.observers.ncu import parse_metrics
 from cudabench.planning.plan import Insight, Request
 from cudabench.planning.timing import TimingPolicy
@@ -247,6 +247,10 @@ def insight_options(function: F) -> F:
         click.option("--transfers", is_flag=True,
                      help="Also time host-to-device and device-to-host copies of the inputs "
                      "and result, pageable and pinned, against the link's peak."),
+        click.option("--profile-time", is_flag=True,
+                     help="Say where the wall time went (start-up, compile, inputs, CPU "
+                     "reference, samples, verification...): a table on stderr, kept in the "
+                     "results file."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -272,6 +276,7 @@ def build_insight(options: dict[str, Any]) -> Insight:
         if metrics_text is not None else (),
         energy_s=energy_s,
         transfers=bool(options.get("transfers", False)),
+        profile_time=bool(options.get("profile_time", False)),
     )
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.catalog import KernelVariant
-from cudabench.catalog.headers import Arch
+from cudabench.catalog.variants import Arch
 from cudabench.errors import UsageError
 from cudabench.engines import nvcc as nvcc_tools
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cudabench.catalog import KernelVariant
-from cudabench.catalog.headers import MAX_TENSOR_RANK
+from cudabench.catalog.variants import MAX_TENSOR_RANK
 from cudabench.errors import CompileError, CudabenchError
 from cudabench.ops import TypeSet
 

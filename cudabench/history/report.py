@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cudabench.analysis.compare import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
 from cudabench.common.stats import median_precision, relative_spread
 from cudabench.errors import ExitCode, ResultsFileError
 from cudabench.history.steps import (
@@ -39,7 +39,8 @@ from cudabench.history.steps import (
     Step,
     detect,
 )
-from cudabench.history.store import Benchmark, SeriesPoint, Store, Tracked
+from cudabench.history.records import Benchmark, SeriesPoint, Tracked
+from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS, threshold_from_medians
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, ResultsFile, Status
 from cudabench.common.units import format_change, format_p_value, format_percent

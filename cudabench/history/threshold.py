@@ -18,9 +18,10 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
-from cudabench.analysis.compare import DEFAULT_ALPHA, MAX_THRESHOLD
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, MAX_THRESHOLD
 from cudabench.history.steps import noise
-from cudabench.history.store import Benchmark, Store
+from cudabench.history.records import Benchmark
+from cudabench.history.store import Store
 from cudabench.common.units import format_percent
 
 DEFAULT_FLOOR = 0.02

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudabench.catalog.headers import Arch, parse_arch
+from cudabench.catalog.variants import Arch, parse_arch
 from cudabench.measure import memory
 from cudabench.engines.cubin import compile_cubin
 from cudabench.engines.nvcc import compile_ptx

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +10,8 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.phases import phase
+from cudabench.measure.reference_cache import cached_reference
 from cudabench.planning.plan import Plan, PlannedVariant
 from cudabench.ops.base import check_rng, user_code
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
@@ -62,14 +63,24 @@ class Prepared:
     cpu_reference_s: float
 
 
+def inputs_key(plan: Plan) -> tuple[object, ...]:
+    """Return what a plan's inputs and reference depend on: the plans of a sweep over
+    parameters share them (made once, not once per point)."""
+    return (plan.op, plan.op.name, tuple(plan.shape), plan.dtype.name, plan.seed,
+            full_check(plan))
+
+
 def prepare(plan: Plan) -> Prepared:
-    """Make the plan's inputs from its seed and what verification needs of them."""
-    with user_code(plan.op, "inputs"):
+    """Make the plan's inputs from its seed and what verification needs of them (the
+    reference, or the op's witness of it: Op.expected), from the disk cache if kept."""
+    with phase("inputs"), user_code(plan.op, "inputs"):
         inputs = plan.op.inputs(plan.shape, plan.types, np.random.default_rng(plan.seed))
-    started = time.perf_counter()
-    with user_code(plan.op, "reference"):
-        expected = plan.op.expected(inputs, plan.types, check_rng(plan.seed), full_check(plan))
-    return Prepared(inputs, expected, time.perf_counter() - started)
+    full = full_check(plan)
+    with phase("CPU reference"), user_code(plan.op, "reference"):
+        expected, spent = cached_reference(
+            plan, plan.seed, lambda: plan.op.expected(inputs, plan.types, check_rng(plan.seed),
+                                                      full), full)
+    return Prepared(inputs, expected, spent)
 
 
 def full_check(plan: Plan) -> bool:

@@ -20,9 +20,12 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.phases import phase
 from cudabench.measure import guards
+from cudabench.measure.jobs import full_check, inputs_key
+from cudabench.measure.reference_cache import cached_reference
+from cudabench.measure.resident import RESIDENT
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
-from cudabench.measure.jobs import full_check
 from cudabench.planning.plan import Plan
 from cudabench.ops import LaunchShape
 from cudabench.ops.base import check_rng, user_code
@@ -75,22 +78,25 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
     return None
 
 
-_FRESH: list[tuple[Plan, dict[str, np.ndarray], Any]] = []  # the last plan's only
+_FRESH: list[tuple[tuple[object, ...], dict[str, np.ndarray], Any]] = []  # the last
 
 
 def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], Any]:
     """Return the plan's second set of inputs (seed + 1) and what to verify against (as
-    for the first: Op.expected), made once per plan: every variant of it is rechecked on
-    the same ones."""
-    # The plan itself is kept (not its id, which a later plan may reuse once it is freed).
-    if not _FRESH or _FRESH[0][0] is not plan:
+    for the first: Op.expected), made once per benchmark: every variant and sweep point of
+    it is rechecked on the same ones."""
+    # The key holds the op itself (not its id, which a later op may reuse once freed).
+    if not _FRESH or _FRESH[0][0] != inputs_key(plan):
         _FRESH.clear()  # one plan's at a time: they are as large as its inputs
         rng = np.random.default_rng(plan.seed + 1)
-        with user_code(plan.op, "inputs"):
+        with phase("inputs"), user_code(plan.op, "inputs"):
             fresh = plan.op.inputs(plan.shape, plan.types, rng)
-        with user_code(plan.op, "reference"):
-            _FRESH.append((plan, fresh, plan.op.expected(
-                fresh, plan.types, check_rng(plan.seed + 1), full_check(plan))))
+        full = full_check(plan)
+        with phase("CPU reference"), user_code(plan.op, "reference"):
+            expected, _ = cached_reference(
+                plan, plan.seed + 1, lambda: plan.op.expected(
+                    fresh, plan.types, check_rng(plan.seed + 1), full), full)
+            _FRESH.append((inputs_key(plan), fresh, expected))
     return _FRESH[0][1], _FRESH[0][2]
 
 
@@ -108,7 +114,7 @@ def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapp
     """Upload inputs, poison outputs, launch once, verify: None, or what was wrong."""
     op, types = plan.op, plan.types
     for name, array in inputs.items():
-        engine.upload(buffers[name], array)
+        RESIDENT.put(engine, buffers[name], array)
     for name, shape in layout.outputs.items():
         engine.fill(buffers[name], types.output.poison(), math.prod(shape))
     launch()
@@ -117,7 +123,7 @@ def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapp
     shape = layout.outputs.get(op.result_buffer) or inputs[op.result_buffer].shape
     result = engine.download(buffers[op.result_buffer], tuple(shape), kind.numpy)
     launched = [LaunchShape(grid, block) for grid, block in layout.geometry]
-    with user_code(op, "verify"):
+    with phase("verify"), user_code(op, "verify"):
         verification: Verification = op.verify(dict(inputs), expected, result, launched, types)
     if verification.passed:
         return None

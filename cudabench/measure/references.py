@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.phases import phase
 from cudabench.errors import CudabenchError
 from cudabench.engines.protocol import Engine, KernelFault, Run
 from cudabench.measure.jobs import record
@@ -67,8 +68,10 @@ def run_reference(plan: Plan, engine: Engine, name: str, cpu_reference_s: float
     buffers: list[Any] = []
     try:
         setup = reference.setup(plan, engine, buffers)
-        warm_up_on(engine, setup.run, plan)
-        fields.update(sample(engine, setup.run, plan, setup.working_set_bytes).fields())
+        with phase("warm-up"):
+            warm_up_on(engine, setup.run, plan)
+        with phase("samples"):
+            fields.update(sample(engine, setup.run, plan, setup.working_set_bytes).fields())
     except KernelFault as exc:  # a fault left by the GPU: the jobs after this one move on
         fields["error"] = f"the GPU faulted during the {name} reference ({exc})"
     except CudabenchError as exc:  # out of memory

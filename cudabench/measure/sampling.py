@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.phases import phase
 from cudabench.common.stats import mann_whitney_u, relative_spread
 from cudabench.engines.protocol import Engine, Run
 from cudabench.planning.plan import Plan
@@ -92,7 +93,8 @@ def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Meas
     measured = Measured(kept, tuple(warnings), clocks_kept, slow, telemetry)
     if not plan.batch:
         return measured
-    return dataclasses.replace(measured, batch_samples_s=batch(engine, run, measured))
+    with phase("batches"):
+        return dataclasses.replace(measured, batch_samples_s=batch(engine, run, measured))
 
 
 def max_clock_mhz(engine: Engine) -> float:

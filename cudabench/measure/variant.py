@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.phases import phase
 from cudabench.errors import CompileError, CudabenchError, UsageError
 from cudabench.insight import roofs
 from cudabench.measure import guards
@@ -37,6 +38,7 @@ from cudabench.planning.plan import (
     unsupported_on,
 )
 from cudabench.measure.recheck import Layout, recheck
+from cudabench.measure.resident import RESIDENT
 from cudabench.measure.sampling import sample, warm_up_on, zero_input_note
 from cudabench.engines.tensormaps import (
     TensorMapRequest,
@@ -74,54 +76,66 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     if unsupported is not None:
         return row(skipped=unsupported)
     try:
-        compiled, geometry, arg_spec, dynamic = compile_variant(
-            plan, engine, planned, launches, {name: a.shape for name, a in inputs.items()})
+        with phase("compile"):
+            compiled, geometry, arg_spec, dynamic = compile_variant(
+                plan, engine, planned, launches, {name: a.shape for name, a in inputs.items()})
         on_compiled()
         with user_code(op, "outputs"):
             outputs = op.outputs(plan.shape, types, math.prod(geometry[0][0]))
         shapes = {name: array.shape for name, array in inputs.items()} | outputs
         sizes = {name: math.prod(shape) * (types.output if name in outputs else types.input
                                            ).itemsize for name, shape in shapes.items()}
-        for name, nbytes in sizes.items():
-            guarded[name] = guards.allocate(engine, nbytes)
+        with phase("allocate"):
+            for name, nbytes in sizes.items():
+                guarded[name] = guards.allocate(engine, nbytes)
         buffers = {name: g.data for name, g in guarded.items()}
         args = [buffers[a] if isinstance(a, str) else np.int32(a) for a in arg_spec]
         run = engine.launcher(compiled, geometry, args, dynamic)
 
-        for name, array in inputs.items():
-            engine.upload(buffers[name], array)
-        warm_up_on(engine, run, plan)
+        with phase("upload"):
+            for name, array in inputs.items():
+                RESIDENT.put(engine, buffers[name], array)
+        with phase("warm-up"):
+            warm_up_on(engine, run, plan)
 
-        result = checked_launch(plan, engine, run, buffers, inputs, outputs)
+        with phase("checked launch"):
+            result = checked_launch(plan, engine, run, buffers, inputs, outputs)
         launched = [LaunchShape(grid, block) for grid, block in geometry]
-        with user_code(op, "verify"):
+        with phase("verify"), user_code(op, "verify"):
             verification = op.verify(inputs, prepared.expected, result, launched, types)
         itemsizes = {name: (types.output if name in outputs else types.input).itemsize
                      for name in shapes}
-        trespass = guards.check(engine, guarded, itemsizes) + _changed_inputs(
-            engine, buffers, inputs, op.result_buffer)
+        with phase("guard checks"):
+            trespass = guards.check(engine, guarded, itemsizes) + _changed_inputs(
+                engine, buffers, inputs, op.result_buffer)
         if trespass:
             return row(verification=dataclasses.replace(verification, passed=False),
                        error=f"{variant.path}: " + "; ".join(trespass))
 
-        measured = sample(engine, run, plan, sum(sizes.values()))
+        with phase("samples"):
+            measured = sample(engine, run, plan, sum(sizes.values()))
         samples, warnings = measured.samples_s, measured.warnings
-        extras = extra_passes(plan, engine, run, float(np.median(samples)) if samples else 0.0)
+        with phase("energy"):
+            extras = extra_passes(plan, engine, run,
+                                  float(np.median(samples)) if samples else 0.0)
         warnings += extras.pop("warnings", ())
 
-        def upload_zeros() -> None:
+        def upload_zeros() -> None:  # a memset on the GPU: nothing crosses the link
             for name, array in inputs.items():
-                engine.upload(buffers[name], np.zeros_like(array))
+                engine.fill(buffers[name], np.uint8(0), array.nbytes)
 
-        note, on_zeros = zero_input_note(engine, run, plan, samples, upload_zeros)
+        with phase("zero-input samples"):
+            note, on_zeros = zero_input_note(engine, run, plan, samples, upload_zeros)
         warnings += (note,) if note else ()
         layout = Layout(compiled, geometry, dynamic, arg_spec, outputs, sizes)
         problems = []
-        cheat = recheck(plan, engine, layout, buffers, run, inputs, prepared.expected)
+        with phase("recheck"):
+            cheat = recheck(plan, engine, layout, buffers, run, inputs, prepared.expected)
         if cheat is not None:
             problems.append(f"{variant.path}: {cheat}")
         if plan.sanitize is not None:
-            report = sanitize.run(plan, planned, plan.sanitize, engine.info.index)
+            with phase("sanitizer"):
+                report = sanitize.run(plan, planned, plan.sanitize, engine.info.index)
             if not report.ran:  # no device access for the tool here, say: not the kernel's fault
                 warnings += (report.first,)
             elif report.errors:
@@ -130,11 +144,13 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             else:
                 warnings += (f"compute-sanitizer {report.tool}: no error",)
         if plan.insight.transfers and samples:
-            extras["transfers"] = transfers.measure(
-                engine, buffers, inputs, (op.result_buffer, result),
-                float(np.median(samples)), prepared.cpu_reference_s)
+            with phase("transfers"):
+                extras["transfers"] = transfers.measure(
+                    engine, buffers, inputs, (op.result_buffer, result),
+                    float(np.median(samples)), prepared.cpu_reference_s)
         if plan.insight.counters:
-            extras.update(counters_fields(plan, planned, engine.info.index))
+            with phase("counters"):
+                extras.update(counters_fields(plan, planned, engine.info.index))
         fields = {**measured.fields(), **extras, "warnings": warnings}
         if problems:
             return row(**fields, error="; ".join(problems),
@@ -158,8 +174,9 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
     except CudabenchError as exc:  # compile errors, out of memory
         return row(error=str(exc))
     finally:
-        for allocation in guarded.values():
-            engine.free(allocation.base)
+        with phase("free"):
+            for allocation in guarded.values():
+                engine.free(allocation.base)
 
 
 def checked_launch(plan: Plan, engine: Engine, run: Run, buffers: dict[str, Any],
@@ -172,7 +189,7 @@ def checked_launch(plan: Plan, engine: Engine, run: Run, buffers: dict[str, Any]
     """
     op, types = plan.op, plan.types
     for name, array in inputs.items():
-        engine.upload(buffers[name], array)
+        RESIDENT.put(engine, buffers[name], array)
     for name, shape in outputs.items():
         engine.fill(buffers[name], types.output.poison(), math.prod(shape))
     run()
@@ -282,6 +299,20 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
     return compiled, geometry, arg_spec, dynamic
 
 
+def _bits_differ(old: np.ndarray, new: np.ndarray) -> int:
+    """Return how many elements of two arrays of one type differ in their bits (NaN inputs
+    compare too), compared as unsigned integers of the element's width: one pass."""
+    width = old.dtype.itemsize
+    if width in (1, 2, 4, 8):
+        kind = np.dtype(f"u{width}")
+        a = np.ascontiguousarray(old).reshape(-1).view(kind)
+        b = np.ascontiguousarray(new).reshape(-1).view(kind)
+        return 0 if np.array_equal(a, b) else int(np.count_nonzero(a != b))
+    rows_a = np.ascontiguousarray(old).reshape(-1).view(np.uint8).reshape(-1, width)
+    rows_b = np.ascontiguousarray(new).reshape(-1).view(np.uint8).reshape(-1, width)
+    return int(np.count_nonzero(np.any(rows_a != rows_b, axis=1)))
+
+
 def _changed_inputs(engine: Engine, buffers: dict[str, Any], inputs: dict[str, np.ndarray],
                     result_buffer: str) -> list[str]:
     """Return which read-only inputs the checked launch changed, and how many elements."""
@@ -290,10 +321,7 @@ def _changed_inputs(engine: Engine, buffers: dict[str, Any], inputs: dict[str, n
         if name == result_buffer:  # an in-place op's input is its result
             continue
         after = engine.download(buffers[name], array.shape, array.dtype.type)
-        width = array.dtype.itemsize  # compare bits: NaN inputs compare too
-        old = np.ascontiguousarray(array).reshape(-1).view(np.uint8).reshape(-1, width)
-        new = np.ascontiguousarray(after).reshape(-1).view(np.uint8).reshape(-1, width)
-        changed = int(np.count_nonzero(np.any(old != new, axis=1)))
+        changed = _bits_differ(array, after)
         if changed:
             problems.append(f"changed {changed} element(s) of its input {name}")
     return problems

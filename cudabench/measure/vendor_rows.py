@@ -12,6 +12,7 @@ import dataclasses
 import math
 from typing import Any
 
+from cudabench.common.phases import phase
 from cudabench.errors import CudabenchError
 from cudabench.insight import roofs
 from cudabench.measure import guards
@@ -56,18 +57,23 @@ def run_vendor(plan: Plan, engine: Engine, prepared: Prepared) -> BenchmarkResul
         def emulate() -> None:  # what a fake engine runs in the library's place
             op.emulate(args, types)
 
-        run, release = engine.vendor_launcher(call, buffers, tuple(plan.shape), emulate)
-        result = checked_launch(plan, engine, run, buffers, inputs, outputs)
-        with user_code(op, "verify"):
+        with phase("vendor library"):  # CuPy's import and handle, the first time
+            run, release = engine.vendor_launcher(call, buffers, tuple(plan.shape), emulate)
+        with phase("checked launch"):
+            result = checked_launch(plan, engine, run, buffers, inputs, outputs)
+        with phase("verify"), user_code(op, "verify"):
             fields["verification"] = op.verify(inputs, prepared.expected, result, [], types)
         trespass = guards.check(engine, guarded, itemsizes)
         if trespass:
             fields["error"] = f"{call.routine}: " + "; ".join(trespass)
             fields["verification"] = dataclasses.replace(fields["verification"], passed=False)
         else:
-            warm_up_on(engine, run, plan)
-            fields.update(sample(engine, run, plan, sum(
-                math.prod(shape) * itemsizes[name] for name, shape in shapes.items())).fields())
+            with phase("warm-up"):
+                warm_up_on(engine, run, plan)
+            with phase("samples"):
+                fields.update(sample(engine, run, plan, sum(
+                    math.prod(shape) * itemsizes[name] for name, shape in shapes.items())
+                ).fields())
     except VendorUnavailable as exc:
         fields = {"skipped": str(exc)}
     except KernelFault as exc:

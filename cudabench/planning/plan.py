@@ -35,6 +35,7 @@ class Insight:
     counters: tuple[str, ...] = ()  # Nsight Compute metrics (--counters); empty: none
     energy_s: float = 0.0  # seconds of the energy pass (--energy); 0: none
     transfers: bool = False  # host<->device phases (--transfers)
+    profile_time: bool = False  # each row's seconds per phase (--profile-time)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudabench.analysis.compare import Comparison, ComparisonRow, Verdict
+from cudabench.analysis.verdicts import Comparison, ComparisonRow, Verdict
 from cudabench.results.model import BenchmarkResult
 from cudabench.common.units import (
     format_change,

@@ -11,7 +11,7 @@ import io
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cudabench.analysis.compare import Comparison
+from cudabench.analysis.verdicts import Comparison
 from cudabench.render.comparison import benchmark_name
 from cudabench.render.insight import assessment, copy_bps
 from cudabench.render.run_table import comparators

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudabench.analysis.compare import Comparison
+from cudabench.analysis.verdicts import Comparison
 from cudabench.render.comparison import COLUMNS, RIGHT_ALIGNED, describe, row_cells, summary_text
 from cudabench.render.run_table import build_tables
 from cudabench.results.model import RunOutcome

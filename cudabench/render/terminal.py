@@ -24,7 +24,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from cudabench.analysis.compare import REGRESSION, Comparison, Verdict
+from cudabench.analysis.verdicts import REGRESSION, Comparison, Verdict
 from cudabench.render.comparison import (
     COLUMNS,
     RIGHT_ALIGNED,

@@ -72,6 +72,7 @@ def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, 
         "counters_note": result.counters_note,
         "energy": dict(result.energy),
         "transfers": _json_ready(result.transfers),
+        **({"phases": dict(result.phases)} if result.phases else {}),
     }
 
 
@@ -235,6 +236,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         counters_note=check.optional(data, "counters_note", str),
         energy=_energy(data, check),
         transfers=_mapping(data, "transfers", check),
+        phases=_seconds(data, "phases", check),
     )
     _check_consistent(result, data, check)
     return result
@@ -285,6 +287,15 @@ def _energy(data: Mapping[str, Any], check: Checker) -> dict[str, float]:
     for key, value in values.items():
         check.expect(_is_number(value) and value >= 0, f"energy.{key}",
                      "a non-negative number")
+    return {key: float(value) for key, value in values.items()}
+
+
+def _seconds(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, float]:
+    """Return an optional object of non-negative seconds (--profile-time's phases)."""
+    values = _mapping(data, name, check)
+    for key, value in values.items():
+        check.expect(_is_number(value) and value >= 0, f"{name}.{key}",
+                     "a non-negative number of seconds")
     return {key: float(value) for key, value in values.items()}
 
 

@@ -125,6 +125,17 @@ class BenchmarkResult:
     energy: Mapping[str, float] = field(default_factory=dict)
     # --transfers: host<->device phases, each {"seconds", "bytes", "gbps"} by name.
     transfers: Mapping[str, Any] = field(default_factory=dict)
+    # --profile-time: the worker's seconds per phase of this row (compile, inputs, CPU
+    # reference, verify, samples...); empty unless asked for.
+    phases: Mapping[str, float] = field(default_factory=dict, compare=False)
+
+    @property
+    def gpu_sampling_s(self) -> float:
+        """Return the GPU time in the row's samples as issue 29 counts it: the timed
+        samples, those on zero inputs and one launch per batch (a batch sample is seconds
+        per launch)."""
+        return sum(self.samples_s) + sum(self.zero_input_samples_s) + sum(
+            self.batch_samples_s)
 
     @functools.cached_property
     def summary(self) -> Summary | None:

@@ -11,7 +11,6 @@ references.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cudabench.engines.visibility import visible_entries

@@ -4,17 +4,20 @@ that neither imports the other to reach it."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 
+from cudabench.common.phases import CLOCK
 from cudabench.engines.protocol import Engine
 from cudabench.errors import OpFileError
 from cudabench.planning.plan import Plan
 from cudabench.measure.references import run_reference
+from cudabench.measure.resident import RESIDENT
 from cudabench.measure.variant import run_variant
 from cudabench.measure.vendor_rows import run_vendor
 from cudabench.results.model import BenchmarkResult, Kind
-from cudabench.measure.jobs import Job, Prepared, error_row, prepare
+from cudabench.measure.jobs import Job, Prepared, error_row, inputs_key, prepare
 
 OnResult = Callable[[BenchmarkResult], None]
 OnPhase = Callable[[str, int], None]
@@ -32,35 +35,45 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
     on_phase hears ("job", i) when job i starts and ("gpu", i) when its GPU work starts
     (after its compile): the watchdog's clock.
     """
-    prepared: dict[int, Prepared] = {}
+    prepared: dict[object, Prepared] = {}
     results = []
     phase: OnPhase = on_phase or _no_phase
     for index, job in enumerate(jobs):
         plan = plans[job.plan_index]
         phase("job", index)
-        if job.plan_index not in prepared:
-            try:  # one plan's inputs in memory at a time
-                prepared = {job.plan_index: prepare(plan)}
-            except OpFileError as exc:  # the op's inputs or reference raised: its rows say so
-                prepared = {}
-                result = error_row(plan, job, engine.info, str(exc))
-                results.append(result)
-                if on_result is not None:
-                    on_result(result)
-                continue
-        ready = prepared[job.plan_index]
-        if job.variant is not None:
-            result = run_variant(plan, engine, job.variant, ready,
-                                 on_compiled=functools.partial(phase, "gpu", index))
-        elif job.kind is Kind.VENDOR:
-            phase("gpu", index)
-            result = run_vendor(plan, engine, ready)
-        else:
-            phase("gpu", index)
-            result = run_reference(plan, engine, job.reference, ready.cpu_reference_s)
+        CLOCK.take()  # this row's phases start now
+        with CLOCK.phase("other"):  # what no phase below names
+            result, prepared = _run_job(plans, job, engine, prepared,
+                                        functools.partial(phase, "gpu", index))
+        spent = CLOCK.take()
+        if plan.insight.profile_time:
+            result = dataclasses.replace(result, phases=spent)
         results.append(result)
         if on_result is not None:
             on_result(result)
         if engine.faulted:
             break
+    RESIDENT.release(engine)
     return results
+
+
+def _run_job(plans: Sequence[Plan], job: Job, engine: Engine, prepared: dict[object, Prepared],
+             on_gpu: Callable[[], None]) -> tuple[BenchmarkResult, dict[object, Prepared]]:
+    """Run one job; return its row and the prepared inputs kept for the next."""
+    plan = plans[job.plan_index]
+    key = inputs_key(plan)
+    if key not in prepared:
+        RESIDENT.release(engine)  # the last benchmark's inputs are done with
+        try:  # one benchmark's inputs in memory at a time
+            prepared = {key: prepare(plan)}
+        except OpFileError as exc:  # the op's inputs or reference raised: its rows say so
+            return error_row(plan, job, engine.info, str(exc)), {}
+    ready = prepared[key]
+    if job.variant is not None:
+        return run_variant(plan, engine, job.variant, ready, on_compiled=on_gpu), prepared
+    on_gpu()
+    if job.kind is Kind.VENDOR:
+        with CLOCK.phase("vendor row"):
+            return run_vendor(plan, engine, ready), prepared
+    with CLOCK.phase("reference rows"):
+        return run_reference(plan, engine, job.reference, ready.cpu_reference_s), prepared

@@ -8,16 +8,15 @@ one broken variant never hides the results of the others.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 
 from cudabench.runner.devices import Slot
-from cudabench.engines.protocol import Engine, EngineSpec
+from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.execute import OnPhase, OnResult, run_jobs
-from cudabench.measure.jobs import Job, error_row, jobs_of, record
+from cudabench.measure.jobs import Job, jobs_of, record
 from cudabench.planning.plan import Plan
 from cudabench.runner.workers import Worker, take_prestarted
-from cudabench.results.model import BenchmarkResult, Kind, RunOutcome
+from cudabench.results.model import BenchmarkResult, RunOutcome
 
 OnStart = Callable[[Mapping[str, str]], None]  # receives the engine's versions
 __all__ = ["OnPhase", "OnResult", "OnStart", "count_rows", "run_jobs", "run_plans"]

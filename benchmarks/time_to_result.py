@@ -1,0 +1,126 @@
+"""Time to a trustworthy result (issue 29): the wall time of the runs it targets, with
+--profile-time's breakdown of each.
+
+    python3 benchmarks/time_to_result.py             # on a GPU (PyCUDA, nvcc)
+    python3 benchmarks/time_to_result.py --fake      # the same runs on the fake engine
+    python3 benchmarks/time_to_result.py --out DIR   # keep each run's JSON and the table
+
+Each run is a fresh `python3 -m cudabench` process, as a user would start it; its wall
+time is the child's, from start to exit. "Compiled" runs are run once untimed first, so the
+kernels are in the compile cache; "cold" runs get an empty cache directory
+(XDG_CACHE_HOME) and so compile everything. A benchmark, not a test: it asserts nothing, it
+prints the figures and how far each is from its target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LADDER = str(ROOT / "scripts" / "ladder" / "kernels")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One run of the issue's table: its command, the wall time to beat, how it starts."""
+
+    name: str
+    args: tuple[str, ...]
+    target_s: float
+    warm: bool = False  # run once untimed first: the kernels are compiled
+    cold: bool = False  # an empty compile cache
+    share_target: float | None = None  # GPU sampling share of the wall to reach
+
+
+TARGETS = (
+    Target("suite.toml, one GPU", ("run", str(ROOT / "scripts/multi-gpu/suite.toml"),
+                                   "--device", "0"), 12.0, warm=True, share_target=0.10),
+    Target("matmul 1000 --tile 16, compiled", ("matmul", "--size", "1000", "--tile", "16"),
+           1.0, warm=True),
+    Target("transpose 8192", ("transpose", "--size", "8192"), 3.0, warm=True),
+    Target("--best, 48 configurations, cold cache",
+           ("matmul", "--size", "1000", "--kernels-dir", LADDER, "--variant", "blocktile2d",
+            "-p", "BM=64,128", "-p", "BN=64,128", "-p", "BK=8,16,32", "-p", "TM=4,8",
+            "-p", "TN=4,8", "--best", "--no-vendor"), 8.0, cold=True),
+)
+
+FAKE_MAIN = """
+import sys
+if __name__ == "__main__":
+    import cudabench.cli.commands as commands
+    from cudabench.engines.fake_engine import FakeSpec
+    spec = FakeSpec()
+    commands.engine_spec = lambda device: spec
+    from cudabench.cli import cli
+    sys.exit(cli.main(sys.argv[1:], standalone_mode=True))
+"""
+
+
+def run_once(target: Target, fake: bool, out: Path, cache: Path) -> dict[str, object]:
+    """Run the target's command once; return its wall time, exit code and profile."""
+    results = out / (target.name.split(",")[0].replace(" ", "_").replace("-", "") + ".json")
+    command = [sys.executable, *(["-c", FAKE_MAIN] if fake else ["-m", "cudabench"]),
+               *target.args, "--profile-time", "--json", str(results), "--quiet"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONUNBUFFERED": "1"}
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    (out / (results.stem + ".log")).write_text(done.stdout + done.stderr)
+    profile: dict[str, object] = {}
+    if results.exists():
+        profile = json.loads(results.read_text()).get("profile", {})
+    return {"wall_s": wall, "exit": done.returncode, "profile": profile}
+
+
+def top_phases(profile: dict[str, object], count: int = 3) -> str:
+    """Return the largest phases of a profile, command's and rows' together."""
+    phases: dict[str, float] = {}
+    for key in ("phases", "row_phases"):
+        for name, seconds in dict(profile.get(key) or {}).items():  # type: ignore[call-overload]
+            phases[name] = phases.get(name, 0.0) + float(seconds)
+    ranked = sorted(phases.items(), key=lambda item: -item[1])[:count]
+    return ", ".join(f"{name} {seconds:.2f}" for name, seconds in ranked)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fake", action="store_true", help="run on the fake engine")
+    parser.add_argument("--out", type=Path, help="keep each run's JSON, log and the table")
+    parser.add_argument("--only", help="run the targets whose name contains this")
+    options = parser.parse_args()
+    out = options.out or Path(tempfile.mkdtemp(prefix="ttr-"))
+    out.mkdir(parents=True, exist_ok=True)
+    lines = ["| run | wall s | target s | GPU sampling s | share | exit | largest phases |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    warm_cache = Path(tempfile.mkdtemp(prefix="ttr-cache-"))
+    for target in TARGETS:
+        if options.only and options.only not in target.name:
+            continue
+        cache = Path(tempfile.mkdtemp(prefix="ttr-cold-")) if target.cold else warm_cache
+        if target.warm:
+            run_once(target, options.fake, out, cache)
+        measured = run_once(target, options.fake, out, cache)
+        profile = dict(measured["profile"])  # type: ignore[call-overload]
+        gpu = float(profile.get("gpu_sampling_s", 0.0))
+        wall = float(measured["wall_s"])  # type: ignore[arg-type]
+        share = f"{gpu / wall:.1%}" + (f" (≥ {target.share_target:.0%})"
+                                       if target.share_target else "")
+        lines.append(f"| {target.name} | {wall:.2f} | ≤ {target.target_s:g} | {gpu:.3f} | "
+                     f"{share} | {measured['exit']} | {top_phases(profile)} |")
+        print(lines[-1], flush=True)
+    table = "\n".join(lines)
+    print(("fake engine\n" if options.fake else "") + table)
+    (out / "time_to_result.md").write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""What a comparison of two results files says: the verdicts, a compared row, the whole
+comparison and its exit code, and the threshold flag's grammar. analysis/compare.py makes
+them; the renderers and the gates read them."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from cudabench.errors import ExitCode, UsageError
+from cudabench.results.model import (
+    BenchmarkResult,
+    Kind,
+)
+
+
+DEFAULT_THRESHOLD = 0.05
+DEFAULT_ALPHA = 0.001
+MIN_SAMPLES = 3  # below this a rank test has nothing to say
+MAX_THRESHOLD = 10.0  # 1000%: anything larger is a typo, not a tolerance
+
+
+
+class Verdict(str, enum.Enum):
+    """The judgement on one pair, in the order summaries list them: worst first."""
+
+    FAILED = "failed"
+    MISSING = "missing"
+    SLOWER = "slower"
+    UNTESTABLE = "untestable"
+    NOISY = "noisy"
+    SAME = "same"
+    FASTER = "faster"
+    FIXED = "fixed"
+
+
+REGRESSION = frozenset({Verdict.SLOWER, Verdict.FAILED, Verdict.MISSING, Verdict.UNTESTABLE})
+
+_NUMBER = re.compile(r"[+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One benchmark present in both files, and the verdict on its change."""
+
+    op: str
+    variant: str
+    params: dict[str, int]
+    shape: tuple[int, ...]
+    dtype: str
+    hot: bool
+    baseline_median_s: float | None
+    current_median_s: float | None
+    change: float | None  # current / baseline - 1
+    p_value: float | None
+    verdict: Verdict
+    reason: str
+    kind: Kind = Kind.VARIANT  # reference rows (the device copy) inform but never gate
+    threshold: float = DEFAULT_THRESHOLD  # the gate this row used...
+    threshold_source: str = ""  # ...and where it came from ("--threshold", "floor", history)
+    detectable: float | None = None  # --power: the smallest slowdown this gate would catch
+    device: str = ""  # which GPU of the current file ("GPU 1"), when it used several
+
+    @property
+    def regressed(self) -> bool:
+        """Return whether this row fails the gate: a kernel slower, or failing verification.
+
+        A slower reference row (the device-to-device copy) says the machine changed, not a
+        kernel: it is shown, and explains slower kernels, but does not fail the gate.
+        """
+        if self.verdict is Verdict.MISSING:  # a vendor row that vanished counts too
+            return self.kind is not Kind.REFERENCE
+        return self.verdict in REGRESSION and self.kind is Kind.VARIANT
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every paired row, the benchmarks in only one file, and the settings used."""
+
+    rows: tuple[ComparisonRow, ...]
+    added: tuple[BenchmarkResult, ...]  # only in current
+    removed: tuple[BenchmarkResult, ...]  # only in baseline
+    threshold: float
+    alpha: float
+    baseline_path: str
+    current_path: str
+    baseline_gpu: str
+    current_gpu: str
+    # What differs between the two files' cards: power limit, ECC, MIG, persistence, clocks,
+    # driver: a change there can move every timing without any kernel changing.
+    setting_changes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # GPU models only one file has (their rows are not paired)
+    current_incomplete: bool = False  # the current run stopped before its last row
+
+    @property
+    def regressions(self) -> tuple[ComparisonRow, ...]:
+        """Return the rows that fail the gate."""
+        return tuple(row for row in self.rows if row.regressed)
+
+    @property
+    def missing(self) -> tuple[ComparisonRow, ...]:
+        """Return the baseline benchmarks the current file lacks (they fail the gate)."""
+        return tuple(row for row in self.rows if row.verdict is Verdict.MISSING)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """Return ExitCode.REGRESSION when any row regressed or the current run is
+        incomplete, else ExitCode.OK."""
+        failed = self.regressions or self.current_incomplete
+        return ExitCode.REGRESSION if failed else ExitCode.OK
+
+
+def parse_threshold(text: str, flag: str = "--threshold") -> float:
+    """Parse a threshold flag ("5%", "5 %" or the fraction "0.05") into a fraction."""
+    raw = str(text).strip()
+    percent = raw.endswith("%")
+    number = raw[:-1].strip() if percent else raw
+    hint = "expected a percentage such as 5% or a fraction such as 0.05"
+    if not _NUMBER.fullmatch(number):
+        raise UsageError(f"{flag} {text!r}: {hint}")
+    value = float(number) / 100 if percent else float(number)
+    if not percent and value >= 1:
+        # A bare "5" almost always means 5%, not 500%: refuse rather than silently gate at 500%.
+        raise UsageError(f"{flag} {text!r}: a bare number is a fraction; write "
+                         f"{number}% for {number} percent, or {value / 100:g} as a fraction")
+    if not 0 < value < MAX_THRESHOLD:
+        raise UsageError(f"{flag} {text!r}: must be above 0% and below "
+                         f"{MAX_THRESHOLD:.0%}; {hint}")
+    return value

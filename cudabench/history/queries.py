@@ -1,0 +1,162 @@
+"""Reading the history store: runs, benchmarks, series and counts, and SQLite's errors
+turned into StoreErrors that say what to do."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sqlite3
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cudabench.history.records import (
+    Benchmark,
+    RunInfo,
+    SeriesPoint,
+    StoreError,
+    Tracked,
+    USABLE_STATUSES,
+    _decode,
+    _encode,
+    _worst_status,
+    source_hash,
+)
+from cudabench.history.schema import TABLES, _damaged
+
+
+class Queries:
+    """The reading half of a Store (Store adds opening, transactions and writing)."""
+
+    _conn: sqlite3.Connection
+    path: Path
+    timeout_s: float
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Turn SQLite's errors about the file into StoreErrors; others are bugs."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "locked" in text or "busy" in text:
+                raise StoreError(
+                    f"{self.path}: the store is locked: another process kept it busy for "
+                    f"more than {self.timeout_s:g} s; try again when it is done") from None
+            if "readonly" in text or "read-only" in text:
+                raise StoreError(f"{self.path}: the store is read-only ({text}): make it "
+                                 "writable, or pass --db with another path") from None
+            if "unable to open" in text:
+                raise StoreError(
+                    f"{self.path}: cannot open the store ({text}): check its permissions and "
+                    "folder; on a network file system SQLite's WAL mode cannot work, so pass "
+                    "--db with a path on a local disk") from None
+            if "disk I/O" in text or "disk is full" in text:
+                raise StoreError(f"{self.path}: cannot use the store: {text}") from None
+            raise
+        except sqlite3.DatabaseError as exc:  # not a database, malformed image
+            raise StoreError(_damaged(self.path, str(exc))) from None
+
+    def run_for(self, source: str) -> int | None:
+        """Return the id of the run recorded from this text, or None."""
+        with self._errors():
+            row = self._conn.execute("SELECT id FROM runs WHERE source_hash = ?",
+                                     (source_hash(source),)).fetchone()
+        return int(row[0]) if row else None
+
+    def runs(self, gpu_model: str | None = None, since: str | None = None,
+             last: int | None = None) -> list[RunInfo]:
+        """Return the recorded runs, oldest first (by when they were measured)."""
+        where, args = ["1"], []
+        if since is not None:
+            where.append("r.created >= ?")
+            args.append(since)
+        if gpu_model is not None:
+            where.append("EXISTS (SELECT 1 FROM results x JOIN devices d ON d.id = x.device_id"
+                         " WHERE x.run_id = r.id AND d.name = ?)")
+            args.append(gpu_model)
+        query = (
+            "SELECT r.id, r.git_commit, r.branch, r.dirty, r.created, r.recorded, r.host, "
+            "r.tool_version, r.source_path, r.source_hash, "
+            "(SELECT COUNT(*) FROM results x WHERE x.run_id = r.id), "
+            "(SELECT GROUP_CONCAT(name, char(10)) FROM (SELECT DISTINCT d.name FROM results x "
+            " JOIN devices d ON d.id = x.device_id WHERE x.run_id = r.id ORDER BY d.name)) "
+            f"FROM runs r WHERE {' AND '.join(where)} ORDER BY r.created, r.id")
+        with self._errors():
+            rows = self._conn.execute(query, args).fetchall()
+        found = [RunInfo(id=row[0], commit=row[1], branch=row[2],
+                         dirty=None if row[3] is None else bool(row[3]), created=row[4],
+                         recorded=row[5], host=row[6], tool_version=row[7], source_path=row[8],
+                         source_hash=row[9], results=row[10],
+                         gpu_models=tuple(row[11].split("\n")) if row[11] else ())
+                 for row in rows]
+        return found[-last:] if last else found
+
+    def benchmarks(self, op: str | None = None, variant: str | None = None,
+                   gpu_model: str | None = None, since: str | None = None) -> list[Tracked]:
+        """Return each benchmark the store holds, per GPU model, in a stable order."""
+        where, args = ["1"], []
+        for column, value in (("x.op", op), ("x.variant", variant), ("d.name", gpu_model),
+                              ("r.created >=", since)):
+            if value is not None:
+                where.append(f"{column} ?" if column.endswith(">=") else f"{column} = ?")
+                args.append(value)
+        query = (
+            "SELECT x.op, x.variant, x.params, x.shape, x.dtype, x.hot, "
+            "COALESCE(d.name, ''), MIN(x.kind), COUNT(DISTINCT x.run_id) FROM results x "
+            "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id "
+            f"WHERE {' AND '.join(where)} "
+            "GROUP BY x.op, x.variant, x.params, x.shape, x.dtype, x.hot, d.name "
+            "ORDER BY COALESCE(d.name, ''), x.op, x.variant, x.shape, x.params, x.dtype, x.hot")
+        with self._errors():
+            rows = self._conn.execute(query, args).fetchall()
+        return [Tracked(_decode(row[:6]), row[6], row[7], row[8]) for row in rows]
+
+    def series(self, benchmark: Benchmark, gpu_model: str, last: int | None = None,
+               since: str | None = None, exclude_run: int | None = None,
+               usable_only: bool = True) -> list[SeriesPoint]:
+        """Return a benchmark's median per run on one GPU model, oldest first.
+
+        usable_only keeps verified (PASS) and reference (REF) rows with a median: failing
+        and suspect rows have timings no trend should follow. last keeps the newest N.
+        """
+        op, variant, params, shape, dtype, hot = _encode(benchmark)
+        where = ["x.op = ?", "x.variant = ?", "x.params = ?", "x.shape = ?", "x.dtype = ?",
+                 "x.hot = ?", "COALESCE(d.name, '') = ?"]
+        args: list[Any] = [op, variant, params, shape, dtype, hot, gpu_model]
+        if usable_only:
+            where.append(f"x.status IN ({','.join('?' * len(USABLE_STATUSES))})"
+                         " AND x.median_s IS NOT NULL")
+            args.extend(USABLE_STATUSES)
+        if since is not None:
+            where.append("r.created >= ?")
+            args.append(since)
+        if exclude_run is not None:
+            where.append("r.id != ?")
+            args.append(exclude_run)
+        query = ("SELECT r.id, r.git_commit, r.created, x.median_s, x.status FROM results x "
+                 "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id "
+                 f"WHERE {' AND '.join(where)} ORDER BY r.created, r.id, x.id")
+        with self._errors():
+            rows = self._conn.execute(query, args).fetchall()
+        by_run: dict[int, list[Any]] = {}
+        for row in rows:
+            by_run.setdefault(row[0], []).append(row)
+        points = []
+        for run_rows in by_run.values():  # dicts keep insertion order: oldest run first
+            first = run_rows[0]
+            medians = [r[3] for r in run_rows if r[3] is not None]
+            worst = _worst_status([r[4] for r in run_rows])
+            points.append(SeriesPoint(first[0], first[1], first[2],
+                                      statistics.median(medians) if medians else math.nan,
+                                      worst))
+        return points[-last:] if last else points
+
+    def counts(self) -> dict[str, int]:
+        """Return the number of rows of each table (tests, and a summary line)."""
+        with self._errors():
+            return {table: int(self._conn.execute(f"SELECT COUNT(*) FROM {table}")
+                               .fetchone()[0]) for table in sorted(TABLES)}

@@ -1,0 +1,154 @@
+"""What the history store holds, as Python sees it: a benchmark across runs, a recorded
+run, a tracked series and its points; their encoding in rows; the store's constants."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cudabench.errors import CudabenchError
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Status
+
+
+DEFAULT_PATH = Path(".cudabench") / "history.db"
+QUICK_CHECK_MAX_BYTES = 256 * 2**20  # readers check stores up to this size at open
+BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another one before giving up
+DEFAULT_VFS: str | None = None  # SQLite's own choice; tests name another to simulate NFS
+APPLICATION_ID = 0x63624831  # "cbH1": marks the file as a cudabench history store
+SQLITE_MAGIC = b"SQLite format 3\x00"
+USABLE_STATUSES = (Status.PASS.value, Status.REF.value)  # timings worth a trend
+
+
+class StoreError(CudabenchError):
+    """A history store that cannot be used as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """What a benchmark is across runs: BenchmarkResult.key as named fields."""
+
+    op: str
+    variant: str
+    params: tuple[tuple[str, int], ...]
+    shape: tuple[int, ...]
+    dtype: str
+    hot: bool
+
+    @classmethod
+    def of(cls, result: BenchmarkResult) -> Benchmark:
+        """Return the benchmark a result measured."""
+        return cls(result.op, result.variant, tuple(sorted(result.params.items())),
+                   tuple(result.shape), result.dtype, result.hot)
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Return the same tuple as BenchmarkResult.key."""
+        return (self.op, self.variant, self.params, self.shape, self.dtype, self.hot)
+
+    def describe(self) -> str:
+        """Return 'op/variant (hot) params shape dtype' for tables and messages."""
+        params = " ".join(f"{k}={v}" for k, v in self.params)
+        return " ".join(part for part in (
+            f"{self.op}/{self.variant}" + (" (hot)" if self.hot else ""), params,
+            "x".join(map(str, self.shape)), self.dtype) if part)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One recorded run (one results file)."""
+
+    id: int
+    commit: str | None
+    branch: str | None
+    dirty: bool | None
+    created: str  # ISO 8601 in UTC: when the run was measured
+    recorded: str  # when it was imported
+    host: str | None
+    tool_version: str | None
+    source_path: str
+    source_hash: str
+    results: int
+    gpu_models: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """A benchmark the store holds on one GPU model, with how many runs measured it."""
+
+    benchmark: Benchmark
+    gpu_model: str
+    kind: str
+    runs: int
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    """A benchmark's median in one run (the median of its rows when several GPUs of the
+    model ran it)."""
+
+    run_id: int
+    commit: str | None
+    created: str
+    median_s: float
+    status: str
+
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def now_utc() -> str:
+    """Return the current time as ISO 8601 in UTC, to the second."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def parse_time(text: str) -> str | None:
+    """Return an ISO date or time as ISO 8601 in UTC (naive: UTC); None if not one."""
+    raw = text.strip()
+    if raw.endswith(("Z", "z")):
+        raw = raw[:-1] + "+00:00"  # Python 3.10's fromisoformat does not read Z
+    try:
+        moment = dt.datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def source_hash(source: str) -> str:
+    """Return the SHA-256 of a results file's text: the same file twice is one run."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+def _device_key(device: DeviceInfo) -> tuple[str, str, str, str]:
+    return (device.name, device.uuid or "", device.pci_bus_id or "",
+            device.compute_capability or "")
+
+
+def _encode(bench: Benchmark) -> tuple[str, str, str, str, str, int]:
+    """Return a benchmark as the results table's key columns."""
+    return (bench.op, bench.variant, json.dumps(dict(bench.params), sort_keys=True),
+            json.dumps(list(bench.shape)), bench.dtype, int(bench.hot))
+
+
+def _decode(row: Sequence[Any]) -> Benchmark:
+    """Return the benchmark of the results table's key columns."""
+    params = json.loads(row[2])
+    return Benchmark(row[0], row[1], tuple(sorted((str(k), int(v)) for k, v in params.items())),
+                     tuple(int(x) for x in json.loads(row[3])), row[4], bool(row[5]))
+
+
+def _worst_status(statuses: Sequence[str]) -> str:
+    """Return the status that matters most of a run's rows: a failure over a pass."""
+    order = ["FAIL", "ERROR", "TIMEOUT", "SUSPECT", "PASS", "REF", "SKIP"]
+    return min(statuses, key=lambda s: order.index(s) if s in order else len(order))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None

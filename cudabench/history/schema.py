@@ -1,0 +1,152 @@
+"""The history store's file: its tables, created and migrated, and the checks made on a
+file before SQLite opens it (another program's file, a newer schema, a damaged one).
+
+The history store: every recorded run in one SQLite file, through the standard library.
+
+Layout (schema version 1):
+
+- meta(key, value): `schema_version`, the version the migrations brought the file to;
+- runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
+  host, tool_version, file_schema): one results file each; the SHA-256 of its text makes
+  import idempotent;
+- devices(id, name, uuid, pci_bus_id, compute_capability): unknown UUID and bus id are '';
+- results(id, run_id, device_id, op, variant, params, shape, dtype, hot, kind, status,
+  median_s, samples_s): params a JSON object with sorted keys, shape and samples JSON
+  arrays, median_s NULL when nothing was timed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+from cudabench.history.records import (
+    APPLICATION_ID,
+    Migration,
+    SQLITE_MAGIC,
+    StoreError,
+)
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    """Create the tables of schema version 1."""
+    # One statement at a time: executescript would COMMIT the caller's transaction first.
+    for statement in _V1_TABLES.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+_V1_TABLES = """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            source_hash TEXT NOT NULL UNIQUE,
+            source_path TEXT NOT NULL,
+            git_commit TEXT,
+            branch TEXT,
+            dirty INTEGER,
+            created TEXT NOT NULL,
+            recorded TEXT NOT NULL,
+            host TEXT,
+            tool_version TEXT,
+            file_schema INTEGER NOT NULL
+        );
+        CREATE INDEX runs_created ON runs (created, id);
+        CREATE TABLE devices (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            uuid TEXT NOT NULL DEFAULT '',
+            pci_bus_id TEXT NOT NULL DEFAULT '',
+            compute_capability TEXT NOT NULL DEFAULT '',
+            UNIQUE (name, uuid, pci_bus_id, compute_capability)
+        );
+        CREATE TABLE results (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            device_id INTEGER REFERENCES devices (id),
+            op TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            params TEXT NOT NULL,
+            shape TEXT NOT NULL,
+            dtype TEXT NOT NULL,
+            hot INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            status TEXT NOT NULL,
+            median_s REAL,
+            samples_s TEXT NOT NULL
+        );
+        CREATE INDEX results_benchmark ON results (op, variant, params, shape, dtype, hot);
+        CREATE INDEX results_run ON results (run_id);
+"""
+
+
+# MIGRATIONS[v] brings a store of version v to v + 1, inside the caller's transaction;
+# SQLite's DDL is transactional, so a failed step leaves the old version whole.
+MIGRATIONS: tuple[Migration, ...] = (_create_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
+
+
+def _precheck(path: Path, create: bool) -> bool:
+    """Check the file before SQLite touches it; return whether it exists (non-empty)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        if not create:
+            raise StoreError(f"{path}: no history store here: record runs with `cudabench "
+                             "history import FILE...` first, or pass --db") from None
+        return False
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the store: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"{path}: is a folder, not a history store; pass --db with a file")
+    if info.st_size == 0:
+        if not create:
+            raise StoreError(f"{path}: the store is empty: record runs with `cudabench "
+                             "history import FILE...` first")
+        return True
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the store: {exc.strerror or exc}") from None
+    if not header.startswith(SQLITE_MAGIC):
+        raise StoreError(_not_a_store(path, "not an SQLite database"))
+    if len(header) < 100:
+        raise StoreError(_damaged(path, "shorter than an SQLite header"))
+    # Header fields (big-endian): schema cookie at 40, application id at 68. Checked here,
+    # before a connection could roll back another program's hot journal in its file.
+    schema_cookie = int.from_bytes(header[40:44], "big")
+    app_id = int.from_bytes(header[68:72], "big")
+    if app_id != APPLICATION_ID and schema_cookie != 0:
+        raise StoreError(_not_a_store(path, "an SQLite database without cudabench's mark: "
+                                            "another program's, or a damaged header"))
+    return True
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _writable(path: Path) -> bool:
+    """Return whether the file may be written: permissions, and a write bit set at all.
+
+    The write bits are checked too because root may write anything: a file made
+    read-only on purpose stays so.
+    """
+    return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+
+
+def _not_a_store(path: Path, what: str) -> str:
+    return (f"{path}: not a cudabench history store ({what}); pass --db with a store's path "
+            "or a new one")
+
+
+def _damaged(path: Path, detail: str) -> str:
+    return (f"{path}: the history store is damaged ({detail}); restore it from a backup, or "
+            "move it aside and import the results files again")

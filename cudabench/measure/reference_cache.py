@@ -1,0 +1,125 @@
+"""CPU references kept on disk across runs, keyed by everything that determines them.
+
+A float64 reference of a large product takes the CPU seconds, and the same benchmark is run
+again and again (a CI suite, a tuning session, `ab`). A reference depends on the op's code
+(its module and the ops package that makes inputs), the shape, the types, the seed, the
+check asked for, and NumPy's version (its generators and arithmetic): the key hashes them
+all, so a changed seed, shape or op recomputes. Only references that took a while to make
+are kept, each written atomically; an entry that cannot be read is made again, never
+trusted half-read. CUDABENCH_CACHE_DIR=off keeps nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import os
+import pickle
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cudabench import __version__
+from cudabench.common.cache_dir import cache_root
+from cudabench.planning.plan import Plan
+
+MIN_SECONDS = 0.05  # quicker to make than to read back: not kept
+MAX_BYTES = 2 << 30  # one entry at most
+KEEP_BYTES = 8 << 30  # the folder is pruned, oldest first, beyond this
+
+
+def cached_reference(plan: Plan, seed: int, compute: Callable[[], Any], *extra: object
+                     ) -> tuple[Any, float]:
+    """Return (the reference for plan's inputs of seed, the CPU's seconds to compute it):
+    read from the cache (with the seconds its computation took, which the results report
+    as the CPU's time), or computed and kept if it took long enough. extra: anything else
+    it depends on (the check asked for)."""
+    started = time.perf_counter()
+    folder = cache_root()
+    path = folder / "references" / f"{reference_key(plan, seed, *extra)}.pickle" \
+        if folder is not None else None
+    if path is not None:
+        try:
+            with path.open("rb") as stream:
+                value, computed_s = pickle.load(stream)
+            os.utime(path)  # recently used: pruned last
+            return value, float(computed_s)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError,
+                TypeError):
+            pass  # absent, or torn: make it again
+    value = compute()
+    spent = time.perf_counter() - started
+    if path is not None and spent >= MIN_SECONDS:
+        _keep(path, (value, spent))
+    return value, spent
+
+
+def reference_key(plan: Plan, seed: int, *extra: object) -> str:
+    """Return the hash of what plan's reference for seed depends on."""
+    parts = (__version__, _numpy_version(), plan.op.name,
+             _op_code(inspect.getsourcefile(type(plan.op)) or ""),
+             tuple(plan.shape), plan.types.describe(), plan.dtype.name, seed, repr(extra))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:40]
+
+
+def _numpy_version() -> str:
+    import numpy
+
+    return str(numpy.__version__)
+
+
+@functools.cache
+def _op_code(source: str) -> str:
+    """Return a hash of the op's module and of the ops package (inputs, types, checks)."""
+    digest = hashlib.sha256()
+    files = {source}
+    package = Path(__file__).resolve().parent.parent / "ops"
+    files |= {str(path) for path in package.glob("*.py")}
+    for name in sorted(files):
+        try:
+            digest.update(name.encode() + Path(name).read_bytes())
+        except OSError:
+            digest.update(name.encode())
+    return digest.hexdigest()
+
+
+def _keep(path: Path, value: Any) -> None:
+    """Write value atomically (a temporary file renamed), if small enough; prune."""
+    try:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return  # an op's reference that cannot be pickled is simply not kept
+    if len(data) > MAX_BYTES:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".part")
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, path)
+        _prune(path.parent)
+    except OSError:  # a full or read-only disk costs the cache, not the run
+        return
+
+
+def _prune(folder: Path) -> None:
+    """Remove the least recently used entries beyond KEEP_BYTES."""
+    entries = []
+    for entry in folder.glob("*.pickle"):
+        try:
+            stat = entry.stat()
+        except OSError:
+            continue
+        entries.append((stat.st_mtime, stat.st_size, entry))
+    total = sum(size for _, size, _ in entries)
+    for _, size, entry in sorted(entries):
+        if total <= KEEP_BYTES:
+            break
+        try:
+            entry.unlink()
+            total -= size
+        except OSError:
+            continue

@@ -1,0 +1,91 @@
+"""Figures of saved results: throughput against problem size, the roofline, and a
+comparison's changes.
+
+matplotlib is optional (`pip install 'cudabench[plot]'`) and imported only when a figure is
+made. Figures are drawn on the Agg canvas directly, never through pyplot: no display, and no
+change to the backend of a process that imported us (a notebook, say). One module per
+figure: style (colours, markers, legends, axes shared by all), throughput, roofline,
+figures (pages of panels, saving, SVG for HTML) and change (a comparison's bars).
+"""
+
+from __future__ import annotations
+
+from cudabench.render.plot.style import (
+    COLOURS,
+    FORMATS,
+    HINT,
+    KINDS,
+    NO_ROOFLINE,
+    NO_THROUGHPUT,
+    PLOTTED,
+    Styles,
+    available,
+    plotted,
+    problem_size,
+    require,
+    roofline_rows,
+    series_label,
+    shape_label,
+    text,
+)
+from cudabench.render.plot.throughput import (
+    counts_flops,
+    draw_throughput,
+    draw_throughput_panel,
+    throughput_panels,
+)
+from cudabench.render.plot.roofline import (
+    draw_roofline,
+    draw_roofline_panel,
+)
+from cudabench.render.plot.figures import (
+    both_figure,
+    check_suffix,
+    figure_of,
+    panel_figures,
+    roofline_figure,
+    save,
+    svg_text,
+    throughput_figure,
+)
+from cudabench.render.plot.change import (
+    ChangeBar,
+    VERDICT_COLOURS,
+    change_figure,
+)
+
+__all__ = [
+    "COLOURS",
+    "ChangeBar",
+    "FORMATS",
+    "HINT",
+    "KINDS",
+    "NO_ROOFLINE",
+    "NO_THROUGHPUT",
+    "PLOTTED",
+    "Styles",
+    "VERDICT_COLOURS",
+    "available",
+    "both_figure",
+    "change_figure",
+    "check_suffix",
+    "counts_flops",
+    "draw_roofline",
+    "draw_roofline_panel",
+    "draw_throughput",
+    "draw_throughput_panel",
+    "figure_of",
+    "panel_figures",
+    "plotted",
+    "problem_size",
+    "require",
+    "roofline_figure",
+    "roofline_rows",
+    "save",
+    "series_label",
+    "shape_label",
+    "svg_text",
+    "text",
+    "throughput_figure",
+    "throughput_panels",
+]

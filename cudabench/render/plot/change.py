@@ -1,0 +1,69 @@
+"""A comparison's changes as bars against their thresholds, coloured by verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+from cudabench.render.plot.style import PAGE_PANEL_INCHES, _new_figure, text
+
+
+@dataclass(frozen=True)
+class ChangeBar:
+    """One compared benchmark: its name, change (current / baseline - 1), the threshold
+    it was held to, the verdict's page class ('bad', 'warn', 'good' or '') and verdict."""
+
+    label: str
+    change: float
+    threshold: float
+    style: str
+    verdict: str
+
+
+VERDICT_COLOURS = {"bad": "#b42318", "warn": "#b58100", "good": "#1a7f37", "": "#8c959f"}
+
+
+def change_figure(bars: Sequence[ChangeBar]) -> Figure:
+    """Return the changes as horizontal bars, one a benchmark in the table's order, coloured
+    by verdict, each over the grey band of its threshold, its name above it and its verdict
+    beside it (names above the bars leave the bars the figure's whole width: a phone)."""
+    from matplotlib.transforms import blended_transform_factory
+
+    figure = _new_figure(PAGE_PANEL_INCHES[0], 1.2 + 0.5 * len(bars))
+    axes = figure.add_subplot()
+    positions = [float(y) for y in range(len(bars))][::-1]  # the first row on top
+    for y, bar in zip(positions, bars):
+        axes.barh(y, 2 * bar.threshold * 100, left=-bar.threshold * 100, height=0.5,
+                  color="0.88", zorder=1)
+    values = [bar.change * 100 for bar in bars]
+    colours = [VERDICT_COLOURS.get(bar.style, VERDICT_COLOURS[""]) for bar in bars]
+    axes.barh(positions, values, height=0.34, zorder=2, color=colours)
+    reach = max([abs(v) for v in values] + [bar.threshold * 100 for bar in bars] + [1.0])
+    left_edge = blended_transform_factory(axes.transAxes, axes.transData)
+    for y, bar, value, colour in zip(positions, bars, values, colours):
+        axes.text(0.01, y + 0.3, text(bar.label), transform=left_edge, fontsize="small",
+                  va="bottom", ha="left", color="0.15", clip_on=False)
+        axes.annotate(text(bar.verdict), (value, y), textcoords="offset points",
+                      xytext=(4 if value >= 0 else -4, 0), va="center",
+                      ha="left" if value >= 0 else "right", fontsize="small",
+                      color=colour, fontweight="bold" if bar.style == "bad" else "normal")
+    axes.axvline(0, color="0.3", linewidth=0.8, zorder=3)
+    axes.set_xlim(-reach * 1.4, reach * 1.4)
+    axes.set_ylim(-0.6, len(bars) - 0.05)
+    axes.set_yticks([])
+    axes.xaxis.set_major_formatter(_percent_formatter())
+    figure.supxlabel("change of the median, current against baseline (grey: within the "
+                     "threshold)", fontsize="small")
+    figure.suptitle("Change per benchmark (right of 0: slower)")
+    axes.grid(True, axis="x", alpha=0.35)
+    return figure
+
+
+def _percent_formatter() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _position: f"{value:+,.0f}%" if value else "0%")

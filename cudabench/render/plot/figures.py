@@ -1,0 +1,167 @@
+"""Whole figures from panels (sized by their legends), and writing them: files and SVG text."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cudabench.errors import UsageError
+from cudabench.common.outfiles import replacing
+from cudabench.results.model import BenchmarkResult
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+from cudabench.render.plot.style import (
+    FORMATS,
+    KINDS,
+    LEGEND_ROW_INCHES,
+    NO_ROOFLINE,
+    PAGE_PANEL_INCHES,
+    PANEL_INCHES,
+    Styles,
+    TITLE_INCHES,
+    _devices,
+    _grid,
+    _identity,
+    _legend_rows,
+    _new_figure,
+    _row_heights,
+    roofline_rows,
+)
+from cudabench.render.plot.throughput import (
+    _throughput_legend_rows,
+    draw_throughput,
+    draw_throughput_panel,
+    throughput_panels,
+)
+from cudabench.render.plot.roofline import _roofline_series, draw_roofline, draw_roofline_panel
+
+
+def _throughput_size(results: Sequence[BenchmarkResult], styles: Styles
+                     ) -> tuple[int, float]:
+    panels = throughput_panels(results)
+    columns = _grid(len(panels) or 1)[1]
+    heights = _row_heights([_throughput_legend_rows(m, styles) for m in panels.values()]
+                           or [0], columns)
+    return columns, sum(heights) + TITLE_INCHES
+
+
+def _roofline_size(results: Sequence[BenchmarkResult], styles: Styles) -> tuple[int, float]:
+    rows = roofline_rows(results)
+    devices = _devices(rows)
+    columns = _grid(len(devices) or 1)[1]
+    legends = [_legend_rows(list(_roofline_series(
+        [r for r in rows if _identity(r) == identity], styles))) for identity in devices]
+    return columns, sum(_row_heights(legends or [0], columns)) + TITLE_INCHES
+
+
+def throughput_figure(results: Sequence[BenchmarkResult]) -> Figure:
+    """Return the throughput figure: one panel per op and dtype."""
+    styles = Styles.of(results)
+    columns, height = _throughput_size(results, styles)
+    figure = _new_figure(PANEL_INCHES[0] * columns, height)
+    draw_throughput(figure, results, styles)
+    return figure
+
+
+def roofline_figure(results: Sequence[BenchmarkResult]) -> Figure:
+    """Return the roofline figure: one panel per device."""
+    styles = Styles.of(results)
+    columns, height = _roofline_size(results, styles)
+    figure = _new_figure(PANEL_INCHES[0] * columns, height)
+    draw_roofline(figure, results, styles)
+    return figure
+
+
+def both_figure(results: Sequence[BenchmarkResult]) -> Figure:
+    """Return one figure with the throughput panels above the roofline panels (only the
+    throughput, with a note, where no row counts FLOPs)."""
+    styles = Styles.of(results)
+    top_columns, top = _throughput_size(results, styles)
+    if not roofline_rows(results):
+        figure = _new_figure(PANEL_INCHES[0] * top_columns, top + 0.3)
+        draw_throughput(figure, results, styles)
+        figure.supxlabel(NO_ROOFLINE, fontsize="small", color="0.35")
+        return figure
+    bottom_columns, bottom = _roofline_size(results, styles)
+    figure = _new_figure(PANEL_INCHES[0] * max(top_columns, bottom_columns), top + bottom)
+    halves = figure.subfigures(2, 1, squeeze=False, height_ratios=[top, bottom])
+    draw_throughput(halves[0][0], results, styles)
+    draw_roofline(halves[1][0], results, styles)
+    return figure
+
+
+def panel_figures(results: Sequence[BenchmarkResult]) -> list[tuple[str, Figure]]:
+    """Return each panel as a figure of its own, with its alt text: the throughput panels,
+    then a roofline per device. A page lays them out to its width (two a row on a screen,
+    one on a phone); one style for all, so a variant has one colour throughout."""
+    styles = Styles.of(results)
+    figures: list[tuple[str, Figure]] = []
+    width, height = PAGE_PANEL_INCHES
+    for (op, dtype), members in throughput_panels(results).items():
+        legend = _throughput_legend_rows(members, styles, width)
+        figure = _new_figure(width, height + LEGEND_ROW_INCHES * legend)
+        draw_throughput_panel(figure, op, dtype, members, styles)
+        figures.append((f"throughput of {op} {dtype} against problem size", figure))
+    rows = roofline_rows(results)
+    for identity, device in _devices(rows).items():
+        members = [r for r in rows if _identity(r) == identity]
+        legend = _legend_rows(list(_roofline_series(members, styles)), width)
+        figure = _new_figure(width, height + LEGEND_ROW_INCHES * legend)
+        draw_roofline_panel(figure, device, members, styles)
+        figures.append((f"roofline of {styles.device_title(device)}", figure))
+    return figures
+
+
+def figure_of(kind: str, results: Sequence[BenchmarkResult]) -> Figure:
+    """Return the figure of a --kind: throughput, roofline or both."""
+    makers = {"throughput": throughput_figure, "roofline": roofline_figure,
+              "both": both_figure}
+    if kind not in makers:
+        raise UsageError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+    return makers[kind](results)
+
+
+def check_suffix(path: Path) -> str:
+    """Return the format a path's suffix names; another suffix is a usage error."""
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise UsageError(f"-o {path}: cannot tell the format from {path.suffix or 'no suffix'}"
+                         f"; use {', '.join(FORMATS)}")
+    return fmt
+
+
+def save(figure: Figure, path: Path | str) -> None:
+    """Write a figure as PNG, SVG or PDF, chosen by the path's suffix."""
+    path = Path(path)
+    fmt = check_suffix(path)
+    with replacing(path, "-o", "wb") as stream:  # a failed plot leaves the old file
+        figure.savefig(stream, format=fmt, dpi=150)
+
+
+_PROLOG = re.compile(r"\A\s*<\?xml[^>]*\?>\s*(<!DOCTYPE[^>]*>\s*)?")
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
+_NAMESPACES = re.compile(r'\s+xmlns(:\w+)?="[^"]*"')
+_SIZE = re.compile(r'\s(width|height)="[^"]*"')
+
+
+def svg_text(figure: Figure) -> str:
+    """Return the figure as an <svg> element to put inline in HTML.
+
+    The XML prolog, the RDF metadata and the namespace declarations go: the HTML parser
+    puts <svg> in its namespace anyway, and the page then names no URL at all. The fixed
+    size goes too, so that CSS scales the figure to the page.
+    """
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None})
+    svg = _METADATA.sub("", _PROLOG.sub("", buffer.getvalue().decode("utf-8")))
+    start = svg.index("<svg")
+    end = svg.index(">", start)
+    root = _SIZE.sub("", _NAMESPACES.sub("", svg[start:end]))
+    return svg[:start] + root + svg[end:]
+
+
+# ---------------------------------------------------------------- comparison

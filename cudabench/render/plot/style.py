@@ -1,0 +1,275 @@
+"""What every figure shares: matplotlib on demand, colours and markers per variant and
+device, labels, legends sized to their panel, plain-number axes.
+
+Every panel is a subfigure holding one axes and, below it, its legend (a legend inside the
+axes hides points). A variant has one colour in every panel of every figure, and its
+parameter sets differ by marker; vendor rows are dashed, reference rows dotted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cudabench.errors import UsageError
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status
+from cudabench.common.units import params_text
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure, SubFigure
+
+
+HINT = "plotting needs matplotlib: pip install 'cudabench[plot]'"
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+KINDS = ("throughput", "roofline", "both")
+# Only rows whose time is believed are drawn: a failed or SUSPECT kernel's speed means nothing.
+PLOTTED = frozenset({Status.PASS, Status.REF})
+PANEL_INCHES = (6.0, 3.8)  # one panel's axes and labels; its legend adds rows below
+# A page's panels are narrower, so that their text stays readable scaled to a phone's width.
+PAGE_PANEL_INCHES = (4.6, 3.2)
+LEGEND_CHARS_PER_INCH = 14  # legend text ("small") a panel's width holds
+LEGEND_ROW_INCHES = 0.2
+TITLE_INCHES = 0.4
+MAX_SIZE_TICKS = 8  # up to this many sizes, each gets a tick labelled with its shape
+NO_ROOFLINE = ("no roofline: no timed, verified benchmark counts FLOPs (a copy or a "
+               "transpose does no arithmetic)")
+NO_THROUGHPUT = "nothing to plot: no benchmark was timed and verified"
+
+LINES = {Kind.VARIANT: "-", Kind.VENDOR: "--", Kind.REFERENCE: ":"}
+# A variant's parameter sets, in order; vendor and reference rows keep one marker each.
+VARIANT_MARKERS = ("o", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+KIND_MARKERS = {Kind.VENDOR: "s", Kind.REFERENCE: "^"}
+FILLS = ("full", "none", "left", "bottom", "right", "top")  # a marker's fill per device
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39")
+
+
+def available() -> bool:
+    """Return whether matplotlib can be imported."""
+    try:
+        require()
+    except UsageError:
+        return False
+    return True
+
+
+def require() -> None:
+    """Import matplotlib itself first: a cached submodule would hide that it is blocked."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(HINT) from None
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    require()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def text(value: str) -> str:
+    """Make user text literal for matplotlib: '$' would start mathtext and a leading '_'
+    hides a legend entry."""
+    value = value.replace("$", r"\$")
+    return " " + value if value.startswith("_") else value
+
+
+def plotted(results: Iterable[BenchmarkResult]) -> list[BenchmarkResult]:
+    """Return the rows a figure may show: timed, and believed."""
+    return [r for r in results if r.median_s and r.status in PLOTTED]
+
+
+def roofline_rows(results: Iterable[BenchmarkResult]) -> list[BenchmarkResult]:
+    """Return the rows a roofline places: timed, believed, counting FLOPs and bytes, and not
+    a reference row (a copy does no arithmetic)."""
+    return [r for r in plotted(results)
+            if r.flops and r.bytes_moved and r.kind is not Kind.REFERENCE]
+
+
+def problem_size(result: BenchmarkResult) -> int:
+    """Return the product of a result's shape (the x axis of the throughput figure)."""
+    return math.prod(result.shape)
+
+
+def shape_label(shape: Sequence[int]) -> str:
+    """Return a shape as a tick label: 1024³ for a cube, 8192² for a square, else 4096x256."""
+    if len(shape) in (2, 3) and len(set(shape)) == 1:
+        return f"{shape[0]}{'²' if len(shape) == 2 else '³'}"
+    return "x".join(map(str, shape)) or "-"
+
+
+def _identity(result: BenchmarkResult) -> Any:
+    return result.device.identity if result.device else None
+
+
+def _devices(results: Sequence[BenchmarkResult]) -> dict[Any, DeviceInfo | None]:
+    return {_identity(r): r.device for r in results}
+
+
+def _device_name(device: DeviceInfo | None) -> str:
+    if device is None:
+        return "(device not recorded)"
+    where = f" at {device.pci_bus_id}" if device.pci_bus_id else ""
+    return f"{device.name} (GPU {device.index}{where})"
+
+
+def _short_uuid(device: DeviceInfo) -> str:
+    return device.uuid[:12] if device.uuid else f"GPU {device.index}"
+
+
+@dataclass
+class Styles:
+    """How each series looks, fixed once for all the panels of a figure (or a page): a
+    colour per variant, a marker per parameter set of it, a line per kind; and a short
+    tag per device where one figure holds several."""
+
+    colours: dict[str, str] = field(default_factory=dict)
+    markers: dict[tuple[str, str], str] = field(default_factory=dict)
+    tags: dict[Any, str] = field(default_factory=dict)
+    fills: dict[Any, str] = field(default_factory=dict)  # a device's marker fill
+
+    @classmethod
+    def of(cls, results: Sequence[BenchmarkResult]) -> Styles:
+        rows = plotted(results)
+        styles = cls()
+        for r in rows:
+            if r.variant not in styles.colours:
+                styles.colours[r.variant] = COLOURS[len(styles.colours) % len(COLOURS)]
+        by_variant: dict[str, list[tuple[tuple[int, ...], str]]] = {}
+        for r in rows:
+            entry = (tuple(r.params.values()), params_text(r.params))
+            if entry not in by_variant.setdefault(r.variant, []):
+                by_variant[r.variant].append(entry)
+        for r in rows:
+            ordered = sorted(by_variant[r.variant])
+            index = ordered.index((tuple(r.params.values()), params_text(r.params)))
+            styles.markers[(r.variant, params_text(r.params))] = KIND_MARKERS.get(
+                r.kind, VARIANT_MARKERS[index % len(VARIANT_MARKERS)])
+        devices = _devices(rows)
+        for index, identity in enumerate(devices):
+            styles.fills[identity] = FILLS[index % len(FILLS)]
+        if len(devices) > 1:
+            names = [d.name if d else "" for d in devices.values()]
+            for identity, device in devices.items():
+                if device is None:
+                    styles.tags[identity] = "device not recorded"
+                elif names.count(device.name) > 1:  # the same model twice: its UUID tells
+                    styles.tags[identity] = _short_uuid(device)
+                else:
+                    styles.tags[identity] = device.name
+        return styles
+
+    def colour(self, r: BenchmarkResult) -> str:
+        return self.colours.get(r.variant, COLOURS[0])
+
+    def marker(self, r: BenchmarkResult) -> str:
+        return self.markers.get((r.variant, params_text(r.params)), "o")
+
+    def tag(self, r: BenchmarkResult) -> str:
+        return self.tags.get(_identity(r), "")
+
+    def line(self, r: BenchmarkResult, joined: bool = True, width: float = 1.5
+             ) -> dict[str, Any]:
+        """Return a series' plot keywords: colour, marker and its fill, line style. A
+        variant is drawn over the vendor and reference rows it may sit on."""
+        return {"color": self.colour(r), "marker": self.marker(r),
+                "fillstyle": self.fills.get(_identity(r), "full"),
+                "linestyle": LINES[r.kind] if joined else "none", "linewidth": width,
+                "zorder": 3 if r.kind is Kind.VARIANT else 2.5}
+
+    def order(self, r: BenchmarkResult) -> tuple[Any, ...]:
+        """Sort key of series: variants, then vendor, then reference rows; a variant's
+        parameter sets in order; devices in order."""
+        kinds = (Kind.VARIANT, Kind.VENDOR, Kind.REFERENCE)
+        return (kinds.index(r.kind), list(self.colours).index(r.variant)
+                if r.variant in self.colours else 0, tuple(r.params.values()),
+                list(self.fills).index(_identity(r)) if _identity(r) in self.fills else 0,
+                r.hot)
+
+    def device_title(self, device: DeviceInfo | None, lines: bool = False) -> str:
+        """Name a device for a panel title (on two lines with `lines`), with its UUID where
+        the figure holds two of its model."""
+        if device is None:
+            return _device_name(device)
+        where = f" at {device.pci_bus_id}" if device.pci_bus_id else ""
+        twin = self.tags.get(device.identity) == _short_uuid(device)
+        which = f"GPU {device.index}{where}{', ' + _short_uuid(device) if twin else ''}"
+        return f"{device.name}{chr(10) if lines else ' '}({which})"
+
+
+def series_label(r: BenchmarkResult, styles: Styles, device: bool = True) -> str:
+    """Name a series: variant, parameters, hot L2, and the device where there are several."""
+    params = params_text(r.params)
+    label = r.variant + (f" {params}" if params != "-" else "") + (" (hot L2)" if r.hot else "")
+    tag = styles.tag(r) if device else ""
+    return label + (f" [{tag}]" if tag else "")
+
+
+def _legend(target: Figure | SubFigure, axes: Axes) -> int:
+    """Put the axes' legend under the panel, in as many columns as its labels allow;
+    return its number of rows."""
+    handles, labels = axes.get_legend_handles_labels()
+    inches = target.bbox.width / target.figure.dpi
+    if handles:
+        target.legend(handles, labels, loc="outside lower center",
+                      ncols=_legend_columns(labels, inches), fontsize="small", frameon=False)
+    return _legend_rows(labels, inches)
+
+
+def _legend_columns(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> int:
+    """Return how many columns of labels fit a panel's width."""
+    chars = int(inches * LEGEND_CHARS_PER_INCH)
+    return max(1, min(3, len(labels), chars // (max(map(len, labels), default=0) + 8)))
+
+
+def _legend_rows(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> int:
+    return math.ceil(len(labels) / _legend_columns(labels, inches)) if labels else 0
+
+
+def _plain(value: float, _position: object = None) -> str:
+    """Tick text as people read numbers: 1,000 and 0.25, not 10^3 and 2.5x10^-1."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 1:
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+    return f"{value:.3g}"
+
+
+def _plain_axis(axis: Any, values: Sequence[float] = ()) -> None:
+    """Plain tick text; on a log axis spanning under two and a half decades, ticks at 1, 2
+    and 5 of each decade too (else a narrow range shows one label, or none)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    if axis.get_scale() == "log":
+        low, high = axis.get_view_interval() if not values else (min(values), max(values))
+        if low > 0 and high / low < 10 ** 2.5:
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(_plain))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _grid(count: int) -> tuple[int, int]:
+    columns = 1 if count == 1 else 2
+    return math.ceil(count / columns), columns
+
+
+def _row_heights(legend_rows: Sequence[int], columns: int) -> list[float]:
+    """Return each grid row's height in inches: a panel and its tallest legend."""
+    heights = []
+    for start in range(0, len(legend_rows), columns):
+        tallest = max(legend_rows[start:start + columns], default=0)
+        heights.append(PANEL_INCHES[1] + LEGEND_ROW_INCHES * tallest)
+    return heights
+
+
+def _empty(target: Figure | SubFigure, message: str) -> None:
+    axes = target.add_subplot()
+    axes.set_axis_off()
+    axes.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
