@@ -56,6 +56,8 @@ class Request:
     origin: str = ""  # where a suite file defined it, prefixed to its errors
     insight: Insight = field(default_factory=lambda: Insight())
     sweep: bool = False  # one point of a sweep: a combination a variant cannot run is a SKIP
+    full_check: bool = False  # verify against the full reference even where a cheaper
+    # check of the same strength exists (matmul's randomized check; --full-check)
 
     def flag(self, param: str) -> str:
         """Return the flag the user set param with, for error messages."""
@@ -86,6 +88,7 @@ class Plan:
     skipped: tuple[tuple[KernelVariant, str], ...] = ()  # variants not run, and why
     insight: Insight = field(default_factory=lambda: Insight())
     sweep: bool = False  # part of a sweep: combinations a variant cannot run are skipped
+    full_check: bool = False  # the full reference, never a randomized check (--full-check)
 
     @property
     def batch(self) -> bool:
@@ -181,7 +184,8 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     if not (math.isfinite(request.insight.energy_s) and request.insight.energy_s >= 0):
         raise UsageError(f"--energy {request.insight.energy_s}: expected seconds > 0")
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
-                request.sanitize, tuple(skipped), request.insight, request.sweep)
+                request.sanitize, tuple(skipped), request.insight, request.sweep,
+                full_check=request.full_check)
 
 
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
