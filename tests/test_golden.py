@@ -23,9 +23,9 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import invoke
 
 from cudabench.engines.fake_engine import Fault
-from helpers import invoke
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 SUITE = GOLDEN / "suite.toml"
