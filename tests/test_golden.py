@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from helpers import invoke
 
-from cudabench.engines.fake_engine import Fault
+from cudabench.engines.fake_kernels import Fault
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 SUITE = GOLDEN / "suite.toml"
