@@ -14,54 +14,25 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.catalog import KernelVariant
 from cudabench.catalog.variants import Arch
 from cudabench.errors import UsageError
 from cudabench.engines import nvcc as nvcc_tools
+from cudabench.engines.compiler import CubinBuild, build, request_for
+
+__all__ = ["CubinBuild", "compile_cubin", "find_cuobjdump", "sass"]
 
 TIMEOUT_S = nvcc_tools.TIMEOUT_S
 
 
-@dataclass(frozen=True)
-class CubinBuild:
-    """What nvcc made of one variant for one target."""
-
-    returncode: int
-    cubin: bytes
-    output: str  # nvcc's stdout and stderr, or why it could not run
-    command: str
-
-
 def compile_cubin(variant: KernelVariant, defines: Mapping[str, object], arch: Arch,
                   headers: Sequence[str] = (), nvcc: str | None = None) -> CubinBuild:
-    """Compile variant to a cubin for exactly arch, from the source the engine compiles
-    (headers first, a #line directive, -I the kernel's folder, the -D defines). A missing
-    nvcc is returncode 127, one that cannot be run 126, a timeout 124."""
-    nvcc = nvcc or nvcc_tools.find_nvcc()
-    if nvcc is None:
-        return CubinBuild(127, b"", nvcc_tools.not_found_message(), "nvcc")
-    with tempfile.TemporaryDirectory() as work:
-        source = Path(work) / f"{variant.name}.cu"
-        source.write_text(variant.compile_source(headers), encoding="utf-8")
-        target = Path(work) / f"{variant.name}.cubin"
-        command = [nvcc, "-cubin", arch.gencode, "-lineinfo", f"-I{variant.path.parent}",
-                   *(f"-D{name}={value}" for name, value in sorted(defines.items())),
-                   str(source), "-o", str(target)]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return CubinBuild(124, b"", f"nvcc did not finish within {TIMEOUT_S} s",
-                              " ".join(command))
-        except OSError:
-            return CubinBuild(126, b"", nvcc_tools.nvcc_problem(nvcc)
-                              or f"nvcc at {nvcc} cannot be run", " ".join(command))
-        cubin = target.read_bytes() if done.returncode == 0 else b""
-    output = done.stdout + done.stderr
-    problem = nvcc_tools.nvcc_problem(nvcc) if done.returncode != 0 else None
-    return CubinBuild(done.returncode, cubin, problem or output, " ".join(command))
+    """Compile variant to a cubin for exactly arch, as the engine builds it (through the
+    compile cache: compiler.py). A missing nvcc is returncode 127, one that cannot be run
+    126, a timeout 124."""
+    return build(request_for(variant, defines, headers, arch), nvcc)
 
 
 def find_cuobjdump() -> str | None:

@@ -25,7 +25,14 @@ else:  # imported on first use: see cudabench/common/lazy.py
 from cudabench.catalog import KernelVariant
 from cudabench.errors import CompileError, GpuEnvironmentError
 from cudabench.engines.fake_kernels import Fault, FakeKernel, FakeLaunch
-from cudabench.engines.protocol import Compiled, Engine, Geometry, KernelFault, Run
+from cudabench.engines.protocol import (
+    Compiled,
+    CompileRequest,
+    Engine,
+    Geometry,
+    KernelFault,
+    Run,
+)
 from cudabench.engines.telemetry import FakeMonitor, MonitorLike
 from cudabench.engines.tensormaps import (
     GLOBAL_ALIGN,
@@ -143,6 +150,11 @@ class FakeEngine:
                       "max_threads_per_block": 1024}
         return Compiled([kernel] * len(variant.launches),
                         [dict(attributes) for _ in variant.launches])
+
+    def compile_ahead(self, requests: Sequence[CompileRequest]) -> None:
+        """Log what would be compiled ahead (names and defines); nothing is compiled."""
+        self.log.append(("compile_ahead", [(r.variant.name, dict(r.defines), r.headers)
+                                           for r in requests]))
 
     def allocate(self, nbytes: int) -> np.ndarray:
         """Return a byte array holding garbage (never zeros), like fresh device memory."""

@@ -46,6 +46,16 @@ class Compiled:
     tensor_maps: tuple[TensorMapRequest, ...] = ()
 
 
+@dataclass(frozen=True)
+class CompileRequest:
+    """A variant to compile with these -D defines and headers: what compile() is given,
+    but the signature (which changes how the kernel is called, not what is built)."""
+
+    variant: KernelVariant
+    defines: Mapping[str, object]
+    headers: tuple[str, ...] = ()
+
+
 class Engine(Protocol):
     """One GPU, its context and everything allocated on it."""
 
@@ -70,6 +80,10 @@ class Engine(Protocol):
         """Compile a variant with -D defines and headers included first (cuda_fp16.h for
         float16), for its `arch` when it names one (else for this GPU); signature has a P
         per buffer, an i per int, then a T per tensor map (128 bytes, passed by value)."""
+
+    def compile_ahead(self, requests: Sequence[CompileRequest]) -> None:
+        """Start compiling requests in the background, in order, while the caller goes on;
+        compile() then waits only for its own. A hint: an engine may compile nothing."""
 
     def allocate(self, nbytes: int) -> Any:
         """Allocate device memory; GpuEnvironmentError when there is not enough."""

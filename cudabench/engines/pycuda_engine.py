@@ -1,4 +1,6 @@
-"""The only module that imports PyCUDA: context, compilation, buffers, launches, events."""
+"""The only module that imports PyCUDA: context, buffers, launches, events (its compile
+path: pycuda_compile.py; its device facts: pycuda_device.py; its own kernels:
+utility_kernels.py)."""
 
 from __future__ import annotations
 
@@ -14,54 +16,31 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.catalog import KernelVariant
-from cudabench.errors import CompileError, GpuEnvironmentError, LaunchRefused
+from cudabench.errors import GpuEnvironmentError, LaunchRefused
 from cudabench.engines import telemetry
 from cudabench.engines.cuda_driver import CudaDriver
 from cudabench.engines.nvml import device_count
-from cudabench.engines.protocol import Compiled, Engine, Geometry, KernelFault, Run
+from cudabench.engines.protocol import (
+    Compiled,
+    CompileRequest,
+    Engine,
+    Geometry,
+    KernelFault,
+    Run,
+)
+from cudabench.engines.pycuda_compile import PycudaCompiler
+from cudabench.engines.pycuda_device import device_info
 from cudabench.engines.visibility import visible_entries
 from cudabench.engines.nvcc import pycuda_install_hint
-from cudabench.engines.nvml import device_uuid
 from cudabench.engines.telemetry import MonitorLike
-from cudabench.engines.tensormaps import param_format
+from cudabench.engines.utility_kernels import (
+    BLOCK_TIMEOUT_NS,
+    MAX_STAMPS,
+    UTILITY_NAME,
+    UTILITY_SOURCE,
+    stamp_clock_mhz,
+)
 from cudabench.ops.vendor import VendorCall
-from cudabench.common.relocation import local_path
-from cudabench.results.model import DeviceInfo
-
-MAX_STAMPS = 2 * 8192  # two per sample; samples beyond go unstamped (clock unknown)
-BLOCK_TIMEOUT_NS = 2_000_000_000  # the blocking kernel's patience: never a hang
-MIN_STAMP_SPAN_NS = 20_000  # the global timer ticks in about 1 us: shorter spans say little
-UTILITY_SOURCE = r'''
-extern "C" __global__ void cudabench_stamp(unsigned long long* out) {
-    unsigned int sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    if (sm == 0 && threadIdx.x == 0) {
-        unsigned long long timer;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(timer));
-        out[0] = timer;
-        out[1] = clock64();
-    }
-}
-extern "C" __global__ void cudabench_block(volatile int* flag, unsigned long long timeout_ns) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    while (flag[0] == 0) {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        if (now - start > timeout_ns) { flag[1] = 1; break; }
-    }
-}
-'''
-
-
-def stamp_clock_mhz(before: np.ndarray, after: np.ndarray) -> float | None:
-    """Return the SM clock between two (globaltimer ns, clock64) stamps, or None if a stamp
-    is missing (no block landed on SM 0) or the span is too short to tell."""
-    span_ns = int(after[0]) - int(before[0])
-    if not before[0] or not after[0] or span_ns < MIN_STAMP_SPAN_NS:
-        return None
-    return (int(after[1]) - int(before[1])) / span_ns * 1e3
-
-
 
 
 def load_pycuda() -> ModuleType:
@@ -101,9 +80,6 @@ class PycudaEngine:
 
     def __init__(self, device_index: int = 0) -> None:
         self.cuda = load_pycuda()
-        import pycuda.compiler
-
-        self._compiler: ModuleType = pycuda.compiler
         if not 0 <= device_index < self.cuda.Device.count():
             raise GpuEnvironmentError(
                 f"--device {device_index}: there are {self.cuda.Device.count()} GPU(s)"
@@ -114,7 +90,6 @@ class PycudaEngine:
         self.context = self.device.retain_primary_context()
         self.context.push()
         self.faulted = False  # set when a kernel faulted: CUDA is unusable in this process
-        self._modules: dict[tuple[Any, ...], Compiled] = {}
         self._start, self._stop = self.cuda.Event(), self.cuda.Event()
         self._flush_buffer: Any = None
         self._abandoned: list[Any] = []  # allocations of a faulted context, never freed
@@ -123,7 +98,10 @@ class PycudaEngine:
         self._stamp_count = 0
         self._flag: Any = None  # host-mapped word the blocking kernel waits on
         self._driver: CudaDriver | None = None  # CUDA Python's bindings, for tensor maps
-        self.info = self._device_info(device_index)
+        self.info = device_info(self.cuda, self.device, device_index)
+        self._compiler = PycudaCompiler(self.cuda, self.info.compute_capability,
+                                        self._cuda_driver)
+        self._compiler.ahead_source(UTILITY_SOURCE, UTILITY_NAME)  # needed by every sample
         self._monitor = telemetry.open_monitor(self.info.pci_bus_id)
         if self._monitor is not None:
             self.info = dataclasses.replace(self.info, settings=self._monitor.settings())
@@ -146,7 +124,8 @@ class PycudaEngine:
         return self._monitor
 
     def close(self) -> None:
-        """Release the context."""
+        """Stop the compiles still running and release the context."""
+        self._compiler.close()
         if self._monitor is not None:
             self._monitor.close()
             self._monitor = None
@@ -160,88 +139,16 @@ class PycudaEngine:
                 raise
         self.context = None
 
-    def _device_info(self, device_index: int) -> DeviceInfo:
-        cuda = self.cuda
-        attrs = self.device.get_attributes()
-        attr = cuda.device_attribute
-        major, minor = self.device.compute_capability()
-        driver = cuda.get_driver_version()
-        built = cuda.get_version()
-        pci_bus_id = str(self.device.pci_bus_id())
-        return DeviceInfo(
-            name=self.device.name(),
-            compute_capability=f"{major}.{minor}",
-            sm_count=int(attrs[attr.MULTIPROCESSOR_COUNT]),
-            memory_bytes=int(self.device.total_memory()),
-            l2_bytes=int(attrs[attr.L2_CACHE_SIZE]),
-            sm_clock_khz=int(attrs.get(attr.CLOCK_RATE, 0)),
-            memory_clock_khz=int(attrs.get(attr.MEMORY_CLOCK_RATE, 0)),
-            memory_bus_bits=int(attrs.get(attr.GLOBAL_MEMORY_BUS_WIDTH, 0)),
-            max_threads_per_block=int(attrs[attr.MAX_THREADS_PER_BLOCK]),
-            max_shared_bytes_per_block=int(attrs[attr.MAX_SHARED_MEMORY_PER_BLOCK]),
-            max_shared_bytes_per_block_optin=int(
-                attrs.get(attr.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0)) or None,
-            driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
-            cuda_version=".".join(map(str, built)),
-            index=device_index,
-            pci_bus_id=pci_bus_id,
-            uuid=device_uuid(pci_bus_id),
-        )
-
-    # -- compilation -----------------------------------------------------------------
+    # -- compilation (pycuda_compile.py) ---------------------------------------------
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
                 signature: str, headers: Sequence[str] = ()) -> Compiled:
         """Compile a variant with -D defines, for its `arch` when it names one (exactly that
-        target: -arch compute_90a -code sm_90a), else for this GPU. signature is PyCUDA's
-        prepare() string, a T per tensor map after the op's arguments: those kernels are
-        prepared with the parameter layout the driver reports (cuda_driver.py)."""
-        key = (str(variant.path), variant.source, tuple(sorted(defines.items())), signature,
-               tuple(headers))
-        if key in self._modules:
-            return self._modules[key]
-        # -lineinfo: compute-sanitizer and profilers name source lines (no cost in speed).
-        options = ["-lineinfo", *(f"-D{name}={value}" for name, value in sorted(defines.items()))]
-        target = variant.arch
-        try:
-            cubin = self._compiler.compile(
-                variant.compile_source(headers), options=options, no_extern_c=True,
-                # nvcc runs in a temporary folder; a Ray node may hold the folder elsewhere
-                include_dirs=[str(local_path(variant.path).parent.resolve())],
-                arch=target.virtual if target else None, code=target.name if target else None,
-            )
-        except self.cuda.CompileError as exc:
-            output = (exc.stderr or exc.stdout or str(exc)).strip()
-            flags = " ".join([*options, *([target.gencode] if target else [])])
-            raise CompileError(f"{variant.path}: nvcc failed with {flags}:\n{output}") from None
-        try:
-            module = self.cuda.module_from_buffer(cubin)
-        except self.cuda.Error as exc:
-            raise CompileError(f"{variant.path}: the driver cannot load the compiled kernel on "
-                               f"this GPU ({exc})") from None
-        compiled = Compiled(functions=[])
-        for launch in variant.launches:
-            try:
-                function = module.get_function(launch.entry)
-            except self.cuda.LogicError:
-                raise CompileError(
-                    f"{variant.path}:{launch.line}: no kernel named {launch.entry!r} in the "
-                    f'compiled file; declare it `extern "C" __global__ void {launch.entry}(...)`'
-                ) from None
-            if "T" in signature:  # by value at the offsets the kernel reads them
-                layout = self._cuda_driver().param_layout(cubin, launch.entry)
-                function.prepare(param_format(signature, layout,
-                                              f"{variant.path}:{launch.line}: {launch.entry}"))
-            else:
-                function.prepare(signature)
-            compiled.functions.append(function)
-            compiled.attributes.append({
-                "registers": function.num_regs,
-                "shared_bytes": function.shared_size_bytes,
-                "local_bytes": function.local_size_bytes,
-                "max_threads_per_block": function.max_threads_per_block,
-            })
-        self._modules[key] = compiled
-        return compiled
+        target), else for this GPU; built ahead when compile_ahead asked for it."""
+        return self._compiler.compile(variant, defines, signature, headers)
+
+    def compile_ahead(self, requests: Sequence[CompileRequest]) -> None:
+        """Start building requests on the CPU's cores while this engine measures."""
+        self._compiler.ahead(requests)
 
     def _cuda_driver(self) -> CudaDriver:
         """Return CUDA Python's driver bindings in this engine's context (opened once)."""
@@ -370,7 +277,7 @@ class PycudaEngine:
     # -- clocks and batches ------------------------------------------------------------
     def _utility_kernels(self) -> Any:
         if self._utility is None:
-            module = self._compiler.SourceModule(UTILITY_SOURCE, no_extern_c=True)
+            module = self._compiler.load_source(UTILITY_SOURCE, UTILITY_NAME)
             # get_function returns a new, unprepared object each call: keep these two.
             self._utility = {name: module.get_function(name) for name in
                              ("cudabench_stamp", "cudabench_block")}

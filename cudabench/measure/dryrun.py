@@ -1,24 +1,27 @@
 """`--dry-run`: the whole plan, on any machine, and each kernel compiled where nvcc is.
 
 Nothing touches a GPU: launch geometry is evaluated with an assumed SM count, memory is
-the plan's own estimate (memory.py), and kernels are compiled to PTX for --arch by nvcc
-directly; a variant whose header names an `arch` is compiled for that target alone, to a
-cubin as the engine builds it (cubin.py), and the row says when a GPU of --arch's compute
-capability would skip it (plan.unsupported_on).
+the plan's own estimate (memory.py), and kernels are compiled by nvcc directly, to the
+cubins the engine would build on a GPU of --arch (engines/compiler.py): for --arch, or for
+exactly the target a header's `arch` names. They are built all at once on the CPU's cores,
+through the compile cache, so a dry run warms it for the run. The row says when a GPU of
+--arch's compute capability would skip a variant (plan.unsupported_on).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudabench.catalog import KernelVariant
 from cudabench.catalog.variants import Arch, parse_arch
 from cudabench.measure import memory
-from cudabench.engines.cubin import compile_cubin
-from cudabench.engines.nvcc import compile_ptx
+from cudabench.engines.compile_pool import CompilePool
+from cudabench.engines.compiler import CubinRequest, request_for
 from cudabench.planning.plan import Plan, compile_defines, header_variables, unsupported_on
 from cudabench.common.units import format_bytes, params_text, shape_text
 
@@ -48,58 +51,80 @@ class PlannedRow:
 
 
 def plan_rows(plans: Sequence[Plan], arch: str, nvcc: str | None) -> list[PlannedRow]:
-    """Describe every variant of every plan; compile each with nvcc when it is there."""
+    """Describe every variant of every plan; compile each with nvcc when it is there, all
+    at once on the CPU's cores, into the cache a run on a GPU of --arch reads."""
     target = parse_arch(arch)
-    rows = []
-    for plan in plans:
-        need = memory.need(plan)
-        benchmark = f"{plan.op.name} {shape_text(plan.shape)} {plan.types.describe()}"
-        work = (f"{format_bytes(plan.op.bytes_moved(plan.shape, plan.types))}, "
-                f"{plan.op.flops(plan.shape):,} FLOP")
-        needs = f"GPU {format_bytes(need.device_bytes)}, host {format_bytes(need.host_bytes)}"
-        for planned in plan.variants:
-            variant = planned.variant
-            variables = header_variables(plan.op, plan.shape, plan.types, planned.params,
-                                         ASSUMED_SM_COUNT)
-            geometry = variant.geometry(variables)
-            dynamic = variant.dynamic_shared_bytes(variables)
-            launches = "; ".join(
-                f"{launch.entry} <<<{_dims(grid)}, {_dims(block)}"
-                f"{f', {nbytes}' if nbytes else ''}>>> ({math.prod(grid):,} blocks)"
-                for launch, (grid, block), nbytes in zip(variant.launches, geometry, dynamic))
-            launches += "".join(
-                f"; tensor_map {spec.describe(box)}"
-                for spec, box in zip(variant.tensor_maps, variant.tensor_map_boxes(variables)))
-            refused = launch_problems(variant.path, [launch.entry for launch in variant.launches],
-                                      geometry, dynamic, target)
-            if refused:  # the driver would refuse the launch: an error row, not "ok"
-                rows.append(PlannedRow(benchmark, variant.name, params_text(planned.params),
-                                       launches, work, needs, "ERROR: " + "; ".join(refused),
-                                       False))
-                continue
-            compiled = ("not compiled (nvcc is not on PATH, in $CUDA_ROOT/bin or "
-                        "/usr/local/cuda/bin)")
-            ok = True
-            defines = compile_defines(planned.params, plan.types)
-            if nvcc is not None and variant.arch is not None:
-                cubin = compile_cubin(variant, defines, variant.arch, plan.types.headers, nvcc)
-                ok = cubin.returncode == 0
-                compiled = (f"ok ({variant.arch.name} cubin)" if ok
-                            else _first_error(cubin.output))
-            elif nvcc is not None:
-                build = compile_ptx(variant, defines, plan.types.headers, arch, nvcc)
-                ok = build.returncode == 0
-                compiled = f"ok ({arch})" if ok else _first_error(build.output)
-            if target is not None:
-                reason = unsupported_on(variant, f"{target.major}.{target.minor}")
-                if reason is not None:
-                    compiled += f"; would SKIP on {arch}: {reason}"
-            rows.append(PlannedRow(benchmark, variant.name, params_text(planned.params),
-                                   launches, work, needs, compiled, ok))
-        for variant, reason in plan.skipped:  # left out: said, not silently dropped
-            rows.append(PlannedRow(benchmark, variant.name, "-", "-", work, needs,
-                                   f"SKIP: {reason}", True))
-    return rows
+    drafts = [draft for plan in plans for draft in _drafts(plan, arch, target)]
+    pool = CompilePool(nvcc) if nvcc is not None else None
+    try:
+        if pool is not None:
+            pool.ahead(request for _, request, _ in drafts if request is not None)
+        return [_finished(row, request, variant, arch, target, pool)
+                for row, request, variant in drafts]
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+Draft = tuple[PlannedRow, CubinRequest | None, KernelVariant | None]  # row, build, variant
+
+
+def _drafts(plan: Plan, arch: str, target: Arch | None) -> list[Draft]:
+    """Return plan's rows before compiling, each with what to compile (None: nothing)."""
+    need = memory.need(plan)
+    benchmark = f"{plan.op.name} {shape_text(plan.shape)} {plan.types.describe()}"
+    work = (f"{format_bytes(plan.op.bytes_moved(plan.shape, plan.types))}, "
+            f"{plan.op.flops(plan.shape):,} FLOP")
+    needs = f"GPU {format_bytes(need.device_bytes)}, host {format_bytes(need.host_bytes)}"
+    drafts: list[Draft] = []
+    for planned in plan.variants:
+        variant = planned.variant
+        variables = header_variables(plan.op, plan.shape, plan.types, planned.params,
+                                     ASSUMED_SM_COUNT)
+        geometry = variant.geometry(variables)
+        dynamic = variant.dynamic_shared_bytes(variables)
+        launches = "; ".join(
+            f"{launch.entry} <<<{_dims(grid)}, {_dims(block)}"
+            f"{f', {nbytes}' if nbytes else ''}>>> ({math.prod(grid):,} blocks)"
+            for launch, (grid, block), nbytes in zip(variant.launches, geometry, dynamic))
+        launches += "".join(
+            f"; tensor_map {spec.describe(box)}"
+            for spec, box in zip(variant.tensor_maps, variant.tensor_map_boxes(variables)))
+        refused = launch_problems(variant.path, [launch.entry for launch in variant.launches],
+                                  geometry, dynamic, target)
+        row = PlannedRow(benchmark, variant.name, params_text(planned.params), launches,
+                         work, needs, "", True)
+        if refused:  # the driver would refuse the launch: an error row, not "ok"
+            drafts.append((dataclasses.replace(row, compiled="ERROR: " + "; ".join(refused),
+                                               compile_ok=False), None, None))
+            continue
+        # what the engine builds on a GPU of --arch: the same cache entry
+        request = request_for(variant, compile_defines(planned.params, plan.types),
+                              plan.types.headers, variant.arch or arch)
+        drafts.append((row, request, variant))
+    for variant, reason in plan.skipped:  # left out: said, not silently dropped
+        drafts.append((PlannedRow(benchmark, variant.name, "-", "-", work, needs,
+                                  f"SKIP: {reason}", True), None, None))
+    return drafts
+
+
+def _finished(row: PlannedRow, request: CubinRequest | None, variant: KernelVariant | None,
+              arch: str, target: Arch | None, pool: CompilePool | None) -> PlannedRow:
+    """Return a draft row with its compile's outcome (and whether --arch would skip it)."""
+    if request is None or variant is None:
+        return row
+    compiled = "not compiled (nvcc is not on PATH, in $CUDA_ROOT/bin or /usr/local/cuda/bin)"
+    ok = True
+    if pool is not None:
+        build = pool.result(request)
+        ok = build.returncode == 0
+        built_for = f"{variant.arch.name} cubin" if variant.arch else arch
+        compiled = f"ok ({built_for})" if ok else _first_error(build.output)
+    if target is not None:
+        reason = unsupported_on(variant, f"{target.major}.{target.minor}")
+        if reason is not None:
+            compiled += f"; would SKIP on {arch}: {reason}"
+    return dataclasses.replace(row, compiled=compiled, compile_ok=ok)
 
 
 def launch_problems(path: Path | str, entries: Sequence[str],

@@ -12,6 +12,7 @@ from cudabench.common.phases import CLOCK
 from cudabench.engines.protocol import Engine
 from cudabench.errors import OpFileError
 from cudabench.planning.plan import Plan
+from cudabench.measure.ahead import compile_requests
 from cudabench.measure.references import run_reference
 from cudabench.measure.resident import RESIDENT
 from cudabench.measure.variant import run_variant
@@ -33,8 +34,10 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
     """Run jobs in order until done or until a kernel faults; return their results.
 
     on_phase hears ("job", i) when job i starts and ("gpu", i) when its GPU work starts
-    (after its compile): the watchdog's clock.
+    (after its compile): the watchdog's clock. Every variant's compile starts at once, on
+    the CPU's cores, while the first jobs run (measure/ahead.py).
     """
+    engine.compile_ahead(compile_requests(plans, jobs, engine.info.compute_capability))
     prepared: dict[object, Prepared] = {}
     results = []
     phase: OnPhase = on_phase or _no_phase
