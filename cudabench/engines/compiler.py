@@ -30,6 +30,7 @@ from cudabench.engines import nvcc as nvcc_tools
 
 TIMEOUT_S = nvcc_tools.TIMEOUT_S
 FORMAT = 1  # bumped when what a key covers changes
+STOPPED = -1  # the returncode of a build its pool stopped (close) before it ran
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,9 @@ def build(request: CubinRequest, nvcc: str | None = None, register: Register | N
     cubin = compile_cache.read(where, key)
     if cubin is not None:
         return CubinBuild(0, cubin, "", "", cached=True)
-    with compile_cache.locked(where, key, give_up):
+    with compile_cache.locked(where, key, give_up) as held:
+        if not held and give_up():  # the pool is closing: nothing more is wanted
+            return CubinBuild(STOPPED, b"", "the compile was stopped before it started", "")
         cubin = compile_cache.read(where, key)  # made by whoever held the lock before
         if cubin is not None:
             return CubinBuild(0, cubin, "", "", cached=True)
