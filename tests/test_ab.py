@@ -22,7 +22,8 @@ from cudabench.analysis.verdicts import Verdict
 from cudabench.cli.ab import ab_command
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.engines.protocol import Compiled, Engine
-from cudabench.engines.fake_engine import FakeEngine, FakeSpec, Fault
+from cudabench.engines.fake_engine import FakeEngine, FakeSpec
+from cudabench.engines.fake_kernels import Fault
 from cudabench.results import load_results
 from cudabench.results.model import BenchmarkResult, Verification
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 import cudabench
 import cudabench.api as cb
-from cudabench.engines.fake_engine import Fault
+from cudabench.engines.fake_kernels import Fault
 from cudabench.errors import ExitCode, KernelFileError, ResultsFileError, UsageError
 from cudabench.history.store import Store
 from cudabench.results import Status, load_results

@@ -13,7 +13,8 @@ from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import OPS
 
 BUILTIN_VARIANTS = {
-    "matmul": {"naive", "tiled", "tiled_conflict"},
+    "matmul": {"naive", "tiled", "tiled_conflict", "mma_sync", "mma_async", "wgmma_async",
+               "wgmma_tma", "wgmma_ws"},
     "transpose": {"naive", "shared", "shared_padded"},
     "transpose_inplace": {"naive", "tiled"},
     "dot": {"shared_tree", "atomic"},
@@ -44,7 +45,9 @@ def test_discover_parses_every_builtin_kernel():
             assert (variant.op, variant.name) == (op, name)
             assert variant.path == builtin_kernels_dir() / op / f"{name}.cu"
             assert variant.description
-            assert variant.dtypes == OPS[op].dtypes
+            # every type of its op, but the tensor-core rungs: float16 (float32 accumulation)
+            assert variant.dtypes == (("float16",) if variant.unit == "tensor"
+                                      else OPS[op].dtypes)
             assert variant.launches
             expected = BUILTIN_ENTRIES.get((op, name), [f"{op}_{name}"])
             assert [launch.entry for launch in variant.launches] == expected

@@ -93,7 +93,9 @@ USAGE_ERRORS = {
     "dot blocks per sm": (["dot", "--blocks-per-sm", "0"], ["--blocks-per-sm 0", "1..64"]),
     "param for no variant": (["dot", "-p", "TILE=16"], ["--param TILE", "no selected dot"]),
     "unknown variant": (["matmul", "--variant", "fastest"],
-                        ["--variant fastest", "known: naive, tiled, tiled_conflict"]),
+                        ["--variant fastest",
+                         "known: mma_async, mma_sync, naive, tiled, tiled_conflict, "
+                         "wgmma_async, wgmma_tma, wgmma_ws"]),
     "param without value": (["matmul", "--param", "TILE"], ["--param 'TILE'", "NAME=INTEGER"]),
     "param not integer": (["matmul", "--param", "TILE=big"], ["--param TILE 'big'", "integers"]),
     "param bad name": (["matmul", "--param", "1X=3"], ["--param '1X=3'"]),

@@ -12,7 +12,7 @@ from helpers import invoke
 from cudabench.analysis.compare import compare
 from cudabench.errors import UsageError
 from cudabench.runner.devices import BLAS_THREAD_VARIABLES, Slot, choose, visible_entries
-from cudabench.engines.fake_engine import Fault
+from cudabench.engines.fake_kernels import Fault
 from cudabench.results import Status, load_results
 
 QUICK = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05", "--no-batch"]

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from cudabench.cli import cli
-from cudabench.engines.fake_engine import Fault
+from cudabench.engines.fake_kernels import Fault
 from cudabench.ops import registry
 from cudabench.results import Status, load_results
 from cudabench.results.schema import validate

@@ -15,7 +15,8 @@ import pytest
 
 import cudabench.api  # noqa: F401
 import cudabench.cli.commands  # noqa: F401
-from cudabench.engines.fake_engine import FakeSpec, Fault
+from cudabench.engines.fake_engine import FakeSpec
+from cudabench.engines.fake_kernels import Fault
 from cudabench.errors import GpuEnvironmentError
 from cudabench.history.store import Store
 from cudabench.pytest_plugin import gpu_unavailable_reason

@@ -38,15 +38,17 @@ import dataclasses
 import math
 from collections.abc import Callable
 
-from cudabench.common.stats import mann_whitney_u, median_precision
-from cudabench.errors import ResultsFileError, UsageError
-from cudabench.results.model import (
-    FAILING_STATUSES,
-    BenchmarkResult,
-    Kind,
-    ResultsFile,
-    Status,
+from cudabench.analysis.verdicts import (
+    DEFAULT_ALPHA,
+    DEFAULT_THRESHOLD,
+    MAX_THRESHOLD,
+    MIN_SAMPLES,
+    REGRESSION,
+    Comparison,
+    ComparisonRow,
+    Verdict,
 )
+from cudabench.common.stats import mann_whitney_u, median_precision
 from cudabench.common.units import (
     format_change,
     format_p_value,
@@ -54,15 +56,13 @@ from cudabench.common.units import (
     params_text,
     shape_text,
 )
-from cudabench.analysis.verdicts import (
-    Comparison,
-    ComparisonRow,
-    DEFAULT_ALPHA,
-    DEFAULT_THRESHOLD,
-    MAX_THRESHOLD,
-    MIN_SAMPLES,
-    REGRESSION,
-    Verdict,
+from cudabench.errors import ResultsFileError, UsageError
+from cudabench.results.model import (
+    FAILING_STATUSES,
+    BenchmarkResult,
+    Kind,
+    ResultsFile,
+    Status,
 )
 
 ThresholdFor = Callable[[BenchmarkResult], tuple[float, str]]  # row -> (threshold, source)

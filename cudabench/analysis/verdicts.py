@@ -14,7 +14,6 @@ from cudabench.results.model import (
     Kind,
 )
 
-
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.001
 MIN_SAMPLES = 3  # below this a rank test has nothing to say

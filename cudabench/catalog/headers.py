@@ -22,27 +22,31 @@ must be one of the keys above; errors name the file and line.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from cudabench.catalog import expressions
-from cudabench.errors import KernelFileError
-from cudabench.ops import Op, builtin_ops
 from cudabench.catalog.variants import (
     BUILTIN_NAMES,
-    KernelVariant,
     L2_PROMOTIONS,
-    Launch,
     MAX_TENSOR_RANK,
-    ParamSpec,
     SWIZZLES,
     TENSOR_MAP_KEYS,
-    TensorMapSpec,
     UNITS,
-    _KEY_LINE,
-    _RANGE,
+    KernelVariant,
+    Launch,
+    ParamSpec,
+    TensorMapSpec,
     parse_arch,
 )
+from cudabench.errors import KernelFileError
+from cudabench.ops import Op, builtin_ops
+
+# A header line, `key: value` or `key NAME: value`; a parameter's `allowed A..B`.
+_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\s*(?P<value>.*)$")
+_RANGE = re.compile(r"^(-?\d+)\s*\.\.\s*(-?\d+)$")
+
 
 def parse_header(path: Path, text: str | None = None,
                  ops: Mapping[str, Op] | None = None) -> KernelVariant:

@@ -25,6 +25,7 @@ from cudabench.cli.options import (
     Placement,
     build_insight,
     dry_run_options,
+    full_check_option,
     insight_options,
     placement_options,
 )
@@ -302,15 +303,17 @@ def plan_files(plans: list[Plan]) -> list[Path]:
               help="CUDA device index.")
 @dry_run_options()[0]
 @dry_run_options()[1]
+@full_check_option
 @insight_options
 @placement_options
 def run_command(config: Path | None, json_path: Path | None, markdown_path: Path | None,
                 kernels_dirs: tuple[Path, ...], device: int, dry_run: bool, arch: str,
-                **insight: Any) -> int:
+                full_check: bool, **insight: Any) -> int:
     """Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in pyproject.toml)."""
     path = config or find_config(Path.cwd())
     chosen = build_insight(insight)
-    requests = [dataclasses.replace(request, insight=chosen)
+    requests = [dataclasses.replace(request, insight=chosen,
+                                    full_check=request.full_check or full_check)
                 for request in load_suite(path, tuple(kernels_dirs))]
     outputs = Outputs.of(insight, json_path=json_path, markdown_path=markdown_path,
                          inputs=(path,))

@@ -200,12 +200,19 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
                          is_flag=False, flag_value="memcheck", default=None,
                          help="Run each variant's checked launch again under "
                          "compute-sanitizer (default tool memcheck)."),
+            full_check_option,
         ]
         for option in reversed(options):
             function = option(function)
         return placement_options(insight_options(timing_options(function)))
 
     return decorate
+
+
+full_check_option = click.option(
+    "--full-check", is_flag=True,
+    help="Verify every element against the full float64 reference, also where a randomized "
+    "check is used by default (matmul beyond about 400^3; docs/verification.md).")
 
 
 def insight_options(function: F) -> F:
@@ -319,4 +326,5 @@ def build_requests(op: str, shortcuts: dict[str, tuple[str, str | None]], **opti
         params=point, param_flags=flags, seed=options["seed"], hot=options["hot"],
         sanitize=options.get("sanitize"), timing=timing,
         kernels_dirs=tuple(options["kernels_dirs"]), insight=insight, sweep=sweep,
+        full_check=bool(options.get("full_check")),
     ) for size_text in sizes for point in points]

@@ -16,6 +16,7 @@
     params = { TILE = 16 }             # optional; a list sweeps: { TILE = [8, 16, 32] }
     hot = false                        # optional
     seed = 0                           # optional
+    full_check = false                 # optional: the full reference, as --full-check
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ TIMING_KEYS = {"warmup": "warmup_s", "min_samples": "min_samples", "max_samples"
                "precision": "precision", "max_time": "max_time_s", "timeout": "timeout_s",
                "compile_timeout": "compile_timeout_s"}
 BENCHMARK_KEYS = {"op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed",
-                  "sanitize"}
+                  "sanitize", "full_check"}
 
 
 def find_config(directory: Path) -> Path:
@@ -118,6 +119,9 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
         seed = entry.get("seed", 0)
         if not isinstance(hot, bool) or not isinstance(seed, int) or isinstance(seed, bool):
             raise UsageError(f"{at}: hot must be true or false and seed an integer")
+        full_check = entry.get("full_check", False)
+        if not isinstance(full_check, bool):
+            raise UsageError(f"{at}.full_check: expected true or false")
         sanitize = entry.get("sanitize")
         if sanitize is not None and not isinstance(sanitize, str):
             raise UsageError(f"{at}.sanitize: expected a tool name such as \"memcheck\"")
@@ -142,7 +146,7 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
                         timing=timing,
                         kernels_dirs=dirs + tuple(extra_kernels_dirs),
                         origin=f"{at} ({entry['op']}, size {size or 'default'}, {dtype})",
-                        sweep=sweep,
+                        sweep=sweep, full_check=full_check,
                     ))
     return requests
 

@@ -10,10 +10,7 @@ not a user mode: no command line flag selects it.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
-import multiprocessing
-import os
 import time
 import zlib
 from collections.abc import Mapping, Sequence
@@ -27,6 +24,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.catalog import KernelVariant
 from cudabench.errors import CompileError, GpuEnvironmentError
+from cudabench.engines.fake_kernels import Fault, FakeKernel, FakeLaunch
 from cudabench.engines.protocol import (
     Compiled,
     CompileRequest,
@@ -42,7 +40,7 @@ from cudabench.engines.tensormaps import (
     TensorMapUnavailable,
     shape_problem,
 )
-from cudabench.ops import DTYPES, TypeSet, find_op
+from cudabench.ops import DTYPES, find_op
 from cudabench.ops.cublas import INSTALL_HINT
 from cudabench.ops.vendor import VendorCall, VendorUnavailable
 from cudabench.results.model import DeviceInfo
@@ -60,30 +58,6 @@ FAKE_DEVICE = DeviceInfo(
 FAKE_CLOCK_MHZ = FAKE_DEVICE.sm_clock_khz / 1e3
 FAKE_LINK_BPS = 32e9  # a PCIe 4.0 x16 link, per direction
 LAUNCH_FREE = 0.8  # a batch hides the launch cost: a fake batch is this much faster
-
-
-class Fault(str, enum.Enum):
-    """Ways a fake kernel misbehaves."""
-
-    WRONG_ELEMENT = "wrong_element"  # one element of the result is wrong
-    # After its first run, leaves one element of its result as the buffer held it: only
-    # the poison put in before the checked launch reveals that (in-place ops, which have
-    # no output to poison, see the element keep its input value).
-    UNWRITTEN_ELEMENT = "unwritten_element"
-    FAULT = "fault"  # the launch faults, like an illegal address: the process's CUDA is lost
-    OUT_OF_MEMORY = "out_of_memory"  # allocations fail once this variant is compiled
-    # In a worker process the process dies at launch (a driver crash, the OOM killer); in
-    # the first process, where workers do not run, it faults like FAULT.
-    KILLS_WORKER = "kills_worker"
-    HANGS = "hangs"  # never finishes: the next wait for the GPU blocks forever
-    COMPILE_HANGS = "compile_hangs"  # its compile never ends (nvcc stuck)
-    CHANGES_INPUTS = "changes_inputs"  # right result, but overwrites its read-only inputs
-    WRITES_PAST_END = "writes_past_end"  # writes one row (or element) past its result
-    WRITES_BEFORE_START = "writes_before_start"  # writes the element before its result
-    # Cheats: right on the launches cudabench used to check, wrong later.
-    REPLAYS = "replays"  # keeps its first result and copies it out on every later launch
-    FIRST_LAUNCHES_ONLY = "first_launches_only"  # computes on its first 3 launches only
-    FASTER_ON_ZEROS = "faster_on_zeros"  # right, but twice as fast when its inputs are zero
 
 
 @dataclass(frozen=True)
@@ -121,16 +95,6 @@ class FakeSpec:
         return dataclasses.replace(self, device_index=index)
 
 
-@dataclass
-class FakeKernel:
-    """A compiled fake variant: which op it emulates and how it misbehaves."""
-
-    variant: KernelVariant
-    types: TypeSet
-    fault: Fault | None
-    slowdown: float
-
-
 class FakeEngine:
     """The Engine protocol on NumPy arrays, with a log of what the pipeline asked for."""
 
@@ -163,7 +127,7 @@ class FakeEngine:
         """Return a fake kernel per launch; nothing is compiled. Like the driver, refuse a
         variant built for another GPU, and a signature whose tensor maps are not the
         header's."""
-        self._alive()
+        self.alive()
         self.log.append(("compile", (variant.name, signature)))
         if variant.arch is not None:
             reason = variant.arch.unsupported_on(self.info.compute_capability)
@@ -194,7 +158,7 @@ class FakeEngine:
 
     def allocate(self, nbytes: int) -> np.ndarray:
         """Return a byte array holding garbage (never zeros), like fresh device memory."""
-        self._alive()
+        self.alive()
         if self.out_of_memory or self.allocated_bytes + nbytes > self.spec.memory_bytes:
             self.out_of_memory = False  # one variant's buffers do not fit; later ones may
             raise GpuEnvironmentError(
@@ -213,7 +177,7 @@ class FakeEngine:
 
     def upload(self, buffer: Any, host: np.ndarray) -> None:
         """Copy host bytes in."""
-        self._alive()
+        self.alive()
         self.log.append(("upload", host.nbytes))
         raw = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
         buffer[: raw.size] = raw
@@ -221,21 +185,21 @@ class FakeEngine:
     def download(self, buffer: Any, shape: tuple[int, ...], dtype: type[np.generic]
                  ) -> np.ndarray:
         """Copy bytes out as an array."""
-        self._alive()
+        self.alive()
         count = math.prod(shape)
         size = np.dtype(dtype).itemsize
         return np.array(buffer[: count * size].view(dtype).reshape(shape))
 
     def fill(self, buffer: Any, value: np.generic, count: int) -> None:
         """Fill count elements with value."""
-        self._alive()
+        self.alive()
         kind = np.asarray(value).dtype
         buffer[: count * kind.itemsize].view(kind)[:] = value
         self.log.append(("fill", count))
 
     def copy(self, target: Any, source: Any, nbytes: int) -> None:
         """Copy bytes and enqueue the time a copy of that size takes."""
-        self._alive()
+        self.alive()
         target[:nbytes] = source[:nbytes]
         self.pending_s += 2e-6 + 2 * nbytes / 2.0e12
 
@@ -249,67 +213,16 @@ class FakeEngine:
             self._tensor_map(args, request)
         op = find_op(kernel.variant.op_origin, kernel.variant.op)
         cost_s = self._cost_s(kernel, args)
-        runs = 0
-        stash: list[np.ndarray] = []  # REPLAYS: the first result, kept
-
-        def run() -> None:
-            nonlocal runs
-            self._alive()
-            self.log.append(("run", kernel.variant.name))
-            runs += 1
-            if kernel.fault is Fault.KILLS_WORKER and multiprocessing.parent_process():
-                os._exit(9)
-            if kernel.fault is Fault.HANGS:
-                self.pending_hang = True
-            if kernel.fault in (Fault.FAULT, Fault.KILLS_WORKER):
-                self.pending_fault = True
-                return
-            if kernel.fault is Fault.FIRST_LAUNCHES_ONLY and runs > 3:
-                self.pending_s += cost_s
-                return
-            if kernel.fault is Fault.REPLAYS and runs > 1:
-                stash_view = op.emulate(args, kernel.types)  # find the result's place
-                stash_view[...] = stash[0]
-                self.pending_s += cost_s
-                return
-            # Its first input's first element tells zeros from random values.
-            zeros = kernel.fault is Fault.FASTER_ON_ZEROS and not args[0][:2].any()
-            keep = kernel.fault is Fault.UNWRITTEN_ELEMENT and runs > 1
-            before = [np.array(arg) if isinstance(arg, np.ndarray) and keep else None
-                      for arg in args]
-            with np.errstate(all="ignore"):  # garbage in a buffer computes quietly, as on a GPU
-                result = op.emulate(args, kernel.types)
-            spot = 1 if result.size > 1 else 0
-            if keep:  # put back what the result's buffer held before this run
-                for arg, old in zip(args, before):
-                    if old is not None and np.shares_memory(arg, result):
-                        # typed() views start at byte 0 of their buffer
-                        size = result.dtype.itemsize
-                        result.reshape(-1)[spot] = old[: result.size * size].view(
-                            result.dtype)[spot]
-            if kernel.fault is Fault.CHANGES_INPUTS:
-                for arg in args:
-                    if isinstance(arg, np.ndarray) and not np.shares_memory(arg, result):
-                        arg[:] = self.rng.integers(1, 255, size=arg.size, dtype=np.uint8)
-            if kernel.fault is Fault.REPLAYS and not stash:
-                stash.append(result.copy())
-            if kernel.fault in (Fault.WRITES_PAST_END, Fault.WRITES_BEFORE_START):
-                _trespass(args, result, kernel.fault is Fault.WRITES_PAST_END)
-            if kernel.fault is Fault.WRONG_ELEMENT:
-                flat = result.reshape(-1)
-                flat[spot] = flat[spot] + (1 if flat.dtype.kind in "iu" else 0.5 + abs(flat[spot]))
-            self.pending_s += cost_s * len(kernel.variant.launches) * (0.5 if zeros else 1.0)
-
-        return run
+        return FakeLaunch(self, kernel, op, args, cost_s)
 
     def synchronize(self) -> None:
         """Raise KernelFault if a launch faulted since the last check."""
-        self._alive()
+        self.alive()
         self._raise_pending_fault()
 
     def time_once(self, run: Run, flush_l2: bool) -> float:
         """Return one noisy synthetic sample of run's enqueued time."""
-        self._alive()
+        self.alive()
         if flush_l2:
             self.log.append(("flush", self.info.l2_bytes))
         self.pending_s = 0.0
@@ -335,7 +248,7 @@ class FakeEngine:
 
     def time_batch(self, run: Run, launches: int) -> float | None:
         """Return the enqueued time per launch of back-to-back runs, without noise."""
-        self._alive()
+        self.alive()
         self.pending_s = 0.0
         # One launch computed, its synthetic cost charged `launches` times: on a GPU the
         # batch costs milliseconds, and emulating hundreds of launches on the CPU would
@@ -350,7 +263,7 @@ class FakeEngine:
                       ) -> float:
         """Copy for real and return a synthetic time: pinned copies run at the link's rate,
         pageable ones through a staging copy at less than half of it."""
-        self._alive()
+        self.alive()
         if to_device:
             self.upload(buffer, host)
         rate = FAKE_LINK_BPS * (0.9 if pinned else 0.4)
@@ -359,13 +272,13 @@ class FakeEngine:
     def vendor_launcher(self, call: VendorCall, buffers: Mapping[str, Any],
                         shape: tuple[int, ...], emulate: Run) -> tuple[Run, Run]:
         """Return a run that does the op's work with NumPy at a vendor-like speed."""
-        self._alive()
+        self.alive()
         if self.spec.vendor_missing:
             raise VendorUnavailable(INSTALL_HINT)
         cost_s = 2e-6 + sum(b.size for b in buffers.values()) / 1.5e12
 
         def run() -> None:
-            self._alive()
+            self.alive()
             self.log.append(("run", call.library))
             with np.errstate(all="ignore"):
                 emulate()
@@ -385,7 +298,7 @@ class FakeEngine:
     def _tensor_map(self, args: Sequence[Any], request: TensorMapRequest) -> None:
         """Check a tensor map as cuTensorMapEncodeTiled would, over the buffer it names, and
         log it; TensorMapUnavailable when the driver would refuse it."""
-        self._alive()
+        self.alive()
         buffer = args[request.arg_index] if request.arg_index < len(args) else None
         if not isinstance(buffer, np.ndarray):
             raise TensorMapUnavailable(f"tensor_map {request.buffer}: argument "
@@ -418,20 +331,8 @@ class FakeEngine:
             self.faulted = True
             raise KernelFault("an illegal memory access was encountered (fake)")
 
-    def _alive(self) -> None:
+    def alive(self) -> None:
         """Refuse everything after a fault."""
         # After a fault, CUDA refuses everything in the process: so does the fake.
         if self.faulted:
             raise KernelFault("the CUDA context is unusable after an earlier fault (fake)")
-
-
-def _trespass(args: Sequence[Any], result: np.ndarray, past_end: bool) -> None:
-    """Write zeros just outside the result's buffer: a row past its end, or before it."""
-    buffer = next(a for a in args if isinstance(a, np.ndarray) and np.shares_memory(a, result))
-    row = result.shape[-1] * result.itemsize if result.ndim else result.itemsize
-    if past_end:
-        buffer[result.nbytes: result.nbytes + row] = 0
-        return
-    base = buffer.base if buffer.base is not None else buffer
-    start = buffer.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-    base[start - result.itemsize: start] = 0

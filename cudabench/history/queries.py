@@ -12,18 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.history.records import (
+    USABLE_STATUSES,
     Benchmark,
     RunInfo,
     SeriesPoint,
     StoreError,
     Tracked,
-    USABLE_STATUSES,
-    _decode,
-    _encode,
-    _worst_status,
+    decode_benchmark,
+    encode_benchmark,
     source_hash,
+    worst_status,
 )
-from cudabench.history.schema import TABLES, _damaged
+from cudabench.history.schema import TABLES, damaged_message
 
 
 class Queries:
@@ -58,7 +58,7 @@ class Queries:
                 raise StoreError(f"{self.path}: cannot use the store: {text}") from None
             raise
         except sqlite3.DatabaseError as exc:  # not a database, malformed image
-            raise StoreError(_damaged(self.path, str(exc))) from None
+            raise StoreError(damaged_message(self.path, str(exc))) from None
 
     def run_for(self, source: str) -> int | None:
         """Return the id of the run recorded from this text, or None."""
@@ -113,7 +113,7 @@ class Queries:
             "ORDER BY COALESCE(d.name, ''), x.op, x.variant, x.shape, x.params, x.dtype, x.hot")
         with self._errors():
             rows = self._conn.execute(query, args).fetchall()
-        return [Tracked(_decode(row[:6]), row[6], row[7], row[8]) for row in rows]
+        return [Tracked(decode_benchmark(row[:6]), row[6], row[7], row[8]) for row in rows]
 
     def series(self, benchmark: Benchmark, gpu_model: str, last: int | None = None,
                since: str | None = None, exclude_run: int | None = None,
@@ -123,7 +123,7 @@ class Queries:
         usable_only keeps verified (PASS) and reference (REF) rows with a median: failing
         and suspect rows have timings no trend should follow. last keeps the newest N.
         """
-        op, variant, params, shape, dtype, hot = _encode(benchmark)
+        op, variant, params, shape, dtype, hot = encode_benchmark(benchmark)
         where = ["x.op = ?", "x.variant = ?", "x.params = ?", "x.shape = ?", "x.dtype = ?",
                  "x.hot = ?", "COALESCE(d.name, '') = ?"]
         args: list[Any] = [op, variant, params, shape, dtype, hot, gpu_model]
@@ -149,7 +149,7 @@ class Queries:
         for run_rows in by_run.values():  # dicts keep insertion order: oldest run first
             first = run_rows[0]
             medians = [r[3] for r in run_rows if r[3] is not None]
-            worst = _worst_status([r[4] for r in run_rows])
+            worst = worst_status([r[4] for r in run_rows])
             points.append(SeriesPoint(first[0], first[1], first[2],
                                       statistics.median(medians) if medians else math.nan,
                                       worst))

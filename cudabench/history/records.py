@@ -15,7 +15,6 @@ from typing import Any
 from cudabench.errors import CudabenchError
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Status
 
-
 DEFAULT_PATH = Path(".cudabench") / "history.db"
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # readers check stores up to this size at open
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another one before giving up
@@ -126,29 +125,29 @@ def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
-def _device_key(device: DeviceInfo) -> tuple[str, str, str, str]:
+def device_key(device: DeviceInfo) -> tuple[str, str, str, str]:
     return (device.name, device.uuid or "", device.pci_bus_id or "",
             device.compute_capability or "")
 
 
-def _encode(bench: Benchmark) -> tuple[str, str, str, str, str, int]:
+def encode_benchmark(bench: Benchmark) -> tuple[str, str, str, str, str, int]:
     """Return a benchmark as the results table's key columns."""
     return (bench.op, bench.variant, json.dumps(dict(bench.params), sort_keys=True),
             json.dumps(list(bench.shape)), bench.dtype, int(bench.hot))
 
 
-def _decode(row: Sequence[Any]) -> Benchmark:
+def decode_benchmark(row: Sequence[Any]) -> Benchmark:
     """Return the benchmark of the results table's key columns."""
     params = json.loads(row[2])
     return Benchmark(row[0], row[1], tuple(sorted((str(k), int(v)) for k, v in params.items())),
                      tuple(int(x) for x in json.loads(row[3])), row[4], bool(row[5]))
 
 
-def _worst_status(statuses: Sequence[str]) -> str:
+def worst_status(statuses: Sequence[str]) -> str:
     """Return the status that matters most of a run's rows: a failure over a pass."""
     order = ["FAIL", "ERROR", "TIMEOUT", "SUSPECT", "PASS", "REF", "SKIP"]
     return min(statuses, key=lambda s: order.index(s) if s in order else len(order))
 
 
-def _text(value: object) -> str | None:
+def text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None

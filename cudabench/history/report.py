@@ -30,7 +30,9 @@ from dataclasses import dataclass
 
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
 from cudabench.common.stats import median_precision, relative_spread
+from cudabench.common.units import format_change, format_p_value, format_percent
 from cudabench.errors import ExitCode, ResultsFileError
+from cudabench.history.records import Benchmark, SeriesPoint, Tracked
 from cudabench.history.steps import (
     DEFAULT_THRESHOLD,
     NOISE_FLOOR,
@@ -39,11 +41,9 @@ from cudabench.history.steps import (
     Step,
     detect,
 )
-from cudabench.history.records import Benchmark, SeriesPoint, Tracked
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS, threshold_from_medians
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, ResultsFile, Status
-from cudabench.common.units import format_change, format_p_value, format_percent
 
 DEFAULT_LAST = 20  # runs a check weighs
 BAND_RUNS = 10  # runs the noise band of `show` is taken over

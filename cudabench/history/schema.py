@@ -1,8 +1,6 @@
 """The history store's file: its tables, created and migrated, and the checks made on a
 file before SQLite opens it (another program's file, a newer schema, a damaged one).
 
-The history store: every recorded run in one SQLite file, through the standard library.
-
 Layout (schema version 1):
 
 - meta(key, value): `schema_version`, the version the migrations brought the file to;
@@ -24,8 +22,8 @@ from pathlib import Path
 
 from cudabench.history.records import (
     APPLICATION_ID,
-    Migration,
     SQLITE_MAGIC,
+    Migration,
     StoreError,
 )
 
@@ -89,7 +87,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 
 
-def _precheck(path: Path, create: bool) -> bool:
+def precheck(path: Path, create: bool) -> bool:
     """Check the file before SQLite touches it; return whether it exists (non-empty)."""
     try:
         info = path.stat()
@@ -113,27 +111,28 @@ def _precheck(path: Path, create: bool) -> bool:
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the store: {exc.strerror or exc}") from None
     if not header.startswith(SQLITE_MAGIC):
-        raise StoreError(_not_a_store(path, "not an SQLite database"))
+        raise StoreError(not_a_store_message(path, "not an SQLite database"))
     if len(header) < 100:
-        raise StoreError(_damaged(path, "shorter than an SQLite header"))
+        raise StoreError(damaged_message(path, "shorter than an SQLite header"))
     # Header fields (big-endian): schema cookie at 40, application id at 68. Checked here,
     # before a connection could roll back another program's hot journal in its file.
     schema_cookie = int.from_bytes(header[40:44], "big")
     app_id = int.from_bytes(header[68:72], "big")
     if app_id != APPLICATION_ID and schema_cookie != 0:
-        raise StoreError(_not_a_store(path, "an SQLite database without cudabench's mark: "
-                                            "another program's, or a damaged header"))
+        raise StoreError(not_a_store_message(
+            path, "an SQLite database without cudabench's mark: another program's, or a "
+            "damaged header"))
     return True
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
     try:
         return path.stat().st_size
     except OSError:
         return 0
 
 
-def _writable(path: Path) -> bool:
+def is_writable(path: Path) -> bool:
     """Return whether the file may be written: permissions, and a write bit set at all.
 
     The write bits are checked too because root may write anything: a file made
@@ -142,11 +141,11 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
 
 
-def _not_a_store(path: Path, what: str) -> str:
+def not_a_store_message(path: Path, what: str) -> str:
     return (f"{path}: not a cudabench history store ({what}); pass --db with a store's path "
             "or a new one")
 
 
-def _damaged(path: Path, detail: str) -> str:
+def damaged_message(path: Path, detail: str) -> str:
     return (f"{path}: the history store is damaged ({detail}); restore it from a backup, or "
             "move it aside and import the results files again")

@@ -1,22 +1,14 @@
 """The history store: every recorded run in one SQLite file, through the standard library.
 
-Layout (schema version 1):
-
-- meta(key, value): `schema_version`, the version the migrations brought the file to;
-- runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
-  host, tool_version, file_schema): one results file each; the SHA-256 of its text makes
-  import idempotent;
-- devices(id, name, uuid, pci_bus_id, compute_capability): unknown UUID and bus id are '';
-- results(id, run_id, device_id, op, variant, params, shape, dtype, hot, kind, status,
-  median_s, samples_s): params a JSON object with sorted keys, shape and samples JSON
-  arrays, median_s NULL when nothing was timed.
-
 The file is marked with PRAGMA application_id, so another program's SQLite file is told
 apart before anything touches it. It runs in WAL mode with a busy timeout: readers never
 wait, writers queue (two CI jobs recording at once both get in). Every write is one
 transaction (BEGIN IMMEDIATE), so a crash leaves the store as it was. Everything that makes
 a store unusable (not a store, a newer schema, locked, read-only, damaged, a file system
 without WAL) is a StoreError: one line, exit 2, and the file untouched.
+
+The tables and their migrations are schema.py's, the reads queries.py's, the records
+records.py's; this module opens a store and writes to it.
 """
 
 from __future__ import annotations
@@ -32,32 +24,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cudabench.results.model import BenchmarkResult, DeviceInfo, ResultsFile
+from cudabench.history.queries import Queries
 from cudabench.history.records import (
     APPLICATION_ID,
     BUSY_TIMEOUT_S,
-    Benchmark,
     DEFAULT_VFS,
     QUICK_CHECK_MAX_BYTES,
+    Benchmark,
     StoreError,
-    _device_key,
-    _encode,
-    _text,
+    device_key,
+    encode_benchmark,
     now_utc,
     parse_time,
     source_hash,
+    text_or_none,
 )
 from cudabench.history.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     TABLES,
-    _damaged,
-    _not_a_store,
-    _precheck,
-    _size,
-    _writable,
+    damaged_message,
+    file_size,
+    is_writable,
+    not_a_store_message,
+    precheck,
 )
-from cudabench.history.queries import Queries
+from cudabench.results.model import BenchmarkResult, DeviceInfo, ResultsFile
 
 
 class Store(Queries):
@@ -85,14 +77,14 @@ class Store(Queries):
         path = Path(path)
         timeout = BUSY_TIMEOUT_S if timeout_s is None else timeout_s
         vfs = DEFAULT_VFS if vfs is None else vfs
-        exists = _precheck(path, create)
+        exists = precheck(path, create)
         if create and not exists:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"{path}: cannot create the store's folder: "
                                  f"{exc.strerror or exc}") from None
-        read_only_file = exists and not _writable(path)
+        read_only_file = exists and not is_writable(path)
         if create and read_only_file:
             raise StoreError(f"{path}: the store is read-only (mode "
                              f"{stat.filemode(path.stat().st_mode)}): make it writable to "
@@ -113,7 +105,7 @@ class Store(Queries):
                 store._prepare()
         except BaseException:
             conn.close()
-            if create and not exists and _size(path) == 0:
+            if create and not exists and file_size(path) == 0:
                 # Refused before a byte was written (no WAL here, say): leave no file.
                 with contextlib.suppress(OSError):
                     path.unlink()
@@ -133,12 +125,13 @@ class Store(Queries):
         conn.execute("PRAGMA foreign_keys = ON")
         # Damage found now, not halfway through a write; readers skip it on big stores,
         # where a query that meets a damaged page still fails as a StoreError.
-        if version is not None and (self.writable or _size(self.path) <= QUICK_CHECK_MAX_BYTES):
+        if version is not None and (self.writable
+                                    or file_size(self.path) <= QUICK_CHECK_MAX_BYTES):
             problems = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
             if problems != ["ok"]:
                 detail = "; ".join(line for p in problems for line in p.splitlines()
                                    if not line.startswith("***"))
-                raise StoreError(_damaged(self.path, detail[:200]))
+                raise StoreError(damaged_message(self.path, detail[:200]))
         if not self.writable:
             if version is not None and version < SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: the store has schema version {version}; this "
@@ -168,13 +161,14 @@ class Store(Queries):
         if app_id != APPLICATION_ID:
             if app_id == 0 and not tables:
                 return None
-            raise StoreError(_not_a_store(self.path, "an SQLite database of another program"))
+            raise StoreError(not_a_store_message(self.path,
+                                                 "an SQLite database of another program"))
         if TABLES - tables:
-            raise StoreError(_damaged(self.path, "tables missing: " +
-                                      ", ".join(sorted(TABLES - tables))))
+            raise StoreError(damaged_message(self.path, "tables missing: " +
+                                             ", ".join(sorted(TABLES - tables))))
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None or not str(row[0]).isdigit():
-            raise StoreError(_damaged(self.path, "no schema version in its meta table"))
+            raise StoreError(damaged_message(self.path, "no schema version in its meta table"))
         version = int(row[0])
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.path}: the store has schema version {version}, newer than "
@@ -272,15 +266,15 @@ class Store(Queries):
                 (digest, str(results.path), commit if isinstance(commit, str) else None,
                  branch if isinstance(branch, str) else None,
                  int(dirty) if isinstance(dirty, bool) else None, created, now_utc(),
-                 _text(meta.get("host")),
-                 _text(tool.get("version")) if isinstance(tool, dict) else None,
+                 text_or_none(meta.get("host")),
+                 text_or_none(tool.get("version")) if isinstance(tool, dict) else None,
                  results.schema_version))
             run_id = int(cursor.lastrowid or 0)
             devices: dict[tuple[Any, ...], int] = {}
             for result in results.benchmarks:
                 device_id = None
                 if result.device is not None:
-                    ident = _device_key(result.device)
+                    ident = device_key(result.device)
                     if ident not in devices:
                         devices[ident] = self._device_id(result.device)
                     device_id = devices[ident]
@@ -289,7 +283,7 @@ class Store(Queries):
 
     def _device_id(self, device: DeviceInfo) -> int:
         """Return the id of a device's row, adding it the first time."""
-        ident = _device_key(device)
+        ident = device_key(device)
         self._conn.execute("INSERT OR IGNORE INTO devices (name, uuid, pci_bus_id, "
                            "compute_capability) VALUES (?,?,?,?)", ident)
         row = self._conn.execute("SELECT id FROM devices WHERE name = ? AND uuid = ? AND "
@@ -304,6 +298,6 @@ class Store(Queries):
         self._conn.execute(
             "INSERT INTO results (run_id, device_id, op, variant, params, shape, dtype, hot, "
             "kind, status, median_s, samples_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (run_id, device_id, *_encode(bench), result.kind.value, result.status.value,
+            (run_id, device_id, *encode_benchmark(bench), result.kind.value, result.status.value,
              median if median is not None and math.isfinite(median) else None,
              json.dumps([float(s) for s in result.samples_s])))

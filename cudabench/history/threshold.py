@@ -19,10 +19,10 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, MAX_THRESHOLD
-from cudabench.history.steps import noise
-from cudabench.history.records import Benchmark
-from cudabench.history.store import Store
 from cudabench.common.units import format_percent
+from cudabench.history.records import Benchmark
+from cudabench.history.steps import noise
+from cudabench.history.store import Store
 
 DEFAULT_FLOOR = 0.02
 # The most `auto` grows to: a noisy history (a bad week of neighbours on the GPU) once raised

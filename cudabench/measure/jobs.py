@@ -13,7 +13,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 from cudabench.common.phases import phase
 from cudabench.measure.reference_cache import cached_reference
 from cudabench.planning.plan import Plan, PlannedVariant
-from cudabench.ops.base import user_code
+from cudabench.ops.base import check_rng, user_code
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
 
 
@@ -55,26 +55,38 @@ def jobs_of(plans: list[Plan] | tuple[Plan, ...]) -> list[Job]:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A plan's random inputs, the reference result, and how long the CPU took for it."""
+    """A plan's random inputs, what verify compares results with (the reference, or the
+    op's witness of it: Op.expected), and how long the CPU took for that."""
 
     inputs: dict[str, np.ndarray]
-    expected: np.ndarray
+    expected: Any
     cpu_reference_s: float
 
 
 def inputs_key(plan: Plan) -> tuple[object, ...]:
     """Return what a plan's inputs and reference depend on: the plans of a sweep over
     parameters share them (made once, not once per point)."""
-    return (plan.op, plan.op.name, tuple(plan.shape), plan.dtype.name, plan.seed)
+    return (plan.op, plan.op.name, tuple(plan.shape), plan.dtype.name, plan.seed,
+            full_check(plan))
 
 
 def prepare(plan: Plan) -> Prepared:
-    """Make the plan's inputs from its seed and compute the float64 reference."""
+    """Make the plan's inputs from its seed and what verification needs of them (the
+    reference, or the op's witness of it: Op.expected), from the disk cache if kept."""
     with phase("inputs"), user_code(plan.op, "inputs"):
         inputs = plan.op.inputs(plan.shape, plan.types, np.random.default_rng(plan.seed))
+    full = full_check(plan)
     with phase("CPU reference"), user_code(plan.op, "reference"):
-        expected, spent = cached_reference(plan, plan.seed, lambda: plan.op.reference(inputs))
+        expected, spent = cached_reference(
+            plan, plan.seed, lambda: plan.op.expected(inputs, plan.types, check_rng(plan.seed),
+                                                      full), full)
     return Prepared(inputs, expected, spent)
+
+
+def full_check(plan: Plan) -> bool:
+    """Return whether the plan's results are verified against the full reference: asked
+    for (--full-check), or --transfers, which holds its time against the GPU's."""
+    return plan.full_check or plan.insight.transfers
 
 
 def record(plan: Plan, name: str, params: dict[str, int], source: str,

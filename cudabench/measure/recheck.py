@@ -22,13 +22,13 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.common.phases import phase
 from cudabench.measure import guards
-from cudabench.measure.jobs import inputs_key
+from cudabench.measure.jobs import full_check, inputs_key
 from cudabench.measure.reference_cache import cached_reference
 from cudabench.measure.resident import RESIDENT
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
 from cudabench.planning.plan import Plan
 from cudabench.ops import LaunchShape
-from cudabench.ops.base import user_code
+from cudabench.ops.base import check_rng, user_code
 from cudabench.results.model import Verification
 
 
@@ -45,8 +45,13 @@ class Layout:
 
 
 def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
-            run: Run, inputs: Mapping[str, np.ndarray], expected: np.ndarray) -> str | None:
-    """Return why a later launch of the kernel is wrong, or None when all three pass."""
+            run: Run, inputs: Mapping[str, np.ndarray], expected: Any) -> str | None:
+    """Return why a later launch of the kernel is wrong, or None when all three pass.
+
+    expected is what the checked launch was verified against (Op.expected); the fresh
+    inputs get their own, made the same way (the full reference or the same randomized
+    check, with draws of their own).
+    """
     timed = _launch_and_verify(plan, engine, layout, buffers, inputs, expected,
                                lambda: engine.time_once(run, flush_l2=not plan.hot))
     if timed is not None:
@@ -73,21 +78,24 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
     return None
 
 
-_FRESH: list[tuple[tuple[object, ...], dict[str, np.ndarray], np.ndarray]] = []  # the last
+_FRESH: list[tuple[tuple[object, ...], dict[str, np.ndarray], Any]] = []  # the last
 
 
-def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Return the plan's second set of inputs (seed + 1) and their reference, made once
-    per benchmark: every variant and sweep point of it is rechecked on the same ones."""
+def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], Any]:
+    """Return the plan's second set of inputs (seed + 1) and what to verify against (as
+    for the first: Op.expected), made once per benchmark: every variant and sweep point of
+    it is rechecked on the same ones."""
     # The key holds the op itself (not its id, which a later op may reuse once freed).
     if not _FRESH or _FRESH[0][0] != inputs_key(plan):
         _FRESH.clear()  # one plan's at a time: they are as large as its inputs
         rng = np.random.default_rng(plan.seed + 1)
         with phase("inputs"), user_code(plan.op, "inputs"):
             fresh = plan.op.inputs(plan.shape, plan.types, rng)
+        full = full_check(plan)
         with phase("CPU reference"), user_code(plan.op, "reference"):
-            expected, _ = cached_reference(plan, plan.seed + 1,
-                                           lambda: plan.op.reference(fresh))
+            expected, _ = cached_reference(
+                plan, plan.seed + 1, lambda: plan.op.expected(
+                    fresh, plan.types, check_rng(plan.seed + 1), full), full)
             _FRESH.append((inputs_key(plan), fresh, expected))
     return _FRESH[0][1], _FRESH[0][2]
 
@@ -101,7 +109,7 @@ def _run_once(engine: Engine, run: Run) -> Callable[[], object]:
 
 
 def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
-                       inputs: Mapping[str, np.ndarray], expected: np.ndarray,
+                       inputs: Mapping[str, np.ndarray], expected: Any,
                        launch: Callable[[], object]) -> str | None:
     """Upload inputs, poison outputs, launch once, verify: None, or what was wrong."""
     op, types = plan.op, plan.types

@@ -21,6 +21,7 @@ from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import Verification
 
 Shape = tuple[int, ...]
+CHECK_STREAM = 0xC4EC  # keeps a check's random draws apart from the inputs' of the same seed
 
 
 @contextlib.contextmanager
@@ -39,6 +40,12 @@ def typed(buffer: np.ndarray, dtype: DType, shape: Shape) -> np.ndarray:
     """View the start of a byte buffer as an array of dtype and shape (fake engine helper)."""
     count = math.prod(shape)
     return buffer[: count * dtype.itemsize].view(dtype.numpy).reshape(shape)
+
+
+def check_rng(seed: int) -> np.random.Generator:
+    """Return the generator of a check's random draws for the inputs made from seed: a
+    stream of its own, independent of the inputs' draws (and reproducible with them)."""
+    return np.random.default_rng([CHECK_STREAM, seed])
 
 
 @dataclass(frozen=True)
@@ -149,11 +156,22 @@ class Op:
         """Return the expected result, computed on the CPU in float64 (int64 for ints)."""
         raise NotImplementedError
 
+    def expected(self, inputs: dict[str, np.ndarray], types: TypeSet,
+                 rng: np.random.Generator, full: bool = False) -> Any:
+        """Return what verify compares a result with: by default the reference.
+
+        An op whose reference is costly may return a smaller witness of it that its verify
+        knows (matmul's randomized check), unless full asks for the whole reference
+        (--full-check). rng (check_rng) is for such a witness's random draws.
+        """
+        return self.reference(inputs)
+
     def verify(
-        self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
+        self, inputs: dict[str, np.ndarray], expected: Any, result: np.ndarray,
         launches: Sequence[LaunchShape], types: TypeSet,
     ) -> Verification:
-        """Compare a kernel's result with the reference (launches: the kernel's geometry)."""
+        """Compare a kernel's result with what `expected` returned (the reference, unless
+        the op returns a witness of its own); launches: the kernel's geometry."""
         raise NotImplementedError
 
     def flops(self, shape: Shape) -> int:

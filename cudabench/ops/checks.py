@@ -1,4 +1,5 @@
-"""Verification checks: exact equality, and a bound element for element."""
+"""Verification checks: exact equality (in float64, or bit for bit in the result's own type),
+and a bound element for element."""
 
 from __future__ import annotations
 
@@ -24,6 +25,35 @@ def exact_check(result: np.ndarray, expected: np.ndarray, criterion: str = "exac
         max_abs_error=_max_abs_error(result, expected),
         bad_elements=bad,
         total_elements=int(same.size),
+        criterion=criterion,
+    )
+
+
+def same_bits_check(result: np.ndarray, expected: np.ndarray, criterion: str = "exact"
+                    ) -> Verification:
+    """Verify that a result holds the expected elements in its own type (data movement).
+
+    Compares bit patterns as unsigned integers of the element's width: no float64 copy of
+    either array. +0 and -0 count as equal (as they compare), NaN poison never equals a
+    value; the error figures are computed only over a failing result.
+    """
+    result = np.asarray(result)
+    expected = np.asarray(expected)
+    if result.dtype != expected.dtype or result.shape != expected.shape:
+        return exact_check(result, expected, criterion)
+    bits = np.dtype(f"u{result.dtype.itemsize}")
+    differ = result.view(bits) != expected.view(bits)
+    bad = int(np.count_nonzero(differ))
+    if bad and result.dtype.kind == "f":  # signed zeros: other bits, the same value
+        bad -= int(np.count_nonzero(result[differ] == expected[differ]))
+    if not bad:
+        return Verification(True, 0.0, 0.0, 0, int(result.size), criterion)
+    return Verification(
+        passed=False,
+        rel_error=_rel_error(result, expected),
+        max_abs_error=_max_abs_error(result, expected),
+        bad_elements=bad,
+        total_elements=int(result.size),
         criterion=criterion,
     )
 

@@ -13,7 +13,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 from cudabench.errors import UsageError
 from cudabench.ops import cublas
 from cudabench.ops.base import LaunchShape, Op, Shape, typed
-from cudabench.ops.checks import exact_check
+from cudabench.ops.checks import same_bits_check
 from cudabench.ops.sizes import parse_dims
 from cudabench.ops.types import TypeSet, random_floats, random_ints
 from cudabench.ops.vendor import VendorCall
@@ -64,7 +64,7 @@ class Transpose(Op):
 
     def verify(self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
                launches: Sequence[LaunchShape], types: TypeSet) -> Verification:
-        return exact_check(result, expected)
+        return same_bits_check(result, expected)
 
     def bytes_moved(self, shape: Shape, types: TypeSet) -> int:
         rows, cols = shape
@@ -126,7 +126,7 @@ class TransposeInplace(Op):
 
     def verify(self, inputs: dict[str, np.ndarray], expected: np.ndarray, result: np.ndarray,
                launches: Sequence[LaunchShape], types: TypeSet) -> Verification:
-        return exact_check(result, expected)
+        return same_bits_check(result, expected)
 
     def bytes_moved(self, shape: Shape, types: TypeSet) -> int:
         (n,) = shape

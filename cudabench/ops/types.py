@@ -47,6 +47,14 @@ class DType:
         """Return u, the bound |fl(x) - x| <= u |x| of one rounding (0 for integers)."""
         return float(np.finfo(np.dtype(self.numpy)).eps) / 2 if self.is_float else 0.0
 
+    @property
+    def underflow(self) -> float:
+        """Return eta, the bound on one rounding's absolute error below the normal range
+        (half the smallest subnormal; 0 for integers): |fl(x) - x| <= u |x| + eta."""
+        if not self.is_float:
+            return 0.0
+        return float(np.finfo(np.dtype(self.numpy)).smallest_subnormal) / 2
+
     def poison(self) -> np.generic:
         """Return the value unwritten outputs keep: NaN, or INT32_MIN (inputs never hold it)."""
         kind = np.dtype(self.numpy)

@@ -56,6 +56,8 @@ class Request:
     origin: str = ""  # where a suite file defined it, prefixed to its errors
     insight: Insight = field(default_factory=lambda: Insight())
     sweep: bool = False  # one point of a sweep: a combination a variant cannot run is a SKIP
+    full_check: bool = False  # verify against the full reference even where a cheaper
+    # check of the same strength exists (matmul's randomized check; --full-check)
 
     def flag(self, param: str) -> str:
         """Return the flag the user set param with, for error messages."""
@@ -86,6 +88,7 @@ class Plan:
     skipped: tuple[tuple[KernelVariant, str], ...] = ()  # variants not run, and why
     insight: Insight = field(default_factory=lambda: Insight())
     sweep: bool = False  # part of a sweep: combinations a variant cannot run are skipped
+    full_check: bool = False  # the full reference, never a randomized check (--full-check)
 
     @property
     def batch(self) -> bool:
@@ -134,9 +137,10 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             f"--variant {unknown[0]}: no such {op.name} variant "
             f"(known: {', '.join(sorted(available))})"
         )
-    notes = []
-    skipped = []
+    notes: list[str] = []
+    skipped: list[tuple[KernelVariant, str]] = []
     chosen = []
+    other_types: dict[str, list[str]] = {}  # unasked variants of other types, by their types
     for name in names:
         variant = available[name]
         if dtype.name not in variant.dtypes:
@@ -144,11 +148,17 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                 raise UsageError(
                     f"--dtype {dtype.name}: variant {name} supports {', '.join(variant.dtypes)}"
                 )
-            reason = f"it supports {', '.join(variant.dtypes)} only"
-            notes.append(f"skipped {name}: {reason}")
-            skipped.append((variant, reason))
+            other_types.setdefault(", ".join(variant.dtypes), []).append(name)
             continue
         chosen.append(variant)
+    # Variants written for other types (the tensor-core rungs take float16 only) are left
+    # out of the table, not a SKIP row each: one line says which, and how to run them.
+    for types_text, left_out in other_types.items():
+        notes.append(f"left out {', '.join(left_out)}: written for {types_text} only "
+                     f"(--dtype {types_text.split(', ')[0]} runs them)")
+    if not chosen and other_types:
+        raise UsageError(f"--dtype {dtype.name}: no {op.name} variant takes it; "
+                         + "; ".join(f"{', '.join(n)} take {t}" for t, n in other_types.items()))
 
     for param in request.params:
         if not any(v.param(param) for v in chosen):
@@ -174,7 +184,8 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     if not (math.isfinite(request.insight.energy_s) and request.insight.energy_s >= 0):
         raise UsageError(f"--energy {request.insight.energy_s}: expected seconds > 0")
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
-                request.sanitize, tuple(skipped), request.insight, request.sweep)
+                request.sanitize, tuple(skipped), request.insight, request.sweep,
+                full_check=request.full_check)
 
 
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,

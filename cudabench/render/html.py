@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cudabench.analysis.verdicts import REGRESSION, Comparison, ComparisonRow
+from cudabench.common.units import params_text
 from cudabench.errors import ResultsFileError
 from cudabench.render import plot
 from cudabench.render.comparison import (
@@ -28,28 +29,26 @@ from cudabench.render.comparison import (
 from cudabench.render.run_table import build_tables
 from cudabench.results.loader import load_results
 from cudabench.results.model import DeviceInfo, ResultsFile, RunOutcome
-from cudabench.common.units import params_text
 
 if TYPE_CHECKING:
     pass
 from cudabench.render.html_page import (
     PAGE_COLUMNS,
     VERDICT_CLASSES,
-    _class,
+    class_attr,
     esc,
     page,
     run_table_html,
     table_html,
 )
 from cudabench.render.html_sections import (
-    _facts,
-    _file_html,
     devices_html,
     diagnostic_lines,
+    facts_html,
     figures_html,
+    file_html,
     svg_figure,
 )
-
 
 
 def report_html(files: Sequence[ResultsFile], title: str) -> str:
@@ -74,12 +73,12 @@ def report_html(files: Sequence[ResultsFile], title: str) -> str:
     if diagnostics:
         body.append("<h2>Diagnostics</h2>")
         body.append('<ul class="lines">' + "".join(
-            f"<li{_class(style)}>{esc(text)}</li>" for text, style in diagnostics) + "</ul>")
+            f"<li{class_attr(style)}>{esc(text)}</li>" for text, style in diagnostics) + "</ul>")
     body.append('<h2 id="devices">Devices</h2>')
     body.append(devices_html(list(devices.values())))
     # Where the numbers came from matters less than the numbers: last, folded on a phone.
     body.append("<h2>Results files</h2>")
-    body += [f"<details><summary class=\"mono\">{esc(f.path)}</summary>\n{_file_html(f)}"
+    body += [f"<details><summary class=\"mono\">{esc(f.path)}</summary>\n{file_html(f)}"
              "</details>" for f in files]
     return page(title, body)
 
@@ -130,8 +129,8 @@ def comparison_html(comparison: Comparison, files: Sequence[ResultsFile] | None 
     body = [
         "<h1>cudabench compare</h1>",
         f'<p class="summary">{status}: {esc(summary_text(c))}</p>',
-        _facts([("baseline", f"{c.baseline_path} ({c.baseline_gpu or 'no GPU recorded'})"),
-                ("current", f"{c.current_path} ({c.current_gpu or 'no GPU recorded'})")]),
+        facts_html([("baseline", f"{c.baseline_path} ({c.baseline_gpu or 'no GPU recorded'})"),
+                    ("current", f"{c.current_path} ({c.current_gpu or 'no GPU recorded'})")]),
     ]
     if c.setting_changes:
         body.append('<p class="note">The cards differ, which can move every timing:</p>')

@@ -135,19 +135,19 @@ def table_html(columns: Sequence[str], rows: Iterable[Sequence[tuple[str, str]]]
     def kind(name: str) -> str:
         return "num" if name in numeric else "wrap" if name in WRAPPED else ""
 
-    head = "".join(f'<th scope="col"{_class(kind(name))}>{esc(name)}</th>' for name in columns)
+    head = "".join(f'<th scope="col"{class_attr(kind(name))}>{esc(name)}</th>' for name in columns)
     body = []
     for index, row in enumerate(rows):
         cells = "".join(
-            f"<td{_class(' '.join(filter(None, [kind(name), style])))}>"
+            f"<td{class_attr(' '.join(filter(None, [kind(name), style])))}>"
             f"{esc(text)}</td>" for name, (text, style) in zip(columns, row))
         row_class = row_classes[index] if index < len(row_classes) else ""
-        body.append(f"<tr{_class(row_class)}>{cells}</tr>")
+        body.append(f"<tr{class_attr(row_class)}>{cells}</tr>")
     return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
-def _class(name: str) -> str:
+def class_attr(name: str) -> str:
     return f' class="{esc(name)}"' if name else ""
 
 

@@ -7,18 +7,17 @@ import shlex
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cudabench.common.units import format_bytes, format_error
 from cudabench.insight import roofs
 from cudabench.render import plot
 from cudabench.results.model import DeviceInfo, ResultsFile, RunOutcome, Status
-from cudabench.common.units import format_bytes, format_error
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 from cudabench.render.html_page import esc, table_html
 
 
-
-def _facts(pairs: Iterable[tuple[str, object]]) -> str:
+def facts_html(pairs: Iterable[tuple[str, object]]) -> str:
     items = "".join(f"<dt>{esc(key)}</dt><dd>{esc(value)}</dd>" for key, value in pairs)
     return f'<dl class="facts">{items}</dl>'
 
@@ -71,7 +70,7 @@ def device_facts(device: DeviceInfo) -> list[tuple[str, str]]:
 
 def device_html(device: DeviceInfo) -> str:
     """Return one device's facts under its name."""
-    return f"<h3>{esc(device.name)}</h3>\n{_facts(device_facts(device))}"
+    return f"<h3>{esc(device.name)}</h3>\n{facts_html(device_facts(device))}"
 
 
 def device_label(device: DeviceInfo) -> str:
@@ -102,7 +101,7 @@ def devices_html(devices: Sequence[DeviceInfo]) -> str:
               f':</li>{roof_text}</ul>')
 
 
-def _file_html(results: ResultsFile) -> str:
+def file_html(results: ResultsFile) -> str:
     meta = results.metadata
     command = meta.get("command")
     pairs: list[tuple[str, object]] = [
@@ -116,7 +115,7 @@ def _file_html(results: ResultsFile) -> str:
     ]
     if meta.get("complete") is False:
         pairs.append(("complete", "no: its run stopped early"))
-    return _facts(pairs)
+    return facts_html(pairs)
 
 
 def diagnostic_lines(outcome: RunOutcome) -> list[tuple[str, str]]:

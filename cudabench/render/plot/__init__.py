@@ -10,6 +10,25 @@ figures (pages of panels, saving, SVG for HTML) and change (a comparison's bars)
 
 from __future__ import annotations
 
+from cudabench.render.plot.change import (
+    VERDICT_COLOURS,
+    ChangeBar,
+    change_figure,
+)
+from cudabench.render.plot.figures import (
+    both_figure,
+    check_suffix,
+    figure_of,
+    panel_figures,
+    roofline_figure,
+    save,
+    svg_text,
+    throughput_figure,
+)
+from cudabench.render.plot.roofline import (
+    draw_roofline,
+    draw_roofline_panel,
+)
 from cudabench.render.plot.style import (
     COLOURS,
     FORMATS,
@@ -33,25 +52,6 @@ from cudabench.render.plot.throughput import (
     draw_throughput,
     draw_throughput_panel,
     throughput_panels,
-)
-from cudabench.render.plot.roofline import (
-    draw_roofline,
-    draw_roofline_panel,
-)
-from cudabench.render.plot.figures import (
-    both_figure,
-    check_suffix,
-    figure_of,
-    panel_figures,
-    roofline_figure,
-    save,
-    svg_text,
-    throughput_figure,
-)
-from cudabench.render.plot.change import (
-    ChangeBar,
-    VERDICT_COLOURS,
-    change_figure,
 )
 
 __all__ = [

@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-from cudabench.render.plot.style import PAGE_PANEL_INCHES, _new_figure, text
+from cudabench.render.plot.style import PAGE_PANEL_INCHES, new_figure, text
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,7 @@ def change_figure(bars: Sequence[ChangeBar]) -> Figure:
     beside it (names above the bars leave the bars the figure's whole width: a phone)."""
     from matplotlib.transforms import blended_transform_factory
 
-    figure = _new_figure(PAGE_PANEL_INCHES[0], 1.2 + 0.5 * len(bars))
+    figure = new_figure(PAGE_PANEL_INCHES[0], 1.2 + 0.5 * len(bars))
     axes = figure.add_subplot()
     positions = [float(y) for y in range(len(bars))][::-1]  # the first row on top
     for y, bar in zip(positions, bars):

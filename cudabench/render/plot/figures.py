@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudabench.errors import UsageError
 from cudabench.common.outfiles import replacing
+from cudabench.errors import UsageError
 from cudabench.results.model import BenchmarkResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+from cudabench.render.plot.roofline import draw_roofline, draw_roofline_panel, roofline_series
 from cudabench.render.plot.style import (
     FORMATS,
     KINDS,
@@ -21,48 +22,47 @@ from cudabench.render.plot.style import (
     NO_ROOFLINE,
     PAGE_PANEL_INCHES,
     PANEL_INCHES,
-    Styles,
     TITLE_INCHES,
-    _devices,
-    _grid,
-    _identity,
-    _legend_rows,
-    _new_figure,
-    _row_heights,
+    Styles,
+    device_identity,
+    devices_of,
+    grid_shape,
+    legend_rows,
+    new_figure,
     roofline_rows,
+    row_heights,
 )
 from cudabench.render.plot.throughput import (
-    _throughput_legend_rows,
     draw_throughput,
     draw_throughput_panel,
+    throughput_legend_rows,
     throughput_panels,
 )
-from cudabench.render.plot.roofline import _roofline_series, draw_roofline, draw_roofline_panel
 
 
 def _throughput_size(results: Sequence[BenchmarkResult], styles: Styles
                      ) -> tuple[int, float]:
     panels = throughput_panels(results)
-    columns = _grid(len(panels) or 1)[1]
-    heights = _row_heights([_throughput_legend_rows(m, styles) for m in panels.values()]
+    columns = grid_shape(len(panels) or 1)[1]
+    heights = row_heights([throughput_legend_rows(m, styles) for m in panels.values()]
                            or [0], columns)
     return columns, sum(heights) + TITLE_INCHES
 
 
 def _roofline_size(results: Sequence[BenchmarkResult], styles: Styles) -> tuple[int, float]:
     rows = roofline_rows(results)
-    devices = _devices(rows)
-    columns = _grid(len(devices) or 1)[1]
-    legends = [_legend_rows(list(_roofline_series(
-        [r for r in rows if _identity(r) == identity], styles))) for identity in devices]
-    return columns, sum(_row_heights(legends or [0], columns)) + TITLE_INCHES
+    devices = devices_of(rows)
+    columns = grid_shape(len(devices) or 1)[1]
+    legends = [legend_rows(list(roofline_series(
+        [r for r in rows if device_identity(r) == identity], styles))) for identity in devices]
+    return columns, sum(row_heights(legends or [0], columns)) + TITLE_INCHES
 
 
 def throughput_figure(results: Sequence[BenchmarkResult]) -> Figure:
     """Return the throughput figure: one panel per op and dtype."""
     styles = Styles.of(results)
     columns, height = _throughput_size(results, styles)
-    figure = _new_figure(PANEL_INCHES[0] * columns, height)
+    figure = new_figure(PANEL_INCHES[0] * columns, height)
     draw_throughput(figure, results, styles)
     return figure
 
@@ -71,7 +71,7 @@ def roofline_figure(results: Sequence[BenchmarkResult]) -> Figure:
     """Return the roofline figure: one panel per device."""
     styles = Styles.of(results)
     columns, height = _roofline_size(results, styles)
-    figure = _new_figure(PANEL_INCHES[0] * columns, height)
+    figure = new_figure(PANEL_INCHES[0] * columns, height)
     draw_roofline(figure, results, styles)
     return figure
 
@@ -82,12 +82,12 @@ def both_figure(results: Sequence[BenchmarkResult]) -> Figure:
     styles = Styles.of(results)
     top_columns, top = _throughput_size(results, styles)
     if not roofline_rows(results):
-        figure = _new_figure(PANEL_INCHES[0] * top_columns, top + 0.3)
+        figure = new_figure(PANEL_INCHES[0] * top_columns, top + 0.3)
         draw_throughput(figure, results, styles)
         figure.supxlabel(NO_ROOFLINE, fontsize="small", color="0.35")
         return figure
     bottom_columns, bottom = _roofline_size(results, styles)
-    figure = _new_figure(PANEL_INCHES[0] * max(top_columns, bottom_columns), top + bottom)
+    figure = new_figure(PANEL_INCHES[0] * max(top_columns, bottom_columns), top + bottom)
     halves = figure.subfigures(2, 1, squeeze=False, height_ratios=[top, bottom])
     draw_throughput(halves[0][0], results, styles)
     draw_roofline(halves[1][0], results, styles)
@@ -102,15 +102,15 @@ def panel_figures(results: Sequence[BenchmarkResult]) -> list[tuple[str, Figure]
     figures: list[tuple[str, Figure]] = []
     width, height = PAGE_PANEL_INCHES
     for (op, dtype), members in throughput_panels(results).items():
-        legend = _throughput_legend_rows(members, styles, width)
-        figure = _new_figure(width, height + LEGEND_ROW_INCHES * legend)
+        legend = throughput_legend_rows(members, styles, width)
+        figure = new_figure(width, height + LEGEND_ROW_INCHES * legend)
         draw_throughput_panel(figure, op, dtype, members, styles)
         figures.append((f"throughput of {op} {dtype} against problem size", figure))
     rows = roofline_rows(results)
-    for identity, device in _devices(rows).items():
-        members = [r for r in rows if _identity(r) == identity]
-        legend = _legend_rows(list(_roofline_series(members, styles)), width)
-        figure = _new_figure(width, height + LEGEND_ROW_INCHES * legend)
+    for identity, device in devices_of(rows).items():
+        members = [r for r in rows if device_identity(r) == identity]
+        legend = legend_rows(list(roofline_series(members, styles)), width)
+        figure = new_figure(width, height + LEGEND_ROW_INCHES * legend)
         draw_roofline_panel(figure, device, members, styles)
         figures.append((f"roofline of {styles.device_title(device)}", figure))
     return figures

@@ -14,15 +14,15 @@ if TYPE_CHECKING:
 from cudabench.render.plot.style import (
     NO_ROOFLINE,
     Styles,
-    _devices,
-    _empty,
-    _grid,
-    _identity,
-    _legend,
-    _legend_rows,
-    _plain_axis,
-    _row_heights,
+    device_identity,
+    devices_of,
+    empty_panel,
+    grid_shape,
+    legend_below,
+    legend_rows,
+    plain_axis,
     roofline_rows,
+    row_heights,
     series_label,
     text,
 )
@@ -36,20 +36,21 @@ def draw_roofline(target: Figure | SubFigure, results: Sequence[BenchmarkResult]
     rows = roofline_rows(results)
     target.suptitle("Roofline")
     if not rows:
-        _empty(target, NO_ROOFLINE)
+        empty_panel(target, NO_ROOFLINE)
         return
-    devices = _devices(rows)
-    count_rows, columns = _grid(len(devices))
-    members = {identity: [r for r in rows if _identity(r) == identity] for identity in devices}
-    heights = _row_heights([_legend_rows(list(_roofline_series(m, styles)))
-                            for m in members.values()], columns)
+    devices = devices_of(rows)
+    count_rows, columns = grid_shape(len(devices))
+    members = {identity: [r for r in rows if device_identity(r) == identity]
+               for identity in devices}
+    heights = row_heights([legend_rows(list(roofline_series(m, styles)))
+                           for m in members.values()], columns)
     grid = target.subfigures(count_rows, columns, squeeze=False, height_ratios=heights)
     for index, (identity, device) in enumerate(devices.items()):
         draw_roofline_panel(grid[index // columns][index % columns], device,
                             members[identity], styles)
 
 
-def _roofline_series(rows: Sequence[BenchmarkResult], styles: Styles
+def roofline_series(rows: Sequence[BenchmarkResult], styles: Styles
                      ) -> dict[str, list[BenchmarkResult]]:
     several = len({(r.op, r.dtype) for r in rows}) > 1
     series: dict[str, list[BenchmarkResult]] = {}
@@ -104,7 +105,7 @@ def draw_roofline_panel(target: Figure | SubFigure, device: DeviceInfo | None,
         axes.annotate(text(f"{', '.join(labels)} {rate / 1e12:,.1f} {scale}"),
                       (high, rate / 1e12), textcoords="offset points", xytext=(-4, 3),
                       ha="right", fontsize="x-small", color="0.3")
-    for name, members in _roofline_series(rows, styles).items():
+    for name, members in roofline_series(rows, styles).items():
         members = sorted(members, key=lambda r: intensity[id(r)])
         axes.plot([intensity[id(r)] for r in members], [achieved[id(r)] for r in members],
                   label=text(name), **styles.line(members[0], len(members) > 1, 0.9))
@@ -114,12 +115,12 @@ def draw_roofline_panel(target: Figure | SubFigure, device: DeviceInfo | None,
     if rates:  # room above the highest roof for its label
         bottom, top = axes.get_ylim()
         axes.set_ylim(bottom, max(top, max(rates.values()) / 1e12 * 1.6))
-    _plain_axis(axes.xaxis, [low, high])
-    _plain_axis(axes.yaxis, [v for v in achieved.values()]
+    plain_axis(axes.xaxis, [low, high])
+    plain_axis(axes.yaxis, [v for v in achieved.values()]
                 + [rate / 1e12 for rate in rates.values()])
     axes.set_title(text(styles.device_title(device, lines=True)), fontsize="medium")
     axes.set_xlabel("arithmetic intensity (FLOP/byte), log scale")
     axes.set_ylabel(f"achieved {_ops_unit(rows)}, log scale")
     axes.grid(True, which="major", alpha=0.35)
     axes.grid(True, which="minor", alpha=0.12)
-    _legend(target, axes)
+    legend_below(target, axes)

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cudabench.common.units import params_text
 from cudabench.errors import UsageError
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status
-from cudabench.common.units import params_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -64,7 +64,7 @@ def require() -> None:
         raise UsageError(HINT) from None
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
     require()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -105,12 +105,12 @@ def shape_label(shape: Sequence[int]) -> str:
     return "x".join(map(str, shape)) or "-"
 
 
-def _identity(result: BenchmarkResult) -> Any:
+def device_identity(result: BenchmarkResult) -> Any:
     return result.device.identity if result.device else None
 
 
-def _devices(results: Sequence[BenchmarkResult]) -> dict[Any, DeviceInfo | None]:
-    return {_identity(r): r.device for r in results}
+def devices_of(results: Sequence[BenchmarkResult]) -> dict[Any, DeviceInfo | None]:
+    return {device_identity(r): r.device for r in results}
 
 
 def _device_name(device: DeviceInfo | None) -> str:
@@ -152,7 +152,7 @@ class Styles:
             index = ordered.index((tuple(r.params.values()), params_text(r.params)))
             styles.markers[(r.variant, params_text(r.params))] = KIND_MARKERS.get(
                 r.kind, VARIANT_MARKERS[index % len(VARIANT_MARKERS)])
-        devices = _devices(rows)
+        devices = devices_of(rows)
         for index, identity in enumerate(devices):
             styles.fills[identity] = FILLS[index % len(FILLS)]
         if len(devices) > 1:
@@ -173,14 +173,14 @@ class Styles:
         return self.markers.get((r.variant, params_text(r.params)), "o")
 
     def tag(self, r: BenchmarkResult) -> str:
-        return self.tags.get(_identity(r), "")
+        return self.tags.get(device_identity(r), "")
 
     def line(self, r: BenchmarkResult, joined: bool = True, width: float = 1.5
              ) -> dict[str, Any]:
         """Return a series' plot keywords: colour, marker and its fill, line style. A
         variant is drawn over the vendor and reference rows it may sit on."""
         return {"color": self.colour(r), "marker": self.marker(r),
-                "fillstyle": self.fills.get(_identity(r), "full"),
+                "fillstyle": self.fills.get(device_identity(r), "full"),
                 "linestyle": LINES[r.kind] if joined else "none", "linewidth": width,
                 "zorder": 3 if r.kind is Kind.VARIANT else 2.5}
 
@@ -188,9 +188,10 @@ class Styles:
         """Sort key of series: variants, then vendor, then reference rows; a variant's
         parameter sets in order; devices in order."""
         kinds = (Kind.VARIANT, Kind.VENDOR, Kind.REFERENCE)
+        device = device_identity(r)
         return (kinds.index(r.kind), list(self.colours).index(r.variant)
                 if r.variant in self.colours else 0, tuple(r.params.values()),
-                list(self.fills).index(_identity(r)) if _identity(r) in self.fills else 0,
+                list(self.fills).index(device) if device in self.fills else 0,
                 r.hot)
 
     def device_title(self, device: DeviceInfo | None, lines: bool = False) -> str:
@@ -212,7 +213,7 @@ def series_label(r: BenchmarkResult, styles: Styles, device: bool = True) -> str
     return label + (f" [{tag}]" if tag else "")
 
 
-def _legend(target: Figure | SubFigure, axes: Axes) -> int:
+def legend_below(target: Figure | SubFigure, axes: Axes) -> int:
     """Put the axes' legend under the panel, in as many columns as its labels allow;
     return its number of rows."""
     handles, labels = axes.get_legend_handles_labels()
@@ -220,7 +221,7 @@ def _legend(target: Figure | SubFigure, axes: Axes) -> int:
     if handles:
         target.legend(handles, labels, loc="outside lower center",
                       ncols=_legend_columns(labels, inches), fontsize="small", frameon=False)
-    return _legend_rows(labels, inches)
+    return legend_rows(labels, inches)
 
 
 def _legend_columns(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> int:
@@ -229,7 +230,7 @@ def _legend_columns(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> i
     return max(1, min(3, len(labels), chars // (max(map(len, labels), default=0) + 8)))
 
 
-def _legend_rows(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> int:
+def legend_rows(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> int:
     return math.ceil(len(labels) / _legend_columns(labels, inches)) if labels else 0
 
 
@@ -242,7 +243,7 @@ def _plain(value: float, _position: object = None) -> str:
     return f"{value:.3g}"
 
 
-def _plain_axis(axis: Any, values: Sequence[float] = ()) -> None:
+def plain_axis(axis: Any, values: Sequence[float] = ()) -> None:
     """Plain tick text; on a log axis spanning under two and a half decades, ticks at 1, 2
     and 5 of each decade too (else a narrow range shows one label, or none)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -255,12 +256,12 @@ def _plain_axis(axis: Any, values: Sequence[float] = ()) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _grid(count: int) -> tuple[int, int]:
+def grid_shape(count: int) -> tuple[int, int]:
     columns = 1 if count == 1 else 2
     return math.ceil(count / columns), columns
 
 
-def _row_heights(legend_rows: Sequence[int], columns: int) -> list[float]:
+def row_heights(legend_rows: Sequence[int], columns: int) -> list[float]:
     """Return each grid row's height in inches: a panel and its tallest legend."""
     heights = []
     for start in range(0, len(legend_rows), columns):
@@ -269,7 +270,7 @@ def _row_heights(legend_rows: Sequence[int], columns: int) -> list[float]:
     return heights
 
 
-def _empty(target: Figure | SubFigure, message: str) -> None:
+def empty_panel(target: Figure | SubFigure, message: str) -> None:
     axes = target.add_subplot()
     axes.set_axis_off()
     axes.text(0.5, 0.5, message, ha="center", va="center", wrap=True)

@@ -16,14 +16,14 @@ from cudabench.render.plot.style import (
     NO_THROUGHPUT,
     PANEL_INCHES,
     Styles,
-    _empty,
-    _grid,
-    _legend,
-    _legend_rows,
-    _plain_axis,
-    _row_heights,
+    empty_panel,
+    grid_shape,
+    legend_below,
+    legend_rows,
+    plain_axis,
     plotted,
     problem_size,
+    row_heights,
     series_label,
     shape_label,
     text,
@@ -78,14 +78,14 @@ def draw_throughput_panel(target: Figure | SubFigure, op: str, dtype: str,
         axes.set_yscale("log")  # small sizes would vanish on a linear axis
     else:
         axes.set_ylim(bottom=0)  # a linear axis from zero: no small gap looks large
-    _plain_axis(axes.yaxis, values)
+    plain_axis(axes.yaxis, values)
     integer = dtype == "int32"
     axes.set_title(text(f"{op} {dtype}"))
     axes.set_ylabel(("throughput (GOP/s)" if integer else "throughput (GFLOP/s)") if flops
                     else "bandwidth (GB/s)")
     axes.grid(True, which="major", alpha=0.35)
     axes.grid(True, which="minor", alpha=0.12)
-    _legend(target, axes)
+    legend_below(target, axes)
 
 
 def _size_axis(axes: Axes, rows: Sequence[BenchmarkResult]) -> None:
@@ -148,10 +148,10 @@ def draw_throughput(target: Figure | SubFigure, results: Sequence[BenchmarkResul
     panels = throughput_panels(results)
     target.suptitle("Throughput against problem size")
     if not panels:
-        _empty(target, NO_THROUGHPUT)
+        empty_panel(target, NO_THROUGHPUT)
         return
-    rows, columns = _grid(len(panels))
-    heights = _row_heights([_throughput_legend_rows(m, styles) for m in panels.values()],
+    rows, columns = grid_shape(len(panels))
+    heights = row_heights([throughput_legend_rows(m, styles) for m in panels.values()],
                            columns)
     grid = target.subfigures(rows, columns, squeeze=False, height_ratios=heights)
     for index, ((op, dtype), members) in enumerate(panels.items()):
@@ -159,6 +159,6 @@ def draw_throughput(target: Figure | SubFigure, results: Sequence[BenchmarkResul
                               styles)
 
 
-def _throughput_legend_rows(members: Sequence[BenchmarkResult], styles: Styles,
-                            inches: float = PANEL_INCHES[0]) -> int:
-    return _legend_rows(list(_throughput_series(members, styles)[1]), inches)
+def throughput_legend_rows(members: Sequence[BenchmarkResult], styles: Styles,
+                           inches: float = PANEL_INCHES[0]) -> int:
+    return legend_rows(list(_throughput_series(members, styles)[1]), inches)
