@@ -30,6 +30,8 @@ from cudabench.engines import nvcc as nvcc_tools
 
 TIMEOUT_S = nvcc_tools.TIMEOUT_S
 FORMAT = 1  # bumped when what a key covers changes
+NICENESS = 10  # nvcc's priority below the measuring process's (which is 0)
+STOPPED = -1  # the returncode of a build its pool stopped (close) before it ran
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,9 @@ def build(request: CubinRequest, nvcc: str | None = None, register: Register | N
     cubin = compile_cache.read(where, key)
     if cubin is not None:
         return CubinBuild(0, cubin, "", "", cached=True)
-    with compile_cache.locked(where, key, give_up):
+    with compile_cache.locked(where, key, give_up) as held:
+        if not held and give_up():  # the pool is closing: nothing more is wanted
+            return CubinBuild(STOPPED, b"", "the compile was stopped before it started", "")
         cubin = compile_cache.read(where, key)  # made by whoever held the lock before
         if cubin is not None:
             return CubinBuild(0, cubin, "", "", cached=True)
@@ -142,6 +146,9 @@ def _compile(request: CubinRequest, nvcc: str, register: Register | None
         except OSError:
             return CubinBuild(126, b"", nvcc_tools.nvcc_problem(nvcc)
                               or f"nvcc at {nvcc} cannot be run", shown), None
+        with contextlib.suppress(OSError, AttributeError):
+            # below the measuring process: compiling ahead takes what the CPU has left
+            os.setpriority(os.PRIO_PGRP, process.pid, NICENESS)
         if register is not None:
             register(process)
         try:
