@@ -528,7 +528,9 @@ def test_a_variant_that_does_not_take_the_type_is_left_out_with_a_note(use_fake,
     rows = {b.variant: b for b in load_results(json_path).benchmarks}
     assert "only_float" not in rows
     compared = invoke("compare", str(json_path), str(json_path))
-    assert compared.exit_code == 0 and "3 same" in compared.stdout
+    # A file against itself: nothing changed (a row whose median is known only roughly, on
+    # a loaded machine, is "noisy", never slower).
+    assert compared.exit_code == 0 and "slower" not in compared.stdout, compared.stdout
 
 
 def test_the_recheck_inputs_belong_to_their_plan_even_when_plans_come_and_go():

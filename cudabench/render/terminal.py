@@ -32,6 +32,7 @@ from cudabench.render.comparison import (
     row_cells,
     summary_text,
 )
+from cudabench.render.fit import fit
 from cudabench.render.run_table import RunTable, build_tables
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
@@ -98,19 +99,31 @@ def progress(total: int, console: Console, mode: bool | None = None, devices: in
 
 
 def render_run(outcome: RunOutcome, console: Console) -> None:
-    """Print one table per (device, op, shape, dtype) group of results."""
+    """Print one table per (device, op, shape, dtype) group of results; on a terminal,
+    the columns that fit its width whole (fit.py)."""
     for model in build_tables(outcome):
-        console.print(rich_table(model))
+        console.print(rich_table(model, terminal_width(console)))
 
 
-def rich_table(model: RunTable) -> Table:
-    """Turn a run-table model into a Rich table; user text never becomes markup."""
-    table = Table(title=Text(model.title), caption=Text(model.caption))
-    for name in model.columns:
-        table.add_column(name, justify="right" if model.right_aligned(name) else "left")
+def terminal_width(console: Console) -> int | None:
+    """Return the width tables must fit: the terminal's, or None when the output is not
+    a terminal (a file or a pipe keeps every column)."""
+    return console.width if console.is_terminal else None
+
+
+def rich_table(model: RunTable, width: int | None = None) -> Table:
+    """Turn a run-table model into a Rich table; user text never becomes markup. With a
+    width, only the columns that fit whole (the rest named under the table)."""
+    fitted = fit([*model.columns], [[c.text for c in row] for row in model.rows], width)
+    caption = model.caption + (f"\n{fitted.footer()}" if fitted.left_out else "")
+    table = Table(title=Text(model.title), caption=Text(caption))
+    for index in fitted.kept:
+        name = model.columns[index]
+        table.add_column(name, justify="right" if model.right_aligned(name) else "left",
+                         no_wrap=width is not None)
     for row in model.rows:
-        table.add_row(*(Text(cell.text, style=STATUS_STYLES.get(cell.style, ""))
-                        for cell in row))
+        table.add_row(*(Text(row[i].text, style=STATUS_STYLES.get(row[i].style, ""))
+                        for i in fitted.kept))
     return table
 
 
@@ -231,12 +244,16 @@ VERDICT_STYLES = {Verdict.SLOWER: "bold red", Verdict.FAILED: "bold red",
 
 def render_rows(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
                 console: Console) -> None:
-    """Print a plain table of text (user text is never markup)."""
-    table = Table(title=Text(title))
-    for name in columns:
-        table.add_column(name)
+    """Print a plain table of text (user text is never markup); on a terminal, the
+    columns that fit its width whole."""
+    width = terminal_width(console)
+    fitted = fit(columns, rows, width)
+    table = Table(title=Text(title), caption=Text(fitted.footer()) if fitted.left_out
+                  else None)
+    for index in fitted.kept:
+        table.add_column(columns[index], no_wrap=width is not None)
     for row in rows:
-        table.add_row(*(Text(cell) for cell in row))
+        table.add_row(*(Text(row[i]) for i in fitted.kept))
     console.print(table)
 
 

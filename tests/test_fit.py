@@ -1,0 +1,68 @@
+"""Tables at a terminal's width: whole columns by priority, never a cut cell (issue 30)."""
+
+from __future__ import annotations
+
+import glob
+
+import pytest
+from rich.console import Console
+
+from cudabench.render.fit import WIDE_ENV, fit
+from cudabench.render.run_table import build_tables
+from cudabench.render.terminal import render_rows, render_run
+from cudabench.results.loader import load_results
+from cudabench.results.model import RunOutcome
+
+H100_FILES = sorted(glob.glob("tests/data/h100*/*.json"))
+
+
+def rendered(outcome: RunOutcome, width: int, terminal: bool = True) -> str:
+    console = Console(width=width, force_terminal=terminal, color_system=None)
+    with console.capture() as capture:
+        render_run(outcome, console)
+    return capture.get()
+
+
+@pytest.mark.parametrize("path", H100_FILES)
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_h100_tables_fit_without_cutting_a_cell(path, width):
+    outcome = RunOutcome(load_results(path).benchmarks)
+    text = rendered(outcome, width)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= width
+    for model in build_tables(outcome):  # the name column always stays, whole
+        for row in model.rows:
+            assert row[0].text in text
+
+
+def test_left_out_columns_are_named_and_piped_output_keeps_them(monkeypatch):
+    monkeypatch.delenv(WIDE_ENV, raising=False)
+    outcome = RunOutcome(load_results(H100_FILES[0]).benchmarks)
+    narrow = rendered(outcome, 80)
+    assert "left out to fit the terminal:" in " ".join(narrow.split())
+    piped = rendered(outcome, 80, terminal=False)  # a file or a pipe: every column
+    assert "left out" not in piped
+    monkeypatch.setenv(WIDE_ENV, "1")
+    assert "left out" not in rendered(outcome, 80)
+
+
+def test_the_most_important_columns_are_kept_first():
+    columns = ["variant", "params", "check", "median", "spread", "GFLOP/s", "GB/s",
+               "vs cuBLAS", "rel error"]
+    rows = [["tiled", "TILE=16", "PASS", "1.00 ms", "±0.1%", "2,000.0", "12.0", "0.50x",
+             "1.0e-07"]]
+    kept = fit(columns, rows, 60)
+    names = [columns[i] for i in kept.kept]
+    assert names[:4] == ["variant", "params", "check", "median"] and "vs cuBLAS" in names
+    assert "rel error" in kept.left_out and "spread" in kept.left_out
+    assert fit(columns, rows, None).left_out == ()  # no terminal: everything
+
+
+def test_plain_tables_fit_too():
+    console = Console(width=40, force_terminal=True, color_system=None)
+    with console.capture() as capture:
+        render_rows("t", ["benchmark", "a long column name", "x"],
+                    [["matmul/tiled", "some long value here", "1"]], console)
+    text = capture.get()
+    assert "…" not in text and "matmul/tiled" in text
+    assert "left out" in text
