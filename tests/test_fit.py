@@ -66,3 +66,27 @@ def test_plain_tables_fit_too():
     text = capture.get()
     assert "…" not in text and "matmul/tiled" in text
     assert "left out" in text
+
+
+COMPARE_PAIRS = [("tests/data/h100/v1-matmul.json", "tests/data/h100/v2-matmul.json"),
+                 ("tests/data/compare/baseline.json", "tests/data/compare/slower20.json"),
+                 ("tests/data/compare/baseline.json", "tests/data/compare/failing.json")]
+
+
+@pytest.mark.parametrize(("old", "new"), COMPARE_PAIRS)
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_compare_fits_and_keeps_its_reasons_as_notes(old, new, width):
+    from cudabench.cli.commands import judge
+    from cudabench.render.terminal import render_comparison
+
+    comparison = judge(load_results(old), load_results(new), "5%")
+    console = Console(width=width, force_terminal=True, color_system=None)
+    with console.capture() as capture:
+        render_comparison(comparison, console)
+    text = capture.get()
+    table = text.split("┘")[0]  # the table itself: notes below it may be long lines
+    assert "…" not in text and max(len(line) for line in table.splitlines()) <= width
+    for row in comparison.rows:
+        assert row.variant in text
+        if row.verdict.value != "same":  # its verdict and its reason are on screen
+            assert row.verdict.value in text and row.reason.split()[0] in text

@@ -32,7 +32,7 @@ from cudabench.render.comparison import (
     row_cells,
     summary_text,
 )
-from cudabench.render.fit import fit
+from cudabench.render.fit import Fitted, fit
 from cudabench.render.run_table import RunTable, build_tables
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
@@ -273,22 +273,40 @@ def render_incomplete(paths: list[str], console: Console, current: str = "") -> 
 def render_comparison(comparison: Comparison, console: Console) -> None:
     """Print a comparison: its table, added and removed benchmarks, and a summary line."""
     c = comparison
-    table = Table(
-        title=Text("cudabench compare"),
-        caption=Text(f"baseline {c.baseline_path} ({c.baseline_gpu}) | "
-                     f"current {c.current_path} ({c.current_gpu})"),
-    )
-    for name in COLUMNS:
-        table.add_column(name, justify="right" if name in RIGHT_ALIGNED else "left")
-    verdict = COLUMNS.index("verdict")
-    for row in c.rows:
-        cells = [Text(text) for text in row_cells(row)]
-        ungated = row.verdict in REGRESSION and not row.regressed  # a reference row
-        style = "yellow" if ungated else VERDICT_STYLES.get(row.verdict, "")
-        cells[verdict].stylize(style)
-        table.add_row(*cells)
+    texts = [row_cells(row) for row in c.rows]
+    width = terminal_width(console)
+    marked = [[cells[0] + f" [{len(texts)}]", *cells[1:]] for cells in texts]  # room for marks
+    fitted = fit(COLUMNS, marked, width)
+    kept = [COLUMNS[i] for i in fitted.kept]
+    # Long texts left out of a narrow table become numbered notes under it, never lost.
+    noted = [name for name in ("reason", "threshold") if name not in kept]
+    marks = {index: f"[{number}]" for number, index in enumerate(
+        (i for i, cells in enumerate(texts) if c.rows[i].verdict is not Verdict.SAME
+         and any(cells[COLUMNS.index(name)] not in ("", "-") for name in noted)), start=1)}
+    caption = (f"baseline {c.baseline_path} ({c.baseline_gpu}) | "
+               f"current {c.current_path} ({c.current_gpu})")
+    left_out = [name for name in fitted.left_out if name not in noted]
+    if left_out:
+        caption += "\n" + Fitted(fitted.kept, tuple(left_out)).footer()
+    table = Table(title=Text("cudabench compare"), caption=Text(caption))
+    for name in kept:
+        table.add_column(name, justify="right" if name in RIGHT_ALIGNED else "left",
+                         no_wrap=width is not None)
+    for index, (row, cells) in enumerate(zip(c.rows, texts)):
+        shown = [Text(cells[i]) for i in fitted.kept]
+        if index in marks:
+            shown[0].append(f" {marks[index]}")
+        if "verdict" in kept:
+            ungated = row.verdict in REGRESSION and not row.regressed  # a reference row
+            style = "yellow" if ungated else VERDICT_STYLES.get(row.verdict, "")
+            shown[kept.index("verdict")].stylize(style)
+        table.add_row(*shown)
     if c.rows:
         console.print(table)
+    for index, mark in marks.items():
+        parts = [f"{name}: {texts[index][COLUMNS.index(name)]}" for name in noted
+                 if texts[index][COLUMNS.index(name)] not in ("", "-")]
+        console.print(Text(f"{mark} " + "; ".join(parts)), soft_wrap=True)
     for change in c.setting_changes:
         console.print(Text(f"the card differs: {change}", style="yellow"), soft_wrap=True)
     for note in c.notes:
