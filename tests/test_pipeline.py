@@ -85,7 +85,8 @@ def test_every_variant_passes_on_the_fake_engine(op, dtype, shape):
     outcome = run_plans([plan_for(op, shape, dtype, insight=Insight())], FakeSpec(seed=1))
     by_name = {r.variant: r for r in outcome.results}
     catalog = discover()[op]
-    assert {n for n, r in by_name.items() if r.kind is Kind.VARIANT} == set(catalog)
+    takes = {name for name, variant in catalog.items() if dtype in variant.dtypes}
+    assert {n for n, r in by_name.items() if r.kind is Kind.VARIANT} == takes
     assert {n for n, r in by_name.items() if r.kind is Kind.REFERENCE} == set(OPS[op].references)
     vendor = OPS[op].vendor(OPS[op].type_set(dtype))
     assert {n for n, r in by_name.items() if r.kind is Kind.VENDOR} == {"cuBLAS"}
@@ -327,9 +328,7 @@ def test_results_from_a_worker_stream_in_order(use_fake, tmp_path):
     assert done.exit_code == 3
     lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
     names = [line.split()[1] for line in lines]
-    assert names[:3] == ["matmul/naive", "matmul/tiled", "matmul/tiled_conflict"]
-    assert names[3:] == [f"matmul/{n}" for n in ("mma_async", "mma_sync", "wgmma_async",
-                                                 "wgmma_tma", "wgmma_ws")]  # SKIP rows, last
+    assert names == ["matmul/naive", "matmul/tiled", "matmul/tiled_conflict"]
 
 
 def test_a_reference_row_is_measured_once_per_shape_in_a_suite(use_fake, tmp_path):

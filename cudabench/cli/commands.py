@@ -281,6 +281,8 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     terminal.render_rows("cudabench --dry-run: nothing touches a GPU", columns,
                          [(r.benchmark, r.variant, r.params, r.launches, r.work, r.memory,
                            r.compiled) for r in rows], terminal.stdout_console())
+    for note in dict.fromkeys(note for plan in plans for note in plan.notes):
+        terminal.stderr_console().print(f"note: {note}", markup=False, highlight=False)
     return int(ExitCode.OK if all(r.compile_ok for r in rows) else ExitCode.USAGE)
 
 

@@ -69,6 +69,10 @@ def run(engine, op, size, dtype="float32", variants=(), params=None, kernels_dir
 def test_variant_matches_reference(engine, op, variant, dtype, size):
     result = run(engine, op, size, dtype, [variant])[variant]
     assert result.error is None, result.error
+    if result.status is Status.SKIP:  # only a TMA tensor map this shape's strides cannot take
+        assert result.skipped and result.skipped.startswith("tensor_map "), result.skipped
+        assert "TMA needs a multiple of 16 bytes" in result.skipped, result.skipped
+        return
     assert result.status is Status.PASS, result.verification
     assert result.device is not None and result.device.pci_bus_id
     assert len(result.samples_s) == 3 and min(result.samples_s) > 0
