@@ -192,6 +192,22 @@ def test_caching_off_compiles_every_time(tmp_path, fake_nvcc, monkeypatch):
     assert fake_nvcc.calls() == 2
 
 
+def test_the_least_recently_used_entries_go_beyond_the_size_kept(cache, fake_nvcc, tmp_path):
+    path = a_kernel(tmp_path / "kernels")
+    for tile in (8, 16, 32):
+        build(request(path, tile), fake_nvcc.path)
+    entries = sorted(cache.glob("*/*.cubin"), key=lambda p: p.stat().st_mtime_ns)
+    old = time.time() - 3600
+    for age, entry in enumerate(entries):  # 8 oldest, then 16, then 32
+        os.utime(entry, (old + age, old + age))
+    assert build(request(path, 8), fake_nvcc.path).cached  # a hit: now the newest
+    size = entries[0].stat().st_size
+    compile_cache.prune(cache, keep_bytes=2 * size)
+    assert sorted(cache.glob("*/*.cubin")) == sorted([entries[0], entries[2]])
+    assert not entries[1].with_suffix(".lock").exists()
+    assert not build(request(path, 16), fake_nvcc.path).cached
+
+
 def test_a_header_changed_while_compiling_is_not_kept(cache, fake_nvcc, tmp_path,
                                                       monkeypatch):
     path = a_kernel(tmp_path / "kernels")

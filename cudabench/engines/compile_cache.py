@@ -6,13 +6,14 @@ known only once nvcc has run (its -MD dependency list), so each entry records ev
 nvcc read with its content's hash, and an entry whose files changed since is not used: an
 edited header recompiles, as an edited kernel does. An entry is written atomically (a
 temporary file renamed), carries its cubin's length and hash, and one that cannot be read
-whole and intact is compiled again, never trusted. Entries live in
+whole and intact is compiled again, never trusted. Beyond KEEP_BYTES the least recently
+used entries are removed (once per process that compiles). Entries live in
 `cache_root()/cubins` (CUDABENCH_CACHE_DIR, else $XDG_CACHE_HOME/cudabench, else
 ~/.cache/cudabench); CUDABENCH_CACHE_DIR=off keeps nothing.
 
-Several processes may compile the same key at once (a worker per GPU, a fresh worker
-after a fault while the old one's compiles finish): a lock file per key makes the second
-wait for the first and read its entry.
+Several processes may compile the same key at once (a worker per GPU whose benchmarks
+share a kernel, a dry run beside a run): a lock file per key makes the second wait for the
+first and read its entry.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ except ImportError:  # not on POSIX: compiles of one key in two processes both r
     fcntl = None  # type: ignore[assignment]
 
 MAGIC = b"cudabench-cubin 1\n"
+KEEP_BYTES = 2 << 30  # the folder is pruned, least recently used first, beyond this
+_PRUNED: set[Path] = set()  # folders this process has pruned
 LOCK_POLL_S = 0.05
 Dependency = tuple[str, int, int, str]  # path, size, mtime_ns, sha256 of its content
 _HASHES: dict[tuple[str, int, int, int], str] = {}  # this process's file hashes
@@ -69,6 +72,8 @@ def read(where: Path, key: str) -> bytes | None:
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    with contextlib.suppress(OSError):
+        os.utime(entry_path(where, key))  # recently used: pruned last
     return cubin
 
 
@@ -92,6 +97,28 @@ def write(where: Path, key: str, cubin: bytes, dependencies: Sequence[Dependency
             raise
     except OSError:
         return
+    if where not in _PRUNED:  # once per process, by the first that compiles something
+        _PRUNED.add(where)
+        prune(where)
+
+
+def prune(where: Path, keep_bytes: int | None = None) -> None:
+    """Remove the least recently used entries (and their lock files) beyond keep_bytes
+    (KEEP_BYTES)."""
+    limit = KEEP_BYTES if keep_bytes is None else keep_bytes
+    entries = []
+    for entry in where.glob("*/*.cubin"):
+        with contextlib.suppress(OSError):
+            stat = entry.stat()
+            entries.append((stat.st_mtime_ns, stat.st_size, entry))
+    total = sum(size for _, size, _ in entries)
+    for _, size, entry in sorted(entries):
+        if total <= limit:
+            break
+        with contextlib.suppress(OSError):
+            entry.unlink()
+            total -= size
+            entry.with_suffix(".lock").unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from cudabench.catalog import KernelVariant
 from cudabench.catalog.variants import Arch
-from cudabench.errors import UsageError
 from cudabench.engines import nvcc as nvcc_tools
 from cudabench.engines.compiler import CubinBuild, build, request_for
+from cudabench.errors import UsageError
 
 __all__ = ["CubinBuild", "compile_cubin", "find_cuobjdump", "sass"]
 

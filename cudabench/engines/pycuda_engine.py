@@ -5,8 +5,8 @@ utility_kernels.py)."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +16,9 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.catalog import KernelVariant
-from cudabench.errors import GpuEnvironmentError, LaunchRefused
 from cudabench.engines import telemetry
 from cudabench.engines.cuda_driver import CudaDriver
+from cudabench.engines.nvcc import pycuda_install_hint
 from cudabench.engines.nvml import device_count
 from cudabench.engines.protocol import (
     Compiled,
@@ -30,8 +30,6 @@ from cudabench.engines.protocol import (
 )
 from cudabench.engines.pycuda_compile import PycudaCompiler
 from cudabench.engines.pycuda_device import device_info
-from cudabench.engines.visibility import visible_entries
-from cudabench.engines.nvcc import pycuda_install_hint
 from cudabench.engines.telemetry import MonitorLike
 from cudabench.engines.utility_kernels import (
     BLOCK_TIMEOUT_NS,
@@ -40,6 +38,8 @@ from cudabench.engines.utility_kernels import (
     UTILITY_SOURCE,
     stamp_clock_mhz,
 )
+from cudabench.engines.visibility import visible_entries
+from cudabench.errors import GpuEnvironmentError, LaunchRefused
 from cudabench.ops.vendor import VendorCall
 
 

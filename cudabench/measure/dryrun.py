@@ -19,11 +19,11 @@ from pathlib import Path
 
 from cudabench.catalog import KernelVariant
 from cudabench.catalog.variants import Arch, parse_arch
-from cudabench.measure import memory
+from cudabench.common.units import format_bytes, params_text, shape_text
 from cudabench.engines.compile_pool import CompilePool
 from cudabench.engines.compiler import CubinRequest, request_for
+from cudabench.measure import memory
 from cudabench.planning.plan import Plan, compile_defines, header_variables, unsupported_on
-from cudabench.common.units import format_bytes, params_text, shape_text
 
 ASSUMED_SM_COUNT = 132  # an H100's: launch geometry that scales with SMs is shown for it
 GRID_LIMITS = (2**31 - 1, 65535, 65535)  # every CUDA GPU since compute capability 3.0
