@@ -84,7 +84,8 @@ def test_variant_matches_reference(engine, op, variant, dtype, size):
 def test_every_tile_size(engine, op, size, tile):
     results = run(engine, op, size, "float32", params={"TILE": tile})
     variants = [r for r in results.values() if r.kind is Kind.VARIANT]
-    assert len(variants) == len(catalog.discover()[op]), results
+    takes = [v for v in catalog.discover()[op].values() if "float32" in v.dtypes]
+    assert len(variants) == len(takes), results  # the float16-only rungs are left out
     assert all(r.status is Status.PASS for r in variants), results
 
 
