@@ -5,6 +5,7 @@ Everything here runs without a GPU, PyCUDA or nvcc: nvcc is played by small scri
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import subprocess
@@ -288,3 +289,33 @@ def test_list_on_a_very_narrow_terminal_folds_names_but_keeps_every_letter():
     for variants in discover().values():
         for name in variants:
             assert name in cells, name
+
+
+def test_a_transient_start_error_is_tried_again_and_a_lasting_one_is_not():
+    # CI once lost one of ~300 parallel compiles to a moment out of processes or memory
+    calls: list[int] = []
+
+    def flaky() -> subprocess.Popen[str]:
+        calls.append(1)
+        if len(calls) < 3:
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        return subprocess.Popen(["true"], text=True)
+
+    process = nvcc.start_retrying(flaky, pause_s=0.001)
+    assert process.wait() == 0 and len(calls) == 3
+
+    calls.clear()
+
+    def missing() -> subprocess.Popen[str]:
+        calls.append(1)
+        raise OSError(errno.ENOEXEC, "Exec format error")
+
+    with pytest.raises(OSError, match="Exec format error"):
+        nvcc.start_retrying(missing, pause_s=0.001)
+    assert len(calls) == 1
+
+    def always_busy() -> subprocess.Popen[str]:
+        raise OSError(errno.ETXTBSY, "Text file busy")
+
+    with pytest.raises(OSError, match="Text file busy"):
+        nvcc.start_retrying(always_busy, tries=2, pause_s=0.001)

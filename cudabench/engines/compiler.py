@@ -140,12 +140,11 @@ def _compile(request: CubinRequest, nvcc: str, register: Register | None
         started_ns = time.time_ns()
         try:
             # its own process group: a pool that stops it stops cicc and ptxas too
-            process = subprocess.Popen([*command, "-MD", "-MF", str(depfile)],
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       text=True, start_new_session=True)
-        except OSError:
-            return CubinBuild(126, b"", nvcc_tools.nvcc_problem(nvcc)
-                              or f"nvcc at {nvcc} cannot be run", shown), None
+            process = nvcc_tools.start_retrying(lambda: subprocess.Popen(
+                [*command, "-MD", "-MF", str(depfile)], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, start_new_session=True))
+        except OSError as exc:
+            return CubinBuild(126, b"", nvcc_tools.cannot_run_message(nvcc, exc), shown), None
         with contextlib.suppress(OSError, AttributeError):
             # below the measuring process: compiling ahead takes what the CPU has left
             os.setpriority(os.PRIO_PGRP, process.pid, NICENESS)

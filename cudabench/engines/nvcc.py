@@ -11,11 +11,13 @@ first error line and the fix.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,30 @@ DEFAULT_ARCH = "sm_90"
 TIMEOUT_S = 600
 PROBE_TIMEOUT_S = 60  # `nvcc --version` answers in well under a second
 CUDA_HOME = Path("/usr/local/cuda")  # where the toolkit usually is (tests point it elsewhere)
+# Errors of starting a process that pass when tried again: a busy machine out of processes or
+# memory for a moment, or a script another thread of this process had open for writing while
+# it forked (ETXTBSY). CI once lost a build to one of them among ~300 parallel compiles.
+TRANSIENT_START_ERRORS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.ETXTBSY, errno.EINTR})
+START_TRIES = 4
+
+
+def start_retrying(start: Callable[[], subprocess.Popen[str]], tries: int = START_TRIES,
+                   pause_s: float = 0.2) -> subprocess.Popen[str]:
+    """Return start()'s process, trying again (with a growing pause) while starting it
+    fails for a transient reason; the last OSError, or any other, is raised."""
+    for attempt in range(tries):
+        try:
+            return start()
+        except OSError as exc:
+            if exc.errno not in TRANSIENT_START_ERRORS or attempt == tries - 1:
+                raise
+            time.sleep(pause_s * 2 ** attempt)
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def cannot_run_message(nvcc: str, exc: OSError) -> str:
+    """Why nvcc could not be started: nvcc_problem's answer, else the OS's own error."""
+    return nvcc_problem(nvcc) or f"nvcc at {nvcc} cannot be run ({exc.strerror or exc})"
 
 
 @dataclass(frozen=True)
@@ -121,13 +147,17 @@ def compile_ptx(variant: KernelVariant, defines: Mapping[str, object],
                    *(f"-D{name}={value}" for name, value in sorted(defines.items())),
                    str(source), "-o", str(target)]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+            process = start_retrying(lambda: subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        except OSError as exc:
+            return Build(126, "", cannot_run_message(nvcc, exc), " ".join(command))
+        try:
+            stdout, stderr = process.communicate(timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
             return Build(124, "", f"nvcc did not finish within {TIMEOUT_S} s", " ".join(command))
-        except OSError:
-            return Build(126, "", nvcc_problem(nvcc) or f"nvcc at {nvcc} cannot be run",
-                         " ".join(command))
-        ptx = target.read_text() if done.returncode == 0 else ""
-    output = done.stdout + done.stderr
-    problem = nvcc_problem(nvcc) if done.returncode != 0 else None
-    return Build(done.returncode, ptx, problem or output, " ".join(command))
+        ptx = target.read_text() if process.returncode == 0 else ""
+    output = stdout + stderr
+    problem = nvcc_problem(nvcc) if process.returncode != 0 else None
+    return Build(process.returncode, ptx, problem or output, " ".join(command))
