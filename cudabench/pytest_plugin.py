@@ -139,7 +139,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check_compare_options(config: pytest.Config, baseline: Path, json_path: Path | None
                            ) -> None:
-    from cudabench.cli.commands import check_thresholds
+    from cudabench.cli.compare import check_thresholds
     from cudabench.errors import CudabenchError
     from cudabench.results.loader import load_results
 

@@ -76,7 +76,7 @@ COMPARE_PAIRS = [("tests/data/h100/v1-matmul.json", "tests/data/h100/v2-matmul.j
 @pytest.mark.parametrize(("old", "new"), COMPARE_PAIRS)
 @pytest.mark.parametrize("width", [80, 100, 120])
 def test_compare_fits_and_keeps_its_reasons_as_notes(old, new, width):
-    from cudabench.cli.commands import judge
+    from cudabench.cli.compare import judge
     from cudabench.render.terminal import render_comparison
 
     comparison = judge(load_results(old), load_results(new), "5%")

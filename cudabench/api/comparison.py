@@ -111,7 +111,7 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
     if isinstance(threshold, bool) or not isinstance(threshold, (str, int, float)):
         raise UsageError(f"threshold {threshold!r}: expected 'auto', a percentage such as "
                          "'5%' or a fraction such as 0.05")
-    from cudabench.cli.commands import judge
+    from cudabench.cli.compare import judge
 
     files = _file(baseline, "baseline"), _file(current, "current")
     judged = judge(files[0], files[1], str(threshold), alpha,

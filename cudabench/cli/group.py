@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "calibrate": ("cudabench.cli.commands", "calibrate_command",
                   "Run a suite several times into the history store, then show each "
                   "benchmark's between-run spread."),
-    "compare": ("cudabench.cli.commands", "compare_command",
+    "compare": ("cudabench.cli.compare", "compare_command",
                 "Compare two results files; exit 1 on a significant slowdown, a new "
                 "failure, a benchmark missing from CURRENT or an incomplete CURRENT."),
     "history": ("cudabench.cli.history", "history",

@@ -1,0 +1,135 @@
+"""`cudabench compare`: judge a current results file against a baseline (the CI gate).
+
+judge() is the one comparison the command, the Python API and the pytest plugin share:
+--threshold auto reads each benchmark's gate from the history store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from cudabench.analysis.compare import compare
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, parse_threshold
+from cudabench.common.outfiles import check_outputs, write_text
+from cudabench.common.stats import relative_spread
+from cudabench.errors import UsageError
+from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history.store import Store
+from cudabench.history.threshold import (
+    DEFAULT_CAP,
+    DEFAULT_FLOOR,
+    DEFAULT_MULTIPLE,
+    auto_threshold,
+    smallest_detectable,
+)
+from cudabench.render import terminal
+from cudabench.render.csv_out import comparison_to_csv
+from cudabench.render.html import comparison_html
+from cudabench.render.markdown import to_markdown
+from cudabench.results import BenchmarkResult, ResultsFile, load_results
+
+
+@click.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("current", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--threshold", default="auto", show_default=True,
+              help="Smallest change that counts, e.g. 5% or 0.05; auto: per benchmark, "
+              f"{DEFAULT_MULTIPLE:g} x the between-run spread of its medians in the history "
+              f"store (--db), at least {DEFAULT_FLOOR:.0%} (the floor alone without history) "
+              "and at most --max-threshold.")
+@click.option("--alpha", type=float, default=0.001, show_default=True,
+              help="Significance level of the Mann-Whitney U test on the raw samples.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the comparison as GitHub-flavoured markdown (CI job summary).")
+@click.option("--html", "html_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the comparison as one self-contained HTML file.")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write one CSV row per compared benchmark.")
+@click.option("--power", is_flag=True,
+              help="Say per benchmark the smallest slowdown this gate would catch.")
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help=f"The history store --threshold auto reads (default {DEFAULT_STORE}).")
+@click.option("--allow-different-gpu", is_flag=True,
+              help="Compare files measured on different GPU models.")
+@click.option("--allow-missing", is_flag=True,
+              help="Pass the gate although benchmarks of the baseline are missing from the "
+              "current file or SKIP there (default: missing fails).")
+@click.option("--max-threshold", default=f"{DEFAULT_CAP:.0%}", show_default=True,
+              help="The most --threshold auto may grow to from a noisy history.")
+def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
+                    markdown_path: Path | None, html_path: Path | None, csv_path: Path | None,
+                    power: bool, db: Path | None, allow_different_gpu: bool,
+                    allow_missing: bool, max_threshold: str) -> int:
+    """Compare two results files; exit 1 on a significant slowdown, a new failure, a
+    benchmark missing from CURRENT or an incomplete CURRENT."""
+    check_thresholds(threshold, max_threshold)  # bad values are named before files are read
+    check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
+                  [baseline, current, db or DEFAULT_STORE])
+    before, after = load_results(baseline), load_results(current)
+    comparison = judge(before, after, threshold, alpha, db, allow_different_gpu, power,
+                       allow_missing, max_threshold)
+    if markdown_path is not None:
+        write_text(markdown_path, to_markdown(comparison), "--markdown")
+    if html_path is not None:
+        write_text(html_path, comparison_html(comparison, (before, after)), "--html")
+    if csv_path is not None:
+        write_text(csv_path, comparison_to_csv(comparison), "--csv")
+    terminal.render_comparison(comparison, terminal.stdout_console())
+    incomplete = [f.path for f in (before, after) if f.metadata.get("complete") is False]
+    terminal.render_incomplete(incomplete, terminal.stderr_console(), after.path)
+    return int(comparison.exit_code)
+
+
+def check_thresholds(threshold: str, max_threshold: str) -> tuple[float, float]:
+    """Return --threshold (the floor under auto) and --max-threshold, checked."""
+    auto = threshold.strip().lower() == "auto"
+    limit = DEFAULT_FLOOR if auto else parse_threshold(threshold)
+    cap = parse_threshold(max_threshold, "--max-threshold")
+    if auto and cap < DEFAULT_FLOOR:
+        raise UsageError(f"--max-threshold {max_threshold}: below the {DEFAULT_FLOOR:.0%} floor "
+                         "of --threshold auto")
+    return limit, cap
+
+
+def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
+          alpha: float = DEFAULT_ALPHA, db: Path | None = None,
+          allow_different_gpu: bool = False, power: bool = False,
+          allow_missing: bool = False, max_threshold: str = f"{DEFAULT_CAP:.0%}"
+          ) -> Comparison:
+    """Compare two loaded results files as `cudabench compare` does (the CLI and the Python
+    API alike): --threshold auto reads each benchmark's gate from the history store."""
+    auto = threshold.strip().lower() == "auto"
+    limit, cap = check_thresholds(threshold, max_threshold)
+    if not after.benchmarks:
+        raise UsageError(f"{after.path}: holds no benchmarks (its run measured nothing): "
+                         "there is nothing to judge")
+    store_path = db or DEFAULT_STORE
+    with contextlib.ExitStack() as stack:
+        threshold_for = None
+        if auto:
+            store = stack.enter_context(Store.open(store_path)) if store_path.exists() else None
+            threshold_for = auto_thresholds(store, after.gpu_name, store_path, cap)
+        power_for = None
+        if power:
+            def power_for(gate: float, old: BenchmarkResult, new: BenchmarkResult) -> float:
+                return smallest_detectable(gate, relative_spread(new.samples_s or (1.0,)),
+                                           max(len(new.samples_s), 1),
+                                           max(len(old.samples_s), 1), alpha)
+        return compare(before, after, limit, alpha, allow_different_gpu, threshold_for,
+                       power_for, allow_missing)
+
+
+def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
+                    cap: float = DEFAULT_CAP) -> Callable[[BenchmarkResult], tuple[float, str]]:
+    """Return --threshold auto: each benchmark's gate from the history store (at most cap),
+    else the floor, with where it came from."""
+    def threshold_for(result: BenchmarkResult) -> tuple[float, str]:
+        if store is None:
+            return DEFAULT_FLOOR, f"floor: no history store at {store_path}"
+        return auto_threshold(store, result.key, gpu_model, cap=cap)
+
+    return threshold_for
