@@ -3,8 +3,8 @@
 // dtypes: float16
 // unit: tensor
 // param BN: default 128; allowed 128, 256
-// param BK: default 32; allowed 32, 64
-// param STAGES: default 4; allowed 2, 3, 4
+// param BK: default 64; allowed 32, 64
+// param STAGES: default 3; allowed 2, 3, 4
 // launch matmul_mma_async: grid cdiv(N, BN), cdiv(M, 128); block 2 * (BN // 64) * 32; dynamic_shared STAGES * (128 * BK + BK * BN) * ELEM_SIZE
 
 // Tensor-core rung 2. The warp tiles, fragments, swizzle and epilogue are mma_sync.cu's;
