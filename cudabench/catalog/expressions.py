@@ -42,6 +42,41 @@ def parse_tuple(text: str) -> tuple[ast.expr, ...]:
     return parts
 
 
+_COMPARE: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+}
+
+
+def parse_condition(text: str) -> ast.Compare:
+    """Parse `A <= B` (a chain too: `32 <= A * B <= 1024`) over header arithmetic."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ExpressionError(f"cannot parse {text.strip()!r}: {exc.msg}") from None
+    if not isinstance(tree, ast.Compare) or not all(type(op) in _COMPARE for op in tree.ops):
+        raise ExpressionError("expected a comparison such as `BM * BN // (TM * TN) <= 1024` "
+                              "(< <= > >= == != between integer arithmetic)")
+    for part in (tree.left, *tree.comparators):
+        _check(part)
+    return tree
+
+
+def holds(condition: ast.Compare, variables: Mapping[str, int]) -> bool:
+    """Return whether a parsed comparison (chain) is true for variables."""
+    left = _eval(condition.left, variables)
+    for op, node in zip(condition.ops, condition.comparators):
+        right = _eval(node, variables)
+        if not _COMPARE[type(op)](left, right):
+            return False
+        left = right
+    return True
+
+
 def names_in(nodes: tuple[ast.expr, ...]) -> set[str]:
     """Return the variable names used by parsed expressions."""
     return {

@@ -14,6 +14,11 @@ and optionally what the kernel needs beyond the op's arguments (docs/writing-an-
     // arch: sm_90a
     // tensor_map A: box BM, BK; swizzle 128
 
+and constraints between the parameters (repeatable; a configuration that breaks one is
+never compiled: `--best` searches prune it, an explicit one is a usage error):
+
+    // constraint: (BM // TM) * (BN // TN) <= 1024
+
 The header ends at the first line that is not a `//` comment. Every non-blank header line
 must be one of the keys above; errors name the file and line.
 """
@@ -34,6 +39,7 @@ from cudabench.catalog.variants import (
     SWIZZLES,
     TENSOR_MAP_KEYS,
     UNITS,
+    Constraint,
     KernelVariant,
     Launch,
     ParamSpec,
@@ -81,6 +87,7 @@ def parse_header(path: Path, text: str | None = None,
     params: list[ParamSpec] = []
     launch_lines: list[tuple[int, str, str]] = []
     tensor_map_lines: list[tuple[int, str, str]] = []
+    constraint_lines: list[tuple[int, str]] = []
     for number, content in header[1:]:
         if not content:
             continue
@@ -103,6 +110,8 @@ def parse_header(path: Path, text: str | None = None,
             if any(buffer == name for _, buffer, _ in tensor_map_lines):
                 raise KernelFileError(path, number, f"tensor_map {name} declared twice")
             tensor_map_lines.append((number, name, value))
+        elif key == "constraint" and not name:
+            constraint_lines.append((number, value))
         elif key in ("description", "dtypes", "shared_bytes", "unit", "arch") and not name:
             if key in fields:
                 raise KernelFileError(path, number, f"`{key}` given twice")
@@ -111,8 +120,8 @@ def parse_header(path: Path, text: str | None = None,
             raise KernelFileError(
                 path, number,
                 f"unknown header key {content.split(':', 1)[0]!r} (expected, in lower case: "
-                "description, dtypes, param NAME, shared_bytes, unit, arch, launch ENTRY or "
-                "tensor_map BUFFER)",
+                "description, dtypes, param NAME, constraint, shared_bytes, unit, arch, launch "
+                "ENTRY or tensor_map BUFFER)",
             )
 
     if not launch_lines:
@@ -125,6 +134,8 @@ def parse_header(path: Path, text: str | None = None,
     )
     tensor_maps = tuple(_parse_tensor_map(path, n, buffer, value, known)
                         for n, buffer, value in tensor_map_lines)
+    constraints = tuple(_parse_constraint(path, n, value, known - {"SM_COUNT"})
+                        for n, value in constraint_lines)
 
     dtypes = op.dtypes
     if "dtypes" in fields:
@@ -177,6 +188,7 @@ def parse_header(path: Path, text: str | None = None,
         unit=unit,
         arch=arch,
         tensor_maps=tensor_maps,
+        constraints=constraints,
     )
 
 
@@ -203,6 +215,20 @@ def _parse_param(path: Path, number: int, name: str, value: str) -> ParamSpec:
             path, number, f"param {name}: default {default} is not among the allowed values"
         )
     return spec
+
+
+def _parse_constraint(path: Path, number: int, value: str, known: set[str]) -> Constraint:
+    """Parse `constraint: A <= B`: names are the shape's, the parameters', the built-ins."""
+    try:
+        condition = expressions.parse_condition(value)
+    except expressions.ExpressionError as exc:
+        raise KernelFileError(path, number, f"constraint: {exc}") from None
+    unknown = expressions.names_in((condition,)) - known
+    if unknown:
+        raise KernelFileError(path, number, f"constraint: unknown name(s) "
+                                            f"{', '.join(sorted(unknown))} (known: "
+                                            f"{', '.join(sorted(known))})")
+    return Constraint(value, condition, number)
 
 
 def _split_param(path: Path, number: int, part: str) -> tuple[str, str]:

@@ -122,6 +122,15 @@ class ParamSpec:
 
 
 @dataclass(frozen=True)
+class Constraint:
+    """A `constraint:` header line: a comparison every configuration must satisfy."""
+
+    text: str
+    condition: ast.Compare
+    line: int
+
+
+@dataclass(frozen=True)
 class Launch:
     """One kernel launch of a variant: entry function and geometry expressions."""
 
@@ -164,6 +173,19 @@ class KernelVariant:
     unit: str = "cuda"  # the units it computes on, whose roof holds it: cuda or tensor
     arch: Arch | None = None  # the one target it is built for; None: the GPU's own
     tensor_maps: tuple[TensorMapSpec, ...] = ()  # extra arguments after the op's, in order
+    constraints: tuple[Constraint, ...] = ()  # what every configuration must satisfy
+
+    def violated(self, variables: Mapping[str, int]) -> Constraint | None:
+        """Return the first constraint variables break, or None; KernelFileError if one
+        cannot be evaluated."""
+        for constraint in self.constraints:
+            try:
+                if not expressions.holds(constraint.condition, variables):
+                    return constraint
+            except expressions.ExpressionError as exc:
+                raise KernelFileError(self.path, constraint.line,
+                                      f"constraint: {exc}") from None
+        return None
 
     def param(self, name: str) -> ParamSpec | None:
         """Return the parameter called name, if the variant declares it."""

@@ -9,7 +9,7 @@ samples decide. The winners can be written as suite entries (--best-out).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cudabench.analysis import best
 from cudabench.analysis.best import Choice
@@ -17,7 +17,7 @@ from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.pipeline import run_plans
 from cudabench.planning.plan import Insight, Plan
-from cudabench.results.model import BenchmarkResult, RunOutcome
+from cudabench.results.model import BenchmarkResult, Kind, RunOutcome
 from cudabench.common.units import format_seconds, params_text, shape_text
 
 ROUNDS = 3  # interleaved rounds of the head-to-head
@@ -25,23 +25,28 @@ COLUMNS = ("op", "size", "dtype", "variant", "best params", "median", "runner-up
            "verdict")
 
 
+Rerun = Callable[[Sequence[Plan]], RunOutcome]  # runs plans in order on one GPU
+
+
 def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
-           devices: Sequence[Slot] | None = None) -> list[Choice]:
+           devices: Sequence[Slot] | None = None, rerun: Rerun | None = None
+           ) -> list[Choice]:
     """Return a Choice per (variant, size) group of passing rows, close calls re-measured
-    head to head on spec's GPU (or on the one GPU devices names)."""
+    head to head on spec's GPU (or on the one GPU devices names, or by rerun: a Ray
+    task)."""
     choices = []
     for rows in best.groups(outcome.results).values():
         contenders = best.candidates(rows)
         rematch = None
         if len(contenders) > 1:
-            rematch = _rematch(rows, contenders, plans, spec, devices)
+            again = rerun or (lambda solo: run_plans(solo, spec, devices=devices))
+            rematch = _rematch(rows, contenders, plans, again)
         choices.append(best.decide(rows, rematch))
     return choices
 
 
 def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
-             plans: Sequence[Plan], spec: EngineSpec, devices: Sequence[Slot] | None
-             ) -> dict[int, list[float]]:
+             plans: Sequence[Plan], rerun: Rerun) -> dict[int, list[float]]:
     """Measure the contenders again, interleaved; return their samples by index in rows."""
     solo = []
     for row in contenders:
@@ -53,10 +58,13 @@ def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
                        and dict(v.params) == row.params)
         solo.append(dataclasses.replace(plan, variants=(planned,), skipped=(), notes=(),
                                         insight=Insight(vendor=False, batch=False),
-                                        sanitize=None))
-    outcome = run_plans(solo * ROUNDS, spec, devices=devices)
+                                        sanitize=None, tuning=False))
+    # tuning=False: one benchmark, so one GPU (or Ray task) runs the rounds interleaved;
+    # its reference rows are not the contenders'
+    outcome = rerun(solo * ROUNDS)
     pooled: dict[int, list[float]] = {}
-    for round_index, result in enumerate(outcome.results):
+    measured = [r for r in outcome.results if r.kind is Kind.VARIANT]
+    for round_index, result in enumerate(measured):
         contender = contenders[round_index % len(contenders)]
         if result.samples_s:
             pooled.setdefault(rows.index(contender), []).extend(result.samples_s)

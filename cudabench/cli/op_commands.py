@@ -18,8 +18,25 @@ from cudabench.cli.names import command_name
 from cudabench.cli.options import Outputs, Placement, benchmark_options, build_requests
 from cudabench.errors import UsageError
 from cudabench.ops import Op
+from cudabench.tuning.budget import parse_budget
+from cudabench.tuning.search import Settings
 
 Runner = Callable[..., int]
+
+
+def tune_settings(options: dict[str, Any], best: bool) -> Settings | None:
+    """Return the search --strategy/--budget ask for (popped from options), or None."""
+    strategy, budget = options.pop("strategy", None), options.pop("budget", None)
+    no_cache = options.pop("no_tune_cache", False)
+    if strategy is None and budget is None:
+        if no_cache:
+            raise UsageError("--no-tune-cache goes with --best --strategy or --budget")
+        return None
+    if not best:
+        raise UsageError(f"{'--strategy' if strategy else '--budget'} chooses how --best "
+                         "searches: add --best")
+    return Settings(strategy or "brute", parse_budget(budget), options["seed"],
+                    use_cache=not no_cache)
 
 
 def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command | None:
@@ -40,11 +57,20 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
         op = chosen[0] if chosen else primary
         values = {param: (f"--{option.replace('_', '-')}", options.pop(f"short_{option}"))
                   for option, param in shortcuts.items()}
-        requests = build_requests(op.name, values, **options)
         if best_out is not None and not best:
             raise UsageError("--best-out needs --best")
         outputs = Outputs.of(options, json_path=json_path, markdown_path=markdown_path,
                              best=best, best_out=best_out)
+        settings = tune_settings(options, best)
+        if settings is not None:
+            if dry_run:
+                raise UsageError("--dry-run shows a plan; a --best search has none to show: "
+                                 "drop --strategy/--budget")
+            from cudabench.cli.tune import run_tuning
+
+            return run_tuning(op.name, values, options, device, outputs,
+                              Placement.of(options, device), settings)
+        requests = build_requests(op.name, values, **options)
         return run(requests, device, outputs, dry_run=dry_run, arch=arch,
                    placement=Placement.of(options, device))
 

@@ -131,6 +131,9 @@ def _values(text: str, flag: str) -> list[int]:
         return expand_values(text, flag)
 
 
+values_of = _values  # the tuning path parses -p and its shortcuts the same way
+
+
 def timing_options(function: F) -> F:
     """Add the measurement-policy options shared by every benchmark command."""
     defaults = TimingPolicy()
@@ -195,6 +198,7 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
             click.option("--best-out", type=click.Path(path_type=Path, dir_okay=False),
                          help="With --best: write the winners as a suite (cudabench.toml "
                          "entries)."),
+            *tune_options(),
             click.option("--sanitize", type=click.Choice(["memcheck", "racecheck", "synccheck",
                                                           "initcheck"]),
                          is_flag=False, flag_value="memcheck", default=None,
@@ -207,6 +211,24 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
         return placement_options(insight_options(timing_options(function)))
 
     return decorate
+
+
+def tune_options() -> list[Callable[[F], F]]:
+    """Return --strategy, --budget and --no-tune-cache (with --best: a search)."""
+    return [
+        click.option("--strategy", type=click.Choice(["brute", "random", "bayes"]),
+                     default=None, help="With --best: search every allowed configuration "
+                     "(parameters without -p range over their header's allowed values) by "
+                     "brute force, random sampling, or Optuna's TPE (bayes: pip install "
+                     "'cudabench[tune]'); --seed seeds it. Default brute when --budget is "
+                     "given."),
+        click.option("--budget", default=None, metavar="N|TIME|N,TIME",
+                     help="With --best: evaluate at most N configurations per variant and "
+                     "size, and/or stop starting new ones after TIME (90s, 10m, 1h)."),
+        click.option("--no-tune-cache", is_flag=True,
+                     help="With --strategy/--budget: neither read nor write the tuning cache "
+                     "(CUDABENCH_CACHE_DIR/tune; delete that folder to clear it)."),
+    ]
 
 
 full_check_option = click.option(

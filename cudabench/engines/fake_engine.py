@@ -86,6 +86,10 @@ class FakeSpec:
             raise GpuEnvironmentError(f"fake GPU {self.device_index} fell off the bus")
         return FakeEngine(self)
 
+    def model(self) -> str:
+        """Return the fake GPU's model name (what a tuning cache is kept per)."""
+        return FAKE_DEVICE.name
+
     def count_devices(self) -> int:
         """Return the fake host's GPU count."""
         return self.device_count

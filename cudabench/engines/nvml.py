@@ -50,6 +50,19 @@ def free_memory(gpu: int | str) -> int | None:
     return _ask(free)
 
 
+def device_name(gpu: int | str) -> str | None:
+    """Return the model name of a GPU (an NVML index or a UUID, as free_memory takes), or
+    None without NVML."""
+    def name(nvml: Any) -> str:
+        text = str(gpu).strip()
+        handle = (nvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit()
+                  else nvml.nvmlDeviceGetHandleByUUID(text))
+        found = nvml.nvmlDeviceGetName(handle)
+        return found.decode() if isinstance(found, bytes) else str(found)
+
+    return _ask(name)
+
+
 def device_count() -> int | None:
     """Return how many GPUs NVML sees (all of the host's), or None without NVML."""
     return _ask(lambda nvml: int(nvml.nvmlDeviceGetCount()))

@@ -42,6 +42,8 @@ def jobs_of(plans: list[Plan] | tuple[Plan, ...]) -> list[Job]:
     jobs, referenced = [], set()
     for index, plan in enumerate(plans):
         jobs += [Job(index, variant=v) for v in plan.variants]
+        if plan.tuning:  # a search's configuration: the search compares variant rows only
+            continue
         extra = [(name, Kind.REFERENCE) for name in plan.op.references]
         if plan.insight.vendor and plan.op.vendor_library:
             extra.insert(0, (plan.op.vendor_library, Kind.VENDOR))

@@ -89,6 +89,8 @@ class Plan:
     insight: Insight = field(default_factory=lambda: Insight())
     sweep: bool = False  # part of a sweep: combinations a variant cannot run are skipped
     full_check: bool = False  # the full reference, never a randomized check (--full-check)
+    tuning: bool = False  # one configuration of a --best search: a unit of work of its own
+    # (any GPU may take it), with no vendor or reference rows beside it
 
     @property
     def batch(self) -> bool:
@@ -201,6 +203,10 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
         params[spec.name] = value
     where = f"{op.name}/{variant.name} with {_describe(params)}"
     variables = header_variables(op, shape, types, params, sm_count=1)
+    broken = variant.violated(variables)
+    if broken is not None:
+        raise UsageError(f"{where}: breaks the header's constraint `{broken.text}`; choose "
+                         "other parameters")
     for grid, block in variant.geometry(variables):
         if min(grid) < 1:
             raise UsageError(f"{where}: the grid {_extents(grid)} at this size has an extent "

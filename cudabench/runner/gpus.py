@@ -29,11 +29,13 @@ JOIN_S = 0.5  # how often the main thread wakes while it waits (so Ctrl-C gets t
 
 
 def units_of(plans: Sequence[Plan], jobs: Sequence[Job]) -> list[list[Job]]:
-    """Group jobs into benchmarks (op, shape, dtype, cache state), in run order."""
+    """Group jobs into benchmarks (op, shape, dtype, cache state), in run order; each
+    configuration of a --best search is a unit of its own."""
     units: dict[tuple[object, ...], list[Job]] = {}
     for job in jobs:
         plan = plans[job.plan_index]
-        key = (plan.op.name, tuple(plan.shape), plan.dtype.name, plan.hot)
+        key = (plan.op.name, tuple(plan.shape), plan.dtype.name, plan.hot,
+               job.plan_index if plan.tuning else None)
         units.setdefault(key, []).append(job)
     return list(units.values())
 

@@ -1,0 +1,175 @@
+"""Search one space of a matmul rung by brute force, random and bayes (and Kernel Tuner,
+when importable) on a GPU, in one run: wall time, configurations measured, and each
+winner against the brute-force best. Not a timed test; it needs a GPU (and Optuna for bayes).
+
+    python benchmarks/tuning.py [--kernels-dir scripts/ladder/kernels]
+        [--variant async_double_buffer] [--size 4096] [--fraction 0.25] [--widen]
+        [--count-only]
+
+With --widen (the default) the rung's header is copied into a scratch folder with BM and
+BN allowed to be 256 too, and two constraints (threads per block, shared memory per
+block) that prune what cannot launch: the ladder's own allowed values give at most 288
+configurations (async_double_buffer), fewer than the 500 the comparison asks for. The
+kernel's source is unchanged; a configuration it computes wrongly fails verification and
+is never chosen. Each strategy runs as its own `cudabench matmul --best` process with
+--no-tune-cache (so none reuses another's measurements); the compiled cubins are shared
+(the compile cache), so brute force, run first, pays the compiles. Quick timing
+(--min-samples 5 --max-time 0.1) keeps the whole comparison in minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK = ["--warmup", "0.02", "--min-samples", "5", "--max-samples", "30", "--max-time", "0.1",
+         "--no-vendor", "--no-batch", "--progress"]
+WIDER = {"BM": "64, 128, 256", "BN": "64, 128, 256"}
+CONSTRAINTS = [
+    "(BM // WM) * (BN // WN) * 32 <= 1024",
+    "STAGES * (BK * (BM + 16 // ELEM_SIZE) + BK * BN) * ELEM_SIZE <= 232448",  # sm_90: 227 KiB
+]
+
+
+def widened(source: Path, folder: Path) -> Path:
+    """Copy the rung with the wider allowed values and the constraints; return the folder."""
+    text = source.read_text()
+    for name, values in WIDER.items():
+        text = re.sub(rf"(// param {name}: default \d+; allowed )[^\n]*", rf"\g<1>{values}",
+                      text)
+    lines = text.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("// launch"))
+    lines[at:at] = [f"// constraint: {c}" for c in CONSTRAINTS]
+    target = folder / "matmul"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / source.name).write_text("\n".join(lines))
+    return folder
+
+
+def space_size(folder: Path, variant: str, size: str) -> tuple[int, int]:
+    """Return (valid configurations, pruned ones) of the variant's allowed values."""
+    from cudabench.planning.plan import Request
+    from cudabench.tuning.space import build_spaces
+
+    request = Request("matmul", size=size, variants=(variant,), kernels_dirs=(folder,))
+    (space,) = build_spaces([request], {}, explore=True)
+    return len(space.plans), sum(space.pruned.values())
+
+
+def run(strategy: str, budget: int, folder: Path, variant: str, size: str, out: Path
+        ) -> dict[str, object]:
+    """Run one search in its own process; return its wall time, rows and winner."""
+    results, winners = out / f"{strategy}.json", out / f"{strategy}.toml"
+    command = [sys.executable, "-m", "cudabench", "matmul", "--size", size, "--variant",
+               variant, "--kernels-dir", str(folder), "--best", "--strategy", strategy,
+               "--budget", str(budget), "--no-tune-cache", "--seed", "1", *QUICK,
+               "--json", str(results), "--best-out", str(winners)]
+    started = time.perf_counter()
+    done = subprocess.run(command, text=True, capture_output=True)
+    wall = time.perf_counter() - started
+    sys.stderr.write(done.stderr[-2000:])
+    rows = json.loads(results.read_text())["benchmarks"] if results.is_file() else []
+    match = re.search(r"params = \{ (.*) \}", winners.read_text()) if winners.is_file() else None
+    winner = dict((k, int(v)) for k, v in re.findall(r"(\w+) = (\d+)", match[1])) if match else {}
+    return {"strategy": strategy, "wall_s": wall, "rows": rows, "winner": winner,
+            "code": done.returncode}
+
+
+def median_of(rows: list[dict], params: dict) -> float | None:
+    """Return the median a run measured for params (None if it did not pass there)."""
+    for row in rows:
+        if row["params"] == params and row["status"] == "PASS" and row.get("stats"):
+            return float(row["stats"]["median_s"])
+    return None
+
+
+def kernel_tuner(folder: Path, variant: str, size: int, budget: int) -> dict | None:
+    """The same space through Kernel Tuner's random sampler, if it is importable (a best
+    effort: Kernel Tuner compiles and times on its own, verifying nothing here)."""
+    try:
+        import kernel_tuner
+        import numpy as np
+    except ImportError:
+        return None
+    path = folder / "matmul" / f"{variant}.cu"
+    header = [line for line in path.read_text().splitlines() if line.startswith("// param")]
+    params = {m[1]: [int(v) for v in m[2].split(",")]
+              for m in (re.match(r"// param (\w+): default \d+; allowed (.*)", line)
+                        for line in header) if m}
+    a = np.random.default_rng(1).random((size, size), dtype=np.float32)
+    b, c = a.copy(), np.zeros_like(a)
+    n = np.int32(size)
+    started = time.perf_counter()
+    found, _ = kernel_tuner.tune_kernel(
+        f"matmul_{variant}", str(path), (size, size), [a, b, c, n, n, n], params,
+        grid_div_x=["BN"], grid_div_y=["BM"], block_size_names=["THREADS_KT"],
+        restrictions=["(BM // WM) * (BN // WN) * 32 <= 1024"],
+        defines={"DTYPE": "float", "ACC_TYPE": "float", "OUT_TYPE": "float",
+                 "ELEM_SIZE": 4, "ACC_SIZE": 4, "OUT_SIZE": 4},
+        strategy="random_sample", strategy_options={"max_fevals": budget}, verbose=False,
+        lang="CUDA", compiler_options=["-std=c++17"])
+    best = min((r for r in found if isinstance(r.get("time"), float)),
+               key=lambda r: r["time"], default=None)
+    return {"wall_s": time.perf_counter() - started, "measured": len(found),
+            "winner": {k: best[k] for k in params} if best else {}}
+
+
+def main() -> int:
+    """Count the space, run the strategies, print the comparison."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kernels-dir", type=Path, default=ROOT / "scripts/ladder/kernels")
+    parser.add_argument("--variant", default="async_double_buffer")
+    parser.add_argument("--size", default="4096")
+    parser.add_argument("--fraction", type=float, default=0.25)
+    parser.add_argument("--no-widen", dest="widen", action="store_false")
+    parser.add_argument("--count-only", action="store_true",
+                        help="Count the space (no GPU) and stop.")
+    parser.add_argument("--strategies", default="brute,random,bayes")
+    options = parser.parse_args()
+    source = options.kernels_dir / "matmul" / f"{options.variant}.cu"
+    scratch = Path(tempfile.mkdtemp(prefix="cudabench-tuning-"))
+    folder = widened(source, scratch / "kernels") if options.widen else options.kernels_dir
+    valid, pruned = space_size(folder, options.variant, options.size)
+    budget = max(1, int(valid * options.fraction))
+    print(f"space: matmul/{options.variant} at {options.size}: {valid} configurations "
+          f"({pruned} pruned by constraints); random and bayes get {budget}", flush=True)
+    if options.count_only:
+        return 0
+    runs = [run(s, valid if s == "brute" else budget, folder, options.variant,
+                options.size, scratch) for s in options.strategies.split(",")]
+    brute = next((r for r in runs if r["strategy"] == "brute"), None)
+    best_s = median_of(brute["rows"], brute["winner"]) if brute else None
+    print(f"{'strategy':10} {'wall s':>8} {'measured':>9} {'failed':>7} "
+          f"{'winner / brute best':>20} {'(in brute run)':>15}  winner")
+    for r in runs:
+        rows = r["rows"]
+        own = median_of(rows, r["winner"])
+        again = median_of(brute["rows"], r["winner"]) if brute else None
+        failed = sum(1 for row in rows if row["status"] != "PASS")
+        ratio = f"{own / best_s:.3f}" if own and best_s else "-"
+        ratio2 = f"{again / best_s:.3f}" if again and best_s else "-"
+        print(f"{r['strategy']:10} {r['wall_s']:8.1f} {len(rows):9d} {failed:7d} "
+              f"{ratio:>20} {ratio2:>15}  {r['winner']} (exit {r['code']})", flush=True)
+    tuned = kernel_tuner(folder, options.variant, int(options.size.split("x")[0]), budget)
+    if tuned is None:
+        print("kernel_tuner: not importable; skipped")
+    else:
+        again = median_of(brute["rows"], tuned["winner"]) if brute else None
+        print(f"{'kt-random':10} {tuned['wall_s']:8.1f} {tuned['measured']:9d} {'-':>7} "
+              f"{'-':>20} {f'{again / best_s:.3f}' if again and best_s else '-':>15}  "
+              f"{tuned['winner']}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

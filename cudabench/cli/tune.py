@@ -1,0 +1,159 @@
+"""`--best --strategy/--budget`: a search over each variant's configurations at each size
+(tuning/), then --best's head-to-head among the finalists, whatever the strategy.
+
+Parameters not given with -p range over their header's allowed values; constraints and
+launch limits prune the space before anything compiles; every evaluated configuration is
+kept in the tuning cache, so a repeated or interrupted run measures only what is new.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from cudabench.cli import best, commands
+from cudabench.cli.options import Outputs, Placement, build_requests, parse_params, values_of
+from cudabench.common.outfiles import check_outputs, write_text
+from cudabench.common.units import params_text
+from cudabench.engines import nvml
+from cudabench.engines.protocol import EngineSpec
+from cudabench.errors import ExitCode, UsageError
+from cudabench.planning.plan import Plan
+from cudabench.render import terminal
+from cudabench.render.tune_progress import tune_progress
+from cudabench.results.model import BenchmarkResult, RunOutcome
+from cudabench.results.writer import ResultsWriter
+from cudabench.runner.devices import Slot, choose, visible_entries
+from cudabench.runner.pipeline import run_plans
+from cudabench.runner.ray_cluster import RayCluster, connect
+from cudabench.tuning.search import Found, Settings, search
+from cudabench.tuning.space import Space, build_spaces
+
+
+def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: dict[str, Any],
+               device: int, outputs: Outputs, placement: Placement, settings: Settings) -> int:
+    """Search every (size, variant) space, choose the winners head to head, print them."""
+    if placement.replicate:
+        raise UsageError("--replicate measures every benchmark on every GPU; a search spreads "
+                         "its configurations over them instead: drop --replicate")
+    given = parse_params(options["params"])
+    for name, (flag, value) in shortcuts.items():
+        if value is not None:
+            if name in given:
+                raise UsageError(f"{flag} and --param {name} both set {name}; give one")
+            given[name] = values_of(value, flag)
+    requests = build_requests(op, {}, **{**options, "params": ()})
+    spaces = build_spaces(requests, given, explore=True)
+    check_outputs({"--json": outputs.json_path, "--best-out": outputs.best_out,
+                   "--markdown": outputs.markdown_path, "--csv": outputs.csv_path},
+                  [*outputs.inputs, *commands.plan_files([s.plans[0] for s in spaces
+                                                          if s.plans])])
+    spec = commands.engine_spec(device)
+    slots = (choose(placement.devices, spec.count_devices(), visible_entries())
+             if placement.devices is not None else None)
+    if settings.strategy == "bayes":
+        from cudabench.tuning.strategies import load_optuna
+
+        load_optuna()  # missing: the one-line usage error before anything runs
+    cluster = connect(placement.cluster) if placement.cluster is not None else None
+    try:
+        return _tune(spaces, spec, slots, cluster, device, outputs, settings)
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
+          cluster: RayCluster | None, device: int, outputs: Outputs, settings: Settings
+          ) -> int:
+    """Run the searches, the head-to-head and the reports."""
+    gpus = len(slots) if slots else 1
+    settings = Settings(settings.strategy, settings.budget, settings.seed, settings.use_cache,
+                        settings.cache_root, gpus)
+    writer = (ResultsWriter(outputs.json_path, outputs.argv)
+              if outputs.json_path is not None else None)
+    started: list[bool] = []
+
+    def on_start(versions: Mapping[str, str]) -> None:
+        if writer is not None and not started:
+            writer.start(versions)
+        started.append(True)
+
+    def run(plans: Sequence[Plan], on_result: Callable[[BenchmarkResult], None]
+            ) -> RunOutcome:
+        if cluster is not None:
+            return cluster.run(plans, spec, on_result, on_start)
+        return run_plans(plans, spec, on_result, on_start=on_start, devices=slots)
+
+    model = None if cluster is not None else expected_model(spec, slots, device)
+    stderr = terminal.stderr_console()
+    found_all: list[Found] = []
+    with tune_progress(stderr, outputs.progress) as update:
+        for space in spaces:
+            found = search(space, settings, run, model, _reporter(update, space, settings))
+            found_all.append(found)
+    rows = [row for found in found_all for _, row in sorted(found.rows.items())]
+    if writer is not None:
+        for row in rows:
+            writer.add(row, write=False)
+        writer.write(complete=True)
+    for found in found_all:
+        stderr.print(summary(found), markup=False, highlight=False)
+    plans = [plan for found in found_all for plan in found.plans()]
+    rerun = ((lambda solo: cluster.run(solo, spec, lambda row: None))
+             if cluster is not None else None)
+    choices = best.choose(RunOutcome(tuple(rows)), plans, spec, slots[:1] if slots else None,
+                          rerun)
+    terminal.render_rows("best configuration per variant and size", best.COLUMNS,
+                         [best.row_cells(choice) for choice in choices],
+                         terminal.stdout_console())
+    if outputs.best_out is not None:
+        write_text(outputs.best_out, best.suite_text(choices), "--best-out")
+    lost = [f.space.label for f in found_all if f.best is None]
+    for label in lost:
+        stderr.print(f"{label}: no configuration passed; nothing chosen", markup=False,
+                     highlight=False)
+    return int(ExitCode.VERIFICATION_FAILED if lost else ExitCode.OK)
+
+
+def _reporter(update: Callable[..., None], space: Space, settings: Settings
+              ) -> Callable[[Found], None]:
+    """Return the search's progress callback: done / total, best so far, ETA."""
+    def report(found: Found) -> None:
+        elapsed = time.monotonic() - found.started
+        left = None
+        if found.measured:
+            left = elapsed / found.measured * (found.total - found.done)
+        if settings.budget.seconds is not None:
+            budget_left = max(0.0, settings.budget.seconds - elapsed)
+            left = budget_left if left is None else min(left, budget_left)
+        best_row = found.best
+        update(space.label, found.done, found.total,
+               best_row.median_s if best_row else None,
+               params_text(best_row.params) if best_row else "", left)
+    return report
+
+
+def summary(found: Found) -> str:
+    """Return one line on what a search did: its space, pruning, measuring, cache."""
+    space = found.space
+    pruned = sum(space.pruned.values())
+    why = "; ".join(f"{count} {reason}" for reason, count in space.pruned.items())
+    text = (f"{space.label}: {len(space.plans)} configurations"
+            + (f" ({pruned} pruned before compiling: {why})" if pruned else "")
+            + f"; {found.done} evaluated ({found.measured} measured, {found.cached} from the "
+            f"tuning cache), {found.failed} failed")
+    return text + (f"; stopped: {found.stopped}" if found.stopped else "")
+
+
+def expected_model(spec: EngineSpec, slots: list[Slot] | None, device: int) -> str | None:
+    """Return the model of the GPU the search runs on, for its cache file (None: learnt
+    from the first row)."""
+    model = getattr(spec, "model", None)
+    if callable(model):
+        return str(model())
+    entries = visible_entries()
+    gpu = slots[0].visible if slots else (entries[device] if entries and device < len(entries)
+                                          else device)
+    return nvml.device_name(gpu)

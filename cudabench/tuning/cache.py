@@ -1,0 +1,124 @@
+"""The tuning cache: every configuration a search evaluated, one JSON line each.
+
+One file per (op, shape, dtype, cache state, GPU model, source hash of the variant and the
+files it includes), under `cache_root()/tune/<op>/` (CUDABENCH_CACHE_DIR moves it; `off`
+keeps nothing; `--no-tune-cache` ignores it; deleting the folder clears it). A row is
+appended as soon as it arrives, so an interrupted search loses nothing it measured: run
+again, and only what is new is measured. A line that cannot be read whole (a run killed
+mid-write) is ignored; a timeout or a lost worker is not kept (measured again next time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from cudabench.catalog import KernelVariant
+from cudabench.common.cache_dir import cache_root
+from cudabench.errors import ResultsFileError
+from cudabench.results.codec import (
+    Checker,
+    benchmark_from_dict,
+    benchmark_to_dict,
+    device_from_dict,
+    device_to_dict,
+)
+from cudabench.results.model import BenchmarkResult, Status
+
+FORMAT = 1
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+Key = tuple[tuple[str, int], ...]  # a configuration: its sorted parameters
+
+
+def source_hash(variant: KernelVariant) -> str:
+    """Return the hash of the variant's text and of every local file it includes."""
+    digest = hashlib.sha256(variant.source.encode())
+    seen: set[Path] = set()
+    pending = [(Path(variant.path).parent, variant.source)]
+    while pending:
+        folder, text = pending.pop()
+        for name in _INCLUDE.findall(text):
+            path = (folder / name).resolve()
+            if path in seen or not path.is_file():
+                continue
+            seen.add(path)
+            content = path.read_text(errors="replace")
+            digest.update(name.encode() + b"\0" + content.encode())
+            pending.append((path.parent, content))
+    return digest.hexdigest()[:16]
+
+
+def config_key(params: Mapping[str, int]) -> Key:
+    """Return the cache's key for a configuration."""
+    return tuple(sorted((name, int(value)) for name, value in params.items()))
+
+
+def cache_path(op: str, variant: KernelVariant, shape: tuple[int, ...], dtype: str,
+               hot: bool, model: str, root: Path | None = None) -> Path | None:
+    """Return the file of one search's results, or None when caching is off."""
+    root = root if root is not None else cache_root()
+    if root is None:
+        return None
+    parts = [FORMAT, op, variant.name, list(shape), dtype, hot, model, source_hash(variant)]
+    digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", model).strip("-").lower() or "gpu"
+    size = "x".join(map(str, shape))
+    return root / "tune" / op / f"{variant.name}-{size}-{dtype}-{slug}-{digest}.jsonl"
+
+
+class TuneCache:
+    """One search's file: read once, appended to by any thread that hears a row."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+
+    def load(self) -> dict[Key, BenchmarkResult]:
+        """Return the rows kept so far, by configuration (the last one wins)."""
+        if self.path is None or not self.path.is_file():
+            return {}
+        rows = {}
+        for line in self.path.read_text(errors="replace").splitlines():
+            row = _decode(self.path, line)
+            if row is not None:
+                rows[config_key(row.params)] = row
+        return rows
+
+    def add(self, result: BenchmarkResult) -> None:
+        """Append a row (its kernel text left out: the file's key holds its hash), unless
+        what it says may not hold next time: a timeout, a worker lost."""
+        if self.path is None or not lasting(result):
+            return
+        device = result.device
+        line = json.dumps({"device": device_to_dict(device) if device else None,
+                           "row": benchmark_to_dict(dataclasses.replace(result, source=""),
+                                                    0 if device else None)})
+        with self.lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+
+
+def lasting(result: BenchmarkResult) -> bool:
+    """Return whether a row would come out the same again (a compile error, a wrong
+    result, a configuration the GPU cannot run), so a later search may reuse it."""
+    return result.status is not Status.TIMEOUT and "worker" not in (result.error or "")
+
+
+def _decode(path: Path, line: str) -> BenchmarkResult | None:
+    """Return a line's row, or None for one torn or unreadable."""
+    try:
+        data = json.loads(line)
+        check = Checker(path)
+        devices = [device_from_dict(data["device"], check)] if data.get("device") else []
+        return benchmark_from_dict(data["row"], check, devices)
+    except (ValueError, KeyError, TypeError, ResultsFileError):
+        return None

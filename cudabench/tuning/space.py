@@ -1,0 +1,115 @@
+"""The configurations a search may measure: each variant's parameter values, pruned.
+
+A parameter ranges over the values `-p` gives, else (in a tuning run) over its header's
+allowed values, else stays at its default. A configuration that breaks a header
+`constraint`, or the launch limits make_plan checks (threads per block, static shared
+memory), is dropped here, before anything compiles, and counted with its reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cudabench.catalog import KernelVariant, discover
+from cudabench.errors import UsageError
+from cudabench.planning.plan import Insight, Plan, Request, make_plan
+
+MAX_SPACE = 200_000  # configurations of one variant: more is a typo, not a search
+RANGE_LIMIT = 64  # a `low..high` parameter is enumerated only when this small
+
+
+@dataclass(frozen=True)
+class Space:
+    """One search: a variant at one size, with the plan of each configuration it may run."""
+
+    op: str
+    variant: str
+    size: str | None
+    names: tuple[str, ...]  # the parameters that vary, in header order
+    values: Mapping[str, tuple[int, ...]]  # each varying parameter's candidate values
+    plans: tuple[Plan, ...]  # one per valid configuration, in enumeration order
+    pruned: Mapping[str, int] = field(default_factory=dict)  # reason -> configurations
+
+    def params(self, index: int) -> dict[str, int]:
+        """Return configuration index's parameters (every one the variant takes)."""
+        return dict(self.plans[index].variants[0].params)
+
+    @property
+    def label(self) -> str:
+        """Return `op/variant at size`, for progress and messages."""
+        return f"{self.op}/{self.variant}" + (f" at {self.size}" if self.size else "")
+
+
+def candidate_values(variant: KernelVariant, given: Mapping[str, Sequence[int]],
+                     explore: bool) -> dict[str, tuple[int, ...]]:
+    """Return each parameter's values: given, else allowed (explore), else its default."""
+    values = {}
+    for spec in variant.params:
+        if spec.name in given:
+            values[spec.name] = tuple(dict.fromkeys(given[spec.name]))
+        elif explore and spec.allowed:
+            values[spec.name] = spec.allowed
+        elif explore and spec.low is not None and spec.high is not None \
+                and spec.high - spec.low < RANGE_LIMIT:
+            values[spec.name] = tuple(range(spec.low, spec.high + 1))
+        else:
+            values[spec.name] = (spec.default,)
+    return values
+
+
+def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]],
+                 explore: bool) -> list[Space]:
+    """Return a Space per (size, variant) of the requests (one per size, no params)."""
+    spaces = []
+    catalog = discover(requests[0].kernels_dirs) if requests else {}
+    for request in requests:
+        base = make_plan(request, catalog)  # the request's own usage errors first
+        for name in given:
+            if not any(v.variant.param(name) for v in base.variants):
+                raise UsageError(f"--param {name}: no selected {base.op.name} variant "
+                                 f"takes {name}")
+        for planned in base.variants:
+            spaces.append(_space(request, planned.variant, given, explore, catalog))
+    return spaces
+
+
+def _space(request: Request, variant: KernelVariant, given: Mapping[str, Sequence[int]],
+           explore: bool, catalog: Mapping[str, Mapping[str, KernelVariant]]) -> Space:
+    """Return one variant's space at one size, invalid configurations pruned."""
+    values = candidate_values(variant, given, explore)
+    count = 1
+    for options in values.values():
+        count *= len(options)
+    if count > MAX_SPACE:
+        raise UsageError(f"{variant.op}/{variant.name}: {count:,} configurations, more than "
+                         f"{MAX_SPACE:,}; narrow the space with -p NAME=V1,V2")
+    plans: list[Plan] = []
+    pruned: dict[str, int] = {}
+    insight = Insight(vendor=False, batch=False)
+    for combo in itertools.product(*values.values()):
+        point = dict(zip(values, combo))
+        one = dataclasses.replace(request, variants=(variant.name,), params=point,
+                                  sweep=True, insight=insight)
+        plan = make_plan(one, catalog)
+        if not plan.variants:  # the sweep's rule: why it cannot run, as a note
+            reason = _reason(plan.notes[0] if plan.notes else "cannot run")
+            pruned[reason] = pruned.get(reason, 0) + 1
+            continue
+        plans.append(dataclasses.replace(plan, tuning=True, notes=()))
+    varying = tuple(name for name, options in values.items() if len(options) > 1)
+    return Space(variant.op, variant.name, request.size, varying,
+                 {name: values[name] for name in varying}, tuple(plans), pruned)
+
+
+def _reason(note: str) -> str:
+    """Return a pruned configuration's reason without its parameters (to count alike)."""
+    if "constraint" in note:
+        return "breaks a header constraint " + note[note.index("`"):note.rindex("`") + 1]
+    if "threads" in note or "block extent" in note:
+        return "too many threads per block"
+    if "shared memory" in note:
+        return "too much static shared memory"
+    return note.split(": ", 2)[-1]

@@ -1,0 +1,291 @@
+"""--best searches (tuning/): strategies under a seed, budgets, pruning by header
+constraints, failing configurations never chosen, and the resumable tuning cache. The
+search runs against a synthetic runner (no processes) except for the CLI tests at the end,
+which drive the whole pipeline on the fake engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+
+from cudabench.analysis import best
+from cudabench.engines.fake_engine import FAKE_DEVICE
+from cudabench.errors import KernelFileError, UsageError
+from cudabench.planning.plan import Request, make_plan
+from cudabench.results.model import BenchmarkResult, RunOutcome, Verification
+from cudabench.tuning.budget import Budget, parse_budget
+from cudabench.tuning.search import Settings, search
+from cudabench.tuning.space import build_spaces
+from tests.helpers import invoke
+
+HEADER = """// cudabench: matmul
+// description: a tuning fixture
+// param BM: default 16; allowed 8, 16, 32
+// param BN: default 16; allowed 8, 16, 32
+// param SPLIT: default 1; allowed 1, 2, 3, 4
+// constraint: BM * BN <= 512
+// launch matmul_tune: grid cdiv(N, BN), cdiv(M, BM); block BN, BM
+"""
+BODY = "extern \"C\" __global__ void matmul_tune() {}\n"
+VALID = 3 * 3 * 4 - 4  # BM = BN = 32 breaks the constraint, at every SPLIT
+
+
+@pytest.fixture
+def kernels(tmp_path: Path) -> Path:
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    (folder / "tune.cu").write_text(HEADER + BODY)
+    return folder
+
+
+def space_of(kernels: Path, size: str = "64", given: dict | None = None):
+    request = Request("matmul", size=size, variants=("tune",), kernels_dirs=(kernels,))
+    (space,) = build_spaces([request], given or {}, explore=True)
+    return space
+
+
+def cost(params) -> float:
+    """The synthetic time of a configuration: fastest at BM=16 BN=32 SPLIT=3."""
+    return 1e-3 * (1 + abs(params["BM"] - 16) / 8 + abs(params["BN"] - 32) / 16
+                   + abs(params["SPLIT"] - 3) / 4)
+
+
+class Runner:
+    """Measures plans synthetically; `failing` configurations fail verification; it can
+    stop (as Ctrl-C would) after `stop_after` rows."""
+
+    def __init__(self, failing=(), stop_after=None, pause_s=0.0):
+        self.failing = [dict(f) for f in failing]
+        self.stop_after = stop_after
+        self.pause_s = pause_s
+        self.measured: list[dict] = []
+
+    def __call__(self, plans, on_result):
+        rows = []
+        for plan in plans:
+            if self.stop_after is not None and len(self.measured) >= self.stop_after:
+                raise KeyboardInterrupt
+            time.sleep(self.pause_s)
+            params = dict(plan.variants[0].params)
+            self.measured.append(params)
+            ok = params not in self.failing
+            seconds = cost(params)
+            row = BenchmarkResult(
+                "matmul", "tune", params, tuple(plan.shape), ("M", "K", "N"), "float32",
+                False, samples_s=tuple(seconds * (1 + 0.001 * i) for i in range(5)),
+                verification=Verification(ok, 0.0 if ok else 1.0, 0.0, 0 if ok else 3, 9,
+                                          "test"),
+                device=FAKE_DEVICE)
+            rows.append(row)
+            on_result(row)
+        return RunOutcome(tuple(rows))
+
+
+def settings(tmp_path, strategy="brute", budget=None, seed=0, cache=True) -> Settings:
+    return Settings(strategy, parse_budget(budget), seed, cache, tmp_path / "cache")
+
+
+def test_constraints_prune_the_space_before_anything_runs(kernels):
+    space = space_of(kernels)
+    assert len(space.plans) == VALID
+    assert all(p.variants[0].params["BM"] * p.variants[0].params["BN"] <= 512
+               for p in space.plans)
+    (reason, count), = space.pruned.items()
+    assert count == 4 and "BM * BN <= 512" in reason
+
+
+def test_an_explicit_configuration_that_breaks_a_constraint_is_a_usage_error(kernels):
+    request = Request("matmul", size="64", variants=("tune",), kernels_dirs=(kernels,),
+                      params={"BM": 32, "BN": 32})
+    with pytest.raises(UsageError, match="constraint `BM \\* BN <= 512`"):
+        make_plan(request)
+
+
+@pytest.mark.parametrize("line", ["// constraint: BM +", "// constraint: BM * 2",
+                                  "// constraint: WHO < 4"])
+def test_a_bad_constraint_names_its_file_and_line(tmp_path, line):
+    folder = tmp_path / "k"
+    folder.mkdir()
+    (folder / "tune.cu").write_text(HEADER.replace("// constraint: BM * BN <= 512", line)
+                                    + BODY)
+    with pytest.raises(KernelFileError, match="tune.cu:6: constraint"):
+        make_plan(Request("matmul", size="64", variants=("tune",), kernels_dirs=(folder,)))
+
+
+@pytest.mark.parametrize("strategy", ["brute", "random", "bayes"])
+def test_a_strategy_is_deterministic_under_a_seed(kernels, tmp_path, strategy):
+    pytest.importorskip("optuna") if strategy == "bayes" else None
+    orders = []
+    for seed in (7, 7, 8):
+        runner = Runner()
+        search(space_of(kernels), settings(tmp_path, strategy, "12", seed, cache=False),
+               runner, FAKE_DEVICE.name)
+        orders.append(runner.measured)
+    assert orders[0] == orders[1] and len(orders[0]) == 12
+    assert len({tuple(sorted(p.items())) for p in orders[0]}) == 12  # without replacement
+    if strategy != "brute":
+        assert orders[0] != orders[2]  # the seed matters
+
+
+def test_bayes_finds_the_best_within_half_the_space(kernels, tmp_path):
+    pytest.importorskip("optuna")
+    found = search(space_of(kernels), settings(tmp_path, "bayes", str(VALID // 2), 1, False),
+                   Runner(), FAKE_DEVICE.name)
+    assert found.best is not None
+    assert found.best.median_s <= 1.05 * cost({"BM": 16, "BN": 32, "SPLIT": 3})
+
+
+def test_the_configuration_budget_is_kept(kernels, tmp_path):
+    runner = Runner()
+    found = search(space_of(kernels), settings(tmp_path, "random", "5", cache=False), runner,
+                   FAKE_DEVICE.name)
+    assert found.done == found.measured == len(runner.measured) == 5
+    everything = search(space_of(kernels), settings(tmp_path, "brute", cache=False), Runner(),
+                        FAKE_DEVICE.name)
+    assert everything.done == VALID and everything.stopped is None
+
+
+def test_the_time_budget_stops_the_search(kernels, tmp_path):
+    runner = Runner(pause_s=0.05)
+    started = time.monotonic()
+    found = search(space_of(kernels), settings(tmp_path, "brute", "0.3s", cache=False), runner,
+                   FAKE_DEVICE.name)
+    assert found.stopped and "time budget" in found.stopped
+    assert 2 <= found.done < VALID and time.monotonic() - started < 1.5
+
+
+@pytest.mark.parametrize("text", ["0", "5,6", "1s,2m", "fast", "1.5", "-3", "10d", ""])
+def test_a_bad_budget_is_a_usage_error(text):
+    with pytest.raises(UsageError, match="--budget"):
+        parse_budget(text)
+
+
+def test_budget_forms():
+    assert parse_budget("200,10m") == Budget(200, 600.0)
+    assert parse_budget("90s") == Budget(None, 90.0)
+    assert parse_budget("1h").configs_for(50) == 50
+
+
+def test_a_failing_configuration_is_never_the_winner(kernels, tmp_path):
+    fastest = {"BM": 16, "BN": 32, "SPLIT": 3}
+    found = search(space_of(kernels), settings(tmp_path, cache=False),
+                   Runner(failing=[fastest]), FAKE_DEVICE.name)
+    assert found.failed == 1
+    choice = best.decide(best.groups(list(found.rows.values()))[
+        ("matmul", "tune", (64, 64, 64), "float32", False)])
+    assert choice.best.params != fastest and found.best.params != fastest
+
+
+def test_an_interrupted_search_resumes_from_its_cache(kernels, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        search(space_of(kernels), settings(tmp_path, "random", "20", 3), Runner(stop_after=6),
+               FAKE_DEVICE.name)
+    again = Runner()
+    found = search(space_of(kernels), settings(tmp_path, "random", "20", 3), again,
+                   FAKE_DEVICE.name)
+    assert (found.cached, found.measured, len(again.measured)) == (6, 14, 14)
+    whole = Runner()
+    search(space_of(kernels), settings(tmp_path, "random", "20", 3, cache=False), whole,
+           FAKE_DEVICE.name)
+    assert {tuple(sorted(p.items())) for p in whole.measured} == {
+        tuple(sorted(r.params.items())) for r in found.rows.values()}
+    repeat = Runner()
+    search(space_of(kernels), settings(tmp_path, "random", "20", 3), repeat, FAKE_DEVICE.name)
+    assert repeat.measured == []  # a repeated run measures nothing it has
+
+
+def test_a_changed_source_shape_or_gpu_misses_the_cache(kernels, tmp_path):
+    search(space_of(kernels), settings(tmp_path, budget="4"), Runner(), FAKE_DEVICE.name)
+    for change in ("shape", "gpu", "source"):
+        runner = Runner()
+        if change == "source":
+            (kernels / "tune.cu").write_text(HEADER + BODY + "// edited\n")
+        size = "96" if change == "shape" else "64"
+        model = "another GPU" if change == "gpu" else FAKE_DEVICE.name
+        found = search(space_of(kernels, size), settings(tmp_path, budget="4"), runner, model)
+        assert found.cached == 0 and len(runner.measured) == 4, change
+
+
+def test_an_include_is_part_of_the_source_hash(kernels, tmp_path):
+    (kernels / "tune.cu").write_text(HEADER + '#include "helper.cuh"\n' + BODY)
+    (kernels / "helper.cuh").write_text("// v1\n")
+    search(space_of(kernels), settings(tmp_path, budget="3"), Runner(), FAKE_DEVICE.name)
+    (kernels / "helper.cuh").write_text("// v2\n")
+    runner = Runner()
+    search(space_of(kernels), settings(tmp_path, budget="3"), runner, FAKE_DEVICE.name)
+    assert len(runner.measured) == 3
+
+
+def test_a_torn_line_in_the_cache_is_ignored(kernels, tmp_path):
+    search(space_of(kernels), settings(tmp_path, budget="3"), Runner(), FAKE_DEVICE.name)
+    (path,) = (tmp_path / "cache" / "tune" / "matmul").iterdir()
+    path.write_text(path.read_text()[:-40])  # the last row cut short, as a kill mid-write
+    runner = Runner()
+    found = search(space_of(kernels), settings(tmp_path, budget="3"), runner,
+                   FAKE_DEVICE.name)
+    assert (found.cached, len(runner.measured)) == (2, 1)
+
+
+# The command line, on the fake engine (worker processes, the real pipeline).
+
+QUICK = ["--warmup", "0", "--min-samples", "6", "--max-time", "0.03", "--quiet"]
+
+
+def test_the_command_searches_resumes_and_writes_the_winners(use_fake, kernels, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    out, results = tmp_path / "best.toml", tmp_path / "r.json"
+    args = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
+            "--best", "--strategy", "random", "--budget", "5", "--seed", "3", *QUICK]
+    done = invoke(*args, "--best-out", str(out), "--json", str(results))
+    assert done.exit_code == 0, done.stderr
+    assert "5 evaluated (5 measured, 0 from the tuning cache)" in done.stderr
+    assert "4 breaks a header constraint" in done.stderr
+    assert 'variants = ["tune"]' in out.read_text()
+    again = invoke(*args)
+    assert again.exit_code == 0, again.stderr
+    assert "5 evaluated (0 measured, 5 from the tuning cache)" in again.stderr
+    fresh = invoke(*args, "--no-tune-cache")
+    assert "5 evaluated (5 measured, 0 from the tuning cache)" in fresh.stderr
+
+
+def test_the_search_spreads_over_devices(use_fake, kernels, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
+    use_fake(device_count=2)
+    results = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "48", "--variant", "tune", "--kernels-dir",
+                  str(kernels), "--best", "--budget", "8", "--devices", "all", *QUICK,
+                  "--json", str(results))
+    assert done.exit_code == 0, done.stderr
+    from cudabench.results import load_results
+
+    rows = load_results(results).benchmarks
+    assert len(rows) == 8 and {r.device.index for r in rows} == {0, 1}
+
+
+def test_tuning_flags_are_checked(use_fake, kernels, monkeypatch):
+    base = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels)]
+    done = invoke(*base, "--strategy", "random")
+    assert done.exit_code == 2 and "add --best" in done.stderr
+    done = invoke(*base, "--best", "--budget", "soon")
+    assert done.exit_code == 2 and "--budget 'soon'" in done.stderr
+    done = invoke(*base, "--no-tune-cache")
+    assert done.exit_code == 2 and "--no-tune-cache" in done.stderr
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_optuna(name, *args, **kwargs):
+        if name == "optuna":
+            raise ImportError("no optuna")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr("importlib.import_module",
+                        lambda name: no_optuna(name) if name == "optuna" else real_import(name))
+    done = invoke(*base, "--best", "--strategy", "bayes")
+    assert done.exit_code == 2
+    assert "pip install 'cudabench[tune]'" in done.stderr and "Traceback" not in done.stderr
