@@ -15,6 +15,7 @@ from cudabench.analysis import best
 from cudabench.engines.fake_engine import FAKE_DEVICE
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.planning.plan import Request, make_plan
+from cudabench.planning.timing import TimingPolicy
 from cudabench.results.model import BenchmarkResult, RunOutcome, Verification
 from cudabench.tuning.budget import Budget, parse_budget
 from cudabench.tuning.search import Settings, search
@@ -41,8 +42,9 @@ def kernels(tmp_path: Path) -> Path:
     return folder
 
 
-def space_of(kernels: Path, size: str = "64", given: dict | None = None):
-    request = Request("matmul", size=size, variants=("tune",), kernels_dirs=(kernels,))
+def space_of(kernels: Path, size: str = "64", given: dict | None = None, **asked):
+    request = Request("matmul", size=size, variants=("tune",), kernels_dirs=(kernels,),
+                      **asked)
     (space,) = build_spaces([request], given or {}, explore=True)
     return space
 
@@ -207,6 +209,20 @@ def test_a_changed_source_shape_or_gpu_misses_the_cache(kernels, tmp_path):
         model = "another GPU" if change == "gpu" else FAKE_DEVICE.name
         found = search(space_of(kernels, size), settings(tmp_path, budget="4"), runner, model)
         assert found.cached == 0 and len(runner.measured) == 4, change
+
+
+def test_other_timing_settings_or_the_full_check_miss_the_cache(kernels, tmp_path):
+    # a row measured with a few quick samples is not reused where more were asked for
+    search(space_of(kernels), settings(tmp_path, budget="4"), Runner(), FAKE_DEVICE.name)
+    for asked in ({"timing": TimingPolicy(min_samples=3, max_samples=3)},
+                  {"full_check": True}):
+        runner = Runner()
+        found = search(space_of(kernels, **asked), settings(tmp_path, budget="4"), runner,
+                       FAKE_DEVICE.name)
+        assert found.cached == 0 and len(runner.measured) == 4, asked
+    runner = Runner()
+    found = search(space_of(kernels), settings(tmp_path, budget="4"), runner, FAKE_DEVICE.name)
+    assert found.cached == 4 and runner.measured == []
 
 
 def test_an_include_is_part_of_the_source_hash(kernels, tmp_path):

@@ -1,7 +1,8 @@
 """The tuning cache: every configuration a search evaluated, one JSON line each.
 
 One file per (op, shape, dtype, cache state, GPU model, source hash of the variant and the
-files it includes), under `cache_root()/tune/<op>/` (CUDABENCH_CACHE_DIR moves it; `off`
+files it includes, the timing policy's measuring settings and the kind of check: a row
+measured with 3 quick samples is not reused where 20 were asked for), under `cache_root()/tune/<op>/` (CUDABENCH_CACHE_DIR moves it; `off`
 keeps nothing; `--no-tune-cache` ignores it; deleting the folder clears it). A row is
 appended as soon as it arrives, so an interrupted search loses nothing it measured: run
 again, and only what is new is measured. A line that cannot be read whole (a run killed
@@ -60,12 +61,15 @@ def config_key(params: Mapping[str, int]) -> Key:
 
 
 def cache_path(op: str, variant: KernelVariant, shape: tuple[int, ...], dtype: str,
-               hot: bool, model: str, root: Path | None = None) -> Path | None:
-    """Return the file of one search's results, or None when caching is off."""
+               hot: bool, model: str, root: Path | None = None,
+               measuring: Mapping[str, object] | None = None) -> Path | None:
+    """Return the file of one search's results, or None when caching is off. measuring
+    holds what else decides a row (timing settings, the kind of check)."""
     root = root if root is not None else cache_root()
     if root is None:
         return None
-    parts = [FORMAT, op, variant.name, list(shape), dtype, hot, model, source_hash(variant)]
+    parts = [FORMAT, op, variant.name, list(shape), dtype, hot, model, source_hash(variant),
+             sorted((measuring or {}).items())]
     digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
     slug = re.sub(r"[^A-Za-z0-9]+", "-", model).strip("-").lower() or "gpu"
     size = "x".join(map(str, shape))

@@ -83,7 +83,7 @@ def search(space: Space, settings: Settings, run: Run, model: str | None,
     def cache_of(name: str) -> TuneCache:
         if name not in caches:
             path = (cache_path(space.op, variant, tuple(plan.shape), plan.dtype.name,
-                               plan.hot, name, settings.cache_root)
+                               plan.hot, name, settings.cache_root, measuring_of(plan))
                     if settings.use_cache else None)
             caches[name] = TuneCache(path)
         return caches[name]
@@ -147,3 +147,12 @@ def search(space: Space, settings: Settings, run: Run, model: str | None,
 def order_of(found: Found) -> list[BenchmarkResult]:
     """Return the evaluated rows in the space's order."""
     return [found.rows[i] for i in sorted(found.rows)]
+
+
+def measuring_of(plan: Plan) -> dict[str, object]:
+    """What besides the configuration decides a cached row: the timing settings that shape
+    the samples (not the timeouts) and whether the full reference checked it."""
+    timing = plan.timing
+    return {"warmup_s": timing.warmup_s, "min_samples": timing.min_samples,
+            "max_samples": timing.max_samples, "precision": timing.precision,
+            "max_time_s": timing.max_time_s, "full_check": plan.full_check}
