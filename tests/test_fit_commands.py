@@ -149,3 +149,15 @@ def test_info(use_fake, width):
     done = run(width, "info")
     assert done.exit_code == 0, done.output
     assert_readable(done.stdout, width)
+
+
+def test_markdown_and_html_keep_every_column_at_any_width(tmp_path):
+    markdown, html = tmp_path / "r.md", tmp_path / "r.html"
+    done = run(80, "report", "tests/data/h100-insight/t8192.json", "--markdown", markdown,
+               "--html", html)
+    assert done.exit_code == 0, done.output
+    assert "left out to fit" in done.stdout  # the terminal's table is fitted...
+    for column in ("spread", "GB/s", "vs naive", "batch (warm)", "% of peak", "max abs err"):
+        assert f" {column} |" in markdown.read_text()  # ...the files are not
+        assert column in html.read_text()
+    assert "text-overflow" not in html.read_text()  # the page's tables scroll, never cut
