@@ -259,7 +259,7 @@ def render_device(info: DeviceInfo, versions: Mapping[str, str], console: Consol
         ("memory bus", f"{info.memory_bus_bits} bit"),
         ("CUDA index", str(info.index)),
         ("PCI bus id", info.pci_bus_id or "-"),
-        ("UUID", info.uuid or "- (install nvidia-ml-py to read it through NVML)"),
+        ("UUID", info.uuid or "- (needs nvidia-ml-py)"),  # short: 80 columns hold the row
         ("max threads per block", str(info.max_threads_per_block)),
         ("max shared memory per block", format_bytes(info.max_shared_bytes_per_block)),
         ("driver (CUDA version it supports)", info.driver_version),
