@@ -45,3 +45,21 @@ def invoke(*args: str):
     except TypeError:  # click >= 8.2 always separates them
         runner = CliRunner()
     return runner.invoke(cli, [str(a) for a in args])
+
+
+def unreadable(text: str, width: int, every_line: bool = False) -> list[str]:
+    """Return what makes printed tables unreadable at width (issue 30): a cell cut ("…"),
+    a line wider than width (only table lines unless every_line), a header on two lines,
+    or a data row wrapped (a continuation line: its first cell, the name, is blank)."""
+    problems = [f"cut: {line}" for line in text.splitlines() if "…" in line]
+    header = 0
+    for line in text.splitlines():
+        table_line = line[:1] in "┏┃┡│└"
+        if (every_line or table_line) and len(line) > width:
+            problems.append(f"wider than {width}: {line}")
+        header = header + 1 if line.startswith("┃") else 0
+        if header > 1:
+            problems.append(f"header on two lines: {line}")
+        if line.startswith("│") and not line.split("│")[1].strip():
+            problems.append(f"wrapped row: {line}")
+    return problems

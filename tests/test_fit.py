@@ -7,7 +7,7 @@ import glob
 import pytest
 from rich.console import Console
 
-from cudabench.render.fit import WIDE_ENV, fit
+from cudabench.render.fit import WIDE_ENV, fit, layout
 from cudabench.render.run_table import build_tables
 from cudabench.render.terminal import render_rows, render_run
 from cudabench.results.loader import load_results
@@ -39,7 +39,7 @@ def test_left_out_columns_are_named_and_piped_output_keeps_them(monkeypatch):
     monkeypatch.delenv(WIDE_ENV, raising=False)
     outcome = RunOutcome(load_results(H100_FILES[0]).benchmarks)
     narrow = rendered(outcome, 80)
-    assert "left out to fit the terminal:" in " ".join(narrow.split())
+    assert "left out to fit:" in " ".join(narrow.split())
     piped = rendered(outcome, 80, terminal=False)  # a file or a pipe: every column
     assert "left out" not in piped
     monkeypatch.setenv(WIDE_ENV, "1")
@@ -90,3 +90,46 @@ def test_compare_fits_and_keeps_its_reasons_as_notes(old, new, width):
         assert row.variant in text
         if row.verdict.value != "same":  # its verdict and its reason are on screen
             assert row.verdict.value in text and row.reason.split()[0] in text
+
+
+def test_long_texts_left_out_become_notes_shared_by_rows_that_say_the_same():
+    columns = ["benchmark", "change", "verdict", "reason"]
+    rows = [["dot/a", "+9%", "slower", "the interval is above the threshold, well above"],
+            ["dot/b", "+0%", "same", "inside"],
+            ["dot/c", "+8%", "slower", "the interval is above the threshold, well above"]]
+    plan = layout(columns, rows, 40, noted_rows={0, 2})
+    assert [columns[i] for i in plan.fitted.kept] == ["benchmark", "change", "verdict"]
+    assert plan.fitted.left_out == ()  # the reason is in the notes, not named as lost
+    assert plan.marks == {0: "[1]", 2: "[1]"}
+    assert plan.notes == ("[1] reason: the interval is above the threshold, well above",)
+    assert layout(columns, rows, None).notes == ()  # every column: nothing to note
+
+
+def test_a_pipe_keeps_a_table_wider_than_the_console_whole(monkeypatch):
+    import io
+
+    from cudabench.render.terminal import render_rows
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    stream = io.StringIO()  # not a terminal: every column, as wide as they need
+    long = "x" * 150
+    render_rows("t", ["benchmark", "a", "b"], [["dot/a", long, long]],
+                Console(file=stream, width=100, color_system=None))
+    text = stream.getvalue()
+    assert "…" not in text and text.count(long) == 2 and "left out" not in text
+    monkeypatch.setenv("COLUMNS", "100")  # a width asked for: fitted to it, as a terminal
+    stream = io.StringIO()
+    render_rows("t", ["benchmark", "a", "b"], [["dot/a", long, long]],
+                Console(file=stream, width=100, color_system=None))
+    assert long not in stream.getvalue() and "left out to fit: a, b" in stream.getvalue()
+
+
+def test_a_name_wider_than_the_terminal_folds_every_letter_kept():
+    console = Console(width=30, force_terminal=True, color_system=None)
+    name = "matmul/" + "a_very_long_variant_name" * 2
+    with console.capture() as capture:
+        render_rows("t", ["benchmark", "x"], [[name, "1"]], console)
+    text = capture.get()
+    assert "…" not in text
+    assert name in "".join(line.strip("│ ") for line in text.splitlines()
+                           if line.startswith("│"))

@@ -170,8 +170,11 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
         writer.write(complete=True)
     gpu = next((r.device.name for r in outcome.results if r.device is not None), "")
     title = f"cudabench ab: A {old_dir} | B {new_dir}"
+    # A narrow terminal's notes give the reasons of the rows that are not 'same'.
     terminal.render_rows(title, COLUMNS, [row_cells(result) for result in run.results],
-                         terminal.stdout_console())
+                         terminal.stdout_console(),
+                         noted_rows={index for index, result in enumerate(run.results)
+                                     if result.verdict is not Verdict.SAME})
     console = terminal.stdout_console()
     for line in listing_lines(run):
         console.print(line, markup=False, soft_wrap=True)

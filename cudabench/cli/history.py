@@ -252,7 +252,9 @@ def _render_check(result: HistoryCheck, db: Path) -> None:
                "threshold", "threshold from", "verdict", "reason")
     out = terminal.stdout_console()
     terminal.render_rows(f"cudabench history check: {result.current_path} against {db}",
-                         columns, rows, out)
+                         columns, rows, out,  # notes on a narrow terminal: not 'same' rows
+                         noted_rows={index for index, row in enumerate(result.rows)
+                                     if row.verdict is not Verdict.SAME})
     counts: dict[str, int] = {}
     for row in result.rows:
         counts[row.verdict.value] = counts.get(row.verdict.value, 0) + 1

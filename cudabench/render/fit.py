@@ -2,16 +2,18 @@
 
 At a terminal's width a table keeps the columns that fit whole, most important first (the
 name, the check, the median, the column that answers the run's question, the rate, ...),
-and says in one line which it left out and how to see them. Piped output is as wide as
-its content and keeps every column (the console is then not a terminal), so files, CI
-logs and `--markdown` lose nothing.
+and says in one line which it left out and how to see them. A long text left out (a
+verdict's reason, a threshold's source) becomes a numbered note under the table instead,
+keyed by a mark beside the row's name. Piped output is as wide as its content and keeps
+every column (the console is then not a terminal), so files, CI logs and `--markdown`
+lose nothing.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 BORDER = 4  # a box table's two outer edges and the padding beside them
 PER_COLUMN = 3  # each column's padding and the line between it and the next
@@ -19,25 +21,42 @@ WIDE_ENV = "CUDABENCH_WIDE"  # set (to anything but 0): every column, however wi
 
 # Lower number, kept first; a column not named here ranks after every named one, in order.
 PRIORITY = {name: rank for rank, name in enumerate((
-    "variant", "benchmark", "check", "verdict", "median", "change", "params", "% of",
-    "vs ", "GFLOP/s", "GB/s", "% of peak", "current", "baseline", "spread", "bound",
-    "batch (warm)", "shape", "dtype", "p-value",
+    "variant", "benchmark", "check", "verdict", "compiled", "median", "latest", "change",
+    "last change", "params", "best params", "% of", "vs ", "GFLOP/s", "GB/s", "% of peak",
+    "current", "baseline", "B", "A", "history median", "interval", "gate", "seconds",
+    "of wall", "spread", "margin", "bound", "batch (warm)", "shape", "dtype", "p-value",
 ))}
+# Long texts: left out of a narrow table, each row's goes to a numbered note under it.
+NOTED = frozenset({"reason", "threshold", "threshold from", "steps", "from", "compiled",
+                   "launches (grid, block, dynamic shared)"})
+BLANK = ("", "-")  # a cell that says nothing: no note for it
 
 
 @dataclass(frozen=True)
 class Fitted:
-    """The columns kept (their indices, in the table's order) and the names left out."""
+    """The columns kept (their indices, in the table's order) and the names left out;
+    overflows when even the first column alone is wider than the terminal."""
 
     kept: tuple[int, ...]
     left_out: tuple[str, ...]
+    overflows: bool = False
 
     def footer(self) -> str:
         """Return the line naming what was left out ('' when nothing was)."""
         if not self.left_out:
             return ""
-        return (f"left out to fit the terminal: {', '.join(self.left_out)} (a wider "
-                f"terminal, {WIDE_ENV}=1, --json or --markdown show every column)")
+        return (f"left out to fit: {', '.join(self.left_out)} ({WIDE_ENV}=1 shows every "
+                "column)")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A fitted table with its notes: the mark beside each noted row's first cell, and
+    the notes' lines, in row order."""
+
+    fitted: Fitted
+    marks: Mapping[int, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
 
 def rank(name: str, position: int) -> tuple[int, int]:
@@ -78,7 +97,29 @@ def fit(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
             used += need
     kept.sort()
     return Fitted(tuple(kept), tuple(columns[i] for i in range(len(columns))
-                                     if i not in kept))
+                                     if i not in kept), overflows=used > width)
+
+
+def layout(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None,
+           noted_rows: Collection[int] | None = None) -> Layout:
+    """Fit a table, the long texts it leaves out (NOTED) becoming notes for the rows in
+    noted_rows (every row when None) that have something to say there; rows that would
+    say the same share a note."""
+    noted_columns = [i for i, name in enumerate(columns) if name in NOTED and i > 0]
+    # Room for the widest mark beside the first column's text, so that a mark never cuts it.
+    room = [[row[0] + f" [{len(rows)}]", *row[1:]] for row in rows] if noted_columns else rows
+    fitted = fit(columns, room, width)
+    noted = [i for i in noted_columns if i not in fitted.kept]
+    texts = {r: "; ".join(f"{columns[i]}: {row[i]}" for i in noted if row[i] not in BLANK)
+             for r, row in enumerate(rows) if noted_rows is None or r in noted_rows}
+    numbers: dict[str, int] = {}  # rows that would say the same share one note
+    for text in texts.values():
+        if text:
+            numbers.setdefault(text, len(numbers) + 1)
+    marks = {r: f"[{numbers[text]}]" for r, text in texts.items() if text}
+    notes = tuple(f"[{number}] {text}" for text, number in numbers.items())
+    left_out = tuple(name for name in fitted.left_out if columns.index(name) not in noted)
+    return Layout(Fitted(fitted.kept, left_out, fitted.overflows), marks, notes)
 
 
 def wide() -> bool:

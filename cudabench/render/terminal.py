@@ -9,7 +9,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -32,7 +32,7 @@ from cudabench.render.comparison import (
     row_cells,
     summary_text,
 )
-from cudabench.render.fit import Fitted, fit
+from cudabench.render.fit import layout
 from cudabench.render.run_table import RunTable, build_tables
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
@@ -102,29 +102,64 @@ def render_run(outcome: RunOutcome, console: Console) -> None:
     """Print one table per (device, op, shape, dtype) group of results; on a terminal,
     the columns that fit its width whole (fit.py)."""
     for model in build_tables(outcome):
-        console.print(rich_table(model, terminal_width(console)))
+        width = terminal_width(console)
+        table, below = rich_table(model, width)
+        print_table(console, table, below, width)
 
 
 def terminal_width(console: Console) -> int | None:
-    """Return the width tables must fit: the terminal's, or None when the output is not
-    a terminal (a file or a pipe keeps every column)."""
-    return console.width if console.is_terminal else None
+    """Return the width tables must fit: the terminal's, or the one COLUMNS names; None
+    when the output is a file or a pipe and COLUMNS is unset (every column kept)."""
+    return console.width if console.is_terminal or os.environ.get("COLUMNS") else None
 
 
-def rich_table(model: RunTable, width: int | None = None) -> Table:
-    """Turn a run-table model into a Rich table; user text never becomes markup. With a
-    width, only the columns that fit whole (the rest named under the table)."""
-    fitted = fit([*model.columns], [[c.text for c in row] for row in model.rows], width)
-    caption = model.caption + (f"\n{fitted.footer()}" if fitted.left_out else "")
-    table = Table(title=Text(model.title), caption=Text(caption))
-    for index in fitted.kept:
-        name = model.columns[index]
-        table.add_column(name, justify="right" if model.right_aligned(name) else "left",
-                         no_wrap=width is not None)
-    for row in model.rows:
-        table.add_row(*(Text(row[i].text, style=STATUS_STYLES.get(row[i].style, ""))
-                        for i in fitted.kept))
-    return table
+def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Text]],
+                 width: int | None, caption: str = "", right: Collection[str] = (),
+                 noted_rows: Collection[int] | None = None) -> tuple[Table, list[str]]:
+    """Return a table of the columns that fit width whole (every one when width is None)
+    and the lines to print under it: its caption, the columns left out, and the notes its
+    long texts left out became."""
+    plan = layout(columns, [[cell.plain for cell in row] for row in rows], width, noted_rows)
+    fitted = plan.fitted
+    table = Table(title=Text(title))
+    for index in fitted.kept:  # a first column wider than the terminal folds, never cut
+        table.add_column(columns[index], justify="right" if columns[index] in right else "left",
+                         no_wrap=width is not None and not fitted.overflows, overflow="fold")
+    for number, row in enumerate(rows):
+        cells = [row[i].copy() for i in fitted.kept]
+        if number in plan.marks:
+            cells[0].append(f" {plan.marks[number]}")
+        table.add_row(*cells)
+    below = [line for line in (*caption.splitlines(), fitted.footer(), *plan.notes) if line]
+    return table, below
+
+
+def print_table(console: Console, table: Table, below: Sequence[str] = (),
+                width: int | None = None) -> None:
+    """Print a table, then the lines under it at the console's width (a narrow table does
+    not squeeze them into a column); an unfitted table (width None: a file or a pipe) at
+    its full width, even past the console's, so that no cell is squeezed or cut."""
+    need = console.measure(table, options=console.options.update_width(10_000)).maximum
+    if width is not None or need <= console.width:
+        console.print(table)
+    else:
+        saved = console.width
+        console.width = need
+        try:
+            console.print(table)
+        finally:
+            console.width = saved
+    for line in below:
+        console.print(Text(line))
+
+
+def rich_table(model: RunTable, width: int | None = None) -> tuple[Table, list[str]]:
+    """Turn a run-table model into a Rich table and the lines under it; user text never
+    becomes markup. With a width, only the columns that fit whole (the rest named)."""
+    rows = [[Text(cell.text, style=STATUS_STYLES.get(cell.style, "")) for cell in row]
+            for row in model.rows]
+    right = [name for name in model.columns if model.right_aligned(name)]
+    return fitted_table(model.title, model.columns, rows, width, model.caption, right)
 
 
 def render_diagnostics(outcome: RunOutcome, console: Console) -> None:
@@ -224,7 +259,7 @@ def render_device(info: DeviceInfo, versions: Mapping[str, str], console: Consol
         ("memory bus", f"{info.memory_bus_bits} bit"),
         ("CUDA index", str(info.index)),
         ("PCI bus id", info.pci_bus_id or "-"),
-        ("UUID", info.uuid or "- (install nvidia-ml-py to read it through NVML)"),
+        ("UUID", info.uuid or "- (needs nvidia-ml-py)"),  # short: 80 columns hold the row
         ("max threads per block", str(info.max_threads_per_block)),
         ("max shared memory per block", format_bytes(info.max_shared_bytes_per_block)),
         ("driver (CUDA version it supports)", info.driver_version),
@@ -243,18 +278,14 @@ VERDICT_STYLES = {Verdict.SLOWER: "bold red", Verdict.FAILED: "bold red",
 
 
 def render_rows(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
-                console: Console) -> None:
+                console: Console, noted_rows: Collection[int] | None = None) -> None:
     """Print a plain table of text (user text is never markup); on a terminal, the
-    columns that fit its width whole."""
+    columns that fit its width whole, and the long texts left out as notes for the rows
+    in noted_rows (every row when None)."""
     width = terminal_width(console)
-    fitted = fit(columns, rows, width)
-    table = Table(title=Text(title), caption=Text(fitted.footer()) if fitted.left_out
-                  else None)
-    for index in fitted.kept:
-        table.add_column(columns[index], no_wrap=width is not None)
-    for row in rows:
-        table.add_row(*(Text(row[i]) for i in fitted.kept))
-    console.print(table)
+    table, below = fitted_table(title, columns, [[Text(cell) for cell in row] for row in rows],
+                                width, noted_rows=noted_rows)
+    print_table(console, table, below, width)
 
 
 def render_incomplete(paths: list[str], console: Console, current: str = "") -> None:
@@ -273,40 +304,22 @@ def render_incomplete(paths: list[str], console: Console, current: str = "") -> 
 def render_comparison(comparison: Comparison, console: Console) -> None:
     """Print a comparison: its table, added and removed benchmarks, and a summary line."""
     c = comparison
-    texts = [row_cells(row) for row in c.rows]
-    width = terminal_width(console)
-    marked = [[cells[0] + f" [{len(texts)}]", *cells[1:]] for cells in texts]  # room for marks
-    fitted = fit(COLUMNS, marked, width)
-    kept = [COLUMNS[i] for i in fitted.kept]
-    # Long texts left out of a narrow table become numbered notes under it, never lost.
-    noted = [name for name in ("reason", "threshold") if name not in kept]
-    marks = {index: f"[{number}]" for number, index in enumerate(
-        (i for i, cells in enumerate(texts) if c.rows[i].verdict is not Verdict.SAME
-         and any(cells[COLUMNS.index(name)] not in ("", "-") for name in noted)), start=1)}
+    rows = []
+    for row in c.rows:
+        cells = [Text(text) for text in row_cells(row)]
+        ungated = row.verdict in REGRESSION and not row.regressed  # a reference row
+        cells[COLUMNS.index("verdict")].stylize(
+            "yellow" if ungated else VERDICT_STYLES.get(row.verdict, ""))
+        rows.append(cells)
     caption = (f"baseline {c.baseline_path} ({c.baseline_gpu}) | "
                f"current {c.current_path} ({c.current_gpu})")
-    left_out = [name for name in fitted.left_out if name not in noted]
-    if left_out:
-        caption += "\n" + Fitted(fitted.kept, tuple(left_out)).footer()
-    table = Table(title=Text("cudabench compare"), caption=Text(caption))
-    for name in kept:
-        table.add_column(name, justify="right" if name in RIGHT_ALIGNED else "left",
-                         no_wrap=width is not None)
-    for index, (row, cells) in enumerate(zip(c.rows, texts)):
-        shown = [Text(cells[i]) for i in fitted.kept]
-        if index in marks:
-            shown[0].append(f" {marks[index]}")
-        if "verdict" in kept:
-            ungated = row.verdict in REGRESSION and not row.regressed  # a reference row
-            style = "yellow" if ungated else VERDICT_STYLES.get(row.verdict, "")
-            shown[kept.index("verdict")].stylize(style)
-        table.add_row(*shown)
+    width = terminal_width(console)
+    # Only rows that are not 'same' have reasons worth a note.
+    table, below = fitted_table("cudabench compare", COLUMNS, rows, width, caption,
+                                RIGHT_ALIGNED, noted_rows={i for i, row in enumerate(c.rows)
+                                                           if row.verdict is not Verdict.SAME})
     if c.rows:
-        console.print(table)
-    for index, mark in marks.items():
-        parts = [f"{name}: {texts[index][COLUMNS.index(name)]}" for name in noted
-                 if texts[index][COLUMNS.index(name)] not in ("", "-")]
-        console.print(Text(f"{mark} " + "; ".join(parts)), soft_wrap=True)
+        print_table(console, table, below, width)
     for change in c.setting_changes:
         console.print(Text(f"the card differs: {change}", style="yellow"), soft_wrap=True)
     for note in c.notes:

@@ -1,0 +1,163 @@
+"""Every command's tables at 80, 100 and 120 columns: whole columns, no cell cut ("…"),
+no data row wrapped (issue 30). COLUMNS makes the width, as a terminal would."""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudabench.cli import cli
+from helpers import MATMUL_BODY, MATMUL_HEADER, unreadable, write_kernel
+
+WIDTHS = [80, 100, 120]
+H100_FILES = sorted(glob.glob("tests/data/h100*/*.json"))
+QUICK = ("--warmup", "0", "--min-samples", "5", "--max-samples", "5", "--no-batch")
+SUITE = ('[timing]\nmax_time = 0.05\nmin_samples = 5\nwarmup = 0\n\n'
+         '[[benchmark]]\nop = "dot"\nsize = "1000"\n\n'
+         '[[benchmark]]\nop = "matmul"\nsize = "64"\n')
+
+
+def run(width: int, *args: object):
+    """Run the CLI at a terminal width of `width` columns, stdout and stderr apart."""
+    try:
+        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:  # click >= 8.2 always separates them
+        runner = CliRunner()
+    result = runner.invoke(cli, [str(a) for a in args], env={"COLUMNS": str(width)})
+    dump = os.environ.get("CUDABENCH_TEST_DUMP")  # a folder: keep the output to look at
+    if dump:
+        name = "_".join(Path(str(a)).name for a in args)[:80]
+        Path(dump, f"{width}-{name}.txt").write_text(result.stdout + result.stderr)
+    return result
+
+
+def assert_readable(text: str, width: int, every_line: bool = False) -> None:
+    problems = unreadable(text, width, every_line)
+    assert not problems, "\n".join(problems) + "\n\n" + text
+
+
+@pytest.mark.parametrize("path", H100_FILES)
+@pytest.mark.parametrize("width", WIDTHS)
+def test_report_of_each_h100_file(path, width):
+    done = run(width, "report", path)
+    assert done.exit_code == 0, done.output
+    assert_readable(done.stdout, width)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("tests/data/h100/v1-matmul.json", "tests/data/h100/v2-matmul.json"),
+    ("tests/data/compare/baseline.json", "tests/data/compare/failing.json"),
+    ("tests/data/compare/baseline.json", "tests/data/compare/added_removed.json")])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_compare(old, new, width):
+    done = run(width, "compare", old, new, "--allow-missing")
+    assert done.exit_code in (0, 1), done.output
+    assert_readable(done.stdout, width)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """A history of the H100 matmul files: v1 twice then v2 (recorded at three commits)."""
+    import json
+
+    folder = tmp_path_factory.mktemp("history")
+    paths = []
+    for index, name in enumerate(["v1", "v1", "v2", "v2"]):
+        document = json.loads(Path(f"tests/data/h100/{name}-matmul.json").read_text())
+        document["git_commit"] = f"{index:040x}"
+        paths.append(folder / f"run{index}.json")
+        paths[-1].write_text(json.dumps(document))
+    db = folder / "h.db"
+    assert run(120, "history", "import", *paths[:3], "--db", db).exit_code == 0
+    return db
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_history_show_and_check(store, width):
+    shown = run(width, "history", "show", "--db", store)
+    assert shown.exit_code == 0, shown.output
+    assert_readable(shown.stdout, width)
+    checked = run(width, "history", "check", "tests/data/h100/v2-matmul.json", "--db", store,
+                  "--min-runs", "3")
+    assert checked.exit_code in (0, 1), checked.output
+    assert_readable(checked.stdout, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_list(width):
+    # The catalog's rows hold a line per parameter, and its long lists of allowed values
+    # and dtypes wrap by design (tests/test_first_install.py): no cell cut, names whole.
+    done = run(width, "list")
+    assert done.exit_code == 0, done.output
+    assert "…" not in done.stdout
+    assert all(len(line) <= width for line in done.stdout.splitlines() if line[:1] in "┏┃┡│└")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_ab(use_fake, tmp_path, width):
+    for side in ("a", "b"):
+        for name in ("blocked", "register_tiled_long_name"):
+            write_kernel(tmp_path / side / "matmul", name, MATMUL_HEADER, MATMUL_BODY)
+    done = run(width, "ab", tmp_path / "a", tmp_path / "b", "--size", "32", "--samples", "5",
+               "--warmup", "0", "--rounds", "12")
+    assert done.exit_code in (0, 1), done.output
+    assert_readable(done.stdout, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_suite_with_profile_time(use_fake, tmp_path, width):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text(SUITE)
+    done = run(width, "run", suite, "--profile-time", "--json", tmp_path / "r.json")
+    assert done.exit_code == 0, done.output
+    assert_readable(done.stdout, width)
+    assert "--profile-time" in done.stderr
+    assert_readable(done.stderr, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_best_of_a_sweep(use_fake, width):
+    done = run(width, "matmul", "--size", "32,64", "--tile", "8,16", "--variant", "naive",
+               *QUICK, "--best")
+    assert done.exit_code == 0, done.output
+    assert "best configuration" in done.stdout
+    assert_readable(done.stdout, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_dry_run(width):
+    done = run(width, "matmul", "--size", "4096", "--dry-run")
+    assert done.exit_code in (0, 2), done.output
+    assert_readable(done.stdout, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_calibrate(use_fake, tmp_path, monkeypatch, width):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text(SUITE)
+    done = run(width, "calibrate", "--runs", "3", "--db", tmp_path / "h.db")
+    assert done.exit_code == 0, done.output
+    assert_readable(done.stdout, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_info(use_fake, width):
+    done = run(width, "info")
+    assert done.exit_code == 0, done.output
+    assert_readable(done.stdout, width)
+
+
+def test_markdown_and_html_keep_every_column_at_any_width(tmp_path):
+    markdown, html = tmp_path / "r.md", tmp_path / "r.html"
+    done = run(80, "report", "tests/data/h100-insight/t8192.json", "--markdown", markdown,
+               "--html", html)
+    assert done.exit_code == 0, done.output
+    assert "left out to fit" in done.stdout  # the terminal's table is fitted...
+    for column in ("spread", "GB/s", "vs naive", "batch (warm)", "% of peak", "max abs err"):
+        assert f" {column} |" in markdown.read_text()  # ...the files are not
+        assert column in html.read_text()
+    assert "text-overflow" not in html.read_text()  # the page's tables scroll, never cut

@@ -1,0 +1,55 @@
+"""The main job in a real terminal: tmux at 80x24, the fake engine, the screen captured and
+checked as the other tables are (issue 30): no cell cut, no data row wrapped."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import unreadable
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None,
+    reason="tmux is not installed (.ci/run installs it): the 80x24 terminal capture needs it")
+
+
+def capture_in_tmux(tmp_path: Path, command: str, width: int = 80, height: int = 24) -> str:
+    """Run command in a fresh tmux server's width x height window; return everything it
+    printed, wrapped lines joined (a line wider than the window shows as one long line)."""
+    socket = str(tmp_path / "tmux.sock")  # a server of its own: the user's is not touched
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("COLUMNS", "LINES", "CUDABENCH_WIDE", "TMUX")}
+    done = tmp_path / "done"
+    script = f"{command}; echo $? > {done}; sleep 600"
+    subprocess.run(["tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d", "-x",
+                    str(width), "-y", str(height), "-c", str(ROOT), script],
+                   check=True, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert done.exists(), "the command did not finish in 120 s"
+        assert done.read_text().strip() == "0"
+        shown = subprocess.run(["tmux", "-S", socket, "capture-pane", "-p", "-J", "-S",
+                                "-2000"], check=True, capture_output=True, text=True)
+        return shown.stdout
+    finally:
+        subprocess.run(["tmux", "-S", socket, "kill-server"], check=False)
+
+
+def test_the_main_job_at_80x24(tmp_path):
+    text = capture_in_tmux(tmp_path, f"{sys.executable} tests/fake_cli.py matmul --size 64")
+    Path(tmp_path / "capture.txt").write_text(text)  # to look at: pytest keeps tmp_path
+    assert "matmul 64x64x64 (MxKxN) float32" in text
+    for variant in ("naive", "tiled", "tiled_conflict", "cuBLAS"):
+        assert f"│ {variant} " in text
+    assert "left out to fit:" in text  # 80 columns cannot hold them all: named
+    problems = unreadable(text, 80)
+    assert not problems, "\n".join(problems) + "\n\n" + text
