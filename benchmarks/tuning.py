@@ -93,8 +93,13 @@ def median_of(rows: list[dict], params: dict) -> float | None:
 
 
 def kernel_tuner(folder: Path, variant: str, size: int, budget: int) -> dict | None:
-    """The same space through Kernel Tuner's random sampler, if it is importable (a best
-    effort: Kernel Tuner compiles and times on its own, verifying nothing here)."""
+    """The same space through Kernel Tuner's random sampler with the same budget, if it is
+    importable: Kernel Tuner compiles, times and checks on its own (PyCUDA backend; its
+    answer is NumPy's product, compared with a relative tolerance of 1e-3).
+
+    Kernel Tuner's backends never raise a kernel's dynamic shared memory limit past the
+    default 48 KiB (cudabench opts in to 227 KiB), so it searches the configurations that
+    fit 48 KiB; its winner is also read from the brute-force run for the comparison."""
     try:
         import kernel_tuner
         import numpy as np
@@ -102,25 +107,44 @@ def kernel_tuner(folder: Path, variant: str, size: int, budget: int) -> dict | N
         return None
     path = folder / "matmul" / f"{variant}.cu"
     header = [line for line in path.read_text().splitlines() if line.startswith("// param")]
-    params = {m[1]: [int(v) for v in m[2].split(",")]
-              for m in (re.match(r"// param (\w+): default \d+; allowed (.*)", line)
-                        for line in header) if m}
-    a = np.random.default_rng(1).random((size, size), dtype=np.float32)
-    b, c = a.copy(), np.zeros_like(a)
+    params: dict[str, list[int]] = {
+        m[1]: [int(v) for v in m[2].split(",")]
+        for m in (re.match(r"// param (\w+): default \d+; allowed (.*)", line)
+                  for line in header) if m}
+    params["block_size_x"] = [32 * n for n in (1, 2, 4, 8, 16, 32)]
+
+    def shared_bytes(p: dict) -> int:  # the header's dynamic_shared, float32
+        return p.get("STAGES", 1) * (p["BK"] * (p["BM"] + 4) + p["BK"] * p["BN"]) * 4
+
+    def allowed(p: dict) -> bool:
+        return (p["block_size_x"] == (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+                and shared_bytes(p) <= 48 * 1024)
+
+    rng = np.random.default_rng(1)
+    a = rng.random((size, size), dtype=np.float32)
+    b = rng.random((size, size), dtype=np.float32)
+    c = np.zeros_like(a)
+    expected = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
     n = np.int32(size)
+
+    def close(answer: list, result: list, atol: float | None = None) -> bool:
+        return bool(np.allclose(result[2], answer[2], rtol=1e-3, atol=0))
+
     started = time.perf_counter()
     found, _ = kernel_tuner.tune_kernel(
         f"matmul_{variant}", str(path), (size, size), [a, b, c, n, n, n], params,
-        grid_div_x=["BN"], grid_div_y=["BM"], block_size_names=["THREADS_KT"],
-        restrictions=["(BM // WM) * (BN // WN) * 32 <= 1024"],
+        grid_div_x=["BN"], grid_div_y=["BM"], block_size_names=["block_size_x"],
+        restrictions=allowed, smem_args={"size": shared_bytes},
+        answer=[None, None, expected, None, None, None], verify=close,
         defines={"DTYPE": "float", "ACC_TYPE": "float", "OUT_TYPE": "float",
                  "ELEM_SIZE": 4, "ACC_SIZE": 4, "OUT_SIZE": 4},
         strategy="random_sample", strategy_options={"max_fevals": budget}, verbose=False,
-        lang="CUDA", compiler_options=["-std=c++17"])
-    best = min((r for r in found if isinstance(r.get("time"), float)),
-               key=lambda r: r["time"], default=None)
+        lang="CUDA", iterations=7)
+    timed = [r for r in found if isinstance(r.get("time"), float)]
+    best = min(timed, key=lambda r: r["time"], default=None)
     return {"wall_s": time.perf_counter() - started, "measured": len(found),
-            "winner": {k: best[k] for k in params} if best else {}}
+            "failed": len(found) - len(timed),
+            "winner": {k: best[k] for k in params if k != "block_size_x"} if best else {}}
 
 
 def main() -> int:
@@ -164,7 +188,8 @@ def main() -> int:
         print("kernel_tuner: not importable; skipped")
     else:
         again = median_of(brute["rows"], tuned["winner"]) if brute else None
-        print(f"{'kt-random':10} {tuned['wall_s']:8.1f} {tuned['measured']:9d} {'-':>7} "
+        print(f"{'kt-random':10} {tuned['wall_s']:8.1f} {tuned['measured']:9d} "
+              f"{tuned['failed']:7d} "
               f"{'-':>20} {f'{again / best_s:.3f}' if again and best_s else '-':>15}  "
               f"{tuned['winner']}")
     return 0
