@@ -157,10 +157,18 @@ def main() -> int:
     parser.add_argument("--no-widen", dest="widen", action="store_false")
     parser.add_argument("--count-only", action="store_true",
                         help="Count the space (no GPU) and stop.")
-    parser.add_argument("--strategies", default="brute,random,bayes")
+    parser.add_argument("--strategies", default="brute,random,bayes,kernel_tuner",
+                        help="Comma-separated, run in this order: brute, random, bayes, "
+                        "kernel_tuner.")
+    parser.add_argument("--brute-json", type=Path,
+                        help="An earlier brute-force run's results file to compare against "
+                        "(when brute is not among --strategies).")
+    parser.add_argument("--out", type=Path, help="Keep each run's results files here.")
     options = parser.parse_args()
     source = options.kernels_dir / "matmul" / f"{options.variant}.cu"
     scratch = Path(tempfile.mkdtemp(prefix="cudabench-tuning-"))
+    out = options.out or scratch
+    out.mkdir(parents=True, exist_ok=True)
     folder = widened(source, scratch / "kernels") if options.widen else options.kernels_dir
     valid, pruned = space_size(folder, options.variant, options.size)
     budget = max(1, int(valid * options.fraction))
@@ -168,9 +176,16 @@ def main() -> int:
           f"({pruned} pruned by constraints); random and bayes get {budget}", flush=True)
     if options.count_only:
         return 0
+    asked = options.strategies.split(",")
     runs = [run(s, valid if s == "brute" else budget, folder, options.variant,
-                options.size, scratch) for s in options.strategies.split(",")]
+                options.size, out) for s in asked if s != "kernel_tuner"]
     brute = next((r for r in runs if r["strategy"] == "brute"), None)
+    if brute is None and options.brute_json is not None:
+        rows = json.loads(options.brute_json.read_text())["benchmarks"]
+        passed = [r for r in rows if r["status"] == "PASS" and r.get("stats")]
+        fastest = min(passed, key=lambda r: r["stats"]["median_s"], default=None)
+        brute = {"strategy": "brute (earlier)", "rows": rows,
+                 "winner": fastest["params"] if fastest else {}}
     best_s = median_of(brute["rows"], brute["winner"]) if brute else None
     print(f"{'strategy':10} {'wall s':>8} {'measured':>9} {'failed':>7} "
           f"{'winner / brute best':>20} {'(in brute run)':>15}  winner")
@@ -183,6 +198,8 @@ def main() -> int:
         ratio2 = f"{again / best_s:.3f}" if again and best_s else "-"
         print(f"{r['strategy']:10} {r['wall_s']:8.1f} {len(rows):9d} {failed:7d} "
               f"{ratio:>20} {ratio2:>15}  {r['winner']} (exit {r['code']})", flush=True)
+    if "kernel_tuner" not in asked:
+        return 0
     tuned = kernel_tuner(folder, options.variant, int(options.size.split("x")[0]), budget)
     if tuned is None:
         print("kernel_tuner: not importable; skipped")
