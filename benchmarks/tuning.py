@@ -73,10 +73,12 @@ def run(strategy: str, budget: int, folder: Path, variant: str, size: str, out: 
                variant, "--kernels-dir", str(folder), "--best", "--strategy", strategy,
                "--budget", str(budget), "--no-tune-cache", "--seed", "1", *QUICK,
                "--json", str(results), "--best-out", str(winners)]
+    log = out / f"{strategy}.log"  # written as it runs: a search cut short keeps its trail
     started = time.perf_counter()
-    done = subprocess.run(command, text=True, capture_output=True)
+    with log.open("w") as sink:
+        done = subprocess.run(command, text=True, stdout=sink, stderr=subprocess.STDOUT)
     wall = time.perf_counter() - started
-    sys.stderr.write(done.stderr[-2000:])
+    print(f"{strategy}: exit {done.returncode} after {wall:.0f} s; log {log}", flush=True)
     rows = json.loads(results.read_text())["benchmarks"] if results.is_file() else []
     match = re.search(r"params = \{ (.*) \}", winners.read_text()) if winners.is_file() else None
     winner = dict((k, int(v)) for k, v in re.findall(r"(\w+) = (\d+)", match[1])) if match else {}
