@@ -87,6 +87,15 @@ def test_history_show_and_check(store, width):
     assert_readable(checked.stdout, width)
 
 
+def test_history_check_at_80_columns_keeps_the_change_before_the_runs(store):
+    checked = run(80, "history", "check", "tests/data/h100/v2-matmul.json", "--db", store,
+                  "--min-runs", "3")
+    header = next(line for line in checked.stdout.splitlines() if line.startswith("┃"))
+    assert [cell.strip() for cell in header.strip("┃").split("┃")] == [
+        "benchmark", "change", "verdict"]
+    assert "runs" in " ".join(checked.stdout[checked.stdout.index("left out"):].split())
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_list(width):
     # The catalog's rows hold a line per parameter, and its long lists of allowed values

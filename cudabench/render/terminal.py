@@ -115,11 +115,13 @@ def terminal_width(console: Console) -> int | None:
 
 def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Text]],
                  width: int | None, caption: str = "", right: Collection[str] = (),
-                 noted_rows: Collection[int] | None = None) -> tuple[Table, list[str]]:
-    """Return a table of the columns that fit width whole (every one when width is None)
-    and the lines to print under it: its caption, the columns left out, and the notes its
-    long texts left out became."""
-    plan = layout(columns, [[cell.plain for cell in row] for row in rows], width, noted_rows)
+                 noted_rows: Collection[int] | None = None, rate: str = ""
+                 ) -> tuple[Table, list[str]]:
+    """Return a table of the columns that fit width whole (every one when width is None;
+    rate: its throughput column, kept before the other rate) and the lines to print under
+    it: its caption, the columns left out, and the notes its long texts left out became."""
+    plan = layout(columns, [[cell.plain for cell in row] for row in rows], width, noted_rows,
+                  rate)
     fitted = plan.fitted
     table = Table(title=Text(title))
     for index in fitted.kept:  # a first column wider than the terminal folds, never cut
@@ -159,7 +161,8 @@ def rich_table(model: RunTable, width: int | None = None) -> tuple[Table, list[s
     rows = [[Text(cell.text, style=STATUS_STYLES.get(cell.style, "")) for cell in row]
             for row in model.rows]
     right = [name for name in model.columns if model.right_aligned(name)]
-    return fitted_table(model.title, model.columns, rows, width, model.caption, right)
+    return fitted_table(model.title, model.columns, rows, width, model.caption, right,
+                        rate=model.rate)
 
 
 def render_diagnostics(outcome: RunOutcome, console: Console) -> None:

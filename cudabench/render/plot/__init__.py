@@ -47,8 +47,8 @@ from cudabench.render.plot.style import (
     shape_label,
     text,
 )
+from cudabench.render.run_table import counts_flops  # the run table reads its rate alike
 from cudabench.render.plot.throughput import (
-    counts_flops,
     draw_throughput,
     draw_throughput_panel,
     throughput_panels,
