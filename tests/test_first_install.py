@@ -18,7 +18,7 @@ from helpers import MATMUL_HEADER, write_kernel
 
 from cudabench.catalog import discover
 from cudabench.cli import cli
-from cudabench.cli.boundary import hoist_traceback
+from cudabench.cli.boundary import hoist_group_flags
 from cudabench.errors import ExitCode
 from cudabench.engines import nvcc
 
@@ -201,12 +201,16 @@ def test_traceback_after_the_subcommand_in_a_real_process():
     assert "no such option" not in done.stderr
 
 
-def test_hoist_traceback():
-    assert hoist_traceback(["matmul", "-s", "8"]) == ["matmul", "-s", "8"]
-    assert hoist_traceback(["matmul", "--traceback", "-s", "8", "--traceback"]) == [
+def test_hoist_group_flags():
+    assert hoist_group_flags(["matmul", "-s", "8"]) == ["matmul", "-s", "8"]
+    assert hoist_group_flags(["matmul", "--traceback", "-s", "8", "--traceback"]) == [
         "--traceback", "matmul", "-s", "8"]
-    assert hoist_traceback(["run", "--", "--traceback"]) == ["run", "--", "--traceback"]
-    assert hoist_traceback(["--traceback"]) == []
+    assert hoist_group_flags(["run", "--", "--traceback"]) == ["run", "--", "--traceback"]
+    assert hoist_group_flags(["--traceback"]) == []
+    assert hoist_group_flags(["report", "r.json", "--wide", "--traceback"]) == [
+        "--traceback", "--wide", "report", "r.json"]
+    assert hoist_group_flags(["--wide", "report", "r.json"]) == ["--wide", "report", "r.json"]
+    assert hoist_group_flags(["--wide"]) == []
 
 
 @pytest.mark.parametrize("args", [[], ["--traceback"]])

@@ -160,6 +160,39 @@ def test_info(use_fake, width):
     assert_readable(done.stdout, width)
 
 
+WIDE_FILE = "tests/data/h100-insight/m4096_full.json"
+EVERY_COLUMN = ("spread", "GFLOP/s", "GB/s", "vs cuBLAS", "vs naive", "batch (warm)",
+                "% of peak", "bound", "rel error", "max abs err")
+
+
+def header_cells(text: str) -> list[str]:
+    """Return the header cells of the first table in text."""
+    header = next(line for line in text.splitlines() if line.startswith("┃"))
+    return [cell.strip() for cell in header.strip("┃").split("┃")]
+
+
+@pytest.mark.parametrize("args", [("--wide", "report", WIDE_FILE),
+                                  ("report", WIDE_FILE, "--wide")])
+def test_wide_shows_every_column_whole_and_is_not_kept_after(monkeypatch, args):
+    monkeypatch.delenv("CUDABENCH_WIDE", raising=False)
+    fitted = run(80, "report", WIDE_FILE)
+    footer = " ".join(fitted.stdout[fitted.stdout.index("left out to fit:"):].split())
+    assert "(--wide shows every column)" in footer
+    done = run(80, *args)
+    assert done.exit_code == 0, done.output
+    assert "left out" not in done.stdout and "…" not in done.stdout
+    assert header_cells(done.stdout)[1:] == ["params", "check", "median", *EVERY_COLUMN]
+    assert "51,412.7" in done.stdout and "3.49e-04" in done.stdout  # cells whole, unsqueezed
+    assert "left out to fit:" in run(80, "report", WIDE_FILE).stdout  # the next command fits
+
+
+def test_the_environment_variable_still_shows_every_column(monkeypatch):
+    monkeypatch.setenv("CUDABENCH_WIDE", "1")
+    done = run(80, "report", WIDE_FILE)
+    assert "left out" not in done.stdout and "…" not in done.stdout
+    assert header_cells(done.stdout)[1:] == ["params", "check", "median", *EVERY_COLUMN]
+
+
 def test_markdown_and_html_keep_every_column_at_any_width(tmp_path):
     markdown, html = tmp_path / "r.md", tmp_path / "r.html"
     done = run(80, "report", "tests/data/h100-insight/t8192.json", "--markdown", markdown,

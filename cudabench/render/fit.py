@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 BORDER = 1  # a box table's left edge (Rich: the columns' widths + 3 per column + 1)
 PER_COLUMN = 3  # each column's padding either side and the line on its right
 WIDE_ENV = "CUDABENCH_WIDE"  # set (to anything but 0): every column, however wide
+WIDE_FLAG = "--wide"  # the command line's way to say the same (cudabench.cli.group)
+_asked_wide = False  # --wide given to the command running in this process
 
 # A run table's rate is GFLOP/s or GB/s, whichever reads its op's throughput (GB/s for a
 # streaming op such as dot, which counts FLOPs too): it ranks as "rate", the other as
@@ -52,8 +54,7 @@ class Fitted:
         """Return the line naming what was left out ('' when nothing was)."""
         if not self.left_out:
             return ""
-        return (f"left out to fit: {', '.join(self.left_out)} ({WIDE_ENV}=1 shows every "
-                "column)")
+        return f"left out to fit: {', '.join(self.left_out)} ({WIDE_FLAG} shows every column)"
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,12 @@ def layout(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | N
     return Layout(Fitted(fitted.kept, left_out, fitted.overflows), marks, notes)
 
 
+def ask_wide(on: bool) -> None:
+    """Keep every column of the tables this process prints, or stop (--wide)."""
+    global _asked_wide
+    _asked_wide = on
+
+
 def wide() -> bool:
-    """Return whether the user asked for every column (CUDABENCH_WIDE)."""
-    return os.environ.get(WIDE_ENV, "0") not in ("", "0")
+    """Return whether the user asked for every column (--wide, or CUDABENCH_WIDE)."""
+    return _asked_wide or os.environ.get(WIDE_ENV, "0") not in ("", "0")

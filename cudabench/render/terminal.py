@@ -32,7 +32,7 @@ from cudabench.render.comparison import (
     row_cells,
     summary_text,
 )
-from cudabench.render.fit import layout
+from cudabench.render.fit import layout, wide
 from cudabench.render.run_table import RunTable, build_tables
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
@@ -109,7 +109,10 @@ def render_run(outcome: RunOutcome, console: Console) -> None:
 
 def terminal_width(console: Console) -> int | None:
     """Return the width tables must fit: the terminal's, or the one COLUMNS names; None
-    when the output is a file or a pipe and COLUMNS is unset (every column kept)."""
+    when the output is a file or a pipe and COLUMNS is unset, or with --wide (every
+    column kept, each table printed as wide as it needs: never squeezed to the screen)."""
+    if wide():
+        return None
     return console.width if console.is_terminal or os.environ.get("COLUMNS") else None
 
 
