@@ -98,12 +98,40 @@ def test_history_check_at_80_columns_keeps_the_change_before_the_runs(store):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_list(width):
-    # The catalog's rows hold a line per parameter, and its long lists of allowed values
-    # and dtypes wrap by design (tests/test_first_install.py): no cell cut, names whole.
-    done = run(width, "list")
+    # One table per op, a variant a row on one line: the long texts that do not fit
+    # (allowed values) become notes and the files a line per folder, so nothing is cut
+    # and no row wraps, and every name, parameter and file is on screen.
+    from cudabench.catalog import discover
+
+    done = run(width, "list", "--kernels-dir", "examples/softmax")
     assert done.exit_code == 0, done.output
-    assert "…" not in done.stdout
-    assert all(len(line) <= width for line in done.stdout.splitlines() if line[:1] in "┏┃┡│└")
+    assert_readable(done.stdout, width)
+    assert "left out" not in done.stdout  # what does not fit is in the notes
+    rows = [line.split("│")[1].split(" [")[0].strip() for line in done.stdout.splitlines()
+            if line.startswith("│")]
+    catalog = discover([Path("examples/softmax")])
+    assert sorted(rows) == sorted(name for variants in catalog.values() for name in variants)
+    text = " ".join(done.stdout.split())
+    for variants in catalog.values():
+        for variant in variants.values():
+            assert variant.path.name in text and " ".join(variant.dtypes) in text
+            for param in variant.params:
+                assert f"{param.name}={param.default}" in text
+                assert f"{param.name} in {param.describe_allowed()}" in text
+
+
+def test_list_piped_keeps_every_column_on_one_line(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    from cudabench.catalog import discover
+
+    done = CliRunner().invoke(cli, ["list"])
+    assert done.exit_code == 0, done.output
+    assert_readable(done.stdout, 10_000)
+    assert "left out" not in done.stdout and "[1]" not in done.stdout  # no notes
+    assert header_cells(done.stdout) == ["variant", "dtypes", "defaults", "allowed", "file"]
+    for variants in discover().values():
+        for variant in variants.values():
+            assert f"│ {variant.path} " in done.stdout
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -37,7 +37,7 @@ PRIORITY = {name: rank for rank, name in enumerate((
 ))}
 # Long texts: left out of a narrow table, each row's goes to a numbered note under it.
 NOTED = frozenset({"reason", "threshold", "threshold from", "steps", "from", "compiled",
-                   "launches (grid, block, dynamic shared)"})
+                   "launches (grid, block, dynamic shared)", "dtypes", "defaults", "allowed"})
 BLANK = ("", "-")  # a cell that says nothing: no note for it
 
 

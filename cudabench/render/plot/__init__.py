@@ -47,12 +47,12 @@ from cudabench.render.plot.style import (
     shape_label,
     text,
 )
-from cudabench.render.run_table import counts_flops  # the run table reads its rate alike
 from cudabench.render.plot.throughput import (
     draw_throughput,
     draw_throughput_panel,
     throughput_panels,
 )
+from cudabench.render.run_table import counts_flops  # the run table's rate reads alike
 
 __all__ = [
     "COLOURS",
