@@ -18,7 +18,7 @@ from helpers import MATMUL_HEADER, write_kernel
 
 from cudabench.catalog import discover
 from cudabench.cli import cli
-from cudabench.cli.boundary import hoist_traceback
+from cudabench.cli.boundary import hoist_group_flags
 from cudabench.errors import ExitCode
 from cudabench.engines import nvcc
 
@@ -201,12 +201,16 @@ def test_traceback_after_the_subcommand_in_a_real_process():
     assert "no such option" not in done.stderr
 
 
-def test_hoist_traceback():
-    assert hoist_traceback(["matmul", "-s", "8"]) == ["matmul", "-s", "8"]
-    assert hoist_traceback(["matmul", "--traceback", "-s", "8", "--traceback"]) == [
+def test_hoist_group_flags():
+    assert hoist_group_flags(["matmul", "-s", "8"]) == ["matmul", "-s", "8"]
+    assert hoist_group_flags(["matmul", "--traceback", "-s", "8", "--traceback"]) == [
         "--traceback", "matmul", "-s", "8"]
-    assert hoist_traceback(["run", "--", "--traceback"]) == ["run", "--", "--traceback"]
-    assert hoist_traceback(["--traceback"]) == []
+    assert hoist_group_flags(["run", "--", "--traceback"]) == ["run", "--", "--traceback"]
+    assert hoist_group_flags(["--traceback"]) == []
+    assert hoist_group_flags(["report", "r.json", "--wide", "--traceback"]) == [
+        "--traceback", "--wide", "report", "r.json"]
+    assert hoist_group_flags(["--wide", "report", "r.json"]) == ["--wide", "report", "r.json"]
+    assert hoist_group_flags(["--wide"]) == []
 
 
 @pytest.mark.parametrize("args", [[], ["--traceback"]])
@@ -253,11 +257,20 @@ def list_at(columns: int, *kernels_dirs: Path) -> str:
     return result.stdout
 
 
+def op_table(out: str, op: str) -> str:
+    """Return the lines of op's table in `list`'s output: from its title to its last rule."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == op)
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("└"))
+    return "\n".join(lines[start:end + 1])
+
+
 def test_list_on_80_columns_never_cuts_a_name():
     out = list_at(80, SOFTMAX)
     for op, variants in discover([SOFTMAX]).items():
-        for name, variant in variants.items():
-            assert re.search(rf"^│ {op} +│ {name} +│", out, re.MULTILINE), (op, name)
+        for name, variant in variants.items():  # its own cell, in its op's table, whole
+            assert re.search(rf"^│ {name}(?: \[\d+\])? +│", op_table(out, op),
+                             re.MULTILINE), (op, name)
             assert re.search(rf"(?<![\w.]){re.escape(variant.path.name)}\b", out), name
             assert str(variant.path.parent) in out
             for param in variant.params:
@@ -268,7 +281,8 @@ def test_list_on_80_columns_keeps_a_long_variant_name_whole(tmp_path):
     extra = tmp_path / "k"
     write_kernel(extra, "tiled_with_a_much_longer_name", MATMUL_HEADER)
     out = list_at(80, extra)
-    assert re.search(r"^│ matmul +│ tiled_with_a_much_longer_name +│", out, re.MULTILINE)
+    assert re.search(r"^│ tiled_with_a_much_longer_name(?: \[\d+\])? +│",
+                     op_table(out, "matmul"), re.MULTILINE)
     assert re.search(r"(?<![\w.])tiled_with_a_much_longer_name\.cu\b", out)
 
 
@@ -284,8 +298,8 @@ def test_list_on_a_very_narrow_terminal_folds_names_but_keeps_every_letter():
     result = invoke("list", env={"COLUMNS": "40"})
     assert result.exit_code == 0, result.stderr
     assert "…" not in result.stdout
-    cells = "".join(line.split("│")[2].strip() for line in result.stdout.splitlines()
-                    if line.startswith("│"))
+    cells = "".join(line.split("│")[1].strip() for line in result.stdout.splitlines()
+                    if line.startswith("│"))  # the variant column, the first of each op's
     for variants in discover().values():
         for name in variants:
             assert name in cells, name

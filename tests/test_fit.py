@@ -58,6 +58,55 @@ def test_the_most_important_columns_are_kept_first():
     assert fit(columns, rows, None).left_out == ()  # no terminal: everything
 
 
+def test_a_column_is_kept_only_when_every_more_important_one_is():
+    # history check at 80 columns showed "runs" where "change" did not fit
+    columns = ["benchmark", "runs", "change", "verdict"]
+    rows = [["matmul/tiled_conflict TILE=16", "3", "+10.1%", "slower"]]
+    kept = fit(columns, rows, 50)  # room for "runs" (7) but not for "change" (9)
+    assert [columns[i] for i in kept.kept] == ["benchmark", "verdict"]
+    assert kept.left_out == ("runs", "change")
+    assert [columns[i] for i in fit(columns, rows, 52).kept] == ["benchmark", "change",
+                                                                 "verdict"]
+
+
+def test_a_long_text_that_becomes_a_note_stops_no_column():
+    columns = ["benchmark", "reason", "runs"]
+    plan = layout(columns, [["dot/a", "a reason far too long for the table", "3"]], 25)
+    assert [columns[i] for i in plan.fitted.kept] == ["benchmark", "runs"]
+    assert plan.notes == ("[1] reason: a reason far too long for the table",)
+
+
+def test_the_ops_rate_comes_before_the_other_rate():
+    columns = ["variant", "median", "GFLOP/s", "GB/s"]
+    rows = [["tiled", "1.00 ms", "51,412.7", "75.3"]]  # GB/s is the narrower
+
+    def kept(width: int, rate: str) -> list[str]:
+        return [columns[i] for i in fit(columns, rows, width, rate).kept]
+
+    assert kept(31, "GFLOP/s") == ["variant", "median"]  # not GB/s in GFLOP/s's place
+    assert kept(32, "GFLOP/s") == ["variant", "median", "GFLOP/s"]
+    assert kept(32, "GB/s") == ["variant", "median", "GB/s"]
+
+
+@pytest.mark.parametrize(("path", "rate"), [("tests/data/h100-insight/m4096_full.json",
+                                               "GFLOP/s"),
+                                              ("tests/data/h100-insight/d.json", "GB/s"),
+                                              ("tests/data/h100-insight/t8192.json", "GB/s")])
+def test_a_run_table_knows_its_rate(path, rate):
+    # dot counts FLOPs too, but at 0.25 FLOP/byte it is read in GB/s (as in the figure)
+    assert build_tables(RunOutcome(load_results(path).benchmarks))[0].rate == rate
+
+
+def test_matmul_at_80_columns_shows_gflops_not_gbps(monkeypatch):
+    monkeypatch.delenv(WIDE_ENV, raising=False)
+    outcome = RunOutcome(load_results("tests/data/h100-insight/m4096_full.json").benchmarks)
+    text = rendered(outcome, 80)
+    header = next(line for line in text.splitlines() if line.startswith("┃"))
+    assert "GFLOP/s" in header and "GB/s" not in header
+    left_out = " ".join(text[text.index("left out to fit:"):].split())
+    assert "GB/s" in left_out.split("(")[0]
+
+
 def test_plain_tables_fit_too():
     console = Console(width=40, force_terminal=True, color_system=None)
     with console.capture() as capture:

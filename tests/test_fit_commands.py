@@ -87,14 +87,51 @@ def test_history_show_and_check(store, width):
     assert_readable(checked.stdout, width)
 
 
+def test_history_check_at_80_columns_keeps_the_change_before_the_runs(store):
+    checked = run(80, "history", "check", "tests/data/h100/v2-matmul.json", "--db", store,
+                  "--min-runs", "3")
+    header = next(line for line in checked.stdout.splitlines() if line.startswith("┃"))
+    assert [cell.strip() for cell in header.strip("┃").split("┃")] == [
+        "benchmark", "change", "verdict"]
+    assert "runs" in " ".join(checked.stdout[checked.stdout.index("left out"):].split())
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_list(width):
-    # The catalog's rows hold a line per parameter, and its long lists of allowed values
-    # and dtypes wrap by design (tests/test_first_install.py): no cell cut, names whole.
-    done = run(width, "list")
+    # One table per op, a variant a row on one line: the long texts that do not fit
+    # (allowed values) become notes and the files a line per folder, so nothing is cut
+    # and no row wraps, and every name, parameter and file is on screen.
+    from cudabench.catalog import discover
+
+    done = run(width, "list", "--kernels-dir", "examples/softmax")
     assert done.exit_code == 0, done.output
-    assert "…" not in done.stdout
-    assert all(len(line) <= width for line in done.stdout.splitlines() if line[:1] in "┏┃┡│└")
+    assert_readable(done.stdout, width)
+    assert "left out" not in done.stdout  # what does not fit is in the notes
+    rows = [line.split("│")[1].split(" [")[0].strip() for line in done.stdout.splitlines()
+            if line.startswith("│")]
+    catalog = discover([Path("examples/softmax")])
+    assert sorted(rows) == sorted(name for variants in catalog.values() for name in variants)
+    text = " ".join(done.stdout.split())
+    for variants in catalog.values():
+        for variant in variants.values():
+            assert variant.path.name in text and " ".join(variant.dtypes) in text
+            for param in variant.params:
+                assert f"{param.name}={param.default}" in text
+                assert f"{param.name} in {param.describe_allowed()}" in text
+
+
+def test_list_piped_keeps_every_column_on_one_line(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    from cudabench.catalog import discover
+
+    done = CliRunner().invoke(cli, ["list"])
+    assert done.exit_code == 0, done.output
+    assert_readable(done.stdout, 10_000)
+    assert "left out" not in done.stdout and "[1]" not in done.stdout  # no notes
+    assert header_cells(done.stdout) == ["variant", "dtypes", "defaults", "allowed", "file"]
+    for variants in discover().values():
+        for variant in variants.values():
+            assert f"│ {variant.path} " in done.stdout
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -149,6 +186,39 @@ def test_info(use_fake, width):
     done = run(width, "info")
     assert done.exit_code == 0, done.output
     assert_readable(done.stdout, width)
+
+
+WIDE_FILE = "tests/data/h100-insight/m4096_full.json"
+EVERY_COLUMN = ("spread", "GFLOP/s", "GB/s", "vs cuBLAS", "vs naive", "batch (warm)",
+                "% of peak", "bound", "rel error", "max abs err")
+
+
+def header_cells(text: str) -> list[str]:
+    """Return the header cells of the first table in text."""
+    header = next(line for line in text.splitlines() if line.startswith("┃"))
+    return [cell.strip() for cell in header.strip("┃").split("┃")]
+
+
+@pytest.mark.parametrize("args", [("--wide", "report", WIDE_FILE),
+                                  ("report", WIDE_FILE, "--wide")])
+def test_wide_shows_every_column_whole_and_is_not_kept_after(monkeypatch, args):
+    monkeypatch.delenv("CUDABENCH_WIDE", raising=False)
+    fitted = run(80, "report", WIDE_FILE)
+    footer = " ".join(fitted.stdout[fitted.stdout.index("left out to fit:"):].split())
+    assert "(--wide shows every column)" in footer
+    done = run(80, *args)
+    assert done.exit_code == 0, done.output
+    assert "left out" not in done.stdout and "…" not in done.stdout
+    assert header_cells(done.stdout)[1:] == ["params", "check", "median", *EVERY_COLUMN]
+    assert "51,412.7" in done.stdout and "3.49e-04" in done.stdout  # cells whole, unsqueezed
+    assert "left out to fit:" in run(80, "report", WIDE_FILE).stdout  # the next command fits
+
+
+def test_the_environment_variable_still_shows_every_column(monkeypatch):
+    monkeypatch.setenv("CUDABENCH_WIDE", "1")
+    done = run(80, "report", WIDE_FILE)
+    assert "left out" not in done.stdout and "…" not in done.stdout
+    assert header_cells(done.stdout)[1:] == ["params", "check", "median", *EVERY_COLUMN]
 
 
 def test_markdown_and_html_keep_every_column_at_any_width(tmp_path):

@@ -53,3 +53,14 @@ def test_the_main_job_at_80x24(tmp_path):
     assert "left out to fit:" in text  # 80 columns cannot hold them all: named
     problems = unreadable(text, 80)
     assert not problems, "\n".join(problems) + "\n\n" + text
+
+
+def test_list_at_80x24(tmp_path):
+    text = capture_in_tmux(tmp_path, f"{sys.executable} -m cudabench list")
+    Path(tmp_path / "capture.txt").write_text(text)
+    for op in ("matmul", "transpose", "transpose_inplace", "dot"):
+        assert f"{op} (cudabench.ops." in text  # each op's table and its line
+    assert "│ tiled_conflict [" in text and "[1] allowed: " in text
+    assert "left out" not in text  # what does not fit is in the notes and folder lines
+    problems = unreadable(text, 80)
+    assert not problems, "\n".join(problems) + "\n\n" + text

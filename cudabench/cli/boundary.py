@@ -2,6 +2,7 @@
 
 A traceback is shown only with --traceback, which may stand anywhere on the command line
 (`cudabench matmul --size x --traceback` too); any other exception is reported as a bug.
+The group's --wide may stand anywhere too (`cudabench report FILE --wide`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import click
 from cudabench.errors import CudabenchError, ExitCode
 
 TRACEBACK_FLAG = "--traceback"
+GROUP_FLAGS = (TRACEBACK_FLAG, "--wide")  # the group's flags, given before or after a command
 # Click >= 8.2 raises this for a group run without arguments; 8.1 prints the help itself.
 _NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", None)
 
@@ -27,10 +29,10 @@ class BoundaryGroup(click.Group):
              **extra: Any) -> Any:
         """Run the CLI; Click's own usage errors also become one line and exit code 2.
 
-        A --traceback after the subcommand is moved before it, where the group's option
-        parses it; no arguments at all (or --traceback alone) print the help, exit 0.
+        A --traceback or --wide after the subcommand is moved before it, where the group's
+        option parses it; no arguments at all (or --traceback alone) print the help, exit 0.
         """
-        args = hoist_traceback(sys.argv[1:] if args is None else list(args))
+        args = hoist_group_flags(sys.argv[1:] if args is None else list(args))
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Abort:
@@ -70,13 +72,14 @@ class BoundaryGroup(click.Group):
         ctx.exit(int(code or 0))
 
 
-def hoist_traceback(args: list[str]) -> list[str]:
-    """Return args with every --traceback before `--` taken out and put first (once)."""
+def hoist_group_flags(args: list[str]) -> list[str]:
+    """Return args with every group flag (--traceback, --wide) before `--` taken out and
+    put first (each once); group flags alone give no arguments (the help)."""
     end = args.index("--") if "--" in args else len(args)
-    rest = [arg for arg in args[:end] if arg != TRACEBACK_FLAG] + args[end:]
+    rest = [arg for arg in args[:end] if arg not in GROUP_FLAGS] + args[end:]
     if len(rest) == len(args):
         return args
-    return [TRACEBACK_FLAG, *rest] if rest else []
+    return [flag for flag in GROUP_FLAGS if flag in args[:end]] + rest if rest else []
 
 
 def finish(code: Any, standalone_mode: bool) -> Any:

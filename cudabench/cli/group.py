@@ -117,7 +117,11 @@ def _shorten(text: str, width: int) -> str:
 @click.group(cls=OpsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cudabench")
 @click.option("--traceback", is_flag=True, help="Show the Python traceback of an error.")
-def cli(traceback: bool) -> None:
+@click.option("--wide", is_flag=True,
+              help="Show every column of every table, however wide the terminal "
+                   "(as CUDABENCH_WIDE=1 does).")
+@click.pass_context
+def cli(ctx: click.Context, traceback: bool, wide: bool) -> None:
     """Benchmark CUDA kernels: verified against NumPy, timed with CUDA events.
 
     \b
@@ -133,6 +137,10 @@ def cli(traceback: bool) -> None:
       4    internal error: re-run with --traceback and report it
       130  interrupted (Ctrl-C)
     """
+    from cudabench.render.fit import ask_wide  # text only: no Rich, nothing heavy
+
+    ask_wide(wide)
+    ctx.call_on_close(lambda: ask_wide(False))  # not kept past this command (tests, API)
 
 
 def main(argv: list[str] | None = None) -> None:

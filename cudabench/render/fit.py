@@ -15,20 +15,29 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-BORDER = 4  # a box table's two outer edges and the padding beside them
-PER_COLUMN = 3  # each column's padding and the line between it and the next
+BORDER = 1  # a box table's left edge (Rich: the columns' widths + 3 per column + 1)
+PER_COLUMN = 3  # each column's padding either side and the line on its right
 WIDE_ENV = "CUDABENCH_WIDE"  # set (to anything but 0): every column, however wide
+WIDE_FLAG = "--wide"  # the command line's way to say the same (cudabench.cli.group)
+_asked_wide = False  # --wide given to the command running in this process
 
+# A run table's rate is GFLOP/s or GB/s, whichever reads its op's throughput (GB/s for a
+# streaming op such as dot, which counts FLOPs too): it ranks as "rate", the other as
+# "rate 2". A table that names no rate ranks both as "rate".
+RATES = ("GFLOP/s", "GB/s")
 # Lower number, kept first; a column not named here ranks after every named one, in order.
+# "vs " is the vendor's column (the run's question), then a reference's ("% of copy");
+# "vs naive" comes after the rate.
 PRIORITY = {name: rank for rank, name in enumerate((
     "variant", "benchmark", "check", "verdict", "compiled", "median", "latest", "change",
-    "last change", "params", "best params", "% of", "vs ", "GFLOP/s", "GB/s", "% of peak",
+    "last change", "params", "best params", "vs ", "% of", "rate", "vs naive", "% of peak",
     "current", "baseline", "B", "A", "history median", "interval", "gate", "seconds",
-    "of wall", "spread", "margin", "bound", "batch (warm)", "shape", "dtype", "p-value",
+    "of wall", "spread", "margin", "bound", "rate 2", "batch (warm)", "shape", "dtype",
+    "p-value",
 ))}
 # Long texts: left out of a narrow table, each row's goes to a numbered note under it.
 NOTED = frozenset({"reason", "threshold", "threshold from", "steps", "from", "compiled",
-                   "launches (grid, block, dynamic shared)"})
+                   "launches (grid, block, dynamic shared)", "dtypes", "defaults", "allowed"})
 BLANK = ("", "-")  # a cell that says nothing: no note for it
 
 
@@ -45,8 +54,7 @@ class Fitted:
         """Return the line naming what was left out ('' when nothing was)."""
         if not self.left_out:
             return ""
-        return (f"left out to fit: {', '.join(self.left_out)} ({WIDE_ENV}=1 shows every "
-                "column)")
+        return f"left out to fit: {', '.join(self.left_out)} ({WIDE_FLAG} shows every column)"
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,11 @@ class Layout:
     notes: tuple[str, ...] = ()
 
 
-def rank(name: str, position: int) -> tuple[int, int]:
-    """Return a column's priority: its rank, or its prefix's ("vs cuBLAS" is "vs ")."""
+def rank(name: str, position: int, rate: str = "") -> tuple[int, int]:
+    """Return a column's priority: its rank, or its prefix's ("vs cuBLAS" is "vs ");
+    GFLOP/s or GB/s rank as the table's rate or as the other one (RATES)."""
+    if name in RATES:
+        return PRIORITY["rate" if name == (rate or name) else "rate 2"], position
     if name in PRIORITY:
         return PRIORITY[name], position
     for prefix in ("% of peak", "% of", "vs "):
@@ -79,15 +90,17 @@ def header_width(name: str) -> int:
     return len(name)
 
 
-def fit(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None) -> Fitted:
+def fit(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None,
+        rate: str = "") -> Fitted:
     """Return which columns fit in width whole (all of them when width is None), keeping
-    the most important; the first column is always kept."""
+    the most important; the first column is always kept. A column is kept only if every
+    more important one is (a long text, NOTED, becomes a note instead and stops nothing)."""
     needs = [max([header_width(name)] + [cell_width(row[i]) for row in rows if i < len(row)])
              for i, name in enumerate(columns)]
     everything = Fitted(tuple(range(len(columns))), ())
     if width is None or wide() or BORDER + sum(n + PER_COLUMN for n in needs) <= width:
         return everything
-    order = sorted(range(len(columns)), key=lambda i: (i != 0, rank(columns[i], i)))
+    order = sorted(range(len(columns)), key=lambda i: (i != 0, rank(columns[i], i, rate)))
     kept: list[int] = []
     used = BORDER
     for index in order:
@@ -95,20 +108,24 @@ def fit(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
         if not kept or used + need <= width:
             kept.append(index)
             used += need
+        elif columns[index] not in NOTED:
+            # Filling the space left with smaller, less important columns would show
+            # "runs" where "change" was wanted, or GB/s in place of matmul's GFLOP/s.
+            break
     kept.sort()
     return Fitted(tuple(kept), tuple(columns[i] for i in range(len(columns))
                                      if i not in kept), overflows=used > width)
 
 
 def layout(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None,
-           noted_rows: Collection[int] | None = None) -> Layout:
-    """Fit a table, the long texts it leaves out (NOTED) becoming notes for the rows in
-    noted_rows (every row when None) that have something to say there; rows that would
-    say the same share a note."""
+           noted_rows: Collection[int] | None = None, rate: str = "") -> Layout:
+    """Fit a table (rate: its throughput column, RATES), the long texts it leaves out
+    (NOTED) becoming notes for the rows in noted_rows (every row when None) that have
+    something to say there; rows that would say the same share a note."""
     noted_columns = [i for i, name in enumerate(columns) if name in NOTED and i > 0]
     # Room for the widest mark beside the first column's text, so that a mark never cuts it.
     room = [[row[0] + f" [{len(rows)}]", *row[1:]] for row in rows] if noted_columns else rows
-    fitted = fit(columns, room, width)
+    fitted = fit(columns, room, width, rate)
     noted = [i for i in noted_columns if i not in fitted.kept]
     texts = {r: "; ".join(f"{columns[i]}: {row[i]}" for i in noted if row[i] not in BLANK)
              for r, row in enumerate(rows) if noted_rows is None or r in noted_rows}
@@ -122,6 +139,12 @@ def layout(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | N
     return Layout(Fitted(fitted.kept, left_out, fitted.overflows), marks, notes)
 
 
+def ask_wide(on: bool) -> None:
+    """Keep every column of the tables this process prints, or stop (--wide)."""
+    global _asked_wide
+    _asked_wide = on
+
+
 def wide() -> bool:
-    """Return whether the user asked for every column (CUDABENCH_WIDE)."""
-    return os.environ.get(WIDE_ENV, "0") not in ("", "0")
+    """Return whether the user asked for every column (--wide, or CUDABENCH_WIDE)."""
+    return _asked_wide or os.environ.get(WIDE_ENV, "0") not in ("", "0")

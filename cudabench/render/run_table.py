@@ -38,6 +38,7 @@ class RunTable:
     caption: str
     columns: tuple[str, ...]
     rows: tuple[tuple[Cell, ...], ...]
+    rate: str = ""  # the column that reads the op's throughput (counts_flops), if any
 
     def right_aligned(self, column: str) -> bool:
         """Return whether a column holds numbers (aligned right)."""
@@ -129,6 +130,15 @@ def comparators(rows: Sequence[BenchmarkResult]) -> list[Comparator]:
     return [c for c in found if unique[c.title] is c]
 
 
+def counts_flops(members: Sequence[BenchmarkResult]) -> bool:
+    """Return whether rows read in FLOP/s: some row counts FLOPs and the op does more
+    than a FLOP per byte. A streaming op (dot: 0.25 FLOP/byte) is read in GB/s, beside
+    its copy row (the run table's rate column, the throughput figure's axis)."""
+    counted = [r for r in members if r.flops]
+    return bool(counted) and any(not r.bytes_moved or r.flops / r.bytes_moved >= 1
+                                 for r in counted)
+
+
 def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:
     """Build the table of one op at one shape and dtype on one device."""
     first = rows[0]
@@ -168,7 +178,8 @@ def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:
         f"{format_seconds(first.cpu_reference_s)}",
         *footer_lines(rows),
     ])
-    return RunTable(title, caption, tuple(columns), tuple(table_rows))
+    rate = "GFLOP/s" if counts_flops(rows) else "GB/s"
+    return RunTable(title, caption, tuple(columns), tuple(table_rows), rate)
 
 
 def detail_table(rows: Sequence[BenchmarkResult], title: str) -> RunTable | None:

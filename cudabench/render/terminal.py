@@ -32,7 +32,9 @@ from cudabench.render.comparison import (
     row_cells,
     summary_text,
 )
-from cudabench.render.fit import layout
+from cudabench.render.catalog import COLUMNS as CATALOG_COLUMNS
+from cudabench.render.catalog import listings, shows_files
+from cudabench.render.fit import layout, wide
 from cudabench.render.run_table import RunTable, build_tables
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
@@ -109,17 +111,22 @@ def render_run(outcome: RunOutcome, console: Console) -> None:
 
 def terminal_width(console: Console) -> int | None:
     """Return the width tables must fit: the terminal's, or the one COLUMNS names; None
-    when the output is a file or a pipe and COLUMNS is unset (every column kept)."""
+    when the output is a file or a pipe and COLUMNS is unset, or with --wide (every
+    column kept, each table printed as wide as it needs: never squeezed to the screen)."""
+    if wide():
+        return None
     return console.width if console.is_terminal or os.environ.get("COLUMNS") else None
 
 
 def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Text]],
                  width: int | None, caption: str = "", right: Collection[str] = (),
-                 noted_rows: Collection[int] | None = None) -> tuple[Table, list[str]]:
-    """Return a table of the columns that fit width whole (every one when width is None)
-    and the lines to print under it: its caption, the columns left out, and the notes its
-    long texts left out became."""
-    plan = layout(columns, [[cell.plain for cell in row] for row in rows], width, noted_rows)
+                 noted_rows: Collection[int] | None = None, rate: str = ""
+                 ) -> tuple[Table, list[str]]:
+    """Return a table of the columns that fit width whole (every one when width is None;
+    rate: its throughput column, kept before the other rate) and the lines to print under
+    it: its caption, the columns left out, and the notes its long texts left out became."""
+    plan = layout(columns, [[cell.plain for cell in row] for row in rows], width, noted_rows,
+                  rate)
     fitted = plan.fitted
     table = Table(title=Text(title))
     for index in fitted.kept:  # a first column wider than the terminal folds, never cut
@@ -159,7 +166,8 @@ def rich_table(model: RunTable, width: int | None = None) -> tuple[Table, list[s
     rows = [[Text(cell.text, style=STATUS_STYLES.get(cell.style, "")) for cell in row]
             for row in model.rows]
     right = [name for name in model.columns if model.right_aligned(name)]
-    return fitted_table(model.title, model.columns, rows, width, model.caption, right)
+    return fitted_table(model.title, model.columns, rows, width, model.caption, right,
+                        rate=model.rate)
 
 
 def render_diagnostics(outcome: RunOutcome, console: Console) -> None:
@@ -187,60 +195,23 @@ def render_diagnostics(outcome: RunOutcome, console: Console) -> None:
 
 def render_catalog(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any],
                    console: Console) -> None:
-    """Print the ops, their variants, parameters and files.
-
-    Names are never cut: the op and variant columns do not wrap, and when the full paths do
-    not fit beside them (an 80-column terminal) the file column gives way to a line per
-    folder naming its files. Parameters and dtypes wrap, and fold when squeezed; on a
-    terminal too narrow even for that, names fold onto more lines, every letter kept.
-    """
-    from rich.cells import cell_len
-
-    def catalog_table(files: bool, fold: bool = False) -> Table:
-        table = Table(title="cudabench kernels")
-        names: dict[str, Any] = {"overflow": "fold", "no_wrap": not fold}
-        table.add_column("op", **names)
-        table.add_column("variant", **names)
-        table.add_column("params (default; allowed)", overflow="fold")
-        table.add_column("dtypes", overflow="fold")
-        if files:
-            table.add_column("file", **names)
-        for op_name, variants in catalog.items():
-            if not variants:
-                table.add_row(Text(op_name), Text("(none)"), "", "", *([""] if files else []))
-            for variant in variants.values():
-                params = "\n".join(f"{p.name}={p.default}; {p.describe_allowed()}"
-                                   for p in variant.params) or "-"
-                table.add_row(Text(op_name), Text(variant.name), Text(params),
-                              Text(", ".join(variant.dtypes)),
-                              *([Text(str(variant.path))] if files else []))
-        return table
-
-    def fits(files: bool) -> bool:  # every name whole, and 8 columns for params and dtypes
-        heads = ("op", "variant", "file")[:3 if files else 2]
-        rows = [(op_name, variant.name, str(variant.path))
-                for op_name, variants in catalog.items() for variant in variants.values()]
-        names = sum(max(cell_len(text) for text in (head, *(row[i] for row in rows)))
-                    for i, head in enumerate(heads))
-        columns = len(heads) + 2
-        return names + 2 * 8 + 2 * columns + columns + 1 <= console.width  # padding, rules
-
-    if fits(files=True):
-        console.print(catalog_table(files=True))
-    else:
-        console.print(catalog_table(files=False, fold=not fits(files=False)))
-        folders: dict[tuple[str, str], list[str]] = {}
-        for op_name, variants in catalog.items():
-            for variant in variants.values():
-                folders.setdefault((op_name, str(variant.path.parent)), []).append(
-                    variant.path.name)
-        for (op_name, folder), files in folders.items():
-            console.print(Text(f"{op_name} files in {folder}: {', '.join(sorted(files))}"),
-                          overflow="fold")
-    for op_name, op in ops.items():
-        types = ", ".join(op.type_set(name).describe() for name in op.dtypes)
-        console.print(Text(f"{op_name} ({op.origin}): {op.summary}; types {types}; kernels "
-                           f"take {op.signature}"), soft_wrap=True)
+    """Print one table per op (catalog.py): its variants, dtypes, defaults, allowed values
+    and files, each row on one line; on a terminal, the long texts that do not fit become
+    notes and the files a line per folder. Under the table, the op's line (what it
+    computes, its types, its kernels' signature), then those lines."""
+    for item in listings(catalog, ops):
+        width = terminal_width(console)
+        columns: Sequence[str] = CATALOG_COLUMNS
+        rows, caption = item.rows, ""
+        if not shows_files(rows, width):
+            columns, rows = columns[:-1], tuple(row[:-1] for row in rows)
+            caption = "\n".join(item.folders)
+        table, below = fitted_table(item.op, columns, [[Text(c) for c in row] for row in rows],
+                                    width, caption)
+        print_table(console, table, (), width)
+        console.print(Text(item.about), soft_wrap=width is None)  # a pipe: one line, whole
+        for line in below:
+            console.print(Text(line))
 
 
 def render_device(info: DeviceInfo, versions: Mapping[str, str], console: Console) -> None:

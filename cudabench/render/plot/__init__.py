@@ -48,11 +48,11 @@ from cudabench.render.plot.style import (
     text,
 )
 from cudabench.render.plot.throughput import (
-    counts_flops,
     draw_throughput,
     draw_throughput_panel,
     throughput_panels,
 )
+from cudabench.render.run_table import counts_flops  # the run table's rate reads alike
 
 __all__ = [
     "COLOURS",

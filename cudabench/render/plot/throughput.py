@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cudabench.render.run_table import counts_flops
 from cudabench.results.model import BenchmarkResult
 
 if TYPE_CHECKING:
@@ -37,15 +38,6 @@ def throughput_panels(results: Sequence[BenchmarkResult]
     for r in plotted(results):
         panels.setdefault((r.op, r.dtype), []).append(r)
     return panels
-
-
-def counts_flops(members: Sequence[BenchmarkResult]) -> bool:
-    """Return whether a panel reads in FLOP/s: some row counts FLOPs and the op does more
-    than a FLOP per byte. A streaming op (dot: 0.25 FLOP/byte) is read in GB/s, beside
-    its copy row."""
-    counted = [r for r in members if r.flops]
-    return bool(counted) and any(not r.bytes_moved or r.flops / r.bytes_moved >= 1
-                                 for r in counted)
 
 
 def _throughput_series(members: Sequence[BenchmarkResult], styles: Styles
