@@ -121,6 +121,8 @@ def test_only_params_the_code_never_names_are_pruned():
               if not reaches_the_compiler(variant, spec)}
     # the naive kernels read their block edge from blockDim; dot's grid size is header-only
     assert pruned == {("dot", "atomic", "BLOCKS_PER_SM"), ("dot", "shared_tree", "BLOCKS_PER_SM"),
+                      ("dot", "deterministic", "BLOCKS_PER_SM"),
+                      ("dot", "vectorized_shuffle", "BLOCKS_PER_SM"),
                       ("matmul", "naive", "TILE"), ("transpose", "naive", "TILE"),
                       ("transpose_inplace", "naive", "TILE")}
     assert not strip_comments("// BLOCK\n/* BLOCK\n */ int x;").count("BLOCK")

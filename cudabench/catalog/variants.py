@@ -144,6 +144,10 @@ class Launch:
 
 
 UNITS = ("cuda", "tensor")
+# `run: default` (the default) puts a variant in the runs that name no --variant;
+# `run: on request` leaves it out of them: --variant NAME or --variant all runs it.
+RUN_MODES = ("default", "on request")
+ALL_VARIANTS = "all"  # --variant all: every variant, those run on request too
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,7 @@ class KernelVariant:
     unit: str = "cuda"  # the units it computes on, whose roof holds it: cuda or tensor
     arch: Arch | None = None  # the one target it is built for; None: the GPU's own
     tensor_maps: tuple[TensorMapSpec, ...] = ()  # extra arguments after the op's, in order
+    on_request: bool = False  # `run: on request`: left out of runs that name no variant
 
     def param(self, name: str) -> ParamSpec | None:
         """Return the parameter called name, if the variant declares it."""

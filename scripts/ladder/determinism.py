@@ -27,12 +27,13 @@ import pycuda.autoinit  # noqa: F401  (a context on device 0)
 import pycuda.driver as cuda
 from pycuda.compiler import SourceModule
 
+from cudabench.catalog import builtin_kernels_dir
 from cudabench.catalog.headers import parse_header
 from cudabench.planning.plan import compile_defines, header_variables
 from cudabench.ops import get_op
 from cudabench.ops.base import LaunchShape
 
-FOLDER = Path(__file__).resolve().parent / "kernels" / "dot"
+FOLDER = builtin_kernels_dir() / "dot"  # kernels/dot: deterministic.cu, vectorized_shuffle.cu
 SIZES = (1, 7, 1000, 1000003, (1 << 24) + 3)
 
 
