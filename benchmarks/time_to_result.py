@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LADDER = str(ROOT / "scripts" / "ladder" / "kernels")
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ TARGETS = (
            1.0, warm=True),
     Target("transpose 8192", ("transpose", "--size", "8192"), 3.0, warm=True),
     Target("--best, 48 configurations, cold cache",
-           ("matmul", "--size", "1000", "--kernels-dir", LADDER, "--variant", "blocktile2d",
+           ("matmul", "--size", "1000", "--variant", "blocktile2d",
             "-p", "BM=64,128", "-p", "BN=64,128", "-p", "BK=8,16,32", "-p", "TM=4,8",
             "-p", "TN=4,8", "--best", "--no-vendor"), 8.0, cold=True),
 )

@@ -2,7 +2,7 @@
 when importable) on a GPU, in one run: wall time, configurations measured, and each
 winner against the brute-force best. Not a timed test; it needs a GPU (and Optuna for bayes).
 
-    python benchmarks/tuning.py [--kernels-dir scripts/ladder/kernels]
+    python benchmarks/tuning.py [--kernels-dir kernels]
         [--variant async_double_buffer] [--size 4096] [--fraction 0.25] [--widen]
         [--count-only]
 
@@ -152,7 +152,7 @@ def kernel_tuner(folder: Path, variant: str, size: int, budget: int) -> dict | N
 def main() -> int:
     """Count the space, run the strategies, print the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kernels-dir", type=Path, default=ROOT / "scripts/ladder/kernels")
+    parser.add_argument("--kernels-dir", type=Path, default=ROOT / "kernels")
     parser.add_argument("--variant", default="async_double_buffer")
     parser.add_argument("--size", default="4096")
     parser.add_argument("--fraction", type=float, default=0.25)

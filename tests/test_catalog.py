@@ -14,11 +14,16 @@ from cudabench.ops import OPS
 
 BUILTIN_VARIANTS = {
     "matmul": {"naive", "tiled", "tiled_conflict", "mma_sync", "mma_async", "wgmma_async",
-               "wgmma_tma", "wgmma_ws"},
-    "transpose": {"naive", "shared", "shared_padded"},
-    "transpose_inplace": {"naive", "tiled"},
-    "dot": {"shared_tree", "atomic"},
+               "wgmma_tma", "wgmma_ws", "blocktile2d", "vectorized", "warptile",
+               "async_double_buffer", "prefetch_splitk"},
+    "transpose": {"naive", "shared", "shared_padded", "vectorized"},
+    "transpose_inplace": {"naive", "tiled", "tile_pairs"},
+    "dot": {"shared_tree", "atomic", "vectorized_shuffle", "deterministic", "streaming"},
 }
+# The built-in variants whose header says `run: on request` (docs/kernels.md says why).
+# Rungs beaten at every goal size by one beside them (measured on an H100): named or
+# --variant all.
+ON_REQUEST = {("matmul", "blocktile2d"), ("matmul", "vectorized"), ("dot", "streaming")}
 
 # parse_header(path, text) does not read path: headers given as text are parsed "from" it.
 VIRTUAL = Path("/virtual/kernels/matmul/test.cu")
@@ -26,6 +31,7 @@ VIRTUAL = Path("/virtual/kernels/matmul/test.cu")
 BUILTIN_ENTRIES = {
     ("dot", "shared_tree"): ["dot_partials", "dot_finish"],
     ("dot", "atomic"): ["dot_zero", "dot_atomic"],
+    ("matmul", "prefetch_splitk"): ["matmul_prefetch_splitk_zero", "matmul_prefetch_splitk"],
 }
 
 
@@ -45,14 +51,17 @@ def test_discover_parses_every_builtin_kernel():
             assert (variant.op, variant.name) == (op, name)
             assert variant.path == builtin_kernels_dir() / op / f"{name}.cu"
             assert variant.description
-            # every type of its op, but the tensor-core rungs: float16 (float32 accumulation)
+            # every type of its op, but the tensor-core rungs (float16, float32 accumulation)
+            # and the CUDA-core SGEMM rung (float32)
             assert variant.dtypes == (("float16",) if variant.unit == "tensor"
+                                      else ("float32",) if name == "prefetch_splitk"
                                       else OPS[op].dtypes)
             assert variant.launches
             expected = BUILTIN_ENTRIES.get((op, name), [f"{op}_{name}"])
             assert [launch.entry for launch in variant.launches] == expected
             for spec in variant.params:
                 assert spec.allows(spec.default)
+            assert variant.on_request == ((op, name) in ON_REQUEST)
 
 
 @pytest.mark.parametrize(
@@ -172,6 +181,10 @@ HEADER_ERRORS = {
                   "dtypes must be among float16, float32, float64, int32; got 'float32, "
                   "bfloat16'"),
     "empty dtypes": (header_with("// dtypes:"), 2, "dtypes must be among"),
+    "bad run": (header_with("// run: sometimes"), 2,
+                "run must be `default` (in the runs that name no --variant) or `on request`"),
+    "duplicate run": (header_with("// run: on request", "// run: default"), 3,
+                      "`run` given twice"),
     "dtypes typo": (header_with("// dtypes: float"), 2, "dtypes must be among"),
 }
 
@@ -313,3 +326,17 @@ def test_a_bad_dynamic_shared_clause_names_the_line(tmp_path, clause, message):
     with pytest.raises(KernelFileError, match=re.escape(message)) as error:
         parse_header(path)
     assert f"{path}:2:" in str(error.value)
+
+
+@pytest.mark.parametrize(("line", "on_request"), [(None, False), ("// run: default", False),
+                                                  ("// run: on request", True),
+                                                  ("// run:  on   request", True)])
+def test_run_on_request(tmp_path, line, on_request):
+    path = write_kernel(tmp_path, "rung", header_with(*([line] if line else [])))
+    assert parse_header(path).on_request is on_request
+
+
+def test_a_variant_cannot_be_called_all(tmp_path):
+    path = write_kernel(tmp_path, "all", header_with())
+    with pytest.raises(KernelFileError, match="--variant all means every variant"):
+        parse_header(path)

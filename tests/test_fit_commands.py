@@ -107,8 +107,8 @@ def test_list(width):
     assert done.exit_code == 0, done.output
     assert_readable(done.stdout, width)
     assert "left out" not in done.stdout  # what does not fit is in the notes
-    rows = [line.split("│")[1].split(" [")[0].strip() for line in done.stdout.splitlines()
-            if line.startswith("│")]
+    rows = [line.split("│")[1].split(" [")[0].removesuffix(" *").strip()  # * on request
+            for line in done.stdout.splitlines() if line.startswith("│")]
     catalog = discover([Path("examples/softmax")])
     assert sorted(rows) == sorted(name for variants in catalog.values() for name in variants)
     text = " ".join(done.stdout.split())

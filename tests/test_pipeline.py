@@ -44,6 +44,12 @@ def takes(op: str, dtype: str = "float32") -> list[str]:
     return sorted(name for name, v in discover()[op].items() if dtype in v.dtypes)
 
 
+# The matmul ladder rungs a float32 run that names no variant has beside naive, tiled and
+# tiled_conflict (blocktile2d and vectorized are `run: on request`), all passing.
+LADDER = {"async_double_buffer": Status.PASS, "prefetch_splitk": Status.PASS,
+          "warptile": Status.PASS}
+
+
 def ran(rows) -> dict:
     """Return {variant: status} of the rows, less the SKIP rows of variants left out."""
     return {r.variant: r.status for r in rows if r.status is not Status.SKIP}
@@ -82,7 +88,9 @@ CASES = [pytest.param(op, dtype, shape, id=f"{op}-{dtype}-{size_text(shape)}")
 
 @pytest.mark.parametrize(("op", "dtype", "shape"), CASES)
 def test_every_variant_passes_on_the_fake_engine(op, dtype, shape):
-    outcome = run_plans([plan_for(op, shape, dtype, insight=Insight())], FakeSpec(seed=1))
+    # --variant all: those run on request too
+    outcome = run_plans([plan_for(op, shape, dtype, insight=Insight(), variants=("all",))],
+                        FakeSpec(seed=1))
     by_name = {r.variant: r for r in outcome.results}
     catalog = discover()[op]
     takes = {name for name, variant in catalog.items() if dtype in variant.dtypes}
@@ -193,7 +201,7 @@ def test_a_faulting_kernel_is_fail_and_the_rest_run_in_a_fresh_process(use_fake,
     assert "faulted" in done.stderr and "fresh process" in done.stderr
     statuses = ran(load_results(json_path).benchmarks)
     assert statuses == {"naive": Status.FAIL, "tiled": Status.PASS,
-                        "tiled_conflict": Status.PASS}
+                        "tiled_conflict": Status.PASS, **LADDER}
 
 
 def test_out_of_memory_is_an_error_row_and_exit_2(use_fake, tmp_path):
@@ -288,7 +296,8 @@ def test_a_10_percent_slowdown_is_found_and_gates(use_fake, tmp_path):
     rows = [line for line in summary.read_text().splitlines() if line.startswith("| matmul/")]
     verdicts = {line.split("|")[1].strip(): line.split("|")[9].strip() for line in rows}
     assert verdicts == {"matmul/naive": "same", "matmul/tiled": "**slower**",
-                        "matmul/tiled_conflict": "same", "matmul/cuBLAS": "same"}
+                        "matmul/tiled_conflict": "same", "matmul/cuBLAS": "same",
+                        **{f"matmul/{name}": "same" for name in LADDER}}
     change = next(line for line in rows if "matmul/tiled " in line).split("|")[7]
     assert 0.08 < float(change.strip(" +%")) / 100 < 0.12
 
@@ -314,7 +323,7 @@ def test_a_worker_that_dies_costs_one_error_row_and_the_rest_still_run():
                         on_result=streamed.append)
     statuses = ran(outcome.results)
     assert statuses == {"naive": Status.FAIL, "tiled": Status.ERROR,
-                        "tiled_conflict": Status.PASS}
+                        "tiled_conflict": Status.PASS, **LADDER}
     died = next(r for r in outcome.results if r.variant == "tiled")
     assert "worker process died" in (died.error or "") and died.device is not None
     assert streamed == list(outcome.results)  # every row reached the writer as it came
@@ -328,7 +337,8 @@ def test_results_from_a_worker_stream_in_order(use_fake, tmp_path):
     assert done.exit_code == 3
     lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
     names = [line.split()[1] for line in lines]
-    assert names == ["matmul/naive", "matmul/tiled", "matmul/tiled_conflict"]
+    assert names == ["matmul/async_double_buffer", "matmul/naive", "matmul/prefetch_splitk",
+                     "matmul/tiled", "matmul/tiled_conflict", "matmul/warptile"]
 
 
 def test_a_reference_row_is_measured_once_per_shape_in_a_suite(use_fake, tmp_path):
@@ -397,11 +407,11 @@ def test_a_kernel_that_never_finishes_is_a_timeout_row_and_the_rest_run(
     loaded = load_results(json_path)
     statuses = ran(loaded.benchmarks)
     assert statuses == {"naive": Status.PASS, "tiled": Status.TIMEOUT,
-                        "tiled_conflict": Status.PASS}
+                        "tiled_conflict": Status.PASS, **LADDER}
     raw = json.loads(json_path.read_text())
     validate(raw)
     assert [b["status"] for b in raw["benchmarks"] if b["status"] != "SKIP"] == [
-        "PASS", "TIMEOUT", "PASS"]
+        "PASS", "PASS", "PASS", "TIMEOUT", "PASS", "PASS"]  # async_double_buffer ... warptile
     base = tmp_path / "base.json"
     use_fake()
     assert invoke("matmul", "--size", "20", "--json", str(base), *QUICK_FLAGS).exit_code == 0
@@ -480,7 +490,8 @@ def test_a_result_beyond_the_devices_roof_is_suspect(use_fake, tmp_path):
     raw = json.loads(json_path.read_text())
     validate(raw)
     statuses = {b["variant"]: b["status"] for b in raw["benchmarks"] if b["status"] != "SKIP"}
-    assert statuses == {"naive": "PASS", "tiled": "SUSPECT", "tiled_conflict": "PASS"}
+    assert statuses == {"naive": "PASS", "tiled": "SUSPECT", "tiled_conflict": "PASS",
+                        **{name: "PASS" for name in LADDER}}
     loaded = {b.variant: b for b in load_results(json_path).benchmarks}
     assert loaded["tiled"].status is Status.SUSPECT and loaded["tiled"].suspect
 
@@ -522,7 +533,8 @@ def test_a_variant_that_does_not_take_the_type_is_left_out_with_a_note(use_fake,
                   str(tmp_path / "mine"), "--json", str(json_path), *QUICK_FLAGS)
     assert done.exit_code == 0, done.output
     assert "only_float" not in done.stdout  # no row: the table shows what ran
-    assert "left out only_float: written for float32 only" in " ".join(done.stderr.split())
+    assert "left out only_float, prefetch_splitk: written for float32 only" in " ".join(
+        done.stderr.split())
     raw = json.loads(json_path.read_text())
     validate(raw)
     rows = {b.variant: b for b in load_results(json_path).benchmarks}

@@ -30,8 +30,18 @@ def catalog():
 
 
 # The float16-only tensor-core matmul rungs, left out at any other type with one note.
-TENSOR_CORE_NOTES = ("left out mma_async, mma_sync, wgmma_async, wgmma_tma, wgmma_ws: written "
+ON_REQUEST_NOTE = ("left out blocktile2d, vectorized: run on request (--variant NAME or "
+                   "--variant all runs them)")
+DOT_ON_REQUEST_NOTE = ("left out streaming: run on request (--variant NAME or --variant all "
+                       "runs them)")
+TENSOR_CORE_NOTES = (ON_REQUEST_NOTE,
+                     "left out mma_async, mma_sync, wgmma_async, wgmma_tma, wgmma_ws: written "
                      "for float16 only (--dtype float16 runs them)",)
+MATMUL_LADDER = {"warptile": {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 64,
+                              "MIN_BLOCKS": 2},
+                 "async_double_buffer": {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 64,
+                                         "STAGES": 2, "MIN_BLOCKS": 2},
+                 "prefetch_splitk": {"BK": 8, "MIN_BLOCKS": 2, "SPLIT_MAX": 8}}
 
 
 def planned(plan) -> dict[str, dict[str, int]]:
@@ -43,15 +53,20 @@ def planned(plan) -> dict[str, dict[str, int]]:
     ("op", "shape", "params"),
     [
         ("matmul", (1000, 1000, 1000),
-         {"naive": {"TILE": 16}, "tiled": {"TILE": 16}, "tiled_conflict": {"TILE": 16}}),
+         {"naive": {"TILE": 16}, "tiled": {"TILE": 16}, "tiled_conflict": {"TILE": 16},
+          **MATMUL_LADDER}),
         ("transpose", (3001, 3001),
          {"naive": {"TILE": 32}, "shared": {"TILE": 32, "BLOCK_ROWS": 8},
-          "shared_padded": {"TILE": 32, "BLOCK_ROWS": 8}}),
+          "shared_padded": {"TILE": 32, "BLOCK_ROWS": 8},
+          "vectorized": {"TILE": 64, "BLOCK_ROWS": 8}}),
         ("transpose_inplace", (3001,),
-         {"naive": {"TILE": 32}, "tiled": {"TILE": 32, "BLOCK_ROWS": 8}}),
+         {"naive": {"TILE": 32}, "tiled": {"TILE": 32, "BLOCK_ROWS": 8},
+          "tile_pairs": {"TILE": 32, "BLOCK_ROWS": 8}}),
         ("dot", (1 << 24,),
          {"atomic": {"BLOCK": 256, "BLOCKS_PER_SM": 8},
-          "shared_tree": {"BLOCK": 256, "BLOCKS_PER_SM": 8}}),
+          "shared_tree": {"BLOCK": 256, "BLOCKS_PER_SM": 8},
+          "vectorized_shuffle": {"BLOCK": 256, "BLOCKS_PER_SM": 4, "UNROLL": 4},
+          "deterministic": {"BLOCK": 256, "BLOCKS_PER_SM": 4, "UNROLL": 4}}),
     ],
 )
 def test_defaults(catalog, op, shape, params):
@@ -61,7 +76,7 @@ def test_defaults(catalog, op, shape, params):
     assert plan.dtype.name == "float32"
     assert planned(plan) == params
     assert [p.variant.name for p in plan.variants] == sorted(params)
-    assert plan.notes == (TENSOR_CORE_NOTES if op == "matmul" else ())
+    assert plan.notes == {"matmul": TENSOR_CORE_NOTES, "dot": (DOT_ON_REQUEST_NOTE,)}.get(op, ())
     assert (plan.seed, plan.hot, plan.timing) == (0, False, TimingPolicy())
 
 
@@ -81,7 +96,12 @@ def test_chosen_variants_keep_their_order_once(catalog):
 @pytest.mark.parametrize(("op", "value"), [("matmul", 32), ("transpose", 8)])
 def test_tile_applies_to_every_variant(catalog, op, value):
     plan = make_plan(Request(op=op, params={"TILE": value}, param_flags=TILE_FLAG), catalog)
-    assert all(params["TILE"] == value for params in planned(plan).values())
+    tiled = {name: params for name, params in planned(plan).items() if "TILE" in params}
+    assert all(params["TILE"] == value for params in tiled.values())
+    # every variant that declares TILE (matmul's register-tiled rungs have BM, BN, BK)
+    assert set(tiled) == {name for name, variant in catalog[op].items()
+                          if variant.param("TILE") and not variant.on_request
+                          and "float32" in variant.dtypes}
     if op == "transpose":
         assert planned(plan)["shared"]["BLOCK_ROWS"] == 8  # the others keep their defaults
 
@@ -91,7 +111,7 @@ def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
     catalog = discover([tmp_path])
     plan = make_plan(Request(op="matmul", params={"TILE": 8}, param_flags=TILE_FLAG), catalog)
     assert planned(plan) == {"fixed": {}, "naive": {"TILE": 8}, "tiled": {"TILE": 8},
-                             "tiled_conflict": {"TILE": 8}}
+                             "tiled_conflict": {"TILE": 8}, **MATMUL_LADDER}
 
 
 @pytest.mark.parametrize(
@@ -113,8 +133,9 @@ def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
         (Request(op="dot", params={"BLOCK": 100}, param_flags={"BLOCK": "--block"}),
          "--block 100: dot/atomic allows BLOCK in 32, 64, 128, 256, 512, 1024"),
         (Request(op="matmul", variants=("naive", "fast", "slow")),
-         "--variant fast: no such matmul variant (known: mma_async, mma_sync, naive, tiled, "
-         "tiled_conflict, wgmma_async, wgmma_tma, wgmma_ws)"),
+         "--variant fast: no such matmul variant (known: async_double_buffer, blocktile2d, "
+         "mma_async, mma_sync, naive, prefetch_splitk, tiled, tiled_conflict, vectorized, "
+         "warptile, wgmma_async, wgmma_tma, wgmma_ws; or all: every one)"),
         (Request(op="matmul", size="0"), "--size '0': sizes are positive integers"),
         (Request(op="transpose_inplace", size="3x5"), "--inplace transposes a square matrix"),
         (Request(op="dot", dtype="bfloat16"),
@@ -214,9 +235,10 @@ def test_dtype_unsupported_by_a_chosen_variant_is_an_error(tmp_path):
 def test_dtype_unsupported_by_a_default_variant_leaves_it_out(tmp_path):
     write_kernel(tmp_path, "floaty", FLOAT_ONLY)
     plan = make_plan(Request(op="matmul", dtype="int32", kernels_dirs=(tmp_path,)))
-    assert [p.variant.name for p in plan.variants] == ["naive", "tiled", "tiled_conflict"]
-    assert plan.notes == ("left out floaty: written for float32 only (--dtype float32 runs "
-                          "them)", *TENSOR_CORE_NOTES)
+    assert [p.variant.name for p in plan.variants] == ["async_double_buffer", "naive", "tiled",
+                                                       "tiled_conflict", "warptile"]
+    assert plan.notes == (ON_REQUEST_NOTE, "left out floaty, prefetch_splitk: written for "
+                          "float32 only (--dtype float32 runs them)", *TENSOR_CORE_NOTES[1:])
     assert not plan.skipped  # no SKIP row each: the table shows what ran
     plan = make_plan(Request(op="matmul", dtype="float32", kernels_dirs=(tmp_path,)))
     assert "floaty" in planned(plan) and plan.notes == TENSOR_CORE_NOTES
@@ -249,3 +271,22 @@ def test_planning_never_imports_pycuda_or_the_engine():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_variants_run_on_request_only_when_named_or_all(catalog):
+    plan = make_plan(Request(op="matmul"), catalog)
+    assert not {"blocktile2d", "vectorized"} & set(planned(plan))
+    assert plan.notes[0] == ON_REQUEST_NOTE
+    named = make_plan(Request(op="matmul", variants=("vectorized", "tiled")), catalog)
+    assert [p.variant.name for p in named.variants] == ["vectorized", "tiled"]
+    assert named.notes == ()
+    every = make_plan(Request(op="matmul", variants=("all",)), catalog)
+    assert [p.variant.name for p in every.variants] == [
+        "async_double_buffer", "blocktile2d", "naive", "prefetch_splitk", "tiled",
+        "tiled_conflict", "vectorized", "warptile"]  # in float32: the tensor-core rungs are
+    # left out by their type, as ever
+    assert every.notes == TENSOR_CORE_NOTES[1:]
+    half = make_plan(Request(op="matmul", dtype="float16", variants=("all", "naive")), catalog)
+    assert len(half.variants) == len(catalog["matmul"]) - 1  # prefetch_splitk: float32 only
+    assert half.notes == ("left out prefetch_splitk: written for float32 only (--dtype float32 "
+                          "runs them)",)

@@ -13,6 +13,10 @@ and optionally what the kernel needs beyond the op's arguments (docs/writing-an-
 
     // arch: sm_90a
     // tensor_map A: box BM, BK; swizzle 128
+    // run: on request
+
+(`run: on request` leaves the variant out of the runs that name no --variant; --variant
+NAME or --variant all runs it.)
 
 and constraints between the parameters (repeatable; a configuration that breaks one is
 never compiled: `--best` searches prune it, an explicit one is a usage error):
@@ -33,9 +37,11 @@ from pathlib import Path
 
 from cudabench.catalog import expressions
 from cudabench.catalog.variants import (
+    ALL_VARIANTS,
     BUILTIN_NAMES,
     L2_PROMOTIONS,
     MAX_TENSOR_RANK,
+    RUN_MODES,
     SWIZZLES,
     TENSOR_MAP_KEYS,
     UNITS,
@@ -112,7 +118,8 @@ def parse_header(path: Path, text: str | None = None,
             tensor_map_lines.append((number, name, value))
         elif key == "constraint" and not name:
             constraint_lines.append((number, value))
-        elif key in ("description", "dtypes", "shared_bytes", "unit", "arch") and not name:
+        elif key in ("description", "dtypes", "shared_bytes", "unit", "arch", "run") \
+                and not name:
             if key in fields:
                 raise KernelFileError(path, number, f"`{key}` given twice")
             fields[key] = (number, value)
@@ -120,8 +127,8 @@ def parse_header(path: Path, text: str | None = None,
             raise KernelFileError(
                 path, number,
                 f"unknown header key {content.split(':', 1)[0]!r} (expected, in lower case: "
-                "description, dtypes, param NAME, constraint, shared_bytes, unit, arch, launch "
-                "ENTRY or tensor_map BUFFER)",
+                "description, dtypes, param NAME, constraint, shared_bytes, unit, arch, run, "
+                "launch ENTRY or tensor_map BUFFER)",
             )
 
     if not launch_lines:
@@ -173,6 +180,20 @@ def parse_header(path: Path, text: str | None = None,
                 f"`a`, from sm_90a on, for the arch-specific features of exactly that GPU, "
                 f"e.g. sm_90a for wgmma on an H100); got {value!r}")
 
+    on_request = False
+    if "run" in fields:
+        number, value = fields["run"]
+        if " ".join(value.split()) not in RUN_MODES:
+            raise KernelFileError(path, number, f"run must be `default` (in the runs that name "
+                                                f"no --variant) or `on request` (only when "
+                                                f"--variant names it, or --variant "
+                                                f"{ALL_VARIANTS}); got {value!r}")
+        on_request = " ".join(value.split()) == "on request"
+    if path.stem == ALL_VARIANTS:
+        raise KernelFileError(path, None, f"a variant cannot be called {ALL_VARIANTS!r}: "
+                                          f"--variant {ALL_VARIANTS} means every variant; "
+                                          "rename the file")
+
     return KernelVariant(
         op=op_name,
         op_origin=op.origin,
@@ -189,6 +210,7 @@ def parse_header(path: Path, text: str | None = None,
         arch=arch,
         tensor_maps=tensor_maps,
         constraints=constraints,
+        on_request=on_request,
     )
 
 

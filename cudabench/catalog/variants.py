@@ -153,6 +153,10 @@ class Launch:
 
 
 UNITS = ("cuda", "tensor")
+# `run: default` (the default) puts a variant in the runs that name no --variant;
+# `run: on request` leaves it out of them: --variant NAME or --variant all runs it.
+RUN_MODES = ("default", "on request")
+ALL_VARIANTS = "all"  # --variant all: every variant, those run on request too
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,7 @@ class KernelVariant:
     arch: Arch | None = None  # the one target it is built for; None: the GPU's own
     tensor_maps: tuple[TensorMapSpec, ...] = ()  # extra arguments after the op's, in order
     constraints: tuple[Constraint, ...] = ()  # what every configuration must satisfy
+    on_request: bool = False  # `run: on request`: left out of runs that name no variant
 
     def violated(self, variables: Mapping[str, int]) -> Constraint | None:
         """Return the first constraint variables break, or None; KernelFileError if one

@@ -174,7 +174,8 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
             click.option("--dtype", default="float32" if "float32" in op.dtypes
                          else op.dtypes[0], show_default=True, help=f"Input type: {types}."),
             click.option("--variant", "variants", multiple=True, metavar="NAME",
-                         help="Variant to run (repeatable); default all. See `cudabench list`."),
+                         help="Variant to run (repeatable); default: every variant but those "
+                         "marked `run: on request`; `all`: every variant. See `cudabench list`."),
             click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
                          help="Set a kernel parameter (repeatable), e.g. -p TILE=32; a list or "
                          "range sweeps it: -p TILE=8,16,32."),

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudabench.catalog import KernelVariant, discover
+from cudabench.catalog import ALL_VARIANTS, KernelVariant, discover
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.engines import tensormaps
 from cudabench.planning.timing import TimingPolicy
@@ -45,7 +45,7 @@ class Request:
     op: str
     size: str | None = None  # None: the op's default
     dtype: str = "float32"
-    variants: tuple[str, ...] = ()  # empty: every variant
+    variants: tuple[str, ...] = ()  # empty: every one not `run: on request`; "all": every one
     params: Mapping[str, int] = field(default_factory=dict)
     param_flags: Mapping[str, str] = field(default_factory=dict)  # TILE -> "--tile"
     seed: int = 0
@@ -132,21 +132,31 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     if not available:
         raise UsageError(f"no {op.name} kernels found (looked in kernels/ and --kernels-dir)")
 
-    names = list(dict.fromkeys(request.variants)) or sorted(available)
+    notes: list[str] = []
+    # Named variants run as asked; with none named, every variant but those whose header
+    # says `run: on request` (one note names them); `--variant all`: every variant.
+    every = ALL_VARIANTS in request.variants
+    named = not every and bool(request.variants)
+    names = list(dict.fromkeys(request.variants)) if named else sorted(available)
     unknown = [name for name in names if name not in available]
     if unknown:
         raise UsageError(
             f"--variant {unknown[0]}: no such {op.name} variant "
-            f"(known: {', '.join(sorted(available))})"
+            f"(known: {', '.join(sorted(available))}; or {ALL_VARIANTS}: every one)"
         )
-    notes: list[str] = []
+    if not named and not every:
+        on_request = [name for name in names if available[name].on_request]
+        names = [name for name in names if name not in on_request]
+        if on_request:
+            notes.append(f"left out {', '.join(on_request)}: run on request (--variant NAME "
+                         f"or --variant {ALL_VARIANTS} runs them)")
     skipped: list[tuple[KernelVariant, str]] = []
     chosen = []
     other_types: dict[str, list[str]] = {}  # unasked variants of other types, by their types
     for name in names:
         variant = available[name]
         if dtype.name not in variant.dtypes:
-            if request.variants:
+            if named:
                 raise UsageError(
                     f"--dtype {dtype.name}: variant {name} supports {', '.join(variant.dtypes)}"
                 )

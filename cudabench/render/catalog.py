@@ -45,6 +45,8 @@ def listings(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any]
             f"{name} ({op.origin}): {op.summary}; types "
             f"{', '.join(op.type_set(dtype).describe() for dtype in op.dtypes)}; kernels take "
             f"{op.signature}")
+        if any(getattr(variant, "on_request", False) for variant in variants.values()):
+            about += "; * runs on request only (`--variant NAME` or `--variant all`)"
         found.append(OpListing(name, rows, tuple(
             f"files in {folder}: {', '.join(sorted(files))}" for folder, files in folders.items()
         ), about))
@@ -52,9 +54,11 @@ def listings(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any]
 
 
 def row(variant: Any) -> tuple[str, ...]:
-    """Return a variant's cells: name, dtypes, defaults, allowed values, file."""
+    """Return a variant's cells: name (marked * when it runs on request only), dtypes,
+    defaults, allowed values, file."""
     params = variant.params
-    return (variant.name, " ".join(variant.dtypes),
+    marked = variant.name + (" *" if getattr(variant, "on_request", False) else "")
+    return (marked, " ".join(variant.dtypes),
             " ".join(f"{p.name}={p.default}" for p in params) or "-",
             "; ".join(f"{p.name} in {p.describe_allowed()}" for p in params) or "-",
             str(variant.path))

@@ -18,7 +18,7 @@ cb=${CUDABENCH:-python3 -m cudabench}
 mkdir -p "$out"
 summary="$out/summary.txt"
 : >"$summary"
-sweep=(matmul --size 1000 --kernels-dir "$root/scripts/ladder/kernels" --variant blocktile2d
+sweep=(matmul --size 1000 --variant blocktile2d
        -p BM=64,128 -p BN=64,128 -p BK=8,16,32 -p TM=4,8 -p TN=4,8 --best --no-vendor)
 
 {

@@ -4,12 +4,13 @@ grid sizes) changing between launches, each result checked.
 
     python3 scripts/ladder/determinism.py [--launches 50]
 
-For each type and each of dot/deterministic and dot/vectorized_shuffle (default params,
+For each type and each of dot/deterministic, dot/streaming and dot/vectorized_shuffle (default params,
 built with the source and -D defines cudabench uses), on the same inputs:
 - every launch's result must pass the op's own verification (the same tolerance as
   `cudabench dot`): a counter or accumulator left non-zero by a previous launch, of this
   size or another, shows up as a wrong result;
-- deterministic must give one bit pattern over all launches (printed: distinct results);
+- deterministic and streaming must each give one bit pattern over all launches (printed:
+  distinct results);
   vectorized_shuffle may give several for floats (atomic order), one for int32.
 Inputs are placed at an offset of one element too (a and b not 16-byte aligned), which takes
 the scalar paths; deterministic must then give the same bits as the aligned run.
@@ -27,12 +28,14 @@ import pycuda.autoinit  # noqa: F401  (a context on device 0)
 import pycuda.driver as cuda
 from pycuda.compiler import SourceModule
 
+from cudabench.catalog import builtin_kernels_dir
 from cudabench.catalog.headers import parse_header
 from cudabench.planning.plan import compile_defines, header_variables
 from cudabench.ops import get_op
 from cudabench.ops.base import LaunchShape
 
-FOLDER = Path(__file__).resolve().parent / "kernels" / "dot"
+DETERMINISTIC = ("deterministic", "streaming")  # one bit pattern, launch after launch
+FOLDER = builtin_kernels_dir() / "dot"  # kernels/dot: deterministic.cu, vectorized_shuffle.cu
 SIZES = (1, 7, 1000, 1000003, (1 << 24) + 3)
 
 
@@ -46,7 +49,7 @@ def main() -> int:
     for dtype in ("float32", "float64", "float16", "int32"):
         types = op.type_set(dtype)
         out_dtype = np.dtype(types.output.numpy)
-        for name in ("deterministic", "vectorized_shuffle"):
+        for name in ("deterministic", "vectorized_shuffle", "streaming"):
             variant = parse_header(FOLDER / f"{name}.cu")
             params = {p.name: p.default for p in variant.params}
             options = ["-lineinfo", *(f"-D{k}={v}" for k, v in
@@ -92,9 +95,10 @@ def main() -> int:
                                   f"{host[0]!r}, expected {expected[0]!r} ({check.criterion})")
             cuda.Context.synchronize()
             distinct = {key: len(values) for key, values in results.items()}
+            fixed_order = name in DETERMINISTIC
             same_bits = all(results[(n, 0)] == results[(n, off)] for n, off, *_ in cases
-                            ) if name == "deterministic" else None
-            ok = bad == 0 and (name != "deterministic" or
+                            ) if fixed_order else None
+            ok = bad == 0 and (not fixed_order or
                                (all(v == 1 for v in distinct.values()) and same_bits))
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} dot/{name} {dtype}: {args.launches} launches x "

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Issue 18's CUDA-core ladder on a GPU, in one batch: verify the draft variants in
-# scripts/ladder/kernels at default and odd shapes, every type, benchmark the goals beside
-# cuBLAS and the copy, and count the 128-bit loads in their SASS.
+# The CUDA-core ladder (issues 18, 25) on a GPU, in one batch: verify its rungs in kernels/
+# (rungs.py: matmul blocktile2d, vectorized, warptile, async_double_buffer; transpose
+# vectorized; transpose_inplace tile_pairs; dot vectorized_shuffle, deterministic) at default
+# and odd shapes, every type, benchmark the goals beside cuBLAS and the copy, and count the
+# 128-bit loads in their SASS.
 #
-#   scripts/ladder/run.sh OUT [PHASE...]
+#   [TAR=FILE] [DEADLINE=S] [KERNELS_DIR=DIR] scripts/ladder/run.sh OUT [PHASE...]
 #
-# Phases (default: verify determinism bench sass):
+# Phases (default: bench verify determinism sass; bench first, so that the DEADLINE can cut
+# only the checks, never the measurements):
 #   verify       every ladder variant, default params, at the default and odd shapes, in
 #                float32, int32, float16 and float64 (the four types run side by side:
 #                correctness only, timings meaningless); exit 0 of each command = verified
@@ -16,27 +19,37 @@
 #   params       non-default parameter combinations at odd shapes (long: run it alone)
 #   bench        the goals, one run each, nothing else on the GPU: matmul 4096 and 1000,
 #                transpose 8192, transpose --inplace 8192, dot 1<<26 (float32, cold L2,
-#                all variants with the cuBLAS and copy rows), then summarize.py's verdicts
+#                --variant all: every variant of the type, those run on request too, with
+#                the cuBLAS and copy rows), then summarize.py's verdicts
 #   tune         --best sweeps of the ladder's parameters at the goal sizes (long)
 #   sass         sass.py: LDG.E.128 / STG.E.128 / LDS.128 / LDGSTS counts, registers and
 #                spills of each variant's default build in each type (needs nvcc, cuobjdump)
 #   dryrun       the verify phase's plans with --dry-run (no GPU: compiles only)
 #
 # Everything lands under OUT (default /tmp/cudabench-ladder): one .txt/.err per command,
-# .json and .md for benchmarks; stdout gets one line per command and the summaries. With
-# TAR=FILE the whole of OUT is packed into FILE at the end (the device tool brings back at
-# most 8 files). CUDABENCH overrides the command (default: python3 -m cudabench, run from
-# the repository's root). Where PyCUDA is not importable and .device-kit/setup.sh exists,
-# it is sourced. Exit status: the number of failed commands (0: all passed), capped at 100.
+# .json and .md for benchmarks, run.log (this script's own output); stdout gets one line
+# per command and the summaries. With TAR=FILE the whole of OUT is packed into FILE at the
+# end (the device tool brings back few files: TAR=$OUT/ladder.tgz). DEADLINE (seconds from
+# the start, default 500) bounds the whole run: each command gets what is left (`timeout`),
+# a phase that would start after it is skipped and counted failed, and the packing still
+# happens, so a 600-second device call always gets its logs back. KERNELS_DIR adds a folder
+# of draft variants (--kernels-dir) to every command. CUDABENCH overrides the command
+# (default: python3 -m cudabench, run from the repository's root). Where PyCUDA is not
+# importable and .device-kit/setup.sh exists, it is sourced. Exit status: the number of
+# failed commands (0: all passed), capped at 100.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root" || exit 100
 out=${1:-/tmp/cudabench-ladder}
 shift || true
-phases=${*:-verify determinism bench sass}
+phases=${*:-bench verify determinism sass}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+exec > >(tee -a "$out/run.log") 2>&1
+RUN_T0=$(date +%s)
+DEADLINE=${DEADLINE:-500}
+export RUN_T0 DEADLINE
 export PYTHONPATH=$root${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 case " $phases " in
@@ -47,7 +60,8 @@ case " $phases " in
    fi ;;
 esac
 cb=${CUDABENCH:-python3 -m cudabench}
-kdir=scripts/ladder/kernels
+# Drafts of further rungs (a folder like kernels/, with <op>/ subfolders), or nothing.
+kd=${KERNELS_DIR:+--kernels-dir $KERNELS_DIR}
 failed=0
 
 # The shapes: defaults, 1s, odd extents, aligned and misaligned rows for 16-byte vectors
@@ -64,18 +78,31 @@ SMALL_DOT=1,7,1001,100003
 MATMUL_V=(--variant blocktile2d --variant vectorized --variant warptile --variant async_double_buffer)
 TRANSPOSE_V=(--variant vectorized)
 INPLACE_V=(--variant tile_pairs)
-DOT_V=(--variant vectorized_shuffle --variant deterministic)
+DOT_V=(--variant vectorized_shuffle --variant deterministic --variant streaming)
 FAST=(--no-vendor --no-batch --warmup 0 --min-samples 3 --max-samples 3 --max-time 0.05)
+
+# left: the seconds before DEADLINE (0 when past it).
+left() {
+    local rest=$((DEADLINE - ($(date +%s) - RUN_T0)))
+    echo $((rest > 0 ? rest : 0))
+}
 
 # step DIR NAME ARGS...: run cudabench ARGS, output to DIR/NAME.txt and .err; one line.
 step() {
     local dir=$1 name=$2
     shift 2
     mkdir -p "$dir"
-    local start=$SECONDS
-    $cb "$@" >"$dir/$name.txt" 2>"$dir/$name.err"
+    local start=$SECONDS budget
+    budget=$(left)
+    if [ "$budget" -lt 10 ]; then
+        echo "$name: not run (DEADLINE ${DEADLINE} s reached)"
+        return 1
+    fi
+    # shellcheck disable=SC2086
+    timeout -k 5 "$budget" $cb "$@" $kd >"$dir/$name.txt" 2>"$dir/$name.err"
     local code=$?
-    echo "$name: exit $code ($((SECONDS - start)) s)"
+    echo "$name: exit $code ($((SECONDS - start)) s)$([ "$code" -eq 124 ] &&
+        echo ", stopped at the DEADLINE")"
     if [ "$code" -ne 0 ]; then
         grep -hE "FAIL|ERROR|TIMEOUT|SUSPECT|error|Error" "$dir/$name.txt" "$dir/$name.err" |
             cut -c1-400 | head -n 8 | sed 's/^/    /'
@@ -88,13 +115,15 @@ one_type() {
     local dir=$1 dtype=$2
     shift 2
     local bad=0
-    step "$dir" "matmul_$dtype" matmul --kernels-dir $kdir "${MATMUL_V[@]}" \
+    local only32=()  # prefetch_splitk is written for float32 alone
+    [ "$dtype" = float32 ] && only32=(--variant prefetch_splitk)
+    step "$dir" "matmul_$dtype" matmul "${MATMUL_V[@]}" "${only32[@]}" \
         --size "$MATMUL_SIZES" --dtype "$dtype" "$@" || bad=$((bad + 1))
-    step "$dir" "transpose_$dtype" transpose --kernels-dir $kdir "${TRANSPOSE_V[@]}" \
+    step "$dir" "transpose_$dtype" transpose "${TRANSPOSE_V[@]}" \
         --size "$TRANSPOSE_SIZES" --dtype "$dtype" "$@" || bad=$((bad + 1))
-    step "$dir" "transpose_inplace_$dtype" transpose --inplace --kernels-dir $kdir \
+    step "$dir" "transpose_inplace_$dtype" transpose --inplace \
         "${INPLACE_V[@]}" --size "$INPLACE_SIZES" --dtype "$dtype" "$@" || bad=$((bad + 1))
-    step "$dir" "dot_$dtype" dot --kernels-dir $kdir "${DOT_V[@]}" --size "$DOT_SIZES" \
+    step "$dir" "dot_$dtype" dot "${DOT_V[@]}" --size "$DOT_SIZES" \
         --dtype "$dtype" "$@" || bad=$((bad + 1))
     return $bad
 }
@@ -119,11 +148,16 @@ run_parallel() {
     done
 }
 
-export -f step one_type
-export cb kdir MATMUL_SIZES TRANSPOSE_SIZES INPLACE_SIZES DOT_SIZES
+export -f left step one_type
+export cb kd MATMUL_SIZES TRANSPOSE_SIZES INPLACE_SIZES DOT_SIZES
 
 for phase in $phases; do
-    echo "=== $phase ($(date +%H:%M:%S))"
+    echo "=== $phase ($(date +%H:%M:%S), $(($(date +%s) - RUN_T0)) s in)"
+    if [ "$(left)" -lt 10 ]; then
+        echo "$phase: not run (DEADLINE ${DEADLINE} s reached)"
+        failed=$((failed + 1))
+        continue
+    fi
     case $phase in
     verify | dryrun)
         extra=("${FAST[*]}")
@@ -139,7 +173,8 @@ INPLACE_V=(\$INPLACE_V_W); DOT_V=(\$DOT_V_W); one_type '$out/$phase' $dtype ${ex
         run_parallel "$phase" "${jobs[@]}"
         ;;
     determinism)
-        python3 scripts/ladder/determinism.py --launches 50 2>&1 | tee "$out/determinism.txt"
+        timeout -k 5 "$(left)" python3 scripts/ladder/determinism.py --launches 50 2>&1 |
+            tee "$out/determinism.txt"
         failed=$((failed + ${PIPESTATUS[0]}))
         ;;
     sanitize)
@@ -147,15 +182,15 @@ INPLACE_V=(\$INPLACE_V_W); DOT_V=(\$DOT_V_W); one_type '$out/$phase' $dtype ${ex
         for tool in memcheck racecheck synccheck; do
             job="bad=0"
             for dtype in float32 float16; do
-                job+="; step '$out/sanitize' matmul_${tool}_$dtype matmul --kernels-dir $kdir \
+                job+="; step '$out/sanitize' matmul_${tool}_$dtype matmul \
 ${MATMUL_V[*]} --size $SMALL_MATMUL --dtype $dtype --sanitize $tool ${FAST[*]} || bad=\$((bad+1))"
-                job+="; step '$out/sanitize' transpose_${tool}_$dtype transpose --kernels-dir \
-$kdir ${TRANSPOSE_V[*]} --size $SMALL_TRANSPOSE --dtype $dtype --sanitize $tool ${FAST[*]} \
+                job+="; step '$out/sanitize' transpose_${tool}_$dtype transpose \
+${TRANSPOSE_V[*]} --size $SMALL_TRANSPOSE --dtype $dtype --sanitize $tool ${FAST[*]} \
 || bad=\$((bad+1))"
                 job+="; step '$out/sanitize' transpose_inplace_${tool}_$dtype transpose --inplace \
---kernels-dir $kdir ${INPLACE_V[*]} --size $SMALL_INPLACE --dtype $dtype --sanitize $tool \
+${INPLACE_V[*]} --size $SMALL_INPLACE --dtype $dtype --sanitize $tool \
 ${FAST[*]} || bad=\$((bad+1))"
-                job+="; step '$out/sanitize' dot_${tool}_$dtype dot --kernels-dir $kdir \
+                job+="; step '$out/sanitize' dot_${tool}_$dtype dot \
 ${DOT_V[*]} --size $SMALL_DOT --dtype $dtype --sanitize $tool ${FAST[*]} || bad=\$((bad+1))"
             done
             jobs+=("$job; exit \$bad")
@@ -166,24 +201,24 @@ ${DOT_V[*]} --size $SMALL_DOT --dtype $dtype --sanitize $tool ${FAST[*]} || bad=
         p="$out/params"
         odd=67x45x131,130x37x132,1x1x1
         run_parallel params \
-            "step '$p' blocktile2d matmul --kernels-dir $kdir --variant blocktile2d --size $odd \
+            "step '$p' blocktile2d matmul --variant blocktile2d --size $odd \
 -p BM=64,128 -p BN=64,128 -p BK=8,32 -p TM=4,8 -p TN=4,8 ${FAST[*]}" \
-            "step '$p' vectorized matmul --kernels-dir $kdir --variant vectorized --size $odd \
+            "step '$p' vectorized matmul --variant vectorized --size $odd \
 -p BM=64,128 -p BN=64,128 -p BK=8,32 -p TM=4,8 -p TN=4,8 -p MIN_BLOCKS=2 ${FAST[*]}" \
-            "step '$p' warptile matmul --kernels-dir $kdir --variant warptile --size $odd \
+            "step '$p' warptile matmul --variant warptile --size $odd \
 -p BM=64,128 -p BN=64,128 -p BK=8,32 -p WM=32,64 -p WN=32,64 -p MIN_BLOCKS=1 ${FAST[*]}" \
-            "step '$p' async_double_buffer matmul --kernels-dir $kdir --variant async_double_buffer \
+            "step '$p' async_double_buffer matmul --variant async_double_buffer \
 --size $odd -p BM=64,128 -p BN=64,128 -p BK=8,32 -p WM=32,64 -p WN=32,64 -p STAGES=3 ${FAST[*]}" \
-            "step '$p' async_stages_f16 matmul --kernels-dir $kdir --variant async_double_buffer \
+            "step '$p' async_stages_f16 matmul --variant async_double_buffer \
 --size $odd,96x24x260 --dtype float16 -p STAGES=2,3,4 -p MIN_BLOCKS=1,2 ${FAST[*]} && \
-step '$p' async_stages_f64 matmul --kernels-dir $kdir --variant async_double_buffer \
+step '$p' async_stages_f64 matmul --variant async_double_buffer \
 --size $odd --dtype float64 -p STAGES=2,4 -p BK=8,32 ${FAST[*]}" \
             "bad=0; for d in float32 float16 float64; do step '$p' transpose_\$d transpose \
---kernels-dir $kdir --variant vectorized --size 1000x37,65x63,130x136 --dtype \$d \
+--variant vectorized --size 1000x37,65x63,130x136 --dtype \$d \
 -p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 ${FAST[*]} || bad=\$((bad+1)); step '$p' inplace_\$d \
-transpose --inplace --kernels-dir $kdir --variant tile_pairs --size 65,136,1 --dtype \$d \
+transpose --inplace --variant tile_pairs --size 65,136,1 --dtype \$d \
 -p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 ${FAST[*]} || bad=\$((bad+1)); step '$p' dot_\$d dot \
---kernels-dir $kdir ${DOT_V[*]} --size 1001,1000003 --dtype \$d -p BLOCK=32,1024 \
+${DOT_V[*]} --size 1001,1000003 --dtype \$d -p BLOCK=32,1024 \
 -p UNROLL=1,8 -p BLOCKS_PER_SM=1,64 ${FAST[*]} || bad=\$((bad+1)); done; exit \$bad"
         ;;
     bench)
@@ -194,7 +229,7 @@ transpose --inplace --kernels-dir $kdir --variant tile_pairs --size 65,136,1 --d
             "dot_1_26:dot --size 1<<26"; do
             name=${spec%%:*}
             read -r -a args <<<"${spec#*:}"
-            step "$b" "$name" "${args[@]}" --kernels-dir $kdir --json "$b/$name.json" \
+            step "$b" "$name" "${args[@]}" --variant all --json "$b/$name.json" \
                 --markdown "$b/$name.md" || failed=$((failed + 1))
         done
         python3 scripts/ladder/summarize.py "$b"/*.json | tee "$out/summary.txt"
@@ -202,29 +237,30 @@ transpose --inplace --kernels-dir $kdir --variant tile_pairs --size 65,136,1 --d
     tune)
         t="$out/tune"
         for size in 1000 4096; do
-            step "$t" "matmul_tiles_$size" matmul --kernels-dir $kdir "${MATMUL_V[@]}" \
+            step "$t" "matmul_tiles_$size" matmul "${MATMUL_V[@]}" \
                 --size $size -p BM=64,128 -p BN=64,128 --best --json "$t/matmul_tiles_$size.json" ||
                 failed=$((failed + 1))
         done
-        step "$t" matmul_async_4096 matmul --kernels-dir $kdir --variant async_double_buffer \
+        step "$t" matmul_async_4096 matmul --variant async_double_buffer \
             --size 4096 -p BK=8,16,32 -p STAGES=2,3,4 -p MIN_BLOCKS=1,2 --best \
             --json "$t/matmul_async_4096.json" || failed=$((failed + 1))
-        step "$t" matmul_warptile_4096 matmul --kernels-dir $kdir --variant warptile \
+        step "$t" matmul_warptile_4096 matmul --variant warptile \
             --size 4096 -p BK=8,16,32 -p WM=32,64 -p WN=32,64 -p MIN_BLOCKS=1,2 --best \
             --json "$t/matmul_warptile_4096.json" || failed=$((failed + 1))
-        step "$t" transpose_8192 transpose --kernels-dir $kdir --variant vectorized --size 8192 \
+        step "$t" transpose_8192 transpose --variant vectorized --size 8192 \
             -p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 --best --json "$t/transpose_8192.json" ||
             failed=$((failed + 1))
-        step "$t" transpose_inplace_8192 transpose --inplace --kernels-dir $kdir \
+        step "$t" transpose_inplace_8192 transpose --inplace \
             --variant tile_pairs --size 8192 -p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 --best \
             --json "$t/transpose_inplace_8192.json" || failed=$((failed + 1))
-        step "$t" dot_1_26 dot --kernels-dir $kdir "${DOT_V[@]}" --size '1<<26' \
+        step "$t" dot_1_26 dot "${DOT_V[@]}" --size '1<<26' \
             -p BLOCK=128,256,512,1024 -p BLOCKS_PER_SM=1,2,4,8 -p UNROLL=2,4,8 --best \
             --json "$t/dot_1_26.json" || failed=$((failed + 1))
         grep -h -A3 -i "best" "$t"/*.txt | head -n 80
         ;;
     sass)
-        python3 scripts/ladder/sass.py --out "$out/sass" 2>&1 | tee "$out/sass.txt"
+        timeout -k 5 "$(left)" python3 scripts/ladder/sass.py --out "$out/sass" 2>&1 |
+            tee "$out/sass.txt"
         failed=$((failed + ${PIPESTATUS[0]}))
         echo "LDG.E.128 per kernel file (grep -c, default params):"
         for f in "$out"/sass/*.sass; do
@@ -239,7 +275,8 @@ transpose --inplace --kernels-dir $kdir --variant tile_pairs --size 65,136,1 --d
         ;;
     esac
 done
-echo "=== done ($(date +%H:%M:%S)): $failed failed command(s); everything under $out"
+echo "=== done ($(date +%H:%M:%S), $(($(date +%s) - RUN_T0)) s): $failed failed command(s);" \
+    "everything under $out"
 if [ -n "${TAR:-}" ]; then
     tar czf "$TAR" -C "$out" . && echo "packed into $TAR"
 fi

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Compile the ladder's variants to sm_90 cubins and count what their SASS holds.
+"""Compile the CUDA-core ladder's variants to sm_90 cubins and count what their SASS holds.
 
-    python3 scripts/ladder/sass.py [--kernels-dir scripts/ladder/kernels] [--all-params]
+    python3 scripts/ladder/sass.py [--kernels-dir DRAFTS] [--all-params]
                                    [--dtype float32 ...] [--arch sm_90] [--out DIR]
+
+The variants are the ladder's rungs in kernels/ (rungs.py), and every variant of a
+--kernels-dir folder (drafts of further rungs) if one is given.
 
 Each variant is built as the engine builds it: the source cudabench compiles (type headers,
 a #line directive), -I the kernel's folder and the same -D defines (params, DTYPE, ACC_TYPE,
@@ -12,7 +15,10 @@ OUT_TYPE, ELEM_SIZE...), here with `nvcc -cubin -arch=sm_90 -Xptxas -v`. Then `c
 asynchronous copies (LDGSTS, the cp.async of sm_80+), and ptxas's registers and spills.
 --all-params builds every combination of allowed values (the variants claim all are
 valid); the default builds each variant's defaults. Exit 1 if any build fails.
-Needs nvcc and cuobjdump, no GPU.
+Needs nvcc, cuobjdump and nvdisasm (cuobjdump -sass runs it), no GPU: each is looked for on
+PATH, in $CUDA_ROOT/bin, /usr/local/cuda*/bin and pip's nvidia wheels (`pip install
+nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm` where the toolkit has neither, as nvcc 13.0's
+here). A build whose cuobjdump shows no instructions fails: no silent zero counts.
 """
 
 from __future__ import annotations
@@ -28,11 +34,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cudabench.catalog import KernelVariant, discover
+from cudabench.catalog import KernelVariant, builtin_kernels_dir, discover
 from cudabench.planning.plan import compile_defines
 from cudabench.ops import get_op
 
-LADDER = Path(__file__).resolve().parent / "kernels"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rungs import LADDER  # noqa: E402  (beside this script)
+
 COUNTS = {
     "LDG.128": re.compile(r"\bLDG\.E\.128\b"),
     "STG.128": re.compile(r"\bSTG\.E\.128\b"),
@@ -48,7 +56,8 @@ def find_tool(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
-    roots = [os.environ.get("CUDA_ROOT", ""), "/usr/local/cuda"]
+    roots = [os.environ.get("CUDA_ROOT", ""), "/usr/local/cuda",
+             *sorted(map(str, Path("/usr/local").glob("cuda-*")), reverse=True)]
     for root in roots:
         if root and os.access(Path(root) / "bin" / name, os.X_OK):
             return str(Path(root) / "bin" / name)
@@ -78,8 +87,14 @@ def build(variant: KernelVariant, params: dict[str, int], dtype: str, arch: str,
                       if "error" in line]
             return None, (errors or [done.stderr.strip()[:300]])[0]
         log = done.stdout + done.stderr
-        sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
-                              text=True).stdout
+        dumped = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
+                                text=True)
+        sass = dumped.stdout
+        if dumped.returncode != 0 or not re.search(r"^\s*/\*[0-9a-f]{4}\*/", sass, re.M):
+            # cuobjdump prints only a heading when it fails (without nvdisasm, say): counts
+            # of 0 would read as "no 128-bit loads", so it is a failed build instead.
+            return None, (f"cuobjdump -sass gave no instructions (exit {dumped.returncode}): "
+                          f"{dumped.stderr.strip()[:300]}")
     counts = {name: len(pattern.findall(sass)) for name, pattern in COUNTS.items()}
     regs = [int(r) for r in re.findall(r"Used (\d+) registers", log)]
     spills = [int(a) + int(b) for a, b in
@@ -91,7 +106,8 @@ def build(variant: KernelVariant, params: dict[str, int], dtype: str, arch: str,
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kernels-dir", type=Path, default=LADDER)
+    parser.add_argument("--kernels-dir", type=Path,
+                        help="also build every variant of this folder (drafts)")
     parser.add_argument("--dtype", action="append",
                         help="float32, int32, float16, float64 (default: all four)")
     parser.add_argument("--arch", default="sm_90")
@@ -101,15 +117,23 @@ def main() -> int:
     args = parser.parse_args()
     nvcc, cuobjdump = find_tool("nvcc"), find_tool("cuobjdump")
     if nvcc is None or cuobjdump is None:
-        print(f"need nvcc ({nvcc}) and cuobjdump ({cuobjdump})", file=sys.stderr)
+        print(f"need nvcc ({nvcc}) and cuobjdump ({cuobjdump}); without a toolkit's: pip "
+              "install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm", file=sys.stderr)
         return 2
+    # cuobjdump -sass runs nvdisasm: from PATH, else NVDISASM_PATH (the folder holding it).
+    nvdisasm = find_tool("nvdisasm")
+    if nvdisasm is not None and shutil.which("nvdisasm") is None:
+        os.environ.setdefault("NVDISASM_PATH", str(Path(nvdisasm).parent))
     dtypes = args.dtype or ["float32", "int32", "float16", "float64"]
-    catalog = discover((args.kernels_dir,))
+    extra = () if args.kernels_dir is None else (args.kernels_dir,)
+    catalog = discover(extra)
+    builtin = builtin_kernels_dir().resolve()
     jobs: list[tuple[KernelVariant, dict[str, int], str]] = []
-    for variants in catalog.values():
+    for op_name, variants in catalog.items():
         for variant in variants.values():
-            if args.kernels_dir.resolve() not in variant.path.resolve().parents:
-                continue  # the built-in kernels
+            if builtin in variant.path.resolve().parents and \
+                    variant.name not in LADDER.get(op_name, ()):
+                continue  # a built-in kernel that is not a rung of the ladder
             if args.all_params:
                 grids = [p.allowed or tuple(range(p.low or 0, (p.high or 0) + 1))
                          for p in variant.params]

@@ -29,8 +29,8 @@ for dtype in float32 float16 float64 int32; do
             --full-check
     done
 done
-ladder=(--kernels-dir "$root/scripts/ladder/kernels" --variant tiled --variant vectorized
-        --variant blocktile2d --variant warptile --variant async_double_buffer)
+ladder=(--variant tiled --variant vectorized --variant blocktile2d --variant warptile
+        --variant async_double_buffer)
 timed matmul-4096-ladder matmul --size 4096 "${ladder[@]}" "${quick[@]}"
 timed matmul-4096-ladder-full matmul --size 4096 "${ladder[@]}" "${quick[@]}" --full-check
 timed matmul-odd-float16 matmul --size 1999x1537x1031 --dtype float16 "${quick[@]}"

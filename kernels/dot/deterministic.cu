@@ -5,6 +5,13 @@
 // param UNROLL: default 4; allowed 1, 2, 4, 8
 // launch dot_deterministic: grid min(cdiv(N, BLOCK * 16 // ELEM_SIZE), SM_COUNT * BLOCKS_PER_SM); block BLOCK
 
+// Where the defaults come from: they are the one configuration measured on an H100 so far
+// (2026-11-23, float32, one run, cold L2, beside the vendor row;
+// measurements/2026-11-23-h100-h200x2/ladder/dot_1_26.json; docs/kernels.md), `cudabench
+// dot --size '1<<26'`: 2,832 GB/s, 0.973 of the device-to-device copy. No --best sweep has
+// run yet (`scripts/ladder/run.sh OUT tune` runs one), so these are the best measured;
+// change them with the sweep's numbers.
+//
 // A float sum is deterministic when the grouping of its additions is. Here nothing
 // depends on timing:
 //

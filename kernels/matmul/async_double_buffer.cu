@@ -9,6 +9,14 @@
 // param MIN_BLOCKS: default 2; allowed 1, 2
 // launch matmul_async_double_buffer: grid cdiv(N, BN), cdiv(M, BM); block (BM // WM) * (BN // WN) * 32; dynamic_shared STAGES * (BK * (BM + 16 // ELEM_SIZE) + BK * BN) * ELEM_SIZE
 
+// Where the defaults come from: they are the one configuration measured on an H100 so far
+// (2026-11-23, float32, one run, cold L2, beside the vendor row;
+// measurements/2026-11-23-h100-h200x2/ladder/matmul_4096.json, matmul_1000.json;
+// docs/kernels.md), `cudabench matmul --size 4096`: 35.5 TFLOP/s, 0.688 of cuBLAS; at 1000^3
+// 15.0 TFLOP/s, 0.456 (the best rung there). No --best sweep has run yet
+// (`scripts/ladder/run.sh OUT tune` runs one), so these are the best measured; change them
+// with the sweep's numbers.
+//
 // Rung 4. warptile loads a tile, waits for it (__syncthreads), computes, and only then
 // loads the next: the load latency is paid once per tile, with the FMA units idle. Here
 // the shared memory holds STAGES tiles of A and B. Tiles t + 1 .. t + STAGES - 1 are in

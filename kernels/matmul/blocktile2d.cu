@@ -5,9 +5,21 @@
 // param BK: default 8; allowed 8, 16, 32
 // param TM: default 8; allowed 4, 8
 // param TN: default 8; allowed 4, 8
+// run: on request
 // launch matmul_blocktile2d: grid cdiv(N, BN), cdiv(M, BM); block (BM // TM) * (BN // TN); dynamic_shared (BM + BN) * BK * ELEM_SIZE
 
-// Rung 1 of the CUDA-core ladder (scripts/ladder/README.md). `tiled` does one multiply-add
+// `run: on request`: an intermediate rung, beaten at both goal sizes by warptile (4096^3)
+// and async_double_buffer (1000^3), so the default matmul table leaves it out (one note
+// says so); `--variant blocktile2d` or `--variant all` (the whole ladder) runs it.
+//
+// Where the defaults come from: they are the one configuration measured on an H100 so far
+// (2026-11-23, float32, one run, cold L2, beside the vendor row;
+// measurements/2026-11-23-h100-h200x2/ladder/matmul_4096.json, matmul_1000.json;
+// docs/kernels.md), `cudabench matmul --size 4096`: 29.9 TFLOP/s, 0.580 of cuBLAS; at 1000^3
+// 10.1 TFLOP/s, 0.307. No --best sweep has run yet (`scripts/ladder/run.sh OUT tune` runs
+// one), so these are the best measured; change them with the sweep's numbers.
+//
+// Rung 1 of the CUDA-core ladder (docs/kernels.md). `tiled` does one multiply-add
 // per two shared-memory loads; here each thread keeps TM values of A and TN values of B in
 // registers per step of k and does TM * TN multiply-adds with them, so shared memory is
 // read TM * TN / (TM + TN) times less often per FLOP (4x at 8 x 8).

@@ -4,6 +4,13 @@
 // param BLOCK_ROWS: default 8; allowed 4, 8, 16, 32
 // launch transpose_inplace_tile_pairs: grid cdiv(N, TILE) * (cdiv(N, TILE) + 1) // 2; block TILE * ELEM_SIZE // 16, BLOCK_ROWS; dynamic_shared 2 * TILE * (TILE + 1) * ELEM_SIZE
 
+// Where the defaults come from: they are the one configuration measured on an H100 so far
+// (2026-11-23, float32, one run, cold L2, beside the vendor row;
+// measurements/2026-11-23-h100-h200x2/ladder/transpose_inplace_8192.json; docs/kernels.md),
+// `cudabench transpose --inplace --size 8192`: 2,699 GB/s, 0.911 of the device-to-device
+// copy. No --best sweep has run yet (`scripts/ladder/run.sh OUT tune` runs one), so these
+// are the best measured; change them with the sweep's numbers.
+//
 // The in-place rung after `tiled`, with the out-of-place `vectorized`'s moves. With T =
 // cdiv(N, TILE) tiles a side, block k takes the pair P = (i, j), Q = (j, i) with i >= j and
 // k = i (i + 1) / 2 + j: the T (T + 1) / 2 blocks cover the lower triangle of tiles and

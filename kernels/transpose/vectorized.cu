@@ -5,6 +5,13 @@
 // shared_bytes: TILE * (TILE + 1) * ELEM_SIZE
 // launch transpose_vectorized: grid cdiv(COLS, TILE), cdiv(ROWS, TILE); block TILE * ELEM_SIZE // 16, BLOCK_ROWS
 
+// Where the defaults come from: they are the one configuration measured on an H100 so far
+// (2026-11-23, float32, one run, cold L2, beside the vendor row;
+// measurements/2026-11-23-h100-h200x2/ladder/transpose_8192.json; docs/kernels.md),
+// `cudabench transpose --size 8192`: 2,865 GB/s, 0.969 of the device-to-device copy. No
+// --best sweep has run yet (`scripts/ladder/run.sh OUT tune` runs one), so these are the
+// best measured; change them with the sweep's numbers.
+//
 // The next rung after shared_padded. A block of (TILE / VEC) x BLOCK_ROWS threads moves a
 // TILE x TILE tile, VEC = 16 bytes of elements (4 floats or ints, 8 halves, 2 doubles)
 // per access:

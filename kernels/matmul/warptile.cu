@@ -8,6 +8,14 @@
 // param MIN_BLOCKS: default 2; allowed 1, 2
 // launch matmul_warptile: grid cdiv(N, BN), cdiv(M, BM); block (BM // WM) * (BN // WN) * 32; dynamic_shared (BK * (BM + 16 // ELEM_SIZE) + BK * BN) * ELEM_SIZE
 
+// Where the defaults come from: they are the one configuration measured on an H100 so far
+// (2026-11-23, float32, one run, cold L2, beside the vendor row;
+// measurements/2026-11-23-h100-h200x2/ladder/matmul_4096.json, matmul_1000.json;
+// docs/kernels.md), `cudabench matmul --size 4096`: 36.2 TFLOP/s, 0.703 of cuBLAS (the best
+// rung there); at 1000^3 10.4 TFLOP/s, 0.318. No --best sweep has run yet
+// (`scripts/ladder/run.sh OUT tune` runs one), so these are the best measured; change them
+// with the sweep's numbers.
+//
 // Rung 3. A block's BM x BN tile of C is split between warps, (BM / WM) x (BN / WN) of
 // them, each owning a WM x WN tile. Within a warp the 32 lanes form a 4 x 8 grid; the warp
 // tile is covered by WMITER x WNITER sub-tiles of 16 x 32, and in each a lane computes a

@@ -6,8 +6,20 @@
 // param TM: default 8; allowed 4, 8
 // param TN: default 8; allowed 4, 8
 // param MIN_BLOCKS: default 1; allowed 1, 2
+// run: on request
 // launch matmul_vectorized: grid cdiv(N, BN), cdiv(M, BM); block (BM // TM) * (BN // TN); dynamic_shared (BK * (BM + 16 // ELEM_SIZE) + BK * BN) * ELEM_SIZE
 
+// `run: on request`: an intermediate rung, beaten at both goal sizes by warptile (4096^3)
+// and async_double_buffer (1000^3), so the default matmul table leaves it out (one note
+// says so); `--variant vectorized` or `--variant all` (the whole ladder) runs it.
+//
+// Where the defaults come from: they are the one configuration measured on an H100 so far
+// (2026-11-23, float32, one run, cold L2, beside the vendor row;
+// measurements/2026-11-23-h100-h200x2/ladder/matmul_4096.json, matmul_1000.json;
+// docs/kernels.md), `cudabench matmul --size 4096`: 26.3 TFLOP/s, 0.509 of cuBLAS; at 1000^3
+// 12.0 TFLOP/s, 0.366. No --best sweep has run yet (`scripts/ladder/run.sh OUT tune` runs
+// one), so these are the best measured; change them with the sweep's numbers.
+//
 // Rung 2. The same register tiles as blocktile2d; what changes is how the tiles travel:
 //
 // - Global loads of A and B move 16 bytes per instruction (LDG.E.128: 4 floats or ints,

@@ -5,6 +5,13 @@
 // param UNROLL: default 4; allowed 1, 2, 4, 8
 // launch dot_vectorized_shuffle: grid min(cdiv(N, BLOCK * 16 // ELEM_SIZE), SM_COUNT * BLOCKS_PER_SM); block BLOCK
 
+// Where the defaults come from: they are the one configuration measured on an H100 so far
+// (2026-11-23, float32, one run, cold L2, beside the vendor row;
+// measurements/2026-11-23-h100-h200x2/ladder/dot_1_26.json; docs/kernels.md), `cudabench
+// dot --size '1<<26'`: 2,645 GB/s, 0.909 of the device-to-device copy. No --best sweep has
+// run yet (`scripts/ladder/run.sh OUT tune` runs one), so these are the best measured;
+// change them with the sweep's numbers.
+//
 // The rung after `atomic`, which needs a second launch to zero the result and sums each
 // block in a shared-memory tree with a __syncthreads per level. Here:
 //
