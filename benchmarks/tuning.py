@@ -40,8 +40,12 @@ CONSTRAINTS = [
 ]
 
 
+WIDE_PREFIX = "wide_"  # the widened copy's name: a built-in of the same name would clash
+
+
 def widened(source: Path, folder: Path) -> Path:
-    """Copy the rung with the wider allowed values and the constraints; return the folder."""
+    """Copy the rung, as wide_NAME, with the wider allowed values and the constraints;
+    return the folder."""
     text = source.read_text()
     for name, values in WIDER.items():
         text = re.sub(rf"(// param {name}: default \d+; allowed )[^\n]*", rf"\g<1>{values}",
@@ -51,7 +55,7 @@ def widened(source: Path, folder: Path) -> Path:
     lines[at:at] = [f"// constraint: {c}" for c in CONSTRAINTS]
     target = folder / "matmul"
     target.mkdir(parents=True, exist_ok=True)
-    (target / source.name).write_text("\n".join(lines))
+    (target / f"{WIDE_PREFIX}{source.name}").write_text("\n".join(lines))
     return folder
 
 
@@ -65,18 +69,23 @@ def space_size(folder: Path, variant: str, size: str) -> tuple[int, int]:
     return len(space.plans), sum(space.pruned.values())
 
 
-def run(strategy: str, budget: int, folder: Path, variant: str, size: str, out: Path
-        ) -> dict[str, object]:
-    """Run one search in its own process; return its wall time, rows and winner."""
+def run(strategy: str, budget: int, folder: Path, variant: str, size: str, out: Path,
+        resume: Path | None = None) -> dict[str, object]:
+    """Run one search in its own process; return its wall time, rows and winner. With
+    resume (brute force only), the search keeps its tuning cache there: a search cut
+    short by a call's time limit picks up where it stopped when run again on that folder."""
     results, winners = out / f"{strategy}.json", out / f"{strategy}.toml"
+    keep = resume is not None and strategy == "brute"
     command = [sys.executable, "-m", "cudabench", "matmul", "--size", size, "--variant",
                variant, "--kernels-dir", str(folder), "--best", "--strategy", strategy,
-               "--budget", str(budget), "--no-tune-cache", "--seed", "1", *QUICK,
-               "--json", str(results), "--best-out", str(winners)]
+               "--budget", str(budget), *([] if keep else ["--no-tune-cache"]), "--seed", "1",
+               *QUICK, "--json", str(results), "--best-out", str(winners)]
+    env = {**os.environ, **({"CUDABENCH_CACHE_DIR": str(resume)} if keep else {})}
     log = out / f"{strategy}.log"  # written as it runs: a search cut short keeps its trail
     started = time.perf_counter()
     with log.open("w") as sink:
-        done = subprocess.run(command, text=True, stdout=sink, stderr=subprocess.STDOUT)
+        done = subprocess.run(command, text=True, stdout=sink, stderr=subprocess.STDOUT,
+                              env=env)
     wall = time.perf_counter() - started
     print(f"{strategy}: exit {done.returncode} after {wall:.0f} s; log {log}", flush=True)
     rows = json.loads(results.read_text())["benchmarks"] if results.is_file() else []
@@ -94,7 +103,8 @@ def median_of(rows: list[dict], params: dict) -> float | None:
     return None
 
 
-def kernel_tuner(folder: Path, variant: str, size: int, budget: int) -> dict | None:
+def kernel_tuner(folder: Path, variant: str, size: int, budget: int, entry: str
+                 ) -> dict | None:
     """The same space through Kernel Tuner's random sampler with the same budget, if it is
     importable: Kernel Tuner compiles, times and checks on its own (PyCUDA backend; its
     answer is NumPy's product, compared with a relative tolerance of 1e-3).
@@ -134,7 +144,7 @@ def kernel_tuner(folder: Path, variant: str, size: int, budget: int) -> dict | N
 
     started = time.perf_counter()
     found, _ = kernel_tuner.tune_kernel(
-        f"matmul_{variant}", str(path), (size, size), [a, b, c, n, n, n], params,
+        entry, str(path), (size, size), [a, b, c, n, n, n], params,
         grid_div_x=["BN"], grid_div_y=["BM"], block_size_names=["block_size_x"],
         restrictions=allowed, smem_args={"size": shared_bytes},
         answer=[None, None, expected, None, None, None], verify=close,
@@ -166,21 +176,25 @@ def main() -> int:
                         help="An earlier brute-force run's results file to compare against "
                         "(when brute is not among --strategies).")
     parser.add_argument("--out", type=Path, help="Keep each run's results files here.")
+    parser.add_argument("--resume-dir", type=Path,
+                        help="Keep the brute-force search's tuning cache here, so that a run "
+                        "cut short resumes (the cache folder: CUDABENCH_CACHE_DIR).")
     options = parser.parse_args()
     source = options.kernels_dir / "matmul" / f"{options.variant}.cu"
     scratch = Path(tempfile.mkdtemp(prefix="cudabench-tuning-"))
     out = options.out or scratch
     out.mkdir(parents=True, exist_ok=True)
     folder = widened(source, scratch / "kernels") if options.widen else options.kernels_dir
-    valid, pruned = space_size(folder, options.variant, options.size)
+    variant = f"{WIDE_PREFIX}{options.variant}" if options.widen else options.variant
+    valid, pruned = space_size(folder, variant, options.size)
     budget = max(1, int(valid * options.fraction))
-    print(f"space: matmul/{options.variant} at {options.size}: {valid} configurations "
+    print(f"space: matmul/{variant} at {options.size}: {valid} configurations "
           f"({pruned} pruned by constraints); random and bayes get {budget}", flush=True)
     if options.count_only:
         return 0
     asked = options.strategies.split(",")
-    runs = [run(s, valid if s == "brute" else budget, folder, options.variant,
-                options.size, out) for s in asked if s != "kernel_tuner"]
+    runs = [run(s, valid if s == "brute" else budget, folder, variant,
+                options.size, out, options.resume_dir) for s in asked if s != "kernel_tuner"]
     brute = next((r for r in runs if r["strategy"] == "brute"), None)
     if brute is None and options.brute_json is not None:
         rows = json.loads(options.brute_json.read_text())["benchmarks"]
@@ -202,7 +216,8 @@ def main() -> int:
               f"{ratio:>20} {ratio2:>15}  {r['winner']} (exit {r['code']})", flush=True)
     if "kernel_tuner" not in asked:
         return 0
-    tuned = kernel_tuner(folder, options.variant, int(options.size.split("x")[0]), budget)
+    tuned = kernel_tuner(folder, variant, int(options.size.split("x")[0]), budget,
+                         f"matmul_{options.variant}")
     if tuned is None:
         print("kernel_tuner: not importable; skipped")
     else:
