@@ -227,6 +227,9 @@ def _edit(row: dict[str, Any], kind: str, factor: float, marks: dict[str, Any]) 
             row["params"] = {**row["params"], "EXTRA": 1}
         marks["missing"] = True
     elif kind in STATUS_EDITS:
+        if kind == "status-mismatch" and marks.get("mismatched"):
+            return  # a second flip would undo the first: the row already contradicts itself
+        marks["mismatched"] = kind == "status-mismatch"
         _status_edit(row, kind)
         marks["status"] = "corrupt" if kind in ("pass-no-samples", "status-mismatch") \
             else "regress"
