@@ -311,8 +311,8 @@ def test_a_transient_start_error_is_tried_again_and_a_lasting_one_is_not():
 
     def flaky() -> subprocess.Popen[str]:
         calls.append(1)
-        if len(calls) < 3:
-            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        if len(calls) < 3:  # once out of processes, once a sandbox's fork under load
+            raise OSError((errno.EAGAIN, errno.EFAULT)[len(calls) - 1], "transient")
         return subprocess.Popen(["true"], text=True)
 
     process = nvcc.start_retrying(flaky, pause_s=0.001)

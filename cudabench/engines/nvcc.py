@@ -28,9 +28,12 @@ TIMEOUT_S = 600
 PROBE_TIMEOUT_S = 60  # `nvcc --version` answers in well under a second
 CUDA_HOME = Path("/usr/local/cuda")  # where the toolkit usually is (tests point it elsewhere)
 # Errors of starting a process that pass when tried again: a busy machine out of processes or
-# memory for a moment, or a script another thread of this process had open for writing while
-# it forked (ETXTBSY). CI once lost a build to one of them among ~300 parallel compiles.
-TRANSIENT_START_ERRORS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.ETXTBSY, errno.EINTR})
+# memory for a moment, a script another thread of this process had open for writing while
+# it forked (ETXTBSY), or a sandboxed kernel's fork failing with EFAULT ("Bad address") under
+# load. CI lost a build to such an error twice among ~500 parallel compiles; the path and
+# arguments are this process's own, never the bad address.
+TRANSIENT_START_ERRORS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.ETXTBSY, errno.EINTR,
+                                    errno.EFAULT})
 START_TRIES = 4
 
 
