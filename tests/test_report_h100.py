@@ -56,3 +56,20 @@ def test_every_h100_file_reports_and_converts_to_markdown(tmp_path, name):
     done = CliRunner().invoke(cli, ["report", str(DATA / name), "--markdown", str(out)])
     assert done.exit_code == 0, done.output
     assert "| variant |" in out.read_text()
+
+
+def test_a_file_from_before_rows_named_their_roof_is_held_to_the_cuda_core_roof():
+    # v2-matmul.json (schema 2, before `unit` and `compute_type`) and m1000.json (with them)
+    # measured the same naive matmul 1000^3 on the same H100: the same % of peak, compute
+    # bound, not 1% of intensity x DRAM
+    from cudabench.render.insight import assessment
+
+    old = next(b for b in load_results(DATA.parent / "h100" / "v2-matmul.json").benchmarks
+               if b.variant == "naive")
+    new = next(b for b in load_results(DATA / "m1000.json").benchmarks
+               if b.variant == "naive")
+    assert old.compute_type == "float32" and old.unit == ""
+    before, after = assessment(old, None), assessment(new, None)
+    assert before is not None and after is not None
+    assert before.bound == after.bound == "compute"
+    assert before.pct_of_peak == pytest.approx(after.pct_of_peak, rel=0.05)

@@ -227,7 +227,8 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         skipped=check.optional(data, "skipped", str),
         zero_input_samples_s=_samples(data, "zero_input_samples_s", check),
         unit=check.optional(data, "unit", str) or "",
-        compute_type=check.optional(data, "compute_type", str) or "",
+        compute_type=(check.optional(data, "compute_type", str)
+                      or _legacy_compute_type(data, throughput["flops"])),
         sample_clocks_mhz=_clocks(data, check),
         slow_clock_samples_s=_samples(data, "slow_clock_samples_s", check),
         batch_samples_s=_samples(data, "batch_samples_s", check),
@@ -314,6 +315,21 @@ def _clocks(data: Mapping[str, Any], check: Checker) -> tuple[float | None, ...]
                                                   for v in values),
                  "sample_clocks_mhz", "a list of positive numbers or nulls")
     return tuple(None if v is None else float(v) for v in values)
+
+
+# float16 rows accumulate in float32: their CUDA-core roof is float32's.
+_ACCUMULATOR = {"float16": "float32"}
+
+
+def _legacy_compute_type(data: dict[str, Any], flops: int) -> str:
+    """The roof type of a row whose file predates the field (results of cudabench 0.1 and
+    schema 2 before tensor-core rungs): every such row ran on the CUDA cores, rated by its
+    accumulator's type. Without it the row would be held to no compute roof at all and its
+    % of peak read against intensity x DRAM alone. Rows without FLOPs need none."""
+    dtype = data.get("dtype")
+    if not flops or not isinstance(dtype, str) or "compute_type" in data or "unit" in data:
+        return ""  # a file that has the fields said what it meant, "" included
+    return _ACCUMULATOR.get(dtype, dtype)
 
 
 def _samples(data: Mapping[str, Any], name: str, check: Checker) -> tuple[float, ...]:
