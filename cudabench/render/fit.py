@@ -28,11 +28,15 @@ RATES = ("GFLOP/s", "GB/s")
 # Lower number, kept first; a column not named here ranks after every named one, in order.
 # "vs " is the vendor's column (the run's question), then a reference's ("% of copy");
 # "vs naive" comes after the rate.
+# What tells rows apart comes right after the verdict and the numbers that answer the
+# table's question: shape (usually narrower than params), params, dtype and GPU model (a
+# comparison of several sizes, or a history of several GPUs, reads as duplicate rows
+# without them).
 PRIORITY = {name: rank for rank, name in enumerate((
     "variant", "benchmark", "check", "verdict", "compiled", "median", "latest", "change",
-    "last change", "params", "best params", "vs ", "% of", "rate", "vs naive", "% of peak",
-    "current", "baseline", "B", "A", "history median", "interval", "gate", "seconds",
-    "of wall", "spread", "margin", "bound", "rate 2", "batch (warm)", "shape", "dtype",
+    "last change", "shape", "params", "dtype", "GPU", "best params", "vs ", "% of", "rate",
+    "vs naive", "% of peak", "current", "baseline", "B", "A", "history median", "interval",
+    "gate", "seconds", "of wall", "spread", "margin", "bound", "rate 2", "batch (warm)",
     "p-value",
 ))}
 # Long texts: left out of a narrow table, each row's goes to a numbered note under it.
