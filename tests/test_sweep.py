@@ -45,6 +45,12 @@ def test_a_bad_sweep_is_a_usage_error(text):
         expand_sizes(text)
 
 
+@pytest.mark.parametrize("text", ["1..10", "10..1", "256..8192x64"])
+def test_a_range_without_its_step_says_so(text):
+    with pytest.raises(UsageError, match="a range needs a step after a colon"):
+        expand_sizes(text)
+
+
 def test_parameter_lists_and_ranges():
     assert expand_values("8,16,32", "--tile") == [8, 16, 32]
     assert expand_values("8..64:x2", "--tile") == [8, 16, 32, 64]

@@ -85,7 +85,7 @@ def _drafts(plan: Plan, arch: str, target: Arch | None) -> list[Draft]:
         dynamic = variant.dynamic_shared_bytes(variables)
         launches = "; ".join(
             f"{launch.entry} <<<{_dims(grid)}, {_dims(block)}"
-            f"{f', {nbytes}' if nbytes else ''}>>> ({math.prod(grid):,} blocks)"
+            f"{f', {nbytes}' if nbytes else ''}>>> ({math.prod(grid):,} block{'s' if math.prod(grid) != 1 else ''})"
             for launch, (grid, block), nbytes in zip(variant.launches, geometry, dynamic))
         launches += "".join(
             f"; tensor_map {spec.describe(box)}"

@@ -75,6 +75,9 @@ def _tokens(item: str, flag: str, text: str) -> list[re.Match[str]]:
         position = match.end()
         if position == len(item):
             return tokens
+        if item[position:].startswith("..") and ":" not in item[position:]:
+            raise UsageError(f"{flag} {text!r}: a range needs a step after a colon, "
+                             "FIRST..LAST:xK or FIRST..LAST:+K (e.g. 256..8192:x2)")
         if item[position] != "x":
             raise UsageError(f"{flag} {text!r}: expected `x` between extents at "
                              f"{item[position:]!r}")
