@@ -73,3 +73,13 @@ def test_a_file_from_before_rows_named_their_roof_is_held_to_the_cuda_core_roof(
     assert before is not None and after is not None
     assert before.bound == after.bound == "compute"
     assert before.pct_of_peak == pytest.approx(after.pct_of_peak, rel=0.05)
+
+
+def test_a_sweeps_detail_table_tells_its_configurations_apart():
+    # naive, tiled and tiled_conflict at TILE 8, 16 and 32: nine rows, three per variant
+    text = report("sweep_best.json")
+    detail = text[text.index("behind the times"):]
+    detail = detail[:detail.index("└")]
+    header = next(line for line in detail.splitlines() if line.startswith("┃ variant"))
+    assert [cell.strip() for cell in header.strip("┃").split("┃")][:2] == ["variant", "params"]
+    assert {"TILE=8", "TILE=16", "TILE=32"} <= set(detail.split())

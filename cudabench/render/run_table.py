@@ -188,8 +188,12 @@ def detail_table(rows: Sequence[BenchmarkResult], title: str) -> RunTable | None
     columns = detail_columns(rows)
     if not any(column.title not in ("min", "max") for column in columns):
         return None
-    table_rows = tuple((Cell(r.variant), *(Cell(c.cell(r)) for c in columns)) for r in rows)
-    return RunTable(f"{title}: behind the times", "", ("variant", *(c.title for c in columns)),
+    # A sweep has a variant in several configurations: its params tell the rows apart.
+    configs = len({r.variant for r in rows}) < len(rows)
+    table_rows = tuple((Cell(r.variant), *((Cell(params_text(r.params)),) if configs else ()),
+                        *(Cell(c.cell(r)) for c in columns)) for r in rows)
+    return RunTable(f"{title}: behind the times", "",
+                    ("variant", *(("params",) if configs else ()), *(c.title for c in columns)),
                     table_rows)
 
 
