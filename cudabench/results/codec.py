@@ -321,7 +321,7 @@ def _clocks(data: Mapping[str, Any], check: Checker) -> tuple[float | None, ...]
 _ACCUMULATOR = {"float16": "float32"}
 
 
-def _legacy_compute_type(data: dict[str, Any], flops: int) -> str:
+def _legacy_compute_type(data: Mapping[str, Any], flops: int) -> str:
     """The roof type of a row whose file predates the field (results of cudabench 0.1 and
     schema 2 before tensor-core rungs): every such row ran on the CUDA cores, rated by its
     accumulator's type. Without it the row would be held to no compute roof at all and its
