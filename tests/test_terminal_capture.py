@@ -53,6 +53,12 @@ def test_the_main_job_at_80x24(tmp_path):
     assert "left out to fit:" in text  # 80 columns cannot hold them all: named
     problems = unreadable(text, 80)
     assert not problems, "\n".join(problems) + "\n\n" + text
+    # stderr's notes and warnings are wrapped at words to the window (the capture joins what
+    # the terminal itself wrapped: a line left to it would come back wider than 80), whole
+    said = [line for line in text.splitlines() if line.startswith(("note:", "warning:"))]
+    assert said and all(len(line) <= 80 for line in said), said
+    flowing = " ".join(text.split())
+    assert "a larger --size measures the kernel rather than the launch" in flowing, text
 
 
 def test_list_at_80x24(tmp_path):

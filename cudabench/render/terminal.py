@@ -172,25 +172,27 @@ def rich_table(model: RunTable, width: int | None = None) -> tuple[Table, list[s
 
 def render_diagnostics(outcome: RunOutcome, console: Console) -> None:
     """Print notes, measurement warnings, failures and errors (to stderr)."""
+    # On a terminal, long lines wrap at words; piped, each stays one line (one per grep).
+    soft = not console.is_terminal
     for note in outcome.notes:
-        console.print(Text(f"note: {note}"), soft_wrap=True)
+        console.print(Text(f"note: {note}"), soft_wrap=soft)
     for r in outcome.results:
         name = f"{r.op}/{r.variant}"
         for warning in r.warnings:
-            console.print(Text(f"warning: {name}: {warning}", style="yellow"), soft_wrap=True)
+            console.print(Text(f"warning: {name}: {warning}", style="yellow"), soft_wrap=soft)
         if r.suspect:
             console.print(Text(f"SUSPECT: {name}: {r.suspect}: a result this fast is not "
                                "believed (a kernel that skips work, or a roof this GPU "
-                               "exceeds)", style="yellow"), soft_wrap=True)
+                               "exceeds)", style="yellow"), soft_wrap=soft)
         if r.error:
-            console.print(Text(f"error: {name}: {r.error}", style="red"), soft_wrap=True)
+            console.print(Text(f"error: {name}: {r.error}", style="red"), soft_wrap=soft)
         elif r.verification is not None and r.status is Status.FAIL:
             v = r.verification
             console.print(Text(
                 f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements outside "
                 f"tolerance ({v.criterion}); relative error {format_error(v.rel_error)}",
                 style="red",
-            ), soft_wrap=True)
+            ), soft_wrap=soft)
 
 
 def render_catalog(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any],
@@ -291,10 +293,11 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
                                                            if row.verdict is not Verdict.SAME})
     if c.rows:
         print_table(console, table, below, width)
+    soft = not console.is_terminal  # piped: one line each; on a terminal: wrapped at words
     for change in c.setting_changes:
-        console.print(Text(f"the card differs: {change}", style="yellow"), soft_wrap=True)
+        console.print(Text(f"the card differs: {change}", style="yellow"), soft_wrap=soft)
     for note in c.notes:
-        console.print(Text(f"note: {note}", style="yellow"), soft_wrap=True)
+        console.print(Text(f"note: {note}", style="yellow"), soft_wrap=soft)
     for title, results in (("added (only in current)", c.added),
                            ("removed (only in baseline)", c.removed)):
         if results:
