@@ -8,6 +8,7 @@ kept in the tuning cache, so a repeated or interrupted run measures only what is
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -69,8 +70,7 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
           ) -> int:
     """Run the searches, the head-to-head and the reports."""
     gpus = len(slots) if slots else 1
-    settings = Settings(settings.strategy, settings.budget, settings.seed, settings.use_cache,
-                        settings.cache_root, gpus)
+    settings = dataclasses.replace(settings, gpus=gpus)
     writer = (ResultsWriter(outputs.json_path, outputs.argv)
               if outputs.json_path is not None else None)
     started: list[bool] = []

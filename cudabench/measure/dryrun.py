@@ -85,7 +85,7 @@ def _drafts(plan: Plan, arch: str, target: Arch | None) -> list[Draft]:
         dynamic = variant.dynamic_shared_bytes(variables)
         launches = "; ".join(
             f"{launch.entry} <<<{_dims(grid)}, {_dims(block)}"
-            f"{f', {nbytes}' if nbytes else ''}>>> ({math.prod(grid):,} block{'s' if math.prod(grid) != 1 else ''})"
+            f"{f', {nbytes}' if nbytes else ''}>>> ({_count(math.prod(grid), 'block')})"
             for launch, (grid, block), nbytes in zip(variant.launches, geometry, dynamic))
         launches += "".join(
             f"; tensor_map {spec.describe(box)}"
@@ -174,3 +174,8 @@ def _first_error(output: str) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line for line in lines if "error" in line]
     return (errors or lines or ["nvcc failed"])[0]
+
+
+def _count(number: int, noun: str) -> str:
+    """Return `1 block`, `528 blocks`."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"

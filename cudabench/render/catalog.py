@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cudabench.catalog import KernelVariant
 from cudabench.render.fit import layout
 
 COLUMNS = ("variant", "dtypes", "defaults", "allowed", "file")
@@ -29,7 +30,7 @@ class OpListing:
     about: str
 
 
-def listings(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any]
+def listings(catalog: Mapping[str, Mapping[str, KernelVariant]], ops: Mapping[str, Any]
              ) -> list[OpListing]:
     """Return each op's listing, in the catalog's order (an op without variants: one row
     saying so)."""
@@ -45,7 +46,7 @@ def listings(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any]
             f"{name} ({op.origin}): {op.summary}; types "
             f"{', '.join(op.type_set(dtype).describe() for dtype in op.dtypes)}; kernels take "
             f"{op.signature}")
-        if any(getattr(variant, "on_request", False) for variant in variants.values()):
+        if any(variant.on_request for variant in variants.values()):
             about += "; * runs on request only (`--variant NAME` or `--variant all`)"
         found.append(OpListing(name, rows, tuple(
             f"files in {folder}: {', '.join(sorted(files))}" for folder, files in folders.items()
@@ -53,11 +54,11 @@ def listings(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any]
     return found
 
 
-def row(variant: Any) -> tuple[str, ...]:
+def row(variant: KernelVariant) -> tuple[str, ...]:
     """Return a variant's cells: name (marked * when it runs on request only), dtypes,
     defaults, allowed values, file."""
     params = variant.params
-    marked = variant.name + (" *" if getattr(variant, "on_request", False) else "")
+    marked = variant.name + (" *" if variant.on_request else "")
     return (marked, " ".join(variant.dtypes),
             " ".join(f"{p.name}={p.default}" for p in params) or "-",
             "; ".join(f"{p.name} in {p.describe_allowed()}" for p in params) or "-",

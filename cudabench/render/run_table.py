@@ -190,10 +190,13 @@ def detail_table(rows: Sequence[BenchmarkResult], title: str) -> RunTable | None
         return None
     # A sweep has a variant in several configurations: its params tell the rows apart.
     configs = len({r.variant for r in rows}) < len(rows)
-    table_rows = tuple((Cell(r.variant), *((Cell(params_text(r.params)),) if configs else ()),
-                        *(Cell(c.cell(r)) for c in columns)) for r in rows)
-    return RunTable(f"{title}: behind the times", "",
-                    ("variant", *(("params",) if configs else ()), *(c.title for c in columns)),
+    lead = ("variant", "params") if configs else ("variant",)
+
+    def named(r: BenchmarkResult) -> tuple[Cell, ...]:
+        return (Cell(r.variant), Cell(params_text(r.params)))[:len(lead)]
+
+    table_rows = tuple((*named(r), *(Cell(c.cell(r)) for c in columns)) for r in rows)
+    return RunTable(f"{title}: behind the times", "", (*lead, *(c.title for c in columns)),
                     table_rows)
 
 

@@ -19,12 +19,19 @@ from cudabench.common.units import format_seconds
 Update = Callable[[str, int, int, "float | None", str, "float | None"], None]
 
 
+def best_and_eta(done: int, total: int, best_s: float | None, best: str,
+                 left_s: float | None) -> tuple[str, str]:
+    """Return the best so far and the ETA ('' when done or unknown) as text."""
+    best_part = f"best {format_seconds(best_s)} ({best})" if best_s is not None else "no best yet"
+    eta = f"ETA {left_s:.0f} s" if left_s is not None and done < total else ""
+    return best_part, eta
+
+
 def status_text(label: str, done: int, total: int, best_s: float | None, best: str,
                 left_s: float | None) -> str:
     """Return one line of a search's progress."""
-    best_part = f"best {format_seconds(best_s)} ({best})" if best_s is not None else "no best yet"
-    eta = f"; ETA {left_s:.0f} s" if left_s is not None and done < total else ""
-    return f"{label}: {done}/{total} configurations; {best_part}{eta}"
+    best_part, eta = best_and_eta(done, total, best_s, best, left_s)
+    return f"{label}: {done}/{total} configurations; {best_part}" + (f"; {eta}" if eta else "")
 
 
 @contextlib.contextmanager
@@ -44,9 +51,7 @@ def tune_progress(console: Console, mode: bool | None) -> Iterator[Update]:
                      left_s: float | None) -> None:
                 if label not in tasks:
                     tasks[label] = bar.add_task(label, total=total, eta="")
-                best_part = (f"best {format_seconds(best_s)} ({best})" if best_s is not None
-                             else "no best yet")
-                eta = f"ETA {left_s:.0f} s" if left_s is not None and done < total else ""
+                best_part, eta = best_and_eta(done, total, best_s, best, left_s)
                 bar.update(tasks[label], completed=done, total=total,  # type: ignore[arg-type]
                            description=f"{label}: {best_part}", eta=eta)
 

@@ -23,12 +23,6 @@ class Budget:
         """Return how many configurations a space of space_size gets."""
         return space_size if self.configs is None else min(self.configs, space_size)
 
-    def describe(self) -> str:
-        """Return the budget as the user would type it."""
-        parts = [str(self.configs)] if self.configs is not None else []
-        parts += [f"{self.seconds:g}s"] if self.seconds is not None else []
-        return ",".join(parts) or "none"
-
 
 def parse_budget(text: str | None) -> Budget:
     """Parse `200` (configurations), `120s`, `10m`, `1h` (time) or both: `200,10m`."""

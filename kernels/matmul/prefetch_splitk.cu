@@ -24,10 +24,11 @@
 //   buffer after: the loads' latency hides behind 8 x 64 FMAs. One __syncthreads per tile.
 // - Split-K: at 1000^3 the 128 x 128 tiles make 64 blocks for 132 SMs. The grid's third
 //   extent splits K into up to SPLIT_MAX slices (at least 256 of K each) until there are
-//   about two blocks per SM; each slice adds its partial tile into C with vector atomics
-//   (red.global.add.v4.f32 on sm_90), after a launch that zeroes C. Where one slice is
-//   enough (4096^3: 1024 blocks) the zeroing launch is one idle block and C is stored
-//   plainly. Atomic adds make the summation order vary between runs, within the float32
+//   about two blocks per SM; each slice adds its partial tile into C with atomicAdd on
+//   float4 (sm_90; nvcc 13.0 emits it as four scalar REDG.ADD.F32), after a launch that
+//   zeroes C. Where one slice is enough (4096^3: 1024 blocks) the zeroing launch is a
+//   single block (it zeroes C's first 1024 elements, which the main kernel then
+//   overwrites) and C is stored plainly. Atomic adds make the summation order vary between runs, within the float32
 //   bound the check uses for any order.
 // - Edges: where K and N are multiples of 4 and A and B 16-byte aligned, tiles move as
 //   float4 (a vector is wholly in or out of the matrix); otherwise element by element. Either
