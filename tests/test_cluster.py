@@ -69,6 +69,21 @@ def test_a_suite_runs_as_ray_tasks_on_both_gpus(local_ray, monkeypatch, tmp_path
     assert loaded.metadata["complete"] is True
 
 
+def test_one_warm_worker_per_gpu_serves_every_benchmark(local_ray, monkeypatch, tmp_path):
+    """Eight benchmarks on two GPUs open two GPU workers, not eight: each GPU's actor keeps
+    its worker between benchmarks (a Ray task per benchmark started one each)."""
+    from ray_specs import EnvironmentRecordingSpec
+
+    use_spec(monkeypatch, EnvironmentRecordingSpec(out_dir=str(tmp_path)))
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text(SUITE)
+    done = invoke("run", suite, "--cluster", "ray", "--json", tmp_path / "r.json", "--no-batch")
+    assert done.exit_code == 0, done.stderr
+    opened = list(tmp_path.glob("env-*.json"))
+    assert 1 <= len(opened) <= 2, [p.name for p in opened]
+    assert len(load_results(tmp_path / "r.json").benchmarks) >= 8
+
+
 def test_a_task_whose_process_dies_is_retried_once(local_ray, monkeypatch, tmp_path):
     from ray_specs import TaskKillingSpec
 
@@ -118,3 +133,4 @@ def test_a_usage_error_found_before_the_run_starts_no_ray(monkeypatch, tmp_path)
                   "--markdown", tmp_path / "a-file" / "x.md")
     assert done.exit_code == 2 and "--markdown" in done.stderr
     assert not ray.is_initialized()
+

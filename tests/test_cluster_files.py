@@ -1,4 +1,5 @@
-"""Kernel folders and op files sent with a Ray task, written out where a node lacks them."""
+"""Kernel folders and op files sent to the Ray actors, written out where a node lacks them;
+Ctrl-C while benchmarks are out on the actors."""
 
 from __future__ import annotations
 
@@ -51,38 +52,65 @@ def test_a_folder_that_differs_on_the_node_is_replaced_by_the_planners(tmp_path)
 
 
 class InterruptedRay:
-    """Ray's calls as RayCluster.run makes them, with Ctrl-C during the first wait."""
+    """Ray's calls as RayCluster.run makes them (a two-GPU cluster, one actor per GPU),
+    with Ctrl-C during the first wait."""
 
     def __init__(self) -> None:
         self.cancelled: list[object] = []
+        self.killed: list[object] = []
+        self.calls: list[str] = []
         self.shut_down = False
 
     def put(self, value):
         return value
 
+    def cluster_resources(self):
+        return {"GPU": 2.0, "CPU": 8.0}
+
     def remote(self, **options):
-        def wrap(function):
-            class Task:
+        ray = self
+
+        def wrap(cls):
+            class Method:
+                def __init__(self, actor: str, name: str) -> None:
+                    self.actor, self.name = actor, name
+
+                def remote(self, *args):
+                    ray.calls.append(f"{self.actor}.{self.name}")
+                    return f"{self.actor}.{self.name}-{len(ray.calls)}"
+
+            class Actor:
                 count = 0
 
+                def __init__(self) -> None:
+                    Actor.count += 1
+                    self.name = f"actor-{Actor.count}"
+                    self.run, self.close = Method(self.name, "run"), Method(self.name, "close")
+
+            class ActorClass:
                 @staticmethod
                 def remote(*args):
-                    Task.count += 1
-                    return f"task-{Task.count}"
-            return Task
+                    return Actor()
+            return ActorClass
         return wrap
 
     def wait(self, refs, num_returns, timeout):
         raise KeyboardInterrupt
 
-    def cancel(self, ref, force):
+    def cancel(self, ref, force=False):
         self.cancelled.append(ref)
+
+    def kill(self, actor, no_restart):
+        self.killed.append(actor.name)
+
+    def get(self, ref, timeout=None):
+        raise AssertionError("nothing is waited for after Ctrl-C")
 
     def shutdown(self):
         self.shut_down = True
 
 
-def test_ctrl_c_cancels_every_task_still_out_and_the_ray_it_started_is_stopped():
+def test_ctrl_c_cancels_every_call_still_out_ends_the_actors_and_stops_the_ray_it_started():
     from cudabench.runner.ray_cluster import RayCluster
     from cudabench.engines.fake_engine import FakeSpec
 
@@ -92,6 +120,9 @@ def test_ctrl_c_cancels_every_task_still_out_and_the_ray_it_started_is_stopped()
     cluster = RayCluster(ray, started=True, address="ray")
     with pytest.raises(KeyboardInterrupt):
         cluster.run(plans, FakeSpec(), rows.append)
-    assert ray.cancelled == ["task-1", "task-2", "task-3"] and rows == []
+    # Two GPUs: two actors, one benchmark each in flight; the third was never handed out.
+    assert ray.calls == ["actor-1.run", "actor-2.run"]
+    assert ray.cancelled == ["actor-1.run-1", "actor-2.run-2"] and rows == []
+    assert ray.killed == ["actor-1", "actor-2"]
     cluster.close()  # as the command does, whatever happened
     assert ray.shut_down

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from helpers import invoke
@@ -315,7 +316,7 @@ def test_a_benchmark_that_became_an_error_row_naming_no_gpu_still_fails_compare(
     raw = json.loads(base.read_text())
     for row in raw["benchmarks"]:
         row.update(device=None, samples_s=[], stats=None, status="ERROR",
-                   error="its Ray task was lost twice (retried once)", verification=None)
+                   error="its Ray worker was lost twice (retried once)", verification=None)
     current.write_text(json.dumps(raw))
     done = invoke("compare", base, current)
     assert done.exit_code == 1, done.stdout + done.stderr
@@ -360,3 +361,37 @@ def test_best_with_devices_re_measures_on_a_chosen_gpu(use_fake):
                   *QUICK, "--no-vendor", "--devices", "1,2", "--best")
     assert done.exit_code == 0, done.stderr
     assert "best configuration per variant and size" in done.stdout
+
+
+def test_a_worker_whose_parent_is_killed_ends(tmp_path):
+    """A GPU worker does not outlive its parent (a Ray actor stopped by force, a SIGKILL):
+    it would wait on its inbox forever, holding a GPU context."""
+    import subprocess
+    import sys
+    import time
+
+    script = ("import sys, time\n"
+              "from cudabench.engines.fake_engine import FakeSpec\n"
+              "from cudabench.runner.workers import Worker\n"
+              "worker = Worker(FakeSpec(), [])\n"
+              "worker.start()\n"
+              "print(worker._process.pid, flush=True)\n"
+              "time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    pid = int(parent.stdout.readline())
+    time.sleep(1.0)  # the worker is up and waiting on its inbox
+    parent.kill()
+    parent.wait()
+
+    def alive() -> bool:
+        try:
+            state = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+        return "\nState:\tZ" not in state  # a zombie has ended; only reaping is left
+
+    deadline = time.monotonic() + 15
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(), "the worker outlived its killed parent"

@@ -1,18 +1,22 @@
-"""Run benchmarks as Ray tasks on the GPUs of a Ray cluster (--cluster).
+"""Run benchmarks on the GPUs of a Ray cluster (--cluster).
 
-Each benchmark (an op at one shape, dtype and cache state, with all its variants and
-reference rows: fleet.units_of) becomes a task that asks Ray for one GPU (num_gpus=1). The
-task runs it in a watched worker on that GPU exactly as `cudabench` does on one machine,
-so a kernel that faults or hangs costs its row, not the task. The plans travel pickled
+One Ray actor per GPU (num_gpus=1; at most one per benchmark) is handed benchmarks (an op
+at one shape, dtype and cache state, with all its variants and reference rows:
+gpus.units_of) one at a time from one queue, as `--devices all` hands them to one worker per
+GPU. The actor runs each in a watched worker on its GPU exactly as `cudabench` does on one
+machine, kept warm between benchmarks, so a kernel that faults or hangs costs its row, not
+the actor. The plans travel pickled
 with the kernel sources in them; the kernel folders and op files they need travel too,
 and are written out on a node that lacks them (cudabench/common/relocation.py), so nodes need
-only cudabench installed. Rows come back as tasks finish. A task lost with its worker or
-node is retried once by Ray, then its rows say ERROR and why; Ctrl-C cancels the tasks
-still out and leaves the results file valid.
+only cudabench installed. Rows come back as benchmarks finish. An actor lost with its
+process or node is restarted once by Ray and its benchmark run again, then that benchmark's
+rows say ERROR and why and a fresh actor takes the rest; Ctrl-C cancels what is still out,
+ends the actors and leaves the results file valid.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import json
@@ -37,8 +41,9 @@ from cudabench.results.model import BenchmarkResult, RunOutcome
 INSTALL_HINT = "pip install 'cudabench[ray]'"
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inc", ".py")
 MAX_BUNDLE_BYTES = 32 * 2**20  # kernel folders are source files; more is a mistake
-TASK_RETRIES = 1  # a task lost with its worker or node runs once more, then is reported
+TASK_RETRIES = 1  # an actor lost with its process or node: restarted, its benchmark rerun, once
 WAIT_S = 1.0  # how often the driver wakes while tasks run (so Ctrl-C gets through)
+CLOSE_WAIT_S = 15.0  # how long an actor gets to release its GPU at the end
 
 
 def connect(text: str) -> RayCluster:
@@ -71,7 +76,7 @@ def connect(text: str) -> RayCluster:
 
 
 class RayCluster:
-    """A connected Ray cluster that runs plans as one task per benchmark."""
+    """A connected Ray cluster that runs plans on one actor per GPU."""
 
     def __init__(self, ray: Any, started: bool, address: str) -> None:
         self.ray, self.started, self.address = ray, started, address
@@ -85,50 +90,84 @@ class RayCluster:
     def run(self, plans: Sequence[Plan], spec: EngineSpec,
             on_result: Callable[[BenchmarkResult], None],
             on_start: Callable[[Mapping[str, str]], None] | None = None) -> RunOutcome:
-        """Run every benchmark as a Ray task on one GPU; stream rows as tasks finish."""
+        """Run every benchmark on one of the cluster's GPUs; stream rows as they finish.
+
+        One actor per GPU (at most one per benchmark) keeps its watched worker warm for
+        every benchmark it is handed, as `--devices all` does on one host: a Ray task per
+        benchmark would start a Ray worker process and a GPU worker for each (Ray ends a
+        GPU task's process after one call), seconds apiece."""
         ray = self.ray
         plans = list(plans)
         units = units_of(plans, jobs_of(plans))
         files = bundle(plans)
         rows: dict[int, list[BenchmarkResult]] = {}
-        pending: dict[Any, int] = {}
+        waiting = collections.deque(range(len(units)))
+        running: dict[Any, tuple[int, int]] = {}  # call -> (actor slot, benchmark)
         started = False
-        try:  # the plans and files go to the object store once, not once per task
-            blob, shared_files = ray.put(pickle.dumps((plans, units))), ray.put(files)
-            task = ray.remote(num_gpus=1, max_retries=TASK_RETRIES)(run_task)
-            pending = {task.remote(spec, blob, index, shared_files): index
-                       for index in range(len(units))}
-            while pending:
-                done, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
+        # The plans and files go to the object store once, not once per actor.
+        blob, shared_files = ray.put(pickle.dumps((plans, units))), ray.put(files)
+        runner = ray.remote(num_gpus=1, max_restarts=TASK_RETRIES,
+                            max_task_retries=TASK_RETRIES)(GpuRunner)
+
+        def hand_out(slot: int) -> None:
+            if waiting:
+                index = waiting.popleft()
+                running[actors[slot].run.remote(index)] = (slot, index)
+
+        gpus = int(ray.cluster_resources().get("GPU", 1))
+        actors = [runner.remote(spec, blob, shared_files)
+                  for _ in range(max(1, min(gpus, len(units))))]
+        try:
+            for slot in range(len(actors)):
+                hand_out(slot)
+            while running:
+                done, _ = ray.wait(list(running), num_returns=1, timeout=WAIT_S)
                 for ref in done:
-                    index = pending.pop(ref)
+                    slot, index = running.pop(ref)
                     try:
                         unit_rows, versions = ray.get(ref)
-                    except Exception as exc:  # the task was lost twice, or raised
+                    except Exception as exc:  # the actor was lost twice, or raised
                         unit_rows, versions = lost_rows(plans, units[index], exc), None
+                        _end(ray, actors[slot], wait=False)
+                        if waiting:  # a fresh actor for the rest
+                            actors[slot] = runner.remote(spec, blob, shared_files)
                     if versions and not started and on_start is not None:
                         on_start(versions)
                         started = True
                     rows[index] = unit_rows
                     for row in unit_rows:
                         on_result(row)
-        except BaseException:  # Ctrl-C, or the writer failing: no task is left running
-            for ref in pending:
+                    hand_out(slot)
+        except BaseException:  # Ctrl-C, or the writer failing: nothing is left running
+            for ref in running:
                 with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+                    ray.cancel(ref)  # an actor call: force is for tasks; the kill below ends it
+            for actor in actors:
+                _end(ray, actor, wait=False)
             raise
+        for actor in actors:
+            _end(ray, actor, wait=True)
         results = [row for index in sorted(rows) for row in rows[index]]
         return outcome_of(plans, results, [], on_result)
+
+
+def _end(ray: Any, actor: Any, wait: bool) -> None:
+    """Stop an actor's GPU worker (waiting a little for it, if asked), then the actor."""
+    with contextlib.suppress(Exception):
+        if wait:
+            ray.get(actor.close.remote(), timeout=CLOSE_WAIT_S)
+    with contextlib.suppress(Exception):
+        ray.kill(actor, no_restart=True)
 
 
 def lost_rows(plans: Sequence[Plan], jobs: Sequence[Job], exc: BaseException
               ) -> list[BenchmarkResult]:
     """Return ERROR rows for a benchmark whose task could not finish, saying why."""
     reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    why = (f"its Ray task was lost twice (retried once): {type(exc).__name__}: {reason}"
+    why = (f"its Ray worker was lost twice (retried once): {type(exc).__name__}: {reason}"
            if "Crash" in type(exc).__name__ or "Died" in type(exc).__name__
            or "Lost" in type(exc).__name__
-           else f"its Ray task failed: {type(exc).__name__}: {reason}")
+           else f"its Ray worker failed: {type(exc).__name__}: {reason}")
     return [error_row(plans[job.plan_index], job, None, why) for job in jobs]
 
 
@@ -164,7 +203,7 @@ def place_files(files: Mapping[str, str]) -> dict[str, str]:
         if all(_same(Path(folder) / name, text) for name, text in members.items()):
             continue
         # One folder per content, reused by every task that needs it: tasks on one node do
-        # not pile up copies, and a copy is never changed under a task that reads it.
+        # not pile up copies, and a copy is never changed under an actor that reads it.
         digest = hashlib.sha256(json.dumps([folder, sorted(members.items())]).encode())
         copy = Path(tempfile.gettempdir()) / f"cudabench-kernels-{digest.hexdigest()[:16]}"
         if not all(_same(copy / name, text) for name, text in members.items()):
@@ -185,47 +224,43 @@ def _same(path: Path, text: str) -> bool:
         return False
 
 
-def run_task(spec: EngineSpec, blob: bytes, index: int, files: Mapping[str, str]
-             ) -> tuple[list[BenchmarkResult], dict[str, str] | None]:
-    """The Ray task: run benchmark `index` of the pickled plans on the GPU Ray gave it,
-    with the kernel folders the node lacks written out."""
-    moved = place_files(files)
-    # Before the plans are loaded (an op file may be among the moved ones); Ray reuses its
-    # worker processes, so the next task starts from what this one found.
-    saved = os.environ.pop(ENVIRONMENT_VARIABLE, None)
-    try:
+class GpuRunner:
+    """The Ray actor on one GPU: runs benchmarks of the pickled plans, one at a time, in
+    a watched worker that stays warm between them (replaced after a fault or a timeout,
+    as on one machine), with the kernel folders the node lacks written out."""
+
+    def __init__(self, spec: EngineSpec, blob: bytes, files: Mapping[str, str]) -> None:
+        import ray
+
+        from cudabench.runner.workers import Worker
+
+        # Before the plans are loaded (an op file may be among the moved ones). The actor's
+        # process is its own: the setting lasts as long as it does.
+        moved = place_files(files)
+        os.environ.pop(ENVIRONMENT_VARIABLE, None)
         if moved:
             os.environ[ENVIRONMENT_VARIABLE] = json.dumps(moved)
-        return _run_unit(spec, blob, index)
-    finally:
-        os.environ.pop(ENVIRONMENT_VARIABLE, None)
-        if saved is not None:
-            os.environ[ENVIRONMENT_VARIABLE] = saved
+        plans, self.units = pickle.loads(blob)
+        gpu_ids = ray.get_gpu_ids()
+        label = int(gpu_ids[0]) if gpu_ids and str(gpu_ids[0]).isdigit() else 0
+        share = str(max(1, (os.cpu_count() or 1) // _gpus_on_this_node(ray)))
+        env = {name: share for name in BLAS_THREAD_VARIABLES}  # Ray's default is one thread
+        self.worker = Worker(spec.restricted(label), plans, env=env, label=label)
+        self.worker.start()  # it opens the GPU while the first benchmark travels here
 
-
-def _run_unit(spec: EngineSpec, blob: bytes, index: int
-              ) -> tuple[list[BenchmarkResult], dict[str, str] | None]:
-    """Run benchmark `index` of the pickled plans in a watched worker on this task's GPU."""
-    import ray
-
-    from cudabench.runner.workers import Worker
-
-    plans, units = pickle.loads(blob)
-    gpu_ids = ray.get_gpu_ids()
-    label = int(gpu_ids[0]) if gpu_ids and str(gpu_ids[0]).isdigit() else 0
-    share = str(max(1, (os.cpu_count() or 1) // _gpus_on_this_node(ray)))
-    env = {name: share for name in BLAS_THREAD_VARIABLES}  # Ray's default is one thread
-    rows: list[BenchmarkResult] = []
-    versions: dict[str, str] = {}
-    worker = Worker(spec.restricted(label), plans, env=env, label=label)
-    jobs = units[index]
-    try:
+    def run(self, index: int) -> tuple[list[BenchmarkResult], dict[str, str]]:
+        """Run benchmark `index`; return its rows and the worker's versions."""
+        rows: list[BenchmarkResult] = []
+        versions: dict[str, str] = {}
+        jobs = self.units[index]
         while len(rows) < len(jobs):
-            rows += worker.run(jobs[len(rows):], lambda row: None, versions.update,
-                               first=not rows)
-    finally:
-        worker.close()
-    return rows, versions
+            rows += self.worker.run(jobs[len(rows):], lambda row: None, versions.update,
+                                    first=not rows)
+        return rows, versions
+
+    def close(self) -> None:
+        """Let the worker end, releasing the GPU."""
+        self.worker.close()
 
 
 def _gpus_on_this_node(ray: Any) -> int:

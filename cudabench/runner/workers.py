@@ -31,6 +31,7 @@ from cudabench.planning.plan import Plan
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 POLL_S = 0.25  # how often the parent looks at a silent worker
+PARENT_POLL_S = 1.0  # how often a worker looks whether its parent is still there
 DONE = "done"  # the worker finished a batch: ("done", faulted)
 _SPAWN_LOCK = threading.Lock()  # the environment is set around one spawn at a time
 
@@ -331,6 +332,7 @@ def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> Non
     (None: stop), reporting each phase and result and ("done", faulted) after a batch."""
     from cudabench.runner.execute import run_jobs
 
+    _exit_with_parent()
     messages = _Sender(sender)
     try:
         engine = spec.open()
@@ -363,6 +365,19 @@ def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> Non
         # each allocation it cannot free); every message has left (the pipe is synchronous).
         sender.close()
         os._exit(0)
+
+
+def _exit_with_parent() -> None:
+    """End this worker when its parent is gone (killed: a Ray actor stopped by force, a
+    SIGKILL), not wait on its inbox forever holding a GPU context."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 class _Sender:
