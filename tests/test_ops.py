@@ -606,3 +606,28 @@ def test_matmul_bound_is_computed_once_per_input_arrays_and_still_catches_errors
     other = {name: array.copy() for name, array in inputs.items()}
     assert op.verify(other, expected, good, [], types).passed
     assert len(module._MAGNITUDES) == 2  # new arrays: computed for them
+
+
+def test_a_large_draw_depends_on_the_seed_alone_not_on_the_cores(monkeypatch):
+    """Large inputs are drawn in chunks on several threads: the same seed gives the same
+    values with one thread or three, a new seed other values, and they stay in range."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cudabench.ops import types
+
+    shape = (3 * types.CHUNK + 17,)
+    drawn = []
+    for workers in (1, 3):
+        monkeypatch.setattr(types, "_pool", ThreadPoolExecutor(max_workers=workers))
+        drawn.append(types.random_floats(np.random.default_rng(5), shape, -1.0, 1.0, FLOAT32.input))
+        drawn.append(types.random_ints(np.random.default_rng(5), shape, -7, 7))
+    assert np.array_equal(drawn[0], drawn[2]) and np.array_equal(drawn[1], drawn[3])
+    other = types.random_floats(np.random.default_rng(6), shape, -1.0, 1.0, FLOAT32.input)
+    assert not np.array_equal(drawn[0], other)
+    floats, ints = drawn[0], drawn[1]
+    assert floats.dtype == np.float32 and -1.0 <= floats.min() and floats.max() <= 1.0
+    assert abs(float(floats.mean())) < 0.01 and len(np.unique(floats[:1000])) == 1000
+    assert ints.dtype == np.int32 and set(np.unique(ints)) == set(range(-7, 8))
+    # Chunks are independent streams, not one stream repeated.
+    chunk = types.CHUNK
+    assert not np.array_equal(floats[:chunk], floats[chunk:2 * chunk])

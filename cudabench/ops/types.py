@@ -7,6 +7,10 @@ input type they accept (for example float16 inputs with float32 accumulation).
 
 from __future__ import annotations
 
+import math
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -99,19 +103,70 @@ class TypeSet:
         return f"{self.input.name} ({', '.join(extra)})" if extra else self.input.name
 
 
+CHUNK = 1 << 20  # elements per independent stream of a large draw
+_pool: ThreadPoolExecutor | None = None
+
+
+def _in_chunks(rng: np.random.Generator, count: int) -> bool:
+    """Whether a draw of count values is made in chunks: more than two, from a NumPy
+    generator (another object that draws, as tests plant, is asked as it is)."""
+    return count > 2 * CHUNK and isinstance(rng, np.random.Generator)
+
+
+def _fill_in_chunks(rng: np.random.Generator, count: int, dtype: type[np.generic],
+                    fill: Callable[[np.random.Generator, np.ndarray], None]) -> np.ndarray:
+    """Return `count` values of dtype, made by fill(generator, part) chunk by chunk, on the
+    CPU's cores: NumPy's generators let go of the GIL while they fill. Chunk i has its own
+    generator, seeded from one draw of rng and i, so the values depend on the seed alone,
+    not on how many cores there are."""
+    global _pool
+    base = int(rng.integers(2**63))
+    values = np.empty(count, dtype)
+
+    def one(index: int) -> None:
+        fill(np.random.default_rng([base, index]),
+             values[index * CHUNK:(index + 1) * CHUNK])
+
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
+                                   thread_name_prefix="inputs")
+    list(_pool.map(one, range(-(-count // CHUNK))))
+    return values
+
+
 def random_floats(rng: np.random.Generator, shape: tuple[int, ...], low: float,
                   high: float, dtype: DType) -> np.ndarray:
     """Return values of a float type drawn uniformly from [low, high] (high only by
     rounding), drawn in float32 where the type is no wider: four times faster than
-    drawing float64 and converting, which at 1<<26 elements is seconds a run."""
+    drawing float64 and converting, which at 1<<26 elements is seconds a run. More than
+    two chunks are drawn on several cores (_fill_in_chunks)."""
     draw_type = np.float64 if np.dtype(dtype.numpy).itemsize > 4 else np.float32
-    values = rng.random(size=shape, dtype=draw_type)
-    values *= draw_type(high - low)
-    values += draw_type(low)
+    scale, offset = draw_type(high - low), draw_type(low)
+
+    def fill(generator: np.random.Generator, part: np.ndarray) -> None:
+        generator.random(out=part, dtype=draw_type)
+        part *= scale
+        part += offset
+
+    count = math.prod(shape)
+    if _in_chunks(rng, count):
+        values = _fill_in_chunks(rng, count, draw_type, fill).reshape(shape)
+    else:
+        values = rng.random(size=shape, dtype=draw_type)
+        values *= scale
+        values += offset
     return values.astype(dtype.numpy, copy=False)
 
 
 def random_ints(rng: np.random.Generator, shape: tuple[int, ...], low: int,
                 high: int) -> np.ndarray:
-    """Return int32 values drawn uniformly from [low, high] (high inclusive)."""
+    """Return int32 values drawn uniformly from [low, high] (high inclusive); more than two
+    chunks on several cores."""
+    def fill(generator: np.random.Generator, part: np.ndarray) -> None:
+        part[...] = generator.integers(low, high, size=part.shape, endpoint=True,
+                                       dtype=np.int32)
+
+    count = math.prod(shape)
+    if _in_chunks(rng, count):
+        return _fill_in_chunks(rng, count, np.int32, fill).reshape(shape)
     return rng.integers(low, high, size=shape, endpoint=True, dtype=np.int32)
