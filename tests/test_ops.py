@@ -613,12 +613,13 @@ def test_a_large_draw_depends_on_the_seed_alone_not_on_the_cores(monkeypatch):
     values with one thread or three, a new seed other values, and they stay in range."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from cudabench.common import cores
     from cudabench.ops import types
 
     shape = (3 * types.CHUNK + 17,)
     drawn = []
     for workers in (1, 3):
-        monkeypatch.setattr(types, "_pool", ThreadPoolExecutor(max_workers=workers))
+        monkeypatch.setattr(cores, "_pool", ThreadPoolExecutor(max_workers=workers))
         drawn.append(types.random_floats(np.random.default_rng(5), shape, -1.0, 1.0, FLOAT32.input))
         drawn.append(types.random_ints(np.random.default_rng(5), shape, -7, 7))
     assert np.array_equal(drawn[0], drawn[2]) and np.array_equal(drawn[1], drawn[3])
@@ -631,3 +632,31 @@ def test_a_large_draw_depends_on_the_seed_alone_not_on_the_cores(monkeypatch):
     # Chunks are independent streams, not one stream repeated.
     chunk = types.CHUNK
     assert not np.array_equal(floats[:chunk], floats[chunk:2 * chunk])
+
+
+@pytest.mark.parametrize("shape", [(1, 7), (7, 1), (0, 5), (257, 65), (65, 600), (600, 257)])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
+def test_the_tiled_transposed_reference_is_a_transposed(shape, dtype):
+    from cudabench.ops.transpose import transposed
+
+    a = (np.random.default_rng(2).random(shape) * 1000).astype(dtype)
+    out = transposed(a)
+    assert out.dtype == a.dtype and out.flags["C_CONTIGUOUS"]
+    assert np.array_equal(out, a.T)
+
+
+def test_a_large_bit_for_bit_check_counts_every_wrong_element_in_any_chunk():
+    """Results past one chunk are compared in chunks on several threads: a wrong element
+    in the last chunk, NaN poison and a signed zero (equal) are each counted as before."""
+    from cudabench.ops.checks import COMPARE_CHUNK, same_bits_check
+
+    expected = np.random.default_rng(3).random(2 * COMPARE_CHUNK + 5).astype(np.float32)
+    expected[10] = 0.0
+    assert same_bits_check(expected.copy(), expected).passed
+    result = expected.copy()
+    result[-1] = np.nextafter(result[-1], np.float32(2))  # one ulp, in the last chunk
+    result[COMPARE_CHUNK] = np.nan  # an unwritten element
+    result[10] = -0.0  # the same value in other bits
+    checked = same_bits_check(result, expected)
+    assert not checked.passed and checked.bad_elements == 2
+    assert checked.total_elements == expected.size

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.cores import in_parallel
 from cudabench.results.model import Verification
 
 
@@ -41,10 +42,10 @@ def same_bits_check(result: np.ndarray, expected: np.ndarray, criterion: str = "
     expected = np.asarray(expected)
     if result.dtype != expected.dtype or result.shape != expected.shape:
         return exact_check(result, expected, criterion)
-    bits = np.dtype(f"u{result.dtype.itemsize}")
-    differ = result.view(bits) != expected.view(bits)
-    bad = int(np.count_nonzero(differ))
+    bad = _bits_differ(result, expected)
     if bad and result.dtype.kind == "f":  # signed zeros: other bits, the same value
+        bits = np.dtype(f"u{result.dtype.itemsize}")
+        differ = result.view(bits) != expected.view(bits)
         bad -= int(np.count_nonzero(result[differ] == expected[differ]))
     if not bad:
         return Verification(True, 0.0, 0.0, 0, int(result.size), criterion)
@@ -56,6 +57,23 @@ def same_bits_check(result: np.ndarray, expected: np.ndarray, criterion: str = "
         total_elements=int(result.size),
         criterion=criterion,
     )
+
+
+COMPARE_CHUNK = 1 << 22  # elements per thread's share of a large comparison
+
+
+def _bits_differ(result: np.ndarray, expected: np.ndarray) -> int:
+    """Return how many elements differ in their bits, large arrays compared in chunks on
+    the CPU's cores (common/cores.py)."""
+    bits = np.dtype(f"u{result.dtype.itemsize}")
+    left = np.ascontiguousarray(result).reshape(-1).view(bits)
+    right = np.ascontiguousarray(expected).reshape(-1).view(bits)
+
+    def count(index: int) -> int:
+        part = slice(index * COMPARE_CHUNK, (index + 1) * COMPARE_CHUNK)
+        return int(np.count_nonzero(left[part] != right[part]))
+
+    return sum(in_parallel(count, -(-left.size // COMPARE_CHUNK)))
 
 
 def bounded_check(

@@ -8,11 +8,11 @@ input type they accept (for example float16 inputs with float32 accumulation).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from cudabench.common.cores import in_parallel
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,7 +104,6 @@ class TypeSet:
 
 
 CHUNK = 1 << 20  # elements per independent stream of a large draw
-_pool: ThreadPoolExecutor | None = None
 
 
 def _in_chunks(rng: np.random.Generator, count: int) -> bool:
@@ -115,11 +114,9 @@ def _in_chunks(rng: np.random.Generator, count: int) -> bool:
 
 def _fill_in_chunks(rng: np.random.Generator, count: int, dtype: type[np.generic],
                     fill: Callable[[np.random.Generator, np.ndarray], None]) -> np.ndarray:
-    """Return `count` values of dtype, made by fill(generator, part) chunk by chunk, on the
-    CPU's cores: NumPy's generators let go of the GIL while they fill. Chunk i has its own
-    generator, seeded from one draw of rng and i, so the values depend on the seed alone,
-    not on how many cores there are."""
-    global _pool
+    """Return `count` values of dtype, made by fill(generator, part) chunk by chunk on the
+    CPU's cores (common/cores.py). Chunk i has its own generator, seeded from one draw of
+    rng and i, so the values depend on the seed alone, not on how many cores there are."""
     base = int(rng.integers(2**63))
     values = np.empty(count, dtype)
 
@@ -127,10 +124,7 @@ def _fill_in_chunks(rng: np.random.Generator, count: int, dtype: type[np.generic
         fill(np.random.default_rng([base, index]),
              values[index * CHUNK:(index + 1) * CHUNK])
 
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
-                                   thread_name_prefix="inputs")
-    list(_pool.map(one, range(-(-count // CHUNK))))
+    in_parallel(one, -(-count // CHUNK))
     return values
 
 
