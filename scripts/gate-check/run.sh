@@ -4,6 +4,8 @@
 #   run.sh gates [PAIRS] [OUT]  calibrate, PAIRS A/A pairs, PAIRS planted-slowdown pairs
 #   run.sh ab [RUNS] [OUT]      the planted slowdown's true size (many rounds), then RUNS
 #                               `ab` runs against a ~1% slowdown and RUNS against a copy
+#                               (seeds FIRST.., default 1; SKIP_TRUE=1 leaves out the true
+#                               size: one device call can then take part of the runs)
 # CUDABENCH overrides the command (default: python3 -m cudabench).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,15 +38,17 @@ if [ "$what" = gates ]; then
     done
     echo "A/A: $alarms false alarm(s) in $count pairs; planted slowdown caught in $caught of $count"
 else
-    $cb ab "$out/base" "$out/slow1" --op dot --size "$size" --rounds 20 --samples 40 \
-        >"$out/true1.txt" 2>&1; echo "true size of the ~1% plant (20 rounds x 40 samples):"
-    grep probe "$out/true1.txt"
-    hits=0; alarms=0
-    for i in $(seq 1 "$count"); do
+    if [ "${SKIP_TRUE:-0}" != 1 ]; then
+        $cb ab "$out/base" "$out/slow1" --op dot --size "$size" --rounds 20 --samples 40 \
+            >"$out/true1.txt" 2>&1; echo "true size of the ~1% plant (20 rounds x 40 samples):"
+        grep probe "$out/true1.txt"
+    fi
+    hits=0; alarms=0; first=${FIRST:-1}
+    for i in $(seq "$first" $((first + count - 1))); do
         $cb ab "$out/base" "$out/slow1" --op dot --size "$size" --seed "$i" >"$out/ab$i.txt" 2>&1
         [ $? -eq 1 ] && hits=$((hits + 1)); grep probe "$out/ab$i.txt" | head -1
         $cb ab "$out/base" "$out/copy" --op dot --size "$size" --seed "$i" >"$out/aa$i.txt" 2>&1
         [ $? -eq 0 ] || { alarms=$((alarms + 1)); grep probe "$out/aa$i.txt" | head -1; }
     done
-    echo "ab: ~1% plant caught in $hits of $count; $alarms false alarm(s) in $count A/A runs"
+    echo "ab (seeds $first..$((first + count - 1))): ~1% plant caught in $hits of $count; $alarms false alarm(s) in $count A/A runs"
 fi
