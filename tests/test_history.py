@@ -487,7 +487,10 @@ def test_show_names_the_step_commit_and_the_drift_range(tmp_path):
     rows = show_rows(result.stdout)
     assert set(rows) == {"naive", "tiled", "tiled_conflict"}
     assert f"step at {commit_of(12)[:7]} (2026-01-01)" in rows["naive"]
-    assert "+6." in rows["naive"] and "NVIDIA H100 80GB HBM3" in rows["naive"]
+    assert "+6." in rows["naive"]
+    # One GPU model in every row: the title names it, no column repeats it.
+    assert "cudabench history:" in result.stdout and "(H100 80GB HBM3)" in result.stdout
+    assert "H100" not in rows["naive"]
     assert f"drift {commit_of(6)[:7]}..{commit_of(15)[:7]}" in rows["tiled_conflict"]
     assert "step at" not in rows["tiled_conflict"]
     assert " - " in rows["tiled"] and "step" not in rows["tiled"] and "drift" not in rows["tiled"]
@@ -748,3 +751,23 @@ def test_check_fails_an_incomplete_file_and_a_slowdown_on_too_few_samples(tmp_pa
     result = invoke("check", few, "--db", db)
     assert result.exit_code == 1, result.stdout
     assert verdicts(result.stdout)["tiled"] == "untestable"
+
+
+def test_show_keeps_a_gpu_column_when_the_history_holds_two_models(tmp_path, monkeypatch):
+    import json
+
+    first = tmp_path / "h100.json"
+    first.write_text(Path("tests/data/h100/v1-matmul.json").read_text())
+    other = json.loads(first.read_text())  # schema 1: one "gpu"
+    other["gpu"]["name"] = "NVIDIA H200"
+    second = tmp_path / "h200.json"
+    second.write_text(json.dumps(other))
+    db = tmp_path / "h.db"
+    assert invoke("import", first, second, "--db", db).exit_code == 0
+    monkeypatch.setenv("CUDABENCH_WIDE", "1")
+    result = invoke("show", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if "matmul/naive" in line]
+    assert len(rows) == 2 and {"H100 80GB HBM3" in rows[0], "H100 80GB HBM3" in rows[1]} == {
+        True, False}
+    assert any(" H200 " in row for row in rows)

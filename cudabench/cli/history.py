@@ -23,7 +23,7 @@ from cudabench.common.outfiles import check_output, replacing
 from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
-from cudabench.common.units import format_change, format_percent, format_seconds
+from cudabench.common.units import format_change, format_percent, format_seconds, gpu_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 SHOW_LAST = 100  # commits per benchmark that `show` looks at by default
@@ -105,11 +105,24 @@ def show_command(op: str | None, variant: str | None, gpu: str | None, since: st
     if not found:
         raise UsageError(f"{db}: no recorded run matches the filters (--op, --variant, --gpu, "
                          "--since)")
-    columns = ("benchmark", "GPU", "commits", "latest", f"band (last {BAND_RUNS})", "last change",
-               "steps")
-    terminal.render_rows(f"cudabench history: {db}", columns,
-                         [_trend_cells(trend) for trend in found], terminal.stdout_console())
+    title, columns, rows = one_gpu_in_title(
+        f"cudabench history: {db}", ("benchmark", "GPU", "commits", "latest",
+                                     f"band (last {BAND_RUNS})", "last change", "steps"),
+        [_trend_cells(trend) for trend in found])
+    terminal.render_rows(title, columns, rows, terminal.stdout_console())
     return int(ExitCode.OK)
+
+
+def one_gpu_in_title(title: str, columns: Sequence[str], rows: list[list[str]]
+                     ) -> tuple[str, tuple[str, ...], list[list[str]]]:
+    """Say a GPU column that holds one model in the title instead: on a narrow terminal
+    the column is the first left out, and with it what the times were measured on."""
+    at = list(columns).index("GPU")
+    models = {row[at] for row in rows}
+    if len(models) != 1:
+        return title, tuple(columns), rows
+    return (f"{title} ({models.pop()})", tuple(c for i, c in enumerate(columns) if i != at),
+            [[cell for i, cell in enumerate(row) if i != at] for row in rows])
 
 
 @history.command("check")
@@ -231,7 +244,7 @@ def _trend_cells(trend: Trend) -> list[str]:
     extras = [f"{len(detection.outliers)} outlier run{'s' if len(detection.outliers) != 1 else ''}"
               ] if detection.outliers else []
     kind = "" if tracked.kind == "variant" else f" [{tracked.kind}]"
-    return [tracked.benchmark.describe() + kind, tracked.gpu_model or "-",
+    return [tracked.benchmark.describe() + kind, gpu_text(tracked.gpu_model),
             str(len(trend.points)), format_seconds(trend.latest_s), band,
             _change_text(trend, detection.last_change), "; ".join([steps or "-", *extras])]
 
@@ -243,16 +256,17 @@ def _render_check(result: HistoryCheck, db: Path) -> None:
         band = (f"{format_seconds(row.band[0])}..{format_seconds(row.band[1])}"
                 if row.band else "-")
         kind = "" if row.kind.value == "variant" else f" [{row.kind.value}]"
-        rows.append([row.benchmark.describe() + kind, row.gpu_model or "-", str(row.runs),
+        rows.append([row.benchmark.describe() + kind, gpu_text(row.gpu_model), str(row.runs),
                      format_seconds(row.history_median_s), band,
                      format_seconds(row.current_median_s), format_change(row.change),
                      format_percent(row.threshold), row.threshold_source, row.verdict.value,
                      row.reason])
-    columns = ("benchmark", "GPU", "runs", "history median", "band", "current", "change",
-               "threshold", "threshold from", "verdict", "reason")
     out = terminal.stdout_console()
-    terminal.render_rows(f"cudabench history check: {result.current_path} against {db}",
-                         columns, rows, out,  # notes on a narrow terminal: not 'same' rows
+    title, columns, rows = one_gpu_in_title(
+        f"cudabench history check: {result.current_path} against {db}",
+        ("benchmark", "GPU", "runs", "history median", "band", "current", "change",
+         "threshold", "threshold from", "verdict", "reason"), rows)
+    terminal.render_rows(title, columns, rows, out,  # notes on a narrow terminal: not 'same' rows
                          noted_rows={index for index, row in enumerate(result.rows)
                                      if row.verdict is not Verdict.SAME})
     counts: dict[str, int] = {}

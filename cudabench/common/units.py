@@ -58,3 +58,11 @@ def format_bytes(count: int) -> str:
 def format_error(value: float) -> str:
     """Format an error measure, inf for a result that is not finite."""
     return f"{value:.2e}" if math.isfinite(value) else "inf"
+
+
+def gpu_text(model: str | None) -> str:
+    """Return a GPU model as a table cell: without the vendor's name, which every model
+    shares ("NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3"); '-' when none was recorded."""
+    if not model:
+        return "-"
+    return model.removeprefix("NVIDIA ").strip() or model
