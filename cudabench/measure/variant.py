@@ -48,6 +48,7 @@ from cudabench.engines.tensormaps import (
 )
 from cudabench.ops import LaunchShape, TypeSet
 from cudabench.ops.base import user_code
+from cudabench.ops.checks import bits_differ
 from cudabench.results.model import BenchmarkResult, Verification
 
 FAULTED = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
@@ -299,20 +300,6 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
     return compiled, geometry, arg_spec, dynamic
 
 
-def _bits_differ(old: np.ndarray, new: np.ndarray) -> int:
-    """Return how many elements of two arrays of one type differ in their bits (NaN inputs
-    compare too), compared as unsigned integers of the element's width: one pass."""
-    width = old.dtype.itemsize
-    if width in (1, 2, 4, 8):
-        kind = np.dtype(f"u{width}")
-        a = np.ascontiguousarray(old).reshape(-1).view(kind)
-        b = np.ascontiguousarray(new).reshape(-1).view(kind)
-        return 0 if np.array_equal(a, b) else int(np.count_nonzero(a != b))
-    rows_a = np.ascontiguousarray(old).reshape(-1).view(np.uint8).reshape(-1, width)
-    rows_b = np.ascontiguousarray(new).reshape(-1).view(np.uint8).reshape(-1, width)
-    return int(np.count_nonzero(np.any(rows_a != rows_b, axis=1)))
-
-
 def _changed_inputs(engine: Engine, buffers: dict[str, Any], inputs: dict[str, np.ndarray],
                     result_buffer: str) -> list[str]:
     """Return which read-only inputs the checked launch changed, and how many elements."""
@@ -321,7 +308,7 @@ def _changed_inputs(engine: Engine, buffers: dict[str, Any], inputs: dict[str, n
         if name == result_buffer:  # an in-place op's input is its result
             continue
         after = engine.download(buffers[name], array.shape, array.dtype.type)
-        changed = _bits_differ(array, after)
+        changed = bits_differ(array, after)
         if changed:
             problems.append(f"changed {changed} element(s) of its input {name}")
     return problems

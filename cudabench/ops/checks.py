@@ -42,7 +42,7 @@ def same_bits_check(result: np.ndarray, expected: np.ndarray, criterion: str = "
     expected = np.asarray(expected)
     if result.dtype != expected.dtype or result.shape != expected.shape:
         return exact_check(result, expected, criterion)
-    bad = _bits_differ(result, expected)
+    bad = bits_differ(result, expected)
     if bad and result.dtype.kind == "f":  # signed zeros: other bits, the same value
         bits = np.dtype(f"u{result.dtype.itemsize}")
         differ = result.view(bits) != expected.view(bits)
@@ -62,18 +62,28 @@ def same_bits_check(result: np.ndarray, expected: np.ndarray, criterion: str = "
 COMPARE_CHUNK = 1 << 22  # elements per thread's share of a large comparison
 
 
-def _bits_differ(result: np.ndarray, expected: np.ndarray) -> int:
-    """Return how many elements differ in their bits, large arrays compared in chunks on
-    the CPU's cores (common/cores.py)."""
-    bits = np.dtype(f"u{result.dtype.itemsize}")
-    left = np.ascontiguousarray(result).reshape(-1).view(bits)
-    right = np.ascontiguousarray(expected).reshape(-1).view(bits)
+def bits_differ(old: np.ndarray, new: np.ndarray) -> int:
+    """Return how many elements of two arrays of one type and size differ in their bits
+    (NaNs compare too), compared as unsigned integers of the element's width, large
+    arrays in chunks on the CPU's cores (common/cores.py)."""
+    width = old.dtype.itemsize
+    flat_old = np.ascontiguousarray(old).reshape(-1)
+    flat_new = np.ascontiguousarray(new).reshape(-1)
+    left: np.ndarray
+    right: np.ndarray
+    if width in (1, 2, 4, 8):
+        kind = np.dtype(f"u{width}")
+        left, right = flat_old.view(kind), flat_new.view(kind)
+    else:  # one row of bytes an element
+        left = flat_old.view(np.uint8).reshape(-1, width)
+        right = flat_new.view(np.uint8).reshape(-1, width)
 
     def count(index: int) -> int:
         part = slice(index * COMPARE_CHUNK, (index + 1) * COMPARE_CHUNK)
-        return int(np.count_nonzero(left[part] != right[part]))
+        differ = left[part] != right[part]
+        return int(np.count_nonzero(differ if differ.ndim == 1 else differ.any(axis=1)))
 
-    return sum(in_parallel(count, -(-left.size // COMPARE_CHUNK)))
+    return sum(in_parallel(count, -(-len(left) // COMPARE_CHUNK)))
 
 
 def bounded_check(
