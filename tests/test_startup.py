@@ -59,3 +59,21 @@ def test_each_listed_short_help_is_the_commands_own(name):
     own = " ".join((command.short_help or command.help or "").split())
     assert own.startswith(listed) or own.split(".")[0].startswith(listed.split(".")[0]), \
         (listed, own)
+
+
+PLAN_PROBE = """
+import sys
+from cudabench.planning.plan import Request, make_plan
+for op, size, dtype in (("matmul", "1000", "float32"), ("transpose", "64", "float16"),
+                        ("dot", "1000", "int32")):
+    make_plan(Request(op=op, size=size, dtype=dtype))
+print("NUMPY", "numpy" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_planning_imports_no_numpy():
+    """The command's process plans while its GPU worker starts (and imports NumPy): NumPy's
+    import, about 0.2 s, would sit on that path."""
+    done = subprocess.run([sys.executable, "-c", PLAN_PROBE], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "NUMPY False", done.stderr
