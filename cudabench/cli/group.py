@@ -127,13 +127,15 @@ def cli(ctx: click.Context, traceback: bool, wide: bool) -> None:
     \b
     Exit codes:
       0    every variant verified (compare, ab, history check: no regression)
-      1    compare, ab or history check: a significant slowdown, too few samples
-           to judge one, a benchmark that now fails verification or is missing,
-           or an incomplete current file
-      2    usage or environment error (bad flag or file; no GPU, driver, PyCUDA
-           or nvcc), or a row that could not be compiled or run (ERROR)
-      3    a variant failed verification, timed out (TIMEOUT) or is faster than
-           the GPU allows (SUSPECT)
+      1    compare, ab, history check or --check: a significant slowdown, too
+           few samples to judge one, a benchmark that now fails verification or
+           is missing, or an incomplete current file
+      2    usage or environment error (bad flag or file, a corrupt results file;
+           no GPU, driver, PyCUDA or nvcc; --counters without ncu), a row that
+           could not be compiled or run (ERROR), or nothing measured (every
+           kernel skipped)
+      3    a variant (or the cuBLAS row) failed verification, timed out
+           (TIMEOUT) or is faster than the GPU allows (SUSPECT)
       4    internal error: re-run with --traceback and report it
       130  interrupted (Ctrl-C)
     """
