@@ -101,3 +101,16 @@ def test_plan_errors_say_which_benchmark(tmp_path):
     with pytest.raises(UsageError) as error:
         make_plan(request)
     assert f"{path}: benchmark[1] (matmul, size 0, float32): --size '0'" in str(error.value)
+
+
+def test_a_suites_on_request_note_names_the_suite_key_not_the_flag(tmp_path):
+    path = write(tmp_path / "cudabench.toml", """
+        [[benchmark]]
+        op = "dot"
+        sizes = ["1000", "2000"]
+        """)
+    notes = {note for request in load_suite(path) for note in make_plan(request).notes}
+    assert len(notes) == 1, notes  # one note for the entry, not one per size
+    (note,) = notes
+    assert "run on request" in note and 'variants = ["NAME"] or ["all"]' in note
+    assert "benchmark[0]" in note and "--variant" not in note

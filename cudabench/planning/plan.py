@@ -148,8 +148,11 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
         on_request = [name for name in names if available[name].on_request]
         names = [name for name in names if name not in on_request]
         if on_request:
-            notes.append(f"left out {', '.join(on_request)}: run on request (--variant NAME "
-                         f"or --variant {ALL_VARIANTS} runs them)")
+            where = request.origin.split(" (")[0]  # the file and entry, not its size
+            how = (f'variants = ["NAME"] or ["{ALL_VARIANTS}"] in {where} runs them'
+                   if request.origin else
+                   f"--variant NAME or --variant {ALL_VARIANTS} runs them")
+            notes.append(f"left out {', '.join(on_request)}: run on request ({how})")
     skipped: list[tuple[KernelVariant, str]] = []
     chosen = []
     other_types: dict[str, list[str]] = {}  # unasked variants of other types, by their types
