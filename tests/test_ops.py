@@ -660,3 +660,13 @@ def test_a_large_bit_for_bit_check_counts_every_wrong_element_in_any_chunk():
     checked = same_bits_check(result, expected)
     assert not checked.passed and checked.bad_elements == 2
     assert checked.total_elements == expected.size
+
+
+def test_work_handed_to_the_cores_from_the_cores_runs_in_place():
+    """A chunked helper called inside another's chunk (a check inside a threaded op) runs
+    serially there instead of waiting on the pool it occupies."""
+    from cudabench.common.cores import in_parallel, threads
+
+    outer = max(4, 2 * threads())  # more outer chunks than threads: every thread busy
+    assert in_parallel(lambda i: sum(in_parallel(lambda j: i * 10 + j, 3)), outer) == [
+        30 * i + 3 for i in range(outer)]

@@ -9,12 +9,14 @@ chunks of a fixed size, so what they compute never depends on how many cores the
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
 MAX_THREADS = 8  # memory-bound loops gain little past this; several GPU workers share a host
+PREFIX = "cudabench-cores"  # the pool's threads' names
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -34,8 +36,9 @@ def threads() -> int:
 def in_parallel(function: Callable[[int], T], count: int) -> list[T]:
     """Return [function(0), ..., function(count - 1)], computed on the pool's threads."""
     global _pool
-    if count <= 1:
+    if count <= 1 or threading.current_thread().name.startswith(PREFIX):
+        # Called from the pool's own thread: waiting on the pool could deadlock it.
         return [function(index) for index in range(count)]
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=threads(), thread_name_prefix="cores")
+        _pool = ThreadPoolExecutor(max_workers=threads(), thread_name_prefix=PREFIX)
     return list(_pool.map(function, range(count)))
