@@ -771,3 +771,13 @@ def test_show_keeps_a_gpu_column_when_the_history_holds_two_models(tmp_path, mon
     assert len(rows) == 2 and {"H100 80GB HBM3" in rows[0], "H100 80GB HBM3" in rows[1]} == {
         True, False}
     assert any(" H200 " in row for row in rows)
+
+
+def test_the_gpu_filter_takes_the_model_as_the_tables_show_it(tmp_path):
+    db = tmp_path / "h.db"
+    assert invoke("import", "tests/data/h100/v1-matmul.json", "--db", db).exit_code == 0
+    for name in ("H100 80GB HBM3", "NVIDIA H100 80GB HBM3"):
+        shown = invoke("show", "--db", db, "--gpu", name)
+        assert shown.exit_code == 0 and "matmul/naive" in shown.stdout, (name, shown.stderr)
+    missed = invoke("show", "--db", db, "--gpu", "H100")  # a model, not a part of one
+    assert missed.exit_code == 2 and "--gpu" in missed.stderr

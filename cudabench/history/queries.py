@@ -26,6 +26,11 @@ from cudabench.history.records import (
 from cudabench.history.schema import TABLES, damaged_message
 
 
+
+# --gpu names a model as NVML does ("NVIDIA H100 80GB HBM3") or as the tables show it,
+# without the vendor's name ("H100 80GB HBM3").
+GPU_MATCH = "(d.name = ? OR d.name = 'NVIDIA ' || ?)"
+
 class Queries:
     """The reading half of a Store (Store adds opening, transactions and writing)."""
 
@@ -76,8 +81,8 @@ class Queries:
             args.append(since)
         if gpu_model is not None:
             where.append("EXISTS (SELECT 1 FROM results x JOIN devices d ON d.id = x.device_id"
-                         " WHERE x.run_id = r.id AND d.name = ?)")
-            args.append(gpu_model)
+                         f" WHERE x.run_id = r.id AND {GPU_MATCH})")
+            args += [gpu_model, gpu_model]
         query = (
             "SELECT r.id, r.git_commit, r.branch, r.dirty, r.created, r.recorded, r.host, "
             "r.tool_version, r.source_path, r.source_hash, "
@@ -99,11 +104,13 @@ class Queries:
                    gpu_model: str | None = None, since: str | None = None) -> list[Tracked]:
         """Return each benchmark the store holds, per GPU model, in a stable order."""
         where, args = ["1"], []
-        for column, value in (("x.op", op), ("x.variant", variant), ("d.name", gpu_model),
-                              ("r.created >=", since)):
+        for column, value in (("x.op", op), ("x.variant", variant), ("r.created >=", since)):
             if value is not None:
                 where.append(f"{column} ?" if column.endswith(">=") else f"{column} = ?")
                 args.append(value)
+        if gpu_model is not None:
+            where.append(GPU_MATCH)
+            args += [gpu_model, gpu_model]
         query = (
             "SELECT x.op, x.variant, x.params, x.shape, x.dtype, x.hot, "
             "COALESCE(d.name, ''), MIN(x.kind), COUNT(DISTINCT x.run_id) FROM results x "
