@@ -77,3 +77,82 @@ def test_planning_imports_no_numpy():
     done = subprocess.run([sys.executable, "-c", PLAN_PROBE], capture_output=True, text=True,
                           timeout=120)
     assert done.stderr.strip().splitlines()[-1] == "NUMPY False", done.stderr
+
+
+@pytest.mark.parametrize(("args", "device"), [
+    (["matmul", "--size", "1000"], 0),
+    (["--wide", "dot", "--device", "1"], 1),
+    (["transpose", "--device=2", "--inplace"], 2),
+    (["run", "suite.toml"], 0),
+    (["matmul", "--help"], None),
+    (["matmul", "--dry-run"], None),
+    (["run", "--devices", "all"], None),
+    (["dot", "--cluster", "ray"], None),
+    (["dot", "--device", "x"], None),
+    (["dot", "--device"], None),
+    (["compare", "a.json", "b.json"], None),
+    (["list"], None),
+    ([], None),
+])
+def test_only_a_plain_one_gpu_run_starts_its_worker_early(args, device):
+    from cudabench.cli.early import early_device
+
+    assert early_device(args) == device
+
+
+def test_measure_keeps_a_worker_started_early_for_the_same_engine():
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.runner import workers
+
+    try:
+        workers.prestart(FakeSpec())
+        first = workers._PRESTARTED[0]
+        workers.prestart(FakeSpec())  # measure's own call: the same engine
+        assert workers._PRESTARTED == [first]
+        workers.prestart(FakeSpec(device_count=2))  # another engine: replaced
+        assert len(workers._PRESTARTED) == 1 and workers._PRESTARTED[0] is not first
+    finally:
+        workers.discard_prestarted()
+
+
+def test_a_usage_error_ends_the_worker_started_early(use_fake, monkeypatch):
+    from cudabench.cli import early, main
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.runner import workers
+
+    started = []
+
+    def fake_spec(device):
+        started.append(device)
+        return FakeSpec()
+
+    monkeypatch.setattr(early, "early_spec", fake_spec)
+    with pytest.raises(SystemExit) as ended:
+        main(["dot", "--device", "0", "--size", "not-a-size"])
+    assert ended.value.code == 2 and started == [0]  # started before the parsing
+    assert workers._PRESTARTED == []
+
+
+def test_a_run_takes_the_worker_started_early(use_fake, monkeypatch, tmp_path):
+    from cudabench.cli import early, main
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.runner import workers
+
+    early_workers = []
+    real_prestart = workers.prestart
+
+    def watched(spec):
+        real_prestart(spec)
+        early_workers.append(workers._PRESTARTED[0])
+
+    monkeypatch.setattr(early, "early_spec", lambda device: FakeSpec())
+    monkeypatch.setattr(workers, "prestart", watched)
+    taken = []
+    real_take = workers.take_prestarted
+    monkeypatch.setattr("cudabench.runner.pipeline.take_prestarted",
+                        lambda spec, plans: taken.append(real_take(spec, plans)) or taken[-1])
+    with pytest.raises(SystemExit) as ended:
+        main(["dot", "--size", "1000", "--warmup", "0", "--max-time", "0.02", "--no-batch",
+              "--json", str(tmp_path / "r.json")])
+    assert ended.value.code == 0
+    assert early_workers and taken and taken[0] is early_workers[0]

@@ -146,5 +146,16 @@ def cli(ctx: click.Context, traceback: bool, wide: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the command line (console script and `python -m cudabench`)."""
-    cli.main(args=argv, prog_name="cudabench")
+    """Run the command line (console script and `python -m cudabench`); a plain run's GPU
+    worker starts first (cli/early.py)."""
+    import sys
+
+    from cudabench.cli.early import start_early
+
+    start_early(sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=argv, prog_name="cudabench")
+    finally:
+        workers = sys.modules.get("cudabench.runner.workers")  # not imported: none started
+        if workers is not None:
+            workers.discard_prestarted()  # the command ended before its run took the worker

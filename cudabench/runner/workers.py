@@ -220,7 +220,10 @@ _CLOSING: list[Any] = []  # processes told to end, not yet joined
 
 def prestart(spec: EngineSpec) -> None:
     """Start a worker for spec now, so that its imports and CUDA context overlap with the
-    caller's planning; the next run on spec (take_prestarted) uses it."""
+    caller's planning; the next run on spec (take_prestarted) uses it. One already started
+    for the same spec (cli/early.py) is kept."""
+    if _PRESTARTED and _PRESTARTED[0].spec == spec:
+        return
     discard_prestarted()
     worker = Worker(spec, [])
     worker.start()

@@ -1,0 +1,61 @@
+"""Start the GPU worker of a plain benchmark run before the command line is even parsed.
+
+A run's worker process takes about a second to be ready (its interpreter, NumPy, PyCUDA,
+the CUDA context); the command's own process spends half of that importing Click, Rich
+and the commands before `measure` starts one (runner/workers.prestart). Started from the
+raw arguments instead, the two overlap. Only a plain run on one GPU qualifies, read
+conservatively: anything else (help, a dry run, several GPUs, a cluster, an unreadable
+--device) leaves the start to `measure`, which reuses a worker started here for the same
+engine and ends one nobody used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cudabench.engines.protocol import EngineSpec
+
+BENCHMARK_COMMANDS = frozenset({"matmul", "transpose", "dot", "run"})
+GROUP_FLAGS = frozenset({"--traceback", "--wide"})  # the group's own, before the command
+NOT_ONE_GPU_RUN = frozenset({"-h", "--help", "--dry-run", "--devices", "--cluster",
+                             "--replicate", "--version", "--arch"})
+
+
+def early_device(args: Sequence[str]) -> int | None:
+    """Return the GPU index a plain one-GPU run of args will use, else None."""
+    rest = list(args)
+    while rest and rest[0] in GROUP_FLAGS:
+        rest.pop(0)
+    if not rest or rest[0] not in BENCHMARK_COMMANDS:
+        return None
+    device = 0
+    for index, arg in enumerate(rest[1:], start=1):
+        name, _, attached = arg.partition("=")
+        if name in NOT_ONE_GPU_RUN:
+            return None
+        if name == "--device":
+            value = attached or (rest[index + 1] if index + 1 < len(rest) else "")
+            if not value.isdigit():
+                return None
+            device = int(value)
+    return device
+
+
+def start_early(args: Sequence[str]) -> None:
+    """Prestart the worker a plain one-GPU run of args will take (see the module)."""
+    device = early_device(args)
+    if device is None:
+        return
+    from cudabench.runner.workers import prestart
+
+    prestart(early_spec(device))
+
+
+def early_spec(device: int) -> EngineSpec:
+    """Return the engine a run on device opens (cli/commands.engine_spec's, tests swap in a
+    fake), imported without the commands."""
+    from cudabench.engines.pycuda_engine import PycudaSpec
+
+    return PycudaSpec(device)
