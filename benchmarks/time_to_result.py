@@ -4,6 +4,7 @@
     python3 benchmarks/time_to_result.py             # on a GPU (PyCUDA, nvcc)
     python3 benchmarks/time_to_result.py --fake      # the same runs on the fake engine
     python3 benchmarks/time_to_result.py --out DIR   # keep each run's JSON and the table
+    python3 benchmarks/time_to_result.py --two-gpus  # and the suite over GPUs and Ray
 
 Each run is a fresh `python3 -m cudabench` process, as a user would start it; its wall
 time is the child's, from start to exit. "Compiled" runs are run once untimed first, so the
@@ -51,6 +52,16 @@ TARGETS = (
             "-p", "TN=4,8", "--best", "--no-vendor"), 8.0, cold=True),
 )
 
+# On a host with two or more GPUs (--two-gpus): the suite over every GPU, then through a
+# local Ray; the issue's target is Ray within 1.2x of --devices all.
+SPREAD = (
+    Target("suite.toml, --devices all", ("run", str(ROOT / "scripts/multi-gpu/suite.toml"),
+                                         "--devices", "all"), 0.0, warm=True),
+    Target("suite.toml, --cluster ray", ("run", str(ROOT / "scripts/multi-gpu/suite.toml"),
+                                         "--cluster", "ray"), 0.0, warm=True),
+)
+RAY_TARGET = 1.2
+
 FAKE_MAIN = """
 import sys
 if __name__ == "__main__":
@@ -94,13 +105,16 @@ def main() -> int:
     parser.add_argument("--fake", action="store_true", help="run on the fake engine")
     parser.add_argument("--out", type=Path, help="keep each run's JSON, log and the table")
     parser.add_argument("--only", help="run the targets whose name contains this")
+    parser.add_argument("--two-gpus", action="store_true",
+                        help="also the suite over every GPU and through Ray (their ratio)")
     options = parser.parse_args()
     out = options.out or Path(tempfile.mkdtemp(prefix="ttr-"))
     out.mkdir(parents=True, exist_ok=True)
     lines = ["| run | wall s | target s | GPU sampling s | share | exit | largest phases |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     warm_cache = Path(tempfile.mkdtemp(prefix="ttr-cache-"))
-    for target in TARGETS:
+    walls: dict[str, float] = {}
+    for target in (*TARGETS, *(SPREAD if options.two_gpus else ())):
         if options.only and options.only not in target.name:
             continue
         cache = Path(tempfile.mkdtemp(prefix="ttr-cold-")) if target.cold else warm_cache
@@ -112,9 +126,14 @@ def main() -> int:
         wall = float(measured["wall_s"])  # type: ignore[arg-type]
         share = f"{gpu / wall:.1%}" + (f" (≥ {target.share_target:.0%})"
                                        if target.share_target else "")
-        lines.append(f"| {target.name} | {wall:.2f} | ≤ {target.target_s:g} | {gpu:.3f} | "
+        walls[target.name] = wall
+        bound = f"≤ {target.target_s:g}" if target.target_s else "-"
+        lines.append(f"| {target.name} | {wall:.2f} | {bound} | {gpu:.3f} | "
                      f"{share} | {measured['exit']} | {top_phases(profile)} |")
         print(lines[-1], flush=True)
+    if all(t.name in walls for t in SPREAD):
+        ratio = walls[SPREAD[1].name] / walls[SPREAD[0].name]
+        lines.append(f"\nRay against --devices all: {ratio:.2f}x (target ≤ {RAY_TARGET}x)")
     table = "\n".join(lines)
     print(("fake engine\n" if options.fake else "") + table)
     (out / "time_to_result.md").write_text(table + "\n")

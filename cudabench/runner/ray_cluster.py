@@ -162,7 +162,7 @@ def _end(ray: Any, actor: Any, wait: bool) -> None:
 
 def lost_rows(plans: Sequence[Plan], jobs: Sequence[Job], exc: BaseException
               ) -> list[BenchmarkResult]:
-    """Return ERROR rows for a benchmark whose task could not finish, saying why."""
+    """Return ERROR rows for a benchmark whose actor could not finish it, saying why."""
     reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     why = (f"its Ray worker was lost twice (retried once): {type(exc).__name__}: {reason}"
            if "Crash" in type(exc).__name__ or "Died" in type(exc).__name__
