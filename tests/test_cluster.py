@@ -84,6 +84,36 @@ def test_one_warm_worker_per_gpu_serves_every_benchmark(local_ray, monkeypatch, 
     assert len(load_results(tmp_path / "r.json").benchmarks) >= 8
 
 
+def test_a_gpu_held_by_another_job_holds_no_benchmark(local_ray, monkeypatch, tmp_path):
+    """Another job holds one of the two GPUs: every benchmark runs on the free one, none
+    waits for an actor that cannot start (the held GPU is freed only after a minute)."""
+    import time
+
+    from cudabench.engines.fake_engine import FakeSpec
+
+    @ray.remote(num_gpus=1)
+    class Holder:
+        def hold(self, seconds: float) -> None:
+            time.sleep(seconds)
+
+    holder = Holder.remote()
+    holder.hold.remote(60)
+    try:
+        use_spec(monkeypatch, FakeSpec())
+        out = tmp_path / "r.json"
+        started = time.monotonic()
+        done = invoke("dot", "--size", "1000,2000,3000,4000", "--cluster", "ray", "--json", out,
+                      "--no-batch", "--warmup", "0", "--max-time", "0.02")
+        took = time.monotonic() - started
+        assert done.exit_code == 0, done.stderr
+        assert took < 40, f"a benchmark waited for the held GPU ({took:.0f} s)"
+        rows = load_results(out).benchmarks
+        assert {tuple(r.shape) for r in rows} == {(1000,), (2000,), (3000,), (4000,)}
+        assert len({r.device.index for r in rows}) == 1  # the free GPU ran them all
+    finally:
+        ray.kill(holder)  # its sleep too
+
+
 def test_a_task_whose_process_dies_is_retried_once(local_ray, monkeypatch, tmp_path):
     from ray_specs import TaskKillingSpec
 

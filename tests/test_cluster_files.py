@@ -60,6 +60,7 @@ class InterruptedRay:
         self.killed: list[object] = []
         self.calls: list[str] = []
         self.shut_down = False
+        self.waited = False
 
     def put(self, value):
         return value
@@ -86,6 +87,7 @@ class InterruptedRay:
                     Actor.count += 1
                     self.name = f"actor-{Actor.count}"
                     self.run, self.close = Method(self.name, "run"), Method(self.name, "close")
+                    self.ready = Method(self.name, "ready")
 
             class ActorClass:
                 @staticmethod
@@ -95,6 +97,9 @@ class InterruptedRay:
         return wrap
 
     def wait(self, refs, num_returns, timeout):
+        if not self.waited:  # first, every actor answers that it has started
+            self.waited = True
+            return list(refs), []
         raise KeyboardInterrupt
 
     def cancel(self, ref, force=False):
@@ -104,7 +109,8 @@ class InterruptedRay:
         self.killed.append(actor.name)
 
     def get(self, ref, timeout=None):
-        raise AssertionError("nothing is waited for after Ctrl-C")
+        assert ".ready-" in ref, "nothing is waited for after Ctrl-C"
+        return True
 
     def shutdown(self):
         self.shut_down = True
@@ -120,9 +126,10 @@ def test_ctrl_c_cancels_every_call_still_out_ends_the_actors_and_stops_the_ray_i
     cluster = RayCluster(ray, started=True, address="ray")
     with pytest.raises(KeyboardInterrupt):
         cluster.run(plans, FakeSpec(), rows.append)
-    # Two GPUs: two actors, one benchmark each in flight; the third was never handed out.
-    assert ray.calls == ["actor-1.run", "actor-2.run"]
-    assert ray.cancelled == ["actor-1.run-1", "actor-2.run-2"] and rows == []
+    # Two GPUs: two actors, started, then one benchmark each in flight; the third was never
+    # handed out.
+    assert ray.calls == ["actor-1.ready", "actor-2.ready", "actor-1.run", "actor-2.run"]
+    assert ray.cancelled == ["actor-1.run-3", "actor-2.run-4"] and rows == []
     assert ray.killed == ["actor-1", "actor-2"]
     cluster.close()  # as the command does, whatever happened
     assert ray.shut_down

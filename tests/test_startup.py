@@ -156,3 +156,10 @@ def test_a_run_takes_the_worker_started_early(use_fake, monkeypatch, tmp_path):
               "--json", str(tmp_path / "r.json")])
     assert ended.value.code == 0
     assert early_workers and taken and taken[0] is early_workers[0]
+
+
+def test_a_device_that_is_not_ascii_digits_leaves_the_start_to_the_command():
+    from cudabench.cli.early import early_device
+
+    assert early_device(["dot", "--device", "²"]) is None
+    assert early_device(["dot", "--device", "٣"]) is None

@@ -37,7 +37,7 @@ def early_device(args: Sequence[str]) -> int | None:
             return None
         if name == "--device":
             value = attached or (rest[index + 1] if index + 1 < len(rest) else "")
-            if not value.isdigit():
+            if not (value.isascii() and value.isdecimal()):
                 return None
             device = int(value)
     return device
@@ -48,9 +48,12 @@ def start_early(args: Sequence[str]) -> None:
     device = early_device(args)
     if device is None:
         return
-    from cudabench.runner.workers import prestart
+    try:
+        from cudabench.runner.workers import prestart
 
-    prestart(early_spec(device))
+        prestart(early_spec(device))
+    except Exception:  # only a head start: `measure` starts the worker and says what fails
+        return
 
 
 def early_spec(device: int) -> EngineSpec:

@@ -18,6 +18,7 @@ T = TypeVar("T")
 MAX_THREADS = 8  # memory-bound loops gain little past this; several GPU workers share a host
 PREFIX = "cudabench-cores"  # the pool's threads' names
 _pool: ThreadPoolExecutor | None = None
+_LOCK = threading.Lock()
 
 
 def threads() -> int:
@@ -39,6 +40,17 @@ def in_parallel(function: Callable[[int], T], count: int) -> list[T]:
     if count <= 1 or threading.current_thread().name.startswith(PREFIX):
         # Called from the pool's own thread: waiting on the pool could deadlock it.
         return [function(index) for index in range(count)]
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=threads(), thread_name_prefix=PREFIX)
-    return list(_pool.map(function, range(count)))
+    with _LOCK:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=threads(), thread_name_prefix=PREFIX)
+        pool = _pool
+    return list(pool.map(function, range(count)))
+
+
+def _forget_pool() -> None:
+    """A forked child has none of the parent's threads: it makes a pool of its own."""
+    global _pool
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)

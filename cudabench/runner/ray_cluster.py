@@ -8,10 +8,9 @@ machine, kept warm between benchmarks, so a kernel that faults or hangs costs it
 the actor. The plans travel pickled
 with the kernel sources in them; the kernel folders and op files they need travel too,
 and are written out on a node that lacks them (cudabench/common/relocation.py), so nodes need
-only cudabench installed. Rows come back as benchmarks finish. An actor lost with its
-process or node is restarted once by Ray and its benchmark run again, then that benchmark's
-rows say ERROR and why and a fresh actor takes the rest; Ctrl-C cancels what is still out,
-ends the actors and leaves the results file valid.
+only cudabench installed. Rows come back as benchmarks finish. A benchmark whose actor is
+lost with its process or node runs once more on a fresh actor, then its rows say ERROR and
+why; Ctrl-C cancels what is still out, ends the actors and leaves the results file valid.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from cudabench.results.model import BenchmarkResult, RunOutcome
 INSTALL_HINT = "pip install 'cudabench[ray]'"
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inc", ".py")
 MAX_BUNDLE_BYTES = 32 * 2**20  # kernel folders are source files; more is a mistake
-TASK_RETRIES = 1  # an actor lost with its process or node: restarted, its benchmark rerun, once
+TASK_RETRIES = 1  # a benchmark whose actor was lost runs once more; an actor may fail to start once
 WAIT_S = 1.0  # how often the driver wakes while tasks run (so Ctrl-C gets through)
 CLOSE_WAIT_S = 15.0  # how long an actor gets to release its GPU at the end
 
@@ -95,57 +94,99 @@ class RayCluster:
         One actor per GPU (at most one per benchmark) keeps its watched worker warm for
         every benchmark it is handed, as `--devices all` does on one host: a Ray task per
         benchmark would start a Ray worker process and a GPU worker for each (Ray ends a
-        GPU task's process after one call), seconds apiece."""
+        GPU task's process after one call), seconds apiece. A benchmark goes only to an
+        actor that has started (one still waiting for a GPU holds none), an actor ends as
+        soon as nothing is left to hand out, and the driver, not Ray, retries: a benchmark
+        whose actor was lost runs once more on a fresh one; a GPU whose actor fails to start
+        twice in a row is given up."""
         ray = self.ray
         plans = list(plans)
         units = units_of(plans, jobs_of(plans))
+        if not units:
+            return outcome_of(plans, [], [], on_result)
         files = bundle(plans)
         rows: dict[int, list[BenchmarkResult]] = {}
         waiting = collections.deque(range(len(units)))
-        running: dict[Any, tuple[int, int]] = {}  # call -> (actor slot, benchmark)
+        attempts: collections.Counter[int] = collections.Counter()
         started = False
         # The plans and files go to the object store once, not once per actor.
         blob, shared_files = ray.put(pickle.dumps((plans, units))), ray.put(files)
-        runner = ray.remote(num_gpus=1, max_restarts=TASK_RETRIES,
-                            max_task_retries=TASK_RETRIES)(GpuRunner)
-
-        def hand_out(slot: int) -> None:
-            if waiting:
-                index = waiting.popleft()
-                running[actors[slot].run.remote(index)] = (slot, index)
-
+        runner = ray.remote(num_gpus=1)(GpuRunner)
         gpus = int(ray.cluster_resources().get("GPU", 1))
-        actors = [runner.remote(spec, blob, shared_files)
-                  for _ in range(max(1, min(gpus, len(units))))]
+        actors: dict[int, Any] = {}
+        starting: dict[Any, int] = {}  # ready() call -> slot
+        start_failures: collections.Counter[int] = collections.Counter()
+        running: dict[Any, tuple[int, int]] = {}  # run() call -> (slot, benchmark)
+        idle: collections.deque[int] = collections.deque()
+        last_failure: BaseException | None = None
+
+        def start(slot: int) -> None:
+            actors[slot] = runner.remote(spec, blob, shared_files)
+            starting[actors[slot].ready.remote()] = slot
+
+        def finish(index: int, unit_rows: list[BenchmarkResult]) -> None:
+            rows[index] = unit_rows
+            for row in unit_rows:
+                on_result(row)
+
         try:
-            for slot in range(len(actors)):
-                hand_out(slot)
-            while running:
-                done, _ = ray.wait(list(running), num_returns=1, timeout=WAIT_S)
+            for slot in range(max(1, min(gpus, len(units)))):
+                start(slot)
+            while running or (waiting and starting) or (waiting and idle):
+                while idle and waiting:
+                    slot, index = idle.popleft(), waiting.popleft()
+                    running[actors[slot].run.remote(index)] = (slot, index)
+                done, _ = ray.wait([*running, *starting], num_returns=1, timeout=WAIT_S)
                 for ref in done:
+                    if ref in starting:
+                        slot = starting.pop(ref)
+                        try:
+                            ray.get(ref)
+                        except Exception as exc:  # its process died or its start raised
+                            last_failure = exc
+                            _end(ray, actors.pop(slot), wait=False)
+                            start_failures[slot] += 1
+                            if waiting and start_failures[slot] <= TASK_RETRIES:
+                                start(slot)
+                            continue
+                        start_failures[slot] = 0
+                        idle.append(slot)
+                        continue
                     slot, index = running.pop(ref)
                     try:
                         unit_rows, versions = ray.get(ref)
-                    except Exception as exc:  # the actor was lost twice, or raised
-                        unit_rows, versions = lost_rows(plans, units[index], exc), None
-                        _end(ray, actors[slot], wait=False)
-                        if waiting:  # a fresh actor for the rest
-                            actors[slot] = runner.remote(spec, blob, shared_files)
+                    except Exception as exc:  # the actor was lost, or its run raised
+                        last_failure = exc
+                        _end(ray, actors.pop(slot), wait=False)
+                        attempts[index] += 1
+                        if attempts[index] <= TASK_RETRIES:
+                            waiting.appendleft(index)  # once more, on a fresh actor
+                        else:
+                            finish(index, lost_rows(plans, units[index], exc))
+                        if waiting:
+                            start(slot)
+                        continue
                     if versions and not started and on_start is not None:
                         on_start(versions)
                         started = True
-                    rows[index] = unit_rows
-                    for row in unit_rows:
-                        on_result(row)
-                    hand_out(slot)
+                    finish(index, unit_rows)
+                    idle.append(slot)
+                if not waiting:  # nothing left to hand out: free the GPUs now
+                    while idle:
+                        _end(ray, actors.pop(idle.popleft()), wait=True)
+                    for ref in list(starting):
+                        _end(ray, actors.pop(starting.pop(ref)), wait=False)
+            for index in waiting:  # no GPU could start an actor
+                finish(index, lost_rows(plans, units[index],
+                                        last_failure or RuntimeError("no actor started")))
         except BaseException:  # Ctrl-C, or the writer failing: nothing is left running
             for ref in running:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)  # an actor call: force is for tasks; the kill below ends it
-            for actor in actors:
+            for actor in actors.values():
                 _end(ray, actor, wait=False)
             raise
-        for actor in actors:
+        for actor in actors.values():
             _end(ray, actor, wait=True)
         results = [row for index in sorted(rows) for row in rows[index]]
         return outcome_of(plans, results, [], on_result)
@@ -163,7 +204,10 @@ def _end(ray: Any, actor: Any, wait: bool) -> None:
 def lost_rows(plans: Sequence[Plan], jobs: Sequence[Job], exc: BaseException
               ) -> list[BenchmarkResult]:
     """Return ERROR rows for a benchmark whose actor could not finish it, saying why."""
-    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    # A creation task's error says so first and names the cause last.
+    reason = (lines[-1] if "creation task" in (lines or [""])[0] else lines[0]) if lines \
+        else type(exc).__name__
     why = (f"its Ray worker was lost twice (retried once): {type(exc).__name__}: {reason}"
            if "Crash" in type(exc).__name__ or "Died" in type(exc).__name__
            or "Lost" in type(exc).__name__
@@ -247,6 +291,10 @@ class GpuRunner:
         env = {name: share for name in BLAS_THREAD_VARIABLES}  # Ray's default is one thread
         self.worker = Worker(spec.restricted(label), plans, env=env, label=label)
         self.worker.start()  # it opens the GPU while the first benchmark travels here
+
+    def ready(self) -> bool:
+        """Answer once the actor has started (its GPU granted, its worker starting)."""
+        return True
 
     def run(self, index: int) -> tuple[list[BenchmarkResult], dict[str, str]]:
         """Run benchmark `index`; return its rows and the worker's versions."""
