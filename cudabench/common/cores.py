@@ -29,7 +29,7 @@ def threads() -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     share = os.environ.get("OMP_NUM_THREADS", "")
-    if share.isdigit() and int(share) > 0:
+    if share.isascii() and share.isdigit() and int(share) > 0:  # "²" is a digit too
         cores = min(cores, int(share))
     return max(1, min(MAX_THREADS, cores))
 
