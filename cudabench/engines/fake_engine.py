@@ -34,6 +34,7 @@ from cudabench.engines.protocol import (
     Run,
 )
 from cudabench.engines.telemetry import FakeMonitor, MonitorLike
+from cudabench.engines.utility_kernels import differ_mask
 from cudabench.engines.tensormaps import (
     GLOBAL_ALIGN,
     TensorMapRequest,
@@ -206,6 +207,22 @@ class FakeEngine:
         self.alive()
         target[:nbytes] = source[:nbytes]
         self.pending_s += 2e-6 + 2 * nbytes / 2.0e12
+
+    def count_differing(self, a: Any, b: Any, count: int, itemsize: int, zeros_equal: bool
+                        ) -> int | None:
+        """Count differing elements as the GPU's kernel does (None for widths it has no
+        kernel for, as the real engine)."""
+        self.alive()
+        if itemsize not in (2, 4, 8):
+            return None
+        self.log.append(("compare", count))
+        kind = np.dtype(f"u{itemsize}")
+        x = a[: count * itemsize].view(kind)
+        y = b[: count * itemsize].view(kind)
+        differ = x != y
+        if zeros_equal:  # +0 and -0: only the sign bit set between them
+            differ &= ((x | y) & kind.type(differ_mask(itemsize, True))) != 0
+        return int(np.count_nonzero(differ))
 
     def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any],
                  dynamic_shared: Sequence[int] = ()) -> Run:

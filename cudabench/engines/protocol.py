@@ -107,6 +107,12 @@ class Engine(Protocol):
     def copy(self, target: Any, source: Any, nbytes: int) -> None:
         """Enqueue a device-to-device copy."""
 
+    def count_differing(self, a: Any, b: Any, count: int, itemsize: int, zeros_equal: bool
+                        ) -> int | None:
+        """Return in how many of count elements of itemsize bytes two device buffers differ,
+        compared on the device as unsigned words (zeros_equal: +0 and -0 count as equal), or
+        None where the engine cannot compare such elements there (the caller downloads)."""
+
     def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any],
                  dynamic_shared: Sequence[int] = ()) -> Run:
         """Return a function that enqueues every launch of a variant once, each with its

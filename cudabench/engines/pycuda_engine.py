@@ -34,8 +34,12 @@ from cudabench.engines.telemetry import MonitorLike
 from cudabench.engines.utility_kernels import (
     BLOCK_TIMEOUT_NS,
     MAX_STAMPS,
+    DIFFER_BLOCK,
+    DIFFER_BLOCKS_PER_SM,
+    DIFFER_KERNELS,
     UTILITY_NAME,
     UTILITY_SOURCE,
+    differ_mask,
     stamp_clock_mhz,
 )
 from cudabench.engines.visibility import visible_entries
@@ -97,6 +101,7 @@ class PycudaEngine:
         self._stamps: Any = None  # device buffer: (globaltimer, clock64) per stamp
         self._stamp_count = 0
         self._flag: Any = None  # host-mapped word the blocking kernel waits on
+        self._differ_count: Any = None  # device word: count_differing's result
         self._driver: CudaDriver | None = None  # CUDA Python's bindings, for tensor maps
         self.info = device_info(self.cuda, self.device, device_index)
         self._compiler = PycudaCompiler(self.cuda, self.info.compute_capability,
@@ -203,6 +208,26 @@ class PycudaEngine:
         function, word = memset
         function(device_buffer, int(np.asarray(value).reshape(1).view(word)[0]), max(count, 1))
 
+    def count_differing(self, a: Any, b: Any, count: int, itemsize: int, zeros_equal: bool
+                        ) -> int | None:
+        """Return in how many elements two buffers differ, counted by a kernel (see Engine):
+        only the count crosses the link."""
+        name = DIFFER_KERNELS.get(itemsize)
+        if name is None:
+            return None
+        if count <= 0:
+            return 0
+        kernel = self._utility_kernels()[name]
+        if self._differ_count is None:
+            self._differ_count = self.allocate(8)
+        self.cuda.memset_d32(self._differ_count, 0, 2)
+        blocks = max(1, min(self.info.sm_count * DIFFER_BLOCKS_PER_SM,
+                            -(-count // DIFFER_BLOCK)))
+        kernel.prepared_call((blocks, 1), (DIFFER_BLOCK, 1, 1), int(a), int(b),
+                             count, differ_mask(itemsize, zeros_equal), int(self._differ_count))
+        self.synchronize()
+        return int(self.download(self._differ_count, (1,), np.uint64)[0])
+
     # -- running and timing ----------------------------------------------------------
     def launcher(self, compiled: Compiled, geometry: Geometry, args: Sequence[Any],
                  dynamic_shared: Sequence[int] = ()) -> Run:
@@ -280,8 +305,10 @@ class PycudaEngine:
             module = self._compiler.load_source(UTILITY_SOURCE, UTILITY_NAME)
             # get_function returns a new, unprepared object each call: keep these two.
             self._utility = {name: module.get_function(name) for name in
-                             ("cudabench_stamp", "cudabench_block")}
+                             ("cudabench_stamp", "cudabench_block", *DIFFER_KERNELS.values())}
             self._utility["cudabench_stamp"].prepare("P")
+            for name in DIFFER_KERNELS.values():
+                self._utility[name].prepare("PPQQP")
             self._stamps = self.allocate(MAX_STAMPS * 16)
             self._flag = self.cuda.pagelocked_zeros(
                 (2,), np.int32, mem_flags=self.cuda.host_alloc_flags.DEVICEMAP)

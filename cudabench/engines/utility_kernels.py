@@ -1,6 +1,8 @@
 """The PyCUDA engine's own kernels: a clock stamp (SM 0's clock64 beside the global timer,
-so a sample's SM clock can be told) and a kernel that holds the stream until the host
-releases it (so a run's launches start together); and what two stamps say."""
+so a sample's SM clock can be told), a kernel that holds the stream until the host
+releases it (so a run's launches start together), and a count of the elements in which two
+buffers differ (checks compared on the GPU: measure/device_checks.py); and what two stamps
+say."""
 
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ MAX_STAMPS = 2 * 8192  # two per sample; samples beyond go unstamped (clock unkn
 BLOCK_TIMEOUT_NS = 2_000_000_000  # the blocking kernel's patience: never a hang
 MIN_STAMP_SPAN_NS = 20_000  # the global timer ticks in about 1 us: shorter spans say little
 UTILITY_NAME = "cudabench_utility"
+DIFFER_KERNELS = {2: "cudabench_differ16", 4: "cudabench_differ32", 8: "cudabench_differ64"}
+DIFFER_BLOCK = 256
+DIFFER_BLOCKS_PER_SM = 8
 UTILITY_SOURCE = r'''
 extern "C" __global__ void cudabench_stamp(unsigned long long* out) {
     unsigned int sm;
@@ -32,6 +37,38 @@ extern "C" __global__ void cudabench_block(volatile int* flag, unsigned long lon
         if (now - start > timeout_ns) { flag[1] = 1; break; }
     }
 }
+// How many of n elements of a and b differ: unsigned words of the element's width, where two
+// words differ when x != y and (x | y) & mask != 0. mask = every bit: the bits alone; mask =
+// all but the sign bit: also +0 and -0 count as equal (as a float compares). Grid-stride,
+// each warp adds its count once.
+template <typename T>
+__device__ void count_differing(const T* a, const T* b, unsigned long long n,
+                                unsigned long long mask, unsigned long long* count) {
+    const T m = (T)mask;
+    unsigned long long bad = 0;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < n; i += stride) {
+        const T x = a[i], y = b[i];
+        bad += (x != y && ((T)(x | y) & m) != 0) ? 1 : 0;
+    }
+    for (int offset = 16; offset > 0; offset >>= 1)
+        bad += __shfl_down_sync(0xffffffffu, bad, offset);
+    if ((threadIdx.x & 31) == 0 && bad != 0) atomicAdd(count, bad);
+}
+extern "C" __global__ void cudabench_differ16(const unsigned short* a, const unsigned short* b,
+        unsigned long long n, unsigned long long mask, unsigned long long* count) {
+    count_differing(a, b, n, mask, count);
+}
+extern "C" __global__ void cudabench_differ32(const unsigned int* a, const unsigned int* b,
+        unsigned long long n, unsigned long long mask, unsigned long long* count) {
+    count_differing(a, b, n, mask, count);
+}
+extern "C" __global__ void cudabench_differ64(const unsigned long long* a,
+        const unsigned long long* b, unsigned long long n, unsigned long long mask,
+        unsigned long long* count) {
+    count_differing(a, b, n, mask, count);
+}
 '''
 
 
@@ -42,3 +79,10 @@ def stamp_clock_mhz(before: np.ndarray, after: np.ndarray) -> float | None:
     if not before[0] or not after[0] or span_ns < MIN_STAMP_SPAN_NS:
         return None
     return (int(after[1]) - int(before[1])) / span_ns * 1e3
+
+
+def differ_mask(itemsize: int, zeros_equal: bool) -> int:
+    """Return the mask of the count kernels: every bit of an element, or (zeros_equal) all
+    but its sign bit, so that +0 and -0 compare equal."""
+    bits = 8 * itemsize
+    return (1 << (bits - 1)) - 1 if zeros_equal else (1 << bits) - 1

@@ -22,6 +22,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.common.phases import phase
 from cudabench.measure import guards
+from cudabench.measure.device_checks import verify_result
 from cudabench.measure.jobs import full_check, inputs_key
 from cudabench.measure.reference_cache import cached_reference
 from cudabench.measure.resident import RESIDENT
@@ -29,7 +30,6 @@ from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
 from cudabench.planning.plan import Plan
 from cudabench.ops import LaunchShape
 from cudabench.ops.base import check_rng, user_code
-from cudabench.results.model import Verification
 
 
 @dataclass
@@ -112,19 +112,17 @@ def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapp
                        inputs: Mapping[str, np.ndarray], expected: Any,
                        launch: Callable[[], object]) -> str | None:
     """Upload inputs, poison outputs, launch once, verify: None, or what was wrong."""
-    op, types = plan.op, plan.types
+    types = plan.types
     for name, array in inputs.items():
         RESIDENT.put(engine, buffers[name], array)
     for name, shape in layout.outputs.items():
         engine.fill(buffers[name], types.output.poison(), math.prod(shape))
     launch()
     engine.synchronize()
-    kind = types.output if op.result_buffer in layout.outputs else types.input
-    shape = layout.outputs.get(op.result_buffer) or inputs[op.result_buffer].shape
-    result = engine.download(buffers[op.result_buffer], tuple(shape), kind.numpy)
     launched = [LaunchShape(grid, block) for grid, block in layout.geometry]
-    with phase("verify"), user_code(op, "verify"):
-        verification: Verification = op.verify(dict(inputs), expected, result, launched, types)
+    with phase("verify"):
+        verification = verify_result(plan, engine, buffers, inputs, layout.outputs, expected,
+                                     launched)
     if verification.passed:
         return None
     return f"{verification.bad_elements} of {verification.total_elements} elements wrong"

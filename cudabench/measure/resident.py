@@ -1,4 +1,5 @@
 """A benchmark's inputs kept on the GPU: each launch's buffers are refilled by a device copy.
+(The same copies, and those of exact expected results, are what checks compare on the GPU.)
 
 Every variant, vendor row and recheck of a benchmark starts from the same inputs (the
 seed's, and the recheck's second set). Uploading them again for each launch moves the same
@@ -34,13 +35,20 @@ class ResidentInputs:
     def put(self, engine: Engine, buffer: Any, array: np.ndarray) -> None:
         """Fill buffer with array's bytes: a device copy of the resident copy, made on
         first use, or an upload."""
+        resident = self.device_copy(engine, array)
+        if resident is None:
+            engine.upload(buffer, array)
+        else:
+            engine.copy(buffer, resident, array.nbytes)
+
+    def device_copy(self, engine: Engine, array: np.ndarray) -> Any | None:
+        """Return the device buffer holding array's bytes, uploaded on first use; None for
+        an array too small to be worth it or beyond the budget. The copy is never written
+        to: what the checks compare against (measure/device_checks.py)."""
         entry = self._copies.get(id(array))
         if entry is None or entry[0] is not array:
             entry = self._keep(engine, array)
-        if entry is None:
-            engine.upload(buffer, array)
-        else:
-            engine.copy(buffer, entry[1], array.nbytes)
+        return None if entry is None else entry[1]
 
     def _keep(self, engine: Engine, array: np.ndarray) -> tuple[np.ndarray, Any] | None:
         """Upload array into a buffer of its own, if it is worth it and fits the budget."""

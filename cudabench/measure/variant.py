@@ -37,6 +37,7 @@ from cudabench.planning.plan import (
     header_variables,
     unsupported_on,
 )
+from cudabench.measure.device_checks import changed_inputs, verify_result
 from cudabench.measure.recheck import Layout, recheck
 from cudabench.measure.resident import RESIDENT
 from cudabench.measure.sampling import sample, warm_up_on, zero_input_note
@@ -48,7 +49,6 @@ from cudabench.engines.tensormaps import (
 )
 from cudabench.ops import LaunchShape, TypeSet
 from cudabench.ops.base import user_code
-from cudabench.ops.checks import bits_differ
 from cudabench.results.model import BenchmarkResult, Verification
 
 FAULTED = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
@@ -100,14 +100,15 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             warm_up_on(engine, run, plan)
 
         with phase("checked launch"):
-            result = checked_launch(plan, engine, run, buffers, inputs, outputs)
+            checked_launch(plan, engine, run, buffers, inputs, outputs)
         launched = [LaunchShape(grid, block) for grid, block in geometry]
-        with phase("verify"), user_code(op, "verify"):
-            verification = op.verify(inputs, prepared.expected, result, launched, types)
+        with phase("verify"):
+            verification = verify_result(plan, engine, buffers, inputs, outputs,
+                                         prepared.expected, launched)
         itemsizes = {name: (types.output if name in outputs else types.input).itemsize
                      for name in shapes}
         with phase("guard checks"):
-            trespass = guards.check(engine, guarded, itemsizes) + _changed_inputs(
+            trespass = guards.check(engine, guarded, itemsizes) + changed_inputs(
                 engine, buffers, inputs, op.result_buffer)
         if trespass:
             return row(verification=dataclasses.replace(verification, passed=False),
@@ -146,6 +147,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
                 warnings += (f"compute-sanitizer {report.tool}: no error",)
         if plan.insight.transfers and samples:
             with phase("transfers"):
+                result = download_result(plan, engine, buffers, inputs, outputs)
                 extras["transfers"] = transfers.measure(
                     engine, buffers, inputs, (op.result_buffer, result),
                     float(np.median(samples)), prepared.cpu_reference_s)
@@ -180,21 +182,28 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
                 engine.free(allocation.base)
 
 
-def checked_launch(plan: Plan, engine: Engine, run: Run, buffers: dict[str, Any],
-                   inputs: dict[str, np.ndarray], outputs: dict[str, tuple[int, ...]]
-                   ) -> np.ndarray:
-    """Run once on fresh inputs and poisoned outputs; return the result buffer's contents.
+def checked_launch(plan: Plan, engine: Engine, run: Run, buffers: Mapping[str, Any],
+                   inputs: Mapping[str, np.ndarray], outputs: Mapping[str, tuple[int, ...]]
+                   ) -> None:
+    """Run once on fresh inputs and poisoned outputs, and wait for it; the result stays in
+    its buffer for device_checks.verify_result.
 
     Fresh inputs: an in-place kernel changed them while warming up. Poison: an element the
     kernel never writes then fails verification.
     """
-    op, types = plan.op, plan.types
     for name, array in inputs.items():
         RESIDENT.put(engine, buffers[name], array)
     for name, shape in outputs.items():
-        engine.fill(buffers[name], types.output.poison(), math.prod(shape))
+        engine.fill(buffers[name], plan.types.output.poison(), math.prod(shape))
     run()
     engine.synchronize()
+
+
+def download_result(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
+                    inputs: Mapping[str, np.ndarray], outputs: Mapping[str, tuple[int, ...]]
+                    ) -> np.ndarray:
+    """Return the result buffer's contents as an array of its type and shape."""
+    op, types = plan.op, plan.types
     shape = outputs.get(op.result_buffer) or inputs[op.result_buffer].shape
     result_type = types.output if op.result_buffer in outputs else types.input
     return engine.download(buffers[op.result_buffer], tuple(shape), result_type.numpy)
@@ -298,17 +307,3 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
                 f"{attrs['max_threads_per_block']} threads, not {math.prod(block)}"
             )
     return compiled, geometry, arg_spec, dynamic
-
-
-def _changed_inputs(engine: Engine, buffers: dict[str, Any], inputs: dict[str, np.ndarray],
-                    result_buffer: str) -> list[str]:
-    """Return which read-only inputs the checked launch changed, and how many elements."""
-    problems = []
-    for name, array in inputs.items():
-        if name == result_buffer:  # an in-place op's input is its result
-            continue
-        after = engine.download(buffers[name], array.shape, array.dtype.type)
-        changed = bits_differ(array, after)
-        if changed:
-            problems.append(f"changed {changed} element(s) of its input {name}")
-    return problems

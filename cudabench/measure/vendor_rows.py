@@ -20,6 +20,7 @@ from cudabench.engines.protocol import Engine, KernelFault
 from cudabench.measure.jobs import Prepared, record
 from cudabench.planning.plan import Plan
 from cudabench.measure.sampling import sample, warm_up_on
+from cudabench.measure.device_checks import verify_result
 from cudabench.measure.variant import checked_launch
 from cudabench.ops.base import user_code
 from cudabench.ops.vendor import VendorUnavailable
@@ -60,9 +61,10 @@ def run_vendor(plan: Plan, engine: Engine, prepared: Prepared) -> BenchmarkResul
         with phase("vendor library"):  # CuPy's import and handle, the first time
             run, release = engine.vendor_launcher(call, buffers, tuple(plan.shape), emulate)
         with phase("checked launch"):
-            result = checked_launch(plan, engine, run, buffers, inputs, outputs)
-        with phase("verify"), user_code(op, "verify"):
-            fields["verification"] = op.verify(inputs, prepared.expected, result, [], types)
+            checked_launch(plan, engine, run, buffers, inputs, outputs)
+        with phase("verify"):
+            fields["verification"] = verify_result(plan, engine, buffers, inputs, outputs,
+                                                   prepared.expected, [])
         trespass = guards.check(engine, guarded, itemsizes)
         if trespass:
             fields["error"] = f"{call.routine}: " + "; ".join(trespass)

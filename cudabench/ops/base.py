@@ -96,6 +96,10 @@ class Op:
     }
     signature: str = ""  # the C signature every kernel of the op has
     result_buffer: str = ""  # the buffer downloaded and verified after the checked launch
+    # True when verify is checks.same_bits_check(result, expected) with expected an array
+    # of the result's type and shape: a passing result may then be told on the GPU, against
+    # a device copy of expected, without downloading it (measure/device_checks.py).
+    exact_result: bool = False
     # Reference rows measured beside the variants (cudabench.measure.references names them).
     references: tuple[str, ...] = ()
     # The command line: the command that runs the op (default: its name), and, for an op

@@ -62,6 +62,7 @@ class Transpose(Op):
     default_size = "3001"
     signature = "(const DTYPE* A, DTYPE* B, int ROWS, int COLS)"
     result_buffer = "B"
+    exact_result = True  # verify: same_bits_check
     types = TYPES
     references = ("memcpy_dtod",)
     shortcuts = {"tile": "TILE"}
@@ -115,6 +116,7 @@ class TransposeInplace(Op):
     default_size = "3001"
     signature = "(DTYPE* A, int N)"
     result_buffer = "A"
+    exact_result = True  # verify: same_bits_check
     types = TYPES
     references = ("memcpy_dtod",)
     shortcuts = {"tile": "TILE"}

@@ -1,0 +1,85 @@
+"""Checks compared on the GPU, against device copies of the host arrays: only a count of
+differing elements crosses the link.
+
+Two checks compare a whole buffer with a host array bit for bit: the result of an op whose
+verification is exact (the transposes: `Op.exact_result`) against its expected array, after
+the checked launch and after each recheck; and every read-only input after the checked
+launch against the input as uploaded. Downloading the buffer for each (268 MB at 8192²
+float32, five times a variant) cost more than everything the GPU did for the row. The host
+arrays are on the GPU already, or worth putting there once per benchmark (resident.py), so
+the engine counts the differing elements there (engines/utility_kernels.py).
+
+Nothing is weaker: the same elements are compared by the same rule as on the CPU (the bits
+of each element, +0 and -0 equal where the CPU's float check counts them so). A count of 0
+is the pass the CPU would give. Any other count, or an array the engine cannot compare
+there (too small to keep, beyond the memory budget, an element width without a kernel),
+falls back to the download and the CPU's check, whose report the row keeps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
+
+from cudabench.engines.protocol import Engine
+from cudabench.measure.resident import RESIDENT
+from cudabench.ops import LaunchShape
+from cudabench.ops.base import user_code
+from cudabench.ops.checks import bits_differ, same_bits_pass
+from cudabench.planning.plan import Plan
+from cudabench.results.model import Verification
+
+
+def differing_on_device(engine: Engine, buffer: Any, array: np.ndarray, zeros_equal: bool
+                        ) -> int | None:
+    """Return in how many elements buffer differs from array, counted on the GPU against
+    array's device copy; None where it cannot be counted there."""
+    resident = RESIDENT.device_copy(engine, array)
+    if resident is None:
+        return None
+    return engine.count_differing(buffer, resident, int(array.size), array.dtype.itemsize,
+                                  zeros_equal)
+
+
+def verify_result(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
+                  inputs: Mapping[str, np.ndarray], outputs: Mapping[str, tuple[int, ...]],
+                  expected: Any, launched: Sequence[LaunchShape]) -> Verification:
+    """Verify the result left in its buffer: told on the GPU where the op's check is exact
+    and the result holds every expected element, else downloaded and verified by the op."""
+    op, types = plan.op, plan.types
+    kind = types.output if op.result_buffer in outputs else types.input
+    shape = tuple(outputs.get(op.result_buffer) or inputs[op.result_buffer].shape)
+    if (op.exact_result and isinstance(expected, np.ndarray) and expected.shape == shape
+            and expected.dtype == np.dtype(kind.numpy)):
+        bad = differing_on_device(engine, buffers[op.result_buffer], expected,
+                                  zeros_equal=expected.dtype.kind == "f")
+        if bad == 0:
+            return same_bits_pass(math.prod(shape))
+    result = engine.download(buffers[op.result_buffer], shape, kind.numpy)
+    with user_code(op, "verify"):
+        verification: Verification = op.verify(dict(inputs), expected, result,
+                                               list(launched), types)
+    return verification
+
+
+def changed_inputs(engine: Engine, buffers: Mapping[str, Any],
+                   inputs: Mapping[str, np.ndarray], result_buffer: str) -> list[str]:
+    """Return which read-only inputs the checked launch changed, and how many elements
+    (the bits of each element compared, on the GPU where the input is kept there)."""
+    problems = []
+    for name, array in inputs.items():
+        if name == result_buffer:  # an in-place op's input is its result
+            continue
+        changed = differing_on_device(engine, buffers[name], array, zeros_equal=False)
+        if changed is None:
+            after = engine.download(buffers[name], array.shape, array.dtype.type)
+            changed = bits_differ(array, after)
+        if changed:
+            problems.append(f"changed {changed} element(s) of its input {name}")
+    return problems
