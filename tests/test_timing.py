@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 
 import pytest
 
 from cudabench.common.stats import median_precision
+from cudabench.engines.fake_engine import FakeEngine, FakeSpec
 from cudabench.errors import UsageError
+from cudabench.measure import sampling
+from cudabench.measure.sampling import warm_up_on
+from cudabench.planning.plan import Request, make_plan
 from cudabench.planning.timing import (
     Sampling,
     StopReason,
@@ -197,3 +202,44 @@ def test_noisy_warning_reports_what_was_reached():
     sampling = Sampling(SLOW_NOISY, StopReason.BUDGET)
     (text,) = measurement_warnings(sampling, POLICY, False, 4 * L2, L2)
     assert "±0.5% target" in text and "after 20 samples in the 1 s budget" in text
+
+
+
+# -- the warm-up of a row on a GPU that is already warm ---------------------------------
+
+class LoggedRun:
+    """A run that counts its launches and takes 1 ms of wall time each."""
+
+    def __init__(self) -> None:
+        self.launches = 0
+
+    def __call__(self) -> None:
+        self.launches += 1
+        time.sleep(1e-3)
+
+
+def warm_up_launches(engine, plan) -> int:
+    """Return how many launches one warm-up of the plan's row takes on engine."""
+    run = LoggedRun()
+    warm_up_on(engine, run, plan)
+    return run.launches
+
+
+@pytest.fixture
+def dot_plan():
+    return make_plan(Request(op="dot", size="1000", timing=TimingPolicy(warmup_s=0.05)))
+
+
+def test_a_row_right_after_another_warms_up_for_a_share_of_the_policy(dot_plan):
+    engine = FakeEngine(FakeSpec())
+    first = warm_up_launches(engine, dot_plan)  # an idle GPU: the policy's 50 ms
+    second = warm_up_launches(engine, dot_plan)  # busy a moment ago: a fifth of it
+    assert first >= 40 and 2 <= second <= first * sampling.REWARM_SHARE * 1.5, (first, second)
+
+
+def test_a_gpu_idle_longer_than_the_gap_gets_the_full_warm_up(dot_plan, monkeypatch):
+    monkeypatch.setattr(sampling, "WARM_GAP_S", 0.0)  # every pause is too long
+    engine = FakeEngine(FakeSpec())
+    first = warm_up_launches(engine, dot_plan)
+    second = warm_up_launches(engine, dot_plan)
+    assert second >= 0.7 * first and first >= 40, (first, second)

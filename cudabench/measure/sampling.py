@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,13 +23,34 @@ from cudabench.engines.telemetry import throttled
 from cudabench.planning.timing import collect, measurement_warnings, warm_up
 
 
+# The warm-up brings the SM clock up and the kernel's module, code and buffers in. The clock
+# is the GPU's, not the row's: once a row's samples have kept it busy, the next row that
+# starts soon after needs the warm-up only for its own first launches. So the policy's full
+# warm-up runs when the GPU has been idle (a worker's first row, a pause for a long CPU
+# reference), and a share of it otherwise. Every sample's SM clock is still measured, and a
+# sample below SLOW_CLOCK set aside: a clock that did drop cannot go unseen.
+WARM_GAP_S = 0.5  # the GPU counts as warm this long after a row's last warm-up or samples
+REWARM_SHARE = 0.2  # a warm GPU's warm-up: this share of the policy's (at least 2 runs)
+_BUSY_UNTIL: dict[int, float] = {}  # engine id -> when its GPU last finished timed work
+
+
 def warm_up_on(engine: Engine, run: Run, plan: Plan) -> None:
-    """Run untimed until the policy's warm-up is done (waiting for the GPU each time)."""
+    """Run untimed until the warm-up is done (waiting for the GPU each time): the policy's,
+    or a share of it where the GPU ran timed work moments ago."""
     def once() -> None:
         run()
         engine.synchronize()
 
-    warm_up(once, plan.timing)
+    policy = plan.timing
+    if time.perf_counter() - _BUSY_UNTIL.get(id(engine), -math.inf) < WARM_GAP_S:
+        policy = dataclasses.replace(policy, warmup_s=policy.warmup_s * REWARM_SHARE)
+    warm_up(once, policy)
+    kept_busy(engine)
+
+
+def kept_busy(engine: Engine) -> None:
+    """Note that the engine's GPU has just finished timed work (warm-up, samples)."""
+    _BUSY_UNTIL[id(engine)] = time.perf_counter()
 
 
 SLOW_CLOCK = 0.75  # a sample whose SM clock ran below this share of the maximum is set aside
@@ -71,6 +93,7 @@ def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Meas
         return seconds
 
     sampling = collect(once, plan.timing)
+    kept_busy(engine)
     clocks = engine.clock_log()
     clocks += [None] * (len(sampling.samples_s) - len(clocks))
     telemetry = window.close() if window is not None else {}
@@ -135,6 +158,7 @@ def batch(engine: Engine, run: Run, measured: Measured) -> tuple[float, ...]:
     run()  # one untimed run: the batches measure a warm, steady state
     engine.synchronize()
     times = [engine.time_batch(run, launches) for _ in range(count)]
+    kept_busy(engine)
     return tuple(t for t in times if t is not None and t > 0)
 
 
@@ -154,6 +178,7 @@ def zero_input_note(engine: Engine, run: Run, plan: Plan, samples_s: tuple[float
     policy = dataclasses.replace(plan.timing, min_samples=min(plan.timing.min_samples, 10),
                                  max_time_s=plan.timing.max_time_s / 4)
     zeros = collect(lambda: engine.time_once(run, flush_l2=not plan.hot), policy)
+    kept_busy(engine)
     before, after = float(np.median(samples_s)), float(np.median(zeros.samples_s))
     change = after / before - 1
     beyond_noise = -change > max(ZERO_SHIFT, 3 * relative_spread(samples_s))
