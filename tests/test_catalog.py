@@ -15,7 +15,7 @@ from cudabench.ops import OPS
 BUILTIN_VARIANTS = {
     "matmul": {"naive", "tiled", "tiled_conflict", "mma_sync", "mma_async", "wgmma_async",
                "wgmma_tma", "wgmma_ws", "blocktile2d", "vectorized", "warptile",
-               "async_double_buffer", "prefetch_splitk"},
+               "async_double_buffer", "prefetch_splitk", "fragment_double_buffer"},
     "transpose": {"naive", "shared", "shared_padded", "vectorized"},
     "transpose_inplace": {"naive", "tiled", "tile_pairs"},
     "dot": {"shared_tree", "atomic", "vectorized_shuffle", "deterministic", "streaming"},
@@ -23,7 +23,11 @@ BUILTIN_VARIANTS = {
 # The built-in variants whose header says `run: on request` (docs/kernels.md says why).
 # Rungs beaten at every goal size by one beside them (measured on an H100): named or
 # --variant all.
-ON_REQUEST = {("matmul", "blocktile2d"), ("matmul", "vectorized"), ("dot", "streaming")}
+ON_REQUEST = {("matmul", "blocktile2d"), ("matmul", "vectorized"), ("matmul", "prefetch_splitk"),
+              ("dot", "streaming")}
+
+# The CUDA-core SGEMM rungs, written for float32 alone.
+FLOAT32_ONLY = {"prefetch_splitk", "fragment_double_buffer"}
 
 # parse_header(path, text) does not read path: headers given as text are parsed "from" it.
 VIRTUAL = Path("/virtual/kernels/matmul/test.cu")
@@ -32,6 +36,8 @@ BUILTIN_ENTRIES = {
     ("dot", "shared_tree"): ["dot_partials", "dot_finish"],
     ("dot", "atomic"): ["dot_zero", "dot_atomic"],
     ("matmul", "prefetch_splitk"): ["matmul_prefetch_splitk_zero", "matmul_prefetch_splitk"],
+    ("matmul", "fragment_double_buffer"): ["matmul_fragment_double_buffer_zero",
+                                           "matmul_fragment_double_buffer"],
 }
 
 
@@ -52,9 +58,9 @@ def test_discover_parses_every_builtin_kernel():
             assert variant.path == builtin_kernels_dir() / op / f"{name}.cu"
             assert variant.description
             # every type of its op, but the tensor-core rungs (float16, float32 accumulation)
-            # and the CUDA-core SGEMM rung (float32)
+            # and the CUDA-core SGEMM rungs (float32)
             assert variant.dtypes == (("float16",) if variant.unit == "tensor"
-                                      else ("float32",) if name == "prefetch_splitk"
+                                      else ("float32",) if name in FLOAT32_ONLY
                                       else OPS[op].dtypes)
             assert variant.launches
             expected = BUILTIN_ENTRIES.get((op, name), [f"{op}_{name}"])

@@ -94,9 +94,10 @@ USAGE_ERRORS = {
     "param for no variant": (["dot", "-p", "TILE=16"], ["--param TILE", "no selected dot"]),
     "unknown variant": (["matmul", "--variant", "fastest"],
                         ["--variant fastest",
-                         "known: async_double_buffer, blocktile2d, mma_async, mma_sync, naive, "
-                         "prefetch_splitk, tiled, tiled_conflict, vectorized, warptile, "
-                         "wgmma_async, wgmma_tma, wgmma_ws; or all: every one"]),
+                         "known: async_double_buffer, blocktile2d, fragment_double_buffer, "
+                         "mma_async, mma_sync, naive, prefetch_splitk, tiled, tiled_conflict, "
+                         "vectorized, warptile, wgmma_async, wgmma_tma, wgmma_ws; or all: "
+                         "every one"]),
     "param without value": (["matmul", "--param", "TILE"], ["--param 'TILE'", "NAME=INTEGER"]),
     "param not integer": (["matmul", "--param", "TILE=big"], ["--param TILE 'big'", "integers"]),
     "param bad name": (["matmul", "--param", "1X=3"], ["--param '1X=3'"]),

@@ -155,6 +155,7 @@ def test_only_params_the_code_never_names_are_pruned():
                       ("dot", "vectorized_shuffle", "BLOCKS_PER_SM"),
                       ("dot", "streaming", "BLOCKS_PER_SM"),
                       ("matmul", "prefetch_splitk", "SPLIT_MAX"),  # the grid's K slices
+                      ("matmul", "fragment_double_buffer", "SPLIT_MAX"),  # likewise
                       ("matmul", "naive", "TILE"), ("transpose", "naive", "TILE"),
                       ("transpose_inplace", "naive", "TILE")}
     assert not strip_comments("// BLOCK\n/* BLOCK\n */ int x;").count("BLOCK")

@@ -45,8 +45,9 @@ def takes(op: str, dtype: str = "float32") -> list[str]:
 
 
 # The matmul ladder rungs a float32 run that names no variant has beside naive, tiled and
-# tiled_conflict (blocktile2d and vectorized are `run: on request`), all passing.
-LADDER = {"async_double_buffer": Status.PASS, "prefetch_splitk": Status.PASS,
+# tiled_conflict (blocktile2d, vectorized and prefetch_splitk are `run: on request`), all
+# passing.
+LADDER = {"async_double_buffer": Status.PASS, "fragment_double_buffer": Status.PASS,
           "warptile": Status.PASS}
 
 
@@ -337,8 +338,8 @@ def test_results_from_a_worker_stream_in_order(use_fake, tmp_path):
     assert done.exit_code == 3
     lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
     names = [line.split()[1] for line in lines]
-    assert names == ["matmul/async_double_buffer", "matmul/naive", "matmul/prefetch_splitk",
-                     "matmul/tiled", "matmul/tiled_conflict", "matmul/warptile"]
+    assert names == ["matmul/async_double_buffer", "matmul/fragment_double_buffer",
+                     "matmul/naive", "matmul/tiled", "matmul/tiled_conflict", "matmul/warptile"]
 
 
 def test_a_reference_row_is_measured_once_per_shape_in_a_suite(use_fake, tmp_path):
@@ -533,7 +534,7 @@ def test_a_variant_that_does_not_take_the_type_is_left_out_with_a_note(use_fake,
                   str(tmp_path / "mine"), "--json", str(json_path), *QUICK_FLAGS)
     assert done.exit_code == 0, done.output
     assert "only_float" not in done.stdout  # no row: the table shows what ran
-    assert "left out only_float, prefetch_splitk: written for float32 only" in " ".join(
+    assert "left out fragment_double_buffer, only_float: written for float32 only" in " ".join(
         done.stderr.split())
     raw = json.loads(json_path.read_text())
     validate(raw)

@@ -30,8 +30,8 @@ def catalog():
 
 
 # The float16-only tensor-core matmul rungs, left out at any other type with one note.
-ON_REQUEST_NOTE = ("left out blocktile2d, vectorized: run on request (--variant NAME or "
-                   "--variant all runs them)")
+ON_REQUEST_NOTE = ("left out blocktile2d, prefetch_splitk, vectorized: run on request "
+                   "(--variant NAME or --variant all runs them)")
 DOT_ON_REQUEST_NOTE = ("left out streaming: run on request (--variant NAME or --variant all "
                        "runs them)")
 TENSOR_CORE_NOTES = (ON_REQUEST_NOTE,
@@ -41,7 +41,8 @@ MATMUL_LADDER = {"warptile": {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 64
                               "MIN_BLOCKS": 2},
                  "async_double_buffer": {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 64,
                                          "STAGES": 2, "MIN_BLOCKS": 2},
-                 "prefetch_splitk": {"BK": 8, "MIN_BLOCKS": 2, "SPLIT_MAX": 8}}
+                 "fragment_double_buffer": {"BK": 16, "GROUP_M": 16, "MIN_BLOCKS": 2,
+                                            "SPLIT_MAX": 8}}
 
 
 def planned(plan) -> dict[str, dict[str, int]]:
@@ -134,8 +135,9 @@ def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
          "--block 100: dot/atomic allows BLOCK in 32, 64, 128, 256, 512, 1024"),
         (Request(op="matmul", variants=("naive", "fast", "slow")),
          "--variant fast: no such matmul variant (known: async_double_buffer, blocktile2d, "
-         "mma_async, mma_sync, naive, prefetch_splitk, tiled, tiled_conflict, vectorized, "
-         "warptile, wgmma_async, wgmma_tma, wgmma_ws; or all: every one)"),
+         "fragment_double_buffer, mma_async, mma_sync, naive, prefetch_splitk, tiled, "
+         "tiled_conflict, vectorized, warptile, wgmma_async, wgmma_tma, wgmma_ws; or all: "
+         "every one)"),
         (Request(op="matmul", size="0"), "--size '0': sizes are positive integers"),
         (Request(op="transpose_inplace", size="3x5"), "--inplace transposes a square matrix"),
         (Request(op="dot", dtype="bfloat16"),
@@ -237,8 +239,8 @@ def test_dtype_unsupported_by_a_default_variant_leaves_it_out(tmp_path):
     plan = make_plan(Request(op="matmul", dtype="int32", kernels_dirs=(tmp_path,)))
     assert [p.variant.name for p in plan.variants] == ["async_double_buffer", "naive", "tiled",
                                                        "tiled_conflict", "warptile"]
-    assert plan.notes == (ON_REQUEST_NOTE, "left out floaty, prefetch_splitk: written for "
-                          "float32 only (--dtype float32 runs them)", *TENSOR_CORE_NOTES[1:])
+    assert plan.notes == (ON_REQUEST_NOTE, "left out floaty, fragment_double_buffer: written "
+                          "for float32 only (--dtype float32 runs them)", *TENSOR_CORE_NOTES[1:])
     assert not plan.skipped  # no SKIP row each: the table shows what ran
     plan = make_plan(Request(op="matmul", dtype="float32", kernels_dirs=(tmp_path,)))
     assert "floaty" in planned(plan) and plan.notes == TENSOR_CORE_NOTES
@@ -282,11 +284,11 @@ def test_variants_run_on_request_only_when_named_or_all(catalog):
     assert named.notes == ()
     every = make_plan(Request(op="matmul", variants=("all",)), catalog)
     assert [p.variant.name for p in every.variants] == [
-        "async_double_buffer", "blocktile2d", "naive", "prefetch_splitk", "tiled",
-        "tiled_conflict", "vectorized", "warptile"]  # in float32: the tensor-core rungs are
-    # left out by their type, as ever
+        "async_double_buffer", "blocktile2d", "fragment_double_buffer", "naive",
+        "prefetch_splitk", "tiled", "tiled_conflict", "vectorized", "warptile"]
+    # in float32: the tensor-core rungs are left out by their type, as ever
     assert every.notes == TENSOR_CORE_NOTES[1:]
     half = make_plan(Request(op="matmul", dtype="float16", variants=("all", "naive")), catalog)
-    assert len(half.variants) == len(catalog["matmul"]) - 1  # prefetch_splitk: float32 only
-    assert half.notes == ("left out prefetch_splitk: written for float32 only (--dtype float32 "
-                          "runs them)",)
+    assert len(half.variants) == len(catalog["matmul"]) - 2  # the two float32-only SGEMMs
+    assert half.notes == ("left out fragment_double_buffer, prefetch_splitk: written for "
+                          "float32 only (--dtype float32 runs them)",)

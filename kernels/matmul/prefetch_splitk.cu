@@ -4,9 +4,15 @@
 // param BK: default 8; allowed 8, 16
 // param MIN_BLOCKS: default 2; allowed 1, 2
 // param SPLIT_MAX: default 8; allowed 1, 2, 4, 8, 16
+// run: on request
 // launch matmul_prefetch_splitk_zero: grid max(1, cdiv(M * N, 1024) * min(1, max(1, min(SPLIT_MAX, (2 * SM_COUNT) // (cdiv(N, 128) * cdiv(M, 128)), cdiv(K, 256))) - 1)); block 256
 // launch matmul_prefetch_splitk: grid cdiv(N, 128), cdiv(M, 128), max(1, min(SPLIT_MAX, (2 * SM_COUNT) // (cdiv(N, 128) * cdiv(M, 128)), cdiv(K, 256))); block 256
 
+// `run: on request`: beaten at both goal sizes by fragment_double_buffer, the rung above it
+// (H100, 2026-11-26, float32, cold L2: 3.331 ms against 2.910 ms at 4096^3, 61.31 us against
+// 57.02 us at 1000^3; docs/kernels.md), so the default matmul table leaves it out (one note
+// says so); `--variant prefetch_splitk` or `--variant all` (the whole ladder) runs it.
+//
 // The CUDA-core SGEMM as fast kernels write it (the seeds' tiles grown up):
 //
 // - A block of 256 threads computes a 128 x 128 tile of C; each thread an 8 x 8 piece, made

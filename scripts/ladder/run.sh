@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The CUDA-core ladder (issues 18, 25) on a GPU, in one batch: verify its rungs in kernels/
-# (rungs.py: matmul blocktile2d, vectorized, warptile, async_double_buffer; transpose
-# vectorized; transpose_inplace tile_pairs; dot vectorized_shuffle, deterministic) at default
-# and odd shapes, every type, benchmark the goals beside cuBLAS and the copy, and count the
-# 128-bit loads in their SASS.
+# (rungs.py: matmul blocktile2d, vectorized, warptile, async_double_buffer, and in float32
+# prefetch_splitk, fragment_double_buffer; transpose vectorized; transpose_inplace
+# tile_pairs; dot vectorized_shuffle, deterministic, streaming) at default and odd shapes,
+# every type, benchmark the goals beside cuBLAS and the copy, and count the 128-bit loads in
+# their SASS.
 #
 #   [TAR=FILE] [DEADLINE=S] [KERNELS_DIR=DIR] scripts/ladder/run.sh OUT [PHASE...]
 #
@@ -76,6 +77,8 @@ SMALL_TRANSPOSE=1000x37,37x1000,65x63,128x136
 SMALL_INPLACE=1,17,65,136
 SMALL_DOT=1,7,1001,100003
 MATMUL_V=(--variant blocktile2d --variant vectorized --variant warptile --variant async_double_buffer)
+# The matmul rungs written for float32 alone (the CUDA-core SGEMMs), added in float32 only.
+MATMUL_F32_V=(--variant prefetch_splitk --variant fragment_double_buffer)
 TRANSPOSE_V=(--variant vectorized)
 INPLACE_V=(--variant tile_pairs)
 DOT_V=(--variant vectorized_shuffle --variant deterministic --variant streaming)
@@ -115,8 +118,8 @@ one_type() {
     local dir=$1 dtype=$2
     shift 2
     local bad=0
-    local only32=()  # prefetch_splitk is written for float32 alone
-    [ "$dtype" = float32 ] && only32=(--variant prefetch_splitk)
+    local only32=()  # prefetch_splitk and fragment_double_buffer: float32 alone
+    [ "$dtype" = float32 ] && read -r -a only32 <<<"$MATMUL_F32_V_W"
     step "$dir" "matmul_$dtype" matmul "${MATMUL_V[@]}" "${only32[@]}" \
         --size "$MATMUL_SIZES" --dtype "$dtype" "$@" || bad=$((bad + 1))
     step "$dir" "transpose_$dtype" transpose "${TRANSPOSE_V[@]}" \
@@ -150,6 +153,7 @@ run_parallel() {
 
 export -f left step one_type
 export cb kd MATMUL_SIZES TRANSPOSE_SIZES INPLACE_SIZES DOT_SIZES
+export MATMUL_F32_V_W="${MATMUL_F32_V[*]}"  # arrays do not cross `bash -c`: as words
 
 for phase in $phases; do
     echo "=== $phase ($(date +%H:%M:%S), $(($(date +%s) - RUN_T0)) s in)"
@@ -182,8 +186,10 @@ INPLACE_V=(\$INPLACE_V_W); DOT_V=(\$DOT_V_W); one_type '$out/$phase' $dtype ${ex
         for tool in memcheck racecheck synccheck; do
             job="bad=0"
             for dtype in float32 float16; do
+                f32=""
+                [ "$dtype" = float32 ] && f32="${MATMUL_F32_V[*]}"
                 job+="; step '$out/sanitize' matmul_${tool}_$dtype matmul \
-${MATMUL_V[*]} --size $SMALL_MATMUL --dtype $dtype --sanitize $tool ${FAST[*]} || bad=\$((bad+1))"
+${MATMUL_V[*]} $f32 --size $SMALL_MATMUL --dtype $dtype --sanitize $tool ${FAST[*]} || bad=\$((bad+1))"
                 job+="; step '$out/sanitize' transpose_${tool}_$dtype transpose \
 ${TRANSPOSE_V[*]} --size $SMALL_TRANSPOSE --dtype $dtype --sanitize $tool ${FAST[*]} \
 || bad=\$((bad+1))"
@@ -209,6 +215,9 @@ ${DOT_V[*]} --size $SMALL_DOT --dtype $dtype --sanitize $tool ${FAST[*]} || bad=
 -p BM=64,128 -p BN=64,128 -p BK=8,32 -p WM=32,64 -p WN=32,64 -p MIN_BLOCKS=1 ${FAST[*]}" \
             "step '$p' async_double_buffer matmul --variant async_double_buffer \
 --size $odd -p BM=64,128 -p BN=64,128 -p BK=8,32 -p WM=32,64 -p WN=32,64 -p STAGES=3 ${FAST[*]}" \
+            "step '$p' fragment_double_buffer matmul --variant fragment_double_buffer \
+--size $odd,257x1001x255 -p BK=8,16,32 -p GROUP_M=1,16 -p MIN_BLOCKS=1,2 -p SPLIT_MAX=1,8 \
+${FAST[*]}" \
             "step '$p' async_stages_f16 matmul --variant async_double_buffer \
 --size $odd,96x24x260 --dtype float16 -p STAGES=2,3,4 -p MIN_BLOCKS=1,2 ${FAST[*]} && \
 step '$p' async_stages_f64 matmul --variant async_double_buffer \
@@ -244,6 +253,9 @@ ${DOT_V[*]} --size 1001,1000003 --dtype \$d -p BLOCK=32,1024 \
         step "$t" matmul_async_4096 matmul --variant async_double_buffer \
             --size 4096 -p BK=8,16,32 -p STAGES=2,3,4 -p MIN_BLOCKS=1,2 --best \
             --json "$t/matmul_async_4096.json" || failed=$((failed + 1))
+        step "$t" matmul_fragment_4096 matmul --variant fragment_double_buffer \
+            --size 4096 -p BK=8,16,32 -p GROUP_M=1,8,16 -p MIN_BLOCKS=1,2 --best \
+            --json "$t/matmul_fragment_4096.json" || failed=$((failed + 1))
         step "$t" matmul_warptile_4096 matmul --variant warptile \
             --size 4096 -p BK=8,16,32 -p WM=32,64 -p WN=32,64 -p MIN_BLOCKS=1,2 --best \
             --json "$t/matmul_warptile_4096.json" || failed=$((failed + 1))

@@ -89,7 +89,7 @@ def test_ctrl_c_midway_leaves_a_valid_partial_file(tmp_path):
     partial = load_results(path)
     assert partial.metadata["complete"] is False
     # 4 sizes x (6 variants + cuBLAS) were asked for: naive, tiled, tiled_conflict,
-    # warptile, async_double_buffer, prefetch_splitk
+    # warptile, async_double_buffer, fragment_double_buffer
     assert 1 <= len(partial.benchmarks) < 4 * 7
     assert all(b.status == "PASS" and b.samples_s for b in partial.benchmarks)
 
@@ -131,7 +131,7 @@ def test_a_spinning_kernel_times_out_and_the_others_are_measured(tmp_path):
     statuses = {b.variant: b.status for b in load_results(json_path).benchmarks}
     assert statuses == {"aaa_spins": "TIMEOUT", "naive": "PASS", "tiled": "PASS",
                         "tiled_conflict": "PASS", "warptile": "PASS",
-                        "async_double_buffer": "PASS", "prefetch_splitk": "PASS"}
+                        "async_double_buffer": "PASS", "fragment_double_buffer": "PASS"}
     # the timeout, worker starts, six variants compiled and measured
     assert elapsed < 5 + 45, elapsed
 

@@ -85,8 +85,8 @@ def test_every_tile_size(engine, op, size, tile):
     results = run(engine, op, size, "float32", params={"TILE": tile})
     variants = [r for r in results.values() if r.kind is Kind.VARIANT]
     # the float16-only rungs are left out, and so are those run on request (blocktile2d,
-    # vectorized); matmul's warptile, async_double_buffer and prefetch_splitk take no TILE:
-    # their defaults
+    # vectorized, prefetch_splitk); matmul's warptile, async_double_buffer and
+    # fragment_double_buffer take no TILE: their defaults
     takes = [v for v in catalog.discover()[op].values()
              if "float32" in v.dtypes and not v.on_request]
     assert len(variants) == len(takes), results
@@ -244,7 +244,7 @@ def test_faulting_kernel_does_not_hide_the_others(tmp_path):
     # The variants after the fault ran in a fresh process and still pass.
     assert statuses == {"aaa_faults": "FAIL", "naive": "PASS", "tiled": "PASS",
                         "tiled_conflict": "PASS", "warptile": "PASS",
-                        "async_double_buffer": "PASS", "prefetch_splitk": "PASS"}
+                        "async_double_buffer": "PASS", "fragment_double_buffer": "PASS"}
 
 
 def test_compile_error_names_file_and_line(engine, tmp_path):
