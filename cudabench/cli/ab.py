@@ -54,7 +54,10 @@ WARMUP_ROUNDS = 1  # rounds run first and never judged
 # rounds' ratios, so 20 rounds put them 6 ratios in from each end where 10 put them 2 in, and
 # a round or two disturbed by the machine no longer decide the verdict. On an H100 a ~1.5%
 # plant gave interval floors of +0.78..+1.39% this way against +0.35..+0.95% with 10 x 15.
-DEFAULT_ROUNDS = 20
+# Once the checks ran on the GPU and a warm GPU's warm-up was cut short (issue 29), a round
+# of a 28 us dot at 1<<23 took ~70 ms on an H200 (20 rounds: 3.1 s, against ~60 s before),
+# so the default takes twice the rounds: the interval narrows by about sqrt(2) for seconds.
+DEFAULT_ROUNDS = 40
 DEFAULT_SAMPLES = 8  # per side and round: enough for a round's median
 
 
