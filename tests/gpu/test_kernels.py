@@ -151,6 +151,17 @@ WRONG_KERNELS = {
             int col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;
             if (row < ROWS && col < COLS) B[row * COLS + col] = A[row * COLS + col];
         }""",
+    # Right but for the very last element (at 1024², verified on the GPU: the count's tail).
+    ("transpose", "last_element_wrong"): """
+        // cudabench: transpose
+        // launch last_element_wrong: grid cdiv(COLS, 16), cdiv(ROWS, 16); block 16, 16
+        extern "C" __global__ void last_element_wrong(const DTYPE* A, DTYPE* B, int ROWS,
+                                                      int COLS) {
+            int col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;
+            if (row < ROWS && col < COLS)
+                B[col * ROWS + row] = (row == ROWS - 1 && col == COLS - 1 && ROWS * COLS > 1)
+                                      ? A[0] : A[row * COLS + col];
+        }""",
     # Forgets the edge: pairs in the last row are never swapped. (A kernel in which both
     # threads of a pair swap is wrong too, but racy: in one warp both read before either
     # writes and the pair ends up swapped once, so it can pass. A test kernel must not.)
@@ -208,6 +219,8 @@ def write_kernel(folder, op, name, source):
     ("matmul", "short_k", "17x33x5"), ("matmul", "short_k", "1000"),
     ("matmul", "skips_last_row", "17x33x5"), ("matmul", "skips_last_row", "1024"),
     ("transpose", "copies", "33x17"), ("transpose", "copies", "64x64"),
+    ("transpose", "copies", "1024"), ("transpose", "last_element_wrong", "1024"),
+    ("transpose", "last_element_wrong", "1000x1037"),
     ("transpose_inplace", "skips_last_row", "31"),
     ("transpose_inplace", "skips_last_row", "3001"),
     ("dot", "skips_last_block", "1"), ("dot", "skips_last_block", "1000"),
@@ -218,6 +231,8 @@ def test_wrong_kernel_is_reported_fail(engine, tmp_path, op, name, size, dtype):
     result = run(engine, op, size, dtype, [name], kernels_dirs=[tmp_path])[name]
     assert result.status == "FAIL", result.verification
     assert result.verification.bad_elements > 0
+    if name == "last_element_wrong":
+        assert result.verification.bad_elements == 1
 
 
 def test_faulting_kernel_does_not_hide_the_others(tmp_path):
