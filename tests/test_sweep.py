@@ -98,6 +98,23 @@ def test_best_names_a_winner_and_writes_a_suite(use_fake, tmp_path):
     assert rerun.exit_code == 0, rerun.output
 
 
+def test_best_re_measures_in_the_runs_warm_worker(use_fake, monkeypatch):
+    # Two sizes, each a close call re-measured head to head: one worker process for the
+    # sweep and both re-measures (a fresh one each cost a spawn and a CUDA context).
+    from cudabench.runner import workers
+
+    started = []
+    spawn = workers.Worker._start
+    monkeypatch.setattr(workers.Worker, "_start",
+                        lambda self: (started.append(self), spawn(self))[1])
+    done = invoke("matmul", "--size", "32..64:x2", "--tile", "8,16", "--variant", "naive",
+                  *QUICK, "--best")
+    assert done.exit_code == 0, done.output
+    assert "best configuration per variant and size" in done.stdout
+    assert len(started) == 1
+    assert not workers._KEPT  # ended with the command
+
+
 def sample_row(params, median, noise=0.001, n=40):
     samples = tuple(median * (1 + noise * ((i % 7) - 3) / 3) for i in range(n))
     return BenchmarkResult(op="matmul", variant="tiled", params=params, shape=(64, 64, 64),

@@ -39,7 +39,9 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
         contenders = best.candidates(rows)
         rematch = None
         if len(contenders) > 1:
-            again = rerun or (lambda solo: run_plans(solo, spec, devices=devices))
+            # keep_worker: the next group's re-measure takes the same warm worker
+            again = rerun or (lambda solo: run_plans(solo, spec, devices=devices,
+                                                     keep_worker=True))
             rematch = _rematch(rows, contenders, plans, again)
         choices.append(best.decide(rows, rematch))
     return choices

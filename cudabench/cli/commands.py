@@ -43,7 +43,12 @@ from cudabench.engines.nvcc import find_nvcc
 from cudabench.runner.pipeline import count_rows, run_plans
 from cudabench.planning.plan import Insight, Plan, Request, make_plan
 from cudabench.observers.sanitizer import find_sanitizer
-from cudabench.runner.workers import discard_prestarted, finish_closing, prestart
+from cudabench.runner.workers import (
+    discard_kept,
+    discard_prestarted,
+    finish_closing,
+    prestart,
+)
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.render import terminal
@@ -193,8 +198,9 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
         if cluster is not None:
             outcome = cluster.run(plans, spec, on_result, on_start)
         else:
+            # --best re-measures close calls after the run: in the same warm worker
             outcome = run_plans(plans, spec, on_result, on_start=on_start, devices=slots,
-                                replicate=placement.replicate)
+                                replicate=placement.replicate, keep_worker=outputs.best)
     if writer is not None:
         writer.write(complete=True)
     return outcome, versions
@@ -215,8 +221,12 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     if outputs.best:
         with clock.phase("--best: head to head"):
             slots = measured.slots
-            choices = best.choose(outcome, measured.plans, engine_spec(device),
-                                  slots[:1] if slots else None)
+            try:
+                choices = best.choose(outcome, measured.plans, engine_spec(device),
+                                      slots[:1] if slots else None)
+            finally:
+                discard_kept()  # the run's worker, kept for the re-measure
+                finish_closing()
             terminal.render_rows("best configuration per variant and size", best.COLUMNS,
                                  [best.row_cells(choice) for choice in choices],
                                  terminal.stdout_console())

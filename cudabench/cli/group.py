@@ -159,3 +159,5 @@ def main(argv: list[str] | None = None) -> None:
         workers = sys.modules.get("cudabench.runner.workers")  # not imported: none started
         if workers is not None:
             workers.discard_prestarted()  # the command ended before its run took the worker
+            workers.discard_kept()  # nor the worker a run kept warm for a next one
+            workers.finish_closing()

@@ -15,7 +15,7 @@ from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.execute import OnPhase, OnResult, run_jobs
 from cudabench.measure.jobs import Job, jobs_of, record
 from cudabench.planning.plan import Plan
-from cudabench.runner.workers import Worker, take_prestarted
+from cudabench.runner.workers import Worker, keep, take_kept, take_prestarted
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
 OnStart = Callable[[Mapping[str, str]], None]  # receives the engine's versions
@@ -30,12 +30,13 @@ def count_rows(plans: Sequence[Plan], copies: int = 1) -> int:
 
 def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | None = None,
               on_start: OnStart | None = None, devices: Sequence[Slot] | None = None,
-              replicate: bool = False) -> RunOutcome:
+              replicate: bool = False, keep_worker: bool = False) -> RunOutcome:
     """Run every job of the plans in watched worker processes; stream each row.
 
-    Without devices, on spec's GPU in order. With devices (--devices), one worker per GPU
-    takes whole benchmarks from one queue (fleet.py); with replicate every GPU runs every
-    benchmark.
+    Without devices, on spec's GPU in order, in the worker a previous run kept or a fresh
+    one; keep_worker keeps it warm for the command's next run (workers.keep). With devices
+    (--devices), one worker per GPU takes whole benchmarks from one queue (fleet.py); with
+    replicate every GPU runs every benchmark.
     """
     plans = list(plans)
     jobs = jobs_of(plans)
@@ -45,7 +46,7 @@ def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | Non
 
         results, notes = run_on_devices(plans, jobs, spec, devices, replicate, emit, on_start)
     else:
-        results, notes = run_on_one(plans, jobs, spec, emit, on_start), []
+        results, notes = run_on_one(plans, jobs, spec, emit, on_start, keep_worker), []
     return outcome_of(plans, results, notes, emit)
 
 
@@ -65,16 +66,22 @@ def outcome_of(plans: Sequence[Plan], results: list[BenchmarkResult], notes: lis
 
 
 def run_on_one(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
-               on_result: OnResult, on_start: OnStart | None = None) -> list[BenchmarkResult]:
+               on_result: OnResult, on_start: OnStart | None = None,
+               keep_worker: bool = False) -> list[BenchmarkResult]:
     """Run jobs in order on spec's GPU, in a worker replaced whenever one stops."""
     results: list[BenchmarkResult] = []
-    worker = take_prestarted(spec, plans) or Worker(spec, plans)
+    worker = take_kept(spec, plans) or take_prestarted(spec, plans) or Worker(spec, plans)
+    done = False
     try:
         while len(results) < len(jobs):
             results += worker.run(jobs[len(results):], on_result,
                                   on_start if not results else None, first=not results)
+        done = True
     finally:
-        worker.close(wait=False)  # it releases the GPU while the tables are printed
+        if done and keep_worker:
+            keep(worker)  # warm for the command's next run (--best's re-measure)
+        else:
+            worker.close(wait=False)  # it releases the GPU while the tables are printed
     return results
 
 

@@ -215,6 +215,7 @@ def _let_go(inbox: Any) -> None:
 
 
 _PRESTARTED: list[Worker] = []  # started before the plans were made (at most one)
+_KEPT: list[Worker] = []  # warm after a run, for the same command's next run (at most one)
 _CLOSING: list[Any] = []  # processes told to end, not yet joined
 
 
@@ -240,6 +241,34 @@ def take_prestarted(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
     if worker is not None:
         worker.plans = list(plans)
     return worker
+
+
+def keep(worker: Worker) -> None:
+    """Keep a worker that finished a run warm for the command's next run on its spec
+    (--best's head-to-head re-measure), instead of ending it: take_kept hands it out,
+    discard_kept ends it."""
+    discard_kept()
+    _KEPT.append(worker)
+
+
+def take_kept(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
+    """Return the kept worker, given the plans, if it runs spec's GPU; else None (and a
+    kept worker of another spec is ended)."""
+    worker = _KEPT.pop() if _KEPT else None
+    if worker is not None and (worker.spec != spec or worker._process is None):
+        worker.close(wait=False)
+        return None
+    if worker is not None:
+        worker.plans = list(plans)
+        worker._has_plans = False  # its process holds the last run's plans: send these
+    return worker
+
+
+def discard_kept() -> None:
+    """End a kept worker (the command is done with the GPU); it releases its GPU while the
+    caller goes on (finish_closing joins)."""
+    while _KEPT:
+        _KEPT.pop().close(wait=False)
 
 
 def discard_prestarted() -> None:
