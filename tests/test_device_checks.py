@@ -130,3 +130,16 @@ def test_every_type_passes_on_the_gpu_and_fails_there_too(dtype):
     assert rows["shared"].status is Status.FAIL
     assert rows["naive"].status is Status.PASS
     assert rows["naive"].verification == Verification(True, 0.0, 0.0, 0, 600 * 520, "exact")
+
+
+def test_a_full_gpu_lets_the_resident_copies_go_before_a_row_fails():
+    # 600x520 float32: 1.25 MB an array. The copies kept for refills and the GPU's
+    # comparisons (the inputs and the expected results of both input sets: 5 MB) would
+    # leave too little of 8 MB for a variant's buffers and the recheck's second set.
+    plan = make_plan(Request(op="transpose", size=LARGE["transpose"], timing=QUICK,
+                             variants=("naive", "shared"),
+                             insight=Insight(vendor=False, batch=False)))
+    engine = CountingEngine(FakeSpec(seed=3, memory_bytes=8 << 20))
+    rows = {r.variant: r for r in run_jobs([plan], jobs_of([plan]), engine)}
+    for name in ("naive", "shared"):
+        assert rows[name].error is None and rows[name].verification.passed, rows[name].error

@@ -18,6 +18,8 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.engines.protocol import Engine
+from cudabench.errors import GpuEnvironmentError
+from cudabench.measure.resident import RESIDENT
 
 PATTERN = 0xA5  # a byte no kernel writes by chance as often as 0x00
 ALIGN = 256
@@ -42,10 +44,18 @@ class Guarded:
 
 
 def allocate(engine: Engine, nbytes: int) -> Guarded:
-    """Allocate nbytes between two guard zones filled with the pattern."""
+    """Allocate nbytes between two guard zones filled with the pattern. The benchmark's
+    resident copies (resident.py) are a convenience, the rows' buffers are not: where the
+    GPU is full, the copies are let go and the allocation tried once more."""
     guard = guard_bytes(nbytes)
     padded = -(-max(nbytes, 1) // ALIGN) * ALIGN
-    base = engine.allocate(guard + padded + guard)
+    try:
+        base = engine.allocate(guard + padded + guard)
+    except GpuEnvironmentError:
+        if not RESIDENT.holds_any():
+            raise
+        RESIDENT.release(engine)
+        base = engine.allocate(guard + padded + guard)
     engine.fill(base, np.uint8(PATTERN), guard + padded + guard)
     return Guarded(base, engine.offset(base, guard), nbytes, guard)
 

@@ -64,6 +64,10 @@ class ResidentInputs:
         self._bytes += array.nbytes
         return array, device
 
+    def holds_any(self) -> bool:
+        """Return whether any copy is kept (memory that release would give back)."""
+        return bool(self._copies)
+
     def release(self, engine: Engine) -> None:
         """Free every resident copy (the benchmark's rows are done)."""
         for _array, device in self._copies.values():
