@@ -16,9 +16,10 @@ BUILTIN_VARIANTS = {
     "matmul": {"naive", "tiled", "tiled_conflict", "mma_sync", "mma_async", "wgmma_async",
                "wgmma_tma", "wgmma_ws", "blocktile2d", "vectorized", "warptile",
                "async_double_buffer", "prefetch_splitk", "fragment_double_buffer"},
-    "transpose": {"naive", "shared", "shared_padded", "vectorized"},
+    "transpose": {"naive", "shared", "shared_padded", "vectorized", "evict_first"},
     "transpose_inplace": {"naive", "tiled", "tile_pairs"},
-    "dot": {"shared_tree", "atomic", "vectorized_shuffle", "deterministic", "streaming"},
+    "dot": {"shared_tree", "atomic", "vectorized_shuffle", "deterministic", "streaming",
+            "bulk"},
 }
 # The built-in variants whose header says `run: on request` (docs/kernels.md says why).
 # Rungs beaten at every goal size by one beside them (measured on an H100): named or

@@ -153,7 +153,7 @@ def test_only_params_the_code_never_names_are_pruned():
     assert pruned == {("dot", "atomic", "BLOCKS_PER_SM"), ("dot", "shared_tree", "BLOCKS_PER_SM"),
                       ("dot", "deterministic", "BLOCKS_PER_SM"),
                       ("dot", "vectorized_shuffle", "BLOCKS_PER_SM"),
-                      ("dot", "streaming", "BLOCKS_PER_SM"),
+                      ("dot", "streaming", "BLOCKS_PER_SM"), ("dot", "bulk", "BLOCKS_PER_SM"),
                       ("matmul", "prefetch_splitk", "SPLIT_MAX"),  # the grid's K slices
                       ("matmul", "fragment_double_buffer", "SPLIT_MAX"),  # likewise
                       ("matmul", "naive", "TILE"), ("transpose", "naive", "TILE"),

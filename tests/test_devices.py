@@ -273,9 +273,9 @@ def test_progress_counts_every_gpus_rows_and_names_the_gpu(use_fake, tmp_path):
                   "--replicate", "--progress")
     assert done.exit_code == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
-    # atomic, deterministic, shared_tree, vectorized_shuffle, the copy
-    assert len(lines) == 2 * 5 and all("/10]" in line for line in lines)
-    assert sum(" on GPU 1 " in line for line in lines) == 5
+    # atomic, bulk, deterministic, shared_tree, vectorized_shuffle, the copy
+    assert len(lines) == 2 * 6 and all("/12]" in line for line in lines)
+    assert sum(" on GPU 1 " in line for line in lines) == 6
 
 
 def test_gpus_that_share_an_index_are_told_apart_by_uuid():

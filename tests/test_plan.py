@@ -59,7 +59,9 @@ def planned(plan) -> dict[str, dict[str, int]]:
         ("transpose", (3001, 3001),
          {"naive": {"TILE": 32}, "shared": {"TILE": 32, "BLOCK_ROWS": 8},
           "shared_padded": {"TILE": 32, "BLOCK_ROWS": 8},
-          "vectorized": {"TILE": 64, "BLOCK_ROWS": 8}}),
+          "vectorized": {"TILE": 64, "BLOCK_ROWS": 8},
+          "evict_first": {"TILE": 64, "BLOCK_ROWS": 8, "GROUP": 1, "LOAD_CACHE": 1,
+                          "STORE_CACHE": 2}}),
         ("transpose_inplace", (3001,),
          {"naive": {"TILE": 32}, "tiled": {"TILE": 32, "BLOCK_ROWS": 8},
           "tile_pairs": {"TILE": 32, "BLOCK_ROWS": 8}}),
@@ -67,7 +69,9 @@ def planned(plan) -> dict[str, dict[str, int]]:
          {"atomic": {"BLOCK": 256, "BLOCKS_PER_SM": 8},
           "shared_tree": {"BLOCK": 256, "BLOCKS_PER_SM": 8},
           "vectorized_shuffle": {"BLOCK": 256, "BLOCKS_PER_SM": 4, "UNROLL": 4},
-          "deterministic": {"BLOCK": 256, "BLOCKS_PER_SM": 4, "UNROLL": 4}}),
+          "deterministic": {"BLOCK": 256, "BLOCKS_PER_SM": 4, "UNROLL": 4},
+          "bulk": {"BLOCK": 256, "BLOCKS_PER_SM": 1, "CHUNK": 16384, "STAGES": 4,
+                   "LOAD_CACHE": 1}}),
     ],
 )
 def test_defaults(catalog, op, shape, params):

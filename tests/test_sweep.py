@@ -146,7 +146,7 @@ def test_csv_has_a_row_per_benchmark(use_fake, tmp_path):
     done = invoke("dot", "--size", "1000", *QUICK, "--csv", str(path))
     assert done.exit_code == 0, done.output
     rows = list(csv.DictReader(io.StringIO(path.read_text())))
-    assert [r["variant"] for r in rows] == ["atomic", "deterministic", "shared_tree",
+    assert [r["variant"] for r in rows] == ["atomic", "bulk", "deterministic", "shared_tree",
                                             "vectorized_shuffle", "memcpy_dtod"]
     assert all(float(r["median_s"]) > 0 for r in rows)
 
@@ -155,7 +155,7 @@ def test_progress_is_quiet_off_a_terminal_unless_forced(use_fake):
     quiet = invoke("dot", "--size", "1000", *QUICK)
     assert "[1/" not in quiet.stderr
     loud = invoke("dot", "--size", "1000", *QUICK, "--progress")
-    assert "[1/5] dot/atomic" in loud.stderr and "left" in loud.stderr
+    assert "[1/6] dot/atomic" in loud.stderr and "left" in loud.stderr
     assert "[1/" not in invoke("dot", "--size", "1000", *QUICK, "--quiet").stderr
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA-core ladder (issues 18, 25) on a GPU, in one batch: verify its rungs in kernels/
 # (rungs.py: matmul blocktile2d, vectorized, warptile, async_double_buffer, and in float32
-# prefetch_splitk, fragment_double_buffer; transpose vectorized; transpose_inplace
-# tile_pairs; dot vectorized_shuffle, deterministic, streaming) at default and odd shapes,
+# prefetch_splitk, fragment_double_buffer; transpose vectorized, evict_first; transpose_inplace
+# tile_pairs; dot vectorized_shuffle, deterministic, streaming, bulk) at default and odd shapes,
 # every type, benchmark the goals beside cuBLAS and the copy, and count the 128-bit loads in
 # their SASS.
 #
@@ -79,9 +79,9 @@ SMALL_DOT=1,7,1001,100003
 MATMUL_V=(--variant blocktile2d --variant vectorized --variant warptile --variant async_double_buffer)
 # The matmul rungs written for float32 alone (the CUDA-core SGEMMs), added in float32 only.
 MATMUL_F32_V=(--variant prefetch_splitk --variant fragment_double_buffer)
-TRANSPOSE_V=(--variant vectorized)
+TRANSPOSE_V=(--variant vectorized --variant evict_first)
 INPLACE_V=(--variant tile_pairs)
-DOT_V=(--variant vectorized_shuffle --variant deterministic --variant streaming)
+DOT_V=(--variant vectorized_shuffle --variant deterministic --variant streaming --variant bulk)
 FAST=(--no-vendor --no-batch --warmup 0 --min-samples 3 --max-samples 3 --max-time 0.05)
 
 # left: the seconds before DEADLINE (0 when past it).

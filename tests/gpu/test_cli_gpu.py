@@ -104,9 +104,10 @@ def test_run_suite_writes_every_benchmark(tmp_path):
                                       "--progress"])
     assert result.exit_code == 0, result.output
     loaded = load_results(path)
-    # 4 transpose groups x (4 variants + copy) and dot's 4 variants + copy.
-    assert len(loaded.benchmarks) == 4 * 5 + 5 and loaded.metadata["complete"] is True
-    assert "[25/25]" in result.output  # progress lines on stderr when not a terminal
+    # 4 transpose groups x (5 variants + copy) and dot's 5 variants + copy (streaming runs
+    # on request).
+    assert len(loaded.benchmarks) == 4 * 6 + 6 and loaded.metadata["complete"] is True
+    assert "[30/30]" in result.output  # progress lines on stderr when not a terminal
 
 
 def test_a_spinning_kernel_times_out_and_the_others_are_measured(tmp_path):
