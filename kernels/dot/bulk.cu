@@ -8,19 +8,30 @@
 // arch: sm_90
 // launch dot_bulk: grid min(cdiv(N, CHUNK // ELEM_SIZE), SM_COUNT * min(BLOCKS_PER_SM, min(2048 // BLOCK, 233472 // (2 * CHUNK * min(STAGES, 98304 // CHUNK) + 2048)))); block BLOCK; dynamic_shared 2 * CHUNK * min(STAGES, 98304 // CHUNK)
 
-// Measured (issue 25; one H100 80GB HBM3, 1<<26 float32, cold L2, each line one run beside
-// the device-to-device copy; scripts/ladder/draft_call_2.sh and two confirmation runs,
-// docs/kernels.md): the defaults, one block an SM with 4 stages of 16 KB of a and 16 KB of
-// b (128 KB of reads in flight an SM), read at 2,912-2,915 GB/s: 0.996 and 0.999 of the
-// copy, where vectorized_shuffle reaches 0.984-0.988 and deterministic 0.978-0.984. Two
-// blocks an SM: 0.996-0.998; 3 stages 0.995-0.998; 6 stages 0.992-0.994; 8 KB pieces
-// (the draft's defaults) 0.991; 4 KB 0.985. Issue 25's goal of 1.00 is not reached: this
-// rung reads about as fast as the copy moves bytes, not faster.
+// What it changes against deterministic.cu (rung 2), and why: every LDG-based dot rung
+// reads at ~2,870 GB/s on an H100 whatever its geometry (BLOCK, blocks an SM, UNROLL: a
+// --best sweep found them all within noise), about 98% of what the device-to-device copy
+// moves. This one takes the SM's load path out of it: the bytes come by bulk copies
+// (cp.async.bulk, the TMA unit's 1-D form, no tensor map needed), CHUNK bytes a request
+// (16 KB by default) into a ring of shared buffers, 128 KB of reads in flight an SM without
+// a register or an LDG each; the threads only wait and do FMAs from shared memory. The sum
+// keeps deterministic's fixed order and one-pass finish, so its bits do not change run to
+// run. Written as a draft in scripts/ladder/kernels/dot/ (defaults then BLOCKS_PER_SM=2
+// CHUNK=8192), promoted with the measured defaults below.
 //
-// Every LDG-based dot rung reads at ~2,870 GB/s on an H100 whatever its geometry. This one
-// takes the SM's load path out of it: the bytes come by bulk copies (cp.async.bulk, the
-// TMA unit's 1-D form, no tensor map needed), 8 KB a request by default, into shared
-// memory; the threads only wait and do FMAs from shared memory.
+// Measured (issue 25, 2026-11-26; one H100 80GB HBM3, 1<<26 float32, cold L2, medians, each
+// line one run beside the copy; scripts/ladder/draft_call_2.sh, then two confirmation runs:
+// docs/kernels.md, tables in docs/data/ladder-2026-11-26/): the defaults, one block an SM
+// with 4 stages of 16 KB of a and 16 KB of b, read at 2,912-2,915 GB/s against the copy's
+// 2,917-2,923: 0.996 and 0.999 of the copy (184.3 us against 183.7, 184.2 against 184.1),
+// and 1.000 (184.4 against 184.3) in the ladder's bench run after the promotion; beside it
+// vectorized_shuffle reached 0.984-0.988 and deterministic 0.978-0.984. Two blocks an SM:
+// 0.996-0.998; 3 stages 0.995-0.998; 6 stages 0.992-0.994; 8 KB pieces (the draft's
+// defaults) 0.991; 4 KB 0.985. Issue 25's goal of 1.00 is not reached: the best of every
+// dot rung, within 0.0-0.4% of the copy, but it reads about as fast as the copy moves
+// bytes, not faster.
+//
+// How:
 //
 // - Pieces: the first N / CE whole pieces of CE = CHUNK / ELEM_SIZE elements (when a and b
 //   are 16-byte aligned: a bulk copy needs 16-byte aligned addresses and sizes), piece p
@@ -35,9 +46,10 @@
 //   __syncthreads later thread 0 refills the stage with piece k + NSTAGE. NSTAGE - 1
 //   pieces are in flight while one is summed. Every copy issued is waited for, so none is
 //   pending when the block exits.
-// - LOAD_CACHE 2: the copies carry an L2 evict-first cache policy (.L2::cache_hint). Caution as
-//   in persistent.cu: with cold-L2 timing, a gain the batch (warm) column does not show
-//   is the flush memset's write-back moved out of the timed launch.
+// - LOAD_CACHE 2: the copies carry an L2 evict-first cache policy (.L2::cache_hint);
+//   slower: 0.951-0.961 of the copy where plain copies gave 0.976-0.998. Caution as in the dot persistent draft
+//   (scripts/ladder/kernels/dot/): with cold-L2 timing, a gain the batch (warm) column does
+//   not show is the flush memset's write-back moved out of the timed launch.
 // - The elements after the last whole piece (fewer than CE; all N when a or b is not
 //   16-byte aligned) are summed element by element, grid-stride, after the pieces.
 //

@@ -7,15 +7,19 @@
 // param STORE_CACHE: default 2; allowed 1, 2
 // launch transpose_evict_first: grid cdiv(ROWS, TILE) * cdiv(COLS, TILE); block TILE * ELEM_SIZE // 16, min(BLOCK_ROWS, 1024 // (TILE * ELEM_SIZE // 16)); dynamic_shared TILE * (TILE + 1) * ELEM_SIZE
 
-// Measured (issue 25; one H100 80GB HBM3, 8192² float32, cold L2, each line one run beside
-// the device-to-device copy; scripts/ladder/draft_call_2.sh and two confirmation runs,
-// docs/kernels.md): the defaults, GROUP=1 LOAD_CACHE=1 STORE_CACHE=2 (row-major tile order,
-// plain loads, evict-first stores), reached 0.973, 0.973 and 0.976 of the copy in three
-// runs where vectorized.cu reached 0.967, 0.970 and 0.970 beside it: about 0.5%, no more
-// than twice the run-to-run spread (±0.3%). STORE_CACHE=1 gave 0.972-0.973. Tile groups
-// (GROUP=16: 0.952-0.958; 1024: 0.957-0.972) and evict-first loads (LOAD_CACHE=2:
-// 0.938-0.960) were slower, so the parameters stay as the record of what did not help.
-// (Written as the draft `grouped`: its defaults then were GROUP=16 LOAD_CACHE=2.)
+// Measured (issue 25, 2026-11-26; one H100 80GB HBM3, 8192² float32, cold L2, medians, each
+// line one run beside the device-to-device copy; scripts/ladder/draft_call_2.sh, then two
+// confirmation runs: docs/kernels.md, tables in docs/data/ladder-2026-11-26/): the defaults,
+// GROUP=1 LOAD_CACHE=1 STORE_CACHE=2 (row-major tile order, plain loads, evict-first
+// stores), reached 0.973, 0.973 and 0.976 of the copy in three runs (186.2, 186.9, 186.4
+// us), where vectorized.cu reached 0.967, 0.970 and 0.970 beside it (187.5-187.6 us), and
+// 0.973 against vectorized's 0.971 in the ladder's bench run after the promotion. The gain,
+// 0.2-0.7% (about 0.5%), is about the size of the run-to-run spread (±0.3%): small, though
+// in every run. Plain stores (STORE_CACHE=1) gave 0.972-0.973. Tile groups (GROUP=16:
+// 0.952-0.958; 1024: 0.957-0.972) and evict-first loads (LOAD_CACHE=2: 0.938-0.960) were
+// slower, so those parameters stay as the record of what did not help. (Written as the
+// draft `grouped` in scripts/ladder/kernels/transpose/: its defaults then were GROUP=16
+// LOAD_CACHE=2 STORE_CACHE=2, 0.937.)
 //
 // kernels/transpose/vectorized.cu with three changes, each a parameter so that one sweep
 // separates them (GROUP=1 LOAD_CACHE=1 STORE_CACHE=1 at TILE=64 is vectorized's schedule

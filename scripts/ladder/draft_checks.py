@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""On a GPU: what `cudabench transpose/dot` cannot show about the issue-25 drafts in
-scripts/ladder/kernels/ (transpose grouped, persistent; dot persistent, bulk): inputs and
-outputs that are not 16-byte aligned (the scalar fallbacks chosen by pointer alignment),
-guard bytes around every output, and repeated one-pass dot launches (the arrival counter
-reset by the last block, one bit pattern per case).
+"""On a GPU: what `cudabench transpose/dot` cannot show about issue 25's second drafts
+(transpose grouped, persistent; dot persistent, bulk): inputs and outputs that are not
+16-byte aligned (the scalar fallbacks chosen by pointer alignment), guard bytes around every
+output, and repeated one-pass dot launches (the arrival counter reset by the last block, one
+bit pattern per case). Run on 2026-11-26 in draft_call_2.sh with the drafts' defaults then
+(docs/data/ladder-2026-11-26/draft2-checks.txt). Since then `grouped` is the built-in
+kernels/transpose/evict_first.cu and `bulk` the built-in kernels/dot/bulk.cu, checked here
+at their headers' (measured) defaults; the two `persistent` drafts stay in
+scripts/ladder/kernels/.
 
     python3 scripts/ladder/draft_checks.py [--launches 5] [--dtype float32 ...] [--jobs 16]
 
@@ -33,12 +37,15 @@ from pathlib import Path
 
 import numpy as np
 
+from cudabench.catalog import builtin_kernels_dir
 from cudabench.catalog.headers import parse_header
 from cudabench.ops import get_op
 from cudabench.ops.base import LaunchShape
 from cudabench.planning.plan import compile_defines, header_variables
 
-DRAFTS = Path(__file__).resolve().parent / "kernels"
+DRAFTS = Path(__file__).resolve().parent / "kernels"  # the drafts left: persistent.cu
+BUILTIN = builtin_kernels_dir()  # the promoted ones: transpose/evict_first.cu, dot/bulk.cu
+PROMOTED = {("transpose", "evict_first"), ("dot", "bulk")}
 TRANSPOSES = ("evict_first", "persistent")
 DOTS = (("persistent", {"LAYOUT": 1}), ("persistent", {"LAYOUT": 2}), ("bulk", {}))
 SAME_BITS_ALIGNED = {("persistent", 1)}  # (name, LAYOUT): the same order on both paths
@@ -46,6 +53,10 @@ T_SHAPES = ((64, 64), (1000, 1004), (37, 1000), (1000, 37), (65, 63), (1, 7), (2
 D_SIZES = (1, 7, 1000, 1000003, (1 << 24) + 3)
 GUARD = 16  # bytes before (beyond the offset) and after each output, kept at PATTERN
 PATTERN = 0xA5
+
+
+def kernel_path(op: str, name: str) -> Path:
+    return (BUILTIN if (op, name) in PROMOTED else DRAFTS) / op / f"{name}.cu"
 
 
 def build(path: Path, params: dict[str, int], types, arch: str, work: Path, tag: str) -> bytes:
@@ -83,12 +94,12 @@ def main() -> int:
     jobs = []  # (op, name, path, params, dtype)
     for dtype in dtypes:
         for name in TRANSPOSES:
-            path = DRAFTS / "transpose" / f"{name}.cu"
+            path = kernel_path("transpose", name)
             variant = parse_header(path)
             jobs.append((transpose, name, path, {p.name: p.default for p in variant.params},
                          dtype))
         for name, extra in DOTS:
-            path = DRAFTS / "dot" / f"{name}.cu"
+            path = kernel_path("dot", name)
             variant = parse_header(path)
             params = {p.name: p.default for p in variant.params}
             params.update(extra)

@@ -218,6 +218,11 @@ ${DOT_V[*]} --size $SMALL_DOT --dtype $dtype --sanitize $tool ${FAST[*]} || bad=
             "step '$p' fragment_double_buffer matmul --variant fragment_double_buffer \
 --size $odd,257x1001x255 -p BK=8,16,32 -p GROUP_M=1,16 -p MIN_BLOCKS=1,2 -p SPLIT_MAX=1,8 \
 ${FAST[*]}" \
+            "step '$p' evict_first transpose --variant evict_first \
+--size 1000x37,37x1000,65x63,130x136,1x7 -p TILE=8,64,128 -p GROUP=1,16 -p LOAD_CACHE=1,2 \
+-p STORE_CACHE=1,2 ${FAST[*]}" \
+            "step '$p' bulk dot --variant bulk --size 7,1001,1000003,1048579 \
+-p CHUNK=1024,16384 -p STAGES=2,8 -p BLOCKS_PER_SM=1,2 -p LOAD_CACHE=1,2 ${FAST[*]}" \
             "step '$p' async_stages_f16 matmul --variant async_double_buffer \
 --size $odd,96x24x260 --dtype float16 -p STAGES=2,3,4 -p MIN_BLOCKS=1,2 ${FAST[*]} && \
 step '$p' async_stages_f64 matmul --variant async_double_buffer \
@@ -262,12 +267,18 @@ ${DOT_V[*]} --size 1001,1000003 --dtype \$d -p BLOCK=32,1024 \
         step "$t" transpose_8192 transpose --variant vectorized --size 8192 \
             -p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 --best --json "$t/transpose_8192.json" ||
             failed=$((failed + 1))
+        step "$t" transpose_evict_first_8192 transpose --variant evict_first --size 8192 \
+            -p GROUP=1,16 -p LOAD_CACHE=1,2 -p STORE_CACHE=1,2 --best \
+            --json "$t/transpose_evict_first_8192.json" || failed=$((failed + 1))
         step "$t" transpose_inplace_8192 transpose --inplace \
             --variant tile_pairs --size 8192 -p TILE=32,64 -p BLOCK_ROWS=4,8,16,32 --best \
             --json "$t/transpose_inplace_8192.json" || failed=$((failed + 1))
         step "$t" dot_1_26 dot "${DOT_V[@]}" --size '1<<26' \
             -p BLOCK=128,256,512,1024 -p BLOCKS_PER_SM=1,2,4,8 -p UNROLL=2,4,8 --best \
             --json "$t/dot_1_26.json" || failed=$((failed + 1))
+        step "$t" dot_bulk_1_26 dot --variant bulk --size '1<<26' \
+            -p BLOCKS_PER_SM=1,2 -p CHUNK=8192,16384 -p STAGES=3,4,6 --best \
+            --json "$t/dot_bulk_1_26.json" || failed=$((failed + 1))
         grep -h -A3 -i "best" "$t"/*.txt | head -n 80
         ;;
     sass)

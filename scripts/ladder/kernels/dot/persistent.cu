@@ -8,8 +8,13 @@
 // run: on request
 // launch dot_persistent: grid min(cdiv(N, BLOCK * 16 // ELEM_SIZE), SM_COUNT * min(BLOCKS_PER_SM, 2048 // BLOCK)); block BLOCK
 
-// DRAFT (issue 25, scripts/ladder/kernels/): measured 0.941-0.955 of the copy at 1<<26 float32 on an H100;
-// (2026-11-26, scripts/ladder/draft_call_2.sh; deterministic 0.978-0.984 beside it): slower, kept as a draft
+// DRAFT (issue 25, scripts/ladder/kernels/), measured and slower, kept as the record of what
+// did not help: 0.941-0.955 of the copy at 1<<26 float32 on an H100 with its evict-first
+// loads (2026-11-26, scripts/ladder/draft_call_2.sh: 0.955 at these defaults, LOAD_CACHE 2
+// and 3 at either LAYOUT 0.941-0.955). With plain loads (LOAD_CACHE=1) it reached 0.986
+// (LAYOUT 1) and 0.973 (LAYOUT 2), about deterministic's 0.981 in the same run: software
+// pipelining gains nothing measurable; the built-in bulk.cu reached 0.991-1.000
+// (docs/data/ladder-2026-11-26/draft2-sweep_dot_persistent.txt, draft2-dot_1_26.txt).
 //
 // deterministic.cu reads at ~2,870 GB/s on an H100 whatever its BLOCK, BLOCKS_PER_SM and
 // UNROLL (a --best sweep found them all within noise). Its threads issue UNROLL loads of

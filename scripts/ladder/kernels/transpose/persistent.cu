@@ -1,5 +1,5 @@
 // cudabench: transpose
-// description: A persistent grid (SM_COUNT x BLOCKS_PER_SM blocks) in which each block loops over tiles in grouped's order, loading its next tile into registers (16-byte loads) while it stores the current one from shared memory: reads and writes overlap inside every block, no block launches after the first wave; evict-first hints as grouped.
+// description: A persistent grid (SM_COUNT x BLOCKS_PER_SM blocks) in which each block loops over tiles in evict_first's grouped order, loading its next tile into registers (16-byte loads) while it stores the current one from shared memory: reads and writes overlap inside every block, no block launches after the first wave; evict-first hints as evict_first.
 // param TILE: default 64; allowed 8, 16, 32, 64, 128
 // param BLOCK_ROWS: default 8; allowed 4, 8, 16, 32
 // param GROUP: default 16; allowed 1, 2, 4, 8, 16, 32, 64, 128, 1024
@@ -9,20 +9,27 @@
 // run: on request
 // launch transpose_persistent: grid min(cdiv(ROWS, TILE) * cdiv(COLS, TILE), SM_COUNT * min(BLOCKS_PER_SM, min(1024 // (TILE * ELEM_SIZE // 16 * min(BLOCK_ROWS, 1024 // (TILE * ELEM_SIZE // 16))), 233472 // (TILE * (TILE + 1) * ELEM_SIZE + 1024)))); block TILE * ELEM_SIZE // 16, min(BLOCK_ROWS, 1024 // (TILE * ELEM_SIZE // 16)); dynamic_shared TILE * (TILE + 1) * ELEM_SIZE
 
-// DRAFT (issue 25, scripts/ladder/kernels/): measured 0.908-0.936 of the copy at 8192² float32 on an H100;
-// (2026-11-26, scripts/ladder/draft_call_2.sh; vectorized 0.967-0.970 beside it): slower, kept as a draft
+// DRAFT (issue 25, scripts/ladder/kernels/), measured and slower, kept as the record of what
+// did not help: 0.907-0.936 of the copy at 8192² float32 on an H100 (2026-11-26,
+// scripts/ladder/draft_call_2.sh: 0.907-0.908 at these defaults, 0.931-0.936 with plain
+// loads (LOAD_CACHE=1) at either GROUP and STORE_CACHE, the best GROUP=1 LOAD_CACHE=1
+// STORE_CACHE=1; docs/data/ladder-2026-11-26/draft2-sweep_transpose_persistent.txt),
+// where vectorized reached 0.967-0.970 and evict_first 0.973 beside it. Overlapping a block's
+// reads and writes by hand does no better than 13 independent blocks an SM do.
 // (8 blocks an SM of 128 threads at TILE 64 float32: 133 KB of shared memory, 1,056 blocks
 // on an H100, each resident for the whole launch if its registers allow 8 a SM).
 //
-// grouped.cu's tile, moves, order and hints, made persistent and software-pipelined:
+// kernels/transpose/evict_first.cu's tile, moves, order and hints (it was the draft grouped.cu
+// when this was written), made persistent and software-pipelined:
 //
 // - The grid is at most SM_COUNT x B blocks, B = BLOCKS_PER_SM or fewer where an SM's
 //   shared memory holds fewer or its registers would leave a thread fewer than 64 (8
 //   blocks of 128 threads at TILE 64 float32), and __launch_bounds__(threads, B) keeps
 //   the registers within what B blocks allow: one wave, each block resident for the
-//   whole launch. Block b takes tiles b, b + G, b + 2G, ... (G = gridDim.x) of the grouped order, so
+//   whole launch. Block b takes tiles b, b + G, b + 2G, ... (G = gridDim.x) of the
+//   grouped order, so
 //   at any time the blocks work on about G consecutive tiles of that order: the same
-//   window of A and B as grouped's resident blocks.
+//   window of A and B as evict_first's resident blocks.
 // - Each thread holds its part of a tile in registers (cdiv(TILE, BR) vectors of VEC
 //   elements). A step: registers -> shared tile, barrier, issue the next tile's loads into
 //   the registers, store the current tile from shared memory to B, barrier. The next
@@ -33,7 +40,7 @@
 //   stale, and never written out: an element of B is stored only when its A element is
 //   inside the matrix, and then it was loaded.
 //
-// Alignment and edges as grouped (and vectorized): rows of A are vectors when COLS is a
+// Alignment and edges as evict_first (and vectorized): rows of A are vectors when COLS is a
 // multiple of VEC and A is 16-byte aligned, rows of B when ROWS is and B is, otherwise
 // element by element (thread x takes columns x, x + TX, ... of the tile: still coalesced);
 // the choice is uniform over the grid. Thread rows beyond the tile (BR > TILE) hold nothing.
@@ -84,7 +91,7 @@ __device__ __forceinline__ void store_vec(DTYPE* p, const Vec& v)
 #endif
 }
 
-// grouped.cu's order: groups of GROUP tile rows, each walked down its tile columns one
+// evict_first.cu's order: groups of GROUP tile rows, each walked down its tile columns one
 // after the other. A bijection of [0, tiles_r * tiles_c).
 __device__ __forceinline__ void tile_of(unsigned id, int tiles_r, int tiles_c, int& tr, int& tc)
 {
