@@ -47,21 +47,37 @@ def differing_on_device(engine: Engine, buffer: Any, array: np.ndarray, zeros_eq
                                   zeros_equal)
 
 
+def result_layout(plan: Plan, inputs: Mapping[str, np.ndarray],
+                  outputs: Mapping[str, tuple[int, ...]]) -> tuple[tuple[int, ...], Any]:
+    """Return the result buffer's shape and NumPy type (an output's, or an in-place
+    input's)."""
+    op, types = plan.op, plan.types
+    kind = types.output if op.result_buffer in outputs else types.input
+    return tuple(outputs.get(op.result_buffer) or inputs[op.result_buffer].shape), kind.numpy
+
+
+def download_result(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
+                    inputs: Mapping[str, np.ndarray], outputs: Mapping[str, tuple[int, ...]]
+                    ) -> np.ndarray:
+    """Return the result buffer's contents as an array of its type and shape."""
+    shape, kind = result_layout(plan, inputs, outputs)
+    return engine.download(buffers[plan.op.result_buffer], shape, kind)
+
+
 def verify_result(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
                   inputs: Mapping[str, np.ndarray], outputs: Mapping[str, tuple[int, ...]],
                   expected: Any, launched: Sequence[LaunchShape]) -> Verification:
     """Verify the result left in its buffer: told on the GPU where the op's check is exact
     and the result holds every expected element, else downloaded and verified by the op."""
     op, types = plan.op, plan.types
-    kind = types.output if op.result_buffer in outputs else types.input
-    shape = tuple(outputs.get(op.result_buffer) or inputs[op.result_buffer].shape)
+    shape, kind = result_layout(plan, inputs, outputs)
     if (op.exact_result and isinstance(expected, np.ndarray) and expected.shape == shape
-            and expected.dtype == np.dtype(kind.numpy)):
+            and expected.dtype == np.dtype(kind)):
         bad = differing_on_device(engine, buffers[op.result_buffer], expected,
                                   zeros_equal=expected.dtype.kind == "f")
         if bad == 0:
             return same_bits_pass(math.prod(shape))
-    result = engine.download(buffers[op.result_buffer], shape, kind.numpy)
+    result = download_result(plan, engine, buffers, inputs, outputs)
     with user_code(op, "verify"):
         verification: Verification = op.verify(dict(inputs), expected, result,
                                                list(launched), types)

@@ -37,7 +37,11 @@ from cudabench.planning.plan import (
     header_variables,
     unsupported_on,
 )
-from cudabench.measure.device_checks import changed_inputs, verify_result
+from cudabench.measure.device_checks import (
+    changed_inputs,
+    download_result,
+    verify_result,
+)
 from cudabench.measure.recheck import Layout, recheck
 from cudabench.measure.resident import RESIDENT
 from cudabench.measure.sampling import sample, warm_up_on, zero_input_note
@@ -197,16 +201,6 @@ def checked_launch(plan: Plan, engine: Engine, run: Run, buffers: Mapping[str, A
         engine.fill(buffers[name], plan.types.output.poison(), math.prod(shape))
     run()
     engine.synchronize()
-
-
-def download_result(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
-                    inputs: Mapping[str, np.ndarray], outputs: Mapping[str, tuple[int, ...]]
-                    ) -> np.ndarray:
-    """Return the result buffer's contents as an array of its type and shape."""
-    op, types = plan.op, plan.types
-    shape = outputs.get(op.result_buffer) or inputs[op.result_buffer].shape
-    result_type = types.output if op.result_buffer in outputs else types.input
-    return engine.download(buffers[op.result_buffer], tuple(shape), result_type.numpy)
 
 
 def roof_type(unit: str, types: TypeSet) -> str:
