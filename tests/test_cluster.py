@@ -140,6 +140,111 @@ def test_a_task_lost_twice_is_reported_and_the_file_stays_valid(local_ray, monke
     assert all("lost twice (retried once)" in r.error for r in rows), rows[0].error
 
 
+def _release_kept() -> None:
+    """End the kept actors a test left, and wait until Ray has freed their GPUs."""
+    import time
+
+    from cudabench.runner.ray_cluster import kept_actors, release_kept
+
+    release_kept(ray)
+    deadline = time.monotonic() + 30
+    while kept_actors(ray) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    while ray.available_resources().get("GPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def test_kept_workers_serve_the_next_command(local_ray, monkeypatch, tmp_path):
+    """--keep-workers: the second command runs on the first one's actors and GPU workers
+    (no worker opens an engine again), with every row measured and the file complete."""
+    import time
+
+    from ray_specs import EnvironmentRecordingSpec
+
+    from cudabench.runner.ray_cluster import kept_actors
+
+    use_spec(monkeypatch, EnvironmentRecordingSpec(out_dir=str(tmp_path)))
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text(SUITE)
+    try:
+        first = invoke("run", suite, "--cluster", "ray", "--keep-workers", "60", "--json",
+                       tmp_path / "a.json", "--no-batch")
+        assert first.exit_code == 0, first.stderr
+        opened = {p.name for p in tmp_path.glob("env-*.json")}
+        assert 1 <= len(opened) <= 2, opened
+        assert kept_actors(ray), "no actor was kept"
+        second = invoke("run", suite, "--cluster", "ray", "--keep-workers", "60", "--json",
+                        tmp_path / "b.json", "--no-batch")
+        assert second.exit_code == 0, second.stderr
+        assert {p.name for p in tmp_path.glob("env-*.json")} == opened  # none opened again
+        rows = load_results(tmp_path / "b.json")
+        assert len({(r.op, tuple(r.shape)) for r in rows.benchmarks}) == 8
+        assert all(r.status in (Status.PASS, Status.REF) for r in rows.benchmarks)
+        assert rows.metadata["complete"] is True
+        # Another command's plans on the same actors: a dot alone, not the suite's
+        # benchmark of the same index.
+        third = invoke("dot", "--size", "77", "--cluster", "ray", "--keep-workers", "60",
+                       "--json", tmp_path / "c.json", "--no-batch", "--warmup", "0",
+                       "--max-time", "0.02")
+        assert third.exit_code == 0, third.stderr
+        assert {(r.op, tuple(r.shape)) for r in load_results(tmp_path / "c.json").benchmarks
+                } == {("dot", (77,))}
+        # A command without the flag runs on the kept actors too (they hold both GPUs: it
+        # would otherwise wait their 60 s out), opens nothing, and leaves them kept.
+        started = time.monotonic()
+        fourth = invoke("run", suite, "--cluster", "ray", "--json", tmp_path / "d.json",
+                        "--no-batch")
+        assert fourth.exit_code == 0, fourth.stderr
+        assert time.monotonic() - started < 30
+        assert {p.name for p in tmp_path.glob("env-*.json")} == opened
+        assert kept_actors(ray)
+    finally:
+        _release_kept()
+
+
+def test_kept_actors_end_themselves_after_their_idle_time(local_ray, monkeypatch, tmp_path):
+    import time
+
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.runner.ray_cluster import kept_actors
+
+    use_spec(monkeypatch, FakeSpec())
+    try:
+        done = invoke("dot", "--size", "1000,2000", "--cluster", "ray", "--keep-workers", "1",
+                      "--json", tmp_path / "r.json", "--no-batch", "--warmup", "0",
+                      "--max-time", "0.02")
+        assert done.exit_code == 0, done.stderr
+        deadline = time.monotonic() + 20
+        while kept_actors(ray) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not kept_actors(ray), "a kept actor outlived its idle time"
+    finally:
+        _release_kept()
+
+
+def test_idle_actors_of_other_code_are_ended_first(local_ray, monkeypatch, tmp_path):
+    """Actors kept by another cudabench (another code key) would hold both GPUs: a command
+    of this code ends the idle ones and runs on actors of its own."""
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.runner.ray_cluster import kept_actors
+
+    use_spec(monkeypatch, FakeSpec())
+    args = ("dot", "--size", "1000,2000", "--cluster", "ray", "--keep-workers", "60",
+            "--no-batch", "--warmup", "0", "--max-time", "0.02")
+    try:
+        monkeypatch.setattr("cudabench.runner.ray_cluster.code_key", lambda: "oldcode")
+        assert invoke(*args, "--json", tmp_path / "a.json").exit_code == 0
+        assert all("-oldcode-" in name for name in kept_actors(ray)) and kept_actors(ray)
+        monkeypatch.setattr("cudabench.runner.ray_cluster.code_key", lambda: "newcode")
+        done = invoke(*args, "--json", tmp_path / "b.json")
+        assert done.exit_code == 0, done.stderr
+        names = kept_actors(ray)
+        assert names and all("-newcode-" in name for name in names), names
+    finally:
+        _release_kept()
+
+
+# Last: these two shut the module's Ray down.
 def test_a_cluster_that_cannot_be_reached_is_a_one_line_error(monkeypatch):
     from cudabench.engines.fake_engine import FakeSpec
 
@@ -163,4 +268,3 @@ def test_a_usage_error_found_before_the_run_starts_no_ray(monkeypatch, tmp_path)
                   "--markdown", tmp_path / "a-file" / "x.md")
     assert done.exit_code == 2 and "--markdown" in done.stderr
     assert not ray.is_initialized()
-

@@ -117,7 +117,8 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     with clock.phase("planning"):
         plans, spec, slots, json_path, writer = _prepare(requests, device, outputs, placement)
     # Last of the checks: a Ray started for nothing would cost its start-up.
-    cluster = connect(placement.cluster) if placement.cluster is not None else None
+    cluster = (connect(placement.cluster, placement.keep_workers_s)
+               if placement.cluster is not None else None)
     try:
         outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer,
                                  clock)

@@ -58,12 +58,18 @@ class Placement:
     devices: str | None = None
     replicate: bool = False
     cluster: str | None = None
+    keep_workers_s: float = 0.0  # --keep-workers: the cluster's actors stay warm this long
 
     @classmethod
     def of(cls, options: dict[str, Any], device: int) -> Placement:
         """Return the placement named by a command's options, checked against each other."""
         placement = cls(devices=options.get("devices"), replicate=bool(options.get("replicate")),
-                        cluster=options.get("cluster"))
+                        cluster=options.get("cluster"),
+                        keep_workers_s=float(options.get("keep_workers") or 0.0))
+        if placement.keep_workers_s and placement.cluster is None:
+            raise UsageError("--keep-workers keeps a Ray cluster's GPU actors warm for the next "
+                             "command: use it with --cluster (a run on this host starts its "
+                             "workers in about a second)")
         if placement.devices is not None and device != 0:
             raise UsageError(f"--device {device} and --devices {placement.devices} both choose "
                              "GPUs; give one")
@@ -97,6 +103,13 @@ def placement_options(function: F) -> F:
                      help="Run each benchmark as a Ray task on one GPU of a Ray cluster: a "
                      "local one (or RAY_ADDRESS's), or the one at ray://HOST:PORT "
                      "(pip install 'cudabench[ray]')."),
+        click.option("--keep-workers", "keep_workers", default=None, metavar="SECONDS",
+                     type=click.FloatRange(min=0, max=86400),
+                     help="With --cluster: keep one warm actor per GPU (its worker and CUDA "
+                     "context) for SECONDS after the run, for the next command on the same "
+                     "cluster to reuse; each ends after SECONDS without work. Worth it with "
+                     "a Ray that outlives the command (`ray start --head --num-gpus N`): it "
+                     "saves each later run the seconds Ray takes to start the actors."),
     ]
     for option in reversed(options):
         function = option(function)

@@ -57,7 +57,8 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
         from cudabench.tuning.strategies import load_optuna
 
         load_optuna()  # missing: the one-line usage error before anything runs
-    cluster = connect(placement.cluster) if placement.cluster is not None else None
+    cluster = (connect(placement.cluster, placement.keep_workers_s)
+               if placement.cluster is not None else None)
     try:
         return _tune(spaces, spec, slots, cluster, device, outputs, settings)
     finally:

@@ -11,6 +11,14 @@ and are written out on a node that lacks them (cudabench/common/relocation.py), 
 only cudabench installed. Rows come back as benchmarks finish. A benchmark whose actor is
 lost with its process or node runs once more on a fresh actor, then its rows say ERROR and
 why; Ctrl-C cancels what is still out, ends the actors and leaves the results file valid.
+
+With --keep-workers SECONDS the actors outlive the command: named, detached actors (one a
+GPU slot, named by a fingerprint of cudabench's code) keep their GPU worker and CUDA
+context, and the next command on the same cluster finds them by name instead of starting
+Ray workers, importing cudabench and opening the GPUs again (seconds a run); a command
+without the flag uses them too, and leaves them as they were. Each ends itself after
+SECONDS without work; a command running other code ends the idle ones left by another
+version first, so that they do not hold the GPUs it needs.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ import logging
 import os
 import pickle
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,10 +53,14 @@ MAX_BUNDLE_BYTES = 32 * 2**20  # kernel folders are source files; more is a mist
 TASK_RETRIES = 1  # a benchmark whose actor was lost runs once more; an actor may fail to start once
 WAIT_S = 1.0  # how often the driver wakes while tasks run (so Ctrl-C gets through)
 CLOSE_WAIT_S = 15.0  # how long an actor gets to release its GPU at the end
+NAMESPACE = "cudabench"  # where kept actors are named, whatever the driver's namespace
+KEPT_PREFIX = "cudabench-"  # a kept actor's name: cudabench-<code key>-gpu<slot>
+IDLE_PROBE_S = 0.5  # an actor that answers within this is between runs (it runs one at a time)
 
 
-def connect(text: str) -> RayCluster:
-    """Start or join the Ray cluster --cluster names; UsageError saying why it cannot."""
+def connect(text: str, keep_s: float = 0.0) -> RayCluster:
+    """Start or join the Ray cluster --cluster names; UsageError saying why it cannot.
+    keep_s > 0 (--keep-workers) keeps the actors warm that long after the run."""
     text = text.strip()
     if text != "ray" and not text.startswith("ray://"):
         raise UsageError(f"--cluster {text!r}: expected `ray` (a local Ray, or RAY_ADDRESS's "
@@ -71,14 +85,15 @@ def connect(text: str) -> RayCluster:
             ray.shutdown()
         raise UsageError(f"--cluster {text}: the Ray cluster has no GPU (start its nodes with "
                          "`ray start ... --num-gpus N`, or check nvidia-smi on them)")
-    return RayCluster(ray, started, text)
+    return RayCluster(ray, started, text, keep_s)
 
 
 class RayCluster:
     """A connected Ray cluster that runs plans on one actor per GPU."""
 
-    def __init__(self, ray: Any, started: bool, address: str) -> None:
+    def __init__(self, ray: Any, started: bool, address: str, keep_s: float = 0.0) -> None:
         self.ray, self.started, self.address = ray, started, address
+        self.keep_s = keep_s
 
     def close(self) -> None:
         """Stop the Ray that cudabench started (a cluster it joined is left running)."""
@@ -98,7 +113,9 @@ class RayCluster:
         actor that has started (one still waiting for a GPU holds none), an actor ends as
         soon as nothing is left to hand out, and the driver, not Ray, retries: a benchmark
         whose actor was lost runs once more on a fresh one; a GPU whose actor fails to start
-        twice in a row is given up."""
+        twice in a row is given up. With keep_s the actors are named and detached: found
+        again by the next command, left running at the end, each ending itself after
+        keep_s idle seconds; without, one kept earlier is used where it holds a GPU."""
         ray = self.ray
         plans = list(plans)
         units = units_of(plans, jobs_of(plans))
@@ -110,8 +127,13 @@ class RayCluster:
         attempts: collections.Counter[int] = collections.Counter()
         started = False
         # The plans and files go to the object store once, not once per actor.
-        blob, shared_files = ray.put(pickle.dumps((plans, units))), ray.put(files)
+        pickled = pickle.dumps((plans, units))
+        blob, shared_files = ray.put(pickled), ray.put(files)
+        work = hashlib.sha256(pickled).hexdigest()[:16]  # a kept actor unpickles it once
         runner = ray.remote(num_gpus=1)(GpuRunner)
+        key = code_key()
+        retire_stale(ray, key)
+        kept: set[int] = set()  # the slots whose actor outlives the run
         gpus = int(ray.cluster_resources().get("GPU", 1))
         actors: dict[int, Any] = {}
         starting: dict[Any, int] = {}  # ready() call -> slot
@@ -121,7 +143,20 @@ class RayCluster:
         last_failure: BaseException | None = None
 
         def start(slot: int) -> None:
-            actors[slot] = runner.remote(spec, blob, shared_files)
+            name = f"{KEPT_PREFIX}{key}-gpu{slot}"
+            actor = None
+            if self.keep_s > 0:  # the next command finds it by name
+                actor = runner.options(name=name, namespace=NAMESPACE, lifetime="detached",
+                                       get_if_exists=True).remote(spec, self.keep_s)
+            else:  # one kept by an earlier command holds this GPU: use it, leave it kept
+                with contextlib.suppress(Exception):
+                    actor = ray.get_actor(name, namespace=NAMESPACE)
+            if actor is None:
+                actor = runner.remote(spec)
+                kept.discard(slot)
+            else:
+                kept.add(slot)
+            actors[slot] = actor
             starting[actors[slot].ready.remote()] = slot
 
         def finish(index: int, unit_rows: list[BenchmarkResult]) -> None:
@@ -135,7 +170,9 @@ class RayCluster:
             while running or (waiting and starting) or (waiting and idle):
                 while idle and waiting:
                     slot, index = idle.popleft(), waiting.popleft()
-                    running[actors[slot].run.remote(index)] = (slot, index)
+                    call = actors[slot].run.remote(spec, work, blob, shared_files, index,
+                                                   self.keep_s)
+                    running[call] = (slot, index)
                 done, _ = ray.wait([*running, *starting], num_returns=1, timeout=WAIT_S)
                 for ref in done:
                     if ref in starting:
@@ -172,9 +209,11 @@ class RayCluster:
                     finish(index, unit_rows)
                     idle.append(slot)
                 if not waiting:  # nothing left to hand out: free the GPUs now
-                    while idle:
-                        _end(ray, actors.pop(idle.popleft()), wait=True)
-                    for ref in list(starting):
+                    while idle:  # a kept actor stays warm for the next command
+                        slot = idle.popleft()
+                        if slot not in kept:
+                            _end(ray, actors.pop(slot), wait=True)
+                    for ref in list(starting):  # one still waiting for a GPU: none kept
                         _end(ray, actors.pop(starting.pop(ref)), wait=False)
             for index in waiting:  # no GPU could start an actor
                 finish(index, lost_rows(plans, units[index],
@@ -186,8 +225,9 @@ class RayCluster:
             for actor in actors.values():
                 _end(ray, actor, wait=False)
             raise
-        for actor in actors.values():
-            _end(ray, actor, wait=True)
+        for slot, actor in actors.items():
+            if slot not in kept:
+                _end(ray, actor, wait=True)
         results = [row for index in sorted(rows) for row in rows[index]]
         return outcome_of(plans, results, [], on_result)
 
@@ -199,6 +239,53 @@ def _end(ray: Any, actor: Any, wait: bool) -> None:
             ray.get(actor.close.remote(), timeout=CLOSE_WAIT_S)
     with contextlib.suppress(Exception):
         ray.kill(actor, no_restart=True)
+
+
+def code_key() -> str:
+    """Return a fingerprint of the cudabench code this driver runs (its version and its
+    modules' sizes and times): a kept actor is reused only by a command running the same
+    code, never one that would measure with an older worker."""
+    import cudabench
+
+    package = Path(cudabench.__file__).parent
+    digest = hashlib.sha256(cudabench.__version__.encode())
+    for path in sorted(package.rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()[:12]
+
+
+def kept_actors(ray: Any) -> list[str]:
+    """Return the names of the kept cudabench actors alive on the cluster."""
+    try:
+        entries = ray.util.list_named_actors(all_namespaces=True)
+    except Exception:  # an older Ray, or the listing failed: nothing to retire
+        return []
+    return sorted(entry["name"] for entry in entries
+                  if isinstance(entry, dict) and entry.get("namespace") == NAMESPACE
+                  and str(entry.get("name", "")).startswith(KEPT_PREFIX))
+
+
+def retire_stale(ray: Any, key: str) -> None:
+    """End the idle kept actors of other code (an older cudabench): they would hold GPUs
+    this run needs until their idle time ran out. One busy with another command's run
+    does not answer at once and is left alone."""
+    for name in kept_actors(ray):
+        if name.startswith(f"{KEPT_PREFIX}{key}-"):
+            continue
+        with contextlib.suppress(Exception):
+            actor = ray.get_actor(name, namespace=NAMESPACE)
+            ray.get(actor.ready.remote(), timeout=IDLE_PROBE_S)
+            _end(ray, actor, wait=True)
+
+
+def release_kept(ray: Any) -> int:
+    """End every kept cudabench actor on the cluster, busy or not; return how many."""
+    names = kept_actors(ray)
+    for name in names:
+        with contextlib.suppress(Exception):
+            ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
+    return len(names)
 
 
 def lost_rows(plans: Sequence[Plan], jobs: Sequence[Job], exc: BaseException
@@ -269,15 +356,55 @@ def _same(path: Path, text: str) -> bool:
 
 
 class GpuRunner:
-    """The Ray actor on one GPU: runs benchmarks of the pickled plans, one at a time, in
-    a watched worker that stays warm between them (replaced after a fault or a timeout,
-    as on one machine), with the kernel folders the node lacks written out."""
+    """The Ray actor on one GPU: runs benchmarks, one at a time, in a watched worker that
+    stays warm between them (replaced after a fault or a timeout, as on one machine), with
+    the kernel folders the node lacks written out. Each run names its plans (by digest)
+    and spec, so a kept actor serves any later command; keep_s > 0: it ends itself after
+    that many seconds without a run."""
 
-    def __init__(self, spec: EngineSpec, blob: bytes, files: Mapping[str, str]) -> None:
+    def __init__(self, spec: EngineSpec, keep_s: float = 0.0) -> None:
         import ray
 
+        gpu_ids = ray.get_gpu_ids()
+        self.label = int(gpu_ids[0]) if gpu_ids and str(gpu_ids[0]).isdigit() else 0
+        share = str(max(1, (os.cpu_count() or 1) // _gpus_on_this_node(ray)))
+        self.env = {name: share for name in BLAS_THREAD_VARIABLES}  # Ray's default: 1 thread
+        self.spec, self.moved = spec, os.environ.get(ENVIRONMENT_VARIABLE)
+        self.work = ""  # the digest of the plans loaded
+        self.units: list[list[Job]] = []
+        self.worker = self._new_worker()
+        self.worker.start()  # it opens the GPU while the first benchmark travels here
+        self.lock, self.last_use, self.keep_s = threading.Lock(), time.monotonic(), keep_s
+        if keep_s > 0:
+            threading.Thread(target=self._end_when_idle, daemon=True, name="idle-end").start()
+
+    def _new_worker(self) -> Any:
         from cudabench.runner.workers import Worker
 
+        return Worker(self.spec.restricted(self.label), [], env=self.env, label=self.label)
+
+    def ready(self) -> bool:
+        """Answer once the actor has started (its GPU granted, its worker starting)."""
+        return True
+
+    def run(self, spec: EngineSpec, work: str, blob: bytes, files: Mapping[str, str],
+            index: int, keep_s: float = 0.0) -> tuple[list[BenchmarkResult], dict[str, str]]:
+        """Run benchmark `index` of the plans `blob` (digest `work`); return its rows and
+        the worker's versions. A kept actor stays keep_s idle seconds from now on, where
+        the command gives it (one without --keep-workers leaves the time as it was)."""
+        with self.lock:
+            self.keep_s = keep_s or self.keep_s
+            try:
+                if work != self.work:
+                    self._load(spec, work, blob, files)
+                return self._run(index)
+            finally:
+                self.last_use = time.monotonic()
+
+    def _load(self, spec: EngineSpec, work: str, blob: bytes, files: Mapping[str, str]
+              ) -> None:
+        """Take a command's plans; a new GPU worker only where the spec or the kernel
+        folders written out differ (a worker inherits both when it starts)."""
         # Before the plans are loaded (an op file may be among the moved ones). The actor's
         # process is its own: the setting lasts as long as it does.
         moved = place_files(files)
@@ -285,19 +412,15 @@ class GpuRunner:
         if moved:
             os.environ[ENVIRONMENT_VARIABLE] = json.dumps(moved)
         plans, self.units = pickle.loads(blob)
-        gpu_ids = ray.get_gpu_ids()
-        label = int(gpu_ids[0]) if gpu_ids and str(gpu_ids[0]).isdigit() else 0
-        share = str(max(1, (os.cpu_count() or 1) // _gpus_on_this_node(ray)))
-        env = {name: share for name in BLAS_THREAD_VARIABLES}  # Ray's default is one thread
-        self.worker = Worker(spec.restricted(label), plans, env=env, label=label)
-        self.worker.start()  # it opens the GPU while the first benchmark travels here
+        setting = os.environ.get(ENVIRONMENT_VARIABLE)
+        if spec != self.spec or setting != self.moved:
+            self.worker.close()
+            self.spec, self.moved = spec, setting
+            self.worker = self._new_worker()
+        self.worker.use(plans)
+        self.work = work
 
-    def ready(self) -> bool:
-        """Answer once the actor has started (its GPU granted, its worker starting)."""
-        return True
-
-    def run(self, index: int) -> tuple[list[BenchmarkResult], dict[str, str]]:
-        """Run benchmark `index`; return its rows and the worker's versions."""
+    def _run(self, index: int) -> tuple[list[BenchmarkResult], dict[str, str]]:
         rows: list[BenchmarkResult] = []
         versions: dict[str, str] = {}
         jobs = self.units[index]
@@ -309,6 +432,22 @@ class GpuRunner:
     def close(self) -> None:
         """Let the worker end, releasing the GPU."""
         self.worker.close()
+
+    def _end_when_idle(self) -> None:
+        """End this actor, its worker first, once keep_s seconds pass without a run (a run
+        holds the lock: one that has started is never cut)."""
+        import ray
+
+        while True:
+            time.sleep(min(1.0, self.keep_s / 4))
+            with self.lock:
+                if time.monotonic() - self.last_use < self.keep_s:
+                    continue
+                self.worker.close()
+                with contextlib.suppress(Exception):
+                    ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+                    time.sleep(5.0)  # the kill arrives; the lock keeps runs out meanwhile
+                os._exit(0)
 
 
 def _gpus_on_this_node(ray: Any) -> int:

@@ -80,6 +80,12 @@ class Worker:
         if self._process is None:
             self._start()
 
+    def use(self, plans: Sequence[Plan]) -> None:
+        """Run batches of these plans from now on (a warm worker handed to another run):
+        its process gets them with the next batch."""
+        self.plans = list(plans)
+        self._has_plans = False
+
     def run(self, jobs: Sequence[Job], on_result: Callable[[BenchmarkResult], None],
             on_start: Callable[[Mapping[str, str]], None] | None = None,
             first: bool = True) -> list[BenchmarkResult]:
@@ -259,8 +265,7 @@ def take_kept(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
         worker.close(wait=False)
         return None
     if worker is not None:
-        worker.plans = list(plans)
-        worker._has_plans = False  # its process holds the last run's plans: send these
+        worker.use(plans)  # its process holds the last run's plans: send these
     return worker
 
 

@@ -23,7 +23,7 @@
 #                --variant all: every variant of the type, those run on request too, with
 #                the cuBLAS and copy rows), then summarize.py's verdicts
 #   tune         --best sweeps of the ladder's parameters at the goal sizes (long)
-#   sass         sass.py: LDG.E.128 / STG.E.128 / LDS.128 / LDGSTS counts, registers and
+#   sass         sass.py: LDG.E.128 / STG.E.128 / LDS.128 / LDGSTS / UBLKCP counts, registers and
 #                spills of each variant's default build in each type (needs nvcc, cuobjdump)
 #   dryrun       the verify phase's plans with --dry-run (no GPU: compiles only)
 #
@@ -285,11 +285,13 @@ ${DOT_V[*]} --size 1001,1000003 --dtype \$d -p BLOCK=32,1024 \
         timeout -k 5 "$(left)" python3 scripts/ladder/sass.py --out "$out/sass" 2>&1 |
             tee "$out/sass.txt"
         failed=$((failed + ${PIPESTATUS[0]}))
-        echo "LDG.E.128 per kernel file (grep -c, default params):"
+        echo "128-bit global loads and stores (cache hints included: STG.E.EF.128 is an"
+        echo "evict-first store) and bulk copies (UBLKCP) per kernel file (grep, default params):"
         for f in "$out"/sass/*.sass; do
-            printf '  %-55s LDG.E.128 %3d  STG.E.128 %3d  LDGSTS.E.BYPASS.128 %3d\n' \
-                "$(basename "$f" .sass)" "$(grep -c 'LDG\.E\.128' "$f")" \
-                "$(grep -c 'STG\.E\.128' "$f")" "$(grep -c 'LDGSTS\.E\.BYPASS\.128' "$f")"
+            printf '  %-55s LDG.128 %3d  STG.128 %3d  LDGSTS.128 %3d  UBLKCP %3d\n' \
+                "$(basename "$f" .sass)" "$(grep -cE 'LDG\.E(\.[A-Z]+)*\.128' "$f")" \
+                "$(grep -cE 'STG\.E(\.[A-Z]+)*\.128' "$f")" \
+                "$(grep -cE 'LDGSTS\.E(\.BYPASS)?\.128' "$f")" "$(grep -c 'UBLKCP' "$f")"
         done | tee -a "$out/sass.txt"
         ;;
     *)

@@ -12,7 +12,8 @@ a #line directive), -I the kernel's folder and the same -D defines (params, DTYP
 OUT_TYPE, ELEM_SIZE...), here with `nvcc -cubin -arch=sm_90 -Xptxas -v`. Then `cuobjdump
 -sass` of the cubin gives, per kernel: 128-bit global loads (LDG.E.128, also .CONSTANT),
 128-bit global stores (STG.E.128), 128-bit shared loads and stores (LDS.128, STS.128),
-asynchronous copies (LDGSTS, the cp.async of sm_80+), and ptxas's registers and spills.
+asynchronous copies (LDGSTS, the cp.async of sm_80+), bulk copies (UBLKCP, sm_90's
+cp.async.bulk), and ptxas's registers and spills.
 --all-params builds every combination of allowed values (the variants claim all are
 valid); the default builds each variant's defaults. Exit 1 if any build fails.
 Needs nvcc, cuobjdump and nvdisasm (cuobjdump -sass runs it), no GPU: each is looked for on
@@ -42,12 +43,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rungs import LADDER  # noqa: E402  (beside this script)
 
 COUNTS = {
-    "LDG.128": re.compile(r"\bLDG\.E\.128\b"),
-    "STG.128": re.compile(r"\bSTG\.E\.128\b"),
+    # With a cache hint in between: STG.E.EF.128 is st.global.cs (evict first), .LU, .NA...
+    "LDG.128": re.compile(r"\bLDG\.E(?:\.[A-Z]+)*\.128\b"),
+    "STG.128": re.compile(r"\bSTG\.E(?:\.[A-Z]+)*\.128\b"),
     "LDS.128": re.compile(r"\bLDS\.128\b"),
     "STS.128": re.compile(r"\bSTS\.128\b"),
     "LDGSTS": re.compile(r"\bLDGSTS\b"),
     "LDGSTS.128": re.compile(r"\bLDGSTS\.E\.BYPASS\.128\b|\bLDGSTS\.E\.128\b"),
+    "UBLKCP": re.compile(r"\bUBLKCP\b"),  # cp.async.bulk: the TMA unit's 1-D copies (sm_90)
 }
 
 
