@@ -41,6 +41,7 @@ class Target:
     cold: bool = False  # an empty compile cache
     share_target: float | None = None  # GPU sampling share of the wall to reach
     ray_head: bool = False  # join a Ray cluster started beforehand (`ray start --head`)
+    kept: bool = False  # --keep-workers: its worker is ended after (stop_all)
 
 
 TARGETS = (
@@ -49,6 +50,14 @@ TARGETS = (
     Target("matmul 1000 --tile 16, compiled", ("matmul", "--size", "1000", "--tile", "16"),
            1.0, warm=True),
     Target("transpose 8192", ("transpose", "--size", "8192"), 3.0, warm=True),
+    # The same two with the worker kept from the untimed run before (--keep-workers): the
+    # command connects to a warm worker (CUDA context, CuPy) instead of starting one.
+    Target("matmul 1000 --tile 16, compiled, --keep-workers",
+           ("matmul", "--size", "1000", "--tile", "16", "--keep-workers", "60"), 1.0,
+           warm=True, kept=True),
+    Target("transpose 8192, --keep-workers", ("transpose", "--size", "8192",
+                                              "--keep-workers", "60"), 3.0, warm=True,
+           kept=True),
     Target("--best, 48 configurations, cold cache",
            ("matmul", "--size", "1000", "--variant", "blocktile2d",
             "-p", "BM=64,128", "-p", "BN=64,128", "-p", "BK=8,16,32", "-p", "TM=4,8",
@@ -89,7 +98,8 @@ if __name__ == "__main__":
 
 def run_once(target: Target, fake: bool, out: Path, cache: Path) -> dict[str, object]:
     """Run the target's command once; return its wall time, exit code and profile."""
-    results = out / (target.name.split(",")[0].replace(" ", "_").replace("-", "") + ".json")
+    stem = target.name.split(",")[0] + ("_kept" if target.kept else "")
+    results = out / (stem.replace(" ", "_").replace("-", "") + ".json")
     command = [sys.executable, *(["-c", FAKE_MAIN] if fake else ["-m", "cudabench"]),
                *target.args, "--profile-time", "--json", str(results), "--quiet"]
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONUNBUFFERED": "1"}
@@ -153,6 +163,10 @@ def main() -> int:
             if target.warm:
                 run_once(target, options.fake, out, cache)
             measured = run_once(target, options.fake, out, cache)
+        if target.kept:  # the next target starts from a GPU no kept worker holds
+            from cudabench.runner.kept_worker import stop_all
+
+            stop_all()
         profile = dict(measured["profile"])  # type: ignore[call-overload]
         gpu = float(profile.get("gpu_sampling_s", 0.0))
         wall = float(measured["wall_s"])  # type: ignore[arg-type]

@@ -21,17 +21,3 @@ def test_without_ray_the_error_says_how_to_install_it(use_fake, monkeypatch):
     assert len(lines) == 1
     assert "Ray is not installed" in lines[0] and "cudabench[ray]" in lines[0]
 
-
-def test_keep_workers_without_a_cluster_is_a_one_line_usage_error(use_fake):
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
-    for extra in (["--keep-workers", "30"], ["--keep-workers", "-1", "--cluster", "ray"]):
-        done = runner.invoke(cli, ["dot", "--size", "100", *extra])
-        assert done.exit_code == 2, done.stderr
-        lines = done.stderr.strip().splitlines()
-        assert "--keep-workers" in done.stderr, done.stderr
-        assert len([line for line in lines if line.strip()]) <= 3  # Click's usage + error
-    done = runner.invoke(cli, ["dot", "--size", "100", "--keep-workers", "30"])
-    assert "use it with --cluster" in done.stderr

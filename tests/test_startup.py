@@ -102,7 +102,7 @@ def test_only_a_plain_one_gpu_run_starts_its_worker_early(args, device):
 
 def test_measure_keeps_a_worker_started_early_for_the_same_engine():
     from cudabench.engines.fake_engine import FakeSpec
-    from cudabench.runner import workers
+    from cudabench.runner import starting as workers
 
     try:
         workers.prestart(FakeSpec())
@@ -118,7 +118,7 @@ def test_measure_keeps_a_worker_started_early_for_the_same_engine():
 def test_a_usage_error_ends_the_worker_started_early(use_fake, monkeypatch):
     from cudabench.cli import early, main
     from cudabench.engines.fake_engine import FakeSpec
-    from cudabench.runner import workers
+    from cudabench.runner import starting as workers
 
     started = []
 
@@ -136,7 +136,7 @@ def test_a_usage_error_ends_the_worker_started_early(use_fake, monkeypatch):
 def test_a_run_takes_the_worker_started_early(use_fake, monkeypatch, tmp_path):
     from cudabench.cli import early, main
     from cudabench.engines.fake_engine import FakeSpec
-    from cudabench.runner import workers
+    from cudabench.runner import starting as workers
 
     early_workers = []
     real_prestart = workers.prestart

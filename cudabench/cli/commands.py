@@ -43,12 +43,8 @@ from cudabench.engines.nvcc import find_nvcc
 from cudabench.runner.pipeline import count_rows, run_plans
 from cudabench.planning.plan import Insight, Plan, Request, make_plan
 from cudabench.observers.sanitizer import find_sanitizer
-from cudabench.runner.workers import (
-    discard_kept,
-    discard_prestarted,
-    finish_closing,
-    prestart,
-)
+from cudabench.runner.starting import discard_prestarted, keep_across_commands, prestart
+from cudabench.runner.workers import discard_kept, finish_closing
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.render import terminal
@@ -102,13 +98,16 @@ def measure(requests: list[Request], device: int, outputs: Outputs,
     clock = PhaseClock()
     clock.add("start-up", process_age_s() or 0.0)  # the interpreter, imports, options
     one_gpu = placement.devices is None and placement.cluster is None
-    if one_gpu:  # its imports and CUDA context overlap with the planning
-        prestart(engine_spec(device))
+    # A cluster's actors keep their own workers (ray_cluster.py); here, this host's.
+    keep_across_commands(placement.keep_workers_s if placement.cluster is None else 0.0)
     try:
+        if one_gpu:  # its imports and CUDA context overlap with the planning
+            prestart(engine_spec(device))
         return _measure(requests, device, outputs, placement, clock)
     finally:
         discard_prestarted()  # a usage error came first: its worker is not needed
         finish_closing()
+        keep_across_commands(0.0)  # the next call (the Python API) decides for itself
 
 
 def _measure(requests: list[Request], device: int, outputs: Outputs,

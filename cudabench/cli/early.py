@@ -2,7 +2,7 @@
 
 A run's worker process takes about a second to be ready (its interpreter, NumPy, PyCUDA,
 the CUDA context); the command's own process spends half of that importing Click, Rich
-and the commands before `measure` starts one (runner/workers.prestart). Started from the
+and the commands before `measure` starts one (runner/starting.prestart). Started from the
 raw arguments instead, the two overlap. Only a plain run on one GPU qualifies, read
 conservatively: anything else (help, a dry run, several GPUs, a cluster, an unreadable
 --device) leaves the start to `measure`, which reuses a worker started here for the same
@@ -43,14 +43,30 @@ def early_device(args: Sequence[str]) -> int | None:
     return device
 
 
+def early_keep(args: Sequence[str]) -> float | None:
+    """Return --keep-workers' seconds in args (0 without it), None if unreadable."""
+    for index, arg in enumerate(args):
+        name, _, attached = arg.partition("=")
+        if name == "--keep-workers":
+            value = attached or (args[index + 1] if index + 1 < len(args) else "")
+            try:
+                seconds = float(value)
+            except ValueError:
+                return None
+            return seconds if 0 <= seconds <= 86400 else None
+    return 0.0
+
+
 def start_early(args: Sequence[str]) -> None:
-    """Prestart the worker a plain one-GPU run of args will take (see the module)."""
-    device = early_device(args)
-    if device is None:
+    """Prestart the worker a plain one-GPU run of args will take (see the module): a kept
+    one with --keep-workers."""
+    device, keep_s = early_device(args), early_keep(args)
+    if device is None or keep_s is None:
         return
     try:
-        from cudabench.runner.workers import prestart
+        from cudabench.runner.starting import keep_across_commands, prestart
 
+        keep_across_commands(keep_s)
         prestart(early_spec(device))
     except Exception:  # only a head start: `measure` starts the worker and says what fails
         return

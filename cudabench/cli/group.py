@@ -156,8 +156,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="cudabench")
     finally:
-        workers = sys.modules.get("cudabench.runner.workers")  # not imported: none started
+        starting = sys.modules.get("cudabench.runner.starting")  # not imported: none started
+        if starting is not None:
+            starting.discard_prestarted()  # the command ended before its run took the worker
+        workers = sys.modules.get("cudabench.runner.workers")
         if workers is not None:
-            workers.discard_prestarted()  # the command ended before its run took the worker
             workers.discard_kept()  # nor the worker a run kept warm for a next one
             workers.finish_closing()

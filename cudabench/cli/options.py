@@ -58,7 +58,7 @@ class Placement:
     devices: str | None = None
     replicate: bool = False
     cluster: str | None = None
-    keep_workers_s: float = 0.0  # --keep-workers: the cluster's actors stay warm this long
+    keep_workers_s: float = 0.0  # --keep-workers: workers (a cluster: actors) kept this long
 
     @classmethod
     def of(cls, options: dict[str, Any], device: int) -> Placement:
@@ -66,10 +66,9 @@ class Placement:
         placement = cls(devices=options.get("devices"), replicate=bool(options.get("replicate")),
                         cluster=options.get("cluster"),
                         keep_workers_s=float(options.get("keep_workers") or 0.0))
-        if placement.keep_workers_s and placement.cluster is None:
-            raise UsageError("--keep-workers keeps a Ray cluster's GPU actors warm for the next "
-                             "command: use it with --cluster (a run on this host starts its "
-                             "workers in about a second)")
+        if not math.isfinite(placement.keep_workers_s):
+            raise UsageError(f"--keep-workers {placement.keep_workers_s}: expected the seconds "
+                             "an idle worker is kept, 0 to 86400")
         if placement.devices is not None and device != 0:
             raise UsageError(f"--device {device} and --devices {placement.devices} both choose "
                              "GPUs; give one")
@@ -105,11 +104,11 @@ def placement_options(function: F) -> F:
                      "(pip install 'cudabench[ray]')."),
         click.option("--keep-workers", "keep_workers", default=None, metavar="SECONDS",
                      type=click.FloatRange(min=0, max=86400),
-                     help="With --cluster: keep one warm actor per GPU (its worker and CUDA "
-                     "context) for SECONDS after the run, for the next command on the same "
-                     "cluster to reuse; each ends after SECONDS without work. Worth it with "
-                     "a Ray that outlives the command (`ray start --head --num-gpus N`): it "
-                     "saves each later run the seconds Ray takes to start the actors."),
+                     help="Keep each GPU's worker (its process, CUDA context and CuPy) for "
+                     "SECONDS after the run, for the next command to reuse instead of "
+                     "starting one (about a second on one host, seconds on a Ray cluster); "
+                     "each ends after SECONDS without work. With --cluster: one actor per "
+                     "GPU, worth it on a Ray that outlives the command."),
     ]
     for option in reversed(options):
         function = option(function)

@@ -28,6 +28,7 @@ from cudabench.results.writer import ResultsWriter
 from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.runner.pipeline import run_plans
 from cudabench.runner.ray_cluster import RayCluster, connect
+from cudabench.runner.starting import keep_across_commands
 from cudabench.tuning.search import Found, Settings, search
 from cudabench.tuning.space import Space, build_spaces
 
@@ -59,9 +60,11 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
         load_optuna()  # missing: the one-line usage error before anything runs
     cluster = (connect(placement.cluster, placement.keep_workers_s)
                if placement.cluster is not None else None)
+    keep_across_commands(placement.keep_workers_s if cluster is None else 0.0)
     try:
         return _tune(spaces, spec, slots, cluster, device, outputs, settings)
     finally:
+        keep_across_commands(0.0)
         if cluster is not None:
             cluster.close()
 

@@ -21,7 +21,8 @@ from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
 from cudabench.measure.jobs import Job, error_row
 from cudabench.planning.plan import Plan
-from cudabench.runner.workers import Failure, Worker
+from cudabench.runner.starting import new_worker
+from cudabench.runner.workers import Failure
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 MAX_DEATHS = 2  # a GPU whose fresh workers die this many times in a row is given up
@@ -153,7 +154,7 @@ def _serve_safely(board: Board, spec: EngineSpec, slot: Slot) -> None:
 
 def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
     """Run units on one GPU until the queue is empty or the GPU is given up."""
-    worker = Worker(spec.restricted(slot.index), board.plans,
+    worker = new_worker(spec.restricted(slot.index), board.plans,
                     env=board.environments[slot.index], label=slot.index)
     deaths = 0
     try:

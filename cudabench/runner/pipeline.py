@@ -15,7 +15,8 @@ from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.execute import OnPhase, OnResult, run_jobs
 from cudabench.measure.jobs import Job, jobs_of, record
 from cudabench.planning.plan import Plan
-from cudabench.runner.workers import Worker, keep, take_kept, take_prestarted
+from cudabench.runner.starting import new_worker, take_prestarted
+from cudabench.runner.workers import keep, take_kept
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
 OnStart = Callable[[Mapping[str, str]], None]  # receives the engine's versions
@@ -70,7 +71,7 @@ def run_on_one(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
                keep_worker: bool = False) -> list[BenchmarkResult]:
     """Run jobs in order on spec's GPU, in a worker replaced whenever one stops."""
     results: list[BenchmarkResult] = []
-    worker = take_kept(spec, plans) or take_prestarted(spec, plans) or Worker(spec, plans)
+    worker = take_kept(spec, plans) or take_prestarted(spec, plans) or new_worker(spec, plans)
     done = False
     try:
         while len(results) < len(jobs):

@@ -44,6 +44,7 @@ from cudabench.runner.gpus import units_of
 from cudabench.measure.jobs import Job, error_row, jobs_of
 from cudabench.runner.pipeline import outcome_of
 from cudabench.planning.plan import Plan
+from cudabench.common.fingerprint import code_key
 from cudabench.common.relocation import ENVIRONMENT_VARIABLE
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
@@ -239,20 +240,6 @@ def _end(ray: Any, actor: Any, wait: bool) -> None:
             ray.get(actor.close.remote(), timeout=CLOSE_WAIT_S)
     with contextlib.suppress(Exception):
         ray.kill(actor, no_restart=True)
-
-
-def code_key() -> str:
-    """Return a fingerprint of the cudabench code this driver runs (its version and its
-    modules' sizes and times): a kept actor is reused only by a command running the same
-    code, never one that would measure with an older worker."""
-    import cudabench
-
-    package = Path(cudabench.__file__).parent
-    digest = hashlib.sha256(cudabench.__version__.encode())
-    for path in sorted(package.rglob("*.py")):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-    return digest.hexdigest()[:12]
 
 
 def kept_actors(ray: Any) -> list[str]:

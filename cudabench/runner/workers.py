@@ -220,33 +220,8 @@ def _let_go(inbox: Any) -> None:
         inbox.close()
 
 
-_PRESTARTED: list[Worker] = []  # started before the plans were made (at most one)
 _KEPT: list[Worker] = []  # warm after a run, for the same command's next run (at most one)
 _CLOSING: list[Any] = []  # processes told to end, not yet joined
-
-
-def prestart(spec: EngineSpec) -> None:
-    """Start a worker for spec now, so that its imports and CUDA context overlap with the
-    caller's planning; the next run on spec (take_prestarted) uses it. One already started
-    for the same spec (cli/early.py) is kept."""
-    if _PRESTARTED and _PRESTARTED[0].spec == spec:
-        return
-    discard_prestarted()
-    worker = Worker(spec, [])
-    worker.start()
-    _PRESTARTED.append(worker)
-
-
-def take_prestarted(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
-    """Return the prestarted worker if it was started for spec (given the plans), else
-    None; either way no worker stays prestarted."""
-    worker = _PRESTARTED.pop() if _PRESTARTED else None
-    if worker is not None and worker.spec != spec:
-        worker.close()
-        worker = None
-    if worker is not None:
-        worker.plans = list(plans)
-    return worker
 
 
 def keep(worker: Worker) -> None:
@@ -276,13 +251,6 @@ def discard_kept() -> None:
         _KEPT.pop().close(wait=False)
 
 
-def discard_prestarted() -> None:
-    """End a prestarted worker nobody used (the command stopped before its run) at once:
-    it has no work, and may still be importing or opening its GPU."""
-    while _PRESTARTED:
-        _PRESTARTED.pop().kill()
-
-
 def finish_closing(grace_s: float = 0.05) -> None:
     """End the workers told to end (close(wait=False)): every row is in, so one still
     releasing its GPU after grace_s is stopped (the driver frees what a process leaves)."""
@@ -295,20 +263,6 @@ def finish_closing(grace_s: float = 0.05) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=10)
-
-
-def run_in_worker(spec: EngineSpec, plans: Sequence[Plan], jobs: Sequence[Job],
-                  on_result: Callable[[BenchmarkResult], None],
-                  on_start: Callable[[Mapping[str, str]], None] | None = None,
-                  device: DeviceInfo | None = None, first: bool = True
-                  ) -> list[BenchmarkResult]:
-    """Run jobs in a new worker process until they are done or it stops (Worker.run)."""
-    worker = Worker(spec, plans)
-    worker.device = device
-    try:
-        return worker.run(jobs, on_result, on_start, first)
-    finally:
-        worker.close()
 
 
 @contextlib.contextmanager
@@ -367,31 +321,15 @@ def _stop(worker: Any) -> None:
 def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> None:
     """Open an engine, then take the plans and run each batch of jobs from the inbox
     (None: stop), reporting each phase and result and ("done", faulted) after a batch."""
-    from cudabench.runner.execute import run_jobs
-
     _exit_with_parent()
     messages = _Sender(sender)
-    try:
-        engine = spec.open()
-    except CudabenchError as exc:  # no GPU, driver or PyCUDA: nothing can run
-        messages.put((Failure.UNUSABLE, str(exc)))
+    engine = open_engine(spec, label, messages)
+    if engine is None:
         return
-    if label is not None:  # the process sees its GPU as device 0: name it as the user does
-        engine_info = dataclasses.replace(engine.info, index=label)
-        setattr(engine, "info", engine_info)  # noqa: B010 (both engines keep a plain field)
     try:
         try:
             messages.put(("start", engine.info, dict(engine.versions)))
-            plans: list[Plan] = []
-            while (jobs := inbox.get()) is not None:
-                if isinstance(jobs, tuple):  # ("plans", plans): what the batches index
-                    plans = jobs[1]
-                    continue
-                run_jobs(plans, jobs, engine, on_result=messages.put,
-                         on_phase=lambda kind, index: messages.put((kind, index)))
-                messages.put((DONE, engine.faulted))
-                if engine.faulted:
-                    break
+            serve_batches(engine, inbox.get, messages)
         finally:
             engine.close()
     except Exception as exc:  # a bug or a lost GPU: the parent records it and goes on
@@ -402,6 +340,37 @@ def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> Non
         # each allocation it cannot free); every message has left (the pipe is synchronous).
         sender.close()
         os._exit(0)
+
+
+def open_engine(spec: EngineSpec, label: int | None, messages: Any) -> Any:
+    """Open spec's engine in a worker, named by label (the GPU's index as the user counts
+    it, where the process sees it as device 0); None, the reason sent, where it cannot."""
+    try:
+        engine = spec.open()
+    except CudabenchError as exc:  # no GPU, driver or PyCUDA: nothing can run
+        messages.put((Failure.UNUSABLE, str(exc)))
+        return None
+    if label is not None:
+        engine_info = dataclasses.replace(engine.info, index=label)
+        setattr(engine, "info", engine_info)  # noqa: B010 (both engines keep a plain field)
+    return engine
+
+
+def serve_batches(engine: Any, receive: Callable[[], Any], messages: Any) -> None:
+    """Take ("plans", plans) and batches of jobs until None; run each batch, reporting each
+    phase and result, then ("done", faulted); stop after a fault (CUDA is dead)."""
+    from cudabench.runner.execute import run_jobs
+
+    plans: list[Plan] = []
+    while (jobs := receive()) is not None:
+        if isinstance(jobs, tuple):  # ("plans", plans): what the batches index
+            plans = jobs[1]
+            continue
+        run_jobs(plans, jobs, engine, on_result=messages.put,
+                 on_phase=lambda kind, index: messages.put((kind, index)))
+        messages.put((DONE, engine.faulted))
+        if engine.faulted:
+            break
 
 
 def _exit_with_parent() -> None:

@@ -1,0 +1,356 @@
+"""A GPU worker kept across commands (--keep-workers SECONDS on one host).
+
+A run's worker takes about a second to be ready (its interpreter, NumPy, PyCUDA, the CUDA
+context, CuPy for a vendor row) and ends with the command. A kept worker is a process of
+its own session that serves one command after another over a Unix socket: the next
+command on the same GPU, engine, environment and cudabench code connects to it instead of
+starting one. It is the same worker: the command watches it as its own (a job past its
+timeout kills it, its row says TIMEOUT and the rest run in a fresh one; after a kernel
+fault it ends), it runs one command at a time (a second waits for the first: their
+measurements never overlap on the GPU), and it ends itself after SECONDS without one.
+
+Its socket lives in a folder only its user can enter ($XDG_RUNTIME_DIR/cudabench, else
+/tmp/cudabench-UID), named by a fingerprint of what it runs; a random key, in a file beside
+it that only the user can read, authenticates each connection; what it prints goes to a
+.log file beside it (kept where it failed). `pkill -f cudabench.runner.kept_worker` ends
+them all at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import pickle
+import queue
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
+from typing import Any
+
+from cudabench.common.fingerprint import code_key
+from cudabench.engines.protocol import EngineSpec
+from cudabench.runner.workers import Worker, open_engine, serve_batches
+
+CONNECT_WAIT_S = 20.0  # how long a new kept worker may take to listen
+HELLO_WAIT_S = 5.0  # how long a listening one may take to answer (else it is ending)
+POLL_S = 0.05
+MAX_FOLDER_CHARS = 70  # + "/worker-" + 20 hex digits + ".sock": within AF_UNIX's 107
+
+
+def socket_folder() -> Path:
+    """Return the folder of this user's kept workers' sockets, made private (0700)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    folder = (Path(runtime) / "cudabench" if runtime and Path(runtime).is_dir()
+              else Path(tempfile.gettempdir()) / f"cudabench-{os.getuid()}")
+    if len(str(folder)) > MAX_FOLDER_CHARS:  # a socket's path must fit 107 bytes
+        folder = Path("/tmp") / f"cudabench-{os.getuid()}"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.stat().st_uid != os.getuid():
+        raise PermissionError(f"{folder} belongs to another user: set XDG_RUNTIME_DIR")
+    os.chmod(folder, 0o700)
+    return folder
+
+
+def address_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> Path:
+    """Return the socket of the kept worker for this engine, environment, label and code."""
+    what = pickle.dumps((code_key(), spec, sorted(env.items()), label, sys.executable))
+    return socket_folder() / f"worker-{hashlib.sha256(what).hexdigest()[:20]}.sock"
+
+
+class KeptWorker(Worker):
+    """A Worker whose process outlives the command: connected to where one is kept for
+    its engine, environment and code, or started there. Watched as any worker: a job past
+    its limit, a fault or a dead process ends it (the next run starts a fresh one)."""
+
+    def __init__(self, spec: EngineSpec, plans: Any, keep_s: float,
+                 env: Mapping[str, str] | None = None, label: int | None = None) -> None:
+        super().__init__(spec, plans, env=env, label=label)
+        self.keep_s = keep_s
+        self._address: Path | None = None  # None: this process is a plain worker
+
+    def _start(self) -> None:
+        """Connect to the kept worker, starting it where there is none (or it is ending);
+        where none can be started (no private socket folder), a plain worker: keeping is
+        a saving, never a reason for a run to fail."""
+        try:
+            self._start_kept()
+        except (OSError, RuntimeError):
+            self._address = None
+            super()._start()
+
+    def _start_kept(self) -> None:
+        self._has_plans = False
+        address = address_of(self.spec, self.env, self.label)
+        self._address = address
+        # One command at a time finds or starts it: two starting at once start one.
+        with open(address.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            found = _connect(address, wait_s=0.0)
+            if found is None:
+                _spawn(address, self.spec, self.env, self.label, self.keep_s)
+                found = _connect(address, wait_s=CONNECT_WAIT_S)
+        if found is None:
+            raise RuntimeError(f"the kept worker at {address} did not start")
+        connection, pid = found
+        if self.keep_s:  # this command's --keep-workers: the idle time from now on
+            connection.send(("keep", self.keep_s))
+        self._messages, self._inbox, self._process = connection, _Inbox(connection), _Pid(pid)
+
+    def close(self, wait: bool = True) -> None:
+        """End this command's session; the process stays for the next command."""
+        if self._address is None:
+            super().close(wait)
+            return
+        if self._process is not None and self._process.is_alive():
+            with contextlib.suppress(Exception):
+                self._inbox.put(None)
+        with contextlib.suppress(Exception):
+            if self._messages is not None:
+                self._messages.close()
+        self._process = self._inbox = self._messages = None
+        self._has_plans = False
+
+    def _discard(self) -> None:
+        """End the kept process (it failed, or is stuck in a kernel) and its socket."""
+        if self._address is None:
+            super()._discard()
+            return
+        if self._process is not None:
+            self._process.kill()
+        with contextlib.suppress(Exception):
+            if self._messages is not None:
+                self._messages.close()
+        with contextlib.suppress(OSError):
+            self._address.unlink()
+        self._process = self._inbox = self._messages = None
+        self._address = None
+
+
+def stop_all() -> int:
+    """End every kept worker of this user now, busy or not; return how many were found."""
+    ended = 0
+    for address in sorted(socket_folder().glob("worker-*.sock")):
+        found = _connect(address, wait_s=0.0)
+        if found is not None:
+            connection, pid = found
+            connection.close()
+            _Pid(pid).kill()
+            ended += 1
+        for suffix in (".sock", ".key", ".log"):
+            with contextlib.suppress(OSError):
+                address.with_suffix(suffix).unlink()
+    return ended
+
+
+def _connect(address: Path, wait_s: float) -> tuple[Connection, int] | None:
+    """Connect to the kept worker at address and take its hello (its pid); None where
+    none answers within wait_s (a stale socket of one that ended is removed)."""
+    key_file = address.with_suffix(".key")
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            connection = Client(str(address), "AF_UNIX", authkey=key_file.read_bytes())
+            if connection.poll(HELLO_WAIT_S):
+                hello = connection.recv()
+                if isinstance(hello, tuple) and hello[0] == "pid":
+                    return connection, int(hello[1])
+            connection.close()  # it is ending: no hello
+        except (OSError, EOFError, ValueError):
+            pass  # not listening yet, or gone
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(POLL_S)
+
+
+def _spawn(address: Path, spec: EngineSpec, env: Mapping[str, str], label: int | None,
+           keep_s: float) -> None:
+    """Start a kept worker in a session of its own (it outlives this command)."""
+    with contextlib.suppress(OSError):
+        address.unlink()  # a stale socket of one that died
+    key = secrets.token_bytes(32)
+    key_file = address.with_suffix(".key")
+    descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as out:
+        out.write(key)
+    with open(address.with_suffix(".log"), "wb") as log:  # why one could not start
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cudabench.runner.kept_worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+            env={**os.environ, **env}, close_fds=True)
+    assert process.stdin is not None
+    process.stdin.write(pickle.dumps((str(address), key, spec, label, keep_s)))
+    process.stdin.close()
+    _SPAWNED.append(process)  # reaped by Python, not collected while it runs
+
+
+_SPAWNED: list[subprocess.Popen[bytes]] = []
+
+
+class _Inbox:
+    """The command's end of the connection, with a queue's put."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def put(self, message: object) -> None:
+        self.connection.send(message)
+
+    def cancel_join_thread(self) -> None:
+        """A queue's: nothing to cancel."""
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class _Pid:
+    """A process of another session, with the calls the watchdog makes on its worker."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.exitcode: int | None = None
+
+    def is_alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return not _zombie(self.pid)
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        self.join(timeout=10)
+
+    def join(self, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        while self.is_alive() and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+
+    def terminate(self) -> None:
+        self.kill()
+
+
+def _zombie(pid: int) -> bool:
+    """Return whether pid has exited and waits to be reaped (ours: we started it)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == pid
+    except ChildProcessError:  # not our child: it is reaped by its own parent
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1] == "Z"
+        except (OSError, IndexError):
+            return False
+
+
+# -- the kept worker's own process ---------------------------------------------------------
+
+
+class _Server:
+    """Serve commands one at a time over the socket; end after keep_s idle seconds.
+
+    A thread accepts each connection at once and says hello (the pid the command watches);
+    the main thread serves them in turn, so a second command waits for the first."""
+
+    def __init__(self, address: str, key: bytes, keep_s: float) -> None:
+        self.address, self.keep_s = address, keep_s
+        self.listener = Listener(address, "AF_UNIX", authkey=key)
+        self.lock = threading.Lock()
+        self.waiting: queue.Queue[Connection] = queue.Queue()
+        self.busy, self.last_use = 0, time.monotonic()  # connections taken, not yet served
+        threading.Thread(target=self._accept, daemon=True, name="accept").start()
+        threading.Thread(target=self._end_when_idle, daemon=True, name="idle-end").start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection = self.listener.accept()
+                connection.send(("pid", os.getpid()))
+            except (OSError, EOFError):  # one that failed to authenticate, or went
+                continue
+            with self.lock:
+                self.busy += 1
+            self.waiting.put(connection)
+
+    def serve(self, spec: EngineSpec, label: int | None) -> None:
+        """Open the engine for the first command, then serve each command in turn."""
+        engine = None
+        while True:
+            connection = self.waiting.get()
+            try:
+                messages = _Messages(connection)
+                if engine is None:
+                    engine = open_engine(spec, label, messages)
+                    if engine is None:  # no GPU: this worker is of no use to anyone
+                        self._end(1)
+                messages.put(("start", engine.info, dict(engine.versions)))
+                serve_batches(engine, lambda: self._receive(connection), messages)
+            except (OSError, EOFError):  # the command went (Ctrl-C, killed): serve the next
+                pass
+            except Exception as exc:  # a bug or a lost GPU: tell the command, end
+                with contextlib.suppress(Exception):
+                    connection.send(f"{type(exc).__name__}: {exc}")
+                self._end(1)
+            finally:
+                with contextlib.suppress(Exception):
+                    connection.close()
+                with self.lock:
+                    self.busy -= 1
+                    self.last_use = time.monotonic()
+            if engine is not None and engine.faulted:  # CUDA is dead here
+                self._end(0)
+
+    def _receive(self, connection: Connection) -> Any:
+        """Return the command's next message; ("keep", seconds) sets the idle time."""
+        while True:
+            message = connection.recv()
+            if isinstance(message, tuple) and message and message[0] == "keep":
+                self.keep_s = float(message[1])
+                continue
+            return message
+
+    def _end_when_idle(self) -> None:
+        while True:
+            time.sleep(min(1.0, max(0.05, self.keep_s / 4)))
+            with self.lock:
+                if not self.busy and time.monotonic() - self.last_use >= self.keep_s:
+                    self._end(0)
+
+    def _end(self, code: int) -> None:
+        """Remove the socket and its key, then exit at once (no CUDA teardown to wait on)."""
+        for path in (Path(self.address), Path(self.address).with_suffix(".key"),
+                     *([Path(self.address).with_suffix(".log")] if code == 0 else [])):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        os._exit(code)
+
+
+class _Messages:
+    """The kept worker's end of a command's connection, with a queue's put."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def put(self, message: object) -> None:
+        self.connection.send(message)
+
+
+def main() -> None:
+    """The kept worker: its settings come pickled on stdin from the command that starts it."""
+    address, key, spec, label, keep_s = pickle.loads(sys.stdin.buffer.read())
+    server = _Server(address, key, keep_s)
+    server.serve(spec, label)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""--keep-workers on a real GPU: commands as a user runs them, the worker kept between."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from cudabench.results import Status, load_results
+
+pytestmark = pytest.mark.gpu
+
+QUICK = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05"]
+
+
+@pytest.fixture
+def runtime(monkeypatch):
+    from cudabench.runner import kept_worker
+
+    folder = Path(tempfile.mkdtemp(prefix="cbk-", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    yield folder
+    kept_worker.stop_all()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def cudabench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cudabench", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_a_kept_worker_serves_the_next_commands_with_the_same_verdicts(runtime, tmp_path):
+    first = cudabench("dot", "--size", "100000", "--keep-workers", "60", *QUICK,
+                      "--json", str(tmp_path / "a.json"))
+    assert first.returncode == 0, first.stderr
+    sockets = list((runtime / "cudabench").glob("worker-*.sock"))
+    assert len(sockets) == 1, "no worker was kept"
+    second = cudabench("matmul", "--size", "200", "--tile", "16", "--keep-workers", "60",
+                       *QUICK, "--json", str(tmp_path / "b.json"))
+    assert second.returncode == 0, second.stderr
+    assert list((runtime / "cudabench").glob("worker-*.sock")) == sockets  # the same one
+    rows = load_results(tmp_path / "b.json").benchmarks
+    assert {r.op for r in rows} == {"matmul"}
+    assert all(r.status in (Status.PASS, Status.REF, Status.SKIP) for r in rows), rows
+    assert any(r.variant == "cuBLAS" and r.status is Status.PASS for r in rows)
+
+
+def test_a_kernel_that_hangs_kills_the_kept_worker_and_the_next_command_is_fresh(
+        runtime, tmp_path):
+    (tmp_path / "matmul").mkdir()
+    (tmp_path / "matmul" / "aaa_spins.cu").write_text(
+        "// cudabench: matmul\n"
+        "// launch aaa_spins: grid 1; block 32\n"
+        'extern "C" __global__ void aaa_spins(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,\n'
+        "                                     int M, int K, int N) {\n"
+        "    volatile int* flag = (volatile int*)C;  // never 12345: the kernel never ends\n"
+        "    while (flag[0] != 12345) {}\n"
+        "}\n")
+    out = tmp_path / "r.json"
+    done = cudabench("matmul", "--size", "64", "--kernels-dir", str(tmp_path), "--variant",
+                     "aaa_spins", "--variant", "tiled", "--timeout", "5", "--no-vendor",
+                     "--keep-workers", "60", *QUICK, "--json", str(out))
+    assert done.returncode == 3, done.stdout + done.stderr
+    statuses = {b.variant: b.status for b in load_results(out).benchmarks}
+    assert statuses == {"aaa_spins": Status.TIMEOUT, "tiled": Status.PASS}
+    again = cudabench("dot", "--size", "1000", "--keep-workers", "60", *QUICK)
+    assert again.returncode == 0, again.stderr

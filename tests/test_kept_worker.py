@@ -1,0 +1,133 @@
+"""--keep-workers on one host: a GPU worker kept across commands (runner/kept_worker.py),
+driven through the CLI on the fake engine, its process and socket real."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from helpers import invoke
+
+from cudabench.results import Status, load_results
+
+TESTS = Path(__file__).parent
+QUICK = ("--warmup", "0", "--max-time", "0.02", "--no-batch")
+
+
+@pytest.fixture
+def kept(monkeypatch, tmp_path):
+    """A private socket folder for the test's kept workers, all of them ended after it;
+    the workers import the tests' fake specs."""
+    from cudabench.runner import kept_worker
+
+    import shutil
+    import tempfile
+
+    runtime = Path(tempfile.mkdtemp(prefix="cbk-", dir="/tmp"))  # short: a socket's path
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH")) if p)
+    monkeypatch.setenv("PYTHONPATH", path)
+    yield kept_worker
+    kept_worker.stop_all()
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def recording(monkeypatch, tmp_path):
+    from ray_specs import EnvironmentRecordingSpec
+
+    spec = EnvironmentRecordingSpec(out_dir=str(tmp_path))
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: spec)
+
+
+def opened(tmp_path: Path) -> set[str]:
+    """The engines opened so far: one file per worker process (its pid in the name)."""
+    return {p.name for p in tmp_path.glob("env-*.json")}
+
+
+def test_the_next_command_runs_on_the_kept_worker(kept, monkeypatch, tmp_path):
+    recording(monkeypatch, tmp_path)
+    first = invoke("dot", "--size", "1000,3", "--keep-workers", "60", *QUICK,
+                   "--json", tmp_path / "a.json")
+    assert first.exit_code == 0, first.stderr
+    assert len(opened(tmp_path)) == 1
+    assert list(kept.socket_folder().glob("worker-*.sock"))  # it outlived the command
+    second = invoke("matmul", "--size", "33", "--keep-workers", "60", *QUICK,
+                    "--json", tmp_path / "b.json")
+    assert second.exit_code == 0, second.stderr
+    assert len(opened(tmp_path)) == 1  # no engine opened again
+    rows = load_results(tmp_path / "b.json").benchmarks
+    assert rows and all(r.status in (Status.PASS, Status.REF, Status.SKIP) for r in rows)
+    assert {r.op for r in rows} == {"matmul"}  # this command's plans, not the last one's
+    # Without the flag: a worker of the command's own, which ends with it.
+    third = invoke("dot", "--size", "1000", *QUICK, "--json", tmp_path / "c.json")
+    assert third.exit_code == 0, third.stderr
+    assert len(opened(tmp_path)) == 2
+
+
+def test_a_kept_worker_ends_after_its_idle_time(kept, use_fake, tmp_path):
+    done = invoke("dot", "--size", "1000", "--keep-workers", "0.5", *QUICK)
+    assert done.exit_code == 0, done.stderr
+    deadline = time.monotonic() + 15
+    while list(kept.socket_folder().glob("worker-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not list(kept.socket_folder().glob("worker-*.sock")), "it outlived its idle time"
+
+
+def test_a_kept_worker_that_hangs_is_killed_and_the_rest_run_in_a_fresh_one(
+        kept, use_fake, tmp_path):
+    from cudabench.engines.fake_engine import Fault
+
+    use_fake(faults={"tiled": Fault.HANGS})
+    out = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "20", "--keep-workers", "60", "--timeout", "1.5",
+                  *QUICK, "--json", out)
+    assert done.exit_code == 3, done.stderr
+    statuses = {r.variant: r.status for r in load_results(out).benchmarks}
+    assert statuses["tiled"] is Status.TIMEOUT and statuses["naive"] is Status.PASS
+    assert statuses["tiled_conflict"] is Status.PASS  # after it, in a fresh kept worker
+    use_fake()
+    again = invoke("matmul", "--size", "20", "--keep-workers", "60", *QUICK)
+    assert again.exit_code == 0, again.stderr
+
+
+def test_a_faulting_kernel_ends_the_kept_worker_and_the_next_command_starts_one(
+        kept, use_fake, monkeypatch, tmp_path):
+    from cudabench.engines.fake_engine import Fault
+
+    use_fake(faults={"naive": Fault.FAULT})
+    out = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "33", "--keep-workers", "60", *QUICK, "--json", out)
+    assert done.exit_code == 3, done.stderr
+    statuses = {r.variant: r.status for r in load_results(out).benchmarks}
+    assert statuses["naive"] is Status.FAIL and statuses["tiled"] is Status.PASS
+    recording(monkeypatch, tmp_path)  # another engine: another kept worker
+    assert invoke("dot", "--size", "100", "--keep-workers", "60", *QUICK).exit_code == 0
+    assert len(opened(tmp_path)) == 1
+
+
+def test_two_commands_at_once_share_one_kept_worker(kept, monkeypatch, tmp_path):
+    """They run one after the other on it (their measurements never overlap)."""
+    import subprocess
+    import sys
+
+    main = ("import sys\nimport cudabench.cli.commands as c\nfrom ray_specs import "
+            "EnvironmentRecordingSpec as S\nspec = S(out_dir=sys.argv[1])\n"
+            "c.engine_spec = lambda device: spec\nfrom cudabench.cli import cli\n"
+            "sys.exit(cli.main(sys.argv[2:]))\n")
+    command = [sys.executable, "-c", main, str(tmp_path), "dot", "--size", "1000,2000",
+               "--keep-workers", "60", *QUICK, "--quiet"]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for _ in range(2)]
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+    assert len(opened(tmp_path)) == 1
+
+
+def test_a_bad_keep_workers_value_is_a_usage_error(use_fake):
+    for value in ("-1", "nan", "abc", "1e9"):
+        done = invoke("dot", "--size", "100", "--keep-workers", value)
+        assert done.exit_code == 2, (value, done.stderr)
+        assert "--keep-workers" in done.stderr
