@@ -9,13 +9,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cudabench.analysis.time_profile import TimeProfile, time_profile
-from cudabench.cli import best
-from cudabench.cli.history import check_file, record_files
 from cudabench.cli.options import (
     Outputs,
     Placement,
@@ -33,7 +31,6 @@ from cudabench.history.threshold import (
     auto_threshold,
 )
 from cudabench.measure import memory
-from cudabench.runner.ray_cluster import RayCluster, connect
 from cudabench.observers.ncu import find_ncu
 from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.measure.dryrun import plan_rows
@@ -55,6 +52,9 @@ from cudabench.render.markdown import run_to_markdown
 from cudabench.results import BenchmarkResult, RunOutcome, load_results
 from cudabench.results.writer import ResultsWriter
 from cudabench.common.units import params_text, shape_text
+
+if TYPE_CHECKING:  # Ray's glue is imported by a --cluster run alone
+    from cudabench.runner.ray_cluster import RayCluster
 
 RUNS_DIR = Path(".cudabench") / "runs"  # where --record keeps a run given no --json
 
@@ -116,8 +116,11 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     with clock.phase("planning"):
         plans, spec, slots, json_path, writer = _prepare(requests, device, outputs, placement)
     # Last of the checks: a Ray started for nothing would cost its start-up.
-    cluster = (connect(placement.cluster, placement.keep_workers_s)
-               if placement.cluster is not None else None)
+    cluster = None
+    if placement.cluster is not None:
+        from cudabench.runner.ray_cluster import connect
+
+        cluster = connect(placement.cluster, placement.keep_workers_s)
     try:
         outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer,
                                  clock)
@@ -222,6 +225,8 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
         with clock.phase("--best: head to head"):
             slots = measured.slots
             try:
+                from cudabench.cli import best  # --best alone needs it
+
                 choices = best.choose(outcome, measured.plans, engine_spec(device),
                                       slots[:1] if slots else None)
             finally:
@@ -235,6 +240,8 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     if any(plan.insight.profile_time for plan in measured.plans):
         show_time_profile(measured)
     if outputs.record and measured.json_path is not None:
+        from cudabench.cli.history import check_file, record_files  # --record alone
+
         record_files([measured.json_path], outputs.db)
         if outputs.check:
             code = max(code, check_file(measured.json_path, outputs.db))

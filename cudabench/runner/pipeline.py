@@ -9,18 +9,21 @@ one broken variant never hides the results of the others.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
-from cudabench.runner.execute import OnPhase, OnResult, run_jobs
 from cudabench.measure.jobs import Job, jobs_of, record
 from cudabench.planning.plan import Plan
 from cudabench.runner.starting import new_worker, take_prestarted
 from cudabench.runner.workers import keep, take_kept
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
+if TYPE_CHECKING:  # the command's process runs no job itself: its workers import it
+    from cudabench.runner.execute import OnResult
+
 OnStart = Callable[[Mapping[str, str]], None]  # receives the engine's versions
-__all__ = ["OnPhase", "OnResult", "OnStart", "count_rows", "run_jobs", "run_plans"]
+__all__ = ["OnStart", "count_rows", "run_plans"]
 
 
 def count_rows(plans: Sequence[Plan], copies: int = 1) -> int:
