@@ -184,3 +184,18 @@ def test_an_unknown_schema_version_says_why(tmp_path, version, hint):
     path.write_text(json.dumps(document))
     with pytest.raises(ResultsFileError, match=hint):
         load_results(path)
+
+
+def test_the_file_is_json_dump_s_text_after_every_row(tmp_path):
+    """Rows are encoded once each; the file must still read as json.dump wrote it."""
+    rows = load_results(Path(__file__).parent / "data" / "h200x2" / "all.json").benchmarks
+    writer = ResultsWriter(tmp_path / "r.json")
+    for count, row in enumerate(rows[:12], start=1):
+        writer.add(row)
+        text = (tmp_path / "r.json").read_text()
+        document = writer.document(complete=False)
+        document["updated"] = json.loads(text)["updated"]
+        assert text == json.dumps(document, indent=1, allow_nan=False) + "\n", count
+    empty = ResultsWriter(tmp_path / "e.json")
+    empty.write(complete=True)
+    assert json.loads((tmp_path / "e.json").read_text())["benchmarks"] == []
