@@ -479,6 +479,23 @@ def test_a_kernel_that_cheats_after_the_checked_launch_fails(op, fault, says):
     assert all(s in (Status.PASS, Status.REF) for s in honest)
 
 
+@pytest.mark.parametrize(("op", "shape"), [
+    ("matmul", (512, 512, 512)),  # a 1 MiB result: held to the same-buffer one on the GPU
+    ("matmul", (33, 17, 65)),  # too small for that: the CPU's check
+    ("dot", (10**6,))])
+def test_a_result_keyed_by_address_fails_in_new_buffers(op, shape):
+    name = takes(op)[-1]
+    engine_spec = FakeSpec(faults={name: Fault.WRONG_ELSEWHERE})
+    outcome = run_plans([plan_for(op, shape)], engine_spec)
+    cheat = next(r for r in outcome.results if r.variant == name)
+    assert cheat.status is Status.FAIL, cheat
+    assert "wrong on fresh inputs in new buffers" in (cheat.error or ""), cheat.error
+    assert "1 of" in cheat.error  # the CPU's check names the one wrong element
+    honest = [s for n, s in ran(outcome.results).items() if n != name]
+    # (SUSPECT: verified, but the fake's synthetic times beat its roofs at 512^3)
+    assert all(s in (Status.PASS, Status.REF, Status.SUSPECT) for s in honest)
+
+
 # -- faster than the device allows ------------------------------------------------------------
 
 def test_a_result_beyond_the_devices_roof_is_suspect(use_fake, tmp_path):

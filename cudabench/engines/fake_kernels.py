@@ -42,6 +42,9 @@ class Fault(str, enum.Enum):
     REPLAYS = "replays"  # keeps its first result and copies it out on every later launch
     FIRST_LAUNCHES_ONLY = "first_launches_only"  # computes on its first 3 launches only
     FASTER_ON_ZEROS = "faster_on_zeros"  # right, but twice as fast when its inputs are zero
+    # Right in the buffers of its first launcher, one element wrong in any other's (a result
+    # keyed by address): only the recheck in new buffers sees it.
+    WRONG_ELSEWHERE = "wrong_elsewhere"
 
 
 @dataclass
@@ -52,6 +55,7 @@ class FakeKernel:
     types: TypeSet
     fault: Fault | None
     slowdown: float
+    home: int | None = None  # WRONG_ELSEWHERE: the address of the first result's buffer
 
 
 class EngineState(Protocol):
@@ -121,7 +125,11 @@ class FakeLaunch:
             self.stash.append(result.copy())
         if kernel.fault in (Fault.WRITES_PAST_END, Fault.WRITES_BEFORE_START):
             trespass(args, result, kernel.fault is Fault.WRITES_PAST_END)
-        if kernel.fault is Fault.WRONG_ELEMENT:
+        address = result.__array_interface__["data"][0]
+        if kernel.fault is Fault.WRONG_ELSEWHERE and kernel.home is None:
+            kernel.home = address
+        if kernel.fault is Fault.WRONG_ELEMENT or (kernel.fault is Fault.WRONG_ELSEWHERE
+                                                   and address != kernel.home):
             flat = result.reshape(-1)
             flat[spot] = flat[spot] + (1 if flat.dtype.kind in "iu" else 0.5 + abs(flat[spot]))
         engine.pending_s += self.cost_s * len(kernel.variant.launches) * (0.5 if zeros else 1.0)
