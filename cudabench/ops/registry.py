@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.metadata
 import importlib.util
 import sys
 from collections.abc import Iterable
@@ -81,7 +80,10 @@ def _add(ops: dict[str, Op], new: list[Op]) -> None:
 @functools.cache
 def _entry_point_modules() -> list[str]:
     """Return the modules installed packages declare in the cudabench.ops group (read once:
-    scanning every installed distribution costs ~15 ms, and a sweep plans every point)."""
+    scanning every installed distribution costs ~15 ms, and a sweep plans every point).
+    importlib.metadata is imported here: 18 ms of every command's start otherwise."""
+    import importlib.metadata
+
     return [entry.value.split(":")[0]
             for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
 
