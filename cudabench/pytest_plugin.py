@@ -101,6 +101,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "history (default 25%%).")
     group.addoption("--cudabench-record", metavar="DB", default=None,
                     help="Record the session's rows as one run in this history store.")
+    group.addoption("--cudabench-keep-workers", metavar="SECONDS", type=float, default=0.0,
+                    help="Keep the GPU worker between the session's runs (and for SECONDS "
+                    "after the last): it starts once, not once per cudabench.run.")
     group.addoption("--cudabench-require-gpu", action="store_true",
                     help="Fail, rather than skip, the tests that need a GPU when none is "
                     "usable (a GPU CI job).")
@@ -216,6 +219,9 @@ class Bench:
         from cudabench.api import run
         from cudabench.errors import CudabenchError, GpuEnvironmentError
 
+        keep = self._config.getoption("cudabench_keep_workers")
+        if keep and "keep_workers" not in options:
+            options["keep_workers"] = keep
         try:
             results = run(op, **options)
         except GpuEnvironmentError as exc:  # the driver or PyCUDA: no GPU usable here

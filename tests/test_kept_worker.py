@@ -7,10 +7,17 @@ import os
 import time
 from pathlib import Path
 
+# Imported before the pytester session below (an in-process session drops the modules it
+# imported, and NumPy cannot be imported twice in one process).
+import numpy  # noqa: F401
 import pytest
 from helpers import invoke
 
+import cudabench.api  # noqa: F401
+import cudabench.cli.commands  # noqa: F401
 from cudabench.results import Status, load_results
+
+pytest_plugins = ["pytester"]
 
 TESTS = Path(__file__).parent
 QUICK = ("--warmup", "0", "--max-time", "0.02", "--no-batch")
@@ -131,3 +138,39 @@ def test_a_bad_keep_workers_value_is_a_usage_error(use_fake):
         done = invoke("dot", "--size", "100", "--keep-workers", value)
         assert done.exit_code == 2, (value, done.stderr)
         assert "--keep-workers" in done.stderr
+
+
+def test_the_python_api_keeps_the_worker_between_runs(kept, monkeypatch, tmp_path):
+    import cudabench.api as api
+    from cudabench.errors import UsageError
+
+    recording(monkeypatch, tmp_path)
+    fast = api.TimingPolicy(warmup_s=0.0, min_samples=5, max_time_s=0.02)
+    first = api.run("dot", size=1000, timing=fast, batch=False, keep_workers=60)
+    second = api.run("matmul", variants=["tiled"], size=48, timing=fast, batch=False,
+                     keep_workers=60, json=tmp_path / "r.json")
+    assert not first.failures and not second.failures
+    assert len(opened(tmp_path)) == 1
+    assert "--keep-workers" in load_results(tmp_path / "r.json").metadata["command"]
+    for bad in (-1, float("nan"), "60", True):
+        with pytest.raises(UsageError, match="keep_workers"):
+            api.run("dot", size=1000, keep_workers=bad)
+
+
+def test_a_pytest_session_starts_its_worker_once(kept, monkeypatch, tmp_path, pytester):
+    recording(monkeypatch, tmp_path)
+    pytester.makepyfile(test_project='''
+import pytest
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=5, max_time_s=0.02)
+
+
+@pytest.mark.parametrize("size", [32, 48, 64])
+def test_tiled(cudabench, size):
+    cudabench.run("matmul", variants=["tiled"], size=size, vendor=False, batch=False,
+                  timing=FAST)
+''')
+    done = pytester.runpytest("--cudabench-keep-workers", "60")
+    done.assert_outcomes(passed=3)
+    assert len(opened(tmp_path)) == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import os
 import re
 import tempfile
@@ -35,7 +36,7 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
         sources: Mapping[str, str] | None = None, device: int = 0,
         timing: TimingPolicy | None = None, seed: int = 0, hot: bool = False,
         vendor: bool = True, batch: bool = True, json: PathLike | None = None,
-        progress: bool = False) -> Results:
+        progress: bool = False, keep_workers: float = 0.0) -> Results:
     """Verify and time op's variants, as `cudabench OP` does; return every row.
 
     variants: names to run (default all); size: "1024", 1024, "512x256x128", or a list (or a
@@ -43,7 +44,9 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     NAME -> value, a list sweeps; kernels_dir: more folders of variants and ops; sources:
     variant name -> CUDA source text with its header (`// cudabench: OP` ...); timing: the
     sampling policy; json: also write the results file here as the rows arrive; progress:
-    a progress display on stderr. Bad input raises UsageError (or KernelFileError, naming
+    a progress display on stderr; keep_workers: keep the GPU worker that many idle seconds
+    for the next run (--keep-workers: a script or test session of many runs starts it
+    once). Bad input raises UsageError (or KernelFileError, naming
     the file and line); a variant that fails verification is a FAIL row, not an exception.
     """
     from cudabench.cli.options import Outputs, build_requests
@@ -66,18 +69,20 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
         "compile_timeout": policy.compile_timeout_s,
     }
     requests = build_requests(op, {}, **options)
-    argv = _command(op, options, _int(device, "device"))
+    keep = _seconds(keep_workers, "keep_workers")
+    argv = _command(op, options, _int(device, "device")) + _keep_flag(keep)
     outputs = Outputs(json_path=Path(json) if json is not None else None,
                       progress=bool(progress), argv=argv[1:])
-    return _measure(requests, device, outputs, argv)
+    return _measure(requests, device, outputs, argv, keep)
 
 
 def run_suite(path: PathLike | None = None, *,
               kernels_dir: PathLike | Sequence[PathLike] | None = None, device: int = 0,
               vendor: bool = True, batch: bool = True, json: PathLike | None = None,
-              progress: bool = False) -> Results:
+              progress: bool = False, keep_workers: float = 0.0) -> Results:
     """Run a suite file (cudabench.toml, or pyproject.toml's [tool.cudabench]; default:
-    the one in the current folder), as `cudabench run` does; return every row."""
+    the one in the current folder), as `cudabench run` does; return every row.
+    keep_workers: as for run()."""
     from cudabench.cli.options import Outputs
     from cudabench.cli.suite import find_config, load_suite
 
@@ -90,17 +95,34 @@ def run_suite(path: PathLike | None = None, *,
                                                                        str(d)))]
     argv += [flag for flag, off in (("--no-vendor", not vendor), ("--no-batch", not batch))
              if off]
+    keep = _seconds(keep_workers, "keep_workers")
+    argv += _keep_flag(keep)
     outputs = Outputs(json_path=Path(json) if json is not None else None,
                       progress=bool(progress), argv=argv[1:])
-    return _measure(requests, _int(device, "device"), outputs, argv)
+    return _measure(requests, _int(device, "device"), outputs, argv, keep)
 
 
-def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str]) -> Results:
+def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
+             keep_s: float = 0.0) -> Results:
     from cudabench.cli import commands
+    from cudabench.cli.options import Placement
 
-    measured = commands.measure(requests, device, outputs)
+    measured = commands.measure(requests, device, outputs, Placement(keep_workers_s=keep_s))
     return Results(measured.outcome.results, measured.outcome.notes, tuple(argv),
                    dict(measured.versions), measured.json_path)
+
+
+def _seconds(value: Any, name: str) -> float:
+    """Return value as seconds an idle worker is kept (0 to 86400), else UsageError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            math.isfinite(value) and 0 <= value <= 86400):
+        raise UsageError(f"{name} {value!r}: expected the seconds an idle worker is kept, "
+                         "0 to 86400")
+    return float(value)
+
+
+def _keep_flag(seconds: float) -> list[str]:
+    return ["--keep-workers", f"{seconds:g}"] if seconds else []
 
 
 def inline_dir(op: str, sources: Mapping[str, str]) -> Path:
