@@ -174,3 +174,18 @@ def test_tiled(cudabench, size):
     done = pytester.runpytest("--cudabench-keep-workers", "60")
     done.assert_outcomes(passed=3)
     assert len(opened(tmp_path)) == 1
+
+
+def test_another_visible_gpu_gets_a_worker_of_its_own(kept, monkeypatch):
+    """A worker kept while CUDA_VISIBLE_DEVICES showed one GPU never serves a command
+    whose shell shows another: its socket is another."""
+    from cudabench.engines.fake_engine import FakeSpec
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    first = kept.address_of(FakeSpec(), {}, None)
+    monkeypatch.setenv("COLUMNS", "123")  # the terminal's: the same worker
+    assert kept.address_of(FakeSpec(), {}, None) == first
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert kept.address_of(FakeSpec(), {}, None) != first
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert kept.address_of(FakeSpec(), {}, None) == first

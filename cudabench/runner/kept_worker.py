@@ -43,6 +43,10 @@ from cudabench.runner.workers import Worker, open_engine, serve_batches
 CONNECT_WAIT_S = 20.0  # how long a new kept worker may take to listen
 HELLO_WAIT_S = 5.0  # how long a listening one may take to answer (else it is ending)
 POLL_S = 0.05
+INHERITED_PREFIXES = ("CUDA", "CUDABENCH", "NVIDIA", "NV_", "OMP_", "OPENBLAS", "MKL_",
+                      "PYCUDA", "CUPY")
+INHERITED_NAMES = frozenset({"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "HOME", "TMPDIR",
+                             "XDG_CACHE_HOME"})
 MAX_FOLDER_CHARS = 70  # + "/worker-" + 20 hex digits + ".sock": within AF_UNIX's 107
 
 
@@ -61,8 +65,16 @@ def socket_folder() -> Path:
 
 
 def address_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> Path:
-    """Return the socket of the kept worker for this engine, environment, label and code."""
-    what = pickle.dumps((code_key(), spec, sorted(env.items()), label, sys.executable))
+    """Return the socket of the kept worker for this engine, environment, label and code.
+
+    The environment counts whole where it chooses what the worker runs on or with (which
+    GPU CUDA_VISIBLE_DEVICES shows, the toolkit on PATH, the compile cache's folder, BLAS
+    threads): a command whose shell changed one gets a worker of its own, never one that
+    would measure on another GPU."""
+    inherited = {name: value for name, value in os.environ.items()
+                 if name.startswith(INHERITED_PREFIXES) or name in INHERITED_NAMES}
+    what = pickle.dumps((code_key(), spec, sorted({**inherited, **env}.items()), label,
+                         sys.executable))
     return socket_folder() / f"worker-{hashlib.sha256(what).hexdigest()[:20]}.sock"
 
 
