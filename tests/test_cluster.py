@@ -244,6 +244,31 @@ def test_idle_actors_of_other_code_are_ended_first(local_ray, monkeypatch, tmp_p
         _release_kept()
 
 
+
+def test_a_kept_actor_loads_an_edited_op_file_afresh(local_ray, monkeypatch, tmp_path):
+    """The kept actors' GPU workers imported the user's op file for the first command;
+    after an edit (its reference now wrong) the second command must use the edit."""
+    from test_op_plugins import GOOD_OP, user_folder
+
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.ops.registry import forget_file_ops
+
+    use_spec(monkeypatch, FakeSpec())
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    args = ("mycopy", "--kernels-dir", folder, "--size", "300", "--cluster", "ray",
+            "--keep-workers", "60", "--no-batch", "--warmup", "0", "--max-time", "0.02")
+    try:
+        first = invoke(*args)
+        assert first.exit_code == 0, first.stderr
+        (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
+            "return inputs['x']", "return inputs['x'] + 1"))
+        forget_file_ops()  # this process plans as a new command's would: from the file
+        second = invoke(*args)
+        assert second.exit_code == 3, second.stdout + second.stderr
+        assert "FAIL" in second.stdout
+    finally:
+        _release_kept()
+
 # Last: these two shut the module's Ray down.
 def test_a_cluster_that_cannot_be_reached_is_a_one_line_error(monkeypatch):
     from cudabench.engines.fake_engine import FakeSpec

@@ -189,3 +189,98 @@ def test_another_visible_gpu_gets_a_worker_of_its_own(kept, monkeypatch):
     assert kept.address_of(FakeSpec(), {}, None) != first
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     assert kept.address_of(FakeSpec(), {}, None) == first
+
+
+def test_an_edited_op_file_is_loaded_afresh_by_the_kept_worker(kept, use_fake, tmp_path):
+    """The kept worker imported the user's op file for the first command; the second
+    command, after the file was edited (its reference now wrong), must use the edit."""
+    from test_op_plugins import GOOD_OP, user_folder
+
+    from cudabench.ops.registry import forget_file_ops
+
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    args = ("mycopy", "--kernels-dir", folder, "--size", "300", "--keep-workers", "60",
+            *QUICK)
+    first = invoke(*args)
+    assert first.exit_code == 0, first.stderr
+    (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
+        "return inputs['x']", "return inputs['x'] + 1"))
+    forget_file_ops()  # this process plans as a new command's would: from the file
+    second = invoke(*args)
+    assert second.exit_code == 3, second.stdout + second.stderr
+    assert "FAIL" in second.stdout
+
+
+def test_a_kept_worker_ends_when_its_command_is_killed_mid_batch(kept, use_fake, tmp_path):
+    """Killed while its kernel hangs, a command leaves nobody to kill the worker: it ends
+    itself, and the next command starts a fresh one."""
+    import signal
+    import subprocess
+    import sys
+
+    main = ("import sys\nimport cudabench.cli.commands as c\n"
+            "from cudabench.engines.fake_engine import FakeSpec, Fault\n"
+            "spec = FakeSpec(faults={'naive': Fault.HANGS})\n"
+            "c.engine_spec = lambda device: spec\nfrom cudabench.cli import cli\n"
+            "sys.exit(cli.main(sys.argv[1:]))\n")
+    command = subprocess.Popen([sys.executable, "-c", main, "matmul", "--size", "20",
+                                "--variant", "naive", "--keep-workers", "60", "--timeout",
+                                "300", *QUICK, "--quiet"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    folder = kept.socket_folder()
+    deadline = time.monotonic() + 30
+    while not list(folder.glob("worker-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2.0)  # the hanging launch has begun
+    command.send_signal(signal.SIGKILL)
+    command.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    while list(folder.glob("worker-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not list(folder.glob("worker-*.sock")), "the worker outlived its killed command"
+
+
+FAKE_MAIN = ("import sys\nimport cudabench.cli.commands as c\n"
+             "from cudabench.engines.fake_engine import FakeSpec, Fault\n"
+             "spec = FakeSpec(faults={'naive': Fault.HANGS})\n"
+             "c.engine_spec = lambda device: spec\nfrom cudabench.cli import cli\n"
+             "sys.exit(cli.main(sys.argv[2:]))\n")
+
+
+def test_a_command_queued_behind_one_that_times_out_is_not_harmed(kept, tmp_path):
+    """A's kernel hangs and A kills the shared worker at its timeout; B, waiting its turn
+    on that worker, starts another and measures every row (no ERROR row from A's fault).
+    Both open the same engine (a fake whose `naive` hangs; B runs a dot, which has no
+    `naive`), so they meet at one worker."""
+    import subprocess
+    import sys
+
+    def command(kind: str, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-c", FAKE_MAIN, kind, *args,
+                                 "--keep-workers", "60", *QUICK, "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    first = command("hang", "matmul", "--size", "20", "--variant", "naive", "--timeout", "3")
+    time.sleep(1.5)  # A holds the worker, its kernel hanging
+    second = command("ok", "dot", "--size", "1000", "--json", str(tmp_path / "b.json"))
+    out_b, err_b = second.communicate(timeout=120)
+    out_a, err_a = first.communicate(timeout=120)
+    assert first.returncode == 3 and "TIMEOUT" in out_a, err_a
+    assert second.returncode == 0, err_b
+    rows = load_results(tmp_path / "b.json").benchmarks
+    assert rows and all(r.status in (Status.PASS, Status.REF) for r in rows), rows
+
+
+def test_a_connection_with_a_wrong_key_does_not_stop_the_kept_worker(kept, use_fake):
+    from multiprocessing import AuthenticationError
+    from multiprocessing.connection import Client
+
+    assert invoke("dot", "--size", "1000", "--keep-workers", "60", *QUICK).exit_code == 0
+    (address,) = kept.socket_folder().glob("worker-*.sock")
+    with pytest.raises((AuthenticationError, EOFError, OSError)):
+        Client(str(address), "AF_UNIX", authkey=b"not the key")
+    started = time.monotonic()
+    again = invoke("dot", "--size", "1000", "--keep-workers", "60", *QUICK)
+    assert again.exit_code == 0, again.stderr
+    assert time.monotonic() - started < 20
+    assert list(kept.socket_folder().glob("worker-*.sock")) == [address]  # the same one

@@ -58,8 +58,8 @@ def early_keep(args: Sequence[str]) -> float | None:
 
 
 def start_early(args: Sequence[str]) -> None:
-    """Prestart the worker a plain one-GPU run of args will take (see the module): a kept
-    one with --keep-workers."""
+    """Prestart the worker a plain one-GPU run of args will take (see the module): with
+    --keep-workers, the connection to its kept worker."""
     device, keep_s = early_device(args), early_keep(args)
     if device is None or keep_s is None:
         return

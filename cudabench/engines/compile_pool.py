@@ -69,6 +69,13 @@ class CompilePool:
                 future.set_exception(exc)
         return future.result()
 
+    def forget(self) -> None:
+        """Forget the builds that are done (their files may have changed since); builds
+        still running are kept, and the disk cache answers the rest quickly."""
+        with self._lock:
+            self._futures = {request: future for request, future in self._futures.items()
+                             if not future.done()}
+
     def close(self) -> None:
         """Stop building: queued builds are dropped and running nvcc processes killed."""
         with self._lock:

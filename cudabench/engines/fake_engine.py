@@ -127,6 +127,10 @@ class FakeEngine:
             self.info = dataclasses.replace(self.info, settings=self._monitor.settings())
 
     # -- the protocol --------------------------------------------------------------------
+    def forget_compiled(self) -> None:
+        """Nothing is kept: every compile is made again (and logged)."""
+        self.log.append(("forget", None))
+
     def compile(self, variant: KernelVariant, defines: Mapping[str, object],
                 signature: str, headers: Sequence[str] = ()) -> Compiled:
         """Return a fake kernel per launch; nothing is compiled. Like the driver, refuse a

@@ -120,6 +120,11 @@ class Engine(Protocol):
         compiled variant's tensor maps are built here over args[request.arg_index] and
         passed after them (TensorMapUnavailable when one cannot be made)."""
 
+    def forget_compiled(self) -> None:
+        """Forget the variants compiled and loaded so far (a worker kept across commands,
+        before the next command: their source files or headers may have changed; the
+        on-disk cache, which checks every file a build read, answers again quickly)."""
+
     def synchronize(self) -> None:
         """Wait for the GPU; raise KernelFault if a launch failed."""
 

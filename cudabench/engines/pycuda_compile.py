@@ -107,6 +107,11 @@ class PycudaCompiler:
         self._modules[key] = compiled
         return compiled
 
+    def forget(self) -> None:
+        """Forget every variant loaded and built (see Engine.forget_compiled)."""
+        self._modules.clear()
+        self.pool.forget()
+
     def close(self) -> None:
         """Stop the compiles still running (a worker that ends early)."""
         self.pool.close()

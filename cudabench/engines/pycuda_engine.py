@@ -151,6 +151,9 @@ class PycudaEngine:
         target), else for this GPU; built ahead when compile_ahead asked for it."""
         return self._compiler.compile(variant, defines, signature, headers)
 
+    def forget_compiled(self) -> None:
+        self._compiler.forget()
+
     def compile_ahead(self, requests: Sequence[CompileRequest]) -> None:
         """Start building requests on the CPU's cores while this engine measures."""
         self._compiler.ahead(requests)

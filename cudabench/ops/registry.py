@@ -77,6 +77,9 @@ def _add(ops: dict[str, Op], new: list[Op]) -> None:
         ops[op.name] = op
 
 
+USER_OPS_PACKAGE = "cudabench_user_ops"  # where op files are imported (sys.modules)
+
+
 @functools.cache
 def _entry_point_modules() -> list[str]:
     """Return the modules installed packages declare in the cudabench.ops group (read once:
@@ -109,6 +112,15 @@ def _ops_at(origin: str) -> list[Op]:
     return ops
 
 
+def forget_file_ops() -> None:
+    """Forget the op files imported so far and what they declared (a worker kept across
+    commands, before the next command: the files may have been edited since). Installed
+    op modules stay: they change with their package, not between two commands."""
+    _ops_at.cache_clear()
+    for name in [name for name in sys.modules if name.startswith(f"{USER_OPS_PACKAGE}.")]:
+        del sys.modules[name]
+
+
 def _import_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
@@ -122,7 +134,7 @@ def _import_file(path: Path) -> ModuleType:
     import hashlib  # here: only a user's op file needs it
 
     digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
-    name = f"cudabench_user_ops.{path.stem}_{digest}"
+    name = f"{USER_OPS_PACKAGE}.{path.stem}_{digest}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, local_path(path))

@@ -26,6 +26,7 @@ import pickle
 import queue
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -38,10 +39,13 @@ from typing import Any
 
 from cudabench.common.fingerprint import code_key
 from cudabench.engines.protocol import EngineSpec
+from cudabench.results.model import BenchmarkResult
+from cudabench.ops.registry import forget_file_ops
 from cudabench.runner.workers import Worker, open_engine, serve_batches
 
 CONNECT_WAIT_S = 20.0  # how long a new kept worker may take to listen
 HELLO_WAIT_S = 5.0  # how long a listening one may take to answer (else it is ending)
+PEER_POLL_S = 0.5  # how often a kept worker looks whether its command is still there
 POLL_S = 0.05
 INHERITED_PREFIXES = ("CUDA", "CUDABENCH", "NVIDIA", "NV_", "OMP_", "OPENBLAS", "MKL_",
                       "PYCUDA", "CUPY")
@@ -64,35 +68,49 @@ def socket_folder() -> Path:
     return folder
 
 
-def address_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> Path:
-    """Return the socket of the kept worker for this engine, environment, label and code.
-
-    The environment counts whole where it chooses what the worker runs on or with (which
-    GPU CUDA_VISIBLE_DEVICES shows, the toolkit on PATH, the compile cache's folder, BLAS
+def base_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> str:
+    """Return the fingerprint of what a kept worker runs with: cudabench's code, the engine,
+    its GPU's label, the Python, the working folder (relative kernel folders resolve
+    there) and the environment where it chooses what the worker runs on or with (which GPU
+    CUDA_VISIBLE_DEVICES shows, the toolkit on PATH, the compile cache's folder, BLAS
     threads): a command whose shell changed one gets a worker of its own, never one that
     would measure on another GPU."""
     inherited = {name: value for name, value in os.environ.items()
                  if name.startswith(INHERITED_PREFIXES) or name in INHERITED_NAMES}
     what = pickle.dumps((code_key(), spec, sorted({**inherited, **env}.items()), label,
-                         sys.executable))
-    return socket_folder() / f"worker-{hashlib.sha256(what).hexdigest()[:20]}.sock"
+                         sys.executable, os.getcwd()))
+    return hashlib.sha256(what).hexdigest()[:16]
+
+
+def address_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> Path:
+    """Return the socket of the kept worker for this base (base_of)."""
+    return socket_folder() / f"worker-{base_of(spec, env, label)}.sock"
+
+
+class _Gone(Exception):
+    """The kept worker ended before it served this command (another command's timeout or
+    fault, its idle end): this command starts or finds another, its rows unaffected."""
 
 
 class KeptWorker(Worker):
     """A Worker whose process outlives the command: connected to where one is kept for
-    its engine, environment and code, or started there. Watched as any worker: a job past
-    its limit, a fault or a dead process ends it (the next run starts a fresh one)."""
+    its engine, environment and code, or started there. Watched as any worker
+    while it serves this command: a job past its limit or a fault ends it (the next run
+    starts a fresh one). One that ends before it served this command is replaced without
+    a trace in the rows."""
 
     def __init__(self, spec: EngineSpec, plans: Any, keep_s: float,
                  env: Mapping[str, str] | None = None, label: int | None = None) -> None:
         super().__init__(spec, plans, env=env, label=label)
         self.keep_s = keep_s
         self._address: Path | None = None  # None: this process is a plain worker
+        self._served = False  # whether the kept process has begun this command's session
 
     def _start(self) -> None:
         """Connect to the kept worker, starting it where there is none (or it is ending);
-        where none can be started (no private socket folder), a plain worker: keeping is
-        a saving, never a reason for a run to fail."""
+        where none can be started (no private socket folder), a plain worker: keeping is a
+        saving, never a reason for a run to fail."""
+        self._served = False
         try:
             self._start_kept()
         except (OSError, RuntimeError):
@@ -112,10 +130,41 @@ class KeptWorker(Worker):
                 found = _connect(address, wait_s=CONNECT_WAIT_S)
         if found is None:
             raise RuntimeError(f"the kept worker at {address} did not start")
-        connection, pid = found
+        connection, pid, _ = found
         if self.keep_s:  # this command's --keep-workers: the idle time from now on
             connection.send(("keep", self.keep_s))
         self._messages, self._inbox, self._process = connection, _Inbox(connection), _Pid(pid)
+
+    def run(self, jobs: Any, on_result: Any, on_start: Any = None,
+            first: bool = True) -> list[BenchmarkResult]:
+        """Worker.run, starting again (once) where the kept worker ended before it served
+        this command."""
+        for attempt in (1, 2):
+            try:
+                return super().run(jobs, on_result, on_start, first)
+            except _Gone:
+                if attempt == 2:
+                    raise RuntimeError("two kept workers ended before serving this command"
+                                       ) from None
+            except OSError:  # the connection broke as the batch was sent
+                if self._served or self._address is None or attempt == 2:
+                    raise
+                self._drop()
+        raise AssertionError("unreachable")
+
+    def _follow_batch(self, watch: Any, jobs: Any, results: list[BenchmarkResult],
+                      on_result: Any, on_start: Any, first: bool) -> tuple[str, bool]:
+        def started(versions: Mapping[str, str]) -> None:
+            self._served = True
+            if on_start is not None:
+                on_start(versions)
+
+        served_before = self._served
+        reason, keep = super()._follow_batch(watch, jobs, results, on_result, started, first)
+        if (reason and not results and not self._served and not served_before
+                and self._address is not None):
+            raise _Gone(reason)
+        return reason, keep
 
     def close(self, wait: bool = True) -> None:
         """End this command's session; the process stays for the next command."""
@@ -125,26 +174,24 @@ class KeptWorker(Worker):
         if self._process is not None and self._process.is_alive():
             with contextlib.suppress(Exception):
                 self._inbox.put(None)
-        with contextlib.suppress(Exception):
-            if self._messages is not None:
-                self._messages.close()
-        self._process = self._inbox = self._messages = None
-        self._has_plans = False
+        self._drop()
 
     def _discard(self) -> None:
-        """End the kept process (it failed, or is stuck in a kernel) and its socket."""
+        """End the kept process where it is serving this command (it failed, or is stuck in
+        a kernel); where it never began to, it serves others: only let go of it."""
         if self._address is None:
             super()._discard()
             return
-        if self._process is not None:
+        if self._process is not None and self._served:
             self._process.kill()
+        self._drop()
+
+    def _drop(self) -> None:
         with contextlib.suppress(Exception):
             if self._messages is not None:
                 self._messages.close()
-        with contextlib.suppress(OSError):
-            self._address.unlink()
         self._process = self._inbox = self._messages = None
-        self._address = None
+        self._has_plans, self._served = False, False
 
 
 def stop_all() -> int:
@@ -153,7 +200,7 @@ def stop_all() -> int:
     for address in sorted(socket_folder().glob("worker-*.sock")):
         found = _connect(address, wait_s=0.0)
         if found is not None:
-            connection, pid = found
+            connection, pid, _ = found
             connection.close()
             _Pid(pid).kill()
             ended += 1
@@ -163,9 +210,9 @@ def stop_all() -> int:
     return ended
 
 
-def _connect(address: Path, wait_s: float) -> tuple[Connection, int] | None:
-    """Connect to the kept worker at address and take its hello (its pid); None where
-    none answers within wait_s (a stale socket of one that ended is removed)."""
+def _connect(address: Path, wait_s: float) -> tuple[Connection, int, int] | None:
+    """Connect to the kept worker at address and take its hello (its pid, and how many
+    commands it holds, this one included); None where none answers within wait_s."""
     key_file = address.with_suffix(".key")
     deadline = time.monotonic() + wait_s
     while True:
@@ -174,7 +221,7 @@ def _connect(address: Path, wait_s: float) -> tuple[Connection, int] | None:
             if connection.poll(HELLO_WAIT_S):
                 hello = connection.recv()
                 if isinstance(hello, tuple) and hello[0] == "pid":
-                    return connection, int(hello[1])
+                    return connection, int(hello[1]), int(hello[2])
             connection.close()  # it is ending: no hello
         except (OSError, EOFError, ValueError):
             pass  # not listening yet, or gone
@@ -277,6 +324,7 @@ class _Server:
     def __init__(self, address: str, key: bytes, keep_s: float) -> None:
         self.address, self.keep_s = address, keep_s
         self.listener = Listener(address, "AF_UNIX", authkey=key)
+        self.inode = os.stat(address).st_ino  # its socket: a later worker's is not removed
         self.lock = threading.Lock()
         self.waiting: queue.Queue[Connection] = queue.Queue()
         self.busy, self.last_use = 0, time.monotonic()  # connections taken, not yet served
@@ -287,11 +335,17 @@ class _Server:
         while True:
             try:
                 connection = self.listener.accept()
-                connection.send(("pid", os.getpid()))
-            except (OSError, EOFError):  # one that failed to authenticate, or went
+            except Exception:  # one that failed to authenticate (a wrong key), or went
                 continue
-            with self.lock:
+            with self.lock:  # before the hello: the idle end never cuts a command off
                 self.busy += 1
+                holding = self.busy
+            try:
+                connection.send(("pid", os.getpid(), holding))
+            except Exception:
+                with self.lock:
+                    self.busy -= 1
+                continue
             self.waiting.put(connection)
 
     def serve(self, spec: EngineSpec, label: int | None) -> None:
@@ -305,8 +359,17 @@ class _Server:
                     engine = open_engine(spec, label, messages)
                     if engine is None:  # no GPU: this worker is of no use to anyone
                         self._end(1)
+                # The op files and kernels of the last command may have been edited since:
+                # this command's are loaded afresh (the disk cache answers unchanged ones).
+                forget_file_ops()
+                engine.forget_compiled()
                 messages.put(("start", engine.info, dict(engine.versions)))
-                serve_batches(engine, lambda: self._receive(connection), messages)
+                watch = _PeerWatch(connection, lambda: self._end(1))
+                try:
+                    serve_batches(engine, watch.receiving(lambda: self._receive(connection)),
+                                  messages)
+                finally:
+                    watch.stop()
             except (OSError, EOFError):  # the command went (Ctrl-C, killed): serve the next
                 pass
             except Exception as exc:  # a bug or a lost GPU: tell the command, end
@@ -339,12 +402,60 @@ class _Server:
                     self._end(0)
 
     def _end(self, code: int) -> None:
-        """Remove the socket and its key, then exit at once (no CUDA teardown to wait on)."""
-        for path in (Path(self.address), Path(self.address).with_suffix(".key"),
-                     *([Path(self.address).with_suffix(".log")] if code == 0 else [])):
-            with contextlib.suppress(OSError):
-                path.unlink()
+        """Remove its socket and key (unless a later worker's replaced them), then exit at
+        once (no CUDA teardown to wait on)."""
+        with contextlib.suppress(OSError):
+            if os.stat(self.address).st_ino == self.inode:
+                for path in (Path(self.address), Path(self.address).with_suffix(".key"),
+                             *([Path(self.address).with_suffix(".log")] if code == 0 else [])):
+                    path.unlink()
         os._exit(code)
+
+
+class _PeerWatch:
+    """Ends the kept worker when its command goes away while a batch runs (killed by CI's
+    timeout, a SIGKILL, a closed terminal): no one is left to kill a kernel that hangs,
+    and a hung worker would hold the GPU and every later command's turn."""
+
+    def __init__(self, connection: Connection, end: Any) -> None:
+        self.end, self.in_batch, self.stopped = end, False, False
+        self.lock = threading.Lock()
+        self.peer = socket.socket(fileno=os.dup(connection.fileno()))
+        threading.Thread(target=self._watch, daemon=True, name="peer-watch").start()
+
+    def receiving(self, receive: Any) -> Any:
+        """Return receive, marking the time from a batch received to the next receive."""
+        def wrapped() -> Any:
+            with self.lock:
+                self.in_batch = False
+            message = receive()
+            with self.lock:
+                self.in_batch = message is not None
+            return message
+        return wrapped
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+        with contextlib.suppress(OSError):
+            self.peer.close()
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(PEER_POLL_S)
+            with self.lock:
+                if self.stopped:
+                    return
+                if not self.in_batch:
+                    continue
+                try:  # b"": the command closed its end (a message waiting reads as bytes)
+                    gone = self.peer.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+                except BlockingIOError:
+                    gone = False
+                except OSError:
+                    gone = True
+                if gone:
+                    self.end()
 
 
 class _Messages:

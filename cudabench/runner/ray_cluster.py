@@ -45,12 +45,11 @@ from cudabench.measure.jobs import Job, error_row, jobs_of
 from cudabench.runner.pipeline import outcome_of
 from cudabench.planning.plan import Plan
 from cudabench.common.fingerprint import code_key
+from cudabench.runner.sources import bundle, digest_of
 from cudabench.common.relocation import ENVIRONMENT_VARIABLE
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
 INSTALL_HINT = "pip install 'cudabench[ray]'"
-SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inc", ".py")
-MAX_BUNDLE_BYTES = 32 * 2**20  # kernel folders are source files; more is a mistake
 TASK_RETRIES = 1  # a benchmark whose actor was lost runs once more; an actor may fail to start once
 WAIT_S = 1.0  # how often the driver wakes while tasks run (so Ctrl-C gets through)
 CLOSE_WAIT_S = 15.0  # how long an actor gets to release its GPU at the end
@@ -130,7 +129,8 @@ class RayCluster:
         # The plans and files go to the object store once, not once per actor.
         pickled = pickle.dumps((plans, units))
         blob, shared_files = ray.put(pickled), ray.put(files)
-        work = hashlib.sha256(pickled).hexdigest()[:16]  # a kept actor unpickles it once
+        # What a kept actor checks: the plans (unpickled once) and the sources they use.
+        work = hashlib.sha256(pickled).hexdigest()[:16] + "-" + digest_of(files)
         runner = ray.remote(num_gpus=1)(GpuRunner)
         key = code_key()
         retire_stale(ray, key)
@@ -289,27 +289,6 @@ def lost_rows(plans: Sequence[Plan], jobs: Sequence[Job], exc: BaseException
     return [error_row(plans[job.plan_index], job, None, why) for job in jobs]
 
 
-def bundle(plans: Sequence[Plan]) -> dict[str, str]:
-    """Return the source files the plans' kernels and ops need, by path: each variant's
-    folder (its includes live there) and each op file."""
-    folders = {planned.variant.path.parent for plan in plans for planned in plan.variants}
-    files: dict[str, str] = {}
-    for folder in sorted(folders):
-        for path in sorted(folder.iterdir()) if folder.is_dir() else ():
-            if path.suffix in SOURCE_SUFFIXES and path.is_file():
-                files[str(path)] = path.read_text(encoding="utf-8", errors="replace")
-    for plan in plans:
-        origin = plan.op.origin
-        if origin.endswith(".py") and Path(origin).is_file():
-            files[str(Path(origin))] = Path(origin).read_text(encoding="utf-8")
-    size = sum(len(text) for text in files.values())
-    if size > MAX_BUNDLE_BYTES:
-        raise UsageError(f"--cluster: the kernel folders hold {size / 2**20:.1f} MiB of source "
-                         f"files, more than {MAX_BUNDLE_BYTES // 2**20} MiB; keep kernel "
-                         "folders to sources")
-    return files
-
-
 def place_files(files: Mapping[str, str]) -> dict[str, str]:
     """Write the files whose folder is missing or different here to a temporary folder;
     return the folders moved (original folder -> local copy)."""
@@ -357,7 +336,8 @@ class GpuRunner:
         share = str(max(1, (os.cpu_count() or 1) // _gpus_on_this_node(ray)))
         self.env = {name: share for name in BLAS_THREAD_VARIABLES}  # Ray's default: 1 thread
         self.spec, self.moved = spec, os.environ.get(ENVIRONMENT_VARIABLE)
-        self.work = ""  # the digest of the plans loaded
+        self.work = ""  # the digest of the plans loaded, and of the sources they use
+        self.seen: dict[str, str] = {}  # source files its worker may have loaded: hashes
         self.units: list[list[Job]] = []
         self.worker = self._new_worker()
         self.worker.start()  # it opens the GPU while the first benchmark travels here
@@ -400,10 +380,17 @@ class GpuRunner:
             os.environ[ENVIRONMENT_VARIABLE] = json.dumps(moved)
         plans, self.units = pickle.loads(blob)
         setting = os.environ.get(ENVIRONMENT_VARIABLE)
-        if spec != self.spec or setting != self.moved:
+        # Its worker process keeps the op modules and kernels it loaded: a file it may have
+        # loaded that changed since (an edited op file or header) needs a fresh one, as
+        # changed folders do. Files it never saw are loaded fresh anyway.
+        hashes = {path: hashlib.sha256(text.encode()).hexdigest() for path, text in
+                  files.items()}
+        edited = any(self.seen.get(path, digest) != digest for path, digest in hashes.items())
+        if spec != self.spec or setting != self.moved or edited:
             self.worker.close()
-            self.spec, self.moved = spec, setting
+            self.spec, self.moved, self.seen = spec, setting, {}
             self.worker = self._new_worker()
+        self.seen.update(hashes)
         self.worker.use(plans)
         self.work = work
 

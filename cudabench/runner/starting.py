@@ -52,7 +52,7 @@ def take_prestarted(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
         worker.close()
         worker = None
     if worker is not None:
-        worker.plans = list(plans)
+        worker.use(plans)
     return worker
 
 
