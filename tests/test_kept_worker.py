@@ -27,10 +27,10 @@ QUICK = ("--warmup", "0", "--max-time", "0.02", "--no-batch")
 def kept(monkeypatch, tmp_path):
     """A private socket folder for the test's kept workers, all of them ended after it;
     the workers import the tests' fake specs."""
-    from cudabench.runner import kept_worker
-
     import shutil
     import tempfile
+
+    from cudabench.runner import kept_worker
 
     runtime = Path(tempfile.mkdtemp(prefix="cbk-", dir="/tmp"))  # short: a socket's path
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))

@@ -27,6 +27,7 @@ import queue
 import secrets
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -39,8 +40,8 @@ from typing import Any
 
 from cudabench.common.fingerprint import code_key
 from cudabench.engines.protocol import EngineSpec
-from cudabench.results.model import BenchmarkResult
 from cudabench.ops.registry import forget_file_ops
+from cudabench.results.model import BenchmarkResult
 from cudabench.runner.workers import Worker, open_engine, serve_batches
 
 CONNECT_WAIT_S = 20.0  # how long a new kept worker may take to listen
@@ -62,8 +63,9 @@ def socket_folder() -> Path:
     if len(str(folder)) > MAX_FOLDER_CHARS:  # a socket's path must fit 107 bytes
         folder = Path("/tmp") / f"cudabench-{os.getuid()}"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if folder.stat().st_uid != os.getuid():
-        raise PermissionError(f"{folder} belongs to another user: set XDG_RUNTIME_DIR")
+    status = folder.lstat()  # not a link's target: a link planted in /tmp is refused
+    if stat.S_ISLNK(status.st_mode) or status.st_uid != os.getuid():
+        raise PermissionError(f"{folder} is a link or another user's: set XDG_RUNTIME_DIR")
     os.chmod(folder, 0o700)
     return folder
 
@@ -275,7 +277,7 @@ class _Pid:
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.exitcode: int | None = None
+        self.exitcode = "unknown: a kept worker"  # for "died (exit code ...)": not our child
 
     def is_alive(self) -> bool:
         try:
@@ -366,7 +368,7 @@ class _Server:
                 messages.put(("start", engine.info, dict(engine.versions)))
                 watch = _PeerWatch(connection, lambda: self._end(1))
                 try:
-                    serve_batches(engine, watch.receiving(lambda: self._receive(connection)),
+                    serve_batches(engine, watch.receiving(lambda c=connection: self._receive(c)),
                                   messages)
                 finally:
                     watch.stop()

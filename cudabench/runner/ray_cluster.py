@@ -223,8 +223,10 @@ class RayCluster:
             for ref in running:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)  # an actor call: force is for tasks; the kill below ends it
-            for actor in actors.values():
-                _end(ray, actor, wait=False)
+            ours = {slot for slot, _ in running.values()}  # running this command's calls
+            for slot, actor in actors.items():
+                if slot not in kept or slot in ours:  # a kept one between calls stays
+                    _end(ray, actor, wait=False)
             raise
         for slot, actor in actors.items():
             if slot not in kept:
@@ -418,9 +420,11 @@ class GpuRunner:
                 if time.monotonic() - self.last_use < self.keep_s:
                     continue
                 self.worker.close()
+                # At once: the name is freed when the process is gone, and a command that
+                # finds the actor meanwhile would be handed a dying one (the lock keeps
+                # runs out until then).
                 with contextlib.suppress(Exception):
                     ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
-                    time.sleep(5.0)  # the kill arrives; the lock keeps runs out meanwhile
                 os._exit(0)
 
 

@@ -13,7 +13,6 @@ from cudabench.results.model import BenchmarkResult, DeviceInfo
 from cudabench.runner.kept_worker import KeptWorker
 from cudabench.runner.workers import Worker
 
-
 _PRESTARTED: list[Worker] = []  # started before the plans were made (at most one)
 _KEEP_S = [0.0]  # --keep-workers: new workers are kept across commands this long idle
 
