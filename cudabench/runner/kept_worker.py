@@ -107,6 +107,7 @@ class KeptWorker(Worker):
         self.keep_s = keep_s
         self._address: Path | None = None  # None: this process is a plain worker
         self._served = False  # whether the kept process has begun this command's session
+        self._plain = False  # keeping failed twice: plain workers from now on
 
     def _start(self) -> None:
         """Connect to the kept worker, starting it where there is none (or it is ending);
@@ -114,6 +115,8 @@ class KeptWorker(Worker):
         saving, never a reason for a run to fail."""
         self._served = False
         try:
+            if self._plain:
+                raise RuntimeError("kept workers ended twice before serving this command")
             self._start_kept()
         except (OSError, RuntimeError):
             self._address = None
@@ -145,14 +148,14 @@ class KeptWorker(Worker):
             try:
                 return super().run(jobs, on_result, on_start, first)
             except _Gone:
-                if attempt == 2:
-                    raise RuntimeError("two kept workers ended before serving this command"
-                                       ) from None
+                pass
             except OSError:  # the connection broke as the batch was sent
-                if self._served or self._address is None or attempt == 2:
+                if self._served or self._address is None:
                     raise
                 self._drop()
-        raise AssertionError("unreachable")
+            if attempt == 2:  # two kept workers ended unused: a plain one of this command's
+                self._plain = True
+        return super().run(jobs, on_result, on_start, first)
 
     def _follow_batch(self, watch: Any, jobs: Any, results: list[BenchmarkResult],
                       on_result: Any, on_start: Any, first: bool) -> tuple[str, bool]:
