@@ -269,6 +269,24 @@ def test_a_kept_actor_loads_an_edited_op_file_afresh(local_ray, monkeypatch, tmp
     finally:
         _release_kept()
 
+
+def test_the_workers_command_lists_and_ends_kept_actors(local_ray, monkeypatch, tmp_path):
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.runner.ray_cluster import kept_actors
+
+    use_spec(monkeypatch, FakeSpec())
+    try:
+        done = invoke("dot", "--size", "1000,2000", "--cluster", "ray", "--keep-workers", "60",
+                      "--no-batch", "--warmup", "0", "--max-time", "0.02")
+        assert done.exit_code == 0, done.stderr
+        names = kept_actors(ray)
+        listed = invoke("workers", "--cluster", "ray")
+        assert listed.exit_code == 0 and names and all(n in listed.stdout for n in names)
+        stopped = invoke("workers", "--cluster", "ray", "--stop")
+        assert stopped.exit_code == 0 and f"ended {len(names)} kept actor" in stopped.stdout
+    finally:
+        _release_kept()
+
 # Last: these two shut the module's Ray down.
 def test_a_cluster_that_cannot_be_reached_is_a_one_line_error(monkeypatch):
     from cudabench.engines.fake_engine import FakeSpec

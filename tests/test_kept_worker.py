@@ -284,3 +284,17 @@ def test_a_connection_with_a_wrong_key_does_not_stop_the_kept_worker(kept, use_f
     assert again.exit_code == 0, again.stderr
     assert time.monotonic() - started < 20
     assert list(kept.socket_folder().glob("worker-*.sock")) == [address]  # the same one
+
+
+def test_the_workers_command_lists_and_ends_kept_workers(kept, use_fake):
+    assert invoke("dot", "--size", "1000", "--keep-workers", "60", *QUICK).exit_code == 0
+    ((_, pid, holding),) = kept.describe()
+    assert holding == 0  # nobody served or waiting (the asking connection left out)
+    listed = invoke("workers")
+    assert listed.exit_code == 0, listed.stderr
+    assert str(pid) in listed.stdout and "kept GPU workers" in listed.stdout
+    stopped = invoke("workers", "--stop")
+    assert stopped.exit_code == 0 and "ended 1 kept worker" in stopped.stdout
+    assert not list(kept.socket_folder().glob("worker-*.sock"))
+    again = invoke("workers")
+    assert again.exit_code == 0 and "no kept workers" in again.stdout

@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("cudabench.cli.commands", "run_command",
             "Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in "
             "pyproject.toml)."),
+    "workers": ("cudabench.cli.kept", "workers_command",
+                "List the GPU workers --keep-workers kept, or end them (--stop)."),
 }
 
 

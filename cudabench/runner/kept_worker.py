@@ -199,6 +199,19 @@ class KeptWorker(Worker):
         self._has_plans, self._served = False, False
 
 
+def describe() -> list[tuple[str, int, int]]:
+    """Return this user's kept workers that answer: (socket, pid, commands it holds, the
+    asking one left out)."""
+    found = []
+    for address in sorted(socket_folder().glob("worker-*.sock")):
+        answer = _connect(address, wait_s=0.0)
+        if answer is not None:
+            connection, pid, holding = answer
+            connection.close()
+            found.append((str(address), pid, max(0, holding - 1)))
+    return found
+
+
 def stop_all() -> int:
     """End every kept worker of this user now, busy or not; return how many were found."""
     ended = 0
