@@ -63,3 +63,19 @@ def unreadable(text: str, width: int, every_line: bool = False) -> list[str]:
         if line.startswith("│") and not line.split("│")[1].strip():
             problems.append(f"wrapped row: {line}")
     return problems
+
+
+def write_spinning_matmul(folder: Path) -> Path:
+    """Write folder/matmul/aaa_spins.cu, a matmul variant that never ends (it spins on a
+    value its output never holds): a hang, for the watchdog's tests on a GPU."""
+    (folder / "matmul").mkdir(parents=True, exist_ok=True)
+    path = folder / "matmul" / "aaa_spins.cu"
+    path.write_text(
+        "// cudabench: matmul\n"
+        "// launch aaa_spins: grid 1; block 32\n"
+        'extern "C" __global__ void aaa_spins(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,\n'
+        "                                     int M, int K, int N) {\n"
+        "    volatile int* flag = (volatile int*)C;  // never 12345: the kernel never ends\n"
+        "    while (flag[0] != 12345) {}\n"
+        "}\n")
+    return path

@@ -30,31 +30,35 @@ def early_device(args: Sequence[str]) -> int | None:
         rest.pop(0)
     if not rest or rest[0] not in BENCHMARK_COMMANDS:
         return None
-    device = 0
-    for index, arg in enumerate(rest[1:], start=1):
-        name, _, attached = arg.partition("=")
-        if name in NOT_ONE_GPU_RUN:
-            return None
-        if name == "--device":
-            value = attached or (rest[index + 1] if index + 1 < len(rest) else "")
-            if not (value.isascii() and value.isdecimal()):
-                return None
-            device = int(value)
-    return device
+    if any(arg.partition("=")[0] in NOT_ONE_GPU_RUN for arg in rest[1:]):
+        return None
+    value = _value(rest[1:], "--device")
+    if value is None:
+        return 0
+    return int(value) if value.isascii() and value.isdecimal() else None
 
 
 def early_keep(args: Sequence[str]) -> float | None:
     """Return --keep-workers' seconds in args (0 without it), None if unreadable."""
+    value = _value(args, "--keep-workers")
+    if value is None:
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if 0 <= seconds <= 86400 else None
+
+
+def _value(args: Sequence[str], flag: str) -> str | None:
+    """Return the value of flag's last use in args (`--flag V` or `--flag=V`; "" when it
+    has none), None where flag is not given."""
+    found = None
     for index, arg in enumerate(args):
         name, _, attached = arg.partition("=")
-        if name == "--keep-workers":
-            value = attached or (args[index + 1] if index + 1 < len(args) else "")
-            try:
-                seconds = float(value)
-            except ValueError:
-                return None
-            return seconds if 0 <= seconds <= 86400 else None
-    return 0.0
+        if name == flag:
+            found = attached or (args[index + 1] if index + 1 < len(args) else "")
+    return found
 
 
 def start_early(args: Sequence[str]) -> None:

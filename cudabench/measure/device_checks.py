@@ -28,6 +28,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.engines.protocol import Engine
+from cudabench.measure import resident
 from cudabench.measure.resident import RESIDENT
 from cudabench.ops import LaunchShape
 from cudabench.ops.base import user_code
@@ -45,6 +46,21 @@ def differing_on_device(engine: Engine, buffer: Any, array: np.ndarray, zeros_eq
         return None
     return engine.count_differing(buffer, resident, int(array.size), array.dtype.itemsize,
                                   zeros_equal)
+
+
+def equals_on_device(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
+                     inputs: Mapping[str, np.ndarray], outputs: Mapping[str, tuple[int, ...]],
+                     twin: Any) -> bool:
+    """Return whether the result buffer equals twin (a device buffer of the same layout)
+    bit for bit, counted on the GPU; False for a result below resident.MIN_BYTES (cheaper
+    checked on the CPU, as resident copies are kept only above it) or one the GPU cannot
+    compare."""
+    shape, kind = result_layout(plan, inputs, outputs)
+    count, itemsize = math.prod(shape), np.dtype(kind).itemsize
+    if count == 0 or count * itemsize < resident.MIN_BYTES:
+        return False
+    return engine.count_differing(buffers[plan.op.result_buffer], twin, count, itemsize,
+                                  False) == 0
 
 
 def result_layout(plan: Plan, inputs: Mapping[str, np.ndarray],

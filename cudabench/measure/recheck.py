@@ -24,10 +24,9 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.common.phases import phase
 from cudabench.measure import guards
-from cudabench.measure.device_checks import result_layout, verify_result
+from cudabench.measure.device_checks import equals_on_device, verify_result
 from cudabench.measure.jobs import full_check, inputs_key
 from cudabench.measure.reference_cache import cached_reference
-from cudabench.measure import resident
 from cudabench.measure.resident import RESIDENT
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
 from cudabench.planning.plan import Plan
@@ -107,19 +106,6 @@ def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], Any]:
     return _FRESH[0][1], _FRESH[0][2]
 
 
-def _same_bits(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
-               inputs: Mapping[str, np.ndarray], layout: Layout, twin: Any) -> bool:
-    """Return whether the result buffer equals twin bit for bit (counted on the GPU);
-    False for a result too small to be worth it (resident.py's rule: the CPU's check)."""
-    shape, kind = result_layout(plan, inputs, layout.outputs)
-    count = math.prod(shape)
-    if count * np.dtype(kind).itemsize < resident.MIN_BYTES:
-        return False
-    differing = engine.count_differing(buffers[plan.op.result_buffer], twin, count,
-                                       np.dtype(kind).itemsize, False)
-    return count > 0 and differing == 0
-
-
 def _run_once(engine: Engine, run: Run) -> Callable[[], object]:
     def once() -> None:
         run()
@@ -143,7 +129,8 @@ def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapp
     engine.synchronize()
     launched = [LaunchShape(grid, block) for grid, block in layout.geometry]
     with phase("verify"):
-        if twin is not None and _same_bits(plan, engine, buffers, inputs, layout, twin):
+        if twin is not None and equals_on_device(plan, engine, buffers, inputs,
+                                                 layout.outputs, twin):
             return None
         verification = verify_result(plan, engine, buffers, inputs, layout.outputs, expected,
                                      launched)

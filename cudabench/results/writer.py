@@ -71,11 +71,14 @@ class ResultsWriter:
                 self.devices.append(result.device)
                 known.append(result.device.identity)
             index = known.index(result.device.identity)
-        self.benchmarks.append(benchmark_to_dict(result, index))
+        row = benchmark_to_dict(result, index)
         # Encoded once, as json.dump nests it (indent 1, two levels down): rewriting the
         # file after each row then costs the small head, not every row again (a Python
         # encode of the whole file per row was ~0.05 s a row by the end of a long suite).
-        text = json.dumps(self.benchmarks[-1], indent=1, allow_nan=False)
+        # Encoded before it is kept: a row that cannot be written leaves both lists as
+        # they were.
+        text = json.dumps(row, indent=1, allow_nan=False)
+        self.benchmarks.append(row)
         self._encoded.append("\n".join("  " + line for line in text.split("\n")))
         if write:
             self.write(complete=False)

@@ -12,8 +12,8 @@ measurements never overlap on the GPU), and it ends itself after SECONDS without
 Its socket lives in a folder only its user can enter ($XDG_RUNTIME_DIR/cudabench, else
 /tmp/cudabench-UID), named by a fingerprint of what it runs; a random key, in a file beside
 it that only the user can read, authenticates each connection; what it prints goes to a
-.log file beside it (kept where it failed). `pkill -f cudabench.runner.kept_worker` ends
-them all at once.
+.log file beside it (kept where it failed). `cudabench workers` lists them, `--stop` ends
+them (cli/kept.py).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ INHERITED_PREFIXES = ("CUDA", "CUDABENCH", "NVIDIA", "NV_", "OMP_", "OPENBLAS", 
                       "PYCUDA", "CUPY")
 INHERITED_NAMES = frozenset({"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "HOME", "TMPDIR",
                              "XDG_CACHE_HOME"})
-MAX_FOLDER_CHARS = 70  # + "/worker-" + 20 hex digits + ".sock": within AF_UNIX's 107
+MAX_FOLDER_CHARS = 70  # + "/worker-" + 16 hex digits + ".sock": within AF_UNIX's 107
 
 
 def socket_folder() -> Path:
@@ -70,23 +70,18 @@ def socket_folder() -> Path:
     return folder
 
 
-def base_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> str:
-    """Return the fingerprint of what a kept worker runs with: cudabench's code, the engine,
-    its GPU's label, the Python, the working folder (relative kernel folders resolve
-    there) and the environment where it chooses what the worker runs on or with (which GPU
-    CUDA_VISIBLE_DEVICES shows, the toolkit on PATH, the compile cache's folder, BLAS
-    threads): a command whose shell changed one gets a worker of its own, never one that
-    would measure on another GPU."""
+def address_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> Path:
+    """Return the socket of the kept worker for what it runs with: cudabench's code, the
+    engine, its GPU's label, the Python, the working folder (relative kernel folders
+    resolve there) and the environment where it chooses what the worker runs on or with
+    (which GPU CUDA_VISIBLE_DEVICES shows, the toolkit on PATH, the compile cache's folder,
+    BLAS threads): a command whose shell changed one gets a worker of its own, never one
+    that would measure on another GPU."""
     inherited = {name: value for name, value in os.environ.items()
                  if name.startswith(INHERITED_PREFIXES) or name in INHERITED_NAMES}
     what = pickle.dumps((code_key(), spec, sorted({**inherited, **env}.items()), label,
                          sys.executable, os.getcwd()))
-    return hashlib.sha256(what).hexdigest()[:16]
-
-
-def address_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> Path:
-    """Return the socket of the kept worker for this base (base_of)."""
-    return socket_folder() / f"worker-{base_of(spec, env, label)}.sock"
+    return socket_folder() / f"worker-{hashlib.sha256(what).hexdigest()[:16]}.sock"
 
 
 class _Gone(Exception):
@@ -138,7 +133,7 @@ class KeptWorker(Worker):
         connection, pid, _ = found
         if self.keep_s:  # this command's --keep-workers: the idle time from now on
             connection.send(("keep", self.keep_s))
-        self._messages, self._inbox, self._process = connection, _Inbox(connection), _Pid(pid)
+        self._messages, self._inbox, self._process = connection, _Connected(connection), _Pid(pid)
 
     def run(self, jobs: Any, on_result: Any, on_start: Any = None,
             first: bool = True) -> list[BenchmarkResult]:
@@ -213,19 +208,16 @@ def describe() -> list[tuple[str, int, int]]:
 
 
 def stop_all() -> int:
-    """End every kept worker of this user now, busy or not; return how many were found."""
-    ended = 0
-    for address in sorted(socket_folder().glob("worker-*.sock")):
-        found = _connect(address, wait_s=0.0)
-        if found is not None:
-            connection, pid, _ = found
-            connection.close()
-            _Pid(pid).kill()
-            ended += 1
+    """End every kept worker of this user now, busy or not, and remove what each left (a
+    stale socket's too); return how many answered."""
+    found = describe()
+    for _, pid, _ in found:
+        _Pid(pid).kill()
+    for address in socket_folder().glob("worker-*.sock"):
         for suffix in (".sock", ".key", ".log"):
             with contextlib.suppress(OSError):
                 address.with_suffix(suffix).unlink()
-    return ended
+    return len(found)
 
 
 def _connect(address: Path, wait_s: float) -> tuple[Connection, int, int] | None:
@@ -272,8 +264,9 @@ def _spawn(address: Path, spec: EngineSpec, env: Mapping[str, str], label: int |
 _SPAWNED: list[subprocess.Popen[bytes]] = []
 
 
-class _Inbox:
-    """The command's end of the connection, with a queue's put."""
+class _Connected:
+    """Either end of a command's connection, with a queue's put (and the clean-up calls
+    Worker makes on its inbox)."""
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
@@ -313,9 +306,6 @@ class _Pid:
         deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
         while self.is_alive() and time.monotonic() < deadline:
             time.sleep(POLL_S)
-
-    def terminate(self) -> None:
-        self.kill()
 
 
 def _zombie(pid: int) -> bool:
@@ -372,7 +362,7 @@ class _Server:
         while True:
             connection = self.waiting.get()
             try:
-                messages = _Messages(connection)
+                messages = _Connected(connection)
                 if engine is None:
                     engine = open_engine(spec, label, messages)
                     if engine is None:  # no GPU: this worker is of no use to anyone
@@ -474,16 +464,6 @@ class _PeerWatch:
                     gone = True
                 if gone:
                     self.end()
-
-
-class _Messages:
-    """The kept worker's end of a command's connection, with a queue's put."""
-
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
-
-    def put(self, message: object) -> None:
-        self.connection.send(message)
 
 
 def main() -> None:

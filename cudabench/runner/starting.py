@@ -4,12 +4,10 @@ overlapping the command's own start), a plain one, or one kept across commands
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from cudabench.engines.protocol import EngineSpec
-from cudabench.measure.jobs import Job
 from cudabench.planning.plan import Plan
-from cudabench.results.model import BenchmarkResult, DeviceInfo
 from cudabench.runner.kept_worker import KeptWorker
 from cudabench.runner.workers import Worker
 
@@ -35,7 +33,7 @@ def prestart(spec: EngineSpec) -> None:
     """Start a worker for spec now, so that its imports and CUDA context overlap with the
     caller's planning; the next run on spec (take_prestarted) uses it. One already started
     for the same spec (cli/early.py) is kept."""
-    if _PRESTARTED and _PRESTARTED[0].spec == spec and _kept(_PRESTARTED[0]) == (_KEEP_S[0] > 0):
+    if _PRESTARTED and _fits(_PRESTARTED[0], spec):
         return
     discard_prestarted()
     worker = new_worker(spec, [])
@@ -47,7 +45,7 @@ def take_prestarted(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
     """Return the prestarted worker if it was started for spec (given the plans), else
     None; either way no worker stays prestarted."""
     worker = _PRESTARTED.pop() if _PRESTARTED else None
-    if worker is not None and (worker.spec != spec or _kept(worker) != (_KEEP_S[0] > 0)):
+    if worker is not None and not _fits(worker, spec):
         worker.close()
         worker = None
     if worker is not None:
@@ -57,6 +55,11 @@ def take_prestarted(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
 
 def _kept(worker: Worker) -> bool:
     return isinstance(worker, KeptWorker)
+
+
+def _fits(worker: Worker, spec: EngineSpec) -> bool:
+    """Return whether a worker started earlier is the one a run on spec would start now."""
+    return worker.spec == spec and _kept(worker) == (_KEEP_S[0] > 0)
 
 
 def discard_prestarted() -> None:
@@ -69,17 +72,3 @@ def discard_prestarted() -> None:
             worker.close()
         else:
             worker.kill()
-
-
-def run_in_worker(spec: EngineSpec, plans: Sequence[Plan], jobs: Sequence[Job],
-                  on_result: Callable[[BenchmarkResult], None],
-                  on_start: Callable[[Mapping[str, str]], None] | None = None,
-                  device: DeviceInfo | None = None, first: bool = True
-                  ) -> list[BenchmarkResult]:
-    """Run jobs in a new worker process until they are done or it stops (Worker.run)."""
-    worker = new_worker(spec, plans)
-    worker.device = device
-    try:
-        return worker.run(jobs, on_result, on_start, first)
-    finally:
-        worker.close()

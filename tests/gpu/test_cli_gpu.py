@@ -11,6 +11,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from helpers import write_spinning_matmul
 
 from cudabench.cli import cli
 from cudabench.results import load_results
@@ -111,15 +112,7 @@ def test_run_suite_writes_every_benchmark(tmp_path):
 
 
 def test_a_spinning_kernel_times_out_and_the_others_are_measured(tmp_path):
-    (tmp_path / "matmul").mkdir()
-    (tmp_path / "matmul" / "aaa_spins.cu").write_text(
-        "// cudabench: matmul\n"
-        "// launch aaa_spins: grid 1; block 32\n"
-        'extern "C" __global__ void aaa_spins(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,\n'
-        "                                     int M, int K, int N) {\n"
-        "    volatile int* flag = (volatile int*)C;  // never 12345: the kernel never ends\n"
-        "    while (flag[0] != 12345) {}\n"
-        "}\n")
+    write_spinning_matmul(tmp_path)
     json_path = tmp_path / "out.json"
     started = time.monotonic()
     done = subprocess.run(

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from helpers import write_spinning_matmul
 
 from cudabench.results import Status, load_results
 
@@ -51,15 +52,7 @@ def test_a_kept_worker_serves_the_next_commands_with_the_same_verdicts(runtime, 
 
 def test_a_kernel_that_hangs_kills_the_kept_worker_and_the_next_command_is_fresh(
         runtime, tmp_path):
-    (tmp_path / "matmul").mkdir()
-    (tmp_path / "matmul" / "aaa_spins.cu").write_text(
-        "// cudabench: matmul\n"
-        "// launch aaa_spins: grid 1; block 32\n"
-        'extern "C" __global__ void aaa_spins(const DTYPE* A, const DTYPE* B, OUT_TYPE* C,\n'
-        "                                     int M, int K, int N) {\n"
-        "    volatile int* flag = (volatile int*)C;  // never 12345: the kernel never ends\n"
-        "    while (flag[0] != 12345) {}\n"
-        "}\n")
+    write_spinning_matmul(tmp_path)
     out = tmp_path / "r.json"
     done = cudabench("matmul", "--size", "64", "--kernels-dir", str(tmp_path), "--variant",
                      "aaa_spins", "--variant", "tiled", "--timeout", "5", "--no-vendor",
