@@ -79,6 +79,29 @@ def test_planning_imports_no_numpy():
     assert done.stderr.strip().splitlines()[-1] == "NUMPY False", done.stderr
 
 
+COMMAND_PROBE = """
+import sys
+import cudabench.cli.commands
+from cudabench.cli.options import build_insight
+build_insight({{}})
+print("LOADED", ",".join(sorted(name for name in {rare!r} if name in sys.modules)),
+      file=sys.stderr)
+"""
+# Modules a plain benchmark command does not use: the history store, ncu, --dry-run's
+# compiler table and the --profile-time table load where their option is given.
+RARE = ("sqlite3", "cudabench.history.store", "cudabench.history.records",
+        "cudabench.history.threshold", "cudabench.observers.ncu", "cudabench.measure.dryrun",
+        "cudabench.analysis.time_profile", "cudabench.render.markdown",
+        "cudabench.render.csv_out")
+
+
+def test_a_benchmark_command_loads_no_module_of_an_option_it_was_not_given():
+    """Each import is the start-up of every command (0.35-0.58 s on the GPU hosts)."""
+    done = subprocess.run([sys.executable, "-c", COMMAND_PROBE.format(rare=RARE)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "LOADED", done.stderr
+
+
 @pytest.mark.parametrize(("args", "device"), [
     (["matmul", "--size", "1000"], 0),
     (["--wide", "dot", "--device", "1"], 1),

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cudabench.analysis.time_profile import TimeProfile, time_profile
 from cudabench.cli.options import (
     Outputs,
     Placement,
@@ -25,35 +24,22 @@ from cudabench.cli.options import (
 )
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
-from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
-from cudabench.history.store import Store
-from cudabench.history.threshold import (
-    auto_threshold,
-)
 from cudabench.measure import memory
-from cudabench.observers.ncu import find_ncu
 from cudabench.runner.devices import Slot, choose, visible_entries
-from cudabench.measure.dryrun import plan_rows
 from cudabench.engines.protocol import EngineSpec
 from cudabench.engines.pycuda_engine import PycudaSpec
-from cudabench.engines.nvcc import find_nvcc
 from cudabench.runner.pipeline import count_rows, run_plans
-from cudabench.planning.plan import Insight, Plan, Request, make_plan
-from cudabench.observers.sanitizer import find_sanitizer
+from cudabench.planning.plan import Plan, Request, make_plan
 from cudabench.runner.starting import discard_prestarted, keep_across_commands, prestart
 from cudabench.runner.workers import discard_kept, finish_closing
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.render import terminal
-from cudabench.render.csv_out import run_to_csv
-from cudabench.render.time_profile import COLUMNS as PROFILE_COLUMNS
-from cudabench.render.time_profile import profile_rows, profile_title
-from cudabench.render.markdown import run_to_markdown
-from cudabench.results import BenchmarkResult, RunOutcome, load_results
+from cudabench.results import BenchmarkResult, RunOutcome
 from cudabench.results.writer import ResultsWriter
-from cudabench.common.units import params_text, shape_text
 
 if TYPE_CHECKING:  # Ray's glue is imported by a --cluster run alone
+    from cudabench.analysis.time_profile import TimeProfile
     from cudabench.runner.ray_cluster import RayCluster
 
 RUNS_DIR = Path(".cudabench") / "runs"  # where --record keeps a run given no --json
@@ -136,9 +122,14 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     """Check every request and make its plan, the GPUs, and the results file's writer:
     every usage error is raised here, before anything runs."""
     plans = unique_points([make_plan(request) for request in requests])  # usage errors first
+    # The tools' modules only where asked for: each import is the start-up of every command.
     if any(plan.sanitize for plan in plans):
+        from cudabench.observers.sanitizer import find_sanitizer
+
         find_sanitizer()  # missing: a usage error now, not a row per variant later
     if any(plan.insight.counters for plan in plans):
+        from cudabench.observers.ncu import find_ncu
+
         find_ncu()
     if outputs.best and (placement.replicate or placement.cluster is not None):
         raise UsageError("--best re-measures close calls head to head on one GPU: use it "
@@ -217,8 +208,12 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
         terminal.render_run(outcome, terminal.stdout_console())
         terminal.render_diagnostics(outcome, terminal.stderr_console())
         if outputs.markdown_path is not None:
+            from cudabench.render.markdown import run_to_markdown
+
             write_text(outputs.markdown_path, run_to_markdown(outcome), "--markdown")
         if outputs.csv_path is not None:
+            from cudabench.render.csv_out import run_to_csv
+
             write_text(outputs.csv_path, run_to_csv(outcome), "--csv")
     code = int(outcome.exit_code)
     if outputs.best:
@@ -250,6 +245,10 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
 
 def show_time_profile(measured: Measured) -> TimeProfile:
     """Print where the run's wall time went on stderr and keep it in the results file."""
+    from cudabench.analysis.time_profile import time_profile
+    from cudabench.render.time_profile import COLUMNS as PROFILE_COLUMNS
+    from cudabench.render.time_profile import profile_rows, profile_title
+
     gpus = len(measured.slots) if measured.slots else 1
     profile = time_profile(process_age_s() or sum(measured.clock.totals.values()),
                            measured.clock.totals, measured.outcome.results, gpus)
@@ -283,6 +282,9 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     its launch would be refused."""
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise UsageError(f"--arch {arch!r}: expected an architecture such as sm_90 or sm_90a")
+    from cudabench.engines.nvcc import find_nvcc
+    from cudabench.measure.dryrun import plan_rows
+
     rows = plan_rows(plans, arch, find_nvcc())
     columns = ("benchmark", "variant", "params", "launches (grid, block, dynamic shared)",
                "moves", "memory", "compiled")
@@ -329,49 +331,6 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
                          inputs=(path,))
     return run_and_render(requests, device, outputs, dry_run=dry_run, arch=arch,
                           placement=Placement.of(insight, device))
-
-
-@click.command("calibrate")
-@click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--runs", type=click.IntRange(min=3, max=100), default=5, show_default=True,
-              help="How many times to run the suite.")
-@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help=f"The history store the runs go to (default {DEFAULT_STORE}).")
-@click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Also load variants from this folder (repeatable).")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
-              help="CUDA device index.")
-def calibrate_command(config: Path | None, runs: int, db: Path | None,
-                      kernels_dirs: tuple[Path, ...], device: int) -> int:
-    """Run a suite several times into the history store, then show each benchmark's
-    between-run spread and the gate `compare --threshold auto` will use."""
-    path = config or find_config(Path.cwd())
-    store_path = db or DEFAULT_STORE
-    requests = [dataclasses.replace(request, insight=Insight(vendor=True, batch=False))
-                for request in load_suite(path, tuple(kernels_dirs))]
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    worst = 0
-    kept: Path | None = None
-    for index in range(runs):
-        terminal.stderr_console().print(f"calibrate: run {index + 1} of {runs}", markup=False)
-        kept = RUNS_DIR / f"calibrate-{stamp}-{index + 1}.json"
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None)
-        worst = max(worst, run_and_render(requests, device, outputs))
-    assert kept is not None  # runs >= 3
-    last = load_results(kept)
-    rows = []
-    with Store.open(store_path) as store:
-        for result in last.benchmarks:
-            if not result.samples_s:
-                continue
-            gate, source = auto_threshold(store, result.key, last.gpu_name)
-            rows.append((f"{result.op}/{result.variant}", params_text(result.params),
-                         shape_text(result.shape), result.dtype, f"{gate:.2%}", source))
-    terminal.render_rows(f"compare --threshold auto after {runs} runs ({store_path})",
-                         ("benchmark", "params", "shape", "dtype", "gate", "from"), rows,
-                         terminal.stdout_console())
-    return worst
 
 
 @click.command("info")

@@ -20,7 +20,7 @@ from cudabench.cli.boundary import BoundaryGroup
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "ab": ("cudabench.cli.ab", "ab_command",
            "Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved."),
-    "calibrate": ("cudabench.cli.commands", "calibrate_command",
+    "calibrate": ("cudabench.cli.calibrate", "calibrate_command",
                   "Run a suite several times into the history store, then show each "
                   "benchmark's between-run spread."),
     "compare": ("cudabench.cli.compare", "compare_command",

@@ -13,8 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from cudabench.errors import UsageError
-from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
-from cudabench.observers.ncu import parse_metrics
+from cudabench.history import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.planning.plan import Insight, Request
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import Op
@@ -304,11 +303,15 @@ def build_insight(options: dict[str, Any]) -> Insight:
         if not (math.isfinite(energy_s) and energy_s > 0):
             raise UsageError(f"--energy {energy_text}: expected seconds > 0, e.g. --energy 5")
     metrics_text = options.get("counters")
+    counters: tuple[str, ...] = ()
+    if metrics_text is not None:  # ncu's module only where --counters asks for it
+        from cudabench.observers.ncu import parse_metrics
+
+        counters = parse_metrics(None if metrics_text == "default" else metrics_text)
     return Insight(
         vendor=not options.get("no_vendor", False),
         batch=not options.get("no_batch", False),
-        counters=parse_metrics(None if metrics_text == "default" else metrics_text)
-        if metrics_text is not None else (),
+        counters=counters,
         energy_s=energy_s,
         transfers=bool(options.get("transfers", False)),
         profile_time=bool(options.get("profile_time", False)),

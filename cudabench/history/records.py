@@ -9,13 +9,12 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from cudabench.errors import CudabenchError
+from cudabench.history import DEFAULT_PATH  # noqa: F401  (re-exported: its callers' name)
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Status
 
-DEFAULT_PATH = Path(".cudabench") / "history.db"
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # readers check stores up to this size at open
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another one before giving up
 DEFAULT_VFS: str | None = None  # SQLite's own choice; tests name another to simulate NFS

@@ -1,0 +1,64 @@
+"""`cudabench calibrate`: run a suite several times into the history store, then show the
+gate `compare --threshold auto` will use for each benchmark."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from pathlib import Path
+
+import click
+
+from cudabench.cli.commands import RUNS_DIR, run_and_render
+from cudabench.cli.options import Outputs
+from cudabench.cli.suite import find_config, load_suite
+from cudabench.common.units import params_text, shape_text
+from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history.store import Store
+from cudabench.history.threshold import auto_threshold
+from cudabench.planning.plan import Insight
+from cudabench.render import terminal
+from cudabench.results import load_results
+
+
+@click.command("calibrate")
+@click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--runs", type=click.IntRange(min=3, max=100), default=5, show_default=True,
+              help="How many times to run the suite.")
+@click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help=f"The history store the runs go to (default {DEFAULT_STORE}).")
+@click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
+              help="Also load variants from this folder (repeatable).")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CUDA device index.")
+def calibrate_command(config: Path | None, runs: int, db: Path | None,
+                      kernels_dirs: tuple[Path, ...], device: int) -> int:
+    """Run a suite several times into the history store, then show each benchmark's
+    between-run spread and the gate `compare --threshold auto` will use."""
+    path = config or find_config(Path.cwd())
+    store_path = db or DEFAULT_STORE
+    requests = [dataclasses.replace(request, insight=Insight(vendor=True, batch=False))
+                for request in load_suite(path, tuple(kernels_dirs))]
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    worst = 0
+    kept: Path | None = None
+    for index in range(runs):
+        terminal.stderr_console().print(f"calibrate: run {index + 1} of {runs}", markup=False)
+        kept = RUNS_DIR / f"calibrate-{stamp}-{index + 1}.json"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None)
+        worst = max(worst, run_and_render(requests, device, outputs))
+    assert kept is not None  # runs >= 3
+    last = load_results(kept)
+    rows = []
+    with Store.open(store_path) as store:
+        for result in last.benchmarks:
+            if not result.samples_s:
+                continue
+            gate, source = auto_threshold(store, result.key, last.gpu_name)
+            rows.append((f"{result.op}/{result.variant}", params_text(result.params),
+                         shape_text(result.shape), result.dtype, f"{gate:.2%}", source))
+    terminal.render_rows(f"compare --threshold auto after {runs} runs ({store_path})",
+                         ("benchmark", "params", "shape", "dtype", "gate", "from"), rows,
+                         terminal.stdout_console())
+    return worst
