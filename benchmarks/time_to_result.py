@@ -9,7 +9,10 @@
 Each run is a fresh `python3 -m cudabench` process, as a user would start it; its wall
 time is the child's, from start to exit. "Compiled" runs are run once untimed first, so the
 kernels are in the compile cache; "cold" runs get an empty cache directory
-(XDG_CACHE_HOME) and so compile everything. A benchmark, not a test: it asserts nothing, it
+(XDG_CACHE_HOME) and so compile everything. Python's own bytecode is kept in a folder of
+the benchmark's (PYTHONPYCACHEPREFIX), as an installed package has it, unless
+--host-bytecode leaves it to the host (one that sets PYTHONDONTWRITEBYTECODE compiles
+every module in every process). A benchmark, not a test: it asserts nothing, it
 prints the figures and how far each is from its target.
 """
 
@@ -96,13 +99,18 @@ if __name__ == "__main__":
 """
 
 
-def run_once(target: Target, fake: bool, out: Path, cache: Path) -> dict[str, object]:
-    """Run the target's command once; return its wall time, exit code and profile."""
+def run_once(target: Target, fake: bool, out: Path, cache: Path,
+             bytecode: Path | None = None) -> dict[str, object]:
+    """Run the target's command once; return its wall time, exit code and profile.
+    bytecode: the folder Python keeps its compiled modules in (None: the host's way)."""
     stem = target.name.split(",")[0] + ("_kept" if target.kept else "")
     results = out / (stem.replace(" ", "_").replace("-", "") + ".json")
     command = [sys.executable, *(["-c", FAKE_MAIN] if fake else ["-m", "cudabench"]),
                *target.args, "--profile-time", "--json", str(results), "--quiet"]
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONUNBUFFERED": "1"}
+    if bytecode is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode)
     if target.ray_head:
         env["RAY_ADDRESS"] = "auto"  # the head started by main()
     started = time.perf_counter()
@@ -148,12 +156,24 @@ def main() -> int:
     parser.add_argument("--only", help="run the targets whose name contains this")
     parser.add_argument("--two-gpus", action="store_true",
                         help="also the suite over every GPU and through Ray (their ratio)")
+    parser.add_argument("--host-bytecode", action="store_true",
+                        help="compile Python modules as the host says (by default each "
+                             "module is compiled once, as an installed package's are)")
     options = parser.parse_args()
     out = options.out or Path(tempfile.mkdtemp(prefix="ttr-"))
     out.mkdir(parents=True, exist_ok=True)
     lines = ["| run | wall s | target s | GPU sampling s | share | exit | largest phases |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     warm_cache = Path(tempfile.mkdtemp(prefix="ttr-cache-"))
+    # A package installed by pip comes byte-compiled; a host that sets
+    # PYTHONDONTWRITEBYTECODE (container images often do) and ships modules without their
+    # bytecode compiles every module from source in every process: 0.3 s and more of each
+    # command's start on the GPU hosts. By default the runs keep their bytecode in a folder
+    # of this benchmark's, written by the first run to import each module.
+    bytecode = None if options.host_bytecode else Path(tempfile.mkdtemp(prefix="ttr-pyc-"))
+    print(f"bytecode: {'as the host says' if bytecode is None else f'kept in {bytecode}'}"
+          f" (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})",
+          flush=True)
     walls: dict[str, float] = {}
     for target in (*TARGETS, *(SPREAD if options.two_gpus else ())):
         if options.only and options.only not in target.name:
@@ -161,8 +181,8 @@ def main() -> int:
         cache = Path(tempfile.mkdtemp(prefix="ttr-cold-")) if target.cold else warm_cache
         with ray_head(target.ray_head):
             if target.warm:
-                run_once(target, options.fake, out, cache)
-            measured = run_once(target, options.fake, out, cache)
+                run_once(target, options.fake, out, cache, bytecode)
+            measured = run_once(target, options.fake, out, cache, bytecode)
         if target.kept:  # the next target starts from a GPU no kept worker holds
             from cudabench.runner.kept_worker import stop_all
 

@@ -3,12 +3,18 @@
 # --size 1000 --tile 16 --keep-workers 60` run once untimed (it starts and keeps the
 # worker), then timed three times, once under cProfile (the command's process: kept.prof)
 # and once under -X importtime; beside them the interpreter's bare start and NVML's.
+# Python's bytecode is kept in a folder of its own (a host that sets PYTHONDONTWRITEBYTECODE would
+# compile every module in every process); HOST_BYTECODE=1 leaves it to the host.
 #   kept_command.sh [OUT]        (default: $OUT, else /tmp/cudabench-kept-command)
 # CUDABENCH overrides the command (default: python3 -m cudabench).
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-kept-command}}
 mkdir -p "$out"
 cb=${CUDABENCH:-python3 -m cudabench}
+if [ "${HOST_BYTECODE:-0}" != 1 ]; then
+    unset PYTHONDONTWRITEBYTECODE
+    export PYTHONPYCACHEPREFIX="${TMPDIR:-/tmp}/cudabench-kept-command-pyc"
+fi
 args=(matmul --size 1000 --tile 16 --keep-workers 60 --quiet --profile-time)
 summary="$out/summary.txt"
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
