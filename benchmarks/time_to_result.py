@@ -107,10 +107,7 @@ def run_once(target: Target, fake: bool, out: Path, cache: Path,
     results = out / (stem.replace(" ", "_").replace("-", "") + ".json")
     command = [sys.executable, *(["-c", FAKE_MAIN] if fake else ["-m", "cudabench"]),
                *target.args, "--profile-time", "--json", str(results), "--quiet"]
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONUNBUFFERED": "1"}
-    if bytecode is not None:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(bytecode)
+    env = {**bytecode_env(bytecode), "XDG_CACHE_HOME": str(cache), "PYTHONUNBUFFERED": "1"}
     if target.ray_head:
         env["RAY_ADDRESS"] = "auto"  # the head started by main()
     started = time.perf_counter()
@@ -123,16 +120,27 @@ def run_once(target: Target, fake: bool, out: Path, cache: Path,
     return {"wall_s": wall, "exit": done.returncode, "profile": profile}
 
 
+def bytecode_env(bytecode: Path | None) -> dict[str, str]:
+    """Return this process's environment with Python's bytecode kept in bytecode (None:
+    as the host says)."""
+    env = dict(os.environ)
+    if bytecode is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode)
+    return env
+
+
 @contextlib.contextmanager
-def ray_head(wanted: bool) -> Iterator[None]:
+def ray_head(wanted: bool, bytecode: Path | None = None) -> Iterator[None]:
     """Start a local Ray head with this host's GPUs for the block (`ray start --head`), and
-    stop it after; nothing when not wanted."""
+    stop it after; nothing when not wanted. Its workers keep their bytecode as the runs do."""
     if not wanted:
         yield
         return
     ray = [sys.executable, "-c", "from ray.scripts.scripts import main; main()"]
     subprocess.run([*ray, "start", "--head", "--include-dashboard=false",
-                    "--disable-usage-stats"], check=True, capture_output=True)
+                    "--disable-usage-stats"], check=True, capture_output=True,
+                   env=bytecode_env(bytecode))
     try:
         yield
     finally:
@@ -179,7 +187,7 @@ def main() -> int:
         if options.only and options.only not in target.name:
             continue
         cache = Path(tempfile.mkdtemp(prefix="ttr-cold-")) if target.cold else warm_cache
-        with ray_head(target.ray_head):
+        with ray_head(target.ray_head, bytecode):
             if target.warm:
                 run_once(target, options.fake, out, cache, bytecode)
             measured = run_once(target, options.fake, out, cache, bytecode)

@@ -2,7 +2,7 @@
 // description: The reads done by the TMA unit: thread 0 of each block streams CHUNK-byte pieces of a and b into a STAGES-deep ring of shared buffers with cp.async.bulk (an mbarrier counts the bytes), the block sums each piece from shared memory, pieces grid-stride; deterministic's fixed order and one-pass finish; sm_90.
 // param BLOCK: default 256; allowed 64, 128, 256, 512, 1024
 // param BLOCKS_PER_SM: default 1; allowed 1..8
-// param CHUNK: default 16384; allowed 1024, 2048, 4096, 8192, 16384
+// param CHUNK: default 16384; allowed 1024, 2048, 4096, 8192, 16384, 32768
 // param STAGES: default 4; allowed 2..8
 // param LOAD_CACHE: default 1; allowed 1, 2
 // arch: sm_90
