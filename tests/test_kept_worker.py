@@ -140,6 +140,44 @@ def test_a_bad_keep_workers_value_is_a_usage_error(use_fake):
         assert "--keep-workers" in done.stderr
 
 
+def test_cudabench_keep_workers_keeps_them_without_the_flag(kept, monkeypatch, tmp_path):
+    recording(monkeypatch, tmp_path)
+    monkeypatch.setenv("CUDABENCH_KEEP_WORKERS", "60")
+    first = invoke("dot", "--size", "1000", *QUICK)
+    assert first.exit_code == 0, first.stderr
+    assert list(kept.socket_folder().glob("worker-*.sock"))  # it outlived the command
+    second = invoke("matmul", "--size", "33", *QUICK)
+    assert second.exit_code == 0, second.stderr
+    assert len(opened(tmp_path)) == 1
+    # The flag wins, 0 included: a worker of the command's own.
+    third = invoke("dot", "--size", "1000", "--keep-workers", "0", *QUICK)
+    assert third.exit_code == 0, third.stderr
+    assert len(opened(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "nan", "1e9", "inf"])
+def test_a_bad_cudabench_keep_workers_is_a_usage_error_naming_it(use_fake, monkeypatch,
+                                                                  value):
+    from cudabench.cli.early import early_keep
+
+    monkeypatch.setenv("CUDABENCH_KEEP_WORKERS", value)
+    done = invoke("dot", "--size", "100", *QUICK)
+    assert done.exit_code == 2, done.stderr
+    assert f"CUDABENCH_KEEP_WORKERS={value!r}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert early_keep(["dot"]) is None  # no early start either: the command says what fails
+
+
+def test_the_early_start_reads_cudabench_keep_workers(monkeypatch):
+    from cudabench.cli.early import early_keep
+
+    monkeypatch.setenv("CUDABENCH_KEEP_WORKERS", "30")
+    assert early_keep(["dot"]) == 30.0
+    assert early_keep(["dot", "--keep-workers", "0"]) == 0.0  # the flag wins
+    monkeypatch.setenv("CUDABENCH_KEEP_WORKERS", " ")
+    assert early_keep(["dot"]) == 0.0
+
+
 def test_the_python_api_keeps_the_worker_between_runs(kept, monkeypatch, tmp_path):
     import cudabench.api as api
     from cudabench.errors import UsageError

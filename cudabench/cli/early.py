@@ -11,6 +11,7 @@ engine and ends one nobody used.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 BENCHMARK_COMMANDS = frozenset({"matmul", "transpose", "dot", "run"})
 GROUP_FLAGS = frozenset({"--traceback", "--wide"})  # the group's own, before the command
+KEEP_WORKERS_ENV = "CUDABENCH_KEEP_WORKERS"  # cli/options.py's, not imported: kept light
 NOT_ONE_GPU_RUN = frozenset({"-h", "--help", "--dry-run", "--devices", "--cluster",
                              "--replicate", "--version", "--arch"})
 
@@ -39,8 +41,11 @@ def early_device(args: Sequence[str]) -> int | None:
 
 
 def early_keep(args: Sequence[str]) -> float | None:
-    """Return --keep-workers' seconds in args (0 without it), None if unreadable."""
+    """Return --keep-workers' seconds in args, else CUDABENCH_KEEP_WORKERS's (0 without
+    either), None if unreadable."""
     value = _value(args, "--keep-workers")
+    if value is None:
+        value = os.environ.get(KEEP_WORKERS_ENV, "").strip() or None
     if value is None:
         return 0.0
     try:

@@ -88,7 +88,8 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None) -> 
 @history.command("show")
 @click.option("--op", default=None, help="Only this op.")
 @click.option("--variant", default=None, help="Only this variant.")
-@click.option("--gpu", default=None, help="Only this GPU model, as the tables name it (or NVML's full name).")
+@click.option("--gpu", default=None,
+              help="Only this GPU model, as the tables name it (or NVML's full name).")
 @click.option("--since", default=None, help="Only runs measured since this date (2024-06-01).")
 @click.option("--last", type=click.IntRange(min=1), default=SHOW_LAST, show_default=True,
               help="Commits per benchmark to look at.")
@@ -169,7 +170,8 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
 @click.argument("output", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--op", default=None, help="Only this op.")
 @click.option("--variant", default=None, help="Only this variant.")
-@click.option("--gpu", default=None, help="Only this GPU model, as the tables name it (or NVML's full name).")
+@click.option("--gpu", default=None,
+              help="Only this GPU model, as the tables name it (or NVML's full name).")
 @click.option("--since", default=None, help="Only runs measured since this date.")
 @click.option("--last", type=click.IntRange(min=1), default=SHOW_LAST, show_default=True,
               help="Commits per benchmark to plot.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ from cudabench.ops import Op
 from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes, expand_values
 
 F = TypeVar("F", bound=Callable[..., Any])
+# --keep-workers' default for every command of a shell that sets it (cli/early.py reads it
+# too); the flag, 0 included, wins.
+KEEP_WORKERS_ENV = "CUDABENCH_KEEP_WORKERS"
 ENERGY_DEFAULT_S = 5.0  # NVML's energy counter moves in ~100 ms steps: seconds, not ms
 
 
@@ -49,6 +53,22 @@ class Outputs:
                    check=bool(options.get("check")), **fields)
 
 
+def keep_from_env() -> float:
+    """Return the seconds CUDABENCH_KEEP_WORKERS keeps workers (0 where it is unset or
+    empty); a value that is not seconds from 0 to 86400 is a usage error naming it."""
+    text = os.environ.get(KEEP_WORKERS_ENV, "").strip()
+    if not text:
+        return 0.0
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds <= 86400:  # NaN fails too
+        raise UsageError(f"{KEEP_WORKERS_ENV}={text!r}: expected the seconds an idle worker "
+                         "is kept, 0 to 86400 (or unset it)")
+    return seconds
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where a benchmark command runs: one GPU (--device), several (--devices), every
@@ -62,9 +82,10 @@ class Placement:
     @classmethod
     def of(cls, options: dict[str, Any], device: int) -> Placement:
         """Return the placement named by a command's options, checked against each other."""
+        keep = options.get("keep_workers")
         placement = cls(devices=options.get("devices"), replicate=bool(options.get("replicate")),
                         cluster=options.get("cluster"),
-                        keep_workers_s=float(options.get("keep_workers") or 0.0))
+                        keep_workers_s=float(keep if keep is not None else keep_from_env()))
         if not math.isfinite(placement.keep_workers_s):
             raise UsageError(f"--keep-workers {placement.keep_workers_s}: expected the seconds "
                              "an idle worker is kept, 0 to 86400")
@@ -107,7 +128,8 @@ def placement_options(function: F) -> F:
                      "SECONDS after the run, for the next command to reuse instead of "
                      "starting one (about a second on one host, seconds on a Ray cluster); "
                      "each ends after SECONDS without work. With --cluster: one actor per "
-                     "GPU, worth it on a Ray that outlives the command."),
+                     f"GPU, worth it on a Ray that outlives the command. Default: "
+                     f"${KEEP_WORKERS_ENV}, else 0 (not kept)."),
     ]
     for option in reversed(options):
         function = option(function)
