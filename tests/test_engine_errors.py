@@ -51,3 +51,16 @@ def test_missing_pieces_are_named(monkeypatch, importer, says):
     with pytest.raises(GpuEnvironmentError) as error:
         engine.load_pycuda()
     assert says in str(error.value)
+
+
+def test_a_launch_opts_in_where_static_and_dynamic_shared_memory_pass_48_kib():
+    """48 KiB of dynamic shared memory beside 24 bytes of static was refused on an H100
+    (dot/bulk CHUNK=8192 STAGES=3): the two together decide."""
+    from cudabench.engines.pycuda_engine import needs_optin
+
+    limit = 48 * 1024
+    assert needs_optin(limit, 24, limit)
+    assert needs_optin(limit + 1, 0, limit)
+    assert not needs_optin(limit, 0, limit)
+    assert not needs_optin(limit - 24, 24, limit)
+    assert not needs_optin(0, limit, limit)  # static alone: nothing to opt in to

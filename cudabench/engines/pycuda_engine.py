@@ -79,6 +79,15 @@ def load_pycuda() -> ModuleType:
     return module
 
 
+def needs_optin(dynamic: int, static: int, default_limit: int) -> bool:
+    """Return whether a launch with dynamic bytes of dynamic shared memory must opt in
+    (MAX_DYNAMIC_SHARED_SIZE_BYTES) first: a block's static and dynamic shared memory
+    together beyond the default 48 KiB. Dynamic alone is not enough: 48 KiB of dynamic
+    beside 24 bytes of static mbarriers is refused without it (dot/bulk, CHUNK=8192
+    STAGES=3, on an H100)."""
+    return dynamic > 0 and dynamic + static > default_limit
+
+
 class PycudaEngine:
     """One GPU, its context and everything allocated on it (the Engine protocol)."""
 
@@ -241,8 +250,10 @@ class PycudaEngine:
             args = [*args, *(driver.encode(int(args[request.arg_index]), request)
                              for request in compiled.tensor_maps)]
         shared = list(dynamic_shared) or [0] * len(compiled.functions)
-        for function, nbytes in zip(compiled.functions, shared):
-            if nbytes > self.info.max_shared_bytes_per_block:  # beyond 48 KiB: opt in
+        statics = [attrs.get("shared_bytes", 0) for attrs in compiled.attributes] or [0] * len(
+            compiled.functions)
+        for function, nbytes, static in zip(compiled.functions, shared, statics):
+            if needs_optin(nbytes, static, self.info.max_shared_bytes_per_block):
                 function.set_attribute(
                     self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
         calls = list(zip(compiled.functions, geometry, shared))

@@ -305,6 +305,16 @@ def test_a_kernel_with_more_than_48_kib_of_dynamic_shared_memory_runs(engine, dt
     assert nbytes > 48 * 1024 or dtype == "float16"  # float16 stays under: TILE 128 x 2 B
 
 
+def test_48_kib_of_dynamic_shared_memory_beside_static_opts_in(engine):
+    """dot/bulk keeps its mbarriers in static shared memory: 48 KiB of dynamic beside them
+    was refused before the engine counted both (a --best sweep's ERROR row)."""
+    result = run(engine, "dot", "100003", "float32", ["bulk"],
+                 params={"CHUNK": 8192, "STAGES": 3})["bulk"]
+    assert result.status is Status.PASS, result.error or result.verification
+    launch = result.launches[0]
+    assert launch["dynamic_shared_bytes"] == 48 * 1024 and launch["shared_bytes"] > 0
+
+
 def test_dynamic_shared_memory_beyond_what_the_gpu_allows_is_an_error_row(engine):
     result = run(engine, "transpose", "300x300", "float64", ["big_tile"], params={"TILE": 256},
                  kernels_dirs=[BIG_TILE])["big_tile"]
