@@ -27,7 +27,8 @@
 // and 1.000 (184.4 against 184.3) in the ladder's bench run after the promotion; beside it
 // vectorized_shuffle reached 0.984-0.988 and deterministic 0.978-0.984. Two blocks an SM:
 // 0.996-0.998; 3 stages 0.995-0.998; 6 stages 0.992-0.994; 8 KB pieces (the draft's
-// defaults) 0.991; 4 KB 0.985. Issue 25's goal of 1.00 is not reached: the best of every
+// defaults) 0.991; 4 KB 0.985; 32 KB pieces (three stages, 2026-11-27) 0.992-1.001 in four
+// runs where the defaults gave 0.996-1.004 beside them: no gain. Issue 25's goal of 1.00 is not reached: the best of every
 // dot rung, within 0.0-0.4% of the copy, but it reads about as fast as the copy moves
 // bytes, not faster.
 //

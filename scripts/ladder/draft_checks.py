@@ -39,6 +39,7 @@ import numpy as np
 
 from cudabench.catalog import builtin_kernels_dir
 from cudabench.catalog.headers import parse_header
+from cudabench.engines.pycuda_engine import needs_optin
 from cudabench.ops import get_op
 from cudabench.ops.base import LaunchShape
 from cudabench.planning.plan import compile_defines, header_variables
@@ -136,7 +137,7 @@ def geometry(op, variant, shape, types, params, sms):
 
 
 def launch(cuda, kernel, args, grid, block, shared):
-    if shared > 48 * 1024:
+    if needs_optin(shared, kernel.shared_size_bytes, 48 * 1024):  # static + dynamic
         kernel.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
     kernel(*args, grid=tuple(grid[:2]), block=tuple(block), shared=shared)
 
