@@ -9,10 +9,11 @@
 Each run is a fresh `python3 -m cudabench` process, as a user would start it; its wall
 time is the child's, from start to exit. "Compiled" runs are run once untimed first, so the
 kernels are in the compile cache; "cold" runs get an empty cache directory
-(XDG_CACHE_HOME) and so compile everything. Python's own bytecode is kept in a folder of
-the benchmark's (PYTHONPYCACHEPREFIX), as an installed package has it, unless
---host-bytecode leaves it to the host (one that sets PYTHONDONTWRITEBYTECODE compiles
-every module in every process). A benchmark, not a test: it asserts nothing, it
+(XDG_CACHE_HOME) and so compile everything. Python's own bytecode is written before the
+runs, as an installed package has it (PYTHONDONTWRITEBYTECODE unset: cudabench
+byte-compiled, the libraries it imports imported once), unless --host-bytecode leaves it
+to the host (one that sets PYTHONDONTWRITEBYTECODE and ships no bytecode compiles every
+module in every process). A benchmark, not a test: it asserts nothing, it
 prints the figures and how far each is from its target.
 """
 
@@ -22,6 +23,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -100,9 +102,9 @@ if __name__ == "__main__":
 
 
 def run_once(target: Target, fake: bool, out: Path, cache: Path,
-             bytecode: Path | None = None) -> dict[str, object]:
+             bytecode: bool = False) -> dict[str, object]:
     """Run the target's command once; return its wall time, exit code and profile.
-    bytecode: the folder Python keeps its compiled modules in (None: the host's way)."""
+    bytecode: let Python write its compiled modules (False: the host's way)."""
     stem = target.name.split(",")[0] + ("_kept" if target.kept else "")
     results = out / (stem.replace(" ", "_").replace("-", "") + ".json")
     command = [sys.executable, *(["-c", FAKE_MAIN] if fake else ["-m", "cudabench"]),
@@ -120,18 +122,34 @@ def run_once(target: Target, fake: bool, out: Path, cache: Path,
     return {"wall_s": wall, "exit": done.returncode, "profile": profile}
 
 
-def bytecode_env(bytecode: Path | None) -> dict[str, str]:
-    """Return this process's environment with Python's bytecode kept in bytecode (None:
-    as the host says)."""
+def bytecode_env(bytecode: bool) -> dict[str, str]:
+    """Return this process's environment, with Python allowed to write its bytecode where
+    bytecode is True (else as the host says)."""
     env = dict(os.environ)
-    if bytecode is not None:
+    if bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(bytecode)
     return env
 
 
+# What a command and its GPU worker import, besides cudabench: imported once by
+# write_bytecode, so that no timed run compiles them.
+LIBRARIES = ("numpy", "click", "rich.console", "rich.progress", "rich.table", "pynvml",
+             "pycuda.driver", "pycuda.compiler", "cupy")
+
+
+def write_bytecode() -> None:
+    """Write the bytecode an installed cudabench has: cudabench byte-compiled, and each
+    library it imports imported once (each writes its own where its folder is writable)."""
+    env = bytecode_env(True)
+    package = ROOT / "cudabench"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(package)],
+                   env=env, capture_output=True)
+    for name in LIBRARIES:  # one process each: a missing one (no GPU) stops nothing
+        subprocess.run([sys.executable, "-c", f"import {name}"], env=env, capture_output=True)
+
+
 @contextlib.contextmanager
-def ray_head(wanted: bool, bytecode: Path | None = None) -> Iterator[None]:
+def ray_head(wanted: bool, bytecode: bool = False) -> Iterator[None]:
     """Start a local Ray head with this host's GPUs for the block (`ray start --head`), and
     stop it after; nothing when not wanted. Its workers keep their bytecode as the runs do."""
     if not wanted:
@@ -165,21 +183,24 @@ def main() -> int:
     parser.add_argument("--two-gpus", action="store_true",
                         help="also the suite over every GPU and through Ray (their ratio)")
     parser.add_argument("--host-bytecode", action="store_true",
-                        help="compile Python modules as the host says (by default each "
-                             "module is compiled once, as an installed package's are)")
+                        help="compile Python modules as the host says (by default their "
+                             "bytecode is written before the runs, as an installed "
+                             "package has it)")
     options = parser.parse_args()
     out = options.out or Path(tempfile.mkdtemp(prefix="ttr-"))
     out.mkdir(parents=True, exist_ok=True)
     lines = ["| run | wall s | target s | GPU sampling s | share | exit | largest phases |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     warm_cache = Path(tempfile.mkdtemp(prefix="ttr-cache-"))
+    caches = [warm_cache]  # compile caches made here: removed at the end
     # A package installed by pip comes byte-compiled; a host that sets
     # PYTHONDONTWRITEBYTECODE (container images often do) and ships modules without their
     # bytecode compiles every module from source in every process: 0.3 s and more of each
-    # command's start on the GPU hosts. By default the runs keep their bytecode in a folder
-    # of this benchmark's, written by the first run to import each module.
-    bytecode = None if options.host_bytecode else Path(tempfile.mkdtemp(prefix="ttr-pyc-"))
-    print(f"bytecode: {'as the host says' if bytecode is None else f'kept in {bytecode}'}"
+    # command's start on the GPU hosts. By default the bytecode is written before the runs.
+    bytecode = not options.host_bytecode
+    if bytecode:
+        write_bytecode()
+    print(f"bytecode: {'written before the runs' if bytecode else 'as the host says'}"
           f" (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})",
           flush=True)
     walls: dict[str, float] = {}
@@ -187,6 +208,7 @@ def main() -> int:
         if options.only and options.only not in target.name:
             continue
         cache = Path(tempfile.mkdtemp(prefix="ttr-cold-")) if target.cold else warm_cache
+        caches.append(cache)
         with ray_head(target.ray_head, bytecode):
             if target.warm:
                 run_once(target, options.fake, out, cache, bytecode)
@@ -210,6 +232,8 @@ def main() -> int:
             ratio = walls[ray_run.name] / walls[SPREAD[0].name]
             lines.append(f"\n{ray_run.name.split(', ', 1)[1]} against --devices all: "
                          f"{ratio:.2f}x (target ≤ {RAY_TARGET}x)")
+    for cache in dict.fromkeys(caches):
+        shutil.rmtree(cache, ignore_errors=True)
     table = "\n".join(lines)
     print(("fake engine\n" if options.fake else "") + table)
     (out / "time_to_result.md").write_text(table + "\n")

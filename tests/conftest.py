@@ -11,8 +11,12 @@ import pytest
 
 def pytest_configure(config):
     """Keep the tests' caches (compiled kernels, references) out of the user's: one folder
-    for the session, unless the caller chose one."""
+    for the session, unless the caller chose one; and the user's kept workers out of the
+    tests."""
     os.environ.setdefault("CUDABENCH_CACHE_DIR", tempfile.mkdtemp(prefix="cudabench-tests-"))
+    # A developer's shell may keep workers for every command (CUDABENCH_KEEP_WORKERS): the
+    # tests start their own, and those that keep one say so.
+    os.environ.pop("CUDABENCH_KEEP_WORKERS", None)
 
 
 @functools.lru_cache(maxsize=1)

@@ -64,3 +64,27 @@ def test_a_launch_opts_in_where_static_and_dynamic_shared_memory_pass_48_kib():
     assert not needs_optin(limit, 0, limit)
     assert not needs_optin(limit - 24, 24, limit)
     assert not needs_optin(0, limit, limit)  # static alone: nothing to opt in to
+
+
+def test_the_launcher_opts_in_each_function_by_its_own_static_shared_memory():
+    """launcher() pairs each function with its dynamic bytes and its static ones (a stub
+    driver records the opt-ins; nothing is launched)."""
+    from cudabench.engines.protocol import Compiled
+
+    class Function:
+        def __init__(self):
+            self.opted = []
+
+        def set_attribute(self, attribute, value):
+            self.opted.append((attribute, value))
+
+    gpu = engine.PycudaEngine.__new__(engine.PycudaEngine)
+    gpu.info = types.SimpleNamespace(max_shared_bytes_per_block=48 * 1024)
+    gpu.cuda = types.SimpleNamespace(
+        function_attribute=types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="max dynamic"))
+    first, second, third = Function(), Function(), Function()
+    compiled = Compiled([first, second, third],
+                        attributes=[{"shared_bytes": 24}, {"shared_bytes": 0}])
+    gpu.launcher(compiled, [((1, 1, 1), (32, 1, 1))] * 3, [], [48 * 1024] * 3)
+    assert first.opted == [("max dynamic", 48 * 1024)]  # 24 static bytes beside it
+    assert second.opted == [] and third.opted == []  # 48 KiB alone fits; unknown: as dynamic

@@ -91,7 +91,8 @@ print("LOADED", ",".join(sorted(name for name in {rare!r} if name in sys.modules
 # compiler table and the --profile-time table load where their option is given.
 RARE = ("sqlite3", "cudabench.history.store", "cudabench.history.records",
         "cudabench.history.threshold", "cudabench.observers.ncu", "cudabench.measure.dryrun",
-        "cudabench.analysis.time_profile", "cudabench.render.markdown",
+        "cudabench.analysis.time_profile", "cudabench.render.time_profile",
+        "cudabench.observers.sanitizer", "cudabench.render.markdown",
         "cudabench.render.csv_out")
 
 

@@ -273,12 +273,13 @@ def test_the_search_spreads_over_devices(use_fake, kernels, tmp_path, monkeypatc
     monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
     use_fake(device_count=2)
     results = tmp_path / "r.json"
-    # Each configuration warms up 0.2 s: the two workers take them from one queue, and
-    # eight quick ones could all go to the first worker while the second is still starting
-    # on a busy two-core machine (seen once in a full run).
+    # The two workers take configurations from one queue, and eight quick ones could all
+    # go to the first worker while the second is still starting on a busy two-core machine
+    # (seen once in a full run). A worker's first configuration warms up 1 s, each later
+    # one a fifth of that (measure/sampling.py): one worker alone would take ~2.5 s.
     done = invoke("matmul", "--size", "48", "--variant", "tune", "--kernels-dir",
                   str(kernels), "--best", "--budget", "8", "--devices", "all", *QUICK,
-                  "--warmup", "0.2", "--json", str(results))
+                  "--warmup", "1", "--json", str(results))
     assert done.exit_code == 0, done.stderr
     from cudabench.results import load_results
 

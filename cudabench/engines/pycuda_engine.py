@@ -250,8 +250,8 @@ class PycudaEngine:
             args = [*args, *(driver.encode(int(args[request.arg_index]), request)
                              for request in compiled.tensor_maps)]
         shared = list(dynamic_shared) or [0] * len(compiled.functions)
-        statics = [attrs.get("shared_bytes", 0) for attrs in compiled.attributes] or [0] * len(
-            compiled.functions)
+        statics = [attrs.get("shared_bytes", 0) for attrs in compiled.attributes]
+        statics += [0] * (len(compiled.functions) - len(statics))  # unknown: dynamic decides
         for function, nbytes, static in zip(compiled.functions, shared, statics):
             if needs_optin(nbytes, static, self.info.max_shared_bytes_per_block):
                 function.set_attribute(

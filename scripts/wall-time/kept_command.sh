@@ -6,8 +6,10 @@
 # Python's bytecode is kept in a folder of its own (a host that sets PYTHONDONTWRITEBYTECODE would
 # compile every module in every process); HOST_BYTECODE=1 leaves it to the host.
 #   kept_command.sh [OUT]        (default: $OUT, else /tmp/cudabench-kept-command)
-# CUDABENCH overrides the command (default: python3 -m cudabench).
+# CUDABENCH overrides the timed command (default: python3 -m cudabench); the profiled and
+# import-timed runs are python3's own -m cudabench.
 set -uo pipefail
+export LC_NUMERIC=C  # EPOCHREALTIME and awk agree on the decimal point
 out=${1:-${OUT:-/tmp/cudabench-kept-command}}
 mkdir -p "$out"
 cb=${CUDABENCH:-python3 -m cudabench}
@@ -46,6 +48,6 @@ for i in 1 2 3; do
     echo "cudabench --help: $(since "$t0") s" >>"$summary"
 done
 $cb workers --stop >>"$summary" 2>&1
-python3 -c "import pstats; pstats.Stats('$out/kept.prof').sort_stats('cumulative').print_stats(45)" \
-    >"$out/kept-prof.txt" 2>&1
+python3 -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative').print_stats(45)" \
+    "$out/kept.prof" >"$out/kept-prof.txt" 2>&1
 cat "$summary"
