@@ -75,3 +75,23 @@ def test_a_command_that_cannot_measure_exits_promptly_with_an_error(tmp_path, na
     assert "PyCUDA is not installed" in done.stderr or "no usable GPU" in done.stderr, \
         done.stderr[-500:]
     assert took < LIMIT_S
+
+
+COMPARE = Path(__file__).parent / "data" / "compare"
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["compare", str(COMPARE / "baseline.json"), str(COMPARE / "identical.json")], 0),
+    (["compare", str(COMPARE / "baseline.json"), str(COMPARE / "slower20.json")], 1),
+    (["report", str(COMPARE / "baseline.json")], 0),
+    (["list"], 0),
+])
+def test_a_reader_that_stops_reading_leaves_the_exit_code_as_it_was(args, code):
+    """`cudabench compare A B | head` under pipefail: the code is the verdict's, not the 1
+    (a regression) Rich would exit with when stdout's reader is gone."""
+    run = subprocess.Popen([sys.executable, "-m", "cudabench", *args],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run.stdout.close()  # gone before the first line: every write meets a closed pipe
+    errors = run.stderr.read().decode()
+    assert run.wait(timeout=120) == code, errors
+    assert "Traceback" not in errors and "Exception ignored" not in errors, errors

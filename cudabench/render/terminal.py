@@ -48,14 +48,28 @@ def _width(stream: TextIO) -> int | None:
     return None if stream.isatty() or os.environ.get("COLUMNS") else 200
 
 
+class _Console(Console):
+    """Rich's console, for a reader that may stop reading (`cudabench compare A B | head`):
+    the rest of the output is dropped and the command's own exit code stands, where Rich
+    would exit 1 (compare's code for a regression)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        # Python flushes the stream again at exit: its descriptor now leads nowhere.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.file.fileno())
+            os.close(devnull)
+
+
 def stdout_console() -> Console:
     """Return the console for results."""
-    return Console(highlight=False, width=_width(sys.stdout))
+    return _Console(highlight=False, width=_width(sys.stdout))
 
 
 def stderr_console() -> Console:
     """Return the console for diagnostics."""
-    return Console(stderr=True, highlight=False, width=_width(sys.stderr))
+    return _Console(stderr=True, highlight=False, width=_width(sys.stderr))
 
 
 @contextlib.contextmanager
