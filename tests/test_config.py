@@ -114,3 +114,10 @@ def test_a_suites_on_request_note_names_the_suite_key_not_the_flag(tmp_path):
     (note,) = notes
     assert "run on request" in note and 'variants = ["NAME"] or ["all"]' in note
     assert "benchmark[0]" in note and "--variant" not in note
+
+
+def test_a_suite_file_that_is_missing_or_a_folder_says_so(tmp_path):
+    with pytest.raises(UsageError, match="missing.toml: no such suite file"):
+        load_suite(tmp_path / "missing.toml")
+    with pytest.raises(UsageError, match="a folder, not a suite file"):
+        load_suite(tmp_path)

@@ -781,3 +781,15 @@ def test_the_gpu_filter_takes_the_model_as_the_tables_show_it(tmp_path):
         assert shown.exit_code == 0 and "matmul/naive" in shown.stdout, (name, shown.stderr)
     missed = invoke("show", "--db", db, "--gpu", "H100")  # a model, not a part of one
     assert missed.exit_code == 2 and "--gpu" in missed.stderr
+
+
+def test_a_gzip_compressed_results_file_is_recorded_and_checked(tmp_path):
+    import gzip
+
+    packed = tmp_path / "run.json.gz"
+    packed.write_bytes(gzip.compress(make_run(tmp_path, 1).read_bytes()))
+    db = tmp_path / "h.db"
+    result = invoke("import", packed, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert "recorded as run 1" in result.stdout
+    assert invoke("check", packed, "--db", db).exit_code == 0

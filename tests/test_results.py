@@ -199,3 +199,30 @@ def test_the_file_is_json_dump_s_text_after_every_row(tmp_path):
     empty = ResultsWriter(tmp_path / "e.json")
     empty.write(complete=True)
     assert json.loads((tmp_path / "e.json").read_text())["benchmarks"] == []
+
+
+def test_a_gzip_compressed_file_loads_as_the_json_inside_it(tmp_path):
+    import gzip
+
+    plain = Path(__file__).parent / "data" / "compare" / "baseline.json"
+    packed = tmp_path / "baseline.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert load_results(packed).benchmarks == load_results(plain).benchmarks
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(packed.read_bytes()[:40])
+    with pytest.raises(Exception, match="gzip file that cannot be decompressed"):
+        load_results(cut)
+
+
+@pytest.mark.parametrize(("make", "says"), [
+    (lambda folder: folder / "missing.json", "no such file"),
+    (lambda folder: folder, "a folder, not a results file"),
+    (lambda folder: (folder / "latin.json").write_bytes(b"\xff\xfe{}") and
+     folder / "latin.json", "not UTF-8 text"),
+])
+def test_a_file_that_cannot_be_read_says_why_in_one_line(tmp_path, make, says):
+    from cudabench.errors import ResultsFileError
+
+    with pytest.raises(ResultsFileError, match=says) as raised:
+        load_results(make(tmp_path))
+    assert "\n" not in str(raised.value) and "Errno" not in str(raised.value)

@@ -23,6 +23,7 @@ from cudabench.common.outfiles import check_output, replacing
 from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
+from cudabench.results.loader import read_text
 from cudabench.common.units import format_change, format_percent, format_seconds, gpu_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,7 +66,7 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None) -> 
         if not results.benchmarks:
             raise UsageError(f"{path}: holds no benchmarks (its run measured nothing): "
                              "nothing to record")
-        loaded.append((results, path.read_text(encoding="utf-8")))
+        loaded.append((results, read_text(path)))
     out, err = terminal.stdout_console(), terminal.stderr_console()
     with Store.open(db, create=True) as store, store.transaction():
         for results, source in loaded:
@@ -154,7 +155,7 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
     if not results.benchmarks:
         raise UsageError(f"{current}: holds no benchmarks (its run measured nothing): there "
                          "is nothing to judge")
-    source = current.read_text(encoding="utf-8")
+    source = read_text(current)
     with Store.open(db) as store:
         verdicts = check(store, results, source, last, limit, alpha, min_runs)
     _render_check(verdicts, db)

@@ -66,7 +66,13 @@ def _tool(path: Path) -> Mapping[str, Any]:
 def _read(path: Path) -> dict[str, Any]:
     try:
         return dict(tomllib.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError) as exc:
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such suite file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: a folder, not a suite file") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: cannot read as UTF-8 text: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +19,37 @@ from cudabench.results.migrations import READABLE_VERSIONS, MigrationError, migr
 from cudabench.results.model import ResultsFile
 
 
+GZIP_MAGIC = b"\x1f\x8b"  # a gzip stream's first bytes: docs/data keeps large files so
+
+
+def read_text(path: Path) -> str:
+    """Return a results file's text; a gzip-compressed file (`.json.gz`) gives the text
+    inside it. Errors are one line naming the path."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ResultsFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ResultsFileError(f"{path}: a folder, not a results file") from None
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot read results file: {exc.strerror or exc}"
+                               ) from None
+    try:
+        if raw.startswith(GZIP_MAGIC):
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8")
+    except (OSError, EOFError, zlib.error) as exc:  # a damaged or cut gzip stream
+        raise ResultsFileError(f"{path}: a gzip file that cannot be decompressed: {exc}"
+                               ) from None
+    except UnicodeDecodeError as exc:
+        raise ResultsFileError(f"{path}: not a results file (not UTF-8 text: {exc.reason} at "
+                               f"byte {exc.start})") from None
+    return text
+
+
 def read_document(path: Path) -> dict[str, Any]:
     """Return the file's JSON object, checked to be a cudabench file of a readable version."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsFileError(f"{path}: cannot read results file: {exc}") from None
+    text = read_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
