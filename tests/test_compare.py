@@ -630,3 +630,23 @@ def test_compare_warns_about_an_incomplete_file(tmp_path):
                                       "--allow-missing"])
     assert result.exit_code == 0 and "incomplete" not in result.output
     assert "no regression: 2 same, 5 removed" in " ".join(result.stdout.split())
+
+
+def test_an_incomplete_current_file_heads_every_summary_as_a_failed_gate(tmp_path):
+    """The job summary of a failed gate must not read "no regression" (exit 1 all the same)."""
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    document = json.loads((DATA / "identical.json").read_text(encoding="utf-8"))
+    document["complete"] = False
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(document), encoding="utf-8")
+    summary, page = tmp_path / "summary.md", tmp_path / "page.html"
+    result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(partial),
+                                      "--markdown", str(summary), "--html", str(page)])
+    assert result.exit_code == 1
+    head = "gate failed, the current run is incomplete"
+    assert head in " ".join(result.stdout.split()) and "no regression" not in result.stdout
+    assert f"**{head}" in summary.read_text() and "no regression" not in summary.read_text()
+    assert f'<span class="bad">{head}' in page.read_text()

@@ -53,6 +53,17 @@ def describe(result: BenchmarkResult) -> str:
             f"({result.status.value}, median {format_seconds(result.median_s)})")
 
 
+def gate_head(c: Comparison) -> tuple[str, bool]:
+    """Return the summary line's head and whether the gate failed: the regressions, else a
+    current file that stopped early (it fails the gate without a slower row), else none."""
+    regressed = len(c.regressions)
+    if regressed:
+        return f"{regressed} regression{'s' if regressed != 1 else ''}", True
+    if c.current_incomplete:
+        return "gate failed, the current run is incomplete (it stopped early)", True
+    return "no regression", False
+
+
 def summary_text(comparison: Comparison) -> str:
     """Return the one-line summary: counts per verdict, settings and both GPUs."""
     counts = {verdict: 0 for verdict in Verdict}

@@ -23,6 +23,7 @@ from cudabench.render.comparison import (
     RIGHT_ALIGNED,
     benchmark_name,
     describe,
+    gate_head,
     row_cells,
     summary_text,
 )
@@ -123,9 +124,8 @@ def comparison_html(comparison: Comparison, files: Sequence[ResultsFile] | None 
     changes, what differs between the cards, the benchmarks in only one file, and both
     files' devices. `files` are the two loaded files (None: read again from the paths)."""
     c = comparison
-    regressed = len(c.regressions)
-    status = (f'<span class="bad">{regressed} regression{"s" if regressed != 1 else ""}</span>'
-              if regressed else '<span class="good">no regression</span>')
+    head, failed = gate_head(c)
+    status = f'<span class="{"bad" if failed else "good"}">{esc(head)}</span>'
     body = [
         "<h1>cudabench compare</h1>",
         f'<p class="summary">{status}: {esc(summary_text(c))}</p>',

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from cudabench.analysis.verdicts import Comparison
-from cudabench.render.comparison import COLUMNS, RIGHT_ALIGNED, describe, row_cells, summary_text
+from cudabench.render.comparison import (
+    COLUMNS,
+    RIGHT_ALIGNED,
+    describe,
+    gate_head,
+    row_cells,
+    summary_text,
+)
 from cudabench.render.run_table import build_tables
 from cudabench.results.model import RunOutcome
 
@@ -16,9 +23,8 @@ def _cell(text: str) -> str:
 def to_markdown(comparison: Comparison) -> str:
     """Return the comparison as GitHub-flavoured markdown (for a CI job summary)."""
     c = comparison
-    regressed = len(c.regressions)
-    verdict_line = (f"**{regressed} regression{'s' if regressed != 1 else ''}**" if regressed
-                    else "no regression")
+    head, failed = gate_head(c)
+    verdict_line = f"**{head}**" if failed else head
     lines = [
         "## cudabench compare",
         "",

@@ -29,6 +29,7 @@ from cudabench.render.comparison import (
     COLUMNS,
     RIGHT_ALIGNED,
     describe,
+    gate_head,
     row_cells,
     summary_text,
 )
@@ -318,7 +319,6 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
             console.print(Text(f"{title}:", style="bold"))
             for result in results:
                 console.print(Text(f"  {describe(result)}"))
-    regressed = len(c.regressions)
-    status = (Text(f"{regressed} regression{'s' if regressed != 1 else ''}: ", style="bold red")
-              if regressed else Text("no regression: ", style="green"))
+    head, failed = gate_head(c)
+    status = Text(f"{head}: ", style="bold red" if failed else "green")
     console.print(status + Text(summary_text(c)))
