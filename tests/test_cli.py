@@ -28,10 +28,18 @@ def assert_one_line_error(result, *fragments: str, code: int = 2) -> str:
     return lines[0]
 
 
+# Whether this machine's NVIDIA driver loads: what a GPU worker process (which no fixture
+# reaches) finds.
+DRIVER_HERE = __import__("cudabench.engines.pycuda_engine",
+                         fromlist=["driver_present"]).driver_present()
+
+
 @pytest.fixture
 def no_pycuda(monkeypatch):
-    """Make `import pycuda` fail, as on a machine without it (even where it is installed)."""
+    """Make `import pycuda` fail, as on a machine with an NVIDIA driver but without PyCUDA
+    (even where it is installed, or where no driver is)."""
     monkeypatch.setitem(sys.modules, "pycuda", None)
+    monkeypatch.setattr("cudabench.engines.pycuda_engine.driver_present", lambda: True)
 
 
 def test_version():
@@ -138,11 +146,24 @@ def test_long_error_stays_on_one_line(tmp_path):
 
 def test_valid_run_without_pycuda_says_how_to_install_it(no_pycuda):
     result = invoke("matmul", "--size", "64", "--tile", "16")
-    assert_one_line_error(result, "PyCUDA is not installed", "pip install 'cudabench[gpu]'")
+    # The GPU worker is a process of its own, which the fixture does not reach: it finds
+    # this machine's driver, or that there is none.
+    if DRIVER_HERE:
+        assert_one_line_error(result, "PyCUDA is not installed", "pip install 'cudabench[gpu]'")
+    else:
+        assert_one_line_error(result, "no NVIDIA driver on this machine", "--dry-run")
 
 
 def test_info_without_pycuda_says_how_to_install_it(no_pycuda):
     assert_one_line_error(invoke("info"), "PyCUDA is not installed", "cudabench[gpu]")
+
+
+def test_a_machine_without_a_driver_is_told_what_works_without_a_gpu(no_pycuda, monkeypatch):
+    """Not to build PyCUDA: without an NVIDIA driver it would not measure anything."""
+    monkeypatch.setattr("cudabench.engines.pycuda_engine.driver_present", lambda: False)
+    result = invoke("matmul", "--size", "64", "--tile", "16")
+    assert_one_line_error(result, "no NVIDIA driver on this machine", "--dry-run")
+    assert "pip install" not in result.stderr
 
 
 @pytest.mark.parametrize("args", [["info"], ["matmul", "--size", "0"]])

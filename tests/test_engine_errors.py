@@ -40,6 +40,7 @@ def driver(init_error: Exception | None = None, count: int = 1):
     (fake_import(driver(count=0)), "no CUDA GPU found"),
 ])
 def test_missing_pieces_are_named(monkeypatch, importer, says):
+    monkeypatch.setattr(engine, "driver_present", lambda: True)  # PyCUDA is what is missing
     real_import = builtins.__import__
 
     def patched(name, *args, **kwargs):
@@ -51,6 +52,20 @@ def test_missing_pieces_are_named(monkeypatch, importer, says):
     with pytest.raises(GpuEnvironmentError) as error:
         engine.load_pycuda()
     assert says in str(error.value)
+
+
+def test_without_a_driver_the_hint_is_what_works_without_a_gpu(monkeypatch):
+    real_import = builtins.__import__
+
+    def patched(name, *args, **kwargs):
+        if name == "pycuda" or name.startswith("pycuda."):
+            raise ModuleNotFoundError("No module named 'pycuda'", name="pycuda")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", patched)
+    monkeypatch.setattr(engine, "driver_present", lambda: False)
+    with pytest.raises(GpuEnvironmentError, match="no NVIDIA driver on this machine"):
+        engine.load_pycuda()
 
 
 def test_a_launch_opts_in_where_static_and_dynamic_shared_memory_pass_48_kib():

@@ -60,6 +60,12 @@ def load_pycuda() -> ModuleType:
                 "driver, or run on a machine with an NVIDIA GPU"
             ) from None
         if isinstance(exc, ModuleNotFoundError) and str(exc.name or "").startswith("pycuda"):
+            if not driver_present():  # building PyCUDA would not help here
+                raise GpuEnvironmentError(
+                    "no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded), and "
+                    "PyCUDA is not installed: measuring needs an NVIDIA GPU; without one, "
+                    "`cudabench list`, `report`, `compare`, `history` and `--dry-run` work"
+                ) from None
             raise GpuEnvironmentError(f"PyCUDA is not installed: {pycuda_install_hint()}") from None
         raise GpuEnvironmentError(
             f"PyCUDA is installed but failed to load ({text}): it may be built for another "
@@ -77,6 +83,17 @@ def load_pycuda() -> ModuleType:
         raise GpuEnvironmentError("no CUDA GPU found (nvidia-smi lists none visible)")
     module: ModuleType = cuda
     return module
+
+
+def driver_present() -> bool:
+    """Return whether the NVIDIA driver's CUDA library loads here (libcuda.so.1)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
 
 
 def needs_optin(dynamic: int, static: int, default_limit: int) -> bool:
