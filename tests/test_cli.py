@@ -242,3 +242,19 @@ def test_dry_run_of_a_suite_and_a_bad_arch(no_engine, tmp_path):
     assert "dot 1000" in result.stdout and "dot 1048576" in result.stdout
     bad = CliRunner().invoke(cli, ["run", str(suite), "--dry-run", "--arch", "volta"])
     assert bad.exit_code == 2 and "--arch 'volta'" in bad.stderr
+
+
+def test_a_dry_run_notes_a_tool_a_real_run_would_miss(monkeypatch, tmp_path):
+    """--counters without ncu, --sanitize without compute-sanitizer: a real run exits 2; the
+    dry run still plans, and says so."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither tool on PATH
+    monkeypatch.setenv("CUDA_ROOT", str(tmp_path))
+    monkeypatch.setattr("cudabench.observers.ncu.CUDA_HOME", tmp_path)
+    monkeypatch.setattr("cudabench.observers.ncu.NSIGHT_ROOTS", ())
+    result = invoke("matmul", "--variant", "naive", "--size", "64", "--counters",
+                    "--sanitize", "memcheck", "--dry-run", "--arch", "sm_90")
+    notes = " ".join(result.stderr.split())
+    assert "a run would stop here: --counters needs Nsight Compute's ncu" in notes
+    assert "a run would stop here: --sanitize needs compute-sanitizer" in notes
+    plain = invoke("matmul", "--variant", "naive", "--size", "64", "--dry-run")
+    assert "would stop here" not in plain.stderr

@@ -291,9 +291,27 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     terminal.render_rows("cudabench --dry-run: nothing touches a GPU", columns,
                          [(r.benchmark, r.variant, r.params, r.launches, r.work, r.memory,
                            r.compiled) for r in rows], terminal.stdout_console())
-    for note in dict.fromkeys(note for plan in plans for note in plan.notes):
+    notes = [*(note for plan in plans for note in plan.notes), *missing_tools(plans)]
+    for note in dict.fromkeys(notes):
         terminal.stderr_console().print(f"note: {note}", markup=False, highlight=False)
     return int(ExitCode.OK if all(r.compile_ok for r in rows) else ExitCode.USAGE)
+
+
+def missing_tools(plans: list[Plan]) -> list[str]:
+    """Return, for a dry run, what a real run of the plans would refuse for a tool missing
+    here (ncu for --counters, compute-sanitizer for --sanitize): a note, not an error."""
+    from cudabench.observers.ncu import find_ncu
+    from cudabench.observers.sanitizer import find_sanitizer
+
+    notes = []
+    for wanted, find in ((any(p.insight.counters for p in plans), find_ncu),
+                         (any(p.sanitize for p in plans), find_sanitizer)):
+        if wanted:
+            try:
+                find()
+            except UsageError as exc:
+                notes.append(f"on this machine a run would stop here: {exc}")
+    return notes
 
 
 def plan_files(plans: list[Plan]) -> list[Path]:
