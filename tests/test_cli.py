@@ -258,3 +258,13 @@ def test_a_dry_run_notes_a_tool_a_real_run_would_miss(monkeypatch, tmp_path):
     assert "a run would stop here: --sanitize needs compute-sanitizer" in notes
     plain = invoke("matmul", "--variant", "naive", "--size", "64", "--dry-run")
     assert "would stop here" not in plain.stderr
+
+
+def test_a_dry_run_notes_a_size_beyond_this_machines_host_memory(monkeypatch):
+    monkeypatch.setattr("cudabench.measure.memory.host_available_bytes", lambda: 2**30)
+    result = invoke("matmul", "--variant", "naive", "--size", "20000", "--dry-run")
+    notes = " ".join(result.stderr.split())
+    assert "a run would stop here: --size 20000x20000x20000: matmul float32 needs" in notes
+    assert "in host memory but 1 GiB is free" in notes
+    small = invoke("matmul", "--variant", "naive", "--size", "64", "--dry-run")
+    assert "would stop here" not in small.stderr

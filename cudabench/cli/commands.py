@@ -291,24 +291,29 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     terminal.render_rows("cudabench --dry-run: nothing touches a GPU", columns,
                          [(r.benchmark, r.variant, r.params, r.launches, r.work, r.memory,
                            r.compiled) for r in rows], terminal.stdout_console())
-    notes = [*(note for plan in plans for note in plan.notes), *missing_tools(plans)]
+    notes = [*(note for plan in plans for note in plan.notes), *would_stop_here(plans)]
     for note in dict.fromkeys(notes):
         terminal.stderr_console().print(f"note: {note}", markup=False, highlight=False)
     return int(ExitCode.OK if all(r.compile_ok for r in rows) else ExitCode.USAGE)
 
 
-def missing_tools(plans: list[Plan]) -> list[str]:
-    """Return, for a dry run, what a real run of the plans would refuse for a tool missing
-    here (ncu for --counters, compute-sanitizer for --sanitize): a note, not an error."""
+def would_stop_here(plans: list[Plan]) -> list[str]:
+    """Return, for a dry run, what a real run of the plans on this machine would refuse
+    before measuring: a tool missing (ncu for --counters, compute-sanitizer for --sanitize)
+    or more host memory than it has (the GPU's is not known here). Notes, not errors."""
     from cudabench.observers.ncu import find_ncu
     from cudabench.observers.sanitizer import find_sanitizer
 
+    def host_memory() -> None:
+        memory.check(plans, None, memory.host_available_bytes())
+
     notes = []
-    for wanted, find in ((any(p.insight.counters for p in plans), find_ncu),
-                         (any(p.sanitize for p in plans), find_sanitizer)):
+    for wanted, check in ((any(p.insight.counters for p in plans), find_ncu),
+                          (any(p.sanitize for p in plans), find_sanitizer),
+                          (True, host_memory)):
         if wanted:
             try:
-                find()
+                check()
             except UsageError as exc:
                 notes.append(f"on this machine a run would stop here: {exc}")
     return notes
