@@ -37,7 +37,8 @@ def read_text(path: Path) -> str:
     try:
         if raw.startswith(GZIP_MAGIC):
             raw = gzip.decompress(raw)
-        text = raw.decode("utf-8")
+        # Newlines as a text-mode read gives them: the history store hashes this text.
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except (OSError, EOFError, zlib.error) as exc:  # a damaged or cut gzip stream
         raise ResultsFileError(f"{path}: a gzip file that cannot be decompressed: {exc}"
                                ) from None
