@@ -142,6 +142,10 @@ def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
          "fragment_double_buffer, mma_async, mma_sync, naive, prefetch_splitk, tiled, "
          "tiled_conflict, vectorized, warptile, wgmma_async, wgmma_tma, wgmma_ws; or all: "
          "every one)"),
+        (Request(op="matmul", variants=("Naive",)),
+         "--variant Naive: no such matmul variant; did you mean naive? (known: "),
+        (Request(op="matmul", variants=("mma_sync",)),
+         "--dtype float32: variant mma_sync supports float16 (--dtype float16 runs it)"),
         (Request(op="matmul", size="0"), "--size '0': sizes are positive integers"),
         (Request(op="transpose_inplace", size="3x5"), "--inplace transposes a square matrix"),
         (Request(op="dot", dtype="bfloat16"),

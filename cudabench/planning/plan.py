@@ -7,6 +7,7 @@ that one bad variant never hides the others.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -140,8 +141,10 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     names = list(dict.fromkeys(request.variants)) if named else sorted(available)
     unknown = [name for name in names if name not in available]
     if unknown:
+        near = difflib.get_close_matches(unknown[0].lower(), sorted(available), n=1)
+        guess = f"; did you mean {near[0]}?" if near else ""
         raise UsageError(
-            f"--variant {unknown[0]}: no such {op.name} variant "
+            f"--variant {unknown[0]}: no such {op.name} variant{guess} "
             f"(known: {', '.join(sorted(available))}; or {ALL_VARIANTS}: every one)"
         )
     if not named and not every:
@@ -162,6 +165,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             if named:
                 raise UsageError(
                     f"--dtype {dtype.name}: variant {name} supports {', '.join(variant.dtypes)}"
+                    f" (--dtype {variant.dtypes[0]} runs it)"
                 )
             other_types.setdefault(", ".join(variant.dtypes), []).append(name)
             continue
