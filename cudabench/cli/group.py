@@ -128,7 +128,8 @@ def cli(ctx: click.Context, traceback: bool, wide: bool) -> None:
 
     \b
     Exit codes:
-      0    every variant verified (compare, ab, history check: no regression)
+      0    every variant verified (compare, ab, history check: no regression);
+           list, report, plot, workers, a dry run whose kernels compile
       1    compare, ab, history check or --check: a significant slowdown, too
            few samples to judge one, a benchmark that now fails verification or
            is missing, or an incomplete current file
