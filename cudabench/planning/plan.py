@@ -173,8 +173,11 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     # Variants written for other types (the tensor-core rungs take float16 only) are left
     # out of the table, not a SKIP row each: one line says which, and how to run them.
     for types_text, left_out in other_types.items():
+        first = types_text.split(", ")[0]
+        how = (f'dtypes = ["{first}"] in {request.origin.split(" (")[0]}' if request.origin
+               else f"--dtype {first}")  # a suite's entry, or the command line
         notes.append(f"left out {', '.join(left_out)}: written for {types_text} only "
-                     f"(--dtype {types_text.split(', ')[0]} runs them)")
+                     f"({how} runs {'it' if len(left_out) == 1 else 'them'})")
     if not chosen and other_types:
         raise UsageError(f"--dtype {dtype.name}: no {op.name} variant takes it; "
                          + "; ".join(f"{', '.join(n)} take {t}" for t, n in other_types.items()))
