@@ -207,8 +207,10 @@ def main() -> int:
     for target in (*TARGETS, *(SPREAD if options.two_gpus else ())):
         if options.only and options.only not in target.name:
             continue
-        cache = Path(tempfile.mkdtemp(prefix="ttr-cold-")) if target.cold else warm_cache
-        caches.append(cache)
+        cache = warm_cache
+        if target.cold:
+            cache = Path(tempfile.mkdtemp(prefix="ttr-cold-"))
+            caches.append(cache)
         with ray_head(target.ray_head, bytecode):
             if target.warm:
                 run_once(target, options.fake, out, cache, bytecode)
@@ -232,7 +234,7 @@ def main() -> int:
             ratio = walls[ray_run.name] / walls[SPREAD[0].name]
             lines.append(f"\n{ray_run.name.split(', ', 1)[1]} against --devices all: "
                          f"{ratio:.2f}x (target ≤ {RAY_TARGET}x)")
-    for cache in dict.fromkeys(caches):
+    for cache in caches:
         shutil.rmtree(cache, ignore_errors=True)
     table = "\n".join(lines)
     print(("fake engine\n" if options.fake else "") + table)

@@ -14,6 +14,7 @@ from cudabench.results import Status, load_results
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'cudabench[ray]')")
 
 TESTS = Path(__file__).parent
+QUICK = ("--no-batch", "--warmup", "0", "--max-time", "0.02")  # correctness, not timing
 SUITE = """
 [timing]
 warmup = 0
@@ -103,7 +104,7 @@ def test_a_gpu_held_by_another_job_holds_no_benchmark(local_ray, monkeypatch, tm
         out = tmp_path / "r.json"
         started = time.monotonic()
         done = invoke("dot", "--size", "1000,2000,3000,4000", "--cluster", "ray", "--json", out,
-                      "--no-batch", "--warmup", "0", "--max-time", "0.02")
+                      *QUICK)
         took = time.monotonic() - started
         assert done.exit_code == 0, done.stderr
         assert took < 40, f"a benchmark waited for the held GPU ({took:.0f} s)"
@@ -184,8 +185,7 @@ def test_kept_workers_serve_the_next_command(local_ray, monkeypatch, tmp_path):
         # Another command's plans on the same actors: a dot alone, not the suite's
         # benchmark of the same index.
         third = invoke("dot", "--size", "77", "--cluster", "ray", "--keep-workers", "60",
-                       "--json", tmp_path / "c.json", "--no-batch", "--warmup", "0",
-                       "--max-time", "0.02")
+                       "--json", tmp_path / "c.json", *QUICK)
         assert third.exit_code == 0, third.stderr
         assert {(r.op, tuple(r.shape)) for r in load_results(tmp_path / "c.json").benchmarks
                 } == {("dot", (77,))}
@@ -211,8 +211,7 @@ def test_kept_actors_end_themselves_after_their_idle_time(local_ray, monkeypatch
     use_spec(monkeypatch, FakeSpec())
     try:
         done = invoke("dot", "--size", "1000,2000", "--cluster", "ray", "--keep-workers", "1",
-                      "--json", tmp_path / "r.json", "--no-batch", "--warmup", "0",
-                      "--max-time", "0.02")
+                      "--json", tmp_path / "r.json", *QUICK)
         assert done.exit_code == 0, done.stderr
         deadline = time.monotonic() + 20
         while kept_actors(ray) and time.monotonic() < deadline:
@@ -230,7 +229,7 @@ def test_idle_actors_of_other_code_are_ended_first(local_ray, monkeypatch, tmp_p
 
     use_spec(monkeypatch, FakeSpec())
     args = ("dot", "--size", "1000,2000", "--cluster", "ray", "--keep-workers", "60",
-            "--no-batch", "--warmup", "0", "--max-time", "0.02")
+            *QUICK)
     try:
         monkeypatch.setattr("cudabench.runner.ray_cluster.code_key", lambda: "oldcode")
         assert invoke(*args, "--json", tmp_path / "a.json").exit_code == 0
@@ -247,25 +246,15 @@ def test_idle_actors_of_other_code_are_ended_first(local_ray, monkeypatch, tmp_p
 
 def test_a_kept_actor_loads_an_edited_op_file_afresh(local_ray, monkeypatch, tmp_path):
     """The kept actors' GPU workers imported the user's op file for the first command;
-    after an edit (its reference now wrong) the second command must use the edit."""
-    from test_op_plugins import GOOD_OP, user_folder
+    after an edit the second command must use the edit."""
+    from test_op_plugins import an_edit_reaches_the_next_command
 
     from cudabench.engines.fake_engine import FakeSpec
-    from cudabench.ops.registry import forget_file_ops
 
     use_spec(monkeypatch, FakeSpec())
-    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
-    args = ("mycopy", "--kernels-dir", folder, "--size", "300", "--cluster", "ray",
-            "--keep-workers", "60", "--no-batch", "--warmup", "0", "--max-time", "0.02")
     try:
-        first = invoke(*args)
-        assert first.exit_code == 0, first.stderr
-        (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
-            "return inputs['x']", "return inputs['x'] + 1"))
-        forget_file_ops()  # this process plans as a new command's would: from the file
-        second = invoke(*args)
-        assert second.exit_code == 3, second.stdout + second.stderr
-        assert "FAIL" in second.stdout
+        an_edit_reaches_the_next_command(tmp_path, "--cluster", "ray", "--keep-workers", "60",
+                                         *QUICK)
     finally:
         _release_kept()
 
@@ -277,7 +266,7 @@ def test_the_workers_command_lists_and_ends_kept_actors(local_ray, monkeypatch, 
     use_spec(monkeypatch, FakeSpec())
     try:
         done = invoke("dot", "--size", "1000,2000", "--cluster", "ray", "--keep-workers", "60",
-                      "--no-batch", "--warmup", "0", "--max-time", "0.02")
+                      *QUICK)
         assert done.exit_code == 0, done.stderr
         names = kept_actors(ray)
         listed = invoke("workers", "--cluster", "ray")

@@ -231,22 +231,10 @@ def test_another_visible_gpu_gets_a_worker_of_its_own(kept, monkeypatch):
 
 def test_an_edited_op_file_is_loaded_afresh_by_the_kept_worker(kept, use_fake, tmp_path):
     """The kept worker imported the user's op file for the first command; the second
-    command, after the file was edited (its reference now wrong), must use the edit."""
-    from test_op_plugins import GOOD_OP, user_folder
+    command, after the file was edited, must use the edit."""
+    from test_op_plugins import an_edit_reaches_the_next_command
 
-    from cudabench.ops.registry import forget_file_ops
-
-    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
-    args = ("mycopy", "--kernels-dir", folder, "--size", "300", "--keep-workers", "60",
-            *QUICK)
-    first = invoke(*args)
-    assert first.exit_code == 0, first.stderr
-    (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
-        "return inputs['x']", "return inputs['x'] + 1"))
-    forget_file_ops()  # this process plans as a new command's would: from the file
-    second = invoke(*args)
-    assert second.exit_code == 3, second.stdout + second.stderr
-    assert "FAIL" in second.stdout
+    an_edit_reaches_the_next_command(tmp_path, "--keep-workers", "60", *QUICK)
 
 
 def test_a_kept_worker_ends_when_its_command_is_killed_mid_batch(kept, use_fake, tmp_path):

@@ -130,6 +130,24 @@ def user_folder(tmp_path: Path, op_text: str) -> Path:
     return folder
 
 
+def an_edit_reaches_the_next_command(tmp_path: Path, *placement: object) -> None:
+    """Run the user's op twice with placement's flags (workers kept between commands),
+    editing its reference between the runs (now wrong): the second run must use the edit,
+    so FAIL, exit 3."""
+    from cudabench.ops.registry import forget_file_ops
+
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    args = ("mycopy", "--kernels-dir", folder, "--size", "300", *placement)
+    first = invoke(*args)
+    assert first.exit_code == 0, first.stderr
+    (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
+        "return inputs['x']", "return inputs['x'] + 1"))
+    forget_file_ops()  # this process plans as a new command's would: from the file
+    second = invoke(*args)
+    assert second.exit_code == 3, second.stdout + second.stderr
+    assert "FAIL" in second.stdout
+
+
 def test_a_small_op_of_ones_own_runs(use_fake, tmp_path):
     folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
     done = invoke("mycopy", "--kernels-dir", folder, "--size", "300", *QUICK)
