@@ -100,7 +100,7 @@ def test_a_throttled_gpu_is_said_in_the_warnings_and_the_footer(use_fake, tmp_pa
 def test_the_roofs_give_percent_of_peak_and_the_bound(use_fake, tmp_path):
     done, results = run_json(tmp_path, "matmul", "--size", "64")
     assert "% of peak" in done.stdout and "compute" in done.stdout
-    assert "roofs: DRAM" in done.stdout and "assuming" in done.stdout
+    assert "roofs: DRAM" in done.stdout and "per-SM rates" in done.stdout
     assert rows(results)["naive"].compute_type == "float32"
 
 

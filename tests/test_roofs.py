@@ -127,8 +127,28 @@ def test_the_footer_is_one_line_with_each_roof_its_arithmetic_and_its_source():
     assert "\n" not in text and text.startswith("roofs: ")
     for part in ("DRAM 3,352 GB/s (2 x 2619 MHz x 5120 bit)", "CUDA cores FP16 133.8, FP32 66.9",
                  "INT32 33.5 TOPS", "tensor FP16 989.4, TF32 494.7, FP64 66.9 TFLOP/s",
-                 "132 SMs x 1980 MHz", roofs.SOURCE, "assuming H100 SXM"):
+                 "132 SMs x 1980 MHz", roofs.SOURCE, "the H100 SXM's per-SM rates"):
         assert part in text
+    assert "assuming" not in text
+
+
+@pytest.mark.parametrize(("name", "basis"), [
+    ("NVIDIA H100 80GB HBM3", "the H100 SXM's per-SM rates"),
+    ("NVIDIA H100 PCIe", "the H100 SXM's per-SM rates"),
+    ("NVIDIA H200", "the H100 SXM's per-SM rates, which the H200 shares"),
+    ("NVIDIA GH200 480GB", "the H100 SXM's per-SM rates, which the GH200 shares"),
+    ("NVIDIA H800", "assuming the H100 SXM's per-SM rates"),
+    ("NVIDIA H20", "assuming the H100 SXM's per-SM rates"),
+])
+def test_the_footer_states_the_rates_a_part_shares_and_assumes_the_rest(name, basis):
+    # An H200 report said "assuming H100 SXM", as if its roofs were a guess: the H200 runs
+    # the H100 SXM's rates per SM. An H800 or H20 does not, and there they stay assumed.
+    text = describe(Roofs.of(dataclasses.replace(H100_SXM, name=name)))
+    assert text.endswith(basis)
+
+
+def test_an_a100_footer_names_the_a100_table():
+    assert describe(Roofs.of(A100_40GB)).endswith("the A100 SXM's per-SM rates")
 
 
 def test_a_copy_is_memory_bound_and_graded_against_dram_and_the_measured_copy():

@@ -15,6 +15,7 @@ of peak); `suspect` does not believe a result faster than its unit's roof.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -43,6 +44,9 @@ class Capability:
     tensor: Mapping[str, float]  # on tensor cores (dense), by input type; an FMA counts 2
     part: str  # the part whose rates the table took
     note: str  # how other parts of this capability differ
+    # Model names in a device's name whose per-SM rates are the part's, longest first: on
+    # those the footer states the rates; on another part of the capability it assumes them.
+    shared_by: tuple[str, ...] = ()
 
 
 CAPABILITIES: dict[tuple[int, int], Capability] = {
@@ -52,11 +56,13 @@ CAPABILITIES: dict[tuple[int, int], Capability] = {
         part="V100 SXM2",
         note="V100 PCIe has the same rates per SM; Volta tensor cores take FP16 only "
              "(FP16 or FP32 accumulation at one rate)",
+        shared_by=("V100",),
     ),
     (7, 5): Capability(
         cuda={"float16": 256, "float32": 128, "float64": 4, "int32": 128},
         tensor={"float16": 1024},
         part="T4",
+        shared_by=("T4",),
         note="GeForce RTX 20 parts run FP16 with FP32 accumulation at half this rate; "
              "Turing tensor cores have no TF32 or FP64",
     ),
@@ -67,11 +73,13 @@ CAPABILITIES: dict[tuple[int, int], Capability] = {
         part="A100 SXM",
         note="A100 PCIe, A800 and A30 have the same rates per SM (their SMs and clocks "
              "come from the device)",
+        shared_by=("A100", "A800", "A30"),
     ),
     (8, 6): Capability(
         cuda={"float16": 256, "float32": 256, "float64": 4, "int32": 128},
         tensor={"float16": 1024, "tf32": 512},
         part="A10/A40",
+        shared_by=("A10", "A40"),
         note="GeForce RTX 30 parts run FP16 with FP32 accumulation and TF32 at half these "
              "tensor rates; sm_86 tensor cores have no FP64",
     ),
@@ -79,6 +87,7 @@ CAPABILITIES: dict[tuple[int, int], Capability] = {
         cuda={"float16": 256, "float32": 256, "float64": 4, "int32": 128},
         tensor={"float16": 1024, "tf32": 512},
         part="L40S/L4",
+        shared_by=("L40S", "L40", "L4"),
         note="GeForce RTX 40 parts run FP16 with FP32 accumulation and TF32 at half these "
              "tensor rates; sm_89 tensor cores have no FP64",
     ),
@@ -90,6 +99,7 @@ CAPABILITIES: dict[tuple[int, int], Capability] = {
         part="H100 SXM",
         note="H100 PCIe and H200 have the same rates per SM; H800 (FP64 about 1 TFLOP/s) "
              "and H20 (far fewer tensor FLOPs) have lower ones, so there the roofs are high",
+        shared_by=("GH200", "H200", "H100"),
     ),
 }
 
@@ -140,6 +150,7 @@ class Roofs:
     source: str = SOURCE
     assumed_part: str | None = None  # None: the capability is not in the table
     note: str = ""
+    shared_by: tuple[str, ...] = ()  # the Capability's: parts known to have its rates
 
     @classmethod
     def of(cls, device: DeviceInfo) -> Roofs:
@@ -153,7 +164,8 @@ class Roofs:
         return cls(device=device, dram_bps=dram_bandwidth(device),
                    ops=MappingProxyType(ops),
                    assumed_part=entry.part if entry else None,
-                   note=entry.note if entry else "")
+                   note=entry.note if entry else "",
+                   shared_by=entry.shared_by if entry else ())
 
     def rate(self, unit: str, compute_type: str) -> float | None:
         """Return peak ops/s of a type on a unit, or None where the table has none."""
@@ -191,8 +203,21 @@ def describe(roofs: Roofs) -> str:
     if tensor:
         parts.append(f"tensor {tensor}")
     parts.append(f"{device.sm_count} SMs x {device.sm_clock_khz / 1e3:.0f} MHz; "
-                 f"from {roofs.source}, assuming {roofs.assumed_part}")
+                 f"from {roofs.source}, {rates_basis(roofs)}")
     return "roofs: " + "; ".join(parts)
+
+
+def rates_basis(roofs: Roofs) -> str:
+    """Say whose per-SM rates the arithmetic roofs are: the table's part's, stated where the
+    device is known to share them (an H200 runs the H100 SXM's), assumed elsewhere."""
+    part = roofs.assumed_part
+    words = re.findall(r"[A-Za-z0-9]+", roofs.device.name.upper())
+    model = next((m for m in roofs.shared_by if m.upper() in words), None)
+    if model is None:
+        return f"assuming the {part}'s per-SM rates"
+    if model.upper() in re.findall(r"[A-Za-z0-9]+", (part or "").upper()):
+        return f"the {part}'s per-SM rates"
+    return f"the {part}'s per-SM rates, which the {model} shares"
 
 
 @dataclass(frozen=True)
