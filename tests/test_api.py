@@ -59,6 +59,13 @@ def test_the_api_and_the_command_run_the_same_benchmarks(use_fake, tmp_path):
         (r.key, r.status, r.kind) for r in results]
 
 
+def test_the_l2_flush_is_chosen_and_recorded_per_row(use_fake):
+    assert {r.l2_flush for r in run_tiled()} == {"clean"}
+    memset = run_tiled(l2_flush="memset")
+    assert {r.l2_flush for r in memset} == {"memset"}
+    assert {record["l2_flush"] for record in memset.to_records()} == {"memset"}
+
+
 def test_a_failed_verification_is_a_fail_row_not_an_exception(use_fake):
     use_fake(faults={"naive": Fault.WRONG_ELEMENT})
     results = run_tiled()
@@ -84,6 +91,7 @@ def test_sweeps_over_sizes_and_parameters(use_fake):
     ({"size": []}, "empty list"),
     ({"size": "12q"}, "12q"),
     ({"timing": {"warmup_s": 0}}, "TimingPolicy"),
+    ({"l2_flush": "zero"}, "--l2-flush zero: expected one of clean, memset"),
     ({"timing": cb.TimingPolicy(min_samples=0)}, "--min-samples"),
     ({"kernels_dir": "/no/such/folder"}, "no such directory"),
     ({"device": "0"}, "device '0'"),

@@ -650,3 +650,45 @@ def test_an_incomplete_current_file_heads_every_summary_as_a_failed_gate(tmp_pat
     assert head in " ".join(result.stdout.split()) and "no regression" not in result.stdout
     assert f"**{head}" in summary.read_text() and "no regression" not in summary.read_text()
     assert f'<span class="bad">{head}' in page.read_text()
+
+
+# -- the L2 flush of the cold samples ------------------------------------------------------
+
+def flushed(benchmark: BenchmarkResult, method: str) -> BenchmarkResult:
+    return dataclasses.replace(benchmark, l2_flush=method)
+
+
+def test_times_after_different_l2_flushes_are_not_compared():
+    # A memset flush charges each sample the write-back of its dirty lines (5% of an H100
+    # dot): a gate across the two methods would judge the flush, not the kernel.
+    before = results("base.json", flushed(bench(TIGHT), "memset"))
+    after = results("new.json", flushed(bench(TIGHT), "clean"))
+    with pytest.raises(UsageError, match=r"base.json flushed the L2 by memset and new.json by "
+                       r"clean .*matmul/tiled.*--l2-flush memset"):
+        compare(before, after)
+    assert verdicts(compare(after, results("again.json", flushed(bench(TIGHT), "clean")))) == {
+        ("matmul", "tiled"): "same"}
+
+
+def test_hot_rows_have_no_flush_to_differ():
+    before = results("base.json", flushed(bench(TIGHT, hot=True), ""))
+    after = results("new.json", flushed(bench(TIGHT, hot=True), ""))
+    assert verdicts(compare(before, after)) == {("matmul", "tiled"): "same"}
+
+
+def test_a_file_from_before_the_flush_was_recorded_reads_as_memset(tmp_path):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    old = load("baseline.json")  # written before the field existed
+    assert {r.l2_flush for r in old.benchmarks if not r.hot} == {"memset"}
+    data = json.loads((DATA / "baseline.json").read_text())
+    for benchmark in data["benchmarks"]:
+        benchmark["l2_flush"] = "" if benchmark["hot"] else "clean"
+    current = tmp_path / "clean.json"
+    current.write_text(json.dumps(data))
+    done = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(current)])
+    assert done.exit_code == ExitCode.USAGE
+    assert "by memset" in done.output and "by clean" in done.output
+    assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1

@@ -103,3 +103,32 @@ def test_the_launcher_opts_in_each_function_by_its_own_static_shared_memory():
     gpu.launcher(compiled, [((1, 1, 1), (32, 1, 1))] * 3, [], [48 * 1024] * 3)
     assert first.opted == [("max dynamic", 48 * 1024)]  # 24 static bytes beside it
     assert second.opted == [] and third.opted == []  # 48 KiB alone fits; unknown: as dynamic
+
+
+@pytest.mark.parametrize("method", ["clean", "memset"])
+def test_the_flush_reads_or_overwrites_twice_the_l2(method):
+    """_flush_l2 with a stub driver: the buffer (twice the L2) is allocated and set once;
+    then each flush either launches the read over all of it or memsets all of it."""
+    calls = []
+
+    class Kernel:
+        def prepared_async_call(self, grid, block, stream, *args):
+            calls.append(("read", grid, block, stream, args))
+
+    gpu = engine.PycudaEngine.__new__(engine.PycudaEngine)
+    gpu.info = types.SimpleNamespace(l2_bytes=50 * 2**20, sm_count=132)
+    gpu._flush_buffer = None
+    gpu.allocate = lambda nbytes: calls.append(("allocate", nbytes)) or 4096
+    gpu._utility_kernels = lambda: {"cudabench_read_flush": Kernel()}
+    gpu.cuda = types.SimpleNamespace(
+        memset_d32=lambda buffer, value, words: calls.append(("set", buffer, words)),
+        memset_d32_async=lambda buffer, value, words: calls.append(("memset", buffer, words)))
+    gpu._flush_l2(method)
+    gpu._flush_l2(method)
+    words = 2 * 50 * 2**20 // 4
+    assert calls[:2] == [("allocate", 4 * words), ("set", 4096, words)]
+    if method == "memset":
+        assert calls[2:] == [("memset", 4096, words)] * 2
+    else:
+        read = ("read", (132 * 8, 1), (256, 1, 1), None, (4096, words // 4, 0, 4096))
+        assert calls[2:] == [read] * 2

@@ -196,3 +196,14 @@ def test_a_tensor_row_is_held_to_the_tensor_roof(use_fake):
                           compute_type="float16")
     assert roofs.suspect(row, "float16", "tensor") is None
     assert roofs.suspect(row, "float32", "cuda") is not None
+
+
+def test_the_footer_says_how_the_l2_was_flushed(use_fake, tmp_path):
+    clean = CliRunner().invoke(cli, ["dot", "--size", "1000", "--no-vendor"])
+    assert clean.exit_code == 0
+    assert "cold L2 (flushed by reading twice its size)" in " ".join(clean.stdout.split())
+    memset = CliRunner().invoke(cli, ["dot", "--size", "1000", "--no-vendor", "--no-batch",
+                                      "--l2-flush", "memset"])
+    assert memset.exit_code == 0
+    assert "cold L2: flushed by a memset of twice its size, as nvbench does" in " ".join(
+        memset.stdout.split())

@@ -222,12 +222,15 @@ def test_a_size_too_large_for_the_device_memory_is_an_error_row():
 
 # -- what the measurement must do ---------------------------------------------------------
 
-@pytest.mark.parametrize("hot", [False, True])
-def test_the_l2_is_flushed_before_every_cold_sample_and_never_when_hot(hot):
-    plans = [plan_for("transpose", (40, 40), hot=hot)]
+@pytest.mark.parametrize(("hot", "method"), [(False, "clean"), (False, "memset"), (True, "clean")])
+def test_the_l2_is_flushed_before_every_cold_sample_and_never_when_hot(hot, method):
+    plans = [plan_for("transpose", (40, 40), hot=hot, l2_flush=method)]
     engine = FakeEngine(FakeSpec())
     results = run_jobs(plans, jobs_of(plans), engine)
     events = [kind for kind, _ in engine.log if kind in ("flush", "sample")]
+    # The method asked for, and each row says which it was ("" where none ran: --hot).
+    assert {detail for kind, detail in engine.log if kind == "flush"} <= {method}
+    assert {r.l2_flush for r in results} == {"" if hot else method}
     # Every stored sample, those on zeros, and each variant's timed recheck launch went
     # through time_once.
     rechecks = sum(r.kind is Kind.VARIANT for r in results)
@@ -597,3 +600,31 @@ def test_the_worker_starts_before_planning_and_no_process_outlives_the_command(
     bad = invoke("dot", "--size", "-5", *QUICK_FLAGS)
     assert bad.exit_code == 2
     assert multiprocessing.active_children() == []  # the unused worker was ended
+
+
+def test_the_default_flush_is_clean_and_the_flag_and_a_suite_choose_another(use_fake, tmp_path):
+    default, memset = tmp_path / "default.json", tmp_path / "memset.json"
+    assert invoke("dot", "--size", "1000", "--no-vendor", "--json", str(default)).exit_code == 0
+    assert invoke("dot", "--size", "1000", "--no-vendor", "--l2-flush", "memset",
+                  "--json", str(memset)).exit_code == 0
+    assert {r.l2_flush for r in load_results(default).benchmarks} == {"clean"}
+    assert {r.l2_flush for r in load_results(memset).benchmarks} == {"memset"}
+    validate(json.loads(memset.read_text()))
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[timing]\nmax_time = 0.05\n[[benchmark]]\nop = "dot"\nsize = "1000"\n'
+                     'l2_flush = "memset"\n')
+    from_suite, overridden = tmp_path / "suite.json", tmp_path / "overridden.json"
+    assert invoke("run", str(suite), "--no-vendor", "--json", str(from_suite)).exit_code == 0
+    assert invoke("run", str(suite), "--no-vendor", "--l2-flush", "clean",
+                  "--json", str(overridden)).exit_code == 0
+    assert {r.l2_flush for r in load_results(from_suite).benchmarks} == {"memset"}
+    assert {r.l2_flush for r in load_results(overridden).benchmarks} == {"clean"}
+
+
+def test_a_bad_flush_is_a_one_line_usage_error(use_fake, tmp_path):
+    done = invoke("dot", "--size", "1000", "--l2-flush", "zero")
+    assert done.exit_code == 2 and "--l2-flush" in done.output and "Traceback" not in done.output
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nl2_flush = "zero"\n')
+    done = invoke("run", str(suite))
+    assert done.exit_code == 2 and "benchmark[0].l2_flush: expected" in done.output

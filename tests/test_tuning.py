@@ -212,10 +212,11 @@ def test_a_changed_source_shape_or_gpu_misses_the_cache(kernels, tmp_path):
 
 
 def test_other_timing_settings_or_the_full_check_miss_the_cache(kernels, tmp_path):
-    # a row measured with a few quick samples is not reused where more were asked for
+    # a row measured with a few quick samples is not reused where more were asked for, nor
+    # one timed after another L2 flush
     search(space_of(kernels), settings(tmp_path, budget="4"), Runner(), FAKE_DEVICE.name)
     for asked in ({"timing": TimingPolicy(min_samples=3, max_samples=3)},
-                  {"full_check": True}):
+                  {"full_check": True}, {"l2_flush": "memset"}):
         runner = Runner()
         found = search(space_of(kernels, **asked), settings(tmp_path, budget="4"), runner,
                        FAKE_DEVICE.name)

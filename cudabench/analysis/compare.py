@@ -102,6 +102,8 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         added_rows += unpaired_new
         removed_rows += unpaired_old
         for old, new in pairs:
+            if old.l2_flush and new.l2_flush and old.l2_flush != new.l2_flush:
+                raise _flush_mismatch(baseline, current, old, new)
             limit, source = (threshold_for(new) if threshold_for is not None
                              else (threshold, "--threshold"))
             row = _compare_pair(old, new, limit, alpha)
@@ -129,6 +131,20 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         notes=_model_notes(models[0], models[1], added, removed) if by_model else (),
         current_incomplete=current.metadata.get("complete") is False,
     )
+
+
+def _flush_mismatch(baseline: ResultsFile, current: ResultsFile, old: BenchmarkResult,
+                    new: BenchmarkResult) -> UsageError:
+    """The error for a pair whose cold samples followed different L2 flushes: a memset
+    flush charges each sample the write-back of its dirty lines, a clean one does not, so
+    the two files' times differ by the method (5% on an H100's read-only dot), not the
+    kernels."""
+    return UsageError(
+        f"{baseline.path} flushed the L2 by {old.l2_flush} and {current.path} by "
+        f"{new.l2_flush} ({old.op}/{old.variant} {shape_text(old.shape)} {old.dtype}, and "
+        "maybe others): the cold times of the two methods differ; measure both with the "
+        f"same --l2-flush (e.g. the current run again with --l2-flush {old.l2_flush}); a "
+        "file from before cudabench recorded the flush used memset")
 
 
 def _missing(old: BenchmarkResult, skipped: BenchmarkResult | None) -> ComparisonRow:

@@ -201,7 +201,8 @@ def record_of(row: BenchmarkResult) -> dict[str, Any]:
     return {
         "op": row.op, "variant": row.variant, "kind": row.kind.value,
         "params": dict(row.params), "shape": list(row.shape), "dims": list(row.dims),
-        "dtype": row.dtype, "hot": row.hot, "status": row.status.value,
+        "dtype": row.dtype, "hot": row.hot, "l2_flush": row.l2_flush,
+        "status": row.status.value,
         "median_s": row.median_s,
         "min_s": summary.min_s if summary else None,
         "spread": summary.spread if summary else None,

@@ -24,6 +24,7 @@ from cudabench.api.results import PathLike, Results
 from cudabench.errors import UsageError
 from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
+from cudabench.results.model import DEFAULT_L2_FLUSH
 
 Size = int | str
 _VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -35,15 +36,17 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
         kernels_dir: PathLike | Sequence[PathLike] | None = None,
         sources: Mapping[str, str] | None = None, device: int = 0,
         timing: TimingPolicy | None = None, seed: int = 0, hot: bool = False,
-        vendor: bool = True, batch: bool = True, json: PathLike | None = None,
-        progress: bool = False, keep_workers: float = 0.0) -> Results:
+        l2_flush: str = DEFAULT_L2_FLUSH, vendor: bool = True, batch: bool = True,
+        json: PathLike | None = None, progress: bool = False, keep_workers: float = 0.0
+        ) -> Results:
     """Verify and time op's variants, as `cudabench OP` does; return every row.
 
     variants: names to run (default all); size: "1024", 1024, "512x256x128", or a list (or a
     "256..4096:x2" range) to sweep; dtype: default float32 where the op takes it; params:
     NAME -> value, a list sweeps; kernels_dir: more folders of variants and ops; sources:
     variant name -> CUDA source text with its header (`// cudabench: OP` ...); timing: the
-    sampling policy; json: also write the results file here as the rows arrive; progress:
+    sampling policy; l2_flush: "clean" or "memset", the flush before each cold sample
+    (--l2-flush); json: also write the results file here as the rows arrive; progress:
     a progress display on stderr; keep_workers: keep the GPU worker that many idle seconds
     for the next run (--keep-workers: a script or test session of many runs starts it
     once). Bad input raises UsageError (or KernelFileError, naming
@@ -62,6 +65,7 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     options: dict[str, Any] = {
         "size": sizes, "dtype": chosen, "variants": tuple(names), "params": param_texts,
         "seed": _int(seed, "seed"), "kernels_dirs": tuple(dirs), "hot": bool(hot),
+        "l2_flush": l2_flush,
         "sanitize": None, "no_vendor": not vendor, "no_batch": not batch,
         "warmup": policy.warmup_s, "min_samples": policy.min_samples,
         "max_samples": policy.max_samples, "precision": policy.precision,
@@ -79,20 +83,24 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
 def run_suite(path: PathLike | None = None, *,
               kernels_dir: PathLike | Sequence[PathLike] | None = None, device: int = 0,
               vendor: bool = True, batch: bool = True, json: PathLike | None = None,
-              progress: bool = False, keep_workers: float = 0.0) -> Results:
+              progress: bool = False, keep_workers: float = 0.0,
+              l2_flush: str | None = None) -> Results:
     """Run a suite file (cudabench.toml, or pyproject.toml's [tool.cudabench]; default:
     the one in the current folder), as `cudabench run` does; return every row.
-    keep_workers: as for run()."""
+    keep_workers: as for run(); l2_flush: the flush of every entry, whatever the file says
+    (None: the file's, clean by default)."""
     from cudabench.cli.options import Outputs
     from cudabench.cli.suite import find_config, load_suite
 
     config = Path(path) if path is not None else find_config(Path.cwd())
     dirs = tuple(_paths(kernels_dir))
     insight = Insight(vendor=bool(vendor), batch=bool(batch))
-    requests = [dataclasses.replace(request, insight=insight)
+    requests = [dataclasses.replace(request, insight=insight,
+                                    l2_flush=l2_flush or request.l2_flush)
                 for request in load_suite(config, dirs)]
     argv = ["cudabench", "run", str(config), *(a for d in dirs for a in ("--kernels-dir",
                                                                        str(d)))]
+    argv += ["--l2-flush", l2_flush] if l2_flush else []
     argv += [flag for flag, off in (("--no-vendor", not vendor), ("--no-batch", not batch))
              if off]
     keep = _seconds(keep_workers, "keep_workers")
@@ -247,6 +255,8 @@ def _command(op: str, options: Mapping[str, Any], device: int) -> list[str]:
                                 defaults.compile_timeout_s)):
         if options[key] != default:
             argv += [flag, str(options[key])]
+    if options.get("l2_flush", DEFAULT_L2_FLUSH) != DEFAULT_L2_FLUSH:
+        argv += ["--l2-flush", options["l2_flush"]]
     argv += [flag for flag, on in (("--hot", options["hot"]),
                                    ("--no-vendor", options["no_vendor"]),
                                    ("--no-batch", options["no_batch"])) if on]

@@ -36,6 +36,7 @@ from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.render import terminal
 from cudabench.results import BenchmarkResult, RunOutcome
+from cudabench.results.model import L2_FLUSHES
 from cudabench.results.writer import ResultsWriter
 
 if TYPE_CHECKING:  # Ray's glue is imported by a --cluster run alone
@@ -336,19 +337,23 @@ def plan_files(plans: list[Plan]) -> list[Path]:
               help="Also load variants from this folder (repeatable).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
               help="CUDA device index.")
+@click.option("--l2-flush", type=click.Choice(L2_FLUSHES), default=None,
+              help="Flush the L2 this way before every cold sample of the suite (clean or "
+              "memset, as the benchmark commands' --l2-flush), whatever its entries say.")
 @dry_run_options()[0]
 @dry_run_options()[1]
 @full_check_option
 @insight_options
 @placement_options
 def run_command(config: Path | None, json_path: Path | None, markdown_path: Path | None,
-                kernels_dirs: tuple[Path, ...], device: int, dry_run: bool, arch: str,
-                full_check: bool, **insight: Any) -> int:
+                kernels_dirs: tuple[Path, ...], device: int, l2_flush: str | None,
+                dry_run: bool, arch: str, full_check: bool, **insight: Any) -> int:
     """Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in pyproject.toml)."""
     path = config or find_config(Path.cwd())
     chosen = build_insight(insight)
     requests = [dataclasses.replace(request, insight=chosen,
-                                    full_check=request.full_check or full_check)
+                                    full_check=request.full_check or full_check,
+                                    l2_flush=l2_flush or request.l2_flush)
                 for request in load_suite(path, tuple(kernels_dirs))]
     outputs = Outputs.of(insight, json_path=json_path, markdown_path=markdown_path,
                          inputs=(path,))

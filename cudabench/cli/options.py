@@ -19,6 +19,7 @@ from cudabench.planning.plan import Insight, Request
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import Op
 from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes, expand_values
+from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES
 
 F = TypeVar("F", bound=Callable[..., Any])
 # --keep-workers' default for every command of a shell that sets it (cli/early.py reads it
@@ -167,12 +168,21 @@ def _values(text: str, flag: str) -> list[int]:
 values_of = _values  # the tuning path parses -p and its shortcuts the same way
 
 
+l2_flush_option = click.option(
+    "--l2-flush", type=click.Choice(L2_FLUSHES), default=DEFAULT_L2_FLUSH, show_default=True,
+    help="How the L2 is flushed before each cold sample: clean (read twice its size: a "
+         "sample pays for its own traffic only, as under Nsight Compute) or memset "
+         "(overwrite it, as nvbench does: the sample also writes back the flush's dirty "
+         "lines).")
+
+
 def timing_options(function: F) -> F:
     """Add the measurement-policy options shared by every benchmark command."""
     defaults = TimingPolicy()
     options = [
         click.option("--hot", is_flag=True,
                      help="Do not flush the L2 cache before each sample (hot-cache numbers)."),
+        l2_flush_option,
         click.option("--warmup", type=float, default=defaults.warmup_s, show_default=True,
                      help="Seconds of untimed warm-up launches per variant."),
         click.option("--min-samples", type=int, default=defaults.min_samples, show_default=True,
@@ -384,7 +394,8 @@ def build_requests(op: str, shortcuts: dict[str, tuple[str, str | None]], **opti
     return [Request(
         op=op, size=size_text, dtype=options["dtype"], variants=options["variants"],
         params=point, param_flags=flags, seed=options["seed"], hot=options["hot"],
-        sanitize=options.get("sanitize"), timing=timing,
+        l2_flush=options.get("l2_flush", DEFAULT_L2_FLUSH), sanitize=options.get("sanitize"),
+        timing=timing,
         kernels_dirs=tuple(options["kernels_dirs"]), insight=insight, sweep=sweep,
         full_check=bool(options.get("full_check")),
     ) for size_text in sizes for point in points]

@@ -15,6 +15,7 @@
     variants = ["naive", "tiled"]      # optional: default all
     params = { TILE = 16 }             # optional; a list sweeps: { TILE = [8, 16, 32] }
     hot = false                        # optional
+    l2_flush = "clean"                 # optional: "clean" or "memset", as --l2-flush
     seed = 0                           # optional
     full_check = false                 # optional: the full reference, as --full-check
 """
@@ -32,6 +33,7 @@ from cudabench.errors import UsageError
 from cudabench.planning.plan import Request
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes
+from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,7 +45,7 @@ TIMING_KEYS = {"warmup": "warmup_s", "min_samples": "min_samples", "max_samples"
                "precision": "precision", "max_time": "max_time_s", "timeout": "timeout_s",
                "compile_timeout": "compile_timeout_s"}
 BENCHMARK_KEYS = {"op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed",
-                  "sanitize", "full_check"}
+                  "sanitize", "full_check", "l2_flush"}
 
 
 def find_config(directory: Path) -> Path:
@@ -128,6 +130,9 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
         full_check = entry.get("full_check", False)
         if not isinstance(full_check, bool):
             raise UsageError(f"{at}.full_check: expected true or false")
+        l2_flush = entry.get("l2_flush", DEFAULT_L2_FLUSH)
+        if l2_flush not in L2_FLUSHES:
+            raise UsageError(f"{at}.l2_flush: expected {' or '.join(map(repr, L2_FLUSHES))}")
         sanitize = entry.get("sanitize")
         if sanitize is not None and not isinstance(sanitize, str):
             raise UsageError(f"{at}.sanitize: expected a tool name such as \"memcheck\"")
@@ -148,7 +153,8 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
                     requests.append(Request(
                         op=entry["op"], size=size, dtype=dtype,
                         variants=tuple(_strings(entry, "variants", at, [])),
-                        params=point, seed=seed, hot=hot, sanitize=sanitize,
+                        params=point, seed=seed, hot=hot, l2_flush=l2_flush,
+                        sanitize=sanitize,
                         timing=timing,
                         kernels_dirs=dirs + tuple(extra_kernels_dirs),
                         origin=f"{at} ({entry['op']}, size {size or 'default'}, {dtype})",

@@ -245,11 +245,11 @@ class FakeEngine:
         self.alive()
         self._raise_pending_fault()
 
-    def time_once(self, run: Run, flush_l2: bool) -> float:
+    def time_once(self, run: Run, flush: str | None) -> float:
         """Return one noisy synthetic sample of run's enqueued time."""
         self.alive()
-        if flush_l2:
-            self.log.append(("flush", self.info.l2_bytes))
+        if flush is not None:
+            self.log.append(("flush", flush))
         self.pending_s = 0.0
         run()
         self._raise_pending_fault()

@@ -128,8 +128,10 @@ class Engine(Protocol):
     def synchronize(self) -> None:
         """Wait for the GPU; raise KernelFault if a launch failed."""
 
-    def time_once(self, run: Run, flush_l2: bool) -> float:
-        """Return the seconds between events around one run, the L2 flushed before."""
+    def time_once(self, run: Run, flush: str | None) -> float:
+        """Return the seconds between events around one run, the L2 flushed before by
+        flush's method ("clean": read twice its size; "memset": overwrite twice its size),
+        or not at all (None: --hot)."""
 
     def clock_log(self, start: bool = False) -> list[float | None]:
         """Return the SM clock in MHz of each time_once since the log was (re)started, from

@@ -37,6 +37,8 @@ from cudabench.engines.utility_kernels import (
     DIFFER_BLOCK,
     DIFFER_BLOCKS_PER_SM,
     DIFFER_KERNELS,
+    FLUSH_BLOCK,
+    FLUSH_BLOCKS_PER_SM,
     UTILITY_NAME,
     UTILITY_SOURCE,
     differ_mask,
@@ -293,9 +295,10 @@ class PycudaEngine:
         except self.cuda.Error as exc:
             raise self._fault(exc) from None
 
-    def time_once(self, run: Run, flush_l2: bool) -> float:
-        """Return the seconds between CUDA events around one run, L2 flushed before; clock
-        stamps before the flush and after the stop event (off the clock).
+    def time_once(self, run: Run, flush: str | None) -> float:
+        """Return the seconds between CUDA events around one run, the L2 flushed before by
+        flush's method (None: not flushed); clock stamps before the flush and after the stop
+        event (off the clock).
 
         Everything is queued behind a kernel that spins on a host-mapped flag, released once
         the stop event is queued: the GPU starts the run only when all of its launches are
@@ -309,8 +312,8 @@ class PycudaEngine:
         # short run's span alone is too short for the SM clock (clock_log gives None under
         # 20 us); the flush beside it runs at the same clock and makes the span long enough.
         self._stamp()
-        if flush_l2:
-            self._flush_l2()
+        if flush is not None:
+            self._flush_l2(flush)
         self._start.record()
         run()
         self._stop.record()
@@ -336,8 +339,10 @@ class PycudaEngine:
             module = self._compiler.load_source(UTILITY_SOURCE, UTILITY_NAME)
             # get_function returns a new, unprepared object each call: keep these two.
             self._utility = {name: module.get_function(name) for name in
-                             ("cudabench_stamp", "cudabench_block", *DIFFER_KERNELS.values())}
+                             ("cudabench_stamp", "cudabench_block", "cudabench_read_flush",
+                              *DIFFER_KERNELS.values())}
             self._utility["cudabench_stamp"].prepare("P")
+            self._utility["cudabench_read_flush"].prepare("PQiP")
             for name in DIFFER_KERNELS.values():
                 self._utility[name].prepare("PPQQP")
             self._stamps = self.allocate(MAX_STAMPS * 16)
@@ -411,12 +416,22 @@ class PycudaEngine:
         """Bind a vendor routine to the buffers' device addresses (same context)."""
         return call.bind({name: int(buffer) for name, buffer in buffers.items()}, shape)
 
-    def _flush_l2(self) -> None:
-        # Overwriting twice the L2's size evicts whatever the previous sample left in it.
-        words = max(2 * self.info.l2_bytes // 4, 1)
+    def _flush_l2(self, method: str) -> None:
+        # Reading or overwriting twice the L2's size evicts whatever the previous sample left
+        # in it. A read leaves clean lines; a memset leaves dirty ones, which the timed kernel
+        # then writes back on its own clock (planning/timing.py, L2_FLUSHES).
+        vectors = max(2 * self.info.l2_bytes // 16, 1)
         if self._flush_buffer is None:
-            self._flush_buffer = self.allocate(words * 4)
-        self.cuda.memset_d32_async(self._flush_buffer, 0, words)
+            self._flush_buffer = self.allocate(vectors * 16)
+            self.cuda.memset_d32(self._flush_buffer, 0, vectors * 4)  # defined when read
+        if method == "memset":
+            self.cuda.memset_d32_async(self._flush_buffer, 0, vectors * 4)
+            return
+        kernel = self._utility_kernels()["cudabench_read_flush"]
+        blocks = self.info.sm_count * FLUSH_BLOCKS_PER_SM
+        kernel.prepared_async_call((blocks, 1), (FLUSH_BLOCK, 1, 1), None,
+                                   int(self._flush_buffer), vectors, 0,
+                                   int(self._flush_buffer))
 
     def copy(self, target: Any, source: Any, nbytes: int) -> None:
         """Enqueue a device-to-device copy of nbytes."""

@@ -1,8 +1,8 @@
 """The PyCUDA engine's own kernels: a clock stamp (SM 0's clock64 beside the global timer,
 so a sample's SM clock can be told), a kernel that holds the stream until the host
-releases it (so a run's launches start together), and a count of the elements in which two
-buffers differ (checks compared on the GPU: measure/device_checks.py); and what two stamps
-say."""
+releases it (so a run's launches start together), the clean L2 flush's read, and a count
+of the elements in which two buffers differ (checks compared on the GPU:
+measure/device_checks.py); and what two stamps say."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ UTILITY_NAME = "cudabench_utility"
 DIFFER_KERNELS = {2: "cudabench_differ16", 4: "cudabench_differ32", 8: "cudabench_differ64"}
 DIFFER_BLOCK = 256
 DIFFER_BLOCKS_PER_SM = 8
+FLUSH_BLOCK = 256
+FLUSH_BLOCKS_PER_SM = 8
 UTILITY_SOURCE = r'''
 extern "C" __global__ void cudabench_stamp(unsigned long long* out) {
     unsigned int sm;
@@ -36,6 +38,20 @@ extern "C" __global__ void cudabench_block(volatile int* flag, unsigned long lon
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
         if (now - start > timeout_ns) { flag[1] = 1; break; }
     }
+}
+// The clean L2 flush (--l2-flush clean): read n 16-byte vectors, which evicts what the L2
+// held and leaves it clean lines of this buffer. `store` is 0 at every call, but the compiler
+// cannot know it, so the loads are kept; nothing is written.
+extern "C" __global__ void cudabench_read_flush(const uint4* p, unsigned long long n,
+                                                int store, unsigned* sink) {
+    unsigned acc = 0;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < n; i += stride) {
+        const uint4 v = p[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (store) sink[0] = acc;
 }
 // How many of n elements of a and b differ: unsigned words of the element's width, where two
 // words differ when x != y and (x | y) & mask != 0. mask = every bit: the bits alone; mask =

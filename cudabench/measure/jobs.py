@@ -103,7 +103,7 @@ def record(plan: Plan, name: str, params: dict[str, int], source: str,
         bytes_moved = op.bytes_moved(plan.shape, plan.types)
     return BenchmarkResult(
         op=op.name, variant=name, params=dict(params), shape=tuple(plan.shape),
-        dims=op.dims, dtype=plan.dtype.name, hot=plan.hot, flops=flops,
+        dims=op.dims, dtype=plan.dtype.name, hot=plan.hot, l2_flush=plan.flush or "", flops=flops,
         bytes_moved=bytes_moved, source=source, cpu_reference_s=cpu_reference_s, kind=kind,
         device=device, **fields,
     )

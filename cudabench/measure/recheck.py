@@ -55,7 +55,7 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
     check, with draws of their own).
     """
     timed = _launch_and_verify(plan, engine, layout, buffers, inputs, expected,
-                               lambda: engine.time_once(run, flush_l2=not plan.hot))
+                               lambda: engine.time_once(run, plan.flush))
     if timed is not None:
         return f"a timed launch is wrong ({timed}): every launch must compute its result"
     fresh, fresh_expected = fresh_inputs(plan)

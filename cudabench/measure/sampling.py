@@ -87,7 +87,7 @@ def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Meas
     engine.clock_log(start=True)
 
     def once() -> float:
-        seconds = engine.time_once(run, flush_l2=not plan.hot)
+        seconds = engine.time_once(run, plan.flush)
         if window is not None:
             window.poll()
         return seconds
@@ -177,7 +177,7 @@ def zero_input_note(engine: Engine, run: Run, plan: Plan, samples_s: tuple[float
     upload_zeros()
     policy = dataclasses.replace(plan.timing, min_samples=min(plan.timing.min_samples, 10),
                                  max_time_s=plan.timing.max_time_s / 4)
-    zeros = collect(lambda: engine.time_once(run, flush_l2=not plan.hot), policy)
+    zeros = collect(lambda: engine.time_once(run, plan.flush), policy)
     kept_busy(engine)
     before, after = float(np.median(samples_s)), float(np.median(zeros.samples_s))
     change = after / before - 1

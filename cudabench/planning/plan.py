@@ -19,6 +19,7 @@ from cudabench.engines import tensormaps
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import DType, Op, Shape, TypeSet, get_op
 from cudabench.ops.base import user_code
+from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES
 
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 MAX_STATIC_SHARED_BYTES = 48 * 1024  # static __shared__ limit on every CUDA GPU
@@ -51,6 +52,7 @@ class Request:
     param_flags: Mapping[str, str] = field(default_factory=dict)  # TILE -> "--tile"
     seed: int = 0
     hot: bool = False
+    l2_flush: str = DEFAULT_L2_FLUSH  # how the L2 is flushed before each cold sample
     sanitize: str | None = None  # a compute-sanitizer tool to run each checked launch under
     timing: TimingPolicy = TimingPolicy()
     kernels_dirs: tuple[Path, ...] = ()
@@ -92,6 +94,12 @@ class Plan:
     full_check: bool = False  # the full reference, never a randomized check (--full-check)
     tuning: bool = False  # one configuration of a --best search: a unit of work of its own
     # (any GPU may take it), with no vendor or reference rows beside it
+    l2_flush: str = DEFAULT_L2_FLUSH  # the cold samples' flush method (L2_FLUSHES)
+
+    @property
+    def flush(self) -> str | None:
+        """Return the flush before each sample: the method, or None under --hot."""
+        return None if self.hot else self.l2_flush
 
     @property
     def batch(self) -> bool:
@@ -203,11 +211,13 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     if request.sanitize is not None and request.sanitize not in SANITIZER_TOOLS:
         raise UsageError(f"--sanitize {request.sanitize}: expected one of "
                          f"{', '.join(SANITIZER_TOOLS)}")
+    if request.l2_flush not in L2_FLUSHES:
+        raise UsageError(f"--l2-flush {request.l2_flush}: expected one of {', '.join(L2_FLUSHES)}")
     if not (math.isfinite(request.insight.energy_s) and request.insight.energy_s >= 0):
         raise UsageError(f"--energy {request.insight.energy_s}: expected seconds > 0")
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
                 request.sanitize, tuple(skipped), request.insight, request.sweep,
-                full_check=request.full_check)
+                full_check=request.full_check, l2_flush=request.l2_flush)
 
 
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,

@@ -18,7 +18,8 @@ from cudabench.render.run_table import comparators
 from cudabench.results.model import BenchmarkResult, RunOutcome
 from cudabench.common.units import params_text, shape_text
 
-RUN_LEADING = ("op", "variant", "kind", "params", "shape", "dtype", "hot", "status", "device",
+RUN_LEADING = ("op", "variant", "kind", "params", "shape", "dtype", "hot", "l2_flush", "status",
+               "device",
                "pci_bus_id", "median_s", "min_s", "max_s", "spread", "batch_median_s",
                "gflops", "gbps")
 RUN_INSIGHT = ("pct_of_peak", "bound", "in_l2", "energy_j_per_launch")
@@ -89,7 +90,7 @@ def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
     checked = v is not None and v.total_elements
     return [
         r.op, r.variant, r.kind.value, params_text(r.params) if r.params else "",
-        shape_text(r.shape), r.dtype, r.hot, r.status.value,
+        shape_text(r.shape), r.dtype, r.hot, r.l2_flush, r.status.value,
         device.name if device else None, device.pci_bus_id if device else None,
         r.median_s, stats.min_s if stats else None, stats.max_s if stats else None,
         stats.spread if stats else None, r.batch_median_s, r.gflops,

@@ -138,6 +138,13 @@ def _counter_cell(metric: str) -> Callable[[BenchmarkResult], str]:
     return cell
 
 
+FLUSH_TEXT = {  # --l2-flush, as the footer says it
+    "clean": "flushed by reading twice its size",
+    "memset": "flushed by a memset of twice its size, as nvbench does: each sample also "
+              "writes back the dirty lines it leaves",
+}
+
+
 def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
     """Return what the table's numbers rest on: roofs, routines, clocks, throttling."""
     lines = []
@@ -149,10 +156,14 @@ def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
             lines.append(f"{r.variant}: {r.source}")
         if r.kind is Kind.VENDOR and r.skipped:
             lines.append(f"{r.variant}: {r.skipped}")
+    flush = FLUSH_TEXT.get(next((r.l2_flush for r in rows if r.l2_flush), ""), "")
     if any(r.batch_samples_s for r in rows):
         lines.append("batch (warm): back-to-back launches queued behind a blocking kernel, "
                      "per launch, warm L2; the other times are single launches, cold L2"
+                     + (f" ({flush})" if flush else "")
                      if not rows[0].hot else "batch (warm): back-to-back launches, per launch")
+    elif any(r.l2_flush == "memset" for r in rows):  # not the default: say so
+        lines.append(f"cold L2: {flush}")
     lines += _telemetry_lines(rows)
     link = next((r.transfers.get("link_peak_bytes_per_s") for r in rows if r.transfers), None)
     if any(r.transfers for r in rows):

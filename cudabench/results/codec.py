@@ -8,7 +8,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cudabench.errors import ResultsFileError
-from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status, Verification
+from cudabench.results.model import (
+    L2_FLUSHES,
+    BenchmarkResult,
+    DeviceInfo,
+    Kind,
+    Status,
+    Verification,
+)
 
 SCHEMA_VERSION = 2
 FILE_KIND = "cudabench-results"
@@ -43,6 +50,7 @@ def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, 
         "dims": list(result.dims),
         "dtype": result.dtype,
         "hot": result.hot,
+        "l2_flush": result.l2_flush,
         "status": result.status.value,
         "error": result.error,
         "suspect": result.suspect,
@@ -238,6 +246,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         energy=_energy(data, check),
         transfers=_mapping(data, "transfers", check),
         phases=_seconds(data, "phases", check),
+        l2_flush=_l2_flush(data, check),
     )
     _check_consistent(result, data, check)
     return result
@@ -253,6 +262,17 @@ def _check_consistent(result: BenchmarkResult, data: Mapping[str, Any], check: C
     if result.status in (Status.PASS, Status.SUSPECT, Status.REF):
         check.expect(bool(result.samples_s), "samples_s",
                      f"a non-empty list: a {result.status.value} row was timed")
+
+
+def _l2_flush(data: Mapping[str, Any], check: Checker) -> str:
+    """Return the row's flush method; a cold row from before the field was recorded was
+    flushed by a memset, the only method then."""
+    if "l2_flush" not in data:
+        return "" if data.get("hot") else "memset"
+    method = check.field(data, "l2_flush", str)
+    check.expect(method in ("", *L2_FLUSHES), "l2_flush",
+                 f"one of {', '.join(L2_FLUSHES)}, or \"\" (not flushed)")
+    return str(method)
 
 
 def _mapping(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, Any]:

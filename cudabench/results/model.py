@@ -79,6 +79,16 @@ class DeviceInfo:
         return (self.uuid,) if self.uuid else (self.name, self.pci_bus_id, self.index)
 
 
+# How the L2 is flushed before each cold sample (--l2-flush). "clean": a kernel reads a
+# buffer of twice the L2's size, which evicts what the last sample left (writing back its
+# dirty lines there, off the clock) and leaves the L2 holding clean lines no kernel uses,
+# so a sample pays for its own traffic only, as under Nsight Compute's cache control.
+# "memset": the buffer is overwritten instead, as nvbench does; that leaves the L2 full of
+# dirty lines which the timed kernel writes back inside its own window (on an H100, 10 us
+# of a 184 us read-only dot and 6 us of the copy: docs/measurements.md).
+L2_FLUSHES = ("clean", "memset")
+DEFAULT_L2_FLUSH = "clean"
+
 @dataclass(frozen=True)
 class BenchmarkResult:
     """One variant, reference or vendor row measured at one shape, dtype and parameter set."""
@@ -128,6 +138,9 @@ class BenchmarkResult:
     # --profile-time: the worker's seconds per phase of this row (compile, inputs, CPU
     # reference, verify, samples...); empty unless asked for.
     phases: Mapping[str, float] = field(default_factory=dict, compare=False)
+    # How the L2 was flushed before each cold sample ("clean" or "memset", --l2-flush); ""
+    # where it was not (--hot rows, rows never sampled).
+    l2_flush: str = ""
 
     @property
     def gpu_sampling_s(self) -> float:

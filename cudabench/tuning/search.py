@@ -151,8 +151,10 @@ def order_of(found: Found) -> list[BenchmarkResult]:
 
 def measuring_of(plan: Plan) -> dict[str, object]:
     """What besides the configuration decides a cached row: the timing settings that shape
-    the samples (not the timeouts) and whether the full reference checked it."""
+    the samples (not the timeouts), the L2 flush before each, and whether the full
+    reference checked it."""
     timing = plan.timing
     return {"warmup_s": timing.warmup_s, "min_samples": timing.min_samples,
             "max_samples": timing.max_samples, "precision": timing.precision,
-            "max_time_s": timing.max_time_s, "full_check": plan.full_check}
+            "max_time_s": timing.max_time_s, "full_check": plan.full_check,
+            "l2_flush": plan.flush or ""}

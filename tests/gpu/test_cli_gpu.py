@@ -178,3 +178,20 @@ def test_sanitize_racecheck_reports_a_planted_race_with_its_line(tmp_path):
     assert "racy.cu:1" in rows["racy"].error  # the finding names the source line
     assert rows["tiled"].status == "PASS"
     assert "compute-sanitizer racecheck: no error" in rows["tiled"].warnings
+
+
+@pytest.mark.parametrize("method", ["clean", "memset"])
+def test_each_l2_flush_evicts_the_inputs(tmp_path, method):
+    """Inputs that fit in the L2 (a dot of 2 x 8 MiB) are read from DRAM after either flush:
+    the cold median stays well above the --hot one (L2 reads are several times faster)."""
+    medians = {}
+    for name, extra in (("cold", ["--l2-flush", method]), ("hot", ["--hot"])):
+        path = tmp_path / f"{name}.json"
+        done = CliRunner().invoke(cli, ["dot", "--size", str(2**21), "--variant", "deterministic",
+                                        "--no-vendor", "--no-batch", "--min-samples", "30",
+                                        *extra, "--json", str(path)])
+        assert done.exit_code == 0, done.output
+        (row,) = [b for b in load_results(path).benchmarks if b.variant == "deterministic"]
+        assert row.l2_flush == ("" if name == "hot" else method)
+        medians[name] = row.median_s
+    assert medians["cold"] > 1.3 * medians["hot"], medians
