@@ -3,7 +3,7 @@
 // param TILE: default 64; allowed 8, 16, 32, 64, 128
 // param BLOCK_ROWS: default 8; allowed 4, 8, 16, 32
 // param GROUP: default 1; allowed 1, 2, 4, 8, 16, 32, 64, 128, 1024
-// param LOAD_CACHE: default 1; allowed 1, 2
+// param LOAD_CACHE: default 1; allowed 1, 2, 3
 // param STORE_CACHE: default 2; allowed 1, 2
 // launch transpose_evict_first: grid cdiv(ROWS, TILE) * cdiv(COLS, TILE); block TILE * ELEM_SIZE // 16, min(BLOCK_ROWS, 1024 // (TILE * ELEM_SIZE // 16)); dynamic_shared TILE * (TILE + 1) * ELEM_SIZE
 
@@ -74,6 +74,13 @@ __device__ __forceinline__ Vec load_vec(const DTYPE* p)
 {
 #if LOAD_CACHE == 2
     const uint4 r = __ldcs(reinterpret_cast<const uint4*>(p));  // ld.global.cs.v4
+    Vec v;
+    memcpy(&v, &r, sizeof(v));
+    return v;
+#elif LOAD_CACHE == 3
+    uint4 r;  // a plain load asking L2 to fetch the whole 256-byte block from DRAM at once
+    asm volatile("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
     Vec v;
     memcpy(&v, &r, sizeof(v));
     return v;
