@@ -1,5 +1,5 @@
 // cudabench: transpose
-// description: vectorized's 16-byte moves with evict-first (.cs) stores (STORE_CACHE=2; 1: plain), through dynamic shared memory (TILE up to 128) from a 1-D grid; as parameters, what did not help: tiles walked in groups of GROUP tile rows (GROUP=1: row-major) and evict-first loads (LOAD_CACHE=2).
+// description: vectorized's 16-byte moves with evict-first (.cs) stores (STORE_CACHE=2; 1: plain), through dynamic shared memory (TILE up to 128) from a 1-D grid; as parameters, what did not help: tiles walked in groups of GROUP tile rows (GROUP=1: row-major) evict-first loads (LOAD_CACHE=2) and plain loads with a 256-byte L2 fetch (LOAD_CACHE=3).
 // param TILE: default 64; allowed 8, 16, 32, 64, 128
 // param BLOCK_ROWS: default 8; allowed 4, 8, 16, 32
 // param GROUP: default 1; allowed 1, 2, 4, 8, 16, 32, 64, 128, 1024
@@ -39,10 +39,16 @@
 //   must be positive): 16-byte loads as ld.global.cs (__ldcs), stores as st.global.cs
 //   (__stcs), SASS LDG.E.EF.128 / STG.E.EF.128: lines allocated in L2 with evict-first
 //   priority. Each byte is used once; the lines a sample brings in then replace each
-//   other before they replace older lines. Caution when reading a gain: with cudabench's
-//   cold-L2 timing the L2 is full of the flush memset's dirty lines at the start of each
-//   sample, and sparing them moves their write-back out of the timed launch: compare the
-//   batch (warm) column too. The scalar paths (misaligned rows) use plain loads and stores.
+//   other before they replace older lines. Caution when reading a gain measured with
+//   `--l2-flush memset` (the default until 2026-11-27): the L2 is then full of the flush's
+//   dirty lines at the start of each sample, and sparing them moves their write-back out
+//   of the timed launch: compare the batch (warm) column too. Under the clean flush, the
+//   default now, evict-first stores gain nothing (0.965-0.970 against plain stores'
+//   0.967-0.971). The scalar paths (misaligned rows) use plain loads and stores.
+// - LOAD_CACHE 3: plain 16-byte loads with the `.L2::256B` prefetch size (a tile row is
+//   256 bytes at TILE=64 float32, so DRAM could be asked for it whole). Slower: 0.957-0.962
+//   of the copy under the clean flush where plain loads gave 0.965-0.971 (2026-11-27,
+//   docs/kernels.md).
 // - TILE up to 128 (dynamic shared memory: 66,048 bytes at 128 for float32): longer runs a
 //   block, 512 bytes a tile row at 4-byte elements; more bytes in flight a thread.
 //
