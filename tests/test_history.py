@@ -6,6 +6,7 @@ and may scale them, with its own commit and time.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -435,20 +436,21 @@ def test_migrations_run_in_order_in_one_transaction(tmp_path, monkeypatch):
         conn.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("migration bug")
 
-    v1 = store_module.MIGRATIONS[0]
-    monkeypatch.setattr(store_module, "MIGRATIONS", (v1, add_note, broken))
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
-    assert_one_line_error(invoke("show", "--db", db), "schema version 1", "import` once")
+    now = store_module.MIGRATIONS  # the store is at len(now)
+    monkeypatch.setattr(store_module, "MIGRATIONS", (*now, add_note, broken))
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", len(now) + 2)
+    assert_one_line_error(invoke("show", "--db", db), f"schema version {len(now)}",
+                          "import` once")
     before = db.read_bytes()
     with pytest.raises(RuntimeError, match="migration bug"):
         Store.open(db, create=True)
     assert db.read_bytes() == before  # neither step 2 nor step 3 stayed
-    monkeypatch.setattr(store_module, "MIGRATIONS", (v1, add_note))
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(store_module, "MIGRATIONS", (*now, add_note))
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", len(now) + 1)
     with Store.open(db, create=True):
         pass
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT value FROM meta").fetchall() == [("2",)]
+    assert conn.execute("SELECT value FROM meta").fetchall() == [(str(len(now) + 1),)]
     assert "note" in [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
     assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'").fetchall() == []
     conn.close()
@@ -645,10 +647,10 @@ def test_auto_threshold_from_history_and_its_floor(tmp_path):
     db = flat_history(tmp_path, runs=12)
     result = load_results(DATA / H100).benchmarks[1]
     with Store.open(db) as store:
-        limit, source = auto_threshold(store, result.key, "NVIDIA H100 80GB HBM3")
+        limit, source = auto_threshold(store, result, "NVIDIA H100 80GB HBM3")
         assert source.startswith("history: 12 runs, spread ")
         assert limit == 0.02 and "below the 2% floor" in source  # H100 medians: ~0.1% apart
-        limit, source = auto_threshold(store, result.key, "NVIDIA H200")
+        limit, source = auto_threshold(store, result, "NVIDIA H200")
         assert (limit, source) == (0.02, "floor 2%: only 0 runs in history (auto needs 5)")
 
 
@@ -793,3 +795,64 @@ def test_a_gzip_compressed_results_file_is_recorded_and_checked(tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "recorded as run 1" in result.stdout
     assert invoke("check", packed, "--db", db).exit_code == 0
+
+
+# the L2 flush -----------------------------------------------------------------------------
+
+
+def cleaned(path: Path, factor: float = 1.0) -> Path:
+    """Mark a run's cold rows as measured after the clean flush, times scaled by factor."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    for bench in document["benchmarks"]:
+        bench["l2_flush"] = "" if bench["hot"] else "clean"
+        bench["samples_s"] = [s * factor for s in bench["samples_s"]]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_a_benchmark_after_another_flush_has_a_history_of_its_own(tmp_path):
+    # Ten memset runs, then one clean run 5% faster (a read-only kernel's flush cost): the
+    # clean result's gate and trend are not built from the memset medians.
+    db = flat_history(tmp_path, runs=10)
+    clean = cleaned(make_run(tmp_path / "runs", 10), 0.95)
+    import_runs(db, [clean])
+    result = next(r for r in load_results(clean).benchmarks if r.variant == "tiled")
+    assert result.l2_flush == "clean"
+    with Store.open(db) as store:
+        _, source = auto_threshold(store, result, "NVIDIA H100 80GB HBM3")
+        assert source == "floor 2%: only 1 run in history (auto needs 5)"
+        memset = dataclasses.replace(result, l2_flush="memset")
+        assert auto_threshold(store, memset, "NVIDIA H100 80GB HBM3")[1].startswith(
+            "history: 10 runs")
+    shown = invoke("show", "--db", db, "--variant", "tiled")
+    assert shown.exit_code == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert "(memset flush)" in text and "(clean flush)" in text
+
+
+def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path):
+    # A store written before the flush was recorded: its cold rows were all memset-flushed.
+    from cudabench.history.records import APPLICATION_ID
+    from cudabench.history.schema import MIGRATIONS
+
+    db = tmp_path / "h.db"
+    conn = sqlite3.connect(db)
+    MIGRATIONS[0](conn)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO runs VALUES (1, 'h', 'old.json', NULL, NULL, NULL, "
+                 "'2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00', NULL, NULL, 2)")
+    for row_id, hot in ((1, 0), (2, 1)):
+        conn.execute("INSERT INTO results VALUES (?, 1, NULL, 'dot', 'bulk', '{}', '[64]', "
+                     "'float32', ?, 'variant', 'PASS', 1e-5, '[1e-5]')", (row_id, hot))
+    conn.commit()
+    conn.close()
+    assert_one_line_error(invoke("show", "--db", db), "schema version 1", "import` once")
+    import_runs(db, [cleaned(make_run(tmp_path, 5))])  # a writer upgrades the store
+    conn = sqlite3.connect(db)
+    flushes = dict(conn.execute("SELECT id, l2_flush FROM results WHERE run_id = 1"))
+    new = {row[0] for row in conn.execute("SELECT DISTINCT l2_flush FROM results "
+                                          "WHERE run_id != 1 AND hot = 0")}
+    version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    conn.close()
+    assert flushes == {1: "memset", 2: ""} and new == {"clean"} and version == ("2",)

@@ -55,7 +55,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
         for result in last.benchmarks:
             if not result.samples_s:
                 continue
-            gate, source = auto_threshold(store, result.key, last.gpu_name)
+            gate, source = auto_threshold(store, result, last.gpu_name)
             rows.append((f"{result.op}/{result.variant}", params_text(result.params),
                          shape_text(result.shape), result.dtype, f"{gate:.2%}", source))
     terminal.render_rows(f"compare --threshold auto after {runs} runs ({store_path})",

@@ -130,6 +130,6 @@ def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
     def threshold_for(result: BenchmarkResult) -> tuple[float, str]:
         if store is None:
             return DEFAULT_FLOOR, f"floor: no history store at {store_path}"
-        return auto_threshold(store, result.key, gpu_model, cap=cap)
+        return auto_threshold(store, result, gpu_model, cap=cap)
 
     return threshold_for

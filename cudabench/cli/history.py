@@ -6,6 +6,7 @@ through render.terminal's consoles; user errors are UsageError/StoreError (exit 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -110,7 +111,7 @@ def show_command(op: str | None, variant: str | None, gpu: str | None, since: st
     title, columns, rows = one_gpu_in_title(
         f"cudabench history: {db}", ("benchmark", "GPU", "commits", "latest",
                                      f"band (last {BAND_RUNS})", "last change", "steps"),
-        [_trend_cells(trend) for trend in found])
+        [_trend_cells(trend, _flush_differs(trend, found)) for trend in found])
     terminal.render_rows(title, columns, rows, terminal.stdout_console())
     return int(ExitCode.OK)
 
@@ -201,8 +202,8 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
             ax.axvline(step.index - 0.5, color="red", linestyle="--")
         for drift in trend.detection.drifts:
             ax.axvspan(drift.start - 0.5, drift.end + 0.5, color="orange", alpha=0.2)
-        ax.set_title(f"{trend.tracked.benchmark.describe()} on {trend.tracked.gpu_model}",
-                     fontsize=9)
+        name = trend.tracked.benchmark.describe(flush=True)
+        ax.set_title(f"{name} on {trend.tracked.gpu_model}", fontsize=9)
         ax.set_ylabel("median (us)")
         ax.set_xticks(xs, [trend.label(i) for i in xs], rotation=90, fontsize=6)
     check_output(output, "OUTPUT")
@@ -238,8 +239,17 @@ def _change_text(trend: Trend, change: Step | Drift | None) -> str:
             f"({format_change(change.per_point)}/commit)")
 
 
-def _trend_cells(trend: Trend) -> list[str]:
-    """Return a row of the show table."""
+def _flush_differs(trend: Trend, found: list[Trend]) -> bool:
+    """Return whether the same benchmark on the same GPU model was also recorded after the
+    other L2 flush: two rows, which only their flush tells apart."""
+    mine = trend.tracked
+    return any(t.tracked.gpu_model == mine.gpu_model and t.tracked.benchmark != mine.benchmark
+               and dataclasses.replace(t.tracked.benchmark, l2_flush=mine.benchmark.l2_flush)
+               == mine.benchmark for t in found)
+
+
+def _trend_cells(trend: Trend, flush: bool = False) -> list[str]:
+    """Return a row of the show table; flush names its L2 flush (_flush_differs)."""
     tracked, detection = trend.tracked, trend.detection
     low, high = trend.band
     band = f"±{trend.spread:.1%} ({format_seconds(low)}..{format_seconds(high)})"
@@ -247,7 +257,8 @@ def _trend_cells(trend: Trend) -> list[str]:
     extras = [f"{len(detection.outliers)} outlier run{'s' if len(detection.outliers) != 1 else ''}"
               ] if detection.outliers else []
     kind = "" if tracked.kind == "variant" else f" [{tracked.kind}]"
-    return [tracked.benchmark.describe() + kind, gpu_text(tracked.gpu_model),
+    return [tracked.benchmark.describe(flush=flush) + kind,
+            gpu_text(tracked.gpu_model),
             str(len(trend.points)), format_seconds(trend.latest_s), band,
             _change_text(trend, detection.last_change), "; ".join([steps or "-", *extras])]
 

@@ -112,15 +112,16 @@ class Queries:
             where.append(GPU_MATCH)
             args += [gpu_model, gpu_model]
         query = (
-            "SELECT x.op, x.variant, x.params, x.shape, x.dtype, x.hot, "
+            "SELECT x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, "
             "COALESCE(d.name, ''), MIN(x.kind), COUNT(DISTINCT x.run_id) FROM results x "
             "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id "
             f"WHERE {' AND '.join(where)} "
-            "GROUP BY x.op, x.variant, x.params, x.shape, x.dtype, x.hot, d.name "
-            "ORDER BY COALESCE(d.name, ''), x.op, x.variant, x.shape, x.params, x.dtype, x.hot")
+            "GROUP BY x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, d.name "
+            "ORDER BY COALESCE(d.name, ''), x.op, x.variant, x.shape, x.params, x.dtype, x.hot, "
+            "x.l2_flush")
         with self._errors():
             rows = self._conn.execute(query, args).fetchall()
-        return [Tracked(decode_benchmark(row[:6]), row[6], row[7], row[8]) for row in rows]
+        return [Tracked(decode_benchmark(row[:7]), row[7], row[8], row[9]) for row in rows]
 
     def series(self, benchmark: Benchmark, gpu_model: str, last: int | None = None,
                since: str | None = None, exclude_run: int | None = None,
@@ -130,10 +131,10 @@ class Queries:
         usable_only keeps verified (PASS) and reference (REF) rows with a median: failing
         and suspect rows have timings no trend should follow. last keeps the newest N.
         """
-        op, variant, params, shape, dtype, hot = encode_benchmark(benchmark)
+        op, variant, params, shape, dtype, hot, l2_flush = encode_benchmark(benchmark)
         where = ["x.op = ?", "x.variant = ?", "x.params = ?", "x.shape = ?", "x.dtype = ?",
-                 "x.hot = ?", "COALESCE(d.name, '') = ?"]
-        args: list[Any] = [op, variant, params, shape, dtype, hot, gpu_model]
+                 "x.hot = ?", "x.l2_flush = ?", "COALESCE(d.name, '') = ?"]
+        args: list[Any] = [op, variant, params, shape, dtype, hot, l2_flush, gpu_model]
         if usable_only:
             where.append(f"x.status IN ({','.join('?' * len(USABLE_STATUSES))})"
                          " AND x.median_s IS NOT NULL")

@@ -37,23 +37,29 @@ class Benchmark:
     shape: tuple[int, ...]
     dtype: str
     hot: bool
+    # The L2 flush of its cold samples: its times after one method are another benchmark's
+    # than after the other ("clean", "memset"; "" when not flushed).
+    l2_flush: str = ""
 
     @classmethod
     def of(cls, result: BenchmarkResult) -> Benchmark:
         """Return the benchmark a result measured."""
         return cls(result.op, result.variant, tuple(sorted(result.params.items())),
-                   tuple(result.shape), result.dtype, result.hot)
+                   tuple(result.shape), result.dtype, result.hot, result.l2_flush)
 
     @property
     def key(self) -> tuple[Any, ...]:
         """Return the same tuple as BenchmarkResult.key."""
         return (self.op, self.variant, self.params, self.shape, self.dtype, self.hot)
 
-    def describe(self) -> str:
-        """Return 'op/variant (hot) params shape dtype' for tables and messages."""
+    def describe(self, flush: bool = False) -> str:
+        """Return 'op/variant (hot) params shape dtype' for tables and messages; with flush,
+        'op/variant (memset flush) ...' where the cold samples' flush tells two apart."""
         params = " ".join(f"{k}={v}" for k, v in self.params)
+        marks = " (hot)" if self.hot else ""
+        marks += f" ({self.l2_flush} flush)" if flush and self.l2_flush else ""
         return " ".join(part for part in (
-            f"{self.op}/{self.variant}" + (" (hot)" if self.hot else ""), params,
+            f"{self.op}/{self.variant}" + marks, params,
             "x".join(map(str, self.shape)), self.dtype) if part)
 
 
@@ -129,17 +135,18 @@ def device_key(device: DeviceInfo) -> tuple[str, str, str, str]:
             device.compute_capability or "")
 
 
-def encode_benchmark(bench: Benchmark) -> tuple[str, str, str, str, str, int]:
+def encode_benchmark(bench: Benchmark) -> tuple[str, str, str, str, str, int, str]:
     """Return a benchmark as the results table's key columns."""
     return (bench.op, bench.variant, json.dumps(dict(bench.params), sort_keys=True),
-            json.dumps(list(bench.shape)), bench.dtype, int(bench.hot))
+            json.dumps(list(bench.shape)), bench.dtype, int(bench.hot), bench.l2_flush)
 
 
 def decode_benchmark(row: Sequence[Any]) -> Benchmark:
-    """Return the benchmark of the results table's key columns."""
+    """Return the benchmark of the results table's key columns (KEY_COLUMNS, in order)."""
     params = json.loads(row[2])
     return Benchmark(row[0], row[1], tuple(sorted((str(k), int(v)) for k, v in params.items())),
-                     tuple(int(x) for x in json.loads(row[3])), row[4], bool(row[5]))
+                     tuple(int(x) for x in json.loads(row[3])), row[4], bool(row[5]),
+                     str(row[6]))
 
 
 def worst_status(statuses: Sequence[str]) -> str:

@@ -1,7 +1,7 @@
 """The history store's file: its tables, created and migrated, and the checks made on a
 file before SQLite opens it (another program's file, a newer schema, a damaged one).
 
-Layout (schema version 1):
+Layout (schema version 2):
 
 - meta(key, value): `schema_version`, the version the migrations brought the file to;
 - runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
@@ -9,8 +9,9 @@ Layout (schema version 1):
   import idempotent;
 - devices(id, name, uuid, pci_bus_id, compute_capability): unknown UUID and bus id are '';
 - results(id, run_id, device_id, op, variant, params, shape, dtype, hot, kind, status,
-  median_s, samples_s): params a JSON object with sorted keys, shape and samples JSON
-  arrays, median_s NULL when nothing was timed.
+  median_s, samples_s, l2_flush): params a JSON object with sorted keys, shape and samples
+  JSON arrays, median_s NULL when nothing was timed; l2_flush "clean", "memset" or "" (hot),
+  added by version 2, the rows before it "memset" (cold) or "".
 """
 
 from __future__ import annotations
@@ -80,9 +81,19 @@ _V1_TABLES = """
 """
 
 
+def _add_l2_flush_v2(conn: sqlite3.Connection) -> None:
+    """Version 2: each result's L2 flush (results files record it since 2026-11-27). Cold
+    rows recorded before were flushed by a memset, the only method then; hot rows by none."""
+    conn.execute("ALTER TABLE results ADD COLUMN l2_flush TEXT NOT NULL DEFAULT 'memset'")
+    conn.execute("UPDATE results SET l2_flush = '' WHERE hot != 0")
+    conn.execute("DROP INDEX results_benchmark")
+    conn.execute("CREATE INDEX results_benchmark ON results "
+                 "(op, variant, params, shape, dtype, hot, l2_flush)")
+
+
 # MIGRATIONS[v] brings a store of version v to v + 1, inside the caller's transaction;
 # SQLite's DDL is transactional, so a failed step leaves the old version whole.
-MIGRATIONS: tuple[Migration, ...] = (_create_v1,)
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 
