@@ -628,3 +628,31 @@ def test_a_bad_flush_is_a_one_line_usage_error(use_fake, tmp_path):
     suite.write_text('[[benchmark]]\nop = "dot"\nl2_flush = "zero"\n')
     done = invoke("run", str(suite))
     assert done.exit_code == 2 and "benchmark[0].l2_flush: expected" in done.output
+
+
+def test_one_run_measures_after_one_flush(use_fake, tmp_path):
+    # Two flushes in one run would share one copy row, one table footer and one file: the
+    # suite that asks for both is refused, naming both entries.
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\n'
+                     '[[benchmark]]\nop = "dot"\nsize = "1000"\nl2_flush = "memset"\n')
+    done = invoke("run", str(suite), "--no-vendor")
+    assert done.exit_code == 2 and "two L2 flushes" in done.output
+    assert "benchmark[0]" in done.output and "benchmark[1]" in done.output
+    # --l2-flush makes them one (and leaves a hot entry alone); so does a run of each.
+    suite.write_text(suite.read_text() + '[[benchmark]]\nop = "dot"\nsize = "1000"\nhot = true\n')
+    path = tmp_path / "one.json"
+    done = invoke("run", str(suite), "--no-vendor", "--l2-flush", "memset", "--json", str(path))
+    assert done.exit_code == 0, done.output
+    assert {(r.hot, r.l2_flush) for r in load_results(path).benchmarks} == {
+        (False, "memset"), (True, "")}
+
+
+def test_hot_with_the_memset_flush_is_a_usage_error(use_fake):
+    done = invoke("dot", "--size", "1000", "--hot", "--l2-flush", "memset")
+    assert done.exit_code == 2 and "a hot run flushes nothing" in done.output
+
+
+@pytest.mark.parametrize("command", [["ab"], ["calibrate"], ["run"], ["dot"]])
+def test_every_measuring_command_takes_the_flush(command):
+    assert "--l2-flush" in invoke(*command, "--help").output

@@ -168,3 +168,15 @@ def test_a_suite_sweeps_too(use_fake, tmp_path):
     assert done.exit_code == 0, done.output
     points = {(r.shape[0], r.params["TILE"]) for r in load_results(path).benchmarks}
     assert points == {(32, 8), (32, 16), (64, 8), (64, 16)}
+
+
+@pytest.mark.parametrize(("flags", "keys"), [([], {}), (["--l2-flush", "memset"],
+                                                          {"l2_flush": "memset"}),
+                                             (["--hot"], {"hot": True})])
+def test_the_written_suite_measures_as_the_search_did(use_fake, tmp_path, flags, keys):
+    out = tmp_path / "best.toml"
+    done = invoke("matmul", "--size", "32", "--tile", "8,16", "--variant", "naive", *QUICK,
+                  *flags, "--best", "--best-out", str(out))
+    assert done.exit_code == 0, done.output
+    (entry,) = tomllib.loads(out.read_text())["benchmark"]
+    assert {key: entry[key] for key in ("hot", "l2_flush") if key in entry} == keys

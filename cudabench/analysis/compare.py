@@ -142,9 +142,9 @@ def _flush_mismatch(baseline: ResultsFile, current: ResultsFile, old: BenchmarkR
     return UsageError(
         f"{baseline.path} flushed the L2 by {old.l2_flush} and {current.path} by "
         f"{new.l2_flush} ({old.op}/{old.variant} {shape_text(old.shape)} {old.dtype}, and "
-        "maybe others): the cold times of the two methods differ; measure both with the "
-        f"same --l2-flush (e.g. the current run again with --l2-flush {old.l2_flush}); a "
-        "file from before cudabench recorded the flush used memset")
+        "maybe others): cold times after the two flushes differ; measure both sides with "
+        "the same flush (a fresh baseline, or --l2-flush, a suite's l2_flush, the API's "
+        "l2_flush=); files written before cudabench recorded the flush count as memset")
 
 
 def _missing(old: BenchmarkResult, skipped: BenchmarkResult | None) -> ComparisonRow:

@@ -89,15 +89,14 @@ def run_suite(path: PathLike | None = None, *,
     the one in the current folder), as `cudabench run` does; return every row.
     keep_workers: as for run(); l2_flush: the flush of every entry, whatever the file says
     (None: the file's, clean by default)."""
-    from cudabench.cli.options import Outputs
+    from cudabench.cli.options import Outputs, with_flush
     from cudabench.cli.suite import find_config, load_suite
 
     config = Path(path) if path is not None else find_config(Path.cwd())
     dirs = tuple(_paths(kernels_dir))
     insight = Insight(vendor=bool(vendor), batch=bool(batch))
-    requests = [dataclasses.replace(request, insight=insight,
-                                    l2_flush=l2_flush or request.l2_flush)
-                for request in load_suite(config, dirs)]
+    requests = [dataclasses.replace(request, insight=insight)
+                for request in with_flush(load_suite(config, dirs), l2_flush)]
     argv = ["cudabench", "run", str(config), *(a for d in dirs for a in ("--kernels-dir",
                                                                        str(d)))]
     argv += ["--l2-flush", l2_flush] if l2_flush else []

@@ -25,7 +25,7 @@ from cudabench.analysis.ab import (
 )
 from cudabench.analysis.verdicts import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
-from cudabench.cli.options import parse_params
+from cudabench.cli.options import l2_flush_option, parse_params
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.measure.jobs import jobs_of
 from cudabench.runner.pipeline import count_rows, run_plans
@@ -124,10 +124,12 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
               help="Also write the verdicts as markdown (a CI job summary).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
               help="CUDA device index.")
+@l2_flush_option
 def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | None,
                dtype: str | None, params: tuple[str, ...], rounds: int, samples: int,
                warmup: float, threshold: str, alpha: float, seed: int,
-               json_path: Path | None, markdown_path: Path | None, device: int) -> int:
+               json_path: Path | None, markdown_path: Path | None, device: int,
+               l2_flush: str) -> int:
     """Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved in one process;
     exit 1 when B is slower beyond the threshold or fails verification.
 
@@ -148,7 +150,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
     timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
                           max_time_s=1.0)
-    base = Request(op="", size=size, params={}, seed=seed, timing=timing,
+    base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,
                    insight=Insight(vendor=False, batch=False))
     chosen, added, removed = _pairing(sides, ops)
     plans, skipped = _plans(sides, chosen, base, dtype, parse_params(params))

@@ -98,5 +98,9 @@ def suite_text(choices: Sequence[Choice]) -> str:
         if choice.best.params:
             pairs = ", ".join(f"{k} = {v}" for k, v in sorted(choice.best.params.items()))
             lines.append(f"params = {{ {pairs} }}")
+        if choice.best.hot:  # measured so: the suite runs it so
+            lines.append("hot = true")
+        elif choice.best.l2_flush == "memset":
+            lines.append('l2_flush = "memset"')
         lines.append("")
     return "\n".join(lines)

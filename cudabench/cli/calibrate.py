@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from cudabench.cli.commands import RUNS_DIR, run_and_render
-from cudabench.cli.options import Outputs
+from cudabench.cli.options import Outputs, suite_flush_option, with_flush
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.units import params_text, shape_text
 from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
@@ -31,14 +31,15 @@ from cudabench.results import load_results
               help="Also load variants from this folder (repeatable).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
               help="CUDA device index.")
+@suite_flush_option
 def calibrate_command(config: Path | None, runs: int, db: Path | None,
-                      kernels_dirs: tuple[Path, ...], device: int) -> int:
+                      kernels_dirs: tuple[Path, ...], device: int, l2_flush: str | None) -> int:
     """Run a suite several times into the history store, then show each benchmark's
     between-run spread and the gate `compare --threshold auto` will use."""
     path = config or find_config(Path.cwd())
     store_path = db or DEFAULT_STORE
     requests = [dataclasses.replace(request, insight=Insight(vendor=True, batch=False))
-                for request in load_suite(path, tuple(kernels_dirs))]
+                for request in with_flush(load_suite(path, tuple(kernels_dirs)), l2_flush)]
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     worst = 0
     kept: Path | None = None

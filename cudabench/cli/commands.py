@@ -21,6 +21,8 @@ from cudabench.cli.options import (
     full_check_option,
     insight_options,
     placement_options,
+    suite_flush_option,
+    with_flush,
 )
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.errors import ExitCode, UsageError
@@ -36,7 +38,6 @@ from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.render import terminal
 from cudabench.results import BenchmarkResult, RunOutcome
-from cudabench.results.model import L2_FLUSHES
 from cudabench.results.writer import ResultsWriter
 
 if TYPE_CHECKING:  # Ray's glue is imported by a --cluster run alone
@@ -70,7 +71,7 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
     """Check every request, run them with progress on stderr, print and save the tables."""
     placement = placement or Placement()
     if dry_run:
-        return show_plan(unique_points([make_plan(request) for request in requests]), arch)
+        return show_plan(plans_of(requests), arch)
     return show(measure(requests, device, outputs, placement), device, outputs)
 
 
@@ -122,7 +123,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
                         ResultsWriter | None]:
     """Check every request and make its plan, the GPUs, and the results file's writer:
     every usage error is raised here, before anything runs."""
-    plans = unique_points([make_plan(request) for request in requests])  # usage errors first
+    plans = plans_of(requests)  # usage errors first
     # The tools' modules only where asked for: each import is the start-up of every command.
     if any(plan.sanitize for plan in plans):
         from cudabench.observers.sanitizer import find_sanitizer
@@ -261,6 +262,27 @@ def show_time_profile(measured: Measured) -> TimeProfile:
     return profile
 
 
+def plans_of(requests: list[Request]) -> list[Plan]:
+    """Check every request and make its plan (unique_points), all after one L2 flush."""
+    plans = unique_points([make_plan(request) for request in requests])
+    flushes = {plan.l2_flush: plan for plan in plans if not plan.hot}
+    if len(flushes) > 1:
+        first, second = (f"{plan.l2_flush} ({plan.op.name}{', ' if origin else ''}{origin})"
+                         for plan, origin in ((p, _origin(p, requests))
+                                              for p in flushes.values()))
+        raise UsageError(f"one run asks for two L2 flushes, {first} and {second}: its copy "
+                         "and cuBLAS rows, ratios and results file follow one; run the "
+                         "benchmarks of each flush separately (--l2-flush, or the suite's "
+                         "l2_flush)")
+    return plans
+
+
+def _origin(plan: Plan, requests: list[Request]) -> str:
+    """Return where a suite defined the request of a plan with this flush, or ""."""
+    return next((r.origin for r in requests
+                 if r.l2_flush == plan.l2_flush and not r.hot and r.origin), "")
+
+
 def unique_points(plans: list[Plan]) -> list[Plan]:
     """Drop a variant from a sweep's later points when an earlier point already runs it with
     the same parameters (a variant that does not take the swept parameter)."""
@@ -337,9 +359,7 @@ def plan_files(plans: list[Plan]) -> list[Path]:
               help="Also load variants from this folder (repeatable).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
               help="CUDA device index.")
-@click.option("--l2-flush", type=click.Choice(L2_FLUSHES), default=None,
-              help="Flush the L2 this way before every cold sample of the suite (clean or "
-              "memset, as the benchmark commands' --l2-flush), whatever its entries say.")
+@suite_flush_option
 @dry_run_options()[0]
 @dry_run_options()[1]
 @full_check_option
@@ -352,9 +372,8 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
     path = config or find_config(Path.cwd())
     chosen = build_insight(insight)
     requests = [dataclasses.replace(request, insight=chosen,
-                                    full_check=request.full_check or full_check,
-                                    l2_flush=l2_flush or request.l2_flush)
-                for request in load_suite(path, tuple(kernels_dirs))]
+                                    full_check=request.full_check or full_check)
+                for request in with_flush(load_suite(path, tuple(kernels_dirs)), l2_flush)]
     outputs = Outputs.of(insight, json_path=json_path, markdown_path=markdown_path,
                          inputs=(path,))
     return run_and_render(requests, device, outputs, dry_run=dry_run, arch=arch,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -174,6 +175,22 @@ l2_flush_option = click.option(
          "sample pays for its own traffic only, as under Nsight Compute) or memset "
          "(overwrite it, as nvbench does: the sample also writes back the flush's dirty "
          "lines).")
+
+
+# A suite's commands (run, calibrate): one flush for every entry, whatever the file says.
+suite_flush_option = click.option(
+    "--l2-flush", type=click.Choice(L2_FLUSHES), default=None,
+    help="Flush the L2 this way before every cold sample of the suite (clean or memset, as "
+         "the benchmark commands' --l2-flush), whatever its entries say.")
+
+
+def with_flush(requests: list[Request], l2_flush: str | None) -> list[Request]:
+    """Return the requests with their cold samples flushed by l2_flush (None: as they say);
+    --hot entries flush nothing and keep theirs."""
+    if l2_flush is None:
+        return requests
+    return [request if request.hot else dataclasses.replace(request, l2_flush=l2_flush)
+            for request in requests]
 
 
 def timing_options(function: F) -> F:

@@ -419,7 +419,7 @@ class PycudaEngine:
     def _flush_l2(self, method: str) -> None:
         # Reading or overwriting twice the L2's size evicts whatever the previous sample left
         # in it. A read leaves clean lines; a memset leaves dirty ones, which the timed kernel
-        # then writes back on its own clock (planning/timing.py, L2_FLUSHES).
+        # then writes back on its own clock (results/model.py, L2_FLUSHES).
         vectors = max(2 * self.info.l2_bytes // 16, 1)
         if self._flush_buffer is None:
             self._flush_buffer = self.allocate(vectors * 16)

@@ -142,7 +142,8 @@ def encode_benchmark(bench: Benchmark) -> tuple[str, str, str, str, str, int, st
 
 
 def decode_benchmark(row: Sequence[Any]) -> Benchmark:
-    """Return the benchmark of the results table's key columns (KEY_COLUMNS, in order)."""
+    """Return the benchmark of the results table's key columns, in encode_benchmark's
+    order."""
     params = json.loads(row[2])
     return Benchmark(row[0], row[1], tuple(sorted((str(k), int(v)) for k, v in params.items())),
                      tuple(int(x) for x in json.loads(row[3])), row[4], bool(row[5]),

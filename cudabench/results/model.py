@@ -81,13 +81,16 @@ class DeviceInfo:
 
 # How the L2 is flushed before each cold sample (--l2-flush). "clean": a kernel reads a
 # buffer of twice the L2's size, which evicts what the last sample left (writing back its
-# dirty lines there, off the clock) and leaves the L2 holding clean lines no kernel uses,
-# so a sample pays for its own traffic only, as under Nsight Compute's cache control.
-# "memset": the buffer is overwritten instead, as nvbench does; that leaves the L2 full of
-# dirty lines which the timed kernel writes back inside its own window (on an H100, 10 us
-# of a 184 us read-only dot and 6 us of the copy: docs/measurements.md).
+# dirty lines there, off the clock) and leaves the L2 holding clean lines no kernel uses:
+# a sample pays for no traffic but its own, as under Nsight Compute's cache control, less
+# the dirty lines it leaves (at most the L2's size of a writing kernel's output), written
+# back off the clock. "memset": the buffer is overwritten instead, as nvbench does; that
+# leaves the L2 full of dirty lines which the timed kernel writes back inside its own
+# window, whether it writes or not (on an H100, 10 us of a 184 us read-only dot and 6 us of
+# the copy: docs/measurements.md).
 L2_FLUSHES = ("clean", "memset")
 DEFAULT_L2_FLUSH = "clean"
+
 
 @dataclass(frozen=True)
 class BenchmarkResult:
@@ -138,8 +141,8 @@ class BenchmarkResult:
     # --profile-time: the worker's seconds per phase of this row (compile, inputs, CPU
     # reference, verify, samples...); empty unless asked for.
     phases: Mapping[str, float] = field(default_factory=dict, compare=False)
-    # How the L2 was flushed before each cold sample ("clean" or "memset", --l2-flush); ""
-    # where it was not (--hot rows, rows never sampled).
+    # How the L2 was flushed before each cold sample ("clean" or "memset", --l2-flush): the
+    # plan's, on every row of a cold plan (sampled or not); "" on --hot rows.
     l2_flush: str = ""
 
     @property
