@@ -265,22 +265,18 @@ def show_time_profile(measured: Measured) -> TimeProfile:
 def plans_of(requests: list[Request]) -> list[Plan]:
     """Check every request and make its plan (unique_points), all after one L2 flush."""
     plans = unique_points([make_plan(request) for request in requests])
-    flushes = {plan.l2_flush: plan for plan in plans if not plan.hot}
-    if len(flushes) > 1:
-        first, second = (f"{plan.l2_flush} ({plan.op.name}{', ' if origin else ''}{origin})"
-                         for plan, origin in ((p, _origin(p, requests))
-                                              for p in flushes.values()))
+    # The first cold request of each flush, to name it: a suite's entry, else its op.
+    firsts: dict[str, Request] = {}
+    for request in requests:
+        if not request.hot:
+            firsts.setdefault(request.l2_flush, request)
+    if len(firsts) > 1:
+        first, second = (f"{flush} ({r.origin or r.op})" for flush, r in firsts.items())
         raise UsageError(f"one run asks for two L2 flushes, {first} and {second}: its copy "
                          "and cuBLAS rows, ratios and results file follow one; run the "
                          "benchmarks of each flush separately (--l2-flush, or the suite's "
                          "l2_flush)")
     return plans
-
-
-def _origin(plan: Plan, requests: list[Request]) -> str:
-    """Return where a suite defined the request of a plan with this flush, or ""."""
-    return next((r.origin for r in requests
-                 if r.l2_flush == plan.l2_flush and not r.hot and r.origin), "")
 
 
 def unique_points(plans: list[Plan]) -> list[Plan]:

@@ -7,6 +7,7 @@ through render.terminal's consoles; user errors are UsageError/StoreError (exit 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +18,7 @@ from cudabench.analysis.verdicts import DEFAULT_ALPHA, Verdict, parse_threshold
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
-from cudabench.history.records import DEFAULT_PATH, parse_time
+from cudabench.history.records import DEFAULT_PATH, Benchmark, parse_time
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS
 from cudabench.common.outfiles import check_output, replacing
@@ -108,10 +109,11 @@ def show_command(op: str | None, variant: str | None, gpu: str | None, since: st
     if not found:
         raise UsageError(f"{db}: no recorded run matches the filters (--op, --variant, --gpu, "
                          "--since)")
+    twice = Counter(_unflushed(trend) for trend in found)
     title, columns, rows = one_gpu_in_title(
         f"cudabench history: {db}", ("benchmark", "GPU", "commits", "latest",
                                      f"band (last {BAND_RUNS})", "last change", "steps"),
-        [_trend_cells(trend, _flush_differs(trend, found)) for trend in found])
+        [_trend_cells(trend, flush=twice[_unflushed(trend)] > 1) for trend in found])
     terminal.render_rows(title, columns, rows, terminal.stdout_console())
     return int(ExitCode.OK)
 
@@ -239,17 +241,14 @@ def _change_text(trend: Trend, change: Step | Drift | None) -> str:
             f"({format_change(change.per_point)}/commit)")
 
 
-def _flush_differs(trend: Trend, found: list[Trend]) -> bool:
-    """Return whether the same benchmark on the same GPU model was also recorded after the
-    other L2 flush: two rows, which only their flush tells apart."""
-    mine = trend.tracked
-    return any(t.tracked.gpu_model == mine.gpu_model and t.tracked.benchmark != mine.benchmark
-               and dataclasses.replace(t.tracked.benchmark, l2_flush=mine.benchmark.l2_flush)
-               == mine.benchmark for t in found)
+def _unflushed(trend: Trend) -> tuple[Benchmark, str]:
+    """Return a trend's benchmark and GPU model without its L2 flush: two trends alike but
+    for the flush are one benchmark recorded after both, told apart only by naming it."""
+    return dataclasses.replace(trend.tracked.benchmark, l2_flush=""), trend.tracked.gpu_model
 
 
 def _trend_cells(trend: Trend, flush: bool = False) -> list[str]:
-    """Return a row of the show table; flush names its L2 flush (_flush_differs)."""
+    """Return a row of the show table; flush names its L2 flush (see _unflushed)."""
     tracked, detection = trend.tracked, trend.detection
     low, high = trend.band
     band = f"±{trend.spread:.1%} ({format_seconds(low)}..{format_seconds(high)})"

@@ -171,10 +171,10 @@ values_of = _values  # the tuning path parses -p and its shortcuts the same way
 
 l2_flush_option = click.option(
     "--l2-flush", type=click.Choice(L2_FLUSHES), default=DEFAULT_L2_FLUSH, show_default=True,
-    help="How the L2 is flushed before each cold sample: clean (read twice its size: a "
-         "sample pays for its own traffic only, as under Nsight Compute) or memset "
-         "(overwrite it, as nvbench does: the sample also writes back the flush's dirty "
-         "lines).")
+    help="How the L2 is flushed before each cold sample: clean (read twice its size, as "
+         "Nsight Compute's cache control leaves it: no sample writes back another's dirty "
+         "lines) or memset (overwrite it, as nvbench does: each sample also writes back "
+         "the flush's dirty lines).")
 
 
 # A suite's commands (run, calibrate): one flush for every entry, whatever the file says.

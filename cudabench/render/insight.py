@@ -141,7 +141,7 @@ def _counter_cell(metric: str) -> Callable[[BenchmarkResult], str]:
 FLUSH_TEXT = {  # --l2-flush, as the footer says it
     "clean": "flushed by reading twice its size",
     "memset": "flushed by a memset of twice its size, as nvbench does: each sample also "
-              "writes back the dirty lines it leaves",
+              "writes back the dirty lines the flush leaves",
 }
 
 
