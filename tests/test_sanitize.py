@@ -51,3 +51,12 @@ def test_a_missing_sanitizer_is_a_usage_error(monkeypatch, tmp_path):
 def test_an_unknown_tool_is_refused():
     done = CliRunner().invoke(cli, ["matmul", "--sanitize", "leakcheck"])
     assert done.exit_code == 2 and "--sanitize" in done.stderr
+
+
+def test_the_sanitizer_reports_the_kernels_findings_not_api_errors(tmp_path):
+    # CUDA Python's bindings probe the driver with failing calls: not the kernel's findings.
+    command = sanitize.sanitizer_command("/cuda/bin/compute-sanitizer", "memcheck",
+                                         tmp_path / "plan.pickle")
+    assert command[:5] == ["/cuda/bin/compute-sanitizer", "--tool", "memcheck",
+                           "--report-api-errors", "no"]
+    assert command[-3:] == ["-m", sanitize.CHILD_MODULE, str(tmp_path / "plan.pickle")]
