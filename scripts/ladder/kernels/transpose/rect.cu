@@ -1,4 +1,5 @@
 // cudabench: transpose
+// run: on request
 // description: Draft (issue 25, 2026-11-27): evict_first's moves with a rectangular tile, TR rows x TC columns of A, so that A's reads and B's writes come in runs of different lengths (TC and TR elements); NT threads a block, each moving TR*TC/(VEC*NT) vectors each way; plain or evict-first stores (STORE_CACHE 1, 2).
 // param TR: default 64; allowed 16, 32, 64, 128
 // param TC: default 64; allowed 16, 32, 64, 128

@@ -1,0 +1,36 @@
+"""What the driver's device-to-device copy kernel is (issue 25): cuMemcpyDtoDAsync of 256 MiB
+runs on the SMs (copy_paths.py) and beats a plain 16-byte SM copy by about 1.5%. Run this
+under ncu to see its launch (grid, block, registers) and memory counters beside that copy's:
+    ncu --clock-control none --section LaunchStats --section MemoryWorkloadAnalysis \
+        --section SpeedOfLight python3 scripts/ladder/copy_kernel_probe.py
+"""
+
+from __future__ import annotations
+
+import cupy as cp
+
+SOURCE = r"""
+extern "C" __global__ void copy_unrolled(const uint4* __restrict__ a, uint4* __restrict__ b,
+                                         long long n)
+{
+    const long long base = blockIdx.x * (long long)blockDim.x * 8 + threadIdx.x;
+    uint4 v[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+        if (base + k * blockDim.x < n) v[k] = a[base + k * blockDim.x];
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+        if (base + k * blockDim.x < n) b[base + k * blockDim.x] = v[k];
+}
+"""
+
+a = cp.ones(2**26, dtype=cp.float32)
+b = cp.empty_like(a)
+copy = cp.RawModule(code=SOURCE, options=("-arch=sm_90",)).get_function("copy_unrolled")
+vectors = a.nbytes // 16
+for _ in range(2):
+    cp.cuda.runtime.memcpyAsync(b.data.ptr, a.data.ptr, a.nbytes,
+                                cp.cuda.runtime.memcpyDeviceToDevice,
+                                cp.cuda.get_current_stream().ptr)
+    copy(((vectors + 2047) // 2048,), (256,), (a, b, cp.int64(vectors)))
+cp.cuda.Device().synchronize()
