@@ -22,6 +22,13 @@ RACECHECK = """========= COMPUTE-SANITIZER
 ========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
 """
 CLEAN = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
+ASSERT = """========= COMPUTE-SANITIZER
+========= Warp assert
+=========     at checked+0x90 in /k/dot/checked.cu:21
+=========     by thread (3,0,0) in block (0,0,0)
+=========
+========= ERROR SUMMARY: 1 error
+"""
 REFUSED = "========= Error: Target application returned an error\n========= No device found\n"
 
 
@@ -30,6 +37,7 @@ REFUSED = "========= Error: Target application returned an error\n========= No d
     (RACECHECK, 1, "Error: Race reported between Write access at racy+0x1a0 in "
                    "/k/matmul/racy.cu:11"),
     (CLEAN, 0, ""),
+    (ASSERT, 1, "Warp assert (at /k/dot/checked.cu:21)"),
 ])
 def test_the_count_and_the_first_finding_with_its_line(output, errors, first):
     report = sanitize.parse("memcheck", output, 0)
@@ -60,3 +68,49 @@ def test_the_sanitizer_reports_the_kernels_findings_not_api_errors(tmp_path):
     assert command[:5] == ["/cuda/bin/compute-sanitizer", "--tool", "memcheck",
                            "--report-api-errors", "no"]
     assert command[-3:] == ["-m", sanitize.CHILD_MODULE, str(tmp_path / "plan.pickle")]
+
+
+def test_a_checked_launch_that_did_not_run_under_the_tool_checked_nothing():
+    # The child exits NOT_RUN, saying why: "no error" would claim a check that never ran.
+    output = CLEAN + f"{sanitize.NOT_RUN_MARK} the driver refused the tensor map\n"
+    report = sanitize.parse("memcheck", output, sanitize.NOT_RUN)
+    assert not report.ran and report.errors == 0
+    assert "memcheck checked nothing" in report.first
+    assert "the driver refused the tensor map" in report.first
+
+
+def test_the_child_exits_not_run_unless_its_launch_was_verified(monkeypatch, tmp_path, capsys):
+    import pickle
+
+    from cudabench.engines import pycuda_engine
+    from cudabench.measure import jobs
+    from cudabench.results.model import Verification
+    from cudabench.runner import child, execute
+
+    class Engine:
+        def close(self):
+            pass
+
+    class Spec:
+        def __init__(self, index):
+            pass
+
+        def open(self):
+            return Engine()
+
+    class Row:
+        def __init__(self, verification=None, skipped=None, error=None):
+            self.verification, self.skipped, self.error = verification, skipped, error
+            self.timed_out = False
+
+    plan_file = tmp_path / "plan.pickle"
+    plan_file.write_bytes(pickle.dumps(("plan", 0)))
+    monkeypatch.setattr(pycuda_engine, "PycudaSpec", Spec)
+    monkeypatch.setattr(jobs, "jobs_of", lambda plans: ["job"])
+    for rows, status in (([Row(Verification(True, 0.0, 0.0, 0, 4, "exact"))], 0),
+                         ([Row(Verification(False, 1.0, 1.0, 4, 4, "exact"))], 0),
+                         ([Row(skipped="no tensor map here")], sanitize.NOT_RUN),
+                         ([Row(error="launch failed")], sanitize.NOT_RUN)):
+        monkeypatch.setattr(execute, "run_jobs", lambda plans, js, engine, r=rows: r)
+        assert child.main(str(plan_file)) == status
+    assert f"{sanitize.NOT_RUN_MARK} launch failed" in capsys.readouterr().err

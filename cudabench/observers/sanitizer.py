@@ -24,6 +24,10 @@ from cudabench.errors import UsageError
 # The child process a tool (compute-sanitizer, ncu) wraps: named, not imported, so that the
 # observers stay below the runner that the child uses.
 CHILD_MODULE = "cudabench.runner.child"
+# The child's exit status, and its stderr line, when the checked launch did not run to a
+# verified result under the tool (runner/child.py).
+NOT_RUN = 3
+NOT_RUN_MARK = "cudabench child: the checked launch did not run:"
 from cudabench.planning.plan import Insight, Plan, PlannedVariant
 from cudabench.planning.timing import TimingPolicy
 
@@ -33,7 +37,8 @@ TIMEOUT_S = 600
 MINIMAL = TimingPolicy(warmup_s=0.0, min_samples=1, max_samples=1, precision=1.0,
                        max_time_s=1.0, timeout_s=TIMEOUT_S)
 _SUMMARY = re.compile(r"(?:ERROR SUMMARY|RACECHECK SUMMARY)[^\d]*(\d+) (?:error|hazard)")
-_FINDING = re.compile(r"^=+\s+((?:Invalid|Error|Race|Barrier|Uninitialized|Program hit)\b.*)$")
+_FINDING = re.compile(r"^=+\s+((?:Invalid|Error|Race|Barrier|Uninitialized|Program hit|Warp|Trace"
+                      r"|Illegal|Misaligned|Hardware|Out-of-range|Leaked)\b.*)$")
 _WHERE = re.compile(r" in (\S+\.cuh?:\d+)")
 
 
@@ -62,8 +67,9 @@ def find_sanitizer() -> str:
 def sanitizer_command(sanitizer: str, tool: str, plan_file: Path) -> list[str]:
     """Return the command that runs the child under the tool. API errors are not reported:
     the findings wanted are the kernel's, and CUDA Python's bindings (tensor maps) probe the
-    driver with calls that fail on purpose (cuGetProcAddress, 35 "errors" a run); a launch
-    that fails is the child's own error, reported as the row's."""
+    driver with calls that fail on purpose (cuGetProcAddress, 35 "errors" a run). Kernel
+    faults (out-of-bounds accesses, traps, asserts) are still findings; a checked launch
+    that did not run under the tool is the child's exit status (parse)."""
     return [sanitizer, "--tool", tool, "--report-api-errors", "no", "--print-limit", "20",
             sys.executable, "-m", CHILD_MODULE, str(plan_file)]
 
@@ -94,6 +100,12 @@ def parse(tool: str, output: str, returncode: int) -> Report:
                       f"{last.strip('= ').strip()}", ran=False)
     errors = int(summary.group(1))
     lines = output.splitlines()
+    not_run = next((line.split(NOT_RUN_MARK, 1)[1].strip() for line in lines
+                    if NOT_RUN_MARK in line), None)
+    if errors == 0 and (returncode != 0 or not_run is not None):
+        return Report(tool, 0, f"compute-sanitizer {tool} checked nothing: the checked launch "
+                      f"did not run under it (exit {returncode}): {not_run or 'no reason given'}",
+                      ran=False)
     first = ""
     for index, line in enumerate(lines):
         match = _FINDING.match(line)

@@ -183,6 +183,16 @@ def test_sanitize_racecheck_reports_a_planted_race_with_its_line(tmp_path):
 def test_sanitize_memcheck_passes_a_tensor_map_kernel(tmp_path):
     # Its tensor maps come through CUDA Python's bindings, whose probing API calls fail on
     # purpose: memcheck reports the kernel's accesses, not those calls.
+    pytest.importorskip("cuda.bindings.driver",
+                        reason="tensor maps need cuda-bindings: pip install -e '.[tma]'")
+    from cudabench.engines.pycuda_engine import PycudaSpec
+
+    gpu = PycudaSpec(0).open()
+    capability = gpu.info.compute_capability
+    gpu.close()
+    if capability != "9.0":
+        pytest.skip(f"wgmma_tma (sm_90a) needs a compute capability 9.0 GPU; this one is "
+                    f"{capability}")
     json_path = tmp_path / "out.json"
     done = subprocess.run(
         [sys.executable, "-m", "cudabench", "matmul", "--size", "128", "--dtype", "float16",
