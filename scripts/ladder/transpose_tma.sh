@@ -27,6 +27,7 @@ done
 for tool in memcheck racecheck synccheck; do
     for dtype in float32 float16; do
         $cb transpose "${kd[@]}" --variant tma --dtype "$dtype" --size 136x128,1000x40 \
+            -p TR=64,128 -p OUT_BUFS=1,2 \
             --sanitize $tool --no-vendor --no-batch --max-time 0.05 \
             >"$out/sanitize-$tool-$dtype.txt" 2>&1
         echo "sanitize $tool $dtype: rc=$?" >>"$summary"

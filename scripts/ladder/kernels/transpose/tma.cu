@@ -16,7 +16,7 @@
 // constraint: (STAGES + OUT_BUFS) * TR * TC * ELEM_SIZE <= 225280
 // tensor_map A: box TR, TC
 // tensor_map B: box TC, TR
-// launch transpose_tma: grid min(cdiv(ROWS, TR) * cdiv(COLS, TC), SM_COUNT * min(BLOCKS_PER_SM, min(2048 // THREADS, 233472 // ((STAGES + OUT_BUFS) * TR * TC * ELEM_SIZE + 2048)))); block THREADS; dynamic_shared (STAGES + OUT_BUFS) * TR * TC * ELEM_SIZE + 1024
+// launch transpose_tma: grid min(cdiv(ROWS, TR) * cdiv(COLS, TC), SM_COUNT * min(BLOCKS_PER_SM, min(2048 // THREADS, 233472 // ((STAGES + OUT_BUFS) * TR * TC * ELEM_SIZE + 2048 + 8 * STAGES)))); block THREADS; dynamic_shared (STAGES + OUT_BUFS) * TR * TC * ELEM_SIZE + 1024
 
 // A draft for issue 25 (the transpose's last percent under the clean L2 flush): the 16-byte
 // loads and stores of vectorized.cu and evict_first.cu leave every byte to the SM's load
@@ -25,15 +25,16 @@
 //
 // Measured (one H100 80GB HBM3 a call, 2026-11-27, 8192² float32, clean L2 flush, each
 // beside evict_first.cu and the copy in one run; docs/kernels.md, data in
-// docs/data/transpose-2026-11-27/): slower than evict_first.cu in every form. The best,
-// 64 x 64 with STAGES=4 and 256 threads, took 182.3-183.8 us where evict_first took
-// 179.3-181 us. 128 x 64, 64 x 128 and 128 x 128 tiles took 182.3-186.6 us, and the threads
-// storing B (STORE_PATH=2) 185.5-186.6 us. The defaults are that best configuration.
-// Verified at odd shapes in every type with STAGES=2, 128 threads and 4 blocks an SM (the
-// defaults then; scripts/ladder/transpose_tma.sh, transpose_tma_store.sh), and at 8192²
-// float32 with up to 4 stages and 256 threads in the sweeps. compute-sanitizer's memcheck,
-// racecheck and synccheck are clean. So the SMs' load and store instructions are not what
-// keeps the transpose from the copy.
+// docs/data/transpose-2026-11-27/; medians): slower than evict_first.cu in every form.
+// The best, 64 x 64 with STAGES=4 and 256 threads, took 183.5-184.2 us where evict_first
+// took 180.2-181.1 us. 128 x 64, 64 x 128 and 128 x 128 tiles took 184.1 us and more, and
+// the threads storing B (STORE_PATH=2) 185.5 us and more. The defaults are that best
+// configuration.
+// Verified at odd shapes in every type at these defaults and at STAGES=2, 128 threads and
+// 4 blocks an SM, with TR and TC 64 or 128 and one or two B tiles (scripts/ladder/
+// transpose_tma.sh; tma-verify-defaults.txt, tma-verify-summary.txt). compute-sanitizer's
+// memcheck, racecheck and synccheck are clean for those forms. So the SMs' load and store
+// instructions are not what keeps the transpose from the copy.
 //
 // - Tiles. A TR x TC tile of A (TR rows) is one box of A's tensor map, rows of TC x
 //   ELEM_SIZE bytes; its transpose one TC x TR box of B's, rows of TR x ELEM_SIZE bytes.
@@ -41,8 +42,9 @@
 //   pieces, as evict_first.cu moves them; TR = 128 writes B in 512-byte pieces, TC = 128
 //   reads A in 512-byte pieces. A first form of this draft used the 128-byte
 //   swizzle, which caps a box row at 128 bytes, so a tile was two boxes of 128-byte rows:
-//   188-192 us at 8192² float32 where evict_first.cu took 180 us beside it (2026-11-27),
-//   about what 128-byte pieces cost evict_first.cu itself (TILE=32: 192 us). Edges cost
+//   189.3 us at best at 8192² float32 where evict_first.cu took 181 us beside it (medians,
+//   2026-11-27),
+//   about what 128-byte pieces cost evict_first.cu itself (TILE=32: 193 us). Edges cost
 //   nothing: loads fill what lies outside A with zeros, stores leave what lies outside B
 //   alone. A tensor map needs every row a multiple of 16 bytes apart, so this variant runs
 //   only where COLS and ROWS are multiples of 16 bytes of elements; elsewhere cudabench
@@ -66,9 +68,9 @@
 //   tile. With one (OUT_BUFS=1, room for more stages or larger tiles) the wait and a
 //   second barrier come before the transpose.
 // - The grid: BLOCKS_PER_SM blocks an SM, fewer where the SM's 228 KB of shared memory
-//   (a block's tiles, its 1 KB of alignment slack and the 1 KB the driver reserves) or
-//   its 2,048 threads hold fewer at once, so that every block is resident from the start
-//   (no second wave). LOAD_CACHE / STORE_CACHE 2 give the copies an L2 evict-first policy.
+//   (a block's tiles, its 1 KB of alignment slack, its mbarriers and the 1 KB the driver
+//   reserves) or its 2,048 threads hold fewer at once, so that every block is resident
+//   from the start (no second wave). LOAD_CACHE / STORE_CACHE 2 give the copies an L2 evict-first policy.
 // - STORE_PATH 2: B written by the threads instead of the TMA unit, 16-byte loads along
 //   the rows of B's tile and 16-byte stores along B's rows (STG.128, evict-first with
 //   STORE_CACHE 2), coalesced: the TMA unit reads, the threads write, to tell the two
