@@ -12,69 +12,32 @@ placement, and their spread. 8192² float32. Needs CuPy and nvcc.
 
 from __future__ import annotations
 
+import random
 import statistics
 import sys
-from pathlib import Path
 
 import cupy as cp
-
-ROOT = Path(__file__).resolve().parents[2]
-FLUSH = r"""
-extern "C" __global__ void read_flush(const uint4* __restrict__ p, long long n, unsigned* sink)
-{
-    unsigned acc = 0;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        const uint4 v = p[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x12345678u) *sink = acc;
-}
-"""
+from copylab import clean_flush, driver_copy, evict_first, time_interleaved
 
 
 def main() -> None:
     placements = int(sys.argv[1]) if len(sys.argv) > 1 else 8
     n = 8192
-    props = cp.cuda.runtime.getDeviceProperties(0)
-    sms, l2 = props["multiProcessorCount"], props["l2CacheSize"]
-    flush = cp.RawModule(code=FLUSH, options=("-arch=sm_90",)).get_function("read_flush")
-    source = (ROOT / "kernels" / "transpose" / "evict_first.cu").read_text()
-    transpose = cp.RawModule(code=source, backend="nvcc", options=(
-        "-arch=sm_90", "-DDTYPE=float", "-DELEM_SIZE=4", "-DTILE=64", "-DBLOCK_ROWS=8",
-        "-DGROUP=1", "-DLOAD_CACHE=1", "-DSTORE_CACHE=2")).get_function("transpose_evict_first")
-    flush_buf = cp.ones(2 * l2 // 4, dtype=cp.float32)
-    sink = cp.zeros(1, dtype=cp.uint32)
+    flush = clean_flush()
     rng = cp.random.default_rng(7)
-    host_rng = __import__("random").Random(7)
-    stream = cp.cuda.get_current_stream()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    host_rng = random.Random(7)
     rows = []
     keep: list[object] = []  # every buffer stays allocated: each placement is new memory
     for placement in range(placements):
         keep.append(cp.empty(host_rng.randrange(1, 64) * 2**21 + host_rng.randrange(0, 2**20),
-                             dtype=cp.uint8))
+                             dtype=cp.uint8))  # a spacer, so A and B land elsewhere
         a = rng.random((n, n), dtype=cp.float32)
         b = cp.empty_like(a)
-        tiles = n // 64
-        ops = {
-            "transpose": lambda: transpose((tiles * tiles,), (16, 8),
-                                           (a, b, cp.int32(n), cp.int32(n)),
-                                           shared_mem=64 * 65 * 4),
-            "copy": lambda: cp.cuda.runtime.memcpyAsync(
-                b.data.ptr, a.data.ptr, a.nbytes, cp.cuda.runtime.memcpyDeviceToDevice,
-                stream.ptr),
-        }
-        times: dict[str, list[float]] = {name: [] for name in ops}
-        for rep in range(50):
-            for name, run in ops.items():
-                flush((sms * 8,), (256,), (flush_buf, cp.int64(flush_buf.nbytes // 16), sink))
-                start.record()
-                run()
-                stop.record()
-                stop.synchronize()
-                if rep >= 10:
-                    times[name].append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
+        keep.append((a, b))
+        times = time_interleaved({"transpose": evict_first(a, b), "copy": driver_copy(a, b)},
+                                 flush, reps=50, warmup=10,
+                                 check={"transpose": lambda a=a, b=b: bool((b == a.T).all())},
+                                 poison=lambda b=b: b.fill(-1))
         t, c = statistics.median(times["transpose"]), statistics.median(times["copy"])
         spread = {k: (statistics.quantiles(v, n=4)[2] - statistics.quantiles(v, n=4)[0]) / 2
                   / statistics.median(v) for k, v in times.items()}
@@ -82,7 +45,6 @@ def main() -> None:
         print(f"placement {placement}: A at {a.data.ptr:#x}, B at {b.data.ptr:#x}: transpose "
               f"{t:.1f} us (±{spread['transpose']:.1%}), copy {c:.1f} us "
               f"(±{spread['copy']:.1%}), ratio {c / t:.3f}")
-        keep.append((a, b))  # the next placement's buffers are new memory
     ts, cs = [r[0] for r in rows], [r[1] for r in rows]
     ratios = [c / t for t, c in rows]
     print(f"over {placements} placements: transpose {min(ts):.1f}-{max(ts):.1f} us, copy "

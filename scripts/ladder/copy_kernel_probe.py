@@ -13,29 +13,11 @@ dram__bytes_write.sum,dram__bytes_read.sum python3 scripts/ladder/copy_kernel_pr
 from __future__ import annotations
 
 import cupy as cp
-
-SOURCE = r"""
-extern "C" __global__ void copy_unrolled(const uint4* __restrict__ a, uint4* __restrict__ b,
-                                         long long n)
-{
-    const long long base = blockIdx.x * (long long)blockDim.x * 8 + threadIdx.x;
-    uint4 v[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k)
-        if (base + k * blockDim.x < n) v[k] = a[base + k * blockDim.x];
-#pragma unroll
-    for (int k = 0; k < 8; ++k)
-        if (base + k * blockDim.x < n) b[base + k * blockDim.x] = v[k];
-}
-"""
+from copylab import driver_copy, sm_copy
 
 a = cp.ones(2**26, dtype=cp.float32)
 b = cp.empty_like(a)
-copy = cp.RawModule(code=SOURCE, options=("-arch=sm_90",)).get_function("copy_unrolled")
-vectors = a.nbytes // 16
 for _ in range(2):
-    cp.cuda.runtime.memcpyAsync(b.data.ptr, a.data.ptr, a.nbytes,
-                                cp.cuda.runtime.memcpyDeviceToDevice,
-                                cp.cuda.get_current_stream().ptr)
-    copy(((vectors + 2047) // 2048,), (256,), (a, b, cp.int64(vectors)))
+    driver_copy(a, b)()
+    sm_copy(a, b)()
 cp.cuda.Device().synchronize()

@@ -14,6 +14,7 @@ import itertools
 import statistics
 
 import cupy as cp
+from copylab import ARCH, clean_flush, device, driver_copy, time_interleaved
 
 SOURCE = r"""
 __device__ __forceinline__ uint4 load(const uint4* p)
@@ -89,16 +90,6 @@ extern "C" __global__ void copy_bulk(const char* __restrict__ a, char* __restric
     }
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
-extern "C" __global__ void read_flush(const uint4* __restrict__ p, long long n, unsigned* sink)
-{
-    unsigned acc = 0;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        const uint4 v = p[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x12345678u) *sink = acc;
-}
 """
 LOADS = {1: "plain", 2: "nc", 3: "evict-first"}
 STORES = {1: "plain", 2: "evict-first"}
@@ -106,55 +97,34 @@ STORES = {1: "plain", 2: "evict-first"}
 
 def main() -> None:
     n = 8192
-    props = cp.cuda.runtime.getDeviceProperties(0)
-    sms, l2 = props["multiProcessorCount"], props["l2CacheSize"]
+    sms, _ = device()
     a = cp.random.default_rng(1).random((n, n), dtype=cp.float32)
     b = cp.empty_like(a)
-    flush_buf = cp.ones(2 * l2 // 4, dtype=cp.float32)
-    sink = cp.zeros(1, dtype=cp.uint32)
     vectors = a.nbytes // 16
-    base = cp.RawModule(code=SOURCE, options=("-arch=sm_90", "-DV=1", "-DLOADS=1",
-                                              "-DSTORES=1", "-DCHUNK=1024", "-DSTAGES=2"))
-    flush = base.get_function("read_flush")
-    stream = cp.cuda.get_current_stream()
-    runs = {"memcpy_dtod": lambda: cp.cuda.runtime.memcpyAsync(
-        b.data.ptr, a.data.ptr, a.nbytes, cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)}
+    runs = {"memcpy_dtod": driver_copy(a, b)}
     for v, t, ld, st in itertools.product((4, 8, 16), (128, 256, 512), (1, 2, 3), (1, 2)):
-        if ld != 1 and (v, t) != (8, 256):
+        if (ld != 1 or st != 1) and (v, t) != (8, 256):
             continue  # the hints at one geometry
-        if st != 1 and (v, t) != (8, 256):
-            continue
         kernel = cp.RawModule(code=SOURCE, options=(
-            "-arch=sm_90", f"-DV={v}", f"-DLOADS={ld}", f"-DSTORES={st}", "-DCHUNK=1024",
+            ARCH, f"-DV={v}", f"-DLOADS={ld}", f"-DSTORES={st}", "-DCHUNK=1024",
             "-DSTAGES=2")).get_function("copy")
         grid = (vectors + v * t - 1) // (v * t)
         runs[f"V={v} T={t} loads {LOADS[ld]} stores {STORES[st]}"] = (
             lambda k=kernel, g=grid, tt=t: k((g,), (tt,), (a, b, cp.int64(vectors))))
     for chunk, stages, per_sm in itertools.product((8192, 16384, 32768), (2, 4), (1, 2, 4)):
         smem = chunk * stages
-        if smem * per_sm > 200 * 1024 or smem > 200 * 1024:
+        if smem * per_sm > 200 * 1024:
             continue
         kernel = cp.RawModule(code=SOURCE, options=(
-            "-arch=sm_90", "-DV=1", "-DLOADS=1", "-DSTORES=1", f"-DCHUNK={chunk}",
+            ARCH, "-DV=1", "-DLOADS=1", "-DSTORES=1", f"-DCHUNK={chunk}",
             f"-DSTAGES={stages}")).get_function("copy_bulk")
         kernel.max_dynamic_shared_size_bytes = smem
         runs[f"TMA bulk CHUNK={chunk} STAGES={stages} blocks an SM {per_sm}"] = (
             lambda k=kernel, g=sms * per_sm, sm=smem: k(
                 (g,), (32,), (a, b, cp.int64(a.nbytes)), shared_mem=sm))
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for rep in range(40):
-        for name, run in runs.items():
-            flush((sms * 8,), (256,), (flush_buf, cp.int64(flush_buf.nbytes // 16), sink))
-            start.record()
-            run()
-            stop.record()
-            stop.synchronize()
-            if rep == 0:
-                assert bool((b == a).all()), f"{name} is wrong"
-                b.fill(-1)
-            elif rep >= 8:
-                times[name].append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
+    times = time_interleaved(runs, clean_flush(), reps=40, warmup=8,
+                             check={name: lambda: bool((b == a).all()) for name in runs},
+                             poison=lambda: b.fill(-1))
     reference = statistics.median(times["memcpy_dtod"])
     print(f"{n}x{n} float32 copies after the clean flush, {len(times['memcpy_dtod'])} samples")
     for name, values in sorted(times.items(), key=lambda item: statistics.median(item[1])):

@@ -14,73 +14,24 @@ from __future__ import annotations
 
 import statistics
 import sys
-from pathlib import Path
 
 import cupy as cp
-
-ROOT = Path(__file__).resolve().parents[2]
-FLUSH = r"""
-extern "C" __global__ void read_flush(const uint4* __restrict__ p, long long n, unsigned* sink)
-{
-    unsigned acc = 0;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        const uint4 v = p[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x12345678u) *sink = acc;
-}
-extern "C" __global__ void copy_unrolled(const uint4* __restrict__ a, uint4* __restrict__ b,
-                                         long long n)
-{
-    const long long base = blockIdx.x * (long long)blockDim.x * 8 + threadIdx.x;
-    uint4 v[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k)
-        if (base + k * blockDim.x < n) v[k] = a[base + k * blockDim.x];
-#pragma unroll
-    for (int k = 0; k < 8; ++k)
-        if (base + k * blockDim.x < n) b[base + k * blockDim.x] = v[k];
-}
-"""
-
-
-def kernel(name: str, entry: str, **params: int):
-    source = (ROOT / "kernels" / "transpose" / f"{name}.cu").read_text()
-    options = ("-arch=sm_90", "-DDTYPE=float", "-DELEM_SIZE=4",
-               *(f"-D{key}={value}" for key, value in params.items()))
-    return cp.RawModule(code=source, options=options, backend="nvcc").get_function(entry)
+from copylab import clean_flush, device, driver_copy, evict_first, sm_copy, transpose_kernel
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
-    props = cp.cuda.runtime.getDeviceProperties(0)
-    sms, l2 = props["multiProcessorCount"], props["l2CacheSize"]
-    utility = cp.RawModule(code=FLUSH, options=("-arch=sm_90",))
-    flush_kernel, copy_kernel = (utility.get_function(e) for e in ("read_flush", "copy_unrolled"))
-    evict_first = kernel("evict_first", "transpose_evict_first", TILE=64, BLOCK_ROWS=8,
-                         GROUP=1, LOAD_CACHE=1, STORE_CACHE=2)
-    vectorized = kernel("vectorized", "transpose_vectorized", TILE=64, BLOCK_ROWS=8)
+    _, l2 = device()
     a = cp.random.default_rng(1).random((n, n), dtype=cp.float32)
     b = cp.empty_like(a)
-    flush_buf = cp.ones(2 * l2 // 4, dtype=cp.float32)
-    sink = cp.zeros(1, dtype=cp.uint32)
+    flush = clean_flush()
+    vectorized = transpose_kernel("vectorized", "transpose_vectorized", TILE=64, BLOCK_ROWS=8)
     tiles = (n + 63) // 64
-    shared = 64 * 65 * 4
-    vectors = a.nbytes // 16
-    stream = cp.cuda.get_current_stream()
-
-    def flush() -> None:
-        flush_kernel((sms * 8,), (256,), (flush_buf, cp.int64(flush_buf.nbytes // 16), sink))
-
     ops = {
         "nothing": lambda: None,
-        "memcpy_dtod": lambda: cp.cuda.runtime.memcpyAsync(
-            b.data.ptr, a.data.ptr, a.nbytes, cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr),
-        "SM copy (8 vectors a thread)": lambda: copy_kernel(
-            ((vectors + 2047) // 2048,), (256,), (a, b, cp.int64(vectors))),
-        "transpose evict_first": lambda: evict_first(
-            (tiles * tiles,), (16, 8), (a, b, cp.int32(n), cp.int32(n)), shared_mem=shared),
+        "memcpy_dtod": driver_copy(a, b),
+        "SM copy (8 vectors a thread)": sm_copy(a, b),
+        "transpose evict_first": evict_first(a, b),
         # vectorized.cu's tile is static shared memory: no dynamic shared memory to ask for.
         "transpose vectorized": lambda: vectorized(
             (tiles, tiles), (16, 8), (a, b, cp.int32(n), cp.int32(n))),
@@ -95,7 +46,7 @@ def main() -> None:
             run()
             events[1].record()
             events[2].record()
-            flush()
+            flush()  # the write-back the operation left, on the clock this time
             events[3].record()
             events[3].synchronize()
             if name.startswith("transpose") and rep == 0:
