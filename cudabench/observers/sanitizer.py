@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.errors import UsageError
+from cudabench.planning.plan import Insight, Plan, PlannedVariant
+from cudabench.planning.timing import TimingPolicy
 
 # The child process a tool (compute-sanitizer, ncu) wraps: named, not imported, so that the
 # observers stay below the runner that the child uses.
@@ -28,8 +30,6 @@ CHILD_MODULE = "cudabench.runner.child"
 # verified result under the tool (runner/child.py).
 NOT_RUN = 3
 NOT_RUN_MARK = "cudabench child: the checked launch did not run:"
-from cudabench.planning.plan import Insight, Plan, PlannedVariant
-from cudabench.planning.timing import TimingPolicy
 
 TIMEOUT_S = 600
 # The least a run under the sanitizer needs: the warm-up's two launches, the checked one,
