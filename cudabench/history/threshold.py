@@ -69,19 +69,19 @@ def threshold_from_medians(medians: Sequence[float], floor: float = DEFAULT_FLOO
     return scaled, f"{source} x {multiple:g}"
 
 
-def auto_threshold(store: Store, key: Benchmark | BenchmarkResult, gpu_model: str,
+def auto_threshold(store: Store, benchmark: Benchmark | BenchmarkResult, gpu_model: str,
                    floor: float = DEFAULT_FLOOR, multiple: float = DEFAULT_MULTIPLE,
                    min_runs: int = DEFAULT_MIN_RUNS, last: int = DEFAULT_LAST,
                    exclude_run: int | None = None, cap: float = DEFAULT_CAP
                    ) -> tuple[float, str]:
     """Return (threshold, source text) for a benchmark on a GPU model from the store.
 
-    key is a Benchmark or the result whose benchmark it is (its L2 flush included: medians
+    benchmark is a Benchmark or the result whose benchmark it is (its L2 flush included: medians
     after another flush are not its history). The threshold is multiple x the between-run
     spread of its last `last` medians (at least floor) when the store holds min_runs runs or
     more, else the floor.
     """
-    bench = key if isinstance(key, Benchmark) else Benchmark.of(key)
+    bench = benchmark if isinstance(benchmark, Benchmark) else Benchmark.of(benchmark)
     points = store.series(bench, gpu_model, last=last, exclude_run=exclude_run)
     return threshold_from_medians([p.median_s for p in points], floor, multiple, min_runs,
                                   cap)
