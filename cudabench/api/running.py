@@ -70,7 +70,7 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
         "warmup": policy.warmup_s, "min_samples": policy.min_samples,
         "max_samples": policy.max_samples, "precision": policy.precision,
         "max_time": policy.max_time_s, "timeout": policy.timeout_s,
-        "compile_timeout": policy.compile_timeout_s,
+        "compile_timeout": policy.compile_timeout_s, "rounds": policy.rounds,
     }
     requests = build_requests(op, {}, **options)
     keep = _seconds(keep_workers, "keep_workers")
@@ -251,7 +251,8 @@ def _command(op: str, options: Mapping[str, Any], device: int) -> list[str]:
                                ("--max-time", "max_time", defaults.max_time_s),
                                ("--timeout", "timeout", defaults.timeout_s),
                                ("--compile-timeout", "compile_timeout",
-                                defaults.compile_timeout_s)):
+                                defaults.compile_timeout_s),
+                               ("--rounds", "rounds", defaults.rounds)):
         if options[key] != default:
             argv += [flag, str(options[key])]
     if options.get("l2_flush", DEFAULT_L2_FLUSH) != DEFAULT_L2_FLUSH:

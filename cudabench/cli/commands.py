@@ -38,6 +38,7 @@ from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.render import terminal
 from cudabench.results import BenchmarkResult, RunOutcome
+from cudabench.results.rounds import pool_all, pooling
 from cudabench.results.writer import ResultsWriter
 
 if TYPE_CHECKING:  # Ray's glue is imported by a --cluster run alone
@@ -171,6 +172,7 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
     """Run the plans where placement says, streaming rows to the writer; return the outcome
     and the engine's versions."""
     copies = len(slots) if slots and placement.replicate else 1
+    in_rounds = any(plan.timing.rounds > 1 for plan in plans)
     gpus = len(slots) if slots else 2 if cluster is not None else 1  # a cluster: several
     versions: dict[str, str] = {}
     with terminal.progress(count_rows(plans, copies), terminal.stderr_console(),
@@ -191,12 +193,16 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
             if writer is not None:
                 writer.start(engine_versions)
 
+        # --rounds: each row reaches the writer and the tables pooled over its rounds
+        listen = pooling(on_result)[0] if in_rounds else on_result
         if cluster is not None:
-            outcome = cluster.run(plans, spec, on_result, on_start)
+            outcome = cluster.run(plans, spec, listen, on_start)
         else:
             # --best re-measures close calls after the run: in the same warm worker
-            outcome = run_plans(plans, spec, on_result, on_start=on_start, devices=slots,
+            outcome = run_plans(plans, spec, listen, on_start=on_start, devices=slots,
                                 replicate=placement.replicate, keep_worker=outputs.best)
+    if in_rounds:
+        outcome = dataclasses.replace(outcome, results=tuple(pool_all(outcome.results)))
     if writer is not None:
         writer.write(complete=True)
     return outcome, versions

@@ -59,6 +59,9 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
                   for option, param in shortcuts.items()}
         if best_out is not None and not best:
             raise UsageError("--best-out needs --best")
+        if best and options["rounds"] != 1:
+            raise UsageError("--best measures each configuration once and re-measures close "
+                             "calls head to head, interleaved: use it without --rounds")
         outputs = Outputs.of(options, json_path=json_path, markdown_path=markdown_path,
                              best=best, best_out=best_out)
         settings = tune_settings(options, best)

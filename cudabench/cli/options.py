@@ -215,6 +215,10 @@ def timing_options(function: F) -> F:
                      "it is killed and reported TIMEOUT."),
         click.option("--compile-timeout", type=float, default=defaults.compile_timeout_s,
                      show_default=True, help="Seconds a variant's compile may take."),
+        click.option("--rounds", type=int, default=defaults.rounds, show_default=True,
+                     help="Measure each benchmark's rows N times in alternating order, on "
+                     "buffers placed afresh each round, and pool each row's samples: ratios "
+                     "between rows then hold to a few tenths of a percent."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -395,7 +399,7 @@ def build_requests(op: str, shortcuts: dict[str, tuple[str, str | None]], **opti
         warmup_s=options["warmup"], min_samples=options["min_samples"],
         max_samples=options["max_samples"], precision=options["precision"],
         max_time_s=options["max_time"], timeout_s=options["timeout"],
-        compile_timeout_s=options["compile_timeout"],
+        compile_timeout_s=options["compile_timeout"], rounds=options.get("rounds", 1),
     )
     size = options["size"]
     sizes = expand_sizes(size) if size and ("," in size or ".." in size) else [size]

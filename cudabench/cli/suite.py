@@ -5,6 +5,7 @@
     precision = 0.005
     min_samples = 20
     warmup = 0.05
+    rounds = 1                    # each benchmark's rows measured N times, pooled (--rounds)
 
     kernels_dirs = ["kernels_extra"]   # optional, relative to the config file
 
@@ -43,7 +44,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 DEFAULT_FILES = ("cudabench.toml", "pyproject.toml")
 TIMING_KEYS = {"warmup": "warmup_s", "min_samples": "min_samples", "max_samples": "max_samples",
                "precision": "precision", "max_time": "max_time_s", "timeout": "timeout_s",
-               "compile_timeout": "compile_timeout_s"}
+               "compile_timeout": "compile_timeout_s", "rounds": "rounds"}
+INTEGER_KEYS = {"min_samples", "max_samples", "rounds"}
 BENCHMARK_KEYS = {"op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed",
                   "sanitize", "full_check", "l2_flush"}
 
@@ -176,6 +178,8 @@ def _timing(table: Any, where: str) -> TimingPolicy:
     for key, value in table.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise UsageError(f"{where}: timing.{key}: expected a number")
+        if key in INTEGER_KEYS and not isinstance(value, int):
+            raise UsageError(f"{where}: timing.{key}: expected a whole number, not {value}")
         values[TIMING_KEYS[key]] = value
     try:
         return TimingPolicy(**values).validate()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,7 @@ class Job:
     variant: PlannedVariant | None = None
     reference: str = ""  # a reference row's name, or (kind VENDOR) the vendor library's
     kind: Kind = Kind.VARIANT
+    round: int = 0  # which of the plan's --rounds (0: the first, or the only one)
 
     @property
     def name(self) -> str:
@@ -34,11 +37,16 @@ class Job:
 
 def jobs_of(plans: list[Plan] | tuple[Plan, ...]) -> list[Job]:
     """Return every variant of every plan, each plan's vendor and reference rows after its
-    variants.
+    variants, in rounds where the plans ask for them (TimingPolicy.rounds).
 
     A vendor or reference row is measured once per op, shape, dtype and cache state, however
     many plans (suite entries) share them: it would be the same row twice.
     """
+    return in_rounds(plans, _one_round(plans))
+
+
+def _one_round(plans: list[Plan] | tuple[Plan, ...]) -> list[Job]:
+    """Return jobs_of's jobs as one round."""
     jobs, referenced = [], set()
     for index, plan in enumerate(plans):
         jobs += [Job(index, variant=v) for v in plan.variants]
@@ -53,6 +61,41 @@ def jobs_of(plans: list[Plan] | tuple[Plan, ...]) -> list[Job]:
                 referenced.add(key)
                 jobs.append(Job(index, reference=name, kind=kind))
     return jobs
+
+
+def in_rounds(plans: Sequence[Plan], jobs: list[Job]) -> list[Job]:
+    """Return the jobs with each benchmark's repeated plan.timing.rounds times, in
+    alternating order (forward, backward, forward...): a row that runs early in one round
+    runs late in the next, so that drift through a round favours no row. A benchmark is a
+    run of consecutive jobs at one op, shape, dtype, cache state and seed: the rows one table
+    compares. A --best search's configurations are measured once (the search's head to head
+    re-measures close calls)."""
+    repeated: list[Job] = []
+    for group in _benchmarks(plans, jobs):
+        plan = plans[group[0].plan_index]
+        rounds = 1 if plan.tuning else plan.timing.rounds
+        if rounds == 1:
+            repeated += group
+            continue
+        for index in range(rounds):
+            order = group if index % 2 == 0 else group[::-1]
+            repeated += [dataclasses.replace(job, round=index) for job in order]
+    return repeated
+
+
+def _benchmarks(plans: Sequence[Plan], jobs: list[Job]) -> list[list[Job]]:
+    """Split jobs into runs of consecutive jobs of one benchmark."""
+    groups: list[list[Job]] = []
+    last: tuple[object, ...] | None = None
+    for job in jobs:
+        plan = plans[job.plan_index]
+        key = (plan.op.name, tuple(plan.shape), plan.dtype.name, plan.hot, plan.seed,
+               plan.timing.rounds, job.plan_index if plan.tuning else None)
+        if key != last:
+            groups.append([])
+            last = key
+        groups[-1].append(job)
+    return groups
 
 
 @dataclass(frozen=True)

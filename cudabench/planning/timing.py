@@ -16,6 +16,7 @@ from cudabench.common.stats import median_precision, summarize
 from cudabench.errors import UsageError
 
 Clock = Callable[[], float]
+MAX_ROUNDS = 100  # --rounds: beyond this the rounds' own overhead dwarfs what they average
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,11 @@ class TimingPolicy:
     max_time_s: float = 1.0  # wall-clock budget for sampling one variant
     timeout_s: float = 60.0  # a variant's GPU work (not its compile) must end within this
     compile_timeout_s: float = 600.0  # and its compile within this
+    # Each benchmark's rows measured this many times, in alternating order, each round on
+    # buffers placed afresh, and pooled (measure/jobs.py, results/rounds.py): the ratio
+    # between two rows then averages the placement and drift that one round would give one
+    # row and not the other.
+    rounds: int = 1
 
     def validate(self) -> TimingPolicy:
         """Raise UsageError naming the flag of the first bad value; return self."""
@@ -46,6 +52,7 @@ class TimingPolicy:
             (self.max_time_s > 0, "--max-time must be > 0 seconds"),
             (self.timeout_s > 0, "--timeout must be > 0 seconds"),
             (self.compile_timeout_s > 0, "--compile-timeout must be > 0 seconds"),
+            (1 <= self.rounds <= MAX_ROUNDS, f"--rounds must be 1 to {MAX_ROUNDS}"),
         ]
         for ok, message in checks:
             if not ok:

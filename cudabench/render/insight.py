@@ -99,9 +99,22 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
         columns += [Column("energy/launch", joules), Column(unit, per_joule)]
     if any(r.transfers for r in rows):
         columns += _transfer_columns()
+    if any(r.rounds > 1 for r in rows):
+        columns.append(Column("rounds", _rounds_cell))
     metrics = list(dict.fromkeys(m for r in rows for m in r.counters))
     columns += [Column(counters.short_label(m), _counter_cell(m)) for m in metrics]
     return columns
+
+
+def _rounds_cell(r: BenchmarkResult) -> str:
+    """Return a pooled row's rounds and half the range of their medians, against its
+    median: how far one round alone could have put it."""
+    medians, median = r.round_medians_s, r.median_s
+    if r.rounds <= 1:
+        return "-"
+    if len(medians) < 2 or not median:
+        return str(r.rounds)
+    return f"{r.rounds}: ±{(max(medians) - min(medians)) / 2 / median:.2%}"
 
 
 def _transfer_columns() -> list[Column]:
@@ -164,6 +177,11 @@ def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
                      if not rows[0].hot else "batch (warm): back-to-back launches, per launch")
     elif any(r.l2_flush == "memset" for r in rows):  # not the default: say so
         lines.append(f"cold L2: {flush}")
+    rounds = max((r.rounds for r in rows), default=1)
+    if rounds > 1:
+        lines.append(f"rounds: each row pools {rounds} rounds, run in alternating order, each "
+                     "on buffers placed afresh (behind the times: half the range of the "
+                     "rounds' medians); counters, energy and transfers from the first round")
     lines += _telemetry_lines(rows)
     link = next((r.transfers.get("link_peak_bytes_per_s") for r in rows if r.transfers), None)
     if any(r.transfers for r in rows):

@@ -81,6 +81,8 @@ def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, 
         "energy": dict(result.energy),
         "transfers": _json_ready(result.transfers),
         **({"phases": dict(result.phases)} if result.phases else {}),
+        **({"rounds": result.rounds, "round_medians_s": list(result.round_medians_s)}
+           if result.rounds > 1 else {}),
     }
 
 
@@ -247,6 +249,8 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         transfers=_mapping(data, "transfers", check),
         phases=_seconds(data, "phases", check),
         l2_flush=_l2_flush(data, check),
+        rounds=_rounds(data, check),
+        round_medians_s=_samples(data, "round_medians_s", check),
     )
     _check_consistent(result, data, check)
     return result
@@ -262,6 +266,13 @@ def _check_consistent(result: BenchmarkResult, data: Mapping[str, Any], check: C
     if result.status in (Status.PASS, Status.SUSPECT, Status.REF):
         check.expect(bool(result.samples_s), "samples_s",
                      f"a non-empty list: a {result.status.value} row was timed")
+
+
+def _rounds(data: Mapping[str, Any], check: Checker) -> int:
+    """Return how many rounds the row pools (--rounds; 1 in files without the field)."""
+    rounds = data.get("rounds", 1)
+    check.expect(_is_int(rounds) and rounds >= 1, "rounds", "an integer, at least 1")
+    return int(rounds)
 
 
 def _l2_flush(data: Mapping[str, Any], check: Checker) -> str:

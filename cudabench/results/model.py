@@ -144,6 +144,10 @@ class BenchmarkResult:
     # How the L2 was flushed before each cold sample ("clean" or "memset", --l2-flush): the
     # plan's, on every row of a cold plan (sampled or not); "" on --hot rows.
     l2_flush: str = ""
+    # --rounds: how many rounds the row pools (1: measured once), and the median of each
+    # round that was timed, in round order (empty for a row measured once).
+    rounds: int = 1
+    round_medians_s: tuple[float, ...] = ()
 
     @property
     def gpu_sampling_s(self) -> float:

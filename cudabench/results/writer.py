@@ -20,6 +20,7 @@ from cudabench.results.codec import (
     device_to_dict,
 )
 from cudabench.results.model import BenchmarkResult, DeviceInfo
+from cudabench.results.rounds import identity
 
 
 def git_commit(directory: Path) -> dict[str, Any]:
@@ -55,6 +56,8 @@ class ResultsWriter:
         self.devices: list[DeviceInfo] = []
         self.benchmarks: list[dict[str, Any]] = []
         self._encoded: list[str] = []  # each benchmark's JSON text, made once
+        # each benchmark's identity and rounds: a later round's row replaces its earlier one
+        self._rounds: list[tuple[object, int]] = []
 
     def start(self, engine_versions: Mapping[str, str]) -> None:
         """Record the engine's versions. Nothing is written yet: a run that measures
@@ -63,7 +66,8 @@ class ResultsWriter:
 
     def add(self, result: BenchmarkResult, write: bool = True) -> None:
         """Append one benchmark (its device listed once) and rewrite the file (unless write
-        is False: a caller adding many rows at once writes once after them)."""
+        is False: a caller adding many rows at once writes once after them). A row pooled
+        over one more round (--rounds) replaces the row of its earlier rounds."""
         index = None
         if result.device is not None:
             known = [device.identity for device in self.devices]
@@ -78,8 +82,16 @@ class ResultsWriter:
         # Encoded before it is kept: a row that cannot be written leaves both lists as
         # they were.
         text = json.dumps(row, indent=1, allow_nan=False)
-        self.benchmarks.append(row)
-        self._encoded.append("\n".join("  " + line for line in text.split("\n")))
+        encoded = "\n".join("  " + line for line in text.split("\n"))
+        earlier = (identity(result), result.rounds - 1)
+        if result.rounds > 1 and earlier in self._rounds:
+            at = len(self._rounds) - 1 - self._rounds[::-1].index(earlier)
+            self.benchmarks[at], self._encoded[at] = row, encoded
+            self._rounds[at] = (earlier[0], result.rounds)
+        else:
+            self.benchmarks.append(row)
+            self._encoded.append(encoded)
+            self._rounds.append((identity(result), result.rounds))
         if write:
             self.write(complete=False)
 

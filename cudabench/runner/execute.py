@@ -13,6 +13,7 @@ from cudabench.engines.protocol import Engine
 from cudabench.errors import OpFileError
 from cudabench.planning.plan import Plan
 from cudabench.measure.ahead import compile_requests
+from cudabench.measure.placement import Spacer
 from cudabench.measure.references import run_reference
 from cudabench.measure.resident import RESIDENT
 from cudabench.measure.variant import run_variant
@@ -41,11 +42,13 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
     prepared: dict[object, Prepared] = {}
     results = []
     phase: OnPhase = on_phase or _no_phase
+    spacer = Spacer()
     for index, job in enumerate(jobs):
         plan = plans[job.plan_index]
         phase("job", index)
         CLOCK.take()  # this row's phases start now
         with CLOCK.phase("other"):  # what no phase below names
+            spacer.move(engine, job.round)  # a later round's buffers land elsewhere
             result, prepared = _run_job(plans, job, engine, prepared,
                                         functools.partial(phase, "gpu", index))
         spent = CLOCK.take()
@@ -56,6 +59,7 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
             on_result(result)
         if engine.faulted:
             break
+    spacer.release(engine)
     RESIDENT.release(engine)
     return results
 
@@ -64,6 +68,9 @@ def _run_job(plans: Sequence[Plan], job: Job, engine: Engine, prepared: dict[obj
              on_gpu: Callable[[], None]) -> tuple[BenchmarkResult, dict[object, Prepared]]:
     """Run one job; return its row and the prepared inputs kept for the next."""
     plan = plans[job.plan_index]
+    if job.round:  # what a row measures once (results/rounds.py keeps the first round's)
+        plan = dataclasses.replace(plan, sanitize=None, insight=dataclasses.replace(
+            plan.insight, counters=(), energy_s=0.0, transfers=False))
     key = inputs_key(plan)
     if key not in prepared:
         RESIDENT.release(engine)  # the last benchmark's inputs are done with

@@ -35,7 +35,9 @@
 # a phase that would start after it is skipped and counted failed, and the packing still
 # happens, so a 600-second device call always gets its logs back. KERNELS_DIR adds a folder
 # of draft variants (--kernels-dir) to every command. CUDABENCH overrides the command
-# (default: python3 -m cudabench, run from the repository's root). Where PyCUDA is not
+# (default: python3 -m cudabench, run from the repository's root). ROUNDS=N measures each
+# bench goal in N pooled rounds (--rounds: the ratio with placement and drift averaged out,
+# at N times the GPU time). Where PyCUDA is not
 # importable and .device-kit/setup.sh exists, it is sourced. Exit status: the number of
 # failed commands (0: all passed), capped at 100.
 set -uo pipefail
@@ -243,7 +245,8 @@ ${DOT_V[*]} --size 1001,1000003 --dtype \$d -p BLOCK=32,1024 \
             "dot_1_26:dot --size 1<<26"; do
             name=${spec%%:*}
             read -r -a args <<<"${spec#*:}"
-            step "$b" "$name" "${args[@]}" --variant all --json "$b/$name.json" \
+            step "$b" "$name" "${args[@]}" --variant all ${ROUNDS:+--rounds "$ROUNDS"} \
+                --json "$b/$name.json" \
                 --markdown "$b/$name.md" || failed=$((failed + 1))
         done
         python3 scripts/ladder/summarize.py "$b"/*.json | tee "$out/summary.txt"

@@ -46,6 +46,21 @@ def test_command_passes_and_writes_json(tmp_path, args):
         validate(document)
 
 
+def test_rounds_pool_each_row_and_place_each_round_afresh(tmp_path):
+    path = tmp_path / "rounds.json"
+    result = CliRunner().invoke(cli, ["transpose", "--size", "2048", "--variant", "vectorized",
+                                      "--rounds", "4", *QUICK, "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    loaded = load_results(path)
+    assert [b.variant for b in loaded.benchmarks] == ["vectorized", "cuBLAS", "memcpy_dtod"]
+    timed = [b for b in loaded.benchmarks if b.samples_s]  # cuBLAS: SKIP without CuPy
+    assert timed[0].variant == "vectorized" and timed[-1].variant == "memcpy_dtod"
+    for bench in timed:
+        assert bench.rounds == 4 and len(bench.round_medians_s) == 4
+        assert len(bench.samples_s) >= 4 * 5
+    assert "rounds: each row pools 4 rounds" in result.output
+
+
 def test_info_shows_the_gpu():
     result = CliRunner().invoke(cli, ["info"])
     assert result.exit_code == 0, result.output
