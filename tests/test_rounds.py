@@ -13,7 +13,8 @@ from helpers import invoke
 from cudabench.engines.fake_engine import FakeEngine, FakeSpec
 from cudabench.engines.fake_kernels import Fault
 from cudabench.measure.jobs import jobs_of
-from cudabench.measure.placement import UNIT, Spacer, spacer_bytes
+from cudabench.measure.memory import need
+from cudabench.measure.placement import MAX_BYTES, STEP, STEPS, Spacer, spacer_bytes
 from cudabench.planning.plan import Request, make_plan
 from cudabench.planning.timing import TimingPolicy
 from cudabench.results import load_results
@@ -94,13 +95,20 @@ def test_each_later_round_holds_a_spacer_of_its_own_size():
     assert engine.allocated_bytes == 0
 
 
-def test_spacer_sizes_differ_for_61_rounds_and_stay_a_small_share_of_memory():
+def test_spacer_sizes_differ_for_8_rounds_in_a_row_and_stay_a_small_share_of_memory():
     h100 = 80 * 2**30
-    sizes = [spacer_bytes(r, h100) for r in range(1, 62)]
-    assert sorted(sizes) == [units * UNIT for units in range(1, 62)]
+    for first in (1, 5, 9):
+        sizes = [spacer_bytes(r, h100) for r in range(first, first + STEPS)]
+        assert sorted(sizes) == [k * STEP for k in range(1, STEPS + 1)]
     assert spacer_bytes(0, h100) == 0
-    small = [spacer_bytes(r, 2**30) for r in range(1, 62)]
-    assert len(set(small)) == 61 and max(small) <= 2**30 // 256
+    assert max(spacer_bytes(r, h100) for r in range(1, 20)) == MAX_BYTES
+    small = [spacer_bytes(r, 2**30) for r in range(1, STEPS + 1)]
+    assert len(set(small)) == STEPS and max(small) <= 2**30 // 256
+
+
+def test_the_memory_check_counts_the_spacer():
+    plain, rounds = plan_of(1, size="1024"), plan_of(3, size="1024")
+    assert need(rounds).device_bytes == need(plain).device_bytes + MAX_BYTES
 
 
 def test_a_spacer_that_does_not_fit_is_left_out():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.errors import UsageError
-from cudabench.measure import guards
+from cudabench.measure import guards, placement
 from cudabench.planning.plan import Plan, header_variables
 from cudabench.common.units import format_bytes, shape_text
 
@@ -54,6 +54,8 @@ def need(plan: Plan, shape: Sequence[int] | None = None) -> Need:
         biggest = max(biggest, 2 * sum(n + 2 * guards.guard_bytes(n) for n in sizes))
     reference = op.bytes_moved(shape, types) if op.references else 0
     device = max(biggest, reference) + FLUSH_BYTES
+    if plan.timing.rounds > 1:  # a later round's buffers sit behind a spacer
+        device += placement.MAX_BYTES
     # The inputs, a float64 copy of them, and the reference with the verification's
     # float64 temporaries (the result, a bound, differences).
     host = input_bytes + input_elements * 8 + 5 * max(written, 1) * 8

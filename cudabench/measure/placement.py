@@ -3,6 +3,8 @@
 A memory-bound kernel's time depends on where its buffers sit in memory: on an H100 the
 same transpose beside the same copy gave ratios of 0.966 to 0.974 over ten placements of
 its buffers (docs/kernels.md, alloc_spread.py), while each row's own spread said ±0.1-0.5%.
+The spacer moves the buffers' addresses; whether their physical pages move too the driver
+does not say, but rounds placed so gave per-round ratios as spread as those placements.
 Freed buffers are handed out again at the same addresses, so rounds alone would measure one
 placement N times. Before each later round a spacer of a size of its own is allocated and
 held through the round: the round's buffers are allocated after it, elsewhere, and every
@@ -16,21 +18,25 @@ from typing import Any
 from cudabench.engines.protocol import Engine
 from cudabench.errors import CudabenchError
 
-UNIT = 2 << 20  # 2 MiB: the granularity large allocations are placed at
+STEP = 32 << 20  # on an H100 a 256 MiB buffer moved by whole 32 MiB steps (below)
 PAGE = 4096
-SIZES = 61  # spacer sizes cycle through 1..61 units, a prime: no two nearby rounds alike
-MEMORY_SHARE = 256  # a spacer takes at most this share of the GPU's memory
+STEPS = 8  # spacers of 1..8 steps, a different size for each of 8 rounds in a row
+MAX_BYTES = STEPS * STEP  # the most a spacer holds (memory.need counts it)
+MEMORY_SHARE = 2048  # a step is at most this share of the GPU's memory (a smaller GPU)
 
 
 def spacer_bytes(round_index: int, memory_bytes: int) -> int:
-    """Return the spacer held through a round: none for the first, then 1 to 61 units, a
-    different size for each of the next 61 rounds. A unit is 2 MiB (2-122 MiB on any GPU of
-    16 GiB or more), smaller on a smaller GPU, so that a spacer takes at most 1/256 of its
-    memory."""
+    """Return the spacer held through a round: none for the first, then 1 to 8 steps of
+    32 MiB (less on a GPU under 64 GiB, so that a spacer stays within 1/256 of its memory),
+    a different size for each of any 8 rounds in a row.
+
+    Steps, not a finer size: on an H100 (2026-11-27, scripts/gpu-checks/rounds.sh) two
+    8192² float32 buffers allocated after spacers of 6 to 102 MiB moved down by the spacer
+    rounded up to 32 MiB, and a 6 MiB spacer, which fitted a gap, moved nothing."""
     if round_index <= 0:
         return 0
-    unit = min(UNIT, max(PAGE, memory_bytes // (MEMORY_SHARE * SIZES) // PAGE * PAGE))
-    return (1 + (round_index * 37) % SIZES) * unit  # 37 is coprime to 61: a permutation
+    step = min(STEP, max(PAGE, memory_bytes // MEMORY_SHARE // PAGE * PAGE))
+    return (1 + (round_index * 3) % STEPS) * step  # 3 is coprime to 8: a permutation
 
 
 class Spacer:

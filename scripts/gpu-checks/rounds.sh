@@ -25,13 +25,14 @@ from cudabench.measure.placement import Spacer
 engine = PycudaSpec(0).open()
 n = 8192 * 8192 * 4
 spacer, seen = Spacer(), []
-for round_index in range(6):
+for round_index in range(10):
     spacer.move(engine, round_index)
     a, b = engine.allocate(n), engine.allocate(n)
     seen.append((int(a), int(b)))
     print(f"round {round_index}: A at {int(a):#x}, B at {int(b):#x}")
     engine.free(a), engine.free(b)
 spacer.release(engine)
+engine.close()
 print(f"moved: {len(set(seen))} placements in {len(seen)} rounds")
 PY
 step gpu-test 120 python3 -m pytest -m gpu tests/gpu/test_cli_gpu.py -q -p no:cacheprovider -rfE -k "rounds or command_passes"
