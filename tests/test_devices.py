@@ -395,3 +395,26 @@ def test_a_worker_whose_parent_is_killed_ends(tmp_path):
     while alive() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not alive(), "the worker outlived its killed parent"
+
+
+@pytest.mark.parametrize("value, refused", [("1", True), (" 1 ", True), ("0", False),
+                                            ("", False), (None, False)])
+def test_launch_blocking_is_refused_before_the_gpu_is_touched(value, refused):
+    from cudabench.engines.visibility import refuse_launch_blocking
+    from cudabench.errors import GpuEnvironmentError
+
+    environ = {} if value is None else {"CUDA_LAUNCH_BLOCKING": value}
+    if not refused:
+        refuse_launch_blocking(environ)
+        return
+    with pytest.raises(GpuEnvironmentError, match="unset it"):
+        refuse_launch_blocking(environ)
+
+
+def test_the_pycuda_engine_refuses_launch_blocking_before_importing_pycuda(monkeypatch):
+    from cudabench.engines.pycuda_engine import PycudaSpec
+    from cudabench.errors import GpuEnvironmentError
+
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    with pytest.raises(GpuEnvironmentError, match="CUDA_LAUNCH_BLOCKING=1"):
+        PycudaSpec(0).open()

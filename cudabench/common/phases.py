@@ -28,6 +28,15 @@ class PhaseClock:
         self._open.append(frame)
         try:
             yield
+        except Exception as exc:
+            # The innermost phase an error left, for its message: a fault surfaces at the
+            # next synchronisation, and the phase says which of a row's steps that was.
+            if getattr(exc, "phase", None) is None:
+                try:
+                    exc.phase = name  # type: ignore[attr-defined]
+                except AttributeError:  # an exception type with __slots__
+                    pass
+            raise
         finally:
             elapsed = time.perf_counter() - frame[0]
             self._open.pop()

@@ -44,7 +44,7 @@ from cudabench.engines.utility_kernels import (
     differ_mask,
     stamp_clock_mhz,
 )
-from cudabench.engines.visibility import visible_entries
+from cudabench.engines.visibility import refuse_launch_blocking, visible_entries
 from cudabench.errors import GpuEnvironmentError, LaunchRefused
 from cudabench.ops.vendor import VendorCall
 
@@ -111,6 +111,7 @@ class PycudaEngine:
     """One GPU, its context and everything allocated on it (the Engine protocol)."""
 
     def __init__(self, device_index: int = 0) -> None:
+        refuse_launch_blocking()
         self.cuda = load_pycuda()
         if not 0 <= device_index < self.cuda.Device.count():
             raise GpuEnvironmentError(

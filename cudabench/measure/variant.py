@@ -167,9 +167,11 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
         return dataclasses.replace(measured_row, suspect=roofs.suspect(
             measured_row, measured_row.compute_type, measured_row.unit or "cuda"))
     except KernelFault as exc:
+        seen = getattr(exc, "phase", None)
         return row(
             verification=FAULTED,
-            error=f"{variant.path}: the kernel faulted on the GPU ({exc}); the variants after "
+            error=f"{variant.path}: the kernel faulted on the GPU ({exc}"
+            + (f"; seen in the {seen}" if seen else "") + "); the variants after "
             "it ran in a fresh process. `compute-sanitizer python3 -m cudabench ...` shows the "
             "bad access",
         )
