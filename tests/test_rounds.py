@@ -22,6 +22,8 @@ from cudabench.results.model import BenchmarkResult, Kind, Status, Verification
 from cudabench.results.rounds import pool_all, pooled
 from cudabench.results.schema import validate
 from cudabench.results.writer import ResultsWriter
+from cudabench.runner.execute import run_jobs
+from cudabench.runner.pipeline import run_plans
 
 QUICK = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05", "--no-batch"]
 
@@ -59,7 +61,7 @@ def test_a_search_configuration_is_measured_once():
 def test_rounds_out_of_range_is_a_usage_error(rounds):
     result = invoke("transpose", "--size", "64", "--rounds", str(rounds))
     assert result.exit_code == 2
-    assert "--rounds must be 1 to 100" in result.stderr
+    assert "--rounds must be a whole number from 1 to 100" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
 
 
@@ -70,7 +72,7 @@ def test_rounds_with_best_is_a_usage_error():
 
 
 @pytest.mark.parametrize("value, message", [("2.5", "expected a whole number"),
-                                            ("0", "--rounds must be 1 to 100")])
+                                            ("0", "--rounds must be a whole number from 1 to 100")])
 def test_a_suite_s_rounds_are_checked(tmp_path, value, message):
     suite = tmp_path / "cudabench.toml"
     suite.write_text(f'[timing]\nrounds = {value}\n\n[[benchmark]]\nop = "dot"\nsize = "1024"\n')
@@ -113,11 +115,60 @@ def test_the_memory_check_counts_the_spacer():
 
 def test_a_spacer_that_does_not_fit_is_left_out():
     engine = FakeEngine(FakeSpec(memory_bytes=2**20))
+    engine.allocated_bytes = engine.spec.memory_bytes  # the GPU is full
     spacer = Spacer()
-    spacer.move(engine, 1)  # 4 KiB fits; ask for more than there is
-    engine.allocated_bytes = engine.spec.memory_bytes
-    spacer.move(engine, 2)  # no error: the round runs without it
+    spacer.move(engine, 1)  # no error: the round runs without it
+    assert engine.allocated_bytes == engine.spec.memory_bytes
     spacer.release(engine)
+    assert engine.allocated_bytes == engine.spec.memory_bytes
+
+
+def test_each_round_s_buffers_are_allocated_behind_its_spacer():
+    engine = FakeEngine(FakeSpec())
+    sizes: list[int] = []
+    allocate = engine.allocate
+    engine.allocate = lambda nbytes: sizes.append(nbytes) or allocate(nbytes)  # type: ignore
+    plans = [plan_of(3)]
+    rows = run_jobs(plans, jobs_of(plans), engine)
+    memory = engine.info.memory_bytes
+    spacers = [spacer_bytes(r, memory) for r in (1, 2)]
+    assert [size for size in sizes if size in spacers] == spacers  # one each, in order
+    first_spacer = sizes.index(spacers[0])
+    assert any(size > 64 * 64 for size in sizes[first_spacer + 1:])  # a round's buffers
+    assert [r.round_index for r in rows] == [0] * 4 + [1] * 4 + [2] * 4
+    assert engine.allocated_bytes == 0  # the spacer is freed with the rest
+
+
+def test_a_failed_row_is_not_run_again_in_later_rounds():
+    engine = FakeEngine(FakeSpec(faults={"shared": Fault.WRONG_ELEMENT}))
+    plans = [plan_of(3)]
+    compiled: list[str] = []
+    compile_ = engine.compile
+    engine.compile = lambda variant, *a, **k: compiled.append(variant.name) or compile_(  # type: ignore
+        variant, *a, **k)
+    rows = run_jobs(plans, jobs_of(plans), engine)
+    shared = [r for r in rows if r.variant == "shared"]
+    assert [r.status for r in shared] == [Status.FAIL] * 3
+    assert compiled.count("shared") == 1 and compiled.count("naive") == 3
+    result = pooled(shared)
+    assert result.status is Status.FAIL and result.rounds == 3
+    assert any("not measured again" in w for w in result.warnings)
+
+
+def test_after_a_worker_dies_its_job_s_later_rounds_are_not_run(monkeypatch):
+    from cudabench.runner import workers
+
+    starts = []
+    start = workers.Worker._start
+    monkeypatch.setattr(workers.Worker, "_start",
+                        lambda self: starts.append(1) or start(self))
+    plan = plan_of(3)
+    outcome = run_plans([plan], FakeSpec(faults={"shared": Fault.KILLS_WORKER}))
+    shared = [r for r in outcome.results if r.variant == "shared"]
+    assert len(shared) == 3 and all(r.status is Status.ERROR for r in shared)
+    assert len(starts) == 2  # the first worker, and one after the only death
+    naive = [r for r in outcome.results if r.variant == "naive"]
+    assert [r.status for r in naive] == [Status.PASS] * 3
 
 
 def row(samples, variant="v", status=Status.PASS, warnings=(), **fields) -> BenchmarkResult:
@@ -147,10 +198,27 @@ def test_a_round_that_failed_is_the_row_shown():
     assert any("round 2 of 3" in w for w in result.warnings)
 
 
-def test_a_warning_repeated_with_other_numbers_is_kept_once():
+def test_a_warning_says_which_rounds_gave_it_and_keeps_the_first_one_s_numbers():
     rounds = [row([1.0], warnings=("median 6.8 us is close", "other")),
               row([1.0], warnings=("median 6.9 us is close", "new"))]
-    assert pooled(rounds).warnings == ("median 6.8 us is close", "other", "new")
+    assert pooled(rounds).warnings == ("in every round (round 1's numbers): median 6.8 us "
+                                       "is close", "in round 1 of 2: other",
+                                       "in round 2 of 2: new")
+
+
+def test_telemetry_covers_every_round():
+    first = row([1.0], telemetry={"sm_clock_mhz": {"min": 1900, "max": 1980},
+                                  "temperature_c": 40, "power_w": 200.0, "polls": 3,
+                                  "throttle_reasons": [], "power_violation_s": None})
+    second = row([1.0], telemetry={"sm_clock_mhz": {"min": 1500, "max": 1980},
+                                   "temperature_c": 55, "power_w": 300.0, "polls": 2,
+                                   "throttle_reasons": ["sw power cap"],
+                                   "power_violation_s": None})
+    merged = pooled([first, second]).telemetry
+    assert merged["sm_clock_mhz"] == {"min": 1500, "max": 1980}
+    assert merged["temperature_c"] == 55 and merged["power_w"] == 250.0
+    assert merged["polls"] == 5 and merged["throttle_reasons"] == ["sw power cap"]
+    assert merged["power_violation_s"] is None
 
 
 def test_clocks_are_kept_only_when_every_round_has_them():
@@ -159,13 +227,26 @@ def test_clocks_are_kept_only_when_every_round_has_them():
     assert pooled([with_clocks, row([3.0])]).sample_clocks_mhz == ()
 
 
-def test_rows_pool_by_benchmark_kind_and_flush_in_first_seen_order():
+def test_rows_pool_by_round_in_first_seen_order():
     copy = dataclasses.replace(row([9.0], variant="copy"), kind=Kind.REFERENCE,
                                verification=None)
-    rows = [row([1.0]), copy, copy, row([2.0]), row([5.0], variant="w")]
+    again = {"round_index": 1}
+    rows = [row([1.0]), copy, dataclasses.replace(copy, **again),
+            row([2.0], round_index=1), row([5.0], variant="w")]
     pooled_rows = pool_all(rows)
     assert [(r.variant, r.rounds) for r in pooled_rows] == [("v", 2), ("copy", 2), ("w", 1)]
     assert pooled_rows[1].status is Status.REF
+
+
+def test_rows_of_a_first_round_are_never_pooled_together():
+    # a sweep's SKIP rows (no job measured them) and two suite entries of one benchmark
+    skip = dataclasses.replace(row([]), verification=None, skipped="not at TILE=128")
+    other = dataclasses.replace(skip, skipped="not at TILE=64")
+    assert [r.skipped for r in pool_all([skip, other])] == ["not at TILE=128",
+                                                            "not at TILE=64"]
+    a, b = row([1.0]), row([2.0])
+    later = [dataclasses.replace(a, round_index=1), dataclasses.replace(b, round_index=1)]
+    assert [r.rounds for r in pool_all([a, b, *later])] == [2, 2]
 
 
 def test_the_writer_replaces_a_row_with_the_row_of_one_more_round(tmp_path):
@@ -215,3 +296,42 @@ def test_the_python_api_takes_rounds_from_the_timing_policy(use_fake):
                   batch=False)
     assert results.rows and all(r.rounds == 2 for r in results.rows if r.samples_s)
     assert "--rounds" in results.command
+
+
+def test_a_crashing_variant_does_not_cost_the_gpu_under_devices(use_fake, tmp_path):
+    use_fake(device_count=2, faults={"shared": Fault.KILLS_WORKER})
+    out = tmp_path / "r.json"
+    result = invoke("transpose", "--size", "64", "--variant", "naive", "--variant", "shared",
+                    "--devices", "0", "--rounds", "3", "--json", out, *QUICK)
+    assert result.exit_code == 2  # the ERROR row of the crash
+    rows = {r.variant: r for r in load_results(out).benchmarks}
+    assert rows["shared"].status is Status.ERROR and rows["shared"].rounds == 3
+    assert "given up" not in (rows["naive"].error or "")
+    assert rows["naive"].status is Status.PASS and rows["naive"].rounds == 3
+    assert rows["memcpy_dtod"].status is Status.REF
+
+
+def test_a_sweep_keeps_each_skip_row_under_rounds(use_fake, tmp_path):
+    out = tmp_path / "r.json"
+    result = invoke("transpose", "--size", "64", "-p", "TILE=16,128", "--variant", "naive",
+                    "--variant", "evict_first", "--rounds", "2", "--json", out, *QUICK)
+    plain = tmp_path / "plain.json"
+    invoke("transpose", "--size", "64", "-p", "TILE=16,128", "--variant", "naive",
+           "--variant", "evict_first", "--json", plain, *QUICK)
+    assert result.exit_code == 0, result.stderr
+    def skipped(path):
+        return sorted((r.variant, r.skipped) for r in load_results(path).benchmarks
+                      if r.skipped)
+    assert skipped(out) == skipped(plain) and skipped(plain)
+    assert all(r.rounds == 2 for r in load_results(out).benchmarks if not r.skipped)
+
+
+def test_a_failed_round_reaches_the_file_as_one_row(use_fake, tmp_path):
+    use_fake(faults={"shared": Fault.WRONG_ELEMENT})
+    out = tmp_path / "r.json"
+    invoke("transpose", "--size", "64", "--variant", "shared", "--rounds", "3", "--json", out,
+           *QUICK)
+    document = json.loads(out.read_text())
+    shared = [r for r in document["benchmarks"] if r["variant"] == "shared"]
+    assert len(shared) == 1 and shared[0]["status"] == "FAIL" and shared[0]["rounds"] == 3
+    validate(document)

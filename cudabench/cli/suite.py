@@ -45,7 +45,7 @@ DEFAULT_FILES = ("cudabench.toml", "pyproject.toml")
 TIMING_KEYS = {"warmup": "warmup_s", "min_samples": "min_samples", "max_samples": "max_samples",
                "precision": "precision", "max_time": "max_time_s", "timeout": "timeout_s",
                "compile_timeout": "compile_timeout_s", "rounds": "rounds"}
-INTEGER_KEYS = {"min_samples", "max_samples", "rounds"}
+INTEGER_KEYS = {"rounds"}  # a count of rounds; the older keys take 20.0 as they always did
 BENCHMARK_KEYS = {"op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed",
                   "sanitize", "full_check", "l2_flush"}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,7 @@ from cudabench.common.phases import phase
 from cudabench.measure.reference_cache import cached_reference
 from cudabench.planning.plan import Plan, PlannedVariant
 from cudabench.ops.base import check_rng, user_code
-from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,8 @@ class Job:
     reference: str = ""  # a reference row's name, or (kind VENDOR) the vendor library's
     kind: Kind = Kind.VARIANT
     round: int = 0  # which of the plan's --rounds (0: the first, or the only one)
+    # The row of an earlier round that failed: this round is not run again, it repeats it.
+    failed_round: BenchmarkResult | None = None
 
     @property
     def name(self) -> str:
@@ -81,6 +83,33 @@ def in_rounds(plans: Sequence[Plan], jobs: list[Job]) -> list[Job]:
             order = group if index % 2 == 0 else group[::-1]
             repeated += [dataclasses.replace(job, round=index) for job in order]
     return repeated
+
+
+# A round that ends so is not run again in later rounds (it decides the row anyway): a
+# wrong kernel needs no second verdict, and a hanging or crashing one would cost its
+# --timeout or a fresh worker once per round.
+NOT_REPEATED = frozenset({Status.FAIL, Status.ERROR, Status.TIMEOUT})
+
+
+def round_key(job: Job) -> tuple[object, ...]:
+    """Return what a job's rounds share: its plan, kind, name and parameters."""
+    params = tuple(sorted(job.variant.params.items())) if job.variant else ()
+    return (job.plan_index, job.kind, job.name, params)
+
+
+def skip_failed_rounds(jobs: Sequence[Job], done: Iterable[tuple[Job, BenchmarkResult]]
+                       ) -> list[Job]:
+    """Return the jobs with each later round of a job whose round in done failed marked
+    failed_round (run_jobs repeats that row instead of running it)."""
+    failed = {round_key(job): row for job, row in done if row.status in NOT_REPEATED}
+    return [dataclasses.replace(job, failed_round=failed[round_key(job)])
+            if job.round and job.failed_round is None and round_key(job) in failed else job
+            for job in jobs]
+
+
+def repeated(job: Job, row: BenchmarkResult) -> BenchmarkResult:
+    """Return an earlier round's failing row as job's round, which was not run."""
+    return dataclasses.replace(row, round_index=job.round, phases={})
 
 
 def _benchmarks(plans: Sequence[Plan], jobs: list[Job]) -> list[list[Job]]:
@@ -158,6 +187,6 @@ def error_row(plan: Plan, job: Job, device: DeviceInfo | None, error: str,
     if job.variant is not None:
         variant = job.variant
         return record(plan, job.name, dict(variant.params), str(variant.variant.path), device,
-                      None, error=error, timed_out=timed_out)
+                      None, error=error, timed_out=timed_out, round_index=job.round)
     return record(plan, job.name, {}, job.reference, device, None, kind=job.kind,
-                  error=error, timed_out=timed_out)
+                  error=error, timed_out=timed_out, round_index=job.round)

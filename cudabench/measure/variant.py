@@ -168,6 +168,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             measured_row, measured_row.compute_type, measured_row.unit or "cuda"))
     except KernelFault as exc:
         seen = getattr(exc, "phase", None)
+        seen = None if seen == "other" else seen  # "other": between the named steps
         return row(
             verification=FAULTED,
             error=f"{variant.path}: the kernel faulted on the GPU ({exc}"

@@ -52,7 +52,9 @@ class TimingPolicy:
             (self.max_time_s > 0, "--max-time must be > 0 seconds"),
             (self.timeout_s > 0, "--timeout must be > 0 seconds"),
             (self.compile_timeout_s > 0, "--compile-timeout must be > 0 seconds"),
-            (1 <= self.rounds <= MAX_ROUNDS, f"--rounds must be 1 to {MAX_ROUNDS}"),
+            (isinstance(self.rounds, int) and not isinstance(self.rounds, bool)
+             and 1 <= self.rounds <= MAX_ROUNDS,
+             f"--rounds must be a whole number from 1 to {MAX_ROUNDS}"),
         ]
         for ok, message in checks:
             if not ok:

@@ -20,10 +20,10 @@ from cudabench.common.units import params_text, shape_text
 
 RUN_LEADING = ("op", "variant", "kind", "params", "shape", "dtype", "hot", "l2_flush", "status",
                "device",
-               "pci_bus_id", "median_s", "min_s", "max_s", "spread", "rounds", "batch_median_s",
+               "pci_bus_id", "median_s", "min_s", "max_s", "spread", "batch_median_s",
                "gflops", "gbps")
 RUN_INSIGHT = ("pct_of_peak", "bound", "in_l2", "energy_j_per_launch")
-RUN_TRAILING = ("rel_error", "max_abs_error")
+RUN_TRAILING = ("rel_error", "max_abs_error", "rounds")  # rounds: added last (--rounds)
 COMPARISON_COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline_median_s",
                       "current_median_s", "change", "p_value", "verdict", "reason", "kind",
                       "regressed", "gpu")
@@ -93,13 +93,14 @@ def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
         shape_text(r.shape), r.dtype, r.hot, r.l2_flush, r.status.value,
         device.name if device else None, device.pci_bus_id if device else None,
         r.median_s, stats.min_s if stats else None, stats.max_s if stats else None,
-        stats.spread if stats else None, r.rounds, r.batch_median_s, r.gflops,
+        stats.spread if stats else None, r.batch_median_s, r.gflops,
         r.gbps if r.bytes_moved else None,
         *(computed.get(title) for title in vs_titles),
         computed.get("pct_of_peak"), computed.get("bound"), computed.get("in_l2"), per_launch,
         *(r.counters.get(m) for m in metrics),
         v.rel_error if v is not None and checked else None,
         v.max_abs_error if v is not None and checked else None,
+        r.rounds,
     ]
 
 

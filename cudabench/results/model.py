@@ -148,6 +148,9 @@ class BenchmarkResult:
     # round that was timed, in round order (empty for a row measured once).
     rounds: int = 1
     round_medians_s: tuple[float, ...] = ()
+    # Which round a row of a --rounds run measured (0: the first); a pooled row's is its
+    # first round's. Not written to results files: they hold pooled rows only.
+    round_index: int = field(default=0, compare=False)
 
     @property
     def gpu_sampling_s(self) -> float:

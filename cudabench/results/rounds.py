@@ -3,10 +3,12 @@
 A row measured in N rounds (measure/jobs.py runs them in alternating order, each on buffers
 placed afresh) is reported as one row: every round's samples, batches and clocks in round
 order, the median of each round beside them (`round_medians_s`, so the spread between
-rounds stays visible), and the first round's counters, energy and transfers (measured in
-the first round alone). A round that failed decides the row: its status, error and
-verification, whatever the other rounds did, with a warning naming the round; a race that
-shows in one round of five is a FAIL, not a fifth of the samples.
+rounds stays visible), NVML's readings over all of them, and the first round's counters,
+energy and transfers (measured in the first round alone). A warning a round gave says which
+round (its numbers are that round's). A round that failed decides the row: its status,
+error and verification, whatever the other rounds did, with a warning naming the round; a
+race that shows in one round of five is a FAIL, not a fifth of the samples. Such a row is
+not run again in the later rounds (measure/jobs.py's skip_failed_rounds).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import dataclasses
 import re
 import statistics
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 from cudabench.results.model import BenchmarkResult, Status
 
@@ -33,18 +36,19 @@ def identity(row: BenchmarkResult) -> tuple[Hashable, ...]:
 def pooled(rows: Sequence[BenchmarkResult]) -> BenchmarkResult:
     """Return the rounds' rows (in round order) as one row."""
     first = rows[0]
-    medians = tuple(statistics.median(row.samples_s) for row in rows if row.samples_s)
-    failed = next((index for index, row in enumerate(rows) if row.status not in _TIMED
-                   and row.status is not Status.SKIP), None)
-    if failed is not None or first.status is Status.SKIP:
-        base = rows[failed] if failed is not None else first
-        warning = (f"round {failed + 1} of {len(rows)} is the one shown: "
-                   f"{base.status.value}" if failed is not None and len(rows) > 1 else None)
-        return dataclasses.replace(
-            base, rounds=len(rows), round_medians_s=medians if len(rows) > 1 else (),
-            warnings=_union([base.warnings, *([(warning,)] if warning else [])]))
     if len(rows) == 1:
         return first
+    medians = tuple(statistics.median(row.samples_s) for row in rows if row.samples_s)
+    failed = next((index for index, row in enumerate(rows)
+                   if row.status not in _TIMED and row.status is not Status.SKIP), None)
+    if failed is not None or first.status is Status.SKIP:
+        base = rows[failed] if failed is not None else first
+        note = () if failed is None else (
+            f"round {failed + 1} of {len(rows)} is the one shown ({base.status.value}); "
+            "a failed row is not measured again in later rounds",)
+        return dataclasses.replace(base, rounds=len(rows), round_medians_s=medians,
+                                   round_index=first.round_index,
+                                   warnings=(*base.warnings, *note))
     samples = tuple(s for row in rows for s in row.samples_s)
     clocks = tuple(c for row in rows for c in row.sample_clocks_mhz)
     return dataclasses.replace(
@@ -54,20 +58,59 @@ def pooled(rows: Sequence[BenchmarkResult]) -> BenchmarkResult:
         slow_clock_samples_s=tuple(s for row in rows for s in row.slow_clock_samples_s),
         zero_input_samples_s=tuple(s for row in rows for s in row.zero_input_samples_s),
         batch_samples_s=tuple(s for row in rows for s in row.batch_samples_s),
+        # a round faster than the device allows makes the row suspect: its samples are here
         suspect=next((row.suspect for row in rows if row.suspect), None),
-        warnings=_union(row.warnings for row in rows),
+        warnings=_by_round([row.warnings for row in rows]),
+        telemetry=merged_telemetry([row.telemetry for row in rows]),
         phases=_summed([row.phases for row in rows]),
         rounds=len(rows), round_medians_s=medians)
 
 
-def _union(groups: Iterable[Sequence[str]]) -> tuple[str, ...]:
-    """Return the warnings of every round, each once: a warning a later round repeats with
-    other numbers (its own median, say) is the first round's."""
-    kept: dict[str, str] = {}
-    for group in groups:
+def _by_round(groups: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """Return every round's warnings, each once, saying which rounds gave it: a warning a
+    later round repeats with other numbers (its own median, say) keeps the first round's
+    text, and that round's number."""
+    seen: dict[str, tuple[str, list[int]]] = {}
+    for index, group in enumerate(groups):
         for warning in group:
-            kept.setdefault(_NUMBER.sub("#", warning), warning)
-    return tuple(kept.values())
+            seen.setdefault(_NUMBER.sub("#", warning), (warning, []))[1].append(index + 1)
+    total = len(groups)
+    notes = []
+    for warning, rounds in seen.values():
+        if len(rounds) == total:
+            where = f"in every round (round {rounds[0]}'s numbers)" if total > 1 else ""
+        else:
+            where = "in round" + ("s " if len(rounds) > 1 else " ") + ", ".join(
+                map(str, rounds)) + f" of {total}"
+        notes.append(f"{where}: {warning}" if where else warning)
+    return tuple(notes)
+
+
+def merged_telemetry(readings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Return NVML's readings over several rounds as over one: clock ranges widened, the
+    hottest temperature, the mean power, every throttle reason, violation times and polls
+    added up."""
+    seen = [r for r in readings if r]
+    if not seen:
+        return {}
+    merged: dict[str, Any] = dict(seen[0])
+    for key in ("sm_clock_mhz", "memory_clock_mhz"):
+        ranges = [r[key] for r in seen if isinstance(r.get(key), Mapping)]
+        lows = [x["min"] for x in ranges if x.get("min") is not None]
+        highs = [x["max"] for x in ranges if x.get("max") is not None]
+        if ranges:
+            merged[key] = {"min": min(lows) if lows else None,
+                           "max": max(highs) if highs else None}
+    temperatures = [r["temperature_c"] for r in seen if r.get("temperature_c") is not None]
+    merged["temperature_c"] = max(temperatures) if temperatures else None
+    powers = [r["power_w"] for r in seen if r.get("power_w") is not None]
+    merged["power_w"] = statistics.fmean(powers) if powers else None
+    merged["throttle_reasons"] = sorted({reason for r in seen
+                                         for reason in r.get("throttle_reasons") or []})
+    for key in ("power_violation_s", "thermal_violation_s", "polls"):
+        values = [r[key] for r in seen if r.get(key) is not None]
+        merged[key] = sum(values) if values else None
+    return merged
 
 
 def _summed(phases: Sequence[Mapping[str, float]]) -> dict[str, float]:
@@ -79,20 +122,30 @@ def _summed(phases: Sequence[Mapping[str, float]]) -> dict[str, float]:
 
 
 class RoundPool:
-    """Rows pooled by identity as they arrive, in the order each was first seen."""
+    """Rows pooled over their rounds as they arrive, in the order each was first seen.
+
+    A row of round 0 starts a row of its own (two suite entries of one benchmark stay two
+    rows, and a sweep's SKIP rows, which no job measured, are never pooled); a row of round
+    r joins the latest row of its identity that holds r rounds."""
 
     def __init__(self) -> None:
-        self._rounds: dict[tuple[Hashable, ...], list[BenchmarkResult]] = {}
+        self._rows: list[tuple[tuple[Hashable, ...], list[BenchmarkResult]]] = []
 
     def add(self, row: BenchmarkResult) -> BenchmarkResult:
         """Take one round's row; return its row pooled over the rounds so far."""
-        rows = self._rounds.setdefault(identity(row), [])
-        rows.append(row)
-        return pooled(rows)
+        key = identity(row)
+        rounds = next((rows for seen, rows in reversed(self._rows)
+                       if row.round_index and seen == key and len(rows) == row.round_index),
+                      None)
+        if rounds is None:
+            rounds = []
+            self._rows.append((key, rounds))
+        rounds.append(row)
+        return pooled(rounds)
 
     def rows(self) -> list[BenchmarkResult]:
         """Return every row pooled over all its rounds."""
-        return [pooled(rows) for rows in self._rounds.values()]
+        return [pooled(rows) for _key, rows in self._rows]
 
 
 def pool_all(rows: Iterable[BenchmarkResult]) -> list[BenchmarkResult]:

@@ -19,7 +19,16 @@ from cudabench.measure.resident import RESIDENT
 from cudabench.measure.variant import run_variant
 from cudabench.measure.vendor_rows import run_vendor
 from cudabench.results.model import BenchmarkResult, Kind
-from cudabench.measure.jobs import Job, Prepared, error_row, inputs_key, prepare
+from cudabench.measure.jobs import (
+    Job,
+    Prepared,
+    error_row,
+    full_check,
+    inputs_key,
+    prepare,
+    repeated,
+    skip_failed_rounds,
+)
 
 OnResult = Callable[[BenchmarkResult], None]
 OnPhase = Callable[[str, int], None]
@@ -40,20 +49,27 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
     """
     engine.compile_ahead(compile_requests(plans, jobs, engine.info.compute_capability))
     prepared: dict[object, Prepared] = {}
-    results = []
+    results: list[BenchmarkResult] = []
     phase: OnPhase = on_phase or _no_phase
     spacer = Spacer()
     for index, job in enumerate(jobs):
         plan = plans[job.plan_index]
         phase("job", index)
-        CLOCK.take()  # this row's phases start now
-        with CLOCK.phase("other"):  # what no phase below names
-            spacer.move(engine, job.round)  # a later round's buffers land elsewhere
-            result, prepared = _run_job(plans, job, engine, prepared,
-                                        functools.partial(phase, "gpu", index))
-        spent = CLOCK.take()
-        if plan.insight.profile_time:
-            result = dataclasses.replace(result, phases=spent)
+        if job.round and job.failed_round is None:  # failed earlier in this batch?
+            job = skip_failed_rounds([job], zip(jobs, results))[0]
+        if job.failed_round is not None:
+            result = repeated(job, job.failed_round)
+        else:
+            CLOCK.take()  # this row's phases start now
+            with CLOCK.phase("other"):  # what no phase below names
+                spacer.move(engine, job.round)  # a later round's buffers land elsewhere
+                result, prepared = _run_job(plans, job, engine, prepared,
+                                            functools.partial(phase, "gpu", index))
+            spent = CLOCK.take()
+            if plan.insight.profile_time:
+                result = dataclasses.replace(result, phases=spent)
+            if job.round:
+                result = dataclasses.replace(result, round_index=job.round)
         results.append(result)
         if on_result is not None:
             on_result(result)
@@ -68,9 +84,11 @@ def _run_job(plans: Sequence[Plan], job: Job, engine: Engine, prepared: dict[obj
              on_gpu: Callable[[], None]) -> tuple[BenchmarkResult, dict[object, Prepared]]:
     """Run one job; return its row and the prepared inputs kept for the next."""
     plan = plans[job.plan_index]
-    if job.round:  # what a row measures once (results/rounds.py keeps the first round's)
-        plan = dataclasses.replace(plan, sanitize=None, insight=dataclasses.replace(
-            plan.insight, counters=(), energy_s=0.0, transfers=False))
+    if job.round:  # what a row measures once (results/rounds.py keeps the first round's);
+        # full_check kept as it was: --transfers implies it, and it keys the inputs
+        plan = dataclasses.replace(plan, sanitize=None, full_check=full_check(plan),
+                                   insight=dataclasses.replace(plan.insight, counters=(),
+                                                               energy_s=0.0, transfers=False))
     key = inputs_key(plan)
     if key not in prepared:
         RESIDENT.release(engine)  # the last benchmark's inputs are done with

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from cudabench.errors import GpuEnvironmentError
 from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
-from cudabench.measure.jobs import Job, error_row
+from cudabench.measure.jobs import Job, error_row, skip_failed_rounds
 from cudabench.planning.plan import Plan
 from cudabench.runner.starting import new_worker
 from cudabench.runner.workers import Failure
@@ -160,10 +160,12 @@ def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
     try:
         while (unit := board.take(slot)) is not None:
             jobs = board.units[unit]
-            done = 0
-            while done < len(jobs):
+            done: list[BenchmarkResult] = []
+            while len(done) < len(jobs):
+                # after a death, the later rounds of the job it died on are not run again
+                rest = skip_failed_rounds(jobs[len(done):], zip(jobs, done))
                 try:
-                    rows = worker.run(jobs[done:], lambda row: board.emit(unit, slot, row),
+                    rows = worker.run(rest, lambda row: board.emit(unit, slot, row),
                                       board.start_once, first=slot.index not in board.opened)
                 except GpuEnvironmentError as exc:  # this GPU never opened
                     board.give_back(slot, unit)
@@ -172,11 +174,12 @@ def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
                     return
                 with board.lock:
                     board.opened.add(slot.index)
-                done += len(rows)
-                deaths = deaths + 1 if worker.failure in (Failure.DIED,
-                                                          Failure.UNUSABLE) else 0
+                done += rows
+                # in a row: a worker that measured rows before it died starts the count again
+                died = worker.failure in (Failure.DIED, Failure.UNUSABLE)
+                deaths = (deaths + 1 if len(rows) <= 1 else 1) if died else 0
                 if worker.failure == Failure.UNUSABLE or deaths >= MAX_DEATHS:
-                    left = [(unit, job) for job in jobs[done:]]
+                    left = [(unit, job) for job in jobs[len(done):]]
                     _give_up(board, slot, _why(worker.failure, deaths), left, worker.device)
                     return
     finally:

@@ -3,16 +3,19 @@
 tests/data/arch/transpose/tma_tile.cu faulted in the GPU suite twice (2026-11-27: at
 2048x2048 int32, then float32; one run of test_arch_gpu.py in four), never under
 compute-sanitizer; this script reproduced it twice in 16 processes of 5 passes (both at
-2048x2048, in the first and the second pass, with the tma_inval variant). This runs one variant of it (VARIANTS: tma_base is the kernel as it is;
-each other changes one thing) over the test's shapes and types, PASSES times, in this
-process, through the same run_jobs path as the test, and stops at the first row that is not
-PASS: one line with the pass, the shape and the error (which names the step where the fault
+2048x2048, in the first and the second pass, with the tma_inval variant).
+
+It runs one variant of the kernel (VARIANTS: tma_base is the kernel as it is; each other
+changes one thing) over the test's shapes and types (SIZES), PASSES times, in this process,
+through the same run_jobs path as the test, and stops at the first row that is not PASS:
+one line with the pass, the shape and the error (which names the step where the fault
 surfaced). A fault ends the CUDA context, so each variant runs in a process of its own:
     python3 scripts/gpu-checks/tma_stress.py VARIANT [PASSES]
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -41,8 +44,9 @@ VARIANTS = {
         "    {\n        barrier_init(barrier);\n        asm volatile("
         '"fence.mbarrier_init.release.cluster;" ::: "memory");\n    }\n'),
 }
-SHAPES = [(size, dtype) for size in ("1000x2000", "37x64", "2048x2048")
-          for dtype in ("float16", "float32", "float64", "int32")]
+# The test's sizes; SIZES=2048x2048 (a comma-separated list) runs only the one that faulted.
+SIZES = os.environ.get("SIZES", "1000x2000,37x64,2048x2048").split(",")
+SHAPES = [(size, dtype) for size in SIZES for dtype in ("float16", "float32", "float64", "int32")]
 
 
 def write_variant(folder: Path, name: str) -> None:

@@ -4,7 +4,7 @@
 # came at 2048x2048, in a process's first or second pass. The row of a fault names the step
 # where it surfaced ("seen in the ..."). Not CUDA_LAUNCH_BLOCKING=1: every timed run is
 # queued behind a kernel that waits for the host, and the engine refuses it.
-#   tma_stress.sh [OUT] (default $OUT, else /tmp/cudabench-tma-stress)
+#   tma_stress.sh [OUT] (default $OUT, else /tmp/cudabench-tma-stress); SIZES as tma_stress.py
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-tma-stress}}
 mkdir -p "$out"

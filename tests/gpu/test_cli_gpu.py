@@ -46,7 +46,7 @@ def test_command_passes_and_writes_json(tmp_path, args):
         validate(document)
 
 
-def test_rounds_pool_each_row_and_place_each_round_afresh(tmp_path):
+def test_rounds_pool_each_row_on_the_gpu(tmp_path):
     path = tmp_path / "rounds.json"
     result = CliRunner().invoke(cli, ["transpose", "--size", "2048", "--variant", "vectorized",
                                       "--rounds", "4", *QUICK, "--json", str(path)])
