@@ -6,18 +6,8 @@
 # Exit 1 when a step failed; the steps' limits add up to 500 s (a device call has 600).
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-rounds}}
-mkdir -p "$out"
-summary="$out/summary.txt"
-{ nvidia-smi -L 2>/dev/null | head -1; git log --oneline -1 2>/dev/null | cut -c1-60; } | tee "$summary"
-step() {  # step NAME SECONDS COMMAND...: run it with a limit, log it, note its last line
-    local name=$1 limit=$2; shift 2
-    local t0=$SECONDS
-    timeout "$limit" "$@" >"$out/$name.log" 2>&1
-    local rc=$?
-    echo "$name: rc=$rc $((SECONDS - t0)) s | $(grep -E 'passed|failed|error|moved|ratio' "$out/$name.log" | tail -1)" | tee -a "$summary"
-    [ "$rc" -eq 0 ] || failed=1
-}
-failed=0
+STEP_PATTERN="passed|failed|error|moved|ratio"
+. "$(dirname "$0")/steps.sh"
 step spacer 60 python3 - <<'PY'
 from cudabench.engines.pycuda_engine import PycudaSpec
 from cudabench.measure.placement import Spacer
