@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The first GPU call after code that runs on the GPU changed: the whole GPU test suite, the
-# architecture tests three more times (the tensor-map test kernel faults now and then, about
-# one such run in four: tma_stress.py, docs/measurements.md), and the
+# architecture tests three more times (the tensor-map test kernel faulted there about one
+# run in four until its stray wgmma fence went: tma_loop.py, docs/measurements.md), and the
 # TMA transpose at 2048x2048 under compute-sanitizer's memcheck (kernel accesses: the API
 # errors cuda-bindings provokes by probing, cuGetProcAddress and cuFuncGetParamInfo, are not
 # reported). Logs under OUT.

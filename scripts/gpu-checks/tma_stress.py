@@ -2,8 +2,9 @@
 
 tests/data/arch/transpose/tma_tile.cu faulted in the GPU suite twice (2026-11-27: at
 2048x2048 int32, then float32; one run of test_arch_gpu.py in four), never under
-compute-sanitizer; this script reproduced it twice in 16 processes of 5 passes (both at
-2048x2048, in the first and the second pass, with the tma_inval variant).
+compute-sanitizer. The cause, found with tma_loop.py: its wgmma fence, executed by every
+thread with no wgmma after it (now on a branch no launch takes; tma_fence is the kernel as
+it was).
 
 It runs one variant of the kernel (VARIANTS: tma_base is the kernel as it is; each other
 changes one thing) over the test's shapes and types (SIZES), PASSES times, in this process,
@@ -32,9 +33,13 @@ from cudabench.runner.execute import run_jobs
 QUICK = TimingPolicy(warmup_s=0.0, min_samples=3, max_samples=3, max_time_s=0.01)
 ARCH = Path(__file__).parents[2] / "tests" / "data" / "arch" / "transpose"
 # Each variant: the test kernel with one change (old text -> new text), its entry renamed.
+# tma_fence is the kernel as it was until the fault was found: its wgmma fence executed by
+# every thread, with no wgmma after it.
+FENCE = '    if (ROWS < 0)\n        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");\n'
 VARIANTS = {
     "tma_base": ("", ""),
-    "tma_nofence": ('    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");\n', ""),
+    "tma_fence": (FENCE, '    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");\n'),
+    "tma_nofence": (FENCE, ""),
     "tma_inval": (  # the mbarrier invalidated before the block ends, as PTX asks before reuse
         "tile[r][c];\n}",
         "tile[r][c];\n    __syncthreads();\n    if (leader)\n        asm volatile("
@@ -44,7 +49,6 @@ VARIANTS = {
         "    {\n        barrier_init(barrier);\n        asm volatile("
         '"fence.mbarrier_init.release.cluster;" ::: "memory");\n    }\n'),
 }
-# The test's sizes; SIZES=2048x2048 (a comma-separated list) runs only the one that faulted.
 SIZES = os.environ.get("SIZES", "1000x2000,37x64,2048x2048").split(",")
 SHAPES = [(size, dtype) for size in SIZES for dtype in ("float16", "float32", "float64", "int32")]
 

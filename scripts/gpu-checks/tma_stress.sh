@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tma_stress.py in PROCESSES fresh processes (default 24) over VARIANTS (default tma_base;
-# tma_stress.py lists the others), PASSES passes each (default 1): every fault seen so far
-# came at 2048x2048, in a process's first or second pass. The row of a fault names the step
+# tma_stress.py lists the others; tma_fence is the kernel before its fix), PASSES passes each
+# (default 1): every fault seen came at 2048x2048. The row of a fault names the step
 # where it surfaced ("seen in the ..."). Not CUDA_LAUNCH_BLOCKING=1: every timed run is
 # queued behind a kernel that waits for the host, and the engine refuses it.
 #   tma_stress.sh [OUT] (default $OUT, else /tmp/cudabench-tma-stress); SIZES as tma_stress.py
