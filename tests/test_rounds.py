@@ -335,3 +335,20 @@ def test_a_failed_round_reaches_the_file_as_one_row(use_fake, tmp_path):
     shared = [r for r in document["benchmarks"] if r["variant"] == "shared"]
     assert len(shared) == 1 and shared[0]["status"] == "FAIL" and shared[0]["rounds"] == 3
     validate(document)
+
+
+def test_ab_places_each_round_afresh_and_a_and_b_alike():
+    from cudabench.cli.ab import _interleave
+
+    plan = plan_of(1)  # two variants: each round holds A and B of both
+    schedule, labels = _interleave([(plan, plan)], 3)
+    assert [p.placement for p in schedule] == [0] * 4 + [0] * 4 + [1] * 4 + [2] * 4
+    assert labels[4:8] == ["A", "B", "A", "B"] and labels[8:12] == ["B", "A", "B", "A"]
+    engine = FakeEngine(FakeSpec())
+    sizes: list[int] = []
+    allocate = engine.allocate
+    engine.allocate = lambda nbytes: sizes.append(nbytes) or allocate(nbytes)  # type: ignore
+    run_jobs(schedule, jobs_of(schedule), engine)
+    memory = engine.info.memory_bytes
+    assert [s for s in sizes if s in {spacer_bytes(r, memory) for r in (1, 2)}] == [
+        spacer_bytes(1, memory), spacer_bytes(2, memory)]

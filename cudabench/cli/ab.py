@@ -260,7 +260,9 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
 def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int
                 ) -> tuple[list[Plan], list[str]]:
     """Return single-variant plans and their sides: per round and variant A then B, and
-    B then A on odd rounds, so that going first or second favours neither side."""
+    B then A on odd rounds, so that going first or second favours neither side; each round
+    on buffers placed afresh (measure/placement.py), so that the rounds' ratios cover where
+    buffers land as well as when the rounds ran."""
     schedule, labels = [], []
     # Round -1 is a warm-up, never judged: on an H100 the first rounds of a run gave
     # ratios 12% off the rest while the card's clocks and caches settled.
@@ -272,8 +274,10 @@ def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int
                     order = [(f"warm-up {label}", plan, planned)
                              for label, plan, planned in order]
                 for label, plan, planned in order if round_index % 2 == 0 else order[::-1]:
+                    # each round's buffers placed afresh, A's and B's alike (the spacer)
                     schedule.append(dataclasses.replace(plan, variants=(planned,), skipped=(),
-                                                        notes=()))
+                                                        notes=(),
+                                                        placement=max(round_index, 0)))
                     labels.append(label)
     return schedule, labels
 

@@ -95,6 +95,9 @@ class Plan:
     tuning: bool = False  # one configuration of a --best search: a unit of work of its own
     # (any GPU may take it), with no vendor or reference rows beside it
     l2_flush: str = DEFAULT_L2_FLUSH  # the cold samples' flush method (L2_FLUSHES)
+    # Where its buffers land (measure/placement.py's spacer for this round number): `ab`
+    # moves each of its rounds, as --rounds moves each later round of a benchmark.
+    placement: int = 0
 
     @property
     def flush(self) -> str | None:

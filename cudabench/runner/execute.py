@@ -62,7 +62,8 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
         else:
             CLOCK.take()  # this row's phases start now
             with CLOCK.phase("other"):  # what no phase below names
-                spacer.move(engine, job.round)  # a later round's buffers land elsewhere
+                # a later round's buffers land elsewhere
+                spacer.move(engine, job.round or plan.placement)
                 result, prepared = _run_job(plans, job, engine, prepared,
                                             functools.partial(phase, "gpu", index))
             spent = CLOCK.take()
