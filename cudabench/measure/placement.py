@@ -1,4 +1,4 @@
-"""Where a round's buffers land (--rounds): a spacer allocation moves them.
+"""Where a round's buffers land (--rounds, and ab's rounds): a spacer allocation moves them.
 
 A memory-bound kernel's time depends on where its buffers sit in memory: on an H100 the
 same transpose beside the same copy gave ratios of 0.966 to 0.974 over ten placements of
