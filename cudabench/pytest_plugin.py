@@ -104,6 +104,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cudabench-keep-workers", metavar="SECONDS", type=float, default=0.0,
                     help="Keep the GPU worker between the session's runs (and for SECONDS "
                     "after the last): it starts once, not once per cudabench.run.")
+    group.addoption("--cudabench-rounds", metavar="N", type=int, default=1,
+                    help="Measure every run of the session in N pooled rounds (--rounds), "
+                    "unless a test's own TimingPolicy sets rounds.")
     group.addoption("--cudabench-require-gpu", action="store_true",
                     help="Fail, rather than skip, the tests that need a GPU when none is "
                     "usable (a GPU CI job).")
@@ -116,6 +119,10 @@ def pytest_configure(config: pytest.Config) -> None:
         f"the product of sizes and parameter values; the test takes {POINT_FIXTURE} and "
         "passes it on: cudabench.run(op, **cudabench_point)")
     rows = SessionRows()
+    rounds = config.getoption("cudabench_rounds")
+    if not 1 <= rounds <= 100:
+        raise pytest.UsageError(f"--cudabench-rounds {rounds}: must be a whole number from 1 "
+                                "to 100")
     json_path = config.getoption("cudabench_json")
     baseline = config.getoption("cudabench_compare")
     record = config.getoption("cudabench_record")
@@ -222,6 +229,9 @@ class Bench:
         keep = self._config.getoption("cudabench_keep_workers")
         if keep and "keep_workers" not in options:
             options["keep_workers"] = keep
+        rounds = self._config.getoption("cudabench_rounds")
+        if rounds != 1:  # the session's, where the test's own policy leaves rounds at 1
+            options["timing"] = session_rounds(options.get("timing"), rounds)
         try:
             results = run(op, **options)
         except GpuEnvironmentError as exc:  # the driver or PyCUDA: no GPU usable here
@@ -242,6 +252,19 @@ class Bench:
             pytest.skip("cudabench: nothing was measured: " + ("; ".join(reasons) or
                                                                "no rows"))
         return results
+
+
+def session_rounds(timing: Any, rounds: int) -> Any:
+    """Return the test's timing policy (None: the default one) with the session's rounds,
+    unless it sets rounds itself; anything else is left for run() to refuse."""
+    from dataclasses import replace
+
+    from cudabench.planning.timing import TimingPolicy
+
+    policy = TimingPolicy() if timing is None else timing
+    if not isinstance(policy, TimingPolicy) or policy.rounds != 1:
+        return timing
+    return replace(policy, rounds=rounds)
 
 
 @pytest.fixture

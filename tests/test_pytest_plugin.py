@@ -164,6 +164,7 @@ def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reas
     (["--cudabench-compare", "base.json", "--cudabench-json", "base.json"],
      "*--cudabench-json base.json: is the baseline*"),
     (["--cudabench-json", "."], "*--cudabench-json .: is a folder*"),
+    (["--cudabench-rounds", "0"], "*--cudabench-rounds 0: must be a whole number from 1*"),
 ])
 def test_bad_options_stop_the_session_naming_them(project, monkeypatch, args, message):
     use(monkeypatch, FakeSpec())
@@ -252,3 +253,22 @@ def test_hopper(cudabench):
     done = pytester.runpytest("-rs")
     done.assert_outcomes(skipped=1)
     done.stdout.fnmatch_lines(["SKIPPED *cudabench: nothing was measured: matmul/mine: *"])
+
+
+def test_session_rounds_pool_every_run_unless_a_test_sets_its_own(project, monkeypatch):
+    use(monkeypatch, FakeSpec())
+    done = project.runpytest("-k", "tiled", "--cudabench-json", "now.json",
+                             "--cudabench-rounds", "3")
+    done.assert_outcomes(passed=1)
+    rows = load_results(project.path / "now.json").benchmarks
+    assert rows and all(r.rounds == 3 for r in rows if r.samples_s)
+
+
+def test_a_test_s_own_rounds_win_over_the_session_s():
+    from cudabench.api import TimingPolicy
+    from cudabench.pytest_plugin import session_rounds
+
+    assert session_rounds(None, 3).rounds == 3
+    assert session_rounds(TimingPolicy(max_time_s=0.2), 3) == TimingPolicy(max_time_s=0.2,
+                                                                             rounds=3)
+    assert session_rounds(TimingPolicy(rounds=5), 3).rounds == 5

@@ -253,10 +253,19 @@ def test_the_writer_replaces_a_row_with_the_row_of_one_more_round(tmp_path):
     writer = ResultsWriter(tmp_path / "r.json", ["dot"])
     a, b = row([1.0]), row([2.0], variant="w")
     for arrived in (a, b, pooled([a, a]), pooled([b, b]), pooled([a, a, a])):
-        writer.add(arrived)
+        writer.add(arrived, replace=True)
     document = json.loads((tmp_path / "r.json").read_text())
     assert [(r["variant"], r["rounds"]) for r in document["benchmarks"]] == [("v", 3), ("w", 2)]
     validate(document)
+
+
+def test_a_pooled_row_added_as_a_row_of_its_own_replaces_nothing(tmp_path):
+    # the pytest plugin's session file: one test's row once, another's pooled over rounds
+    writer = ResultsWriter(tmp_path / "r.json", ["pytest"])
+    a = row([1.0])
+    writer.add(a)
+    writer.add(pooled([a, a]))
+    assert [r.get("rounds", 1) for r in writer.benchmarks] == [1, 2]
 
 
 def test_the_command_pools_each_row_over_its_rounds(use_fake, tmp_path):

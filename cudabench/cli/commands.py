@@ -182,8 +182,8 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
 
         def on_result(result: BenchmarkResult) -> None:
             with clock.phase("writing results"):
-                if writer is not None:
-                    writer.add(result)
+                if writer is not None:  # a row of a later round replaces its earlier one
+                    writer.add(result, replace=in_rounds)
             advance(result)
 
         def on_start(engine_versions: Mapping[str, str]) -> None:

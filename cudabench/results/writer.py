@@ -64,10 +64,11 @@ class ResultsWriter:
         nothing leaves an existing file as it was (the path was checked up front)."""
         self.metadata["tool"].update(engine_versions)
 
-    def add(self, result: BenchmarkResult, write: bool = True) -> None:
+    def add(self, result: BenchmarkResult, write: bool = True, replace: bool = False) -> None:
         """Append one benchmark (its device listed once) and rewrite the file (unless write
-        is False: a caller adding many rows at once writes once after them). A row pooled
-        over one more round (--rounds) replaces the row of its earlier rounds."""
+        is False: a caller adding many rows at once writes once after them). With replace,
+        a row pooled over one more round (--rounds, as it streams) takes the place of the
+        row of its earlier rounds."""
         index = None
         if result.device is not None:
             known = [device.identity for device in self.devices]
@@ -84,7 +85,7 @@ class ResultsWriter:
         text = json.dumps(row, indent=1, allow_nan=False)
         encoded = "\n".join("  " + line for line in text.split("\n"))
         earlier = (identity(result), result.rounds - 1)
-        if result.rounds > 1 and earlier in self._rounds:
+        if replace and result.rounds > 1 and earlier in self._rounds:
             at = len(self._rounds) - 1 - self._rounds[::-1].index(earlier)
             self.benchmarks[at], self._encoded[at] = row, encoded
             self._rounds[at] = (earlier[0], result.rounds)
