@@ -106,7 +106,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "after the last): it starts once, not once per cudabench.run.")
     group.addoption("--cudabench-rounds", metavar="N", type=int, default=1,
                     help="Measure every run of the session in N pooled rounds (--rounds), "
-                    "unless a test's own TimingPolicy sets rounds.")
+                    "unless a test's own TimingPolicy sets rounds other than 1.")
     group.addoption("--cudabench-require-gpu", action="store_true",
                     help="Fail, rather than skip, the tests that need a GPU when none is "
                     "usable (a GPU CI job).")
@@ -119,10 +119,12 @@ def pytest_configure(config: pytest.Config) -> None:
         f"the product of sizes and parameter values; the test takes {POINT_FIXTURE} and "
         "passes it on: cudabench.run(op, **cudabench_point)")
     rows = SessionRows()
+    from cudabench.planning.timing import MAX_ROUNDS
+
     rounds = config.getoption("cudabench_rounds")
-    if not 1 <= rounds <= 100:
+    if not 1 <= rounds <= MAX_ROUNDS:
         raise pytest.UsageError(f"--cudabench-rounds {rounds}: must be a whole number from 1 "
-                                "to 100")
+                                f"to {MAX_ROUNDS}")
     json_path = config.getoption("cudabench_json")
     baseline = config.getoption("cudabench_compare")
     record = config.getoption("cudabench_record")
@@ -256,7 +258,8 @@ class Bench:
 
 def session_rounds(timing: Any, rounds: int) -> Any:
     """Return the test's timing policy (None: the default one) with the session's rounds,
-    unless it sets rounds itself; anything else is left for run() to refuse."""
+    unless it sets rounds other than 1 itself; anything else is left for run() to
+    refuse."""
     from dataclasses import replace
 
     from cudabench.planning.timing import TimingPolicy

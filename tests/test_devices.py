@@ -401,20 +401,27 @@ def test_a_worker_whose_parent_is_killed_ends(tmp_path):
                                             ("", False), (None, False)])
 def test_launch_blocking_is_refused_before_the_gpu_is_touched(value, refused):
     from cudabench.engines.visibility import refuse_launch_blocking
-    from cudabench.errors import GpuEnvironmentError
+    from cudabench.errors import UsageError
 
     environ = {} if value is None else {"CUDA_LAUNCH_BLOCKING": value}
     if not refused:
         refuse_launch_blocking(environ)
         return
-    with pytest.raises(GpuEnvironmentError, match="unset it"):
+    with pytest.raises(UsageError, match="unset it"):
         refuse_launch_blocking(environ)
 
 
 def test_the_pycuda_engine_refuses_launch_blocking_before_importing_pycuda(monkeypatch):
     from cudabench.engines.pycuda_engine import PycudaSpec
-    from cudabench.errors import GpuEnvironmentError
+    from cudabench.errors import UsageError
 
     monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
-    with pytest.raises(GpuEnvironmentError, match="CUDA_LAUNCH_BLOCKING=1"):
+    with pytest.raises(UsageError, match="CUDA_LAUNCH_BLOCKING=1"):
         PycudaSpec(0).open()
+
+
+def test_a_command_under_launch_blocking_stops_before_any_worker(use_fake, monkeypatch):
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    done = invoke("dot", "--size", "1024")
+    assert done.exit_code == 2
+    assert "CUDA_LAUNCH_BLOCKING=1" in done.stderr and "Traceback" not in done.stderr

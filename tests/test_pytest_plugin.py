@@ -272,3 +272,11 @@ def test_a_test_s_own_rounds_win_over_the_session_s():
     assert session_rounds(TimingPolicy(max_time_s=0.2), 3) == TimingPolicy(max_time_s=0.2,
                                                                              rounds=3)
     assert session_rounds(TimingPolicy(rounds=5), 3).rounds == 5
+
+
+def test_launch_blocking_fails_the_tests_rather_than_skipping_them(project, monkeypatch):
+    use(monkeypatch, FakeSpec())
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    done = project.runpytest("-k", "tiled")
+    done.assert_outcomes(failed=1)
+    done.stdout.fnmatch_lines(["*CUDA_LAUNCH_BLOCKING=1*"])

@@ -30,6 +30,7 @@ from cudabench.measure import memory
 from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.engines.protocol import EngineSpec
 from cudabench.engines.pycuda_engine import PycudaSpec
+from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.runner.pipeline import count_rows, run_plans
 from cudabench.planning.plan import Plan, Request, make_plan
 from cudabench.runner.starting import discard_prestarted, keep_across_commands, prestart
@@ -84,6 +85,7 @@ def measure(requests: list[Request], device: int, outputs: Outputs,
     Progress goes to stderr as outputs.progress says; nothing is printed to stdout.
     """
     placement = placement or Placement()
+    refuse_launch_blocking()  # before a worker starts: it would hang, not fail
     clock = PhaseClock()
     clock.add("start-up", process_age_s() or 0.0)  # the interpreter, imports, options
     one_gpu = placement.devices is None and placement.cluster is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from cudabench.errors import GpuEnvironmentError
+from cudabench.errors import UsageError
 
 
 def visible_entries(environ: Mapping[str, str] | None = None) -> list[str] | None:
@@ -25,13 +25,13 @@ def visible_entries(environ: Mapping[str, str] | None = None) -> list[str] | Non
 
 
 def refuse_launch_blocking(environ: Mapping[str, str] | None = None) -> None:
-    """Raise GpuEnvironmentError when CUDA_LAUNCH_BLOCKING is on: every timed run is queued
+    """Raise UsageError (a setting to undo, not a missing GPU) when CUDA_LAUNCH_BLOCKING is on: every timed run is queued
     behind a kernel that waits for the host to release it (engines/pycuda_engine.py's
     time_once and batches), and a launch that blocks until the GPU is done would wait for
     it forever."""
     value = (environ if environ is not None else os.environ).get("CUDA_LAUNCH_BLOCKING", "")
     if value.strip() not in ("", "0"):
-        raise GpuEnvironmentError(
+        raise UsageError(
             f"CUDA_LAUNCH_BLOCKING={value.strip()}: cudabench queues each timed launch behind "
             "a kernel that waits for the host, which blocking launches would never release; "
             "unset it (to find a launch that faults, add --sanitize memcheck)")

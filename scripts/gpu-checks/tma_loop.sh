@@ -3,6 +3,7 @@
 # ITERATIONS launches a process (default 50000), DTYPE (default int32), VARIANT (default
 # tma_base; tma_fence is the kernel before its fix); one line per process.
 #   tma_loop.sh [OUT]  (default $OUT, else /tmp/cudabench-tma-loop)
+# Needs cudabench importable (pip install -e ., as the device kit's setup does).
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-tma-loop}}
 mkdir -p "$out"

@@ -5,6 +5,7 @@
 # where it surfaced ("seen in the ..."). Not CUDA_LAUNCH_BLOCKING=1: every timed run is
 # queued behind a kernel that waits for the host, and the engine refuses it.
 #   tma_stress.sh [OUT] (default $OUT, else /tmp/cudabench-tma-stress); SIZES as tma_stress.py
+# Needs cudabench importable (pip install -e ., as the device kit's setup does).
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-tma-stress}}
 mkdir -p "$out"
