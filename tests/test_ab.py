@@ -241,3 +241,20 @@ def test_one_failing_round_in_b_fails_and_a_failing_a_is_fixed():
     assert "B FAIL (A PASS): 1 of 100 elements wrong" in failed.reason
     assert judge(bad, good).verdict is Verdict.FIXED
     assert judge(bad, bad).verdict is Verdict.FAILED
+
+
+def test_a_size_beyond_the_host_s_memory_is_refused_before_anything_runs(marked, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr("cudabench.measure.memory.host_available_bytes", lambda: 2**30)
+    a = folder(tmp_path / "a", ["v0"])
+    done = invoke(a, a, "--size", "20000", "--rounds", "6")
+    assert done.exit_code == 2
+    assert "needs" in done.stderr and "would fit" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_launch_blocking_is_refused_before_anything_runs(marked, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    a = folder(tmp_path / "a", ["v0"])
+    done = invoke(a, a, "--size", "32", "--rounds", "6")
+    assert done.exit_code == 2 and "CUDA_LAUNCH_BLOCKING=1" in done.stderr

@@ -310,3 +310,12 @@ def test_tuning_flags_are_checked(use_fake, kernels, monkeypatch):
     done = invoke(*base, "--best", "--strategy", "bayes")
     assert done.exit_code == 2
     assert "pip install 'cudabench[tune]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_search_beyond_the_host_s_memory_is_refused_before_anything_runs(use_fake,
+                                                                           monkeypatch):
+    monkeypatch.setattr("cudabench.measure.memory.host_available_bytes", lambda: 2**30)
+    done = invoke("matmul", "--size", "20000", "--best", "--budget", "5")
+    assert done.exit_code == 2
+    assert "needs" in done.stderr and "would fit" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -25,6 +25,7 @@ from cudabench.analysis.ab import (
 )
 from cudabench.analysis.verdicts import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
+from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.cli.options import l2_flush_option, parse_params
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.measure.jobs import jobs_of
@@ -154,9 +155,14 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                    insight=Insight(vendor=False, batch=False))
     chosen, added, removed = _pairing(sides, ops)
     plans, skipped = _plans(sides, chosen, base, dtype, parse_params(params))
-    # An unwritable path, or one that reaches a kernel file, fails now, not after the GPU work.
+    # An unwritable path, or one that reaches a kernel file, fails now, not after the GPU work;
+    # so do a size beyond the GPU's or the host's memory and a setting the timing cannot
+    # run under.
+    every_plan = [plan for pair in plans for plan in pair]
     check_outputs({"--markdown": markdown_path, "--json": json_path},
-                  commands.plan_files([plan for pair in plans for plan in pair]))
+                  commands.plan_files(every_plan))
+    commands.check_memory(every_plan, [commands.one_slot(device)])
+    refuse_launch_blocking()
     writer = ResultsWriter(json_path) if json_path is not None else None
     schedule, labels = _interleave(plans, rounds)
     try:

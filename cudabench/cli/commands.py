@@ -148,11 +148,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     slots = (choose(placement.devices, spec.count_devices(), visible_entries())
              if placement.devices is not None else None)
     if placement.cluster is None:  # a cluster: its nodes, not this host, hold the memory
-        entries = visible_entries() or []
-        alone = Slot(device, entries[device] if device < len(entries) else str(device))
-        for slot in slots or [alone]:
-            memory.check(plans, memory.device_free_bytes(slot.visible),
-                         memory.host_available_bytes(), f"GPU {slot.index}")
+        check_memory(plans, slots or [one_slot(device)])
     # An unwritable path, or one that reaches an input, fails now, not after the run.
     inputs = [*outputs.inputs, *plan_files(plans)]
     check_outputs({"--json": outputs.json_path, "--markdown": outputs.markdown_path,
@@ -165,6 +161,20 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
         json_path.parent.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(json_path, outputs.argv) if json_path is not None else None
     return plans, spec, slots, json_path, writer
+
+
+def one_slot(device: int) -> Slot:
+    """Return --device's GPU as a slot (its CUDA_VISIBLE_DEVICES entry, where set)."""
+    entries = visible_entries() or []
+    return Slot(device, entries[device] if device < len(entries) else str(device))
+
+
+def check_memory(plans: list[Plan], slots: list[Slot]) -> None:
+    """Raise UsageError, naming a size that fits, when a benchmark needs more memory than
+    a GPU of slots or this host has free: before anything is allocated."""
+    for slot in slots:
+        memory.check(plans, memory.device_free_bytes(slot.visible),
+                     memory.host_available_bytes(), f"GPU {slot.index}")
 
 
 def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,

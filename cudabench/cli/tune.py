@@ -19,6 +19,7 @@ from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.units import params_text
 from cudabench.engines import nvml
 from cudabench.engines.protocol import EngineSpec
+from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.errors import ExitCode, UsageError
 from cudabench.planning.plan import Plan
 from cudabench.render import terminal
@@ -54,6 +55,10 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
     spec = commands.engine_spec(device)
     slots = (choose(placement.devices, spec.count_devices(), visible_entries())
              if placement.devices is not None else None)
+    if placement.cluster is None:  # a size beyond memory: refused now, as a run refuses it
+        commands.check_memory([plan for space in spaces for plan in space.plans],
+                              slots or [commands.one_slot(device)])
+    refuse_launch_blocking()
     if settings.strategy == "bayes":
         from cudabench.tuning.strategies import load_optuna
 
