@@ -111,6 +111,8 @@ def test_spacer_sizes_differ_for_8_rounds_in_a_row_and_stay_a_small_share_of_mem
 def test_the_memory_check_counts_the_spacer():
     plain, rounds = plan_of(1, size="1024"), plan_of(3, size="1024")
     assert need(rounds).device_bytes == need(plain).device_bytes + MAX_BYTES
+    ab_round = dataclasses.replace(plain, placement=2)  # ab's rounds sit behind it too
+    assert need(ab_round).device_bytes == need(rounds).device_bytes
 
 
 def test_a_spacer_that_does_not_fit_is_left_out():

@@ -158,13 +158,12 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     # An unwritable path, or one that reaches a kernel file, fails now, not after the GPU work;
     # so do a size beyond the GPU's or the host's memory and a setting the timing cannot
     # run under.
-    every_plan = [plan for pair in plans for plan in pair]
     check_outputs({"--markdown": markdown_path, "--json": json_path},
-                  commands.plan_files(every_plan))
-    commands.check_memory(every_plan, [commands.one_slot(device)])
+                  commands.plan_files([plan for pair in plans for plan in pair]))
+    schedule, labels = _interleave(plans, rounds)
+    commands.check_memory(schedule, [commands.one_slot(device)])  # the spacer counted too
     refuse_launch_blocking()
     writer = ResultsWriter(json_path) if json_path is not None else None
-    schedule, labels = _interleave(plans, rounds)
     try:
         with terminal.progress(count_rows(schedule), terminal.stderr_console()) as advance:
             outcome = run_plans(schedule, commands.engine_spec(device), advance,

@@ -54,7 +54,7 @@ def need(plan: Plan, shape: Sequence[int] | None = None) -> Need:
         biggest = max(biggest, 2 * sum(n + 2 * guards.guard_bytes(n) for n in sizes))
     reference = op.bytes_moved(shape, types) if op.references else 0
     device = max(biggest, reference) + FLUSH_BYTES
-    if plan.timing.rounds > 1:  # a later round's buffers sit behind a spacer
+    if plan.timing.rounds > 1 or plan.placement:  # a round's buffers behind a spacer
         device += placement.MAX_BYTES
     # The inputs, a float64 copy of them, and the reference with the verification's
     # float64 temporaries (the result, a bound, differences).
