@@ -206,7 +206,7 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
                 writer.start(engine_versions)
 
         # --rounds: each row reaches the writer and the tables pooled over its rounds
-        listen = pooling(on_result)[0] if in_rounds else on_result
+        listen = pooling(on_result) if in_rounds else on_result
         if cluster is not None:
             outcome = cluster.run(plans, spec, listen, on_start)
         else:

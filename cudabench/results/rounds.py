@@ -156,12 +156,11 @@ def pool_all(rows: Iterable[BenchmarkResult]) -> list[BenchmarkResult]:
     return pool.rows()
 
 
-def pooling(on_result: OnResult) -> tuple[OnResult, RoundPool]:
-    """Return a listener that passes each arriving row on pooled over its rounds so far,
-    and the pool it fills."""
+def pooling(on_result: OnResult) -> OnResult:
+    """Return a listener that passes each arriving row on pooled over its rounds so far."""
     pool = RoundPool()
 
     def listen(row: BenchmarkResult) -> None:
         on_result(pool.add(row))
 
-    return listen, pool
+    return listen

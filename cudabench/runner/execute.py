@@ -20,6 +20,7 @@ from cudabench.measure.variant import run_variant
 from cudabench.measure.vendor_rows import run_vendor
 from cudabench.results.model import BenchmarkResult, Kind
 from cudabench.measure.jobs import (
+    NOT_REPEATED,
     Job,
     Prepared,
     error_row,
@@ -27,7 +28,7 @@ from cudabench.measure.jobs import (
     inputs_key,
     prepare,
     repeated,
-    skip_failed_rounds,
+    round_key,
 )
 
 OnResult = Callable[[BenchmarkResult], None]
@@ -52,13 +53,14 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
     results: list[BenchmarkResult] = []
     phase: OnPhase = on_phase or _no_phase
     spacer = Spacer()
+    failed: dict[tuple[object, ...], BenchmarkResult] = {}  # by round_key: not run again
     for index, job in enumerate(jobs):
         plan = plans[job.plan_index]
         phase("job", index)
-        if job.round and job.failed_round is None:  # failed earlier in this batch?
-            job = skip_failed_rounds([job], zip(jobs, results))[0]
-        if job.failed_round is not None:
-            result = repeated(job, job.failed_round)
+        # failed in an earlier round: in this batch, or before a worker died (the parent's)
+        earlier = job.failed_round or (failed.get(round_key(job)) if job.round else None)
+        if earlier is not None:
+            result = repeated(job, earlier)
         else:
             CLOCK.take()  # this row's phases start now
             with CLOCK.phase("other"):  # what no phase below names
@@ -71,6 +73,8 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
                 result = dataclasses.replace(result, phases=spent)
             if job.round:
                 result = dataclasses.replace(result, round_index=job.round)
+            if result.status in NOT_REPEATED:
+                failed.setdefault(round_key(job), result)
         results.append(result)
         if on_result is not None:
             on_result(result)
