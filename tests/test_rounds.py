@@ -157,19 +157,44 @@ def test_a_failed_row_is_not_run_again_in_later_rounds():
     assert any("not measured again" in w for w in result.warnings)
 
 
-def test_after_a_worker_dies_its_job_s_later_rounds_are_not_run(monkeypatch):
+def _on_one_gpu(plans, spec):
+    return run_plans(plans, spec).results
+
+
+def _on_devices(plans, spec):
+    from cudabench.runner.devices import Slot
+
+    return run_plans(plans, spec, devices=[Slot(0, "0")]).results
+
+
+def _in_a_ray_actor(plans, spec):
+    """The Ray actor's loop (GpuRunner._run) without Ray: its worker, its units."""
+    from cudabench.runner import workers
+    from cudabench.runner.gpus import units_of
+    from cudabench.runner.ray_cluster import GpuRunner
+
+    runner = object.__new__(GpuRunner)
+    runner.units = units_of(plans, jobs_of(plans))
+    runner.worker = workers.Worker(spec, plans)
+    try:
+        return runner._run(0)[0]
+    finally:
+        runner.worker.close()
+
+
+@pytest.mark.parametrize("run", [_on_one_gpu, _on_devices, _in_a_ray_actor])
+def test_after_a_worker_dies_its_job_s_later_rounds_are_not_run(monkeypatch, run):
     from cudabench.runner import workers
 
     starts = []
     start = workers.Worker._start
     monkeypatch.setattr(workers.Worker, "_start",
                         lambda self: starts.append(1) or start(self))
-    plan = plan_of(3)
-    outcome = run_plans([plan], FakeSpec(faults={"shared": Fault.KILLS_WORKER}))
-    shared = [r for r in outcome.results if r.variant == "shared"]
+    results = run([plan_of(3)], FakeSpec(faults={"shared": Fault.KILLS_WORKER}))
+    shared = [r for r in results if r.variant == "shared"]
     assert len(shared) == 3 and all(r.status is Status.ERROR for r in shared)
     assert len(starts) == 2  # the first worker, and one after the only death
-    naive = [r for r in outcome.results if r.variant == "naive"]
+    naive = [r for r in results if r.variant == "naive"]
     assert [r.status for r in naive] == [Status.PASS] * 3
 
 
@@ -198,6 +223,8 @@ def test_a_round_that_failed_is_the_row_shown():
     assert result.status is Status.FAIL
     assert result.rounds == 3
     assert any("round 2 of 3" in w for w in result.warnings)
+    # round 3 repeats round 2's row unmeasured: it has no median of its own
+    assert result.round_medians_s == (1.0, 1.1)
 
 
 def test_a_warning_says_which_rounds_gave_it_and_keeps_the_first_one_s_numbers():

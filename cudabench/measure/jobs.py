@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -97,14 +97,15 @@ def round_key(job: Job) -> tuple[object, ...]:
     return (job.plan_index, job.kind, job.name, params)
 
 
-def skip_failed_rounds(jobs: Sequence[Job], done: Iterable[tuple[Job, BenchmarkResult]]
-                       ) -> list[Job]:
-    """Return the jobs with each later round of a job whose round in done failed marked
-    failed_round (run_jobs repeats that row instead of running it)."""
-    failed = {round_key(job): row for job, row in done if row.status in NOT_REPEATED}
+def remaining(jobs: Sequence[Job], done: Sequence[BenchmarkResult]) -> list[Job]:
+    """Return the jobs a new worker runs after one stopped with done's rows (the first
+    len(done) jobs'): the rest, each later round of a job whose round failed marked
+    failed_round (run_jobs repeats that row instead of running it: after a worker died or a
+    job timed out, its later rounds are not run again)."""
+    failed = {round_key(job): row for job, row in zip(jobs, done) if row.status in NOT_REPEATED}
     return [dataclasses.replace(job, failed_round=failed[round_key(job)])
             if job.round and job.failed_round is None and round_key(job) in failed else job
-            for job in jobs]
+            for job in jobs[len(done):]]
 
 
 def repeated(job: Job, row: BenchmarkResult) -> BenchmarkResult:

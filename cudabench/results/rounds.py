@@ -8,7 +8,7 @@ energy and transfers (measured in the first round alone). A warning a round gave
 round (its numbers are that round's). A round that failed decides the row: its status,
 error and verification, whatever the other rounds did, with a warning naming the round; a
 race that shows in one round of five is a FAIL, not a fifth of the samples. Such a row is
-not run again in the later rounds (measure/jobs.py's skip_failed_rounds).
+not run again in the later rounds (measure/jobs.py's remaining).
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ def pooled(rows: Sequence[BenchmarkResult]) -> BenchmarkResult:
     first = rows[0]
     if len(rows) == 1:
         return first
-    medians = tuple(statistics.median(row.samples_s) for row in rows if row.samples_s)
     failed = next((index for index, row in enumerate(rows)
                    if row.status not in _TIMED and row.status is not Status.SKIP), None)
+    # the rounds after a failed one repeat its row, unmeasured: no median of their own
+    timed = rows if failed is None else rows[:failed + 1]
+    medians = tuple(statistics.median(row.samples_s) for row in timed if row.samples_s)
     if failed is not None or first.status is Status.SKIP:
         base = rows[failed] if failed is not None else first
         note = () if failed is None else (

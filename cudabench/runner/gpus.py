@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from cudabench.errors import GpuEnvironmentError
 from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
-from cudabench.measure.jobs import Job, error_row, skip_failed_rounds
+from cudabench.measure.jobs import Job, error_row, remaining
 from cudabench.planning.plan import Plan
 from cudabench.runner.starting import new_worker
 from cudabench.runner.workers import Failure
@@ -162,10 +162,9 @@ def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
             jobs = board.units[unit]
             done: list[BenchmarkResult] = []
             while len(done) < len(jobs):
-                # after a death, the later rounds of the job it died on are not run again
-                rest = skip_failed_rounds(jobs[len(done):], zip(jobs, done))
                 try:
-                    rows = worker.run(rest, lambda row: board.emit(unit, slot, row),
+                    rows = worker.run(remaining(jobs, done),
+                                      lambda row: board.emit(unit, slot, row),
                                       board.start_once, first=slot.index not in board.opened)
                 except GpuEnvironmentError as exc:  # this GPU never opened
                     board.give_back(slot, unit)

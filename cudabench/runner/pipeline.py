@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
-from cudabench.measure.jobs import Job, jobs_of, record, skip_failed_rounds
+from cudabench.measure.jobs import Job, jobs_of, record, remaining
 from cudabench.planning.plan import Plan
 from cudabench.runner.starting import new_worker, take_prestarted
 from cudabench.runner.workers import keep, take_kept
@@ -78,10 +78,8 @@ def run_on_one(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
     done = False
     try:
         while len(results) < len(jobs):
-            # After a worker died, the later rounds of the job it died on are not run again
-            rest = skip_failed_rounds(jobs[len(results):], zip(jobs, results))
-            results += worker.run(rest, on_result, on_start if not results else None,
-                                  first=not results)
+            results += worker.run(remaining(jobs, results), on_result,
+                                  on_start if not results else None, first=not results)
         done = True
     finally:
         if done and keep_worker:

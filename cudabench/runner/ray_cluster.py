@@ -41,7 +41,7 @@ from cudabench.errors import UsageError
 from cudabench.runner.devices import BLAS_THREAD_VARIABLES
 from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.gpus import units_of
-from cudabench.measure.jobs import Job, error_row, jobs_of
+from cudabench.measure.jobs import Job, error_row, jobs_of, remaining
 from cudabench.runner.pipeline import outcome_of
 from cudabench.planning.plan import Plan
 from cudabench.common.fingerprint import code_key
@@ -401,7 +401,7 @@ class GpuRunner:
         versions: dict[str, str] = {}
         jobs = self.units[index]
         while len(rows) < len(jobs):
-            rows += self.worker.run(jobs[len(rows):], lambda row: None, versions.update,
+            rows += self.worker.run(remaining(jobs, rows), lambda row: None, versions.update,
                                     first=not rows)
         return rows, versions
 
