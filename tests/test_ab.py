@@ -152,6 +152,7 @@ def test_variants_in_one_folder_are_listed_and_built_ins_never_stand_in(marked, 
     rows = {row.variant: row for row in saved.benchmarks}
     assert sorted(rows) == ["shared@A", "shared@B"]
     assert len(rows["shared@A"].samples_s) == 6 * 9  # every round's samples, pooled
+    assert rows["shared@A"].rounds == 6 and len(rows["shared@B"].round_medians_s) == 6
     assert rows["shared@A"].source.startswith(str(old))
     assert rows["shared@B"].source.startswith(str(new))
     assert json.loads(json_path.read_text())["complete"] is True

@@ -37,7 +37,8 @@ from cudabench.ops import Op, load_ops
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
-from cudabench.results.model import BenchmarkResult, Status
+from cudabench.results.model import BenchmarkResult
+from cudabench.results.rounds import pooled as pooled_rounds
 from cudabench.results.writer import ResultsWriter
 from cudabench.common.units import (
     format_change,
@@ -301,19 +302,11 @@ def _rows_by_side(schedule: Sequence[Plan], labels: Sequence[str],
 
 
 def pooled(rows: Sequence[BenchmarkResult], label: str) -> BenchmarkResult:
-    """Return one side's rows as one results-file row NAME@label: the rounds' samples
-    pooled in round order, or the first failing round's row when one failed."""
-    first = next((row for row in rows if row.status is not Status.PASS), rows[0])
-    if first.status is not Status.PASS:
-        return dataclasses.replace(first, variant=f"{first.variant}@{label}")
-    clocks = [clock for row in rows for clock in row.sample_clocks_mhz]
-    samples = tuple(sample for row in rows for sample in row.samples_s)
-    return dataclasses.replace(
-        first, variant=f"{first.variant}@{label}", samples_s=samples,
-        # clocks pair with samples: keep them only where every round recorded them
-        sample_clocks_mhz=tuple(clocks) if len(clocks) == len(samples) else (),
-        slow_clock_samples_s=tuple(s for row in rows for s in row.slow_clock_samples_s),
-        warnings=tuple(dict.fromkeys(w for row in rows for w in row.warnings)))
+    """Return one side's rows as one results-file row NAME@label, pooled as --rounds pools a
+    run's rows (every round's samples in round order, each round's median; a failed round
+    is the row shown)."""
+    row = pooled_rounds(rows)
+    return dataclasses.replace(row, variant=f"{row.variant}@{label}")
 
 
 def row_cells(result: ABResult) -> list[str]:
