@@ -366,6 +366,21 @@ def test_a_spread_too_wide_to_resolve_the_threshold_is_noisy():
     assert "current median known only to" in only.reason
 
 
+def test_rounds_that_disagree_make_a_pooled_median_noisy():
+    # The same tight samples (their median known to ±0.1%), once from rounds whose medians
+    # agree and once from rounds whose medians range over ±15%: samples pooled from rounds
+    # are not independent, so the second median is known no better than its rounds agree.
+    samples = np.tile(TIGHT, 5)
+    medians = 100e-6 * np.array([0.85, 1.0, 1.15, 0.9, 1.1])
+    disagreeing = dataclasses.replace(bench(samples), rounds=5, round_medians_s=tuple(medians))
+    agreeing = dataclasses.replace(bench(samples), rounds=5,
+                                   round_medians_s=tuple(100e-6 * (1 + 0.001 * medians / 1e-4)))
+    noisy = compare(results("a.json", bench(TIGHT)), results("b.json", disagreeing)).rows[0]
+    assert noisy.verdict == "noisy" and "current median known only to" in noisy.reason
+    same = compare(results("a.json", bench(TIGHT)), results("b.json", agreeing)).rows[0]
+    assert same.verdict == "same"
+
+
 def test_pairing_uses_hot_and_ignores_params_order():
     before = results("a.json",
                      bench(TIGHT, params={"TILE": 32, "BLOCK_ROWS": 8}),

@@ -11,6 +11,7 @@ from cudabench.common.stats import (
     MAD_TO_SIGMA,
     mann_whitney_u,
     median_precision,
+    pooled_precision,
     relative_spread,
     summarize,
 )
@@ -137,3 +138,12 @@ def test_mann_whitney_u_needs_samples():
         mann_whitney_u([], [1.0])
     with pytest.raises(ValueError, match="non-empty"):
         mann_whitney_u([1.0], [])
+
+
+def test_pooled_precision_is_the_wider_of_the_samples_and_the_rounds():
+    samples = [1.0, 1.01, 0.99, 1.02, 0.98] * 20
+    assert pooled_precision(samples) == median_precision(samples)
+    assert pooled_precision(samples, [1.0]) == median_precision(samples)  # one round: none
+    wide = [0.8, 1.0, 1.2, 0.9, 1.1]
+    assert pooled_precision(samples, wide) == median_precision(wide) > median_precision(samples)
+    assert pooled_precision(samples, [1.0, 1.0, 1.0]) == median_precision(samples)

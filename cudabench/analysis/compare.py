@@ -22,7 +22,8 @@ Verdict of a pair, first rule that applies:
   reference row (the device-to-device copy) means the machine changed, and is not gated.
 - `faster`: significant and change < -threshold.
 - `noisy`: |change| > threshold but not significant, or either side's median is known only
-  to more than threshold / 2 (95% half-width, stats.median_precision): the samples are
+  to more than threshold / 2 (95% half-width, stats.pooled_precision: of the samples, or of
+  the rounds' medians where --rounds pooled them and they agree less): the samples are
   too spread to resolve a change of threshold size.
 - `same`: otherwise (no significant change, or a significant one within the threshold).
 
@@ -48,7 +49,7 @@ from cudabench.analysis.verdicts import (
     ComparisonRow,
     Verdict,
 )
-from cudabench.common.stats import mann_whitney_u, median_precision
+from cudabench.common.stats import mann_whitney_u, pooled_precision
 from cudabench.common.units import (
     format_change,
     format_p_value,
@@ -324,8 +325,9 @@ def _verdict(before: BenchmarkResult, after: BenchmarkResult, change: float | No
         return Verdict.FASTER, f"{shift} exceeds the {limit} threshold, {test}"
     if abs(change) > threshold:
         return Verdict.NOISY, f"{shift} but not significant ({test})"
-    precision, side = max((median_precision(before.samples_s), "baseline"),
-                          (median_precision(after.samples_s), "current"))
+    precision, side = max((pooled_precision(before.samples_s, before.round_medians_s),
+                           "baseline"),
+                          (pooled_precision(after.samples_s, after.round_medians_s), "current"))
     if precision > threshold / 2:
         return Verdict.NOISY, (f"{side} median known only to ±{precision:.1%}, too spread to "
                          f"resolve a {limit} change")

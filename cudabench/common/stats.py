@@ -70,6 +70,16 @@ def median_precision(samples: Sequence[float]) -> float:
     return 1.96 * 1.2533 * relative_spread(samples) / math.sqrt(n)
 
 
+def pooled_precision(samples: Sequence[float], round_medians: Sequence[float] = ()) -> float:
+    """Return median_precision of a row's samples, or of its rounds' medians where that is
+    wider: samples pooled from rounds (--rounds) are not independent (each round has its
+    own placement and moment), so the median is known no better than the rounds agree."""
+    precision = median_precision(samples)
+    if len(round_medians) >= 2:
+        precision = max(precision, median_precision(round_medians))
+    return precision
+
+
 def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> float:
     """Return the two-sided p-value of the Mann-Whitney U test that x and y differ in location.
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
-from cudabench.common.stats import median_precision, relative_spread
+from cudabench.common.stats import pooled_precision, relative_spread
 from cudabench.common.units import format_change, format_p_value, format_percent
 from cudabench.errors import ExitCode, ResultsFileError
 from cudabench.history.records import Benchmark, SeriesPoint, Tracked
@@ -240,7 +240,8 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
                                   f"run{'s' if len(medians) != 1 else ''}{where}{note} "
                                   f"(at least {min_runs} to judge; not gated)")
     spread = max(relative_spread(medians), NOISE_FLOOR)
-    own = median_precision(result.samples_s) / 1.96  # the current median's standard error
+    precision = pooled_precision(result.samples_s, result.round_medians_s)
+    own = precision / 1.96  # the current median's standard error
     scale = math.sqrt(math.log1p(spread) ** 2 * (1 + 1 / len(medians)) + math.log1p(own) ** 2)
     z = math.log(m / center) / scale
     p = math.erfc(abs(z) / math.sqrt(2))
@@ -255,7 +256,6 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
         return row(Verdict.FASTER, f"{shift} exceeds the {limit_text} threshold, {test}", p)
     if abs(change) > limit:
         return row(Verdict.NOISY, f"{shift} but within the history's spread ({test})", p)
-    precision = median_precision(result.samples_s)
     if precision > limit / 2:
         return row(Verdict.NOISY, f"current median known only to ±{precision:.1%}, too spread "
                                   f"to resolve a {limit_text} change", p)
