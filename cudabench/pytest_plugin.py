@@ -1,5 +1,5 @@
-"""The pytest plugin (entry point `pytest11`): a `cudabench` fixture, a sweep marker, and
-session options that save, compare and record every row the session measured.
+"""The pytest plugin (entry point `pytest11`): a `cudabench` fixture, sweep and rounds
+markers, and session options that save, compare and record every row the session measured.
 
 Off unless used: without its options and its fixture the plugin adds nothing to a session
 (its import is this module alone; cudabench's pipeline loads when a test first asks).
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from cudabench.results.writer import ResultsWriter
 
 SWEEP_MARKER = "cudabench_sweep"
+ROUNDS_MARKER = "cudabench_rounds"
 POINT_FIXTURE = "cudabench_point"
 
 
@@ -106,7 +107,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "after the last): it starts once, not once per cudabench.run.")
     group.addoption("--cudabench-rounds", metavar="N", type=int, default=1,
                     help="Measure every run of the session in N pooled rounds (--rounds), "
-                    "unless a test's own TimingPolicy sets rounds other than 1.")
+                    "unless a test's own TimingPolicy sets rounds other than 1 or its "
+                    f"{ROUNDS_MARKER}(N) marker says otherwise.")
     group.addoption("--cudabench-require-gpu", action="store_true",
                     help="Fail, rather than skip, the tests that need a GPU when none is "
                     "usable (a GPU CI job).")
@@ -118,6 +120,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{SWEEP_MARKER}(size=[...], NAME=[...]): run the test once per point of "
         f"the product of sizes and parameter values; the test takes {POINT_FIXTURE} and "
         "passes it on: cudabench.run(op, **cudabench_point)")
+    config.addinivalue_line(
+        "markers", f"{ROUNDS_MARKER}(N): run the test's benchmarks in N pooled rounds, "
+        "whatever --cudabench-rounds says (N=1: never in rounds)")
     rows = SessionRows()
     from cudabench.planning.timing import MAX_ROUNDS
 
@@ -216,9 +221,10 @@ def point_id(point: Mapping[str, Any]) -> str:
 class Bench:
     """The `cudabench` fixture: run benchmarks inside a test."""
 
-    def __init__(self, config: pytest.Config, rows: SessionRows) -> None:
+    def __init__(self, config: pytest.Config, rows: SessionRows, rounds: int) -> None:
         self._config = config
         self._rows = rows
+        self._rounds = rounds  # the session's, or the test's marker's
 
     def run(self, op: str, *, check: bool = True, **options: Any) -> Results:
         """Run op as cudabench.api.run does (same keywords); keep the rows for the
@@ -231,9 +237,8 @@ class Bench:
         keep = self._config.getoption("cudabench_keep_workers")
         if keep and "keep_workers" not in options:
             options["keep_workers"] = keep
-        rounds = self._config.getoption("cudabench_rounds")
-        if rounds != 1:  # the session's, where the test's own policy leaves rounds at 1
-            options["timing"] = session_rounds(options.get("timing"), rounds)
+        if self._rounds != 1:  # where the test's own policy leaves rounds at 1
+            options["timing"] = session_rounds(options.get("timing"), self._rounds)
         try:
             results = run(op, **options)
         except GpuEnvironmentError as exc:  # the driver or PyCUDA: no GPU usable here
@@ -282,7 +287,22 @@ def cudabench(request: pytest.FixtureRequest) -> Bench:
         if config.getoption("cudabench_require_gpu"):
             pytest.fail(f"{rows.gpu_reason} (--cudabench-require-gpu)", pytrace=False)
         pytest.skip(rows.gpu_reason)
-    return Bench(config, rows)
+    return Bench(config, rows, rounds_of(request.node))
+
+
+def rounds_of(node: pytest.Item) -> int:
+    """Return the rounds a test's runs take: its cudabench_rounds marker's, else the
+    session's --cudabench-rounds."""
+    marker = node.get_closest_marker(ROUNDS_MARKER)
+    if marker is None:
+        return int(node.config.getoption("cudabench_rounds"))
+    from cudabench.planning.timing import MAX_ROUNDS
+
+    rounds = marker.args[0] if len(marker.args) == 1 and not marker.kwargs else None
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= MAX_ROUNDS:
+        pytest.fail(f"{node.nodeid}: {ROUNDS_MARKER} takes one whole number from 1 to "
+                    f"{MAX_ROUNDS}, e.g. @pytest.mark.{ROUNDS_MARKER}(1)", pytrace=False)
+    return rounds
 
 
 def gpu_unavailable_reason() -> str:

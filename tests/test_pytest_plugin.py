@@ -264,6 +264,39 @@ def test_session_rounds_pool_every_run_unless_a_test_sets_its_own(project, monke
     assert rows and all(r.rounds == 3 for r in rows if r.samples_s)
 
 
+MARKED = '''
+import pytest
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+@pytest.mark.cudabench_rounds(1)
+def test_once(cudabench):
+    cudabench.run("transpose", variants=["naive"], size=64, timing=FAST)
+
+
+@pytest.mark.cudabench_rounds(2)
+def test_twice(cudabench):
+    cudabench.run("transpose", variants=["shared"], size=64, timing=FAST)
+
+
+@pytest.mark.cudabench_rounds(0)
+def test_wrong(cudabench):
+    pass
+'''
+
+
+def test_a_test_s_rounds_marker_wins_over_the_session_s(pytester, monkeypatch):
+    pytester.makepyfile(test_marked=MARKED)
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest("--cudabench-json", "now.json", "--cudabench-rounds", "3")
+    done.assert_outcomes(passed=2, errors=1)  # the marker's mistake: the fixture's error
+    done.stdout.fnmatch_lines(["*test_wrong: cudabench_rounds takes one whole number from 1*"])
+    rows = {r.variant: r for r in load_results(pytester.path / "now.json").benchmarks}
+    assert rows["naive"].rounds == 1 and rows["shared"].rounds == 2
+
+
 def test_a_test_s_own_rounds_win_over_the_session_s():
     from cudabench.api import TimingPolicy
     from cudabench.pytest_plugin import session_rounds
