@@ -647,6 +647,22 @@ def test_compare_warns_about_an_incomplete_file(tmp_path):
     assert "no regression: 2 same, 5 removed" in " ".join(result.stdout.split())
 
 
+@pytest.mark.parametrize("value", ["false", 0, None, "true"])
+def test_a_complete_flag_that_is_not_a_boolean_is_a_bad_file(tmp_path, value):
+    # Only `false` marks a crashed run: any other value must not slip through the gate.
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    document = json.loads((DATA / "identical.json").read_text(encoding="utf-8"))
+    document["complete"] = value
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(document), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(odd)])
+    assert result.exit_code == 2
+    assert "complete" in result.stderr and "true or false" in result.stderr
+
+
 def test_an_incomplete_current_file_heads_every_summary_as_a_failed_gate(tmp_path):
     """The job summary of a failed gate must not read "no regression" (exit 1 all the same)."""
     from click.testing import CliRunner
