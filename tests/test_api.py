@@ -91,9 +91,15 @@ def test_sweeps_over_sizes_and_parameters(use_fake):
     ({"size": []}, "empty list"),
     ({"size": "12q"}, "12q"),
     ({"timing": {"warmup_s": 0}}, "TimingPolicy"),
-    ({"l2_flush": "zero"}, "--l2-flush zero: expected one of clean, memset"),
-    ({"timing": cb.TimingPolicy(min_samples=0)}, "--min-samples"),
-    ({"kernels_dir": "/no/such/folder"}, "no such directory"),
+    ({"l2_flush": "zero"}, "^l2_flush zero: expected one of clean, memset"),
+    ({"timing": cb.TimingPolicy(min_samples=0)}, "^TimingPolicy.min_samples"),
+    ({"timing": cb.TimingPolicy(rounds=0)}, "^TimingPolicy.rounds must be a whole number"),
+    ({"kernels_dir": "/no/such/folder"}, "^kernels_dir /no/such/folder: no such directory"),
+    ({"kernels_dir": __file__}, "^kernels_dir .*: is a file, not a folder"),
+    ({"size": -5}, "^size '-5': sizes are positive"),
+    ({"dtype": "float8"}, "^dtype float8: matmul supports"),
+    ({"variants": ["nope"]}, "^variants nope: no such matmul variant"),
+    ({"params": {"TILE": 7}}, "^params TILE 7: matmul/naive allows TILE in"),
     ({"device": "0"}, "device '0'"),
     ({"sources": {"../up": "x"}}, "variant name '../up'"),
     ({"sources": {"mine": ""}}, r"sources\['mine'\]"),
@@ -171,6 +177,15 @@ def test_to_json_and_load_round_trip(use_fake, tmp_path):
     assert [r.samples_s for r in loaded] == [r.samples_s for r in results]
     assert loaded.path == path and loaded.versions["engine"] == "fake"
     assert load_results(path).metadata["complete"] is True
+
+
+def test_to_json_refuses_a_folder_or_an_empty_path_clearly(use_fake, tmp_path):
+    results = run_tiled()
+    with pytest.raises(UsageError, match=r"^to_json\(path\) .*: is a folder; give a file name"):
+        results.to_json(tmp_path)
+    with pytest.raises(UsageError, match=r"^to_json\(path\) .*give a file name"):
+        results.to_json("")  # Path("") is the current folder
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
 
 
 def test_records_are_plain_json_ready_dicts(use_fake):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
+from cudabench.common.outfiles import check_output
 from cudabench.errors import ExitCode, UsageError
 from cudabench.render import terminal
 from cudabench.render.html_page import esc, run_table_html
@@ -114,7 +115,8 @@ class Results(Sequence[BenchmarkResult]):
         """Write the rows as a results file (the format `cudabench compare`, `report` and
         `history import` read), atomically; return its path."""
         target = Path(path)
-        writer = ResultsWriter(target)
+        check_output(target, "to_json(path)")  # a folder or an empty path: a clear error
+        writer = ResultsWriter(target, flag="to_json(path)")
         writer.metadata["command"] = list(self.command)  # a pytest session's, say
         writer.metadata["tool"].update(self.versions)
         for row in self.rows:

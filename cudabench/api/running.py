@@ -10,13 +10,14 @@ and read by the catalog like any --kernels-dir file, header and all.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import math
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,32 @@ from cudabench.results.model import DEFAULT_L2_FLUSH
 
 Size = int | str
 _VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+# The command's flags as the arguments of run() and TimingPolicy name them: the checks are
+# the command's own, and their messages begin with the flag they refuse.
+_ARGUMENTS = {
+    "--size": "size", "--dtype": "dtype", "--variant": "variants", "--param": "params",
+    "--kernels-dir": "kernels_dir", "--l2-flush": "l2_flush", "--json": "json",
+    "--seed": "seed", "--device": "device", "--keep-workers": "keep_workers",
+    "--warmup": "TimingPolicy.warmup_s", "--min-samples": "TimingPolicy.min_samples",
+    "--max-samples": "TimingPolicy.max_samples", "--precision": "TimingPolicy.precision",
+    "--max-time": "TimingPolicy.max_time_s", "--timeout": "TimingPolicy.timeout_s",
+    "--compile-timeout": "TimingPolicy.compile_timeout_s", "--rounds": "TimingPolicy.rounds",
+}
+_LEADING_FLAG = re.compile(r"--[a-z0-9-]+")
+
+
+@contextlib.contextmanager
+def _python_terms() -> Iterator[None]:
+    """Re-raise a UsageError that begins with one of the command's flags as one that
+    begins with the argument of run() (or the TimingPolicy field) it came from."""
+    try:
+        yield
+    except UsageError as exc:
+        text = str(exc)
+        flag = _LEADING_FLAG.match(text)
+        if flag is None or flag.group() not in _ARGUMENTS:
+            raise
+        raise UsageError(_ARGUMENTS[flag.group()] + text[flag.end():]) from None
 
 
 def run(op: str, *, variants: str | Sequence[str] | None = None,
@@ -52,6 +79,18 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     once). Bad input raises UsageError (or KernelFileError, naming
     the file and line); a variant that fails verification is a FAIL row, not an exception.
     """
+    with _python_terms():
+        return _run(op, variants, size, dtype, params, kernels_dir, sources, device, timing,
+                    seed, hot, l2_flush, vendor, batch, json, progress, keep_workers)
+
+
+def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Size] | None,
+         dtype: str | None, params: Mapping[str, int | Sequence[int]] | None,
+         kernels_dir: PathLike | Sequence[PathLike] | None, sources: Mapping[str, str] | None,
+         device: int, timing: TimingPolicy | None, seed: int, hot: bool, l2_flush: str,
+         vendor: bool, batch: bool, json: PathLike | None, progress: bool,
+         keep_workers: float) -> Results:
+    """run()'s work, its errors in the command's terms."""
     from cudabench.cli.options import Outputs, build_requests
 
     dirs = [*_paths(kernels_dir), *([inline_dir(op, sources)] if sources else [])]
@@ -89,6 +128,15 @@ def run_suite(path: PathLike | None = None, *,
     the one in the current folder), as `cudabench run` does; return every row.
     keep_workers: as for run(); l2_flush: the flush of every entry, whatever the file says
     (None: the file's, clean by default)."""
+    with _python_terms():
+        return _run_suite(path, kernels_dir, device, vendor, batch, json, progress,
+                          keep_workers, l2_flush)
+
+
+def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike] | None,
+               device: int, vendor: bool, batch: bool, json: PathLike | None,
+               progress: bool, keep_workers: float, l2_flush: str | None) -> Results:
+    """run_suite()'s work, its errors in the command's terms."""
     from cudabench.cli.options import Outputs, with_flush
     from cudabench.cli.suite import find_config, load_suite
 

@@ -52,7 +52,8 @@ def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
     for folder in folders:
         if not folder.is_dir():
-            raise UsageError(f"--kernels-dir {folder}: no such directory")
+            what = "is a file, not a folder" if folder.exists() else "no such directory"
+            raise UsageError(f"--kernels-dir {folder}: {what}")
     ops = load_ops(folders[1:])
     catalog: Catalog = {op: {} for op in ops}
     seen: set[Path] = set()

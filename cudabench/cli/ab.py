@@ -76,7 +76,8 @@ class Side:
 def folder_side(label: str, folder: Path, argument: str) -> Side:
     """Read one folder's variants (FOLDER/*.cu and FOLDER/OP/*.cu) and ops, and nothing else."""
     if not folder.is_dir():
-        raise UsageError(f"{argument} {folder}: no such directory")
+        what = "is a file, not a folder" if folder.exists() else "no such directory"
+        raise UsageError(f"{argument} {folder}: {what}")
     paths = sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")])
     if not paths:
         raise UsageError(f"{argument} {folder}: holds no .cu kernel files (looked in "

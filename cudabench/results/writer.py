@@ -41,8 +41,9 @@ def git_commit(directory: Path) -> dict[str, Any]:
 class ResultsWriter:
     """Collects benchmarks and rewrites the whole file after each one (temp file + rename)."""
 
-    def __init__(self, path: Path, argv: list[str] | None = None) -> None:
+    def __init__(self, path: Path, argv: list[str] | None = None, flag: str = "--json") -> None:
         self.path = Path(path)
+        self.flag = flag  # what the user gave the path as, for the error messages
         self.metadata: dict[str, Any] = {
             "kind": FILE_KIND,
             "schema_version": SCHEMA_VERSION,
@@ -109,7 +110,7 @@ class ResultsWriter:
         text = json.dumps(head, indent=1, allow_nan=False)
         rows = "[\n" + ",\n".join(self._encoded) + "\n ]" if self._encoded else "[]"
         before, marker, after = text.rpartition(json.dumps(_ROWS))
-        with replacing(self.path, "--json") as stream:
+        with replacing(self.path, self.flag) as stream:
             stream.write(before + rows + after if marker else text)
             stream.write("\n")
 
