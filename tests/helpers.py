@@ -79,3 +79,19 @@ def write_spinning_matmul(folder: Path) -> Path:
         "    while (flag[0] != 12345) {}\n"
         "}\n")
     return path
+
+
+class UnopenableSpec:
+    """An engine spec a dry run may ask how many GPUs there are (it counts one) but never
+    open: --dry-run touches no GPU."""
+
+    def count_devices(self) -> int:
+        return 1
+
+    def open(self):
+        raise AssertionError("--dry-run opened an engine")
+
+
+def refuse_engines(monkeypatch) -> None:
+    """Make every engine the commands would open an UnopenableSpec's."""
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: UnopenableSpec())

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import header_with, write_kernel
+from helpers import header_with, refuse_engines, write_kernel
 
 from cudabench.catalog import discover, parse_header
 from cudabench.catalog.variants import Arch, parse_arch
@@ -454,10 +454,7 @@ def test_the_sm_90a_instructions_fail_to_build_for_plain_sm_90(tmp_path):
 
 @needs_nvcc
 def test_the_dry_run_command_exits_2_when_an_arch_variant_does_not_build(tmp_path, monkeypatch):
-    def refuse(device):
-        raise AssertionError("--dry-run opened an engine")
-
-    monkeypatch.setattr("cudabench.cli.commands.engine_spec", refuse)
+    refuse_engines(monkeypatch)
     good = CliRunner().invoke(cli, ["transpose", "--dry-run", "--kernels-dir",
                                     str(ARCH_KERNELS), "--size", "256x128"])
     assert good.exit_code == 0, good.output

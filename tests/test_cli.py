@@ -6,12 +6,13 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from helpers import MATMUL_BODY, MATMUL_HEADER, invoke, write_kernel
+from helpers import MATMUL_BODY, MATMUL_HEADER, invoke, refuse_engines, write_kernel
 
 from cudabench import __version__
 from cudabench.catalog import discover
 from cudabench.cli import cli
 from cudabench.engines.nvcc import find_nvcc
+from cudabench.errors import GpuEnvironmentError
 from cudabench.ops import OPS
 
 
@@ -208,10 +209,7 @@ NVCC_MISSING = find_nvcc() is None
 
 @pytest.fixture
 def no_engine(monkeypatch):
-    def refuse(device):
-        raise AssertionError("--dry-run opened an engine")
-
-    monkeypatch.setattr("cudabench.cli.commands.engine_spec", refuse)
+    refuse_engines(monkeypatch)
 
 
 def test_dry_run_shows_the_plan_and_compiles_every_kernel(no_engine):
@@ -244,7 +242,7 @@ def test_dry_run_of_a_suite_and_a_bad_arch(no_engine, tmp_path):
     assert bad.exit_code == 2 and "--arch 'volta'" in bad.stderr
 
 
-def test_a_dry_run_notes_a_tool_a_real_run_would_miss(monkeypatch, tmp_path):
+def test_a_dry_run_notes_a_tool_a_real_run_would_miss(no_engine, monkeypatch, tmp_path):
     """--counters without ncu, --sanitize without compute-sanitizer: a real run exits 2; the
     dry run still plans, and says so."""
     monkeypatch.setenv("PATH", str(tmp_path))  # neither tool on PATH
@@ -260,7 +258,30 @@ def test_a_dry_run_notes_a_tool_a_real_run_would_miss(monkeypatch, tmp_path):
     assert "would stop here" not in plain.stderr
 
 
-def test_a_dry_run_notes_a_size_beyond_this_machines_host_memory(monkeypatch):
+def test_a_dry_run_notes_a_machine_without_a_gpu(monkeypatch):
+    class NoGpu:
+        def count_devices(self) -> int:
+            raise GpuEnvironmentError("no NVIDIA driver on this machine")
+
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: NoGpu())
+    result = invoke("dot", "--variant", "atomic", "--dry-run")
+    assert result.exit_code == 0
+    assert "a run would stop here: no NVIDIA driver on this machine" in result.stderr
+
+
+def test_a_dry_run_says_it_writes_no_file_and_checks_the_placement(no_engine, tmp_path):
+    out = tmp_path / "r.json"
+    result = invoke("dot", "--variant", "atomic", "--dry-run", "--json", str(out),
+                    "--csv", str(tmp_path / "r.csv"))
+    assert result.exit_code == 0 and not out.exists()
+    assert "note: --dry-run measures nothing, so --json, --csv wrote nothing" in result.stderr
+    bad = invoke("dot", "--dry-run", "--devices", "abc")
+    assert bad.exit_code == 2 and "--devices 'abc': expected `all`" in bad.stderr
+    bad = invoke("dot", "--dry-run", "--cluster", "foo")
+    assert bad.exit_code == 2 and "--cluster 'foo': expected `ray`" in bad.stderr
+
+
+def test_a_dry_run_notes_a_size_beyond_this_machines_host_memory(no_engine, monkeypatch):
     monkeypatch.setattr("cudabench.measure.memory.host_available_bytes", lambda: 2**30)
     result = invoke("matmul", "--variant", "naive", "--size", "20000", "--dry-run")
     notes = " ".join(result.stderr.split())

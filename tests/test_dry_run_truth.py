@@ -64,3 +64,15 @@ def test_dry_run_exits_2_on_a_refused_launch(tmp_path):
                     "--dry-run")
     assert result.exit_code == 2, result.output
     assert "ERROR" in result.stdout
+
+
+def test_a_variant_another_arch_would_skip_is_judged_by_its_own_arch_s_limits(tmp_path):
+    # 200,000 bytes fit sm_90a's opt-in, not sm_80's: on --arch sm_80 the variant is a SKIP
+    # (built for sm_90a), never a launch sm_80 refuses.
+    header = ["// arch: sm_90a", "// launch k: grid 1; block 32; dynamic_shared 200000"]
+    write_kernel(tmp_path, "v", ["// cudabench: matmul", *header], MATMUL_BODY)
+    plan = make_plan(Request(op="matmul", size="64", variants=("v",), kernels_dirs=(tmp_path,)))
+    (row,) = plan_rows([plan], "sm_80", None)
+    assert row.compile_ok and "would SKIP on sm_80: built for sm_90a" in row.compiled
+    (native,) = plan_rows([plan], "sm_90a", None)
+    assert native.compile_ok and "SKIP" not in native.compiled

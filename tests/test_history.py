@@ -693,6 +693,18 @@ def test_plot_writes_a_png(tmp_path):
     assert out.read_bytes().startswith(b"\x89PNG")
 
 
+def test_plot_takes_the_formats_cudabench_plot_takes(tmp_path):
+    pytest.importorskip("matplotlib")
+    db = flat_history(tmp_path, runs=6)
+    out = tmp_path / "trend.jpg"
+    assert invoke("plot", out, "--variant", "tiled", "--db", db).exit_code == 0
+    assert out.read_bytes().startswith(b"\xff\xd8")  # a JPEG
+    odd = tmp_path / "trend.tiff"
+    result = invoke("plot", odd, "--db", tmp_path / "none.db")  # refused before reading
+    assert_one_line_error(result, "OUTPUT", "cannot tell the format from .tiff", ".png")
+    assert not odd.exists()
+
+
 def test_plot_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     result = invoke("plot", tmp_path / "t.png", "--db", tmp_path / "none.db")

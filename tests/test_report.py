@@ -207,9 +207,9 @@ def test_plot_writes_an_svg_and_a_pdf(tmp_path):
 
 
 def test_plot_refuses_an_unknown_suffix_before_reading(tmp_path):
-    out = tmp_path / "out.jpg"
+    out = tmp_path / "out.tiff"
     assert_one_line_error(invoke("plot", tmp_path / "missing.json", "-o", out), "-o",
-                          "out.jpg", ".png")
+                          "out.tiff", ".png")
     assert not out.exists()
 
 

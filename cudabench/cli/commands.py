@@ -25,7 +25,7 @@ from cudabench.cli.options import (
     with_flush,
 )
 from cudabench.cli.suite import find_config, load_suite
-from cudabench.errors import ExitCode, UsageError
+from cudabench.errors import CudabenchError, ExitCode, UsageError
 from cudabench.measure import memory
 from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.engines.protocol import EngineSpec
@@ -73,8 +73,33 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
     """Check every request, run them with progress on stderr, print and save the tables."""
     placement = placement or Placement()
     if dry_run:
-        return show_plan(plans_of(requests), arch)
+        check_placement(placement)
+        plans = plans_of(requests)
+        code = show_plan(plans, arch)
+        unwritten = [flag for flag, given in (
+            ("--json", outputs.json_path), ("--markdown", outputs.markdown_path),
+            ("--csv", outputs.csv_path), ("--best-out", outputs.best_out),
+            ("--record", outputs.record)) if given]
+        if unwritten:
+            note(f"--dry-run measures nothing, so {', '.join(unwritten)} wrote nothing")
+        return code
     return show(measure(requests, device, outputs, placement), device, outputs)
+
+
+def check_placement(placement: Placement) -> None:
+    """Refuse, without a GPU, the --devices or --cluster text a run would refuse (how many
+    GPUs there are is for the run to check)."""
+    if placement.devices is not None:
+        choose(placement.devices, 1 << 20)
+    if placement.cluster is not None:
+        from cudabench.runner.ray_cluster import check_address
+
+        check_address(placement.cluster)
+
+
+def note(text: str) -> None:
+    """Print a note on stderr (a dry run's)."""
+    terminal.stderr_console().print(f"note: {text}", markup=False, highlight=False)
 
 
 def measure(requests: list[Request], device: int, outputs: Outputs,
@@ -328,30 +353,35 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     terminal.render_rows("cudabench --dry-run: nothing touches a GPU", columns,
                          [(r.benchmark, r.variant, r.params, r.launches, r.work, r.memory,
                            r.compiled) for r in rows], terminal.stdout_console())
-    notes = [*(note for plan in plans for note in plan.notes), *would_stop_here(plans)]
-    for note in dict.fromkeys(notes):
-        terminal.stderr_console().print(f"note: {note}", markup=False, highlight=False)
+    notes = [*(text for plan in plans for text in plan.notes), *would_stop_here(plans)]
+    for text in dict.fromkeys(notes):
+        note(text)
     return int(ExitCode.OK if all(r.compile_ok for r in rows) else ExitCode.USAGE)
 
 
 def would_stop_here(plans: list[Plan]) -> list[str]:
     """Return, for a dry run, what a real run of the plans on this machine would refuse
-    before measuring: a tool missing (ncu for --counters, compute-sanitizer for --sanitize)
-    or more host memory than it has (the GPU's is not known here). Notes, not errors."""
+    before measuring: no GPU (no driver, no PyCUDA), a tool missing (ncu for --counters,
+    compute-sanitizer for --sanitize) or more host memory than it has (the GPU's is not
+    known here). Notes, not errors."""
     from cudabench.observers.ncu import find_ncu
     from cudabench.observers.sanitizer import find_sanitizer
 
     def host_memory() -> None:
         memory.check(plans, None, memory.host_available_bytes())
 
+    def a_gpu() -> None:  # counted without a CUDA context (NVML, CUDA_VISIBLE_DEVICES)
+        if engine_spec(0).count_devices() < 1:
+            raise UsageError("no CUDA GPU is visible (nvidia-smi; CUDA_VISIBLE_DEVICES)")
+
     notes = []
-    for wanted, check in ((any(p.insight.counters for p in plans), find_ncu),
+    for wanted, check in ((True, a_gpu), (any(p.insight.counters for p in plans), find_ncu),
                           (any(p.sanitize for p in plans), find_sanitizer),
                           (True, host_memory)):
         if wanted:
             try:
                 check()
-            except UsageError as exc:
+            except CudabenchError as exc:
                 notes.append(f"on this machine a run would stop here: {exc}")
     return notes
 

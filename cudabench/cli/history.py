@@ -21,7 +21,7 @@ from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
 from cudabench.history.records import DEFAULT_PATH, Benchmark, parse_time
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS
-from cudabench.common.outfiles import check_output, replacing
+from cudabench.common.outfiles import check_output
 from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
@@ -182,7 +182,12 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
 @db_option
 def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | None,
                  since: str | None, last: int, db: Path) -> int:
-    """Plot each benchmark's median per commit, steps and drifts marked, to OUTPUT (.png)."""
+    """Plot each benchmark's median per commit, steps and drifts marked, to OUTPUT (.png,
+    .svg, .pdf or .jpg)."""
+    from cudabench.render.plot import check_suffix, save
+
+    check_suffix(output, "OUTPUT")  # flag mistakes first, before reading the store
+    check_output(output, "OUTPUT")
     try:
         import matplotlib  # noqa: F401  (itself first: a cached submodule hides a block)
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -208,13 +213,7 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
         ax.set_title(f"{name} on {trend.tracked.gpu_model}", fontsize=9)
         ax.set_ylabel("median (us)")
         ax.set_xticks(xs, [trend.label(i) for i in xs], rotation=90, fontsize=6)
-    check_output(output, "OUTPUT")
-    fmt = output.suffix.lower().lstrip(".") or "png"
-    try:
-        with replacing(output, "OUTPUT", "wb") as stream:  # a failed plot leaves the old file
-            figure.savefig(stream, format=fmt, dpi=150)
-    except ValueError as exc:  # a suffix matplotlib cannot write
-        raise UsageError(f"{output}: cannot write the plot: {exc}") from None
+    save(figure, output, "OUTPUT")
     terminal.stdout_console().print(f"wrote {output}: {len(found)} benchmarks", markup=False)
     return int(ExitCode.OK)
 

@@ -58,7 +58,8 @@ def find_config(directory: Path) -> Path:
             return path
     raise UsageError(
         f"no suite in {directory}: create cudabench.toml (see README, 'Suites'), add "
-        "[tool.cudabench] to pyproject.toml, or pass the config file to `cudabench run`"
+        "[tool.cudabench] to pyproject.toml, or name the config file (`cudabench run FILE`, "
+        "`cudabench calibrate FILE`)"
     )
 
 
@@ -127,8 +128,10 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
         points = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
         hot = entry.get("hot", False)
         seed = entry.get("seed", 0)
-        if not isinstance(hot, bool) or not isinstance(seed, int) or isinstance(seed, bool):
-            raise UsageError(f"{at}: hot must be true or false and seed an integer")
+        if not isinstance(hot, bool):
+            raise UsageError(f"{at}.hot {hot!r}: expected true or false")
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise UsageError(f"{at}.seed {seed!r}: expected an integer")
         full_check = entry.get("full_check", False)
         if not isinstance(full_check, bool):
             raise UsageError(f"{at}.full_check: expected true or false")

@@ -66,7 +66,7 @@ def load_pycuda() -> ModuleType:
                 raise GpuEnvironmentError(
                     "no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded), and "
                     "PyCUDA is not installed: measuring needs an NVIDIA GPU; without one, "
-                    "`cudabench list`, `report`, `compare`, `history` and `--dry-run` work"
+                    "`cudabench list`, `report`, `compare`, `history`, `plot` and `--dry-run` work"
                 ) from None
             raise GpuEnvironmentError(f"PyCUDA is not installed: {pycuda_install_hint()}") from None
         raise GpuEnvironmentError(

@@ -90,8 +90,12 @@ def _drafts(plan: Plan, arch: str, target: Arch | None) -> list[Draft]:
         launches += "".join(
             f"; tensor_map {spec.describe(box)}"
             for spec, box in zip(variant.tensor_maps, variant.tensor_map_boxes(variables)))
+        # A variant --arch's GPU would skip is judged by the limits of the GPU it is built
+        # for: its launch is never made on --arch's (_finished says it would skip).
+        skipped = target is not None and variant.arch is not None and \
+            unsupported_on(variant, f"{target.major}.{target.minor}") is not None
         refused = launch_problems(variant.path, [launch.entry for launch in variant.launches],
-                                  geometry, dynamic, target)
+                                  geometry, dynamic, variant.arch if skipped else target)
         row = PlannedRow(benchmark, variant.name, params_text(planned.params), launches,
                          work, needs, "", True)
         if refused:  # the driver would refuse the launch: an error row, not "ok"

@@ -69,7 +69,7 @@ def read_document(path: Path) -> dict[str, Any]:
         readable = ", ".join(map(str, READABLE_VERSIONS))
         newer = isinstance(version, int) and not isinstance(version, bool) \
             and version > max(READABLE_VERSIONS)
-        hint = ("a newer cudabench wrote it: upgrade cudabench to compare it" if newer
+        hint = ("a newer cudabench wrote it: upgrade cudabench to read it" if newer
                 else "the file is damaged or not written by cudabench")
         raise ResultsFileError(
             f"{path}: schema_version {version!r} is not one this cudabench reads ({readable}); "

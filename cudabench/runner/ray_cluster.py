@@ -58,13 +58,19 @@ KEPT_PREFIX = "cudabench-"  # a kept actor's name: cudabench-<code key>-gpu<slot
 IDLE_PROBE_S = 0.5  # an actor that answers within this is between runs (it runs one at a time)
 
 
-def connect(text: str, keep_s: float = 0.0) -> RayCluster:
-    """Start or join the Ray cluster --cluster names; UsageError saying why it cannot.
-    keep_s > 0 (--keep-workers) keeps the actors warm that long after the run."""
+def check_address(text: str) -> str:
+    """Return --cluster's text stripped; UsageError unless it names a Ray cluster."""
     text = text.strip()
     if text != "ray" and not text.startswith("ray://"):
         raise UsageError(f"--cluster {text!r}: expected `ray` (a local Ray, or RAY_ADDRESS's "
                          "cluster) or `ray://HOST:PORT` (a cluster's Ray Client address)")
+    return text
+
+
+def connect(text: str, keep_s: float = 0.0) -> RayCluster:
+    """Start or join the Ray cluster --cluster names; UsageError saying why it cannot.
+    keep_s > 0 (--keep-workers) keeps the actors warm that long after the run."""
+    text = check_address(text)
     try:
         import ray
     except ImportError:

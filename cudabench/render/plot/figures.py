@@ -125,20 +125,20 @@ def figure_of(kind: str, results: Sequence[BenchmarkResult]) -> Figure:
     return makers[kind](results)
 
 
-def check_suffix(path: Path) -> str:
+def check_suffix(path: Path, flag: str = "-o") -> str:
     """Return the format a path's suffix names; another suffix is a usage error."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise UsageError(f"-o {path}: cannot tell the format from {path.suffix or 'no suffix'}"
-                         f"; use {', '.join(FORMATS)}")
+        raise UsageError(f"{flag} {path}: cannot tell the format from "
+                         f"{path.suffix or 'no suffix'}; use {', '.join(FORMATS)}")
     return fmt
 
 
-def save(figure: Figure, path: Path | str) -> None:
-    """Write a figure as PNG, SVG or PDF, chosen by the path's suffix."""
+def save(figure: Figure, path: Path | str, flag: str = "-o") -> None:
+    """Write a figure as PNG, SVG, PDF or JPEG, chosen by the path's suffix."""
     path = Path(path)
-    fmt = check_suffix(path)
-    with replacing(path, "-o", "wb") as stream:  # a failed plot leaves the old file
+    fmt = check_suffix(path, flag)
+    with replacing(path, flag, "wb") as stream:  # a failed plot leaves the old file
         figure.savefig(stream, format=fmt, dpi=150)
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 HINT = "plotting needs matplotlib: pip install 'cudabench[plot]'"
-FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf", ".jpg": "jpg", ".jpeg": "jpg"}
 KINDS = ("throughput", "roofline", "both")
 # Only rows whose time is believed are drawn: a failed or SUSPECT kernel's speed means nothing.
 PLOTTED = frozenset({Status.PASS, Status.REF})
