@@ -49,13 +49,26 @@ def test_left_out_columns_are_named_and_piped_output_keeps_them(monkeypatch):
 def test_the_most_important_columns_are_kept_first():
     columns = ["variant", "params", "check", "median", "spread", "GFLOP/s", "GB/s",
                "vs cuBLAS", "rel error"]
-    rows = [["tiled", "TILE=16", "PASS", "1.00 ms", "±0.1%", "2,000.0", "12.0", "0.50x",
-             "1.0e-07"]]
-    kept = fit(columns, rows, 60)
+    sweep = [["tiled", f"TILE={tile}", "PASS", "1.00 ms", "±0.1%", "2,000.0", "12.0",
+              "0.50x", "1.0e-07"] for tile in (16, 32)]
+    kept = fit(columns, sweep, 60)
     names = [columns[i] for i in kept.kept]
     assert names[:4] == ["variant", "params", "check", "median"] and "vs cuBLAS" in names
     assert "rel error" in kept.left_out and "spread" in kept.left_out
-    assert fit(columns, rows, None).left_out == ()  # no terminal: everything
+    assert fit(columns, sweep, None).left_out == ()  # no terminal: everything
+
+
+def test_params_that_tell_no_rows_apart_rank_after_the_numbers():
+    # Each variant once, at its defaults: a long params cell must not push out vs cuBLAS.
+    columns = ["variant", "params", "check", "median", "GFLOP/s", "vs cuBLAS", "vs naive"]
+    params = "TILE=64 BLOCK_ROWS=8 GROUP=1 LOAD_CACHE=1 STORE_CACHE=2"
+    rows = [["evict_first", params, "PASS", "181 us", "2,969.4", "1.02x", "6.2x"],
+            ["naive", "TILE=32", "PASS", "1.12 ms", "472.6", "0.17x", "1.00x"]]
+    kept = fit(columns, rows, 70)
+    assert [columns[i] for i in kept.kept] == ["variant", "check", "median", "GFLOP/s",
+                                               "vs cuBLAS", "vs naive"]
+    assert kept.left_out == ("params",)
+    assert "params" in [columns[i] for i in fit(columns, rows, 140).kept]  # room: kept
 
 
 def test_a_column_is_kept_only_when_every_more_important_one_is():

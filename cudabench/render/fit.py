@@ -43,6 +43,11 @@ PRIORITY = {name: rank for rank, name in enumerate((
 NOTED = frozenset({"reason", "threshold", "threshold from", "steps", "from", "compiled",
                    "launches (grid, block, dynamic shared)", "dtypes", "defaults", "allowed"})
 BLANK = ("", "-")  # a cell that says nothing: no note for it
+# Columns that tell rows of one name apart (a sweep's configurations). Where the first
+# column already names each row once (a run at each variant's defaults), they only describe
+# it, and rank last: a variant's many parameters must not push the columns that answer the
+# run's question (vs cuBLAS, % of the copy) or any other number off the screen.
+TELLING_APART = frozenset({"params"})
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,14 @@ def fit(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
     everything = Fitted(tuple(range(len(columns))), ())
     if width is None or wide() or BORDER + sum(n + PER_COLUMN for n in needs) <= width:
         return everything
-    order = sorted(range(len(columns)), key=lambda i: (i != 0, rank(columns[i], i, rate)))
+    named_once = len({row[0] for row in rows if row}) == len(rows)
+
+    def priority(i: int) -> tuple[int, int]:
+        if named_once and columns[i] in TELLING_APART:
+            return len(PRIORITY) + 1, i  # after every column, named or not
+        return rank(columns[i], i, rate)
+
+    order = sorted(range(len(columns)), key=lambda i: (i != 0, priority(i)))
     kept: list[int] = []
     used = BORDER
     for index in order:

@@ -9,6 +9,8 @@ out=${1:-${OUT:-/tmp/cudabench-readme}}
 STEP_PATTERN="NVML while sampling|error"
 . "$(dirname "$0")/steps.sh"
 export COLUMNS=100  # Rich reads the width from here when stdout is not a terminal
-step transpose 90 python3 -m cudabench transpose --size 8192
-step matmul 210 python3 -m cudabench matmul --size 4096 --tile 32 --counters --energy
+# the results files too: `cudabench report` shows them again at any width, on any machine
+step transpose 90 python3 -m cudabench transpose --size 8192 --json "$out/transpose.json"
+step matmul 210 python3 -m cudabench matmul --size 4096 --tile 32 --counters --energy \
+    --json "$out/matmul.json"
 exit $failed
