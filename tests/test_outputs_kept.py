@@ -105,3 +105,56 @@ def test_a_results_file_is_replaced_whole_and_no_temporary_stays(use_fake, tmp_p
     assert result.exit_code == 0, result.output
     assert out.read_text(encoding="utf-8").startswith("{")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
+
+
+def stop_after_first_row(monkeypatch, error: type[BaseException]) -> None:
+    """Make the run stop (Ctrl-C, or a bug) as its first row arrives."""
+    import contextlib
+
+    import cudabench.cli.commands as commands
+
+    real = commands.terminal.progress
+
+    @contextlib.contextmanager
+    def progress(*args, **kwargs):
+        with real(*args, **kwargs) as advance:
+            def stop(result):
+                advance(result)
+                raise error()
+            yield stop
+
+    monkeypatch.setattr(commands.terminal, "progress", progress)
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_a_run_that_stops_keeps_an_existing_results_file_and_says_where_its_rows_are(
+        use_fake, tmp_path, monkeypatch, error):
+    from cudabench.results import load_results
+
+    kept = existing(tmp_path, "baseline.json", "x.md", "x.csv")
+    stop_after_first_row(monkeypatch, error)
+    result = invoke("matmul", "--size", "64", *QUICK, "--json", tmp_path / "baseline.json",
+                    "--markdown", tmp_path / "x.md", "--csv", tmp_path / "x.csv")
+    assert result.exit_code in (130, 4), result.output
+    unchanged(kept)
+    partial = tmp_path / "baseline.json.partial"
+    assert f"its 1 row(s) are in {partial}" in " ".join(result.stderr.split())
+    saved = load_results(partial)
+    assert saved.metadata["complete"] is False and len(saved.benchmarks) == 1
+
+
+def test_a_new_results_file_streams_in_place(use_fake, tmp_path, monkeypatch):
+    fresh = tmp_path / "fresh.json"
+    stop_after_first_row(monkeypatch, KeyboardInterrupt)
+    result = invoke("matmul", "--size", "64", *QUICK, "--json", fresh)
+    assert result.exit_code == 130 and fresh.exists()  # nothing to keep: the rows are here
+    assert "row(s) are in" not in result.stderr
+
+
+def test_a_complete_run_replaces_an_old_file_and_its_stale_partial(use_fake, tmp_path):
+    old = tmp_path / "old.json"
+    old.write_text("old\n", encoding="utf-8")
+    (tmp_path / "old.json.partial").write_text("a stale partial\n", encoding="utf-8")
+    assert invoke("matmul", "--size", "64", *QUICK, "--json", old).exit_code == 0
+    assert old.read_text(encoding="utf-8").startswith("{")
+    assert not (tmp_path / "old.json.partial").exists()

@@ -140,6 +140,11 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     try:
         outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer,
                                  clock)
+    except BaseException:  # an error or Ctrl-C: say where the rows measured so far went
+        stopped = writer.stopped_note() if writer is not None else None
+        if stopped is not None:
+            note(stopped)
+        raise
     finally:
         if cluster is not None:
             cluster.close()

@@ -1,4 +1,9 @@
-"""Write a results file after every benchmark, atomically, so a crash loses nothing."""
+"""Write a results file after every benchmark, atomically, so a crash loses nothing.
+
+A file that exists before the run (a baseline, last run's results) is never replaced by a
+run that stops: the rows stream to PATH.partial beside it, which replaces PATH only when
+the run completes. A new path streams in place.
+"""
 
 from __future__ import annotations
 
@@ -44,6 +49,9 @@ class ResultsWriter:
     def __init__(self, path: Path, argv: list[str] | None = None, flag: str = "--json") -> None:
         self.path = Path(path)
         self.flag = flag  # what the user gave the path as, for the error messages
+        # an existing file is replaced only by a complete run: the rows stream beside it
+        self.streams_to = (self.path.with_name(self.path.name + PARTIAL)
+                           if self.path.exists() else self.path)
         self.metadata: dict[str, Any] = {
             "kind": FILE_KIND,
             "schema_version": SCHEMA_VERSION,
@@ -105,16 +113,28 @@ class ResultsWriter:
 
     def write(self, complete: bool = True) -> None:
         """Write the file atomically: a reader sees the old or the new file, never half.
-        The text is json.dump's (indent 1), the benchmarks' parts encoded once each."""
+        The text is json.dump's (indent 1), the benchmarks' parts encoded once each. An
+        incomplete file goes to streams_to; the complete one to the path."""
         head = {**self.document(complete), "benchmarks": _ROWS}
         text = json.dumps(head, indent=1, allow_nan=False)
         rows = "[\n" + ",\n".join(self._encoded) + "\n ]" if self._encoded else "[]"
         before, marker, after = text.rpartition(json.dumps(_ROWS))
-        with replacing(self.path, self.flag) as stream:
+        with replacing(self.path if complete else self.streams_to, self.flag) as stream:
             stream.write(before + rows + after if marker else text)
             stream.write("\n")
+        if complete and self.streams_to != self.path:
+            self.streams_to.unlink(missing_ok=True)  # its rows are in the path now
+
+    def stopped_note(self) -> str | None:
+        """Return where a run that stopped left its rows, when it left any beside an
+        existing file (None otherwise: nothing written, or written in place)."""
+        if self.streams_to == self.path or not self.streams_to.exists():
+            return None
+        return (f"the run stopped: its {len(self.benchmarks)} row(s) are in "
+                f"{self.streams_to}; {self.path} is as it was")
 
 
+PARTIAL = ".partial"  # the suffix an existing results file's replacement streams under
 _ROWS = "\x00benchmarks\x00"  # where the encoded rows go (no field holds a NUL)
 
 
