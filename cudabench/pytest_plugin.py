@@ -356,8 +356,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from cudabench.errors import CudabenchError
 
     if rows.writer is not None:
-        rows.writer.write(complete=True)
-        rows.messages.append(f"cudabench: {len(rows.rows)} rows written to {rows.json_path}")
+        # Ctrl-C: the file says it is incomplete (and an existing one is not replaced)
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        rows.writer.write(complete=not interrupted)
+        where = rows.writer.streams_to if interrupted else rows.json_path
+        rows.messages.append(f"cudabench: {len(rows.rows)} rows written to {where}"
+                             + (" (incomplete: the session was interrupted)"
+                                if interrupted else ""))
     results = Results(tuple(rows.rows), (), tuple(_command(session.config)), rows.versions,
                       rows.json_path)
     failed = False

@@ -313,3 +313,31 @@ def test_launch_blocking_fails_the_tests_rather_than_skipping_them(project, monk
     done = project.runpytest("-k", "tiled")
     done.assert_outcomes(failed=1)
     done.stdout.fnmatch_lines(["*CUDA_LAUNCH_BLOCKING=1*"])
+
+
+def test_an_interrupted_session_keeps_an_existing_file_and_marks_its_rows_incomplete(
+        pytester, monkeypatch):
+    pytester.makepyfile(test_stops='''
+import pytest
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+def test_one(cudabench):
+    cudabench.run("transpose", variants=["naive"], size=64, timing=FAST)
+
+
+def test_two():
+    pytest.exit("stopped")  # as Ctrl-C stops a session (KeyboardInterrupt would leave
+                            # the pytester session and stop this one too)
+''')
+    use(monkeypatch, FakeSpec())
+    (pytester.path / "now.json").write_text("a baseline\n", encoding="utf-8")
+    done = pytester.runpytest("--cudabench-json", "now.json")
+    assert done.ret == pytest.ExitCode.INTERRUPTED
+    assert (pytester.path / "now.json").read_text(encoding="utf-8") == "a baseline\n"
+    partial = load_results(pytester.path / "now.json.partial")
+    assert partial.metadata["complete"] is False and partial.benchmarks  # naive, cuBLAS, copy
+    done.stdout.fnmatch_lines(["*rows written to *now.json.partial (incomplete: the "
+                               "session was interrupted)*"])
