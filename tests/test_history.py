@@ -631,6 +631,48 @@ def test_check_judges_against_the_level_after_a_drift(tmp_path):
     assert f"since the drift that ended at {commit_of(15)[:7]}" in row.reason
 
 
+def edited(path: Path, edit) -> Path:
+    """Apply edit to the results document at path, in place; return path."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    edit(document)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_check_fails_a_kernel_of_the_last_run_that_this_file_lacks(tmp_path):
+    # A slowed kernel renamed, dropped or skipped must not leave the gate (compare's rule).
+    db = flat_history(tmp_path, runs=6)
+
+    def rename(document):
+        for bench in document["benchmarks"]:
+            if bench["variant"] == "tiled":
+                bench["variant"] = "tiled_v2"
+
+    def drop(document):
+        document["benchmarks"] = [b for b in document["benchmarks"] if b["variant"] != "tiled"]
+
+    for edit in (rename, drop):
+        current = edited(make_run(tmp_path, 100, factors={"tiled": 1.5}, name=edit.__name__),
+                         edit)
+        result = invoke("check", current, "--db", db)
+        assert result.exit_code == 1, (edit.__name__, result.stdout)
+        assert verdicts(result.stdout)["tiled"] == "missing"
+        assert "1 missing" in " ".join(result.stdout.split())
+        allowed = invoke("check", current, "--db", db, "--allow-missing")
+        assert allowed.exit_code == 0 and "missing" not in verdicts(allowed.stdout).values()
+
+
+def test_check_of_a_few_kernels_of_the_set_misses_none(tmp_path):
+    # `--variant naive` runs one kernel of three: the others are not missing.
+    db = flat_history(tmp_path, runs=6)
+    current = edited(make_run(tmp_path, 100, name="one"), lambda d: d.update(
+        benchmarks=[b for b in d["benchmarks"] if b["variant"] not in ("tiled",
+                                                                       "tiled_conflict")]))
+    result = invoke("check", current, "--db", db)
+    assert result.exit_code == 0, result.stdout
+    assert "missing" not in verdicts(result.stdout).values()
+
+
 def test_check_refuses_bad_options(tmp_path):
     db = flat_history(tmp_path, runs=1)
     run = make_run(tmp_path, 5)

@@ -141,15 +141,19 @@ def one_gpu_in_title(title: str, columns: Sequence[str], rows: list[list[str]]
               help="Significance level of a change against the history's spread.")
 @click.option("--min-runs", type=click.IntRange(min=3), default=DEFAULT_MIN_RUNS,
               show_default=True, help="Runs of history needed to judge a benchmark.")
+@click.option("--allow-missing", is_flag=True,
+              help="Pass although kernels of the last recorded run of this set are not in "
+                   "CURRENT (removed or renamed on purpose).")
 @db_option
 def check_command(current: Path, last: int, threshold: str, alpha: float, min_runs: int,
-                  db: Path) -> int:
+                  allow_missing: bool, db: Path) -> int:
     """Judge CURRENT against each benchmark's last runs; exit 1 on a regression."""
-    return check_file(current, db, last, threshold, alpha, min_runs)
+    return check_file(current, db, last, threshold, alpha, min_runs, allow_missing)
 
 
 def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str = "auto",
-               alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS) -> int:
+               alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS,
+               allow_missing: bool = False) -> int:
     """Judge a results file against the store's history; return compare's exit code."""
     limit = None if threshold.strip().lower() == "auto" else parse_threshold(threshold)
     if not 0 < alpha < 1:
@@ -160,7 +164,7 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                          "is nothing to judge")
     source = read_text(current)
     with Store.open(db) as store:
-        verdicts = check(store, results, source, last, limit, alpha, min_runs)
+        verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing)
     _render_check(verdicts, db)
     if results.metadata.get("complete") is False:  # a crashed run passes no gate, as in compare
         terminal.stderr_console().print(f"error: {current} is incomplete (its run stopped "

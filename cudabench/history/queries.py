@@ -163,6 +163,16 @@ class Queries:
                                       worst))
         return points[-last:] if last else points
 
+    def run_benchmarks(self, run_id: int, gpu_model: str) -> list[tuple[Benchmark, str, str]]:
+        """Return the benchmarks one run recorded on a GPU model (as series names it), each
+        with its kind and status."""
+        query = ("SELECT x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, "
+                 "x.kind, x.status FROM results x LEFT JOIN devices d ON d.id = x.device_id "
+                 "WHERE x.run_id = ? AND COALESCE(d.name, '') = ? ORDER BY x.id")
+        with self._errors():
+            rows = self._conn.execute(query, (run_id, gpu_model)).fetchall()
+        return [(decode_benchmark(row[:7]), row[7], row[8]) for row in rows]
+
     def counts(self) -> dict[str, int]:
         """Return the number of rows of each table (tests, and a summary line)."""
         with self._errors():

@@ -5,6 +5,9 @@ its last N runs on the same GPU model (not one baseline), with compare's verdict
 
 - `failed`: the current row is not verified (FAIL, ERROR, TIMEOUT, SUSPECT). A regression.
 - `fixed`: the last recorded run of it failed, and this one passes.
+- `missing`: a kernel of the last recorded run of the same set (check's _missing says
+  which run that is) that the file lacks or holds only as SKIP. A regression, unless
+  allow_missing.
 - `noisy` (never a regression): too few samples to know the current median; too little
   history (fewer than min_runs runs, or since the latest step in the window); a change
   above the threshold that the history's own spread explains; or a current median known
@@ -166,11 +169,15 @@ class HistoryCheck:
 
 def check(store: Store, current: ResultsFile, source: str | None = None,
           last: int = DEFAULT_LAST, threshold: float | None = None,
-          alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS) -> HistoryCheck:
+          alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS,
+          allow_missing: bool = False) -> HistoryCheck:
     """Judge each benchmark of current against its last `last` runs in the store.
 
     threshold None is `--threshold auto` (per benchmark, threshold.threshold_from_medians).
     source, the current file's text, keeps its own run out of its history if recorded.
+    A kernel that the last recorded run sharing a benchmark with current measured, and
+    current lacks (or holds only as SKIP), is `missing` unless allow_missing: as in
+    compare, a slowed kernel renamed or dropped must not pass unseen.
     """
     if last < 1 or not 0 < alpha < 1 or min_runs < 3:
         raise ValueError("last >= 1, alpha in (0, 1), min_runs >= 3")
@@ -189,7 +196,46 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
         history = store.series(bench, gpu, last=last, exclude_run=own)
         latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)
         rows.append(_judge(result, bench, gpu, history, latest, threshold, alpha, min_runs))
+    if not allow_missing:
+        rows += _missing(store, current, own)
     return HistoryCheck(tuple(rows), current.path, last, alpha, own)
+
+
+def _missing(store: Store, current: ResultsFile, own: int | None) -> list[HistoryRow]:
+    """Return a `missing` row for each kernel of the reference run that current lacks or
+    holds only as SKIP. Per GPU model, the reference is the newest recorded run (not
+    current's own) that shares a benchmark with current, when current names at least half
+    of its kernels: the same set again, not a run of a few of them (`--variant tiled`)."""
+    named: dict[str, set[Benchmark]] = {}
+    measured: dict[str, set[Benchmark]] = {}
+    for result in current.benchmarks:
+        gpu = result.device.name if result.device is not None else ""
+        named.setdefault(gpu, set()).add(Benchmark.of(result))
+        if result.status is not Status.SKIP:
+            measured.setdefault(gpu, set()).add(Benchmark.of(result))
+    runs = [run for run in reversed(store.runs()) if run.id != own]
+    found = []
+    for gpu, names in named.items():
+        for run in runs:
+            recorded = store.run_benchmarks(run.id, gpu)
+            if not any(bench in names for bench, _, _ in recorded):
+                continue
+            kernels = list(dict.fromkeys(
+                bench for bench, kind, status in recorded
+                if kind == Kind.VARIANT.value and status != Status.SKIP.value))
+            if 2 * sum(bench in names for bench in kernels) < len(kernels):
+                break  # a run of a few of them: what it leaves out is not missing
+            where = f"run {run.id}" + (f" (commit {run.commit[:10]})" if run.commit else "")
+            found += [HistoryRow(
+                benchmark=bench, gpu_model=gpu, kind=Kind.VARIANT, current_median_s=None,
+                history_median_s=None, band=None, runs=0, change=None, p_value=None,
+                threshold=0.0, threshold_source="-", verdict=Verdict.MISSING,
+                reason=f"measured by {where}, the last recorded run of this set, and not "
+                       "in this file (renamed, removed or skipped?); pass --allow-missing "
+                       "if that is meant")
+                for bench in kernels if bench not in measured.get(gpu, set())]
+            break
+    return found
 
 
 def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
