@@ -647,6 +647,79 @@ def test_compare_warns_about_an_incomplete_file(tmp_path):
     assert "no regression: 2 same, 5 removed" in " ".join(result.stdout.split())
 
 
+@pytest.mark.parametrize("kind", [Kind.REFERENCE, Kind.VENDOR])
+def test_a_kernel_relabelled_a_reference_or_vendor_row_stays_gated(kind):
+    slow = 100e-6 * 1.3 * (1 + 0.005 * np.linspace(-2, 2, 41))
+    relabelled = dataclasses.replace(bench(slow), kind=kind)
+    comparison = compare(results("a.json", bench(TIGHT)), results("b.json", relabelled))
+    (only,) = comparison.rows
+    assert only.verdict == "failed" and only.kind is Kind.VARIANT
+    assert f"a kernel in the baseline, a {kind.value} row here" in only.reason
+    assert comparison.exit_code == ExitCode.REGRESSION
+
+
+def test_a_passed_verification_with_wrong_elements_is_a_bad_file(tmp_path):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    document = json.loads((DATA / "failing.json").read_text(encoding="utf-8"))
+    for row in document["benchmarks"]:
+        if row.get("verification") and not row["verification"]["passed"]:
+            row["verification"]["passed"], row["status"] = True, "PASS"
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(document), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(edited)])
+    assert result.exit_code == 2 and "verification.bad_elements" in result.stderr
+
+
+def test_a_cold_row_measured_without_a_flush_is_not_compared_with_a_flushed_one(tmp_path):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    document = json.loads((DATA / "slower20.json").read_text(encoding="utf-8"))
+    for row in document["benchmarks"]:
+        if not row.get("hot"):
+            row["l2_flush"] = ""
+    warm = tmp_path / "warm.json"
+    warm.write_text(json.dumps(document), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(warm)])
+    assert result.exit_code == 2 and "not at all (a warm L2)" in result.stderr
+
+
+def test_rows_stripped_of_their_gpu_still_meet_the_gpu_model_check(tmp_path):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    base = Path(__file__).parent / "data" / "h100-insight" / "m4096_full.json"
+    document = json.loads(base.read_text(encoding="utf-8"))
+    document["devices"][0]["name"] = "NVIDIA H200"
+    for row in document["benchmarks"]:
+        row["device"] = None
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(document), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["compare", str(base), str(other)])
+    assert result.exit_code == 2 and "different GPU models" in result.stderr, result.output
+
+
+def test_a_file_compared_with_itself_or_its_copy_is_refused(tmp_path):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    base = DATA / "baseline.json"
+    copy = tmp_path / "current.json"
+    copy.write_bytes(base.read_bytes())
+    link = tmp_path / "link.json"
+    link.symlink_to(base)
+    for current, says in ((base, "the same file"), (link, "the same file"),
+                          (copy, "copies of one file")):
+        result = CliRunner().invoke(cli, ["compare", str(base), str(current)])
+        assert result.exit_code == 2 and says in result.stderr, result.output
+
+
 @pytest.mark.parametrize("value", ["false", 0, None, "true"])
 def test_a_complete_flag_that_is_not_a_boolean_is_a_bad_file(tmp_path, value):
     # Only `false` marks a crashed run: any other value must not slip through the gate.

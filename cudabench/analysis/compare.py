@@ -10,7 +10,9 @@ it is listed as removed). A current file the writer marked incomplete fails the 
 Verdict of a pair, first rule that applies:
 
 - `failed`: the current run is FAIL or ERROR (whatever the baseline was: a run that is not
-  verified cannot pass a gate, even if it already failed before). A regression.
+  verified cannot pass a gate, even if it already failed before), or a kernel of the
+  baseline is a reference or vendor row in the current file (not gated, not verified as a
+  kernel). A regression.
 - `fixed`: the baseline was FAIL or ERROR and the current run passes (PASS or REF).
 - `untestable`: slower by more than the threshold, but with so few samples that the rank
   test could not reach p < alpha whatever they were (6 against 6 cannot reach 0.001): a
@@ -103,7 +105,8 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         added_rows += unpaired_new
         removed_rows += unpaired_old
         for old, new in pairs:
-            if old.l2_flush and new.l2_flush and old.l2_flush != new.l2_flush:
+            # cold rows: a side that says no flush at all (a warm L2) differs as much
+            if old.l2_flush != new.l2_flush and (not new.hot or (old.l2_flush and new.l2_flush)):
                 raise _flush_mismatch(baseline, current, old, new)
             limit, source = (threshold_for(new) if threshold_for is not None
                              else (threshold, "--threshold"))
@@ -140,9 +143,12 @@ def _flush_mismatch(baseline: ResultsFile, current: ResultsFile, old: BenchmarkR
     flush charges each sample the write-back of its dirty lines, a clean one does not, so
     the two files' times differ by the method (5% on an H100's read-only dot), not the
     kernels."""
+    def how(method: str) -> str:
+        return f"by {method}" if method else "not at all (a warm L2)"
+
     return UsageError(
-        f"{baseline.path} flushed the L2 by {old.l2_flush} and {current.path} by "
-        f"{new.l2_flush} ({old.op}/{old.variant} {shape_text(old.shape)} {old.dtype}, and "
+        f"{baseline.path} flushed the L2 {how(old.l2_flush)} and {current.path} "
+        f"{how(new.l2_flush)} ({old.op}/{old.variant} {shape_text(old.shape)} {old.dtype}, and "
         "maybe others): cold times after the two flushes differ; measure both sides with "
         "the same flush (a fresh baseline, or --l2-flush, a suite's l2_flush, the API's "
         "l2_flush=); files written before cudabench recorded the flush count as memset")
@@ -174,8 +180,10 @@ def reachable_p(n1: int, n2: int) -> float:
 
 
 def _models(results: ResultsFile) -> set[str]:
-    """Return the GPU models the file's benchmarks were measured on."""
-    return {r.device.name for r in results.benchmarks if r.device is not None}
+    """Return the GPU models the file's benchmarks were measured on (the file's devices
+    where its rows name none: rows stripped of their GPU must not escape the check)."""
+    return ({r.device.name for r in results.benchmarks if r.device is not None}
+            or {d.name for d in results.devices})
 
 
 def _model_notes(before: set[str], after: set[str], added: tuple[BenchmarkResult, ...],
@@ -284,12 +292,19 @@ def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: fl
     enough = min(len(before.samples_s), len(after.samples_s)) >= MIN_SAMPLES
     p = mann_whitney_u(before.samples_s, after.samples_s) if enough else None
     verdict, reason = _verdict(before, after, change, p, threshold, alpha)
-    if after.kind is not Kind.VARIANT and verdict in REGRESSION:
+    # A kernel of the baseline stays a gated kernel: one relabelled a reference or vendor
+    # row (which are not gated, and a reference is not verified) fails.
+    kind = Kind.VARIANT if before.kind is Kind.VARIANT else after.kind
+    if kind is not Kind.VARIANT and verdict in REGRESSION:
         reason += "; a reference row: the GPU or its clocks changed (not gated)"
+    if before.kind is Kind.VARIANT and after.kind is not Kind.VARIANT:
+        verdict = Verdict.FAILED
+        reason = (f"a kernel in the baseline, a {after.kind.value} row here: it must be "
+                  "measured and verified as a kernel")
     return ComparisonRow(
         op=after.op, variant=after.variant, params=dict(after.params), shape=tuple(after.shape),
         dtype=after.dtype, hot=after.hot, baseline_median_s=m0, current_median_s=m1,
-        change=change, p_value=p, verdict=verdict, reason=reason, kind=after.kind,
+        change=change, p_value=p, verdict=verdict, reason=reason, kind=kind,
     )
 
 

@@ -7,6 +7,7 @@ judge() is the one comparison the command, the Python API and the pytest plugin 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,6 +70,7 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     check_thresholds(threshold, max_threshold)  # bad values are named before files are read
     check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
                   [baseline, current, db or DEFAULT_STORE])
+    refuse_the_same_run(baseline, current)
     before, after = load_results(baseline), load_results(current)
     comparison = judge(before, after, threshold, alpha, db, allow_different_gpu, power,
                        allow_missing, max_threshold)
@@ -82,6 +84,19 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     incomplete = [f.path for f in (before, after) if f.metadata.get("complete") is False]
     terminal.render_incomplete(incomplete, terminal.stderr_console(), after.path)
     return int(comparison.exit_code)
+
+
+def refuse_the_same_run(baseline: Path, current: Path) -> None:
+    """Refuse to compare a file with itself, by any path or as a byte-for-byte copy: a CI
+    job whose current file is the baseline (a wrong path, a cache restored) would pass
+    every time without measuring anything."""
+    if not baseline.is_file() or not current.is_file():
+        return  # the loader says what is wrong with a path that is no file
+    same = os.path.samefile(baseline, current)
+    if same or baseline.read_bytes() == current.read_bytes():
+        what = "the same file" if same else "copies of one file, byte for byte"
+        raise UsageError(f"{baseline} and {current} are {what}: the current file must come "
+                         "from a new run (check the paths the CI job passes)")
 
 
 def check_thresholds(threshold: str, max_threshold: str) -> tuple[float, float]:

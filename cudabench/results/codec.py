@@ -266,6 +266,11 @@ def _check_consistent(result: BenchmarkResult, data: Mapping[str, Any], check: C
     if result.status in (Status.PASS, Status.SUSPECT, Status.REF):
         check.expect(bool(result.samples_s), "samples_s",
                      f"a non-empty list: a {result.status.value} row was timed")
+    verification = result.verification
+    if verification is not None and verification.passed:
+        check.expect(verification.bad_elements == 0, "verification.bad_elements",
+                     "0 where verification.passed is true (the file is inconsistent: was it "
+                     "edited by hand?)")
 
 
 def _rounds(data: Mapping[str, Any], check: Checker) -> int:
