@@ -261,8 +261,9 @@ def test_compare_refuses_a_benchmark_twice_on_one_gpu(use_fake, tmp_path):
     assert invoke("dot", "--size", "1000", *QUICK, "--no-vendor", "--json", path).exit_code == 0
     raw = json.loads(path.read_text())
     raw["benchmarks"].append(raw["benchmarks"][0])
-    path.write_text(json.dumps(raw))
-    done = invoke("compare", path, path)
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps(raw))
+    done = invoke("compare", path, twice)
     assert done.exit_code == 2
     assert "appears twice on one GPU" in done.stderr
 

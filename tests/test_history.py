@@ -747,6 +747,16 @@ def test_plot_takes_the_formats_cudabench_plot_takes(tmp_path):
     assert not odd.exists()
 
 
+def test_plot_never_writes_over_the_store_it_reads(tmp_path):
+    db = flat_history(tmp_path, runs=3)
+    store = tmp_path / "trend.png"
+    db.rename(store)
+    kept = store.read_bytes()
+    result = invoke("plot", store, "--db", store)
+    assert result.exit_code == 2 and "one of the files this command reads" in result.stderr
+    assert store.read_bytes() == kept
+
+
 def test_plot_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     result = invoke("plot", tmp_path / "t.png", "--db", tmp_path / "none.db")

@@ -78,10 +78,15 @@ def test_run_never_writes_over_its_suite_or_a_kernel(use_fake, tmp_path, monkeyp
     kernels.mkdir()
     from helpers import MATMUL_HEADER, write_kernel
     kernel = write_kernel(kernels, "mine", MATMUL_HEADER)
-    kept = {suite: suite.read_bytes(), kernel: kernel.read_bytes()}
+    header = kernel.parent / "common.cuh"  # beside a kernel: one it may include
+    header.write_text("#define COMMON 1\n", encoding="utf-8")
+    kept = {suite: suite.read_bytes(), kernel: kernel.read_bytes(),
+            header: header.read_bytes()}
     monkeypatch.chdir(tmp_path)
     one_line_error(invoke("run", "--json", "cudabench.toml"), "--json")
     one_line_error(invoke("run", "--kernels-dir", kernels, "--markdown", kernel), "--markdown")
+    one_line_error(invoke("matmul", "--size", "64", *QUICK, "--kernels-dir", kernels,
+                          "--variant", "mine", "--json", header), "--json")
     unchanged(kept)
 
 

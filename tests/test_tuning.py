@@ -319,3 +319,23 @@ def test_a_search_beyond_the_host_s_memory_is_refused_before_anything_runs(use_f
     assert done.exit_code == 2
     assert "needs" in done.stderr and "would fit" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_line_cut_short_in_the_cache_costs_no_later_row(tmp_path):
+    # A full disk or a power cut can leave half a line: the next row starts a line of its own.
+    from cudabench.tuning.cache import TuneCache
+
+    def passed(tile: int) -> BenchmarkResult:
+        return BenchmarkResult(op="matmul", variant="tiled", params={"TILE": tile},
+                               shape=(64, 64, 64), dims=("M", "K", "N"), dtype="float32",
+                               hot=False, samples_s=(1e-3, 1.1e-3),
+                               verification=Verification(True, 0.0, 0.0, 0, 10, "exact"),
+                               device=FAKE_DEVICE)
+
+    cache = TuneCache(tmp_path / "search.jsonl")
+    cache.add(passed(8))
+    with open(cache.path, "a", encoding="utf-8") as handle:
+        handle.write('{"device": {"na')  # cut short
+    cache.add(passed(16))
+    cache.add(passed(32))
+    assert sorted(row.params["TILE"] for row in cache.load().values()) == [8, 16, 32]

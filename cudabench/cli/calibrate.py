@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 from pathlib import Path
 
 import click
@@ -40,7 +41,10 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     store_path = db or DEFAULT_STORE
     requests = [dataclasses.replace(request, insight=Insight(vendor=True, batch=False))
                 for request in with_flush(load_suite(path, tuple(kernels_dirs)), l2_flush)]
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    # to the microsecond, with the process: two calibrations started together (one a GPU)
+    # must not write over each other's files
+    stamp = (datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+             + f"-{os.getpid()}")
     worst = 0
     kept: Path | None = None
     for index in range(runs):

@@ -392,10 +392,13 @@ def would_stop_here(plans: list[Plan]) -> list[str]:
 
 
 def plan_files(plans: list[Plan]) -> list[Path]:
-    """Return the kernel files the plans read: no output may be written over one."""
-    return [Path(variant.path) for plan in plans
-            for variant in (*(p.variant for p in plan.variants),
-                            *(v for v, _ in plan.skipped))]
+    """Return the files the plans read, no output may be written over one: the kernel
+    files, the headers beside them that a kernel may include, and the op files."""
+    from cudabench.runner.sources import source_paths
+
+    return [*(Path(variant.path) for plan in plans
+              for variant in (*(p.variant for p in plan.variants),
+                              *(v for v, _ in plan.skipped))), *source_paths(plans)]
 
 
 @click.command("run")

@@ -70,8 +70,8 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     check_thresholds(threshold, max_threshold)  # bad values are named before files are read
     check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
                   [baseline, current, db or DEFAULT_STORE])
-    refuse_the_same_run(baseline, current)
     before, after = load_results(baseline), load_results(current)
+    refuse_the_same_run(baseline, current)  # after the files' own errors, which say more
     comparison = judge(before, after, threshold, alpha, db, allow_different_gpu, power,
                        allow_missing, max_threshold)
     if markdown_path is not None:

@@ -21,7 +21,7 @@ from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
 from cudabench.history.records import DEFAULT_PATH, Benchmark, parse_time
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS
-from cudabench.common.outfiles import check_output
+from cudabench.common.outfiles import check_outputs
 from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
@@ -191,7 +191,7 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
     from cudabench.render.plot import check_suffix, save
 
     check_suffix(output, "OUTPUT")  # flag mistakes first, before reading the store
-    check_output(output, "OUTPUT")
+    check_outputs({"OUTPUT": output}, [db])  # never over the store it reads
     try:
         import matplotlib  # noqa: F401  (itself first: a cached submodule hides a block)
         from matplotlib.backends.backend_agg import FigureCanvasAgg

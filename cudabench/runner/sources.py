@@ -16,19 +16,21 @@ SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inc", ".py")
 MAX_BUNDLE_BYTES = 32 * 2**20  # kernel folders are source files; more is a mistake
 
 
-def bundle(plans: Sequence[Plan]) -> dict[str, str]:
-    """Return the source files the plans' kernels and ops need, by path: each variant's
-    folder (its includes live there) and each op file."""
+def source_paths(plans: Sequence[Plan]) -> list[Path]:
+    """Return the source files the plans' kernels and ops need: each variant's folder's
+    (its includes live there) and each op file."""
     folders = {planned.variant.path.parent for plan in plans for planned in plan.variants}
-    files: dict[str, str] = {}
-    for folder in sorted(folders):
-        for path in sorted(folder.iterdir()) if folder.is_dir() else ():
-            if path.suffix in SOURCE_SUFFIXES and path.is_file():
-                files[str(path)] = path.read_text(encoding="utf-8", errors="replace")
-    for plan in plans:
-        origin = plan.op.origin
-        if origin.endswith(".py") and Path(origin).is_file():
-            files[str(Path(origin))] = Path(origin).read_text(encoding="utf-8")
+    paths = [path for folder in sorted(folders)
+             for path in (sorted(folder.iterdir()) if folder.is_dir() else ())
+             if path.suffix in SOURCE_SUFFIXES and path.is_file()]
+    origins = {Path(plan.op.origin) for plan in plans if plan.op.origin.endswith(".py")}
+    return [*paths, *sorted(path for path in origins if path.is_file())]
+
+
+def bundle(plans: Sequence[Plan]) -> dict[str, str]:
+    """Return the source files the plans' kernels and ops need (source_paths), by path."""
+    files = {str(path): path.read_text(encoding="utf-8", errors="replace")
+             for path in source_paths(plans)}
     size = sum(len(text) for text in files.values())
     if size > MAX_BUNDLE_BYTES:
         raise UsageError(f"--cluster: the kernel folders hold {size / 2**20:.1f} MiB of source "

@@ -19,6 +19,7 @@ import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from cudabench.catalog import KernelVariant
 from cudabench.common.cache_dir import cache_root
@@ -105,10 +106,19 @@ class TuneCache:
                                                     0 if device else None)})
         with self.lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
+            with open(self.path, "a+b") as handle:
+                # a line cut short (a full disk, a power cut) must not swallow this one
+                handle.seek(0, os.SEEK_END)
+                cut = handle.tell() > 0 and not _ends_a_line(handle)
+                handle.write(("\n" if cut else "").encode() + line.encode() + b"\n")
                 handle.flush()
                 os.fsync(handle.fileno())
+
+
+def _ends_a_line(handle: BinaryIO) -> bool:
+    """Return whether the file open in handle ends with a newline (it is not empty)."""
+    handle.seek(-1, os.SEEK_END)
+    return handle.read(1) == b"\n"
 
 
 def lasting(result: BenchmarkResult) -> bool:
