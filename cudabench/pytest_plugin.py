@@ -355,14 +355,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from cudabench.api import Results, compare
     from cudabench.errors import CudabenchError
 
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     if rows.writer is not None:
         # Ctrl-C: the file says it is incomplete (and an existing one is not replaced)
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         rows.writer.write(complete=not interrupted)
         where = rows.writer.streams_to if interrupted else rows.json_path
         rows.messages.append(f"cudabench: {len(rows.rows)} rows written to {where}"
                              + (" (incomplete: the session was interrupted)"
                                 if interrupted else ""))
+    if interrupted and (rows.baseline is not None or rows.record_db is not None):
+        # part of a session is no run to judge or to keep (a compare would fail it as
+        # missing rows anyway, and the record would take the file the rows did not reach)
+        rows.messages.append("cudabench: the session was interrupted: nothing compared or "
+                             "recorded")
+        return
     results = Results(tuple(rows.rows), (), tuple(_command(session.config)), rows.versions,
                       rows.json_path)
     failed = False

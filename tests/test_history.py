@@ -662,15 +662,34 @@ def test_check_fails_a_kernel_of_the_last_run_that_this_file_lacks(tmp_path):
         assert allowed.exit_code == 0 and "missing" not in verdicts(allowed.stdout).values()
 
 
-def test_check_of_a_few_kernels_of_the_set_misses_none(tmp_path):
-    # `--variant naive` runs one kernel of three: the others are not missing.
-    db = flat_history(tmp_path, runs=6)
-    current = edited(make_run(tmp_path, 100, name="one"), lambda d: d.update(
-        benchmarks=[b for b in d["benchmarks"] if b["variant"] not in ("tiled",
-                                                                       "tiled_conflict")]))
-    result = invoke("check", current, "--db", db)
-    assert result.exit_code == 0, result.stdout
-    assert "missing" not in verdicts(result.stdout).values()
+def test_check_of_another_command_or_a_short_history_misses_nothing(tmp_path):
+    # `--variant naive` runs one kernel of three: another command, so the others are not
+    # missing; nor are they where the command has fewer than 3 recorded runs.
+    def naive_only(document):
+        document["command"] = [*document["command"], "--variant", "naive"]
+        document["benchmarks"] = [b for b in document["benchmarks"]
+                                  if b["variant"] not in ("tiled", "tiled_conflict")]
+
+    for runs in (6, 2):
+        db = flat_history(tmp_path / str(runs), runs=runs)
+        for edit in (naive_only, lambda d: naive_only(d) or d.update(command=d["command"][:-2])):
+            current = edited(make_run(tmp_path / str(runs), 100, name="one"), edit)
+            result = invoke("check", current, "--db", db)
+            if runs == 6 and edit is not naive_only:  # the set's own command: missing
+                assert result.exit_code == 1 and "2 missing" in " ".join(result.stdout.split())
+                continue
+            assert result.exit_code == 0, result.stdout
+            assert "missing" not in verdicts(result.stdout).values()
+
+
+def test_a_command_s_output_flags_do_not_make_it_another_command():
+    from cudabench.history.records import command_key
+
+    plain = command_key(["cudabench", "run", "suite.toml"])
+    assert plain == command_key(["cudabench", "run", "suite.toml", "--json", "a.json",
+                                 "--record", "--check", "--db=h.db", "--markdown", "s.md"])
+    assert plain != command_key(["cudabench", "run", "other.toml"])
+    assert command_key("cudabench run") is None and command_key(None) is None
 
 
 def test_check_refuses_bad_options(tmp_path):
@@ -918,5 +937,8 @@ def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path)
     new = {row[0] for row in conn.execute("SELECT DISTINCT l2_flush FROM results "
                                           "WHERE run_id != 1 AND hot = 0")}
     version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    keys = dict(conn.execute("SELECT id, command_key FROM runs"))
     conn.close()
-    assert flushes == {1: "memset", 2: ""} and new == {"clean"} and version == ("2",)
+    assert flushes == {1: "memset", 2: ""} and new == {"clean"}
+    assert version == (str(SCHEMA_VERSION),) == ("3",)
+    assert keys[1] is None and '"matmul"' in keys[2]  # version 3: the command of a new run

@@ -334,8 +334,10 @@ def test_two():
 ''')
     use(monkeypatch, FakeSpec())
     (pytester.path / "now.json").write_text("a baseline\n", encoding="utf-8")
-    done = pytester.runpytest("--cudabench-json", "now.json")
+    done = pytester.runpytest("--cudabench-json", "now.json", "--cudabench-record", "h.db")
     assert done.ret == pytest.ExitCode.INTERRUPTED
+    assert not (pytester.path / "h.db").exists()  # part of a session is not recorded
+    done.stdout.fnmatch_lines(["*the session was interrupted: nothing compared or recorded*"])
     assert (pytester.path / "now.json").read_text(encoding="utf-8") == "a baseline\n"
     partial = load_results(pytester.path / "now.json.partial")
     assert partial.metadata["complete"] is False and partial.benchmarks  # naive, cuBLAS, copy

@@ -43,6 +43,23 @@ def test_record_check_gates_on_history(use_fake, tmp_path):
     assert "slower" in done.stdout
 
 
+def test_record_check_fails_a_kernel_the_command_s_last_runs_had(use_fake, tmp_path):
+    # Under CliRunner every run's command is this process's own: the same command each time.
+    db = tmp_path / "h.db"
+    for seed in range(3):
+        use_fake(seed=seed)
+        done = invoke("dot", "--size", "1000", *QUICK, "--record", "--db", str(db),
+                      "--json", str(tmp_path / f"r{seed}.json"))
+        assert done.exit_code == 0, done.output
+    done = invoke("dot", "--size", "1000", *QUICK, "--variant", "atomic", "--record",
+                  "--check", "--db", str(db), "--json", str(tmp_path / "fewer.json"))
+    assert done.exit_code == 1 and "missing" in done.stdout, done.output
+    done = invoke("dot", "--size", "1000", *QUICK, "--variant", "atomic", "--record",
+                  "--check", "--allow-missing", "--db", str(db),
+                  "--json", str(tmp_path / "meant.json"))
+    assert done.exit_code == 0, done.output
+
+
 def test_check_needs_record(use_fake):
     done = invoke("dot", "--check")
     assert done.exit_code == 2 and "--record" in done.stderr

@@ -89,8 +89,8 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
 def check_placement(placement: Placement) -> None:
     """Refuse, without a GPU, the --devices or --cluster text a run would refuse (how many
     GPUs there are is for the run to check)."""
-    if placement.devices is not None:
-        choose(placement.devices, 1 << 20)
+    if placement.devices is not None and placement.devices.strip().lower() != "all":
+        choose(placement.devices, 1 << 20)  # the indices' syntax (`all` needs no check)
     if placement.cluster is not None:
         from cudabench.runner.ray_cluster import check_address
 
@@ -289,7 +289,8 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
 
         record_files([measured.json_path], outputs.db)
         if outputs.check:
-            code = max(code, check_file(measured.json_path, outputs.db))
+            code = max(code, check_file(measured.json_path, outputs.db,
+                                        allow_missing=outputs.allow_missing))
     return code
 
 

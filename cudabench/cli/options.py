@@ -42,6 +42,7 @@ class Outputs:
     record: bool = False  # append the run to the history store
     db: Path = DEFAULT_STORE
     check: bool = False  # judge the recorded run against the store's history
+    allow_missing: bool = False  # --check passes kernels the command's last runs had
     inputs: tuple[Path, ...] = ()  # files the run reads (its suite): never written over
     argv: list[str] | None = None  # the command a results file records (None: sys.argv)
 
@@ -50,9 +51,12 @@ class Outputs:
         """Return the outputs named by a command's shared options."""
         if options.get("check") and not options.get("record"):
             raise UsageError("--check judges the recorded run: give --record too")
+        if options.get("allow_missing") and not options.get("check"):
+            raise UsageError("--allow-missing is --check's: give --record --check too")
         return cls(csv_path=options.get("csv_path"), progress=options.get("progress"),
                    record=bool(options.get("record")), db=options.get("db") or DEFAULT_STORE,
-                   check=bool(options.get("check")), **fields)
+                   check=bool(options.get("check")),
+                   allow_missing=bool(options.get("allow_missing")), **fields)
 
 
 def keep_from_env() -> float:
@@ -331,6 +335,9 @@ def insight_options(function: F) -> F:
         click.option("--check", is_flag=True,
                      help="With --record: judge the run against the store's last runs "
                      "(exit 1 on a regression, like compare)."),
+        click.option("--allow-missing", is_flag=True,
+                     help="With --check: pass although kernels that the last runs of this "
+                     "command measured are not in this run (removed on purpose)."),
         click.option("--transfers", is_flag=True,
                      help="Also time host-to-device and device-to-host copies of the inputs "
                      "and result, pageable and pinned, against the link's peak."),

@@ -163,6 +163,19 @@ class Queries:
                                       worst))
         return points[-last:] if last else points
 
+    def runs_of_command(self, key: str, gpu_model: str, exclude_run: int | None = None,
+                        last: int = 3) -> list[int]:
+        """Return the ids of the newest `last` runs recorded from a command (its
+        command_key) with results on a GPU model, newest first."""
+        query = ("SELECT r.id FROM runs r WHERE r.command_key = ? AND r.id != ? AND EXISTS ("
+                 "SELECT 1 FROM results x LEFT JOIN devices d ON d.id = x.device_id "
+                 "WHERE x.run_id = r.id AND COALESCE(d.name, '') = ?) "
+                 "ORDER BY r.created DESC, r.id DESC LIMIT ?")
+        with self._errors():
+            rows = self._conn.execute(query, (key, -1 if exclude_run is None else exclude_run,
+                                              gpu_model, last)).fetchall()
+        return [int(row[0]) for row in rows]
+
     def run_benchmarks(self, run_id: int, gpu_model: str) -> list[tuple[Benchmark, str, str]]:
         """Return the benchmarks one run recorded on a GPU model (as series names it), each
         with its kind and status."""

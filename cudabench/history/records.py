@@ -125,6 +125,34 @@ def parse_time(text: str) -> str | None:
     return moment.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+# A command's options that say where its output goes or how it is shown, not what it
+# measures: two runs that differ only in these measured the same set.
+_OUTPUT_VALUES = frozenset({"--json", "--markdown", "--csv", "--html", "--best-out", "--db",
+                            "--keep-workers", "--cudabench-json", "--cudabench-compare",
+                            "--cudabench-record", "--cudabench-db", "--cudabench-keep-workers",
+                            "--basetemp", "--junitxml"})
+_OUTPUT_FLAGS = frozenset({"--record", "--check", "--allow-missing", "--progress", "--quiet",
+                           "--wide", "--traceback", "--profile-time"})
+
+
+def command_key(command: object) -> str | None:
+    """Return a results file's command (its metadata's list of words) without the options
+    that only choose outputs, as JSON; None when the file names no command."""
+    if not isinstance(command, list) or not all(isinstance(w, str) for w in command):
+        return None
+    kept: list[str] = []
+    words = iter(command)
+    for word in words:
+        name = word.split("=", 1)[0]
+        if name in _OUTPUT_FLAGS or (name in _OUTPUT_VALUES and "=" in word):
+            continue
+        if name in _OUTPUT_VALUES:
+            next(words, None)  # its value
+            continue
+        kept.append(word)
+    return json.dumps(kept)
+
+
 def source_hash(source: str) -> str:
     """Return the SHA-256 of a results file's text: the same file twice is one run."""
     return hashlib.sha256(source.encode("utf-8")).hexdigest()

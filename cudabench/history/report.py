@@ -5,8 +5,8 @@ its last N runs on the same GPU model (not one baseline), with compare's verdict
 
 - `failed`: the current row is not verified (FAIL, ERROR, TIMEOUT, SUSPECT). A regression.
 - `fixed`: the last recorded run of it failed, and this one passes.
-- `missing`: a kernel of the last recorded run of the same set (check's _missing says
-  which run that is) that the file lacks or holds only as SKIP. A regression, unless
+- `missing`: a kernel that most of the last recorded runs of the same command measured
+  (check's _missing) and the file lacks or holds only as SKIP. A regression, unless
   allow_missing.
 - `noisy` (never a regression): too few samples to know the current median; too little
   history (fewer than min_runs runs, or since the latest step in the window); a change
@@ -25,6 +25,7 @@ says so and does not gate.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import statistics
@@ -35,7 +36,7 @@ from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, 
 from cudabench.common.stats import pooled_precision, relative_spread
 from cudabench.common.units import format_change, format_p_value, format_percent
 from cudabench.errors import ExitCode, ResultsFileError
-from cudabench.history.records import Benchmark, SeriesPoint, Tracked
+from cudabench.history.records import Benchmark, SeriesPoint, Tracked, command_key
 from cudabench.history.steps import (
     DEFAULT_THRESHOLD,
     NOISE_FLOOR,
@@ -175,7 +176,7 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
 
     threshold None is `--threshold auto` (per benchmark, threshold.threshold_from_medians).
     source, the current file's text, keeps its own run out of its history if recorded.
-    A kernel that the last recorded run sharing a benchmark with current measured, and
+    A kernel that most of the last recorded runs of current's command measured, and
     current lacks (or holds only as SKIP), is `missing` unless allow_missing: as in
     compare, a slowed kernel renamed or dropped must not pass unseen.
     """
@@ -201,41 +202,38 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     return HistoryCheck(tuple(rows), current.path, last, alpha, own)
 
 
+SET_RUNS = 3  # the runs of one command that say which kernels it measures (a majority)
+
+
 def _missing(store: Store, current: ResultsFile, own: int | None) -> list[HistoryRow]:
-    """Return a `missing` row for each kernel of the reference run that current lacks or
-    holds only as SKIP. Per GPU model, the reference is the newest recorded run (not
-    current's own) that shares a benchmark with current, when current names at least half
-    of its kernels: the same set again, not a run of a few of them (`--variant tiled`)."""
-    named: dict[str, set[Benchmark]] = {}
-    measured: dict[str, set[Benchmark]] = {}
-    for result in current.benchmarks:
-        gpu = result.device.name if result.device is not None else ""
-        named.setdefault(gpu, set()).add(Benchmark.of(result))
-        if result.status is not Status.SKIP:
-            measured.setdefault(gpu, set()).add(Benchmark.of(result))
-    runs = [run for run in reversed(store.runs()) if run.id != own]
-    found = []
-    for gpu, names in named.items():
-        for run in runs:
-            recorded = store.run_benchmarks(run.id, gpu)
-            if not any(bench in names for bench, _, _ in recorded):
-                continue
-            kernels = list(dict.fromkeys(
-                bench for bench, kind, status in recorded
-                if kind == Kind.VARIANT.value and status != Status.SKIP.value))
-            if 2 * sum(bench in names for bench in kernels) < len(kernels):
-                break  # a run of a few of them: what it leaves out is not missing
-            where = f"run {run.id}" + (f" (commit {run.commit[:10]})" if run.commit else "")
-            found += [HistoryRow(
-                benchmark=bench, gpu_model=gpu, kind=Kind.VARIANT, current_median_s=None,
-                history_median_s=None, band=None, runs=0, change=None, p_value=None,
-                threshold=0.0, threshold_source="-", verdict=Verdict.MISSING,
-                reason=f"measured by {where}, the last recorded run of this set, and not "
-                       "in this file (renamed, removed or skipped?); pass --allow-missing "
-                       "if that is meant")
-                for bench in kernels if bench not in measured.get(gpu, set())]
-            break
-    return found
+    """Return a `missing` row for each kernel that the current file lacks or holds only as
+    SKIP and that most of the last SET_RUNS recorded runs of the same command measured
+    (records.command_key: its output flags aside) on its GPU model. Nothing with fewer
+    such runs, a file of several GPU models (which kernel ran where changes from run to
+    run), or a file that names no command."""
+    key = command_key(current.metadata.get("command"))
+    models = {r.device.name if r.device is not None else "" for r in current.benchmarks}
+    if key is None or len(models) != 1:
+        return []
+    (gpu,) = models
+    flushes = {Benchmark.of(r).l2_flush for r in current.benchmarks}
+    measured = {Benchmark.of(r) for r in current.benchmarks if r.status is not Status.SKIP}
+    runs = store.runs_of_command(key, gpu, exclude_run=own, last=SET_RUNS)
+    if len(runs) < SET_RUNS:
+        return []
+    seen: collections.Counter[Benchmark] = collections.Counter()
+    for run in runs:
+        seen.update({bench for bench, kind, status in store.run_benchmarks(run, gpu)
+                     if kind == Kind.VARIANT.value and status != Status.SKIP.value
+                     and bench.l2_flush in flushes})  # another flush: another history
+    return [HistoryRow(
+        benchmark=bench, gpu_model=gpu, kind=Kind.VARIANT, current_median_s=None,
+        history_median_s=None, band=None, runs=count, change=None, p_value=None,
+        threshold=0.0, threshold_source="-", verdict=Verdict.MISSING,
+        reason=f"measured by {count} of the last {len(runs)} recorded runs of this command "
+               "and not in this file (renamed, removed or skipped?); pass --allow-missing "
+               "if that is meant")
+        for bench, count in seen.items() if 2 * count > len(runs) and bench not in measured]
 
 
 def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,

@@ -1,12 +1,13 @@
 """The history store's file: its tables, created and migrated, and the checks made on a
 file before SQLite opens it (another program's file, a newer schema, a damaged one).
 
-Layout (schema version 2):
+Layout (schema version 3):
 
 - meta(key, value): `schema_version`, the version the migrations brought the file to;
 - runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
-  host, tool_version, file_schema): one results file each; the SHA-256 of its text makes
-  import idempotent;
+  host, tool_version, file_schema, command_key): one results file each; the SHA-256 of its
+  text makes import idempotent; command_key (version 3; NULL before) the command that made
+  it, less its output flags (records.command_key): which runs measured the same set;
 - devices(id, name, uuid, pci_bus_id, compute_capability): unknown UUID and bus id are '';
 - results(id, run_id, device_id, op, variant, params, shape, dtype, hot, kind, status,
   median_s, samples_s, l2_flush): params a JSON object with sorted keys, shape and samples
@@ -91,9 +92,15 @@ def _add_l2_flush_v2(conn: sqlite3.Connection) -> None:
                  "(op, variant, params, shape, dtype, hot, l2_flush)")
 
 
+def _add_command_key_v3(conn: sqlite3.Connection) -> None:
+    """Version 3: each run's command, less its output flags (history check's `missing`
+    compares a file with the runs of the same command). Runs recorded before have none."""
+    conn.execute("ALTER TABLE runs ADD COLUMN command_key TEXT")
+
+
 # MIGRATIONS[v] brings a store of version v to v + 1, inside the caller's transaction;
 # SQLite's DDL is transactional, so a failed step leaves the old version whole.
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2)
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2, _add_command_key_v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 

@@ -32,6 +32,7 @@ from cudabench.history.records import (
     QUICK_CHECK_MAX_BYTES,
     Benchmark,
     StoreError,
+    command_key,
     device_key,
     encode_benchmark,
     now_utc,
@@ -262,13 +263,14 @@ class Store(Queries):
                 return None
             cursor = self._conn.execute(
                 "INSERT INTO runs (source_hash, source_path, git_commit, branch, dirty, created,"
-                " recorded, host, tool_version, file_schema) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                " recorded, host, tool_version, file_schema, command_key)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (digest, str(results.path), commit if isinstance(commit, str) else None,
                  branch if isinstance(branch, str) else None,
                  int(dirty) if isinstance(dirty, bool) else None, created, now_utc(),
                  text_or_none(meta.get("host")),
                  text_or_none(tool.get("version")) if isinstance(tool, dict) else None,
-                 results.schema_version))
+                 results.schema_version, command_key(meta.get("command"))))
             run_id = int(cursor.lastrowid or 0)
             devices: dict[tuple[Any, ...], int] = {}
             for result in results.benchmarks:

@@ -18,6 +18,7 @@ falls back to the download and the CPU's check, whose report the row keeps.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -97,6 +98,10 @@ def verify_result(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
     with user_code(op, "verify"):
         verification: Verification = op.verify(dict(inputs), expected, result,
                                                list(launched), types)
+    if verification.passed and verification.bad_elements:
+        # an op's check that passes wrong elements: they fail the row (a results file
+        # saying both would be refused as inconsistent)
+        verification = dataclasses.replace(verification, passed=False)
     return verification
 
 
