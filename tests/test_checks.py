@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cudabench.engines.fake_engine import FakeSpec, Fault
-from cudabench.ops import OPS, TypeSet
+from cudabench.ops import OPS
 from cudabench.ops import matmul_check as check
 from cudabench.ops.base import check_rng
 from cudabench.ops.checks import same_bits_check

@@ -5,7 +5,6 @@ which drive the whole pipeline on the fake engine."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 

@@ -32,10 +32,8 @@ class PhaseClock:
             # The innermost phase an error left, for its message: a fault surfaces at the
             # next synchronisation, and the phase says which of a row's steps that was.
             if getattr(exc, "phase", None) is None:
-                try:
+                with contextlib.suppress(AttributeError):  # a type with __slots__
                     exc.phase = name  # type: ignore[attr-defined]
-                except AttributeError:  # an exception type with __slots__
-                    pass
             raise
         finally:
             elapsed = time.perf_counter() - frame[0]

@@ -25,10 +25,10 @@ def visible_entries(environ: Mapping[str, str] | None = None) -> list[str] | Non
 
 
 def refuse_launch_blocking(environ: Mapping[str, str] | None = None) -> None:
-    """Raise UsageError (a setting to undo, not a missing GPU) when CUDA_LAUNCH_BLOCKING is on: every timed run is queued
-    behind a kernel that waits for the host to release it (engines/pycuda_engine.py's
-    time_once and batches), and a launch that blocks until the GPU is done would wait for
-    it forever."""
+    """Raise UsageError (a setting to undo, not a missing GPU) when CUDA_LAUNCH_BLOCKING is
+    on: every timed run is queued behind a kernel that waits for the host to release it
+    (engines/pycuda_engine.py's time_once and batches), and a launch that blocks until the
+    GPU is done would wait for it forever."""
     value = (environ if environ is not None else os.environ).get("CUDA_LAUNCH_BLOCKING", "")
     if value.strip() not in ("", "0"):
         raise UsageError(

@@ -2,11 +2,13 @@
 
 One file per (op, shape, dtype, cache state, GPU model, source hash of the variant and the
 files it includes, the timing policy's measuring settings and the kind of check: a row
-measured with 3 quick samples is not reused where 20 were asked for), under `cache_root()/tune/<op>/` (CUDABENCH_CACHE_DIR moves it; `off`
-keeps nothing; `--no-tune-cache` ignores it; deleting the folder clears it). A row is
-appended as soon as it arrives, so an interrupted search loses nothing it measured: run
-again, and only what is new is measured. A line that cannot be read whole (a run killed
-mid-write) is ignored; a timeout or a lost worker is not kept (measured again next time).
+measured with 3 quick samples is not reused where 20 were asked for), under
+`cache_root()/tune/<op>/` (CUDABENCH_CACHE_DIR moves it; `off` keeps nothing;
+`--no-tune-cache` ignores it; deleting the folder clears it). A row is appended as soon as
+it arrives, so an interrupted search loses nothing it measured: run again, and only what is
+new is measured. A line that cannot be read whole (a run killed mid-write) is ignored, and
+the next row starts a line of its own; a timeout or a lost worker is not kept (measured
+again next time).
 """
 
 from __future__ import annotations
