@@ -161,6 +161,12 @@ def test_compare_refuses_a_bad_threshold(use_fake, threshold, message):
         cb.compare(results, results, threshold=threshold)
 
 
+def test_compare_refuses_a_file_against_itself_as_the_command_does(use_fake, tmp_path):
+    path = run_tiled().to_json(tmp_path / "r.json")
+    with pytest.raises(UsageError, match="are the same file"):
+        cb.compare(path, str(path))
+
+
 def test_compare_refuses_a_file_that_is_not_a_results_file(tmp_path):
     (tmp_path / "x.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ResultsFileError):

@@ -439,6 +439,7 @@ def test_migrations_run_in_order_in_one_transaction(tmp_path, monkeypatch):
     now = store_module.MIGRATIONS  # the store is at len(now)
     monkeypatch.setattr(store_module, "MIGRATIONS", (*now, add_note, broken))
     monkeypatch.setattr(store_module, "SCHEMA_VERSION", len(now) + 2)
+    monkeypatch.setattr(store_module, "READABLE_FROM", len(now) + 1)  # readers need step 1
     assert_one_line_error(invoke("show", "--db", db), f"schema version {len(now)}",
                           "import` once")
     before = db.read_bytes()
@@ -911,6 +912,27 @@ def test_a_benchmark_after_another_flush_has_a_history_of_its_own(tmp_path):
     assert shown.exit_code == 0, shown.stderr
     text = " ".join(shown.stdout.split())
     assert "(memset flush)" in text and "(clean flush)" in text
+
+
+def test_a_version_2_store_is_read_as_it_is_and_upgraded_by_a_writer(tmp_path):
+    # Version 3 only adds each run's command: readers (show, check, compare's auto
+    # threshold) take a version 2 store as it is, with no `missing` verdicts from it.
+    db = flat_history(tmp_path, runs=4)
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE runs DROP COLUMN command_key")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    assert invoke("show", "--db", db).exit_code == 0
+    current = edited(make_run(tmp_path, 100, name="cur"), lambda d: d.update(
+        benchmarks=[b for b in d["benchmarks"] if b["variant"] != "tiled"]))
+    checked = invoke("check", current, "--db", db)
+    assert checked.exit_code == 0 and "missing" not in checked.stdout, checked.stdout
+    import_runs(db, [make_run(tmp_path, 200, name="new")])  # a writer upgrades it
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
+        == (str(SCHEMA_VERSION),)
+    conn.close()
 
 
 def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path):

@@ -111,9 +111,11 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
     if isinstance(threshold, bool) or not isinstance(threshold, (str, int, float)):
         raise UsageError(f"threshold {threshold!r}: expected 'auto', a percentage such as "
                          "'5%' or a fraction such as 0.05")
-    from cudabench.cli.compare import judge
+    from cudabench.cli.compare import judge, refuse_the_same_run
 
     files = _file(baseline, "baseline"), _file(current, "current")
+    if isinstance(baseline, (str, os.PathLike)) and isinstance(current, (str, os.PathLike)):
+        refuse_the_same_run(Path(baseline), Path(current))  # as the command does
     judged = judge(files[0], files[1], str(threshold), alpha,
                    Path(db) if db is not None else None, allow_different_gpu, power,
                    allow_missing, str(max_threshold))

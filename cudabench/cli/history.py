@@ -142,8 +142,8 @@ def one_gpu_in_title(title: str, columns: Sequence[str], rows: list[list[str]]
 @click.option("--min-runs", type=click.IntRange(min=3), default=DEFAULT_MIN_RUNS,
               show_default=True, help="Runs of history needed to judge a benchmark.")
 @click.option("--allow-missing", is_flag=True,
-              help="Pass although kernels of the last recorded run of this set are not in "
-                   "CURRENT (removed or renamed on purpose).")
+              help="Pass although kernels that most of the last 3 recorded runs of "
+                   "CURRENT's command measured are not in it (removed on purpose).")
 @db_option
 def check_command(current: Path, last: int, threshold: str, alpha: float, min_runs: int,
                   allow_missing: bool, db: Path) -> int:

@@ -80,7 +80,7 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
 @click.command("plot")
 @click.argument("files", nargs=-1, required=True, type=FILES, metavar="FILE...")
 @click.option("-o", "--output", required=True, type=FILES,
-              help="The figure to write: .png, .svg or .pdf.")
+              help="The figure to write: .png, .svg, .pdf or .jpg.")
 @click.option("--kind", type=click.Choice(plot.KINDS), default="both", show_default=True,
               help="Throughput against problem size, the roofline, or both in one figure.")
 def plot_command(files: tuple[Path, ...], output: Path, kind: str) -> int:

@@ -37,6 +37,7 @@ class Queries:
     _conn: sqlite3.Connection
     path: Path
     timeout_s: float
+    version: int  # the file's schema version (a reader may hold an older one: READABLE_FROM)
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
@@ -166,7 +167,10 @@ class Queries:
     def runs_of_command(self, key: str, gpu_model: str, exclude_run: int | None = None,
                         last: int = 3) -> list[int]:
         """Return the ids of the newest `last` runs recorded from a command (its
-        command_key) with results on a GPU model, newest first."""
+        command_key) with results on a GPU model, newest first (none from a store older
+        than version 3, which did not record commands)."""
+        if self.version < 3:
+            return []
         query = ("SELECT r.id FROM runs r WHERE r.command_key = ? AND r.id != ? AND EXISTS ("
                  "SELECT 1 FROM results x LEFT JOIN devices d ON d.id = x.device_id "
                  "WHERE x.run_id = r.id AND COALESCE(d.name, '') = ?) "

@@ -102,6 +102,9 @@ def _add_command_key_v3(conn: sqlite3.Connection) -> None:
 # SQLite's DDL is transactional, so a failed step leaves the old version whole.
 MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2, _add_command_key_v3)
 SCHEMA_VERSION = len(MIGRATIONS)
+# The oldest version a reader takes as it is (a writer upgrades it): version 3 only adds
+# runs.command_key, which a read of an older store takes as unknown (no `missing` verdicts).
+READABLE_FROM = 2
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 
 

@@ -42,6 +42,7 @@ from cudabench.history.records import (
 )
 from cudabench.history.schema import (
     MIGRATIONS,
+    READABLE_FROM,
     SCHEMA_VERSION,
     TABLES,
     damaged_message,
@@ -63,6 +64,7 @@ class Store(Queries):
         self.writable = writable
         self.timeout_s = timeout_s
         self.read_only_connection = read_only_connection
+        self.version = SCHEMA_VERSION  # the file's, once _prepare has read it
 
     # Opening ---------------------------------------------------------------------------
 
@@ -134,10 +136,11 @@ class Store(Queries):
                                    if not line.startswith("***"))
                 raise StoreError(damaged_message(self.path, detail[:200]))
         if not self.writable:
-            if version is not None and version < SCHEMA_VERSION:
+            if version is not None and version < READABLE_FROM:
                 raise StoreError(f"{self.path}: the store has schema version {version}; this "
                                  f"cudabench uses {SCHEMA_VERSION}: run `cudabench history "
                                  "import` once (it upgrades the store) and try again")
+            self.version = version if version is not None else SCHEMA_VERSION
             return
         if version is None or version < SCHEMA_VERSION:
             with self.transaction():
