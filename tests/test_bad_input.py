@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cudabench.catalog import parse_header
@@ -156,6 +156,7 @@ ALL_PATHS = [p for p in paths_of(BASELINE) if p]
 @FUZZ
 @given(st.lists(st.tuples(st.sampled_from(ALL_PATHS), json_values, st.booleans()),
                 min_size=1, max_size=4))
+@example(edits=[(("benchmarks",), True, False)])  # a version-1 file's migration met it
 def test_a_mutated_results_file_never_crashes_compare(tmp_path_factory, edits):
     document = json.loads(json.dumps(BASELINE))
     for path, value, delete in edits:

@@ -44,7 +44,9 @@ def _v1_to_v2(document: Document) -> Document:
             tool.setdefault("engine_version", engine_version)
     devices = [{"index": 0, "pci_bus_id": None, "uuid": None, **gpu}]
     document["devices"] = devices
-    for benchmark in document.get("benchmarks") or []:
+    benchmarks = document.get("benchmarks")
+    # anything but a list is left for the loader to name ("benchmarks: expected a list")
+    for benchmark in benchmarks if isinstance(benchmarks, list) else ():
         if isinstance(benchmark, dict):
             if benchmark.get("kind") == "kernel":
                 benchmark["kind"] = "variant"
