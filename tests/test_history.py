@@ -964,3 +964,17 @@ def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path)
     assert flushes == {1: "memset", 2: ""} and new == {"clean"}
     assert version == (str(SCHEMA_VERSION),) == ("3",)
     assert keys[1] is None and '"matmul"' in keys[2]  # version 3: the command of a new run
+
+
+def test_a_recorded_slow_run_does_not_let_its_rerun_pass(tmp_path):
+    # `--record --check` records a run before it judges it: re-running the failed job must
+    # meet the same verdict, not a band widened by the slow run itself.
+    db = flat_history(tmp_path, runs=12)
+    first = make_run(tmp_path, 100, factors={"tiled": 1.1}, name="slow")
+    assert invoke("check", first, "--db", db).exit_code == 1
+    import_runs(db, [first])
+    again = edited(make_run(tmp_path, 100, factors={"tiled": 1.1}, name="again"),  # the
+                   lambda d: d.update(host="another runner"))  # same samples, another file
+    result = invoke("check", again, "--db", db)
+    assert result.exit_code == 1 and verdicts(result.stdout)["tiled"] == "slower", \
+        result.stdout

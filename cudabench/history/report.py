@@ -13,7 +13,8 @@ its last N runs on the same GPU model (not one baseline), with compare's verdict
   above the threshold that the history's own spread explains; or a current median known
   less precisely than half the threshold.
 - `slower` / `faster`: the change from the history's median exceeds the threshold and is
-  significant: outside every recorded median, and p < alpha for a median drawn from the
+  significant: outside every recorded median but the outliers (_band: one slow run
+  recorded must not let its re-run pass), and p < alpha for a median drawn from the
   history's spread (robust, between runs) plus the current median's own uncertainty. A
   slower reference row means the machine changed: shown, not gated.
 - `same`: otherwise.
@@ -132,7 +133,7 @@ class HistoryRow:
     kind: Kind
     current_median_s: float | None
     history_median_s: float | None
-    band: tuple[float, float] | None  # min..max of the runs weighed
+    band: tuple[float, float] | None  # min..max of the runs weighed, outliers left out
     runs: int  # runs weighed
     change: float | None  # current / history median - 1
     p_value: float | None
@@ -236,6 +237,19 @@ def _missing(store: Store, current: ResultsFile, own: int | None) -> list[Histor
         for bench, count in seen.items() if 2 * count > len(runs) and bench not in measured]
 
 
+OUTLIER_SDS = 3.0  # a run's median this many robust standard deviations out is an outlier
+
+
+def _band(medians: Sequence[float], center: float) -> list[float]:
+    """Return the medians a current one must lie outside of to count as a change: all but
+    the outliers. One slow run, recorded (`--record --check` records before it judges),
+    must not widen the band so that the same slowdown passes when the job is re-run; a
+    level that stays is a step, which the history follows once 3 runs show it."""
+    deviations = [abs(x - center) for x in medians]
+    limit = OUTLIER_SDS * 1.4826 * statistics.median(deviations)
+    return [x for x, d in zip(medians, deviations) if d <= limit]
+
+
 def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
            history: Sequence[SeriesPoint], latest: Sequence[SeriesPoint],
            threshold: float | None, alpha: float, min_runs: int) -> HistoryRow:
@@ -247,15 +261,17 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
         history = history[start:]
     medians = [p.median_s for p in history]
     if threshold is None:
-        limit, source = threshold_from_medians(medians, min_runs=min_runs)
+        limit, source = threshold_from_medians(medians, min_runs=min_runs,
+                                               cap_from="history check's cap")
     else:
         limit, source = threshold, "--threshold"
     m = result.median_s
     center = statistics.median(medians) if medians else None
     change = m / center - 1 if m and center else None
+    band = _band(medians, center) if center is not None else []
     template = HistoryRow(
         benchmark=bench, gpu_model=gpu, kind=result.kind, current_median_s=m,
-        history_median_s=center, band=(min(medians), max(medians)) if medians else None,
+        history_median_s=center, band=(min(band), max(band)) if band else None,
         runs=len(medians), change=change, p_value=None, threshold=limit,
         threshold_source=source, verdict=Verdict.NOISY, reason="")
 
@@ -289,10 +305,13 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
     scale = math.sqrt(math.log1p(spread) ** 2 * (1 + 1 / len(medians)) + math.log1p(own) ** 2)
     z = math.log(m / center) / scale
     p = math.erfc(abs(z) / math.sqrt(2))
-    outside = m > max(medians) or m < min(medians)
+    outside = m > max(band) or m < min(band)
     significant = p < alpha and outside
+    left = len(medians) - len(band)
     test = (f"p={format_p_value(p)} {'<' if p < alpha else '>='} {alpha:g}, "
-            f"{'outside' if outside else 'inside'} the {len(medians)} runs{note}")
+            f"{'outside' if outside else 'inside'} the {len(medians)} runs"
+            + (f" ({left} outlier{'s' if left != 1 else ''} left out)" if left else "")
+            + note)
     shift, limit_text = format_change(change), format_percent(limit)
     if significant and change > limit:
         return row(Verdict.SLOWER, f"{shift} exceeds the {limit_text} threshold, {test}", p)

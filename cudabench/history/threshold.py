@@ -49,9 +49,10 @@ def between_run_spread(medians: Sequence[float]) -> float:
 def threshold_from_medians(medians: Sequence[float], floor: float = DEFAULT_FLOOR,
                            multiple: float = DEFAULT_MULTIPLE,
                            min_runs: int = DEFAULT_MIN_RUNS,
-                           cap: float = DEFAULT_CAP) -> tuple[float, str]:
+                           cap: float = DEFAULT_CAP, cap_from: str = "--max-threshold"
+                           ) -> tuple[float, str]:
     """Return (threshold, where it came from) for a benchmark's recent per-run medians:
-    multiple x their spread, at least floor and at most cap."""
+    multiple x their spread, at least floor and at most cap (cap_from: what set it)."""
     if not 0 < floor <= cap < MAX_THRESHOLD or multiple <= 0 or min_runs < 3:
         raise ValueError("0 < floor <= cap < 10, multiple > 0 and min_runs >= 3")
     runs = len(medians)
@@ -63,7 +64,7 @@ def threshold_from_medians(medians: Sequence[float], floor: float = DEFAULT_FLOO
     source = f"history: {runs} runs, spread {spread * 100:.2g}%"
     if scaled > cap:
         return cap, (f"{source} x {multiple:g} = {format_percent(scaled)}, capped at "
-                     f"{format_percent(cap)} (--max-threshold)")
+                     f"{format_percent(cap)} ({cap_from})")
     if scaled <= floor:
         return floor, f"{source} ({multiple:g} x spread below the {format_percent(floor)} floor)"
     return scaled, f"{source} x {multiple:g}"
