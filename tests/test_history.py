@@ -441,7 +441,7 @@ def test_migrations_run_in_order_in_one_transaction(tmp_path, monkeypatch):
     monkeypatch.setattr(store_module, "SCHEMA_VERSION", len(now) + 2)
     monkeypatch.setattr(store_module, "READABLE_FROM", len(now) + 1)  # readers need step 1
     assert_one_line_error(invoke("show", "--db", db), f"schema version {len(now)}",
-                          "import` once")
+                          "history import FILE --db")
     before = db.read_bytes()
     with pytest.raises(RuntimeError, match="migration bug"):
         Store.open(db, create=True)
@@ -827,6 +827,8 @@ def test_check_fails_an_incomplete_file_and_a_slowdown_on_too_few_samples(tmp_pa
     partial.write_text(json.dumps(document), encoding="utf-8")
     result = invoke("check", partial, "--db", db)
     assert result.exit_code == 1 and "incomplete" in result.stderr
+    assert "gate failed, the current run is incomplete" in result.stdout  # not "no regression"
+    assert "no regression" not in result.stdout
 
     few = make_run(tmp_path, 101, factors={"tiled": 3.0}, name="few")
     document = json.loads(few.read_text(encoding="utf-8"))
@@ -952,7 +954,8 @@ def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path)
                      "'float32', ?, 'variant', 'PASS', 1e-5, '[1e-5]')", (row_id, hot))
     conn.commit()
     conn.close()
-    assert_one_line_error(invoke("show", "--db", db), "schema version 1", "import` once")
+    assert_one_line_error(invoke("show", "--db", db), "schema version 1",
+                          "history import FILE --db")
     import_runs(db, [cleaned(make_run(tmp_path, 5))])  # a writer upgrades the store
     conn = sqlite3.connect(db)
     flushes = dict(conn.execute("SELECT id, l2_flush FROM results WHERE run_id = 1"))

@@ -165,7 +165,7 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
     source = read_text(current)
     with Store.open(db) as store:
         verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing)
-    _render_check(verdicts, db)
+    _render_check(verdicts, db, incomplete=results.metadata.get("complete") is False)
     if results.metadata.get("complete") is False:  # a crashed run passes no gate, as in compare
         terminal.stderr_console().print(f"error: {current} is incomplete (its run stopped "
                                         "before its last row): it fails the gate",
@@ -265,8 +265,9 @@ def _trend_cells(trend: Trend, flush: bool = False) -> list[str]:
             _change_text(trend, detection.last_change), "; ".join([steps or "-", *extras])]
 
 
-def _render_check(result: HistoryCheck, db: Path) -> None:
-    """Print the check's table and its summary line."""
+def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> None:
+    """Print the check's table and its summary line (an incomplete current file fails the
+    gate whatever its rows say, and the line says so first, as compare's does)."""
     rows = []
     for row in result.rows:
         band = (f"{format_seconds(row.band[0])}..{format_seconds(row.band[1])}"
@@ -296,7 +297,10 @@ def _render_check(result: HistoryCheck, db: Path) -> None:
     if result.excluded_run is not None:
         summary += f"; its own run {result.excluded_run} left out of its history"
     regressed = len(result.regressions)
-    if regressed:
+    if incomplete:
+        out.print(f"gate failed, the current run is incomplete: {summary}", style="bold red",
+                  markup=False, soft_wrap=True)
+    elif regressed:
         out.print(f"{regressed} regression{'s' if regressed != 1 else ''}: {summary}",
                   style="bold red", markup=False, soft_wrap=True)
     else:

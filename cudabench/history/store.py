@@ -138,8 +138,9 @@ class Store(Queries):
         if not self.writable:
             if version is not None and version < READABLE_FROM:
                 raise StoreError(f"{self.path}: the store has schema version {version}; this "
-                                 f"cudabench uses {SCHEMA_VERSION}: run `cudabench history "
-                                 "import` once (it upgrades the store) and try again")
+                                 f"cudabench uses {SCHEMA_VERSION}: record a results file "
+                                 f"into it once (`cudabench history import FILE --db "
+                                 f"{self.path}`: that upgrades the store) and try again")
             self.version = version if version is not None else SCHEMA_VERSION
             return
         if version is None or version < SCHEMA_VERSION:
