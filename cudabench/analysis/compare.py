@@ -105,8 +105,9 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         added_rows += unpaired_new
         removed_rows += unpaired_old
         for old, new in pairs:
-            # cold rows: a side that says no flush at all (a warm L2) differs as much
-            if old.l2_flush != new.l2_flush and (not new.hot or (old.l2_flush and new.l2_flush)):
+            # hot rows pair with hot rows (hot is in the key), which no flush precedes: any
+            # difference is a cold row's, no flush at all (a warm L2) included
+            if old.l2_flush != new.l2_flush:
                 raise _flush_mismatch(baseline, current, old, new)
             limit, source = (threshold_for(new) if threshold_for is not None
                              else (threshold, "--threshold"))

@@ -23,7 +23,7 @@ from cudabench.history.records import (
     source_hash,
     worst_status,
 )
-from cudabench.history.schema import TABLES, damaged_message
+from cudabench.history.schema import COMMANDS_SINCE, TABLES, damaged_message
 
 
 
@@ -169,7 +169,7 @@ class Queries:
         """Return the ids of the newest `last` runs recorded from a command (its
         command_key) with results on a GPU model, newest first (none from a store older
         than version 3, which did not record commands)."""
-        if self.version < 3:
+        if self.version < COMMANDS_SINCE:
             return []
         query = ("SELECT r.id FROM runs r WHERE r.command_key = ? AND r.id != ? AND EXISTS ("
                  "SELECT 1 FROM results x LEFT JOIN devices d ON d.id = x.device_id "

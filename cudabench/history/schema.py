@@ -105,6 +105,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # The oldest version a reader takes as it is (a writer upgrades it): version 3 only adds
 # runs.command_key, which a read of an older store takes as unknown (no `missing` verdicts).
 READABLE_FROM = 2
+COMMANDS_SINCE = 3  # the version whose runs record their command (runs.command_key)
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 
 
