@@ -25,13 +25,15 @@
 // separates them (GROUP=1 LOAD_CACHE=1 STORE_CACHE=1 at TILE=64 is vectorized's schedule
 // and moves, through dynamic shared memory):
 //
-// - Tile order (GROUP). vectorized's 2-D grid runs tiles in row-major order: the ~1,700
-//   blocks resident on an H100 at once (13 an SM) cover about 13 tile rows of A, so reads
-//   sweep whole rows of A (32 KB runs at 8192 columns) while each row of B receives only
-//   13 x 256 bytes at a time: B's writes reach DRAM as short runs all over B. Here block k
+// - Tile order (GROUP). vectorized's 2-D grid runs tiles in row-major order: the ~1,060
+//   blocks resident on an H100 at once (8 an SM at TILE 64 float32: ptxas gives the kernel
+//   60 registers a thread, and registers, not shared memory, set the count) cover about 8
+//   tile rows of A, so reads sweep whole rows of A (32 KB runs at 8192 columns) while each
+//   row of B receives only 8 x 256 bytes at a time: B's writes reach DRAM as short runs all
+//   over B. Here block k
 //   of a 1-D grid takes the tile of a grouped order: groups of GROUP tile rows, and inside
 //   a group the tiles go down a tile column, then to the next column. The resident window
-//   is then about GROUP tile rows by 1,700 / GROUP tile columns: runs of ~1700/GROUP x
+//   is then about GROUP tile rows by 1,060 / GROUP tile columns: runs of ~1060/GROUP x
 //   TILE elements along A's rows and GROUP x TILE along B's rows. GROUP=1 is row-major
 //   (vectorized), GROUP >= the tile rows column-major (blocks walk along B's rows: B's
 //   writes stream, A's reads are short runs), 16-32 balanced.
