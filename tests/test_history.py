@@ -819,6 +819,25 @@ def test_compare_with_a_wild_history_still_catches_a_2x_slowdown(tmp_path):
     assert bad.exit_code == 2 and "--max-threshold" in bad.output
 
 
+def test_history_check_takes_max_threshold_as_compare_does(tmp_path):
+    # Medians that move ~11% from run to run (auto: 3 x that = 33%, past the 25% cap) while
+    # most lie within ~7% of their middle, so a +29% run is significant: slower under the
+    # default cap, within a 50% one.
+    history = (1.01, 1.18, 0.94, 1.05, 0.98, 1.05, 1.0, 0.96, 0.93, 1.25)
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path / "runs", i, factors={"tiled": f})
+                     for i, f in enumerate(history)])
+    slow = make_run(tmp_path, 51, factors={"tiled": 1.005 * 1.29}, name="slow")
+    capped = invoke("check", slow, "--db", db)
+    assert capped.exit_code == 1, capped.output
+    assert verdicts(capped.stdout)["tiled"] == "slower"
+    assert "(--max-threshold)" in capped.stdout.replace("│", "").replace("\n", "")
+    loose = invoke("check", slow, "--db", db, "--max-threshold", "50%")
+    assert loose.exit_code == 0, loose.output
+    bad = invoke("check", slow, "--db", db, "--max-threshold", "1%")
+    assert_one_line_error(bad, "--max-threshold 1%", "floor")
+
+
 def test_check_fails_an_incomplete_file_and_a_slowdown_on_too_few_samples(tmp_path):
     db = flat_history(tmp_path)
     partial = make_run(tmp_path, 100, name="partial")

@@ -285,12 +285,13 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     if any(plan.insight.profile_time for plan in measured.plans):
         show_time_profile(measured)
     if outputs.record and measured.json_path is not None:
-        from cudabench.cli.history import check_file, record_files  # --record alone
+        from cudabench.cli.history import RECORD_CHECK_CAP, check_file, record_files
 
         record_files([measured.json_path], outputs.db)
         if outputs.check:
             code = max(code, check_file(measured.json_path, outputs.db,
-                                        allow_missing=outputs.allow_missing))
+                                        allow_missing=outputs.allow_missing,
+                                        cap_from=RECORD_CHECK_CAP))
     return code
 
 

@@ -20,7 +20,7 @@ from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Tren
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
 from cudabench.history.records import DEFAULT_PATH, Benchmark, parse_time
 from cudabench.history.store import Store
-from cudabench.history.threshold import DEFAULT_MIN_RUNS
+from cudabench.history.threshold import DEFAULT_CAP, DEFAULT_MIN_RUNS
 from cudabench.common.outfiles import check_outputs
 from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
@@ -144,17 +144,28 @@ def one_gpu_in_title(title: str, columns: Sequence[str], rows: list[list[str]]
 @click.option("--allow-missing", is_flag=True,
               help="Pass although kernels that most of the last 3 recorded runs of "
                    "CURRENT's command measured are not in it (removed on purpose).")
+@click.option("--max-threshold", default=f"{DEFAULT_CAP:.0%}", show_default=True,
+              help="The most --threshold auto may grow to from a noisy history.")
 @db_option
 def check_command(current: Path, last: int, threshold: str, alpha: float, min_runs: int,
-                  allow_missing: bool, db: Path) -> int:
+                  allow_missing: bool, max_threshold: str, db: Path) -> int:
     """Judge CURRENT against each benchmark's last runs; exit 1 on a regression."""
-    return check_file(current, db, last, threshold, alpha, min_runs, allow_missing)
+    return check_file(current, db, last, threshold, alpha, min_runs, allow_missing,
+                      max_threshold)
+
+
+# What a capped threshold names as its cap where the command has no --max-threshold.
+RECORD_CHECK_CAP = "the default cap; `cudabench history check --max-threshold` sets another"
 
 
 def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str = "auto",
                alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS,
-               allow_missing: bool = False) -> int:
+               allow_missing: bool = False, max_threshold: str = f"{DEFAULT_CAP:.0%}",
+               cap_from: str = "--max-threshold") -> int:
     """Judge a results file against the store's history; return compare's exit code."""
+    from cudabench.cli.compare import check_thresholds
+
+    _, cap = check_thresholds(threshold, max_threshold)  # bad values named before files read
     limit = None if threshold.strip().lower() == "auto" else parse_threshold(threshold)
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha!r}: must be between 0 and 1")
@@ -164,7 +175,8 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                          "is nothing to judge")
     source = read_text(current)
     with Store.open(db) as store:
-        verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing)
+        verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing,
+                         cap, cap_from)
     _render_check(verdicts, db, incomplete=results.metadata.get("complete") is False)
     if results.metadata.get("complete") is False:  # a crashed run passes no gate, as in compare
         terminal.stderr_console().print(f"error: {current} is incomplete (its run stopped "

@@ -47,7 +47,7 @@ from cudabench.history.steps import (
     detect,
 )
 from cudabench.history.store import Store
-from cudabench.history.threshold import DEFAULT_MIN_RUNS, threshold_from_medians
+from cudabench.history.threshold import DEFAULT_CAP, DEFAULT_MIN_RUNS, threshold_from_medians
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, ResultsFile, Status
 
 DEFAULT_LAST = 20  # runs a check weighs
@@ -172,10 +172,12 @@ class HistoryCheck:
 def check(store: Store, current: ResultsFile, source: str | None = None,
           last: int = DEFAULT_LAST, threshold: float | None = None,
           alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS,
-          allow_missing: bool = False) -> HistoryCheck:
+          allow_missing: bool = False, cap: float = DEFAULT_CAP,
+          cap_from: str = "--max-threshold") -> HistoryCheck:
     """Judge each benchmark of current against its last `last` runs in the store.
 
-    threshold None is `--threshold auto` (per benchmark, threshold.threshold_from_medians).
+    threshold None is `--threshold auto` (per benchmark, threshold.threshold_from_medians,
+    at most cap; cap_from says in a capped row's source what set the cap).
     source, the current file's text, keeps its own run out of its history if recorded.
     A kernel that most of the last recorded runs of current's command measured, and
     current lacks (or holds only as SKIP), is `missing` unless allow_missing: as in
@@ -197,7 +199,8 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
         bench = Benchmark.of(result)
         history = store.series(bench, gpu, last=last, exclude_run=own)
         latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)
-        rows.append(_judge(result, bench, gpu, history, latest, threshold, alpha, min_runs))
+        rows.append(_judge(result, bench, gpu, history, latest, threshold, alpha, min_runs,
+                           cap, cap_from))
     if not allow_missing:
         rows += _missing(store, current, own)
     return HistoryCheck(tuple(rows), current.path, last, alpha, own)
@@ -252,7 +255,8 @@ def _band(medians: Sequence[float], center: float) -> list[float]:
 
 def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
            history: Sequence[SeriesPoint], latest: Sequence[SeriesPoint],
-           threshold: float | None, alpha: float, min_runs: int) -> HistoryRow:
+           threshold: float | None, alpha: float, min_runs: int,
+           cap: float = DEFAULT_CAP, cap_from: str = "--max-threshold") -> HistoryRow:
     """Return the verdict on one benchmark by the rules of the module docstring."""
     note = ""
     if len(history) >= 2 * 3:  # a step needs 3 runs a side
@@ -261,8 +265,8 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
         history = history[start:]
     medians = [p.median_s for p in history]
     if threshold is None:
-        limit, source = threshold_from_medians(medians, min_runs=min_runs,
-                                               cap_from="history check's cap")
+        limit, source = threshold_from_medians(medians, min_runs=min_runs, cap=cap,
+                                               cap_from=cap_from)
     else:
         limit, source = threshold, "--threshold"
     m = result.median_s
