@@ -756,6 +756,28 @@ def test_an_incomplete_current_file_heads_every_summary_as_a_failed_gate(tmp_pat
     assert f'<span class="bad">{head}' in page.read_text()
 
 
+
+def test_an_incomplete_current_file_missing_rows_says_why_they_are_missing(tmp_path):
+    """Rows a stopped run never reached are `missing` regressions: the summary, which a CI
+    job shows alone, must say the run stopped, not only that rows vanished."""
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    document = json.loads((DATA / "identical.json").read_text(encoding="utf-8"))
+    document["complete"] = False
+    document["benchmarks"] = document["benchmarks"][:1]
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(document), encoding="utf-8")
+    summary = tmp_path / "summary.md"
+    result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(partial),
+                                      "--markdown", str(summary)])
+    assert result.exit_code == 1
+    first = summary.read_text().split("\n\n")[1]
+    assert "regression" in first and "the current run is incomplete (it stopped early)" in first
+    assert "missing" in summary.read_text()
+    assert "the current run is incomplete" in " ".join(result.stdout.split())
+
 # -- the L2 flush of the cold samples ------------------------------------------------------
 
 def flushed(benchmark: BenchmarkResult, method: str) -> BenchmarkResult:

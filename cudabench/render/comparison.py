@@ -54,11 +54,14 @@ def describe(result: BenchmarkResult) -> str:
 
 
 def gate_head(c: Comparison) -> tuple[str, bool]:
-    """Return the summary line's head and whether the gate failed: the regressions, else a
-    current file that stopped early (it fails the gate without a slower row), else none."""
+    """Return the summary line's head and whether the gate failed: the regressions, and
+    a current file that stopped early (it fails the gate without a slower row; its missing
+    rows are regressions, which must not hide why they are missing), else none."""
     regressed = len(c.regressions)
     if regressed:
-        return f"{regressed} regression{'s' if regressed != 1 else ''}", True
+        stopped = "; the current run is incomplete (it stopped early)" \
+            if c.current_incomplete else ""
+        return f"{regressed} regression{'s' if regressed != 1 else ''}{stopped}", True
     if c.current_incomplete:
         return "gate failed, the current run is incomplete (it stopped early)", True
     return "no regression", False
