@@ -48,25 +48,56 @@ class SessionRows:
     record_db: Path | None = None
     rows: list[BenchmarkResult] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
-    writer: ResultsWriter | None = None
+    writer: ResultsWriter | None = None  # made when the session starts, writes from a row on
     gpu_reason: str | None = None  # why no GPU can be used ("" once one was found)
     comparison: Comparison | None = None
     messages: list[str] = field(default_factory=list)  # for the terminal summary
+    measured_by: dict[tuple[object, ...], str] = field(default_factory=dict)  # row -> test
+    start: Path = field(default_factory=Path.cwd)  # where pytest started: paths from here
 
-    def add(self, results: Results, command: list[str]) -> None:
+    def shown(self, path: Path | None) -> str:
+        """Return a path as the summary names it: from where pytest started, if inside."""
+        if path is None:
+            return ""
+        try:
+            return str(path.relative_to(self.start))
+        except ValueError:
+            return str(path)
+
+    @property
+    def gathered(self) -> bool:
+        """Return whether the session's rows go anywhere (a file, a comparison, a store)."""
+        return bool(self.json_path or self.baseline or self.record_db)
+
+    def add(self, results: Results, test: str) -> None:
         """Keep a run's rows; with --cudabench-json, rewrite the file after each run (as
-        the commands do: a crash later loses nothing)."""
-        self.rows += results.rows
-        self.versions.update(results.versions)
-        if self.json_path is None:
-            return
-        if self.writer is None:
-            from cudabench.results.writer import ResultsWriter
+        the commands do: a crash later loses nothing). The session's rows, like a
+        command's, hold one row per benchmark, or no command could compare them: a kernel
+        another test measured already is refused (UsageError), and a reference or vendor
+        row measured again beside another test's kernels is kept once, as first measured
+        (the test's own Results keep theirs)."""
+        from cudabench.errors import UsageError
+        from cudabench.results.model import Kind
 
-            self.writer = ResultsWriter(self.json_path)
-            self.writer.metadata["command"] = command
-        self.writer.metadata["tool"].update(results.versions)
+        fresh = []
         for row in results.rows:
+            key = (row.key, row.device.identity if row.device else None)
+            first = self.measured_by.get(key) if self.gathered else None
+            if first is None:
+                fresh.append((key, row))
+            elif row.kind is Kind.VARIANT:
+                raise UsageError(
+                    f"{row.op}/{row.variant} {row.dtype} at {'x'.join(map(str, row.shape))} "
+                    f"was measured already in this session by {first}; the session's rows "
+                    "hold one per benchmark: give this test another size, variant or "
+                    "parameter")
+        self.rows += [row for _, row in fresh]
+        self.versions.update(results.versions)
+        self.measured_by.update((key, test) for key, _ in fresh)
+        if self.writer is None:
+            return
+        self.writer.metadata["tool"].update(results.versions)
+        for _, row in fresh:
             self.writer.add(row, write=False)
         self.writer.write(complete=False)
 
@@ -133,25 +164,82 @@ def pytest_configure(config: pytest.Config) -> None:
     json_path = config.getoption("cudabench_json")
     baseline = config.getoption("cudabench_compare")
     record = config.getoption("cudabench_record")
-    if hasattr(config, "workerinput") and (json_path or baseline or record):
+    if (json_path or baseline or record) and _distributed(config):
         # Each pytest-xdist worker would write, compare and record its own share.
         raise pytest.UsageError("--cudabench-json, --cudabench-compare and --cudabench-record "
                                 "gather one session's rows in one process: run without "
                                 "pytest-xdist's -n (timings on one GPU in parallel would "
                                 "disturb each other anyway)")
-    if json_path is not None:
-        rows.json_path = Path(json_path)
-        if rows.json_path.is_dir():
-            raise pytest.UsageError(f"--cudabench-json {json_path}: is a folder; give a file")
-    if baseline is not None:
-        rows.baseline = Path(baseline)
+    keep = config.getoption("cudabench_keep_workers")
+    if not 0 <= keep <= 86400:  # NaN too
+        raise pytest.UsageError(f"--cudabench-keep-workers {keep:g}: expected the seconds an "
+                                "idle worker is kept, 0 to 86400")
+    rows.json_path, rows.baseline, rows.record_db = (
+        Path(given) if given is not None else None for given in (json_path, baseline, record))
+    from cudabench.errors import CudabenchError
+
+    if rows.baseline is not None:
         _check_compare_options(config, rows.baseline, rows.json_path)
-    if record is not None:
-        rows.record_db = Path(record)
-        if rows.record_db.is_dir():
-            raise pytest.UsageError(f"--cudabench-record {record}: is a folder; give the "
-                                    "store's file, e.g. .cudabench/history.db")
+    try:
+        _check_outputs(config, rows)
+    except CudabenchError as exc:  # the command's message, naming the plugin's options
+        raise pytest.UsageError(plugin_terms(str(exc))) from None
+    # From here on the paths are absolute, from where pytest started: a test may change
+    # the current folder before the rows are written, compared or recorded.
+    rows.json_path, rows.baseline, rows.record_db = (
+        path.absolute() if path is not None else None
+        for path in (rows.json_path, rows.baseline, rows.record_db))
+    db = config.getoption("cudabench_db")
+    if db is not None:
+        config.option.cudabench_db = str(Path(db).absolute())
+    if rows.json_path is not None:
+        from cudabench.results.writer import ResultsWriter
+
+        rows.writer = ResultsWriter(rows.json_path, flag="--cudabench-json")
+        rows.writer.metadata["command"] = _command(config)
     config.stash[_SESSION] = rows
+
+
+def _distributed(config: pytest.Config) -> bool:
+    """Return whether pytest-xdist spreads this session over workers: in a worker, or in
+    the controller that starts them (-n N, --dist)."""
+    if hasattr(config, "workerinput"):
+        return True
+    return bool(getattr(config.option, "numprocesses", None)) or \
+        getattr(config.option, "dist", "no") != "no"
+
+
+# The commands' flags where the plugin's options stand for them, in the messages it shows.
+_PLUGIN_OPTIONS = re.compile(r"(?<![\w-])--(json|threshold|max-threshold|alpha|db|record|"
+                             r"allow-missing|allow-different-gpu|keep-workers)(?![\w-])")
+
+
+def plugin_terms(message: str) -> str:
+    """Return a command's message with the plugin's option names for its flags."""
+    return _PLUGIN_OPTIONS.sub(r"--cudabench-\1", message)
+
+
+def _check_outputs(config: pytest.Config, rows: SessionRows) -> None:
+    """Refuse, before any test runs, a results file or store the session could not write,
+    or one it would write over that is not what it claims: a --cudabench-json that names
+    a test, a kernel or any file but a results file would be replaced by the rows."""
+    from cudabench.common.outfiles import check_outputs
+    from cudabench.errors import CudabenchError, UsageError
+    from cudabench.history.schema import precheck
+    from cudabench.results.loader import load_results
+
+    check_outputs({"--cudabench-json": rows.json_path, "--cudabench-record": rows.record_db},
+                  [path for path in (rows.baseline,) if path is not None])
+    if rows.json_path is not None and rows.json_path.exists():
+        try:
+            load_results(rows.json_path)
+        except CudabenchError:
+            raise UsageError(f"--cudabench-json {rows.json_path}: exists and is not a "
+                             "cudabench results file, which the session would write over; "
+                             "name a new file or an old results file") from None
+    for store in (rows.record_db, config.getoption("cudabench_db")):
+        if store is not None:
+            precheck(Path(store), create=True)  # an existing file must be a history store
 
 
 def _check_compare_options(config: pytest.Config, baseline: Path, json_path: Path | None
@@ -165,9 +253,8 @@ def _check_compare_options(config: pytest.Config, baseline: Path, json_path: Pat
     try:
         check_thresholds(threshold, str(config.getoption("cudabench_max_threshold")))
         load_results(baseline)
-    except CudabenchError as exc:  # the command's message, naming the plugin's options
-        message = re.sub(r"(?<![\w-])--(threshold|max-threshold)", r"--cudabench-\1", str(exc))
-        raise pytest.UsageError(f"--cudabench-compare: {message}") from None
+    except CudabenchError as exc:
+        raise pytest.UsageError(f"--cudabench-compare: {plugin_terms(str(exc))}") from None
     if not 0 < alpha < 1:
         raise pytest.UsageError(f"--cudabench-alpha {alpha}: must be between 0 and 1")
     if json_path is not None and json_path.resolve() == baseline.resolve():
@@ -213,18 +300,21 @@ def sweep_points(where: str, args: Sequence[Any], kwargs: Mapping[str, Any]
 
 
 def point_id(point: Mapping[str, Any]) -> str:
-    """Return a sweep point's test id: size=1024-TILE=16."""
-    parts = [f"size={point['size']}"] if "size" in point else []
-    return "-".join(parts + [f"{k}={v}" for k, v in point["params"].items()])
+    """Return a sweep point's test id: size:1024-TILE:16 (pytest's -k takes a colon, not
+    an equals sign: -k "size:1024")."""
+    parts = [f"size:{point['size']}"] if "size" in point else []
+    return "-".join(parts + [f"{k}:{v}" for k, v in point["params"].items()])
 
 
 class Bench:
     """The `cudabench` fixture: run benchmarks inside a test."""
 
-    def __init__(self, config: pytest.Config, rows: SessionRows, rounds: int) -> None:
+    def __init__(self, config: pytest.Config, rows: SessionRows, rounds: int,
+                 test: str = "") -> None:
         self._config = config
         self._rows = rows
         self._rounds = rounds  # the session's, or the test's marker's
+        self._test = test  # the test's node id
 
     def run(self, op: str, *, check: bool = True, **options: Any) -> Results:
         """Run op as cudabench.api.run does (same keywords); keep the rows for the
@@ -249,7 +339,10 @@ class Bench:
             pytest.skip(self._rows.gpu_reason)
         except CudabenchError as exc:  # the test's own mistake: its message, no traceback
             pytest.fail(f"cudabench: error: {exc}", pytrace=False)
-        self._rows.add(results, _command(self._config))
+        try:
+            self._rows.add(results, self._test)
+        except CudabenchError as exc:  # a benchmark measured twice, a file that cannot be written
+            pytest.fail(f"cudabench: error: {plugin_terms(str(exc))}", pytrace=False)
         if check and results.failures:
             pytest.fail("\n".join(failure_message(row) for row in results.failures),
                         pytrace=False)
@@ -287,7 +380,7 @@ def cudabench(request: pytest.FixtureRequest) -> Bench:
         if config.getoption("cudabench_require_gpu"):
             pytest.fail(f"{rows.gpu_reason} (--cudabench-require-gpu)", pytrace=False)
         pytest.skip(rows.gpu_reason)
-    return Bench(config, rows, rounds_of(request.node))
+    return Bench(config, rows, rounds_of(request.node), request.node.nodeid)
 
 
 def rounds_of(node: pytest.Item) -> int:
@@ -346,20 +439,35 @@ def _command(config: pytest.Config) -> list[str]:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Finish the results file, compare with the baseline, record in the history store."""
     rows = session.config.stash.get(_SESSION, None)
-    if rows is None or not (rows.json_path or rows.baseline or rows.record_db):
-        return
-    if not rows.rows:
-        rows.messages.append("cudabench: no benchmark ran in this session: nothing written, "
-                             "compared or recorded")
+    if rows is None or not rows.gathered:
         return
     from cudabench.api import Results, compare
     from cudabench.errors import CudabenchError
 
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    if not rows.rows:
+        nothing = "no benchmark ran in this session: nothing written, compared or recorded"
+        if rows.baseline is None or interrupted or \
+                session.config.getoption("cudabench_allow_missing"):
+            rows.messages.append(f"cudabench: {nothing}")
+            return
+        # A gate that measured nothing (every benchmark test deselected or skipped) must
+        # not pass: every row of the baseline is missing, as for a partial selection.
+        why = f" ({rows.gpu_reason.removeprefix('cudabench: ')})" if rows.gpu_reason else ""
+        rows.messages.append(f"cudabench: error: {nothing}{why}: every benchmark of "
+                             f"{rows.shown(rows.baseline)} is missing; pass "
+                             "--cudabench-allow-missing if that is meant")
+        _fail(session)
+        return
     if rows.writer is not None:
         # Ctrl-C: the file says it is incomplete (and an existing one is not replaced)
-        rows.writer.write(complete=not interrupted)
-        where = rows.writer.streams_to if interrupted else rows.json_path
+        try:
+            rows.writer.write(complete=not interrupted)
+        except CudabenchError as exc:  # the disk filled up, say: say so, fail the session
+            rows.messages.append(f"cudabench: error: {plugin_terms(str(exc))}")
+            _fail(session)
+            return
+        where = rows.shown(rows.writer.streams_to if interrupted else rows.json_path)
         rows.messages.append(f"cudabench: {len(rows.rows)} rows written to {where}"
                              + (" (incomplete: the session was interrupted)"
                                 if interrupted else ""))
@@ -385,11 +493,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             failed = not rows.comparison.ok
         if rows.record_db is not None:
             recorded = results.record(rows.record_db)
-            rows.messages.append(f"cudabench: {recorded} recorded in {rows.record_db}")
+            rows.messages.append(f"cudabench: {rows.shown(recorded)} recorded in "
+                                 f"{rows.shown(rows.record_db)}")
     except CudabenchError as exc:
-        rows.messages.append(f"cudabench: error: {exc}")
+        rows.messages.append(f"cudabench: error: {plugin_terms(str(exc))}")
         failed = True
-    if failed and session.exitstatus == pytest.ExitCode.OK:
+    if failed:
+        _fail(session)
+
+
+def _fail(session: pytest.Session) -> None:
+    """Fail a session that passed its tests (a regression, a gate with nothing to judge)."""
+    if session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -406,8 +521,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         # As wide as the terminal, or 200 columns in a CI log, as the commands print.
         terminalreporter.write(plain_text(rows.comparison.table()))
         verdict = ("cudabench: the session fails: a regression against "
-                   f"{rows.baseline}" if not rows.comparison.ok
-                   else f"cudabench: no regression against {rows.baseline}")
+                   f"{rows.shown(rows.baseline)}" if not rows.comparison.ok
+                   else f"cudabench: no regression against {rows.shown(rows.baseline)}")
         terminalreporter.write_line(verdict, red=not rows.comparison.ok,
                                     green=rows.comparison.ok, bold=True)
     for message in rows.messages:

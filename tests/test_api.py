@@ -103,6 +103,16 @@ def test_sweeps_over_sizes_and_parameters(use_fake):
     ({"device": "0"}, "device '0'"),
     ({"sources": {"../up": "x"}}, "variant name '../up'"),
     ({"sources": {"mine": ""}}, r"sources\['mine'\]"),
+    ({"device": -1}, "^device -1: a CUDA device index is 0 or more"),
+    ({"variants": 5}, "^variants 5: expected a variant name or a list"),
+    ({"kernels_dir": 5}, "^kernels_dir 5: expected a folder, or a list"),
+    ({"json": 5}, "^json 5: expected a path"),
+    ({"json": ""}, "^json '': give a file name"),
+    ({"timing": cb.TimingPolicy(max_time_s="0.2")}, "^TimingPolicy.max_time_s '0.2': expected "
+                                                    "a number"),
+    ({"timing": cb.TimingPolicy(min_samples=2.5)}, "^TimingPolicy.min_samples 2.5: expected "
+                                                   "a whole number"),
+    ({"hot": True, "l2_flush": "memset"}, "hot.*l2_flush"),
 ])
 def test_bad_input_raises_a_usage_error_naming_it(use_fake, options, message):
     with pytest.raises(UsageError, match=message) as caught:
@@ -122,6 +132,19 @@ def test_a_kernel_given_as_source_text_runs_like_a_file(use_fake):
     mine = results.row("mine")
     assert mine.status is Status.PASS
     assert Path(mine.source).read_text(encoding="utf-8") == source  # the file stays
+
+
+def test_a_mistaken_op_leaves_no_file_that_later_runs_of_the_sources_read(use_fake):
+    source = (KERNELS / "matmul" / "tiled.cu").read_text(encoding="utf-8")
+    with pytest.raises(UsageError, match="matmull"):  # refused before a folder is made
+        cb.run("matmull", sources={"mine": source}, size=64)
+    with pytest.raises(KernelFileError, match="declares op matmul"):
+        cb.run("transpose", sources={"mine": source}, size=64)
+    results = cb.run("matmul", variants=["mine"], sources={"mine": source}, size=64,
+                     vendor=False, timing=FAST)
+    assert results.row("mine").status is Status.PASS
+    with pytest.raises(UsageError, match="op 5"):
+        cb.run(5)  # type: ignore[arg-type]
 
 
 def test_a_source_with_a_bad_header_names_its_file_and_line(use_fake):
@@ -149,7 +172,10 @@ def test_compare_gives_the_verdicts_and_exit_code_of_the_command(use_fake, tmp_p
         (r.variant, r.verdict) for r in comparison.rows]
     # A threshold above the change: the same pair is no regression.
     assert cb.compare(base, slow, threshold="50%").ok
-    assert cb.compare(base, base).ok
+    # A run against itself, or against the file it wrote, is refused as the command does.
+    for same in ((base, base), (tmp_path / "base.json", base), (base, str(tmp_path / "base.json"))):
+        with pytest.raises(UsageError, match="the same run"):
+            cb.compare(*same)
 
 
 @pytest.mark.parametrize(("threshold", "message"), [
@@ -157,7 +183,7 @@ def test_compare_gives_the_verdicts_and_exit_code_of_the_command(use_fake, tmp_p
 ])
 def test_compare_refuses_a_bad_threshold(use_fake, threshold, message):
     results = run_tiled()
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(UsageError, match=message):  # named before the runs are looked at
         cb.compare(results, results, threshold=threshold)
 
 
@@ -192,6 +218,13 @@ def test_to_json_refuses_a_folder_or_an_empty_path_clearly(use_fake, tmp_path):
     with pytest.raises(UsageError, match=r"^to_json\(path\) .*give a file name"):
         results.to_json("")  # Path("") is the current folder
     assert list(tmp_path.iterdir()) == []  # nothing left behind
+    for call, name in ((lambda: results.to_json(5), "to_json"), (lambda: cb.load(5), "load"),
+                       (lambda: results.record(5), "record"),
+                       (lambda: cb.compare(results, results, alpha="x"), "alpha")):
+        with pytest.raises(UsageError, match=f"^{name}"):
+            call()
+    with pytest.raises(UsageError, match="^threshold '5'"):  # compare()'s names, not flags
+        cb.compare(results, results, threshold="5")
 
 
 def test_records_are_plain_json_ready_dicts(use_fake):
@@ -224,6 +257,13 @@ def test_run_suite_runs_a_suite_file(use_fake, tmp_path):
     with pytest.raises(UsageError, match="no suite"):
         cb.run_suite(None) if not Path("cudabench.toml").exists() else None
         raise UsageError("no suite")  # a checkout with a cudabench.toml: nothing to test
+    kept = suite.read_bytes()
+    with pytest.raises(UsageError, match="^json .*cudabench.toml: that is one of the files"):
+        cb.run_suite(suite, json=suite)  # as `cudabench run S --json S` refuses
+    assert suite.read_bytes() == kept
+    for bad, message in ((5, "^path 5: expected a path"), (suite, "^device -2")):
+        with pytest.raises(UsageError, match=message):
+            cb.run_suite(bad, device=-2 if bad == suite else 0)
 
 
 def test_record_feeds_the_history_store(use_fake, tmp_path, monkeypatch):
@@ -251,8 +291,8 @@ def test_display_in_a_terminal_and_a_notebook(use_fake, tmp_path):
     style = page[len("<style>"):page.index("</style>")]
     rules = [line for line in style.splitlines() if "{" in line and "@media" not in line]
     assert rules and all(line.startswith(".cudabench-output") for line in rules)
-    comparison = cb.compare(results, results)
-    # A run that fails verification fails the gate even against itself, as in the command.
+    comparison = cb.compare(run_tiled(), results)
+    # A run that fails verification fails the gate even against one that failed before.
     assert "1 regression" in comparison._repr_html_() and "cudabench compare" in str(comparison)
 
 

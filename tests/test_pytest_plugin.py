@@ -78,8 +78,8 @@ def test_a_passing_session_writes_every_row_to_one_file(project, monkeypatch):
 def test_sweep_points_name_the_tests(project, monkeypatch):
     use(monkeypatch, FakeSpec())
     done = project.runpytest("-v", "-k", "sweep", "--collect-only")
-    done.stdout.fnmatch_lines(["*test_sweep[[]size=32-TILE=8[]]*",
-                               "*test_sweep[[]size=48-TILE=16[]]*"])
+    done.stdout.fnmatch_lines(["*test_sweep[[]size:32-TILE:8[]]*",
+                               "*test_sweep[[]size:48-TILE:16[]]*"])
 
 
 def test_a_failed_verification_fails_the_test_with_the_rows_message(project, monkeypatch):
@@ -165,13 +165,113 @@ def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reas
      "*--cudabench-json base.json: is the baseline*"),
     (["--cudabench-json", "."], "*--cudabench-json .: is a folder*"),
     (["--cudabench-rounds", "0"], "*--cudabench-rounds 0: must be a whole number from 1*"),
+    (["--cudabench-json", "test_plugin_project.py"],
+     "*--cudabench-json *test_plugin_project.py: exists and is not a cudabench results file*"),
+    (["--cudabench-json", "test_plugin_project.py/now.json"],
+     "*--cudabench-json test_plugin_project.py/now.json: *is a file, not a folder*"),
+    (["--cudabench-record", "test_plugin_project.py"], "*test_plugin_project.py: *not *SQLite*"),
+    (["--cudabench-compare", "base.json", "--cudabench-db", "base.json"],
+     "*base.json: *not *SQLite*"),
+    (["--cudabench-keep-workers", "-1"], "*--cudabench-keep-workers -1: expected the seconds*"),
 ])
 def test_bad_options_stop_the_session_naming_them(project, monkeypatch, args, message):
     use(monkeypatch, FakeSpec())
     project.runpytest("-k", "tiled", "--cudabench-json", "base.json").assert_outcomes(passed=1)
+    kept = (project.path / "test_plugin_project.py").read_bytes()
     done = project.runpytest(*args)
     assert done.ret == pytest.ExitCode.USAGE_ERROR
     done.stderr.fnmatch_lines([message])
+    assert (project.path / "test_plugin_project.py").read_bytes() == kept
+
+
+TWICE = '''
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+def test_one(cudabench):
+    cudabench.run("matmul", variants=["tiled"], size=64, timing=FAST)
+
+
+def test_two(cudabench):
+    cudabench.run("matmul", variants=["tiled", "naive"], size=64, timing=FAST)
+
+
+def test_three(cudabench):
+    cudabench.run("matmul", variants=["naive"], size=64, timing=FAST)
+
+
+def test_moves(cudabench, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a test that changes the folder before the file is written
+    cudabench.run("matmul", variants=["naive"], size=32, timing=FAST)
+'''
+
+
+def test_a_session_file_holds_one_row_per_benchmark(pytester, monkeypatch):
+    """Two tests of one kernel: the second fails, naming the first, and the session's file
+    stays one a command can compare; the cuBLAS row each test measures is kept once."""
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    pytester.makepyfile(test_twice=TWICE)
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest("--cudabench-json", "now.json")
+    done.assert_outcomes(passed=3, failed=1)
+    done.stdout.fnmatch_lines(["*cudabench: error: matmul/tiled float32 at 64x64x64 "
+                               "was measured already in this session by "
+                               "test_twice.py::test_one*"])
+    saved = load_results(pytester.path / "now.json")  # where pytest started, not tmp_path
+    names = sorted((r.variant, r.shape[0]) for r in saved.benchmarks)
+    assert names == [("cuBLAS", 32), ("cuBLAS", 64), ("naive", 32), ("naive", 64),
+                     ("tiled", 64)]
+    use(monkeypatch, FakeSpec(seed=1))
+    again = pytester.runpytest("-k", "not two", "--cudabench-json", "again.json")
+    again.assert_outcomes(passed=3, deselected=1)
+    compared = CliRunner().invoke(cli, ["compare", str(pytester.path / "now.json"),
+                                        str(pytester.path / "again.json")])
+    assert compared.exit_code == 0, compared.output
+
+
+def test_a_gate_that_ran_no_benchmark_fails(project, monkeypatch):
+    use(monkeypatch, FakeSpec())
+    project.runpytest("-k", "tiled", "--cudabench-json", "base.json").assert_outcomes(passed=1)
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    none = project.runpytest("-k", "plain", "--cudabench-compare", "base.json")
+    assert none.ret == pytest.ExitCode.TESTS_FAILED
+    none.stdout.fnmatch_lines(["*cudabench: error: no benchmark ran in this session*every "
+                               "benchmark of base.json is missing; pass "
+                               "--cudabench-allow-missing if that is meant*"])
+    allowed = project.runpytest("-k", "plain", "--cudabench-compare", "base.json",
+                                "--cudabench-allow-missing")
+    assert allowed.ret == 0
+
+
+def test_session_options_refuse_pytest_xdist_in_the_controller_too():
+    from types import SimpleNamespace
+
+    from cudabench.pytest_plugin import _distributed
+
+    def config(**option):
+        return SimpleNamespace(option=SimpleNamespace(**option))
+
+    assert not _distributed(config())  # xdist not installed
+    assert not _distributed(config(numprocesses=None, dist="no"))
+    assert not _distributed(config(numprocesses=0, dist="no"))  # -n 0
+    assert _distributed(config(numprocesses=2, dist="load"))  # -n 2, in the controller
+    assert _distributed(config(numprocesses=None, dist="loadscope"))
+    worker = config(numprocesses=None, dist="no")
+    worker.workerinput = {}
+    assert _distributed(worker)
+
+
+def test_sweep_points_can_be_selected_with_k(project, monkeypatch):
+    use(monkeypatch, FakeSpec())
+    done = project.runpytest("-k", "size:32", "--collect-only", "-q")
+    done.stdout.fnmatch_lines(["*test_sweep[[]size:32-TILE:8[]]",
+                               "*test_sweep[[]size:32-TILE:16[]]"])
+    assert "size:48" not in done.stdout.str()
 
 
 def test_a_sweep_marker_without_the_point_argument_is_refused(pytester):
@@ -208,8 +308,8 @@ def test_the_example_project_collects_its_sweep(example):
     done = example.runpytest("--collect-only", "-q")
     done.stdout.fnmatch_lines(["tests/test_my_kernels.py::test_probe_is_as_fast_as_the_builtin_atomic",
                                "tests/test_my_kernels.py::test_tiled_matmul",
-                               "tests/test_my_kernels.py::test_tiled_sweep[[]size=512-TILE=16[]]",
-                               "tests/test_my_kernels.py::test_tiled_sweep[[]size=2048-TILE=32[]]",
+                               "tests/test_my_kernels.py::test_tiled_sweep[[]size:512-TILE:16[]]",
+                               "tests/test_my_kernels.py::test_tiled_sweep[[]size:2048-TILE:32[]]",
                                "*6 tests collected*"])
 
 
@@ -333,12 +433,13 @@ def test_two():
                             # the pytester session and stop this one too)
 ''')
     use(monkeypatch, FakeSpec())
-    (pytester.path / "now.json").write_text("a baseline\n", encoding="utf-8")
+    kept = (Path(__file__).parent / "data" / "compare" / "baseline.json").read_bytes()
+    (pytester.path / "now.json").write_bytes(kept)  # an earlier session's file
     done = pytester.runpytest("--cudabench-json", "now.json", "--cudabench-record", "h.db")
     assert done.ret == pytest.ExitCode.INTERRUPTED
     assert not (pytester.path / "h.db").exists()  # part of a session is not recorded
     done.stdout.fnmatch_lines(["*the session was interrupted: nothing compared or recorded*"])
-    assert (pytester.path / "now.json").read_text(encoding="utf-8") == "a baseline\n"
+    assert (pytester.path / "now.json").read_bytes() == kept
     partial = load_results(pytester.path / "now.json.partial")
     assert partial.metadata["complete"] is False and partial.benchmarks  # naive, cuBLAS, copy
     done.stdout.fnmatch_lines(["*rows written to *now.json.partial (incomplete: the "

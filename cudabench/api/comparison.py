@@ -13,7 +13,8 @@ from pathlib import Path
 
 from cudabench.analysis import compare as analysis
 from cudabench.api.display import Printed, fragment, plain_text
-from cudabench.api.results import Results
+from cudabench.api.results import Results, as_path
+from cudabench.api.terms import python_terms
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.threshold import DEFAULT_CAP
 from cudabench.render import terminal
@@ -108,23 +109,58 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
     2% floor without one, at most max_threshold), a percentage "5%" or a fraction 0.05;
     alpha the significance level; a baseline benchmark missing from current fails unless
     allow_missing. Raise UsageError or ResultsFileError on bad input."""
-    if isinstance(threshold, bool) or not isinstance(threshold, (str, int, float)):
-        raise UsageError(f"threshold {threshold!r}: expected 'auto', a percentage such as "
-                         "'5%' or a fraction such as 0.05")
-    from cudabench.cli.compare import judge, refuse_the_same_run
+    with python_terms(_ARGUMENTS):
+        return _compare(baseline, current, threshold, alpha, db, allow_different_gpu, power,
+                        allow_missing, max_threshold)
 
+
+# compare's checks are the command's: its flags as compare()'s arguments name them.
+_ARGUMENTS = {"--threshold": "threshold", "--max-threshold": "max_threshold",
+              "--alpha": "alpha", "--db": "db", "--allow-missing": "allow_missing=True",
+              "--allow-different-gpu": "allow_different_gpu=True"}
+
+
+def _compare(baseline: Results | PathLike, current: Results | PathLike,
+             threshold: str | float, alpha: float, db: PathLike | None,
+             allow_different_gpu: bool, power: bool, allow_missing: bool,
+             max_threshold: str) -> Comparison:
+    """compare()'s work, its errors in the command's terms."""
+    for value, name in ((threshold, "threshold"), (max_threshold, "max_threshold")):
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise UsageError(f"{name} {value!r}: expected 'auto', a percentage such as "
+                             "'5%' or a fraction such as 0.05")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise UsageError(f"alpha {alpha!r}: expected a number between 0 and 1")
+    from cudabench.cli.compare import check_thresholds, judge, refuse_the_same_run
+
+    check_thresholds(str(threshold), str(max_threshold))  # named before files are read
     files = _file(baseline, "baseline"), _file(current, "current")
     if isinstance(baseline, (str, os.PathLike)) and isinstance(current, (str, os.PathLike)):
         refuse_the_same_run(Path(baseline), Path(current))  # as the command does
+    elif baseline is current or _same_file(baseline, current) and \
+            files[0].benchmarks == files[1].benchmarks:
+        # a run compared with itself, or with the file it wrote (or was read from)
+        raise UsageError("baseline and current are the same run: compare a new run with a "
+                         "baseline measured before it")
     judged = judge(files[0], files[1], str(threshold), alpha,
-                   Path(db) if db is not None else None, allow_different_gpu, power,
+                   as_path(db, "db") if db is not None else None, allow_different_gpu, power,
                    allow_missing, str(max_threshold))
     return Comparison(judged, files)
+
+
+def _same_file(baseline: Results | PathLike, current: Results | PathLike) -> bool:
+    """Return whether both sides name one results file (a path, or the file a run was
+    written to or read from), by whatever path reaches it."""
+    paths = [what.path if isinstance(what, Results) else Path(what)
+             for what in (baseline, current)]
+    first, second = paths
+    return first is not None and second is not None and first.exists() and \
+        second.exists() and os.path.samefile(first, second)
 
 
 def _file(what: Results | PathLike, role: str) -> ResultsFile:
     if isinstance(what, Results):
         return what.results_file(f"({role} run, not saved)")
     if isinstance(what, (str, os.PathLike)):
-        return load_results(Path(what))
+        return load_results(as_path(what, role))
     raise UsageError(f"{role} {what!r}: expected Results or the path of a results file")

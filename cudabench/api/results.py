@@ -36,6 +36,19 @@ if TYPE_CHECKING:
     import pandas
 
 PathLike = str | os.PathLike[str]
+
+
+def as_path(value: object, name: str) -> Path:
+    """Return value as a Path, or raise UsageError naming the argument: a number or None
+    where a path belongs, or an empty path (Path("") is the current folder)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise UsageError(f"{name} {value!r}: expected a path (str or pathlib.Path)")
+    if not str(os.fspath(value)).strip():
+        raise UsageError(f"{name} {os.fspath(value)!r}: give a file name (an empty path is "
+                         "not one)")
+    return Path(value)
+
+
 RUNS_DIR = Path(".cudabench") / "runs"  # where record() keeps results that have no file yet
 
 
@@ -53,7 +66,8 @@ class Results(Sequence[BenchmarkResult]):
     def load(cls, path: PathLike) -> Results:
         """Read a results file (any schema version cudabench reads); ResultsFileError if it
         is not one."""
-        loaded = load_results(Path(path))
+        path = as_path(path, "load(path)")
+        loaded = load_results(path)
         command = loaded.metadata.get("command")
         tool = loaded.metadata.get("tool")
         versions = {str(k): str(v) for k, v in tool.items() if k not in ("name", "version")
@@ -114,7 +128,7 @@ class Results(Sequence[BenchmarkResult]):
     def to_json(self, path: PathLike) -> Path:
         """Write the rows as a results file (the format `cudabench compare`, `report` and
         `history import` read), atomically; return its path."""
-        target = Path(path)
+        target = as_path(path, "to_json(path)")
         check_output(target, "to_json(path)")  # a folder or an empty path: a clear error
         writer = ResultsWriter(target, flag="to_json(path)")
         writer.metadata["command"] = list(self.command)  # a pytest session's, say
@@ -131,11 +145,12 @@ class Results(Sequence[BenchmarkResult]):
         from cudabench.cli.history import record_files
         from cudabench.history.records import DEFAULT_PATH
 
+        store = as_path(db, "record(db)") if db is not None else DEFAULT_PATH
         path = self.path
         if path is None:
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
             path = self.to_json(RUNS_DIR / f"{stamp}.json")
-        record_files([path], Path(db) if db is not None else DEFAULT_PATH)
+        record_files([path], store)
         return path
 
     def to_records(self) -> list[dict[str, Any]]:

@@ -10,18 +10,18 @@ and read by the catalog like any --kernels-dir file, header and all.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import math
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cudabench.api.results import PathLike, Results
+from cudabench.api.results import PathLike, Results, as_path
+from cudabench.api.terms import python_terms
 from cudabench.errors import UsageError
 from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
@@ -30,31 +30,16 @@ from cudabench.results.model import DEFAULT_L2_FLUSH
 Size = int | str
 _VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # The command's flags as the arguments of run() and TimingPolicy name them: the checks are
-# the command's own, and their messages begin with the flag they refuse.
+# the command's own, and their messages name the flag they refuse.
 _ARGUMENTS = {
     "--size": "size", "--dtype": "dtype", "--variant": "variants", "--param": "params",
     "--kernels-dir": "kernels_dir", "--l2-flush": "l2_flush", "--json": "json",
-    "--seed": "seed", "--device": "device", "--keep-workers": "keep_workers",
+    "--seed": "seed", "--device": "device", "--keep-workers": "keep_workers", "--hot": "hot",
     "--warmup": "TimingPolicy.warmup_s", "--min-samples": "TimingPolicy.min_samples",
     "--max-samples": "TimingPolicy.max_samples", "--precision": "TimingPolicy.precision",
     "--max-time": "TimingPolicy.max_time_s", "--timeout": "TimingPolicy.timeout_s",
     "--compile-timeout": "TimingPolicy.compile_timeout_s", "--rounds": "TimingPolicy.rounds",
 }
-_LEADING_FLAG = re.compile(r"--[a-z0-9-]+")
-
-
-@contextlib.contextmanager
-def _python_terms() -> Iterator[None]:
-    """Re-raise a UsageError that begins with one of the command's flags as one that
-    begins with the argument of run() (or the TimingPolicy field) it came from."""
-    try:
-        yield
-    except UsageError as exc:
-        text = str(exc)
-        flag = _LEADING_FLAG.match(text)
-        if flag is None or flag.group() not in _ARGUMENTS:
-            raise
-        raise UsageError(_ARGUMENTS[flag.group()] + text[flag.end():]) from None
 
 
 def run(op: str, *, variants: str | Sequence[str] | None = None,
@@ -79,7 +64,7 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     once). Bad input raises UsageError (or KernelFileError, naming
     the file and line); a variant that fails verification is a FAIL row, not an exception.
     """
-    with _python_terms():
+    with python_terms(_ARGUMENTS):
         return _run(op, variants, size, dtype, params, kernels_dir, sources, device, timing,
                     seed, hot, l2_flush, vendor, batch, json, progress, keep_workers)
 
@@ -92,8 +77,16 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
          keep_workers: float) -> Results:
     """run()'s work, its errors in the command's terms."""
     from cudabench.cli.options import Outputs, build_requests
+    from cudabench.ops import get_op
 
-    dirs = [*_paths(kernels_dir), *([inline_dir(op, sources)] if sources else [])]
+    if not isinstance(op, str):
+        raise UsageError(f"op {op!r}: expected an op's name, e.g. 'matmul' (see `cudabench "
+                         "list`)")
+    given = _paths(kernels_dir, "kernels_dir")
+    get_op(op, given)  # an unknown op is refused before its name becomes a folder of sources
+    device = _device(device)
+    json_path = as_path(json, "json") if json is not None else None
+    dirs = [*given, *([inline_dir(op, sources)] if sources else [])]
     names = _names(variants)
     sizes = _sizes(size)
     chosen = dtype if dtype is not None else _default_dtype(op, dirs)
@@ -113,9 +106,8 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
     }
     requests = build_requests(op, {}, **options)
     keep = _seconds(keep_workers, "keep_workers")
-    argv = _command(op, options, _int(device, "device")) + _keep_flag(keep)
-    outputs = Outputs(json_path=Path(json) if json is not None else None,
-                      progress=bool(progress), argv=argv[1:])
+    argv = _command(op, options, device) + _keep_flag(keep)
+    outputs = Outputs(json_path=json_path, progress=bool(progress), argv=argv[1:])
     return _measure(requests, device, outputs, argv, keep)
 
 
@@ -128,7 +120,7 @@ def run_suite(path: PathLike | None = None, *,
     the one in the current folder), as `cudabench run` does; return every row.
     keep_workers: as for run(); l2_flush: the flush of every entry, whatever the file says
     (None: the file's, clean by default)."""
-    with _python_terms():
+    with python_terms(_ARGUMENTS):
         return _run_suite(path, kernels_dir, device, vendor, batch, json, progress,
                           keep_workers, l2_flush)
 
@@ -140,8 +132,10 @@ def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike]
     from cudabench.cli.options import Outputs, with_flush
     from cudabench.cli.suite import find_config, load_suite
 
-    config = Path(path) if path is not None else find_config(Path.cwd())
-    dirs = tuple(_paths(kernels_dir))
+    config = as_path(path, "path") if path is not None else find_config(Path.cwd())
+    dirs = tuple(_paths(kernels_dir, "kernels_dir"))
+    device = _device(device)
+    json_path = as_path(json, "json") if json is not None else None
     insight = Insight(vendor=bool(vendor), batch=bool(batch))
     requests = [dataclasses.replace(request, insight=insight)
                 for request in with_flush(load_suite(config, dirs), l2_flush)]
@@ -152,9 +146,9 @@ def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike]
              if off]
     keep = _seconds(keep_workers, "keep_workers")
     argv += _keep_flag(keep)
-    outputs = Outputs(json_path=Path(json) if json is not None else None,
-                      progress=bool(progress), argv=argv[1:])
-    return _measure(requests, _int(device, "device"), outputs, argv, keep)
+    outputs = Outputs(json_path=json_path, progress=bool(progress), argv=argv[1:],
+                      inputs=(config,))  # the suite file is never written over
+    return _measure(requests, device, outputs, argv, keep)
 
 
 def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
@@ -186,7 +180,9 @@ def inline_dir(op: str, sources: Mapping[str, str]) -> Path:
     sources give the same paths (and results files name files that still hold them)."""
     if not isinstance(sources, Mapping):
         raise UsageError("sources: expected a mapping of variant name to CUDA source text")
-    digest = hashlib.sha256(repr(sorted((str(k), str(v)) for k, v in sources.items()))
+    # The op is in the hash: sources first run under another op (a mistake the catalog then
+    # refuses) must not leave a file that every later run of the same sources reads.
+    digest = hashlib.sha256(repr((op, sorted((str(k), str(v)) for k, v in sources.items())))
                             .encode()).hexdigest()[:16]
     user = re.sub(r"\W", "_", os.environ.get("USER", "") or str(os.getuid()))
     folder = Path(tempfile.gettempdir()) / f"cudabench-inline-{user}" / digest
@@ -207,17 +203,22 @@ def inline_dir(op: str, sources: Mapping[str, str]) -> Path:
     return folder
 
 
-def _paths(value: PathLike | Sequence[PathLike] | None) -> list[Path]:
+def _paths(value: PathLike | Sequence[PathLike] | None, name: str) -> list[Path]:
     if value is None:
         return []
     if isinstance(value, (str, os.PathLike)):
-        return [Path(value)]
-    return [Path(item) for item in value]
+        return [as_path(value, name)]
+    if not isinstance(value, Sequence):
+        raise UsageError(f"{name} {value!r}: expected a folder, or a list of folders")
+    return [as_path(item, name) for item in value]
 
 
 def _names(variants: str | Sequence[str] | None) -> list[str]:
     if variants is None:
         return []
+    if not isinstance(variants, (str, Sequence)):
+        raise UsageError(f"variants {variants!r}: expected a variant name or a list of names "
+                         "(see `cudabench list`)")
     names = [variants] if isinstance(variants, str) else list(variants)
     for name in names:
         if not isinstance(name, str) or not name:
@@ -263,6 +264,14 @@ def _int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise UsageError(f"{name} {value!r}: expected an integer")
     return value
+
+
+def _device(value: Any) -> int:
+    """Return a CUDA device index (0 or more), else UsageError as --device's range gives."""
+    index = _int(value, "device")
+    if index < 0:
+        raise UsageError(f"device {index}: a CUDA device index is 0 or more")
+    return index
 
 
 def _default_dtype(op: str, dirs: Sequence[Path]) -> str:

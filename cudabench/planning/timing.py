@@ -38,10 +38,16 @@ class TimingPolicy:
 
     def validate(self) -> TimingPolicy:
         """Raise UsageError naming the flag of the first bad value; return self."""
+        counts = {"--min-samples": self.min_samples, "--max-samples": self.max_samples}
+        for flag, count in counts.items():
+            if isinstance(count, bool) or not isinstance(count, int):
+                raise UsageError(f"{flag} {count!r}: expected a whole number")
         finite = {"--warmup": self.warmup_s, "--precision": self.precision,
                   "--max-time": self.max_time_s, "--timeout": self.timeout_s,
                   "--compile-timeout": self.compile_timeout_s}
         for flag, value in finite.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise UsageError(f"{flag} {value!r}: expected a number")
             if not math.isfinite(value):
                 raise UsageError(f"{flag} {value}: must be a finite number")
         checks = [

@@ -31,5 +31,5 @@ def test_tiled_matmul(cudabench):
 
 @pytest.mark.cudabench_sweep(size=[512, 2048], TILE=[16, 32])
 def test_tiled_sweep(cudabench, cudabench_point):
-    # One test per point (size=512-TILE=16, ...); each checks the result and keeps the rows.
+    # One test per point (size:512-TILE:16, ...); each checks the result and keeps the rows.
     cudabench.run("matmul", variants=["tiled"], vendor=False, **cudabench_point)

@@ -1,0 +1,27 @@
+"""Errors in Python's terms: the API's checks are the commands' own, whose messages name
+the command's flags; a caller of run() or compare() gave arguments, not flags."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Mapping
+
+from cudabench.errors import UsageError
+
+_FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
+
+
+@contextlib.contextmanager
+def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise a UsageError whose message names one of the command's flags (arguments:
+    flag -> the argument, or TimingPolicy field, it stands for) with the argument's name
+    in its place; any other error as it is."""
+    try:
+        yield
+    except UsageError as exc:
+        text = str(exc)
+        named = _FLAG.sub(lambda flag: arguments.get(flag.group(), flag.group()), text)
+        if named == text:
+            raise
+        raise UsageError(named) from None
