@@ -195,7 +195,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if rows.json_path is not None:
         from cudabench.results.writer import ResultsWriter
 
-        rows.writer = ResultsWriter(rows.json_path, flag="--cudabench-json")
+        try:  # refused where a stopped session's rows wait in FILE.partial
+            rows.writer = ResultsWriter(rows.json_path, flag="--cudabench-json")
+        except CudabenchError as exc:
+            raise pytest.UsageError(str(exc)) from None
         rows.writer.metadata["command"] = _command(config)
     config.stash[_SESSION] = rows
 
@@ -468,7 +471,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             _fail(session)
             return
         where = rows.shown(rows.writer.streams_to if interrupted else rows.json_path)
-        rows.messages.append(f"cudabench: {len(rows.rows)} rows written to {where}"
+        rows.messages.append(f"cudabench: {rows.writer.kept_note}" if rows.writer.kept_note
+                             else f"cudabench: {len(rows.rows)} rows written to {where}"
                              + (" (incomplete: the session was interrupted)"
                                 if interrupted else ""))
     if interrupted and (rows.baseline is not None or rows.record_db is not None):

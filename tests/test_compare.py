@@ -7,6 +7,7 @@ make_samples.py, kept as they were): loading them also tests the migration to sc
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import io
 import json
 import re
@@ -714,8 +715,13 @@ def test_a_file_compared_with_itself_or_its_copy_is_refused(tmp_path):
     copy.write_bytes(base.read_bytes())
     link = tmp_path / "link.json"
     link.symlink_to(base)
+    packed = tmp_path / "current.json.gz"  # every command reads .json.gz
+    packed.write_bytes(gzip.compress(base.read_bytes()))
+    dumped = tmp_path / "dumped.json"  # re-indented: other bytes, the same run
+    dumped.write_text(json.dumps(json.loads(base.read_text()), indent=4), encoding="utf-8")
     for current, says in ((base, "the same file"), (link, "the same file"),
-                          (copy, "copies of one file")):
+                          (copy, "copies of one file"), (packed, "copies of one run"),
+                          (dumped, "copies of one run")):
         result = CliRunner().invoke(cli, ["compare", str(base), str(current)])
         assert result.exit_code == 2 and says in result.stderr, result.output
 

@@ -87,7 +87,32 @@ def test_run_never_writes_over_its_suite_or_a_kernel(use_fake, tmp_path, monkeyp
     one_line_error(invoke("run", "--kernels-dir", kernels, "--markdown", kernel), "--markdown")
     one_line_error(invoke("matmul", "--size", "64", *QUICK, "--kernels-dir", kernels,
                           "--variant", "mine", "--json", header), "--json")
+    # A kernel or op file of the folder that this run does not choose: the catalog reads
+    # every one's header, so an output written over one would break every later run.
+    op_file = kernels / "softmax.py"
+    op_file.write_bytes((Path(__file__).parents[1] / "examples" / "softmax" / "softmax.py")
+                        .read_bytes())
+    kept[op_file] = op_file.read_bytes()
+    for target in (kernel, op_file):
+        one_line_error(invoke("matmul", "--size", "64", *QUICK, "--kernels-dir", kernels,
+                              "--variant", "naive", "--json", target), "--json",
+                       "one of the files this command reads")
     unchanged(kept)
+
+
+def test_a_run_that_measures_nothing_keeps_an_existing_results_file(use_fake, tmp_path):
+    use_fake(compute_capability="8.0")  # wgmma needs sm_90: every row a SKIP
+    kept = existing(tmp_path, "keep.json")
+    done = invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws",
+                  *QUICK, "--json", tmp_path / "keep.json")
+    assert done.exit_code == 2, done.output  # nothing ran
+    assert "nothing was measured (no row has samples)" in done.stderr
+    unchanged(kept)
+    assert not (tmp_path / "keep.json.partial").exists()
+    fresh = tmp_path / "fresh.json"  # no file before it: the SKIP rows are written
+    invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws", *QUICK,
+           "--json", fresh)
+    assert fresh.is_file()
 
 
 @pytest.mark.parametrize("flag", ["--json", "--markdown", "--csv"])
@@ -156,10 +181,18 @@ def test_a_new_results_file_streams_in_place(use_fake, tmp_path, monkeypatch):
     assert "row(s) are in" not in result.stderr
 
 
-def test_a_complete_run_replaces_an_old_file_and_its_stale_partial(use_fake, tmp_path):
+def test_a_stopped_run_s_partial_rows_are_never_written_over(use_fake, tmp_path):
+    # The stopped run said its rows are in old.json.partial: the next run to old.json must
+    # not stream over them (and then delete them) before anything is measured.
     old = tmp_path / "old.json"
     old.write_text("old\n", encoding="utf-8")
-    (tmp_path / "old.json.partial").write_text("a stale partial\n", encoding="utf-8")
+    (tmp_path / "old.json.partial").write_text("a stopped run's rows\n", encoding="utf-8")
+    done = invoke("matmul", "--size", "64", *QUICK, "--json", old)
+    assert done.exit_code == 2
+    assert "old.json.partial holds the rows of a run that stopped; move it away" in done.stderr
+    assert old.read_text(encoding="utf-8") == "old\n"
+    assert (tmp_path / "old.json.partial").read_text(encoding="utf-8") == "a stopped run's rows\n"
+    (tmp_path / "old.json.partial").unlink()
     assert invoke("matmul", "--size", "64", *QUICK, "--json", old).exit_code == 0
     assert old.read_text(encoding="utf-8").startswith("{")
     assert not (tmp_path / "old.json.partial").exists()

@@ -136,7 +136,7 @@ def _compare(baseline: Results | PathLike, current: Results | PathLike,
     check_thresholds(str(threshold), str(max_threshold))  # named before files are read
     files = _file(baseline, "baseline"), _file(current, "current")
     if isinstance(baseline, (str, os.PathLike)) and isinstance(current, (str, os.PathLike)):
-        refuse_the_same_run(Path(baseline), Path(current))  # as the command does
+        refuse_the_same_run(Path(baseline), Path(current), files)  # as the command does
     elif baseline is current or _same_file(baseline, current) and \
             files[0].benchmarks == files[1].benchmarks:
         # a run compared with itself, or with the file it wrote (or was read from)

@@ -148,6 +148,8 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     finally:
         if cluster is not None:
             cluster.close()
+    if writer is not None and writer.kept_note is not None:
+        note(writer.kept_note)
     return Measured(outcome, plans, slots, json_path, versions, clock, writer)
 
 
@@ -180,7 +182,9 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     if placement.cluster is None:  # a cluster: its nodes, not this host, hold the memory
         check_memory(plans, slots or [one_slot(device)])
     # An unwritable path, or one that reaches an input, fails now, not after the run.
-    inputs = [*outputs.inputs, *plan_files(plans)]
+    inputs = [*outputs.inputs, *plan_files(plans),
+              *folder_sources({folder for request in requests
+                               for folder in request.kernels_dirs})]
     check_outputs({"--json": outputs.json_path, "--markdown": outputs.markdown_path,
                    "--csv": outputs.csv_path, "--best-out": outputs.best_out,
                    "--db": outputs.db if outputs.record else None}, inputs)
@@ -391,6 +395,16 @@ def would_stop_here(plans: list[Plan]) -> list[str]:
             except CudabenchError as exc:
                 notes.append(f"on this machine a run would stop here: {exc}")
     return notes
+
+
+def folder_sources(folders: set[Path]) -> list[Path]:
+    """Return every source and op file in the --kernels-dir folders: the catalog reads
+    each one's header, chosen or not, so an output written over one would break it."""
+    from cudabench.runner.sources import SOURCE_SUFFIXES
+
+    return [path for folder in sorted(folders) if folder.is_dir()
+            for path in sorted(folder.rglob("*"))
+            if path.suffix in SOURCE_SUFFIXES and path.is_file()]
 
 
 def plan_files(plans: list[Plan]) -> list[Path]:

@@ -71,7 +71,7 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
                   [baseline, current, db or DEFAULT_STORE])
     before, after = load_results(baseline), load_results(current)
-    refuse_the_same_run(baseline, current)  # after the files' own errors, which say more
+    refuse_the_same_run(baseline, current, (before, after))  # after the files' own errors
     comparison = judge(before, after, threshold, alpha, db, allow_different_gpu, power,
                        allow_missing, max_threshold)
     if markdown_path is not None:
@@ -86,17 +86,24 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     return int(comparison.exit_code)
 
 
-def refuse_the_same_run(baseline: Path, current: Path) -> None:
-    """Refuse to compare a file with itself, by any path or as a byte-for-byte copy: a CI
-    job whose current file is the baseline (a wrong path, a cache restored) would pass
-    every time without measuring anything."""
+def refuse_the_same_run(baseline: Path, current: Path,
+                        loaded: tuple[ResultsFile, ResultsFile] | None = None) -> None:
+    """Refuse to compare a file with itself, by any path, as a byte-for-byte copy, or as
+    a copy in other clothes (compressed, re-indented: loaded, the two files read, hold
+    the same rows, raw samples and all): a CI job whose current file is the baseline (a
+    wrong path, a cache restored) would pass every time without measuring anything."""
     if not baseline.is_file() or not current.is_file():
         return  # the loader says what is wrong with a path that is no file
     same = os.path.samefile(baseline, current)
     if same or baseline.read_bytes() == current.read_bytes():
         what = "the same file" if same else "copies of one file, byte for byte"
-        raise UsageError(f"{baseline} and {current} are {what}: the current file must come "
-                         "from a new run (check the paths the CI job passes)")
+    elif loaded is not None and loaded[1].benchmarks and \
+            loaded[0].benchmarks == loaded[1].benchmarks:
+        what = "copies of one run (the same rows and raw samples)"
+    else:
+        return
+    raise UsageError(f"{baseline} and {current} are {what}: the current file must come "
+                     "from a new run (check the paths the CI job passes)")
 
 
 def check_thresholds(threshold: str, max_threshold: str) -> tuple[float, float]:

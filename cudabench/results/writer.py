@@ -18,6 +18,7 @@ from typing import Any
 
 from cudabench import __version__
 from cudabench.common.outfiles import replacing
+from cudabench.errors import UsageError
 from cudabench.results.codec import (
     FILE_KIND,
     SCHEMA_VERSION,
@@ -52,6 +53,12 @@ class ResultsWriter:
         # an existing file is replaced only by a complete run: the rows stream beside it
         self.streams_to = (self.path.with_name(self.path.name + PARTIAL)
                            if self.path.exists() else self.path)
+        if self.streams_to != self.path and self.streams_to.exists():
+            # a stopped run's rows, which the tool said it kept there: never written over
+            raise UsageError(f"{flag} {path}: {self.streams_to} holds the rows of a run that "
+                             "stopped; move it away or delete it first")
+        self.measured = False  # whether any row holds samples (a run of SKIPs holds none)
+        self.kept_note: str | None = None  # why an existing file was left as it was
         self.metadata: dict[str, Any] = {
             "kind": FILE_KIND,
             "schema_version": SCHEMA_VERSION,
@@ -86,6 +93,7 @@ class ResultsWriter:
                 known.append(result.device.identity)
             index = known.index(result.device.identity)
         row = benchmark_to_dict(result, index)
+        self.measured = self.measured or bool(result.samples_s)
         # Encoded once, as json.dump nests it (indent 1, two levels down): rewriting the
         # file after each row then costs the small head, not every row again (a Python
         # encode of the whole file per row was ~0.05 s a row by the end of a long suite).
@@ -114,7 +122,14 @@ class ResultsWriter:
     def write(self, complete: bool = True) -> None:
         """Write the file atomically: a reader sees the old or the new file, never half.
         The text is json.dump's (indent 1), the benchmarks' parts encoded once each. An
-        incomplete file goes to streams_to; the complete one to the path."""
+        incomplete file goes to streams_to; the complete one to the path, unless that
+        replaces an existing file with a run that measured nothing (every row a SKIP, or an
+        ERROR before its first sample): the old file stays, and kept_note says so."""
+        if complete and self.streams_to != self.path and not self.measured:
+            self.streams_to.unlink(missing_ok=True)  # this run's own stream, if any
+            self.kept_note = (f"nothing was measured (no row has samples): {self.path} is as "
+                              "it was")
+            return
         head = {**self.document(complete), "benchmarks": _ROWS}
         text = json.dumps(head, indent=1, allow_nan=False)
         rows = "[\n" + ",\n".join(self._encoded) + "\n ]" if self._encoded else "[]"
