@@ -184,6 +184,18 @@ def test_a_reference_that_raises_gives_error_rows_naming_the_file(use_fake, tmp_
     assert "Traceback" not in done.output
 
 
+def test_a_reference_of_another_shape_is_an_error_naming_the_file_not_a_pass(use_fake,
+                                                                            tmp_path):
+    # A reference of one element (or one row) would broadcast against the whole result:
+    # compared element for element, a wrong op would PASS every kernel.
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x'][:1]"))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert "PASS" not in done.stdout and "ERROR" in done.stdout
+    assert f"{folder / 'myop.py'}: mycopy.verify raised ValueError: the expected array has " \
+           "shape (1,) and the result (50,)" in done.stderr
+
+
 def test_an_installed_package_declares_ops_through_an_entry_point(monkeypatch, tmp_path):
     package = tmp_path / "site"
     write_op(package, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"),

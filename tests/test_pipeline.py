@@ -483,6 +483,18 @@ def test_a_kernel_that_cheats_after_the_checked_launch_fails(op, fault, says):
     assert all(s in (Status.PASS, Status.REF) for s in honest)
 
 
+def test_a_kernel_wrong_at_its_checked_launch_is_told_so_not_called_a_cheat():
+    # Wrong on every launch: the checked launch's failed verification says it; the recheck,
+    # which asks whether timed launches differ from the checked one, would only blame them.
+    name = takes("matmul")[-1]
+    outcome = run_plans([plan_for("matmul", (33, 17, 65))],
+                        FakeSpec(faults={name: Fault.WRONG_ELEMENT}))
+    wrong = next(r for r in outcome.results if r.variant == name)
+    assert wrong.status is Status.FAIL and not wrong.verification.passed
+    assert wrong.verification.bad_elements >= 1
+    assert "timed launch" not in (wrong.error or "") and "cheat" not in (wrong.error or "")
+
+
 @pytest.mark.parametrize(("op", "shape"), [
     ("matmul", (512, 512, 512)),  # a 1 MiB result: held to the same-buffer one on the GPU
     ("matmul", (33, 17, 65)),  # too small for that: the CPU's check

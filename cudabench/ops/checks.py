@@ -14,10 +14,19 @@ from cudabench.common.cores import in_parallel
 from cudabench.results.model import Verification
 
 
+def same_shape(result: np.ndarray, expected: np.ndarray) -> None:
+    """Refuse an expected array of another shape than the result (a single value aside):
+    compared element for element it would broadcast, and a wrong reference pass."""
+    if expected.ndim and expected.shape != result.shape:
+        raise ValueError(f"the expected array has shape {expected.shape} and the result "
+                         f"{result.shape}: the op's reference must return the result's shape")
+
+
 def exact_check(result: np.ndarray, expected: np.ndarray, criterion: str = "exact") -> Verification:
     """Verify element for element equality (transposes, integer arithmetic)."""
     result = np.asarray(result)
     expected = np.asarray(expected)
+    same_shape(result, expected)
     same = result.astype(np.float64) == expected.astype(np.float64)
     bad = int(same.size - np.count_nonzero(same))
     return Verification(
@@ -97,7 +106,9 @@ def bounded_check(
 ) -> Verification:
     """Verify |result - expected| <= bound element for element; NaN and inf always fail."""
     result = np.asarray(result, dtype=np.float64)
-    diff = np.abs(result - np.asarray(expected, dtype=np.float64))
+    expected = np.asarray(expected, dtype=np.float64)
+    same_shape(result, expected)
+    diff = np.abs(result - expected)
     ok = np.isfinite(result) & (diff <= bound)
     bad = int(ok.size - np.count_nonzero(ok))
     return Verification(
