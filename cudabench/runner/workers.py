@@ -18,6 +18,7 @@ import dataclasses
 import multiprocessing
 import os
 import queue
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -321,6 +322,10 @@ def _stop(worker: Any) -> None:
 def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> None:
     """Open an engine, then take the plans and run each batch of jobs from the inbox
     (None: stop), reporting each phase and result and ("done", faulted) after a batch."""
+    # Ctrl-C in a terminal reaches the whole process group: the parent says "interrupted"
+    # and keeps the rows so far; this process just ends (a KeyboardInterrupt here printed
+    # its traceback under the parent's one line).
+    signal.signal(signal.SIGINT, _end_on_interrupt)
     _exit_with_parent()
     messages = _Sender(sender)
     engine = open_engine(spec, label, messages)
@@ -371,6 +376,11 @@ def serve_batches(engine: Any, receive: Callable[[], Any], messages: Any) -> Non
         messages.put((DONE, engine.faulted))
         if engine.faulted:
             break
+
+
+def _end_on_interrupt(signum: int, frame: object) -> None:
+    """End the worker at once, quietly: the parent, interrupted too, reports it."""
+    os._exit(128 + signum)
 
 
 def _exit_with_parent() -> None:

@@ -1,0 +1,42 @@
+"""Ctrl-C in a terminal: SIGINT reaches the whole process group, the GPU worker included."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cudabench.results import load_results
+
+FAKE_CLI = Path(__file__).parent / "fake_cli.py"
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+def test_ctrl_c_to_the_process_group_ends_with_one_line_and_no_traceback(tmp_path):
+    path = tmp_path / "r.json"
+    process = subprocess.Popen(
+        [sys.executable, str(FAKE_CLI), "matmul", "--size", "64..4096:x2", "--variant",
+         "naive", "--no-vendor", "--json", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            if path.exists() and load_results(path).benchmarks:
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, "the run ended before it could be interrupted"
+        os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, stderr
+    assert "cudabench: interrupted" in stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert load_results(path).metadata["complete"] is False  # the rows so far are kept
