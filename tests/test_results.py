@@ -175,6 +175,24 @@ def test_a_damaged_file_is_a_one_line_error_naming_the_field(tmp_path, edit, fie
     assert "Traceback" not in done.output and "internal error" not in done.output
 
 
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_an_unknown_unit_is_a_bad_file_for_every_reader(tmp_path, command):
+    # report held such a row against its roofs and stopped with an internal error.
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    source = Path(__file__).parent / "data" / "h100" / "v2-matmul.json"
+    document = json.loads(source.read_text())
+    document["benchmarks"][0]["unit"] = "x"
+    damaged = tmp_path / "unit.json"
+    damaged.write_text(json.dumps(document))
+    args = [str(damaged)] if command == "report" else [str(source), str(damaged)]
+    done = CliRunner().invoke(cli, [command, *args])
+    assert done.exit_code == 2, done.output
+    assert f"{damaged}: benchmarks[0].unit: expected one of cuda, tensor" in done.output
+
+
 @pytest.mark.parametrize(("version", "hint"), [(3, "newer cudabench"), ("2", "damaged"),
                                                (None, "damaged"), (0, "damaged")])
 def test_an_unknown_schema_version_says_why(tmp_path, version, hint):

@@ -44,7 +44,6 @@ from cudabench.catalog.variants import (
     RUN_MODES,
     SWIZZLES,
     TENSOR_MAP_KEYS,
-    UNITS,
     Constraint,
     KernelVariant,
     Launch,
@@ -53,6 +52,7 @@ from cudabench.catalog.variants import (
     parse_arch,
 )
 from cudabench.errors import KernelFileError
+from cudabench.results.model import UNITS
 from cudabench.ops import Op, builtin_ops
 
 # A header line, `key: value` or `key NAME: value`; a parameter's `allowed A..B`.

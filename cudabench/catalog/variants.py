@@ -152,7 +152,6 @@ class Launch:
             else 0
 
 
-UNITS = ("cuda", "tensor")
 # `run: default` (the default) puts a variant in the runs that name no --variant;
 # `run: on request` leaves it out of them: --variant NAME or --variant all runs it.
 RUN_MODES = ("default", "on request")

@@ -20,12 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from cudabench.results.model import BenchmarkResult, DeviceInfo
+from cudabench.results.model import UNITS, BenchmarkResult, DeviceInfo
 
 # Named in every table's footer: short. The module doc says which tables and papers.
 SOURCE = ("CUDA C++ Programming Guide (CUDA cores), NVIDIA architecture whitepapers "
           "(tensor cores)")
-UNITS = ("cuda", "tensor")
 MARGIN = 1.10  # clocks and counts round: only beyond 10% over the roof is a row suspect
 
 # NVIDIA quotes Hopper's FP16/BF16/TF32 tensor peaks at 1830 of the H100 SXM's 1980 MHz

@@ -10,6 +10,7 @@ from typing import Any
 from cudabench.errors import ResultsFileError
 from cudabench.results.model import (
     L2_FLUSHES,
+    UNITS,
     BenchmarkResult,
     DeviceInfo,
     Kind,
@@ -138,6 +139,13 @@ class Checker:
         return None if data.get(name) is None else self.field(data, name, kind)
 
 
+def _unit(data: Mapping[str, Any], check: Checker) -> str:
+    """Return a row's unit: one whose roofs cudabench knows, or "" (no arithmetic)."""
+    unit = check.optional(data, "unit", str) or ""
+    check.expect(unit in ("", *UNITS), "unit", f"one of {', '.join(UNITS)}")
+    return str(unit)
+
+
 def device_from_dict(data: Any, check: Checker) -> DeviceInfo:
     """Rebuild a device from device_to_dict's output."""
     check.expect(isinstance(data, dict), "", "an object")
@@ -236,7 +244,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         suspect=check.optional(data, "suspect", str),
         skipped=check.optional(data, "skipped", str),
         zero_input_samples_s=_samples(data, "zero_input_samples_s", check),
-        unit=check.optional(data, "unit", str) or "",
+        unit=_unit(data, check),
         compute_type=(check.optional(data, "compute_type", str)
                       or _legacy_compute_type(data, throughput["flops"])),
         sample_clocks_mhz=_clocks(data, check),

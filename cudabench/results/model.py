@@ -92,6 +92,9 @@ L2_FLUSHES = ("clean", "memset")
 DEFAULT_L2_FLUSH = "clean"
 
 
+UNITS = ("cuda", "tensor")  # what a kernel runs on: each has its roofs (insight/roofs.py)
+
+
 @dataclass(frozen=True)
 class BenchmarkResult:
     """One variant, reference or vendor row measured at one shape, dtype and parameter set."""
@@ -118,8 +121,8 @@ class BenchmarkResult:
     suspect: str | None = None  # why a verified result is faster than the device's roof
     zero_input_samples_s: tuple[float, ...] = ()  # the same kernel timed on all-zero inputs
     skipped: str | None = None  # why the variant was not run (status SKIP)
-    # The roof a row is held against: the unit it runs on ("cuda", "tensor") and the type
-    # of its arithmetic ("float32", "tf32"...); "" when it does no arithmetic.
+    # The roof a row is held against: the unit it runs on (UNITS) and the type of its
+    # arithmetic ("float32", "tf32"...); "" when it does no arithmetic.
     unit: str = ""
     compute_type: str = ""
     # The kept samples' SM clocks in MHz, from stamps in the stream (None: not known), and
