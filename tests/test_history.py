@@ -344,6 +344,26 @@ def test_a_bad_store_is_refused_untouched(tmp_path, case, command):
     assert db.read_bytes() == before
 
 
+@pytest.mark.parametrize("edit", ["UPDATE results SET params = '{'",
+                                  "UPDATE results SET shape = 'x'",
+                                  "UPDATE results SET median_s = -1.0"])
+@pytest.mark.parametrize("command", ["show", "check", "plot"])
+def test_rows_no_cudabench_wrote_are_a_damaged_store_not_an_internal_error(tmp_path, edit,
+                                                                          command):
+    db = make_store(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute(edit)  # the file is SQLite and cudabench's, its rows are not
+    conn.commit()
+    conn.close()
+    args = {"show": ("show",), "check": ("check", make_run(tmp_path, 50)),
+            "plot": ("plot", tmp_path / "trend.png")}[command]
+    result = invoke(*args, "--db", db)
+    if command == "check" and "median_s" not in edit:  # rows of no key a file has: unread
+        assert result.exit_code == 0 and "too little history" in result.stdout, result.output
+    else:
+        assert_one_line_error(result, str(db), "the history store is damaged")
+
+
 def test_a_read_only_store_is_not_written_but_can_be_read(tmp_path):
     db = make_store(tmp_path)
     before = db.read_bytes()

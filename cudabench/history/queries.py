@@ -7,7 +7,7 @@ import contextlib
 import math
 import sqlite3
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,23 @@ class Queries:
         except sqlite3.DatabaseError as exc:  # not a database, malformed image
             raise StoreError(damaged_message(self.path, str(exc))) from None
 
+    def _benchmark(self, row: Sequence[Any]) -> Benchmark:
+        """Return the benchmark of a row's key columns; a StoreError where they are not
+        what cudabench wrote (a damaged or hand-edited store)."""
+        try:
+            return decode_benchmark(row)
+        except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError included
+            raise StoreError(damaged_message(
+                self.path, f"a result's key columns cannot be read: {exc}")) from None
+
+    def _median(self, value: object) -> float:
+        """Return a recorded median: a positive, finite number of seconds, else a
+        StoreError (cudabench records no other)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value) or value <= 0:
+            raise StoreError(damaged_message(self.path, f"a median of {value!r} seconds"))
+        return float(value)
+
     def run_for(self, source: str) -> int | None:
         """Return the id of the run recorded from this text, or None."""
         with self._errors():
@@ -122,7 +139,7 @@ class Queries:
             "x.l2_flush")
         with self._errors():
             rows = self._conn.execute(query, args).fetchall()
-        return [Tracked(decode_benchmark(row[:7]), row[7], row[8], row[9]) for row in rows]
+        return [Tracked(self._benchmark(row[:7]), row[7], row[8], row[9]) for row in rows]
 
     def series(self, benchmark: Benchmark, gpu_model: str, last: int | None = None,
                since: str | None = None, exclude_run: int | None = None,
@@ -157,7 +174,7 @@ class Queries:
         points = []
         for run_rows in by_run.values():  # dicts keep insertion order: oldest run first
             first = run_rows[0]
-            medians = [r[3] for r in run_rows if r[3] is not None]
+            medians = [self._median(r[3]) for r in run_rows if r[3] is not None]
             worst = worst_status([r[4] for r in run_rows])
             points.append(SeriesPoint(first[0], first[1], first[2],
                                       statistics.median(medians) if medians else math.nan,
@@ -188,7 +205,7 @@ class Queries:
                  "WHERE x.run_id = ? AND COALESCE(d.name, '') = ? ORDER BY x.id")
         with self._errors():
             rows = self._conn.execute(query, (run_id, gpu_model)).fetchall()
-        return [(decode_benchmark(row[:7]), row[7], row[8]) for row in rows]
+        return [(self._benchmark(row[:7]), row[7], row[8]) for row in rows]
 
     def counts(self) -> dict[str, int]:
         """Return the number of rows of each table (tests, and a summary line)."""
