@@ -364,6 +364,22 @@ def test_rows_no_cudabench_wrote_are_a_damaged_store_not_an_internal_error(tmp_p
         assert_one_line_error(result, str(db), "the history store is damaged")
 
 
+def test_a_file_holding_a_benchmark_twice_is_neither_recorded_nor_judged(tmp_path):
+    # A --replicate run (every benchmark on every GPU of one model) or a hand-merged file:
+    # the store keeps one row per benchmark and model, and check refused such a file.
+    db = make_store(tmp_path)
+    before = db.read_bytes()
+    twice = make_run(tmp_path, 60, name="twice")
+    document = json.loads(twice.read_text(encoding="utf-8"))
+    document["benchmarks"].append(document["benchmarks"][0])
+    twice.write_text(json.dumps(document), encoding="utf-8")
+    for args in (("import", twice), ("check", twice)):
+        result = invoke(*args, "--db", db)
+        assert result.exit_code == 2, result.output
+        assert "appears twice" in result.stderr and "one row per benchmark" in result.stderr
+    assert db.read_bytes() == before
+
+
 def test_a_read_only_store_is_not_written_but_can_be_read(tmp_path):
     db = make_store(tmp_path)
     before = db.read_bytes()

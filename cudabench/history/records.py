@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cudabench.errors import CudabenchError
+from cudabench.errors import CudabenchError, ResultsFileError
 from cudabench.history import DEFAULT_PATH  # noqa: F401  (re-exported: its callers' name)
-from cudabench.results.model import BenchmarkResult, DeviceInfo, Status
+from cudabench.results.model import BenchmarkResult, DeviceInfo, ResultsFile, Status
 
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # readers check stores up to this size at open
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another one before giving up
@@ -186,3 +186,22 @@ def worst_status(statuses: Sequence[str]) -> str:
 
 def text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def one_row_each(results: ResultsFile, skip_skipped: bool = False) -> None:
+    """Raise ResultsFileError where a results file holds a benchmark twice on one GPU
+    model (a --replicate run, or a hand-merged file): the store keeps one row per
+    benchmark and model, and a gate could not tell which to judge. skip_skipped: SKIP rows
+    (nothing measured) aside."""
+    seen: set[tuple[object, ...]] = set()
+    for i, result in enumerate(results.benchmarks):
+        if skip_skipped and result.status is Status.SKIP:
+            continue
+        gpu = result.device.name if result.device is not None else ""
+        if (result.key, gpu) in seen:
+            raise ResultsFileError(
+                f"{results.path}: benchmarks[{i}]: {Benchmark.of(result).describe()} appears "
+                f"twice on {gpu or 'one GPU'}: the history keeps one row per benchmark and "
+                "GPU model (a --replicate run measures each on every GPU)")
+        seen.add((result.key, gpu))
+

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
 from cudabench.common.stats import pooled_precision, relative_spread
 from cudabench.common.units import format_change, format_p_value, format_percent
-from cudabench.errors import ExitCode, ResultsFileError
-from cudabench.history.records import Benchmark, SeriesPoint, Tracked, command_key
+from cudabench.errors import ExitCode
+from cudabench.history.records import Benchmark, SeriesPoint, Tracked, command_key, one_row_each
 from cudabench.history.steps import (
     DEFAULT_THRESHOLD,
     NOISE_FLOOR,
@@ -186,16 +186,12 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     if last < 1 or not 0 < alpha < 1 or min_runs < 3:
         raise ValueError("last >= 1, alpha in (0, 1), min_runs >= 3")
     own = store.run_for(source) if source is not None else None
-    seen: set[tuple[object, ...]] = set()
+    one_row_each(current, skip_skipped=True)
     rows = []
-    for i, result in enumerate(current.benchmarks):
+    for result in current.benchmarks:
         if result.status is Status.SKIP:
             continue
         gpu = result.device.name if result.device is not None else ""
-        if (result.key, gpu) in seen:
-            raise ResultsFileError(f"{current.path}: benchmarks[{i}]: "
-                                   f"{Benchmark.of(result).describe()} appears twice on {gpu}")
-        seen.add((result.key, gpu))
         bench = Benchmark.of(result)
         history = store.series(bench, gpu, last=last, exclude_run=own)
         latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)

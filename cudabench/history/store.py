@@ -36,6 +36,7 @@ from cudabench.history.records import (
     device_key,
     encode_benchmark,
     now_utc,
+    one_row_each,
     parse_time,
     source_hash,
     text_or_none,
@@ -255,6 +256,7 @@ class Store(Queries):
         source is the file's text as read: its SHA-256 identifies the run, so the same
         content twice (under any path) adds nothing. One transaction: all rows or none.
         """
+        one_row_each(results)  # before the transaction: a refused file adds nothing
         digest = source_hash(source)
         meta = results.metadata
         tool = meta.get("tool")
