@@ -48,11 +48,35 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--warmup", "inf"], "--warmup inf: must be a finite number"),
     (["dot", "--max-time", "nan"], "--max-time nan: must be a finite number"),
     (["dot", "--precision", "-0.1"], "--precision must be > 0"),
+    # a timeout the warm-up and sampling fill: every variant killed, the kernel blamed
+    (["dot", "--warmup", "5", "--timeout", "1"],
+     "--warmup 5 s and --max-time 1 s leave no room within --timeout 1 s"),
+    (["ab", "A", "B", "--warmup", "1e12"], "--warmup 1e+12: under 59 s"),
 ])
-def test_bad_flags_are_one_line(no_gpu_work, args, says):
+def test_bad_flags_are_one_line(no_gpu_work, tmp_path, args, says):
+    for side in ("A", "B"):  # ab's two folders of kernels
+        (tmp_path / side / "dot").mkdir(parents=True)
+        (tmp_path / side / "dot" / "atomic.cu").write_bytes(
+            (Path(__file__).parents[1] / "kernels" / "dot" / "atomic.cu").read_bytes())
+    args = [str(tmp_path / a) if a in ("A", "B") else a for a in args]
     done = invoke(*args)
     clean(done)
     assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("timing", "says"), [
+    ("warmup = 1e300", "--warmup 1e+300 s and --max-time 1 s leave no room"),
+    ("min_samples = 1.5", "--min-samples 1.5: expected a whole number"),
+    ("max_samples = 1.7", "--max-samples 1.7: expected a whole number"),
+    ("", 'dtypes: expected a list, e.g. dtypes = ["float32", "float16"]'),  # its example
+])
+def test_a_suite_s_timing_is_held_to_the_flags_rules(tmp_path, timing, says):
+    suite = tmp_path / "cudabench.toml"
+    entry = 'size = "1000"' if timing else 'size = "1000"\ndtypes = []'
+    suite.write_text(f'[timing]\n{timing}\n[[benchmark]]\nop = "dot"\n{entry}\n')
+    done = invoke("run", suite, "--dry-run")
+    clean(done)
+    assert says in done.stderr, done.stderr
 
 
 def test_a_suite_string_where_a_list_belongs_is_refused(tmp_path):

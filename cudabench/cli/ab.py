@@ -153,6 +153,10 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
     timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
                           max_time_s=1.0)
+    room = timing.timeout_s - timing.max_time_s  # ab has no --timeout: the default's
+    if not warmup < room:  # NaN too (the policy's own check names --warmup's finiteness)
+        raise UsageError(f"--warmup {warmup:g}: under {room:g} s, for each round's warm-up "
+                         f"and samples to end within a variant's {timing.timeout_s:g} s")
     base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,
                    insight=Insight(vendor=False, batch=False))
     chosen, added, removed = _pairing(sides, ops)

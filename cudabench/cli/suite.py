@@ -199,6 +199,10 @@ def _strings(table: Mapping[str, Any], key: str, where: str, default: list[str])
     return value
 
 
+# What a suite's size and dtype look like, for the examples its errors give.
+_EXAMPLES = {"size": ('"1000"', '"4096"'), "dtype": ('"float32"', '"float16"')}
+
+
 def _plural(table: Mapping[str, Any], one: str, many: str, where: str) -> list[str]:
     if one in table and many in table:
         raise UsageError(f"{where}: give {one} or {many}, not both")
@@ -207,10 +211,11 @@ def _plural(table: Mapping[str, Any], one: str, many: str, where: str) -> list[s
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str) or not value.strip():
-            raise UsageError(f"{where}.{one}: expected a string such as \"1000\"")
+            raise UsageError(f"{where}.{one}: expected a string such as {_EXAMPLES[one][0]}")
         return [value]
     values = table.get(many, [])
     if not isinstance(values, list) or (many in table and not values):  # a string: characters
-        raise UsageError(f"{where}.{many}: expected a list, e.g. {many} = [\"1000\"]")
+        raise UsageError(f"{where}.{many}: expected a list, e.g. {many} = "
+                         f"[{', '.join(_EXAMPLES[one])}]")
     values = [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
     return _strings({many: values}, many, where, [])
