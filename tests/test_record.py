@@ -128,3 +128,21 @@ def test_calibrate_runs_the_suite_into_the_store(use_fake, tmp_path, monkeypatch
     with Store.open(tmp_path / "h.db") as store:
         assert store.counts()["runs"] == 3
     json.loads(next((tmp_path / ".cudabench" / "runs").glob("calibrate-*-3.json")).read_text())
+
+
+def test_a_store_record_cannot_use_is_refused_before_anything_is_measured(use_fake, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"not": "a store"}\n', encoding="utf-8")
+    measured = []
+    monkeypatch.setattr("cudabench.cli.commands.run_plans",
+                        lambda *a, **k: measured.append(1))  # reached: measured for nothing
+    done = invoke("dot", "--size", "1000", *QUICK, "--record", "--db", str(notes))
+    assert done.exit_code == 2 and "not a cudabench history store" in done.stderr, done.output
+    assert not measured and not (tmp_path / ".cudabench").exists()
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\n', encoding="utf-8")
+    done = invoke("calibrate", str(suite), "--db", str(suite))
+    assert done.exit_code == 2 and "one of the files this command reads" in done.stderr
+    assert not measured and suite.read_text(encoding="utf-8").startswith("[[benchmark]]")

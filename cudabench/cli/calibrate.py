@@ -51,7 +51,8 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
         terminal.stderr_console().print(f"calibrate: run {index + 1} of {runs}", markup=False)
         kept = RUNS_DIR / f"calibrate-{stamp}-{index + 1}.json"
         kept.parent.mkdir(parents=True, exist_ok=True)
-        outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None)
+        outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None,
+                          inputs=(path,))
         worst = max(worst, run_and_render(requests, device, outputs))
     assert kept is not None  # runs >= 3
     last = load_results(kept)

@@ -188,6 +188,11 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     check_outputs({"--json": outputs.json_path, "--markdown": outputs.markdown_path,
                    "--csv": outputs.csv_path, "--best-out": outputs.best_out,
                    "--db": outputs.db if outputs.record else None}, inputs)
+    if outputs.record and outputs.db.exists():  # not a store, a newer one: say so now
+        from cudabench.history.store import Store
+
+        with Store.open(outputs.db):
+            pass
     json_path = outputs.json_path
     if outputs.record and json_path is None:  # the store records a file: keep one
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
