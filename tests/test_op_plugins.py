@@ -196,6 +196,43 @@ def test_a_reference_of_another_shape_is_an_error_naming_the_file_not_a_pass(use
            "shape (1,) and the result (50,)" in done.stderr
 
 
+BAD_WORK = {
+    "flops": ("        def bytes_moved(self, shape, types):",
+              "        def flops(self, shape):\n            return 'x'\n\n"
+              "        def bytes_moved(self, shape, types):",
+              "mycopy.flops returned 'x' for (50,): expected a whole number"),
+    "bytes_moved": ("return 2 * shape[0] * types.input.itemsize", "return None",
+                    "mycopy.bytes_moved returned None for (50,): expected a whole number"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_WORK)
+def test_an_op_s_count_of_its_work_must_be_a_whole_number(use_fake, tmp_path, case):
+    old, new, says = BAD_WORK[case]
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(old, new)
+    folder = user_folder(tmp_path, text)
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output  # refused before anything runs, one line
+    assert f"{folder / 'myop.py'}: {says}" in done.stderr
+    assert "Traceback" not in done.output and "internal error" not in done.output
+
+
+def test_args_naming_no_buffer_is_an_error_naming_the_op_file(use_fake, tmp_path):
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        'return ["x", "y", *shape]', 'return ["x", "q", *shape]')
+    folder = user_folder(tmp_path, text)
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: mycopy.args names 'q', which is no buffer" in done.stderr
+
+
+def test_an_op_file_that_exits_at_import_is_an_error_not_a_silent_success(use_fake, tmp_path):
+    folder = user_folder(tmp_path, "import sys\nsys.exit(0)\n")
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: the op file calls sys.exit(0) when imported" in done.stderr
+
+
 def test_an_installed_package_declares_ops_through_an_entry_point(monkeypatch, tmp_path):
     package = tmp_path / "site"
     write_op(package, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"),

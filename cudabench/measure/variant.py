@@ -21,7 +21,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.common.phases import phase
-from cudabench.errors import CompileError, CudabenchError, UsageError
+from cudabench.errors import CompileError, CudabenchError, OpFileError, UsageError
 from cudabench.insight import roofs
 from cudabench.measure import guards
 from cudabench.observers import ncu as counters
@@ -94,6 +94,11 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             for name, nbytes in sizes.items():
                 guarded[name] = guards.allocate(engine, nbytes)
         buffers = {name: g.data for name, g in guarded.items()}
+        unknown = [a for a in arg_spec if isinstance(a, str) and a not in buffers]
+        if unknown:  # the op's mistake: name its file, not a KeyError in the worker
+            raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.args names "
+                              f"{', '.join(map(repr, unknown))}, which is no buffer: its "
+                              f"inputs and outputs are {', '.join(map(repr, buffers))}")
         args = [buffers[a] if isinstance(a, str) else np.int32(a) for a in arg_spec]
         run = engine.launcher(compiled, geometry, args, dynamic)
 

@@ -152,6 +152,10 @@ def _import_file(path: Path) -> ModuleType:
         del sys.modules[name]
         raise OpFileError(f"{path}: the op file failed to load: {type(exc).__name__}: {exc}"
                           ) from None
+    except SystemExit as exc:  # sys.exit() at import would end cudabench, silently
+        del sys.modules[name]
+        raise OpFileError(f"{path}: the op file calls sys.exit({exc.code!r}) when imported; "
+                          "an op file only defines its op") from None
     return module
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import difflib
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudabench.catalog import ALL_VARIANTS, KernelVariant, discover
-from cudabench.errors import KernelFileError, UsageError
+from cudabench.errors import KernelFileError, OpFileError, UsageError
 from cudabench.engines import tensormaps
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import DType, Op, Shape, TypeSet, get_op
@@ -135,6 +136,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     dtype = types.input
     with user_code(op, "check_shape"):
         op.check_shape(shape, types)
+    _check_work(op, shape, types)
     timing = request.timing.validate()
     if not 0 <= request.seed < 2**63:
         raise UsageError(f"--seed {request.seed}: must be between 0 and 2^63-1")
@@ -271,6 +273,19 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
             "parameters"
         )
     return params
+
+
+def _check_work(op: Op, shape: Shape, types: TypeSet) -> None:
+    """Check what the op says one run does (its rates, roofs and memory check follow from
+    it): a whole number of operations and of bytes, 0 or more, else OpFileError naming
+    the op's file."""
+    for what, count in (("flops", lambda: op.flops(shape)),
+                        ("bytes_moved", lambda: op.bytes_moved(shape, types))):
+        with user_code(op, what):
+            value = count()
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.{what} returned "
+                              f"{value!r} for {shape}: expected a whole number, 0 or more")
 
 
 def _check_tensor_maps(op: Op, shape: Shape, types: TypeSet, variant: KernelVariant,
