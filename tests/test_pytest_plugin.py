@@ -87,7 +87,7 @@ def test_a_failed_verification_fails_the_test_with_the_rows_message(project, mon
     done = project.runpytest("-k", "tiled", "-rs")
     done.assert_outcomes(failed=1)
     done.stdout.fnmatch_lines(["*cudabench: matmul/naive TILE=16 64x64x64 float32: FAIL: "
-                               "*elements*wrong*"])
+                               "*elements outside tolerance*"])
 
 
 def test_a_regression_against_the_baseline_fails_the_session(project, monkeypatch):
