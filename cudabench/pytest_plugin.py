@@ -53,6 +53,7 @@ class SessionRows:
     comparison: Comparison | None = None
     messages: list[str] = field(default_factory=list)  # for the terminal summary
     measured_by: dict[tuple[object, ...], str] = field(default_factory=dict)  # row -> test
+    where: dict[tuple[object, ...], int] = field(default_factory=dict)  # row -> its index
     start: Path = field(default_factory=Path.cwd)  # where pytest started: paths from here
 
     def shown(self, path: Path | None) -> str:
@@ -73,30 +74,42 @@ class SessionRows:
         """Keep a run's rows; with --cudabench-json, rewrite the file after each run (as
         the commands do: a crash later loses nothing). The session's rows, like a
         command's, hold one row per benchmark, or no command could compare them: a kernel
-        another test measured already is refused (UsageError), and a reference or vendor
-        row measured again beside another test's kernels is kept once, as first measured
-        (the test's own Results keep theirs)."""
+        another test measured already is refused (UsageError); one the same test measured
+        before (it calls run again, or is re-run) takes the place of its earlier row; a
+        reference or vendor row, or a SKIP, that is there already is kept as first
+        measured (the test's own Results keep theirs)."""
+        from cudabench.common.units import params_text
         from cudabench.errors import UsageError
-        from cudabench.results.model import Kind
+        from cudabench.results.model import Kind, Status
 
-        fresh = []
+        fresh, again = [], []
         for row in results.rows:
             key = (row.key, row.device.identity if row.device else None)
-            first = self.measured_by.get(key) if self.gathered else None
-            if first is None:
+            at = self.where.get(key) if self.gathered else None
+            if at is None:
                 fresh.append((key, row))
-            elif row.kind is Kind.VARIANT:
+            elif self.measured_by[key] == test:
+                again.append((at, row))
+            elif row.kind is Kind.VARIANT and row.status is not Status.SKIP \
+                    and self.rows[at].status is not Status.SKIP:
                 raise UsageError(
-                    f"{row.op}/{row.variant} {row.dtype} at {'x'.join(map(str, row.shape))} "
-                    f"was measured already in this session by {first}; the session's rows "
-                    "hold one per benchmark: give this test another size, variant or "
-                    "parameter")
-        self.rows += [row for _, row in fresh]
+                    f"{row.op}/{row.variant} {params_text(row.params)} {row.dtype} at "
+                    f"{'x'.join(map(str, row.shape))}{' (hot)' if row.hot else ''} was "
+                    f"measured already in this session by {self.measured_by[key]}; the "
+                    "session's rows hold one per benchmark: give this test another size, "
+                    "variant or parameter")
+        for at, row in again:
+            self.rows[at] = row
+        for key, row in fresh:
+            self.where[key] = len(self.rows)
+            self.measured_by[key] = test
+            self.rows.append(row)
         self.versions.update(results.versions)
-        self.measured_by.update((key, test) for key, _ in fresh)
         if self.writer is None:
             return
         self.writer.metadata["tool"].update(results.versions)
+        for at, row in again:
+            self.writer.replace(at, row)
         for _, row in fresh:
             self.writer.add(row, write=False)
         self.writer.write(complete=False)
@@ -442,9 +455,10 @@ def _command(config: pytest.Config) -> list[str]:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Finish the results file, compare with the baseline, record in the history store."""
     rows = session.config.stash.get(_SESSION, None)
-    if rows is None or not rows.gathered:
+    if rows is None or not rows.gathered or _ran_nothing(session.config):
         return
-    from cudabench.api import Results, compare
+    from cudabench.api import Results
+    from cudabench.api.comparison import compare_in_flags
     from cudabench.errors import CudabenchError
 
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -481,21 +495,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         rows.messages.append("cudabench: the session was interrupted: nothing compared or "
                              "recorded")
         return
+    kept = rows.writer is not None and rows.writer.kept_note is not None
     results = Results(tuple(rows.rows), (), tuple(_command(session.config)), rows.versions,
-                      rows.json_path)
+                      None if kept else rows.json_path)  # kept: the file is an older run's
     failed = False
     try:
         if rows.baseline is not None:
             config = session.config
             db = config.getoption("cudabench_db")
-            rows.comparison = compare(
-                rows.baseline, results, threshold=config.getoption("cudabench_threshold"),
-                alpha=config.getoption("cudabench_alpha"), db=db,
-                allow_different_gpu=config.getoption("cudabench_allow_different_gpu"),
-                allow_missing=config.getoption("cudabench_allow_missing"),
-                max_threshold=config.getoption("cudabench_max_threshold"))
+            # its errors name compare's flags, which plugin_terms makes this plugin's
+            rows.comparison = compare_in_flags(
+                rows.baseline, results, config.getoption("cudabench_threshold"),
+                config.getoption("cudabench_alpha"), db,
+                config.getoption("cudabench_allow_different_gpu"), False,
+                config.getoption("cudabench_allow_missing"),
+                str(config.getoption("cudabench_max_threshold")))
             failed = not rows.comparison.ok
-        if rows.record_db is not None:
+        if rows.record_db is not None and kept:
+            rows.messages.append("cudabench: nothing was measured: nothing recorded")
+        elif rows.record_db is not None:
             recorded = results.record(rows.record_db)
             rows.messages.append(f"cudabench: {rows.shown(recorded)} recorded in "
                                  f"{rows.shown(rows.record_db)}")
@@ -504,6 +522,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         failed = True
     if failed:
         _fail(session)
+
+
+def _ran_nothing(config: pytest.Config) -> bool:
+    """Return whether the session only lists or plans its tests (--collect-only,
+    --setup-only, --setup-plan, --fixtures): there is nothing to write, judge or record."""
+    option = config.option
+    return any(getattr(option, name, False) for name in (
+        "collectonly", "setuponly", "setupplan", "showfixtures", "show_fixtures_per_test"))
 
 
 def _fail(session: pytest.Session) -> None:

@@ -206,6 +206,18 @@ BAD_WORK = {
 }
 
 
+def test_an_op_may_count_its_work_in_numpy_integers(use_fake, tmp_path):
+    # np.prod of a shape is an np.int64: a whole number, which the results file stores.
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        "return 2 * shape[0] * types.input.itemsize",
+        "return np.prod(shape) * 2 * types.input.itemsize")
+    folder = user_folder(tmp_path, text)
+    out = tmp_path / "r.json"
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK, "--json", out)
+    assert done.exit_code == 0, done.output
+    assert json.loads(out.read_text())["benchmarks"][0]["throughput"]["bytes_moved"] == 400
+
+
 @pytest.mark.parametrize("case", BAD_WORK)
 def test_an_op_s_count_of_its_work_must_be_a_whole_number(use_fake, tmp_path, case):
     old, new, says = BAD_WORK[case]

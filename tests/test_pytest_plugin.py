@@ -202,6 +202,11 @@ def test_three(cudabench):
     cudabench.run("matmul", variants=["naive"], size=64, timing=FAST)
 
 
+def test_again(cudabench):  # the same test measuring its kernel twice: the later row stays
+    for _ in range(2):
+        cudabench.run("matmul", variants=["naive"], size=48, timing=FAST)
+
+
 def test_moves(cudabench, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a test that changes the folder before the file is written
     cudabench.run("matmul", variants=["naive"], size=32, timing=FAST)
@@ -218,17 +223,17 @@ def test_a_session_file_holds_one_row_per_benchmark(pytester, monkeypatch):
     pytester.makepyfile(test_twice=TWICE)
     use(monkeypatch, FakeSpec())
     done = pytester.runpytest("--cudabench-json", "now.json")
-    done.assert_outcomes(passed=3, failed=1)
-    done.stdout.fnmatch_lines(["*cudabench: error: matmul/tiled float32 at 64x64x64 "
+    done.assert_outcomes(passed=4, failed=1)
+    done.stdout.fnmatch_lines(["*cudabench: error: matmul/tiled TILE=16 float32 at 64x64x64 "
                                "was measured already in this session by "
                                "test_twice.py::test_one*"])
     saved = load_results(pytester.path / "now.json")  # where pytest started, not tmp_path
     names = sorted((r.variant, r.shape[0]) for r in saved.benchmarks)
-    assert names == [("cuBLAS", 32), ("cuBLAS", 64), ("naive", 32), ("naive", 64),
-                     ("tiled", 64)]
+    assert names == [("cuBLAS", 32), ("cuBLAS", 48), ("cuBLAS", 64), ("naive", 32),
+                     ("naive", 48), ("naive", 64), ("tiled", 64)]
     use(monkeypatch, FakeSpec(seed=1))
     again = pytester.runpytest("-k", "not two", "--cudabench-json", "again.json")
-    again.assert_outcomes(passed=3, deselected=1)
+    again.assert_outcomes(passed=4, deselected=1)
     compared = CliRunner().invoke(cli, ["compare", str(pytester.path / "now.json"),
                                         str(pytester.path / "again.json")])
     assert compared.exit_code == 0, compared.output
@@ -246,6 +251,8 @@ def test_a_gate_that_ran_no_benchmark_fails(project, monkeypatch):
     allowed = project.runpytest("-k", "plain", "--cudabench-compare", "base.json",
                                 "--cudabench-allow-missing")
     assert allowed.ret == 0
+    listed = project.runpytest("--collect-only", "-q", "--cudabench-compare", "base.json")
+    assert listed.ret == 0 and "no benchmark ran" not in listed.stdout.str()  # IDE discovery
 
 
 def test_session_options_refuse_pytest_xdist_in_the_controller_too():

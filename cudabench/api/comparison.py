@@ -110,8 +110,8 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
     alpha the significance level; a baseline benchmark missing from current fails unless
     allow_missing. Raise UsageError or ResultsFileError on bad input."""
     with python_terms(_ARGUMENTS):
-        return _compare(baseline, current, threshold, alpha, db, allow_different_gpu, power,
-                        allow_missing, max_threshold)
+        return compare_in_flags(baseline, current, threshold, alpha, db, allow_different_gpu,
+                                power, allow_missing, max_threshold)
 
 
 # compare's checks are the command's: its flags as compare()'s arguments name them.
@@ -120,11 +120,12 @@ _ARGUMENTS = {"--threshold": "threshold", "--max-threshold": "max_threshold",
               "--allow-different-gpu": "allow_different_gpu=True"}
 
 
-def _compare(baseline: Results | PathLike, current: Results | PathLike,
-             threshold: str | float, alpha: float, db: PathLike | None,
-             allow_different_gpu: bool, power: bool, allow_missing: bool,
-             max_threshold: str) -> Comparison:
-    """compare()'s work, its errors in the command's terms."""
+def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
+                     threshold: str | float, alpha: float, db: PathLike | None,
+                     allow_different_gpu: bool, power: bool, allow_missing: bool,
+                     max_threshold: str) -> Comparison:
+    """compare()'s work, its errors naming the command's flags (the pytest plugin names
+    its own options for them)."""
     for value, name in ((threshold, "threshold"), (max_threshold, "max_threshold")):
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise UsageError(f"{name} {value!r}: expected 'auto', a percentage such as "
@@ -137,25 +138,16 @@ def _compare(baseline: Results | PathLike, current: Results | PathLike,
     files = _file(baseline, "baseline"), _file(current, "current")
     if isinstance(baseline, (str, os.PathLike)) and isinstance(current, (str, os.PathLike)):
         refuse_the_same_run(Path(baseline), Path(current), files)  # as the command does
-    elif baseline is current or _same_file(baseline, current) and \
-            files[0].benchmarks == files[1].benchmarks:
-        # a run compared with itself, or with the file it wrote (or was read from)
+    elif baseline is current or (files[1].benchmarks
+                                 and files[0].benchmarks == files[1].benchmarks):
+        # a run compared with itself, its own file, or a copy (raw samples and all: no
+        # two runs on a GPU give the same)
         raise UsageError("baseline and current are the same run: compare a new run with a "
                          "baseline measured before it")
     judged = judge(files[0], files[1], str(threshold), alpha,
                    as_path(db, "db") if db is not None else None, allow_different_gpu, power,
                    allow_missing, str(max_threshold))
     return Comparison(judged, files)
-
-
-def _same_file(baseline: Results | PathLike, current: Results | PathLike) -> bool:
-    """Return whether both sides name one results file (a path, or the file a run was
-    written to or read from), by whatever path reaches it."""
-    paths = [what.path if isinstance(what, Results) else Path(what)
-             for what in (baseline, current)]
-    first, second = paths
-    return first is not None and second is not None and first.exists() and \
-        second.exists() and os.path.samefile(first, second)
 
 
 def _file(what: Results | PathLike, role: str) -> ResultsFile:

@@ -130,7 +130,7 @@ class Results(Sequence[BenchmarkResult]):
         `history import` read), atomically; return its path."""
         target = as_path(path, "to_json(path)")
         check_output(target, "to_json(path)")  # a folder or an empty path: a clear error
-        writer = ResultsWriter(target, flag="to_json(path)")
+        writer = ResultsWriter(target, flag="to_json(path)", keep_unmeasured=False)
         writer.metadata["command"] = list(self.command)  # a pytest session's, say
         writer.metadata["tool"].update(self.versions)
         for row in self.rows:

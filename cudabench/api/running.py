@@ -16,7 +16,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +208,7 @@ def _paths(value: PathLike | Sequence[PathLike] | None, name: str) -> list[Path]
         return []
     if isinstance(value, (str, os.PathLike)):
         return [as_path(value, name)]
-    if not isinstance(value, Sequence):
+    if not isinstance(value, Iterable):  # a list, a tuple, a set, a generator
         raise UsageError(f"{name} {value!r}: expected a folder, or a list of folders")
     return [as_path(item, name) for item in value]
 
@@ -216,7 +216,7 @@ def _paths(value: PathLike | Sequence[PathLike] | None, name: str) -> list[Path]
 def _names(variants: str | Sequence[str] | None) -> list[str]:
     if variants is None:
         return []
-    if not isinstance(variants, (str, Sequence)):
+    if not isinstance(variants, (str, Iterable)):
         raise UsageError(f"variants {variants!r}: expected a variant name or a list of names "
                          "(see `cudabench list`)")
     names = [variants] if isinstance(variants, str) else list(variants)

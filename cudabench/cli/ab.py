@@ -153,10 +153,10 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
     timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
                           max_time_s=1.0)
-    room = timing.timeout_s - timing.max_time_s  # ab has no --timeout: the default's
-    if not warmup < room:  # NaN too (the policy's own check names --warmup's finiteness)
-        raise UsageError(f"--warmup {warmup:g}: under {room:g} s, for each round's warm-up "
-                         f"and samples to end within a variant's {timing.timeout_s:g} s")
+    # The policy's own check would say "raise --timeout", which ab has not: its default's.
+    if not warmup < timing.timeout_s:  # NaN too
+        raise UsageError(f"--warmup {warmup:g}: must be under {timing.timeout_s:g} s, the "
+                         "time a variant's warm-up and samples have in each round")
     base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,
                    insight=Insight(vendor=False, batch=False))
     chosen, added, removed = _pairing(sides, ops)
@@ -165,7 +165,8 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     # so do a size beyond the GPU's or the host's memory and a setting the timing cannot
     # run under.
     check_outputs({"--markdown": markdown_path, "--json": json_path},
-                  commands.plan_files([plan for pair in plans for plan in pair]))
+                  [*commands.plan_files([plan for pair in plans for plan in pair]),
+                   *commands.folder_sources({side.folder for side in sides})])
     schedule, labels = _interleave(plans, rounds)
     commands.check_memory(schedule, [commands.one_slot(device)])  # the spacer counted too
     refuse_launch_blocking()
@@ -184,6 +185,8 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
             for label in SIDES:
                 writer.add(pooled(by_side[label], label))
         writer.write(complete=True)
+        if writer.kept_note is not None:
+            commands.note(writer.kept_note)
     gpu = next((r.device.name for r in outcome.results if r.device is not None), "")
     title = f"cudabench ab: A {old_dir} | B {new_dir}"
     # A narrow terminal's notes give the reasons of the rows that are not 'same'.

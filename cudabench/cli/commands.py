@@ -149,7 +149,9 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
         if cluster is not None:
             cluster.close()
     if writer is not None and writer.kept_note is not None:
-        note(writer.kept_note)
+        # The file at json_path is an earlier run's: nothing of this one to record or judge.
+        note(writer.kept_note + ("; nothing recorded" if outputs.record else ""))
+        json_path = None
     return Measured(outcome, plans, slots, json_path, versions, clock, writer)
 
 
@@ -188,7 +190,8 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     check_outputs({"--json": outputs.json_path, "--markdown": outputs.markdown_path,
                    "--csv": outputs.csv_path, "--best-out": outputs.best_out,
                    "--db": outputs.db if outputs.record else None}, inputs)
-    if outputs.record and outputs.db.exists():  # not a store, a newer one: say so now
+    # not a store, a newer one: say so now (an empty file becomes one when recorded)
+    if outputs.record and outputs.db.exists() and outputs.db.stat().st_size > 0:
         from cudabench.history.store import Store
 
         with Store.open(outputs.db):
@@ -403,12 +406,13 @@ def would_stop_here(plans: list[Plan]) -> list[str]:
 
 
 def folder_sources(folders: set[Path]) -> list[Path]:
-    """Return every source and op file in the --kernels-dir folders: the catalog reads
-    each one's header, chosen or not, so an output written over one would break it."""
+    """Return every source and op file in the --kernels-dir folders and their op folders
+    (the two levels the catalog reads): it reads each one's header, chosen or not, so an
+    output written over one would break it."""
     from cudabench.runner.sources import SOURCE_SUFFIXES
 
     return [path for folder in sorted(folders) if folder.is_dir()
-            for path in sorted(folder.rglob("*"))
+            for pattern in ("*", "*/*") for path in sorted(folder.glob(pattern))
             if path.suffix in SOURCE_SUFFIXES and path.is_file()]
 
 

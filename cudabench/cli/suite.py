@@ -45,7 +45,9 @@ DEFAULT_FILES = ("cudabench.toml", "pyproject.toml")
 TIMING_KEYS = {"warmup": "warmup_s", "min_samples": "min_samples", "max_samples": "max_samples",
                "precision": "precision", "max_time": "max_time_s", "timeout": "timeout_s",
                "compile_timeout": "compile_timeout_s", "rounds": "rounds"}
-INTEGER_KEYS = {"rounds"}  # a count of rounds; the older keys take 20.0 as they always did
+INTEGER_KEYS = {"rounds"}  # a count of rounds: a whole number
+# Sample counts: whole numbers, which older suites may write as 20.0 (taken as 20 as always).
+COUNT_KEYS = {"min_samples", "max_samples"}
 BENCHMARK_KEYS = {"op", "size", "sizes", "dtype", "dtypes", "variants", "params", "hot", "seed",
                   "sanitize", "full_check", "l2_flush"}
 
@@ -183,6 +185,10 @@ def _timing(table: Any, where: str) -> TimingPolicy:
             raise UsageError(f"{where}: timing.{key}: expected a number")
         if key in INTEGER_KEYS and not isinstance(value, int):
             raise UsageError(f"{where}: timing.{key}: expected a whole number, not {value}")
+        if key in COUNT_KEYS and isinstance(value, float):
+            if not value.is_integer():
+                raise UsageError(f"{where}: timing.{key}: expected a whole number, not {value}")
+            value = int(value)
         values[TIMING_KEYS[key]] = value
     try:
         return TimingPolicy(**values).validate()

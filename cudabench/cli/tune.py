@@ -51,7 +51,9 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
     check_outputs({"--json": outputs.json_path, "--best-out": outputs.best_out,
                    "--markdown": outputs.markdown_path, "--csv": outputs.csv_path},
                   [*outputs.inputs, *commands.plan_files([s.plans[0] for s in spaces
-                                                          if s.plans])])
+                                                          if s.plans]),
+                   *commands.folder_sources({folder for request in requests
+                                             for folder in request.kernels_dirs})])
     spec = commands.engine_spec(device)
     slots = (choose(placement.devices, spec.count_devices(), visible_entries())
              if placement.devices is not None else None)
@@ -107,6 +109,8 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
         for row in rows:
             writer.add(row, write=False)
         writer.write(complete=True)
+        if writer.kept_note is not None:
+            commands.note(writer.kept_note)
     for found in found_all:
         stderr.print(summary(found), markup=False, highlight=False)
     plans = [plan for found in found_all for plan in found.plans()]

@@ -13,7 +13,7 @@ from typing import Any
 
 from cudabench.errors import CudabenchError, ResultsFileError
 from cudabench.history import DEFAULT_PATH  # noqa: F401  (re-exported: its callers' name)
-from cudabench.results.model import BenchmarkResult, DeviceInfo, ResultsFile, Status
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, ResultsFile, Status
 
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # readers check stores up to this size at open
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another one before giving up
@@ -188,20 +188,25 @@ def text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def one_row_each(results: ResultsFile, skip_skipped: bool = False) -> None:
-    """Raise ResultsFileError where a results file holds a benchmark twice on one GPU
-    model (a --replicate run, or a hand-merged file): the store keeps one row per
-    benchmark and model, and a gate could not tell which to judge. skip_skipped: SKIP rows
-    (nothing measured) aside."""
+def one_row_each(results: ResultsFile, skip_skipped: bool = False) -> list[BenchmarkResult]:
+    """Return the rows to record or judge: each benchmark once per GPU model, as the store
+    keeps them. A kernel twice on one model (a --replicate run, a hand-merged file) is a
+    ResultsFileError: a gate could not tell which to judge. A reference or vendor row
+    twice (pytest sessions before 0.1 measured the copy beside every test) keeps its
+    first. skip_skipped: SKIP rows (nothing measured) are left out."""
     seen: set[tuple[object, ...]] = set()
+    rows = []
     for i, result in enumerate(results.benchmarks):
         if skip_skipped and result.status is Status.SKIP:
             continue
         gpu = result.device.name if result.device is not None else ""
         if (result.key, gpu) in seen:
+            if result.kind is not Kind.VARIANT:
+                continue
             raise ResultsFileError(
                 f"{results.path}: benchmarks[{i}]: {Benchmark.of(result).describe()} appears "
                 f"twice on {gpu or 'one GPU'}: the history keeps one row per benchmark and "
                 "GPU model (a --replicate run measures each on every GPU)")
         seen.add((result.key, gpu))
-
+        rows.append(result)
+    return rows

@@ -186,11 +186,8 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     if last < 1 or not 0 < alpha < 1 or min_runs < 3:
         raise ValueError("last >= 1, alpha in (0, 1), min_runs >= 3")
     own = store.run_for(source) if source is not None else None
-    one_row_each(current, skip_skipped=True)
     rows = []
-    for result in current.benchmarks:
-        if result.status is Status.SKIP:
-            continue
+    for result in one_row_each(current, skip_skipped=True):
         gpu = result.device.name if result.device is not None else ""
         bench = Benchmark.of(result)
         history = store.series(bench, gpu, last=last, exclude_run=own)

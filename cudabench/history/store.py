@@ -256,7 +256,7 @@ class Store(Queries):
         source is the file's text as read: its SHA-256 identifies the run, so the same
         content twice (under any path) adds nothing. One transaction: all rows or none.
         """
-        one_row_each(results)  # before the transaction: a refused file adds nothing
+        rows = one_row_each(results)  # before the transaction: a refused file adds nothing
         digest = source_hash(source)
         meta = results.metadata
         tool = meta.get("tool")
@@ -279,7 +279,7 @@ class Store(Queries):
                  results.schema_version, command_key(meta.get("command"))))
             run_id = int(cursor.lastrowid or 0)
             devices: dict[tuple[Any, ...], int] = {}
-            for result in results.benchmarks:
+            for result in rows:
                 device_id = None
                 if result.device is not None:
                     ident = device_key(result.device)

@@ -170,10 +170,12 @@ def record(plan: Plan, name: str, params: dict[str, int], source: str,
            ) -> BenchmarkResult:
     """Return a result row of plan with the op's accounting filled in."""
     op = plan.op
+    # int(): a NumPy integer (np.prod of a shape) is a whole number the plan accepted,
+    # but no JSON number.
     with user_code(op, "flops"):
-        flops = op.flops(plan.shape) if kind is not Kind.REFERENCE else 0
+        flops = int(op.flops(plan.shape)) if kind is not Kind.REFERENCE else 0
     with user_code(op, "bytes_moved"):
-        bytes_moved = op.bytes_moved(plan.shape, plan.types)
+        bytes_moved = int(op.bytes_moved(plan.shape, plan.types))
     return BenchmarkResult(
         op=op.name, variant=name, params=dict(params), shape=tuple(plan.shape),
         dims=op.dims, dtype=plan.dtype.name, hot=plan.hot, l2_flush=plan.flush or "", flops=flops,

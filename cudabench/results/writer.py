@@ -47,7 +47,8 @@ def git_commit(directory: Path) -> dict[str, Any]:
 class ResultsWriter:
     """Collects benchmarks and rewrites the whole file after each one (temp file + rename)."""
 
-    def __init__(self, path: Path, argv: list[str] | None = None, flag: str = "--json") -> None:
+    def __init__(self, path: Path, argv: list[str] | None = None, flag: str = "--json",
+                 keep_unmeasured: bool = True) -> None:
         self.path = Path(path)
         self.flag = flag  # what the user gave the path as, for the error messages
         # an existing file is replaced only by a complete run: the rows stream beside it
@@ -58,6 +59,9 @@ class ResultsWriter:
             raise UsageError(f"{flag} {path}: {self.streams_to} holds the rows of a run that "
                              "stopped; move it away or delete it first")
         self.measured = False  # whether any row holds samples (a run of SKIPs holds none)
+        # A run that measured nothing leaves an existing file (a command's output); an
+        # explicit export (Results.to_json) writes whatever it is given.
+        self.keep_unmeasured = keep_unmeasured
         self.kept_note: str | None = None  # why an existing file was left as it was
         self.metadata: dict[str, Any] = {
             "kind": FILE_KIND,
@@ -85,22 +89,7 @@ class ResultsWriter:
         is False: a caller adding many rows at once writes once after them). With replace,
         a row pooled over one more round (--rounds, as it streams) takes the place of the
         row of its earlier rounds."""
-        index = None
-        if result.device is not None:
-            known = [device.identity for device in self.devices]
-            if result.device.identity not in known:
-                self.devices.append(result.device)
-                known.append(result.device.identity)
-            index = known.index(result.device.identity)
-        row = benchmark_to_dict(result, index)
-        self.measured = self.measured or bool(result.samples_s)
-        # Encoded once, as json.dump nests it (indent 1, two levels down): rewriting the
-        # file after each row then costs the small head, not every row again (a Python
-        # encode of the whole file per row was ~0.05 s a row by the end of a long suite).
-        # Encoded before it is kept: a row that cannot be written leaves both lists as
-        # they were.
-        text = json.dumps(row, indent=1, allow_nan=False)
-        encoded = "\n".join("  " + line for line in text.split("\n"))
+        row, encoded = self._encode(result)
         earlier = (identity(result), result.rounds - 1)
         if replace and result.rounds > 1 and earlier in self._rounds:
             at = len(self._rounds) - 1 - self._rounds[::-1].index(earlier)
@@ -112,6 +101,32 @@ class ResultsWriter:
             self._rounds.append((identity(result), result.rounds))
         if write:
             self.write(complete=False)
+
+    def replace(self, at: int, result: BenchmarkResult) -> None:
+        """Put result in the place of the row added at'th (a pytest test run again, whose
+        rows take the place of its earlier ones); the file is written by the next add or
+        write."""
+        self.benchmarks[at], self._encoded[at] = self._encode(result)
+        self._rounds[at] = (identity(result), result.rounds)
+
+    def _encode(self, result: BenchmarkResult) -> tuple[dict[str, Any], str]:
+        """Return a row as the file holds it and its JSON text (its device listed once).
+
+        Encoded once, as json.dump nests it (indent 1, two levels down): rewriting the file
+        after each row then costs the small head, not every row again (a Python encode of
+        the whole file per row was ~0.05 s a row by the end of a long suite). Encoded before
+        it is kept: a row that cannot be written leaves the lists as they were."""
+        index = None
+        if result.device is not None:
+            known = [device.identity for device in self.devices]
+            if result.device.identity not in known:
+                self.devices.append(result.device)
+                known.append(result.device.identity)
+            index = known.index(result.device.identity)
+        row = benchmark_to_dict(result, index)
+        text = json.dumps(row, indent=1, allow_nan=False)
+        self.measured = self.measured or bool(result.samples_s)
+        return row, "\n".join("  " + line for line in text.split("\n"))
 
     def document(self, complete: bool) -> dict[str, Any]:
         """Return the file's content as it stands."""
@@ -125,7 +140,8 @@ class ResultsWriter:
         incomplete file goes to streams_to; the complete one to the path, unless that
         replaces an existing file with a run that measured nothing (every row a SKIP, or an
         ERROR before its first sample): the old file stays, and kept_note says so."""
-        if complete and self.streams_to != self.path and not self.measured:
+        if complete and self.streams_to != self.path and not self.measured \
+                and self.keep_unmeasured:
             self.streams_to.unlink(missing_ok=True)  # this run's own stream, if any
             self.kept_note = (f"nothing was measured (no row has samples): {self.path} is as "
                               "it was")

@@ -324,8 +324,10 @@ def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> Non
     (None: stop), reporting each phase and result and ("done", faulted) after a batch."""
     # Ctrl-C in a terminal reaches the whole process group: the parent says "interrupted"
     # and keeps the rows so far; this process just ends (a KeyboardInterrupt here printed
-    # its traceback under the parent's one line).
-    signal.signal(signal.SIGINT, _end_on_interrupt)
+    # its traceback under the parent's one line). Where SIGINT came ignored (a command
+    # started with `&` in a script), it stays ignored, as the parent's is.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _end_on_interrupt)
     _exit_with_parent()
     messages = _Sender(sender)
     engine = open_engine(spec, label, messages)
@@ -379,8 +381,10 @@ def serve_batches(engine: Any, receive: Callable[[], Any], messages: Any) -> Non
 
 
 def _end_on_interrupt(signum: int, frame: object) -> None:
-    """End the worker at once, quietly: the parent, interrupted too, reports it."""
-    os._exit(128 + signum)
+    """End the worker quietly (multiprocessing prints no traceback for SystemExit), its
+    clean-ups running on the way (a compile's temporary files, a cache's part files): the
+    parent, interrupted too, reports it."""
+    raise SystemExit(128 + signum)
 
 
 def _exit_with_parent() -> None:
