@@ -3,6 +3,8 @@ compare with the command's verdicts, inline kernel sources, errors and display."
 
 from __future__ import annotations
 
+import dataclasses
+
 import io
 import json
 import shutil
@@ -225,6 +227,12 @@ def test_to_json_refuses_a_folder_or_an_empty_path_clearly(use_fake, tmp_path):
             call()
     with pytest.raises(UsageError, match="^threshold '5'"):  # compare()'s names, not flags
         cb.compare(results, results, threshold="5")
+    # An explicit export writes what it is given, even rows without samples, over a file.
+    skipped = cb.Results(tuple(dataclasses.replace(r, samples_s=(), skipped="not run",
+                                                   verification=None) for r in results))
+    old = tmp_path / "old.json"
+    old.write_text("{}", encoding="utf-8")
+    assert skipped.to_json(old) == old and cb.load(old).rows
 
 
 def test_records_are_plain_json_ready_dicts(use_fake):

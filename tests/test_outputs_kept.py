@@ -109,6 +109,12 @@ def test_a_run_that_measures_nothing_keeps_an_existing_results_file(use_fake, tm
     assert "nothing was measured (no row has samples)" in done.stderr
     unchanged(kept)
     assert not (tmp_path / "keep.json.partial").exists()
+    # --record: the kept file is an earlier run's; nothing of this one is recorded
+    db = tmp_path / "h.db"
+    done = invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws",
+                  *QUICK, "--json", tmp_path / "keep.json", "--record", "--db", db)
+    assert "nothing recorded" in done.stderr and not db.exists(), done.output
+    unchanged(kept)
     fresh = tmp_path / "fresh.json"  # no file before it: the SKIP rows are written
     invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws", *QUICK,
            "--json", fresh)

@@ -146,3 +146,13 @@ def test_a_store_record_cannot_use_is_refused_before_anything_is_measured(use_fa
     done = invoke("calibrate", str(suite), "--db", str(suite))
     assert done.exit_code == 2 and "one of the files this command reads" in done.stderr
     assert not measured and suite.read_text(encoding="utf-8").startswith("[[benchmark]]")
+
+
+def test_an_empty_store_file_is_recorded_into(use_fake, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "empty.db"
+    db.write_bytes(b"")  # `--db $(mktemp)` in a CI job
+    done = invoke("dot", "--size", "1000", *QUICK, "--record", "--db", str(db))
+    assert done.exit_code == 0, done.output
+    with Store.open(db) as store:
+        assert store.counts()["runs"] == 1
