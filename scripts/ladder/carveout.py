@@ -21,12 +21,11 @@ carveout moved the ratio, and the squeezed copy was not slower: the L1 is not th
 from __future__ import annotations
 
 import ctypes
-import statistics
 import sys
 from collections.abc import Callable
 
 import cupy as cp
-from copylab import clean_flush, driver_copy, sm_copy, time_interleaved, transpose_kernel
+from copylab import over_placements, sm_copy, transpose_kernel
 
 PREFERRED_CARVEOUT = 9  # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
 CARVEOUTS = (-1, 100, 86, 72, 58, 44, 28)  # percent of 228 KB; -1: the driver's choice
@@ -89,38 +88,10 @@ def squeezed_copy(a: cp.ndarray, b: cp.ndarray) -> Callable[[], None]:
 
 def main() -> None:
     placements = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    n = 8192
-    flush = clean_flush()
-    rng = cp.random.default_rng(11)
-    keep: list[object] = []
-    ratios: dict[str, list[float]] = {}
-    for placement in range(placements):
-        keep.append(cp.empty((placement + 1) * 2**21 + 4096 * placement, dtype=cp.uint8))
-        a = rng.random((n, n), dtype=cp.float32)
-        b = cp.empty_like(a)
-        keep.append((a, b))
-        ops: dict[str, Callable[[], None]] = {
-            "driver copy": driver_copy(a, b),
-            "SM copy 8x256": sm_copy(a, b),
-            "SM copy 8x256, 16 KB shared a block, carveout 100%": squeezed_copy(a, b),
-        }
-        copies = set(ops)
-        ops.update(transposes(a, b))
-        copied = lambda a=a, b=b: bool((b == a).all())  # noqa: E731
-        transposed = lambda a=a, b=b: bool((b == a.T).all())  # noqa: E731
-        checks = {name: copied if name in copies else transposed for name in ops}
-        times = time_interleaved(ops, flush, reps=60, warmup=10, check=checks,
-                                 poison=lambda b=b: b.fill(-1))
-        copy = statistics.median(times["driver copy"])
-        print(f"placement {placement} (A at {a.data.ptr:#x}): driver copy {copy:.1f} us")
-        for name, values in times.items():
-            median = statistics.median(values)
-            ratios.setdefault(name, []).append(copy / median)
-            print(f"  {name:58} {median:7.1f} us  {copy / median:.3f} of the copy")
-    print(f"over {placements} placements, the median ratio to the driver's copy:")
-    for name, values in ratios.items():
-        print(f"  {name:58} {statistics.median(values):.3f}  "
-              f"({min(values):.3f}-{max(values):.3f})")
+    over_placements(placements, 11, lambda a, b: {
+        "SM copy 8x256": sm_copy(a, b),
+        "SM copy 8x256, 16 KB shared a block, carveout 100%": squeezed_copy(a, b),
+        **transposes(a, b)})
 
 
 if __name__ == "__main__":

@@ -121,3 +121,41 @@ def time_interleaved(ops: Mapping[str, Callable[[], None]], flush: Callable[[], 
             if rep >= warmup:
                 times[name].append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
     return times
+
+
+def over_placements(placements: int, seed: int,
+                    make_ops: Callable[[cp.ndarray, cp.ndarray], dict[str, Callable[[], None]]],
+                    width: int = 58) -> None:
+    """Time the driver's copy and make_ops(A, B)'s launches, interleaved after the clean
+    flush, on A and B placed afresh each time (8192² float32), each launch checked first (a
+    name with "copy" in it must copy A, any other transpose it); print each placement's
+    medians and ratios to the copy, then the median ratio over the placements."""
+    import statistics
+
+    n = 8192
+    flush = clean_flush()
+    rng = cp.random.default_rng(seed)
+    keep: list[object] = []  # every buffer stays allocated: each placement is new memory
+    ratios: dict[str, list[float]] = {}
+    for placement in range(placements):
+        keep.append(cp.empty((placement + 1) * 2**21 + 4096 * placement, dtype=cp.uint8))
+        a = rng.random((n, n), dtype=cp.float32)
+        b = cp.empty_like(a)
+        keep.append((a, b))
+        ops = {"driver copy": driver_copy(a, b), **make_ops(a, b)}
+        copied = lambda a=a, b=b: bool((b == a).all())  # noqa: E731
+        transposed = lambda a=a, b=b: bool((b == a.T).all())  # noqa: E731
+        checks = {name: copied if "copy" in name else transposed for name in ops}
+        times = time_interleaved(ops, flush, reps=60, warmup=10, check=checks,
+                                 poison=lambda b=b: b.fill(-1))
+        copy = statistics.median(times["driver copy"])
+        print(f"placement {placement} (A at {a.data.ptr:#x}): driver copy {copy:.1f} us")
+        for name, values in times.items():
+            median = statistics.median(values)
+            ratios.setdefault(name, []).append(copy / median)
+            print(f"  {name:{width}} {median:7.1f} us  {copy / median:.3f} of the copy")
+    print(f"over {placements} placements, the median ratio to the driver's copy:")
+    for name, values in ratios.items():
+        print(f"  {name:{width}} {statistics.median(values):.3f}  "
+              f"({min(values):.3f}-{max(values):.3f})")
+

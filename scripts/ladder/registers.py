@@ -12,13 +12,11 @@ flush (8192² float32, CUDA events, medians), each checked first. Needs CuPy and
 
 from __future__ import annotations
 
-import statistics
 import sys
-from collections.abc import Callable
 
 import cupy as cp
 from carveout import blocks_per_sm
-from copylab import ARCH, ROOT, clean_flush, driver_copy, time_interleaved
+from copylab import ARCH, ROOT, over_placements
 
 MIN_BLOCKS = (0, 10, 12)  # 0: the kernel as it is
 
@@ -40,8 +38,6 @@ def main() -> None:
     placements = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     n, shared = 8192, 64 * 65 * 4
     tiles = (n // 64) ** 2
-    flush = clean_flush()
-    rng = cp.random.default_rng(13)
     kernels = {}
     for min_blocks in MIN_BLOCKS:
         kernel = build(min_blocks)
@@ -49,30 +45,10 @@ def main() -> None:
         kernels[f"evict_first, launch bounds {min_blocks or '-'}: {attrs['num_regs']} "
                 f"registers, {attrs['local_size_bytes']} B local, "
                 f"{blocks_per_sm(kernel, 128, shared)} blocks an SM"] = kernel
-    keep: list[object] = []
-    ratios: dict[str, list[float]] = {}
-    for placement in range(placements):
-        keep.append(cp.empty((placement + 1) * 2**21 + 4096 * placement, dtype=cp.uint8))
-        a = rng.random((n, n), dtype=cp.float32)
-        b = cp.empty_like(a)
-        keep.append((a, b))
-        ops: dict[str, Callable[[], None]] = {"driver copy": driver_copy(a, b)}
-        for name, kernel in kernels.items():
-            ops[name] = (lambda k=kernel, a=a, b=b: k(
-                (tiles,), (16, 8), (a, b, cp.int32(n), cp.int32(n)), shared_mem=shared))
-        checks = {name: (lambda a=a, b=b: bool((b == a.T).all())) for name in kernels}
-        times = time_interleaved(ops, flush, reps=60, warmup=10, check=checks,
-                                 poison=lambda b=b: b.fill(-1))
-        copy = statistics.median(times["driver copy"])
-        print(f"placement {placement}: driver copy {copy:.1f} us")
-        for name, values in times.items():
-            median = statistics.median(values)
-            ratios.setdefault(name, []).append(copy / median)
-            print(f"  {name:72} {median:7.1f} us  {copy / median:.3f} of the copy")
-    print(f"over {placements} placements, the median ratio to the driver's copy:")
-    for name, values in ratios.items():
-        print(f"  {name:72} {statistics.median(values):.3f}  "
-              f"({min(values):.3f}-{max(values):.3f})")
+    over_placements(placements, 13, lambda a, b: {
+        name: (lambda k=kernel: k((tiles,), (16, 8), (a, b, cp.int32(n), cp.int32(n)),
+                                  shared_mem=shared))
+        for name, kernel in kernels.items()}, width=72)
 
 
 if __name__ == "__main__":
