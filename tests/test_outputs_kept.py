@@ -54,7 +54,7 @@ def test_a_run_that_fails_to_plan_keeps_every_output(use_fake, tmp_path):
     unchanged(kept)
 
 
-@pytest.mark.parametrize("via", ["same", "relative", "symlink"])
+@pytest.mark.parametrize("via", ["same", "relative", "symlink", "hard link"])
 def test_compare_never_writes_over_its_inputs(tmp_path, monkeypatch, via):
     base, current = tmp_path / "a.json", tmp_path / "b.json"
     base.write_bytes((DATA / "baseline.json").read_bytes())
@@ -62,9 +62,12 @@ def test_compare_never_writes_over_its_inputs(tmp_path, monkeypatch, via):
     kept = {base: base.read_bytes(), current: current.read_bytes()}
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path)
-    target = {"same": base, "relative": Path("sub/../a.json"), "symlink": tmp_path / "link"}[via]
+    target = {"same": base, "relative": Path("sub/../a.json"), "symlink": tmp_path / "link",
+              "hard link": tmp_path / "hard"}[via]
     if via == "symlink":
         os.symlink(base, target)
+    if via == "hard link":  # another name of the same file: written over, it changes too
+        os.link(base, target)
     for flag in ("--markdown", "--html", "--csv"):
         one_line_error(invoke("compare", base, current, flag, target), flag,
                        "one of the files this command reads")

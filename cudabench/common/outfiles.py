@@ -44,21 +44,33 @@ def check_output(path: Path, flag: str) -> None:
 
 def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path] = ()) -> None:
     """Check each output (check_output), and refuse one that would overwrite an input of
-    the run or another output."""
+    the run or another output: by any path that reaches it (relative, `..`, a symlink, a
+    hard link)."""
+    inputs = list(inputs)
     sources = {target(path) for path in inputs}
+    files = {identity for path in inputs if (identity := _file_id(path)) is not None}
     seen: dict[Path, str] = {}
     for flag, path in outputs.items():
         if path is None:
             continue
         check_output(path, flag)
         real = target(path)
-        if real in sources:
+        if real in sources or _file_id(path) in files:
             raise UsageError(f"{flag} {path}: that is one of the files this command reads; write "
                              "it elsewhere")
         if real in seen:
             raise UsageError(f"{flag} {path}: {seen[real]} writes there too; give each "
                              "output its own path")
         seen[real] = flag
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """Return an existing file's (device, inode): one file under every name (None: none)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 @contextlib.contextmanager
