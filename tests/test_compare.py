@@ -346,6 +346,11 @@ def test_a_large_change_that_could_be_significant_but_is_not_is_noisy():
     assert only.change > comparison.threshold
     assert only.verdict == "noisy" and "not significant" in only.reason
     assert comparison.exit_code == ExitCode.OK
+    # The gate passes it, and says so where a reader looks: a note, printed and in markdown.
+    (note,) = comparison.notes
+    assert note.startswith("matmul/tiled") and "the gate passes it; measure more samples" \
+        in note
+    assert f"- note: {note}" in to_markdown(comparison)
 
 
 def test_reachable_p_matches_the_test_at_its_extreme():

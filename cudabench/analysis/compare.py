@@ -133,9 +133,23 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         baseline_gpu=baseline.gpu_name,
         current_gpu=current.gpu_name,
         setting_changes=setting_changes(baseline, current),
-        notes=_model_notes(models[0], models[1], added, removed) if by_model else (),
+        notes=((_model_notes(models[0], models[1], added, removed) if by_model else ())
+               + _unjudged_slowdowns(rows)),
         current_incomplete=current.metadata.get("complete") is False,
     )
+
+
+def _unjudged_slowdowns(rows: list[ComparisonRow]) -> tuple[str, ...]:
+    """Return a note per kernel slower beyond its threshold that the rank test could not
+    confirm (`noisy`): the gate passes it, and the reader should know what it let through
+    and how to judge it (more samples give the test its power)."""
+    return tuple(
+        f"{row.op}/{row.variant} {params_text(row.params)} {shape_text(row.shape)} "
+        f"{row.dtype}".replace(" - ", " ")
+        + f": {format_change(row.change)} but not shown significant, so the gate passes it; "
+        "measure more samples (--min-samples, --max-time) to judge it"
+        for row in rows if row.kind is Kind.VARIANT and row.verdict is Verdict.NOISY
+        and row.change is not None and row.change > row.threshold)
 
 
 def _flush_mismatch(baseline: ResultsFile, current: ResultsFile, old: BenchmarkResult,
