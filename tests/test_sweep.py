@@ -115,6 +115,64 @@ def test_best_re_measures_in_the_runs_warm_worker(use_fake, monkeypatch):
     assert not workers._KEPT  # ended with the command
 
 
+def test_best_out_names_the_kernels_dirs_its_winners_came_from(use_fake, tmp_path,
+                                                                monkeypatch):
+    from pathlib import Path
+
+    examples = Path(__file__).parents[1] / "examples" / "softmax"
+    out = tmp_path / "best.toml"
+    done = invoke("softmax", "--kernels-dir", str(examples), "--size", "64x64", *QUICK,
+                  "--best", "--best-out", str(out))
+    assert done.exit_code == 0, done.output
+    assert tomllib.loads(out.read_text())["kernels_dirs"] == [str(examples.resolve())]
+    monkeypatch.chdir(tmp_path)  # run from elsewhere: the suite finds its op by itself
+    rerun = invoke("run", str(out), "--no-vendor")
+    assert rerun.exit_code == 0, rerun.output
+
+
+def spoil_head_to_head(monkeypatch, tiles):
+    """Make the --best re-measure of these TILE values come back wrong (FAIL)."""
+    import dataclasses
+
+    from cudabench.cli import best as best_cli
+    from cudabench.results.model import Kind, Verification
+
+    real = best_cli.run_plans
+
+    def spoiled(solo, spec, **placement):
+        outcome = real(solo, spec, **placement)
+        wrong = Verification(False, 1.0, 1.0, 1, 4096, "exact")
+        return dataclasses.replace(outcome, results=tuple(
+            dataclasses.replace(r, verification=wrong)
+            if r.kind is Kind.VARIANT and r.params.get("TILE") in tiles else r
+            for r in outcome.results))
+
+    monkeypatch.setattr(best_cli, "run_plans", spoiled)
+
+
+def test_best_drops_a_contender_that_fails_its_head_to_head(use_fake, monkeypatch, tmp_path):
+    # It passed the sweep, then computed a wrong result when measured again: no winner.
+    spoil_head_to_head(monkeypatch, {16})
+    out = tmp_path / "best.toml"
+    done = invoke("matmul", "--size", "64", "--tile", "8,16", "--variant", "naive", *QUICK,
+                  "--best", "--best-out", str(out))
+    assert done.exit_code == 3, done.output
+    assert "TILE=16" in done.stderr and "FAIL when measured again head to head" in done.stderr
+    (entry,) = tomllib.loads(out.read_text())["benchmark"]
+    assert entry["params"] == {"TILE": 8}
+
+
+def test_best_out_is_kept_when_no_configuration_passes(use_fake, monkeypatch, tmp_path):
+    spoil_head_to_head(monkeypatch, {8, 16})
+    out = tmp_path / "best.toml"
+    out.write_text("# the last good suite\n", encoding="utf-8")
+    done = invoke("matmul", "--size", "64", "--tile", "8,16", "--variant", "naive", *QUICK,
+                  "--best", "--best-out", str(out))
+    assert done.exit_code == 3, done.output
+    assert f"{out} not written" in " ".join(done.stderr.split())
+    assert out.read_text(encoding="utf-8") == "# the last good suite\n"
+
+
 def sample_row(params, median, noise=0.001, n=40):
     samples = tuple(median * (1 + noise * ((i % 7) - 3) / 3) for i in range(n))
     return BenchmarkResult(op="matmul", variant="tiled", params=params, shape=(64, 64, 64),

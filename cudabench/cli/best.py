@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from cudabench.analysis import best
 from cudabench.analysis.best import Choice
@@ -17,8 +18,9 @@ from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.pipeline import run_plans
 from cudabench.planning.plan import Insight, Plan
-from cudabench.results.model import BenchmarkResult, Kind, RunOutcome
+from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, RunOutcome
 from cudabench.common.units import format_seconds, params_text, shape_text
+from cudabench.errors import ExitCode
 
 ROUNDS = 3  # interleaved rounds of the head-to-head
 COLUMNS = ("op", "size", "dtype", "variant", "best params", "median", "runner-up", "margin",
@@ -30,26 +32,38 @@ Rerun = Callable[[Sequence[Plan]], RunOutcome]  # runs plans in order on one GPU
 
 def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
            devices: Sequence[Slot] | None = None, rerun: Rerun | None = None
-           ) -> list[Choice]:
+           ) -> tuple[list[Choice], list[BenchmarkResult]]:
     """Return a Choice per (variant, size) group of passing rows, close calls re-measured
     head to head on spec's GPU (or on the one GPU devices names, or by rerun: a Ray
-    task)."""
-    choices = []
-    for rows in best.groups(outcome.results).values():
-        contenders = best.candidates(rows)
-        rematch = None
-        if len(contenders) > 1:
-            # keep_worker: the next group's re-measure takes the same warm worker
-            again = rerun or (lambda solo: run_plans(solo, spec, devices=devices,
-                                                     keep_worker=True))
-            rematch = _rematch(rows, contenders, plans, again)
-        choices.append(best.decide(rows, rematch))
-    return choices
+    task), and the head-to-head's rows that failed (FAIL, ERROR...): a contender that
+    fails its re-measure is no candidate, and the next are re-measured without it."""
+    choices, failed = [], []
+    for group in best.groups(outcome.results).values():
+        rows = list(group)
+        while rows:
+            contenders = best.candidates(rows)
+            rematch = None
+            if len(contenders) > 1:
+                # keep_worker: the next group's re-measure takes the same warm worker
+                again = rerun or (lambda solo: run_plans(solo, spec, devices=devices,
+                                                         keep_worker=True))
+                rematch, wrong = _rematch(rows, contenders, plans, again)
+                if wrong:
+                    failed += wrong
+                    dropped = {(r.variant, tuple(sorted(r.params.items()))) for r in wrong}
+                    rows = [r for r in rows
+                            if (r.variant, tuple(sorted(r.params.items()))) not in dropped]
+                    continue
+            choices.append(best.decide(rows, rematch))
+            break
+    return choices, failed
 
 
 def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
-             plans: Sequence[Plan], rerun: Rerun) -> dict[int, list[float]]:
-    """Measure the contenders again, interleaved; return their samples by index in rows."""
+             plans: Sequence[Plan], rerun: Rerun
+             ) -> tuple[dict[int, list[float]], list[BenchmarkResult]]:
+    """Measure the contenders again, interleaved; return their samples by index in rows,
+    and the re-measured rows that did not pass (a result wrong this time: no winner)."""
     solo = []
     for row in contenders:
         plan = next(p for p in plans if p.op.name == row.op and tuple(p.shape) == row.shape
@@ -65,12 +79,15 @@ def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
     # its reference rows are not the contenders'
     outcome = rerun(solo * ROUNDS)
     pooled: dict[int, list[float]] = {}
+    wrong = []
     measured = [r for r in outcome.results if r.kind is Kind.VARIANT]
     for round_index, result in enumerate(measured):
         contender = contenders[round_index % len(contenders)]
-        if result.samples_s:
+        if result.status in FAILING_STATUSES:
+            wrong.append(result)
+        elif result.samples_s:
             pooled.setdefault(rows.index(contender), []).extend(result.samples_s)
-    return pooled
+    return pooled, wrong
 
 
 def row_cells(choice: Choice) -> list[str]:
@@ -88,6 +105,9 @@ def suite_text(choices: Sequence[Choice]) -> str:
     """Return the winners as cudabench.toml [[benchmark]] entries (ties noted)."""
     lines = ["# Written by cudabench --best: the fastest passing configuration per variant",
              "# and size. Paste into cudabench.toml, or run it: cudabench run FILE", ""]
+    folders = kernel_folders(choices)
+    if folders:  # the --kernels-dir folders the winners came from: the suite runs as it is
+        lines += [f"kernels_dirs = [{', '.join(_toml_string(str(f)) for f in folders)}]", ""]
     for choice in choices:
         if choice.is_tie:
             lines.append("# a tie (no measurable difference) with: "
@@ -104,3 +124,53 @@ def suite_text(choices: Sequence[Choice]) -> str:
             lines.append('l2_flush = "memset"')
         lines.append("")
     return "\n".join(lines)
+
+
+def kernel_folders(choices: Sequence[Choice]) -> list[Path]:
+    """Return the --kernels-dir folders the winners' kernels came from (FOLDER/OP/NAME.cu),
+    absolute; none for the built-in kernels."""
+    from cudabench.catalog.discovery import builtin_kernels_dir
+
+    builtin = builtin_kernels_dir().resolve()
+    folders = {Path(choice.best.source).resolve().parent.parent for choice in choices
+               if choice.best.source}
+    return sorted(folder for folder in folders if folder != builtin)
+
+
+def _toml_string(text: str) -> str:
+    """Return text as a TOML basic string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
+                 best_out: Path | None) -> int:
+    """Print the winners (and the head-to-head's failures), write --best-out where there
+    are winners; return the exit code they give (3 where a contender failed)."""
+    from cudabench.common.outfiles import write_text
+    from cudabench.render import terminal
+
+    stderr = terminal.stderr_console()
+    terminal.render_rows("best configuration per variant and size", COLUMNS,
+                         [row_cells(choice) for choice in choices], terminal.stdout_console())
+    for row in failed:
+        stderr.print(f"--best: {row.op}/{row.variant} {params_text(row.params)} "
+                     f"{shape_text(row.shape)} {row.dtype}: {row.status.value} when measured "
+                     f"again head to head ({_why(row)}): not a candidate", markup=False,
+                     highlight=False, style="red")
+    if best_out is not None:
+        if choices:
+            write_text(best_out, suite_text(choices), "--best-out")
+        else:  # an empty suite over the last good one would lose it
+            stderr.print(f"note: no configuration passed: {best_out} not written",
+                         markup=False, highlight=False)
+    return int(ExitCode.VERIFICATION_FAILED if failed else ExitCode.OK)
+
+
+def _why(row: BenchmarkResult) -> str:
+    """Say in a few words why a row failed."""
+    v = row.verification
+    if row.error:
+        return row.error.strip().splitlines()[0][:120]
+    if v is not None and not v.passed:
+        return f"{v.bad_elements} of {v.total_elements} elements wrong"
+    return row.suspect or "failed"

@@ -284,16 +284,12 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
             try:
                 from cudabench.cli import best  # --best alone needs it
 
-                choices = best.choose(outcome, measured.plans, engine_spec(device),
-                                      slots[:1] if slots else None)
+                choices, failed = best.choose(outcome, measured.plans, engine_spec(device),
+                                              slots[:1] if slots else None)
             finally:
                 discard_kept()  # the run's worker, kept for the re-measure
                 finish_closing()
-            terminal.render_rows("best configuration per variant and size", best.COLUMNS,
-                                 [best.row_cells(choice) for choice in choices],
-                                 terminal.stdout_console())
-            if outputs.best_out is not None:
-                write_text(outputs.best_out, best.suite_text(choices), "--best-out")
+            code = max(code, best.show_choices(choices, failed, outputs.best_out))
     if any(plan.insight.profile_time for plan in measured.plans):
         show_time_profile(measured)
     if outputs.record and measured.json_path is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from cudabench.cli import best, commands
 from cudabench.cli.options import Outputs, Placement, build_requests, parse_params, values_of
-from cudabench.common.outfiles import check_outputs, write_text
+from cudabench.common.outfiles import check_outputs
 from cudabench.common.units import params_text
 from cudabench.engines import nvml
 from cudabench.engines.protocol import EngineSpec
@@ -40,6 +40,18 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
     if placement.replicate:
         raise UsageError("--replicate measures every benchmark on every GPU; a search spreads "
                          "its configurations over them instead: drop --replicate")
+    # What a search does not do: refused, not silently left out.
+    unsupported = [flag for flag, given in (
+        ("--markdown", outputs.markdown_path is not None), ("--csv", outputs.csv_path is not None),
+        ("--record", outputs.record), ("--counters", options.get("counters") is not None),
+        ("--energy", options.get("energy") is not None),
+        ("--transfers", bool(options.get("transfers"))),
+        ("--profile-time", bool(options.get("profile_time"))),
+        ("--sanitize", options.get("sanitize") is not None)) if given]
+    if unsupported:
+        raise UsageError(f"{', '.join(unsupported)}: not with a search (--strategy, --budget), "
+                         "which measures configurations only; run --best without them, or "
+                         "the chosen configuration with them (--best-out, then cudabench run)")
     given = parse_params(options["params"])
     for name, (flag, value) in shortcuts.items():
         if value is not None:
@@ -116,18 +128,19 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
     plans = [plan for found in found_all for plan in found.plans()]
     rerun = ((lambda solo: cluster.run(solo, spec, lambda row: None))
              if cluster is not None else None)
-    choices = best.choose(RunOutcome(tuple(rows)), plans, spec, slots[:1] if slots else None,
-                          rerun)
-    terminal.render_rows("best configuration per variant and size", best.COLUMNS,
-                         [best.row_cells(choice) for choice in choices],
-                         terminal.stdout_console())
-    if outputs.best_out is not None:
-        write_text(outputs.best_out, best.suite_text(choices), "--best-out")
+    choices, failed = best.choose(RunOutcome(tuple(rows)), plans, spec,
+                                  slots[:1] if slots else None, rerun)
     lost = [f.space.label for f in found_all if f.best is None]
     for label in lost:
         stderr.print(f"{label}: no configuration passed; nothing chosen", markup=False,
                      highlight=False)
-    return int(ExitCode.VERIFICATION_FAILED if lost else ExitCode.OK)
+    # A configuration that failed verification is a failed kernel, in a search as in a
+    # sweep: its line, and exit 3 (a search used to say only "1 failed").
+    searched = RunOutcome(tuple(rows))
+    terminal.render_diagnostics(searched, stderr)
+    code = max(int(searched.exit_code), best.show_choices(choices, failed, outputs.best_out),
+               int(ExitCode.VERIFICATION_FAILED if lost else ExitCode.OK))
+    return code
 
 
 def _reporter(update: Callable[..., None], space: Space, settings: Settings

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -107,14 +108,20 @@ class TuneCache:
                            "row": benchmark_to_dict(dataclasses.replace(result, source=""),
                                                     0 if device else None)})
         with self.lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a+b") as handle:
-                # a line cut short (a full disk, a power cut) must not swallow this one
-                handle.seek(0, os.SEEK_END)
-                cut = handle.tell() > 0 and not _ends_a_line(handle)
-                handle.write(("\n" if cut else "").encode() + line.encode() + b"\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.path, "a+b") as handle:
+                    # a line cut short (a full disk, a power cut) must not swallow this one
+                    handle.seek(0, os.SEEK_END)
+                    cut = handle.tell() > 0 and not _ends_a_line(handle)
+                    handle.write(("\n" if cut else "").encode() + line.encode() + b"\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as exc:  # a cache is a convenience: the search goes on without it
+                sys.stderr.write(f"note: the tuning cache {self.path} cannot be written "
+                                 f"({exc.strerror or exc}): this search is not cached "
+                                 "(CUDABENCH_CACHE_DIR sets where it goes)\n")
+                self.path = None
 
 
 def _ends_a_line(handle: BinaryIO) -> bool:
