@@ -331,3 +331,24 @@ def test_the_docs_inline_kernel_compiles(tmp_path):
     done = invoke("matmul", "--dry-run", "--variant", "mine", "--size", "1024",
                   "--kernels-dir", folder)
     assert done.exit_code == 0, done.stdout + done.stderr
+
+
+def test_a_script_that_calls_run_unguarded_is_told_how_to_fix_it(tmp_path):
+    # The GPU worker is spawned: it imports the script, which would run cudabench again
+    # there (multiprocessing's three tracebacks, a row "worker process died").
+    import subprocess
+    import sys
+
+    script = tmp_path / "ex1.py"
+    script.write_text(
+        "import cudabench.api as cb\n"
+        "from cudabench.cli import commands\n"
+        "from cudabench.engines.fake_engine import FakeSpec\n"
+        "commands.engine_spec = lambda device: FakeSpec(device_index=device)\n"
+        "results = cb.run('matmul', variants=['naive'], size=64, vendor=False)\n"
+        "print(results.rows[0].error)\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    hint = 'under `if __name__ == "__main__":`'
+    assert "RuntimeError" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count(hint) == 1 and hint in done.stdout, (done.stdout, done.stderr)

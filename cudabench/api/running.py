@@ -64,6 +64,9 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     once). Bad input raises UsageError (or KernelFileError, naming
     the file and line); a variant that fails verification is a FAIL row, not an exception.
     """
+    from cudabench.runner.workers import refuse_in_a_worker_import
+
+    refuse_in_a_worker_import()
     with python_terms(_ARGUMENTS):
         return _run(op, variants, size, dtype, params, kernels_dir, sources, device, timing,
                     seed, hot, l2_flush, vendor, batch, json, progress, keep_workers)
@@ -120,6 +123,9 @@ def run_suite(path: PathLike | None = None, *,
     the one in the current folder), as `cudabench run` does; return every row.
     keep_workers: as for run(); l2_flush: the flush of every entry, whatever the file says
     (None: the file's, clean by default)."""
+    from cudabench.runner.workers import refuse_in_a_worker_import
+
+    refuse_in_a_worker_import()
     with python_terms(_ARGUMENTS):
         return _run_suite(path, kernels_dir, device, vendor, batch, json, progress,
                           keep_workers, l2_flush)

@@ -159,7 +159,8 @@ class Worker:
                     return _timeout_reason(watch, self.plans, jobs), False
                 if not self._process.is_alive():
                     self.failure = Failure.DIED
-                    return f"its worker process died (exit code {self._process.exitcode})", False
+                    return (f"its worker process died (exit code {self._process.exitcode})"
+                            + (UNGUARDED_HINT if first and _main_is_a_script() else "")), False
                 continue
             if isinstance(message, BenchmarkResult):
                 results.append(message)
@@ -378,6 +379,32 @@ def serve_batches(engine: Any, receive: Callable[[], Any], messages: Any) -> Non
         messages.put((DONE, engine.faulted))
         if engine.faulted:
             break
+
+
+# A worker is spawned: it imports the script that started it, which must not run cudabench
+# again then (the worker ends at once, and this says why).
+UNGUARDED_HINT = ("; a script that calls cudabench must do so under `if __name__ == "
+                  "\"__main__\":` (the worker process imports the script)")
+
+
+def _main_is_a_script() -> bool:
+    """Return whether this process runs a Python file as __main__ (python script.py)."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    return bool(getattr(main, "__file__", None)) and getattr(main, "__spec__", None) is None
+
+
+def refuse_in_a_worker_import() -> None:
+    """End a spawned process that is importing its parent's script (as __mp_main__) when
+    that script calls cudabench unguarded: one line, exit 2, not three tracebacks."""
+    import sys
+
+    # _inheriting: set while a spawned process prepares (multiprocessing's own test for it)
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        sys.stderr.write("cudabench: error: the script calls cudabench when the GPU worker "
+                         "imports it; put its calls under `if __name__ == \"__main__\":`\n")
+        raise SystemExit(2)
 
 
 def _end_on_interrupt(signum: int, frame: object) -> None:
