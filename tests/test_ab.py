@@ -142,8 +142,14 @@ def test_variants_in_one_folder_are_listed_and_built_ins_never_stand_in(marked, 
     old = folder(tmp_path / "old", ["shared", "naive"])
     new = folder(tmp_path / "new", ["shared", "tiled"])
     json_path, markdown_path = tmp_path / "ab.json", tmp_path / "ab.md"
+    # A variant of A that B lacks fails the gate, as compare fails a missing kernel (a
+    # slow kernel deleted or renamed must not pass); --allow-missing passes it.
+    missing = invoke(old, new, *FAST, "--rounds", "6")
+    assert missing.exit_code == 1, (missing.stdout, missing.stderr)
+    assert "missing (only in A; fails the gate, --allow-missing passes it):\n  matmul/naive" \
+        in missing.stdout and "1 regression" in missing.stdout
     result = invoke(old, new, *FAST, "--rounds", "6", "--json", json_path,
-                    "--markdown", markdown_path)
+                    "--markdown", markdown_path, "--allow-missing")
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert list(verdicts(result.stdout)) == ["shared"]
     assert "added (only in B):\n  matmul/tiled" in result.stdout

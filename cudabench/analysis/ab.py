@@ -112,6 +112,7 @@ class ABRun:
     threshold: float
     alpha: float
     rounds: int
+    allow_missing: bool = False  # a variant only in A passes (removed on purpose)
 
     @property
     def regressions(self) -> tuple[ABResult, ...]:
@@ -119,9 +120,15 @@ class ABRun:
         return tuple(result for result in self.results if result.regressed)
 
     @property
+    def missing(self) -> tuple[str, ...]:
+        """Return the variants of A that B lacks and that fail the gate (as compare fails a
+        kernel its current file lacks: a slow kernel renamed or deleted must not pass)."""
+        return () if self.allow_missing else self.removed
+
+    @property
     def exit_code(self) -> ExitCode:
-        """Return ExitCode.REGRESSION when any variant regressed, else ExitCode.OK."""
-        return ExitCode.REGRESSION if self.regressions else ExitCode.OK
+        """Return ExitCode.REGRESSION when any variant regressed or is missing, else OK."""
+        return ExitCode.REGRESSION if self.regressions or self.missing else ExitCode.OK
 
 
 def coverage(n: int, k: int) -> float:

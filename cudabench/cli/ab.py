@@ -127,12 +127,15 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
               help="Also write the verdicts as markdown (a CI job summary).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
               help="CUDA device index.")
+@click.option("--allow-missing", is_flag=True,
+              help="Pass although variants of OLD_DIR are not in NEW_DIR (removed on "
+              "purpose); by default a missing one fails, as in compare.")
 @l2_flush_option
 def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | None,
                dtype: str | None, params: tuple[str, ...], rounds: int, samples: int,
                warmup: float, threshold: str, alpha: float, seed: int,
                json_path: Path | None, markdown_path: Path | None, device: int,
-               l2_flush: str) -> int:
+               allow_missing: bool, l2_flush: str) -> int:
     """Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved in one process;
     exit 1 when B is slower beyond the threshold or fails verification.
 
@@ -179,7 +182,8 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
         finish_closing()  # the worker releases its GPU: do not leave it behind
     rows = _rows_by_side(schedule, labels, outcome.results)
     run = ABRun(tuple(judge(rows[key]["A"], rows[key]["B"], limit, alpha) for key in rows),
-                tuple(added), tuple(removed), tuple(skipped), limit, alpha, rounds)
+                tuple(added), tuple(removed), tuple(skipped), limit, alpha, rounds,
+                allow_missing)
     if writer is not None:
         for by_side in rows.values():
             for label in SIDES:
@@ -333,7 +337,9 @@ def row_cells(result: ABResult) -> list[str]:
 def listing_lines(run: ABRun) -> list[str]:
     """Return the lines naming the variants not judged: in one folder only, or not run."""
     lines = []
-    for title, names in (("added (only in B)", run.added), ("removed (only in A)", run.removed),
+    removed = ("missing (only in A; fails the gate, --allow-missing passes it)" if run.missing
+               else "removed (only in A)")
+    for title, names in (("added (only in B)", run.added), (removed, run.removed),
                          ("not compared", run.not_compared)):
         if names:
             lines += [f"{title}:", *(f"  {name}" for name in names)]
@@ -348,7 +354,7 @@ def summary_text(run: ABRun, gpu: str) -> str:
     parts = [f"{count} {verdict.value}" for verdict, count in counts.items() if count]
     parts += [f"{len(run.added)} added"] if run.added else []
     parts += [f"{len(run.removed)} removed"] if run.removed else []
-    regressed = len(run.regressions)
+    regressed = len(run.regressions) + len(run.missing)
     head = (f"{regressed} regression{'s' if regressed != 1 else ''}" if regressed
             else "no regression")
     return (f"{head}: {', '.join(parts)}; {run.rounds} rounds, threshold "
