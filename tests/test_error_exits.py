@@ -51,7 +51,7 @@ COMMANDS = {
     "devices all": ["matmul", "--size", "128..1024:x2", "--devices", "all"],
     "replicate": ["dot", "--devices", "all", "--replicate"],
     "suite": ["run", "{suite}"],
-    "calibrate": ["calibrate", "{suite}", "--runs", "3", "--db", "{tmp}/h.db"],
+    "calibrate": ["calibrate", "{suite}", "--runs", "5", "--db", "{tmp}/h.db"],
     "ab": ["ab", "{old}", "{new}", "--op", "matmul"],
     "info": ["info"],
 }

@@ -176,7 +176,7 @@ def test_dry_run(width):
 def test_calibrate(use_fake, tmp_path, monkeypatch, width):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cudabench.toml").write_text(SUITE)
-    done = run(width, "calibrate", "--runs", "3", "--db", tmp_path / "h.db")
+    done = run(width, "calibrate", "--runs", "5", "--db", tmp_path / "h.db")
     assert done.exit_code == 0, done.output
     assert_readable(done.stdout, width)
 

@@ -122,12 +122,14 @@ def test_calibrate_runs_the_suite_into_the_store(use_fake, tmp_path, monkeypatch
     (tmp_path / "cudabench.toml").write_text(
         '[timing]\nmax_time = 0.05\nmin_samples = 8\nwarmup = 0\n\n'
         '[[benchmark]]\nop = "dot"\nsize = "1000"\n')
-    done = invoke("calibrate", "--runs", "3", "--db", str(tmp_path / "h.db"))
+    done = invoke("calibrate", "--runs", "5", "--db", str(tmp_path / "h.db"))
     assert done.exit_code == 0, done.output
-    assert "compare --threshold auto after 3 runs" in done.stdout
+    assert "compare --threshold auto after 5 runs" in done.stdout
     with Store.open(tmp_path / "h.db") as store:
-        assert store.counts()["runs"] == 3
-    json.loads(next((tmp_path / ".cudabench" / "runs").glob("calibrate-*-3.json")).read_text())
+        assert store.counts()["runs"] == 5
+    json.loads(next((tmp_path / ".cudabench" / "runs").glob("calibrate-*-5.json")).read_text())
+    fewer = invoke("calibrate", "--runs", "3", "--db", str(tmp_path / "h.db"))
+    assert fewer.exit_code == 2 and "--runs" in fewer.output  # auto needs 5 runs
 
 
 def test_a_store_record_cannot_use_is_refused_before_anything_is_measured(use_fake, tmp_path,

@@ -50,6 +50,7 @@ from cudabench.analysis.verdicts import (
     Comparison,
     ComparisonRow,
     Verdict,
+    ungated,
 )
 from cudabench.common.stats import mann_whitney_u, pooled_precision
 from cudabench.common.units import (
@@ -118,7 +119,7 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
                 device=f"GPU {new.device.index}" if several and new.device else ""))
     if not allow_missing:
         skipped = {r.key: r for r in current.benchmarks if r.status is Status.SKIP}
-        rows += [_missing(old, skipped.get(old.key)) for old in removed_rows
+        rows += [_missing(old, skipped.get(old.key), several) for old in removed_rows
                  if old.kind is not Kind.REFERENCE]
         removed_rows = [old for old in removed_rows if old.kind is Kind.REFERENCE]
     added, removed = tuple(added_rows), tuple(removed_rows)
@@ -169,8 +170,10 @@ def _flush_mismatch(baseline: ResultsFile, current: ResultsFile, old: BenchmarkR
         "l2_flush=); files written before cudabench recorded the flush count as memset")
 
 
-def _missing(old: BenchmarkResult, skipped: BenchmarkResult | None) -> ComparisonRow:
-    """Return the row of a baseline benchmark the current file lacks or only skipped."""
+def _missing(old: BenchmarkResult, skipped: BenchmarkResult | None,
+             several: bool = False) -> ComparisonRow:
+    """Return the row of a baseline benchmark the current file lacks or only skipped (its
+    GPU named where the current file ran on several, as the other rows are)."""
     if skipped is not None:
         reason = f"now SKIP (was {old.status.value}): {skipped.skipped}"
     else:
@@ -181,7 +184,7 @@ def _missing(old: BenchmarkResult, skipped: BenchmarkResult | None) -> Compariso
         dtype=old.dtype, hot=old.hot, baseline_median_s=old.median_s, current_median_s=None,
         change=None, p_value=None, verdict=Verdict.MISSING, reason=reason, kind=old.kind,
         threshold_source="missing",
-        device=f"GPU {old.device.index}" if old.device else "")
+        device=f"GPU {old.device.index}" if several and old.device else "")
 
 
 def reachable_p(n1: int, n2: int) -> float:
@@ -311,7 +314,7 @@ def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: fl
     # row (which are not gated, and a reference is not verified) fails.
     kind = Kind.VARIANT if before.kind is Kind.VARIANT else after.kind
     if kind is not Kind.VARIANT and verdict in REGRESSION:
-        reason += "; a reference row: the GPU or its clocks changed (not gated)"
+        reason += ungated(kind.value)
     if before.kind is Kind.VARIANT and after.kind is not Kind.VARIANT:
         verdict = Verdict.FAILED
         reason = (f"a kernel in the baseline, a {after.kind.value} row here: it must be "

@@ -127,3 +127,13 @@ def parse_threshold(text: str, flag: str = "--threshold") -> float:
         raise UsageError(f"{flag} {text!r}: must be above 0% and below "
                          f"{MAX_THRESHOLD:.0%}; {hint}")
     return value
+
+
+def ungated(kind: str) -> str:
+    """Return what a regression verdict of a row that is not a kernel adds to its reason:
+    the reference (the copy) moves with the GPU and its clocks, a vendor row with the
+    library and the GPU; neither is gated."""
+    if kind == "vendor":
+        return "; a vendor row: the library or the GPU changed (not gated)"
+    return "; a reference row: the GPU or its clocks changed (not gated)"
+

@@ -16,7 +16,7 @@ from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.units import params_text, shape_text
 from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.history.store import Store
-from cudabench.history.threshold import auto_threshold
+from cudabench.history.threshold import DEFAULT_MIN_RUNS, auto_threshold
 from cudabench.planning.plan import Insight
 from cudabench.render import terminal
 from cudabench.results import load_results
@@ -24,8 +24,10 @@ from cudabench.results import load_results
 
 @click.command("calibrate")
 @click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--runs", type=click.IntRange(min=3, max=100), default=5, show_default=True,
-              help="How many times to run the suite.")
+@click.option("--runs", type=click.IntRange(min=DEFAULT_MIN_RUNS, max=100), default=5,
+              show_default=True,
+              help="How many times to run the suite (--threshold auto needs "
+              f"{DEFAULT_MIN_RUNS} runs of history).")
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help=f"The history store the runs go to (default {DEFAULT_STORE}).")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),

@@ -33,7 +33,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict, ungated
 from cudabench.common.stats import pooled_precision, relative_spread
 from cudabench.common.units import format_change, format_p_value, format_percent
 from cudabench.errors import ExitCode
@@ -274,7 +274,7 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
 
     def row(verdict: Verdict, reason: str, p: float | None = None) -> HistoryRow:
         if result.kind is not Kind.VARIANT and verdict in REGRESSION:
-            reason += "; a reference row: the GPU or its clocks changed (not gated)"
+            reason += ungated(result.kind.value)
         return dataclasses.replace(template, verdict=verdict, reason=reason, p_value=p)
 
     now = result.status
