@@ -128,6 +128,8 @@ def test_a_run_that_measures_nothing_keeps_an_existing_results_file(use_fake, tm
 def test_an_output_that_is_a_folder_or_empty_is_a_usage_error(use_fake, tmp_path, flag):
     one_line_error(invoke("matmul", "--size", "64", *QUICK, flag, tmp_path), flag)
     one_line_error(invoke("matmul", "--size", "64", *QUICK, flag, ""), flag)
+    # the dry run stops where the run would (it shows what a real run would stop on)
+    one_line_error(invoke("matmul", "--size", "64", *QUICK, flag, tmp_path, "--dry-run"), flag)
 
 
 def test_two_outputs_on_one_path_are_refused(use_fake, tmp_path):

@@ -75,6 +75,11 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
     if dry_run:
         check_placement(placement)
         plans = plans_of(requests)
+        # the outputs a run would refuse (a folder, an input, no write access): refused now
+        check_outputs(output_paths(outputs), [*outputs.inputs, *plan_files(plans),
+                                              *folder_sources({folder for request in requests
+                                                               for folder in
+                                                               request.kernels_dirs})])
         code = show_plan(plans, arch)
         unwritten = [flag for flag, given in (
             ("--json", outputs.json_path), ("--markdown", outputs.markdown_path),
@@ -84,6 +89,13 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
             note(f"--dry-run measures nothing, so {', '.join(unwritten)} wrote nothing")
         return code
     return show(measure(requests, device, outputs, placement), device, outputs)
+
+
+def output_paths(outputs: Outputs) -> dict[str, Path | None]:
+    """Return the files a run writes, by the flag that names each."""
+    return {"--json": outputs.json_path, "--markdown": outputs.markdown_path,
+            "--csv": outputs.csv_path, "--best-out": outputs.best_out,
+            "--db": outputs.db if outputs.record else None}
 
 
 def check_placement(placement: Placement) -> None:
@@ -187,9 +199,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     inputs = [*outputs.inputs, *plan_files(plans),
               *folder_sources({folder for request in requests
                                for folder in request.kernels_dirs})]
-    check_outputs({"--json": outputs.json_path, "--markdown": outputs.markdown_path,
-                   "--csv": outputs.csv_path, "--best-out": outputs.best_out,
-                   "--db": outputs.db if outputs.record else None}, inputs)
+    check_outputs(output_paths(outputs), inputs)
     # not a store, a newer one: say so now (an empty file becomes one when recorded)
     if outputs.record and outputs.db.exists() and outputs.db.stat().st_size > 0:
         from cudabench.history.store import Store
