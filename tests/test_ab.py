@@ -144,7 +144,8 @@ def test_variants_in_one_folder_are_listed_and_built_ins_never_stand_in(marked, 
     json_path, markdown_path = tmp_path / "ab.json", tmp_path / "ab.md"
     # A variant of A that B lacks fails the gate, as compare fails a missing kernel (a
     # slow kernel deleted or renamed must not pass); --allow-missing passes it.
-    missing = invoke(old, new, *FAST, "--rounds", "6")
+    missing = invoke(old, new, *FAST, "--rounds", "6", "--progress")  # lines in a CI log
+    assert "[1/" in missing.stderr and "shared" in missing.stderr
     assert missing.exit_code == 1, (missing.stdout, missing.stderr)
     assert "missing (only in A; fails the gate, --allow-missing passes it):\n  matmul/naive" \
         in missing.stdout and "1 regression" in missing.stdout

@@ -130,12 +130,16 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
 @click.option("--allow-missing", is_flag=True,
               help="Pass although variants of OLD_DIR are not in NEW_DIR (removed on "
               "purpose); by default a missing one fails, as in compare.")
+@click.option("--progress/--quiet", "progress", default=None,
+              help="Force the progress display on stderr (a line per round's measurement "
+              "when stderr is not a terminal: a CI log), or silence it. Default: a live bar "
+              "on a terminal, nothing otherwise.")
 @l2_flush_option
 def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | None,
                dtype: str | None, params: tuple[str, ...], rounds: int, samples: int,
                warmup: float, threshold: str, alpha: float, seed: int,
                json_path: Path | None, markdown_path: Path | None, device: int,
-               allow_missing: bool, l2_flush: str) -> int:
+               allow_missing: bool, progress: bool | None, l2_flush: str) -> int:
     """Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved in one process;
     exit 1 when B is slower beyond the threshold or fails verification.
 
@@ -175,7 +179,8 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     refuse_launch_blocking()
     writer = ResultsWriter(json_path) if json_path is not None else None
     try:
-        with terminal.progress(count_rows(schedule), terminal.stderr_console()) as advance:
+        with terminal.progress(count_rows(schedule), terminal.stderr_console(),
+                               progress) as advance:
             outcome = run_plans(schedule, commands.engine_spec(device), advance,
                                 on_start=writer.start if writer else None)
     finally:
