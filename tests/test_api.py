@@ -81,8 +81,13 @@ def test_sweeps_over_sizes_and_parameters(use_fake):
                      vendor=False, batch=False, timing=FAST)
     points = {(r.shape[0], r.params["TILE"]) for r in results if r.variant == "tiled"}
     assert points == {(32, 8), (32, 16), (48, 8), (48, 16)}
-    with pytest.raises(UsageError, match="4 rows match"):
+    with pytest.raises(UsageError, match="4 rows match, of other sizes, types or parameters"):
         results.row("tiled")
+    both = cb.load(Path(__file__).parent / "data" / "compare" / "baseline.json")
+    with pytest.raises(UsageError, match=r"of the ops matmul, transpose: name one, "
+                                         r"row\('matmul/naive'\)"):
+        both.row("naive")
+    assert both.row("matmul/naive").op == "matmul" == both.row("naive", op="matmul").op
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-import sys
 from collections.abc import Callable, Iterable
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -83,10 +82,10 @@ class Printed:
 
 
 def plain_text(renderable: Printed, width: int | None = None) -> str:
-    """Return what a renderable prints on a plain (colourless) console: as wide as the
-    terminal, or 200 columns off one (as the commands print when piped)."""
+    """Return what a renderable prints on a plain (colourless) console: as wide as
+    COLUMNS says, else the terminal, else 200 columns (as the commands print when piped)."""
     if width is None:
-        width = shutil.get_terminal_size((200, 24)).columns if sys.stdout.isatty() else 200
+        width = shutil.get_terminal_size((200, 24)).columns
     console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     renderable.render(console)
     return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]

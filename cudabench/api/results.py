@@ -113,16 +113,24 @@ class Results(Sequence[BenchmarkResult]):
         return tuple(row for row in self.rows if row.status in FAILING_STATUSES)
 
     def row(self, variant: str, op: str | None = None) -> BenchmarkResult:
-        """Return the one variant row named variant (of op, when several ops ran); UsageError
-        when there is none or more than one (a sweep: pick from the rows instead)."""
+        """Return the one row named variant ("tiled", or "matmul/tiled"; op= names the op
+        too); UsageError when there is none or more than one (a sweep: pick from the rows)."""
+        if op is None and "/" in variant:
+            op, variant = variant.split("/", 1)
         found = [r for r in self.rows if r.variant == variant and (op is None or r.op == op)]
         if len(found) != 1:
             names = sorted({f"{r.op}/{r.variant}" for r in self.rows})
             what = f"{op}/{variant}" if op else variant
-            raise UsageError(
-                f"row {what!r}: {'no such row' if not found else f'{len(found)} rows match'}"
-                f"; the rows are {', '.join(names) or 'none'}"
-                + ("" if not found else " (iterate the results to pick one of a sweep)"))
+            ops = sorted({r.op for r in found})
+            if not found:
+                why = f"no such row; the rows are {', '.join(names) or 'none'}"
+            elif len(ops) > 1:
+                why = (f"{len(found)} rows match, of the ops {', '.join(ops)}: name one, "
+                       f"row('{ops[0]}/{variant}') or row({variant!r}, op='{ops[0]}')")
+            else:
+                why = (f"{len(found)} rows match, of other sizes, types or parameters (a sweep "
+                       "or several files): pick one from the rows (iterate the results)")
+            raise UsageError(f"row {what!r}: {why}")
         return found[0]
 
     def to_json(self, path: PathLike) -> Path:
