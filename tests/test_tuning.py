@@ -268,6 +268,30 @@ def test_the_command_searches_resumes_and_writes_the_winners(use_fake, kernels, 
     assert "5 evaluated (5 measured, 0 from the tuning cache)" in fresh.stderr
 
 
+def test_a_stopped_search_keeps_the_rows_it_measured(use_fake, kernels, tmp_path,
+                                                     monkeypatch):
+    # The rows stream to the results file as they are measured: Ctrl-C after the first
+    # search left no file (they reached it only at the end).
+    from cudabench.cli import tune
+    from cudabench.results import load_results
+
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    real = tune.search
+
+    def then_stopped(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tune, "search", then_stopped)
+    results = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "48", "--variant", "tune", "--kernels-dir",
+                  str(kernels), "--best", "--strategy", "random", "--budget", "5", "--seed",
+                  "3", *QUICK, "--json", str(results))
+    assert done.exit_code == 130, done.output
+    kept = load_results(results)
+    assert kept.metadata["complete"] is False and len(kept.benchmarks) == 5
+
+
 def test_the_search_spreads_over_devices(use_fake, kernels, tmp_path, monkeypatch):
     monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)

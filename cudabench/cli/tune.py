@@ -25,6 +25,7 @@ from cudabench.planning.plan import Plan
 from cudabench.render import terminal
 from cudabench.render.tune_progress import tune_progress
 from cudabench.results.model import BenchmarkResult, RunOutcome
+from cudabench.results.rounds import identity
 from cudabench.results.writer import ResultsWriter
 from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.runner.pipeline import run_plans
@@ -103,23 +104,39 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
             writer.start(versions)
         started.append(True)
 
+    streamed: set[tuple[object, ...]] = set()  # the rows already in the results file
+
     def run(plans: Sequence[Plan], on_result: Callable[[BenchmarkResult], None]
             ) -> RunOutcome:
+        def keep(row: BenchmarkResult) -> None:
+            on_result(row)
+            if writer is not None and identity(row) not in streamed:
+                writer.add(row)  # streamed as measured: a stopped search keeps its rows
+                streamed.add(identity(row))
+
         if cluster is not None:
-            return cluster.run(plans, spec, on_result, on_start)
-        return run_plans(plans, spec, on_result, on_start=on_start, devices=slots)
+            return cluster.run(plans, spec, keep, on_start)
+        return run_plans(plans, spec, keep, on_start=on_start, devices=slots)
 
     model = None if cluster is not None else expected_model(spec, slots, device)
     stderr = terminal.stderr_console()
     found_all: list[Found] = []
-    with tune_progress(stderr, outputs.progress) as update:
-        for space in spaces:
-            found = search(space, settings, run, model, _reporter(update, space, settings))
-            found_all.append(found)
+    try:
+        with tune_progress(stderr, outputs.progress) as update:
+            for space in spaces:
+                found = search(space, settings, run, model,
+                               _reporter(update, space, settings))
+                found_all.append(found)
+    except BaseException:  # Ctrl-C, an error: say where the rows measured so far are
+        stopped = writer.stopped_note() if writer is not None else None
+        if stopped is not None:
+            commands.note(stopped)
+        raise
     rows = [row for found in found_all for _, row in sorted(found.rows.items())]
     if writer is not None:
-        for row in rows:
-            writer.add(row, write=False)
+        for row in rows:  # the tuning cache's rows: in the file too, after the measured
+            if identity(row) not in streamed:
+                writer.add(row, write=False)
         writer.write(complete=True)
         if writer.kept_note is not None:
             commands.note(writer.kept_note)
