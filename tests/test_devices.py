@@ -203,6 +203,21 @@ def test_a_gpu_that_cannot_be_opened_hands_its_work_to_the_others(use_fake, suit
         in done.stderr
 
 
+def test_one_benchmark_moves_from_a_gpu_that_cannot_be_opened(use_fake, tmp_path,
+                                                                monkeypatch):
+    # The healthy GPUs found no work and stopped before GPU 0 handed its one benchmark
+    # back: the run failed as if no GPU opened.
+    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
+    use_fake(device_count=4, lost_devices=(0,))
+    out = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "64", "--variant", "tiled", "--no-vendor", "--no-batch",
+                  "--warmup", "0", "--max-time", "0.05", "--devices", "all", "--json", out)
+    assert done.exit_code in (0, 3), done.stderr  # 3: the fake's times may read SUSPECT
+    (row,) = [r for r in load_results(out).benchmarks if r.variant == "tiled"]
+    assert row.samples_s and row.device.index != 0
+    assert "GPU 0 was given up" in done.stderr
+
+
 def test_no_gpu_that_opens_is_a_one_line_error(use_fake, suite):
     use_fake(device_count=2, lost_devices=(0, 1))
     done = invoke("run", suite, "--devices", "all")

@@ -107,10 +107,10 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
     while serving:
         _serve_all(board, spec, serving)
         # A GPU that failed to open may hand its benchmark back after the others ran out
-        # of work and stopped: the GPUs still usable take it.
-        serving = [slot for slot in devices if slot.index in board.opened
-                   and slot.index not in board.lost] if shared and not (replicate or board.errors) \
-            else []
+        # of work and stopped, some without opening (one benchmark, four GPUs): every GPU
+        # not given up takes it. Each round gives a GPU up or empties the queue: it ends.
+        serving = [slot for slot in devices if slot.index not in board.lost] \
+            if shared and not (replicate or board.errors) else []
     if board.errors:
         raise board.errors[0]
     if not board.opened:
