@@ -42,6 +42,8 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
         rows = list(group)
         while rows:
             contenders = best.candidates(rows)
+            if len({r.device.index for r in rows if r.device is not None}) > 1:
+                contenders = _across_gpus(rows)
             rematch = None
             if len(contenders) > 1:
                 # keep_worker: the next group's re-measure takes the same warm worker
@@ -57,6 +59,20 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
             choices.append(best.decide(rows, rematch))
             break
     return choices, failed
+
+
+ACROSS_GPUS = 0.15  # GPUs of one model differ by a few percent: re-measure this close
+ACROSS_GPUS_MOST = 8  # and at most this many, head to head on one GPU
+
+
+def _across_gpus(rows: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
+    """Return the contenders of rows measured on several GPUs (a search over --devices):
+    every row within ACROSS_GPUS of the fastest, not only those within the noise, since
+    one GPU's medians are not another's; the head-to-head on one GPU then decides."""
+    ordered = sorted(rows, key=lambda r: r.median_s or float("inf"))
+    fastest = ordered[0].median_s or 0.0
+    close = [r for r in ordered if (r.median_s or 0.0) <= fastest * (1 + ACROSS_GPUS)]
+    return close[:ACROSS_GPUS_MOST]
 
 
 def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
