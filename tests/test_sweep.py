@@ -194,10 +194,11 @@ def test_rows_from_several_gpus_are_re_measured_on_one_before_a_winner_is_named(
     from cudabench.results.model import Verification
 
     right = Verification(True, 0.0, 0.0, 0, 4096, "exact")
+    gpus = [dataclasses.replace(FAKE_DEVICE, index=i, uuid=f"GPU-{i}") for i in (0, 1)]
     rows = [dataclasses.replace(sample_row({"TILE": 8}, 1.00e-3), verification=right,
-                                device=dataclasses.replace(FAKE_DEVICE, index=0)),
+                                device=gpus[0]),
             dataclasses.replace(sample_row({"TILE": 16}, 1.03e-3), verification=right,
-                                device=dataclasses.replace(FAKE_DEVICE, index=1))]
+                                device=gpus[1])]
     measured = []
 
     def rerun(solo):  # the head-to-head, on one GPU: TILE=16 is 2% faster there

@@ -42,7 +42,7 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
         rows = list(group)
         while rows:
             contenders = best.candidates(rows)
-            if len({r.device.index for r in rows if r.device is not None}) > 1:
+            if len({r.device.identity for r in rows if r.device is not None}) > 1:
                 contenders = _across_gpus(rows)
             rematch = None
             if len(contenders) > 1:
