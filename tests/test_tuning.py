@@ -268,6 +268,16 @@ def test_the_command_searches_resumes_and_writes_the_winners(use_fake, kernels, 
     assert "5 evaluated (5 measured, 0 from the tuning cache)" in fresh.stderr
 
 
+def test_a_budget_that_evaluates_nothing_is_a_usage_error(use_fake, kernels, tmp_path,
+                                                          monkeypatch):
+    # It exited 3, "no configuration passed", when nothing had run at all.
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    done = invoke("matmul", "--size", "48", "--variant", "tune", "--kernels-dir",
+                  str(kernels), "--best", "--budget", "0.0001s", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert "--budget ran out before any configuration was evaluated" in done.stderr
+
+
 def test_a_stopped_search_keeps_the_rows_it_measured(use_fake, kernels, tmp_path,
                                                      monkeypatch):
     # The rows stream to the results file as they are measured: Ctrl-C after the first

@@ -147,10 +147,14 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
              if cluster is not None else None)
     choices, failed = best.choose(RunOutcome(tuple(rows)), plans, spec,
                                   slots[:1] if slots else None, rerun)
-    lost = [f.space.label for f in found_all if f.best is None]
+    lost = [f.space.label for f in found_all if f.best is None and f.done]
     for label in lost:
         stderr.print(f"{label}: no configuration passed; nothing chosen", markup=False,
                      highlight=False)
+    unseen = [f.space.label for f in found_all if not f.done]
+    if unseen and not rows:  # not one measured: the budget's doing, no kernel's failure
+        raise UsageError(f"{', '.join(unseen)}: --budget ran out before any configuration "
+                         "was evaluated; give a larger one")
     # A configuration that failed verification is a failed kernel, in a search as in a
     # sweep: its line, and exit 3 (a search used to say only "1 failed").
     searched = RunOutcome(tuple(rows))
