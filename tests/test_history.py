@@ -863,6 +863,19 @@ def test_compare_with_a_wild_history_still_catches_a_2x_slowdown(tmp_path):
     assert bad.exit_code == 2 and "--max-threshold" in bad.output
 
 
+def test_history_check_notes_a_slowdown_it_passes_as_noise(tmp_path):
+    db = tmp_path / "h.db"
+    wild = [1, 3.1, 0.6, 2.2, 0.8, 4.0, 1.4, 0.5, 2.8, 1.1]  # medians swinging 3x between runs
+    import_runs(db, [make_run(tmp_path / "runs", i, factors={
+        v: wild[i] for v in ("naive", "tiled", "tiled_conflict")}) for i in range(len(wild))])
+    slow = make_run(tmp_path, 51, factors={"tiled": 3.5 * 1.25}, name="slow")
+    done = invoke("check", slow, "--db", db)
+    assert done.exit_code == 0, done.output
+    text = " ".join(done.stdout.split())
+    assert "note: matmul/tiled" in text and "so the gate passes it" in text
+    assert text.count("note: ") == 1  # the others are within their threshold
+
+
 def test_history_check_takes_max_threshold_as_compare_does(tmp_path):
     # Medians that move ~11% from run to run (auto: 3 x that = 33%, past the 25% cap) while
     # most lie within ~7% of their middle, so a +29% run is significant: slower under the

@@ -309,6 +309,14 @@ def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> N
     if result.excluded_run is not None:
         summary += f"; its own run {result.excluded_run} left out of its history"
     regressed = len(result.regressions)
+    for row in result.rows:  # passed, and said so: as compare notes its noisy slowdowns
+        if row.kind.value == "variant" and row.verdict is Verdict.NOISY and \
+                row.change is not None and row.change > row.threshold and \
+                "within the history's spread" in row.reason:  # judged, not unjudgeable
+            out.print(f"note: {row.benchmark.describe()}: {format_change(row.change)} but "
+                      "not outside the history's spread, so the gate passes it; more runs "
+                      "of history, or more samples, would judge it", style="yellow",
+                      markup=False, soft_wrap=True)
     if incomplete:
         out.print(f"gate failed, the current run is incomplete: {summary}", style="bold red",
                   markup=False, soft_wrap=True)
