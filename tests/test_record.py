@@ -29,13 +29,18 @@ def test_record_keeps_the_run_and_adds_it_to_the_store(use_fake, tmp_path, monke
         assert store.counts()["runs"] == 1
 
 
-def test_record_check_gates_on_history(use_fake, tmp_path):
-    db = tmp_path / "h.db"
-    for seed in range(5):
+def record_runs(use_fake, tmp_path, db, count: int) -> None:
+    """Record count runs of `cudabench dot` (other seeds: other samples) in db."""
+    for seed in range(count):
         use_fake(seed=seed)
         done = invoke("dot", "--size", "1000", *QUICK, "--record", "--db", str(db),
                       "--json", str(tmp_path / f"r{seed}.json"))
         assert done.exit_code == 0, done.output
+
+
+def test_record_check_gates_on_history(use_fake, tmp_path):
+    db = tmp_path / "h.db"
+    record_runs(use_fake, tmp_path, db, 5)
     use_fake(seed=9, slowdown={"atomic": 1.3})
     done = invoke("dot", "--size", "1000", *QUICK, "--record", "--check", "--db", str(db),
                   "--json", str(tmp_path / "slow.json"))
@@ -46,11 +51,7 @@ def test_record_check_gates_on_history(use_fake, tmp_path):
 def test_record_check_fails_a_kernel_the_command_s_last_runs_had(use_fake, tmp_path):
     # Under CliRunner every run's command is this process's own: the same command each time.
     db = tmp_path / "h.db"
-    for seed in range(3):
-        use_fake(seed=seed)
-        done = invoke("dot", "--size", "1000", *QUICK, "--record", "--db", str(db),
-                      "--json", str(tmp_path / f"r{seed}.json"))
-        assert done.exit_code == 0, done.output
+    record_runs(use_fake, tmp_path, db, 3)
     done = invoke("dot", "--size", "1000", *QUICK, "--variant", "atomic", "--record",
                   "--check", "--db", str(db), "--json", str(tmp_path / "fewer.json"))
     assert done.exit_code == 1 and "missing" in done.stdout, done.output

@@ -331,7 +331,7 @@ def _verdict(before: BenchmarkResult, after: BenchmarkResult, change: float | No
     """Return the verdict and a short sentence saying why."""
     was, now = before.status, after.status
     if now in FAILING_STATUSES:
-        why = _failure(after)
+        why = failure_text(after)
         if was in FAILING_STATUSES:
             return Verdict.FAILED, f"still {now.value} (was {was.value}): {why}"
         return Verdict.FAILED, f"now {now.value} (was {was.value}): {why}"
@@ -369,7 +369,7 @@ def _verdict(before: BenchmarkResult, after: BenchmarkResult, change: float | No
     return Verdict.SAME, "no significant change"
 
 
-def _failure(result: BenchmarkResult) -> str:
+def failure_text(result: BenchmarkResult) -> str:
     """Say briefly why a benchmark is not verified."""
     if result.error is not None:
         first = result.error.strip().splitlines()[0] if result.error.strip() else "error"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cudabench.analysis import best
 from cudabench.analysis.best import Choice
+from cudabench.analysis.compare import failure_text
 from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.pipeline import run_plans
@@ -171,7 +172,7 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
     for row in failed:
         stderr.print(f"--best: {row.op}/{row.variant} {params_text(row.params)} "
                      f"{shape_text(row.shape)} {row.dtype}: {row.status.value} when measured "
-                     f"again head to head ({_why(row)}): not a candidate", markup=False,
+                     f"again head to head ({failure_text(row)}): not a candidate", markup=False,
                      highlight=False, style="red")
     if best_out is not None:
         if choices:
@@ -181,12 +182,3 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
                          markup=False, highlight=False)
     return int(ExitCode.VERIFICATION_FAILED if failed else ExitCode.OK)
 
-
-def _why(row: BenchmarkResult) -> str:
-    """Say in a few words why a row failed."""
-    v = row.verification
-    if row.error:
-        return row.error.strip().splitlines()[0][:120]
-    if v is not None and not v.passed:
-        return f"{v.bad_elements} of {v.total_elements} elements wrong"
-    return row.suspect or "failed"

@@ -76,10 +76,7 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         check_placement(placement)
         plans = plans_of(requests)
         # the outputs a run would refuse (a folder, an input, no write access): refused now
-        check_outputs(output_paths(outputs), [*outputs.inputs, *plan_files(plans),
-                                              *folder_sources({folder for request in requests
-                                                               for folder in
-                                                               request.kernels_dirs})])
+        check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
         code = show_plan(plans, arch)
         unwritten = [flag for flag, given in (
             ("--json", outputs.json_path), ("--markdown", outputs.markdown_path),
@@ -196,10 +193,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     if placement.cluster is None:  # a cluster: its nodes, not this host, hold the memory
         check_memory(plans, slots or [one_slot(device)])
     # An unwritable path, or one that reaches an input, fails now, not after the run.
-    inputs = [*outputs.inputs, *plan_files(plans),
-              *folder_sources({folder for request in requests
-                               for folder in request.kernels_dirs})]
-    check_outputs(output_paths(outputs), inputs)
+    check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
     # not a store, a newer one: say so now (an empty file becomes one when recorded)
     if outputs.record and outputs.db.exists() and outputs.db.stat().st_size > 0:
         from cudabench.history.store import Store
@@ -409,6 +403,13 @@ def would_stop_here(plans: list[Plan]) -> list[str]:
             except CudabenchError as exc:
                 notes.append(f"on this machine a run would stop here: {exc}")
     return notes
+
+
+def run_inputs(outputs: Outputs, plans: list[Plan], requests: list[Request]) -> list[Path]:
+    """Return every file a run reads, which no output may be written over: its suite, its
+    plans' kernels, headers and op files, and every source of its --kernels-dir folders."""
+    return [*outputs.inputs, *plan_files(plans),
+            *folder_sources({folder for request in requests for folder in request.kernels_dirs})]
 
 
 def folder_sources(folders: set[Path]) -> list[Path]:

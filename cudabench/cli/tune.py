@@ -63,10 +63,8 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
     spaces = build_spaces(requests, given, explore=True)
     check_outputs({"--json": outputs.json_path, "--best-out": outputs.best_out,
                    "--markdown": outputs.markdown_path, "--csv": outputs.csv_path},
-                  [*outputs.inputs, *commands.plan_files([s.plans[0] for s in spaces
-                                                          if s.plans]),
-                   *commands.folder_sources({folder for request in requests
-                                             for folder in request.kernels_dirs})])
+                  commands.run_inputs(outputs, [s.plans[0] for s in spaces if s.plans],
+                                      requests))
     spec = commands.engine_spec(device)
     slots = (choose(placement.devices, spec.count_devices(), visible_entries())
              if placement.devices is not None else None)
