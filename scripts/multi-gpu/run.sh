@@ -2,7 +2,8 @@
 # Several GPUs and Ray on one host with two or more GPUs (the device tool's nvidia-h200-x2):
 # the suite on one GPU, on every GPU (--devices all), every benchmark on every GPU
 # (--replicate) and through a local Ray (--cluster ray); the wall time of each, and the
-# per-device spread. Results files go to OUT (default /tmp/cudabench-multi).
+# per-device spread. Then --best over every GPU (close calls re-measured head to head on
+# one GPU), one benchmark given several GPUs, and a GPU index the host lacks (exit 2). Results files go to OUT (default /tmp/cudabench-multi).
 #   run.sh [OUT]      CUDABENCH overrides the command (default: python3 -m cudabench)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,3 +36,22 @@ for name in ("one", "all", "ray", "replicate"):
     print(f"{name}: {len(data['benchmarks'])} rows; rows per device {dict(per)}; devices {names}")
 PY
 grep -A40 "the same benchmarks on each GPU" "$out/replicate.txt" | head -60
+run_cmd() {  # run_cmd NAME ARGS...: a benchmark command; its wall time, exit code and output
+    local name=$1; shift
+    local start end code
+    start=$(date +%s.%N)
+    $cb "$@" >"$out/$name.txt" 2>"$out/$name.err"
+    code=$?
+    end=$(date +%s.%N)
+    python3 -c "print(f'$name: {float($end) - float($start):.1f} s wall, exit $code')"
+    cat "$out/$name.txt" "$out/$name.err"
+}
+# a search spreads its configurations over the GPUs (a -p sweep of one size is one benchmark,
+# so one GPU): the winner is decided head to head on one GPU
+run_cmd best-devices matmul --size 1024 --tile 8,16,32 --variant tiled --best --strategy brute \
+    --no-tune-cache --devices all --json "$out/best-devices.json"
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print('best-devices rows:',
+    [(b['variant'], b.get('params'), 'GPU', b.get('device')) for b in d['benchmarks']])" \
+    "$out/best-devices.json"
+run_cmd one-benchmark dot --size '1<<24' --devices all --json "$out/one-benchmark.json"
+run_cmd bad-index dot --size '1<<20' --devices 0,7
