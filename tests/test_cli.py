@@ -222,6 +222,22 @@ def test_dry_run_shows_the_plan_and_compiles_every_kernel(no_engine):
     assert ("ok (sm_90)" if not NVCC_MISSING else "nvcc is not on PATH") in result.stdout
 
 
+def test_dry_run_says_how_the_run_would_time(no_engine, tmp_path):
+    result = CliRunner().invoke(cli, ["dot", "--dry-run", "--size", "1000", "--rounds", "3",
+                                      "--max-time", "0.5", "--min-samples", "30"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert ("timing: warm-up 0.05 s; 30-5000 samples a variant, until the median is known "
+            "to ±0.50% or after 0.5 s; cold L2 (clean flush); 3 rounds a benchmark") in text
+    suite = tmp_path / "cudabench.toml"  # entries timed differently: each named
+    suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\n\n'
+                     '[[benchmark]]\nop = "dot"\nsize = "2000"\nhot = true\n')
+    result = CliRunner().invoke(cli, ["run", str(suite), "--dry-run"])
+    text = " ".join(result.stdout.split())
+    assert "timing of dot 1000: warm-up" in text and "cold L2 (clean flush)" in text
+    assert "timing of dot 2000: warm-up" in text and "hot L2 (no flush)" in text
+
+
 @pytest.mark.skipif(NVCC_MISSING, reason="nvcc is not on PATH")
 def test_dry_run_shows_nvcc_errors_per_variant_and_exits_2(no_engine, tmp_path):
     write_kernel(tmp_path / "matmul", "broken", MATMUL_HEADER,
@@ -289,3 +305,19 @@ def test_a_dry_run_notes_a_size_beyond_this_machines_host_memory(no_engine, monk
     assert "in host memory but 1 GiB is free" in notes
     small = invoke("matmul", "--variant", "naive", "--size", "64", "--dry-run")
     assert "would stop here" not in small.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["softmax", "--size", "64"],  # the example op, from the repository's root
+     "No such command 'softmax'. An op of your own needs its folder: cudabench softmax "
+     "--kernels-dir examples/softmax"),
+    (["matmull"], "No such command 'matmull'. Did you mean 'matmul'?"),
+    (["histroy"], "No such command 'histroy'. Did you mean 'history'?"),
+    (["layernorm"], "cudabench layernorm --kernels-dir FOLDER (FOLDER holding layernorm.py"),
+    (["softmx", "--kernels-dir", "examples/softmax"],
+     "None of --kernels-dir examples/softmax defines an op 'softmx'")])
+def test_an_unknown_command_says_what_was_meant(monkeypatch, args, says):
+    from pathlib import Path
+
+    monkeypatch.chdir(Path(__file__).parents[1])
+    assert_one_line_error(CliRunner().invoke(cli, args), says)

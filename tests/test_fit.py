@@ -7,7 +7,7 @@ import glob
 import pytest
 from rich.console import Console
 
-from cudabench.render.fit import WIDE_ENV, fit, layout
+from cudabench.render.fit import WIDE_ENV, differing_params, fit, layout
 from cudabench.render.run_table import build_tables
 from cudabench.render.terminal import render_rows, render_run
 from cudabench.results.loader import load_results
@@ -69,6 +69,33 @@ def test_params_that_tell_no_rows_apart_rank_after_the_numbers():
                                                "vs cuBLAS", "vs naive"]
     assert kept.left_out == ("params",)
     assert "params" in [columns[i] for i in fit(columns, rows, 140).kept]  # room: kept
+
+
+def test_differing_params_keeps_what_tells_rows_apart():
+    cells = ["TILE=64 BLOCK_ROWS=8 GROUP=1", "TILE=64 BLOCK_ROWS=8", "-",
+             "TILE=64 BLOCK_ROWS=8 GROUP=8"]
+    assert differing_params(cells) == (["GROUP=1", "-", "-", "GROUP=8"],
+                                       "TILE=64 BLOCK_ROWS=8")
+    assert differing_params(["TILE=8", "TILE=16"]) is None  # nothing to cut
+    assert differing_params(["TILE=8 x", "TILE=8"]) is None  # not NAME=value pairs
+
+
+@pytest.mark.parametrize("columns, rows", [
+    (("benchmark", "variant", "params", "compiled"),  # a dry run: params left out
+     [["transpose 1024x1024 float32", "evict_first",
+       f"TILE=64 BLOCK_ROWS=8 GROUP={g} LOAD_CACHE=1 STORE_CACHE=2", "ok (sm_90)"]
+      for g in (1, 8)]),
+    (("variant", "params", "check", "median", "vs cuBLAS"),  # a run: vs cuBLAS pushed out
+     [["evict_first", f"TILE=64 BLOCK_ROWS=8 GROUP={g} LOAD_CACHE=1 STORE_CACHE=2", "PASS",
+       "181 us", "1.02x"] for g in (1, 8)])])
+def test_a_narrow_sweep_shows_the_params_that_differ(columns, rows):
+    console = Console(width=60, force_terminal=True, color_system=None)
+    with console.capture() as capture:
+        render_rows("sweep", columns, rows, console)
+    text = " ".join(capture.get().split())
+    assert "GROUP=1" in text and "GROUP=8" in text and "left out" not in text, text
+    assert ("params: those that differ between rows; the others, the same in every row "
+            "that has them: TILE=64 BLOCK_ROWS=8 LOAD_CACHE=1 STORE_CACHE=2") in text
 
 
 def test_a_column_is_kept_only_when_every_more_important_one_is():

@@ -162,6 +162,21 @@ def test_best_drops_a_contender_that_fails_its_head_to_head(use_fake, monkeypatc
     assert entry["params"] == {"TILE": 8}
 
 
+def test_best_adds_its_winners_and_failures_to_the_markdown(use_fake, monkeypatch, tmp_path):
+    # a CI job summary of a --best run shows what it decided, not only what it measured
+    spoil_head_to_head(monkeypatch, {16})
+    out = tmp_path / "summary.md"
+    done = invoke("matmul", "--size", "32..64:x2", "--tile", "8,16", "--variant", "naive",
+                  *QUICK, "--best", "--markdown", str(out))
+    assert done.exit_code == 3, done.output
+    text = out.read_text(encoding="utf-8")
+    run_tables, best = text.split("### best configuration per variant and size\n")
+    assert "### matmul 32x32x32" in run_tables and "### matmul 64x64x64" in run_tables
+    winners = [line for line in best.splitlines() if line.startswith("| matmul |")]
+    assert len(winners) == 2 and all("| TILE=8 |" in line for line in winners), best
+    assert best.count("TILE=16 ") == 2 and "FAIL when measured again head to head" in best
+
+
 def test_best_out_is_kept_when_no_configuration_passes(use_fake, monkeypatch, tmp_path):
     spoil_head_to_head(monkeypatch, {8, 16})
     out = tmp_path / "best.toml"

@@ -96,15 +96,15 @@ def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
     # its reference rows are not the contenders'
     outcome = rerun(solo * ROUNDS)
     pooled: dict[int, list[float]] = {}
-    wrong = []
+    wrong: dict[int, BenchmarkResult] = {}  # each failing contender once: its first failure
     measured = [r for r in outcome.results if r.kind is Kind.VARIANT]
     for round_index, result in enumerate(measured):
         contender = contenders[round_index % len(contenders)]
         if result.status in FAILING_STATUSES:
-            wrong.append(result)
+            wrong.setdefault(rows.index(contender), result)
         elif result.samples_s:
             pooled.setdefault(rows.index(contender), []).extend(result.samples_s)
-    return pooled, wrong
+    return pooled, list(wrong.values())
 
 
 def row_cells(choice: Choice) -> list[str]:
@@ -116,6 +116,25 @@ def row_cells(choice: Choice) -> list[str]:
     return [choice.op, shape_text(choice.shape), choice.dtype, choice.variant,
             params_text(choice.best.params), format_seconds(choice.best.median_s), runner,
             margin, verdict]
+
+
+def choices_markdown(choices: Sequence[Choice], failed: Sequence[BenchmarkResult]) -> str:
+    """Return the winners' table (and the head-to-head's failures) as markdown, the section
+    --markdown adds after the run's tables."""
+    from cudabench.render.markdown import table_lines
+
+    lines = table_lines("best configuration per variant and size", COLUMNS,
+                        [row_cells(choice) for choice in choices],
+                        lambda name: name in ("median", "margin"))
+    lines += [f"- {failed_text(row)}" for row in failed]
+    return "\n" + "\n".join(lines).rstrip() + "\n"
+
+
+def failed_text(row: BenchmarkResult) -> str:
+    """Say that a contender failed its head-to-head re-measure."""
+    return (f"--best: {row.op}/{row.variant} {params_text(row.params)} {shape_text(row.shape)} "
+            f"{row.dtype}: {row.status.value} when measured again head to head "
+            f"({failure_text(row)}): not a candidate")
 
 
 def suite_text(choices: Sequence[Choice]) -> str:
@@ -170,10 +189,7 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
     terminal.render_rows("best configuration per variant and size", COLUMNS,
                          [row_cells(choice) for choice in choices], terminal.stdout_console())
     for row in failed:
-        stderr.print(f"--best: {row.op}/{row.variant} {params_text(row.params)} "
-                     f"{shape_text(row.shape)} {row.dtype}: {row.status.value} when measured "
-                     f"again head to head ({failure_text(row)}): not a candidate", markup=False,
-                     highlight=False, style="red")
+        stderr.print(failed_text(row), markup=False, highlight=False, style="red")
     if best_out is not None:
         if choices:
             write_text(best_out, suite_text(choices), "--best-out")

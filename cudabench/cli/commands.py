@@ -270,13 +270,15 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     """Print a run's tables and diagnostics, save its reports, record it; return its exit
     code."""
     outcome, clock = measured.outcome, measured.clock
+    markdown = ""
     with clock.phase("tables and reports"):
         terminal.render_run(outcome, terminal.stdout_console())
         terminal.render_diagnostics(outcome, terminal.stderr_console())
         if outputs.markdown_path is not None:
             from cudabench.render.markdown import run_to_markdown
 
-            write_text(outputs.markdown_path, run_to_markdown(outcome), "--markdown")
+            markdown = run_to_markdown(outcome)
+            write_text(outputs.markdown_path, markdown, "--markdown")
         if outputs.csv_path is not None:
             from cudabench.render.csv_out import run_to_csv
 
@@ -294,6 +296,9 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
                 discard_kept()  # the run's worker, kept for the re-measure
                 finish_closing()
             code = max(code, best.show_choices(choices, failed, outputs.best_out))
+            if outputs.markdown_path is not None:  # the winners join the run's tables
+                write_text(outputs.markdown_path,
+                           markdown + best.choices_markdown(choices, failed), "--markdown")
     if any(plan.insight.profile_time for plan in measured.plans):
         show_time_profile(measured)
     if outputs.record and measured.json_path is not None:
@@ -364,7 +369,7 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise UsageError(f"--arch {arch!r}: expected an architecture such as sm_90 or sm_90a")
     from cudabench.engines.nvcc import find_nvcc
-    from cudabench.measure.dryrun import plan_rows
+    from cudabench.measure.dryrun import plan_rows, timing_lines
 
     rows = plan_rows(plans, arch, find_nvcc())
     columns = ("benchmark", "variant", "params", "launches (grid, block, dynamic shared)",
@@ -372,6 +377,8 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     terminal.render_rows("cudabench --dry-run: nothing touches a GPU", columns,
                          [(r.benchmark, r.variant, r.params, r.launches, r.work, r.memory,
                            r.compiled) for r in rows], terminal.stdout_console())
+    for line in timing_lines(plans):
+        terminal.stdout_console().print(line, markup=False, highlight=False)
     notes = [*(text for plan in plans for text in plan.notes), *would_stop_here(plans)]
     for text in dict.fromkeys(notes):
         note(text)

@@ -70,7 +70,18 @@ class OpsGroup(BoundaryGroup):
         from cudabench.cli.names import kernels_dirs_in
 
         self.kernels_dirs = kernels_dirs_in(args)
-        return super().resolve_command(ctx, args)
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as error:
+            name = click.utils.make_str(args[0]) if args else ""
+            if not name or name.startswith("-") or name in COMMANDS:
+                raise
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            hint = (f"Did you mean {close[0]!r}?" if close
+                    else own_op_hint(name, self.kernels_dirs))
+            raise click.UsageError(f"{error.message} {hint}", ctx) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """List the op commands (built in and installed), then the others."""
@@ -105,6 +116,22 @@ class OpsGroup(BoundaryGroup):
         rows = [(name, _shorten(text, width)) for name, text in summaries.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def own_op_hint(name: str, kernels_dirs: list[Path]) -> str:
+    """Say how an op of one's own becomes a command, naming a folder near here that holds
+    NAME.py (examples/softmax for softmax) when there is one."""
+    if kernels_dirs:
+        return (f"None of --kernels-dir {', '.join(map(str, kernels_dirs))} defines an op "
+                f"{name!r} ({name}.py beside a {name}/ folder of kernels).")
+    here = Path.cwd()
+    found = sorted(str(path.parent.relative_to(here))
+                   for pattern in (f"*/{name}.py", f"*/*/{name}.py")
+                   for path in here.glob(pattern) if (path.parent / name).is_dir())
+    if found:
+        return f"An op of your own needs its folder: cudabench {name} --kernels-dir {found[0]}"
+    return (f"An op of your own needs its folder: cudabench {name} --kernels-dir FOLDER "
+            f"(FOLDER holding {name}.py; docs/writing-an-op.md).")
 
 
 def _shorten(text: str, width: int) -> str:

@@ -69,6 +69,24 @@ def plan_rows(plans: Sequence[Plan], arch: str, nvcc: str | None) -> list[Planne
 Draft = tuple[PlannedRow, CubinRequest | None, KernelVariant | None]  # row, build, variant
 
 
+def timing_lines(plans: Sequence[Plan]) -> list[str]:
+    """Return how the run would time its benchmarks: one line per distinct way (a suite's
+    entries may differ), naming the benchmarks where there are several ways."""
+    ways: dict[str, list[str]] = {}
+    for plan in plans:
+        t = plan.timing
+        flush = "hot L2 (no flush)" if plan.hot else f"cold L2 ({plan.l2_flush} flush)"
+        rounds = (f"; {t.rounds} rounds a benchmark, its rows taking turns on buffers placed "
+                  "afresh, pooled" if t.rounds > 1 else "")
+        text = (f"warm-up {t.warmup_s:g} s; {t.min_samples}-{t.max_samples} samples a "
+                f"variant, until the median is known to ±{t.precision:.2%} or after "
+                f"{t.max_time_s:g} s; {flush}{rounds}")
+        ways.setdefault(text, []).append(f"{plan.op.name} {shape_text(plan.shape)}")
+    if len(ways) == 1:
+        return [f"timing: {text}" for text in ways]
+    return [f"timing of {', '.join(dict.fromkeys(names))}: {text}" for text, names in ways.items()]
+
+
 def _drafts(plan: Plan, arch: str, target: Arch | None) -> list[Draft]:
     """Return plan's rows before compiling, each with what to compile (None: nothing)."""
     need = memory.need(plan)

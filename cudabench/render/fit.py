@@ -164,3 +164,31 @@ def ask_wide(on: bool) -> None:
 def wide() -> bool:
     """Return whether the user asked for every column (--wide, or CUDABENCH_WIDE)."""
     return _asked_wide or os.environ.get(WIDE_ENV, "0") not in ("", "0")
+
+
+def differing_params(cells: Sequence[str]) -> tuple[list[str], str] | None:
+    """Return params cells ("TILE=64 GROUP=8") cut to the parameters whose value differs
+    between rows, and the text of those that do not ("" when none), for a table too narrow
+    for whole ones: a sweep's rows are then still told apart. None when a cell is not
+    NAME=value pairs or nothing would be cut."""
+    parsed: list[dict[str, str] | None] = []
+    for cell in cells:
+        if cell in BLANK:
+            parsed.append(None)
+            continue
+        pairs = [token.partition("=") for token in cell.split()]
+        if not pairs or any(not name or not sep for name, sep, _ in pairs):
+            return None
+        parsed.append({name: value for name, _, value in pairs})
+    values: dict[str, set[str]] = {}
+    for params in parsed:
+        for name, value in (params or {}).items():
+            values.setdefault(name, set()).add(value)
+    same = {name: next(iter(seen)) for name, seen in values.items() if len(seen) == 1}
+    if not same:
+        return None
+    short = [cell if params is None else
+             " ".join(f"{k}={v}" for k, v in params.items() if k not in same) or "-"
+             for cell, params in zip(cells, parsed)]
+    return short, " ".join(f"{k}={v}" for k, v in same.items())
+

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+
 from cudabench.analysis.verdicts import Comparison
 from cudabench.render.comparison import (
     COLUMNS,
@@ -67,17 +69,22 @@ def _code(text: str) -> str:
     return " ".join(str(text).split()).replace("`", "'")
 
 
+def table_lines(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]],
+                right: Callable[[str], bool]) -> list[str]:
+    """Return a titled markdown table's lines (right(name): is that column right-aligned)."""
+    lines = [f"### {_cell(title)}", "", "| " + " | ".join(columns) + " |",
+             "|" + "|".join("---:" if right(name) else "---" for name in columns) + "|"]
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
+    return lines + [""]
+
+
 def run_to_markdown(outcome: RunOutcome) -> str:
     """Return every run table as a markdown section (the same model the terminal shows)."""
     lines = []
     for table in build_tables(outcome):
-        lines += [f"### {_cell(table.title)}", ""]
-        lines.append("| " + " | ".join(table.columns) + " |")
-        lines.append("|" + "|".join("---:" if table.right_aligned(name) else "---"
-                                    for name in table.columns) + "|")
-        for row in table.rows:
-            lines.append("| " + " | ".join(_cell(cell.text) for cell in row) + " |")
-        lines.append("")
+        lines += table_lines(table.title, table.columns,
+                             ([cell.text for cell in row] for row in table.rows),
+                             table.right_aligned)
         lines += [f"_{_cell(line)}_  " for line in table.caption.splitlines()]
         lines.append("")
     for note in outcome.notes:

@@ -35,7 +35,7 @@ from cudabench.render.comparison import (
 )
 from cudabench.render.catalog import COLUMNS as CATALOG_COLUMNS
 from cudabench.render.catalog import listings, shows_files
-from cudabench.render.fit import layout, wide
+from cudabench.render.fit import Layout, differing_params, layout, wide
 from cudabench.render.run_table import RunTable, build_tables
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
@@ -142,6 +142,9 @@ def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Tex
     it: its caption, the columns left out, and the notes its long texts left out became."""
     plan = layout(columns, [[cell.plain for cell in row] for row in rows], width, noted_rows,
                   rate)
+    shared = ""
+    if "params" in columns and plan.fitted.left_out:
+        rows, plan, shared = _differing_params(columns, rows, width, noted_rows, rate, plan)
     fitted = plan.fitted
     table = Table(title=Text(title))
     for index in fitted.kept:  # a first column wider than the terminal folds, never cut
@@ -152,8 +155,31 @@ def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Tex
         if number in plan.marks:
             cells[0].append(f" {plan.marks[number]}")
         table.add_row(*cells)
-    below = [line for line in (*caption.splitlines(), fitted.footer(), *plan.notes) if line]
+    below = [line for line in (*caption.splitlines(), fitted.footer(), shared, *plan.notes)
+             if line]
     return table, below
+
+
+def _differing_params(columns: Sequence[str], rows: Sequence[Sequence[Text]],
+                      width: int | None, noted_rows: Collection[int] | None, rate: str,
+                      plan: Layout) -> tuple[Sequence[Sequence[Text]], Layout, str]:
+    """Fit the table again with its params cut to those that differ between rows, where
+    that keeps the column and more of the others (a sweep's rows look alike without it,
+    and whole parameter lists push its numbers off); return the rows, the layout and the
+    line naming the parameters cut, or the table as it was."""
+    at = columns.index("params")
+    cut = differing_params([row[at].plain for row in rows])
+    if cut is None:
+        return rows, plan, ""
+    cells, same = cut
+    narrowed = [[*row[:at], Text(cells[number]), *row[at + 1:]]
+                for number, row in enumerate(rows)]
+    again = layout(columns, [[cell.plain for cell in row] for row in narrowed], width,
+                   noted_rows, rate)
+    if at not in again.fitted.kept or len(again.fitted.kept) <= len(plan.fitted.kept):
+        return rows, plan, ""
+    return narrowed, again, (f"params: those that differ between rows; the others, the "
+                             f"same in every row that has them: {same}")
 
 
 def print_table(console: Console, table: Table, below: Sequence[str] = (),
