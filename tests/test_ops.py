@@ -399,6 +399,14 @@ def test_dot_missing_one_block_fails_at_every_allowed_grid(block, blocks_per_sm)
     assert not verify(op, inputs, expected, result, launches).passed
 
 
+def test_dot_missing_one_block_fails_behind_a_one_thread_launch():
+    # atomic.cu zeroes its result with dot_zero <<<1, 1>>> first: the bound is the
+    # reduction's launch's, not that one thread's (then 120 times looser on an H100 grid)
+    op, inputs, expected = make_inputs("dot", "float32", (1 << 24,))
+    result, launches = dot_without_block(op, inputs, "float32", 0)
+    assert not verify(op, inputs, expected, result, [launch(1, 1), *launches]).passed
+
+
 def test_dot_tolerance_below_one_block_share_at_every_length():
     for n in (1 << 20, 1 << 24, 1 << 26, 1 << 30):
         for per_sm in (1, 8, 64):  # BLOCKS_PER_SM's range

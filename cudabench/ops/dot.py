@@ -43,6 +43,15 @@ def addition_chain(n: int, launch: LaunchShape | None) -> int:
     return -(-n // threads) + math.ceil(math.log2(launch.threads_per_block)) + launch.blocks
 
 
+def reduction_launch(launches: Sequence[LaunchShape]) -> LaunchShape | None:
+    """Return the launch that spreads the products over the most threads: the reduction's
+    own, not a one-thread launch zeroing the result first (atomic.cu's dot_zero), whose
+    geometry would make the bound that of one thread adding all N, loose enough to pass a
+    dropped block."""
+    return max(launches, key=lambda launch: launch.blocks * launch.threads_per_block,
+               default=None)
+
+
 def float_tolerance(n: int, abs_sum: float, launch: LaunchShape | None = None,
                     u: float = U32) -> float:
     """Return the tolerance of an N-term dot with sum |a_i b_i| = abs_sum, accumulated with
@@ -170,7 +179,7 @@ class Dot(Op):
             expected = self.expected(inputs, types, np.random.default_rng(0))
         size = inputs["a"].size
         abs_sum = expected.abs_sum
-        launch = launches[0] if launches else None
+        launch = reduction_launch(launches)
         u = types.accumulate.unit_roundoff  # float16 products are exact in float32
         tol = float_tolerance(size, abs_sum, launch, u)
         k = addition_chain(size, launch)
