@@ -130,6 +130,28 @@ def test_best_out_names_the_kernels_dirs_its_winners_came_from(use_fake, tmp_pat
     assert rerun.exit_code == 0, rerun.output
 
 
+def test_best_out_names_the_folder_given_for_a_kernel_directly_in_it(use_fake, tmp_path,
+                                                                      monkeypatch):
+    # FOLDER/NAME.cu, not FOLDER/OP/NAME.cu: the suite must not name the folder above,
+    # whose every .py it would import; a winner from the tuning cache names it too.
+    from helpers import MATMUL_HEADER, write_kernel
+
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    write_kernel(tmp_path / "kd", "mine", MATMUL_HEADER)
+    (tmp_path / "evil.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w')\n")
+    for attempt in ("measured", "from the tuning cache"):
+        out = tmp_path / f"best-{attempt}.toml"
+        done = invoke("matmul", "--kernels-dir", str(tmp_path / "kd"), "--variant", "mine",
+                      "--size", "64", "--tile", "8,16", *QUICK, "--best", "--strategy",
+                      "brute", "--best-out", str(out))
+        assert done.exit_code == 0, done.output
+        assert tomllib.loads(out.read_text())["kernels_dirs"] == [
+            str((tmp_path / "kd").resolve())], attempt
+        assert invoke("run", str(out), "--no-vendor").exit_code == 0
+    assert "1 from the tuning cache" in done.stderr or "2 from the tuning cache" in done.stderr
+    assert not (tmp_path / "ran").exists()
+
+
 def spoil_head_to_head(monkeypatch, tiles):
     """Make the --best re-measure of these TILE values come back wrong (FAIL)."""
     import dataclasses

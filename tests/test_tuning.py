@@ -372,3 +372,20 @@ def test_a_line_cut_short_in_the_cache_costs_no_later_row(tmp_path):
     cache.add(passed(16))
     cache.add(passed(32))
     assert sorted(row.params["TILE"] for row in cache.load().values()) == [8, 16, 32]
+
+
+def test_an_edited_op_file_misses_the_cache(tmp_path):
+    # the op's check decides a cached row's PASS as much as the kernel: a stricter check
+    # must not be answered with the rows the old one passed
+    import shutil
+
+    from cudabench.ops.registry import load_ops
+    from cudabench.tuning.cache import op_hash
+
+    folder = tmp_path / "softmax"
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "softmax", folder)
+    before = op_hash(load_ops([folder])["softmax"])
+    assert op_hash(load_ops([folder])["softmax"]) == before
+    with open(folder / "softmax.py", "a", encoding="utf-8") as handle:
+        handle.write("# a stricter check\n")
+    assert op_hash(load_ops([folder])["softmax"]) != before

@@ -137,20 +137,20 @@ def failed_text(row: BenchmarkResult) -> str:
             f"({failure_text(row)}): not a candidate")
 
 
-def suite_text(choices: Sequence[Choice]) -> str:
+def suite_text(choices: Sequence[Choice], plans: Sequence[Plan]) -> str:
     """Return the winners as cudabench.toml [[benchmark]] entries (ties noted)."""
     lines = ["# Written by cudabench --best: the fastest passing configuration per variant",
              "# and size. Paste into cudabench.toml, or run it: cudabench run FILE", ""]
-    folders = kernel_folders(choices)
+    folders = kernel_folders(choices, plans)
     if folders:  # the --kernels-dir folders the winners came from: the suite runs as it is
         lines += [f"kernels_dirs = [{', '.join(_toml_string(str(f)) for f in folders)}]", ""]
     for choice in choices:
         if choice.is_tie:
             lines.append("# a tie (no measurable difference) with: "
                          + "; ".join(params_text(r.params) for r in choice.tied))
-        lines += ["[[benchmark]]", f'op = "{choice.op}"',
+        lines += ["[[benchmark]]", f"op = {_toml_string(choice.op)}",
                   f'size = "{"x".join(str(e) for e in choice.shape)}"',
-                  f'dtype = "{choice.dtype}"', f'variants = ["{choice.variant}"]']
+                  f'dtype = "{choice.dtype}"', f"variants = [{_toml_string(choice.variant)}]"]
         if choice.best.params:
             pairs = ", ".join(f"{k} = {v}" for k, v in sorted(choice.best.params.items()))
             lines.append(f"params = {{ {pairs} }}")
@@ -162,15 +162,15 @@ def suite_text(choices: Sequence[Choice]) -> str:
     return "\n".join(lines)
 
 
-def kernel_folders(choices: Sequence[Choice]) -> list[Path]:
-    """Return the --kernels-dir folders the winners' kernels came from (FOLDER/OP/NAME.cu),
-    absolute; none for the built-in kernels."""
-    from cudabench.catalog.discovery import builtin_kernels_dir
-
-    builtin = builtin_kernels_dir().resolve()
-    folders = {Path(choice.best.source).resolve().parent.parent for choice in choices
-               if choice.best.source}
-    return sorted(folder for folder in folders if folder != builtin)
+def kernel_folders(choices: Sequence[Choice], plans: Sequence[Plan]) -> list[Path]:
+    """Return the --kernels-dir folders of the runs the winners came from, absolute, so that
+    the suite finds its kernels and ops as the run did: the folders given, never one
+    guessed from a kernel's path (a kernel directly in its folder named the folder above,
+    whose every .py the suite then imported). None for the built-in kernels alone."""
+    won = {(choice.op, choice.variant) for choice in choices}
+    return sorted({folder.resolve() for plan in plans for folder in plan.kernels_dirs
+                   if any((plan.op.name, planned.variant.name) in won
+                          for planned in plan.variants)})
 
 
 def _toml_string(text: str) -> str:
@@ -179,7 +179,7 @@ def _toml_string(text: str) -> str:
 
 
 def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
-                 best_out: Path | None) -> int:
+                 best_out: Path | None, plans: Sequence[Plan]) -> int:
     """Print the winners (and the head-to-head's failures), write --best-out where there
     are winners; return the exit code they give (3 where a contender failed)."""
     from cudabench.common.outfiles import write_text
@@ -192,7 +192,7 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
         stderr.print(failed_text(row), markup=False, highlight=False, style="red")
     if best_out is not None:
         if choices:
-            write_text(best_out, suite_text(choices), "--best-out")
+            write_text(best_out, suite_text(choices, plans), "--best-out")
         else:  # an empty suite over the last good one would lose it
             stderr.print(f"note: no configuration passed: {best_out} not written",
                          markup=False, highlight=False)

@@ -295,7 +295,8 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
             finally:
                 discard_kept()  # the run's worker, kept for the re-measure
                 finish_closing()
-            code = max(code, best.show_choices(choices, failed, outputs.best_out))
+            code = max(code, best.show_choices(choices, failed, outputs.best_out,
+                                                  measured.plans))
             if outputs.markdown_path is not None:  # the winners join the run's tables
                 write_text(outputs.markdown_path,
                            markdown + best.choices_markdown(choices, failed), "--markdown")

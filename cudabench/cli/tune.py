@@ -157,7 +157,7 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
     # sweep: its line, and exit 3 (a search used to say only "1 failed").
     searched = RunOutcome(tuple(rows))
     terminal.render_diagnostics(searched, stderr)
-    code = max(int(searched.exit_code), best.show_choices(choices, failed, outputs.best_out),
+    code = max(int(searched.exit_code), best.show_choices(choices, failed, outputs.best_out, plans),
                int(ExitCode.VERIFICATION_FAILED if lost else ExitCode.OK))
     return code
 

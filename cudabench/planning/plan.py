@@ -99,6 +99,7 @@ class Plan:
     # Where its buffers land (measure/placement.py's spacer for this round number): `ab`
     # moves each of its rounds, as --rounds moves each later round of a benchmark.
     placement: int = 0
+    kernels_dirs: tuple[Path, ...] = ()  # the request's --kernels-dir folders, as given
 
     @property
     def flush(self) -> str | None:
@@ -225,7 +226,8 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
         raise UsageError(f"--energy {request.insight.energy_s}: expected seconds > 0")
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
                 request.sanitize, tuple(skipped), request.insight, request.sweep,
-                full_check=request.full_check, l2_flush=request.l2_flush)
+                full_check=request.full_check, l2_flush=request.l2_flush,
+                kernels_dirs=tuple(request.kernels_dirs))
 
 
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,

@@ -1,7 +1,8 @@
 """The tuning cache: every configuration a search evaluated, one JSON line each.
 
 One file per (op, shape, dtype, cache state, GPU model, source hash of the variant and the
-files it includes, the timing policy's measuring settings and the kind of check: a row
+files it includes, of the op's file and cudabench's version, the timing policy's measuring
+settings and the kind of check: a row
 measured with 3 quick samples is not reused where 20 were asked for), under
 `cache_root()/tune/<op>/` (CUDABENCH_CACHE_DIR moves it; `off` keeps nothing;
 `--no-tune-cache` ignores it; deleting the folder clears it). A row is appended as soon as
@@ -56,6 +57,20 @@ def source_hash(variant: KernelVariant) -> str:
             content = path.read_text(errors="replace")
             digest.update(name.encode() + b"\0" + content.encode())
             pending.append((path.parent, content))
+    return digest.hexdigest()[:16]
+
+
+def op_hash(op: object) -> str:
+    """Return the hash of the file that defines the op's class, and of cudabench's version:
+    an op's inputs, check and arguments decide a row as much as its kernel does (an op
+    file whose check was made stricter must not be answered with the rows it passed)."""
+    from cudabench import __version__
+
+    module = sys.modules.get(type(op).__module__)
+    path = Path(getattr(module, "__file__", None) or "")
+    digest = hashlib.sha256(__version__.encode())
+    if path.is_file():
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 

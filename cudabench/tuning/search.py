@@ -15,7 +15,7 @@ from pathlib import Path
 from cudabench.planning.plan import Plan
 from cudabench.results.model import BenchmarkResult, RunOutcome, Status
 from cudabench.tuning.budget import Budget
-from cudabench.tuning.cache import Key, TuneCache, cache_path, config_key
+from cudabench.tuning.cache import Key, TuneCache, cache_path, config_key, op_hash
 from cudabench.tuning.space import Space
 from cudabench.tuning.strategies import make_strategy
 
@@ -150,11 +150,12 @@ def order_of(found: Found) -> list[BenchmarkResult]:
 
 
 def measuring_of(plan: Plan) -> dict[str, object]:
-    """What besides the configuration decides a cached row: the timing settings that shape
-    the samples (not the timeouts), the L2 flush before each, and whether the full
-    reference checked it."""
+    """What besides the configuration decides a cached row: the op's code, the timing
+    settings that shape the samples (not the timeouts), the L2 flush before each, and
+    whether the full reference checked it."""
     timing = plan.timing
-    return {"warmup_s": timing.warmup_s, "min_samples": timing.min_samples,
+    return {"op": op_hash(plan.op), "warmup_s": timing.warmup_s,
+            "min_samples": timing.min_samples,
             "max_samples": timing.max_samples, "precision": timing.precision,
             "max_time_s": timing.max_time_s, "full_check": plan.full_check,
             "l2_flush": plan.flush or ""}
