@@ -126,6 +126,24 @@ def test_header_ends_at_the_first_non_comment_line(tmp_path):
     assert variant.shared_bytes is None
 
 
+@pytest.mark.parametrize("late", ["// dtypes: float16", "// run: on request",
+                                  "// param X: default 1; allowed 1, 2",
+                                  "//   launch k2: grid 1; block 1", "// arch: sm_90a"])
+def test_a_header_line_after_a_break_is_an_error(tmp_path, late):
+    # a blank line ended the header: the lines after it were ignored, the kernel run in
+    # every type, by default, as a CUDA-core kernel
+    path = write_kernel(tmp_path, "v", [*MATMUL_HEADER, "", "// a note", late])
+    with pytest.raises(KernelFileError, match="comes after the header's end") as error:
+        parse_header(path)
+    assert error.value.line == len(MATMUL_HEADER) + 3
+
+
+def test_comments_after_the_header_and_in_the_code_are_the_kernel_s_own(tmp_path):
+    lines = [*MATMUL_HEADER, "", "// Measured: 0.97 of the copy; launch order: row-major"]
+    path = write_kernel(tmp_path, "v", lines, body="int x;\n// dtypes: the code's own comment\n")
+    assert parse_header(path).name == "v"
+
+
 # (header lines, line the error is on, text the message must contain)
 HEADER_ERRORS = {
     "missing first line": (

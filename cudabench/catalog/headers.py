@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cudabench.catalog import expressions
@@ -60,6 +60,28 @@ _KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\
 _RANGE = re.compile(r"^(-?\d+)\s*\.\.\s*(-?\d+)$")
 
 
+# A line of the comments after the header that can only be meant as one of its lines: a
+# later `// dtypes: float16` would otherwise be ignored, its kernel run in every type.
+_LATE_HEADER_LINE = re.compile(
+    r"^//\s*(?:(?:description|dtypes|shared_bytes|unit|arch|run|constraint)\s*:"
+    r"|param\s+[A-Za-z_]\w*\s*:\s*default\b|launch\s+[A-Za-z_]\w*\s*:\s*grid\b"
+    r"|tensor_map\s+[A-Za-z_]\w*\s*:)")
+
+
+def _refuse_header_lines_after(path: Path, lines: Sequence[str], header_end: int) -> None:
+    """Raise KernelFileError for a header line in the comments that follow the header
+    before the code (a blank line ends the header: what comes after it was ignored)."""
+    for number, line in enumerate(lines[header_end:], start=header_end + 1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("//"):
+            return  # the code: comments inside it are the kernel's own
+        if _LATE_HEADER_LINE.match(stripped):
+            raise KernelFileError(
+                path, number, f"{stripped!r} comes after the header's end (line "
+                f"{header_end + 1}, the first line that is not a // comment): the header is "
+                "one unbroken block of // lines; remove the break")
+
+
 def parse_header(path: Path, text: str | None = None,
                  ops: Mapping[str, Op] | None = None) -> KernelVariant:
     """Parse a kernel file's header; raise KernelFileError naming the file and line."""
@@ -75,6 +97,8 @@ def parse_header(path: Path, text: str | None = None,
         if not stripped.startswith("//"):
             break
         header.append((number, stripped[2:].strip()))
+    if header:  # none: not a kernel of ours, said below
+        _refuse_header_lines_after(path, lines, len(header))
 
     ops = builtin_ops() if ops is None else ops
     if not header or not header[0][1].startswith("cudabench:"):
