@@ -205,6 +205,21 @@ def test_user_kernel_beyond_cuda_limits(tmp_path, lines, message):
     assert "matmul/big with " in str(info.value)
 
 
+@pytest.mark.parametrize("launch", ["grid SM_COUNT // 2; block 256",
+                                    "grid SM_COUNT - 1; block 256"])
+def test_a_launch_using_sm_count_is_judged_on_the_gpu(use_fake, tmp_path, launch):
+    # the plan knows no GPU (SM_COUNT 1 there): a persistent grid of half the SMs is fine
+    from helpers import invoke
+
+    write_kernel(tmp_path / "matmul", "persist", ["// cudabench: matmul", f"// launch k: {launch}"])
+    write_kernel(tmp_path / "matmul", "huge", ["// cudabench: matmul",
+                                               "// launch k: grid 1; block SM_COUNT * 300"])
+    done = invoke("matmul", "--kernels-dir", tmp_path, "--variant", "persist", "--variant",
+                  "huge", "--size", "64", "--no-vendor", "--max-time", "0.05")
+    assert "error: matmul/persist" not in done.stderr and "PASS" in done.stdout, done.output
+    assert "huge.cu:2: k: block extent 1200 outside 1..1024" in " ".join(done.stderr.split())
+
+
 @pytest.mark.parametrize(
     "lines",
     [

@@ -33,6 +33,7 @@ from cudabench.measure.jobs import Prepared, record
 from cudabench.planning.plan import (
     Plan,
     PlannedVariant,
+    check_geometry,
     compile_defines,
     header_variables,
     unsupported_on,
@@ -274,7 +275,9 @@ def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
     variables = header_variables(op, plan.shape, types, planned.params, engine.info.sm_count)
     geometry = variant.geometry(variables)
     dynamic = variant.dynamic_shared_bytes(variables)
-    for launch, (grid, _block) in zip(variant.launches, geometry):
+    for launch, (grid, block) in zip(variant.launches, geometry):
+        # the plan judged the launches without SM_COUNT; these, with this GPU's count
+        check_geometry(f"{variant.path}:{launch.line}: {launch.entry}", grid, block)
         for axis, (extent, limit) in enumerate(zip(grid, engine.grid_limits)):
             if not 1 <= extent <= limit:
                 raise UsageError(

@@ -10,11 +10,12 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudabench.catalog import ALL_VARIANTS, KernelVariant, discover
+from cudabench.catalog.expressions import names_in
 from cudabench.errors import KernelFileError, OpFileError, UsageError
 from cudabench.engines import tensormaps
 from cudabench.planning.timing import TimingPolicy
@@ -230,6 +231,23 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                 kernels_dirs=tuple(request.kernels_dirs))
 
 
+def check_geometry(where: str, grid: Sequence[int], block: Sequence[int]) -> None:
+    """Raise UsageError for a grid extent below 1 or a block outside CUDA's limits."""
+    if min(grid) < 1:
+        raise UsageError(f"{where}: the grid {_extents(grid)} at this size has an extent "
+                         "below 1; fix the header's launch arithmetic or the --size")
+    threads = 1
+    for extent, limit in zip(block, MAX_BLOCK_DIMS):
+        if not 1 <= extent <= limit:
+            raise UsageError(f"{where}: block extent {extent} outside 1..{limit}")
+        threads *= extent
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise UsageError(
+            f"{where}: a block of {_extents(block)} = {threads} threads "
+            f"exceeds the CUDA limit of {MAX_THREADS_PER_BLOCK}; choose smaller parameters"
+        )
+
+
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
                     variant: KernelVariant) -> dict[str, int]:
     params = {}
@@ -247,20 +265,10 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     if broken is not None:
         raise UsageError(f"{where}: breaks the header's constraint `{broken.text}`; choose "
                          "other parameters")
-    for grid, block in variant.geometry(variables):
-        if min(grid) < 1:
-            raise UsageError(f"{where}: the grid {_extents(grid)} at this size has an extent "
-                             "below 1; fix the header's launch arithmetic or the --size")
-        threads = 1
-        for extent, limit in zip(block, MAX_BLOCK_DIMS):
-            if not 1 <= extent <= limit:
-                raise UsageError(f"{where}: block extent {extent} outside 1..{limit}")
-            threads *= extent
-        if threads > MAX_THREADS_PER_BLOCK:
-            raise UsageError(
-                f"{where}: a block of {_extents(block)} = {threads} threads "
-                f"exceeds the CUDA limit of {MAX_THREADS_PER_BLOCK}; choose smaller parameters"
-            )
+    for launch, (grid, block) in zip(variant.launches, variant.geometry(variables)):
+        # SM_COUNT is 1 here: a launch using it is judged on the GPU, with the GPU's count
+        if "SM_COUNT" not in names_in((*launch.grid, *launch.block)):
+            check_geometry(where, grid, block)
     shared = variant.static_shared_bytes(variables)
     if shared is not None and shared < 0:
         raise UsageError(f"{where}: shared_bytes is {shared}, below 0; fix {variant.path}")
@@ -345,7 +353,7 @@ def compile_defines(params: Mapping[str, int], types: TypeSet) -> dict[str, obje
             "OUT_TYPE": types.output.ctype, **type_sizes(types)}
 
 
-def _extents(extent: tuple[int, ...]) -> str:
+def _extents(extent: Sequence[int]) -> str:
     """Format a 3-D extent as written in headers: 64 x 64, not 64 x 64 x 1."""
     values = list(extent)
     while len(values) > 1 and values[-1] == 1:
