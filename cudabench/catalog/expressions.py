@@ -28,12 +28,30 @@ class ExpressionError(ValueError):
     """An expression is not valid header arithmetic, or names an unknown variable."""
 
 
-def parse_tuple(text: str) -> tuple[ast.expr, ...]:
-    """Parse `a, b, c` (one to three integer expressions) and check every node."""
+MAX_DEPTH = 64  # nesting a header's arithmetic may have: checking and evaluating recurse
+
+
+def _parse(text: str) -> ast.expr:
+    """Parse an expression, refusing one nested deeper than MAX_DEPTH (`1+1+...+1` of a
+    thousand terms, `------1`), which would exhaust Python's recursion limit."""
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
         raise ExpressionError(f"cannot parse {text.strip()!r}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError(f"nested more than {MAX_DEPTH} deep") from None
+    pending = [(tree, 1)]
+    while pending:  # a walk of its own, without recursion
+        node, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise ExpressionError(f"nested more than {MAX_DEPTH} deep")
+        pending += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return tree
+
+
+def parse_tuple(text: str) -> tuple[ast.expr, ...]:
+    """Parse `a, b, c` (one to three integer expressions) and check every node."""
+    tree = _parse(text)
     parts = tuple(tree.elts) if isinstance(tree, ast.Tuple) else (tree,)
     if not 1 <= len(parts) <= 3:
         raise ExpressionError(f"expected 1 to 3 comma-separated values, got {len(parts)}")
@@ -54,10 +72,7 @@ _COMPARE: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
 
 def parse_condition(text: str) -> ast.Compare:
     """Parse `A <= B` (a chain too: `32 <= A * B <= 1024`) over header arithmetic."""
-    try:
-        tree = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError as exc:
-        raise ExpressionError(f"cannot parse {text.strip()!r}: {exc.msg}") from None
+    tree = _parse(text)
     if not isinstance(tree, ast.Compare) or not all(type(op) in _COMPARE for op in tree.ops):
         raise ExpressionError("expected a comparison such as `BM * BN // (TM * TN) <= 1024` "
                               "(< <= > >= == != between integer arithmetic)")
