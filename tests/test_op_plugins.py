@@ -262,3 +262,27 @@ def test_an_installed_package_declares_ops_through_an_entry_point(monkeypatch, t
     finally:
         registry._entry_point_modules.cache_clear()
     assert ops["mycopy"].origin == "plugged_ops" and "matmul" in ops
+
+
+@pytest.mark.parametrize("value, says", [("shape[0] + 0.9", "gives 50.9"),
+                                         ("shape[0] + 2**32", "gives 4294967346"),
+                                         ("True", "gives True")])
+def test_an_args_scalar_must_be_a_whole_int32(use_fake, tmp_path, value, says):
+    # a float was truncated (and PASSed); 2**32 failed in the worker, naming no file
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        'return ["x", "y", *shape]', f'return ["x", "y", {value}]')
+    folder = user_folder(tmp_path, text)
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: mycopy.args {says}: a scalar argument must be a whole " \
+           "number within int32" in " ".join(done.stderr.split())
+
+
+def test_a_shortcut_may_not_take_an_option_cudabench_has(use_fake, tmp_path):
+    # shortcuts = {"seed": ...} made --seed set the parameter, the inputs' seed unchanged
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        '        result_buffer = "y"', '        result_buffer = "y"\n        shortcuts = {"seed": "BLOCK"}')
+    folder = user_folder(tmp_path, text)
+    done = invoke("mycopy", "--kernels-dir", folder, "--seed", "64")
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: a shortcut or command flag takes --seed" in done.stderr

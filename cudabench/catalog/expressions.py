@@ -40,7 +40,7 @@ def _parse(text: str) -> ast.expr:
         raise ExpressionError(f"cannot parse {text.strip()!r}: {exc.msg}") from None
     except (RecursionError, MemoryError):
         raise ExpressionError(f"nested more than {MAX_DEPTH} deep") from None
-    pending = [(tree, 1)]
+    pending: list[tuple[ast.AST, int]] = [(tree, 1)]
     while pending:  # a walk of its own, without recursion
         node, depth = pending.pop()
         if depth > MAX_DEPTH:

@@ -8,7 +8,7 @@ in a .py file of a --kernels-dir folder, gets its command the same way: the grou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import click
 
 from cudabench.cli.names import command_name
 from cudabench.cli.options import Outputs, Placement, benchmark_options, build_requests
-from cudabench.errors import UsageError
+from cudabench.errors import OpFileError, UsageError
 from cudabench.ops import Op
 from cudabench.tuning.budget import parse_budget
 from cudabench.tuning.search import Settings
@@ -89,5 +89,23 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
                                 )(function)
     function = benchmark_options(primary)(function)
     summary = primary.summary + "".join(f"; --{f}: {op.summary}" for f, op in flagged.items())
-    return click.command(name, help=f"{summary}. Variants: `cudabench list`.",
-                         short_help=primary.summary)(function)
+    command = click.command(name, help=f"{summary}. Variants: `cudabench list`.",
+                            short_help=primary.summary)(function)
+    _refuse_clashes(command, members)
+    return command
+
+
+def _refuse_clashes(command: click.Command, members: Sequence[Op]) -> None:
+    """Raise OpFileError where an op's shortcut or command flag takes an option the command
+    has already (shortcuts = {"seed": "BLOCK"} made --seed set BLOCK, the inputs' seed
+    left as it was)."""
+    seen: set[str] = set()
+    for param in command.params:
+        for option in param.opts:
+            if option in seen:
+                origin = next((op.origin for op in members
+                               if option in (*(f"--{o.replace('_', '-')}" for o in op.shortcuts),
+                                             f"--{op.command_flag}")), members[0].origin)
+                raise OpFileError(f"{origin}: a shortcut or command flag takes {option}, "
+                                  "which cudabench's command already has; name it otherwise")
+            seen.add(option)

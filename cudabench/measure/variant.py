@@ -52,8 +52,9 @@ from cudabench.engines.tensormaps import (
     resolve,
     signature_of,
 )
-from cudabench.ops import LaunchShape, TypeSet
+from cudabench.ops import LaunchShape, Op, TypeSet
 from cudabench.ops.base import user_code
+from cudabench.ops.types import INT32_MAX
 from cudabench.results.model import BenchmarkResult, Verification
 
 FAULTED = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
@@ -100,7 +101,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.args names "
                               f"{', '.join(map(repr, unknown))}, which is no buffer: its "
                               f"inputs and outputs are {', '.join(map(repr, buffers))}")
-        args = [buffers[a] if isinstance(a, str) else np.int32(a) for a in arg_spec]
+        args = [buffers[a] if isinstance(a, str) else int32_argument(op, a) for a in arg_spec]
         run = engine.launcher(compiled, geometry, args, dynamic)
 
         with phase("upload"):
@@ -256,6 +257,18 @@ def counters_fields(plan: Plan, planned: PlannedVariant, device_index: int) -> d
     if not report.ran:
         return {"counters_note": report.reason}
     return {"counters": dict(report.values)}
+
+
+def int32_argument(op: Op, value: object) -> np.int32:
+    """Return an op's scalar argument as the int32 kernels take; OpFileError naming the op
+    file for anything else (a float was truncated, 2**32 + 64 failed in the worker)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or not -INT32_MAX - 1 <= int(value) <= INT32_MAX:
+        raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.args gives "
+                          f"{value!r}: a scalar argument must be a whole number within int32 "
+                          f"({-INT32_MAX - 1} to {INT32_MAX})")
+    whole: np.int32 = np.int32(int(value))
+    return whole
 
 
 def compile_variant(plan: Plan, engine: Engine, planned: PlannedVariant,
