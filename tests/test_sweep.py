@@ -56,18 +56,34 @@ def test_parameter_lists_and_ranges():
     assert expand_values("8..64:x2", "--tile") == [8, 16, 32, 64]
     with pytest.raises(UsageError, match="--tile"):
         expand_values("8,big", "--tile")
+    # parameters may be negative, in lists and ranges too (sizes may not)
+    assert expand_values("-2,2", "--param OFF") == [-2, 2]
+    assert expand_values("-4..4:+4", "--param OFF") == [-4, 0, 4]
+    assert expand_values("1<<14,0x10", "--param CHUNK") == [16384, 16]
+    for bad in ("-4..4:x2", "1<<99999"):
+        with pytest.raises(UsageError, match="--param OFF"):
+            expand_values(bad, "--param OFF")
 
 
 def test_a_sweep_runs_every_point_and_skips_what_a_variant_cannot_run(use_fake, tmp_path):
     path = tmp_path / "s.json"
-    done = invoke("matmul", "--size", "32,48", "--tile", "8,16,64", "--variant", "tiled",
-                  *QUICK, "--json", str(path))
+    done = invoke("transpose", "--size", "32,48", "--tile", "8,128", "--variant", "shared",
+                  "--variant", "evict_first", *QUICK, "--json", str(path))
     assert done.exit_code == 0, done.output
     rows = load_results(path).benchmarks
-    ran = {(r.shape[0], r.params.get("TILE")) for r in rows if r.status is Status.PASS}
-    assert ran == {(32, 8), (32, 16), (48, 8), (48, 16)}
+    ran = {(r.variant, r.shape[0], r.params.get("TILE")) for r in rows
+           if r.status is Status.PASS}
+    assert ran == {(v, size, tile) for v in ("shared", "evict_first") for size in (32, 48)
+                   for tile in (8, 128) if (v, tile) != ("shared", 128)}
     skipped = [r for r in rows if r.status is Status.SKIP]
     assert len(skipped) == 2 and all("TILE" in (r.skipped or "") for r in skipped)
+
+
+def test_a_swept_value_no_selected_variant_allows_is_a_usage_error(use_fake):
+    # a typo (--tile 17) gave SKIP rows, exit 0
+    done = invoke("matmul", "--size", "32,48", "--tile", "8,17", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert "--tile 17: no selected matmul variant allows it (TILE in 8, 16, 32)" in done.stderr
 
 
 def test_a_variant_without_the_swept_parameter_runs_once_per_size(use_fake, tmp_path):

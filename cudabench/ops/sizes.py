@@ -103,13 +103,43 @@ def _extent_values(token: re.Match[str], flag: str, text: str) -> list[int]:
     raise UsageError(f"{flag} {text!r}: more than {MAX_SWEEP_POINTS} steps in a range")
 
 
+_PARAM = r"-?\s*(?:0[xX][0-9a-fA-F]+|\d+)(?:\s*<<\s*\d+)?"
+_PARAM_ITEM = re.compile(rf"\s*(?:(?P<first>{_PARAM})\s*\.\.\s*(?P<last>{_PARAM})\s*:\s*"
+                         rf"(?P<op>[x+])\s*(?P<step>\d+)|(?P<plain>{_PARAM}))\s*")
+
+
+def _param_int(text: str, flag: str) -> int:
+    """Return one parameter value: `16`, `-2`, `0x10` or `1<<14`."""
+    number, _, shift = text.replace(" ", "").partition("<<")
+    if int(shift or 0) > 62:  # no 1<<10**9 integers
+        raise UsageError(f"{flag} {text!r}: shifted by more than 62 bits")
+    return int(number, 0) << int(shift or 0)
+
+
 def expand_values(text: str, flag: str) -> list[int]:
-    """Return the integers a parameter value names: `16`, `8,16,32` or `8..64:x2`."""
+    """Return the integers a parameter value names: `16`, `8,16,32`, `-2,2`, `8..64:x2` or
+    `-4..4:+2` (parameters may be negative, unlike sizes)."""
     values: list[int] = []
     for item in text.split(","):
-        match = _TOKEN.fullmatch(item)
+        match = _PARAM_ITEM.fullmatch(item)
         if match is None:
             raise UsageError(f"{flag} {text!r}: expected integers, a list (8,16,32) or a "
-                             "range (8..64:x2)")
-        values += _extent_values(match, flag, text)
+                             "range (8..64:x2, -4..4:+2)")
+        if match["plain"] is not None:
+            values.append(_param_int(match["plain"], flag))
+            continue
+        first, last = _param_int(match["first"], flag), _param_int(match["last"], flag)
+        step = int(match["step"]) if len(match["step"]) <= 30 else 0
+        grows = (step > 1 and first > 0) if match["op"] == "x" else step > 0
+        if first > last or not grows:
+            raise UsageError(f"{flag} {text!r}: a range runs from a smaller to a larger value "
+                             "with a step that grows it (x2 from a positive value, +4)")
+        count = len(values)
+        value = first
+        while value <= last:
+            values.append(value)
+            if len(values) - count > MAX_SWEEP_POINTS:
+                raise UsageError(f"{flag} {text!r}: more than {MAX_SWEEP_POINTS} steps in a "
+                                 "range")
+            value = value * step if match["op"] == "x" else value + step
     return list(dict.fromkeys(values))

@@ -197,11 +197,16 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
         raise UsageError(f"--dtype {dtype.name}: no {op.name} variant takes it; "
                          + "; ".join(f"{', '.join(n)} take {t}" for t, n in other_types.items()))
 
-    for param in request.params:
-        if not any(v.param(param) for v in chosen):
+    for param, value in request.params.items():
+        specs = [spec for spec in (v.param(param) for v in chosen) if spec is not None]
+        if not specs:
             raise UsageError(
                 f"{request.flag(param)}: no selected {op.name} variant takes {param}"
             )
+        if request.sweep and not any(spec.allows(value) for spec in specs):  # a typo
+            raise UsageError(f"{request.flag(param)} {value}: no selected {op.name} variant "
+                             f"allows it ({param} in "
+                             f"{'; '.join(dict.fromkeys(s.describe_allowed() for s in specs))})")
     planned_list = []
     for variant in chosen:
         try:
