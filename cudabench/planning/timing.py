@@ -17,6 +17,7 @@ from cudabench.errors import UsageError
 
 Clock = Callable[[], float]
 MAX_ROUNDS = 100  # --rounds: beyond this the rounds' own overhead dwarfs what they average
+MAX_PRECISION = 0.25  # looser, and sampling stops at min_samples whatever the noise
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class TimingPolicy:
             (self.min_samples >= 1, "--min-samples must be >= 1"),
             (self.max_samples >= self.min_samples, "--max-samples must be >= --min-samples"),
             (self.precision > 0, "--precision must be > 0 (e.g. 0.005 for 0.5%)"),
+            # a fraction: --precision 0.5 meant as 0.5% asked for ±50%, so min_samples
+            (self.precision <= MAX_PRECISION, f"--precision {self.precision:g} is a fraction "
+             f"of the median (0.005 is ±0.5%): at most {MAX_PRECISION:g}"),
             (self.max_time_s > 0, "--max-time must be > 0 seconds"),
             (self.timeout_s > 0, "--timeout must be > 0 seconds"),
             (self.compile_timeout_s > 0, "--compile-timeout must be > 0 seconds"),
