@@ -389,3 +389,20 @@ def test_an_edited_op_file_misses_the_cache(tmp_path):
     with open(folder / "softmax.py", "a", encoding="utf-8") as handle:
         handle.write("# a stricter check\n")
     assert op_hash(load_ops([folder])["softmax"]) != before
+
+
+def test_a_range_too_wide_to_enumerate_is_held_and_said_so(tmp_path):
+    # `allowed 1..1000000000` was held at its default with no word of it
+    from cudabench.cli.tune import summary
+
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    (folder / "tune.cu").write_text(HEADER.replace(
+        "// param SPLIT: default 1; allowed 1, 2, 3, 4",
+        "// param SPLIT: default 1; allowed 1..1000000000") + BODY)
+    space = space_of(folder)
+    assert "SPLIT" not in space.names and len(space.plans) == VALID // 4
+    found = search(space, settings(tmp_path, budget="2"), Runner(), FAKE_DEVICE.name)
+    assert ("held SPLIT at its default 1 (allowed 1..1000000000: more than 64 values; "
+            "-p SPLIT=... searches it)") in summary(found)
+    assert space_of(folder, given={"SPLIT": [2, 5]}).held == ()  # given: searched

@@ -189,6 +189,7 @@ def summary(found: Found) -> str:
             + (f" ({pruned} pruned before compiling: {why})" if pruned else "")
             + f"; {found.done} evaluated ({found.measured} measured, {found.cached} from the "
             f"tuning cache), {found.failed} failed")
+    text += "".join(f"; held {held}" for held in space.held)
     return text + (f"; stopped: {found.stopped}" if found.stopped else "")
 
 

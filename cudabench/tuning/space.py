@@ -1,7 +1,8 @@
 """The configurations a search may measure: each variant's parameter values, pruned.
 
 A parameter ranges over the values `-p` gives, else (in a tuning run) over its header's
-allowed values, else stays at its default. A configuration that breaks a header
+allowed values (a `low..high` range only up to RANGE_LIMIT values: a wider one is held at
+its default, and the search says so), else stays at its default. A configuration that breaks a header
 `constraint`, or the launch limits make_plan checks (threads per block, static shared
 memory), is dropped here, before anything compiles, and counted with its reason.
 """
@@ -32,6 +33,7 @@ class Space:
     values: Mapping[str, tuple[int, ...]]  # each varying parameter's candidate values
     plans: tuple[Plan, ...]  # one per valid configuration, in enumeration order
     pruned: Mapping[str, int] = field(default_factory=dict)  # reason -> configurations
+    held: tuple[str, ...] = ()  # parameters whose allowed range is too wide to enumerate
 
     def params(self, index: int) -> dict[str, int]:
         """Return configuration index's parameters (every one the variant takes)."""
@@ -100,8 +102,13 @@ def _space(request: Request, variant: KernelVariant, given: Mapping[str, Sequenc
             continue
         plans.append(dataclasses.replace(plan, tuning=True, notes=()))
     varying = tuple(name for name, options in values.items() if len(options) > 1)
+    held = tuple(f"{spec.name} at its default {spec.default} (allowed {spec.low}..{spec.high}: "
+                 f"more than {RANGE_LIMIT} values; -p {spec.name}=... searches it)"
+                 for spec in variant.params if spec.name not in given and explore
+                 and not spec.allowed and spec.low is not None and spec.high is not None
+                 and spec.high - spec.low >= RANGE_LIMIT)
     return Space(variant.op, variant.name, request.size, varying,
-                 {name: values[name] for name in varying}, tuple(plans), pruned)
+                 {name: values[name] for name in varying}, tuple(plans), pruned, held)
 
 
 def _reason(note: str) -> str:
