@@ -159,3 +159,20 @@ def test_an_empty_store_file_is_recorded_into(use_fake, tmp_path, monkeypatch):
     assert done.exit_code == 0, done.output
     with Store.open(db) as store:
         assert store.counts()["runs"] == 1
+
+
+def test_re_running_a_slow_job_keeps_failing(use_fake, tmp_path):
+    # `--record --check` records the runs that fail the gate too: three of them once made a
+    # step the check followed, and the fourth re-run passed as "too little history".
+    db = tmp_path / "h.db"
+    for seed in range(8):
+        use_fake(seed=seed)
+        done = invoke("dot", "--size", "4096", "--variant", "bulk", *QUICK, "--record",
+                      "--db", str(db), "--json", str(tmp_path / f"r{seed}.json"))
+        assert done.exit_code == 0, done.output
+    for rerun in range(5):
+        use_fake(seed=100 + rerun, slowdown={"bulk": 1.3})
+        done = invoke("dot", "--size", "4096", "--variant", "bulk", *QUICK, "--record",
+                      "--check", "--db", str(db), "--json", str(tmp_path / f"s{rerun}.json"))
+        assert done.exit_code == 1 and "slower" in done.stdout, (rerun, done.output)
+    assert "newer runs since the step" in done.stdout and "left out" in done.stdout
