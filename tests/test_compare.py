@@ -298,8 +298,23 @@ def test_still_failing_is_still_a_regression():
 
 def test_a_fixed_variant_is_not_a_regression():
     comparison = compare(results("a.json", bench(TIGHT, passed=False)),
+                         results("b.json", bench(TIGHT * 1.01)))
+    assert comparison.rows[0].verdict == "fixed"
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_a_fix_is_judged_on_its_speed_when_the_failing_baseline_was_timed():
+    # A FAIL row was timed like any other: a fix 1.5x slower than it is `slower`, not
+    # `fixed`. A baseline with no timing (an ERROR) leaves only `fixed` to say.
+    comparison = compare(results("a.json", bench(TIGHT, passed=False)),
+                         results("b.json", bench(TIGHT * 1.5)))
+    assert comparison.rows[0].verdict == "slower"
+    assert comparison.rows[0].reason.startswith("now PASS (was FAIL), but +50")
+    assert comparison.exit_code == ExitCode.REGRESSION
+    comparison = compare(results("a.json", bench((), error="nvcc failed")),
                          results("b.json", bench(TIGHT * 1.5)))
     assert comparison.rows[0].verdict == "fixed"
+    assert "no timing" in comparison.rows[0].reason
     assert comparison.exit_code == ExitCode.OK
 
 

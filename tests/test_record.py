@@ -176,3 +176,27 @@ def test_re_running_a_slow_job_keeps_failing(use_fake, tmp_path):
                       "--check", "--db", str(db), "--json", str(tmp_path / f"s{rerun}.json"))
         assert done.exit_code == 1 and "slower" in done.stdout, (rerun, done.output)
     assert "newer runs since the step" in done.stdout and "left out" in done.stdout
+
+
+def test_a_fix_is_judged_on_its_speed_against_the_passing_runs(use_fake, tmp_path):
+    # The last recorded run failed verification: the next one was `fixed`, exit 0, at
+    # whatever speed. Its speed is judged against the passing history now.
+    from cudabench.engines.fake_kernels import Fault
+
+    db = tmp_path / "h.db"
+    record_runs(use_fake, tmp_path, db, 5)
+    use_fake(seed=20, faults={"atomic": Fault.WRONG_ELEMENT})
+    broken = invoke("dot", "--size", "1000", *QUICK, "--record", "--db", str(db),
+                    "--json", str(tmp_path / "broken.json"))
+    assert broken.exit_code == 3, broken.output  # a variant failed verification
+    use_fake(seed=21, slowdown={"atomic": 2.0})
+    assert invoke("dot", "--size", "1000", *QUICK, "--json",
+                  str(tmp_path / "slow-fix.json")).exit_code == 0
+    done = invoke("history", "check", str(tmp_path / "slow-fix.json"), "--db", str(db))
+    assert done.exit_code == 1, done.output
+    assert "slower" in done.stdout and "now PASS (last recorded FAIL), but" in done.stdout
+    use_fake(seed=22)
+    assert invoke("dot", "--size", "1000", *QUICK, "--json",
+                  str(tmp_path / "fix.json")).exit_code == 0
+    done = invoke("history", "check", str(tmp_path / "fix.json"), "--db", str(db))
+    assert done.exit_code == 0 and "fixed" in done.stdout, done.output

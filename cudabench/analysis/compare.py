@@ -13,7 +13,10 @@ Verdict of a pair, first rule that applies:
   verified cannot pass a gate, even if it already failed before), or a kernel of the
   baseline is a reference or vendor row in the current file (not gated, not verified as a
   kernel). A regression.
-- `fixed`: the baseline was FAIL or ERROR and the current run passes (PASS or REF).
+- `fixed`: the baseline was FAIL, ERROR, TIMEOUT or SUSPECT and the current run passes
+  (PASS or REF). A FAIL baseline was timed, so the fix's speed is judged by the rules
+  below against it: `slower` or `untestable` stay regressions (a fix that costs 2x is
+  shown, not waved through); the other rows have no timing to judge against.
 - `untestable`: slower by more than the threshold, but with so few samples that the rank
   test could not reach p < alpha whatever they were (6 against 6 cannot reach 0.001): a
   large slowdown that cannot be judged fails the gate rather than passing unseen. With
@@ -336,7 +339,31 @@ def _verdict(before: BenchmarkResult, after: BenchmarkResult, change: float | No
             return Verdict.FAILED, f"still {now.value} (was {was.value}): {why}"
         return Verdict.FAILED, f"now {now.value} (was {was.value}): {why}"
     if was in FAILING_STATUSES:
-        return Verdict.FIXED, f"now {now.value} (was {was.value})"
+        return _fixed(before, after, change, p, threshold, alpha)
+    return _timing_verdict(before, after, change, p, threshold, alpha)
+
+
+def _fixed(before: BenchmarkResult, after: BenchmarkResult, change: float | None,
+           p: float | None, threshold: float, alpha: float) -> tuple[Verdict, str]:
+    """Return the verdict on a kernel the baseline failed and the current run passes.
+
+    A FAIL row was timed as any other (its result was wrong, not its clock): a fix is
+    judged on its speed against it, so a fix twice as slow is `slower`, not `fixed`. A
+    SUSPECT row's timing is not believed and an ERROR or TIMEOUT row has none: `fixed`.
+    """
+    fix = f"now {after.status.value} (was {before.status.value})"
+    if before.status is not Status.FAIL or len(before.samples_s) < MIN_SAMPLES:
+        return Verdict.FIXED, f"{fix}; the baseline has no timing to judge its speed against"
+    verdict, reason = _timing_verdict(before, after, change, p, threshold, alpha)
+    if verdict in REGRESSION:
+        return verdict, f"{fix}, but {reason}"
+    return Verdict.FIXED, f"{fix}; {reason}"
+
+
+def _timing_verdict(before: BenchmarkResult, after: BenchmarkResult, change: float | None,
+                    p: float | None, threshold: float, alpha: float) -> tuple[Verdict, str]:
+    """Return the verdict on two passing rows' timings, and why (the docstring's rules
+    from `untestable` on)."""
     counts = len(before.samples_s), len(after.samples_s)
     floor = reachable_p(*counts) if min(counts) >= MIN_SAMPLES else 1.0
     if change is not None and floor >= alpha:

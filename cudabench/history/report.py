@@ -4,7 +4,8 @@ check judges each benchmark of a results file against the distribution of the me
 its last N runs on the same GPU model (not one baseline), with compare's verdict words:
 
 - `failed`: the current row is not verified (FAIL, ERROR, TIMEOUT, SUSPECT). A regression.
-- `fixed`: the last recorded run of it failed, and this one passes.
+- `fixed`: the last recorded run of it failed, and this one passes, its speed judged
+  against the passing runs as below (slower than them: `slower`, not `fixed`).
 - `missing`: a kernel that most of the last recorded runs of the same command measured
   (check's _missing) and the file lacks or holds only as SKIP. A regression, unless
   allow_missing.
@@ -328,18 +329,25 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
         runs=len(medians), change=change, p_value=None, threshold=limit,
         threshold_source=source, verdict=Verdict.NOISY, reason="")
 
+    now = result.status
+    was = latest[-1].status if latest else None
+    # A fix is judged on its speed too, against the passing runs: the failing ones are no
+    # history (usable_only), so a fix twice as slow is `slower`, not `fixed`.
+    recovered = (was if now not in FAILING_STATUSES
+                 and was in {s.value for s in FAILING_STATUSES} else None)
+
     def row(verdict: Verdict, reason: str, p: float | None = None) -> HistoryRow:
+        if recovered is not None:
+            fix = f"now {now.value} (last recorded {recovered})"
+            verdict, reason = ((verdict, f"{fix}, but {reason}") if verdict in REGRESSION
+                               else (Verdict.FIXED, f"{fix}; {reason}"))
         if result.kind is not Kind.VARIANT and verdict in REGRESSION:
             reason += ungated(result.kind.value)
         return dataclasses.replace(template, verdict=verdict, reason=reason, p_value=p)
 
-    now = result.status
-    was = latest[-1].status if latest else None
     if now in FAILING_STATUSES:
         was_text = f" (last recorded {was})" if was else ""
         return row(Verdict.FAILED, f"now {now.value}{was_text}: {_failure(result)}")
-    if was is not None and was in {s.value for s in FAILING_STATUSES}:
-        return row(Verdict.FIXED, f"now {now.value} (last recorded {was})")
     if (len(result.samples_s) < MIN_SAMPLES and change is not None and change > limit
             and len(medians) >= min_runs):  # a large slowdown too few samples can judge
         return row(Verdict.UNTESTABLE, f"{format_change(change)} but {len(result.samples_s)} "
