@@ -844,3 +844,32 @@ def test_a_file_from_before_the_flush_was_recorded_reads_as_memset(tmp_path):
     assert done.exit_code == ExitCode.USAGE
     assert "by memset" in done.output and "by clean" in done.output
     assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1
+
+
+def test_a_run_compared_with_itself_through_pipes_is_refused(use_fake, tmp_path):
+    # `compare <(cat a.json) <(cat a.json)`: no regular file, so the byte checks cannot run,
+    # but the rows and raw samples are the same run's: refused as for files.
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    if shutil.which("bash") is None:
+        pytest.skip("needs bash for process substitution")
+    run = tmp_path / "a.json"
+    done = CliRunner().invoke(cli, ["dot", "--size", "1000", "--warmup", "0", "--min-samples",
+                                    "8", "--max-time", "0.05", "--json", str(run)])
+    assert done.exit_code == 0, done.output
+    root = Path(__file__).parent.parent
+    fake_cli = Path(__file__).parent / "fake_cli.py"
+    result = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" "{fake_cli}" compare <(cat "{run}") '
+                       f'<(cat "{run}") --threshold 5%'],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "copies of one run (the same rows and raw samples)" in result.stderr
