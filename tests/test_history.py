@@ -746,6 +746,17 @@ def test_check_refuses_bad_options(tmp_path):
                           "schema_version 99")
 
 
+def test_check_refuses_a_window_shorter_than_the_history_it_needs(tmp_path):
+    # --last 4 with --min-runs 5 (or --min-runs 50 with --last 20) left every row "too
+    # little history, not gated": a 3x slowdown passed.
+    db = flat_history(tmp_path)
+    slow = make_run(tmp_path, 100, factors={"tiled": 3.0}, name="current")
+    for flags, named in ((["--last", "4"], "--last 4 is below --min-runs 5"),
+                         (["--min-runs", "50"], "--last 20 is below --min-runs 50")):
+        assert_one_line_error(invoke("check", slow, *flags, "--db", db), named)
+    assert invoke("check", slow, "--last", "5", "--db", db).exit_code == 1
+
+
 # thresholds ----------------------------------------------------------------------------
 
 

@@ -186,8 +186,8 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     current lacks (or holds only as SKIP), is `missing` unless allow_missing: as in
     compare, a slowed kernel renamed or dropped must not pass unseen.
     """
-    if last < 1 or not 0 < alpha < 1 or min_runs < 3:
-        raise ValueError("last >= 1, alpha in (0, 1), min_runs >= 3")
+    if last < min_runs or not 0 < alpha < 1 or min_runs < 3:
+        raise ValueError("last >= min_runs, alpha in (0, 1), min_runs >= 3")
     own = store.run_for(source) if source is not None else None
     rows = []
     for result in one_row_each(current, skip_skipped=True):
