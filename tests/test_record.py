@@ -200,3 +200,22 @@ def test_a_fix_is_judged_on_its_speed_against_the_passing_runs(use_fake, tmp_pat
                   str(tmp_path / "fix.json")).exit_code == 0
     done = invoke("history", "check", str(tmp_path / "fix.json"), "--db", str(db))
     assert done.exit_code == 0 and "fixed" in done.stdout, done.output
+
+
+def test_compare_html_draws_an_infinite_change_off_the_scale(use_fake, tmp_path):
+    # Samples near 1e-300 s against 1e300 s: the change is +inf, and the plot's axis
+    # limits raised (internal error, exit 4) where the command without --html exits 1.
+    a = run_file(use_fake, tmp_path, "a.json", seed=1)
+    b = run_file(use_fake, tmp_path, "b.json", seed=2)
+    for path, scale in ((a, 1e-300), (b, 1e300)):
+        document = json.loads(path.read_text())
+        for row in document["benchmarks"]:
+            if row["variant"] == "atomic":
+                row["samples_s"] = [scale * (1 + i / 100) for i in range(len(row["samples_s"]))]
+        path.write_text(json.dumps(document))
+    plain = invoke("compare", str(a), str(b), "--threshold", "5%")
+    assert plain.exit_code == 1, plain.output
+    page = tmp_path / "c.html"
+    done = invoke("compare", str(a), str(b), "--threshold", "5%", "--html", str(page))
+    assert done.exit_code == 1, done.output
+    assert "off the scale" in page.read_text()
