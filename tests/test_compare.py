@@ -873,3 +873,35 @@ def test_a_run_compared_with_itself_through_pipes_is_refused(use_fake, tmp_path)
         env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "copies of one run (the same rows and raw samples)" in result.stderr
+
+
+def test_a_run_that_records_no_gpu_is_not_compared_with_one_that_does(use_fake, tmp_path):
+    # `"devices": []` and rows with `"device": null` took the current file out of the
+    # different-GPU-model refusal: its rows paired with any model's.
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    runs = []
+    for seed in (1, 2):
+        use_fake(seed=seed)
+        path = tmp_path / f"r{seed}.json"
+        done = CliRunner().invoke(cli, ["dot", "--size", "1000", "--warmup", "0",
+                                        "--min-samples", "8", "--max-time", "0.05",
+                                        "--json", str(path)])
+        assert done.exit_code == 0, done.output
+        runs.append(path)
+    document = json.loads(runs[1].read_text(encoding="utf-8"))
+    document["devices"] = []
+    for row in document["benchmarks"]:
+        row["device"] = None
+    blind = tmp_path / "blind.json"
+    blind.write_text(json.dumps(document), encoding="utf-8")
+    for pair in ((runs[0], blind), (blind, runs[0])):
+        result = CliRunner().invoke(cli, ["compare", *map(str, pair), "--threshold", "5%"])
+        assert result.exit_code == 2, result.output
+        assert "records no GPU for its measured rows" in result.stderr
+        assert "--allow-different-gpu" in result.stderr
+    allowed = CliRunner().invoke(cli, ["compare", str(runs[0]), str(blind), "--threshold", "5%",
+                                       "--allow-different-gpu"])
+    assert allowed.exit_code in (0, 1), allowed.output

@@ -99,6 +99,8 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
             "different GPU models are not comparable; pass --allow-different-gpu to compare "
             "them anyway"
         )
+    if not allow_different_gpu:
+        _refuse_unknown_gpu((baseline, current), models)
     by_model = not allow_different_gpu  # pair on the GPU model too: never across models
     before, after = _index(baseline), _index(current)
     several = len({r.device.identity for r in current.benchmarks if r.device}) > 1
@@ -205,6 +207,20 @@ def _models(results: ResultsFile) -> set[str]:
     where its rows name none: rows stripped of their GPU must not escape the check)."""
     return ({r.device.name for r in results.benchmarks if r.device is not None}
             or {d.name for d in results.devices})
+
+
+def _refuse_unknown_gpu(files: tuple[ResultsFile, ResultsFile],
+                        models: tuple[set[str], set[str]]) -> None:
+    """Refuse a file whose measured rows record no GPU at all (`"devices": []`, rows with
+    `"device": null`) against one measured on a GPU model: its rows would pair with any
+    model's, and the different-GPU refusal would not see them."""
+    for side in (0, 1):
+        this, other, mine, theirs = files[side], files[1 - side], models[side], models[1 - side]
+        if not mine and theirs and any(r.samples_s for r in this.benchmarks):
+            raise UsageError(
+                f"{this.path} records no GPU for its measured rows but {other.path} was "
+                f"measured on {', '.join(sorted(theirs))!r}: timings of an unknown GPU are not "
+                "comparable; pass --allow-different-gpu to compare them anyway")
 
 
 def _model_notes(before: set[str], after: set[str], added: tuple[BenchmarkResult, ...],
