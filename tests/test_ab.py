@@ -266,3 +266,21 @@ def test_launch_blocking_is_refused_before_anything_runs(marked, tmp_path, monke
     a = folder(tmp_path / "a", ["v0"])
     done = invoke(a, a, "--size", "32", "--rounds", "6")
     assert done.exit_code == 2 and "CUDA_LAUNCH_BLOCKING=1" in done.stderr
+
+
+def test_a_copy_b_no_longer_runs_fails_like_a_missing_one(marked, tmp_path):
+    # B's header asks for a newer GPU (its row is SKIP) or drops the type compared: B's
+    # copy was never measured, and a slow kernel must not pass by opting out of the run.
+    old = folder(tmp_path / "old", ["naive", "shared", "tiled"])
+    new = folder(tmp_path / "new", ["naive"])
+    write_kernel(new / "matmul", "shared", (*MATMUL_HEADER, "// arch: sm_100a"))
+    write_kernel(new / "matmul", "tiled", (*MATMUL_HEADER, "// dtypes: float64"))
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert verdicts(result.stdout)["shared"] == "missing"
+    assert "B's copy was not run" in result.stdout and "9.0" in result.stdout
+    assert "matmul/tiled: B supports float64 only" in result.stdout
+    assert "2 regressions" in result.stdout
+    allowed = invoke(old, new, *FAST, "--rounds", "6", "--allow-missing")
+    assert allowed.exit_code == 0, (allowed.stdout, allowed.stderr)
+    assert "no regression" in allowed.stdout

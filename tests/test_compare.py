@@ -298,8 +298,23 @@ def test_still_failing_is_still_a_regression():
 
 def test_a_fixed_variant_is_not_a_regression():
     comparison = compare(results("a.json", bench(TIGHT, passed=False)),
+                         results("b.json", bench(TIGHT * 1.01)))
+    assert comparison.rows[0].verdict == "fixed"
+    assert comparison.exit_code == ExitCode.OK
+
+
+def test_a_fix_is_judged_on_its_speed_when_the_failing_baseline_was_timed():
+    # A FAIL row was timed like any other: a fix 1.5x slower than it is `slower`, not
+    # `fixed`. A baseline with no timing (an ERROR) leaves only `fixed` to say.
+    comparison = compare(results("a.json", bench(TIGHT, passed=False)),
+                         results("b.json", bench(TIGHT * 1.5)))
+    assert comparison.rows[0].verdict == "slower"
+    assert comparison.rows[0].reason.startswith("now PASS (was FAIL), but +50")
+    assert comparison.exit_code == ExitCode.REGRESSION
+    comparison = compare(results("a.json", bench((), error="nvcc failed")),
                          results("b.json", bench(TIGHT * 1.5)))
     assert comparison.rows[0].verdict == "fixed"
+    assert "no timing" in comparison.rows[0].reason
     assert comparison.exit_code == ExitCode.OK
 
 
@@ -829,3 +844,64 @@ def test_a_file_from_before_the_flush_was_recorded_reads_as_memset(tmp_path):
     assert done.exit_code == ExitCode.USAGE
     assert "by memset" in done.output and "by clean" in done.output
     assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1
+
+
+def test_a_run_compared_with_itself_through_pipes_is_refused(use_fake, tmp_path):
+    # `compare <(cat a.json) <(cat a.json)`: no regular file, so the byte checks cannot run,
+    # but the rows and raw samples are the same run's: refused as for files.
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    if shutil.which("bash") is None:
+        pytest.skip("needs bash for process substitution")
+    run = tmp_path / "a.json"
+    done = CliRunner().invoke(cli, ["dot", "--size", "1000", "--warmup", "0", "--min-samples",
+                                    "8", "--max-time", "0.05", "--json", str(run)])
+    assert done.exit_code == 0, done.output
+    root = Path(__file__).parent.parent
+    fake_cli = Path(__file__).parent / "fake_cli.py"
+    result = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" "{fake_cli}" compare <(cat "{run}") '
+                       f'<(cat "{run}") --threshold 5%'],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "copies of one run (the same rows and raw samples)" in result.stderr
+
+
+def test_a_run_that_records_no_gpu_is_not_compared_with_one_that_does(use_fake, tmp_path):
+    # `"devices": []` and rows with `"device": null` took the current file out of the
+    # different-GPU-model refusal: its rows paired with any model's.
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    runs = []
+    for seed in (1, 2):
+        use_fake(seed=seed)
+        path = tmp_path / f"r{seed}.json"
+        done = CliRunner().invoke(cli, ["dot", "--size", "1000", "--warmup", "0",
+                                        "--min-samples", "8", "--max-time", "0.05",
+                                        "--json", str(path)])
+        assert done.exit_code == 0, done.output
+        runs.append(path)
+    document = json.loads(runs[1].read_text(encoding="utf-8"))
+    document["devices"] = []
+    for row in document["benchmarks"]:
+        row["device"] = None
+    blind = tmp_path / "blind.json"
+    blind.write_text(json.dumps(document), encoding="utf-8")
+    for pair in ((runs[0], blind), (blind, runs[0])):
+        result = CliRunner().invoke(cli, ["compare", *map(str, pair), "--threshold", "5%"])
+        assert result.exit_code == 2, result.output
+        assert "records no GPU for its measured rows" in result.stderr
+        assert "--allow-different-gpu" in result.stderr
+    allowed = CliRunner().invoke(cli, ["compare", str(runs[0]), str(blind), "--threshold", "5%",
+                                       "--allow-different-gpu"])
+    assert allowed.exit_code in (0, 1), allowed.output

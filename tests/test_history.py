@@ -746,6 +746,17 @@ def test_check_refuses_bad_options(tmp_path):
                           "schema_version 99")
 
 
+def test_check_refuses_a_window_shorter_than_the_history_it_needs(tmp_path):
+    # --last 4 with --min-runs 5 (or --min-runs 50 with --last 20) left every row "too
+    # little history, not gated": a 3x slowdown passed.
+    db = flat_history(tmp_path)
+    slow = make_run(tmp_path, 100, factors={"tiled": 3.0}, name="current")
+    for flags, named in ((["--last", "4"], "--last 4 is below --min-runs 5"),
+                         (["--min-runs", "50"], "--last 20 is below --min-runs 50")):
+        assert_one_line_error(invoke("check", slow, *flags, "--db", db), named)
+    assert invoke("check", slow, "--last", "5", "--db", db).exit_code == 1
+
+
 # thresholds ----------------------------------------------------------------------------
 
 
@@ -1057,3 +1068,24 @@ def test_a_recorded_slow_run_does_not_let_its_rerun_pass(tmp_path):
     result = invoke("check", again, "--db", db)
     assert result.exit_code == 1 and verdicts(result.stdout)["tiled"] == "slower", \
         result.stdout
+
+
+def test_a_slow_level_is_the_history_only_once_several_commits_hold_it(tmp_path):
+    # Re-runs of one slow commit never become the baseline; a level that min_runs runs of
+    # 3 commits or more hold is a step the history follows (a slowdown kept on purpose).
+    db = flat_history(tmp_path, runs=10)
+    reruns = [edited(make_run(tmp_path / "slow", i, factors={"tiled": 1.2}),
+                     lambda d: d.update(git_commit=commit_of(50))) for i in range(10, 18)]
+    import_runs(db, reruns)
+    current = make_run(tmp_path, 100, factors={"tiled": 1.2}, name="current")
+    with Store.open(db) as store:
+        row = next(r for r in check(store, load_results(current)).rows
+                   if r.benchmark.variant == "tiled")
+    assert row.verdict is Verdict.SLOWER and row.runs == 10, row.reason
+    assert "8 newer runs since the step" in row.reason
+    import_runs(db, [make_run(tmp_path / "kept", i, factors={"tiled": 1.2})
+                     for i in range(18, 21)])  # 3 more commits: 11 runs of 4 commits
+    with Store.open(db) as store:
+        row = next(r for r in check(store, load_results(current)).rows
+                   if r.benchmark.variant == "tiled")
+    assert row.verdict is Verdict.SAME and row.runs == 11, row.reason

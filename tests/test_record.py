@@ -159,3 +159,63 @@ def test_an_empty_store_file_is_recorded_into(use_fake, tmp_path, monkeypatch):
     assert done.exit_code == 0, done.output
     with Store.open(db) as store:
         assert store.counts()["runs"] == 1
+
+
+def test_re_running_a_slow_job_keeps_failing(use_fake, tmp_path):
+    # `--record --check` records the runs that fail the gate too: three of them once made a
+    # step the check followed, and the fourth re-run passed as "too little history".
+    db = tmp_path / "h.db"
+    for seed in range(8):
+        use_fake(seed=seed)
+        done = invoke("dot", "--size", "4096", "--variant", "bulk", *QUICK, "--record",
+                      "--db", str(db), "--json", str(tmp_path / f"r{seed}.json"))
+        assert done.exit_code == 0, done.output
+    for rerun in range(5):
+        use_fake(seed=100 + rerun, slowdown={"bulk": 1.3})
+        done = invoke("dot", "--size", "4096", "--variant", "bulk", *QUICK, "--record",
+                      "--check", "--db", str(db), "--json", str(tmp_path / f"s{rerun}.json"))
+        assert done.exit_code == 1 and "slower" in done.stdout, (rerun, done.output)
+    assert "newer runs since the step" in done.stdout and "left out" in done.stdout
+
+
+def test_a_fix_is_judged_on_its_speed_against_the_passing_runs(use_fake, tmp_path):
+    # The last recorded run failed verification: the next one was `fixed`, exit 0, at
+    # whatever speed. Its speed is judged against the passing history now.
+    from cudabench.engines.fake_kernels import Fault
+
+    db = tmp_path / "h.db"
+    record_runs(use_fake, tmp_path, db, 5)
+    use_fake(seed=20, faults={"atomic": Fault.WRONG_ELEMENT})
+    broken = invoke("dot", "--size", "1000", *QUICK, "--record", "--db", str(db),
+                    "--json", str(tmp_path / "broken.json"))
+    assert broken.exit_code == 3, broken.output  # a variant failed verification
+    use_fake(seed=21, slowdown={"atomic": 2.0})
+    assert invoke("dot", "--size", "1000", *QUICK, "--json",
+                  str(tmp_path / "slow-fix.json")).exit_code == 0
+    done = invoke("history", "check", str(tmp_path / "slow-fix.json"), "--db", str(db))
+    assert done.exit_code == 1, done.output
+    assert "slower" in done.stdout and "now PASS (last recorded FAIL), but" in done.stdout
+    use_fake(seed=22)
+    assert invoke("dot", "--size", "1000", *QUICK, "--json",
+                  str(tmp_path / "fix.json")).exit_code == 0
+    done = invoke("history", "check", str(tmp_path / "fix.json"), "--db", str(db))
+    assert done.exit_code == 0 and "fixed" in done.stdout, done.output
+
+
+def test_compare_html_draws_an_infinite_change_off_the_scale(use_fake, tmp_path):
+    # Samples near 1e-300 s against 1e300 s: the change is +inf, and the plot's axis
+    # limits raised (internal error, exit 4) where the command without --html exits 1.
+    a = run_file(use_fake, tmp_path, "a.json", seed=1)
+    b = run_file(use_fake, tmp_path, "b.json", seed=2)
+    for path, scale in ((a, 1e-300), (b, 1e300)):
+        document = json.loads(path.read_text())
+        for row in document["benchmarks"]:
+            if row["variant"] == "atomic":
+                row["samples_s"] = [scale * (1 + i / 100) for i in range(len(row["samples_s"]))]
+        path.write_text(json.dumps(document))
+    plain = invoke("compare", str(a), str(b), "--threshold", "5%")
+    assert plain.exit_code == 1, plain.output
+    page = tmp_path / "c.html"
+    done = invoke("compare", str(a), str(b), "--threshold", "5%", "--html", str(page))
+    assert done.exit_code == 1, done.output
+    assert "off the scale" in page.read_text()

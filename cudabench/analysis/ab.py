@@ -18,6 +18,8 @@ a 95.9% interval. It needs
 Verdict (compare's words), first rule that applies:
 
 - `failed`: B's copy failed (FAIL, ERROR, TIMEOUT, SUSPECT) in any round. A regression.
+- `missing`: B's copy was skipped (SKIP: its header asks for another GPU, say) where A's
+  ran: as a variant B lacks, a regression unless allow_missing. Both skipped: `noisy`.
 - `fixed`: A's copy failed in some round and B's passed in all.
 - `noisy`: too few rounds with samples on both sides to make the interval.
 - `slower`: the whole interval lies above 1 + threshold. A regression.
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from cudabench.analysis.best import MIN_MARGIN
 from cudabench.analysis.verdicts import REGRESSION, Verdict
 from cudabench.errors import ExitCode, UsageError
-from cudabench.results.model import FAILING_STATUSES, BenchmarkResult
+from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Status
 from cudabench.common.units import format_change, format_percent
 
 # The floor of a between-run difference worth naming on an H100 (analysis/best.py): A/B
@@ -113,17 +115,21 @@ class ABRun:
     alpha: float
     rounds: int
     allow_missing: bool = False  # a variant only in A passes (removed on purpose)
+    dropped: tuple[str, ...] = ()  # in both, but B's copy no longer takes the dtype, and why
 
     @property
     def regressions(self) -> tuple[ABResult, ...]:
-        """Return the variants that fail the gate."""
-        return tuple(result for result in self.results if result.regressed)
+        """Return the variants that fail the gate (B's copy skipped: not with
+        allow_missing)."""
+        return tuple(result for result in self.results if result.regressed and not (
+            self.allow_missing and result.verdict is Verdict.MISSING))
 
     @property
     def missing(self) -> tuple[str, ...]:
-        """Return the variants of A that B lacks and that fail the gate (as compare fails a
-        kernel its current file lacks: a slow kernel renamed or deleted must not pass)."""
-        return () if self.allow_missing else self.removed
+        """Return the variants of A that B lacks or no longer runs at the dtype, and that
+        fail the gate (as compare fails a kernel its current file lacks: a slow kernel
+        renamed, deleted or opted out of the run must not pass)."""
+        return () if self.allow_missing else self.removed + self.dropped
 
     @property
     def exit_code(self) -> ExitCode:
@@ -202,6 +208,13 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
         return Verdict.FAILED, f"B {b_bad.status.value} ({was}): {_failure(b_bad)}"
     if a_bad is not None:
         return Verdict.FIXED, f"B passes (A {a_bad.status.value}: {_failure(a_bad)})"
+    b_skip = next((row for row in b_rounds if row.status is Status.SKIP), None)
+    a_skip = next((row for row in a_rounds if row.status is Status.SKIP), None)
+    if b_skip is not None and a_skip is None:  # B opted out where A ran: B lacks it here
+        return Verdict.MISSING, (f"B's copy was not run ({b_skip.skipped}) where A's was: "
+                                 "as a variant B lacks; --allow-missing passes it")
+    if b_skip is not None:
+        return Verdict.NOISY, f"neither copy was run ({b_skip.skipped}): nothing to judge"
     if ratio is None or interval is None:
         return Verdict.NOISY, (f"{len([r for r in b_rounds if r.samples_s])} round(s) with "
                                f"samples; a {1 - alpha:.4g} interval needs "

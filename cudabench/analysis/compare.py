@@ -13,7 +13,10 @@ Verdict of a pair, first rule that applies:
   verified cannot pass a gate, even if it already failed before), or a kernel of the
   baseline is a reference or vendor row in the current file (not gated, not verified as a
   kernel). A regression.
-- `fixed`: the baseline was FAIL or ERROR and the current run passes (PASS or REF).
+- `fixed`: the baseline was FAIL, ERROR, TIMEOUT or SUSPECT and the current run passes
+  (PASS or REF). A FAIL baseline was timed, so the fix's speed is judged by the rules
+  below against it: `slower` or `untestable` stay regressions (a fix that costs 2x is
+  shown, not waved through); the other rows have no timing to judge against.
 - `untestable`: slower by more than the threshold, but with so few samples that the rank
   test could not reach p < alpha whatever they were (6 against 6 cannot reach 0.001): a
   large slowdown that cannot be judged fails the gate rather than passing unseen. With
@@ -96,6 +99,8 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
             "different GPU models are not comparable; pass --allow-different-gpu to compare "
             "them anyway"
         )
+    if not allow_different_gpu:
+        _refuse_unknown_gpu((baseline, current), models)
     by_model = not allow_different_gpu  # pair on the GPU model too: never across models
     before, after = _index(baseline), _index(current)
     several = len({r.device.identity for r in current.benchmarks if r.device}) > 1
@@ -202,6 +207,20 @@ def _models(results: ResultsFile) -> set[str]:
     where its rows name none: rows stripped of their GPU must not escape the check)."""
     return ({r.device.name for r in results.benchmarks if r.device is not None}
             or {d.name for d in results.devices})
+
+
+def _refuse_unknown_gpu(files: tuple[ResultsFile, ResultsFile],
+                        models: tuple[set[str], set[str]]) -> None:
+    """Refuse a file whose measured rows record no GPU at all (`"devices": []`, rows with
+    `"device": null`) against one measured on a GPU model: its rows would pair with any
+    model's, and the different-GPU refusal would not see them."""
+    for side in (0, 1):
+        this, other, mine, theirs = files[side], files[1 - side], models[side], models[1 - side]
+        if not mine and theirs and any(r.samples_s for r in this.benchmarks):
+            raise UsageError(
+                f"{this.path} records no GPU for its measured rows but {other.path} was "
+                f"measured on {', '.join(sorted(theirs))!r}: timings of an unknown GPU are not "
+                "comparable; pass --allow-different-gpu to compare them anyway")
 
 
 def _model_notes(before: set[str], after: set[str], added: tuple[BenchmarkResult, ...],
@@ -336,7 +355,31 @@ def _verdict(before: BenchmarkResult, after: BenchmarkResult, change: float | No
             return Verdict.FAILED, f"still {now.value} (was {was.value}): {why}"
         return Verdict.FAILED, f"now {now.value} (was {was.value}): {why}"
     if was in FAILING_STATUSES:
-        return Verdict.FIXED, f"now {now.value} (was {was.value})"
+        return _fixed(before, after, change, p, threshold, alpha)
+    return _timing_verdict(before, after, change, p, threshold, alpha)
+
+
+def _fixed(before: BenchmarkResult, after: BenchmarkResult, change: float | None,
+           p: float | None, threshold: float, alpha: float) -> tuple[Verdict, str]:
+    """Return the verdict on a kernel the baseline failed and the current run passes.
+
+    A FAIL row was timed as any other (its result was wrong, not its clock): a fix is
+    judged on its speed against it, so a fix twice as slow is `slower`, not `fixed`. A
+    SUSPECT row's timing is not believed and an ERROR or TIMEOUT row has none: `fixed`.
+    """
+    fix = f"now {after.status.value} (was {before.status.value})"
+    if before.status is not Status.FAIL or len(before.samples_s) < MIN_SAMPLES:
+        return Verdict.FIXED, f"{fix}; the baseline has no timing to judge its speed against"
+    verdict, reason = _timing_verdict(before, after, change, p, threshold, alpha)
+    if verdict in REGRESSION:
+        return verdict, f"{fix}, but {reason}"
+    return Verdict.FIXED, f"{fix}; {reason}"
+
+
+def _timing_verdict(before: BenchmarkResult, after: BenchmarkResult, change: float | None,
+                    p: float | None, threshold: float, alpha: float) -> tuple[Verdict, str]:
+    """Return the verdict on two passing rows' timings, and why (the docstring's rules
+    from `untestable` on)."""
     counts = len(before.samples_s), len(after.samples_s)
     floor = reachable_p(*counts) if min(counts) >= MIN_SAMPLES else 1.0
     if change is not None and floor >= alpha:

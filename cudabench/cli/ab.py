@@ -167,7 +167,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,
                    insight=Insight(vendor=False, batch=False))
     chosen, added, removed = _pairing(sides, ops)
-    plans, skipped = _plans(sides, chosen, base, dtype, parse_params(params))
+    plans, skipped, dropped = _plans(sides, chosen, base, dtype, parse_params(params))
     # An unwritable path, or one that reaches a kernel file, fails now, not after the GPU work;
     # so do a size beyond the GPU's or the host's memory and a setting the timing cannot
     # run under.
@@ -188,7 +188,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     rows = _rows_by_side(schedule, labels, outcome.results)
     run = ABRun(tuple(judge(rows[key]["A"], rows[key]["B"], limit, alpha) for key in rows),
                 tuple(added), tuple(removed), tuple(skipped), limit, alpha, rounds,
-                allow_missing)
+                allow_missing, tuple(dropped))
     if writer is not None:
         for by_side in rows.values():
             for label in SIDES:
@@ -241,14 +241,17 @@ def _pairing(sides: tuple[Side, Side], ops: Sequence[str]
 
 def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]],
            base: Request, dtype: str | None, params: Mapping[str, list[int]]
-           ) -> tuple[list[tuple[Plan, Plan]], list[str]]:
-    """Return a checked (A plan, B plan) per op, and the variants not run and why."""
+           ) -> tuple[list[tuple[Plan, Plan]], list[str], list[str]]:
+    """Return a checked (A plan, B plan) per op, the variants not run and why, and those of
+    them A's copy takes the dtype of and B's no longer does (missing from B's run)."""
     for name, values in params.items():
         if len(values) > 1:
             raise UsageError(f"--param {name}: ab measures one value; give a single one")
     single = {name: values[0] for name, values in params.items()}
     taken: set[str] = set()
-    pairs, skipped = [], []
+    pairs: list[tuple[Plan, Plan]] = []
+    skipped: list[str] = []
+    dropped: list[str] = []
     for op, common in chosen:
         op_dtype = dtype or ("float32" if "float32" in sides[0].ops[op].dtypes
                              else sides[0].ops[op].dtypes[0])
@@ -256,8 +259,10 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
         for name in common:
             lacking = [s for s in sides if op_dtype not in s.catalog[op][name].dtypes]
             if lacking:
-                skipped.append(f"{op}/{name}: {lacking[0].label} supports "
-                               f"{', '.join(lacking[0].catalog[op][name].dtypes)} only")
+                why = (f"{op}/{name}: {lacking[0].label} supports "
+                       f"{', '.join(lacking[0].catalog[op][name].dtypes)} only")
+                # B's copy narrowed its types: a slow kernel must not pass by opting out
+                (dropped if [s.label for s in lacking] == ["B"] else skipped).append(why)
             else:
                 names.append(name)
         if not names:
@@ -276,8 +281,8 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
             raise UsageError(f"--param {name}: no compared variant takes {name}")
     if not pairs:
         raise UsageError(f"no variant in both folders supports --dtype {dtype}: "
-                         + "; ".join(skipped))
-    return pairs, skipped
+                         + "; ".join(skipped + dropped))
+    return pairs, skipped, dropped
 
 
 def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int
@@ -342,10 +347,13 @@ def row_cells(result: ABResult) -> list[str]:
 def listing_lines(run: ABRun) -> list[str]:
     """Return the lines naming the variants not judged: in one folder only, or not run."""
     lines = []
-    removed = ("missing (only in A; fails the gate, --allow-missing passes it)" if run.missing
-               else "removed (only in A)")
+    removed = ("missing (only in A; fails the gate, --allow-missing passes it)"
+               if run.missing else "removed (only in A)")
+    dropped = ("missing (B's copy does not take the type compared; fails the gate, "
+               "--allow-missing passes it)" if run.missing else "not compared (B's copy "
+               "does not take the type compared)")
     for title, names in (("added (only in B)", run.added), (removed, run.removed),
-                         ("not compared", run.not_compared)):
+                         (dropped, run.dropped), ("not compared", run.not_compared)):
         if names:
             lines += [f"{title}:", *(f"  {name}" for name in names)]
     return lines
@@ -359,6 +367,7 @@ def summary_text(run: ABRun, gpu: str) -> str:
     parts = [f"{count} {verdict.value}" for verdict, count in counts.items() if count]
     parts += [f"{len(run.added)} added"] if run.added else []
     parts += [f"{len(run.removed)} removed"] if run.removed else []
+    parts += [f"{len(run.dropped)} not run by B"] if run.dropped else []
     regressed = len(run.regressions) + len(run.missing)
     head = (f"{regressed} regression{'s' if regressed != 1 else ''}" if regressed
             else "no regression")

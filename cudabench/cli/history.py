@@ -169,6 +169,9 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
     limit = None if threshold.strip().lower() == "auto" else parse_threshold(threshold)
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha!r}: must be between 0 and 1")
+    if last < min_runs:  # else no row could ever have the history to judge: all would pass
+        raise UsageError(f"--last {last} is below --min-runs {min_runs}: no benchmark could "
+                         f"be judged on fewer runs than it needs; give --last {min_runs} or more")
     results = load_results(current)
     if not results.benchmarks:
         raise UsageError(f"{current}: holds no benchmarks (its run measured nothing): there "

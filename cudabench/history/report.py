@@ -4,7 +4,8 @@ check judges each benchmark of a results file against the distribution of the me
 its last N runs on the same GPU model (not one baseline), with compare's verdict words:
 
 - `failed`: the current row is not verified (FAIL, ERROR, TIMEOUT, SUSPECT). A regression.
-- `fixed`: the last recorded run of it failed, and this one passes.
+- `fixed`: the last recorded run of it failed, and this one passes, its speed judged
+  against the passing runs as below (slower than them: `slower`, not `fixed`).
 - `missing`: a kernel that most of the last recorded runs of the same command measured
   (check's _missing) and the file lacks or holds only as SKIP. A regression, unless
   allow_missing.
@@ -20,8 +21,10 @@ its last N runs on the same GPU model (not one baseline), with compare's verdict
 - `same`: otherwise.
 
 If a step or a drift is found in the window, only the runs after it count (the history
-before it is another kernel, or another machine); with fewer than min_runs there, the row
-says so and does not gate.
+before it is another kernel, or another machine), once they are an established level:
+min_runs runs from at least 3 commits (_level). Until then they are left out and the runs
+before the step stay the history: `--record --check` records the runs that fail the gate
+too, and re-running a slow commit must keep failing, not make its own baseline.
 """
 
 from __future__ import annotations
@@ -183,17 +186,17 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     current lacks (or holds only as SKIP), is `missing` unless allow_missing: as in
     compare, a slowed kernel renamed or dropped must not pass unseen.
     """
-    if last < 1 or not 0 < alpha < 1 or min_runs < 3:
-        raise ValueError("last >= 1, alpha in (0, 1), min_runs >= 3")
+    if last < min_runs or not 0 < alpha < 1 or min_runs < 3:
+        raise ValueError("last >= min_runs, alpha in (0, 1), min_runs >= 3")
     own = store.run_for(source) if source is not None else None
     rows = []
     for result in one_row_each(current, skip_skipped=True):
         gpu = result.device.name if result.device is not None else ""
         bench = Benchmark.of(result)
-        history = store.series(bench, gpu, last=last, exclude_run=own)
+        history, note = _history(store, bench, gpu, last, own, min_runs)
         latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)
         rows.append(_judge(result, bench, gpu, history, latest, threshold, alpha, min_runs,
-                           cap, cap_from))
+                           cap, cap_from, note))
     if not allow_missing:
         rows += _missing(store, current, own)
     return HistoryCheck(tuple(rows), current.path, last, alpha, own)
@@ -246,16 +249,70 @@ def _band(medians: Sequence[float], center: float) -> list[float]:
     return [x for x, d in zip(medians, deviations) if d <= limit]
 
 
+LEVEL_COMMITS = 3  # the commits a new level needs before it is the history
+
+
+def _history(store: Store, bench: Benchmark, gpu: str, last: int, own: int | None,
+             min_runs: int) -> tuple[list[SeriesPoint], str]:
+    """Return the runs a benchmark is judged against and a note on where they start: the
+    last `last` runs of its current level (_level), not counting the runs of a newer level
+    left out (the window reaches back past them: however often a slow job is re-run, the
+    runs before it stay in view)."""
+    extra = 0
+    while True:
+        window = store.series(bench, gpu, last=last + extra, exclude_run=own)
+        level, left_out, note = _level(window, min_runs)
+        if left_out <= extra or len(window) < last + extra:
+            return level[-last:], note
+        extra = left_out
+
+
+def _level(points: Sequence[SeriesPoint], min_runs: int
+           ) -> tuple[list[SeriesPoint], int, str]:
+    """Return the runs of the newest established level, how many newer runs were left out,
+    and a note for the reason.
+
+    A level after a step or drift is established once it holds min_runs runs from at least
+    LEVEL_COMMITS commits. `--record --check` records every run, those that fail the gate
+    too: re-runs of one slow commit are one measurement of one code, and must never become
+    the baseline that lets the same slowdown pass. Until then the level before stays the
+    history and the newer runs are left out.
+    """
+    if len(points) < 2 * 3:  # a step needs 3 runs a side
+        return list(points), 0, ""
+    detection = detect([p.median_s for p in points], [point_label(p) for p in points])
+    changes = sorted([(s.index, f"the step at {s.label}") for s in detection.steps]
+                     + [(d.end, f"the drift that ended at {d.last_label}")
+                        for d in detection.drifts], reverse=True)
+    end, left_note = len(points), ""
+    for start, where in changes:
+        if start >= end:
+            continue  # inside runs already left out
+        if _established(points[start:end], min_runs):
+            return list(points[start:end]), len(points) - end, f" since {where}{left_note}"
+        if end == len(points):
+            left = end - start
+            left_note = (f" ({left} newer run{'s' if left != 1 else ''} since {where} left "
+                         f"out: a new level needs {min_runs} runs from {LEVEL_COMMITS} "
+                         "commits)")
+        end = start
+    return list(points[:end]), len(points) - end, left_note
+
+
+def _established(level: Sequence[SeriesPoint], min_runs: int) -> bool:
+    """Return whether a level holds min_runs runs from LEVEL_COMMITS commits or more (a
+    run that names no commit counts as its own)."""
+    commits = {p.commit if p.commit is not None else f"run {p.run_id}" for p in level}
+    return len(level) >= min_runs and len(commits) >= LEVEL_COMMITS
+
+
 def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
            history: Sequence[SeriesPoint], latest: Sequence[SeriesPoint],
            threshold: float | None, alpha: float, min_runs: int,
-           cap: float = DEFAULT_CAP, cap_from: str = "--max-threshold") -> HistoryRow:
-    """Return the verdict on one benchmark by the rules of the module docstring."""
-    note = ""
-    if len(history) >= 2 * 3:  # a step needs 3 runs a side
-        detection = detect([p.median_s for p in history], [point_label(p) for p in history])
-        start, note = since_last_change(detection)
-        history = history[start:]
+           cap: float = DEFAULT_CAP, cap_from: str = "--max-threshold",
+           note: str = "") -> HistoryRow:
+    """Return the verdict on one benchmark by the rules of the module docstring; history
+    is its current level (_history), note says where that starts."""
     medians = [p.median_s for p in history]
     if threshold is None:
         limit, source = threshold_from_medians(medians, min_runs=min_runs, cap=cap,
@@ -272,18 +329,25 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
         runs=len(medians), change=change, p_value=None, threshold=limit,
         threshold_source=source, verdict=Verdict.NOISY, reason="")
 
+    now = result.status
+    was = latest[-1].status if latest else None
+    # A fix is judged on its speed too, against the passing runs: the failing ones are no
+    # history (usable_only), so a fix twice as slow is `slower`, not `fixed`.
+    recovered = (was if now not in FAILING_STATUSES
+                 and was in {s.value for s in FAILING_STATUSES} else None)
+
     def row(verdict: Verdict, reason: str, p: float | None = None) -> HistoryRow:
+        if recovered is not None:
+            fix = f"now {now.value} (last recorded {recovered})"
+            verdict, reason = ((verdict, f"{fix}, but {reason}") if verdict in REGRESSION
+                               else (Verdict.FIXED, f"{fix}; {reason}"))
         if result.kind is not Kind.VARIANT and verdict in REGRESSION:
             reason += ungated(result.kind.value)
         return dataclasses.replace(template, verdict=verdict, reason=reason, p_value=p)
 
-    now = result.status
-    was = latest[-1].status if latest else None
     if now in FAILING_STATUSES:
         was_text = f" (last recorded {was})" if was else ""
         return row(Verdict.FAILED, f"now {now.value}{was_text}: {_failure(result)}")
-    if was is not None and was in {s.value for s in FAILING_STATUSES}:
-        return row(Verdict.FIXED, f"now {now.value} (last recorded {was})")
     if (len(result.samples_s) < MIN_SAMPLES and change is not None and change > limit
             and len(medians) >= min_runs):  # a large slowdown too few samples can judge
         return row(Verdict.UNTESTABLE, f"{format_change(change)} but {len(result.samples_s)} "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,29 +25,44 @@ class ChangeBar:
 
 
 VERDICT_COLOURS = {"bad": "#b42318", "warn": "#b58100", "good": "#1a7f37", "": "#8c959f"}
+LARGEST = 1e300  # a change (in %) beyond this is drawn off the scale: axis limits must be finite
+
+
+def _drawable(value: float) -> bool:
+    """Return whether a value (in %) can set the axis: finite, with room to scale it."""
+    return math.isfinite(value) and abs(value) <= LARGEST
 
 
 def change_figure(bars: Sequence[ChangeBar]) -> Figure:
     """Return the changes as horizontal bars, one a benchmark in the table's order, coloured
     by verdict, each over the grey band of its threshold, its name above it and its verdict
-    beside it (names above the bars leave the bars the figure's whole width: a phone)."""
+    beside it (names above the bars leave the bars the figure's whole width: a phone).
+    A change too large to scale (infinite: a baseline of 1e-300 s) reaches the edge, its
+    verdict marked "off the scale"."""
     from matplotlib.transforms import blended_transform_factory
 
     figure = new_figure(PAGE_PANEL_INCHES[0], 1.2 + 0.5 * len(bars))
     axes = figure.add_subplot()
     positions = [float(y) for y in range(len(bars))][::-1]  # the first row on top
     for y, bar in zip(positions, bars):
-        axes.barh(y, 2 * bar.threshold * 100, left=-bar.threshold * 100, height=0.5,
-                  color="0.88", zorder=1)
-    values = [bar.change * 100 for bar in bars]
+        if _drawable(bar.threshold * 100):
+            axes.barh(y, 2 * bar.threshold * 100, left=-bar.threshold * 100, height=0.5,
+                      color="0.88", zorder=1)
+    changes = [bar.change * 100 for bar in bars]
+    reach = max([abs(v) for v in changes if _drawable(v)]
+                + [bar.threshold * 100 for bar in bars if _drawable(bar.threshold * 100)]
+                + [1.0])
+    # An infinite change (a baseline of 1e-300 s) is drawn to the edge, and says so.
+    values = [v if _drawable(v) else 0.0 if math.isnan(v) else math.copysign(reach * 1.3, v)
+              for v in changes]
     colours = [VERDICT_COLOURS.get(bar.style, VERDICT_COLOURS[""]) for bar in bars]
     axes.barh(positions, values, height=0.34, zorder=2, color=colours)
-    reach = max([abs(v) for v in values] + [bar.threshold * 100 for bar in bars] + [1.0])
     left_edge = blended_transform_factory(axes.transAxes, axes.transData)
-    for y, bar, value, colour in zip(positions, bars, values, colours):
+    for y, bar, value, change, colour in zip(positions, bars, values, changes, colours):
         axes.text(0.01, y + 0.3, text(bar.label), transform=left_edge, fontsize="small",
                   va="bottom", ha="left", color="0.15", clip_on=False)
-        axes.annotate(text(bar.verdict), (value, y), textcoords="offset points",
+        verdict = bar.verdict if _drawable(change) else f"{bar.verdict} (off the scale)"
+        axes.annotate(text(verdict), (value, y), textcoords="offset points",
                       xytext=(4 if value >= 0 else -4, 0), va="center",
                       ha="left" if value >= 0 else "right", fontsize="small",
                       color=colour, fontweight="bold" if bar.style == "bad" else "normal")
