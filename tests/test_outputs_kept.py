@@ -179,7 +179,7 @@ def test_a_run_that_stops_keeps_an_existing_results_file_and_says_where_its_rows
     assert result.exit_code in (130, 4), result.output
     unchanged(kept)
     partial = tmp_path / "baseline.json.partial"
-    assert f"its 1 row(s) are in {partial}" in " ".join(result.stderr.split())
+    assert f"the run stopped: 1 of its rows are in {partial}" in " ".join(result.stderr.split())
     saved = load_results(partial)
     assert saved.metadata["complete"] is False and len(saved.benchmarks) == 1
 
@@ -189,7 +189,7 @@ def test_a_new_results_file_streams_in_place(use_fake, tmp_path, monkeypatch):
     stop_after_first_row(monkeypatch, KeyboardInterrupt)
     result = invoke("matmul", "--size", "64", *QUICK, "--json", fresh)
     assert result.exit_code == 130 and fresh.exists()  # nothing to keep: the rows are here
-    assert "row(s) are in" not in result.stderr
+    assert "rows are in" not in result.stderr
 
 
 def test_a_stopped_run_s_partial_rows_are_never_written_over(use_fake, tmp_path):
@@ -207,3 +207,54 @@ def test_a_stopped_run_s_partial_rows_are_never_written_over(use_fake, tmp_path)
     assert invoke("matmul", "--size", "64", *QUICK, "--json", old).exit_code == 0
     assert old.read_text(encoding="utf-8").startswith("{")
     assert not (tmp_path / "old.json.partial").exists()
+
+
+@pytest.mark.parametrize("flag", ["--json", "--csv", "--markdown"])
+def test_an_output_that_is_a_device_or_a_pipe_is_refused(use_fake, tmp_path, flag):
+    # renamed over, /dev/null became a regular file (as root), and a pipe's reader waited
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (Path(os.devnull), fifo):
+        result = invoke("dot", "--size", "100", *QUICK, flag, path)
+        one_line_error(result, f"{flag} {path}: is not a regular file")
+    assert fifo.is_fifo() and Path(os.devnull).is_char_device()
+
+
+def test_an_output_name_too_long_for_its_temporary_files_is_refused(use_fake, tmp_path):
+    result = invoke("dot", "--size", "100", *QUICK, "--json", tmp_path / ("x" * 250 + ".json"))
+    one_line_error(result, "a file name of more than 235 bytes")
+
+
+def test_two_writers_of_one_results_file_at_once_are_refused(tmp_path):
+    # the second would replace the first's rows, or delete the .partial that kept them
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    first = ResultsWriter(tmp_path / "r.json")
+    with pytest.raises(UsageError, match="another cudabench run is writing it now"):
+        ResultsWriter(tmp_path / "sub" / ".." / "r.json")
+    del first
+    ResultsWriter(tmp_path / "r.json")  # released with its writer
+
+
+def test_a_results_file_that_cannot_be_streamed_costs_no_row_of_the_run(use_fake, tmp_path,
+                                                                        monkeypatch):
+    # a full disk while streaming: the run goes on, and its complete file has every row
+    import cudabench.results.writer as writer_module
+    from cudabench.errors import UsageError
+    from cudabench.results import load_results
+
+    real = writer_module.replacing
+    calls = []
+
+    def full_disk_once(path, flag, mode="w"):
+        calls.append(path)
+        if len(calls) == 1:
+            raise UsageError(f"{flag} {path}: cannot write: [Errno 28] No space left")
+        return real(path, flag, mode)
+
+    monkeypatch.setattr(writer_module, "replacing", full_disk_once)
+    out = tmp_path / "r.json"
+    result = invoke("matmul", "--size", "64,96", "--variant", "tiled", *QUICK, "--json", out)
+    assert result.exit_code == 0, result.output
+    assert len(load_results(out).benchmarks) == 2

@@ -10,7 +10,9 @@ renamed over it at the end, so a failed or interrupted run leaves the old file a
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -24,14 +26,34 @@ def target(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+# The longest file name an output may have: its temporary files add `.` before it and
+# `.partial.XXXXXXXX` after (replacing, the results writer), within the 255 bytes of a name.
+MAX_NAME_BYTES = 255 - 20
+
+
 def check_output(path: Path, flag: str) -> None:
     """Refuse, before any work, a path the output cannot be written to."""
     if not str(path).strip():
         raise UsageError(f"{flag}: give a file name (an empty path is not one)")
     real = target(path)
-    if real.is_dir():
+    if len(os.fsencode(real.name)) > MAX_NAME_BYTES:
+        raise UsageError(f"{flag} {path}: a file name of more than {MAX_NAME_BYTES} bytes; "
+                         "give a shorter one")
+    try:
+        info = os.stat(real)
+    except (FileNotFoundError, NotADirectoryError):  # a folder on the way: said below
+        info = None
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write there: {exc.strerror}") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise UsageError(f"{flag} {path}: is a folder; give a file name")
-    if real.exists() and not os.access(real, os.W_OK):
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        # replaced by a rename, /dev/null would become a file (as root) and a pipe's
+        # reader would never hear from it
+        raise UsageError(f"{flag} {path}: is not a regular file (a device, a pipe or a "
+                         f"socket); outputs are files written whole: give a file name, or "
+                         f"leave {flag} out to write nothing")
+    if info is not None and not os.access(real, os.W_OK):
         raise UsageError(f"{flag} {path}: cannot write: permission denied")
     folder = real.parent
     while not folder.exists():  # it will be made: the first folder that exists decides
@@ -107,6 +129,32 @@ def write_bytes(path: Path, data: bytes, flag: str) -> None:
     """Write a binary output whole (replacing)."""
     with replacing(path, flag, "wb") as stream:
         stream.write(data)
+
+
+def claim_output(path: Path, flag: str) -> IO[Any] | None:
+    """Hold an exclusive lock on path's results for as long as the returned handle lives
+    (its process, at most); UsageError when another process holds it. The lock file is a
+    hash of the path in a folder of the user's own under the temporary folder, so nothing
+    appears beside the user's files. None where no lock can be taken (no fcntl, no such
+    folder): the write then goes on unguarded, as it did."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        return None
+    real = str(target(path)).encode()
+    folder = Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        handle = open(folder / f"{hashlib.sha256(real).hexdigest()[:32]}.lock", "a")
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise UsageError(f"{flag} {path}: another cudabench run is writing it now; wait for "
+                         "it to end, or write elsewhere") from None
+    return handle
 
 
 def _umask() -> int:

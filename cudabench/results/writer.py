@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench import __version__
-from cudabench.common.outfiles import replacing
+from cudabench.common.outfiles import claim_output, replacing
 from cudabench.errors import UsageError
 from cudabench.results.codec import (
     FILE_KIND,
@@ -54,10 +54,15 @@ class ResultsWriter:
         # an existing file is replaced only by a complete run: the rows stream beside it
         self.streams_to = (self.path.with_name(self.path.name + PARTIAL)
                            if self.path.exists() else self.path)
+        # Another run writing this file now would replace this one's rows, or remove the
+        # .partial this one keeps its rows in: held until this writer is gone.
+        self._claim = claim_output(self.path, flag)
         if self.streams_to != self.path and self.streams_to.exists():
             # a stopped run's rows, which the tool said it kept there: never written over
             raise UsageError(f"{flag} {path}: {self.streams_to} holds the rows of a run that "
                              "stopped; move it away or delete it first")
+        self.written = 0  # rows in the file at streams_to (what a stopped run left there)
+        self.stream_error: str | None = None  # why streaming stopped (a full disk)
         self.measured = False  # whether any row holds samples (a run of SKIPs holds none)
         # A run that measured nothing leaves an existing file (a command's output); an
         # explicit export (Results.to_json) writes whatever it is given.
@@ -99,8 +104,11 @@ class ResultsWriter:
             self.benchmarks.append(row)
             self._encoded.append(encoded)
             self._rounds.append((identity(result), result.rounds))
-        if write:
-            self.write(complete=False)
+        if write and self.stream_error is None:
+            try:
+                self.write(complete=False)
+            except UsageError as exc:  # the run goes on; its complete write tries again
+                self.stream_error = str(exc)
 
     def replace(self, at: int, result: BenchmarkResult) -> None:
         """Put result in the place of the row added at'th (a pytest test run again, whose
@@ -155,14 +163,18 @@ class ResultsWriter:
             stream.write("\n")
         if complete and self.streams_to != self.path:
             self.streams_to.unlink(missing_ok=True)  # its rows are in the path now
+        if not complete:
+            self.written = len(self._encoded)
 
     def stopped_note(self) -> str | None:
         """Return where a run that stopped left its rows, when it left any beside an
         existing file (None otherwise: nothing written, or written in place)."""
         if self.streams_to == self.path or not self.streams_to.exists():
             return None
-        return (f"the run stopped: its {len(self.benchmarks)} row(s) are in "
-                f"{self.streams_to}; {self.path} is as it was")
+        lost = len(self._encoded) - self.written
+        return (f"the run stopped: {self.written} of its rows are in {self.streams_to}"
+                + (f" ({lost} could not be written: {self.stream_error})" if lost else "")
+                + f"; {self.path} is as it was")
 
 
 PARTIAL = ".partial"  # the suffix an existing results file's replacement streams under
