@@ -74,3 +74,25 @@ def test_quick_references_and_cache_off_keep_nothing(cache, monkeypatch):
     cached_reference(plan(), 0, compute)
     cached_reference(plan(), 0, compute)
     assert compute.calls == 2 and not cache.exists()
+
+
+@pytest.mark.parametrize("damage", ["flip a bit of the value", "garble the pickle",
+                                    "an entry of the old format"])
+def test_a_damaged_entry_is_made_again_and_written_over(cache, damage):
+    # a flipped bit was a wrong reference that failed every kernel, cuBLAS too, at every
+    # run; a garbled pickle raised MemoryError or ModuleNotFoundError as the op's error
+    compute = Counting(np.full(3, 1.5))
+    cached_reference(plan(), 0, compute)
+    (entry,) = cache.glob("*.pickle")
+    data = bytearray(entry.read_bytes())
+    if damage == "flip a bit of the value":
+        data[-20] ^= 0x40
+    elif damage == "garble the pickle":
+        data[len(reference_cache.MAGIC) + 40:] = b"\x80\x05cnosuchmodule_x\nX\n." * 3
+    else:
+        data = bytearray(pickle.dumps((np.zeros(3), 1.0)))
+    entry.write_bytes(bytes(data))
+    value, _ = cached_reference(plan(), 0, compute)
+    assert compute.calls == 2 and np.array_equal(value, np.full(3, 1.5))
+    again, _ = cached_reference(plan(), 0, compute)  # rewritten whole
+    assert compute.calls == 2 and np.array_equal(again, np.full(3, 1.5))

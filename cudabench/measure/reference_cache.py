@@ -5,8 +5,8 @@ again and again (a CI suite, a tuning session, `ab`). A reference depends on the
 (its module and the ops package that makes inputs), the shape, the types, the seed, the
 check asked for, and NumPy's version (its generators and arithmetic): the key hashes them
 all, so a changed seed, shape or op recomputes. Only references that took a while to make
-are kept, each written atomically; an entry that cannot be read is made again, never
-trusted half-read. CUDABENCH_CACHE_DIR=off keeps nothing.
+are kept, each written atomically with a hash of its content; an entry that cannot be read
+or fails its hash is made again, never trusted half-read or damaged. CUDABENCH_CACHE_DIR=off keeps nothing.
 """
 
 from __future__ import annotations
@@ -42,14 +42,9 @@ def cached_reference(plan: Plan, seed: int, compute: Callable[[], Any], *extra: 
     path = folder / "references" / f"{reference_key(plan, seed, *extra)}.pickle" \
         if folder is not None else None
     if path is not None:
-        try:
-            with path.open("rb") as stream:
-                value, computed_s = pickle.load(stream)
-            os.utime(path)  # recently used: pruned last
-            return value, float(computed_s)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError,
-                TypeError):
-            pass  # absent, or torn: make it again
+        kept = _read(path)
+        if kept is not None:
+            return kept
     value = compute()
     spent = time.perf_counter() - started
     if path is not None and spent >= MIN_SECONDS:
@@ -86,6 +81,29 @@ def _op_code(source: str) -> str:
     return digest.hexdigest()
 
 
+# An entry: this line, the SHA-256 of the pickle, the pickle. A flipped bit on disk fails
+# the hash and the reference is made again: unchecked, it was a wrong reference that failed
+# every kernel (cuBLAS too), or a pickle that raised anything on loading, at every run.
+MAGIC = b"cudabench reference 1\n"
+
+
+def _read(path: Path) -> tuple[Any, float] | None:
+    """Return a kept (reference, seconds), or None where there is none whole and intact."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    digest, payload = data[len(MAGIC):len(MAGIC) + 32], data[len(MAGIC) + 32:]
+    if not data.startswith(MAGIC) or hashlib.sha256(payload).digest() != digest:
+        return None  # torn, damaged, or an older format: made again, and written over
+    try:
+        value, computed_s = pickle.loads(payload)
+        os.utime(path)  # recently used: pruned last
+        return value, float(computed_s)
+    except Exception:  # written whole by this code, yet unreadable (another NumPy): remake
+        return None
+
+
 def _keep(path: Path, value: Any) -> None:
     """Write value atomically (a temporary file renamed), if small enough; prune."""
     try:
@@ -98,7 +116,7 @@ def _keep(path: Path, value: Any) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".part")
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            stream.write(MAGIC + hashlib.sha256(data).digest() + data)
         os.replace(temporary, path)
         _prune(path.parent)
     except OSError:  # a full or read-only disk costs the cache, not the run
