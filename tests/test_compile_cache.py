@@ -156,7 +156,7 @@ def test_an_arch_variant_is_keyed_by_its_own_target(cache, fake_nvcc, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["truncated", "a flipped byte", "garbage", "empty",
-                                    "another key's entry"])
+                                    "another key's entry", "a header that is no object"])
 def test_a_damaged_entry_is_compiled_again_never_trusted(cache, fake_nvcc, tmp_path, damage):
     path = a_kernel(tmp_path / "kernels")
     good = build(request(path), fake_nvcc.path)
@@ -166,7 +166,9 @@ def test_a_damaged_entry_is_compiled_again_never_trusted(cache, fake_nvcc, tmp_p
     data = entry.read_bytes()
     entry.write_bytes({"truncated": data[:-3], "a flipped byte": data[:-1] + bytes([data[-1] ^ 1]),
                        "garbage": b"\x00not an entry\n" * 5, "empty": b"",
-                       "another key's entry": entries[1].read_bytes()}[damage])
+                       "another key's entry": entries[1].read_bytes(),
+                       "a header that is no object": compile_cache.MAGIC + b"[1]\n" + data[-8:],
+                       }[damage])
     calls = fake_nvcc.calls()
     again = build(request(path), fake_nvcc.path)
     assert not again.cached and again.cubin == good.cubin != other.cubin

@@ -158,5 +158,5 @@ def _decode(path: Path, line: str) -> BenchmarkResult | None:
         check = Checker(path)
         devices = [device_from_dict(data["device"], check)] if data.get("device") else []
         return benchmark_from_dict(data["row"], check, devices)
-    except (ValueError, KeyError, TypeError, ResultsFileError):
-        return None
+    except (ValueError, KeyError, TypeError, AttributeError, ResultsFileError):
+        return None  # AttributeError: valid JSON, not an object (`1`, `[1]`)
