@@ -324,3 +324,30 @@ def test_the_workers_command_lists_and_ends_kept_workers(kept, use_fake):
     assert not list(kept.socket_folder().glob("worker-*.sock"))
     again = invoke("workers")
     assert again.exit_code == 0 and "no kept workers" in again.stdout
+
+
+def test_a_kept_worker_whose_key_was_replaced_is_started_afresh(kept, monkeypatch, tmp_path):
+    # a key that no longer matches: AuthenticationError was an internal error (exit 4) in
+    # every later command and in `cudabench workers`
+    recording(monkeypatch, tmp_path)
+    # kept 5 s: once its key is replaced nothing can reach it to stop it, so it ends idle
+    first = invoke("dot", "--size", "1000", "--keep-workers", "5", *QUICK)
+    assert first.exit_code == 0, first.stderr
+    (key,) = kept.socket_folder().glob("worker-*.key")
+    key.write_bytes(b"garbage" * 5)
+    listed = invoke("workers")
+    assert listed.exit_code == 0, listed.output
+    again = invoke("dot", "--size", "1000", "--keep-workers", "60", *QUICK)
+    assert again.exit_code == 0, again.stderr
+    assert len(opened(tmp_path)) == 2  # a worker of its own, started afresh
+
+
+def test_a_kept_workers_folder_it_may_not_use_is_a_usage_error(monkeypatch, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "cudabench").symlink_to(elsewhere)  # a link planted where the folder goes
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    done = invoke("workers")
+    assert done.exit_code == 2, done.output
+    assert "the kept workers' folder:" in done.stderr and "is a link or another user's" \
+        in done.stderr and len(done.stderr.strip().splitlines()) == 1

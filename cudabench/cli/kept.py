@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from cudabench.errors import UsageError
 from cudabench.render import terminal
 
 
@@ -18,6 +19,10 @@ def workers_command(stop: bool, cluster: str | None) -> int:
         return _cluster(cluster, stop)
     from cudabench.runner import kept_worker
 
+    try:
+        kept_worker.socket_folder()
+    except OSError as exc:  # a link, another user's folder, a file in its place
+        raise UsageError(f"the kept workers' folder: {exc}") from None
     if stop:
         ended = kept_worker.stop_all()
         click.echo(f"ended {ended} kept worker{'s' if ended != 1 else ''}")

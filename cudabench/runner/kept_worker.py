@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
@@ -233,6 +234,8 @@ def _connect(address: Path, wait_s: float) -> tuple[Connection, int, int] | None
                 if isinstance(hello, tuple) and hello[0] == "pid":
                     return connection, int(hello[1]), int(hello[2])
             connection.close()  # it is ending: no hello
+        except AuthenticationError:  # its key file was replaced: it can never answer us
+            return None
         except (OSError, EOFError, ValueError):
             pass  # not listening yet, or gone
         if time.monotonic() >= deadline:
