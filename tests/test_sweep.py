@@ -60,6 +60,7 @@ def test_parameter_lists_and_ranges():
     assert expand_values("-2,2", "--param OFF") == [-2, 2]
     assert expand_values("-4..4:+4", "--param OFF") == [-4, 0, 4]
     assert expand_values("1<<14,0x10", "--param CHUNK") == [16384, 16]
+    assert expand_values("08,016", "--tile") == [8, 16]  # decimal, as `-p TILE=08` is
     for bad in ("-4..4:x2", "1<<99999"):
         with pytest.raises(UsageError, match="--param OFF"):
             expand_values(bad, "--param OFF")
@@ -77,6 +78,19 @@ def test_a_sweep_runs_every_point_and_skips_what_a_variant_cannot_run(use_fake, 
                    for tile in (8, 128) if (v, tile) != ("shared", 128)}
     skipped = [r for r in rows if r.status is Status.SKIP]
     assert len(skipped) == 2 and all("TILE" in (r.skipped or "") for r in skipped)
+
+
+def test_a_search_prunes_a_value_one_variant_allows_and_refuses_one_none_allows(use_fake):
+    # each configuration of a search is planned for one variant: the typo check must
+    # judge the values across the variants chosen, once
+    args = ("transpose", "--size", "256", "--variant", "naive", "--variant", "vectorized",
+            *QUICK, "--best", "--strategy", "brute", "--no-tune-cache")
+    done = invoke(*args, "-p", "TILE=16,64")
+    assert done.exit_code == 0, done.output
+    assert "transpose/vectorized at 256: " in done.stderr and "TILE in 8, 16, 32)" in done.stderr
+    refused = invoke(*args, "-p", "TILE=16,17")
+    assert refused.exit_code == 2 and "--param TILE 17: no selected transpose variant " \
+        "allows it" in refused.stderr
 
 
 def test_a_swept_value_no_selected_variant_allows_is_a_usage_error(use_fake):

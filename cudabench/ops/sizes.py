@@ -109,11 +109,12 @@ _PARAM_ITEM = re.compile(rf"\s*(?:(?P<first>{_PARAM})\s*\.\.\s*(?P<last>{_PARAM}
 
 
 def _param_int(text: str, flag: str) -> int:
-    """Return one parameter value: `16`, `-2`, `0x10` or `1<<14`."""
+    """Return one parameter value: `16`, `016`, `-2`, `0x10` or `1<<14`."""
     number, _, shift = text.replace(" ", "").partition("<<")
     if int(shift or 0) > 62:  # no 1<<10**9 integers
         raise UsageError(f"{flag} {text!r}: shifted by more than 62 bits")
-    return int(number, 0) << int(shift or 0)
+    hexadecimal = number.lstrip("-")[:2].lower() == "0x"  # else decimal, 08 included
+    return int(number, 16 if hexadecimal else 10) << int(shift or 0)
 
 
 def expand_values(text: str, flag: str) -> list[int]:

@@ -61,6 +61,9 @@ class Request:
     origin: str = ""  # where a suite file defined it, prefixed to its errors
     insight: Insight = field(default_factory=lambda: Insight())
     sweep: bool = False  # one point of a sweep: a combination a variant cannot run is a SKIP
+    # A swept value no chosen variant allows is a typo, refused; False for the one-variant
+    # points a search plans (tuning/space.py judges its values across the variants once).
+    refuse_unknown_values: bool = True
     full_check: bool = False  # verify against the full reference even where a cheaper
     # check of the same strength exists (matmul's randomized check; --full-check)
 
@@ -203,7 +206,8 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             raise UsageError(
                 f"{request.flag(param)}: no selected {op.name} variant takes {param}"
             )
-        if request.sweep and not any(spec.allows(value) for spec in specs):  # a typo
+        if request.sweep and request.refuse_unknown_values \
+                and not any(spec.allows(value) for spec in specs):  # a typo
             raise UsageError(f"{request.flag(param)} {value}: no selected {op.name} variant "
                              f"allows it ({param} in "
                              f"{'; '.join(dict.fromkeys(s.describe_allowed() for s in specs))})")

@@ -69,10 +69,16 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
     catalog = discover(requests[0].kernels_dirs) if requests else {}
     for request in requests:
         base = make_plan(request, catalog)  # the request's own usage errors first
-        for name in given:
-            if not any(v.variant.param(name) for v in base.variants):
+        for name, values in given.items():
+            specs = [spec for spec in (v.variant.param(name) for v in base.variants) if spec]
+            if not specs:
                 raise UsageError(f"--param {name}: no selected {base.op.name} variant "
                                  f"takes {name}")
+            allowed = "; ".join(dict.fromkeys(spec.describe_allowed() for spec in specs))
+            for value in values:  # a typo: no variant allows it (one that some allow is
+                if not any(spec.allows(value) for spec in specs):  # pruned where not)
+                    raise UsageError(f"--param {name} {value}: no selected {base.op.name} "
+                                     f"variant allows it ({name} in {allowed})")
         for planned in base.variants:
             spaces.append(_space(request, planned.variant, given, explore, catalog))
     return spaces
@@ -94,7 +100,7 @@ def _space(request: Request, variant: KernelVariant, given: Mapping[str, Sequenc
     for combo in itertools.product(*values.values()):
         point = dict(zip(values, combo))
         one = dataclasses.replace(request, variants=(variant.name,), params=point,
-                                  sweep=True, insight=insight)
+                                  sweep=True, insight=insight, refuse_unknown_values=False)
         plan = make_plan(one, catalog)
         if not plan.variants:  # the sweep's rule: why it cannot run, as a note
             reason = _reason(plan.notes[0] if plan.notes else "cannot run")
