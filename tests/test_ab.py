@@ -284,3 +284,24 @@ def test_a_copy_b_no_longer_runs_fails_like_a_missing_one(marked, tmp_path):
     allowed = invoke(old, new, *FAST, "--rounds", "6", "--allow-missing")
     assert allowed.exit_code == 0, (allowed.stdout, allowed.stderr)
     assert "no regression" in allowed.stdout
+
+
+def test_a_failing_a_whose_b_copy_never_ran_is_missing_not_fixed(marked, tmp_path):
+    # A wrong, B asking for a newer GPU: "fixed: B passes" said of a copy never run
+    old = folder(tmp_path / "old", ["naive"], WRONG)
+    new = tmp_path / "new"
+    write_kernel(new / "matmul", "naive", (*MATMUL_HEADER, "// arch: sm_100a"))
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert verdicts(result.stdout)["naive"] == "missing"
+
+
+def test_b_dropping_the_type_of_every_variant_is_missing_not_a_usage_error(marked, tmp_path):
+    # it was exit 2, "no variant in both folders supports --dtype None"
+    old = folder(tmp_path / "old", ["naive"])
+    new = tmp_path / "new"
+    write_kernel(new / "matmul", "naive", (*MATMUL_HEADER, "// dtypes: float64"))
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert "matmul/naive: B supports float64 only" in result.stdout
+    assert invoke(old, new, *FAST, "--rounds", "6", "--allow-missing").exit_code == 0

@@ -206,13 +206,13 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
     if b_bad is not None:
         was = f"A {a_bad.status.value}" if a_bad is not None else "A PASS"
         return Verdict.FAILED, f"B {b_bad.status.value} ({was}): {_failure(b_bad)}"
-    if a_bad is not None:
-        return Verdict.FIXED, f"B passes (A {a_bad.status.value}: {_failure(a_bad)})"
     b_skip = next((row for row in b_rounds if row.status is Status.SKIP), None)
     a_skip = next((row for row in a_rounds if row.status is Status.SKIP), None)
     if b_skip is not None and a_skip is None:  # B opted out where A ran: B lacks it here
         return Verdict.MISSING, (f"B's copy was not run ({b_skip.skipped}) where A's was: "
                                  "as a variant B lacks; --allow-missing passes it")
+    if a_bad is not None:  # B passes, having run: not before the skips (a fix never ran)
+        return Verdict.FIXED, f"B passes (A {a_bad.status.value}: {_failure(a_bad)})"
     if b_skip is not None:
         return Verdict.NOISY, f"neither copy was run ({b_skip.skipped}): nothing to judge"
     if ratio is None or interval is None:

@@ -37,7 +37,7 @@ from cudabench.ops import Op, load_ops
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
-from cudabench.results.model import BenchmarkResult
+from cudabench.results.model import BenchmarkResult, RunOutcome
 from cudabench.results.rounds import pooled as pooled_rounds
 from cudabench.results.writer import ResultsWriter
 from cudabench.common.units import (
@@ -178,11 +178,13 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     commands.check_memory(schedule, [commands.one_slot(device)])  # the spacer counted too
     refuse_launch_blocking()
     writer = ResultsWriter(json_path) if json_path is not None else None
+    outcome = RunOutcome(())  # B dropped every compared variant's type: nothing to measure
     try:
-        with terminal.progress(count_rows(schedule), terminal.stderr_console(),
-                               progress) as advance:
-            outcome = run_plans(schedule, commands.engine_spec(device), advance,
-                                on_start=writer.start if writer else None)
+        if schedule:
+            with terminal.progress(count_rows(schedule), terminal.stderr_console(),
+                                   progress) as advance:
+                outcome = run_plans(schedule, commands.engine_spec(device), advance,
+                                    on_start=writer.start if writer else None)
     finally:
         finish_closing()  # the worker releases its GPU: do not leave it behind
     rows = _rows_by_side(schedule, labels, outcome.results)
@@ -279,9 +281,9 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
     for name in single:
         if name not in taken:
             raise UsageError(f"--param {name}: no compared variant takes {name}")
-    if not pairs:
-        raise UsageError(f"no variant in both folders supports --dtype {dtype}: "
-                         + "; ".join(skipped + dropped))
+    if not pairs and not dropped:  # with dropped: each one missing from B, judged so
+        asked = f"--dtype {dtype}" if dtype else "the type compared (float32, else the first)"
+        raise UsageError(f"no variant in both folders supports {asked}: " + "; ".join(skipped))
     return pairs, skipped, dropped
 
 
