@@ -76,3 +76,17 @@ def test_a_variant_another_arch_would_skip_is_judged_by_its_own_arch_s_limits(tm
     assert row.compile_ok and "would SKIP on sm_80: built for sm_90a" in row.compiled
     (native,) = plan_rows([plan], "sm_90a", None)
     assert native.compile_ok and "SKIP" not in native.compiled
+
+
+def test_a_launch_using_sm_count_is_judged_at_the_assumed_count(tmp_path):
+    # the plan leaves such launches to the GPU; the dry run has none, and judged none
+    write_kernel(tmp_path / "matmul", "neg", ["// cudabench: matmul",
+                                              "// launch k: grid SM_COUNT - 132; block 256"])
+    write_kernel(tmp_path / "matmul", "persist", ["// cudabench: matmul",
+                                                  "// launch k: grid SM_COUNT // 2; block 256"])
+    result = invoke("matmul", "--dry-run", "--kernels-dir", tmp_path, "--variant", "neg",
+                    "--variant", "persist", "--wide")
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.stdout.split())
+    assert "ERROR: k (at 132 SMs): the grid 0 at this size has an extent below 1" in text
+    assert "k <<<66, 256>>>" in text

@@ -23,7 +23,14 @@ from cudabench.common.units import format_bytes, params_text, shape_text
 from cudabench.engines.compile_pool import CompilePool
 from cudabench.engines.compiler import CubinRequest, request_for
 from cudabench.measure import memory
-from cudabench.planning.plan import Plan, compile_defines, header_variables, unsupported_on
+from cudabench.errors import UsageError
+from cudabench.planning.plan import (
+    Plan,
+    check_geometry,
+    compile_defines,
+    header_variables,
+    unsupported_on,
+)
 
 ASSUMED_SM_COUNT = 132  # an H100's: launch geometry that scales with SMs is shown for it
 GRID_LIMITS = (2**31 - 1, 65535, 65535)  # every CUDA GPU since compute capability 3.0
@@ -114,6 +121,11 @@ def _drafts(plan: Plan, arch: str, target: Arch | None) -> list[Draft]:
             unsupported_on(variant, f"{target.major}.{target.minor}") is not None
         refused = launch_problems(variant.path, [launch.entry for launch in variant.launches],
                                   geometry, dynamic, variant.arch if skipped else target)
+        for launch, (grid, block) in zip(variant.launches, geometry):
+            try:  # the plan left launches using SM_COUNT to the GPU: judged here at 132 SMs
+                check_geometry(f"{launch.entry} (at {ASSUMED_SM_COUNT} SMs)", grid, block)
+            except UsageError as exc:
+                refused.append(str(exc))
         row = PlannedRow(benchmark, variant.name, params_text(planned.params), launches,
                          work, needs, "", True)
         if refused:  # the driver would refuse the launch: an error row, not "ok"
