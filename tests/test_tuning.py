@@ -380,7 +380,7 @@ def test_an_edited_op_file_misses_the_cache(tmp_path):
     import shutil
 
     from cudabench.ops.registry import load_ops
-    from cudabench.tuning.cache import op_hash
+    from cudabench.ops.fingerprint import op_fingerprint as op_hash
 
     folder = tmp_path / "softmax"
     shutil.copytree(Path(__file__).parents[1] / "examples" / "softmax", folder)
@@ -406,3 +406,21 @@ def test_a_range_too_wide_to_enumerate_is_held_and_said_so(tmp_path):
     assert ("held SPLIT at its default 1 (allowed 1..1000000000: more than 64 values; "
             "-p SPLIT=... searches it)") in summary(found)
     assert space_of(folder, given={"SPLIT": [2, 5]}).held == ()  # given: searched
+
+
+def test_the_op_fingerprint_covers_the_files_its_check_lives_in(tmp_path):
+    # matmul's check is in ops/matmul_check.py, not ops/matmul.py; a user op may take its
+    # class from another file
+    from cudabench.ops import OPS
+    from cudabench.ops.fingerprint import _FILES, op_fingerprint
+
+    before = op_fingerprint(OPS["matmul"])
+    check = Path(__file__).parents[1] / "cudabench" / "ops" / "matmul_check.py"
+    real = str(check.resolve())
+    stamp, _ = _FILES[real]
+    _FILES[real] = (stamp, "edited")  # as if its bytes changed
+    try:
+        assert op_fingerprint(OPS["matmul"]) != before
+    finally:
+        del _FILES[real]
+    assert op_fingerprint(OPS["matmul"]) == before

@@ -2,18 +2,17 @@
 
 A float64 reference of a large product takes the CPU seconds, and the same benchmark is run
 again and again (a CI suite, a tuning session, `ab`). A reference depends on the op's code
-(its module and the ops package that makes inputs), the shape, the types, the seed, the
-check asked for, and NumPy's version (its generators and arithmetic): the key hashes them
-all, so a changed seed, shape or op recomputes. Only references that took a while to make
-are kept, each written atomically with a hash of its content; an entry that cannot be read
-or fails its hash is made again, never trusted half-read or damaged. CUDABENCH_CACHE_DIR=off keeps nothing.
+(ops/fingerprint.py: its class's files and the ops package that makes inputs), the shape,
+the types, the seed, the check asked for, and NumPy's version (its generators and
+arithmetic): the key hashes them all, so a changed seed, shape or op recomputes. Only
+references that took a while to make are kept, each written atomically with a hash of its
+content; an entry that cannot be read or fails its hash is made again, never trusted
+half-read or damaged. CUDABENCH_CACHE_DIR=off keeps nothing.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import inspect
 import os
 import pickle
 import tempfile
@@ -24,6 +23,7 @@ from typing import Any
 
 from cudabench import __version__
 from cudabench.common.cache_dir import cache_root
+from cudabench.ops.fingerprint import op_fingerprint
 from cudabench.planning.plan import Plan
 
 MIN_SECONDS = 0.05  # quicker to make than to read back: not kept
@@ -54,8 +54,7 @@ def cached_reference(plan: Plan, seed: int, compute: Callable[[], Any], *extra: 
 
 def reference_key(plan: Plan, seed: int, *extra: object) -> str:
     """Return the hash of what plan's reference for seed depends on."""
-    parts = (__version__, _numpy_version(), plan.op.name,
-             _op_code(inspect.getsourcefile(type(plan.op)) or ""),
+    parts = (__version__, _numpy_version(), plan.op.name, op_fingerprint(plan.op),
              tuple(plan.shape), plan.types.describe(), plan.dtype.name, seed, repr(extra))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:40]
 
@@ -64,21 +63,6 @@ def _numpy_version() -> str:
     import numpy
 
     return str(numpy.__version__)
-
-
-@functools.cache
-def _op_code(source: str) -> str:
-    """Return a hash of the op's module and of the ops package (inputs, types, checks)."""
-    digest = hashlib.sha256()
-    files = {source}
-    package = Path(__file__).resolve().parent.parent / "ops"
-    files |= {str(path) for path in package.glob("*.py")}
-    for name in sorted(files):
-        try:
-            digest.update(name.encode() + Path(name).read_bytes())
-        except OSError:
-            digest.update(name.encode())
-    return digest.hexdigest()
 
 
 # An entry: this line, the SHA-256 of the pickle, the pickle. A flipped bit on disk fails

@@ -60,20 +60,6 @@ def source_hash(variant: KernelVariant) -> str:
     return digest.hexdigest()[:16]
 
 
-def op_hash(op: object) -> str:
-    """Return the hash of the file that defines the op's class, and of cudabench's version:
-    an op's inputs, check and arguments decide a row as much as its kernel does (an op
-    file whose check was made stricter must not be answered with the rows it passed)."""
-    from cudabench import __version__
-
-    module = sys.modules.get(type(op).__module__)
-    path = Path(getattr(module, "__file__", None) or "")
-    digest = hashlib.sha256(__version__.encode())
-    if path.is_file():
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def config_key(params: Mapping[str, int]) -> Key:
     """Return the cache's key for a configuration."""
     return tuple(sorted((name, int(value)) for name, value in params.items()))

@@ -15,7 +15,8 @@ from pathlib import Path
 from cudabench.planning.plan import Plan
 from cudabench.results.model import BenchmarkResult, RunOutcome, Status
 from cudabench.tuning.budget import Budget
-from cudabench.tuning.cache import Key, TuneCache, cache_path, config_key, op_hash
+from cudabench.ops.fingerprint import op_fingerprint
+from cudabench.tuning.cache import Key, TuneCache, cache_path, config_key
 from cudabench.tuning.space import Space
 from cudabench.tuning.strategies import make_strategy
 
@@ -154,7 +155,7 @@ def measuring_of(plan: Plan) -> dict[str, object]:
     settings that shape the samples (not the timeouts), the L2 flush before each, and
     whether the full reference checked it."""
     timing = plan.timing
-    return {"op": op_hash(plan.op), "warmup_s": timing.warmup_s,
+    return {"op": op_fingerprint(plan.op), "warmup_s": timing.warmup_s,
             "min_samples": timing.min_samples,
             "max_samples": timing.max_samples, "precision": timing.precision,
             "max_time_s": timing.max_time_s, "full_check": plan.full_check,
