@@ -318,7 +318,9 @@ def test_a_dry_run_notes_a_size_beyond_this_machines_host_memory(no_engine, monk
     (["histroy"], "No such command 'histroy'. Did you mean 'history'?"),
     (["layernorm"], "cudabench layernorm --kernels-dir FOLDER (FOLDER holding layernorm.py"),
     (["softmx", "--kernels-dir", "examples/softmax"],
-     "None of --kernels-dir examples/softmax defines an op 'softmx'")])
+     "None of --kernels-dir examples/softmax defines an op 'softmx'"),
+    (["zzqq**"], "No such command 'zzqq**'."),  # no op name: no hint (a glob pattern)
+    (["results.json"], "No such command 'results.json'.")])
 def test_an_unknown_command_says_what_was_meant(monkeypatch, args, says):
     from pathlib import Path
 

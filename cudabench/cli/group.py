@@ -74,7 +74,7 @@ class OpsGroup(BoundaryGroup):
             return super().resolve_command(ctx, args)
         except click.UsageError as error:
             name = click.utils.make_str(args[0]) if args else ""
-            if not name or name.startswith("-") or name in COMMANDS:
+            if not name.isidentifier() or name in COMMANDS:  # a path, a pattern: as it was
                 raise
             import difflib
 
