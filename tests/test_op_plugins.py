@@ -278,11 +278,14 @@ def test_an_args_scalar_must_be_a_whole_int32(use_fake, tmp_path, value, says):
            "number within int32" in " ".join(done.stderr.split())
 
 
-def test_a_shortcut_may_not_take_an_option_cudabench_has(use_fake, tmp_path):
-    # shortcuts = {"seed": ...} made --seed set the parameter, the inputs' seed unchanged
+@pytest.mark.parametrize("option", ["seed", "help"])
+def test_a_shortcut_may_not_take_an_option_cudabench_has(use_fake, tmp_path, option):
+    # shortcuts = {"seed": ...} made --seed set the parameter, the inputs' seed unchanged;
+    # one called help replaced --help
     text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
-        '        result_buffer = "y"', '        result_buffer = "y"\n        shortcuts = {"seed": "BLOCK"}')
+        '        result_buffer = "y"',
+        f'        result_buffer = "y"\n        shortcuts = {{"{option}": "BLOCK"}}')
     folder = user_folder(tmp_path, text)
-    done = invoke("mycopy", "--kernels-dir", folder, "--seed", "64")
+    done = invoke("mycopy", "--kernels-dir", folder, f"--{option}", "64")
     assert done.exit_code == 2, done.output
-    assert f"{folder / 'myop.py'}: a shortcut or command flag takes --seed" in done.stderr
+    assert f"{folder / 'myop.py'}: a shortcut or command flag takes --{option}" in done.stderr

@@ -62,8 +62,9 @@ _RANGE = re.compile(r"^(-?\d+)\s*\.\.\s*(-?\d+)$")
 
 # A line of the comments after the header that can only be meant as one of its lines: a
 # later `// dtypes: float16` would otherwise be ignored, its kernel run in every type.
+FIELD_KEYS = ("description", "dtypes", "shared_bytes", "unit", "arch", "run")  # once each
 _LATE_HEADER_LINE = re.compile(
-    r"^//\s*(?:(?:description|dtypes|shared_bytes|unit|arch|run|constraint)\s*:"
+    rf"^//\s*(?:(?:{'|'.join((*FIELD_KEYS, 'constraint'))})\s*:"
     r"|param\s+[A-Za-z_]\w*\s*:\s*default\b|launch\s+[A-Za-z_]\w*\s*:\s*grid\b"
     r"|tensor_map\s+[A-Za-z_]\w*\s*:)")
 
@@ -142,8 +143,7 @@ def parse_header(path: Path, text: str | None = None,
             tensor_map_lines.append((number, name, value))
         elif key == "constraint" and not name:
             constraint_lines.append((number, value))
-        elif key in ("description", "dtypes", "shared_bytes", "unit", "arch", "run") \
-                and not name:
+        elif key in FIELD_KEYS and not name:
             if key in fields:
                 raise KernelFileError(path, number, f"`{key}` given twice")
             fields[key] = (number, value)

@@ -55,7 +55,7 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
         if len(chosen) > 1:
             raise UsageError(f"give at most one of {', '.join('--' + f for f in flagged)}")
         op = chosen[0] if chosen else primary
-        values = {param: (f"--{option.replace('_', '-')}", options.pop(f"short_{option}"))
+        values = {param: (flag_of(option), options.pop(f"short_{option}"))
                   for option, param in shortcuts.items()}
         if best_out is not None and not best:
             raise UsageError("--best-out needs --best")
@@ -82,7 +82,7 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
         function = click.option(f"--{flag}", f"flag_{flag}", is_flag=True,
                                 help=f"Run {op.name}: {op.summary}.")(function)
     for option, param in shortcuts.items():
-        function = click.option(f"--{option.replace('_', '-')}", f"short_{option}",
+        function = click.option(flag_of(option), f"short_{option}",
                                 metavar="INT[,INT...]",
                                 help=f"Set the {param} parameter (as -p {param}=...); a list "
                                 "or range sweeps it."
@@ -95,16 +95,24 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
     return command
 
 
+def flag_of(option: str) -> str:
+    """Return the command-line flag of a shortcut's option name (block_rows: --block-rows)."""
+    return f"--{option.replace('_', '-')}"
+
+
+HELP_FLAGS = ("-h", "--help")  # the group's help_option_names: every command has them
+
+
 def _refuse_clashes(command: click.Command, members: Sequence[Op]) -> None:
     """Raise OpFileError where an op's shortcut or command flag takes an option the command
     has already (shortcuts = {"seed": "BLOCK"} made --seed set BLOCK, the inputs' seed
-    left as it was)."""
-    seen: set[str] = set()
+    left as it was; one called help silently replaced --help)."""
+    seen: set[str] = set(HELP_FLAGS)
     for param in command.params:
         for option in param.opts:
             if option in seen:
                 origin = next((op.origin for op in members
-                               if option in (*(f"--{o.replace('_', '-')}" for o in op.shortcuts),
+                               if option in (*map(flag_of, op.shortcuts),
                                              f"--{op.command_flag}")), members[0].origin)
                 raise OpFileError(f"{origin}: a shortcut or command flag takes {option}, "
                                   "which cudabench's command already has; name it otherwise")

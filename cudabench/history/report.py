@@ -10,7 +10,7 @@ its last N runs on the same GPU model (not one baseline), with compare's verdict
   (check's _missing) and the file lacks or holds only as SKIP. A regression, unless
   allow_missing.
 - `noisy` (never a regression): too few samples to know the current median; too little
-  history (fewer than min_runs runs, or since the latest step in the window); a change
+  history (fewer than min_runs runs in its established level, _level); a change
   above the threshold that the history's own spread explains; or a current median known
   less precisely than half the threshold.
 - `slower` / `faster`: the change from the history's median exceeds the threshold and is

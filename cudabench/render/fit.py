@@ -168,9 +168,9 @@ def wide() -> bool:
 
 def differing_params(cells: Sequence[str]) -> tuple[list[str], str] | None:
     """Return params cells ("TILE=64 GROUP=8") cut to the parameters whose value differs
-    between rows, and the text of those that do not ("" when none), for a table too narrow
-    for whole ones: a sweep's rows are then still told apart. None when a cell is not
-    NAME=value pairs or nothing would be cut."""
+    between rows, and the text of those that do not, for a table too narrow for whole
+    ones: a sweep's rows are then still told apart. None when a cell is not NAME=value
+    pairs or nothing would be cut."""
     parsed: list[dict[str, str] | None] = []
     for cell in cells:
         if cell in BLANK:

@@ -10,19 +10,23 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-/tmp/cudabench-multi}; mkdir -p "$out"
 cb=${CUDABENCH:-python3 -m cudabench}
 nvidia-smi --query-gpu=index,name,pci.bus_id,uuid --format=csv,noheader
-timed() {  # timed NAME ARGS...: run the suite, print its wall time and exit code
+timed() {  # timed NAME ARGS...: run a command, print its wall time and exit code
     local name=$1; shift
     local start end code
     start=$(date +%s.%N)
-    $cb run "$here/suite.toml" --json "$out/$name.json" "$@" >"$out/$name.txt" 2>"$out/$name.err"
+    $cb "$@" >"$out/$name.txt" 2>"$out/$name.err"
     code=$?
     end=$(date +%s.%N)
     python3 -c "print(f'$name: {float($end) - float($start):.1f} s wall, exit $code')"
 }
-timed one --device 0
-timed all --devices all
-timed ray --cluster ray
-timed replicate --devices all --replicate
+suite() {  # suite NAME ARGS...: the suite, its rows to NAME.json
+    local name=$1; shift
+    timed "$name" run "$here/suite.toml" --json "$out/$name.json" "$@"
+}
+suite one --device 0
+suite all --devices all
+suite ray --cluster ray
+suite replicate --devices all --replicate
 python3 - "$out" <<'PY'
 import json, sys
 from collections import defaultdict
@@ -36,22 +40,14 @@ for name in ("one", "all", "ray", "replicate"):
     print(f"{name}: {len(data['benchmarks'])} rows; rows per device {dict(per)}; devices {names}")
 PY
 grep -A40 "the same benchmarks on each GPU" "$out/replicate.txt" | head -60
-run_cmd() {  # run_cmd NAME ARGS...: a benchmark command; its wall time, exit code and output
-    local name=$1; shift
-    local start end code
-    start=$(date +%s.%N)
-    $cb "$@" >"$out/$name.txt" 2>"$out/$name.err"
-    code=$?
-    end=$(date +%s.%N)
-    python3 -c "print(f'$name: {float($end) - float($start):.1f} s wall, exit $code')"
-    cat "$out/$name.txt" "$out/$name.err"
-}
 # a search spreads its configurations over the GPUs (a -p sweep of one size is one benchmark,
 # so one GPU): the winner is decided head to head on one GPU
-run_cmd best-devices matmul --size 1024 --tile 8,16,32 --variant tiled --best --strategy brute \
+timed best-devices matmul --size 1024 --tile 8,16,32 --variant tiled --best --strategy brute \
     --no-tune-cache --devices all --json "$out/best-devices.json"
 python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print('best-devices rows:',
     [(b['variant'], b.get('params'), 'GPU', b.get('device')) for b in d['benchmarks']])" \
     "$out/best-devices.json"
-run_cmd one-benchmark dot --size '1<<24' --devices all --json "$out/one-benchmark.json"
-run_cmd bad-index dot --size '1<<20' --devices 0,7
+grep -A6 "best configuration per variant" "$out/best-devices.txt"
+timed one-benchmark dot --size '1<<24' --devices all --json "$out/one-benchmark.json"
+timed bad-index dot --size '1<<20' --devices 0,7
+cat "$out/bad-index.err"
