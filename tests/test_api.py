@@ -357,3 +357,25 @@ def test_a_script_that_calls_run_unguarded_is_told_how_to_fix_it(tmp_path):
     hint = 'under `if __name__ == "__main__":`'
     assert "RuntimeError" not in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.count(hint) == 1 and hint in done.stdout, (done.stdout, done.stderr)
+
+
+def test_a_worker_that_dies_measuring_is_not_blamed_on_an_unguarded_script(tmp_path):
+    # run as a file (the installed `cudabench` script is one), a kernel killing its worker
+    # was told to guard __main__: only a worker that dies before it says anything is
+    import subprocess
+    import sys
+
+    script = tmp_path / "guarded.py"
+    script.write_text(
+        "from cudabench.cli import commands, main\n"
+        "from cudabench.engines.fake_engine import FakeSpec\n"
+        "from cudabench.engines.fake_kernels import Fault\n"
+        "if __name__ == '__main__':\n"
+        "    commands.engine_spec = lambda device: FakeSpec(\n"
+        "        device_index=device, faults={'tiled': Fault.KILLS_WORKER})\n"
+        "    main()\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), "matmul", "--size", "64", "--variant",
+                           "tiled", "--variant", "naive", "--no-vendor", "--max-time", "0.02"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert "its worker process died" in done.stderr, (done.stdout, done.stderr)
+    assert "__main__" not in done.stderr

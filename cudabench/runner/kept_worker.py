@@ -135,6 +135,7 @@ class KeptWorker(Worker):
         if self.keep_s:  # this command's --keep-workers: the idle time from now on
             connection.send(("keep", self.keep_s))
         self._messages, self._inbox, self._process = connection, _Connected(connection), _Pid(pid)
+        self._heard = True  # it answered: it imported long ago, whatever ends it now
 
     def run(self, jobs: Any, on_result: Any, on_start: Any = None,
             first: bool = True) -> list[BenchmarkResult]:

@@ -74,6 +74,9 @@ class Worker:
         self._inbox: Any = None
         self._messages: Any = None
         self._has_plans = False  # whether the running process was sent the plans
+        # Whether the running process has said anything: one that dies before it does died
+        # importing (an unguarded script calling cudabench); one that dies later did not.
+        self._heard = False
 
     def start(self) -> None:
         """Spawn the process now: it imports and opens its engine while the caller goes on
@@ -153,6 +156,7 @@ class Worker:
                 if not self._messages.poll(wait):
                     raise queue.Empty
                 message = self._messages.recv()
+                self._heard = True
             except (queue.Empty, EOFError, OSError):  # nothing yet, or the worker is gone
                 if watch.deadline is not None and time.monotonic() >= watch.deadline:
                     self.failure = Failure.TIMEOUT
@@ -160,7 +164,8 @@ class Worker:
                 if not self._process.is_alive():
                     self.failure = Failure.DIED
                     return (f"its worker process died (exit code {self._process.exitcode})"
-                            + (UNGUARDED_HINT if first and _main_is_a_script() else "")), False
+                            + (UNGUARDED_HINT if not self._heard and _main_is_a_script()
+                               else "")), False
                 continue
             if isinstance(message, BenchmarkResult):
                 results.append(message)
@@ -189,7 +194,7 @@ class Worker:
     def _start(self) -> None:
         """Spawn a worker process with the worker's environment."""
         context = multiprocessing.get_context("spawn")
-        self._has_plans = False
+        self._has_plans = self._heard = False
         # Messages travel through a pipe, written synchronously: a row sent just before the
         # worker dies is not lost in a queue's feeder thread (and blamed for the death).
         self._messages, sender = context.Pipe(duplex=False)
