@@ -441,3 +441,20 @@ def test_a_command_under_launch_blocking_stops_before_any_worker(use_fake, monke
     done = invoke("dot", "--size", "1024")
     assert done.exit_code == 2
     assert "CUDA_LAUNCH_BLOCKING=1" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_rows_arriving_after_ctrl_c_are_not_kept():
+    # the workers Ctrl-C ended sent ERROR rows ("its worker process died (exit code -15)")
+    # that reached the results file after the note had said how many rows it holds
+    from cudabench.results.model import BenchmarkResult
+    from cudabench.runner.devices import Slot
+    from cudabench.runner.gpus import Board
+
+    heard = []
+    board = Board(units=[], plans=[], on_result=heard.append, on_start=None, queues={})
+    row = BenchmarkResult(op="dot", variant="atomic", params={}, shape=(8,), dims=("N",),
+                          dtype="float32", hot=False)
+    board.emit(0, Slot(0, "0"), row)
+    board.interrupted = True
+    board.emit(0, Slot(0, "0"), row)
+    assert heard == [row] and board.rows == {(0, 0): [row]}

@@ -62,6 +62,7 @@ class Board:
     unusable: list[str] = field(default_factory=list)  # why a GPU could not be opened
     started: bool = False
     stopping: bool = False
+    interrupted: bool = False  # Ctrl-C: the rows that arrive after it are not kept
     errors: list[BaseException] = field(default_factory=list)
 
     def take(self, slot: Slot) -> int | None:
@@ -76,8 +77,13 @@ class Board:
             self.queues[slot.index].appendleft(unit)
 
     def emit(self, unit: int, slot: Slot, row: BenchmarkResult) -> None:
-        """Keep a row and hand it to the one writer."""
+        """Keep a row and hand it to the one writer; none once the run is interrupted (Ctrl-C):
+        what arrives then is the stop's own doing (ERROR rows of workers ended by it),
+        written after the note that said how many rows the file holds, as one GPU's run
+        reads nothing after its Ctrl-C."""
         with self.lock:
+            if self.interrupted:
+                return
             self.rows.setdefault((unit, slot.index), []).append(row)
             self.on_result(row)
 
@@ -138,7 +144,7 @@ def _serve_all(board: Board, spec: EngineSpec, slots: Sequence[Slot]) -> None:
                 thread.join(JOIN_S)
     except KeyboardInterrupt:
         with board.lock:  # the threads take no more work; the rows so far are written
-            board.stopping = True
+            board.stopping = board.interrupted = True
         raise
 
 
