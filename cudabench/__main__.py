@@ -1,6 +1,6 @@
 """Run the CLI as `python -m cudabench`."""
 
-from cudabench.cli import main
+from cudabench.entry import main
 
 if __name__ == "__main__":
     main()

@@ -187,3 +187,19 @@ def test_a_device_that_is_not_ascii_digits_leaves_the_start_to_the_command():
 
     assert early_device(["dot", "--device", "²"]) is None
     assert early_device(["dot", "--device", "٣"]) is None
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130():
+    # a traceback from the middle of an import, before the command's own boundary
+    script = ("import builtins\n"
+              "from cudabench import entry\n"
+              "real = builtins.__import__\n"
+              "def loading(name, *args, **kwargs):\n"
+              "    if name == 'cudabench.cli':\n"
+              "        raise KeyboardInterrupt\n"
+              "    return real(name, *args, **kwargs)\n"
+              "builtins.__import__ = loading\n"
+              "entry.main()\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 130 and done.stderr == "cudabench: interrupted\n", done.stderr

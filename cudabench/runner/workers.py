@@ -202,7 +202,7 @@ class Worker:
         self._process = context.Process(
             target=_worker, args=(self.spec, self._inbox, sender, self.label),
             daemon=True)
-        with _environment(self.env):
+        with _environment(self.env), _interrupts_held():
             self._process.start()
         sender.close()  # the worker holds the only writing end: its death ends the pipe
 
@@ -334,6 +334,9 @@ def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> Non
     # started with `&` in a script), it stays ignored, as the parent's is.
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _end_on_interrupt)
+    # Held since the spawn (_interrupts_held): a Ctrl-C while this process imported ends
+    # it here, quietly, not with a traceback from the middle of an import.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _exit_with_parent()
     messages = _Sender(sender)
     engine = open_engine(spec, label, messages)
@@ -410,6 +413,18 @@ def refuse_in_a_worker_import() -> None:
         sys.stderr.write("cudabench: error: the script calls cudabench when the GPU worker "
                          "imports it; put its calls under `if __name__ == \"__main__\":`\n")
         raise SystemExit(2)
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold SIGINT in this thread while a worker is spawned: the worker inherits the held
+    mask and lets it go once its handler is set (_worker). This thread's own Ctrl-C waits
+    the few milliseconds of the spawn, and is then raised here."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _end_on_interrupt(signum: int, frame: object) -> None:
