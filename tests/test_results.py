@@ -93,8 +93,10 @@ def test_unwritable_path_names_the_flag(tmp_path):
     (tmp_path / "file").write_text("")
     writer = ResultsWriter(tmp_path / "file" / "r.json", argv=[])
     writer.start({})
-    with pytest.raises(UsageError, match="--json"):
-        writer.add(result())
+    writer.add(result())  # streaming goes quiet (a full disk must not stop the run)...
+    assert writer.stream_error is not None and "--json" in writer.stream_error
+    with pytest.raises(UsageError, match="--json"):  # ...and the complete file says it
+        writer.write(complete=True)
 
 
 def test_a_version_1_file_loads_as_version_2():
