@@ -225,16 +225,31 @@ def test_an_output_name_too_long_for_its_temporary_files_is_refused(use_fake, tm
     one_line_error(result, "a file name of more than 235 bytes")
 
 
-def test_two_writers_of_one_results_file_at_once_are_refused(tmp_path):
-    # the second would replace the first's rows, or delete the .partial that kept them
+def test_two_runs_writing_one_results_file_at_once_are_refused(tmp_path):
+    # the second would replace the first's rows, or delete the .partial that kept them;
+    # one process's writers, one after another, are not refused
+    import subprocess
+    import sys
+
     from cudabench.errors import UsageError
     from cudabench.results.writer import ResultsWriter
 
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from cudabench.results.writer import ResultsWriter\n"
+         f"w = ResultsWriter({str(tmp_path / 'r.json')!r})\n"
+         "print('holding', flush=True)\n"
+         "sys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        with pytest.raises(UsageError, match="another cudabench run is writing it now"):
+            ResultsWriter(tmp_path / "sub" / ".." / "r.json")
+    finally:
+        holder.communicate("", timeout=30)
     first = ResultsWriter(tmp_path / "r.json")
-    with pytest.raises(UsageError, match="another cudabench run is writing it now"):
-        ResultsWriter(tmp_path / "sub" / ".." / "r.json")
+    ResultsWriter(tmp_path / "r.json")  # this process's own: not refused
     del first
-    ResultsWriter(tmp_path / "r.json")  # released with its writer
 
 
 def test_a_results_file_that_cannot_be_streamed_costs_no_row_of_the_run(use_fake, tmp_path,

@@ -133,8 +133,10 @@ def write_bytes(path: Path, data: bytes, flag: str) -> None:
 
 def claim_output(path: Path, flag: str) -> IO[Any] | None:
     """Hold an exclusive lock on path's results for as long as the returned handle lives
-    (its process, at most); UsageError when another process holds it. The lock file is a
-    hash of the path in a folder of the user's own under the temporary folder, so nothing
+    (its process, at most); UsageError when another process holds it. A POSIX record lock
+    (lockf): per process, so one process's writers one after another (the Python API, a
+    failed run's traceback still holding its writer) are never refused. The lock file is
+    a hash of the path in a folder of the user's own under the temporary folder, so nothing
     appears beside the user's files. None where no lock can be taken (no fcntl, no such
     folder): the write then goes on unguarded, as it did."""
     try:
@@ -149,7 +151,7 @@ def claim_output(path: Path, flag: str) -> IO[Any] | None:
     except OSError:
         return None
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         handle.close()
         raise UsageError(f"{flag} {path}: another cudabench run is writing it now; wait for "
