@@ -343,11 +343,16 @@ def test_a_kept_worker_whose_key_was_replaced_is_started_afresh(kept, monkeypatc
 
 
 def test_a_kept_workers_folder_it_may_not_use_is_a_usage_error(monkeypatch, tmp_path):
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (tmp_path / "cudabench").symlink_to(elsewhere)  # a link planted where the folder goes
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    done = invoke("workers")
-    assert done.exit_code == 2, done.output
-    assert "the kept workers' folder:" in done.stderr and "is a link or another user's" \
-        in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    import shutil
+    import tempfile
+
+    runtime = Path(tempfile.mkdtemp(prefix="cbk-", dir="/tmp"))  # short: a longer one is
+    try:  # passed over for /tmp/cudabench-UID (a socket's path must fit 107 bytes)
+        (runtime / "cudabench").symlink_to(tmp_path)  # a link planted where the folder goes
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        done = invoke("workers")
+        assert done.exit_code == 2, done.output
+        assert "the kept workers' folder:" in done.stderr and "is a link or another user's" \
+            in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
