@@ -326,3 +326,16 @@ def test_an_unknown_command_says_what_was_meant(monkeypatch, args, says):
 
     monkeypatch.chdir(Path(__file__).parents[1])
     assert_one_line_error(CliRunner().invoke(cli, args), says)
+
+
+@pytest.mark.parametrize("setting", ['full_check = true', 'seed = 7', 'sanitize = "racecheck"'])
+def test_a_suite_asking_for_one_benchmark_twice_another_way_is_refused(use_fake, tmp_path,
+                                                                       setting):
+    # the second entry was dropped unsaid: its check, seed or sanitizer never ran
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "matmul"\nsize = "64"\nvariants = ["tiled"]\n\n'
+                     f'[[benchmark]]\nop = "matmul"\nsize = "64"\nvariants = ["tiled"]\n'
+                     f'{setting}\n')
+    result = CliRunner().invoke(cli, ["run", str(suite), "--no-vendor"])
+    assert_one_line_error(result, "matmul/tiled TILE=16 at 64x64x64 float32 is asked for "
+                          "twice, with another")

@@ -37,6 +37,7 @@ from cudabench.runner.starting import discard_prestarted, keep_across_commands, 
 from cudabench.runner.workers import discard_kept, finish_closing
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
+from cudabench.common.units import params_text, shape_text
 from cudabench.render import terminal
 from cudabench.results import BenchmarkResult, RunOutcome
 from cudabench.results.rounds import pool_all, pooling
@@ -348,18 +349,32 @@ def plans_of(requests: list[Request]) -> list[Plan]:
 
 
 def unique_points(plans: list[Plan]) -> list[Plan]:
-    """Drop a variant from a sweep's later points when an earlier point already runs it with
-    the same parameters (a variant that does not take the swept parameter)."""
-    seen: set[tuple[object, ...]] = set()
+    """Drop a variant from a sweep's later points when an earlier point already runs it the
+    same way (a variant that does not take the swept parameter). One asked for twice with
+    other settings (suite entries with their own seed, sanitizer, check, timing or
+    insight) is a usage error: it was dropped unsaid, and both rows would have one name
+    in the results file."""
+    seen: dict[tuple[object, ...], tuple[object, ...]] = {}
     kept = []
     for plan in plans:
         variants = []
         for planned in plan.variants:
             key = (plan.op.name, planned.variant.name, tuple(sorted(planned.params.items())),
-                   tuple(plan.shape), plan.dtype.name, plan.hot)
+                   tuple(plan.shape), plan.dtype.name, plan.hot, plan.l2_flush)
+            how = (plan.seed, plan.sanitize, plan.full_check, plan.timing, plan.insight,
+                   plan.kernels_dirs)
             if key not in seen:
-                seen.add(key)
+                seen[key] = how
                 variants.append(planned)
+            elif seen[key] != how:
+                names = ("seed", "sanitize", "full_check", "timing", "insight",
+                         "kernels_dirs")
+                differ = [name for name, a, b in zip(names, seen[key], how) if a != b]
+                raise UsageError(
+                    f"{plan.op.name}/{planned.variant.name} {params_text(planned.params)} at "
+                    f"{shape_text(plan.shape)} {plan.dtype.name} is asked for twice, with "
+                    f"another {', '.join(differ)}: its rows would share one name in the "
+                    "results file; measure it once, or give each entry a size of its own")
         kept.append(dataclasses.replace(plan, variants=tuple(variants)))
     return kept
 
