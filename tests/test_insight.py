@@ -114,6 +114,14 @@ def test_energy_is_a_separate_pass_in_joules_per_launch(use_fake, tmp_path):
     assert "energy/launch" in done.stdout and "GFLOP/J" in done.stdout
 
 
+def test_an_energy_pass_longer_than_the_timeout_is_not_a_timeout(use_fake, tmp_path):
+    # the watchdog counted the pass in --timeout: a right kernel's row became TIMEOUT
+    done, results = run_json(tmp_path, "dot", "--size", "1000", "--variant", "atomic",
+                             "--energy", "1.5", "--timeout", "1", "--no-vendor")
+    assert done.exit_code == 0, done.stderr
+    assert rows(results)["atomic"].energy["seconds"] > 1.0
+
+
 def test_energy_without_nvml_warns_and_the_run_passes(use_fake, tmp_path):
     use_fake(no_monitor=True)
     done, results = run_json(tmp_path, "dot", "--size", "1000", "--energy", "--no-vendor")

@@ -299,11 +299,23 @@ def _follow(watch: Watch, message: tuple[Any, ...], plans: Sequence[Plan],
             on_start(message[2])
     elif kind in ("job", "gpu"):
         index = message[1]
-        timing = plans[jobs[index].plan_index].timing
+        plan = plans[jobs[index].plan_index]
         watch.current = index
         watch.phase = "compile" if kind == "job" else "GPU work"
-        limit = timing.compile_timeout_s if kind == "job" else timing.timeout_s
+        limit = (plan.timing.compile_timeout_s if kind == "job"
+                 else plan.timing.timeout_s + observers_allowance(plan))
         watch.deadline = time.monotonic() + limit
+
+
+def observers_allowance(plan: Plan) -> float:
+    """Return the seconds the passes asked for beyond the samples may take on top of
+    --timeout: the energy pass its --energy seconds, ncu and compute-sanitizer their own
+    limits (they end a stuck tool themselves, with a note). Counted in --timeout, an
+    `--energy 3` under `--timeout 2` turned a right kernel's measured row into a TIMEOUT."""
+    from cudabench.observers import ncu, sanitizer
+
+    return (plan.insight.energy_s + (ncu.TIMEOUT_S if plan.insight.counters else 0)
+            + (sanitizer.TIMEOUT_S if plan.sanitize else 0))
 
 
 def _timeout_reason(watch: Watch, plans: Sequence[Plan], jobs: Sequence[Job]) -> str:
