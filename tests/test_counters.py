@@ -90,6 +90,17 @@ def test_a_bad_metric_name_is_a_usage_error_naming_the_flag(text):
         counters.parse_metrics(text)
 
 
+def test_a_file_given_to_counters_is_refused_not_taken_for_a_metric(tmp_path, monkeypatch):
+    # `cudabench run --counters other.toml`: the suite went to ncu as a metric, and the
+    # folder's own cudabench.toml ran
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "suite").write_text("")
+    for text in ("other.toml", "suite", "dram__bytes.sum,results.json"):
+        with pytest.raises(UsageError, match="is a file, not an ncu metric; give the file "
+                                             "before the option"):
+            counters.parse_metrics(text)
+
+
 def test_known_metrics_have_short_column_titles():
     assert [counters.short_label(m) for m in METRICS] == list(counters.DEFAULT_METRICS)
     assert counters.short_label(LD) == "bank confl. ld"

@@ -69,6 +69,11 @@ def parse_metrics(text: str | None) -> tuple[str, ...]:
         return tuple(DEFAULT_METRICS.values())
     names = [name.strip() for name in text.split(",")]
     for name in names:
+        if name.endswith((".toml", ".json", ".cu", ".py")) or Path(name).is_file():
+            # `run --counters suite.toml`: the optional value took the suite's path
+            raise UsageError(f"--counters {text}: {name!r} is a file, not an ncu metric; give "
+                             "the file before the option (cudabench run SUITE --counters) "
+                             "or the metrics as --counters=NAMES")
         if not _METRIC.match(name):
             raise UsageError(f"--counters {text}: {name!r} is not an ncu metric name (letters, "
                              "digits, underscores and dots, e.g. sm__throughput.avg."
