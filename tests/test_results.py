@@ -248,3 +248,21 @@ def test_a_file_that_cannot_be_read_says_why_in_one_line(tmp_path, make, says):
     with pytest.raises(ResultsFileError, match=says) as raised:
         load_results(make(tmp_path))
     assert "\n" not in str(raised.value) and "Errno" not in str(raised.value)
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("transfers", {"pinned": None}, "transfers.pinned: expected an object of non-negative"),
+    ("transfers", {"end_to_end_s": "12"}, "transfers.end_to_end_s: expected a non-negative"),
+    ("energy", {"launches": 10.0}, "energy.joules: expected present"),
+])
+def test_a_damaged_transfers_or_energy_object_is_a_bad_file(tmp_path, field, value, says):
+    # they reached the renderers: report and plot ended in an internal error (exit 4)
+    from cudabench.errors import ResultsFileError
+
+    data = json.loads((Path(__file__).parent / "data" / "h100-insight" /
+                       "t8192_transfers.json").read_text())
+    data["benchmarks"][0][field] = value
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultsFileError, match=says):
+        load_results(path)

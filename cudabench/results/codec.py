@@ -254,7 +254,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         counters=_numbers(data, "counters", check),
         counters_note=check.optional(data, "counters_note", str),
         energy=_energy(data, check),
-        transfers=_mapping(data, "transfers", check),
+        transfers=_transfers(data, check),
         phases=_seconds(data, "phases", check),
         l2_flush=_l2_flush(data, check),
         rounds=_rounds(data, check),
@@ -326,13 +326,36 @@ def _telemetry(data: Mapping[str, Any], check: Checker) -> dict[str, Any]:
     return values
 
 
+ENERGY_FIELDS = ("joules", "launches")  # what a pass always holds (and seconds)
+
+
 def _energy(data: Mapping[str, Any], check: Checker) -> dict[str, float]:
     """Return the --energy pass: finite, non-negative numbers (joules, launches, seconds)."""
     values = _mapping(data, "energy", check)
     for key, value in values.items():
         check.expect(_is_number(value) and value >= 0, f"energy.{key}",
                      "a non-negative number")
+    for key in ENERGY_FIELDS if values else ():
+        check.expect(key in values, f"energy.{key}", "present (a pass has joules and launches)")
     return {key: float(value) for key, value in values.items()}
+
+
+TRANSFER_KINDS = ("pinned", "pageable")  # each an object of numbers (seconds, bytes, GB/s)
+
+
+def _transfers(data: Mapping[str, Any], check: Checker) -> dict[str, Any]:
+    """Return the --transfers phases: per memory kind an object of numbers, and the trip's
+    numbers (a string or null there reached the renderers: an internal error)."""
+    values = _mapping(data, "transfers", check)
+    for key, value in values.items():
+        if key in TRANSFER_KINDS:
+            check.expect(isinstance(value, dict) and all(
+                _is_number(v) and v >= 0 for v in value.values()),
+                f"transfers.{key}", "an object of non-negative numbers")
+        else:
+            check.expect(value is None or (_is_number(value) and value >= 0),
+                         f"transfers.{key}", "a non-negative number or null")
+    return values
 
 
 def _seconds(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, float]:
