@@ -296,3 +296,19 @@ def test_with_three_rows_one_stray_row_is_flagged_alone():
     assert "0.20x, against 1.00x" in counters.duration_outliers(pairs)["c"]
     unusable = {"a": (10e-6, 10e-6), "b": (float("nan"), 10e-6), "c": (0.0, 2e-6)}
     assert counters.duration_outliers(unusable) == {}  # one usable row: nothing to judge
+
+
+def test_a_sweep_s_rows_are_each_compared_with_their_own_ncu_time():
+    # keyed by variant alone, a sweep's configurations overwrote each other: unflagged
+    from cudabench.render.insight import footer_lines
+    from cudabench.results.model import BenchmarkResult
+
+    def row(block: int, ncu_over_event: float) -> BenchmarkResult:
+        return BenchmarkResult(op="dot", variant="shared_tree", params={"BLOCK": block},
+                               shape=(1 << 20,), dims=("N",), dtype="float32", hot=False,
+                               samples_s=(40e-6,) * 5,
+                               counters={counters.DURATION: 40e3 * ncu_over_event})
+
+    lines = footer_lines([row(128, 3.0), row(256, 1.0), row(512, 1.01), row(1024, 0.99)])
+    assert any(line.startswith("shared_tree BLOCK=128: ") and "disagree" in line
+               for line in lines), lines

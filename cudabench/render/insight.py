@@ -7,13 +7,15 @@ the same), with the roofs recomputed from the device recorded in the file.
 
 from __future__ import annotations
 
+import collections
+
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cudabench.insight import ncu_metrics as counters, roofs
 from cudabench.results.model import BenchmarkResult, Kind
-from cudabench.common.units import format_seconds
+from cudabench.common.units import format_seconds, params_text
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,10 @@ def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
                f"{settings.get('pcie_max_generation')} x{settings.get('pcie_max_width')}, "
                "its maximum)" if link else "unknown (no NVML)")
             + "; GPU trip = pinned copies + kernel, against the NumPy reference")
-    pairs = {r.variant: (r.median_s, r.counters[counters.DURATION] / 1e9) for r in rows
+    # each configuration its own pair: a sweep's rows share a variant's name
+    named = collections.Counter(r.variant for r in rows)
+    pairs = {f"{r.variant} {params_text(r.params)}" if named[r.variant] > 1 else r.variant:
+             (r.median_s, r.counters[counters.DURATION] / 1e9) for r in rows
              if r.median_s and r.counters.get(counters.DURATION)}
     lines += [f"{name}: {text}" for name, text in counters.duration_outliers(pairs).items()]
     lines += sorted({f"counters: {r.counters_note}" for r in rows if r.counters_note})
