@@ -405,3 +405,21 @@ def test_plot_text_is_literal():
     svg = plot.svg_text(plot.both_figure(odd))
     assert svg.startswith("<svg") and "xmlns" not in svg and "http" not in svg
     assert plot.text("a$b") == "a\\$b" and plot.text("_a") == " _a"
+
+
+def test_each_file_reported_has_tables_of_its_own(tmp_path):
+    # merged, the second run's cuBLAS row read "vs cuBLAS 0.50x", against the first's
+    data = json.loads((DATA / "t8192.json").read_text())
+    for row in data["benchmarks"]:
+        if row["variant"] == "cuBLAS":
+            row["samples_s"] = [s * 2 for s in row["samples_s"]]
+            row.pop("median_s", None)
+    slower = write_json(tmp_path / "slower.json", data)
+    table = tmp_path / "out.csv"
+    result = invoke("report", DATA / "t8192.json", slower, "--csv", table)
+    assert result.exit_code == 0, result.stderr
+    text = "".join(result.stdout.split())
+    assert f"{slower}:".replace(" ", "") in text and str(DATA / "t8192.json") in text
+    rows = [r for r in csv.DictReader(io.StringIO(table.read_text(encoding="utf-8")))
+            if r["variant"] == "cuBLAS"]
+    assert len(rows) == 2 and {float(r["vs cuBLAS"]) for r in rows} == {1.0}, rows

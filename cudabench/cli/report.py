@@ -64,13 +64,23 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
     check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
                   files)
     loaded = load_files(files)
-    outcome = outcome_of(loaded)
-    terminal.render_run(outcome, terminal.stdout_console())
-    terminal.render_diagnostics(outcome, terminal.stderr_console())
+    # Each file's tables of its own: merged, a row's ratios came from another run's cuBLAS
+    # or copy row, and its footer (the flush, the GPU) from another run's first row.
+    console = terminal.stdout_console()
+    markdown, csv_parts = [], []
+    for one in loaded:
+        outcome = outcome_of([one])
+        if len(loaded) > 1:
+            console.print(Text(f"{one.path}:", style="bold"), soft_wrap=True)
+            markdown.append(f"## {one.path}\n\n")
+        terminal.render_run(outcome, console)
+        terminal.render_diagnostics(outcome, terminal.stderr_console())
+        markdown.append(run_to_markdown(outcome))
+        csv_parts.append(csv_out.run_to_csv(outcome))
     if markdown_path is not None:
-        write_text(markdown_path, run_to_markdown(outcome), "--markdown")
+        write_text(markdown_path, "\n".join(markdown), "--markdown")
     if csv_path is not None:
-        write_text(csv_path, csv_out.run_to_csv(outcome), "--csv")
+        write_text(csv_path, csv_out.join(csv_parts), "--csv")
     if html_path is not None:
         write_text(html_path, report_html(loaded, title or default_title(loaded)), "--html")
     # The run's verdicts were given when it ran: rendering them again succeeds.

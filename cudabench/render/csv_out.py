@@ -125,3 +125,21 @@ def comparison_to_csv(comparison: Comparison) -> str:
                 r.kind.value, False, f"{r.device.name} (GPU {r.device.index})" if r.device else "",
             ])
     return _text(lines)
+
+
+def join(parts: Sequence[str]) -> str:
+    """Return CSV texts as one: their columns in first-seen order (files compared with
+    different rows have different comparison columns), each row under its own."""
+    if len(parts) == 1:
+        return parts[0]
+    tables = [list(csv.DictReader(io.StringIO(part))) for part in parts]
+    names: dict[str, None] = {}
+    for part in parts:
+        names.update(dict.fromkeys(next(csv.reader(io.StringIO(part)), [])))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(names), lineterminator="\n")
+    writer.writeheader()
+    for table in tables:
+        writer.writerows(table)
+    return out.getvalue()
+

@@ -68,8 +68,13 @@ def report_html(files: Sequence[ResultsFile], title: str) -> str:
     body.append("<h2>Figures</h2>")
     body.append(figures_html(outcome))
     body.append("<h2>Tables</h2>")
-    body += [run_table_html(table) for table in build_tables(outcome)] or [
-        '<p class="note">No benchmarks.</p>']
+    for f in files:  # each file's tables of its own: ratios and footers from its own rows
+        if len(files) > 1:
+            body.append(f"<h3>{esc(str(f.path))}</h3>")
+        body += [run_table_html(table)
+                 for table in build_tables(RunOutcome(tuple(f.benchmarks)))]
+    if not outcome.results:
+        body.append('<p class="note">No benchmarks.</p>')
     diagnostics = diagnostic_lines(outcome)
     if diagnostics:
         body.append("<h2>Diagnostics</h2>")
