@@ -216,3 +216,15 @@ def test_the_footer_says_how_the_l2_was_flushed(use_fake, tmp_path):
     assert memset.exit_code == 0
     assert "cold L2: flushed by a memset of twice its size, as nvbench does" in " ".join(
         memset.stdout.split())
+
+
+def test_a_small_work_per_joule_keeps_its_digits():
+    # a small input's GFLOP/J rounded to "0.0"
+    from cudabench.render.insight import detail_columns
+    from cudabench.results.model import BenchmarkResult
+
+    row = BenchmarkResult(op="dot", variant="atomic", params={}, shape=(1000,), dims=("N",),
+                          dtype="float32", hot=False, samples_s=(1e-5,) * 5, flops=2000,
+                          energy={"joules": 0.5, "launches": 1000.0, "seconds": 0.01})
+    cells = {c.title: c.cell(row) for c in detail_columns([row])}
+    assert cells["GFLOP/J"] == "0.004", cells

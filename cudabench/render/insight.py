@@ -91,7 +91,8 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
         if not e.get("joules"):
             return "-"
         work = r.flops / 1e9 if r.flops else r.bytes_moved / 1e9
-        return f"{work * e['launches'] / e['joules']:,.1f}"
+        value = work * e["launches"] / e["joules"]
+        return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"  # small ones not 0.0
 
     columns = [Column("min", extreme("min_s")), Column("max", extreme("max_s"))]
     if any(c is not None for r in rows for c in r.sample_clocks_mhz):
