@@ -339,3 +339,12 @@ def test_a_suite_asking_for_one_benchmark_twice_another_way_is_refused(use_fake,
     result = CliRunner().invoke(cli, ["run", str(suite), "--no-vendor"])
     assert_one_line_error(result, "matmul/tiled TILE=16 at 64x64x64 float32 is asked for "
                           "twice, with another")
+
+
+def test_a_hot_suite_entry_with_a_flush_says_so_once_in_the_suite_s_words(use_fake, tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\nhot = true\n'
+                     'l2_flush = "memset"\n')
+    error = assert_one_line_error(CliRunner().invoke(cli, ["run", str(suite)]),
+                                  'hot = true with l2_flush = "memset"')
+    assert error.count("benchmark[0]") == 1
