@@ -348,3 +348,17 @@ def test_a_hot_suite_entry_with_a_flush_says_so_once_in_the_suite_s_words(use_fa
     error = assert_one_line_error(CliRunner().invoke(cli, ["run", str(suite)]),
                                   'hot = true with l2_flush = "memset"')
     assert error.count("benchmark[0]") == 1
+
+
+def test_calibrate_tells_a_hot_row_from_a_cold_one(use_fake, tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[timing]\nmax_time = 0.02\nwarmup = 0\n\n'
+                     '[[benchmark]]\nop = "dot"\nsize = "1000"\nvariants = ["atomic"]\n\n'
+                     '[[benchmark]]\nop = "dot"\nsize = "1000"\nvariants = ["atomic"]\n'
+                     'hot = true\n')
+    done = CliRunner().invoke(cli, ["--wide", "calibrate", str(suite), "--runs", "5",
+                                    "--db", str(tmp_path / "h.db")])
+    assert done.exit_code == 0, done.output
+    names = [line.split("│")[1].strip() for line in done.stdout.splitlines()
+             if line.startswith("│ dot/atomic")]
+    assert sorted(names) == ["dot/atomic", "dot/atomic (hot)"], done.stdout

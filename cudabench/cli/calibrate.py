@@ -64,8 +64,10 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
             if not result.samples_s:
                 continue
             gate, source = auto_threshold(store, result, last.gpu_name)
-            rows.append((f"{result.op}/{result.variant}", params_text(result.params),
-                         shape_text(result.shape), result.dtype, f"{gate:.2%}", source))
+            # a suite may time one benchmark hot and cold: their rows must differ
+            rows.append((f"{result.op}/{result.variant}" + (" (hot)" if result.hot else ""),
+                         params_text(result.params), shape_text(result.shape), result.dtype,
+                         f"{gate:.2%}", source))
     terminal.render_rows(f"compare --threshold auto after {runs} runs ({store_path})",
                          ("benchmark", "params", "shape", "dtype", "gate", "from"), rows,
                          terminal.stdout_console())
