@@ -373,3 +373,10 @@ def test_a_header_expression_nested_too_deep_is_a_header_error(tmp_path, grid):
     path = write_kernel(tmp_path, "v", ["// cudabench: matmul", f"// launch k: grid {grid}; block 1"])
     with pytest.raises(KernelFileError, match="nested more than 64 deep"):
         parse_header(path)
+
+
+def test_a_built_in_folder_given_as_kernels_dir_is_no_clash():
+    # `--kernels-dir kernels/dot` reached kernels/dot/atomic.cu a second time: "also
+    # defined by" itself
+    folder = builtin_kernels_dir() / "dot"
+    assert discover([folder])["dot"].keys() == discover()["dot"].keys()

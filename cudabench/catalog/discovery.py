@@ -57,11 +57,15 @@ def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     ops = load_ops(folders[1:])
     catalog: Catalog = {op: {} for op in ops}
     seen: set[Path] = set()
+    files: set[Path] = set()  # the same file reached twice (kernels/dot given too): no clash
     for folder in folders:
         if folder.resolve() in seen:  # the same folder twice adds nothing: not a name clash
             continue
         seen.add(folder.resolve())
         for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")]):
+            if path.resolve() in files:
+                continue
+            files.add(path.resolve())
             variant = _parsed(path, ops)
             if path.parent != folder and path.parent.name in ops and path.parent.name != variant.op:
                 raise KernelFileError(
