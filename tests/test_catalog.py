@@ -370,7 +370,8 @@ def test_a_variant_cannot_be_called_all(tmp_path):
 @pytest.mark.parametrize("grid", ["+".join(["1"] * 1000), "-" * 1000 + "1"])
 def test_a_header_expression_nested_too_deep_is_a_header_error(tmp_path, grid):
     # it exhausted Python's recursion: an internal error, exit 4
-    path = write_kernel(tmp_path, "v", ["// cudabench: matmul", f"// launch k: grid {grid}; block 1"])
+    path = write_kernel(tmp_path, "v", ["// cudabench: matmul",
+                                        f"// launch k: grid {grid}; block 1"])
     with pytest.raises(KernelFileError, match="nested more than 64 deep"):
         parse_header(path)
 

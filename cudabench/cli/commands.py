@@ -354,22 +354,22 @@ def unique_points(plans: list[Plan]) -> list[Plan]:
     other settings (suite entries with their own seed, sanitizer, check, timing or
     insight) is a usage error: it was dropped unsaid, and both rows would have one name
     in the results file."""
-    seen: dict[tuple[object, ...], tuple[object, ...]] = {}
+    seen: dict[tuple[object, ...], dict[str, object]] = {}
     kept = []
     for plan in plans:
         variants = []
         for planned in plan.variants:
             key = (plan.op.name, planned.variant.name, tuple(sorted(planned.params.items())),
                    tuple(plan.shape), plan.dtype.name, plan.hot, plan.l2_flush)
-            how = (plan.seed, plan.sanitize, plan.full_check, plan.timing, plan.insight,
-                   plan.kernels_dirs)
+            how: dict[str, object] = {
+                "seed": plan.seed, "sanitize": plan.sanitize, "full_check": plan.full_check,
+                "timing": plan.timing, "insight": plan.insight,
+                "kernels_dirs": plan.kernels_dirs}
             if key not in seen:
                 seen[key] = how
                 variants.append(planned)
             elif seen[key] != how:
-                names = ("seed", "sanitize", "full_check", "timing", "insight",
-                         "kernels_dirs")
-                differ = [name for name, a, b in zip(names, seen[key], how) if a != b]
+                differ = [name for name in how if how[name] != seen[key][name]]
                 raise UsageError(
                     f"{plan.op.name}/{planned.variant.name} {params_text(planned.params)} at "
                     f"{shape_text(plan.shape)} {plan.dtype.name} is asked for twice, with "

@@ -183,13 +183,8 @@ def main(argv: list[str] | None = None) -> None:
     from cudabench.cli.early import start_early
 
     try:
-        start_early(sys.argv[1:] if argv is None else argv)
+        start_early(sys.argv[1:] if argv is None else argv)  # its Ctrl-C: cudabench.entry
         cli.main(args=argv, prog_name="cudabench")
-    except KeyboardInterrupt:  # before the command's own boundary (the early start)
-        from cudabench.errors import ExitCode
-
-        sys.stderr.write("cudabench: interrupted\n")
-        raise SystemExit(int(ExitCode.INTERRUPTED)) from None
     finally:
         starting = sys.modules.get("cudabench.runner.starting")  # not imported: none started
         if starting is not None:

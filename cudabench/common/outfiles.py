@@ -147,7 +147,8 @@ def claim_output(path: Path, flag: str) -> IO[Any] | None:
     folder = Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
-        handle = open(folder / f"{hashlib.sha256(real).hexdigest()[:32]}.lock", "a")
+        # kept open: the lock lives as long as the handle (the caller holds it)
+        handle = open(folder / f"{hashlib.sha256(real).hexdigest()[:32]}.lock", "a")  # noqa: SIM115
     except OSError:
         return None
     try:

@@ -54,7 +54,6 @@ from cudabench.engines.tensormaps import (
 )
 from cudabench.ops import LaunchShape, Op, TypeSet
 from cudabench.ops.base import user_code
-from cudabench.ops.types import INT32_MAX
 from cudabench.results.model import BenchmarkResult, Verification
 
 FAULTED = Verification(False, math.inf, math.inf, 0, 0, "the kernel faulted")
@@ -262,11 +261,12 @@ def counters_fields(plan: Plan, planned: PlannedVariant, device_index: int) -> d
 def int32_argument(op: Op, value: object) -> np.int32:
     """Return an op's scalar argument as the int32 kernels take; OpFileError naming the op
     file for anything else (a float was truncated, 2**32 + 64 failed in the worker)."""
+    limits = np.iinfo(np.int32)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or not -INT32_MAX - 1 <= int(value) <= INT32_MAX:
+            or not limits.min <= int(value) <= limits.max:
         raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.args gives "
                           f"{value!r}: a scalar argument must be a whole number within int32 "
-                          f"({-INT32_MAX - 1} to {INT32_MAX})")
+                          f"({limits.min} to {limits.max})")
     whole: np.int32 = np.int32(int(value))
     return whole
 

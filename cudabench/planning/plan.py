@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudabench.catalog import ALL_VARIANTS, KernelVariant, discover
+from cudabench.catalog.variants import ParamSpec
 from cudabench.catalog.expressions import names_in
 from cudabench.errors import KernelFileError, OpFileError, UsageError
 from cudabench.engines import tensormaps
@@ -206,11 +207,8 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             raise UsageError(
                 f"{request.flag(param)}: no selected {op.name} variant takes {param}"
             )
-        if request.sweep and request.refuse_unknown_values \
-                and not any(spec.allows(value) for spec in specs):  # a typo
-            raise UsageError(f"{request.flag(param)} {value}: no selected {op.name} variant "
-                             f"allows it ({param} in "
-                             f"{'; '.join(dict.fromkeys(s.describe_allowed() for s in specs))})")
+        if request.sweep and request.refuse_unknown_values:
+            refuse_unallowed(request.flag(param), op.name, param, value, specs)
     planned_list = []
     for variant in chosen:
         try:
@@ -241,6 +239,16 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                 request.sanitize, tuple(skipped), request.insight, request.sweep,
                 full_check=request.full_check, l2_flush=request.l2_flush,
                 kernels_dirs=tuple(request.kernels_dirs))
+
+
+def refuse_unallowed(flag: str, op: str, param: str, value: int,
+                     specs: Sequence[ParamSpec]) -> None:
+    """Raise UsageError for a value none of the chosen variants' specs of param allows: a
+    typo, in a sweep too (a value some variants allow is theirs; the others skip it)."""
+    if not any(spec.allows(value) for spec in specs):
+        allowed = "; ".join(dict.fromkeys(spec.describe_allowed() for spec in specs))
+        raise UsageError(f"{flag} {value}: no selected {op} variant allows it ({param} in "
+                         f"{allowed})")
 
 
 def check_geometry(where: str, grid: Sequence[int], block: Sequence[int]) -> None:

@@ -2,9 +2,10 @@
 
 A parameter ranges over the values `-p` gives, else (in a tuning run) over its header's
 allowed values (a `low..high` range only up to RANGE_LIMIT values: a wider one is held at
-its default, and the search says so), else stays at its default. A configuration that breaks a header
-`constraint`, or the launch limits make_plan checks (threads per block, static shared
-memory), is dropped here, before anything compiles, and counted with its reason.
+its default, and the search says so), else stays at its default. A configuration that
+breaks a header `constraint`, or the launch limits make_plan checks (threads per block,
+static shared memory), is dropped here, before anything compiles, and counted with its
+reason.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from dataclasses import dataclass, field
 
 from cudabench.catalog import KernelVariant, discover
 from cudabench.errors import UsageError
-from cudabench.planning.plan import Insight, Plan, Request, make_plan
+from cudabench.planning.plan import (
+    Insight,
+    Plan,
+    Request,
+    make_plan,
+    refuse_unallowed,
+)
 
 MAX_SPACE = 200_000  # configurations of one variant: more is a typo, not a search
 RANGE_LIMIT = 64  # a `low..high` parameter is enumerated only when this small
@@ -74,11 +81,8 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
             if not specs:
                 raise UsageError(f"--param {name}: no selected {base.op.name} variant "
                                  f"takes {name}")
-            allowed = "; ".join(dict.fromkeys(spec.describe_allowed() for spec in specs))
-            for value in values:  # a typo: no variant allows it (one that some allow is
-                if not any(spec.allows(value) for spec in specs):  # pruned where not)
-                    raise UsageError(f"--param {name} {value}: no selected {base.op.name} "
-                                     f"variant allows it ({name} in {allowed})")
+            for value in values:  # judged across the variants (each point plans one)
+                refuse_unallowed(f"--param {name}", base.op.name, name, value, specs)
         for planned in base.variants:
             spaces.append(_space(request, planned.variant, given, explore, catalog))
     return spaces
