@@ -1,31 +1,22 @@
 """What the copy and transpose experiments of issue 25 share (copy_paths.py, copy_sweep.py,
-flush_debt.py, alloc_spread.py, copy_kernel_probe.py): cudabench's clean flush as a CuPy
-kernel, a plain SM copy, the driver's copy, the built-in transpose kernels compiled with
-nvcc, and interleaved event timing. Needs CuPy (and nvcc for the kernel files)."""
+flush_debt.py, alloc_spread.py, copy_kernel_probe.py, carveout.py): cudabench's clean flush
+(its own kernel, through CuPy), a plain SM copy, the driver's copy, the built-in transpose
+kernels compiled with nvcc, and interleaved event timing. Needs CuPy (and nvcc for the kernel
+files)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import cupy as cp
 
 ROOT = Path(__file__).resolve().parents[2]
-ARCH = "-arch=sm_90"
+sys.path.insert(0, str(ROOT))
+from cudabench.engines.utility_kernels import UTILITY_SOURCE  # noqa: E402
 
-# cudabench's clean flush (engines: cudabench_read_flush): 16-byte loads over twice the L2.
-FLUSH_SOURCE = r"""
-extern "C" __global__ void read_flush(const uint4* __restrict__ p, long long n, unsigned* sink)
-{
-    unsigned acc = 0;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        const uint4 v = p[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x12345678u) *sink = acc;  // keeps the loads
-}
-"""
+ARCH = "-arch=sm_90"
 
 # A plain SM copy: V 16-byte vectors a thread, all loads before the first store.
 COPY_SOURCE = r"""
@@ -51,13 +42,15 @@ def device() -> tuple[int, int]:
 
 
 def clean_flush() -> Callable[[], None]:
-    """Return a function that runs cudabench's clean flush on the current stream."""
+    """Return a function that runs cudabench's clean flush on the current stream (its own
+    kernel, engines/utility_kernels.py)."""
     sms, l2 = device()
-    kernel = cp.RawModule(code=FLUSH_SOURCE, options=(ARCH,)).get_function("read_flush")
+    module = cp.RawModule(code=UTILITY_SOURCE, options=(ARCH,))
+    kernel = module.get_function("cudabench_read_flush")
     buffer = cp.ones(2 * l2 // 4, dtype=cp.float32)
     sink = cp.zeros(1, dtype=cp.uint32)
-    vectors = cp.int64(buffer.nbytes // 16)
-    return lambda: kernel((sms * 8,), (256,), (buffer, vectors, sink))
+    vectors = cp.uint64(buffer.nbytes // 16)
+    return lambda: kernel((sms * 8,), (256,), (buffer, vectors, cp.int32(0), sink))
 
 
 def sm_copy(a: cp.ndarray, b: cp.ndarray, vectors_a_thread: int = 8,
@@ -79,23 +72,38 @@ def driver_copy(a: cp.ndarray, b: cp.ndarray) -> Callable[[], None]:
 
 
 def transpose_kernel(name: str, entry: str, **params: int):
-    """Return kernels/transpose/NAME.cu's float32 entry built with nvcc for these params."""
-    source = (ROOT / "kernels" / "transpose" / f"{name}.cu").read_text()
+    """Return the transpose NAME.cu (kernels/transpose/, else the drafts in
+    scripts/ladder/kernels/transpose/) as a float32 entry built with nvcc for these params."""
+    path = ROOT / "kernels" / "transpose" / f"{name}.cu"
+    if not path.exists():
+        path = ROOT / "scripts" / "ladder" / "kernels" / "transpose" / f"{name}.cu"
     options = (ARCH, "-DDTYPE=float", "-DELEM_SIZE=4",
                *(f"-D{key}={value}" for key, value in params.items()))
-    return cp.RawModule(code=source, options=options, backend="nvcc").get_function(entry)
+    return cp.RawModule(code=path.read_text(), options=options,
+                        backend="nvcc").get_function(entry)
 
 
-def evict_first(a: cp.ndarray, b: cp.ndarray) -> Callable[[], None]:
-    """Return a launch of kernels/transpose/evict_first.cu at its defaults, as cudabench
-    launches it (a 1-D grid of 64 x 64 tiles, 16 x 8 threads, the tile's dynamic shared
-    memory)."""
-    kernel = transpose_kernel("evict_first", "transpose_evict_first", TILE=64, BLOCK_ROWS=8,
-                              GROUP=1, LOAD_CACHE=1, STORE_CACHE=2)
+def tile_transpose(name: str, a: cp.ndarray, b: cp.ndarray, **params: int) -> Callable[[], None]:
+    """Return a launch of the transpose NAME.cu (evict_first, the draft evict_last) at TILE 64,
+    BLOCK_ROWS 8, GROUP 1, LOAD_CACHE 1 and PARAMS, as cudabench launches it (a 1-D grid of
+    64 x 64 tiles, 16 x 8 threads, the tile's dynamic shared memory)."""
+    kernel = transpose_kernel(name, f"transpose_{name}", TILE=64, BLOCK_ROWS=8, GROUP=1,
+                              LOAD_CACHE=1, **params)
     rows, cols = a.shape
     tiles = ((rows + 63) // 64) * ((cols + 63) // 64)
     return lambda: kernel((tiles,), (16, 8), (a, b, cp.int32(rows), cp.int32(cols)),
                           shared_mem=64 * 65 * 4)
+
+
+def evict_first(a: cp.ndarray, b: cp.ndarray) -> Callable[[], None]:
+    """Return a launch of kernels/transpose/evict_first.cu at its defaults."""
+    return tile_transpose("evict_first", a, b, STORE_CACHE=2)
+
+
+def evict_last(a: cp.ndarray, b: cp.ndarray) -> Callable[[], None]:
+    """Return a launch of the draft scripts/ladder/kernels/transpose/evict_last.cu at its
+    defaults."""
+    return tile_transpose("evict_last", a, b, KEEP=100)
 
 
 def time_interleaved(ops: Mapping[str, Callable[[], None]], flush: Callable[[], None],

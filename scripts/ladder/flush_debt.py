@@ -16,7 +16,15 @@ import statistics
 import sys
 
 import cupy as cp
-from copylab import clean_flush, device, driver_copy, evict_first, sm_copy, transpose_kernel
+from copylab import (
+    clean_flush,
+    device,
+    driver_copy,
+    evict_first,
+    evict_last,
+    sm_copy,
+    transpose_kernel,
+)
 
 
 def main() -> None:
@@ -32,6 +40,7 @@ def main() -> None:
         "memcpy_dtod": driver_copy(a, b),
         "SM copy (8 vectors a thread)": sm_copy(a, b),
         "transpose evict_first": evict_first(a, b),
+        "transpose evict_last": evict_last(a, b),
         # vectorized.cu's tile is static shared memory: no dynamic shared memory to ask for.
         "transpose vectorized": lambda: vectorized(
             (tiles, tiles), (16, 8), (a, b, cp.int32(n), cp.int32(n))),
@@ -67,7 +76,7 @@ def main() -> None:
         print(f"  {name}: op {op:.1f} us, the next flush +{debt:.1f} us "
               f"(~{debt * 1e-6 * 3.0e12 / 2**20:.0f} MiB at 3 TB/s), op + debt {op + debt:.1f} us")
     copy_op = statistics.median(op_us["memcpy_dtod"])
-    for name in ("transpose evict_first", "transpose vectorized"):
+    for name in ("transpose evict_first", "transpose evict_last", "transpose vectorized"):
         print(f"  {name} / memcpy_dtod: {copy_op / statistics.median(op_us[name]):.3f} "
               f"as timed, {paid['memcpy_dtod'] / paid[name]:.3f} with each paying its debt")
 
