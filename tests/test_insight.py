@@ -135,6 +135,37 @@ def test_a_bad_energy_duration_is_a_usage_error(use_fake, value):
     assert done.exit_code == 2 and "--energy" in done.stderr and "Traceback" not in done.output
 
 
+def test_writeback_times_the_flush_after_each_row_and_charges_it(use_fake, tmp_path):
+    # The fake leaves 5% of a run's time as dirty lines: at 2048^2 that is microseconds,
+    # well past the noise of its 40 us flushes.
+    done, results = run_json(tmp_path, "transpose", "--size", "2048", "--writeback",
+                             "--variant", "vectorized", "--no-batch", "--no-vendor")
+    timed = [r for r in results.benchmarks if r.samples_s]
+    assert {r.variant for r in timed} == {"vectorized", "memcpy_dtod"}
+    for row in timed:
+        pairs = len(row.writeback_after_run_s)
+        assert 5 <= pairs <= 21 and len(row.writeback_baseline_s) == pairs, row.variant
+        assert row.writeback_s is not None and row.writeback_s > 0, row.variant
+    assert "write-back" in done.stdout and "median + write-back" in done.stdout
+    assert "off their clock" in done.stdout
+
+
+def test_writeback_pools_over_rounds_and_is_off_by_default(use_fake, tmp_path):
+    _, results = run_json(tmp_path, "transpose", "--size", "256", "--writeback", "--rounds",
+                          "2", "--variant", "naive", "--no-vendor", "--no-batch")
+    naive = rows(results)["naive"]
+    assert naive.rounds == 2 and len(naive.writeback_after_run_s) >= 2 * 5
+    done, plain = run_json(tmp_path, "transpose", "--size", "256", "--variant", "naive",
+                           "--no-vendor", name="plain.json")
+    assert rows(plain)["naive"].writeback_s is None and "write-back" not in done.stdout
+
+
+def test_writeback_with_hot_is_a_usage_error(use_fake):
+    done = invoke("transpose", "--hot", "--writeback")
+    assert done.exit_code == 2 and "--writeback with --hot" in done.stderr
+    assert "Traceback" not in done.output
+
+
 def test_transfers_time_each_phase_and_pinned_beats_pageable(use_fake, tmp_path):
     done, results = run_json(tmp_path, "transpose", "--size", "256", "--transfers",
                              "--no-vendor", "--variant", "naive")

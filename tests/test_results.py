@@ -254,6 +254,8 @@ def test_a_file_that_cannot_be_read_says_why_in_one_line(tmp_path, make, says):
     ("transfers", {"pinned": None}, "transfers.pinned: expected an object of non-negative"),
     ("transfers", {"end_to_end_s": "12"}, "transfers.end_to_end_s: expected a non-negative"),
     ("energy", {"launches": 10.0}, "energy.joules: expected present"),
+    ("writeback_after_run_s", [4e-5, 4.1e-5], "expected given with writeback_baseline_s"),
+    ("writeback_baseline_s", [4e-5, -1.0], "writeback_baseline_s: expected a list of positive"),
 ])
 def test_a_damaged_transfers_or_energy_object_is_a_bad_file(tmp_path, field, value, says):
     # they reached the renderers: report and plot ended in an internal error (exit 4)
@@ -266,3 +268,20 @@ def test_a_damaged_transfers_or_energy_object_is_a_bad_file(tmp_path, field, val
     path.write_text(json.dumps(data))
     with pytest.raises(ResultsFileError, match=says):
         load_results(path)
+
+
+def test_a_writeback_pass_survives_loading_and_writing(tmp_path):
+    from cudabench.results.codec import benchmark_to_dict
+
+    data = json.loads((Path(__file__).parent / "data" / "h100-insight" /
+                       "t8192_transfers.json").read_text())
+    data["benchmarks"][0] |= {"writeback_after_run_s": [5e-5, 5.2e-5],
+                              "writeback_baseline_s": [4e-5, 4e-5]}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    row = load_results(path).benchmarks[0]
+    assert row.writeback_s == pytest.approx(1.1e-5)
+    written = benchmark_to_dict(row, None)
+    assert written["writeback_after_run_s"] == [5e-5, 5.2e-5]
+    assert "writeback_after_run_s" not in benchmark_to_dict(load_results(path).benchmarks[1],
+                                                            None)

@@ -329,6 +329,8 @@ def test_tuning_flags_are_checked(use_fake, kernels, monkeypatch):
     assert done.exit_code == 2 and "--budget 'soon'" in done.stderr
     done = invoke(*base, "--no-tune-cache")
     assert done.exit_code == 2 and "--no-tune-cache" in done.stderr
+    done = invoke(*base, "--best", "--strategy", "random", "--writeback")
+    assert done.exit_code == 2 and "--writeback: not with a search" in done.stderr
     import builtins
 
     real_import = builtins.__import__

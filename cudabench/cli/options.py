@@ -321,6 +321,11 @@ def insight_options(function: F) -> F:
                      metavar="[SECONDS]",
                      help=f"Measure joules per launch over a pass of back-to-back launches "
                      f"(default {ENERGY_DEFAULT_S:g} s; NVML's energy counter)."),
+        click.option("--writeback", is_flag=True,
+                     help="Also time what each row leaves for the L2 to write back: a cold "
+                     "sample ends with its last writes still in the L2, written back by the "
+                     "next flush, off its clock. Shown behind the times, with each row's time "
+                     "plus its own write-back."),
         click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False),
                      help="Also write one CSV row per benchmark to this file."),
         click.option("--progress/--quiet", "progress", default=None,
@@ -373,6 +378,7 @@ def build_insight(options: dict[str, Any]) -> Insight:
         batch=not options.get("no_batch", False),
         counters=counters,
         energy_s=energy_s,
+        writeback=bool(options.get("writeback", False)),
         transfers=bool(options.get("transfers", False)),
         profile_time=bool(options.get("profile_time", False)),
     )

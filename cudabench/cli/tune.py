@@ -46,6 +46,7 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
         ("--markdown", outputs.markdown_path is not None), ("--csv", outputs.csv_path is not None),
         ("--record", outputs.record), ("--counters", options.get("counters") is not None),
         ("--energy", options.get("energy") is not None),
+        ("--writeback", bool(options.get("writeback"))),
         ("--transfers", bool(options.get("transfers"))),
         ("--profile-time", bool(options.get("profile_time"))),
         ("--sanitize", options.get("sanitize") is not None)) if given]

@@ -58,6 +58,8 @@ FAKE_DEVICE = DeviceInfo(
 
 FAKE_CLOCK_MHZ = FAKE_DEVICE.sm_clock_khz / 1e3
 FAKE_LINK_BPS = 32e9  # a PCIe 4.0 x16 link, per direction
+FAKE_FLUSH_S = 40e-6  # a clean flush of the fake L2
+FAKE_WRITEBACK_SHARE = 0.05  # of a run's time, what its dirty lines take to write back
 LAUNCH_FREE = 0.8  # a batch hides the launch cost: a fake batch is this much faster
 
 
@@ -270,6 +272,18 @@ class FakeEngine:
         if start:
             self.clocks = []
         return list(self.clocks)
+
+    def time_writeback(self, run: Run, flush: str) -> tuple[float, float]:
+        """Run once; return a noisy flush after it, longer by a share of its synthetic
+        time, and a noisy flush after none."""
+        self.alive()
+        self.pending_s = 0.0
+        run()
+        self._raise_pending_fault()
+        cost, self.pending_s = self.pending_s, 0.0
+        self.log.append(("writeback", flush))
+        after, baseline = FAKE_FLUSH_S * self.rng.lognormal(0.0, self.spec.noise, 2)
+        return float(after + FAKE_WRITEBACK_SHARE * cost), float(baseline)
 
     def time_batch(self, run: Run, launches: int) -> float | None:
         """Return the enqueued time per launch of back-to-back runs, without noise."""

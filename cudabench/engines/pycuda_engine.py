@@ -326,6 +326,26 @@ class PycudaEngine:
             raise self._fault(exc) from None
         return float(self._stop.time_since(self._start)) / 1e3
 
+    def time_writeback(self, run: Run, flush: str) -> tuple[float, float]:
+        """Return the seconds of a flush after run (itself after a flush) and of a flush
+        after a flush alone, each timed with the stream held until all of it is queued."""
+        times = []
+        for with_run in (True, False):
+            self._hold()
+            self._flush_l2(flush)
+            if with_run:
+                run()
+            self._start.record()
+            self._flush_l2(flush)
+            self._stop.record()
+            self._flag[0] = 1  # release
+            try:
+                self._stop.synchronize()
+            except self.cuda.Error as exc:
+                raise self._fault(exc) from None
+            times.append(float(self._stop.time_since(self._start)) / 1e3)
+        return times[0], times[1]
+
     def _hold(self) -> None:
         """Enqueue the blocking kernel: the stream waits until the host sets the flag (or
         the kernel gives up after BLOCK_TIMEOUT_NS and the launches run as queued)."""

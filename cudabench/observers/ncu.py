@@ -120,7 +120,8 @@ def child_plan(plan: Plan, planned: PlannedVariant) -> Plan:
     """Return the plan the child runs: this variant only, minimal timing, no sanitizer."""
     # Counters left on would have the child profile itself again under ncu; the energy and
     # batch passes come after the checked run, and no one reads them.
-    insight = dataclasses.replace(plan.insight, counters=(), energy_s=0.0, batch=False)
+    insight = dataclasses.replace(plan.insight, counters=(), energy_s=0.0, batch=False,
+                                  writeback=False)
     return dataclasses.replace(plan, timing=MINIMAL, variants=(planned,), sanitize=None,
                                insight=insight)
 

@@ -39,6 +39,7 @@ class Insight:
     batch: bool = True  # back-to-back launch times beside the cold ones
     counters: tuple[str, ...] = ()  # Nsight Compute metrics (--counters); empty: none
     energy_s: float = 0.0  # seconds of the energy pass (--energy); 0: none
+    writeback: bool = False  # time what each row leaves the L2 to write back (--writeback)
     transfers: bool = False  # host<->device phases (--transfers)
     profile_time: bool = False  # each row's seconds per phase (--profile-time)
 
@@ -233,6 +234,9 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                          "flushes nothing; drop one" if request.origin else
                          f"--hot with --l2-flush {request.l2_flush}: a hot run flushes "
                          "nothing; drop one")
+    if request.hot and request.insight.writeback:
+        raise UsageError("--writeback with --hot: the write-back is what a cold sample leaves "
+                         "for the next L2 flush, and a hot run flushes nothing; drop one")
     if not (math.isfinite(request.insight.energy_s) and request.insight.energy_s >= 0):
         raise UsageError(f"--energy {request.insight.energy_s}: expected seconds > 0")
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),

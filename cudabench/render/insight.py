@@ -100,6 +100,9 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
     if any(r.energy.get("launches") for r in rows):
         unit = "GFLOP/J" if any(r.flops for r in rows) else "GB/J"
         columns += [Column("energy/launch", joules), Column(unit, per_joule)]
+    if any(r.writeback_s is not None for r in rows):
+        columns += [Column("write-back", _writeback_cell),
+                    Column("median + write-back", _paid_cell)]
     if any(r.transfers for r in rows):
         columns += _transfer_columns()
     if any(r.rounds > 1 for r in rows):
@@ -107,6 +110,21 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
     metrics = list(dict.fromkeys(m for r in rows for m in r.counters))
     columns += [Column(counters.short_label(m), _counter_cell(m)) for m in metrics]
     return columns
+
+
+def _writeback_cell(r: BenchmarkResult) -> str:
+    """Return what the next flush paid for the row's dirty lines (signed: noise can make
+    a row that leaves nothing read a little below zero)."""
+    wb = r.writeback_s
+    if wb is None:
+        return "-"
+    return ("+" if wb >= 0 else "-") + format_seconds(abs(wb))
+
+
+def _paid_cell(r: BenchmarkResult) -> str:
+    """Return the row's median with its own write-back paid."""
+    wb, median = r.writeback_s, r.median_s
+    return format_seconds(median + max(wb, 0.0)) if wb is not None and median else "-"
 
 
 def _rounds_cell(r: BenchmarkResult) -> str:
@@ -180,6 +198,13 @@ def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
                      if not rows[0].hot else "batch (warm): back-to-back launches, per launch")
     elif any(r.l2_flush == "memset" for r in rows):  # not the default: say so
         lines.append(f"cold L2: {flush}")
+    if any(r.writeback_s is not None for r in rows):
+        most = max(len(r.writeback_baseline_s) for r in rows)
+        lines.append("write-back (behind the times): how much longer the L2 flush after a "
+                     "run took than one after no run (medians of up to "
+                     f"{most} pairs, taken in turns): the row's dirty lines, which its "
+                     "cold samples leave for the next flush to write back, off their "
+                     "clock; median + write-back charges each row its own")
     rounds = max((r.rounds for r in rows), default=1)
     if rounds > 1:
         lines.append(f"rounds: each row pools {rounds} rounds, run in alternating order, each "

@@ -80,6 +80,9 @@ def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, 
         "counters": {name: _finite(value) for name, value in result.counters.items()},
         "counters_note": result.counters_note,
         "energy": dict(result.energy),
+        **({"writeback_after_run_s": list(result.writeback_after_run_s),
+            "writeback_baseline_s": list(result.writeback_baseline_s)}
+           if result.writeback_after_run_s else {}),
         "transfers": _json_ready(result.transfers),
         **({"phases": dict(result.phases)} if result.phases else {}),
         **({"rounds": result.rounds, "round_medians_s": list(result.round_medians_s)}
@@ -210,6 +213,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
     device = data.get("device")
     check.expect(device is None or (_is_int(device) and 0 <= device < len(devices)), "device",
                  f"null or an index into devices (0..{len(devices) - 1})")
+    writeback = _writeback(data, check)
     throughput = check.field(data, "throughput", dict)
     for name in ("flops", "bytes_moved"):
         check.expect(_is_int(throughput.get(name)), f"throughput.{name}", "an integer")
@@ -254,6 +258,8 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         counters=_numbers(data, "counters", check),
         counters_note=check.optional(data, "counters_note", str),
         energy=_energy(data, check),
+        writeback_after_run_s=writeback[0],
+        writeback_baseline_s=writeback[1],
         transfers=_transfers(data, check),
         phases=_seconds(data, "phases", check),
         l2_flush=_l2_flush(data, check),
@@ -338,6 +344,17 @@ def _energy(data: Mapping[str, Any], check: Checker) -> dict[str, float]:
     for key in ENERGY_FIELDS if values else ():
         check.expect(key in values, f"energy.{key}", "present (a pass has joules and launches)")
     return {key: float(value) for key, value in values.items()}
+
+
+def _writeback(data: Mapping[str, Any], check: Checker
+               ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Return the --writeback pass: flush times after a run and after none, both or
+    neither (one without the other says nothing)."""
+    after = _samples(data, "writeback_after_run_s", check)
+    baseline = _samples(data, "writeback_baseline_s", check)
+    check.expect(bool(after) == bool(baseline), "writeback_after_run_s",
+                 "given with writeback_baseline_s (a pass times both)")
+    return after, baseline
 
 
 TRANSFER_KINDS = ("pinned", "pageable")  # each an object of numbers (seconds, bytes, GB/s)

@@ -139,6 +139,11 @@ class BenchmarkResult:
     counters_note: str | None = None
     # --energy: joules, launches and seconds of a pass of back-to-back launches.
     energy: Mapping[str, float] = field(default_factory=dict)
+    # --writeback: seconds of an L2 flush right after a run (itself after a flush, off the
+    # clock) and of one after no run, taken in turns: what the first takes beyond the second
+    # is the write-back of the dirty lines the run left, which a cold sample does not pay.
+    writeback_after_run_s: tuple[float, ...] = ()
+    writeback_baseline_s: tuple[float, ...] = ()
     # --transfers: host<->device phases, each {"seconds", "bytes", "gbps"} by name.
     transfers: Mapping[str, Any] = field(default_factory=dict)
     # --profile-time: the worker's seconds per phase of this row (compile, inputs, CPU
@@ -172,6 +177,15 @@ class BenchmarkResult:
     def median_s(self) -> float | None:
         """Return the median sample in seconds (None when nothing was timed)."""
         return self.summary.median_s if self.summary else None
+
+    @property
+    def writeback_s(self) -> float | None:
+        """Return what the next flush paid for this row's dirty lines: the median flush
+        after a run less the median flush after none (None when not measured)."""
+        if not (self.writeback_after_run_s and self.writeback_baseline_s):
+            return None
+        return (statistics.median(self.writeback_after_run_s)
+                - statistics.median(self.writeback_baseline_s))
 
     @property
     def batch_median_s(self) -> float | None:

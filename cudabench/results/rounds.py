@@ -1,8 +1,8 @@
 """--rounds: each row's rounds pooled into one row, as they arrive and at the end.
 
 A row measured in N rounds (measure/jobs.py runs them in alternating order, each on buffers
-placed afresh) is reported as one row: every round's samples, batches and clocks in round
-order, the median of each round beside them (`round_medians_s`, so the spread between
+placed afresh) is reported as one row: every round's samples, batches, write-back flushes
+and clocks in round order, the median of each round beside them (`round_medians_s`, so the spread between
 rounds stays visible), NVML's readings over all of them, and the first round's counters,
 energy and transfers (measured in the first round alone). A warning a round gave says which
 round (its numbers are that round's). A round that failed decides the row: its status,
@@ -60,6 +60,8 @@ def pooled(rows: Sequence[BenchmarkResult]) -> BenchmarkResult:
         slow_clock_samples_s=tuple(s for row in rows for s in row.slow_clock_samples_s),
         zero_input_samples_s=tuple(s for row in rows for s in row.zero_input_samples_s),
         batch_samples_s=tuple(s for row in rows for s in row.batch_samples_s),
+        writeback_after_run_s=tuple(s for row in rows for s in row.writeback_after_run_s),
+        writeback_baseline_s=tuple(s for row in rows for s in row.writeback_baseline_s),
         # a round faster than the device allows makes the row suspect: its samples are here
         suspect=next((row.suspect for row in rows if row.suspect), None),
         warnings=_by_round([row.warnings for row in rows]),

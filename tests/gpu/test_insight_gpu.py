@@ -72,6 +72,19 @@ def test_energy_is_measured_where_nvml_has_a_counter(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("ncu") is None, reason="ncu (Nsight Compute) is not on PATH")
+def test_writeback_sees_the_dirty_lines_a_transpose_leaves(tmp_path):
+    # A 2048^2 float32 transpose writes 16 MB, less than the L2 of the GPUs this runs on
+    # (40-60 MB): much of B is still dirty when the kernel ends, for the next flush to
+    # write back (16 MB at ~3 TB/s is ~5 us). A copy's output is as large: so is its debt.
+    done, rows = run(tmp_path, "transpose", "--size", "2048", "--variant", "vectorized",
+                     "--no-vendor", "--no-batch", "--writeback")
+    for name in ("vectorized", "memcpy_dtod"):
+        row = rows[name]
+        assert row.writeback_s is not None and 1e-6 < row.writeback_s < 20e-6, row
+        assert len(row.writeback_after_run_s) == len(row.writeback_baseline_s) >= 5
+    assert "median + write-back" in done.output
+
+
 def test_counters_show_the_seeds_bank_conflicts(tmp_path):
     done, rows = run(tmp_path, "matmul", "--size", "512", "--tile", "16", "--counters",
                      "--variant", "tiled", "--variant", "tiled_conflict", "--no-vendor")
