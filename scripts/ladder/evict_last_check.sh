@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 25's transpose: the draft evict_last (scripts/ladder/kernels/transpose/evict_last.cu,
 # B's stores held in the L2 at evict-last priority) checked on one GPU in one call, and
-# whether its gain is real or only write-back moved past the end of the timed launch (it is
-# the latter: the draft's header, docs/kernels.md):
+# whether its gain is real or write-back moved past the end of the timed launch (back to
+# back it gains nothing: the draft's header, docs/kernels.md):
 #   - flush_evict_last.py: does a line kept at evict-last priority outlive the L2 flush?
 #   - verified at odd shapes in every type and parameter, and under compute-sanitizer;
 #   - 8192² float32 in ten pooled rounds beside evict_first, vectorized and the copy, twice,

@@ -1,5 +1,5 @@
 // cudabench: transpose
-// description: Draft (issue 25, 2026-11-27): evict_first's moves with B's lines held in the L2 at evict-last priority (st.global.L2::cache_hint, KEEP percent of them); A's reads plain (LOAD_CACHE=1) or evict-first (2); tiles in groups of GROUP tile rows. Faster under the clean flush only because more of its write-back falls after the timed launch: not a rung.
+// description: Draft (issue 25, 2026-11-27): evict_first's moves with B's lines held in the L2 at evict-last priority (st.global.L2::cache_hint, KEEP percent of them); A's reads plain (LOAD_CACHE=1) or evict-first (2); tiles in groups of GROUP tile rows. Faster cold, not back to back (the batch column): not a rung.
 // run: on request
 // param TILE: default 64; allowed 8, 16, 32, 64, 128
 // param BLOCK_ROWS: default 8; allowed 4, 8, 16, 32
@@ -14,26 +14,18 @@
 // evict-last priority, B's lines might outlive A's (read once) until more of each row is
 // written, and reach DRAM in longer runs.
 //
-// What it does (H100 80GB HBM3, 8192² float32; scripts/ladder/evict_last_check.sh, data in
-// docs/data/transpose-evict-last-2026-11-27/, docs/kernels.md): under cudabench's clean
-// flush, in ten pooled rounds, 178.8-179.4 us where evict_first takes 180.9-181.2: 0.977-
-// 0.979 of the copy, past the goal's 0.97 (KEEP 25 to 100, GROUP 1 or 128, plain loads:
-// 0.971-0.987 in two sweeps). It verifies at odd shapes in every type and under memcheck.
-// But the gain is write-back moved past the timed launch, not a faster transpose:
-// - The counters: it writes 239.6-239.9 MB to DRAM inside the launch where evict_first
-//   writes 247.2-247.5 MB (B is 268.4 MB): 7-8 MB more of B is still dirty in the L2 when
-//   it ends, about 2.5 us of DRAM writes, as much as the 1.8-2.1 us it gains.
-// - The next flush pays for it (flush_debt.py, twice). Under a two-pass flush tried and
-//   dropped (docs/kernels.md): 12.2 us more than after no operation, against 9.7 after
-//   evict_first and 8.5 after the copy, so that with each paying its own write-back both
-//   take 190.0 us, 0.966 and 0.965 of the copy. Under cudabench's flush (in a run whose
-//   copy was unusually fast, 172.8 us): +9.1 against +8.5, 0.966 against 0.954.
-// - Back to back (the batch column, where each launch pays for the last one's dirty lines)
-//   it is slower: 187.1 us against evict_first's 185.9 (0.961 against 0.967 of the copy).
-// - At 4096² (B 64 MB, the L2 50 MB) it took 40.0-40.6 us where the copy took 42.6-42.8:
-//   1.053-1.064 of the copy, 99-100% of the DRAM roof, which no transpose reaches honestly.
-// - Its lines do not outlive the flush: a buffer written at evict-last priority read back
-//   after the clean flush as slowly as one written plainly (flush_evict_last.py).
+// What it does (H100 80GB HBM3, 8192² float32; scripts/ladder/evict_last_check.sh and
+// scripts/gpu-checks/writeback.sh, data in docs/data/transpose-evict-last-2026-11-27/, the
+// whole table in docs/kernels.md): under cudabench's clean flush, in pooled rounds, 178.8-
+// 179.4 us where evict_first takes 180.9-181.3: 0.977-0.979 of the copy, past the goal's
+// 0.97 (KEEP 25 to 100, GROUP 1 or 128, plain loads: 0.971-0.987 in two sweeps). It
+// verifies at odd shapes in every type and under memcheck. But back to back, each launch
+// paying for the dirty lines the one before left (the batch column), it gains nothing:
+// 186.7-187.1 us against evict_first's 185.7-185.9 at 8192², 48.4 us as evict_first's at
+// 4096² (where cold it read 1.05-1.06 of the copy). Cold, it writes 7-8 MB less of B to
+// DRAM inside its window (the counters), as much as it gains; what the next flush pays for
+// that the flush timings do not settle (--writeback: +9.2 us against +9.8; a two-pass
+// flush: +12.2 against +9.7).
 //
 // The code: evict_first.cu's (GROUP=1 LOAD_CACHE=1): a block of TX = TILE / VEC threads
 // across (VEC 16-byte elements: 4 floats or ints, 8 halves, 2 doubles) by BR thread rows
