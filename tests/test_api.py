@@ -90,6 +90,15 @@ def test_sweeps_over_sizes_and_parameters(use_fake):
     assert both.row("matmul/naive").op == "matmul" == both.row("naive", op="matmul").op
 
 
+def test_writeback_is_asked_for_as_the_flag_is(use_fake, tmp_path):
+    results = cb.run("transpose", variants="naive", size=256, vendor=False, batch=False,
+                     writeback=True, timing=FAST, json=tmp_path / "r.json")
+    assert results.row("naive").writeback_s is not None
+    assert "--writeback" in results.command
+    with pytest.raises(UsageError, match="writeback with hot"):
+        cb.run("transpose", variants="naive", size=256, hot=True, writeback=True)
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"variants": ["nope"]}, "nope"),
     ({"params": {"TILE": "16"}}, r"params\['TILE'\]"),

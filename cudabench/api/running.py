@@ -35,6 +35,7 @@ _ARGUMENTS = {
     "--size": "size", "--dtype": "dtype", "--variant": "variants", "--param": "params",
     "--kernels-dir": "kernels_dir", "--l2-flush": "l2_flush", "--json": "json",
     "--seed": "seed", "--device": "device", "--keep-workers": "keep_workers", "--hot": "hot",
+    "--writeback": "writeback",
     "--warmup": "TimingPolicy.warmup_s", "--min-samples": "TimingPolicy.min_samples",
     "--max-samples": "TimingPolicy.max_samples", "--precision": "TimingPolicy.precision",
     "--max-time": "TimingPolicy.max_time_s", "--timeout": "TimingPolicy.timeout_s",
@@ -49,8 +50,8 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
         sources: Mapping[str, str] | None = None, device: int = 0,
         timing: TimingPolicy | None = None, seed: int = 0, hot: bool = False,
         l2_flush: str = DEFAULT_L2_FLUSH, vendor: bool = True, batch: bool = True,
-        json: PathLike | None = None, progress: bool = False, keep_workers: float = 0.0
-        ) -> Results:
+        json: PathLike | None = None, progress: bool = False, keep_workers: float = 0.0,
+        writeback: bool = False) -> Results:
     """Verify and time op's variants, as `cudabench OP` does; return every row.
 
     variants: names to run (default all); size: "1024", 1024, "512x256x128", or a list (or a
@@ -58,7 +59,8 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     NAME -> value, a list sweeps; kernels_dir: more folders of variants and ops; sources:
     variant name -> CUDA source text with its header (`// cudabench: OP` ...); timing: the
     sampling policy; l2_flush: "clean" or "memset", the flush before each cold sample
-    (--l2-flush); json: also write the results file here as the rows arrive; progress:
+    (--l2-flush); writeback: also time what each row leaves the L2 to write back
+    (--writeback); json: also write the results file here as the rows arrive; progress:
     a progress display on stderr; keep_workers: keep the GPU worker that many idle seconds
     for the next run (--keep-workers: a script or test session of many runs starts it
     once). Bad input raises UsageError (or KernelFileError, naming
@@ -69,7 +71,8 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     refuse_in_a_worker_import()
     with python_terms(_ARGUMENTS):
         return _run(op, variants, size, dtype, params, kernels_dir, sources, device, timing,
-                    seed, hot, l2_flush, vendor, batch, json, progress, keep_workers)
+                    seed, hot, l2_flush, vendor, batch, json, progress, keep_workers,
+                    writeback)
 
 
 def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Size] | None,
@@ -77,7 +80,7 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
          kernels_dir: PathLike | Sequence[PathLike] | None, sources: Mapping[str, str] | None,
          device: int, timing: TimingPolicy | None, seed: int, hot: bool, l2_flush: str,
          vendor: bool, batch: bool, json: PathLike | None, progress: bool,
-         keep_workers: float) -> Results:
+         keep_workers: float, writeback: bool) -> Results:
     """run()'s work, its errors in the command's terms."""
     from cudabench.cli.options import Outputs, build_requests
     from cudabench.ops import get_op
@@ -102,6 +105,7 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
         "seed": _int(seed, "seed"), "kernels_dirs": tuple(dirs), "hot": bool(hot),
         "l2_flush": l2_flush,
         "sanitize": None, "no_vendor": not vendor, "no_batch": not batch,
+        "writeback": bool(writeback),
         "warmup": policy.warmup_s, "min_samples": policy.min_samples,
         "max_samples": policy.max_samples, "precision": policy.precision,
         "max_time": policy.max_time_s, "timeout": policy.timeout_s,
@@ -322,7 +326,8 @@ def _command(op: str, options: Mapping[str, Any], device: int) -> list[str]:
         argv += ["--l2-flush", options["l2_flush"]]
     argv += [flag for flag, on in (("--hot", options["hot"]),
                                    ("--no-vendor", options["no_vendor"]),
-                                   ("--no-batch", options["no_batch"])) if on]
+                                   ("--no-batch", options["no_batch"]),
+                                   ("--writeback", options.get("writeback", False))) if on]
     if device:
         argv += ["--device", str(device)]
     return argv
