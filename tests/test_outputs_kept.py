@@ -273,3 +273,34 @@ def test_a_results_file_that_cannot_be_streamed_costs_no_row_of_the_run(use_fake
     result = invoke("matmul", "--size", "64,96", "--variant", "tiled", *QUICK, "--json", out)
     assert result.exit_code == 0, result.output
     assert len(load_results(out).benchmarks) == 2
+
+
+def test_a_results_file_that_cannot_be_written_at_the_end_still_shows_the_tables(
+        use_fake, tmp_path, monkeypatch):
+    # a full disk at the final write exited 2 before any table: the run's numbers went
+    # unseen, though its rows were streamed
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    real = ResultsWriter.write
+
+    def full_disk_at_the_end(self, complete=True):
+        if complete:
+            raise UsageError(f"--json {self.path}: cannot write: [Errno 28] No space left")
+        return real(self, complete)
+
+    monkeypatch.setattr(ResultsWriter, "write", full_disk_at_the_end)
+    out = tmp_path / "r.json"
+    result = invoke("matmul", "--size", "64,96", "--variant", "tiled", "--no-vendor", *QUICK,
+                    "--json", out, "--record", "--db", tmp_path / "h.sqlite")
+    assert result.exit_code == 2, result.output
+    assert "│ tiled" in result.stdout  # the tables first
+    assert "No space left" in result.stderr and f"2 of the run's 2 rows are in {out}" in \
+        " ".join(result.stderr.split())
+    assert "Traceback" not in result.output
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "h.sqlite") as store:  # no file of this run to record
+        tables = {name for (name,) in store.execute("SELECT name FROM sqlite_master")}
+        assert "runs" not in tables or store.execute(
+            "SELECT COUNT(*) FROM runs").fetchone() == (0,)

@@ -167,6 +167,8 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
     from cudabench.cli.options import Placement
 
     measured = commands.measure(requests, device, outputs, Placement(keep_workers_s=keep_s))
+    if measured.write_error is not None:
+        raise UsageError(measured.write_error)
     return Results(measured.outcome.results, measured.outcome.notes, tuple(argv),
                    dict(measured.versions), measured.json_path)
 

@@ -66,6 +66,9 @@ class Measured:
     versions: Mapping[str, str]  # the engine's and its libraries' versions
     clock: PhaseClock = dataclasses.field(default_factory=PhaseClock)  # this process's phases
     writer: ResultsWriter | None = None  # the results file's, to add the time profile
+    # Why the results file could not be written at the end (a full disk), and where its
+    # rows are: the tables are shown first, then this, as the command's error.
+    write_error: str | None = None
 
 
 def run_and_render(requests: list[Request], device: int, outputs: Outputs,
@@ -86,7 +89,11 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         if unwritten:
             note(f"--dry-run measures nothing, so {', '.join(unwritten)} wrote nothing")
         return code
-    return show(measure(requests, device, outputs, placement), device, outputs)
+    measured = measure(requests, device, outputs, placement)
+    code = show(measured, device, outputs)
+    if measured.write_error is not None:
+        raise UsageError(measured.write_error)
+    return code
 
 
 def output_paths(outputs: Outputs) -> dict[str, Path | None]:
@@ -158,11 +165,18 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     finally:
         if cluster is not None:
             cluster.close()
+    write_error = None
+    if writer is not None:
+        try:
+            writer.write(complete=True)
+        except UsageError as exc:  # a full disk: the tables are still shown, then this
+            write_error = str(exc) + writer.streamed_note()
+            json_path = None  # nothing of this run there to record or judge
     if writer is not None and writer.kept_note is not None:
         # The file at json_path is an earlier run's: nothing of this one to record or judge.
         note(writer.kept_note + ("; nothing recorded" if outputs.record else ""))
         json_path = None
-    return Measured(outcome, plans, slots, json_path, versions, clock, writer)
+    return Measured(outcome, plans, slots, json_path, versions, clock, writer, write_error)
 
 
 def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: Placement
@@ -262,8 +276,6 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
                                 replicate=placement.replicate, keep_worker=outputs.best)
     if in_rounds:
         outcome = dataclasses.replace(outcome, results=tuple(pool_all(outcome.results)))
-    if writer is not None:
-        writer.write(complete=True)
     return outcome, versions
 
 
@@ -325,7 +337,7 @@ def show_time_profile(measured: Measured) -> TimeProfile:
                            measured.clock.totals, measured.outcome.results, gpus)
     terminal.render_rows(profile_title(profile), PROFILE_COLUMNS, profile_rows(profile),
                          terminal.stderr_console())
-    if measured.writer is not None:
+    if measured.writer is not None and measured.write_error is None:
         measured.writer.metadata["profile"] = profile.to_dict()
         measured.writer.write(complete=True)
     return profile

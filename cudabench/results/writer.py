@@ -166,6 +166,14 @@ class ResultsWriter:
         if not complete:
             self.written = len(self._encoded)
 
+    def streamed_note(self) -> str:
+        """Return, for an error that kept the complete file from being written, where the
+        rows streamed so far are ("" when none were)."""
+        if not self.written or not self.streams_to.exists():
+            return ""
+        return (f"; {self.written} of the run's {len(self._encoded)} rows are in "
+                f"{self.streams_to}")
+
     def stopped_note(self) -> str | None:
         """Return where a run that stopped left its rows, when it left any beside an
         existing file (None otherwise: nothing written, or written in place)."""
