@@ -166,6 +166,32 @@ def test_writeback_with_hot_is_a_usage_error(use_fake):
     assert "Traceback" not in done.output
 
 
+def test_a_suite_s_hot_entries_take_no_writeback_pass(use_fake, tmp_path):
+    # the whole suite was refused for an entry's `hot = true`, which no flag can drop
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[timing]\nwarmup = 0\nmin_samples = 8\nmax_time = 0.05\n\n'
+                     '[[benchmark]]\nop = "transpose"\nsize = "256"\nvariants = ["naive"]\n\n'
+                     '[[benchmark]]\nop = "dot"\nsize = "1000"\nvariants = ["atomic"]\n'
+                     'hot = true\n')
+    path = tmp_path / "r.json"
+    done = invoke("run", str(suite), "--writeback", "--no-vendor", "--no-batch", "--json",
+                  str(path))
+    assert done.exit_code == 0, done.output
+    naive, atomic = rows(load_results(path))["naive"], rows(load_results(path))["atomic"]
+    assert naive.writeback_s is not None and atomic.hot and atomic.writeback_s is None
+
+
+def test_a_row_too_slow_for_the_writeback_pass_says_so(use_fake, tmp_path):
+    # 5 pairs of a 60 ms kernel would outlast the pass's budget, for a write-back of tens
+    # of microseconds: not timed, and the row says why
+    use_fake(slowdown={"naive": 20000.0})
+    done, results = run_json(tmp_path, "transpose", "--size", "256", "--variant", "naive",
+                             "--writeback", "--no-vendor", "--no-batch")
+    naive = rows(results)["naive"]
+    assert naive.median_s > 0.05 and naive.writeback_s is None
+    assert "--writeback: not timed beside a median of" in " ".join(done.stderr.split())
+
+
 def test_transfers_time_each_phase_and_pinned_beats_pageable(use_fake, tmp_path):
     done, results = run_json(tmp_path, "transpose", "--size", "256", "--transfers",
                              "--no-vendor", "--variant", "naive")

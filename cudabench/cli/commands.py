@@ -491,7 +491,9 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
     """Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in pyproject.toml)."""
     path = config or find_config(Path.cwd())
     chosen = build_insight(insight)
-    requests = [dataclasses.replace(request, insight=chosen,
+    # --writeback times what a cold sample leaves for the next flush: a hot entry has none
+    hot = dataclasses.replace(chosen, writeback=False)
+    requests = [dataclasses.replace(request, insight=hot if request.hot else chosen,
                                     full_check=request.full_check or full_check)
                 for request in with_flush(load_suite(path, tuple(kernels_dirs)), l2_flush)]
     outputs = Outputs.of(insight, json_path=json_path, markdown_path=markdown_path,

@@ -117,12 +117,20 @@ def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Meas
     throttle = throttled(telemetry) if telemetry else None
     if throttle:
         warnings.append(throttle)
-    measured = Measured(kept, tuple(warnings), clocks_kept, slow, telemetry)
+    after: tuple[float, ...] = ()
+    baseline: tuple[float, ...] = ()
     if plan.insight.writeback and plan.flush is not None and kept:
-        with phase("write-back"):
-            after, baseline = writeback(engine, run, plan.flush, statistics.median(kept))
-        measured = dataclasses.replace(measured, writeback_after_run_s=after,
-                                       writeback_baseline_s=baseline)
+        median = statistics.median(kept)
+        if median * WRITEBACK_PAIRS[0] > WRITEBACK_BUDGET_S:
+            warnings.append(
+                f"--writeback: not timed beside a median of {median * 1e3:,.0f} ms: a "
+                "write-back is at most the L2's size of dirty lines, a few tens of us, "
+                "too little to matter here")
+        else:
+            with phase("write-back"):
+                after, baseline = writeback(engine, run, plan.flush, median)
+    measured = Measured(kept, tuple(warnings), clocks_kept, slow, telemetry,
+                        writeback_after_run_s=after, writeback_baseline_s=baseline)
     if not plan.batch:
         return measured
     with phase("batches"):
@@ -130,7 +138,9 @@ def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Meas
 
 
 WRITEBACK_PAIRS = (5, 21)  # flushes timed after a run and after none: this many pairs...
-WRITEBACK_BUDGET_S = 0.25  # ...or as many as the row's runs fill this much GPU time
+WRITEBACK_BUDGET_S = 0.25  # ...or as many as the row's runs fill this much GPU time; a
+# row whose 5 runs would take longer is not timed (its write-back is lost in its median)
+WRITEBACK_ALLOWANCE_S = 1.0  # the pass's time on top of --timeout: the budget and flushes
 
 
 def writeback(engine: Engine, run: Run, flush: str, median_s: float

@@ -22,8 +22,9 @@ RUN_LEADING = ("op", "variant", "kind", "params", "shape", "dtype", "hot", "l2_f
                "device",
                "pci_bus_id", "median_s", "min_s", "max_s", "spread", "batch_median_s",
                "gflops", "gbps")
-RUN_INSIGHT = ("pct_of_peak", "bound", "in_l2", "energy_j_per_launch", "writeback_s")
-RUN_TRAILING = ("rel_error", "max_abs_error", "rounds")  # rounds: added last (--rounds)
+RUN_INSIGHT = ("pct_of_peak", "bound", "in_l2", "energy_j_per_launch")
+# added last, each when it came, so that earlier columns keep their places
+RUN_TRAILING = ("rel_error", "max_abs_error", "rounds", "writeback_s")
 COMPARISON_COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline_median_s",
                       "current_median_s", "change", "p_value", "verdict", "reason", "kind",
                       "regressed", "gpu")
@@ -97,11 +98,10 @@ def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
         r.gbps if r.bytes_moved else None,
         *(computed.get(title) for title in vs_titles),
         computed.get("pct_of_peak"), computed.get("bound"), computed.get("in_l2"), per_launch,
-        r.writeback_s,
         *(r.counters.get(m) for m in metrics),
         v.rel_error if v is not None and checked else None,
         v.max_abs_error if v is not None and checked else None,
-        r.rounds,
+        r.rounds, r.writeback_s,
     ]
 
 

@@ -2,13 +2,13 @@
 
 A row measured in N rounds (measure/jobs.py runs them in alternating order, each on buffers
 placed afresh) is reported as one row: every round's samples, batches, write-back flushes
-and clocks in round order, the median of each round beside them (`round_medians_s`, so the spread between
-rounds stays visible), NVML's readings over all of them, and the first round's counters,
-energy and transfers (measured in the first round alone). A warning a round gave says which
-round (its numbers are that round's). A round that failed decides the row: its status,
-error and verification, whatever the other rounds did, with a warning naming the round; a
-race that shows in one round of five is a FAIL, not a fifth of the samples. Such a row is
-not run again in the later rounds (measure/jobs.py's remaining).
+and clocks in round order, the median of each round beside them (`round_medians_s`, so the
+spread between rounds stays visible), NVML's readings over all of them, and the first
+round's counters, energy and transfers (measured in the first round alone). A warning a
+round gave says which round (its numbers are that round's). A round that failed decides
+the row: its status, error and verification, whatever the other rounds did, with a warning
+naming the round; a race that shows in one round of five is a FAIL, not a fifth of the
+samples. Such a row is not run again in the later rounds (measure/jobs.py's remaining).
 """
 
 from __future__ import annotations

@@ -309,13 +309,16 @@ def _follow(watch: Watch, message: tuple[Any, ...], plans: Sequence[Plan],
 
 def observers_allowance(plan: Plan) -> float:
     """Return the seconds the passes asked for beyond the samples may take on top of
-    --timeout: the energy pass its --energy seconds, ncu and compute-sanitizer their own
-    limits (they end a stuck tool themselves, with a note). Counted in --timeout, an
-    `--energy 3` under `--timeout 2` turned a right kernel's measured row into a TIMEOUT."""
+    --timeout: the energy pass its --energy seconds, --writeback's pass a second, ncu and
+    compute-sanitizer their own limits (they end a stuck tool themselves, with a note).
+    Counted in --timeout, an `--energy 3` under `--timeout 2` turned a right kernel's
+    measured row into a TIMEOUT."""
+    from cudabench.measure.sampling import WRITEBACK_ALLOWANCE_S
     from cudabench.observers import ncu, sanitizer
 
     return (plan.insight.energy_s + (ncu.TIMEOUT_S if plan.insight.counters else 0)
-            + (sanitizer.TIMEOUT_S if plan.sanitize else 0))
+            + (sanitizer.TIMEOUT_S if plan.sanitize else 0)
+            + (WRITEBACK_ALLOWANCE_S if plan.insight.writeback else 0))
 
 
 def _timeout_reason(watch: Watch, plans: Sequence[Plan], jobs: Sequence[Job]) -> str:

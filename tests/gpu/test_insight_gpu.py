@@ -71,7 +71,6 @@ def test_energy_is_measured_where_nvml_has_a_counter(tmp_path):
     assert energy["launches"] > 100 and 20 < energy["joules"] / energy["seconds"] < 1500
 
 
-@pytest.mark.skipif(shutil.which("ncu") is None, reason="ncu (Nsight Compute) is not on PATH")
 def test_writeback_sees_the_dirty_lines_a_transpose_leaves(tmp_path):
     # A 2048^2 float32 transpose writes 16 MB, less than the L2 of the GPUs this runs on
     # (40-60 MB): much of B is still dirty when the kernel ends, for the next flush to
@@ -85,6 +84,15 @@ def test_writeback_sees_the_dirty_lines_a_transpose_leaves(tmp_path):
     assert "median + write-back" in done.output
 
 
+def test_writeback_of_a_kernel_that_only_reads_is_about_zero(tmp_path):
+    # The two flushes of a pair differ by what the run left dirty, nothing else: a dot
+    # writes one number. (Its partial sums' buffer is a few KB.)
+    _, rows = run(tmp_path, "dot", "--size", "1<<24", "--variant", "atomic", "--no-vendor",
+                  "--no-batch", "--writeback")
+    assert abs(rows["atomic"].writeback_s) < 1.5e-6, rows["atomic"]
+
+
+@pytest.mark.skipif(shutil.which("ncu") is None, reason="ncu (Nsight Compute) is not on PATH")
 def test_counters_show_the_seeds_bank_conflicts(tmp_path):
     done, rows = run(tmp_path, "matmul", "--size", "512", "--tile", "16", "--counters",
                      "--variant", "tiled", "--variant", "tiled_conflict", "--no-vendor")
