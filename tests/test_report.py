@@ -397,6 +397,25 @@ def test_the_change_figure_colours_each_verdict():
     assert {t.get_text() for t in axes.texts} >= {"a", "b", "c", "slower", "same", "faster"}
 
 
+def test_a_hot_series_does_not_look_like_the_cold_one_beside_it():
+    pytest.importorskip("matplotlib")
+    # hot and cold rows of one variant were drawn alike: only the legend told them apart
+    cold = load_results(FILES[0]).benchmarks
+    hot = [dataclasses.replace(r, hot=True, l2_flush="") for r in cold]
+    figure = plot.throughput_figure([*cold, *hot])
+    lines = {line.get_label(): line for axes in figure.axes for line in axes.get_lines()}
+    name = next(r.variant for r in cold if r.kind.value == "variant")
+    pair = [line for label, line in lines.items()
+            if label.split(" ")[0] == name and "(hot L2)" in label], \
+        [line for label, line in lines.items()
+         if label.split(" ")[0] == name and "(hot L2)" not in label]
+    assert pair[0] and pair[1], sorted(lines)
+    hot_line, cold_line = pair[0][0], pair[1][0]
+    assert hot_line.get_color() == cold_line.get_color()  # one variant, one colour
+    assert (hot_line.get_alpha(), hot_line.get_linewidth()) != (cold_line.get_alpha(),
+                                                                cold_line.get_linewidth())
+
+
 def test_plot_text_is_literal():
     pytest.importorskip("matplotlib")
     # '$\\b$' is invalid mathtext: drawing it unescaped raises; escaped it is plain text.

@@ -43,6 +43,7 @@ LINES = {Kind.VARIANT: "-", Kind.VENDOR: "--", Kind.REFERENCE: ":"}
 VARIANT_MARKERS = ("o", "D", "v", "P", "X", "*", "<", ">", "h", "p")
 KIND_MARKERS = {Kind.VENDOR: "s", Kind.REFERENCE: "^"}
 FILLS = ("full", "none", "left", "bottom", "right", "top")  # a marker's fill per device
+HOT_ALPHA, HOT_WIDTH = 0.5, 0.6  # a hot-L2 series beside the cold one: paler, thinner
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39")
 
@@ -178,10 +179,13 @@ class Styles:
     def line(self, r: BenchmarkResult, joined: bool = True, width: float = 1.5
              ) -> dict[str, Any]:
         """Return a series' plot keywords: colour, marker and its fill, line style. A
-        variant is drawn over the vendor and reference rows it may sit on."""
+        variant is drawn over the vendor and reference rows it may sit on; a hot-L2 series
+        paler and thinner than the cold one of the same variant (they looked alike)."""
         return {"color": self.colour(r), "marker": self.marker(r),
                 "fillstyle": self.fills.get(device_identity(r), "full"),
-                "linestyle": LINES[r.kind] if joined else "none", "linewidth": width,
+                "linestyle": LINES[r.kind] if joined else "none",
+                "linewidth": width * (HOT_WIDTH if r.hot else 1.0),
+                "alpha": HOT_ALPHA if r.hot else 1.0,
                 "zorder": 3 if r.kind is Kind.VARIANT else 2.5}
 
     def order(self, r: BenchmarkResult) -> tuple[Any, ...]:
