@@ -1,10 +1,10 @@
 // cudabench: transpose
-// description: vectorized's 16-byte moves with evict-first (.cs) stores (STORE_CACHE=2; 1: plain), through dynamic shared memory (TILE up to 128) from a 1-D grid; as parameters, what did not help: tiles walked in groups of GROUP tile rows (GROUP=1: row-major) evict-first loads (LOAD_CACHE=2) and plain loads with a 256-byte L2 fetch (LOAD_CACHE=3).
+// description: vectorized's 16-byte moves with evict-first (.cs) stores (STORE_CACHE=2; 1: plain), through dynamic shared memory (TILE up to 128) from a 1-D grid; as parameters, what did not help: tiles walked in groups of GROUP tile rows (GROUP=1: row-major) evict-first loads (LOAD_CACHE=2), plain loads with a 256-byte L2 fetch (LOAD_CACHE=3), and evict-last stores (STORE_CACHE=3: faster cold, not back to back).
 // param TILE: default 64; allowed 8, 16, 32, 64, 128
 // param BLOCK_ROWS: default 8; allowed 4, 8, 16, 32
 // param GROUP: default 1; allowed 1, 2, 4, 8, 16, 32, 64, 128, 1024
 // param LOAD_CACHE: default 1; allowed 1, 2, 3
-// param STORE_CACHE: default 2; allowed 1, 2
+// param STORE_CACHE: default 2; allowed 1, 2, 3
 // launch transpose_evict_first: grid cdiv(ROWS, TILE) * cdiv(COLS, TILE); block TILE * ELEM_SIZE // 16, min(BLOCK_ROWS, 1024 // (TILE * ELEM_SIZE // 16)); dynamic_shared TILE * (TILE + 1) * ELEM_SIZE
 
 // Measured (issue 25, 2026-11-26; one H100 80GB HBM3, 8192² float32, cold L2, medians, each
@@ -51,6 +51,15 @@
 //   256 bytes at TILE=64 float32, so DRAM could be asked for it whole). Slower: 0.957-0.962
 //   of the copy under the clean flush where plain loads gave 0.965-0.971 (2026-11-27,
 //   docs/kernels.md).
+// - STORE_CACHE 3: B's lines kept in the L2 at evict-last priority (st.global.L2::cache_hint,
+//   a createpolicy evict_last policy for every line; plain stores before sm_80), so that
+//   more of a row of B might be in the L2 when it is written back, in longer runs. Under
+//   the clean flush it took 178.8-179.4 us where STORE_CACHE=2 took 180.9-181.3, 0.977-
+//   0.979 of the copy, past issue 25's goal; but back to back (the batch column), where
+//   each launch pays for the dirty lines the last one left, it gains nothing (186.7-187.1
+//   us against 185.7-185.9 at 8192², equal at 4096², where cold it read 1.05-1.06 of the
+//   copy), and it writes 7-8 MB less of B inside its window (the counters). Measured as
+//   the draft evict_last (2026-11-27, ninth session; docs/kernels.md, "Evict-last stores").
 // - TILE up to 128 (dynamic shared memory: 66,048 bytes at 128 for float32): longer runs a
 //   block, 512 bytes a tile row at 4-byte elements; more bytes in flight a thread.
 //
@@ -103,6 +112,13 @@ __device__ __forceinline__ void store_vec(DTYPE* p, const Vec& v)
     uint4 r;
     memcpy(&r, &v, sizeof(r));
     __stcs(reinterpret_cast<uint4*>(p), r);  // st.global.cs.v4
+#elif STORE_CACHE == 3 && __CUDA_ARCH__ >= 800
+    uint4 r;
+    memcpy(&r, &v, sizeof(r));
+    unsigned long long policy;  // the same value each time: ptxas folds it into a constant
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
+                 :: "l"(p), "r"(r.x), "r"(r.y), "r"(r.z), "r"(r.w), "l"(policy) : "memory");
 #else
     *reinterpret_cast<Vec*>(p) = v;
 #endif

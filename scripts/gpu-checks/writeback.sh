@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# --writeback on one GPU in one call: its GPU test, then the transpose drafts that the
-# clean flush flatters (docs/kernels.md: evict_last leaves 7-8 MB more of B dirty) beside
-# evict_first and the copy, at 4096² and 8192² in pooled rounds, with the write-back timed.
+# --writeback on one GPU in one call: its GPU tests, then evict_first with evict-last stores
+# (STORE_CACHE=3, which the clean flush flatters: docs/kernels.md, it leaves 7-8 MB more of
+# B dirty) beside its evict-first stores, vectorized and the copy, at 4096² and 8192² in
+# pooled rounds, with the write-back timed.
 #   writeback.sh [OUT]        (default: $OUT, else /tmp/cudabench-writeback)
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-writeback}}
@@ -13,8 +14,8 @@ python3 -m pytest -m gpu tests/gpu/test_insight_gpu.py -q -p no:cacheprovider -k
     >"$out/test.txt" 2>&1
 echo "test: rc=$? $(tail -1 "$out/test.txt")" >>"$summary"
 for size in 4096 8192; do
-    $cb transpose --kernels-dir scripts/ladder/kernels --size "$size" --variant evict_last \
-        --variant evict_first --variant vectorized --no-vendor --rounds 5 --writeback \
+    $cb transpose --size "$size" --variant evict_first -p STORE_CACHE=2,3 \
+        --variant vectorized --no-vendor --rounds 5 --writeback \
         --json "$out/t$size.json" >"$out/t$size.txt" 2>&1
     echo "transpose $size: rc=$?" >>"$summary"
     grep -E "^│ (evict|vector|memcpy)|┃ variant" "$out/t$size.txt" | tail -4 >>"$summary"

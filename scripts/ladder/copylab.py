@@ -84,7 +84,7 @@ def transpose_kernel(name: str, entry: str, **params: int):
 
 
 def tile_transpose(name: str, a: cp.ndarray, b: cp.ndarray, **params: int) -> Callable[[], None]:
-    """Return a launch of the transpose NAME.cu (evict_first, the draft evict_last) at TILE 64,
+    """Return a launch of the transpose NAME.cu (evict_first, say) at TILE 64,
     BLOCK_ROWS 8, GROUP 1, LOAD_CACHE 1 and PARAMS, as cudabench launches it (a 1-D grid of
     64 x 64 tiles, 16 x 8 threads, the tile's dynamic shared memory)."""
     kernel = transpose_kernel(name, f"transpose_{name}", TILE=64, BLOCK_ROWS=8, GROUP=1,
@@ -101,9 +101,8 @@ def evict_first(a: cp.ndarray, b: cp.ndarray) -> Callable[[], None]:
 
 
 def evict_last(a: cp.ndarray, b: cp.ndarray) -> Callable[[], None]:
-    """Return a launch of the draft scripts/ladder/kernels/transpose/evict_last.cu at its
-    defaults."""
-    return tile_transpose("evict_last", a, b, KEEP=100)
+    """Return a launch of evict_first.cu with evict-last stores (STORE_CACHE=3)."""
+    return tile_transpose("evict_first", a, b, STORE_CACHE=3)
 
 
 def time_interleaved(ops: Mapping[str, Callable[[], None]], flush: Callable[[], None],

@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
-# Issue 25's transpose: the draft evict_last (scripts/ladder/kernels/transpose/evict_last.cu,
-# B's stores held in the L2 at evict-last priority) checked on one GPU in one call, and
-# whether its gain is real or write-back moved past the end of the timed launch (back to
-# back it gains nothing: the draft's header, docs/kernels.md):
+# Issue 25's transpose: evict_first with evict-last stores (STORE_CACHE=3, B's lines held in
+# the L2 at evict-last priority; first the draft evict_last) checked on one GPU in one call,
+# and whether its gain is real or write-back moved past the end of the timed launch (back
+# to back it gains nothing: docs/kernels.md, "Evict-last stores"):
 #   - flush_evict_last.py: does a line kept at evict-last priority outlive the L2 flush?
 #   - verified at odd shapes in every type and parameter, and under compute-sanitizer;
-#   - 8192² float32 in ten pooled rounds beside evict_first, vectorized and the copy, twice,
-#     with the batch column (back-to-back launches: there a write-back left behind is paid
-#     by the next launch, so a deferral gains nothing);
-#   - a sweep of KEEP, LOAD_CACHE and GROUP;
+#   - 8192² float32 in ten pooled rounds beside evict-first stores, vectorized and the copy,
+#     twice, with the batch column (back-to-back launches: there a write-back left behind
+#     is paid by the next launch, so a deferral gains nothing);
+#   - a sweep of LOAD_CACHE and GROUP;
 #   - flush_debt.py (what the next flush pays for each operation's dirty lines);
 #   - the counters (DRAM bytes read and written inside the launch);
-#   - other sizes and types; the SASS of its stores.
+#   - other sizes and types.
 #   evict_last_check.sh [OUT]        (default: $OUT, else /tmp/cudabench-evict-last)
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-evict-last}}
 mkdir -p "$out"
 cb=${CUDABENCH:-python3 -m cudabench}
-kd=(--kernels-dir scripts/ladder/kernels)
 here=$(cd "$(dirname "$0")" && pwd)
 summary="$out/summary.txt"
 { nvidia-smi -L 2>/dev/null | head -1; git log --oneline -1 2>/dev/null | cut -c1-60; } >"$summary"
@@ -26,43 +25,40 @@ step() {  # step NAME COMMAND...: run, log to NAME.txt, note the exit code
     "$@" >"$out/$name.txt" 2>&1
     echo "$name: rc=$?" >>"$summary"
 }
+last=(--variant evict_first -p STORE_CACHE=3)
+both=(--variant evict_first -p STORE_CACHE=2,3)
 (cd "$here" && python3 flush_evict_last.py) >"$out/flush-evict-last.txt" 2>&1
 echo "flush-evict-last: rc=$?" >>"$summary"
 cat "$out/flush-evict-last.txt" >>"$summary"
 odd=(--size 3001,1000x37,37x1000,65x63,1x7,7x1,128x136 --no-vendor --no-batch --max-time 0.05)
 for dtype in float32 float16 float64 int32; do
-    step "verify-$dtype" $cb transpose "${kd[@]}" --variant evict_last -p KEEP=25,100 \
-        -p LOAD_CACHE=1,2 \
-        --dtype "$dtype" "${odd[@]}"
+    step "verify-$dtype" $cb transpose "${last[@]}" -p LOAD_CACHE=1,2 --dtype "$dtype" \
+        "${odd[@]}"
 done
-step verify-tiles $cb transpose "${kd[@]}" --variant evict_last -p TILE=8,16,32,128 \
-    -p BLOCK_ROWS=4,32 \
+step verify-tiles $cb transpose "${last[@]}" -p TILE=8,16,32,128 -p BLOCK_ROWS=4,32 \
     -p GROUP=1,8 "${odd[@]}"
-step sanitize $cb transpose "${kd[@]}" --variant evict_last --size 1000x37,65x63,256 --no-vendor \
-    --no-batch --max-time 0.05 --sanitize memcheck
+step sanitize $cb transpose "${last[@]}" --size 1000x37,65x63,256 --no-vendor --no-batch \
+    --max-time 0.05 --sanitize memcheck
 grep -h "FAIL\|ERROR" "$out"/verify-*.txt "$out/sanitize.txt" | head -5 >>"$summary"
 for i in 1 2; do
-    step "rounds$i" $cb transpose "${kd[@]}" --size 8192 --variant evict_last --variant evict_first \
-        --variant vectorized --no-vendor --rounds 10 --json "$out/rounds$i.json"
+    step "rounds$i" $cb transpose --size 8192 "${both[@]}" --variant vectorized --no-vendor \
+        --rounds 10 --json "$out/rounds$i.json"
 done
-step sweep $cb transpose "${kd[@]}" --size 8192 --variant evict_last -p KEEP=25,50,75,100 \
-    -p LOAD_CACHE=1,2 -p GROUP=1,128 --no-vendor --no-batch --rounds 5 --json "$out/sweep.json"
-step sizes $cb transpose "${kd[@]}" --size 2048,4096,8320,16384x4096,4096x16384 \
-    --variant evict_last --variant evict_first --no-vendor --no-batch --rounds 5 --json "$out/sizes.json"
+step sweep $cb transpose --size 8192 "${last[@]}" -p LOAD_CACHE=1,2 -p GROUP=1,128 \
+    --no-vendor --no-batch --rounds 5 --json "$out/sweep.json"
+step sizes $cb transpose --size 2048,4096,8320,16384x4096,4096x16384 "${both[@]}" \
+    --no-vendor --no-batch --rounds 5 --json "$out/sizes.json"
 for dtype in float16 float64; do
-    step "types-$dtype" $cb transpose "${kd[@]}" --size 8192 --dtype "$dtype" --variant evict_last \
-        --variant evict_first --no-vendor --no-batch --rounds 5 --json "$out/types-$dtype.json"
+    step "types-$dtype" $cb transpose --size 8192 --dtype "$dtype" "${both[@]}" --no-vendor \
+        --no-batch --rounds 5 --json "$out/types-$dtype.json"
 done
 metrics=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_sectors_op_write.sum
-step counters $cb transpose "${kd[@]}" --size 8192 --variant evict_last --variant evict_first \
-    --no-vendor --no-batch --counters "$metrics"
-grep -E "^│ (evict_last|evict_first)|┃ variant" "$out/counters.txt" | tail -3 | cut -c1-220 >>"$summary"
+step counters $cb transpose --size 8192 "${both[@]}" --no-vendor --no-batch \
+    --counters "$metrics"
+grep -E "^│ evict_first|┃ variant" "$out/counters.txt" | tail -3 | cut -c1-220 >>"$summary"
 (cd "$here" && python3 flush_debt.py 8192) >"$out/flush-debt.txt" 2>&1
 echo "flush-debt: rc=$?" >>"$summary"
 grep -E "evict|memcpy" "$out/flush-debt.txt" >>"$summary"
-python3 "$here/sass.py" --kernels-dir scripts/ladder/kernels --out "$out/sass" >"$out/sass.txt" 2>&1
-echo "sass: rc=$?" >>"$summary"
-grep -E "evict_last|evict_first|variant" "$out/sass.txt" | head -6 >>"$summary"
 python3 - "$out" <<'PY' >>"$summary"
 import json, pathlib, statistics, sys
 out = pathlib.Path(sys.argv[1])
@@ -85,7 +81,7 @@ for name in ("rounds1", "rounds2", "sweep", "sizes", "types-float16", "types-flo
             if r is copy:
                 continue
             p = r.get("params") or {}
-            tag = " ".join(f"{k}={p[k]}" for k in ("KEEP", "LOAD_CACHE", "GROUP", "STORE_CACHE")
+            tag = " ".join(f"{k}={p[k]}" for k in ("LOAD_CACHE", "GROUP", "STORE_CACHE")
                            if k in p)
             t = r["stats"]["median_s"]
             line = f"  {r['variant']:12} {tag:34} {t * 1e6:7.1f} us  ratio {cold / t:.3f}"

@@ -1,15 +1,15 @@
 """Does a line kept at evict-last priority outlive cudabench's L2 flush? (issue 25)
 
-The transpose draft evict_last stores B with the evict-last priority; at 4096² it read 5-6%
-faster than the copy under the clean flush, which a transpose cannot honestly be. One
-guess: its lines outlive the flush (a read of twice the L2 at normal priority), so the
-next sample's writes hit them. This writes a buffer X (half the L2) with plain or
-evict-last stores, runs a flush, and times a read of X: from the L2 it is faster (the
-`none` row), from DRAM slower. Flushes: none, cudabench's clean flush (its own kernel,
-engines/utility_kernels.py), a memset of twice the L2 (--l2-flush memset). Medians of 40
-samples each, after 5 warm-up ones; and each flush's own time. Needs CuPy, nvcc and an
-sm_80+ GPU. On an H100 (docs/data/transpose-evict-last-2026-11-27/) X read as slowly
-after either flush whichever way it was written: the guess was wrong.
+A transpose storing B at evict-last priority (evict_first's STORE_CACHE=3, first the draft
+evict_last) read 5-6% faster than the copy at 4096² under the clean flush, which a
+transpose cannot honestly be. One guess: its lines outlive the flush (a read of twice the
+L2 at normal priority), so the next sample's writes hit them. This writes a buffer X
+(half the L2) with plain or evict-last stores, runs a flush, and times a read of X: from
+the L2 it is faster (the `none` row), from DRAM slower. Flushes: none, cudabench's clean
+flush (its own kernel, engines/utility_kernels.py), a memset of twice the L2 (--l2-flush
+memset). Medians of 40 samples each, after 5 warm-up ones; and each flush's own time.
+Needs CuPy, nvcc and an sm_80+ GPU. On an H100 (docs/data/transpose-evict-last-2026-11-27/)
+X read as slowly after either flush whichever way it was written: the guess was wrong.
     python3 scripts/ladder/flush_evict_last.py
 """
 
