@@ -397,6 +397,25 @@ def test_the_change_figure_colours_each_verdict():
     assert {t.get_text() for t in axes.texts} >= {"a", "b", "c", "slower", "same", "faster"}
 
 
+def test_the_csv_names_each_counter_s_unit_where_ncu_gave_one(tmp_path):
+    # the counters' columns held ncu's numbers without their units (nanoseconds, bytes, %)
+    data = json.loads((DATA / "mc.json").read_text())
+    for row in data["benchmarks"]:
+        if row.get("counters"):
+            row["counters_units"] = {"gpu__time_duration.sum": "nsecond",
+                                     "lts__t_sector_hit_rate.pct": "%"}
+    path = write_json(tmp_path / "units.json", data)
+    table = tmp_path / "out.csv"
+    result = invoke("report", path, "--csv", table)
+    assert result.exit_code == 0, result.stderr
+    header = next(csv.reader(io.StringIO(table.read_text(encoding="utf-8"))))
+    assert "gpu__time_duration.sum (nsecond)" in header
+    assert "lts__t_sector_hit_rate.pct (%)" in header
+    assert "launch__registers_per_thread" in header  # no unit known: the name alone
+    assert load_results(path).benchmarks[0].counters_units or any(
+        b.counters_units for b in load_results(path).benchmarks)
+
+
 def test_a_hot_series_does_not_look_like_the_cold_one_beside_it():
     pytest.importorskip("matplotlib")
     # hot and cold rows of one variant were drawn alike: only the legend told them apart

@@ -255,7 +255,9 @@ def counters_fields(plan: Plan, planned: PlannedVariant, device_index: int) -> d
     report = counters.profile(plan, planned, device_index, plan.insight.counters)
     if not report.ran:
         return {"counters_note": report.reason}
-    return {"counters": dict(report.values)}
+    return {"counters": dict(report.values),
+            "counters_units": {metric: unit for metric, unit in report.units.items()
+                               if metric in report.values and unit}}
 
 
 def int32_argument(op: Op, value: object) -> np.int32:

@@ -75,7 +75,10 @@ def run_to_csv(outcome: RunOutcome) -> str:
                 values |= {"pct_of_peak": a.pct_of_peak, "bound": a.bound, "in_l2": a.in_l2}
             per_row[id(r)] = values
     metrics = list(dict.fromkeys(m for r in outcome.results for m in r.counters))
-    header = [*RUN_LEADING, *vs_titles, *RUN_INSIGHT, *metrics, *RUN_TRAILING]
+    units = {m: u for r in outcome.results for m, u in r.counters_units.items()}
+    # a counter's column names its unit where ncu gave one: "dram__bytes_read.sum (byte)"
+    titled = [f"{m} ({units[m]})" if units.get(m) else m for m in metrics]
+    header = [*RUN_LEADING, *vs_titles, *RUN_INSIGHT, *titled, *RUN_TRAILING]
     lines: list[Sequence[Any]] = [header]
     for rows in groups:
         for r in rows:

@@ -79,6 +79,7 @@ def benchmark_to_dict(result: BenchmarkResult, device: int | None) -> dict[str, 
         "telemetry": _json_ready(result.telemetry),
         "counters": {name: _finite(value) for name, value in result.counters.items()},
         "counters_note": result.counters_note,
+        **({"counters_units": dict(result.counters_units)} if result.counters_units else {}),
         "energy": dict(result.energy),
         **({"writeback_after_run_s": list(result.writeback_after_run_s),
             "writeback_baseline_s": list(result.writeback_baseline_s)}
@@ -257,6 +258,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         telemetry=_telemetry(data, check),
         counters=_numbers(data, "counters", check),
         counters_note=check.optional(data, "counters_note", str),
+        counters_units=_units(data, check),
         energy=_energy(data, check),
         writeback_after_run_s=writeback[0],
         writeback_baseline_s=writeback[1],
@@ -344,6 +346,14 @@ def _energy(data: Mapping[str, Any], check: Checker) -> dict[str, float]:
     for key in ENERGY_FIELDS if values else ():
         check.expect(key in values, f"energy.{key}", "present (a pass has joules and launches)")
     return {key: float(value) for key, value in values.items()}
+
+
+def _units(data: Mapping[str, Any], check: Checker) -> dict[str, str]:
+    """Return the counters' units: metric name -> a string."""
+    values = _mapping(data, "counters_units", check)
+    for key, value in values.items():
+        check.expect(isinstance(value, str), f"counters_units.{key}", "a string")
+    return dict(values)
 
 
 def _writeback(data: Mapping[str, Any], check: Checker

@@ -137,6 +137,9 @@ class BenchmarkResult:
     # Nsight Compute metric -> value for one launch (--counters), and why none when asked.
     counters: Mapping[str, float] = field(default_factory=dict)
     counters_note: str | None = None
+    # Each counter's unit as ncu printed it ("byte", "%", "nsecond"...); empty in files
+    # written before it was kept.
+    counters_units: Mapping[str, str] = field(default_factory=dict)
     # --energy: joules, launches and seconds of a pass of back-to-back launches.
     energy: Mapping[str, float] = field(default_factory=dict)
     # --writeback: seconds of an L2 flush right after a run (itself after a flush, off the

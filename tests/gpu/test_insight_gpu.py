@@ -103,6 +103,7 @@ def test_counters_show_the_seeds_bank_conflicts(tmp_path):
     loads = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
     assert conflict.counters[loads] > 10 * max(tiled.counters[loads], 1)
     assert conflict.counters["gpu__time_duration.sum"] > 0
+    assert conflict.counters_units["gpu__time_duration.sum"] == "nsecond"  # kept, as read
 
 
 def test_transfers_from_pinned_memory_beat_pageable(tmp_path):
