@@ -26,6 +26,16 @@ class UsageError(CudabenchError):
     """A flag or config value is invalid; the message names it."""
 
 
+class ResultsNotWritten(UsageError):
+    """A run measured its rows but could not write its results file at the end (a full
+    disk): the message says where the rows streamed so far are; `results` holds every row
+    where the caller has them (the Python API's Results)."""
+
+    def __init__(self, message: str, results: object = None) -> None:
+        super().__init__(message)
+        self.results = results
+
+
 class KernelFileError(CudabenchError):
     """A .cu file's header is malformed; the message names the file and line."""
 

@@ -108,6 +108,23 @@ def test_a_3_percent_slowdown_in_b_is_slower_and_exits_1(marked, tmp_path):
     assert "regression" in result.stdout
 
 
+def test_an_ab_whose_results_file_cannot_be_written_still_shows_its_table(marked, tmp_path,
+                                                                          monkeypatch):
+    # a full disk at the final write exited 2 before the table: every row unseen
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    def full_disk(self, complete=True):
+        raise UsageError(f"--json {self.path}: cannot write: [Errno 28] No space left")
+
+    monkeypatch.setattr(ResultsWriter, "write", full_disk)
+    old = folder(tmp_path / "old", NAMES[:2])
+    new = folder(tmp_path / "new", NAMES[:2])
+    result = invoke(old, new, *FAST, "--json", tmp_path / "ab.json")
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert len(verdicts(result.stdout)) == 2 and "No space left" in result.stderr
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_folder_against_a_copy_of_itself_gives_no_slower(marked, tmp_path, seed):
     marked(seed)

@@ -304,3 +304,51 @@ def test_a_results_file_that_cannot_be_written_at_the_end_still_shows_the_tables
         tables = {name for (name,) in store.execute("SELECT name FROM sqlite_master")}
         assert "runs" not in tables or store.execute(
             "SELECT COUNT(*) FROM runs").fetchone() == (0,)
+
+
+def test_a_second_failed_write_keeps_the_first_error_said(use_fake, tmp_path, monkeypatch):
+    # --markdown failing after --json had: only the markdown's error was printed, and the
+    # note saying where the rows are was lost
+    import cudabench.cli.commands as commands_module
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    real = ResultsWriter.write
+
+    def full_disk_at_the_end(self, complete=True):
+        if complete:
+            raise UsageError(f"--json {self.path}: cannot write: [Errno 28] No space left")
+        return real(self, complete)
+
+    def no_markdown(path, text, flag):
+        raise UsageError(f"{flag} {path}: cannot write: [Errno 28] No space left")
+
+    monkeypatch.setattr(ResultsWriter, "write", full_disk_at_the_end)
+    monkeypatch.setattr(commands_module, "write_text", no_markdown)
+    out = tmp_path / "r.json"
+    result = invoke("dot", "--size", "1000", "--variant", "atomic", *QUICK, "--json", out,
+                    "--markdown", tmp_path / "r.md")
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.stderr.split())
+    assert f"--json {out}: cannot write" in said and "--markdown" in said
+
+
+def test_the_api_keeps_every_row_on_the_error_when_its_file_cannot_be_written(
+        use_fake, tmp_path, monkeypatch):
+    import cudabench as cb
+    from cudabench.errors import ResultsNotWritten, UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    real = ResultsWriter.write
+
+    def full_disk_at_the_end(self, complete=True):
+        if complete:
+            raise UsageError(f"json {self.path}: cannot write: [Errno 28] No space left")
+        return real(self, complete)
+
+    monkeypatch.setattr(ResultsWriter, "write", full_disk_at_the_end)
+    with pytest.raises(ResultsNotWritten, match="No space left") as raised:
+        cb.run("dot", variants="atomic", size=1000, vendor=False, batch=False,
+               json=tmp_path / "r.json", timing=cb.TimingPolicy(warmup_s=0, max_time_s=0.02))
+    assert raised.value.results.row("atomic").median_s
+

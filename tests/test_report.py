@@ -433,6 +433,9 @@ def test_a_hot_series_does_not_look_like_the_cold_one_beside_it():
     assert hot_line.get_color() == cold_line.get_color()  # one variant, one colour
     assert (hot_line.get_alpha(), hot_line.get_linewidth()) != (cold_line.get_alpha(),
                                                                 cold_line.get_linewidth())
+    alone = plot.throughput_figure(hot)  # a hot run alone is drawn as any run is
+    assert all(line.get_alpha() in (None, 1.0)
+               for axes in alone.axes for line in axes.get_lines())
 
 
 def test_plot_text_is_literal():

@@ -268,6 +268,31 @@ def test_the_command_searches_resumes_and_writes_the_winners(use_fake, kernels, 
     assert "5 evaluated (5 measured, 0 from the tuning cache)" in fresh.stderr
 
 
+def test_a_search_whose_results_file_cannot_be_written_still_chooses(use_fake, kernels,
+                                                                     tmp_path, monkeypatch):
+    # a full disk at the final write exited 2 with nothing shown and no --best-out
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    real = ResultsWriter.write
+
+    def full_disk_at_the_end(self, complete=True):
+        if complete:
+            raise UsageError(f"--json {self.path}: cannot write: [Errno 28] No space left")
+        return real(self, complete)
+
+    monkeypatch.setattr(ResultsWriter, "write", full_disk_at_the_end)
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    out, results = tmp_path / "best.toml", tmp_path / "r.json"
+    done = invoke("matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
+                  "--best", "--strategy", "random", "--budget", "5", "--seed", "3", *QUICK,
+                  "--best-out", str(out), "--json", str(results))
+    assert done.exit_code == 2, done.output
+    assert "5 evaluated" in done.stderr and 'variants = ["tune"]' in out.read_text()
+    assert "No space left" in done.stderr and "rows are in" in done.stderr
+    assert "Traceback" not in done.output
+
+
 def test_a_budget_that_evaluates_nothing_is_a_usage_error(use_fake, kernels, tmp_path,
                                                           monkeypatch):
     # It exited 3, "no configuration passed", when nothing had run at all.

@@ -22,7 +22,7 @@ from typing import Any
 
 from cudabench.api.results import PathLike, Results, as_path
 from cudabench.api.terms import python_terms
-from cudabench.errors import UsageError
+from cudabench.errors import ResultsNotWritten, UsageError
 from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
 from cudabench.results.model import DEFAULT_L2_FLUSH
@@ -167,10 +167,11 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
     from cudabench.cli.options import Placement
 
     measured = commands.measure(requests, device, outputs, Placement(keep_workers_s=keep_s))
-    if measured.write_error is not None:
-        raise UsageError(measured.write_error)
-    return Results(measured.outcome.results, measured.outcome.notes, tuple(argv),
-                   dict(measured.versions), measured.json_path)
+    results = Results(measured.outcome.results, measured.outcome.notes, tuple(argv),
+                      dict(measured.versions), measured.json_path)
+    if measured.write_error is not None:  # every row is still the caller's, on the error
+        raise ResultsNotWritten(measured.write_error, results)
+    return results
 
 
 def _seconds(value: Any, name: str) -> float:
@@ -329,7 +330,7 @@ def _command(op: str, options: Mapping[str, Any], device: int) -> list[str]:
     argv += [flag for flag, on in (("--hot", options["hot"]),
                                    ("--no-vendor", options["no_vendor"]),
                                    ("--no-batch", options["no_batch"]),
-                                   ("--writeback", options.get("writeback", False))) if on]
+                                   ("--writeback", options["writeback"])) if on]
     if device:
         argv += ["--device", str(device)]
     return argv

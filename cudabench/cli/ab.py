@@ -27,7 +27,7 @@ from cudabench.analysis.verdicts import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.cli.options import l2_flush_option, parse_params
-from cudabench.errors import KernelFileError, UsageError
+from cudabench.errors import KernelFileError, ResultsNotWritten, UsageError
 from cudabench.measure.jobs import jobs_of
 from cudabench.runner.pipeline import count_rows, run_plans
 from cudabench.planning.plan import Insight, Plan, Request, make_plan
@@ -191,11 +191,12 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     run = ABRun(tuple(judge(rows[key]["A"], rows[key]["B"], limit, alpha) for key in rows),
                 tuple(added), tuple(removed), tuple(skipped), limit, alpha, rounds,
                 allow_missing, tuple(dropped))
+    write_error = None
     if writer is not None:
         for by_side in rows.values():
             for label in SIDES:
                 writer.add(pooled(by_side[label], label))
-        writer.write(complete=True)
+        write_error = writer.finish()  # a full disk: the table is shown first
         if writer.kept_note is not None:
             commands.note(writer.kept_note)
     gpu = next((r.device.name for r in outcome.results if r.device is not None), "")
@@ -210,7 +211,14 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
         console.print(line, markup=False, soft_wrap=True)
     console.print(summary_text(run, gpu), markup=False, soft_wrap=True)
     if markdown_path is not None:
-        write_text(markdown_path, to_markdown(run, title, gpu), "--markdown")
+        try:
+            write_text(markdown_path, to_markdown(run, title, gpu), "--markdown")
+        except BaseException:
+            if write_error is not None:
+                commands.note(write_error)
+            raise
+    if write_error is not None:
+        raise ResultsNotWritten(write_error)
     return int(run.exit_code)
 
 

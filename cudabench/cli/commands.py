@@ -25,7 +25,7 @@ from cudabench.cli.options import (
     with_flush,
 )
 from cudabench.cli.suite import find_config, load_suite
-from cudabench.errors import CudabenchError, ExitCode, UsageError
+from cudabench.errors import CudabenchError, ExitCode, ResultsNotWritten, UsageError
 from cudabench.measure import memory
 from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.engines.protocol import EngineSpec
@@ -90,9 +90,14 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
             note(f"--dry-run measures nothing, so {', '.join(unwritten)} wrote nothing")
         return code
     measured = measure(requests, device, outputs, placement)
-    code = show(measured, device, outputs)
+    try:
+        code = show(measured, device, outputs)
+    except BaseException:  # a second error (another full file, Ctrl-C) keeps the first said
+        if measured.write_error is not None:
+            note(measured.write_error)
+        raise
     if measured.write_error is not None:
-        raise UsageError(measured.write_error)
+        raise ResultsNotWritten(measured.write_error)
     return code
 
 
@@ -165,13 +170,9 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     finally:
         if cluster is not None:
             cluster.close()
-    write_error = None
-    if writer is not None:
-        try:
-            writer.write(complete=True)
-        except UsageError as exc:  # a full disk: the tables are still shown, then this
-            write_error = str(exc) + writer.streamed_note()
-            json_path = None  # nothing of this run there to record or judge
+    write_error = writer.finish() if writer is not None else None
+    if write_error is not None:  # a full disk: the tables are still shown, then this
+        json_path = None  # nothing of this run there to record or judge
     if writer is not None and writer.kept_note is not None:
         # The file at json_path is an earlier run's: nothing of this one to record or judge.
         note(writer.kept_note + ("; nothing recorded" if outputs.record else ""))
@@ -220,7 +221,9 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         json_path = RUNS_DIR / f"{stamp}.json"
         json_path.parent.mkdir(parents=True, exist_ok=True)
-    writer = ResultsWriter(json_path, outputs.argv) if json_path is not None else None
+    # --record's own file (no --json) is named by --record in its messages
+    flag = "--json" if outputs.json_path is not None else "--record"
+    writer = ResultsWriter(json_path, outputs.argv, flag) if json_path is not None else None
     return plans, spec, slots, json_path, writer
 
 

@@ -20,7 +20,7 @@ from cudabench.common.units import params_text
 from cudabench.engines import nvml
 from cudabench.engines.protocol import EngineSpec
 from cudabench.engines.visibility import refuse_launch_blocking
-from cudabench.errors import ExitCode, UsageError
+from cudabench.errors import ExitCode, ResultsNotWritten, UsageError
 from cudabench.planning.plan import Plan
 from cudabench.render import terminal
 from cudabench.render.tune_progress import tune_progress
@@ -132,11 +132,12 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
             commands.note(stopped)
         raise
     rows = [row for found in found_all for _, row in sorted(found.rows.items())]
+    write_error = None
     if writer is not None:
         for row in rows:  # the tuning cache's rows: in the file too, after the measured
             if identity(row) not in streamed:
                 writer.add(row, write=False)
-        writer.write(complete=True)
+        write_error = writer.finish()  # a full disk: the summaries and choices first
         if writer.kept_note is not None:
             commands.note(writer.kept_note)
     for found in found_all:
@@ -160,6 +161,8 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
     terminal.render_diagnostics(searched, stderr)
     code = max(int(searched.exit_code), best.show_choices(choices, failed, outputs.best_out, plans),
                int(ExitCode.VERIFICATION_FAILED if lost else ExitCode.OK))
+    if write_error is not None:
+        raise ResultsNotWritten(write_error)
     return code
 
 

@@ -273,7 +273,7 @@ class FakeEngine:
             self.clocks = []
         return list(self.clocks)
 
-    def time_writeback(self, run: Run, flush: str) -> tuple[float, float]:
+    def time_writeback(self, run: Run, flush: str) -> tuple[float, float] | None:
         """Run once; return a noisy flush after it, longer by a share of its synthetic
         time, and a noisy flush after none."""
         self.alive()

@@ -138,10 +138,11 @@ class Engine(Protocol):
         stamps in the stream (None where a sample was too short to tell); start=True empties
         the log."""
 
-    def time_writeback(self, run: Run, flush: str) -> tuple[float, float]:
+    def time_writeback(self, run: Run, flush: str) -> tuple[float, float] | None:
         """Return the seconds of an L2 flush (flush's method) right after run, itself run
         after a flush, and of one right after a flush alone: the first less the second is
-        the write-back of the dirty lines run left in the L2."""
+        the write-back of the dirty lines run left in the L2. None if the queue could not
+        be held (as time_batch)."""
 
     def time_batch(self, run: Run, launches: int) -> float | None:
         """Return seconds per launch of `launches` runs queued behind a blocking kernel and

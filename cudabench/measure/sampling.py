@@ -156,7 +156,8 @@ def writeback(engine: Engine, run: Run, flush: str, median_s: float
                     WRITEBACK_PAIRS[1]))
     times = [engine.time_writeback(run, flush) for _ in range(pairs)]
     kept_busy(engine)
-    return tuple(t[0] for t in times), tuple(t[1] for t in times)
+    held = [t for t in times if t is not None]  # a pair the queue's hold gave up on: dropped
+    return tuple(t[0] for t in held), tuple(t[1] for t in held)
 
 
 def max_clock_mhz(engine: Engine) -> float:

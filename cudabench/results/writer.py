@@ -166,6 +166,16 @@ class ResultsWriter:
         if not complete:
             self.written = len(self._encoded)
 
+    def finish(self) -> str | None:
+        """Write the complete file; return why it could not be (a full disk), with where
+        the rows streamed so far are, or None. The command shows its tables first, then
+        raises ResultsNotWritten with this."""
+        try:
+            self.write(complete=True)
+        except UsageError as exc:
+            return str(exc) + self.streamed_note()
+        return None
+
     def streamed_note(self) -> str:
         """Return, for an error that kept the complete file from being written, where the
         rows streamed so far are ("" when none were)."""

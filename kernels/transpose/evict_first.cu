@@ -52,7 +52,8 @@
 //   of the copy under the clean flush where plain loads gave 0.965-0.971 (2026-11-27,
 //   docs/kernels.md).
 // - STORE_CACHE 3: B's lines kept in the L2 at evict-last priority (st.global.L2::cache_hint,
-//   a createpolicy evict_last policy for every line; plain stores before sm_80), so that
+//   a createpolicy evict_last policy for every vector store; plain stores before sm_80 and
+//   on the element-by-element path, as STORE_CACHE 2 there), so that
 //   more of a row of B might be in the L2 when it is written back, in longer runs. Under
 //   the clean flush it took 178.8-179.4 us where STORE_CACHE=2 took 180.9-181.3, 0.977-
 //   0.979 of the copy, past issue 25's goal; but back to back (the batch column), where

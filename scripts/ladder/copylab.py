@@ -72,15 +72,11 @@ def driver_copy(a: cp.ndarray, b: cp.ndarray) -> Callable[[], None]:
 
 
 def transpose_kernel(name: str, entry: str, **params: int):
-    """Return the transpose NAME.cu (kernels/transpose/, else the drafts in
-    scripts/ladder/kernels/transpose/) as a float32 entry built with nvcc for these params."""
-    path = ROOT / "kernels" / "transpose" / f"{name}.cu"
-    if not path.exists():
-        path = ROOT / "scripts" / "ladder" / "kernels" / "transpose" / f"{name}.cu"
+    """Return kernels/transpose/NAME.cu's float32 entry built with nvcc for these params."""
+    source = (ROOT / "kernels" / "transpose" / f"{name}.cu").read_text()
     options = (ARCH, "-DDTYPE=float", "-DELEM_SIZE=4",
                *(f"-D{key}={value}" for key, value in params.items()))
-    return cp.RawModule(code=path.read_text(), options=options,
-                        backend="nvcc").get_function(entry)
+    return cp.RawModule(code=source, options=options, backend="nvcc").get_function(entry)
 
 
 def tile_transpose(name: str, a: cp.ndarray, b: cp.ndarray, **params: int) -> Callable[[], None]:

@@ -8,7 +8,7 @@ L2 at normal priority), so the next sample's writes hit them. This writes a buff
 the L2 it is faster (the `none` row), from DRAM slower. Flushes: none, cudabench's clean
 flush (its own kernel, engines/utility_kernels.py), a memset of twice the L2 (--l2-flush
 memset). Medians of 40 samples each, after 5 warm-up ones; and each flush's own time.
-Needs CuPy, nvcc and an sm_80+ GPU. On an H100 (docs/data/transpose-evict-last-2026-11-27/)
+Needs CuPy, nvcc and an sm_90 GPU (it compiles for sm_90). On an H100 (docs/data/transpose-evict-last-2026-11-27/)
 X read as slowly after either flush whichever way it was written: the guess was wrong.
     python3 scripts/ladder/flush_evict_last.py
 """

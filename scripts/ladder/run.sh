@@ -222,7 +222,7 @@ ${DOT_V[*]} --size $SMALL_DOT --dtype $dtype --sanitize $tool ${FAST[*]} || bad=
 ${FAST[*]}" \
             "step '$p' evict_first transpose --variant evict_first \
 --size 1000x37,37x1000,65x63,130x136,1x7 -p TILE=8,64,128 -p GROUP=1,16 -p LOAD_CACHE=1,2 \
--p STORE_CACHE=1,2 ${FAST[*]}" \
+-p STORE_CACHE=1,2,3 ${FAST[*]}" \
             "step '$p' bulk dot --variant bulk --size 7,1001,1000003,1048579 \
 -p CHUNK=1024,16384 -p STAGES=2,8 -p BLOCKS_PER_SM=1,2 -p LOAD_CACHE=1,2 ${FAST[*]}" \
             "step '$p' async_stages_f16 matmul --variant async_double_buffer \

@@ -13,8 +13,9 @@
 #   2  the same band the other way round (tile column k % TC, row (k / TC + k % TC) % TR);
 #   3  Morton (Z) order on a square power-of-two tile grid (row-major on any other grid).
 # Each is a bijection of the tiles. (The draft's STORE_CACHE 3 and 4, evict-last stores
-# for every line or half of them, measured with this script on 2026-11-27, are now
-# evict_first's own STORE_CACHE 3: docs/kernels.md, "Evict-last stores".)
+# for every line or half of them, were measured with this script on 2026-11-27; the first
+# is now evict_first's own STORE_CACHE 3, the second, no different, was dropped:
+# docs/kernels.md, "Evict-last stores".)
 # Verified at odd shapes (float32, float16), then swept
 # beside evict_first and the copy at 8192² in ten pooled rounds, twice, on one GPU
 # (ORDERS, STORES and LOADS choose the sweep's ORDER, STORE_CACHE and LOAD_CACHE values).

@@ -135,6 +135,7 @@ class Styles:
     markers: dict[tuple[str, str], str] = field(default_factory=dict)
     tags: dict[Any, str] = field(default_factory=dict)
     fills: dict[Any, str] = field(default_factory=dict)  # a device's marker fill
+    hot_beside_cold: bool = False  # both kinds of series: the hot ones drawn paler
 
     @classmethod
     def of(cls, results: Sequence[BenchmarkResult]) -> Styles:
@@ -153,6 +154,7 @@ class Styles:
             index = ordered.index((tuple(r.params.values()), params_text(r.params)))
             styles.markers[(r.variant, params_text(r.params))] = KIND_MARKERS.get(
                 r.kind, VARIANT_MARKERS[index % len(VARIANT_MARKERS)])
+        styles.hot_beside_cold = len({r.hot for r in rows}) > 1
         devices = devices_of(rows)
         for index, identity in enumerate(devices):
             styles.fills[identity] = FILLS[index % len(FILLS)]
@@ -179,13 +181,14 @@ class Styles:
     def line(self, r: BenchmarkResult, joined: bool = True, width: float = 1.5
              ) -> dict[str, Any]:
         """Return a series' plot keywords: colour, marker and its fill, line style. A
-        variant is drawn over the vendor and reference rows it may sit on; a hot-L2 series
-        paler and thinner than the cold one of the same variant (they looked alike)."""
+        variant is drawn over the vendor and reference rows it may sit on; beside cold
+        series, a hot-L2 one paler and thinner (the two of a variant looked alike)."""
+        paler = r.hot and self.hot_beside_cold
         return {"color": self.colour(r), "marker": self.marker(r),
                 "fillstyle": self.fills.get(device_identity(r), "full"),
                 "linestyle": LINES[r.kind] if joined else "none",
-                "linewidth": width * (HOT_WIDTH if r.hot else 1.0),
-                "alpha": HOT_ALPHA if r.hot else 1.0,
+                "linewidth": width * (HOT_WIDTH if paler else 1.0),
+                "alpha": HOT_ALPHA if paler else 1.0,
                 "zorder": 3 if r.kind is Kind.VARIANT else 2.5}
 
     def order(self, r: BenchmarkResult) -> tuple[Any, ...]:
