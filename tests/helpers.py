@@ -95,3 +95,19 @@ class UnopenableSpec:
 def refuse_engines(monkeypatch) -> None:
     """Make every engine the commands would open an UnopenableSpec's."""
     monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: UnopenableSpec())
+
+
+def full_disk_at_the_end(monkeypatch, always: bool = False) -> None:
+    """Make a results file's complete (final) write fail as a full disk does (every write,
+    streaming too, with always)."""
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    real = ResultsWriter.write
+
+    def write(self, complete=True):
+        if complete or always:
+            raise UsageError(f"{self.flag} {self.path}: cannot write: [Errno 28] No space left")
+        return real(self, complete)
+
+    monkeypatch.setattr(ResultsWriter, "write", write)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import MATMUL_BODY, MATMUL_HEADER, write_kernel
+from helpers import MATMUL_BODY, MATMUL_HEADER, full_disk_at_the_end, write_kernel
 
 from cudabench.analysis.ab import coverage, judge, min_rounds, sign_interval
 from cudabench.analysis.verdicts import Verdict
@@ -111,13 +111,7 @@ def test_a_3_percent_slowdown_in_b_is_slower_and_exits_1(marked, tmp_path):
 def test_an_ab_whose_results_file_cannot_be_written_still_shows_its_table(marked, tmp_path,
                                                                           monkeypatch):
     # a full disk at the final write exited 2 before the table: every row unseen
-    from cudabench.errors import UsageError
-    from cudabench.results.writer import ResultsWriter
-
-    def full_disk(self, complete=True):
-        raise UsageError(f"--json {self.path}: cannot write: [Errno 28] No space left")
-
-    monkeypatch.setattr(ResultsWriter, "write", full_disk)
+    full_disk_at_the_end(monkeypatch, always=True)
     old = folder(tmp_path / "old", NAMES[:2])
     new = folder(tmp_path / "new", NAMES[:2])
     result = invoke(old, new, *FAST, "--json", tmp_path / "ab.json")

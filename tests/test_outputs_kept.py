@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import invoke
+from helpers import full_disk_at_the_end, invoke
 
 DATA = Path(__file__).parent / "data" / "compare"
 QUICK = ("--warmup", "0", "--min-samples", "3", "--max-time", "0.01", "--no-vendor",
@@ -279,17 +279,7 @@ def test_a_results_file_that_cannot_be_written_at_the_end_still_shows_the_tables
         use_fake, tmp_path, monkeypatch):
     # a full disk at the final write exited 2 before any table: the run's numbers went
     # unseen, though its rows were streamed
-    from cudabench.errors import UsageError
-    from cudabench.results.writer import ResultsWriter
-
-    real = ResultsWriter.write
-
-    def full_disk_at_the_end(self, complete=True):
-        if complete:
-            raise UsageError(f"--json {self.path}: cannot write: [Errno 28] No space left")
-        return real(self, complete)
-
-    monkeypatch.setattr(ResultsWriter, "write", full_disk_at_the_end)
+    full_disk_at_the_end(monkeypatch)
     out = tmp_path / "r.json"
     result = invoke("matmul", "--size", "64,96", "--variant", "tiled", "--no-vendor", *QUICK,
                     "--json", out, "--record", "--db", tmp_path / "h.sqlite")
@@ -311,19 +301,11 @@ def test_a_second_failed_write_keeps_the_first_error_said(use_fake, tmp_path, mo
     # note saying where the rows are was lost
     import cudabench.cli.commands as commands_module
     from cudabench.errors import UsageError
-    from cudabench.results.writer import ResultsWriter
-
-    real = ResultsWriter.write
-
-    def full_disk_at_the_end(self, complete=True):
-        if complete:
-            raise UsageError(f"--json {self.path}: cannot write: [Errno 28] No space left")
-        return real(self, complete)
 
     def no_markdown(path, text, flag):
         raise UsageError(f"{flag} {path}: cannot write: [Errno 28] No space left")
 
-    monkeypatch.setattr(ResultsWriter, "write", full_disk_at_the_end)
+    full_disk_at_the_end(monkeypatch)
     monkeypatch.setattr(commands_module, "write_text", no_markdown)
     out = tmp_path / "r.json"
     result = invoke("dot", "--size", "1000", "--variant", "atomic", *QUICK, "--json", out,
@@ -336,19 +318,12 @@ def test_a_second_failed_write_keeps_the_first_error_said(use_fake, tmp_path, mo
 def test_the_api_keeps_every_row_on_the_error_when_its_file_cannot_be_written(
         use_fake, tmp_path, monkeypatch):
     import cudabench as cb
-    from cudabench.errors import ResultsNotWritten, UsageError
-    from cudabench.results.writer import ResultsWriter
+    from cudabench.errors import ResultsNotWritten
 
-    real = ResultsWriter.write
-
-    def full_disk_at_the_end(self, complete=True):
-        if complete:
-            raise UsageError(f"json {self.path}: cannot write: [Errno 28] No space left")
-        return real(self, complete)
-
-    monkeypatch.setattr(ResultsWriter, "write", full_disk_at_the_end)
+    full_disk_at_the_end(monkeypatch)
     with pytest.raises(ResultsNotWritten, match="No space left") as raised:
         cb.run("dot", variants="atomic", size=1000, vendor=False, batch=False,
                json=tmp_path / "r.json", timing=cb.TimingPolicy(warmup_s=0, max_time_s=0.02))
     assert raised.value.results.row("atomic").median_s
+    assert "--json" not in str(raised.value)  # in Python's terms: the argument `json`
 

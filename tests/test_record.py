@@ -119,6 +119,17 @@ def test_compare_html_is_one_self_contained_file(use_fake, tmp_path):
 
 
 def test_calibrate_runs_the_suite_into_the_store(use_fake, tmp_path, monkeypatch):
+    # Each run on a fake GPU of its own seed: the fake's samples repeat exactly, and with
+    # the CPU reference's time from the reference cache, two runs ending in the same second
+    # wrote the same file, which the store records once (3 runs of 5, under load). A GPU's
+    # runs never repeat exactly.
+    import itertools
+
+    from cudabench.engines.fake_engine import FakeSpec
+
+    seeds = itertools.count(1)
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec",
+                        lambda device: FakeSpec(device_index=device, seed=next(seeds)))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cudabench.toml").write_text(
         '[timing]\nmax_time = 0.05\nmin_samples = 8\nwarmup = 0\n\n'

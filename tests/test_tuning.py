@@ -19,7 +19,7 @@ from cudabench.results.model import BenchmarkResult, RunOutcome, Verification
 from cudabench.tuning.budget import Budget, parse_budget
 from cudabench.tuning.search import Settings, search
 from cudabench.tuning.space import build_spaces
-from tests.helpers import invoke
+from tests.helpers import full_disk_at_the_end, invoke
 
 HEADER = """// cudabench: matmul
 // description: a tuning fixture
@@ -271,17 +271,7 @@ def test_the_command_searches_resumes_and_writes_the_winners(use_fake, kernels, 
 def test_a_search_whose_results_file_cannot_be_written_still_chooses(use_fake, kernels,
                                                                      tmp_path, monkeypatch):
     # a full disk at the final write exited 2 with nothing shown and no --best-out
-    from cudabench.errors import UsageError
-    from cudabench.results.writer import ResultsWriter
-
-    real = ResultsWriter.write
-
-    def full_disk_at_the_end(self, complete=True):
-        if complete:
-            raise UsageError(f"--json {self.path}: cannot write: [Errno 28] No space left")
-        return real(self, complete)
-
-    monkeypatch.setattr(ResultsWriter, "write", full_disk_at_the_end)
+    full_disk_at_the_end(monkeypatch)
     monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
     out, results = tmp_path / "best.toml", tmp_path / "r.json"
     done = invoke("matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),

@@ -24,4 +24,5 @@ def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
         named = _FLAG.sub(lambda flag: arguments.get(flag.group(), flag.group()), text)
         if named == text:
             raise
-        raise UsageError(named) from None
+        exc.args = (named,)  # the same error, in Python's terms: its type and fields kept
+        raise exc from None
