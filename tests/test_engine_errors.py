@@ -132,3 +132,59 @@ def test_the_flush_reads_or_overwrites_twice_the_l2(method):
     else:
         read = ("read", (132 * 8, 1), (256, 1, 1), None, (4096, words // 4, 0, 4096))
         assert calls[2:] == [read] * 2
+
+
+def stub_timer(gave_up: bool = False):
+    """Return a PycudaEngine whose stream work is a log: the blocking kernel, stamps,
+    flushes, runs, events and the flag, and whose events are 2 ms apart."""
+    log = []
+
+    class Event:
+        def __init__(self, name):
+            self.name = name
+
+        def record(self):
+            log.append(f"{self.name}.record")
+
+        def synchronize(self):
+            log.append(f"{self.name}.synchronize")
+
+        def time_since(self, other):
+            return 2.0
+
+    class Flag(list):
+        def __setitem__(self, index, value):
+            log.append(f"flag[{index}]={value}")
+            super().__setitem__(index, value)
+
+    gpu = engine.PycudaEngine.__new__(engine.PycudaEngine)
+    gpu._start, gpu._stop = Event("start"), Event("stop")
+    gpu._flag = Flag([0, 1 if gave_up else 0])
+    gpu.cuda = types.SimpleNamespace(Error=RuntimeError)
+    gpu._hold = lambda: log.append("hold")
+    gpu._stamp = lambda: log.append("stamp")
+    gpu._flush_l2 = lambda method: log.append(f"flush {method}")
+    return gpu, log, lambda: log.append("run")
+
+
+def test_every_timing_queues_its_work_behind_the_hold_then_releases_and_waits():
+    # the order is the measurement: all queued behind the spinning kernel, events around
+    # the timed part alone, released once everything is queued
+    gpu, log, run = stub_timer()
+    assert gpu.time_once(run, "clean") == 2e-3
+    assert log == ["hold", "stamp", "flush clean", "start.record", "run", "stop.record",
+                   "stamp", "flag[0]=1", "stop.synchronize"]
+    log.clear()
+    assert gpu.time_batch(run, 3) == pytest.approx(2e-3 / 3)
+    assert log == ["hold", "start.record", "run", "run", "run", "stop.record", "flag[0]=1",
+                   "stop.synchronize"]
+    log.clear()
+    assert gpu.time_writeback(run, "clean") == (2e-3, 2e-3)
+    pair = ["hold", "flush clean", "start.record", "flush clean", "stop.record", "flag[0]=1",
+            "stop.synchronize"]
+    assert log == [*pair[:2], "run", *pair[2:], *pair]
+
+
+def test_a_hold_that_gave_up_voids_a_batch_and_a_write_back_pair():
+    gpu, _, run = stub_timer(gave_up=True)
+    assert gpu.time_batch(run, 3) is None and gpu.time_writeback(run, "clean") is None

@@ -319,11 +319,7 @@ class PycudaEngine:
         run()
         self._stop.record()
         self._stamp()
-        self._flag[0] = 1  # release
-        try:
-            self._stop.synchronize()
-        except self.cuda.Error as exc:
-            raise self._fault(exc) from None
+        self._release()
         return float(self._stop.time_since(self._start)) / 1e3
 
     def time_writeback(self, run: Run, flush: str) -> tuple[float, float] | None:
@@ -339,15 +335,21 @@ class PycudaEngine:
             self._start.record()
             self._flush_l2(flush)
             self._stop.record()
-            self._flag[0] = 1  # release
-            try:
-                self._stop.synchronize()
-            except self.cuda.Error as exc:
-                raise self._fault(exc) from None
-            if self._flag[1]:  # the block gave up waiting: launches ran as they were queued
+            if not self._release():
                 return None
             times.append(float(self._stop.time_since(self._start)) / 1e3)
         return times[0], times[1]
+
+    def _release(self) -> bool:
+        """Release the stream _hold held (the GPU sees the host-mapped word change) and wait
+        for it, raising KernelFault if a launch failed; return False where the blocking
+        kernel had given up, its launches run as they were queued (host gaps on the clock)."""
+        self._flag[0] = 1
+        try:
+            self._stop.synchronize()
+        except self.cuda.Error as exc:
+            raise self._fault(exc) from None
+        return not self._flag[1]
 
     def _hold(self) -> None:
         """Enqueue the blocking kernel: the stream waits until the host sets the flag (or
@@ -405,12 +407,7 @@ class PycudaEngine:
         for _ in range(launches):
             run()
         self._stop.record()
-        self._flag[0] = 1  # release: the GPU sees the host-mapped word change
-        try:
-            self._stop.synchronize()
-        except self.cuda.Error as exc:
-            raise self._fault(exc) from None
-        if self._flag[1]:  # the block gave up waiting: launches ran as they were queued
+        if not self._release():
             return None
         return float(self._stop.time_since(self._start)) / 1e3 / launches
 

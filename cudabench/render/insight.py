@@ -8,7 +8,6 @@ the same), with the roofs recomputed from the device recorded in the file.
 from __future__ import annotations
 
 import collections
-
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
