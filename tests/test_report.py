@@ -416,6 +416,25 @@ def test_the_csv_names_each_counter_s_unit_where_ncu_gave_one(tmp_path):
         b.counters_units for b in load_results(path).benchmarks)
 
 
+def test_a_counter_without_a_short_label_shows_its_unit_in_the_tables(tmp_path):
+    # the terminal and markdown tables titled a --metrics counter by its name alone: a
+    # column of "268,435,456" under dram__bytes_write.sum said no unit (the CSV did)
+    data = json.loads((DATA / "mc.json").read_text())
+    for row in data["benchmarks"]:
+        if row.get("counters"):
+            row["counters"]["dram__bytes_write.sum"] = 268435456
+            row["counters_units"] = {"dram__bytes_write.sum": "byte",
+                                     "lts__t_sector_hit_rate.pct": "%"}
+    path = write_json(tmp_path / "units.json", data)
+    md = tmp_path / "out.md"
+    result = invoke("report", path, "--markdown", md)
+    assert result.exit_code == 0, result.stderr
+    for text in (result.output, md.read_text(encoding="utf-8")):
+        assert "dram__bytes_write.sum (byte)" in text
+        assert "268,435,456" in text
+        assert "L2 hit" in text and "L2 hit (%)" not in text  # a short label stays short
+
+
 def test_a_hot_series_does_not_look_like_the_cold_one_beside_it():
     pytest.importorskip("matplotlib")
     # hot and cold rows of one variant were drawn alike: only the legend told them apart

@@ -31,6 +31,14 @@ def short_label(metric: str) -> str:
     return _LABELS.get(metric, metric)
 
 
+def column_title(metric: str, unit: str = "") -> str:
+    """Return a metric's column title: a known metric's short label (which says its unit, or
+    shows a time), else the metric with ncu's unit, as the CSV names it: `dram__bytes.sum
+    (byte)` is not a count of anything else."""
+    label = short_label(metric)
+    return f"{label} ({unit})" if unit and label == metric else label
+
+
 def duration_outliers(pairs: Mapping[str, tuple[float, float]], tolerance: float = 0.25
                       ) -> dict[str, str]:
     """Flag rows whose ncu/event time ratio strays from the other rows' median ratio by more

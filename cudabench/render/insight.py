@@ -107,7 +107,9 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
     if any(r.rounds > 1 for r in rows):
         columns.append(Column("rounds", _rounds_cell))
     metrics = list(dict.fromkeys(m for r in rows for m in r.counters))
-    columns += [Column(counters.short_label(m), _counter_cell(m)) for m in metrics]
+    units = {m: u for r in rows for m, u in r.counters_units.items()}
+    columns += [Column(counters.column_title(m, units.get(m, "")), _counter_cell(m))
+                for m in metrics]
     return columns
 
 
