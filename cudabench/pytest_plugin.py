@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 SWEEP_MARKER = "cudabench_sweep"
 ROUNDS_MARKER = "cudabench_rounds"
 POINT_FIXTURE = "cudabench_point"
+RUN_AXES = ("size", "dtype")  # a sweep's axes that are run()'s own arguments, not params
 
 
 @dataclass
@@ -50,6 +51,7 @@ class SessionRows:
     versions: dict[str, str] = field(default_factory=dict)
     writer: ResultsWriter | None = None  # made when the session starts, writes from a row on
     gpu_reason: str | None = None  # why no GPU can be used ("" once one was found)
+    run_gpu_reason: str | None = None  # the last test's GPU that could not be used
     comparison: Comparison | None = None
     messages: list[str] = field(default_factory=list)  # for the terminal summary
     measured_by: dict[tuple[object, ...], str] = field(default_factory=dict)  # row -> test
@@ -293,33 +295,34 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def sweep_points(where: str, args: Sequence[Any], kwargs: Mapping[str, Any]
                  ) -> list[dict[str, Any]]:
-    """Return the points of a sweep marker: {"size": S, "params": {NAME: V}} per
-    combination of its sizes and parameter values."""
+    """Return the points of a sweep marker: per combination of its sizes, dtypes and
+    parameter values, {"size": S, "dtype": D, "params": {NAME: V}}, each key only where the
+    marker sweeps it (so a test may pass its own params= beside a sweep of sizes)."""
     if args:
-        raise pytest.UsageError(f"{where}: {SWEEP_MARKER} takes keywords only: size=[...] "
-                                "and one NAME=[...] per kernel parameter")
+        raise pytest.UsageError(f"{where}: {SWEEP_MARKER} takes keywords only: size=[...], "
+                                "dtype=[...] and one NAME=[...] per kernel parameter")
     axes: dict[str, list[Any]] = {}
     for name, value in kwargs.items():
         values = list(value) if isinstance(value, (list, tuple, range)) else [value]
         if not values:
             raise pytest.UsageError(f"{where}: {SWEEP_MARKER}({name}=[]) sweeps nothing")
         axes[name] = values
-    sizes = axes.pop("size", [None])
+    run_axes = {name: axes.pop(name) for name in RUN_AXES if name in axes}
     points = []
-    for size in sizes:
+    for run_combo in itertools.product(*run_axes.values()):
         for combo in itertools.product(*axes.values()):
-            point: dict[str, Any] = {"params": dict(zip(axes, combo))}
-            if size is not None:
-                point["size"] = size
+            point: dict[str, Any] = dict(zip(run_axes, run_combo))
+            if axes:
+                point["params"] = dict(zip(axes, combo))
             points.append(point)
     return points
 
 
 def point_id(point: Mapping[str, Any]) -> str:
-    """Return a sweep point's test id: size:1024-TILE:16 (pytest's -k takes a colon, not
-    an equals sign: -k "size:1024")."""
-    parts = [f"size:{point['size']}"] if "size" in point else []
-    return "-".join(parts + [f"{k}:{v}" for k, v in point["params"].items()])
+    """Return a sweep point's test id: size:1024-dtype:float16-TILE:16 (pytest's -k takes a
+    colon, not an equals sign: -k "size:1024")."""
+    parts = [f"{name}:{point[name]}" for name in RUN_AXES if name in point]
+    return "-".join(parts + [f"{k}:{v}" for k, v in point.get("params", {}).items()])
 
 
 class Bench:
@@ -335,39 +338,59 @@ class Bench:
     def run(self, op: str, *, check: bool = True, **options: Any) -> Results:
         """Run op as cudabench.api.run does (same keywords); keep the rows for the
         session's file, comparison and record. A row that fails verification (or errors,
-        times out or is not believed) fails the test with its message, and a run whose
-        every row is a SKIP skips it, unless check is False."""
+        times out or is not believed) fails the test with its message, and a run in which
+        every variant is a SKIP (whatever cuBLAS or the copy did) skips it, unless check is
+        False."""
         from cudabench.api import run
         from cudabench.errors import CudabenchError, GpuEnvironmentError
+        from cudabench.results.model import Kind
 
         keep = self._config.getoption("cudabench_keep_workers")
         if keep and "keep_workers" not in options:
             options["keep_workers"] = keep
         if self._rounds != 1:  # where the test's own policy leaves rounds at 1
             options["timing"] = session_rounds(options.get("timing"), self._rounds)
+        # pytest.fail and skip are called outside the except blocks: inside one, pytest
+        # prints the error it handled before the one-line message, then the message again.
+        failure = gpu_reason = None
         try:
             results = run(op, **options)
-        except GpuEnvironmentError as exc:  # the driver or PyCUDA: no GPU usable here
-            self._rows.gpu_reason = f"cudabench: no usable GPU: {exc}"
-            if self._config.getoption("cudabench_require_gpu"):
-                pytest.fail(f"{self._rows.gpu_reason} (--cudabench-require-gpu)",
-                            pytrace=False)
-            pytest.skip(self._rows.gpu_reason)
+        except GpuEnvironmentError as exc:  # this request's GPU: missing, lost, not usable
+            gpu_reason = f"cudabench: no usable GPU: {exc}"
         except CudabenchError as exc:  # the test's own mistake: its message, no traceback
-            pytest.fail(f"cudabench: error: {exc}", pytrace=False)
+            failure = f"cudabench: error: {exc}"
+        if gpu_reason is not None:
+            # This test's alone: another test may ask for another GPU (the session's probe,
+            # in the fixture, decides whether any GPU is usable).
+            self._rows.run_gpu_reason = gpu_reason
+            if self._config.getoption("cudabench_require_gpu"):
+                pytest.fail(f"{gpu_reason} (--cudabench-require-gpu)", pytrace=False)
+            skip(gpu_reason)
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
         try:
             self._rows.add(results, self._test)
         except CudabenchError as exc:  # a benchmark measured twice, a file that cannot be written
-            pytest.fail(f"cudabench: error: {plugin_terms(str(exc))}", pytrace=False)
+            failure = f"cudabench: error: {plugin_terms(str(exc))}"
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
         if check and results.failures:
             pytest.fail("\n".join(failure_message(row) for row in results.failures),
                         pytrace=False)
-        if check and all(row.skipped is not None for row in results):
-            # Nothing measured (every variant needs another GPU, say): a skip, not a pass.
-            reasons = sorted({f"{row.op}/{row.variant}: {row.skipped}" for row in results})
-            pytest.skip("cudabench: nothing was measured: " + ("; ".join(reasons) or
-                                                               "no rows"))
+        if check and all(row.skipped is not None for row in results
+                         if row.kind is Kind.VARIANT):
+            # No kernel of the test's measured (every variant needs another GPU, say): a
+            # skip, not a pass, though the cuBLAS or copy row beside them ran.
+            reasons = sorted({f"{row.op}/{row.variant}: {row.skipped}" for row in results
+                              if row.skipped is not None})
+            skip("cudabench: nothing was measured: " + ("; ".join(reasons) or "no rows"))
         return results
+
+
+def skip(reason: str) -> NoReturn:
+    """Skip the test, `-rs` naming the test's file and line, not this module's (as
+    pytest's own skip marks do)."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 def session_rounds(timing: Any, rounds: int) -> Any:
@@ -395,7 +418,7 @@ def cudabench(request: pytest.FixtureRequest) -> Bench:
     if rows.gpu_reason:
         if config.getoption("cudabench_require_gpu"):
             pytest.fail(f"{rows.gpu_reason} (--cudabench-require-gpu)", pytrace=False)
-        pytest.skip(rows.gpu_reason)
+        skip(rows.gpu_reason)
     return Bench(config, rows, rounds_of(request.node), request.node.nodeid)
 
 
@@ -470,7 +493,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             return
         # A gate that measured nothing (every benchmark test deselected or skipped) must
         # not pass: every row of the baseline is missing, as for a partial selection.
-        why = f" ({rows.gpu_reason.removeprefix('cudabench: ')})" if rows.gpu_reason else ""
+        reason = rows.gpu_reason or rows.run_gpu_reason
+        why = f" ({reason.removeprefix('cudabench: ')})" if reason else ""
         rows.messages.append(f"cudabench: error: {nothing}{why}: every benchmark of "
                              f"{rows.shown(rows.baseline)} is missing; pass "
                              "--cudabench-allow-missing if that is meant")

@@ -129,6 +129,15 @@ def test_writeback_is_asked_for_as_the_flag_is(use_fake, tmp_path):
     ({"timing": cb.TimingPolicy(min_samples=2.5)}, "^TimingPolicy.min_samples 2.5: expected "
                                                    "a whole number"),
     ({"hot": True, "l2_flush": "memset"}, "hot.*l2_flush"),
+    # an empty size ran the default size (the command refuses --size ""), and a switch
+    # given as "no" was taken as True
+    ({"size": ""}, "^size '': expected an integer or text"),
+    ({"size": [64, " "]}, "^size ' ': expected an integer or text"),
+    ({"hot": "no"}, "^hot 'no': expected True or False"),
+    ({"vendor": 0}, "^vendor 0: expected True or False"),
+    ({"batch": "no"}, "^batch 'no': expected True or False"),
+    ({"progress": None}, "^progress None: expected True or False"),
+    ({"writeback": 1}, "^writeback 1: expected True or False"),
 ])
 def test_bad_input_raises_a_usage_error_naming_it(use_fake, options, message):
     with pytest.raises(UsageError, match=message) as caught:
@@ -241,6 +250,8 @@ def test_to_json_refuses_a_folder_or_an_empty_path_clearly(use_fake, tmp_path):
             call()
     with pytest.raises(UsageError, match="^threshold '5'"):  # compare()'s names, not flags
         cb.compare(results, results, threshold="5")
+    with pytest.raises(UsageError, match="^allow_missing 'no': expected True or False"):
+        cb.compare(results, results, allow_missing="no")
     # An explicit export writes what it is given, even rows without samples, over a file.
     skipped = cb.Results(tuple(dataclasses.replace(r, samples_s=(), skipped="not run",
                                                    verification=None) for r in results))
@@ -286,6 +297,8 @@ def test_run_suite_runs_a_suite_file(use_fake, tmp_path):
     for bad, message in ((5, "^path 5: expected a path"), (suite, "^device -2")):
         with pytest.raises(UsageError, match=message):
             cb.run_suite(bad, device=-2 if bad == suite else 0)
+    with pytest.raises(UsageError, match="^vendor 'no': expected True or False"):
+        cb.run_suite(suite, vendor="no")
 
 
 def test_record_feeds_the_history_store(use_fake, tmp_path, monkeypatch):

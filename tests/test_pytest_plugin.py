@@ -355,11 +355,83 @@ def test_a_run_that_measures_nothing_skips_the_test(pytester, monkeypatch):
 def test_hopper(cudabench):
     cudabench.run("matmul", variants=["mine"], sources={{"mine": {hopper!r}}}, size=64,
                   vendor=False)
+
+
+def test_hopper_beside_cublas(cudabench):
+    # the cuBLAS row beside it ran: the test passed, though its kernel never did
+    cudabench.run("matmul", variants=["mine"], sources={{"mine": {hopper!r}}}, size=64)
 """)
     use(monkeypatch, FakeSpec(compute_capability="8.0"))
     done = pytester.runpytest("-rs")
-    done.assert_outcomes(skipped=1)
-    done.stdout.fnmatch_lines(["SKIPPED *cudabench: nothing was measured: matmul/mine: *"])
+    done.assert_outcomes(skipped=2)
+    done.stdout.fnmatch_lines(["SKIPPED [[]1[]] test_hopper_only.py:*: cudabench: nothing was "
+                               "measured: matmul/mine: *"])
+
+
+def test_a_gpu_one_test_cannot_use_skips_that_test_alone(pytester, monkeypatch):
+    # a lost GPU 1 (or device=1 on a one-GPU machine) made every later test skip as if the
+    # machine had no GPU
+    pytester.makepyfile(test_devices="""
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+def test_a(cudabench):
+    cudabench.run("matmul", variants=["tiled"], size=32, vendor=False, timing=FAST)
+
+
+def test_b(cudabench):
+    cudabench.run("matmul", variants=["tiled"], size=32, vendor=False, timing=FAST, device=1)
+
+
+def test_c(cudabench):
+    cudabench.run("matmul", variants=["tiled"], size=48, vendor=False, timing=FAST)
+""")
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: FakeSpec(
+        device_index=device, device_count=2, lost_devices=(1,)))
+    done = pytester.runpytest("-rs")
+    done.assert_outcomes(passed=2, skipped=1)
+    done.stdout.fnmatch_lines(["SKIPPED [[]1[]] test_devices.py:*: cudabench: no usable GPU: *"])
+
+
+def test_a_test_s_mistake_is_said_once_without_the_error_behind_it(pytester, monkeypatch):
+    # pytest.fail inside the except block printed the handled error, "During handling of
+    # the above exception, another exception occurred", then the message again
+    pytester.makepyfile(test_mistake="""
+def test_x(cudabench):
+    cudabench.run("matmul", kernels_dir="does/not/exist", size=64)
+""")
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest()
+    done.assert_outcomes(failed=1)
+    text = done.stdout.str()
+    assert "During handling" not in text and "Traceback" not in text
+    assert text.count("cudabench: error: kernels_dir does/not/exist: no such directory") == 1
+
+
+def test_a_sweep_of_sizes_and_dtypes_takes_the_test_s_own_params(pytester, monkeypatch):
+    # every point carried params={} (a TypeError beside the test's own params=), and
+    # dtype=[...] was taken for a kernel parameter
+    pytester.makepyfile(test_swept="""
+import pytest
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+@pytest.mark.cudabench_sweep(size=[32, 48], dtype=["float32", "float16"])
+def test_points(cudabench, cudabench_point):
+    results = cudabench.run("matmul", variants=["tiled"], vendor=False, batch=False,
+                            timing=FAST, params={"TILE": 8}, **cudabench_point)
+    row = results.row("tiled")
+    assert (row.shape[0], row.dtype, row.params["TILE"]) == (
+        cudabench_point["size"], cudabench_point["dtype"], 8)
+""")
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest("-v")
+    done.assert_outcomes(passed=4)
+    done.stdout.fnmatch_lines(["*test_points[[]size:32-dtype:float16[]] PASSED*"])
 
 
 def test_session_rounds_pool_every_run_unless_a_test_sets_its_own(project, monkeypatch):

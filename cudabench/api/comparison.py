@@ -14,7 +14,7 @@ from pathlib import Path
 from cudabench.analysis import compare as analysis
 from cudabench.api.display import Printed, fragment, plain_text
 from cudabench.api.results import Results, as_path
-from cudabench.api.terms import python_terms
+from cudabench.api.terms import python_terms, switch
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.threshold import DEFAULT_CAP
 from cudabench.render import terminal
@@ -110,8 +110,10 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
     alpha the significance level; a baseline benchmark missing from current fails unless
     allow_missing. Raise UsageError or ResultsFileError on bad input."""
     with python_terms(_ARGUMENTS):
-        return compare_in_flags(baseline, current, threshold, alpha, db, allow_different_gpu,
-                                power, allow_missing, max_threshold)
+        return compare_in_flags(baseline, current, threshold, alpha, db,
+                                switch(allow_different_gpu, "allow_different_gpu"),
+                                switch(power, "power"), switch(allow_missing, "allow_missing"),
+                                max_threshold)
 
 
 # compare's checks are the command's: its flags as compare()'s arguments name them.

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.api.results import PathLike, Results, as_path
-from cudabench.api.terms import python_terms
+from cudabench.api.terms import python_terms, switch
 from cudabench.errors import ResultsNotWritten, UsageError
 from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
@@ -102,10 +102,10 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
     param_texts = _param_texts(params)
     options: dict[str, Any] = {
         "size": sizes, "dtype": chosen, "variants": tuple(names), "params": param_texts,
-        "seed": _int(seed, "seed"), "kernels_dirs": tuple(dirs), "hot": bool(hot),
+        "seed": _int(seed, "seed"), "kernels_dirs": tuple(dirs), "hot": switch(hot, "hot"),
         "l2_flush": l2_flush,
-        "sanitize": None, "no_vendor": not vendor, "no_batch": not batch,
-        "writeback": bool(writeback),
+        "sanitize": None, "no_vendor": not switch(vendor, "vendor"),
+        "no_batch": not switch(batch, "batch"), "writeback": switch(writeback, "writeback"),
         "warmup": policy.warmup_s, "min_samples": policy.min_samples,
         "max_samples": policy.max_samples, "precision": policy.precision,
         "max_time": policy.max_time_s, "timeout": policy.timeout_s,
@@ -114,7 +114,7 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
     requests = build_requests(op, {}, **options)
     keep = _seconds(keep_workers, "keep_workers")
     argv = _command(op, options, device) + _keep_flag(keep)
-    outputs = Outputs(json_path=json_path, progress=bool(progress), argv=argv[1:])
+    outputs = Outputs(json_path=json_path, progress=switch(progress, "progress"), argv=argv[1:])
     return _measure(requests, device, outputs, argv, keep)
 
 
@@ -146,7 +146,7 @@ def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike]
     dirs = tuple(_paths(kernels_dir, "kernels_dir"))
     device = _device(device)
     json_path = as_path(json, "json") if json is not None else None
-    insight = Insight(vendor=bool(vendor), batch=bool(batch))
+    insight = Insight(vendor=switch(vendor, "vendor"), batch=switch(batch, "batch"))
     requests = [dataclasses.replace(request, insight=insight)
                 for request in with_flush(load_suite(config, dirs), l2_flush)]
     argv = ["cudabench", "run", str(config), *(a for d in dirs for a in ("--kernels-dir",
@@ -156,8 +156,8 @@ def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike]
              if off]
     keep = _seconds(keep_workers, "keep_workers")
     argv += _keep_flag(keep)
-    outputs = Outputs(json_path=json_path, progress=bool(progress), argv=argv[1:],
-                      inputs=(config,))  # the suite file is never written over
+    outputs = Outputs(json_path=json_path, progress=switch(progress, "progress"),
+                      argv=argv[1:], inputs=(config,))  # the suite file is never written over
     return _measure(requests, device, outputs, argv, keep)
 
 
@@ -246,7 +246,7 @@ def _sizes(size: Size | Sequence[Size] | None) -> str | None:
     items = list(size) if isinstance(size, (list, tuple, range)) else [size]
     texts = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, str)):
+        if isinstance(item, bool) or not isinstance(item, (int, str)) or not str(item).strip():
             raise UsageError(f"size {item!r}: expected an integer or text such as '1024', "
                              "'512x256x128' or '256..4096:x2'")
         texts.append(str(item))

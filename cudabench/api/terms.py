@@ -1,5 +1,6 @@
 """Errors in Python's terms: the API's checks are the commands' own, whose messages name
-the command's flags; a caller of run() or compare() gave arguments, not flags."""
+the command's flags; a caller of run() or compare() gave arguments, not flags (and a
+switch given as "no" is no False)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,11 @@ def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
             raise
         exc.args = (named,)  # the same error, in Python's terms: its type and fields kept
         raise exc from None
+
+
+def switch(value: object, name: str) -> bool:
+    """Return an argument given as True or False, else UsageError: "no" or 0 is not False
+    here, and bool("no") would turn it on."""
+    if not isinstance(value, bool):
+        raise UsageError(f"{name} {value!r}: expected True or False")
+    return value
