@@ -17,3 +17,18 @@ def test_every_package_of_the_source_tree_is_installed():
     found = {".".join(init.parent.relative_to(ROOT).parts)
              for init in (ROOT / "cudabench").rglob("__init__.py")}
     assert found - listed == set(), "add these to [tool.setuptools] packages"
+
+
+def test_the_package_s_stub_names_every_api_name_and_ships():
+    # `cudabench.run` came through the package's lazy __getattr__, typed Any: a misspelt
+    # keyword (variant= for variants=) passed mypy. The stub names the API's definitions.
+    import ast
+
+    import cudabench
+
+    stub = ast.parse((ROOT / "cudabench" / "__init__.pyi").read_text(encoding="utf-8"))
+    imported = {alias.asname or alias.name for node in stub.body
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert imported == set(cudabench._API)
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "__init__.pyi" in data["tool"]["setuptools"]["package-data"]["cudabench"]
