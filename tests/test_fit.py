@@ -101,12 +101,36 @@ def test_a_narrow_sweep_shows_the_params_that_differ(columns, rows):
 def test_a_column_is_kept_only_when_every_more_important_one_is():
     # history check at 80 columns showed "runs" where "change" did not fit
     columns = ["benchmark", "runs", "change", "verdict"]
-    rows = [["matmul/tiled_conflict TILE=16", "3", "+10.1%", "slower"]]
+    rows = [["matmul/tiled_conflict/TILE=16", "3", "+10.1%", "slower"]]  # one word: no fold
     kept = fit(columns, rows, 50)  # room for "runs" (7) but not for "change" (9)
     assert [columns[i] for i in kept.kept] == ["benchmark", "verdict"]
     assert kept.left_out == ("runs", "change")
     assert [columns[i] for i in fit(columns, rows, 52).kept] == ["benchmark", "change",
                                                                  "verdict"]
+
+
+def test_a_first_column_of_long_names_folds_rather_than_push_the_verdict_off():
+    # history check at 80 columns showed the benchmark column alone: a name with its
+    # parameters filled the width, and the verdict was "left out to fit"
+    columns = ["benchmark", "runs", "current", "change", "verdict"]
+    name = "matmul/async_double_buffer BK=16 BM=128 BN=128 MIN_BLOCKS=2 STAGES=2 WM=32 WN=64 " \
+           "64x64x64 float32"
+    rows = [[name, "5", "3.783 us", "+0.1%", "same"], ["matmul/naive TILE=16 64x64x64 float32",
+                                                      "5", "5.332 us", "-0.2%", "same"]]
+    fitted = fit(columns, rows, 80)
+    assert [columns[i] for i in fitted.kept] == columns
+    assert fitted.first_width == 36  # 45% of 80: names fold onto a few lines, not many
+    console = Console(width=80, force_terminal=True, color_system=None)
+    with console.capture() as capture:
+        render_rows("history check", columns, rows, console)
+    lines = capture.get().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "left out" not in capture.get() and "same" in capture.get()
+    assert "matmul/async_double_buffer BK=16" in capture.get()  # folded at a space
+    # A name too long to fold usefully (one long word) is not folded: the columns that do
+    # not fit are left out, as before.
+    one_word = [[name.replace(" ", "/"), *rows[0][1:]]]
+    assert fit(columns, one_word, 80).first_width is None
 
 
 def test_a_long_text_that_becomes_a_note_stops_no_column():
@@ -222,3 +246,20 @@ def test_a_name_wider_than_the_terminal_folds_every_letter_kept():
     assert "…" not in text
     assert name in "".join(line.strip("│ ") for line in text.splitlines()
                            if line.startswith("│"))
+
+
+def test_the_best_table_at_80_columns_names_each_winner_s_size_and_params():
+    # at 80 columns it showed op, dtype, variant, median and a long "tie with ..." verdict:
+    # which size and which TILE had won was left out
+    from cudabench.cli.best import COLUMNS
+
+    rows = [["matmul", size, "float32", variant, "TILE=32", "5.689 us", "TILE=16", "-", "tie",
+             "TILE=8; TILE=16"] for size in ("64x64x64", "128x128x128")
+            for variant in ("tiled", "naive")]
+    console = Console(width=80, force_terminal=True, color_system=None)
+    with console.capture() as capture:
+        render_rows("best configuration per variant and size", COLUMNS, rows, console)
+    header = next(line for line in capture.get().splitlines() if line.startswith("┃"))
+    shown = [cell.strip() for cell in header.strip("┃").split("┃")]
+    assert {"size", "variant", "best params", "median", "verdict"} <= set(shown), shown
+    assert "tied with: TILE=8; TILE=16" in capture.get()  # a note, not a lost column

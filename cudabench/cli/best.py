@@ -24,8 +24,10 @@ from cudabench.common.units import format_seconds, params_text, shape_text
 from cudabench.errors import ExitCode
 
 ROUNDS = 3  # interleaved rounds of the head-to-head
+# "tied with" lists every configuration of a tie: a long text, a note under a narrow
+# table (render/fit.py NOTED), where the verdict's "tie" stays beside the winner.
 COLUMNS = ("op", "size", "dtype", "variant", "best params", "median", "runner-up", "margin",
-           "verdict")
+           "verdict", "tied with")
 
 
 Rerun = Callable[[Sequence[Plan]], RunOutcome]  # runs plans in order on one GPU
@@ -109,13 +111,12 @@ def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
 
 def row_cells(choice: Choice) -> list[str]:
     """Return the cells of one line of the --best table."""
-    verdict = ("tie with " + "; ".join(params_text(r.params) for r in choice.tied)
-               if choice.is_tie else "best")
+    tied = "; ".join(params_text(r.params) for r in choice.tied) if choice.is_tie else "-"
     runner = params_text(choice.runner_up.params) if choice.runner_up else "-"
     margin = f"+{choice.margin:.1%}" if choice.margin is not None else "-"
     return [choice.op, shape_text(choice.shape), choice.dtype, choice.variant,
             params_text(choice.best.params), format_seconds(choice.best.median_s), runner,
-            margin, verdict]
+            margin, "tie" if choice.is_tie else "best", tied]
 
 
 def choices_markdown(choices: Sequence[Choice], failed: Sequence[BenchmarkResult]) -> str:

@@ -11,6 +11,7 @@ lose nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,18 +30,20 @@ RATES = ("GFLOP/s", "GB/s")
 # "vs " is the vendor's column (the run's question), then a reference's ("% of copy");
 # "vs naive" comes after the rate.
 # What tells rows apart comes right after the verdict and the numbers that answer the
-# table's question: shape (usually narrower than params), params, dtype and GPU model (a
-# comparison of several sizes, or a history of several GPUs, reads as duplicate rows
-# without them).
+# table's question (--best's: its best params): shape or size (usually narrower than
+# params), params, dtype and GPU model (a comparison of several sizes, or a history of
+# several GPUs, reads as duplicate rows without them).
 PRIORITY = {name: rank for rank, name in enumerate((
-    "variant", "benchmark", "check", "verdict", "compiled", "median", "latest", "change",
-    "last change", "shape", "params", "dtype", "GPU", "best params", "vs ", "% of", "rate",
+    "variant", "benchmark", "check", "verdict", "compiled", "median", "best params",
+    "latest", "change", "last change", "shape", "size", "params", "dtype", "GPU", "vs ",
+    "% of", "rate",
     "vs naive", "% of peak", "current", "baseline", "B", "A", "history median", "interval",
     "gate", "seconds", "of wall", "spread", "margin", "bound", "rate 2", "batch (warm)",
     "p-value",
 ))}
 # Long texts: left out of a narrow table, each row's goes to a numbered note under it.
 NOTED = frozenset({"reason", "threshold", "threshold from", "steps", "from", "compiled",
+                   "tied with",
                    "launches (grid, block, dynamic shared)", "dtypes", "defaults", "allowed"})
 BLANK = ("", "-")  # a cell that says nothing: no note for it
 # Columns that tell rows of one name apart (a sweep's configurations). Where the first
@@ -48,6 +51,11 @@ BLANK = ("", "-")  # a cell that says nothing: no note for it
 # it, and rank last: a variant's many parameters must not push the columns that answer the
 # run's question (vs cuBLAS, % of the copy) or any other number off the screen.
 TELLING_APART = frozenset({"params"})
+
+# A first column folds to no less than this many characters, nor less than this share (%)
+# of the terminal: names cut into many short lines read worse than a column left out.
+FIRST_MIN = 24
+FIRST_SHARE = 45
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,11 @@ class Fitted:
     kept: tuple[int, ...]
     left_out: tuple[str, ...]
     overflows: bool = False
+    first_width: int | None = None  # the first column's lines fold to this width
+
+    def lost(self) -> int:
+        """Return how many columns left out are lost, not kept as notes (NOTED)."""
+        return sum(1 for name in self.left_out if name not in NOTED)
 
     def footer(self) -> str:
         """Return the line naming what was left out ('' when nothing was)."""
@@ -103,12 +116,32 @@ def fit(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
         rate: str = "") -> Fitted:
     """Return which columns fit in width whole (all of them when width is None), keeping
     the most important; the first column is always kept. A column is kept only if every
-    more important one is (a long text, NOTED, becomes a note instead and stops nothing)."""
+    more important one is (a long text, NOTED, becomes a note instead and stops nothing).
+    A first column of long names (a benchmark with its parameters) folds onto more lines
+    where that keeps more columns: it must not push the verdict off the screen."""
     needs = [max([header_width(name)] + [cell_width(row[i]) for row in rows if i < len(row)])
              for i, name in enumerate(columns)]
     everything = Fitted(tuple(range(len(columns))), ())
     if width is None or wide() or BORDER + sum(n + PER_COLUMN for n in needs) <= width:
         return everything
+    whole = _fit(columns, rows, needs, width, rate)
+    fold = max(FIRST_MIN, width * FIRST_SHARE // 100, header_width(columns[0]),
+               max((_longest_word(row[0]) for row in rows if row), default=0))
+    if needs[0] <= fold:
+        return whole
+    folded = _fit(columns, rows, [fold, *needs[1:]], width, rate)
+    if folded.lost() >= whole.lost():
+        return whole
+    return dataclasses.replace(folded, first_width=fold)
+
+
+def _longest_word(text: str) -> int:
+    return max((len(word) for word in text.split()), default=0)
+
+
+def _fit(columns: Sequence[str], rows: Sequence[Sequence[str]], needs: Sequence[int],
+         width: int, rate: str) -> Fitted:
+    """fit()'s choice for columns of the given widths."""
     named_once = len({row[0] for row in rows if row}) == len(rows)
 
     def priority(i: int) -> tuple[int, int]:
@@ -152,7 +185,7 @@ def layout(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | N
     marks = {r: f"[{numbers[text]}]" for r, text in texts.items() if text}
     notes = tuple(f"[{number}] {text}" for text, number in numbers.items())
     left_out = tuple(name for name in fitted.left_out if columns.index(name) not in noted)
-    return Layout(Fitted(fitted.kept, left_out, fitted.overflows), marks, notes)
+    return Layout(dataclasses.replace(fitted, left_out=left_out), marks, notes)
 
 
 def ask_wide(on: bool) -> None:

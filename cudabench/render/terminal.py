@@ -148,8 +148,10 @@ def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Tex
     fitted = plan.fitted
     table = Table(title=Text(title))
     for index in fitted.kept:  # a first column wider than the terminal folds, never cut
+        folds = index == fitted.kept[0] and fitted.first_width is not None
         table.add_column(columns[index], justify="right" if columns[index] in right else "left",
-                         no_wrap=width is not None and not fitted.overflows, overflow="fold")
+                         no_wrap=width is not None and not fitted.overflows and not folds,
+                         overflow="fold", max_width=fitted.first_width if folds else None)
     for number, row in enumerate(rows):
         cells = [row[i].copy() for i in fitted.kept]
         if number in plan.marks:
@@ -176,7 +178,7 @@ def _differing_params(columns: Sequence[str], rows: Sequence[Sequence[Text]],
                 for number, row in enumerate(rows)]
     again = layout(columns, [[cell.plain for cell in row] for row in narrowed], width,
                    noted_rows, rate)
-    if at not in again.fitted.kept or len(again.fitted.kept) <= len(plan.fitted.kept):
+    if at not in again.fitted.kept or again.fitted.lost() >= plan.fitted.lost():
         return rows, plan, ""
     return narrowed, again, (f"params: those that differ between rows; the others, the "
                              f"same in every row that has them: {same}")
