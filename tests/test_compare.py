@@ -20,7 +20,7 @@ from rich.console import Console
 from cudabench.analysis.compare import compare
 from cudabench.analysis.verdicts import REGRESSION, Comparison, parse_threshold
 from cudabench.errors import ExitCode, ResultsFileError, UsageError
-from cudabench.render.comparison import COLUMNS
+from cudabench.render.comparison import COLUMNS, summary_text
 from cudabench.render.markdown import to_markdown
 from cudabench.render.terminal import render_comparison
 from cudabench.results import (
@@ -139,6 +139,28 @@ def test_a_variant_that_now_fails_verification_is_a_regression():
     assert "FAIL" in broken.reason and "was PASS" in broken.reason
     assert comparison.regressions == (broken,)
     assert comparison.exit_code == ExitCode.REGRESSION
+
+
+def test_a_suspect_row_says_why_it_is_not_believed():
+    # the reason read "still SUSPECT (was SUSPECT): 0 of 65536 elements wrong": a verified
+    # row that is faster than the GPU allows has no wrong element to count
+    why = "7.0 TFLOP/s is beyond the device's 1.5 TFLOP/s float32 roof on CUDA cores"
+    files = [dataclasses.replace(f, benchmarks=[
+        dataclasses.replace(r, suspect=why) if r.variant == "tiled" else r
+        for r in f.benchmarks]) for f in (load("baseline.json"), load("baseline.json"))]
+    comparison = compare(*files)
+    suspect = row(comparison, "matmul", "tiled")
+    assert suspect.verdict == "failed"
+    assert suspect.reason == f"still SUSPECT (was SUSPECT): {why}"
+    # a slower copy row, which is not gated, is counted as such in the summary ("1
+    # regression: 1 failed, 1 slower" left the reader to find which was not one)
+    slow_copy = dataclasses.replace(files[1], benchmarks=[
+        dataclasses.replace(r, samples_s=tuple(t * 1.5 for t in r.samples_s))
+        if r.variant == "memcpy_dtod" else r for r in files[1].benchmarks])
+    comparison = compare(files[0], slow_copy)
+    assert len(comparison.regressions) == 1
+    assert summary_text(comparison).startswith(
+        "1 failed, 1 slower, 5 same; 1 not gated (cuBLAS or copy rows); threshold")
 
 
 def test_a_benchmark_missing_from_the_current_file_fails_the_gate():

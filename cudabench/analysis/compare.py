@@ -415,9 +415,16 @@ def _timing_verdict(before: BenchmarkResult, after: BenchmarkResult, change: flo
 def failure_text(result: BenchmarkResult) -> str:
     """Say briefly why a benchmark is not verified."""
     if result.error is not None:
-        first = result.error.strip().splitlines()[0] if result.error.strip() else "error"
-        return first if len(first) <= 120 else first[:117] + "..."
+        return _brief(result.error) or "error"
+    if result.suspect:  # verified, but faster than the GPU allows: the count would say 0
+        return _brief(result.suspect)
     v = result.verification
     if v is None:
         return "not verified"
     return f"{v.bad_elements} of {v.total_elements} elements wrong ({v.criterion})"
+
+
+def _brief(text: str) -> str:
+    """Return a reason's first line, at most 120 characters."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= 120 else first[:117] + "..."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudabench.analysis.verdicts import Comparison, ComparisonRow, Verdict
+from cudabench.analysis.verdicts import REGRESSION, Comparison, ComparisonRow, Verdict
 from cudabench.results.model import BenchmarkResult
 from cudabench.common.units import (
     format_change,
@@ -73,11 +73,15 @@ def summary_text(comparison: Comparison) -> str:
     for row in comparison.rows:
         counts[row.verdict] += 1
     parts = [f"{count} {verdict.value}" for verdict, count in counts.items() if count]
+    ungated = sum(1 for row in comparison.rows if row.verdict in REGRESSION
+                  and not row.regressed)
     parts += [f"{len(comparison.added)} added"] if comparison.added else []
     parts += [f"{len(comparison.removed)} removed"] if comparison.removed else []
     gpus = (comparison.baseline_gpu if comparison.baseline_gpu == comparison.current_gpu
             else f"{comparison.baseline_gpu} -> {comparison.current_gpu}")
     counted = ", ".join(parts) or "nothing to compare"
+    if ungated:  # "6 regressions: 7 failed" left the reader to find the seventh
+        counted += f"; {ungated} not gated (cuBLAS or copy rows)"
     auto = any(row.threshold_source != "--threshold" for row in comparison.rows)
     gate = (f"threshold auto per benchmark (floor {format_percent(comparison.threshold)})"
             if auto else f"threshold {format_percent(comparison.threshold)}")
