@@ -483,3 +483,16 @@ def test_each_file_reported_has_tables_of_its_own(tmp_path):
     rows = [r for r in csv.DictReader(io.StringIO(table.read_text(encoding="utf-8")))
             if r["variant"] == "cuBLAS"]
     assert len(rows) == 2 and {float(r["vs cuBLAS"]) for r in rows} == {1.0}, rows
+
+
+def test_a_sweep_s_warnings_say_which_configuration_they_mean():
+    # "warning: matmul/tiled: median 13.8 us is close to launch overhead" three times,
+    # with three numbers and no size or TILE to tell them apart
+    result = invoke("report", DATA / "sweep_best.json")
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings, result.stderr
+    tiled = [line for line in warnings if line.startswith("warning: matmul/tiled ")]
+    assert len(tiled) == len(set(tiled)) >= 2
+    assert all(re.match(r"warning: matmul/tiled TILE=\d+ \d+x\d+x\d+ float32: ", line)
+               for line in tiled), tiled

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 from cudabench.common.units import format_bytes, format_error
 from cudabench.insight import roofs
 from cudabench.render import plot
+from cudabench.render.html_page import esc, table_html
+from cudabench.render.run_table import diagnostic_names
 from cudabench.results.model import DeviceInfo, ResultsFile, RunOutcome, Status
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-from cudabench.render.html_page import esc, table_html
 
 
 def facts_html(pairs: Iterable[tuple[str, object]]) -> str:
@@ -122,8 +123,7 @@ def diagnostic_lines(outcome: RunOutcome) -> list[tuple[str, str]]:
     """Return (text, class) for each note, warning, SUSPECT, error and failure, as the
     terminal prints them after a run."""
     lines = [(f"note: {note}", "") for note in outcome.notes]
-    for r in outcome.results:
-        name = f"{r.op}/{r.variant}"
+    for r, name in zip(outcome.results, diagnostic_names(outcome.results)):
         lines += [(f"warning: {name}: {warning}", "warn") for warning in r.warnings]
         if r.suspect:
             lines.append((f"SUSPECT: {name}: {r.suspect}", "warn"))

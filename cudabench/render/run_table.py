@@ -200,6 +200,24 @@ def detail_table(rows: Sequence[BenchmarkResult], title: str) -> RunTable | None
                     table_rows)
 
 
+def diagnostic_names(results: Sequence[BenchmarkResult]) -> list[str]:
+    """Return the name each row's warnings and failures go by: op/variant, with its params,
+    shape and dtype where the run holds that variant more than once (a sweep, a suite of
+    sizes), whose warnings would otherwise not say which configuration they mean."""
+    counts: dict[tuple[str, str], int] = {}
+    for r in results:
+        counts[r.op, r.variant] = counts.get((r.op, r.variant), 0) + 1
+    names = []
+    for r in results:
+        name = f"{r.op}/{r.variant}"
+        if counts[r.op, r.variant] > 1:
+            name = " ".join(part for part in (name, params_text(r.params), shape_text(r.shape),
+                                              r.dtype, "(hot L2)" if r.hot else "")
+                            if part and part != "-")
+        names.append(name)
+    return names
+
+
 def describe_device(device: DeviceInfo | None) -> str:
     """Name a device in a caption: model, capability, SMs, and which one it was."""
     if device is None:

@@ -36,7 +36,7 @@ from cudabench.render.comparison import (
 from cudabench.render.catalog import COLUMNS as CATALOG_COLUMNS
 from cudabench.render.catalog import listings, shows_files
 from cudabench.render.fit import Layout, differing_params, layout, wide
-from cudabench.render.run_table import RunTable, build_tables
+from cudabench.render.run_table import RunTable, build_tables, diagnostic_names
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
 
@@ -219,8 +219,7 @@ def render_diagnostics(outcome: RunOutcome, console: Console) -> None:
     soft = not console.is_terminal
     for note in outcome.notes:
         console.print(Text(f"note: {note}"), soft_wrap=soft)
-    for r in outcome.results:
-        name = f"{r.op}/{r.variant}"
+    for r, name in zip(outcome.results, diagnostic_names(outcome.results)):
         for warning in r.warnings:
             console.print(Text(f"warning: {name}: {warning}", style="yellow"), soft_wrap=soft)
         if r.suspect:
