@@ -496,3 +496,17 @@ def test_a_sweep_s_warnings_say_which_configuration_they_mean():
     assert len(tiled) == len(set(tiled)) >= 2
     assert all(re.match(r"warning: matmul/tiled TILE=\d+ \d+x\d+x\d+ float32: ", line)
                for line in tiled), tiled
+
+
+def test_a_change_figure_of_long_names_lays_out_without_a_warning():
+    # names wider than the axes made constrained layout give up, a matplotlib warning on
+    # the stderr of `compare --html`
+    pytest.importorskip("matplotlib")
+    import warnings
+
+    name = ("matmul/async_double_buffer BK=16 BM=128 BN=128 MIN_BLOCKS=2 STAGES=2 WM=32 "
+            "WN=64 256x256x256 float32")
+    bars = [plot.ChangeBar(name, 0.001 * i, 0.02, "bad", "failed") for i in range(7)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plot.svg_text(plot.change_figure(bars))

@@ -59,8 +59,11 @@ def change_figure(bars: Sequence[ChangeBar]) -> Figure:
     axes.barh(positions, values, height=0.34, zorder=2, color=colours)
     left_edge = blended_transform_factory(axes.transAxes, axes.transData)
     for y, bar, value, change, colour in zip(positions, bars, values, changes, colours):
-        axes.text(0.01, y + 0.3, text(bar.label), transform=left_edge, fontsize="small",
-                  va="bottom", ha="left", color="0.15", clip_on=False)
+        label = axes.text(0.01, y + 0.3, text(bar.label), transform=left_edge,
+                          fontsize="small", va="bottom", ha="left", color="0.15", clip_on=False)
+        # A name wider than the axes (a variant with all its parameters) must not shrink
+        # them: constrained layout gave up ("axes sizes collapsed to zero") on stderr.
+        label.set_in_layout(False)
         verdict = bar.verdict if _drawable(change) else f"{bar.verdict} (off the scale)"
         axes.annotate(text(verdict), (value, y), textcoords="offset points",
                       xytext=(4 if value >= 0 else -4, 0), va="center",
