@@ -1089,3 +1089,22 @@ def test_a_slow_level_is_the_history_only_once_several_commits_hold_it(tmp_path)
         row = next(r for r in check(store, load_results(current)).rows
                    if r.benchmark.variant == "tiled")
     assert row.verdict is Verdict.SAME and row.runs == 11, row.reason
+
+
+def test_a_median_outside_the_runs_but_not_significant_is_not_called_within_them(tmp_path):
+    # the reason read "within the history (p=0.26 >= 0.001, outside the 10 runs)"
+    db = tmp_path / "h.db"
+    spread = [1.0, 1.03, 0.97, 1.02, 0.98, 1.01, 0.99, 1.025, 0.975, 1.0]
+    import_runs(db, [make_run(tmp_path / "runs", i, factors={"tiled": f})
+                     for i, f in enumerate(spread)])
+    reasons = {}
+    for factor in (1.02, 1.04):
+        current = make_run(tmp_path, 100, factors={"tiled": factor}, name=f"current{factor}")
+        with Store.open(db) as store:
+            found = check(store, load_results(current))
+        row = next(r for r in found.rows if r.benchmark.variant == "tiled")
+        assert row.verdict is Verdict.SAME, row.reason
+        reasons[factor] = row.reason
+    assert reasons[1.02].startswith("within the history (") and "inside the 10" in reasons[1.02]
+    assert reasons[1.04].startswith("no significant change (") and "outside the 10" in \
+        reasons[1.04]

@@ -385,7 +385,10 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
                                   f"to resolve a {limit_text} change", p)
     if significant:
         return row(Verdict.SAME, f"{shift} is significant ({test}) but within ±{limit_text}", p)
-    return row(Verdict.SAME, f"within the history ({test})", p)
+    # "within the history (..., outside the 5 runs)" read as a contradiction: the median
+    # may lie outside the runs' band and still not differ significantly from them
+    return row(Verdict.SAME, f"{'no significant change' if outside else 'within the history'} "
+                             f"({test})", p)
 
 
 def _failure(result: BenchmarkResult) -> str:
