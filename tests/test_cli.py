@@ -288,6 +288,22 @@ def test_a_dry_run_notes_a_machine_without_a_gpu(monkeypatch):
     assert "a run would stop here: no NVIDIA driver on this machine" in result.stderr
 
 
+def test_calibrate_without_a_gpu_says_so_before_its_first_run(monkeypatch, tmp_path):
+    # it printed "calibrate: run 1 of 5" and made .cudabench/runs/ before the error
+    class NoGpu:
+        def count_devices(self) -> int:
+            raise GpuEnvironmentError("no NVIDIA driver on this machine")
+
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: NoGpu())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text('[[benchmark]]\nop = "dot"\nsize = "4096"\n',
+                                             encoding="utf-8")
+    result = invoke("calibrate")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "cudabench: error: no NVIDIA driver on this machine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cudabench.toml"]
+
+
 def test_a_dry_run_says_it_writes_no_file_and_checks_the_placement(no_engine, tmp_path):
     out = tmp_path / "r.json"
     result = invoke("dot", "--variant", "atomic", "--dry-run", "--json", str(out),

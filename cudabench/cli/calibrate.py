@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from cudabench.cli import commands
 from cudabench.cli.commands import RUNS_DIR, run_and_render
 from cudabench.cli.options import Outputs, suite_flush_option, with_flush
 from cudabench.cli.suite import find_config, load_suite
@@ -47,6 +48,8 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     # must not write over each other's files
     stamp = (datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
              + f"-{os.getpid()}")
+    # No GPU (no driver, none visible): said before "run 1 of 5" and before any folder
+    commands.engine_spec(device).count_devices()
     worst = 0
     kept: Path | None = None
     for index in range(runs):
