@@ -70,3 +70,20 @@ def test_list_at_80x24(tmp_path):
     assert "left out" not in text  # what does not fit is in the notes and folder lines
     problems = unreadable(text, 80)
     assert not problems, "\n".join(problems) + "\n\n" + text
+
+
+def test_ab_s_summary_wraps_at_80x24(tmp_path):
+    # ab printed its listing and summary lines unwrapped (137 characters at 80 columns),
+    # where compare's wrap at words
+    from helpers import MATMUL_BODY, MATMUL_HEADER, write_kernel
+
+    for side in ("a", "b"):
+        write_kernel(tmp_path / side / "matmul", "register_tiled_long_name", MATMUL_HEADER,
+                     MATMUL_BODY)
+    text = capture_in_tmux(tmp_path, f"{sys.executable} tests/fake_cli.py ab {tmp_path / 'a'} "
+                                     f"{tmp_path / 'b'} --size 32 --samples 5 --warmup 0 "
+                                     "--rounds 6")
+    Path(tmp_path / "capture.txt").write_text(text)
+    summary = [line for line in text.splitlines() if "rounds" in line or "GPU" in line]
+    assert summary, text
+    assert all(len(line) <= 80 for line in text.splitlines()), text

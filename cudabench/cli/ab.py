@@ -207,9 +207,10 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                          noted_rows={index for index, result in enumerate(run.results)
                                      if result.verdict is not Verdict.SAME})
     console = terminal.stdout_console()
+    soft = not console.is_terminal  # on a terminal, wrapped at words (as compare's summary)
     for line in listing_lines(run):
-        console.print(line, markup=False, soft_wrap=True)
-    console.print(summary_text(run, gpu), markup=False, soft_wrap=True)
+        console.print(line, markup=False, soft_wrap=soft)
+    console.print(summary_text(run, gpu), markup=False, soft_wrap=soft)
     if markdown_path is not None:
         try:
             write_text(markdown_path, to_markdown(run, title, gpu), "--markdown")
