@@ -265,7 +265,22 @@ def test_records_are_plain_json_ready_dicts(use_fake):
     tiled = next(r for r in records if r["variant"] == "tiled")
     assert tiled["status"] == "PASS" and tiled["params"] == {"TILE": 16}
     assert tiled["median_s"] > 0 and tiled["samples"] == len(tiled["samples_s"]) >= 20
+    assert tiled["min_s"] <= tiled["median_s"] <= tiled["max_s"]
     json.dumps(records)  # nothing a JSON encoder refuses
+
+
+def test_records_hold_what_the_table_computes(use_fake):
+    # "% of peak", "bound" and "vs cuBLAS" were the tables' alone: a test asserting "at
+    # least 70% of the DRAM roof" had to reach into the renderers
+    results = cb.run("transpose", variants=["naive", "shared"], size=256, timing=FAST)
+    records = {r["variant"]: r for r in results.to_records()}
+    shared = records["shared"]
+    assert shared["bound"] == "memory" and 0 < shared["pct_of_peak"] <= 100
+    copy = records["memcpy_dtod"]
+    assert copy["compared"]["% of memcpy_dtod"] == 100.0 and copy["pct_of_peak"] is None
+    ratio = shared["compared"]["% of memcpy_dtod"]
+    assert ratio == pytest.approx(100 * copy["median_s"] / shared["median_s"])
+    assert results.to_records()[0].keys() == records["naive"].keys()
 
 
 def test_to_pandas_needs_pandas(use_fake):

@@ -19,6 +19,7 @@ from cudabench.api.display import Printed, fragment, lines_html, plain_text
 from cudabench.common.outfiles import check_output
 from cudabench.errors import ExitCode, UsageError
 from cudabench.render import terminal
+from cudabench.render.csv_out import derived
 from cudabench.render.html_page import esc, run_table_html
 from cudabench.render.html_sections import diagnostic_lines
 from cudabench.render.run_table import build_tables
@@ -163,8 +164,19 @@ class Results(Sequence[BenchmarkResult]):
 
     def to_records(self) -> list[dict[str, Any]]:
         """Return one plain dict per row: names, status, median and spread in seconds,
-        rates, verification and the raw samples (JSON-ready, for a DataFrame or a CSV)."""
-        return [record_of(row) for row in self.rows]
+        rates, verification and the raw samples (JSON-ready, for a DataFrame or a CSV);
+        and what the tables compute: pct_of_peak, bound and in_l2 (where the roofline
+        places the row), and "compared", its ratios to the rows beside it ({"vs cuBLAS":
+        1.02, "% of memcpy_dtod": 97.1}, as the table shows them)."""
+        computed, titles = derived(self.outcome)
+        records = []
+        for row in self.rows:
+            values = computed.get(id(row), {})
+            records.append({**record_of(row),
+                            **{key: values.get(key) for key in ("pct_of_peak", "bound",
+                                                                 "in_l2")},
+                            "compared": {t: values[t] for t in titles if t in values}})
+        return records
 
     def to_pandas(self) -> pandas.DataFrame:
         """Return the records as a pandas DataFrame (pandas is not a dependency: install it
@@ -230,6 +242,7 @@ def record_of(row: BenchmarkResult) -> dict[str, Any]:
         "status": row.status.value,
         "median_s": row.median_s,
         "min_s": summary.min_s if summary else None,
+        "max_s": summary.max_s if summary else None,
         "spread": summary.spread if summary else None,
         "samples": len(row.samples_s), "samples_s": list(row.samples_s),
         "batch_median_s": row.batch_median_s, "writeback_s": row.writeback_s,

@@ -57,12 +57,13 @@ def _ratio(title: str, other_s: float, this_s: float) -> float:
     return 100 * other_s / this_s if title.startswith("% of") else other_s / this_s
 
 
-def run_to_csv(outcome: RunOutcome) -> str:
-    """Return every benchmark of a run as a CSV row, with the tables' comparison columns."""
-    groups = _groups(outcome)
+def derived(outcome: RunOutcome) -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """Return what the tables compute per row (keyed by id(row)): its comparison columns
+    ("vs cuBLAS", "% of memcpy_dtod", against the rows of its table) and where the roofline
+    places it (pct_of_peak, bound, in_l2); and the comparison titles, in the tables' order."""
     per_row: dict[int, dict[str, Any]] = {}
     vs_titles: dict[str, None] = {}  # in first-seen order, as the tables add them
-    for rows in groups:
+    for rows in _groups(outcome):
         columns = comparators(rows)
         vs_titles.update(dict.fromkeys(c.title for c in columns))
         achievable = copy_bps(rows)
@@ -74,6 +75,13 @@ def run_to_csv(outcome: RunOutcome) -> str:
             if a is not None:
                 values |= {"pct_of_peak": a.pct_of_peak, "bound": a.bound, "in_l2": a.in_l2}
             per_row[id(r)] = values
+    return per_row, list(vs_titles)
+
+
+def run_to_csv(outcome: RunOutcome) -> str:
+    """Return every benchmark of a run as a CSV row, with the tables' comparison columns."""
+    groups = _groups(outcome)
+    per_row, vs_titles = derived(outcome)
     metrics = list(dict.fromkeys(m for r in outcome.results for m in r.counters))
     units = {m: u for r in outcome.results for m, u in r.counters_units.items()}
     # a counter's column names its unit where ncu gave one: "dram__bytes_read.sum (byte)"
