@@ -129,6 +129,13 @@ def test_writeback_is_asked_for_as_the_flag_is(use_fake, tmp_path):
     ({"timing": cb.TimingPolicy(min_samples=2.5)}, "^TimingPolicy.min_samples 2.5: expected "
                                                    "a whole number"),
     ({"hot": True, "l2_flush": "memset"}, "hot.*l2_flush"),
+    ({"counters": 5}, "^counters 5: expected True, or ncu metric names"),
+    ({"counters": "sm__throughput;rm -rf /"}, "^counters"),
+    ({"energy": 0}, "^energy 0.0: expected seconds > 0"),
+    ({"energy": "5"}, "^energy '5': expected True, or seconds"),
+    ({"sanitize": "leakcheck"}, "^sanitize 'leakcheck': expected True \\(memcheck\\) or one"),
+    ({"full_check": "yes"}, "^full_check 'yes': expected True or False"),
+    ({"transfers": 1}, "^transfers 1: expected True or False"),
     # an empty size ran the default size (the command refuses --size ""), and a switch
     # given as "no" was taken as True
     ({"size": ""}, "^size '': expected an integer or text"),
@@ -143,6 +150,25 @@ def test_bad_input_raises_a_usage_error_naming_it(use_fake, options, message):
     with pytest.raises(UsageError, match=message) as caught:
         cb.run("matmul", **{"size": 64, **options})
     assert caught.value.exit_code is ExitCode.USAGE
+
+
+def test_run_takes_the_commands_checks_and_measurements_beyond_the_samples(use_fake,
+                                                                          monkeypatch,
+                                                                          tmp_path):
+    # docs/python.md said everything the commands do is reachable from Python; run() had
+    # no full_check, counters, energy, transfers or sanitize
+    results = cb.run("transpose", variants="naive", size=256, vendor=False, timing=FAST,
+                     energy=0.2, transfers=True, full_check=True)
+    row = results.row("naive")
+    assert row.energy["launches"] > 0 and row.transfers["pinned"]["h2d_gbps"] > 0
+    assert row.status is Status.PASS
+    assert {"--full-check", "--transfers", "--energy=0.2"} <= set(results.command)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ncu, no compute-sanitizer anywhere
+    monkeypatch.setenv("CUDA_ROOT", str(tmp_path))
+    monkeypatch.setattr("cudabench.observers.ncu.CUDA_HOME", tmp_path)
+    monkeypatch.setattr("cudabench.observers.ncu.NSIGHT_ROOTS", ())
+    with pytest.raises(UsageError, match="^counters.*ncu"):
+        cb.run("transpose", variants="naive", size=64, counters=True)
 
 
 def test_an_unknown_op_is_a_usage_error(use_fake):

@@ -35,7 +35,8 @@ _ARGUMENTS = {
     "--size": "size", "--dtype": "dtype", "--variant": "variants", "--param": "params",
     "--kernels-dir": "kernels_dir", "--l2-flush": "l2_flush", "--json": "json",
     "--seed": "seed", "--device": "device", "--keep-workers": "keep_workers", "--hot": "hot",
-    "--writeback": "writeback",
+    "--writeback": "writeback", "--full-check": "full_check=True", "--counters": "counters",
+    "--energy": "energy", "--transfers": "transfers=True", "--sanitize": "sanitize",
     "--warmup": "TimingPolicy.warmup_s", "--min-samples": "TimingPolicy.min_samples",
     "--max-samples": "TimingPolicy.max_samples", "--precision": "TimingPolicy.precision",
     "--max-time": "TimingPolicy.max_time_s", "--timeout": "TimingPolicy.timeout_s",
@@ -51,7 +52,9 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
         timing: TimingPolicy | None = None, seed: int = 0, hot: bool = False,
         l2_flush: str = DEFAULT_L2_FLUSH, vendor: bool = True, batch: bool = True,
         json: PathLike | None = None, progress: bool = False, keep_workers: float = 0.0,
-        writeback: bool = False) -> Results:
+        writeback: bool = False, full_check: bool = False,
+        counters: bool | str | Sequence[str] = False, energy: bool | float = False,
+        transfers: bool = False, sanitize: bool | str = False) -> Results:
     """Verify and time op's variants, as `cudabench OP` does; return every row.
 
     variants: names to run (default all); size: "1024", 1024, "512x256x128", or a list (or a
@@ -63,16 +66,57 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     (--writeback); json: also write the results file here as the rows arrive; progress:
     a progress display on stderr; keep_workers: keep the GPU worker that many idle seconds
     for the next run (--keep-workers: a script or test session of many runs starts it
-    once). Bad input raises UsageError (or KernelFileError, naming
-    the file and line); a variant that fails verification is a FAIL row, not an exception.
+    once); full_check: verify every element against the float64 reference (--full-check);
+    counters: True for ncu's default set, or metric names (--counters); energy: True or
+    seconds of back-to-back launches (--energy); transfers: time the host copies
+    (--transfers); sanitize: True (memcheck) or a compute-sanitizer tool (--sanitize).
+    Bad input raises UsageError (or KernelFileError, naming the file and line); a variant
+    that fails verification is a FAIL row, not an exception.
     """
     from cudabench.runner.workers import refuse_in_a_worker_import
 
     refuse_in_a_worker_import()
     with python_terms(_ARGUMENTS):
+        extra = _extra_insight(full_check, counters, energy, transfers, sanitize)
         return _run(op, variants, size, dtype, params, kernels_dir, sources, device, timing,
                     seed, hot, l2_flush, vendor, batch, json, progress, keep_workers,
-                    writeback)
+                    writeback, extra)
+
+
+def _extra_insight(full_check: Any, counters: Any, energy: Any, transfers: Any,
+                   sanitize: Any) -> dict[str, Any]:
+    """Return the command's options for run()'s checks and measurements beyond the
+    samples, each given as the command's flag would be (its checks then apply)."""
+    from cudabench.cli.options import ENERGY_DEFAULT_S
+
+    if isinstance(counters, bool):
+        metrics = "default" if counters else None
+    elif isinstance(counters, str) and counters:
+        metrics = counters
+    elif (isinstance(counters, Sequence) and not isinstance(counters, str) and counters
+          and all(isinstance(name, str) and name for name in counters)):
+        metrics = ",".join(counters)
+    else:
+        raise UsageError(f"counters {counters!r}: expected True, or ncu metric names "
+                         "(a comma-separated text or a list)")
+    if isinstance(energy, bool):
+        seconds = str(ENERGY_DEFAULT_S) if energy else None
+    elif isinstance(energy, (int, float)):
+        seconds = repr(float(energy))  # --energy's own check refuses <= 0, nan, inf
+    else:
+        raise UsageError(f"energy {energy!r}: expected True, or seconds of launches")
+    if isinstance(sanitize, bool):
+        tool = "memcheck" if sanitize else None
+    elif sanitize in SANITIZERS:
+        tool = sanitize
+    else:
+        raise UsageError(f"sanitize {sanitize!r}: expected True (memcheck) or one of "
+                         f"{', '.join(SANITIZERS)}")
+    return {"full_check": switch(full_check, "full_check"), "counters": metrics,
+            "energy": seconds, "transfers": switch(transfers, "transfers"), "sanitize": tool}
+
+
+SANITIZERS = ("memcheck", "racecheck", "synccheck", "initcheck")  # as --sanitize takes
 
 
 def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Size] | None,
@@ -80,7 +124,7 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
          kernels_dir: PathLike | Sequence[PathLike] | None, sources: Mapping[str, str] | None,
          device: int, timing: TimingPolicy | None, seed: int, hot: bool, l2_flush: str,
          vendor: bool, batch: bool, json: PathLike | None, progress: bool,
-         keep_workers: float, writeback: bool) -> Results:
+         keep_workers: float, writeback: bool, extra: Mapping[str, Any]) -> Results:
     """run()'s work, its errors in the command's terms."""
     from cudabench.cli.options import Outputs, build_requests
     from cudabench.ops import get_op
@@ -103,8 +147,7 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
     options: dict[str, Any] = {
         "size": sizes, "dtype": chosen, "variants": tuple(names), "params": param_texts,
         "seed": _int(seed, "seed"), "kernels_dirs": tuple(dirs), "hot": switch(hot, "hot"),
-        "l2_flush": l2_flush,
-        "sanitize": None, "no_vendor": not switch(vendor, "vendor"),
+        "l2_flush": l2_flush, **extra, "no_vendor": not switch(vendor, "vendor"),
         "no_batch": not switch(batch, "batch"), "writeback": switch(writeback, "writeback"),
         "warmup": policy.warmup_s, "min_samples": policy.min_samples,
         "max_samples": policy.max_samples, "precision": policy.precision,
@@ -330,7 +373,13 @@ def _command(op: str, options: Mapping[str, Any], device: int) -> list[str]:
     argv += [flag for flag, on in (("--hot", options["hot"]),
                                    ("--no-vendor", options["no_vendor"]),
                                    ("--no-batch", options["no_batch"]),
-                                   ("--writeback", options["writeback"])) if on]
+                                   ("--writeback", options["writeback"]),
+                                   ("--full-check", options["full_check"]),
+                                   ("--transfers", options["transfers"])) if on]
+    for flag, key in (("--counters", "counters"), ("--energy", "energy"),
+                      ("--sanitize", "sanitize")):
+        if options[key] is not None:
+            argv.append(f"{flag}={options[key]}")
     if device:
         argv += ["--device", str(device)]
     return argv
