@@ -267,6 +267,27 @@ def test_a_bad_sample_names_its_benchmark_and_index(tmp_path, bad):
     assert f"{path}: benchmarks[1].samples_s[2]: expected a positive number" in message
 
 
+@pytest.mark.parametrize(("where", "named"), [
+    (lambda d: d["benchmarks"][1]["samples_s"], "benchmarks[1].samples_s[0]"),
+    (lambda d: d["benchmarks"][1]["params"], "benchmarks[1].params.TILE"),
+    (lambda d: d["benchmarks"][1]["shape"], "benchmarks[1].shape"),
+    (lambda d: d["devices"][0], "devices[0].sm_clock_khz"),
+])
+def test_an_integer_too_large_for_a_float_is_a_file_error_not_a_crash(tmp_path, where, named):
+    # JSON allows an integer of 400 digits: math.isfinite and the roofline's division
+    # raised OverflowError (exit 4, "internal error") in report, compare and history
+    source = Path(__file__).parent / "data" / "h100" / "v2-matmul.json"
+    document = json.loads(source.read_text(encoding="utf-8"))
+    holder = where(document)
+    key = 0 if isinstance(holder, list) else next(
+        k for k in ("TILE", "sm_clock_khz") if k in holder)
+    holder[key] = 10 ** 400
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ResultsFileError, match=re.escape(f"{path}: {named}: expected")):
+        load_results(path)
+
+
 @pytest.mark.parametrize(("field", "value", "named"), [
     ("kind", "other", "benchmarks[0].kind"),
     ("verification", None, "benchmarks[0].verification"),  # a kernel that ran was verified
@@ -513,6 +534,14 @@ def test_parse_threshold_refuses_the_rest_naming_the_flag(text):
 def test_a_bare_number_above_one_suggests_the_percentage():
     with pytest.raises(UsageError, match="5%"):
         parse_threshold("5")
+
+
+@pytest.mark.parametrize("text", ["500", "1e400"])
+def test_a_bare_number_no_reading_makes_a_threshold_suggests_nothing_refused(text):
+    # "--threshold 1e400: ... or inf as a fraction", which is refused in turn
+    with pytest.raises(UsageError, match="must be above 0% and below 1000%") as caught:
+        parse_threshold(text)
+    assert "as a fraction" not in str(caught.value)
 
 
 # -- output ----------------------------------------------------------------------------------

@@ -132,9 +132,10 @@ class Checker:
             raise self.error(field_name, expected)
 
     def field(self, data: Any, name: str, kind: type) -> Any:
-        """Return data[name], checked to be of kind (an int is never a bool)."""
+        """Return data[name], checked to be of kind (an int is never a bool, and fits 64
+        bits)."""
         value = data.get(name) if isinstance(data, Mapping) else None
-        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        ok = _is_int(value) if kind is int else isinstance(value, kind)
         self.expect(ok, name, self.NAMES.get(kind, kind.__name__))
         return value
 
@@ -435,7 +436,7 @@ def _samples(data: Mapping[str, Any], name: str, check: Checker) -> tuple[float,
 
 
 def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
+    return value if _is_number(value) else None
 
 
 def _number(value: Any) -> float:
@@ -443,8 +444,17 @@ def _number(value: Any) -> float:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """Return whether value is an integer of 64 bits (JSON's may have any number of digits,
+    which the arithmetic on counts and clocks cannot take as floats)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """Return whether value is a finite number a float can hold (JSON allows an integer of
+    400 digits, which math.isfinite cannot take: an OverflowError, exit 4, until checked)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
