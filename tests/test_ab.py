@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from cudabench.engines.fake_kernels import Fault
 from cudabench.results import load_results
 from cudabench.results.model import BenchmarkResult, Verification
 
+ROOT = Path(__file__).resolve().parents[1]
 SLOWER = re.compile(r"ab-test: slower ([0-9.]+)")
 WRONG = "ab-test: wrong"
 FAST = ("--size", "32", "--samples", "9", "--warmup", "0")
@@ -316,3 +318,42 @@ def test_b_dropping_the_type_of_every_variant_is_missing_not_a_usage_error(marke
     assert result.exit_code == 1, (result.stdout, result.stderr)
     assert "matmul/naive: B supports float64 only" in result.stdout
     assert invoke(old, new, *FAST, "--rounds", "6", "--allow-missing").exit_code == 0
+
+
+def test_an_op_b_lacks_entirely_is_missing(marked, tmp_path):
+    # only the ops in both folders were looked at: B dropping every dot kernel passed,
+    # "no regression: 1 same", dot/atomic listed nowhere
+    old = folder(tmp_path / "old", ["shared"])
+    new = folder(tmp_path / "new", ["shared"])
+    dot = ROOT / "kernels" / "dot"
+    (old / "dot").mkdir()
+    for source in [dot / "atomic.cu", *dot.glob("*.cuh")]:
+        shutil.copy(source, old / "dot" / source.name)
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert "missing (only in A; fails the gate, --allow-missing passes it):\n  dot/atomic" \
+        in result.stdout
+    assert invoke(old, new, *FAST, "--rounds", "6", "--allow-missing").exit_code == 0
+    # and the other way round, an op only B has is listed as added, not a failure
+    assert invoke(new, old, *FAST, "--rounds", "6").exit_code == 0
+
+
+def test_sides_whose_op_files_set_different_work_are_refused(use_fake, tmp_path):
+    # B's op file changed the op's default size: A was timed at 4096x1024 and B at
+    # 1024x1024, and B read "-67.8% faster", exit 0
+    sides = [tmp_path / "a", tmp_path / "b"]
+    for side in sides:
+        shutil.copytree(ROOT / "examples" / "softmax", side)
+    op_file = sides[1] / "softmax.py"
+    text = op_file.read_text(encoding="utf-8")
+    assert 'default_size = "4096x1024"' in text
+    op_file.write_text(text.replace('default_size = "4096x1024"', 'default_size = "1024x1024"'),
+                       encoding="utf-8")
+    assert_usage(invoke(*sides, "--rounds", "6", "--samples", "5", "--warmup", "0"),
+                 "softmax: A and B would not do the same work", "shape",
+                 "A 4096x1024 float32, B 1024x1024 float32", "give --size")
+    same_size = invoke(*sides, "--rounds", "6", "--samples", "5", "--warmup", "0", "--size",
+                       "256x64")
+    assert same_size.exit_code in (0, 1), (same_size.stdout, same_size.stderr)
+    assert "softmax/naive" in same_size.stdout
+

@@ -231,8 +231,10 @@ def _pairing(sides: tuple[Side, Side], ops: Sequence[str]
     for name in ops:
         if name not in known:
             raise UsageError(f"--op {name}: no such op (known: {', '.join(known)})")
+    # Every op either folder has variants of: an op whose every variant B dropped is as
+    # missing as one variant B dropped (it passed unseen, its op not "in both").
     wanted = list(dict.fromkeys(ops)) or [op for op in known
-                                          if a.catalog.get(op) and b.catalog.get(op)]
+                                          if a.catalog.get(op) or b.catalog.get(op)]
     chosen, added, removed = [], [], []
     for op in wanted:
         old, new = a.catalog.get(op, {}), b.catalog.get(op, {})
@@ -244,7 +246,7 @@ def _pairing(sides: tuple[Side, Side], ops: Sequence[str]
         chosen.append((op, common))
         added += [f"{op}/{name}" for name in sorted(set(new) - set(old))]
         removed += [f"{op}/{name}" for name in sorted(set(old) - set(new))]
-    if not any(common for _, common in chosen):
+    if not any(common for _, common in chosen):  # the wrong folders, most likely
         raise UsageError(f"no variant is in both {a.folder} and {b.folder} under the same op "
                          "and name: nothing to compare (a variant is its file's name)")
     return chosen, added, removed
@@ -264,6 +266,8 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
     skipped: list[str] = []
     dropped: list[str] = []
     for op, common in chosen:
+        if not common:  # an op one folder lacks: its variants are added or missing
+            continue
         op_dtype = dtype or ("float32" if "float32" in sides[0].ops[op].dtypes
                              else sides[0].ops[op].dtypes[0])
         names = []
@@ -286,6 +290,7 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
             request = dataclasses.replace(base, op=op, dtype=op_dtype, variants=tuple(names),
                                           params=mine, kernels_dirs=(side.folder,))
             plans.append(make_plan(request, side.catalog))
+        _refuse_different_work(op, plans[0], plans[1])
         pairs.append((plans[0], plans[1]))
     for name in single:
         if name not in taken:
@@ -294,6 +299,23 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
         asked = f"--dtype {dtype}" if dtype else "the type compared (float32, else the first)"
         raise UsageError(f"no variant in both folders supports {asked}: " + "; ".join(skipped))
     return pairs, skipped, dropped
+
+
+def _refuse_different_work(op: str, a: Plan, b: Plan) -> None:
+    """Refuse a pair whose two sides would not do the same work: B's op file changed the
+    op's default size, types or counts, and A's time at one size beside B's at another
+    read as B "67.8% faster"."""
+    a_work = (a.shape, a.types, a.op.flops(a.shape), a.op.bytes_moved(a.shape, a.types))
+    b_work = (b.shape, b.types, b.op.flops(b.shape), b.op.bytes_moved(b.shape, b.types))
+    if a_work == b_work:
+        return
+    what = [name for name, x, y in zip(("shape", "types", "FLOPs", "bytes moved"), a_work,
+                                       b_work) if x != y]
+    raise UsageError(
+        f"{op}: A and B would not do the same work (their {op} op files differ in "
+        f"{', '.join(what)}: A {shape_text(a.shape)} {a.types.input.name}, B "
+        f"{shape_text(b.shape)} {b.types.input.name}); give --size and --dtype, or "
+        "compare kernels of one op definition")
 
 
 def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int
