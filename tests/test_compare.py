@@ -790,9 +790,19 @@ def test_a_file_compared_with_itself_or_its_copy_is_refused(tmp_path):
     packed.write_bytes(gzip.compress(base.read_bytes()))
     dumped = tmp_path / "dumped.json"  # re-indented: other bytes, the same run
     dumped.write_text(json.dumps(json.loads(base.read_text()), indent=4), encoding="utf-8")
+    # reordered, or a warning edited away: the same run still (both passed as "7 same")
+    document = json.loads(base.read_text())
+    document["benchmarks"].reverse()
+    reordered = tmp_path / "reordered.json"
+    reordered.write_text(json.dumps(document), encoding="utf-8")
+    for row in document["benchmarks"]:
+        row["warnings"] = ["edited"]
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(document), encoding="utf-8")
     for current, says in ((base, "the same file"), (link, "the same file"),
                           (copy, "copies of one file"), (packed, "copies of one run"),
-                          (dumped, "copies of one run")):
+                          (dumped, "copies of one run"), (reordered, "copies of one run"),
+                          (edited, "copies of one run")):
         result = CliRunner().invoke(cli, ["compare", str(base), str(current)])
         assert result.exit_code == 2 and says in result.stderr, result.output
 

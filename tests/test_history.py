@@ -136,6 +136,23 @@ def test_import_is_idempotent(tmp_path):
     assert counts(db) == before
 
 
+def test_a_re_edited_copy_of_a_recorded_file_is_the_same_run(tmp_path):
+    # only the text's hash identified a run: five re-indented copies of one slow run
+    # became five runs, an "established level", and the slowdown then passed the check
+    db, run = tmp_path / "h.db", make_run(tmp_path, 1)
+    document = json.loads(run.read_text(encoding="utf-8"))
+    document["benchmarks"].reverse()
+    copy = tmp_path / "copy.json"
+    copy.write_text(json.dumps(document, indent=3), encoding="utf-8")
+    result = invoke("import", run, copy, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert f"{copy}: already recorded (run 1)" in " ".join(result.stdout.split())
+    assert counts(db)["runs"] == 1
+    # and history check of the copy leaves its own run out of its history
+    checked = invoke("check", copy, "--db", db)
+    assert "its own run 1 left out of its history" in " ".join(checked.stdout.split())
+
+
 def test_the_same_file_twice_in_one_import_is_one_run(tmp_path):
     db, run = tmp_path / "h.db", make_run(tmp_path, 1)
     result = invoke("import", run, run, "--db", db)

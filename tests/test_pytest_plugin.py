@@ -371,7 +371,7 @@ def test_hopper_beside_cublas(cudabench):
 def test_a_gpu_one_test_cannot_use_skips_that_test_alone(pytester, monkeypatch):
     # a lost GPU 1 (or device=1 on a one-GPU machine) made every later test skip as if the
     # machine had no GPU
-    pytester.makepyfile(test_devices="""
+    pytester.makepyfile(test_gpu_choice="""
 from cudabench.api import TimingPolicy
 
 FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
@@ -392,7 +392,7 @@ def test_c(cudabench):
         device_index=device, device_count=2, lost_devices=(1,)))
     done = pytester.runpytest("-rs")
     done.assert_outcomes(passed=2, skipped=1)
-    done.stdout.fnmatch_lines(["SKIPPED [[]1[]] test_devices.py:*: cudabench: no usable GPU: *"])
+    done.stdout.fnmatch_lines(["SKIPPED [[]1[]] test_gpu_choice.py:*: cudabench: no usable GPU: *"])
 
 
 def test_a_test_s_mistake_is_said_once_without_the_error_behind_it(pytester, monkeypatch):

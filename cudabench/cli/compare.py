@@ -32,6 +32,7 @@ from cudabench.render.csv_out import comparison_to_csv
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import to_markdown
 from cudabench.results import BenchmarkResult, ResultsFile, load_results
+from cudabench.results.identity import measurements_digest
 
 
 @click.command("compare")
@@ -89,8 +90,8 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
 def refuse_the_same_run(baseline: Path, current: Path,
                         loaded: tuple[ResultsFile, ResultsFile] | None = None) -> None:
     """Refuse to compare a file with itself, by any path, as a byte-for-byte copy, or as
-    a copy in other clothes (compressed, re-indented: loaded, the two files read, hold
-    the same rows, raw samples and all): a CI job whose current file is the baseline (a
+    a copy in other clothes (compressed, re-indented, reordered, re-annotated: loaded,
+    the two files read, hold the same measurements, raw samples and all): a CI job whose current file is the baseline (a
     wrong path, a cache restored) would pass every time without measuring anything."""
     # Bytes only of regular files: a pipe (`<(cat a.json)`) was read by the loader and
     # reads empty now. The rows are compared whatever the paths are.
@@ -98,8 +99,10 @@ def refuse_the_same_run(baseline: Path, current: Path,
     same = regular and os.path.samefile(baseline, current)
     if same or (regular and baseline.read_bytes() == current.read_bytes()):
         what = "the same file" if same else "copies of one file, byte for byte"
-    elif loaded is not None and loaded[1].benchmarks and \
-            loaded[0].benchmarks == loaded[1].benchmarks:
+    elif loaded is not None and measurements_digest(loaded[1]) is not None and \
+            measurements_digest(loaded[0]) == measurements_digest(loaded[1]):
+        # in any order, whatever else was edited (a warning, a note): raw samples never
+        # repeat to the last bit in a new run
         what = "copies of one run (the same rows and raw samples)"
     else:
         return

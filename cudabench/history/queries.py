@@ -20,10 +20,11 @@ from cudabench.history.records import (
     Tracked,
     decode_benchmark,
     encode_benchmark,
-    source_hash,
+    run_hashes,
     worst_status,
 )
 from cudabench.history.schema import COMMANDS_SINCE, TABLES, damaged_message
+from cudabench.results.model import ResultsFile
 
 
 
@@ -83,11 +84,14 @@ class Queries:
             raise StoreError(damaged_message(self.path, f"a median of {value!r} seconds"))
         return float(value)
 
-    def run_for(self, source: str) -> int | None:
-        """Return the id of the run recorded from this text, or None."""
+    def run_for(self, results: ResultsFile, source: str) -> int | None:
+        """Return the id of the run recorded from this file (its measurements, or its text
+        as stores recorded before: records.run_hashes), or None."""
+        hashes = run_hashes(results, source)
         with self._errors():
-            row = self._conn.execute("SELECT id FROM runs WHERE source_hash = ?",
-                                     (source_hash(source),)).fetchone()
+            row = self._conn.execute(
+                f"SELECT id FROM runs WHERE source_hash IN ({','.join('?' * len(hashes))}) "
+                "ORDER BY id LIMIT 1", hashes).fetchone()
         return int(row[0]) if row else None
 
     def runs(self, gpu_model: str | None = None, since: str | None = None,

@@ -13,6 +13,7 @@ from typing import Any
 
 from cudabench.errors import CudabenchError, ResultsFileError
 from cudabench.history import DEFAULT_PATH  # noqa: F401  (re-exported: its callers' name)
+from cudabench.results.identity import measurements_digest
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, ResultsFile, Status
 
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # readers check stores up to this size at open
@@ -156,6 +157,16 @@ def command_key(command: object) -> str | None:
 def source_hash(source: str) -> str:
     """Return the SHA-256 of a results file's text: the same file twice is one run."""
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+def run_hashes(results: ResultsFile, source: str) -> tuple[str, ...]:
+    """Return the hashes a recorded run is known by, the one it is recorded under first:
+    its measurements' (results.identity: a re-indented, reordered or re-annotated copy of
+    the file is the same run, not one more run of an "established level") and its text's
+    (what stores recorded by before; a file that measured nothing has only this)."""
+    digest = measurements_digest(results)
+    text = source_hash(source)
+    return (f"rows:{digest}", text) if digest is not None else (text,)
 
 
 def device_key(device: DeviceInfo) -> tuple[str, str, str, str]:

@@ -188,7 +188,7 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     """
     if last < min_runs or not 0 < alpha < 1 or min_runs < 3:
         raise ValueError("last >= min_runs, alpha in (0, 1), min_runs >= 3")
-    own = store.run_for(source) if source is not None else None
+    own = store.run_for(current, source) if source is not None else None
     rows = []
     for result in one_row_each(current, skip_skipped=True):
         gpu = result.device.name if result.device is not None else ""

@@ -38,7 +38,7 @@ from cudabench.history.records import (
     now_utc,
     one_row_each,
     parse_time,
-    source_hash,
+    run_hashes,
     text_or_none,
 )
 from cudabench.history.schema import (
@@ -253,11 +253,12 @@ class Store(Queries):
     def record(self, results: ResultsFile, source: str, branch: str | None = None) -> int | None:
         """Record a loaded results file; return its run id, or None when already recorded.
 
-        source is the file's text as read: its SHA-256 identifies the run, so the same
-        content twice (under any path) adds nothing. One transaction: all rows or none.
+        source is the file's text as read. The run is known by its measurements (and its
+        text: records.run_hashes), so the same run twice, under any path or in any
+        re-edited copy, adds nothing. One transaction: all rows or none.
         """
         rows = one_row_each(results)  # before the transaction: a refused file adds nothing
-        digest = source_hash(source)
+        digest = run_hashes(results, source)[0]
         meta = results.metadata
         tool = meta.get("tool")
         commit = meta.get("git_commit")
@@ -265,7 +266,7 @@ class Store(Queries):
         branch = branch if branch is not None else meta.get("git_branch")
         created = parse_time(str(meta.get("created", ""))) or now_utc()
         with self.transaction():
-            if self.run_for(source) is not None:
+            if self.run_for(results, source) is not None:
                 return None
             cursor = self._conn.execute(
                 "INSERT INTO runs (source_hash, source_path, git_commit, branch, dirty, created,"
