@@ -1125,3 +1125,19 @@ def test_a_median_outside_the_runs_but_not_significant_is_not_called_within_them
     assert reasons[1.02].startswith("within the history (") and "inside the 10" in reasons[1.02]
     assert reasons[1.04].startswith("no significant change (") and "outside the 10" in \
         reasons[1.04]
+
+
+def test_a_row_stripped_of_its_gpu_is_refused_not_passed_ungated(tmp_path):
+    # a slowed row with "device": null had no history on GPU "", "too little history, not
+    # gated", exit 0; compare refuses such rows
+    db = flat_history(tmp_path)
+    slow = make_run(tmp_path, 100, factors={"tiled": 1.5}, name="current")
+    document = json.loads(slow.read_text(encoding="utf-8"))
+    next(r for r in document["benchmarks"] if r["variant"] == "tiled")["device"] = None
+    stripped = tmp_path / "stripped.json"
+    stripped.write_text(json.dumps(document), encoding="utf-8")
+    result = invoke("check", stripped, "--db", db)
+    assert result.exit_code == 2, result.stdout
+    assert result.stderr.startswith(f"cudabench: error: {stripped}: 1 measured row(s) record "
+                                    "no GPU (device null)")
+    assert invoke("check", slow, "--db", db).exit_code == 1  # the same run, its GPU named

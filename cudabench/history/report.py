@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict, ungated
 from cudabench.common.stats import pooled_precision, relative_spread
 from cudabench.common.units import format_change, format_p_value, format_percent
-from cudabench.errors import ExitCode
+from cudabench.errors import ExitCode, UsageError
 from cudabench.history.records import Benchmark, SeriesPoint, Tracked, command_key, one_row_each
 from cudabench.history.steps import (
     DEFAULT_THRESHOLD,
@@ -188,6 +188,7 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     """
     if last < min_runs or not 0 < alpha < 1 or min_runs < 3:
         raise ValueError("last >= min_runs, alpha in (0, 1), min_runs >= 3")
+    _refuse_unknown_gpu(store, current)
     own = store.run_for(current, source) if source is not None else None
     rows = []
     for result in one_row_each(current, skip_skipped=True):
@@ -200,6 +201,25 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     if not allow_missing:
         rows += _missing(store, current, own)
     return HistoryCheck(tuple(rows), current.path, last, alpha, own)
+
+
+def _refuse_unknown_gpu(store: Store, current: ResultsFile) -> None:
+    """Refuse a file whose measured rows record no GPU (`"device": null`) beside rows that
+    do, or against a store of runs on GPU models: history is kept per model, so such rows
+    had none, "too little history, not gated", and a slowdown passed; and one such row
+    made the file look like two models, which turned the missing-kernel check off. (As
+    compare refuses them.)"""
+    unknown = sum(1 for r in current.benchmarks if r.samples_s and r.device is None)
+    if not unknown:
+        return
+    named = sorted({r.device.name for r in current.benchmarks if r.device is not None}
+                   | {t.gpu_model for t in store.benchmarks() if t.gpu_model})
+    if named:
+        raise UsageError(
+            f"{current.path}: {unknown} measured row(s) record no GPU (device null), beside "
+            f"rows or history on {', '.join(repr(n) for n in named)}: history is kept per GPU "
+            "model, so they cannot be judged (a results file written by cudabench names the "
+            "GPU of every measured row)")
 
 
 SET_RUNS = 3  # the runs of one command that say which kernels it measures (a majority)
