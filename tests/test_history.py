@@ -1141,3 +1141,29 @@ def test_a_row_stripped_of_its_gpu_is_refused_not_passed_ungated(tmp_path):
     assert result.stderr.startswith(f"cudabench: error: {stripped}: 1 measured row(s) record "
                                     "no GPU (device null)")
     assert invoke("check", slow, "--db", db).exit_code == 1  # the same run, its GPU named
+
+
+def test_a_command_whose_history_is_all_on_another_flush_is_refused(tmp_path):
+    # the suite's flush changed (or the runner's GPU model): history is kept per model and
+    # flush, so every row had "too little history, not gated" and a 1.5x slowdown passed
+    db = flat_history(tmp_path)  # files of before the flush was recorded: memset
+    slow = make_run(tmp_path, 100, factors={"tiled": 1.5}, name="current")
+    document = json.loads(slow.read_text(encoding="utf-8"))
+    for row in document["benchmarks"]:
+        row["l2_flush"] = "clean"
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps(document), encoding="utf-8")
+    result = invoke("check", clean, "--db", db)
+    assert result.exit_code == 2, result.stdout
+    said = " ".join(result.stderr.split())
+    assert "recorded runs measured on NVIDIA H100 80GB HBM3 with the memset flush, and this " \
+           "file on NVIDIA H100 80GB HBM3 with the clean flush" in said
+    new = invoke("check", clean, "--db", db, "--allow-missing")  # checked as new
+    assert new.exit_code == 0 and "too little history" in " ".join(new.stdout.split())
+    import_runs(db, [clean])  # recorded: the next check of this flush starts its history
+    again = make_run(tmp_path, 101, factors={"tiled": 1.5}, name="again")
+    document = json.loads(again.read_text(encoding="utf-8"))
+    for row in document["benchmarks"]:
+        row["l2_flush"] = "clean"
+    again.write_text(json.dumps(document), encoding="utf-8")
+    assert invoke("check", again, "--db", db).exit_code == 0

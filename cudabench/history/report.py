@@ -199,8 +199,34 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
         rows.append(_judge(result, bench, gpu, history, latest, threshold, alpha, min_runs,
                            cap, cap_from, note))
     if not allow_missing:
+        _refuse_other_settings(store, current, own)
         rows += _missing(store, current, own)
     return HistoryCheck(tuple(rows), current.path, last, alpha, own)
+
+
+def _refuse_other_settings(store: Store, current: ResultsFile, own: int | None) -> None:
+    """Refuse a file whose command has recorded runs, none of them on the file's GPU model
+    and L2 flush: history is kept per model and flush, so every row had "too little
+    history, not gated" and the gate passed a slowdown unseen (compare refuses both
+    changes). The next run, with this one recorded, starts the new history."""
+    key = command_key(current.metadata.get("command"))
+    if key is None:
+        return
+    settings = {(r.device.name if r.device is not None else "", r.l2_flush)
+                for r in current.benchmarks if r.samples_s}
+    before = store.command_settings(key, exclude_run=own, last=SET_RUNS)
+    if len(before) < SET_RUNS or not settings or any(seen & settings
+                                                    for seen in before.values()):
+        return
+    recorded = sorted({f"{model or '(no GPU)'} with the {flush} flush"
+                       for seen in before.values() for model, flush in seen})
+    now = sorted({f"{model or '(no GPU)'} with the {flush} flush" for model, flush in settings})
+    raise UsageError(
+        f"{current.path}: this command's recorded runs measured on {', '.join(recorded)}, and "
+        f"this file on {', '.join(now)}: history is kept per GPU model and L2 flush, so "
+        "nothing here can be judged against it; once this run is recorded (--record, "
+        "history import), the checks after it start the new history; or pass "
+        "--allow-missing to check it as new")
 
 
 def _refuse_unknown_gpu(store: Store, current: ResultsFile) -> None:
@@ -213,7 +239,7 @@ def _refuse_unknown_gpu(store: Store, current: ResultsFile) -> None:
     if not unknown:
         return
     named = sorted({r.device.name for r in current.benchmarks if r.device is not None}
-                   | {t.gpu_model for t in store.benchmarks() if t.gpu_model})
+                   | {model for run in store.runs() for model in run.gpu_models if model})
     if named:
         raise UsageError(
             f"{current.path}: {unknown} measured row(s) record no GPU (device null), beside "
