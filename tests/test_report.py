@@ -397,14 +397,20 @@ def test_the_change_figure_colours_each_verdict():
     assert {t.get_text() for t in axes.texts} >= {"a", "b", "c", "slower", "same", "faster"}
 
 
-def test_the_csv_names_each_counter_s_unit_where_ncu_gave_one(tmp_path):
-    # the counters' columns held ncu's numbers without their units (nanoseconds, bytes, %)
+def with_units(tmp_path, units: dict[str, str], more: dict[str, float] | None = None):
+    """Write mc.json with units for its rows' counters (and more counters); return it."""
     data = json.loads((DATA / "mc.json").read_text())
     for row in data["benchmarks"]:
         if row.get("counters"):
-            row["counters_units"] = {"gpu__time_duration.sum": "nsecond",
-                                     "lts__t_sector_hit_rate.pct": "%"}
-    path = write_json(tmp_path / "units.json", data)
+            row["counters"].update(more or {})
+            row["counters_units"] = units
+    return write_json(tmp_path / "units.json", data)
+
+
+def test_the_csv_names_each_counter_s_unit_where_ncu_gave_one(tmp_path):
+    # the counters' columns held ncu's numbers without their units (nanoseconds, bytes, %)
+    path = with_units(tmp_path, {"gpu__time_duration.sum": "nsecond",
+                                 "lts__t_sector_hit_rate.pct": "%"})
     table = tmp_path / "out.csv"
     result = invoke("report", path, "--csv", table)
     assert result.exit_code == 0, result.stderr
@@ -419,13 +425,9 @@ def test_the_csv_names_each_counter_s_unit_where_ncu_gave_one(tmp_path):
 def test_a_counter_without_a_short_label_shows_its_unit_in_the_tables(tmp_path):
     # the terminal and markdown tables titled a --metrics counter by its name alone: a
     # column of "268,435,456" under dram__bytes_write.sum said no unit (the CSV did)
-    data = json.loads((DATA / "mc.json").read_text())
-    for row in data["benchmarks"]:
-        if row.get("counters"):
-            row["counters"]["dram__bytes_write.sum"] = 268435456
-            row["counters_units"] = {"dram__bytes_write.sum": "byte",
-                                     "lts__t_sector_hit_rate.pct": "%"}
-    path = write_json(tmp_path / "units.json", data)
+    path = with_units(tmp_path, {"dram__bytes_write.sum": "byte",
+                                 "lts__t_sector_hit_rate.pct": "%"},
+                      {"dram__bytes_write.sum": 268435456})
     md = tmp_path / "out.md"
     result = invoke("report", path, "--markdown", md)
     assert result.exit_code == 0, result.stderr
