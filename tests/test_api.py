@@ -17,7 +17,13 @@ from rich.console import Console
 import cudabench
 import cudabench.api as cb
 from cudabench.engines.fake_kernels import Fault
-from cudabench.errors import ExitCode, KernelFileError, ResultsFileError, UsageError
+from cudabench.errors import (
+    ExitCode,
+    GpuEnvironmentError,
+    KernelFileError,
+    ResultsFileError,
+    UsageError,
+)
 from cudabench.history.store import Store
 from cudabench.results import Status, load_results
 
@@ -169,6 +175,17 @@ def test_run_takes_the_commands_checks_and_measurements_beyond_the_samples(use_f
     monkeypatch.setattr("cudabench.observers.ncu.NSIGHT_ROOTS", ())
     with pytest.raises(UsageError, match="^counters.*ncu"):
         cb.run("transpose", variants="naive", size=64, counters=True)
+
+
+def test_a_gpu_the_host_lacks_is_named_as_the_argument():
+    # "--device 5: there are 1 GPU(s)" (the PyCUDA engine's words) reached a Python caller,
+    # who gave device=5: only a UsageError's flags were put in the API's terms
+    from cudabench.api.running import _ARGUMENTS
+    from cudabench.api.terms import python_terms
+
+    with pytest.raises(GpuEnvironmentError, match=r"^device 5: there are 1 GPU\(s\)$"):
+        with python_terms(_ARGUMENTS):
+            raise GpuEnvironmentError("--device 5: there are 1 GPU(s)")
 
 
 def test_an_unknown_op_is_a_usage_error(use_fake):

@@ -8,19 +8,20 @@ import contextlib
 import re
 from collections.abc import Iterator, Mapping
 
-from cudabench.errors import UsageError
+from cudabench.errors import CudabenchError, UsageError
 
 _FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
 
 
 @contextlib.contextmanager
 def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
-    """Re-raise a UsageError whose message names one of the command's flags (arguments:
-    flag -> the argument, or TimingPolicy field, it stands for) with the argument's name
-    in its place; any other error as it is."""
+    """Re-raise a cudabench error whose message names one of the command's flags
+    (arguments: flag -> the argument, or TimingPolicy field, it stands for) with the
+    argument's name in its place (a UsageError, or a GpuEnvironmentError: "--device 5:
+    there are 1 GPU(s)"); any other error as it is."""
     try:
         yield
-    except UsageError as exc:
+    except CudabenchError as exc:
         text = str(exc)
         named = _FLAG.sub(lambda flag: arguments.get(flag.group(), flag.group()), text)
         if named == text:
