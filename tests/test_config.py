@@ -61,6 +61,13 @@ def test_pyproject_table_is_found(tmp_path):
     assert [r.size for r in load_suite(path)] == ["64"]
 
 
+def test_a_pyproject_whose_tool_is_not_a_table_has_no_suite(tmp_path):
+    # `tool = "x"`: AttributeError, exit 4
+    path = write(tmp_path / "pyproject.toml", 'tool = "x"\n')
+    with pytest.raises(UsageError, match=r"pyproject.toml: no \[tool.cudabench\] table"):
+        load_suite(path)
+
+
 def test_cudabench_toml_wins_and_missing_suite_is_explained(tmp_path):
     write(tmp_path / "pyproject.toml", "[project]\nname = 'x'\n")
     with pytest.raises(UsageError, match="cudabench.toml"):
@@ -86,6 +93,8 @@ def test_kernels_dirs_are_relative_to_the_file(tmp_path):
     ("benchmarks = 1\n", "unknown key(s) benchmarks"),
     ("[timing]\n", "no [[benchmark]]"),
     ("[[benchmark]\n", "not valid TOML"),
+    # an empty list ran every variant, as if the key were absent
+    ("[[benchmark]]\nop = 'dot'\nvariants = []\n", "benchmark[0].variants: an empty list"),
 ])
 def test_bad_suites_name_the_file_and_key(tmp_path, text, message):
     path = write(tmp_path / "cudabench.toml", text)

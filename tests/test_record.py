@@ -66,6 +66,13 @@ def test_check_needs_record(use_fake):
     assert done.exit_code == 2 and "--record" in done.stderr
 
 
+def test_db_needs_record(use_fake, tmp_path):
+    # --db without --record was ignored: no store written, no word said
+    done = invoke("dot", "--size", "1000", "--db", str(tmp_path / "x.db"))
+    assert done.exit_code == 2 and "--db names the history store --record writes" in done.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
 def run_file(use_fake, tmp_path, name, **spec):
     use_fake(**spec)
     path = tmp_path / name

@@ -53,6 +53,9 @@ class Outputs:
             raise UsageError("--check judges the recorded run: give --record too")
         if options.get("allow_missing") and not options.get("check"):
             raise UsageError("--allow-missing is --check's: give --record --check too")
+        if options.get("db") is not None and not options.get("record"):  # else: ignored
+            raise UsageError("--db names the history store --record writes: give --record "
+                             "too")
         return cls(csv_path=options.get("csv_path"), progress=options.get("progress"),
                    record=bool(options.get("record")), db=options.get("db") or DEFAULT_STORE,
                    check=bool(options.get("check")),
@@ -292,8 +295,9 @@ def tune_options() -> list[Callable[[F], F]]:
                      "'cudabench[tune]'); --seed seeds it. Default brute when --budget is "
                      "given."),
         click.option("--budget", default=None, metavar="N|TIME|N,TIME",
-                     help="With --best: evaluate at most N configurations per variant and "
-                     "size, and/or stop starting new ones after TIME (90s, 10m, 1h)."),
+                     help="With --best: per variant and size (each search), evaluate at "
+                     "most N configurations and/or start no new ones after TIME (90s, 10m, "
+                     "1h)."),
         click.option("--no-tune-cache", is_flag=True,
                      help="With --strategy/--budget: neither read nor write the tuning cache "
                      "(CUDABENCH_CACHE_DIR/tune; delete that folder to clear it)."),

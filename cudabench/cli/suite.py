@@ -93,7 +93,8 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
     data = _read(path)
     where = str(path)
     if path.name == "pyproject.toml":
-        data = data.get("tool", {}).get("cudabench")
+        tool = data.get("tool")  # `tool = "x"` is no table: none of ours
+        data = tool.get("cudabench") if isinstance(tool, dict) else None
         where = f"{path} [tool.cudabench]"
         if not isinstance(data, dict):
             raise UsageError(f"{path}: no [tool.cudabench] table")
@@ -159,7 +160,7 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
                 for point in points:
                     requests.append(Request(
                         op=entry["op"], size=size, dtype=dtype,
-                        variants=tuple(_strings(entry, "variants", at, [])),
+                        variants=tuple(_variants(entry, at)),
                         params=point, seed=seed, hot=hot, l2_flush=l2_flush,
                         sanitize=sanitize,
                         timing=timing,
@@ -203,6 +204,16 @@ def _strings(table: Mapping[str, Any], key: str, where: str, default: list[str])
     if any(not v.strip() for v in value):
         raise UsageError(f"{where}.{key}: an empty string is not a value")
     return value
+
+
+def _variants(entry: Mapping[str, Any], where: str) -> list[str]:
+    """Return an entry's variants (none given: every variant of the op); `variants = []`
+    names none, which ran every one, as if the key were absent."""
+    names = _strings(entry, "variants", where, [])
+    if "variants" in entry and not names:
+        raise UsageError(f'{where}.variants: an empty list names no variant; leave it out to '
+                         'run every variant, or name some: variants = ["tiled"]')
+    return names
 
 
 # What a suite's size and dtype look like, for the examples its errors give.
