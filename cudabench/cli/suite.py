@@ -94,10 +94,11 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
     where = str(path)
     if path.name == "pyproject.toml":
         tool = data.get("tool")  # `tool = "x"` is no table: none of ours
-        data = tool.get("cudabench") if isinstance(tool, dict) else None
+        table = tool.get("cudabench") if isinstance(tool, dict) else None
         where = f"{path} [tool.cudabench]"
-        if not isinstance(data, dict):
+        if not isinstance(table, dict):
             raise UsageError(f"{path}: no [tool.cudabench] table")
+        data = table
     unknown = set(data) - {"timing", "kernels_dirs", "benchmark"}
     if unknown:
         raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
