@@ -118,6 +118,19 @@ def test_a_run_that_measures_nothing_keeps_an_existing_results_file(use_fake, tm
                   *QUICK, "--json", tmp_path / "keep.json", "--record", "--db", db)
     assert "nothing recorded" in done.stderr and not db.exists(), done.output
     unchanged(kept)
+    # and the reports: a table of SKIP rows replaced the last run's markdown and CSV
+    reports = existing(tmp_path, "keep.md") | existing(tmp_path, "keep.csv")
+    done = invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws",
+                  *QUICK, "--markdown", tmp_path / "keep.md", "--csv", tmp_path / "keep.csv")
+    assert done.exit_code == 2, done.output
+    said = " ".join(done.stderr.split())
+    assert f"--markdown {tmp_path / 'keep.md'} is as it was" in said
+    assert f"--csv {tmp_path / 'keep.csv'} is as it was" in said
+    unchanged(reports)
+    fresh = tmp_path / "fresh.md"  # no file before: the SKIP rows are what the run has
+    invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws", *QUICK,
+           "--markdown", fresh)
+    assert "wgmma_ws" in fresh.read_text(encoding="utf-8")
     fresh = tmp_path / "fresh.json"  # no file before it: the SKIP rows are written
     invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws", *QUICK,
            "--json", fresh)

@@ -282,6 +282,15 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
     return outcome, versions
 
 
+def _write_report(path: Path, text: str, flag: str, outcome: RunOutcome) -> None:
+    """Write a report of the run, unless the run measured nothing and the file exists: a
+    table of SKIP rows must not replace the last run's, as the results file is kept."""
+    if path.exists() and not any(r.samples_s for r in outcome.results):
+        note(f"nothing was measured (no row has samples): {flag} {path} is as it was")
+        return
+    write_text(path, text, flag)
+
+
 def show(measured: Measured, device: int, outputs: Outputs) -> int:
     """Print a run's tables and diagnostics, save its reports, record it; return its exit
     code."""
@@ -294,11 +303,11 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
             from cudabench.render.markdown import run_to_markdown
 
             markdown = run_to_markdown(outcome)
-            write_text(outputs.markdown_path, markdown, "--markdown")
+            _write_report(outputs.markdown_path, markdown, "--markdown", outcome)
         if outputs.csv_path is not None:
             from cudabench.render.csv_out import run_to_csv
 
-            write_text(outputs.csv_path, run_to_csv(outcome), "--csv")
+            _write_report(outputs.csv_path, run_to_csv(outcome), "--csv", outcome)
     code = int(outcome.exit_code)
     if outputs.best:
         with clock.phase("--best: head to head"):
