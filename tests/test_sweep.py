@@ -294,6 +294,32 @@ def test_the_rematch_overrules_a_lucky_first_run():
     assert decide(rows, rematch).best.params == {"TILE": 16}
 
 
+def test_the_runner_up_and_margin_come_from_the_samples_that_decided():
+    # the clocks fell between the sweep and the head-to-head: everything 10% slower there.
+    # The runner-up was taken with its sweep samples beside the winner's head-to-head ones:
+    # a configuration 5% slower read as "+-4.2%", faster than the winner
+    rows = [sample_row({"TILE": 8}, 1.00e-3), sample_row({"TILE": 16}, 1.002e-3),
+            sample_row({"TILE": 32}, 1.05e-3)]
+    rematch = {0: [1.10e-3 + i * 1e-8 for i in range(30)],
+               1: [1.16e-3 + i * 1e-8 for i in range(30)]}
+    choice = decide(rows, rematch)
+    assert choice.best.params == {"TILE": 8}
+    assert choice.runner_up is not None and choice.runner_up.params == {"TILE": 16}
+    assert choice.margin == pytest.approx(1.16 / 1.10 - 1, rel=0.01)
+    assert choice.median_s == pytest.approx(1.10e-3 + 14.5e-8)  # the head-to-head's median
+
+
+def test_a_search_takes_one_shape_once_however_it_is_spelt(use_fake, tmp_path):
+    # "--size 64,64x64" searched transpose's 64x64 twice: the winner was listed among its
+    # own ties, and the margin read "+-0.2%"
+    done = invoke("transpose", "--size", "64,64x64", "--variant", "naive", "--best",
+                  "--strategy", "brute", *QUICK, "--no-tune-cache")
+    assert done.exit_code == 0, done.output
+    winners = [line for line in done.stdout.splitlines() if line.startswith("│ transpose")]
+    assert len(winners) == 1, done.stdout
+    assert done.stderr.count("transpose/naive at ") == 1, done.stderr  # one search
+
+
 def test_best_out_needs_best(use_fake, tmp_path):
     done = invoke("matmul", "--best-out", str(tmp_path / "b.toml"))
     assert done.exit_code == 2 and "--best-out needs --best" in done.stderr

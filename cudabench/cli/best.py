@@ -20,7 +20,7 @@ from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.pipeline import run_plans
 from cudabench.planning.plan import Insight, Plan
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, RunOutcome
-from cudabench.common.units import format_seconds, params_text, shape_text
+from cudabench.common.units import format_change, format_seconds, params_text, shape_text
 from cudabench.errors import ExitCode
 
 ROUNDS = 3  # interleaved rounds of the head-to-head
@@ -113,9 +113,10 @@ def row_cells(choice: Choice) -> list[str]:
     """Return the cells of one line of the --best table."""
     tied = "; ".join(params_text(r.params) for r in choice.tied) if choice.is_tie else "-"
     runner = params_text(choice.runner_up.params) if choice.runner_up else "-"
-    margin = f"+{choice.margin:.1%}" if choice.margin is not None else "-"
+    margin = format_change(choice.margin) if choice.margin is not None else "-"
+    median = choice.median_s if choice.median_s is not None else choice.best.median_s
     return [choice.op, shape_text(choice.shape), choice.dtype, choice.variant,
-            params_text(choice.best.params), format_seconds(choice.best.median_s), runner,
+            params_text(choice.best.params), format_seconds(median), runner,
             margin, "tie" if choice.is_tie else "best", tied]
 
 

@@ -74,8 +74,13 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
     """Return a Space per (size, variant) of the requests (one per size, no params)."""
     spaces = []
     catalog = discover(requests[0].kernels_dirs) if requests else {}
+    shapes: set[tuple[object, ...]] = set()
     for request in requests:
         base = make_plan(request, catalog)  # the request's own usage errors first
+        shape = (base.op.name, tuple(base.shape), base.dtype.name, base.hot)
+        if shape in shapes:  # "64" and "64x64", or a range reaching a size given too: once
+            continue
+        shapes.add(shape)
         for name, values in given.items():
             specs = [spec for spec in (v.variant.param(name) for v in base.variants) if spec]
             if not specs:
