@@ -48,6 +48,15 @@ class BoundaryGroup(click.Group):
             code = ExitCode.USAGE
         return finish(code, standalone_mode)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Find the subcommand, refusing an option of one value given twice (Click keeps
+        the last: `--tile 8 --tile 32` measured TILE=32 alone, where -p refuses it)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and not isinstance(command, click.Group):
+            refuse_repeated_options(command, rest)
+        return name, command, rest
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             code = super().invoke(ctx)
@@ -70,6 +79,41 @@ class BoundaryGroup(click.Group):
             )
             code = ExitCode.INTERNAL
         ctx.exit(int(code or 0))
+
+
+class RepeatedOption(click.UsageError):
+    """An option of one value given more than once (not a command-name mistake)."""
+
+
+def refuse_repeated_options(command: click.Command, args: list[str]) -> None:
+    """Raise a usage error for an option that takes one value and is given more than once
+    in args (before `--`); flags and options that repeat by design (multiple) may."""
+    single: dict[str, click.Option] = {}
+    for option in command.params:
+        if isinstance(option, click.Option) and not option.multiple and not option.count \
+                and not option.is_flag:
+            single.update((opt, option) for opt in option.opts)
+    seen: dict[str, list[str]] = {}
+    helps: dict[str, str] = {}
+    words = list(args[:args.index("--")] if "--" in args else args)
+    index = 0
+    while index < len(words):
+        opt, equals, value = words[index].partition("=")
+        index += 1
+        found = single.get(opt)
+        if found is None:
+            continue
+        if not equals and index < len(words) and not words[index].startswith("--"):
+            value = words[index]  # its value (--counters' may be absent): not an option
+            index += 1
+        seen.setdefault(found.name or opt, []).append(f"{opt} {value}".strip())
+        helps[found.name or opt] = found.help or ""
+    for name, given in seen.items():
+        if len(given) > 1:
+            sweeps = "sweep" in helps[name]
+            flag = given[0].split()[0]
+            raise RepeatedOption(f"{' and '.join(given)}: {flag} takes one value; give it once"
+                                 + (f" (a comma list sweeps: {flag} A,B)" if sweeps else ""))
 
 
 def hoist_group_flags(args: list[str]) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from cudabench import __version__
-from cudabench.cli.boundary import BoundaryGroup
+from cudabench.cli.boundary import BoundaryGroup, RepeatedOption
 
 # name -> (module, attribute, the short help `--help` shows)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -74,7 +74,8 @@ class OpsGroup(BoundaryGroup):
             return super().resolve_command(ctx, args)
         except click.UsageError as error:
             name = click.utils.make_str(args[0]) if args else ""
-            if not name.isidentifier() or name in COMMANDS:  # a path, a pattern: as it was
+            if (isinstance(error, RepeatedOption) or not name.isidentifier()
+                    or name in COMMANDS):  # the command was found; a path, a pattern: as is
                 raise
             import difflib
 
