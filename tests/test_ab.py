@@ -356,4 +356,11 @@ def test_sides_whose_op_files_set_different_work_are_refused(use_fake, tmp_path)
                        "256x64")
     assert same_size.exit_code in (0, 1), (same_size.stdout, same_size.stderr)
     assert "softmax/naive" in same_size.stdout
+    # a FLOP count changed moves rates, not the times ab judges: compared
+    text = op_file.read_text(encoding="utf-8")
+    assert "5 * rows * cols" in text
+    op_file.write_text(text.replace("5 * rows * cols", "4 * rows * cols"), encoding="utf-8")
+    counted = invoke(*sides, "--rounds", "6", "--samples", "5", "--warmup", "0", "--size",
+                     "256x64")
+    assert counted.exit_code in (0, 1), (counted.stdout, counted.stderr)
 

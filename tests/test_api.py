@@ -244,6 +244,11 @@ def test_compare_gives_the_verdicts_and_exit_code_of_the_command(use_fake, tmp_p
     for same in ((base, base), (tmp_path / "base.json", base), (base, str(tmp_path / "base.json"))):
         with pytest.raises(UsageError, match="the same run"):
             cb.compare(*same)
+    # so is a reordered copy beside Results (the rows' order let it through)
+    reordered = cb.Results(tuple(reversed(base.rows)), base.notes, base.command,
+                           base.versions)
+    with pytest.raises(UsageError, match="the same run"):
+        cb.compare(tmp_path / "base.json", reordered)
 
 
 @pytest.mark.parametrize(("threshold", "message"), [
@@ -384,6 +389,7 @@ def test_display_in_a_terminal_and_a_notebook(use_fake, tmp_path):
     style = page[len("<style>"):page.index("</style>")]
     rules = [line for line in style.splitlines() if "{" in line and "@media" not in line]
     assert rules and all(line.startswith(".cudabench-output") for line in rules)
+    use_fake(faults={"naive": Fault.WRONG_ELEMENT}, seed=1)  # another run (samples differ)
     comparison = cb.compare(run_tiled(), results)
     # A run that fails verification fails the gate even against one that failed before.
     assert "1 regression" in comparison._repr_html_() and "cudabench compare" in str(comparison)

@@ -110,6 +110,9 @@ USAGE_ERRORS = {
     "param without value": (["matmul", "--param", "TILE"], ["--param 'TILE'", "NAME=INTEGER"]),
     "param not integer": (["matmul", "--param", "TILE=big"], ["--param TILE 'big'", "integers"]),
     "param bad name": (["matmul", "--param", "1X=3"], ["--param '1X=3'"]),
+    # measured and written, then unreadable: the results file holds 64-bit integers
+    "param beyond 64 bits": (["matmul", "--param", "TILE=99999999999999999999"],
+                             ["--param TILE 99999999999999999999: beyond a 64-bit integer"]),
     "tile and param": (["matmul", "--tile", "16", "--param", "TILE=16"],
                        ["--tile and --param TILE both set TILE"]),
     "inplace not square": (["transpose", "--inplace", "--size", "3x5"],

@@ -152,6 +152,14 @@ def test_a_suspect_row_says_why_it_is_not_believed():
     suspect = row(comparison, "matmul", "tiled")
     assert suspect.verdict == "failed"
     assert suspect.reason == f"still SUSPECT (was SUSPECT): {why}"
+    # a failed row over the roof too (a kernel that skips work) says its wrong elements
+    broken = dataclasses.replace(files[1], benchmarks=[
+        dataclasses.replace(r, verification=dataclasses.replace(
+            r.verification, passed=False, bad_elements=7)) if r.variant == "tiled" else r
+        for r in files[1].benchmarks])
+    failed = row(compare(files[0], broken), "matmul", "tiled")
+    assert failed.reason.startswith("still FAIL (was SUSPECT): 7 of ") and why not in \
+        failed.reason
     # a slower copy row, which is not gated, is counted as such in the summary ("1
     # regression: 1 failed, 1 slower" left the reader to find which was not one)
     slow_copy = dataclasses.replace(files[1], benchmarks=[
@@ -536,10 +544,11 @@ def test_a_bare_number_above_one_suggests_the_percentage():
         parse_threshold("5")
 
 
-@pytest.mark.parametrize("text", ["500", "1e400"])
-def test_a_bare_number_no_reading_makes_a_threshold_suggests_nothing_refused(text):
+@pytest.mark.parametrize(("text", "said"), [
+    ("500", "write 500% for 500 percent"), ("1e400", "must be above 0% and below 1000%")])
+def test_a_bare_number_suggests_no_fraction_that_is_refused_in_turn(text, said):
     # "--threshold 1e400: ... or inf as a fraction", which is refused in turn
-    with pytest.raises(UsageError, match="must be above 0% and below 1000%") as caught:
+    with pytest.raises(UsageError, match=said) as caught:
         parse_threshold(text)
     assert "as a fraction" not in str(caught.value)
 
@@ -799,6 +808,15 @@ def test_a_file_compared_with_itself_or_its_copy_is_refused(tmp_path):
         row["warnings"] = ["edited"]
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(document), encoding="utf-8")
+    skipped = dict(document, benchmarks=[dict(r, samples_s=[], status="SKIP",
+                                              skipped="needs sm_100", verification=None)
+                                         for r in document["benchmarks"]])
+    skip_only = tmp_path / "skip.json"  # a run that measured nothing, and its copy
+    skip_only.write_text(json.dumps(skipped), encoding="utf-8")
+    skip_copy = tmp_path / "skip-copy.json"
+    skip_copy.write_text(json.dumps(skipped, indent=2), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["compare", str(skip_only), str(skip_copy)])
+    assert result.exit_code == 2 and "copies of one run" in result.stderr, result.output
     for current, says in ((base, "the same file"), (link, "the same file"),
                           (copy, "copies of one file"), (packed, "copies of one run"),
                           (dumped, "copies of one run"), (reordered, "copies of one run"),

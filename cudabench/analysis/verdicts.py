@@ -119,11 +119,12 @@ def parse_threshold(text: str, flag: str = "--threshold") -> float:
     if not _NUMBER.fullmatch(number):
         raise UsageError(f"{flag} {text!r}: {hint}")
     value = float(number) / 100 if percent else float(number)
-    if not percent and 1 <= value < 100:
+    if not percent and 1 <= value < MAX_THRESHOLD * 100:
         # A bare "5" almost always means 5%, not 500%: refuse rather than silently gate at 500%.
-        # (From 100 up, neither reading is a threshold: the range error below says so.)
+        # The fraction is a threshold too only below 100 (1e400 offered "inf as a fraction").
+        fraction = f", or {value / 100:g} as a fraction" if value < 100 else ""
         raise UsageError(f"{flag} {text!r}: a bare number is a fraction; write "
-                         f"{number}% for {number} percent, or {value / 100:g} as a fraction")
+                         f"{number}% for {number} percent{fraction}")
     if not 0 < value < MAX_THRESHOLD:
         raise UsageError(f"{flag} {text!r}: must be above 0% and below "
                          f"{MAX_THRESHOLD:.0%}; {hint}")

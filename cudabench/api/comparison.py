@@ -21,6 +21,7 @@ from cudabench.render import terminal
 from cudabench.render.comparison import summary_text
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import to_markdown
+from cudabench.results.identity import same_run
 from cudabench.results.loader import load_results
 from cudabench.results.model import BenchmarkResult, ResultsFile
 
@@ -140,8 +141,7 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
     files = _file(baseline, "baseline"), _file(current, "current")
     if isinstance(baseline, (str, os.PathLike)) and isinstance(current, (str, os.PathLike)):
         refuse_the_same_run(Path(baseline), Path(current), files)  # as the command does
-    elif baseline is current or (files[1].benchmarks
-                                 and files[0].benchmarks == files[1].benchmarks):
+    elif baseline is current or same_run(*files):
         # a run compared with itself, its own file, or a copy (raw samples and all: no
         # two runs on a GPU give the same)
         raise UsageError("baseline and current are the same run: compare a new run with a "

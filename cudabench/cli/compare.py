@@ -32,7 +32,7 @@ from cudabench.render.csv_out import comparison_to_csv
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import to_markdown
 from cudabench.results import BenchmarkResult, ResultsFile, load_results
-from cudabench.results.identity import measurements_digest
+from cudabench.results.identity import same_run
 
 
 @click.command("compare")
@@ -99,8 +99,7 @@ def refuse_the_same_run(baseline: Path, current: Path,
     same = regular and os.path.samefile(baseline, current)
     if same or (regular and baseline.read_bytes() == current.read_bytes()):
         what = "the same file" if same else "copies of one file, byte for byte"
-    elif loaded is not None and measurements_digest(loaded[1]) is not None and \
-            measurements_digest(loaded[0]) == measurements_digest(loaded[1]):
+    elif loaded is not None and same_run(*loaded):
         # in any order, whatever else was edited (a warning, a note): raw samples never
         # repeat to the last bit in a new run
         what = "copies of one run (the same rows and raw samples)"

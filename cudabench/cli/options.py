@@ -168,9 +168,14 @@ def _values(text: str, flag: str) -> list[int]:
         raise UsageError(f"{flag} {longest[:20]!r}...: a number of {len(longest)} "
                          "characters; parameters are integers such as 16")
     try:
-        return [int(text, 0)]
+        values = [int(text, 0)]
     except ValueError:
-        return expand_values(text, flag)
+        values = expand_values(text, flag)
+    for value in values:  # a results file holds 64-bit integers: one beyond is unreadable
+        if not -2**63 <= value < 2**63:
+            raise UsageError(f"{flag} {value}: beyond a 64-bit integer; parameters are "
+                             "integers such as 16")
+    return values
 
 
 values_of = _values  # the tuning path parses -p and its shortcuts the same way

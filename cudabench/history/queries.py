@@ -211,24 +211,23 @@ class Queries:
             rows = self._conn.execute(query, (run_id, gpu_model)).fetchall()
         return [(self._benchmark(row[:7]), row[7], row[8]) for row in rows]
 
-    def command_settings(self, key: str, exclude_run: int | None = None, last: int = 3
-                         ) -> dict[int, set[tuple[str, str]]]:
-        """Return the newest `last` runs recorded from a command (its command_key), each
-        with the (GPU model, L2 flush) pairs its results were measured under ({} from a
+    def command_flushes(self, key: str, gpu_model: str, exclude_run: int | None = None,
+                        last: int = 3) -> dict[int, set[str]]:
+        """Return the newest `last` runs recorded from a command (its command_key) on a GPU
+        model, each with the L2 flushes its results there were measured after ({} from a
         store older than version 3, which did not record commands)."""
-        if self.version < COMMANDS_SINCE:
+        runs = self.runs_of_command(key, gpu_model, exclude_run, last)
+        if not runs:
             return {}
-        query = ("SELECT x.run_id, COALESCE(d.name, ''), x.l2_flush FROM results x "
-                 "LEFT JOIN devices d ON d.id = x.device_id WHERE x.run_id IN ("
-                 "SELECT r.id FROM runs r WHERE r.command_key = ? AND r.id != ? "
-                 "ORDER BY r.created DESC, r.id DESC LIMIT ?)")
+        query = ("SELECT x.run_id, x.l2_flush FROM results x LEFT JOIN devices d "
+                 "ON d.id = x.device_id WHERE COALESCE(d.name, '') = ? AND x.run_id IN "
+                 f"({','.join('?' * len(runs))})")
         with self._errors():
-            rows = self._conn.execute(query, (key, -1 if exclude_run is None else exclude_run,
-                                              last)).fetchall()
-        settings: dict[int, set[tuple[str, str]]] = {}
-        for run, model, flush in rows:
-            settings.setdefault(int(run), set()).add((str(model), str(flush)))
-        return settings
+            rows = self._conn.execute(query, (gpu_model, *runs)).fetchall()
+        flushes: dict[int, set[str]] = {run: set() for run in runs}
+        for run, flush in rows:
+            flushes[int(run)].add(str(flush))
+        return flushes
 
     def counts(self) -> dict[str, int]:
         """Return the number of rows of each table (tests, and a summary line)."""

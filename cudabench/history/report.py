@@ -205,28 +205,32 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
 
 
 def _refuse_other_settings(store: Store, current: ResultsFile, own: int | None) -> None:
-    """Refuse a file whose command has recorded runs, none of them on the file's GPU model
-    and L2 flush: history is kept per model and flush, so every row had "too little
-    history, not gated" and the gate passed a slowdown unseen (compare refuses both
-    changes). The next run, with this one recorded, starts the new history."""
+    """Refuse a file whose command's last runs on its GPU model were all measured after
+    another L2 flush: history is kept per model and flush, so every row had "too little
+    history, not gated" and the gate passed a slowdown unseen (compare refuses a flush
+    change). The next run, with this one recorded, starts the new history. (A model the
+    command has no runs on is a new history, as a new runner on a store shared by
+    several models is.)"""
     key = command_key(current.metadata.get("command"))
     if key is None:
         return
-    settings = {(r.device.name if r.device is not None else "", r.l2_flush)
-                for r in current.benchmarks if r.samples_s}
-    before = store.command_settings(key, exclude_run=own, last=SET_RUNS)
-    if len(before) < SET_RUNS or not settings or any(seen & settings
-                                                    for seen in before.values()):
-        return
-    recorded = sorted({f"{model or '(no GPU)'} with the {flush} flush"
-                       for seen in before.values() for model, flush in seen})
-    now = sorted({f"{model or '(no GPU)'} with the {flush} flush" for model, flush in settings})
-    raise UsageError(
-        f"{current.path}: this command's recorded runs measured on {', '.join(recorded)}, and "
-        f"this file on {', '.join(now)}: history is kept per GPU model and L2 flush, so "
-        "nothing here can be judged against it; once this run is recorded (--record, "
-        "history import), the checks after it start the new history; or pass "
-        "--allow-missing to check it as new")
+    settings: dict[str, set[str]] = {}
+    for r in current.benchmarks:
+        if r.samples_s:
+            settings.setdefault(r.device.name if r.device is not None else "",
+                                set()).add(r.l2_flush)
+    for model, now in sorted(settings.items()):
+        before = store.command_flushes(key, model, exclude_run=own, last=SET_RUNS)
+        if len(before) < SET_RUNS or any(flushes & now for flushes in before.values()):
+            continue
+        recorded = sorted(set().union(*before.values()))
+        raise UsageError(
+            f"{current.path}: this command's last {len(before)} recorded runs on "
+            f"{model or '(no GPU)'} followed the {', '.join(recorded)} L2 flush, and this "
+            f"file the {', '.join(sorted(now))} one: history is kept per flush, so nothing "
+            "here can be judged against it; once this run is recorded (--record, history "
+            "import), the checks after it start the new history; or pass --allow-missing "
+            "to check it as new")
 
 
 def _refuse_unknown_gpu(store: Store, current: ResultsFile) -> None:

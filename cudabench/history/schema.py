@@ -5,8 +5,9 @@ Layout (schema version 3):
 
 - meta(key, value): `schema_version`, the version the migrations brought the file to;
 - runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
-  host, tool_version, file_schema, command_key): one results file each; the SHA-256 of its
-  text makes import idempotent; command_key (version 3; NULL before) the command that made
+  host, tool_version, file_schema, command_key): one run each; source_hash, the SHA-256
+  of its measurements ("rows:" and the hex: results.identity) or, for runs recorded before
+  and files that measured nothing, of its text, makes import idempotent; command_key (version 3; NULL before) the command that made
   it, less its output flags (records.command_key): which runs measured the same set;
 - devices(id, name, uuid, pci_bus_id, compute_capability): unknown UUID and bus id are '';
 - results(id, run_id, device_id, op, variant, params, shape, dtype, hot, kind, status,

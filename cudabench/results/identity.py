@@ -15,11 +15,11 @@ from cudabench.results.model import ResultsFile
 
 
 def measurements_digest(results: ResultsFile) -> str | None:
-    """Return the SHA-256 of the file's measured rows (each benchmark, its GPU and its raw
-    samples, in a fixed order), or None when no row holds samples (nothing measured: no
+    """Return the SHA-256 of the file's measured rows (each benchmark, its status, its GPU
+    and its raw samples, in a fixed order), or None when no row holds samples (nothing measured: no
     run to tell apart)."""
     rows = sorted(
-        json.dumps([repr(result.key), result.l2_flush, result.kind.value,
+        json.dumps([repr(result.key), result.l2_flush, result.kind.value, result.status.value,
                     result.device.name if result.device else None,
                     result.device.uuid if result.device else None,
                     [float(s).hex() for s in result.samples_s]])
@@ -27,3 +27,12 @@ def measurements_digest(results: ResultsFile) -> str | None:
     if not rows:
         return None
     return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest()
+
+
+def same_run(first: ResultsFile, second: ResultsFile) -> bool:
+    """Return whether two loaded files hold one run: the same measurements, or, where the
+    second measured nothing (every row a SKIP), the same rows."""
+    digest = measurements_digest(second)
+    if digest is None:
+        return bool(second.benchmarks) and first.benchmarks == second.benchmarks
+    return measurements_digest(first) == digest
