@@ -183,9 +183,9 @@ def test_a_gpu_the_host_lacks_is_named_as_the_argument():
     from cudabench.api.running import _ARGUMENTS
     from cudabench.api.terms import python_terms
 
-    with pytest.raises(GpuEnvironmentError, match=r"^device 5: there are 1 GPU\(s\)$"):
-        with python_terms(_ARGUMENTS):
-            raise GpuEnvironmentError("--device 5: there are 1 GPU(s)")
+    with pytest.raises(GpuEnvironmentError, match=r"^device 5: there are 1 GPU\(s\)$"), \
+            python_terms(_ARGUMENTS):
+        raise GpuEnvironmentError("--device 5: there are 1 GPU(s)")
 
 
 def test_an_unknown_op_is_a_usage_error(use_fake):

@@ -91,8 +91,9 @@ def refuse_the_same_run(baseline: Path, current: Path,
                         loaded: tuple[ResultsFile, ResultsFile] | None = None) -> None:
     """Refuse to compare a file with itself, by any path, as a byte-for-byte copy, or as
     a copy in other clothes (compressed, re-indented, reordered, re-annotated: loaded,
-    the two files read, hold the same measurements, raw samples and all): a CI job whose current file is the baseline (a
-    wrong path, a cache restored) would pass every time without measuring anything."""
+    the two files read, hold the same measurements, raw samples and all): a CI job whose
+    current file is the baseline (a wrong path, a cache restored) would pass every time
+    without measuring anything."""
     # Bytes only of regular files: a pipe (`<(cat a.json)`) was read by the loader and
     # reads empty now. The rows are compared whatever the paths are.
     regular = baseline.is_file() and current.is_file()

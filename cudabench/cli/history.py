@@ -74,8 +74,9 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None) -> 
         for results, source in loaded:
             run_id = store.record(results, source, branch=branch)
             if run_id is None:
-                out.print(f"{results.path}: already recorded (run {store.run_for(results, source)})",
-                          markup=False, soft_wrap=True)
+                known = store.run_for(results, source)
+                out.print(f"{results.path}: already recorded (run {known})", markup=False,
+                          soft_wrap=True)
                 continue
             commit = results.metadata.get("git_commit")
             out.print(f"{results.path}: recorded as run {run_id}: {len(results.benchmarks)} "

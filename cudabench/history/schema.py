@@ -7,8 +7,9 @@ Layout (schema version 3):
 - runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
   host, tool_version, file_schema, command_key): one run each; source_hash, the SHA-256
   of its measurements ("rows:" and the hex: results.identity) or, for runs recorded before
-  and files that measured nothing, of its text, makes import idempotent; command_key (version 3; NULL before) the command that made
-  it, less its output flags (records.command_key): which runs measured the same set;
+  and files that measured nothing, of its text, makes import idempotent; command_key
+  (version 3; NULL before) the command that made it, less its output flags
+  (records.command_key): which runs measured the same set;
 - devices(id, name, uuid, pci_bus_id, compute_capability): unknown UUID and bus id are '';
 - results(id, run_id, device_id, op, variant, params, shape, dtype, hot, kind, status,
   median_s, samples_s, l2_flush): params a JSON object with sorted keys, shape and samples

@@ -16,8 +16,8 @@ from cudabench.results.model import ResultsFile
 
 def measurements_digest(results: ResultsFile) -> str | None:
     """Return the SHA-256 of the file's measured rows (each benchmark, its status, its GPU
-    and its raw samples, in a fixed order), or None when no row holds samples (nothing measured: no
-    run to tell apart)."""
+    and its raw samples, in a fixed order), or None when no row holds samples (nothing
+    measured: no run to tell apart)."""
     rows = sorted(
         json.dumps([repr(result.key), result.l2_flush, result.kind.value, result.status.value,
                     result.device.name if result.device else None,
