@@ -365,7 +365,8 @@ def test_every_worker_starts_with_its_own_environment(monkeypatch, tmp_path):
 def test_options_that_cannot_work_together_fail_before_the_run(use_fake, tmp_path, args,
                                                                says):
     use_fake(device_count=2)
-    done = invoke("dot", "--size", "100", *QUICK, "--db", tmp_path / "h.db", *args)
+    store = ["--db", tmp_path / "h.db"] if "--record" in args else []  # --db is --record's
+    done = invoke("dot", "--size", "100", *QUICK, *store, *args)
     assert done.exit_code == 2 and says in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 

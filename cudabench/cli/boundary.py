@@ -86,12 +86,16 @@ class RepeatedOption(click.UsageError):
 
 
 def refuse_repeated_options(command: click.Command, args: list[str]) -> None:
-    """Raise a usage error for an option that takes one value and is given more than once
-    in args (before `--`); flags and options that repeat by design (multiple) may."""
+    """Raise a usage error for an option naming what is measured (a size, a type, a kernel
+    parameter: one value, or one comma list that sweeps) given more than once in args
+    (before `--`): `--tile 8 --tile 32` reads as a sweep and measured TILE=32 alone. Other
+    options keep Click's last-wins, the idiom of flags appended to shared ones
+    (`$COMMON --warmup 1`)."""
     single: dict[str, click.Option] = {}
     for option in command.params:
         if isinstance(option, click.Option) and not option.multiple and not option.count \
-                and not option.is_flag:
+                and not option.is_flag and (option.name == "dtype"
+                                            or "sweep" in (option.help or "")):
             single.update((opt, option) for opt in option.opts)
     seen: dict[str, list[str]] = {}
     helps: dict[str, str] = {}
