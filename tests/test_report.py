@@ -512,3 +512,15 @@ def test_a_change_figure_of_long_names_lays_out_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plot.svg_text(plot.change_figure(bars))
+
+
+def test_the_footer_says_throttled_where_the_warning_does():
+    # the footer read "SM clock 1,980-1,980 MHz ... no throttling" under a warning that the
+    # GPU throttled (0.036 s of power violation; its samples ran at 1,411-1,455 MHz)
+    result = invoke("report", DATA / "m4096_f16.json")
+    assert result.exit_code == 0, result.stderr
+    footer = " ".join(result.stdout.split())
+    assert "SM clock 1,411-1,980 MHz" in footer
+    assert "THROTTLED: 0.036 s of power violation" in footer and "no throttling" not in footer
+    assert "the GPU throttled while measuring (0.036 s of power violation)" in " ".join(
+        result.stderr.split())

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+from cudabench.insight.throttling import throttle_causes
+
 Clock = Callable[[], float]
 ClosingT = TypeVar("ClosingT", bound="_Closing")
 
@@ -157,11 +159,7 @@ def _delta_s(before: int | None, after: int | None) -> float | None:
 
 def throttled(summary: dict[str, Any]) -> str | None:
     """Return a one-line warning when a window saw throttling, else None."""
-    causes = list(summary.get("throttle_reasons") or [])
-    for kind in ("power", "thermal"):
-        seconds = summary.get(f"{kind}_violation_s")
-        if seconds:
-            causes.append(f"{seconds:.2g} s of {kind} violation")
+    causes = throttle_causes(summary)
     if not causes:
         return None
     return (f"the GPU throttled while measuring ({'; '.join(causes)}): these times are "

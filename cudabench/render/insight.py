@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cudabench.insight import ncu_metrics as counters, roofs
+from cudabench.insight.throttling import throttle_causes
 from cudabench.results.model import BenchmarkResult, Kind
 from cudabench.common.units import format_seconds, params_text
 
@@ -236,8 +237,11 @@ def _telemetry_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
     seen = [r.telemetry for r in rows if r.telemetry]
     if not seen:
         return []
+    # NVML's polls, and the clock each sample saw (a window of one poll can miss a
+    # throttled stretch its samples ran in: 1,980-1,980 MHz over samples at 1,445)
     clocks = [t["sm_clock_mhz"][k] for t in seen for k in ("min", "max")
               if isinstance(t.get("sm_clock_mhz"), dict) and t["sm_clock_mhz"].get(k)]
+    clocks += [clock for r in rows if r.telemetry for clock in r.sample_clocks_mhz if clock]
     temps = [t["temperature_c"] for t in seen if t.get("temperature_c") is not None]
     powers = [t["power_w"] for t in seen if t.get("power_w") is not None]
     parts = []
@@ -247,7 +251,7 @@ def _telemetry_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
         parts.append(f"up to {max(temps):.0f} C")
     if powers:
         parts.append(f"{min(powers):,.0f}-{max(powers):,.0f} W")
-    reasons = sorted({reason for t in seen for reason in t.get("throttle_reasons") or []})
+    reasons = sorted({cause for t in seen for cause in throttle_causes(t)})
     slow = sum(len(r.slow_clock_samples_s) for r in rows)
     line = "NVML while sampling: " + (", ".join(parts) or "no readings")
     line += f"; THROTTLED: {', '.join(reasons)}" if reasons else "; no throttling"
