@@ -95,6 +95,9 @@ def test_report_writes_markdown_and_csv_that_parse(tmp_path):
     rows = list(csv.DictReader(io.StringIO(table.read_text(encoding="utf-8"))))
     loaded = [b for path in FILES for b in load_results(path).benchmarks]
     assert len(rows) == len(loaded)
+    # each row names its file: two runs' rows of one benchmark differ only in numbers
+    assert [r["file"] for r in rows] == [str(path) for path in FILES
+                                         for _ in load_results(path).benchmarks]
     by_name = {(r["op"], r["shape"], r["variant"]): r for r in rows}
     naive = by_name[("matmul", "1000x1000x1000", "naive")]
     cublas = by_name[("matmul", "1000x1000x1000", "cuBLAS")]

@@ -80,7 +80,7 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
     if markdown_path is not None:
         write_text(markdown_path, "\n".join(markdown), "--markdown")
     if csv_path is not None:
-        write_text(csv_path, csv_out.join(csv_parts), "--csv")
+        write_text(csv_path, csv_out.join(csv_parts, [one.path for one in loaded]), "--csv")
     if html_path is not None:
         write_text(html_path, report_html(loaded, title or default_title(loaded)), "--html")
     # The run's verdicts were given when it ran: rendering them again succeeds.

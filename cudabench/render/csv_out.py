@@ -139,15 +139,21 @@ def comparison_to_csv(comparison: Comparison) -> str:
     return _text(lines)
 
 
-def join(parts: Sequence[str]) -> str:
+def join(parts: Sequence[str], sources: Sequence[str] = ()) -> str:
     """Return CSV texts as one: their columns in first-seen order (files compared with
-    different rows have different comparison columns), each row under its own."""
+    different rows have different comparison columns), each row under its own; with
+    sources (one a part), a last column `file` says which each row came from (two runs'
+    rows of one benchmark are otherwise the same but for their numbers)."""
     if len(parts) == 1:
         return parts[0]
     tables = [list(csv.DictReader(io.StringIO(part))) for part in parts]
     names: dict[str, None] = {}
     for part in parts:
         names.update(dict.fromkeys(next(csv.reader(io.StringIO(part)), [])))
+    if sources:
+        names["file"] = None
+        tables = [[{**row, "file": source} for row in table]
+                  for table, source in zip(tables, sources)]
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(names), lineterminator="\n")
     writer.writeheader()
