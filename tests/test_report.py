@@ -527,3 +527,11 @@ def test_the_footer_says_throttled_where_the_warning_does():
     assert "THROTTLED: 0.036 s of power violation" in footer and "no throttling" not in footer
     assert "the GPU throttled while measuring (0.036 s of power violation)" in " ".join(
         result.stderr.split())
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_output_no_file_can_be_made_in_is_refused_before_any_work():
+    # os.access says /proc is writable to root; the report printed every table, then failed
+    result = invoke("report", DATA / "t8192.json", "--html", "/proc/x.html")
+    assert result.exit_code == 2 and result.stdout == "", result.stdout
+    assert "--html /proc/x.html: cannot write there" in result.stderr
