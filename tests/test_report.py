@@ -535,3 +535,12 @@ def test_an_output_no_file_can_be_made_in_is_refused_before_any_work():
     result = invoke("report", DATA / "t8192.json", "--html", "/proc/x.html")
     assert result.exit_code == 2 and result.stdout == "", result.stdout
     assert "--html /proc/x.html: cannot write there" in result.stderr
+
+
+def test_vs_naive_in_a_sweep_of_naive_says_against_which():
+    # "vs naive" read 1.92x for naive TILE=32: against naive TILE=8, the first, unsaid
+    result = invoke("report", DATA / "sweep_best.json")
+    assert result.exit_code == 0, result.stderr
+    assert "vs naive TILE=8" in result.stdout
+    single = invoke("report", DATA / "m1000.json")  # one naive row: the plain title
+    assert "vs naive" in single.stdout and "vs naive TILE" not in single.stdout
