@@ -1187,3 +1187,15 @@ def test_a_store_shared_by_two_gpu_models_judges_each_against_its_own_runs(tmp_p
     assert result.exit_code == 0, result.stderr
     assert "too little history" not in " ".join(result.stdout.split())
 
+
+
+def test_show_says_a_newer_run_failed_beside_the_latest_timing(tmp_path):
+    # "latest" showed the last passing commit's median, the newer failing run unseen
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path / "runs", i) for i in range(3)]
+                + [make_run(tmp_path / "runs", 3, fail="tiled")])
+    result = invoke("show", "--db", db, "--variant", "tiled")
+    assert result.exit_code == 0, result.stderr
+    assert f"(newer: FAIL at {commit_of(3)[:7]})" in " ".join(result.stdout.split())
+    fine = invoke("show", "--db", db, "--variant", "naive")
+    assert "newer:" not in fine.stdout

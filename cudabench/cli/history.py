@@ -277,8 +277,18 @@ def _trend_cells(trend: Trend, flush: bool = False) -> list[str]:
     kind = "" if tracked.kind == "variant" else f" [{tracked.kind}]"
     return [tracked.benchmark.describe(flush=flush) + kind,
             gpu_text(tracked.gpu_model),
-            str(len(trend.points)), format_seconds(trend.latest_s), band,
+            str(len(trend.points)), _latest_text(trend), band,
             _change_text(trend, detection.last_change), "; ".join([steps or "-", *extras])]
+
+
+def _latest_text(trend: Trend) -> str:
+    """Return the newest usable median, and the newer run that failed, if one did."""
+    latest = format_seconds(trend.latest_s)
+    failing = trend.failing
+    if failing is None:
+        return latest
+    at = failing.commit[:7] if failing.commit else f"run {failing.run_id}"
+    return f"{latest} (newer: {failing.status} at {at})"
 
 
 def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> None:

@@ -40,7 +40,14 @@ from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, 
 from cudabench.common.stats import pooled_precision, relative_spread
 from cudabench.common.units import format_change, format_p_value, format_percent
 from cudabench.errors import ExitCode, UsageError
-from cudabench.history.records import Benchmark, SeriesPoint, Tracked, command_key, one_row_each
+from cudabench.history.records import (
+    USABLE_STATUSES,
+    Benchmark,
+    SeriesPoint,
+    Tracked,
+    command_key,
+    one_row_each,
+)
 from cudabench.history.steps import (
     DEFAULT_THRESHOLD,
     NOISE_FLOOR,
@@ -66,6 +73,7 @@ class Trend:
     detection: Detection
     band: tuple[float, float]  # min..max of the last BAND_RUNS points since the last step
     spread: float  # their robust relative spread (1.4826 MAD / median)
+    failing: SeriesPoint | None = None  # the newest run, where it is newer and not usable
 
     @property
     def latest_s(self) -> float:
@@ -122,8 +130,15 @@ def trends(store: Store, op: str | None = None, variant: str | None = None,
         detection = detect([p.median_s for p in points], labels, threshold=threshold)
         start, _ = since_last_change(detection)
         recent = [p.median_s for p in points[start:]][-BAND_RUNS:]
+        # "latest" is the newest timing a trend can follow; a newer run that failed (or
+        # is not believed) is said beside it, not passed over unseen
+        newest = store.series(tracked.benchmark, tracked.gpu_model, last=1, since=since,
+                              usable_only=False)
+        failing = newest[-1] if newest and newest[-1].status not in USABLE_STATUSES \
+            and newest[-1].created >= points[-1].created \
+            and newest[-1].run_id != points[-1].run_id else None
         found.append(Trend(tracked, tuple(points), detection, (min(recent), max(recent)),
-                           relative_spread(recent)))
+                           relative_spread(recent), failing))
     return found
 
 
