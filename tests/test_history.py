@@ -1199,3 +1199,13 @@ def test_show_says_a_newer_run_failed_beside_the_latest_timing(tmp_path):
     assert f"(newer: FAIL at {commit_of(3)[:7]})" in " ".join(result.stdout.split())
     fine = invoke("show", "--db", db, "--variant", "naive")
     assert "newer:" not in fine.stdout
+    # a newer SKIP measured nothing: not a failure to name
+    skipped = make_run(tmp_path / "runs", 4)
+    document = json.loads(skipped.read_text(encoding="utf-8"))
+    for row in document["benchmarks"]:
+        if row["variant"] == "naive":
+            row.update(status="SKIP", skipped="needs sm_100", samples_s=[],
+                       verification=None, stats=None)
+    skipped.write_text(json.dumps(document), encoding="utf-8")
+    import_runs(db, [skipped])
+    assert "newer:" not in invoke("show", "--db", db, "--variant", "naive").stdout

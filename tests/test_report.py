@@ -529,18 +529,33 @@ def test_the_footer_says_throttled_where_the_warning_does():
         result.stderr.split())
 
 
+def test_the_footer_sums_the_rows_violations_and_keeps_nvml_s_clock_ceiling(tmp_path):
+    # one unlabelled number per row ("0.011 s of power violation, 0.034 s of ..."), and
+    # the samples' clocks (estimates, a little high) lifted the range past the card's max
+    data = json.loads((DATA / "m4096_f16.json").read_text())
+    for seconds, row in zip((0.011, 0.034), data["benchmarks"]):
+        row["telemetry"]["power_violation_s"] = seconds
+        row["sample_clocks_mhz"] = [1996.0] * len(row["sample_clocks_mhz"])
+    result = invoke("report", write_json(tmp_path / "t.json", data))
+    footer = " ".join(result.stdout.split())
+    assert "THROTTLED: 0.045 s of power violation" in footer, footer
+    assert "SM clock 1,980-1,980 MHz" in footer
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
 def test_an_output_no_file_can_be_made_in_is_refused_before_any_work():
     # os.access says /proc is writable to root; the report printed every table, then failed
-    result = invoke("report", DATA / "t8192.json", "--html", "/proc/x.html")
-    assert result.exit_code == 2 and result.stdout == "", result.stdout
-    assert "--html /proc/x.html: cannot write there" in result.stderr
+    for path in ("/proc/x.html", "/proc/nodir/x.html"):  # its folder, or the one it is in
+        result = invoke("report", DATA / "t8192.json", "--html", path)
+        assert result.exit_code == 2 and result.stdout == "", result.stdout
+        assert f"--html {path}: cannot write there" in result.stderr
 
 
 def test_vs_naive_in_a_sweep_of_naive_says_against_which():
     # "vs naive" read 1.92x for naive TILE=32: against naive TILE=8, the first, unsaid
     result = invoke("report", DATA / "sweep_best.json")
     assert result.exit_code == 0, result.stderr
-    assert "vs naive TILE=8" in result.stdout
-    single = invoke("report", DATA / "m1000.json")  # one naive row: the plain title
-    assert "vs naive" in single.stdout and "vs naive TILE" not in single.stdout
+    assert "vs naive: against naive TILE=8, the first of the table" in result.stdout
+    assert "vs naive TILE" not in result.stdout  # the column keeps its one name (CSV)
+    single = invoke("report", DATA / "m1000.json")  # one naive row: nothing to say
+    assert "vs naive" in single.stdout and "vs naive:" not in single.stdout

@@ -62,14 +62,14 @@ def check_output(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path}: {folder} is a file, not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"{flag} {path}: cannot write in {folder}: permission denied")
-    if folder == real.parent:  # where os.access says yes and no file can be made (/proc)
-        try:
-            handle, probe = tempfile.mkstemp(prefix=f".{real.name}.", dir=folder)
-        except OSError as exc:
-            raise UsageError(f"{flag} {path}: cannot write there: {exc.strerror or exc}"
-                             ) from None
-        os.close(handle)
-        os.unlink(probe)
+    # Where os.access says yes and no file can be made (/proc): a probe file in the folder
+    # that exists, the first of those the output's folders would be made in.
+    try:
+        handle, probe = tempfile.mkstemp(prefix=f".{real.name}.", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write there: {exc.strerror or exc}") from None
+    os.close(handle)
+    os.unlink(probe)
 
 
 def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path] = ()) -> None:

@@ -134,9 +134,10 @@ def trends(store: Store, op: str | None = None, variant: str | None = None,
         # is not believed) is said beside it, not passed over unseen
         newest = store.series(tracked.benchmark, tracked.gpu_model, last=1, since=since,
                               usable_only=False)
-        failing = newest[-1] if newest and newest[-1].status not in USABLE_STATUSES \
+        failing = newest[-1] if newest and newest[-1].status not in (
+            *USABLE_STATUSES, Status.SKIP.value) \
             and newest[-1].created >= points[-1].created \
-            and newest[-1].run_id != points[-1].run_id else None
+            and newest[-1].run_id != points[-1].run_id else None  # a SKIP measured nothing
         found.append(Trend(tracked, tuple(points), detection, (min(recent), max(recent)),
                            relative_spread(recent), failing))
     return found

@@ -96,7 +96,7 @@ def rank(name: str, position: int, rate: str = "") -> tuple[int, int]:
         return PRIORITY["rate" if name == (rate or name) else "rate 2"], position
     if name in PRIORITY:
         return PRIORITY[name], position
-    for prefix in ("% of peak", "% of", "vs naive", "vs "):  # "vs naive TILE=8" too
+    for prefix in ("% of peak", "% of", "vs "):
         if name.startswith(prefix):
             return PRIORITY[prefix], position
     return len(PRIORITY), position

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import collections
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cudabench.insight import ncu_metrics as counters, roofs
 from cudabench.insight.throttling import throttle_causes
@@ -232,6 +233,16 @@ def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
     return lines
 
 
+def _summed(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Return the rows' telemetry as one: every throttle reason, the violation seconds
+    added up (a list of each row's seconds read as causes of their own)."""
+    total: dict[str, Any] = {"throttle_reasons": sorted(
+        {str(reason) for t in summaries for reason in t.get("throttle_reasons") or []})}
+    for key in ("power_violation_s", "thermal_violation_s"):
+        total[key] = sum(t.get(key) or 0.0 for t in summaries)
+    return total
+
+
 def _telemetry_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
     """Return one line of NVML readings over the table's rows, and any throttling."""
     seen = [r.telemetry for r in rows if r.telemetry]
@@ -241,7 +252,9 @@ def _telemetry_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
     # throttled stretch its samples ran in: 1,980-1,980 MHz over samples at 1,445)
     clocks = [t["sm_clock_mhz"][k] for t in seen for k in ("min", "max")
               if isinstance(t.get("sm_clock_mhz"), dict) and t["sm_clock_mhz"].get(k)]
-    clocks += [clock for r in rows if r.telemetry for clock in r.sample_clocks_mhz if clock]
+    sampled = [clock for r in rows if r.telemetry for clock in r.sample_clocks_mhz if clock]
+    if clocks and sampled:  # the samples' clocks are estimates, a little high: below only
+        clocks.append(min(min(sampled), min(clocks)))
     temps = [t["temperature_c"] for t in seen if t.get("temperature_c") is not None]
     powers = [t["power_w"] for t in seen if t.get("power_w") is not None]
     parts = []
@@ -251,7 +264,7 @@ def _telemetry_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
         parts.append(f"up to {max(temps):.0f} C")
     if powers:
         parts.append(f"{min(powers):,.0f}-{max(powers):,.0f} W")
-    reasons = sorted({cause for t in seen for cause in throttle_causes(t)})
+    reasons = throttle_causes(_summed(seen))  # one cause once, the rows' seconds summed
     slow = sum(len(r.slow_clock_samples_s) for r in rows)
     line = "NVML while sampling: " + (", ".join(parts) or "no readings")
     line += f"; THROTTLED: {', '.join(reasons)}" if reasons else "; no throttling"
