@@ -371,6 +371,11 @@ def test_record_feeds_the_history_store(use_fake, tmp_path, monkeypatch):
     assert kept.parent == Path(".cudabench/runs")
     with Store.open(tmp_path / "h.db") as store:
         assert len(store.runs()) == 1
+    # recorded again: the same run and its one file (a second call wrote a second file)
+    assert results.record(tmp_path / "h.db") == kept
+    assert list(Path(".cudabench/runs").iterdir()) == [kept]
+    with Store.open(tmp_path / "h.db") as store:
+        assert len(store.runs()) == 1
 
 
 def test_display_in_a_terminal_and_a_notebook(use_fake, tmp_path):

@@ -155,12 +155,25 @@ class Results(Sequence[BenchmarkResult]):
         from cudabench.history.records import DEFAULT_PATH
 
         store = as_path(db, "record(db)") if db is not None else DEFAULT_PATH
-        path = self.path
+        path = self.path or self._recorded_file(store)
         if path is None:
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
             path = self.to_json(RUNS_DIR / f"{stamp}.json")
         record_files([path], store)
         return path
+
+    def _recorded_file(self, store: Path) -> Path | None:
+        """Return the file a run without one was recorded from before, when the store has
+        this run and the file is still there (record() twice wrote a second file)."""
+        from cudabench.history.store import Store
+
+        if not store.is_file():
+            return None
+        with Store.open(store) as opened:
+            known = opened.run_for(self.results_file(), "")
+            where = next((run.source_path for run in opened.runs() if run.id == known),
+                         None) if known is not None else None
+        return Path(where) if where and Path(where).is_file() else None
 
     def to_records(self) -> list[dict[str, Any]]:
         """Return one plain dict per row: names, status, median and spread in seconds,
