@@ -139,7 +139,8 @@ def test_writeback_is_asked_for_as_the_flag_is(use_fake, tmp_path):
     ({"counters": "sm__throughput;rm -rf /"}, "^counters"),
     ({"energy": 0}, "^energy 0.0: expected seconds > 0"),
     ({"energy": "5"}, "^energy '5': expected True, or seconds"),
-    ({"sanitize": "leakcheck"}, "^sanitize 'leakcheck': expected True \\(memcheck\\) or one"),
+    ({"sanitize": "leakcheck"}, "^sanitize leakcheck: expected one of memcheck, racecheck"),
+    ({"sanitize": 3}, "^sanitize 3: expected True \\(memcheck\\) or a compute-sanitizer tool"),
     ({"full_check": "yes"}, "^full_check 'yes': expected True or False"),
     ({"transfers": 1}, "^transfers 1: expected True or False"),
     # an empty size ran the default size (the command refuses --size ""), and a switch

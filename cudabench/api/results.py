@@ -19,10 +19,9 @@ from cudabench.api.display import Printed, fragment, lines_html, plain_text
 from cudabench.common.outfiles import check_output
 from cudabench.errors import ExitCode, UsageError
 from cudabench.render import terminal
-from cudabench.render.csv_out import derived
 from cudabench.render.html_page import esc, run_table_html
 from cudabench.render.html_sections import diagnostic_lines
-from cudabench.render.run_table import build_tables
+from cudabench.render.run_table import build_tables, derived
 from cudabench.results.loader import load_results
 from cudabench.results.model import (
     FAILING_STATUSES,

@@ -16,7 +16,7 @@ import click
 
 from cudabench.errors import UsageError
 from cudabench.history import DEFAULT_PATH as DEFAULT_STORE
-from cudabench.planning.plan import Insight, Request
+from cudabench.planning.plan import SANITIZER_TOOLS, Insight, Request
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import Op
 from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes, expand_values
@@ -276,8 +276,7 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
                          help="With --best: write the winners as a suite (cudabench.toml "
                          "entries)."),
             *tune_options(),
-            click.option("--sanitize", type=click.Choice(["memcheck", "racecheck", "synccheck",
-                                                          "initcheck"]),
+            click.option("--sanitize", type=click.Choice(SANITIZER_TOOLS),
                          is_flag=False, flag_value="memcheck", default=None,
                          help="Run each variant's checked launch again under "
                          "compute-sanitizer (default tool memcheck)."),

@@ -134,10 +134,12 @@ def trends(store: Store, op: str | None = None, variant: str | None = None,
         # is not believed) is said beside it, not passed over unseen
         newest = store.series(tracked.benchmark, tracked.gpu_model, last=1, since=since,
                               usable_only=False)
-        failing = newest[-1] if newest and newest[-1].status not in (
-            *USABLE_STATUSES, Status.SKIP.value) \
-            and newest[-1].created >= points[-1].created \
-            and newest[-1].run_id != points[-1].run_id else None  # a SKIP measured nothing
+        failing = newest[-1] if newest else None
+        if failing is not None and (failing.run_id == points[-1].run_id
+                                    or failing.created < points[-1].created
+                                    or failing.status in USABLE_STATUSES
+                                    or failing.status == Status.SKIP.value):  # measured nothing
+            failing = None
         found.append(Trend(tracked, tuple(points), detection, (min(recent), max(recent)),
                            relative_spread(recent), failing))
     return found

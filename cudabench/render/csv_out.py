@@ -13,8 +13,7 @@ from typing import Any
 
 from cudabench.analysis.verdicts import Comparison
 from cudabench.render.comparison import benchmark_name
-from cudabench.render.insight import assessment, copy_bps
-from cudabench.render.run_table import comparators
+from cudabench.render.run_table import derived, table_groups
 from cudabench.results.model import BenchmarkResult, RunOutcome
 from cudabench.common.units import params_text, shape_text
 
@@ -43,44 +42,9 @@ def _plain(value: Any) -> Any:
     return ("true" if value else "false") if isinstance(value, bool) else value
 
 
-def _groups(outcome: RunOutcome) -> list[list[BenchmarkResult]]:
-    """Group rows as the run tables do, so the comparison columns relate the same rows."""
-    groups: dict[tuple[Any, ...], list[BenchmarkResult]] = {}
-    for r in outcome.results:
-        device = r.device.identity if r.device else None
-        groups.setdefault((device, r.op, tuple(r.shape), r.dtype, r.hot), []).append(r)
-    return list(groups.values())
-
-
-def _ratio(title: str, other_s: float, this_s: float) -> float:
-    """Return a comparison column's number: a percentage for '% of', else a ratio."""
-    return 100 * other_s / this_s if title.startswith("% of") else other_s / this_s
-
-
-def derived(outcome: RunOutcome) -> tuple[dict[int, dict[str, Any]], list[str]]:
-    """Return what the tables compute per row (keyed by id(row)): its comparison columns
-    ("vs cuBLAS", "% of memcpy_dtod", against the rows of its table) and where the roofline
-    places it (pct_of_peak, bound, in_l2); and the comparison titles, in the tables' order."""
-    per_row: dict[int, dict[str, Any]] = {}
-    vs_titles: dict[str, None] = {}  # in first-seen order, as the tables add them
-    for rows in _groups(outcome):
-        columns = comparators(rows)
-        vs_titles.update(dict.fromkeys(c.title for c in columns))
-        achievable = copy_bps(rows)
-        for r in rows:
-            a = assessment(r, achievable)
-            median = r.median_s
-            values: dict[str, Any] = {
-                c.title: _ratio(c.title, c.median_s, median) for c in columns if median}
-            if a is not None:
-                values |= {"pct_of_peak": a.pct_of_peak, "bound": a.bound, "in_l2": a.in_l2}
-            per_row[id(r)] = values
-    return per_row, list(vs_titles)
-
-
 def run_to_csv(outcome: RunOutcome) -> str:
     """Return every benchmark of a run as a CSV row, with the tables' comparison columns."""
-    groups = _groups(outcome)
+    groups = table_groups(outcome.results)
     per_row, vs_titles = derived(outcome)
     metrics = list(dict.fromkeys(m for r in outcome.results for m in r.counters))
     units = {m: u for r in outcome.results for m, u in r.counters_units.items()}

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from cudabench.analysis.spread import device_spreads
-from cudabench.render.insight import detail_columns, footer_lines, insight_columns
+from cudabench.render.insight import (
+    assessment,
+    copy_bps,
+    detail_columns,
+    footer_lines,
+    insight_columns,
+)
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome
 from cudabench.common.units import format_error, format_seconds, params_text, shape_text
 
@@ -54,14 +60,20 @@ class Comparator:
     format: Callable[[float, float], str]  # (other median, this median) -> text
 
 
-def build_tables(outcome: RunOutcome) -> list[RunTable]:
-    """Return one table per (device, op, shape, dtype, hot) group of results, in run order."""
+def table_groups(results: Sequence[BenchmarkResult]) -> list[list[BenchmarkResult]]:
+    """Return the rows of each table: a (device, op, shape, dtype, hot) group, in run
+    order (the CSV and the records relate a row to the same rows beside it)."""
     groups: dict[tuple[Any, ...], list[BenchmarkResult]] = {}
-    for r in outcome.results:
+    for r in results:
         device = r.device.identity if r.device else None
         groups.setdefault((device, r.op, tuple(r.shape), r.dtype, r.hot), []).append(r)
+    return list(groups.values())
+
+
+def build_tables(outcome: RunOutcome) -> list[RunTable]:
+    """Return one table per (device, op, shape, dtype, hot) group of results, in run order."""
     tables = []
-    for rows in groups.values():
+    for rows in table_groups(outcome.results):
         tables.append(build_table(rows))
         details = detail_table(rows, tables[-1].title)
         if details is not None:
@@ -144,6 +156,32 @@ def baseline_line(rows: Sequence[BenchmarkResult]) -> list[str]:
         return []
     return [f"vs {BASELINE_VARIANT}: against {BASELINE_VARIANT} "
             f"{params_text(naive[0].params)}, the first of the table"]
+
+
+def _ratio(title: str, other_s: float, this_s: float) -> float:
+    """Return a comparison column's number: a percentage for '% of', else a ratio."""
+    return 100 * other_s / this_s if title.startswith("% of") else other_s / this_s
+
+
+def derived(outcome: RunOutcome) -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """Return what the tables compute per row (keyed by id(row)): its comparison columns
+    ("vs cuBLAS", "% of memcpy_dtod", against the rows of its table) and where the roofline
+    places it (pct_of_peak, bound, in_l2); and the comparison titles, in the tables' order."""
+    per_row: dict[int, dict[str, Any]] = {}
+    vs_titles: dict[str, None] = {}  # in first-seen order, as the tables add them
+    for rows in table_groups(outcome.results):
+        columns = comparators(rows)
+        vs_titles.update(dict.fromkeys(c.title for c in columns))
+        achievable = copy_bps(rows)
+        for r in rows:
+            a = assessment(r, achievable)
+            median = r.median_s
+            values: dict[str, Any] = {
+                c.title: _ratio(c.title, c.median_s, median) for c in columns if median}
+            if a is not None:
+                values |= {"pct_of_peak": a.pct_of_peak, "bound": a.bound, "in_l2": a.in_l2}
+            per_row[id(r)] = values
+    return per_row, list(vs_titles)
 
 
 def counts_flops(members: Sequence[BenchmarkResult]) -> bool:
