@@ -275,6 +275,17 @@ def test_compare_refuses_a_file_that_is_not_a_results_file(tmp_path):
         cb.compare(42, tmp_path / "x.json")  # type: ignore[arg-type]
 
 
+def test_a_slice_is_results_of_its_own_without_the_run_s_file(use_fake, tmp_path):
+    # a slice was a plain tuple: no to_records(), table() or record() on part of a run
+    results = run_tiled(json=tmp_path / "now.json")
+    first = results[0:1]
+    assert isinstance(first, cb.Results) and [r.variant for r in first] == ["naive"]
+    assert first.path is None and first.command == results.command
+    assert [r["variant"] for r in first.to_records()] == ["naive"]
+    assert "naive" in str(first) and "tiled" not in str(first)
+    assert len(results[::-1]) == 2 and results[::-1][0].variant == "tiled"
+
+
 def test_to_json_and_load_round_trip(use_fake, tmp_path):
     results = run_tiled()
     path = results.to_json(tmp_path / "out.json")

@@ -85,9 +85,14 @@ class Results(Sequence[BenchmarkResult]):
     def __getitem__(self, index: int) -> BenchmarkResult: ...
 
     @overload
-    def __getitem__(self, index: slice) -> Sequence[BenchmarkResult]: ...
+    def __getitem__(self, index: slice) -> Results: ...
 
-    def __getitem__(self, index: int | slice) -> BenchmarkResult | Sequence[BenchmarkResult]:
+    def __getitem__(self, index: int | slice) -> BenchmarkResult | Results:
+        """Return one row, or for a slice the rows as Results of their own (tables,
+        to_records() and record() work on them); a slice has no file of its own, so
+        record() writes one rather than naming the whole run's."""
+        if isinstance(index, slice):
+            return Results(self.rows[index], self.notes, self.command, self.versions)
         return self.rows[index]
 
     @property
