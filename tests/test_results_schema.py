@@ -160,6 +160,8 @@ def _broken(document: dict[str, Any], change: str) -> dict[str, Any]:
     broken = copy.deepcopy(document)
     if change == "zero sample":
         broken["benchmarks"][0]["samples_s"][1] = 0
+    elif change == "sub-nanosecond sample":
+        broken["benchmarks"][0]["samples_s"][1] = 5e-324
     elif change == "unknown status":
         broken["benchmarks"][0]["status"] = "MAYBE"
     elif change == "no devices":
@@ -171,6 +173,7 @@ def _broken(document: dict[str, Any], change: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("change", "field"), [
     ("zero sample", "$.benchmarks[0].samples_s[1]"),
+    ("sub-nanosecond sample", "$.benchmarks[0].samples_s[1]"),
     ("unknown status", "$.benchmarks[0].status"),
     ("no devices", "'devices'"),
     ("version 1", "$.schema_version"),
