@@ -228,6 +228,24 @@ def test_best_adds_its_winners_and_failures_to_the_markdown(use_fake, monkeypatc
     assert best.count("TILE=16 ") == 2 and "FAIL when measured again head to head" in best
 
 
+def test_a_best_run_stopped_head_to_head_says_so_in_the_markdown(use_fake, monkeypatch,
+                                                                 tmp_path):
+    # Ctrl-C during the re-measure left the run's tables and no word of the winners
+    from cudabench.cli import best as best_cli
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(best_cli, "run_plans", stopped)
+    out = tmp_path / "summary.md"
+    done = invoke("matmul", "--size", "64", "--tile", "8,16", "--variant", "naive", *QUICK,
+                  "--best", "--markdown", str(out))
+    assert done.exit_code == 130, done.output
+    text = out.read_text(encoding="utf-8")
+    assert "### matmul 64x64x64" in text
+    assert "stopped during the head-to-head re-measure, so no configuration was chosen" in text
+
+
 def test_best_out_is_kept_when_no_configuration_passes(use_fake, monkeypatch, tmp_path):
     spoil_head_to_head(monkeypatch, {8, 16})
     out = tmp_path / "best.toml"

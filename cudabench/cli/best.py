@@ -132,6 +132,10 @@ def choices_markdown(choices: Sequence[Choice], failed: Sequence[BenchmarkResult
     return "\n" + "\n".join(lines).rstrip() + "\n"
 
 
+STOPPED_MARKDOWN = ("\n- --best: stopped during the head-to-head re-measure, so no "
+                    "configuration was chosen; the rows above are as measured\n")
+
+
 def failed_text(row: BenchmarkResult) -> str:
     """Say that a contender failed its head-to-head re-measure."""
     return (f"--best: {row.op}/{row.variant} {params_text(row.params)} {shape_text(row.shape)} "

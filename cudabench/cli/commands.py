@@ -317,6 +317,12 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
 
                 choices, failed = best.choose(outcome, measured.plans, engine_spec(device),
                                               slots[:1] if slots else None)
+            except KeyboardInterrupt:
+                # the report has the rows: say why it has no winners
+                if markdown and outputs.markdown_path is not None:
+                    _write_report(outputs.markdown_path, markdown + best.STOPPED_MARKDOWN,
+                                  "--markdown", outcome)
+                raise
             finally:
                 discard_kept()  # the run's worker, kept for the re-measure
                 finish_closing()
