@@ -171,6 +171,9 @@ def test_dry_run(width):
     done = run(width, "matmul", "--size", "4096", "--dry-run")
     assert done.exit_code in (0, 2), done.output
     assert_readable(done.stdout, width)
+    # the plan's parameters, a column or a note, are never left out (they were at 80)
+    flat = " ".join(done.stdout.split())
+    assert "BM=128 BN=128 BK=16" in flat and "params" not in flat.split("left out")[-1]
 
 
 @pytest.mark.parametrize("width", WIDTHS)

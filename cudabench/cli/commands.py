@@ -418,7 +418,9 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     from cudabench.measure.dryrun import plan_rows, timing_lines
 
     rows = plan_rows(plans, arch, find_nvcc())
-    columns = ("benchmark", "variant", "params", "launches (grid, block, dynamic shared)",
+    # "parameters", not the run tables' "params": a long text that a narrow terminal shows
+    # as a note (render/fit.py NOTED), since the plan is what is asked of a dry run
+    columns = ("benchmark", "variant", "parameters", "launches (grid, block, dynamic shared)",
                "moves", "memory", "compiled")
     terminal.render_rows("cudabench --dry-run: nothing touches a GPU", columns,
                          [(r.benchmark, r.variant, r.params, r.launches, r.work, r.memory,

@@ -43,7 +43,7 @@ PRIORITY = {name: rank for rank, name in enumerate((
 ))}
 # Long texts: left out of a narrow table, each row's goes to a numbered note under it.
 NOTED = frozenset({"reason", "threshold", "threshold from", "steps", "from", "compiled",
-                   "tied with",
+                   "tied with", "parameters",
                    "launches (grid, block, dynamic shared)", "dtypes", "defaults", "allowed"})
 BLANK = ("", "-")  # a cell that says nothing: no note for it
 # Columns that tell rows of one name apart (a sweep's configurations). Where the first
