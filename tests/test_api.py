@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import io
+import os
 import json
 import shutil
 from pathlib import Path
@@ -429,6 +430,29 @@ def test_the_docs_inline_kernel_runs(use_fake):
     results = cb.run("matmul", variants=["mine", "tiled"], sources={"mine": docs_source()},
                      size=64, vendor=False, timing=FAST)
     assert results.row("mine").status is Status.PASS
+
+
+@pytest.mark.parametrize("cache", ["cache", "off"])
+def test_inline_sources_go_to_a_folder_no_other_user_can_write(use_fake, tmp_path,
+                                                                monkeypatch, cache):
+    # They went to /tmp/cudabench-inline-$USER/<hash of the sources>, made by whoever came
+    # first: another user could plant a .py there, which the catalog imported
+    import stat
+
+    from cudabench.api.running import inline_dir
+
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "c") if cache == "cache" else "off")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    folder = inline_dir("matmul", {"mine": docs_source()})
+    root = folder.parent
+    assert root == (tmp_path / "c" / "inline" if cache == "cache"
+                    else tmp_path / "t" / f"cudabench-inline-{os.getuid()}")
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    root.chmod(0o777)  # as a folder someone else made would be
+    with pytest.raises(UsageError, match="not private to this user"):
+        cb.run("matmul", variants="mine", sources={"mine": docs_source()}, size=64,
+               vendor=False, timing=FAST)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")

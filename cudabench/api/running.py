@@ -10,11 +10,13 @@ and read by the catalog like any --kernels-dir file, header and all.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -22,6 +24,7 @@ from typing import Any
 
 from cudabench.api.results import PathLike, Results, as_path
 from cudabench.api.terms import python_terms, switch
+from cudabench.common.cache_dir import cache_root
 from cudabench.errors import ResultsNotWritten, UsageError
 from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
@@ -238,8 +241,7 @@ def inline_dir(op: str, sources: Mapping[str, str]) -> Path:
     # refuses) must not leave a file that every later run of the same sources reads.
     digest = hashlib.sha256(repr((op, sorted((str(k), str(v)) for k, v in sources.items())))
                             .encode()).hexdigest()[:16]
-    user = re.sub(r"\W", "_", os.environ.get("USER", "") or str(os.getuid()))
-    folder = Path(tempfile.gettempdir()) / f"cudabench-inline-{user}" / digest
+    folder = private_folder(inline_root()) / digest
     for name, text in sources.items():
         if not isinstance(name, str) or not _VARIANT_NAME.fullmatch(name):
             raise UsageError(f"sources: variant name {name!r}: use letters, digits, _ and -, "
@@ -254,6 +256,35 @@ def inline_dir(op: str, sources: Mapping[str, str]) -> Path:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 stream.write(text)
             os.replace(temporary, target)  # another process writing the same text: no tear
+    return folder
+
+
+def inline_root() -> Path:
+    """Return where inline sources are written: the cache folder's inline/ (they outlive a
+    reboot, as the results files that name them do), else a folder of this user's in the
+    temporary folder (CUDABENCH_CACHE_DIR=off)."""
+    root = cache_root()
+    if root is not None:
+        return root / "inline"
+    return Path(tempfile.gettempdir()) / f"cudabench-inline-{os.getuid()}"
+
+
+def private_folder(folder: Path) -> Path:
+    """Make folder readable and writable by this user alone, or check that it is: the
+    catalog imports every .py and compiles every .cu in a kernels folder, so a folder
+    another user can write to (a name anyone can guess in a shared /tmp) would run their
+    code. UsageError naming the folder when it is not this user's private one."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    state = os.lstat(folder)
+    if (not stat.S_ISDIR(state.st_mode) or state.st_uid != os.getuid()
+            or state.st_mode & 0o077):
+        raise UsageError(f"{folder}: the folder for inline kernel sources is not private to "
+                         f"this user (owner uid {state.st_uid}, mode "
+                         f"{stat.filemode(state.st_mode)}): another user could put code "
+                         "there that the run would import; remove it, or set "
+                         "CUDABENCH_CACHE_DIR to a folder of your own")
     return folder
 
 
