@@ -153,11 +153,38 @@ def test_writeback_is_asked_for_as_the_flag_is(use_fake, tmp_path):
     ({"batch": "no"}, "^batch 'no': expected True or False"),
     ({"progress": None}, "^progress None: expected True or False"),
     ({"writeback": 1}, "^writeback 1: expected True or False"),
+    # a list of types was a TypeError (unhashable), a dict's keys or a bytes' numbers
+    # were taken for variant names
+    ({"dtype": ["float32"]}, r"^dtype \['float32'\]: expected one type's name"),
+    ({"variants": {"naive": 1}}, "^variants {'naive': 1}: expected a variant name"),
+    ({"variants": b"naive"}, "^variants b'naive': expected a variant name"),
 ])
 def test_bad_input_raises_a_usage_error_naming_it(use_fake, options, message):
     with pytest.raises(UsageError, match=message) as caught:
         cb.run("matmul", **{"size": 64, **options})
     assert caught.value.exit_code is ExitCode.USAGE
+
+
+def test_numpy_integers_are_integers(use_fake):
+    # a notebook's sizes and parameters are often NumPy's: they were "expected an integer"
+    import numpy as np
+
+    results = cb.run("matmul", variants="naive", size=np.int64(32), params={"TILE": np.int32(8)},
+                     seed=np.int64(3), vendor=False, timing=FAST)
+    (row,) = results
+    assert row.shape == (32, 32, 32) and row.params["TILE"] == 8
+    assert "--size 32" in " ".join(results.command)
+
+
+def test_records_of_a_row_that_wrote_nothing_are_json(use_fake):
+    # rel_error inf (no element written) made to_records() no JSON (Infinity)
+    import json
+
+    use_fake(faults={"naive": Fault.UNWRITTEN_ELEMENT})
+    results = run_tiled()
+    records = results.to_records()
+    json.dumps(records, allow_nan=False)
+    assert records[0]["status"] == "FAIL" and records[0]["rel_error"] is None
 
 
 def test_run_takes_the_commands_checks_and_measurements_beyond_the_samples(use_fake,

@@ -9,6 +9,7 @@ notebook) through the same renderers as the commands.
 from __future__ import annotations
 
 import datetime
+import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -265,7 +266,9 @@ def record_of(row: BenchmarkResult) -> dict[str, Any]:
         "batch_median_s": row.batch_median_s, "writeback_s": row.writeback_s,
         "gflops": row.gflops, "gbps": row.gbps,
         "flops": row.flops, "bytes_moved": row.bytes_moved,
-        "rel_error": verification.rel_error if verification else None,
+        # inf (nothing written, a fault) is null, as in the results file: JSON has no inf
+        "rel_error": (verification.rel_error if verification
+                      and math.isfinite(verification.rel_error) else None),
         "bad_elements": verification.bad_elements if verification else None,
         "error": row.error, "skipped": row.skipped, "suspect": row.suspect,
         "warnings": list(row.warnings),

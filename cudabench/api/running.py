@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import hashlib
 import math
+import numbers
 import os
 import re
 import stat
@@ -140,6 +141,9 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
     dirs = [*given, *([inline_dir(op, sources)] if sources else [])]
     names = _names(variants)
     sizes = _sizes(size)
+    if dtype is not None and not isinstance(dtype, str):
+        raise UsageError(f"dtype {dtype!r}: expected one type's name, e.g. 'float32' (a run "
+                         "measures one type: run once per type)")
     chosen = dtype if dtype is not None else _default_dtype(op, dirs)
     policy = timing if timing is not None else TimingPolicy()
     if not isinstance(policy, TimingPolicy):
@@ -304,6 +308,9 @@ def _names(variants: str | Sequence[str] | None) -> list[str]:
     if not isinstance(variants, (str, Iterable)):
         raise UsageError(f"variants {variants!r}: expected a variant name or a list of names "
                          "(see `cudabench list`)")
+    if isinstance(variants, (bytes, Mapping)):  # a dict's keys, or b"naive"'s numbers
+        raise UsageError(f"variants {variants!r}: expected a variant name or a list of names "
+                         "(see `cudabench list`)")
     names = [variants] if isinstance(variants, str) else list(variants)
     for name in names:
         if not isinstance(name, str) or not name:
@@ -318,10 +325,11 @@ def _sizes(size: Size | Sequence[Size] | None) -> str | None:
     items = list(size) if isinstance(size, (list, tuple, range)) else [size]
     texts = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, str)) or not str(item).strip():
+        number = whole(item)
+        if number is None and (not isinstance(item, str) or not item.strip()):
             raise UsageError(f"size {item!r}: expected an integer or text such as '1024', "
                              "'512x256x128' or '256..4096:x2'")
-        texts.append(str(item))
+        texts.append(str(number if number is not None else item))
     if not texts:
         raise UsageError("size: an empty list sweeps nothing; give at least one size")
     return ",".join(texts)
@@ -336,19 +344,28 @@ def _param_texts(params: Mapping[str, int | Sequence[int]] | None) -> tuple[str,
                          "list of integers, e.g. {'TILE': 16} or {'TILE': [8, 16, 32]}")
     texts = []
     for name, value in params.items():
-        values = [value] if isinstance(value, int) else value
+        values = [value] if whole(value) is not None else value
         if (isinstance(value, (str, bytes)) or not isinstance(values, Sequence) or not values
-                or any(isinstance(v, bool) or not isinstance(v, int) for v in values)):
+                or any(whole(v) is None for v in values)):
             raise UsageError(f"params[{name!r}] = {value!r}: expected an integer or a list of "
                              "integers, e.g. 16 or [8, 16, 32]")
-        texts.append(f"{name}={','.join(str(v) for v in values)}")
+        texts.append(f"{name}={','.join(str(whole(v)) for v in values)}")
     return tuple(texts)
 
 
+def whole(value: Any) -> int | None:
+    """Return value as an int when it is an integer, NumPy's included (a notebook's sizes
+    often are), not a bool; else None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
+
+
 def _int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    number = whole(value)
+    if number is None:
         raise UsageError(f"{name} {value!r}: expected an integer")
-    return value
+    return number
 
 
 def _device(value: Any) -> int:
