@@ -324,6 +324,18 @@ def test_to_json_and_load_round_trip(use_fake, tmp_path):
     assert load_results(path).metadata["complete"] is True
 
 
+def test_to_json_refuses_two_runs_rows_joined(use_fake, tmp_path):
+    # the file was written and loaded, then compare refused it: "appears twice on one GPU"
+    first, second = run_tiled(), run_tiled()
+    joined = cb.Results(first.rows + second.rows)
+    with pytest.raises(UsageError, match=r"rows\[2\], matmul/naive TILE=16 64x64x64 float32, "
+                                         "repeats a row measured on the same GPU"):
+        joined.to_json(tmp_path / "dup.json")
+    assert not (tmp_path / "dup.json").exists()
+    with pytest.raises(UsageError, match="2 rows of this one benchmark match"):
+        joined.row("tiled")
+
+
 def test_to_json_refuses_a_folder_or_an_empty_path_clearly(use_fake, tmp_path):
     results = run_tiled()
     with pytest.raises(UsageError, match=r"^to_json\(path\) .*: is a folder; give a file name"):

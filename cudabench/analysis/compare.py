@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from cudabench.analysis.verdicts import (
     DEFAULT_ALPHA,
@@ -302,23 +302,37 @@ def setting_changes(baseline: ResultsFile, current: ResultsFile) -> tuple[str, .
 def _index(results: ResultsFile) -> dict[tuple[object, ...], list[BenchmarkResult]]:
     """Map each benchmark to its rows, one per GPU, in file order; a benchmark twice on
     one GPU is an error."""
+    twice = twice_on_one_gpu(results.benchmarks)
+    if twice is not None:
+        raise ResultsFileError(f"{results.path}: benchmarks[{twice}]: "
+                               f"{benchmark_text(results.benchmarks[twice])} appears twice "
+                               "on one GPU; a results file holds each benchmark once per GPU, "
+                               "so it cannot be paired")
     index: dict[tuple[object, ...], list[BenchmarkResult]] = {}
-    seen: set[tuple[object, ...]] = set()
-    for i, result in enumerate(results.benchmarks):
-        if result.status is Status.SKIP:  # not run: nothing to compare (added or removed)
-            continue
-        if result.device is not None or result.samples_s:  # a row never run may repeat
-            once = (result.key, result.device.identity if result.device else None)
-            if once in seen:
-                raise ResultsFileError(
-                    f"{results.path}: benchmarks[{i}]: {result.op}/{result.variant}"
-                    f"{' (hot)' if result.hot else ''} {params_text(result.params)} "
-                    f"{shape_text(result.shape)} {result.dtype} appears twice on one GPU; a "
-                    "results file holds each benchmark once per GPU, so it cannot be paired"
-                )
-            seen.add(once)
-        index.setdefault(result.key, []).append(result)
+    for result in results.benchmarks:
+        if result.status is not Status.SKIP:  # not run: nothing to compare (added or removed)
+            index.setdefault(result.key, []).append(result)
     return index
+
+
+def twice_on_one_gpu(rows: Sequence[BenchmarkResult]) -> int | None:
+    """Return the index of the first row that repeats a benchmark measured on the same GPU
+    (two runs' rows joined, say), or None; rows never run (SKIP, no samples) may repeat."""
+    seen: set[tuple[object, ...]] = set()
+    for i, result in enumerate(rows):
+        if result.status is Status.SKIP or (result.device is None and not result.samples_s):
+            continue
+        once = (result.key, result.device.identity if result.device else None)
+        if once in seen:
+            return i
+        seen.add(once)
+    return None
+
+
+def benchmark_text(result: BenchmarkResult) -> str:
+    """Name a benchmark as an error does: op/variant (hot), params, shape and type."""
+    return (f"{result.op}/{result.variant}{' (hot)' if result.hot else ''} "
+            f"{params_text(result.params)} {shape_text(result.shape)} {result.dtype}")
 
 
 def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: float,

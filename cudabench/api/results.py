@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from cudabench.analysis.compare import benchmark_text, twice_on_one_gpu
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
 from cudabench.common.outfiles import check_output
 from cudabench.errors import ExitCode, UsageError
@@ -133,6 +134,9 @@ class Results(Sequence[BenchmarkResult]):
             elif len(ops) > 1:
                 why = (f"{len(found)} rows match, of the ops {', '.join(ops)}: name one, "
                        f"row('{ops[0]}/{variant}') or row({variant!r}, op='{ops[0]}')")
+            elif len({r.key for r in found}) == 1:
+                why = (f"{len(found)} rows of this one benchmark match (several GPUs, or runs "
+                       "joined): pick one from the rows (iterate the results)")
             else:
                 why = (f"{len(found)} rows match, of other sizes, types or parameters (a sweep "
                        "or several files): pick one from the rows (iterate the results)")
@@ -144,6 +148,12 @@ class Results(Sequence[BenchmarkResult]):
         `history import` read), atomically; return its path."""
         target = as_path(path, "to_json(path)")
         check_output(target, "to_json(path)")  # a folder or an empty path: a clear error
+        twice = twice_on_one_gpu(self.rows)
+        if twice is not None:  # compare would refuse the file: refuse to write it
+            raise UsageError(f"to_json({os.fspath(path)!r}): rows[{twice}], "
+                             f"{benchmark_text(self.rows[twice])}, repeats a row measured on "
+                             "the same GPU (two runs joined?); a results file holds each "
+                             "benchmark once per GPU: save each run to a file of its own")
         writer = ResultsWriter(target, flag="to_json(path)", keep_unmeasured=False)
         writer.metadata["command"] = list(self.command)  # a pytest session's, say
         writer.metadata["tool"].update(self.versions)
