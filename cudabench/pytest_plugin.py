@@ -20,9 +20,10 @@ A machine without a usable GPU skips the tests that use the fixture, saying why
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -255,9 +256,24 @@ def _check_outputs(config: pytest.Config, rows: SessionRows) -> None:
             raise UsageError(f"--cudabench-json {rows.json_path}: exists and is not a "
                              "cudabench results file, which the session would write over; "
                              "name a new file or an old results file") from None
-    for store in (rows.record_db, config.getoption("cudabench_db")):
-        if store is not None:
-            precheck(Path(store), create=True)  # an existing file must be a history store
+    if rows.record_db is not None:  # an existing file must be a history store
+        with _db_is("--record"):
+            precheck(rows.record_db, create=True)
+    if config.getoption("cudabench_db") is not None:
+        precheck(Path(config.getoption("cudabench_db")), create=True)
+
+
+@contextlib.contextmanager
+def _db_is(flag: str) -> Iterator[None]:
+    """Name flag where a history store's error names --db (the store the error is about
+    is the one flag gave: --cudabench-record's, not --cudabench-db's)."""
+    from cudabench.errors import CudabenchError
+
+    try:
+        yield
+    except CudabenchError as exc:
+        exc.args = (re.sub(r"(?<![\w-])--db(?![\w-])", flag, str(exc)),)
+        raise
 
 
 def _check_compare_options(config: pytest.Config, baseline: Path, json_path: Path | None
@@ -482,6 +498,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from cudabench.api import Results
     from cudabench.api.comparison import compare_in_flags
+    from cudabench.api.results import record_as
     from cudabench.errors import CudabenchError
 
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -538,7 +555,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if rows.record_db is not None and kept:
             rows.messages.append("cudabench: nothing was measured: nothing recorded")
         elif rows.record_db is not None:
-            recorded = results.record(rows.record_db)
+            with _db_is("--record"):
+                recorded = record_as(results, rows.record_db)
             rows.messages.append(f"cudabench: {rows.shown(recorded)} recorded in "
                                  f"{rows.shown(rows.record_db)}")
     except CudabenchError as exc:

@@ -19,6 +19,7 @@ import cudabench
 import cudabench.api as cb
 from cudabench.engines.fake_kernels import Fault
 from cudabench.errors import (
+    CudabenchError,
     ExitCode,
     GpuEnvironmentError,
     KernelFileError,
@@ -428,6 +429,28 @@ def test_record_feeds_the_history_store(use_fake, tmp_path, monkeypatch):
     assert list(Path(".cudabench/runs").iterdir()) == [kept]
     with Store.open(tmp_path / "h.db") as store:
         assert len(store.runs()) == 1
+    # another store records the same file (it wrote a second one)
+    assert results.record(tmp_path / "other.db") == kept == results.path
+    assert list(Path(".cudabench/runs").iterdir()) == [kept]
+
+
+def test_record_checks_everything_before_it_writes_a_file_and_prints_nothing(
+        use_fake, tmp_path, monkeypatch, capsys):
+    # each refusal left a .cudabench/runs/ file behind, and record() printed on stdout
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "notes.txt").write_text("not a store\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="results hold no rows"):
+        cb.Results(()).record(tmp_path / "e.db")
+    results = run_tiled()
+    capsys.readouterr()
+    with pytest.raises(CudabenchError, match="is a folder, not a history store; pass db "):
+        results.record(tmp_path / "folder")
+    with pytest.raises(CudabenchError, match="not a cudabench history store"):
+        results.record(tmp_path / "notes.txt")
+    assert not Path(".cudabench/runs").exists()
+    results.record(tmp_path / "h.db")
+    assert capsys.readouterr().out == ""
 
 
 def test_display_in_a_terminal_and_a_notebook(use_fake, tmp_path):

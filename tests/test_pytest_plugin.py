@@ -129,6 +129,9 @@ def test_record_feeds_the_history_store(project, monkeypatch):
     assert done.ret == 0
     with Store.open(project.path / "h.db") as store:
         assert len(store.runs()) == 1
+    # said once, in the summary (the history command's line was glued to the progress)
+    assert "recorded as run" not in done.stdout.str()
+    done.stdout.fnmatch_lines(["cudabench: * recorded in h.db"])
 
 
 class Refuse(FakeSpec):
@@ -169,7 +172,9 @@ def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reas
      "*--cudabench-json *test_plugin_project.py: exists and is not a cudabench results file*"),
     (["--cudabench-json", "test_plugin_project.py/now.json"],
      "*--cudabench-json test_plugin_project.py/now.json: *is a file, not a folder*"),
-    (["--cudabench-record", "test_plugin_project.py"], "*test_plugin_project.py: *not *SQLite*"),
+    # the store's error named --cudabench-db, an option not given
+    (["--cudabench-record", "test_plugin_project.py"],
+     "*test_plugin_project.py: *not *SQLite*; pass --cudabench-record with a store's path*"),
     (["--cudabench-compare", "base.json", "--cudabench-db", "base.json"],
      "*base.json: *not *SQLite*"),
     (["--cudabench-keep-workers", "-1"], "*--cudabench-keep-workers -1: expected the seconds*"),

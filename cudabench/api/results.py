@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from cudabench.analysis.compare import benchmark_text, twice_on_one_gpu
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
+from cudabench.api.terms import python_terms
 from cudabench.common.outfiles import check_output
 from cudabench.errors import ExitCode, UsageError
 from cudabench.render import terminal
@@ -165,17 +166,13 @@ class Results(Sequence[BenchmarkResult]):
     def record(self, db: PathLike | None = None) -> Path:
         """Record the rows in the history store (default .cudabench/history.db), as
         `cudabench history import` does; a run without a results file gets one in
-        .cudabench/runs/ first. Return the recorded file."""
-        from cudabench.cli.history import record_files
+        .cudabench/runs/ first (once: the results keep it as their path). Return the
+        recorded file."""
         from cudabench.history.records import DEFAULT_PATH
 
         store = as_path(db, "record(db)") if db is not None else DEFAULT_PATH
-        path = self.path or self._recorded_file(store)
-        if path is None:
-            stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-            path = self.to_json(RUNS_DIR / f"{stamp}.json")
-        record_files([path], store)
-        return path
+        with python_terms({"--db": "db"}):
+            return record_as(self, store)
 
     def _recorded_file(self, store: Path) -> Path | None:
         """Return the file a run without one was recorded from before, when the store has
@@ -257,6 +254,26 @@ class Results(Sequence[BenchmarkResult]):
             lines_html(diagnostic_lines(self.outcome)),
             f'<p class="note">{esc(repr(self))}</p>',
         ])
+
+
+def record_as(results: Results, store: Path) -> Path:
+    """Record results in the store, as Results.record does, its errors in the commands'
+    terms (--db): everything is checked before a results file is written for them, and
+    the file written is kept as their path, so that another store records the same file."""
+    from cudabench.cli.history import record_files
+    from cudabench.history.schema import precheck
+
+    if not results.rows:
+        raise UsageError("record(): the results hold no rows: nothing to record")
+    precheck(store, create=True)  # a folder, or a file that is no store: before any file
+    path = results.path or results._recorded_file(store)
+    if path is None:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        path = results.to_json(RUNS_DIR / f"{stamp}.json")
+        # the rows were written to it: it is their file now (frozen: the one field set late)
+        object.__setattr__(results, "path", path)
+    record_files([path], store, say=False)
+    return path
 
 
 def record_of(row: BenchmarkResult) -> dict[str, Any]:

@@ -60,8 +60,10 @@ def import_command(files: tuple[Path, ...], db: Path, branch: str | None) -> int
     return record_files(files, db, branch)
 
 
-def record_files(files: Sequence[Path], db: Path, branch: str | None = None) -> int:
-    """Record results files in the store at db, all or none; say what each added."""
+def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
+                 say: bool = True) -> int:
+    """Record results files in the store at db, all or none; say what each added (the
+    command does; the Python API, whose caller has the returned path, says nothing)."""
     loaded: list[tuple[ResultsFile, str]] = []
     for path in files:  # every file checked before the store is touched: all or nothing
         results = load_results(path)
@@ -73,6 +75,8 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None) -> 
     with Store.open(db, create=True) as store, store.transaction():
         for results, source in loaded:
             run_id = store.record(results, source, branch=branch)
+            if not say:
+                continue
             if run_id is None:
                 known = store.run_for(results, source)
                 out.print(f"{results.path}: already recorded (run {known})", markup=False,
