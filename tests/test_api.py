@@ -415,6 +415,11 @@ def test_run_suite_runs_a_suite_file(use_fake, tmp_path):
             cb.run_suite(bad, device=-2 if bad == suite else 0)
     with pytest.raises(UsageError, match="^vendor 'no': expected True or False"):
         cb.run_suite(suite, vendor="no")
+    # named as the arguments they are, not as the suite's first entry
+    with pytest.raises(UsageError, match="^l2_flush 'bogus': expected one of clean, memset"):
+        cb.run_suite(suite, l2_flush="bogus")
+    with pytest.raises(UsageError, match="^kernels_dir /nope: no such directory"):
+        cb.run_suite(suite, kernels_dir="/nope")
 
 
 def test_record_feeds_the_history_store(use_fake, tmp_path, monkeypatch):

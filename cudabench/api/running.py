@@ -29,7 +29,7 @@ from cudabench.common.cache_dir import cache_root
 from cudabench.errors import ResultsNotWritten, UsageError
 from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
-from cudabench.results.model import DEFAULT_L2_FLUSH
+from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES
 
 Size = int | str
 _VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -187,11 +187,17 @@ def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike]
                device: int, vendor: bool, batch: bool, json: PathLike | None,
                progress: bool, keep_workers: float, l2_flush: str | None) -> Results:
     """run_suite()'s work, its errors in the command's terms."""
+    from cudabench.catalog.discovery import check_folders
     from cudabench.cli.options import Outputs, with_flush
     from cudabench.cli.suite import find_config, load_suite
 
     config = as_path(path, "path") if path is not None else find_config(Path.cwd())
     dirs = tuple(_paths(kernels_dir, "kernels_dir"))
+    # the arguments first: checked while planning the suite, their errors named its entries
+    check_folders(dirs)
+    if l2_flush is not None and l2_flush not in L2_FLUSHES:
+        raise UsageError(f"l2_flush {l2_flush!r}: expected one of {', '.join(L2_FLUSHES)}, "
+                         "or None for the suite's own")
     device = _device(device)
     json_path = as_path(json, "json") if json is not None else None
     insight = Insight(vendor=switch(vendor, "vendor"), batch=switch(batch, "batch"))

@@ -47,13 +47,18 @@ def _parsed(path: Path, ops: dict[str, Op]) -> KernelVariant:
     return variant
 
 
-def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
-    """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
-    folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
+def check_folders(folders: Iterable[Path]) -> None:
+    """Refuse a --kernels-dir that is not a folder, naming it."""
     for folder in folders:
         if not folder.is_dir():
             what = "is a file, not a folder" if folder.exists() else "no such directory"
             raise UsageError(f"--kernels-dir {folder}: {what}")
+
+
+def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
+    """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
+    folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
+    check_folders(folders)
     ops = load_ops(folders[1:])
     catalog: Catalog = {op: {} for op in ops}
     seen: set[Path] = set()
