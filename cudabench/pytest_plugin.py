@@ -39,6 +39,11 @@ SWEEP_MARKER = "cudabench_sweep"
 ROUNDS_MARKER = "cudabench_rounds"
 POINT_FIXTURE = "cudabench_point"
 RUN_AXES = ("size", "dtype")  # a sweep's axes that are run()'s own arguments, not params
+# run()'s other arguments: a marker's variants=[...] was taken for a kernel parameter
+RUN_ARGUMENTS = frozenset({
+    "variants", "params", "kernels_dir", "sources", "device", "timing", "seed", "hot",
+    "l2_flush", "vendor", "batch", "json", "progress", "keep_workers", "writeback",
+    "full_check", "counters", "energy", "transfers", "sanitize"})
 
 
 @dataclass
@@ -194,6 +199,7 @@ def pytest_configure(config: pytest.Config) -> None:
         Path(given) if given is not None else None for given in (json_path, baseline, record))
     from cudabench.errors import CudabenchError
 
+    _check_gate_options(config)
     if rows.baseline is not None:
         _check_compare_options(config, rows.baseline, rows.json_path)
     try:
@@ -276,21 +282,31 @@ def _db_is(flag: str) -> Iterator[None]:
         raise
 
 
-def _check_compare_options(config: pytest.Config, baseline: Path, json_path: Path | None
-                           ) -> None:
+def _check_gate_options(config: pytest.Config) -> None:
+    """Refuse a bad threshold or alpha whether or not this session compares: a typo in a
+    CI job's options must not wait for the day it adds --cudabench-compare."""
     from cudabench.cli.compare import check_thresholds
     from cudabench.errors import CudabenchError
-    from cudabench.results.loader import load_results
 
     threshold = str(config.getoption("cudabench_threshold"))
     alpha = config.getoption("cudabench_alpha")
     try:
         check_thresholds(threshold, str(config.getoption("cudabench_max_threshold")))
+    except CudabenchError as exc:
+        raise pytest.UsageError(plugin_terms(str(exc))) from None
+    if not 0 < alpha < 1:
+        raise pytest.UsageError(f"--cudabench-alpha {alpha}: must be between 0 and 1")
+
+
+def _check_compare_options(config: pytest.Config, baseline: Path, json_path: Path | None
+                           ) -> None:
+    from cudabench.errors import CudabenchError
+    from cudabench.results.loader import load_results
+
+    try:
         load_results(baseline)
     except CudabenchError as exc:
         raise pytest.UsageError(f"--cudabench-compare: {plugin_terms(str(exc))}") from None
-    if not 0 < alpha < 1:
-        raise pytest.UsageError(f"--cudabench-alpha {alpha}: must be between 0 and 1")
     if json_path is not None and json_path.resolve() == baseline.resolve():
         raise pytest.UsageError(f"--cudabench-json {json_path}: is the baseline being "
                                 "compared with; write the session's rows elsewhere")
@@ -305,23 +321,49 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.{SWEEP_MARKER} "
                                 f"needs a {POINT_FIXTURE} argument (pass it on: "
                                 f"cudabench.run(op, **{POINT_FIXTURE}))")
-    points = sweep_points(metafunc.definition.nodeid, marker.args, marker.kwargs)
+    where = metafunc.definition.nodeid
+    try:
+        if len(list(metafunc.definition.iter_markers(SWEEP_MARKER))) > 1:
+            raise BadSweep(f"{where}: {SWEEP_MARKER} is given more than once (only the "
+                           "nearest would sweep): give one marker with every axis")
+        points = sweep_points(where, marker.args, marker.kwargs)
+    except BadSweep as bad:  # this test's mistake: it errors, the session goes on
+        metafunc.parametrize(POINT_FIXTURE, [bad], ids=["bad-sweep"])
+        return
     metafunc.parametrize(POINT_FIXTURE, points, ids=[point_id(point) for point in points])
+
+
+class BadSweep(Exception):
+    """A sweep marker the plugin cannot take: the test's one point, failed at its setup."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before its fixtures are set up (a GPU probed)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail a test whose sweep marker is wrong, with the reason, and no other test."""
+    callspec = getattr(item, "callspec", None)
+    point = callspec.params.get(POINT_FIXTURE) if callspec is not None else None
+    if isinstance(point, BadSweep):
+        pytest.fail(str(point), pytrace=False)
 
 
 def sweep_points(where: str, args: Sequence[Any], kwargs: Mapping[str, Any]
                  ) -> list[dict[str, Any]]:
     """Return the points of a sweep marker: per combination of its sizes, dtypes and
     parameter values, {"size": S, "dtype": D, "params": {NAME: V}}, each key only where the
-    marker sweeps it (so a test may pass its own params= beside a sweep of sizes)."""
+    marker sweeps it (so a test may pass its own params= beside a sweep of sizes); BadSweep
+    for a marker that is not one."""
     if args:
-        raise pytest.UsageError(f"{where}: {SWEEP_MARKER} takes keywords only: size=[...], "
-                                "dtype=[...] and one NAME=[...] per kernel parameter")
+        raise BadSweep(f"{where}: {SWEEP_MARKER} takes keywords only: size=[...], "
+                       "dtype=[...] and one NAME=[...] per kernel parameter")
     axes: dict[str, list[Any]] = {}
     for name, value in kwargs.items():
+        if name in RUN_ARGUMENTS:
+            raise BadSweep(f"{where}: {SWEEP_MARKER}({name}=...): {name} is an argument of "
+                           f"cudabench.run(), not an axis: pass it there; a sweep's axes are "
+                           "size, dtype and the kernels' parameters")
         values = list(value) if isinstance(value, (list, tuple, range)) else [value]
         if not values:
-            raise pytest.UsageError(f"{where}: {SWEEP_MARKER}({name}=[]) sweeps nothing")
+            raise BadSweep(f"{where}: {SWEEP_MARKER}({name}=[]) sweeps nothing")
         axes[name] = values
     run_axes = {name: axes.pop(name) for name in RUN_AXES if name in axes}
     points = []

@@ -178,6 +178,9 @@ def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reas
     (["--cudabench-compare", "base.json", "--cudabench-db", "base.json"],
      "*base.json: *not *SQLite*"),
     (["--cudabench-keep-workers", "-1"], "*--cudabench-keep-workers -1: expected the seconds*"),
+    # checked without --cudabench-compare too (they were accepted until a compare came)
+    (["--cudabench-threshold", "banana"], "*--cudabench-threshold 'banana': expected*"),
+    (["--cudabench-alpha", "7"], "*--cudabench-alpha 7.0: must be between 0 and 1*"),
 ])
 def test_bad_options_stop_the_session_naming_them(project, monkeypatch, args, message):
     use(monkeypatch, FakeSpec())
@@ -297,6 +300,46 @@ def test_x(cudabench):
     done = pytester.runpytest()
     assert done.ret != 0
     done.stdout.fnmatch_lines(["*needs a cudabench_point argument*"])
+
+
+def test_a_bad_sweep_marker_errors_its_own_test_and_no_other(pytester, monkeypatch):
+    # a positional list stopped the whole session at collection; variants=[...] was taken
+    # for a kernel parameter; the outer of two stacked markers was dropped without a word
+    pytester.makepyfile(test_x='''
+import pytest
+
+@pytest.mark.cudabench_sweep([32, 48])
+def test_positional(cudabench, cudabench_point):
+    pass
+
+@pytest.mark.cudabench_sweep(size=[32], variants=["naive", "tiled"])
+def test_variants(cudabench, cudabench_point):
+    pass
+
+@pytest.mark.cudabench_sweep(size=[24])
+@pytest.mark.cudabench_sweep(size=[40])
+def test_stacked(cudabench, cudabench_point):
+    pass
+
+def test_fine():
+    pass
+''')
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest("-rE")
+    done.assert_outcomes(passed=1, errors=3)
+    done.stdout.fnmatch_lines_random([
+        "*test_positional*cudabench_sweep takes keywords only*",
+        "*test_variants*variants is an argument of cudabench.run(), not an axis*",
+        "*test_stacked*cudabench_sweep is given more than once*"])
+
+
+def test_the_run_arguments_a_sweep_refuses_are_run_s():
+    import inspect
+
+    from cudabench.pytest_plugin import RUN_ARGUMENTS, RUN_AXES
+
+    names = set(inspect.signature(cudabench.api.run).parameters) - {"op", *RUN_AXES}
+    assert names == RUN_ARGUMENTS
 
 
 def test_the_plugin_is_inert_unless_used(pytester):
