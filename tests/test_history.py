@@ -1169,6 +1169,32 @@ def test_a_command_whose_history_is_all_on_another_flush_is_refused(tmp_path):
     assert invoke("check", again, "--db", db).exit_code == 0
 
 
+@pytest.mark.parametrize("words", [["--l2-flush", "clean"], ["--l2-flush=clean"]])
+def test_a_flush_changed_on_the_command_line_is_refused_too(tmp_path, words):
+    # --l2-flush on the command line made the command another one, with no recorded runs:
+    # the refusal never came and the 1.5x slowdown passed, "too little history"
+    db = flat_history(tmp_path)
+    slow = make_run(tmp_path, 100, factors={"tiled": 1.5}, name="current")
+    document = json.loads(slow.read_text(encoding="utf-8"))
+    for row in document["benchmarks"]:
+        row["l2_flush"] = "clean"
+    document["command"] = [*document["command"], *words]
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps(document), encoding="utf-8")
+    result = invoke("check", clean, "--db", db)
+    assert result.exit_code == 2, result.stdout
+    assert "followed the memset L2 flush, and this file the clean one" in " ".join(
+        result.stderr.split())
+
+
+def test_the_flush_options_are_what_a_command_key_loses_unflushed():
+    from cudabench.history.records import command_key, unflushed_key
+
+    key = command_key(["cudabench", "dot", "--hot", "--size", "64", "--l2-flush", "memset",
+                       "--l2-flush=clean"])
+    assert json.loads(unflushed_key(key)) == ["cudabench", "dot", "--size", "64"]
+
+
 def test_a_store_shared_by_two_gpu_models_judges_each_against_its_own_runs(tmp_path):
     # two CI runners record into one store: the other model's last 3 runs made this
     # model's file "nothing can be judged" (exit 2), though it had 5 runs of its own

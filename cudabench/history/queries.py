@@ -185,21 +185,32 @@ class Queries:
                                       worst))
         return points[-last:] if last else points
 
-    def runs_of_command(self, key: str, gpu_model: str, exclude_run: int | None = None,
-                        last: int = 3) -> list[int]:
+    def runs_of_command(self, key: str | Sequence[str], gpu_model: str,
+                        exclude_run: int | None = None, last: int = 3) -> list[int]:
         """Return the ids of the newest `last` runs recorded from a command (its
-        command_key) with results on a GPU model, newest first (none from a store older
-        than version 3, which did not record commands)."""
-        if self.version < COMMANDS_SINCE:
+        command_key, or any of several) with results on a GPU model, newest first (none
+        from a store older than version 3, which did not record commands)."""
+        keys = [key] if isinstance(key, str) else list(key)
+        if self.version < COMMANDS_SINCE or not keys:
             return []
-        query = ("SELECT r.id FROM runs r WHERE r.command_key = ? AND r.id != ? AND EXISTS ("
+        query = (f"SELECT r.id FROM runs r WHERE r.command_key IN ({','.join('?' * len(keys))})"
+                 " AND r.id != ? AND EXISTS ("
                  "SELECT 1 FROM results x LEFT JOIN devices d ON d.id = x.device_id "
                  "WHERE x.run_id = r.id AND COALESCE(d.name, '') = ?) "
                  "ORDER BY r.created DESC, r.id DESC LIMIT ?")
         with self._errors():
-            rows = self._conn.execute(query, (key, -1 if exclude_run is None else exclude_run,
+            rows = self._conn.execute(query, (*keys, -1 if exclude_run is None else exclude_run,
                                               gpu_model, last)).fetchall()
         return [int(row[0]) for row in rows]
+
+    def command_keys(self) -> list[str]:
+        """Return every command_key the store's runs were recorded from."""
+        if self.version < COMMANDS_SINCE:
+            return []
+        with self._errors():
+            rows = self._conn.execute("SELECT DISTINCT command_key FROM runs WHERE "
+                                      "command_key IS NOT NULL").fetchall()
+        return [str(row[0]) for row in rows]
 
     def run_benchmarks(self, run_id: int, gpu_model: str) -> list[tuple[Benchmark, str, str]]:
         """Return the benchmarks one run recorded on a GPU model (as series names it), each
@@ -211,8 +222,8 @@ class Queries:
             rows = self._conn.execute(query, (run_id, gpu_model)).fetchall()
         return [(self._benchmark(row[:7]), row[7], row[8]) for row in rows]
 
-    def command_flushes(self, key: str, gpu_model: str, exclude_run: int | None = None,
-                        last: int = 3) -> dict[int, set[str]]:
+    def command_flushes(self, key: str | Sequence[str], gpu_model: str,
+                        exclude_run: int | None = None, last: int = 3) -> dict[int, set[str]]:
         """Return the newest `last` runs recorded from a command (its command_key) on a GPU
         model, each with the L2 flushes its results there were measured after ({} from a
         store older than version 3, which did not record commands)."""

@@ -154,6 +154,26 @@ def command_key(command: object) -> str | None:
     return json.dumps(kept)
 
 
+_FLUSH_FLAGS = frozenset({"--l2-flush"})  # with a value
+_FLUSH_SWITCHES = frozenset({"--hot"})  # no L2 flush at all: the flush recorded is ""
+
+
+def unflushed_key(key: str) -> str:
+    """Return a command_key without the options that choose the L2 flush (--l2-flush X,
+    --hot): the same command after another flush, whose history the flush keeps apart."""
+    words = iter(json.loads(key))
+    kept: list[str] = []
+    for word in words:
+        name = word.split("=", 1)[0]
+        if name in _FLUSH_SWITCHES or (name in _FLUSH_FLAGS and "=" in word):
+            continue
+        if name in _FLUSH_FLAGS:
+            next(words, None)
+            continue
+        kept.append(word)
+    return json.dumps(kept)
+
+
 def source_hash(source: str) -> str:
     """Return the SHA-256 of a results file's text: the same file twice is one run."""
     return hashlib.sha256(source.encode("utf-8")).hexdigest()

@@ -47,6 +47,7 @@ from cudabench.history.records import (
     Tracked,
     command_key,
     one_row_each,
+    unflushed_key,
 )
 from cudabench.history.steps import (
     DEFAULT_THRESHOLD,
@@ -237,8 +238,12 @@ def _refuse_other_settings(store: Store, current: ResultsFile, own: int | None) 
         if r.samples_s:
             settings.setdefault(r.device.name if r.device is not None else "",
                                 set()).add(r.l2_flush)
+    # The command after another flush: --l2-flush memset or --hot on the command line
+    # made it another command, with no runs, and the refusal never came.
+    alike = [known for known in store.command_keys()
+             if unflushed_key(known) == unflushed_key(key)] or [key]
     for model, now in sorted(settings.items()):
-        before = store.command_flushes(key, model, exclude_run=own, last=SET_RUNS)
+        before = store.command_flushes(alike, model, exclude_run=own, last=SET_RUNS)
         if len(before) < SET_RUNS or any(flushes & now for flushes in before.values()):
             continue
         recorded = sorted(set().union(*before.values()))
