@@ -689,6 +689,32 @@ def test_compare_command_exit_codes(tmp_path, current, code):
         assert result.output.count("\n") <= 3  # a short error, not a dump
 
 
+@pytest.mark.parametrize("baseline", ["empty", "all skipped", "disjoint"])
+def test_a_comparison_that_pairs_no_kernel_fails_the_gate(tmp_path, baseline):
+    # an empty or all-SKIP baseline, or files with nothing in common (--allow-missing):
+    # "no regression: 6 added", exit 0, having judged nothing
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    document = json.loads((DATA / "baseline.json").read_text(encoding="utf-8"))
+    if baseline == "empty":
+        document["benchmarks"] = []
+    elif baseline == "all skipped":
+        for row in document["benchmarks"]:
+            row.update(samples_s=[], stats=None, status="SKIP", skipped="not run",
+                       verification=None)
+    else:
+        for row in document["benchmarks"]:
+            row["shape"] = [n + 1 for n in row["shape"]]
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    done = CliRunner().invoke(cli, ["compare", str(path), str(DATA / "slower20.json"),
+                                    "--allow-missing"])
+    assert done.exit_code == 2, done.output
+    assert "have no measured kernel in common" in " ".join(done.output.split())
+
+
 def test_compare_command_flags(tmp_path):
     from click.testing import CliRunner
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from cudabench.analysis.compare import compare
-from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, parse_threshold
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, Verdict, parse_threshold
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.stats import relative_spread
 from cudabench.errors import UsageError
@@ -32,6 +32,7 @@ from cudabench.render.csv_out import comparison_to_csv
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import to_markdown
 from cudabench.results import BenchmarkResult, ResultsFile, load_results
+from cudabench.results.model import Kind
 from cudabench.results.identity import same_run
 
 
@@ -145,8 +146,25 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
                 return smallest_detectable(gate, relative_spread(new.samples_s or (1.0,)),
                                            max(len(new.samples_s), 1),
                                            max(len(old.samples_s), 1), alpha)
-        return compare(before, after, limit, alpha, allow_different_gpu, threshold_for,
-                       power_for, allow_missing)
+        comparison = compare(before, after, limit, alpha, allow_different_gpu,
+                             threshold_for, power_for, allow_missing)
+    refuse_nothing_judged(comparison)
+    return comparison
+
+
+def refuse_nothing_judged(comparison: Comparison) -> None:
+    """Refuse a comparison that paired no kernel: an empty or all-SKIP baseline, or two
+    files with no benchmark in common (--allow-missing), passed the gate having judged
+    nothing. (A regression, a missing kernel say, still fails it as one.)"""
+    judged = [row for row in comparison.rows
+              if row.kind is Kind.VARIANT and row.verdict is not Verdict.MISSING]
+    if judged or comparison.regressions:
+        return
+    raise UsageError(
+        f"{comparison.baseline_path} and {comparison.current_path} have no measured kernel "
+        f"in common ({len(comparison.added)} only in the current file, "
+        f"{len(comparison.removed)} only in the baseline): the gate would judge nothing; "
+        "check the files the job passes (same op, sizes, types and parameters)")
 
 
 def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
