@@ -715,6 +715,44 @@ def test_a_comparison_that_pairs_no_kernel_fails_the_gate(tmp_path, baseline):
     assert "have no measured kernel in common" in " ".join(done.output.split())
 
 
+@pytest.mark.parametrize("how", ["pasted", "reversed"])
+def test_a_row_copied_from_the_baseline_is_refused(tmp_path, how):
+    # the baseline's row pasted over a slowed kernel's (or its samples reversed) passed
+    # as "same": the whole-file copy check looked at every row at once, in order
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    base = json.loads((DATA / "baseline.json").read_text(encoding="utf-8"))
+    current = json.loads((DATA / "slower20.json").read_text(encoding="utf-8"))
+    (index, row), = [(i, r) for i, r in enumerate(base["benchmarks"])
+                     if r["variant"] == "tiled"]
+    copied = dict(row)
+    if how == "reversed":
+        copied["samples_s"] = row["samples_s"][::-1]
+    current["benchmarks"] = [copied if r["variant"] == "tiled" else r
+                             for r in current["benchmarks"]]
+    path = tmp_path / "current.json"
+    path.write_text(json.dumps(current), encoding="utf-8")
+    done = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(path)])
+    assert done.exit_code == 2, done.output
+    assert "matmul/tiled TILE=16" in done.output
+    assert "holds the raw samples of" in " ".join(done.output.split())
+
+
+def test_few_distinct_samples_may_repeat_in_a_new_run():
+    # a steady small kernel's samples take a few 32 ns steps: two runs may draw the same
+    from cudabench.results.identity import copied_row
+
+    steps = tuple(8.0e-6 + 32e-9 * (i % 3) for i in range(20))
+    before = results("base.json", bench(steps))
+    after = results("new.json", bench(tuple(reversed(steps))))
+    assert copied_row(before, after) is None
+    telling = tuple(8.0e-6 + 32e-9 * i for i in range(20))
+    assert copied_row(results("b.json", bench(telling)),
+                      results("n.json", bench(telling[::-1]))) is not None
+
+
 def test_compare_command_flags(tmp_path):
     from click.testing import CliRunner
 

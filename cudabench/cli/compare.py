@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from cudabench.analysis.compare import compare
+from cudabench.analysis.compare import benchmark_text, compare
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, Verdict, parse_threshold
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.stats import relative_spread
@@ -33,7 +33,7 @@ from cudabench.render.html import comparison_html
 from cudabench.render.markdown import to_markdown
 from cudabench.results import BenchmarkResult, ResultsFile, load_results
 from cudabench.results.model import Kind
-from cudabench.results.identity import same_run
+from cudabench.results.identity import copied_row, same_run
 
 
 @click.command("compare")
@@ -134,6 +134,12 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
     if not after.benchmarks:
         raise UsageError(f"{after.path}: holds no benchmarks (its run measured nothing): "
                          "there is nothing to judge")
+    copied = copied_row(before, after)
+    if copied is not None:
+        raise UsageError(f"{after.path}: {benchmark_text(copied)} holds the raw samples of "
+                         f"{before.path}'s row, to the last bit: a new run never repeats "
+                         "them, so the row was copied from the baseline; the current file "
+                         "must come from a new run")
     store_path = db or DEFAULT_STORE
     with contextlib.ExitStack() as stack:
         threshold_for = None

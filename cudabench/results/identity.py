@@ -11,7 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 
-from cudabench.results.model import ResultsFile
+from cudabench.results.model import BenchmarkResult, ResultsFile
+
+# A row's samples repeat another run's, as a multiset, only when copied: unless they take
+# so few values that two runs may draw the same (the timer counts in 32 ns steps, and a
+# steady small kernel's 20 samples can take 3 of them). At 8 distinct values or more the
+# chance is negligible.
+COPIED_MIN_DISTINCT = 8
 
 
 def measurements_digest(results: ResultsFile) -> str | None:
@@ -36,3 +42,20 @@ def same_run(first: ResultsFile, second: ResultsFile) -> bool:
     if digest is None:
         return bool(second.benchmarks) and first.benchmarks == second.benchmarks
     return measurements_digest(first) == digest
+
+
+def copied_row(first: ResultsFile, second: ResultsFile) -> BenchmarkResult | None:
+    """Return the first row of second whose raw samples are a row of first's, the same
+    benchmark on the same GPU, in any order (one row pasted from the baseline over a
+    slowed kernel's, or its samples reversed), where they are telling enough
+    (COPIED_MIN_DISTINCT); else None."""
+    def identity(result: BenchmarkResult) -> tuple[object, ...]:
+        return (result.key, result.l2_flush,
+                result.device.identity if result.device else None)
+
+    earlier = {identity(r): sorted(r.samples_s) for r in first.benchmarks if r.samples_s}
+    for result in second.benchmarks:
+        if len(set(result.samples_s)) >= COPIED_MIN_DISTINCT and \
+                earlier.get(identity(result)) == sorted(result.samples_s):
+            return result
+    return None
