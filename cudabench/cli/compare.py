@@ -32,8 +32,8 @@ from cudabench.render.csv_out import comparison_to_csv
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import to_markdown
 from cudabench.results import BenchmarkResult, ResultsFile, load_results
-from cudabench.results.model import Kind
 from cudabench.results.identity import copied_row, same_run
+from cudabench.results.model import Kind
 
 
 @click.command("compare")
