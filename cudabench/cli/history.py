@@ -330,11 +330,12 @@ def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> N
     for row in result.rows:  # passed, and said so: as compare notes its noisy slowdowns
         if row.kind.value == "variant" and row.verdict is Verdict.NOISY and \
                 row.change is not None and row.change > row.threshold and \
-                "within the history's spread" in row.reason:  # judged, not unjudgeable
+                "not significant against the history's" in row.reason:  # judged
             out.print(f"note: {row.benchmark.describe()}: {format_change(row.change)} but "
-                      "not outside the history's spread, so the gate passes it; more runs "
-                      "of history, or more samples, would judge it", style="yellow",
-                      markup=False, soft_wrap=True)
+                      "not significant against the history's run-to-run spread, so the "
+                      "gate passes it; a steadier history (more runs, steadier ones) or "
+                      "more samples would judge it", style="yellow", markup=False,
+                      soft_wrap=True)
     if incomplete:
         out.print(f"gate failed, the current run is incomplete: {summary}", style="bold red",
                   markup=False, soft_wrap=True)

@@ -452,7 +452,8 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
     if significant and change < -limit:
         return row(Verdict.FASTER, f"{shift} exceeds the {limit_text} threshold, {test}", p)
     if abs(change) > limit:
-        return row(Verdict.NOISY, f"{shift} but within the history's spread ({test})", p)
+        return row(Verdict.NOISY, f"{shift} but not significant against the history's "
+                                  f"run-to-run spread ({test})", p)
     if precision > limit / 2:
         return row(Verdict.NOISY, f"current median known only to ±{precision:.1%}, too spread "
                                   f"to resolve a {limit_text} change", p)
