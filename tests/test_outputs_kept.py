@@ -288,6 +288,32 @@ def test_a_results_file_that_cannot_be_streamed_costs_no_row_of_the_run(use_fake
     assert len(load_results(out).benchmarks) == 2
 
 
+def test_ctrl_c_while_a_row_streams_keeps_the_row(use_fake, tmp_path, monkeypatch):
+    # the note said "1 could not be written: None", and the row being written was lost
+    import cudabench.results.writer as writer_module
+    from cudabench.results import load_results
+
+    real = writer_module.replacing
+    calls = []
+
+    def interrupted_once(path, flag, mode="w"):
+        calls.append(path)
+        if len(calls) == 2:  # the second row's stream
+            raise KeyboardInterrupt
+        return real(path, flag, mode)
+
+    monkeypatch.setattr(writer_module, "replacing", interrupted_once)
+    out = tmp_path / "r.json"
+    out.write_text("{}", encoding="utf-8")  # an existing file: the rows go beside it
+    result = invoke("matmul", "--size", "64,96", "--variant", "tiled", *QUICK, "--json", out)
+    assert result.exit_code == 130, result.output
+    said = " ".join(result.stderr.split())
+    assert "None" not in said and "could not be written" not in said, said
+    assert "the run stopped: 2 of its rows are in" in said
+    assert len(load_results(tmp_path / "r.json.partial").benchmarks) == 2
+    assert out.read_text(encoding="utf-8") == "{}"
+
+
 def test_a_results_file_that_cannot_be_written_at_the_end_still_shows_the_tables(
         use_fake, tmp_path, monkeypatch):
     # a full disk at the final write exited 2 before any table: the run's numbers went

@@ -187,6 +187,12 @@ class ResultsWriter:
     def stopped_note(self) -> str | None:
         """Return where a run that stopped left its rows, when it left any beside an
         existing file (None otherwise: nothing written, or written in place)."""
+        if self.written < len(self._encoded) and self.stream_error is None:
+            # stopped while a row streamed (Ctrl-C mid-write): write it now, not lose it
+            try:
+                self.write(complete=False)
+            except UsageError as exc:
+                self.stream_error = str(exc)
         if self.streams_to == self.path or not self.streams_to.exists():
             return None
         lost = len(self._encoded) - self.written
