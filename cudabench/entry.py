@@ -8,17 +8,23 @@ exit 130, not a traceback. A spawned GPU worker imports the console script again
 
 from __future__ import annotations
 
+import signal
 import sys
 
-from cudabench.errors import ExitCode
+from cudabench.errors import Terminated, stopped_code, stopped_text
 
 
 def main() -> None:
     """Load the command line and run it."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         from cudabench.cli import main as run
 
         run()
-    except KeyboardInterrupt:
-        sys.stderr.write("cudabench: interrupted\n")
-        raise SystemExit(int(ExitCode.INTERRUPTED)) from None
+    except KeyboardInterrupt as stop:
+        sys.stderr.write(f"cudabench: {stopped_text(stop)}\n")
+        raise SystemExit(int(stopped_code(stop))) from None
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated

@@ -14,6 +14,22 @@ class ExitCode(enum.IntEnum):
     VERIFICATION_FAILED = 3  # a variant's result disagreed with the reference
     INTERNAL = 4  # a bug in cudabench: re-run with --traceback and report it
     INTERRUPTED = 130
+    TERMINATED = 143  # SIGTERM (128 + 15): a CI job cancelled or timed out
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the command's process as Ctrl-C is (entry.py): the run stops the
+    same way, its rows kept and said where, and exits 143 rather than dying silently."""
+
+
+def stopped_text(stop: KeyboardInterrupt) -> str:
+    """Say what stopped the command: Ctrl-C, or SIGTERM (a CI job cancelled)."""
+    return "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
+
+
+def stopped_code(stop: KeyboardInterrupt) -> ExitCode:
+    """Return the exit code of a command stopped by Ctrl-C (130) or SIGTERM (143)."""
+    return ExitCode.TERMINATED if isinstance(stop, Terminated) else ExitCode.INTERRUPTED
 
 
 class CudabenchError(Exception):

@@ -3,8 +3,9 @@
 conftest's use_fake does); a process started by a terminal (tmux) gets it replaced here.
 """
 
-from cudabench.cli import commands, main
+from cudabench.cli import commands
 from cudabench.engines.fake_engine import FakeSpec
+from cudabench.entry import main  # the console script's: its SIGTERM handler too
 
 if __name__ == "__main__":  # workers are spawned: they import this file, and must not run it
     commands.engine_spec = lambda device: FakeSpec(device_index=device)

@@ -40,3 +40,34 @@ def test_ctrl_c_to_the_process_group_ends_with_one_line_and_no_traceback(tmp_pat
     assert "cudabench: interrupted" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert load_results(path).metadata["complete"] is False  # the rows so far are kept
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+def test_sigterm_stops_the_run_as_ctrl_c_does_and_says_so(tmp_path):
+    # a CI job cancelled (SIGTERM to its process group) ended with exit 143 and not a
+    # word: not where the rows measured so far went
+    path = tmp_path / "r.json"
+    path.write_text("{}", encoding="utf-8")  # an existing file: the rows stream beside it
+    partial = tmp_path / "r.json.partial"
+    process = subprocess.Popen(
+        [sys.executable, str(FAKE_CLI), "matmul", "--size", "64..4096:x2", "--variant",
+         "naive", "--no-vendor", "--json", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            if partial.exists() and load_results(partial).benchmarks:
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, "the run ended before it could be stopped"
+        os.killpg(process.pid, signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 143, stderr
+    said = " ".join(stderr.split())
+    assert "cudabench: terminated (SIGTERM)" in said and "Traceback" not in said, stderr
+    assert f"of its rows are in {partial}" in said
+    assert path.read_text(encoding="utf-8") == "{}"

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from cudabench.errors import CudabenchError, ExitCode
+from cudabench.errors import CudabenchError, ExitCode, stopped_code, stopped_text
 
 TRACEBACK_FLAG = "--traceback"
 GROUP_FLAGS = (TRACEBACK_FLAG, "--wide")  # the group's flags, given before or after a command
@@ -62,9 +62,9 @@ class BoundaryGroup(click.Group):
             code = super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
-        except KeyboardInterrupt:
-            print_error("cudabench: interrupted")
-            code = ExitCode.INTERRUPTED
+        except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (entry.py)
+            print_error(f"cudabench: {stopped_text(stop)}")
+            code = stopped_code(stop)
         except CudabenchError as exc:
             if ctx.params.get("traceback"):
                 traceback_module.print_exc()

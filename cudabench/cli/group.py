@@ -169,6 +169,7 @@ def cli(ctx: click.Context, traceback: bool, wide: bool) -> None:
            (TIMEOUT) or is faster than the GPU allows (SUSPECT)
       4    internal error: re-run with --traceback and report it
       130  interrupted (Ctrl-C)
+      143  terminated (SIGTERM: a CI job cancelled), stopped as Ctrl-C stops it
     """
     from cudabench.render.fit import ask_wide  # text only: no Rich, nothing heavy
 
