@@ -90,7 +90,7 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
     if not 0 < threshold < MAX_THRESHOLD:
         raise UsageError(f"--threshold {threshold!r}: must be above 0 and below {MAX_THRESHOLD}")
     if not 0 < alpha < 1:
-        raise UsageError(f"alpha {alpha!r}: must be between 0 and 1")
+        raise UsageError(f"--alpha {alpha!r}: must be between 0 and 1 (exclusive)")
     models = _models(baseline), _models(current)
     if (models[0] and models[1] and not models[0] & models[1]) and not allow_different_gpu:
         raise UsageError(
