@@ -249,19 +249,12 @@ def _check_outputs(config: pytest.Config, rows: SessionRows) -> None:
     or one it would write over that is not what it claims: a --cudabench-json that names
     a test, a kernel or any file but a results file would be replaced by the rows."""
     from cudabench.common.outfiles import check_outputs
-    from cudabench.errors import CudabenchError, UsageError
     from cudabench.history.schema import precheck
-    from cudabench.results.loader import load_results
+    from cudabench.results.loader import check_replaceable
 
     check_outputs({"--cudabench-json": rows.json_path, "--cudabench-record": rows.record_db},
                   [path for path in (rows.baseline,) if path is not None])
-    if rows.json_path is not None and rows.json_path.exists():
-        try:
-            load_results(rows.json_path)
-        except CudabenchError:
-            raise UsageError(f"--cudabench-json {rows.json_path}: exists and is not a "
-                             "cudabench results file, which the session would write over; "
-                             "name a new file or an old results file") from None
+    check_replaceable(rows.json_path, "--cudabench-json")
     if rows.record_db is not None:  # an existing file must be a history store
         with _db_is("--record"):
             precheck(rows.record_db, create=True)

@@ -47,7 +47,9 @@ def test_sigterm_stops_the_run_as_ctrl_c_does_and_says_so(tmp_path):
     # a CI job cancelled (SIGTERM to its process group) ended with exit 143 and not a
     # word: not where the rows measured so far went
     path = tmp_path / "r.json"
-    path.write_text("{}", encoding="utf-8")  # an existing file: the rows stream beside it
+    old = (Path(__file__).parent / "data" / "compare" / "baseline.json").read_text(
+        encoding="utf-8")
+    path.write_text(old, encoding="utf-8")  # an existing results file: the rows go beside it
     partial = tmp_path / "r.json.partial"
     process = subprocess.Popen(
         [sys.executable, str(FAKE_CLI), "matmul", "--size", "64..4096:x2", "--variant",
@@ -70,4 +72,4 @@ def test_sigterm_stops_the_run_as_ctrl_c_does_and_says_so(tmp_path):
     said = " ".join(stderr.split())
     assert "cudabench: terminated (SIGTERM)" in said and "Traceback" not in said, stderr
     assert f"of its rows are in {partial}" in said
-    assert path.read_text(encoding="utf-8") == "{}"
+    assert path.read_text(encoding="utf-8") == old

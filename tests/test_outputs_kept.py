@@ -3,6 +3,7 @@ written over a file the command reads, by whatever path reaches it."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -14,14 +15,26 @@ QUICK = ("--warmup", "0", "--min-samples", "3", "--max-time", "0.01", "--no-vend
          "--no-batch")
 
 
+RESULTS = Path(__file__).parent / "data" / "compare" / "baseline.json"
+
+
 def existing(tmp_path: Path, *names: str) -> dict[Path, bytes]:
-    """Write each file with content of its own; return what each held."""
+    """Write each file with content of its own (a .json one a results file: a run refuses
+    to write over any other file); return what each held."""
     kept = {}
     for name in names:
         path = tmp_path / name
-        path.write_text(f"precious {name}\n", encoding="utf-8")
+        path.write_text(old_results(name) if name.endswith(".json") else f"precious {name}\n",
+                        encoding="utf-8")
         kept[path] = path.read_bytes()
     return kept
+
+
+def old_results(name: str) -> str:
+    """Return the text of a results file of an earlier run, marked with name."""
+    document = json.loads(RESULTS.read_text(encoding="utf-8"))
+    document["precious"] = name
+    return json.dumps(document)
 
 
 def unchanged(kept: dict[Path, bytes]) -> None:
@@ -154,10 +167,10 @@ def test_two_outputs_on_one_path_are_refused(use_fake, tmp_path):
 
 def test_a_results_file_is_replaced_whole_and_no_temporary_stays(use_fake, tmp_path):
     out = tmp_path / "x.json"
-    out.write_text("old\n", encoding="utf-8")
+    out.write_text(old_results("x.json"), encoding="utf-8")
     result = invoke("matmul", "--size", "64", *QUICK, "--json", out)
     assert result.exit_code == 0, result.output
-    assert out.read_text(encoding="utf-8").startswith("{")
+    assert "precious" not in out.read_text(encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
 
 
@@ -209,16 +222,16 @@ def test_a_stopped_run_s_partial_rows_are_never_written_over(use_fake, tmp_path)
     # The stopped run said its rows are in old.json.partial: the next run to old.json must
     # not stream over them (and then delete them) before anything is measured.
     old = tmp_path / "old.json"
-    old.write_text("old\n", encoding="utf-8")
+    old.write_text(old_results("old.json"), encoding="utf-8")
     (tmp_path / "old.json.partial").write_text("a stopped run's rows\n", encoding="utf-8")
     done = invoke("matmul", "--size", "64", *QUICK, "--json", old)
     assert done.exit_code == 2
     assert "old.json.partial holds the rows of a run that stopped; move it away" in done.stderr
-    assert old.read_text(encoding="utf-8") == "old\n"
+    assert old.read_text(encoding="utf-8") == old_results("old.json")
     assert (tmp_path / "old.json.partial").read_text(encoding="utf-8") == "a stopped run's rows\n"
     (tmp_path / "old.json.partial").unlink()
     assert invoke("matmul", "--size", "64", *QUICK, "--json", old).exit_code == 0
-    assert old.read_text(encoding="utf-8").startswith("{")
+    assert "precious" not in old.read_text(encoding="utf-8")
     assert not (tmp_path / "old.json.partial").exists()
 
 
@@ -304,14 +317,28 @@ def test_ctrl_c_while_a_row_streams_keeps_the_row(use_fake, tmp_path, monkeypatc
 
     monkeypatch.setattr(writer_module, "replacing", interrupted_once)
     out = tmp_path / "r.json"
-    out.write_text("{}", encoding="utf-8")  # an existing file: the rows go beside it
+    out.write_text(old_results("r.json"), encoding="utf-8")  # the rows go beside it
     result = invoke("matmul", "--size", "64,96", "--variant", "tiled", *QUICK, "--json", out)
     assert result.exit_code == 130, result.output
     said = " ".join(result.stderr.split())
     assert "None" not in said and "could not be written" not in said, said
     assert "the run stopped: 2 of its rows are in" in said
     assert len(load_results(tmp_path / "r.json.partial").benchmarks) == 2
-    assert out.read_text(encoding="utf-8") == "{}"
+    assert out.read_text(encoding="utf-8") == old_results("r.json")
+
+
+def test_a_file_that_is_no_results_file_is_not_written_over(use_fake, tmp_path):
+    # --json notes.txt (or the history store) was replaced by the run's rows
+    notes = tmp_path / "notes.txt"
+    notes.write_text("important notes\n", encoding="utf-8")
+    done = invoke("matmul", "--size", "64", *QUICK, "--json", notes)
+    assert done.exit_code == 2
+    assert f"--json {notes}: exists and is not a cudabench results file" in " ".join(
+        done.stderr.split())
+    assert notes.read_text(encoding="utf-8") == "important notes\n"
+    empty = tmp_path / "empty.json"
+    empty.touch()  # mktemp's: taken
+    assert invoke("matmul", "--size", "64", *QUICK, "--json", empty).exit_code == 0
 
 
 def test_a_results_file_that_cannot_be_written_at_the_end_still_shows_the_tables(

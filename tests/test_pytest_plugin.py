@@ -115,6 +115,7 @@ def test_a_baseline_benchmark_the_session_did_not_run_fails_it(project, monkeypa
     use(monkeypatch, FakeSpec())
     project.runpytest("-k", "tiled or 32-TILE", "--cudabench-json", "base.json"
                       ).assert_outcomes(passed=3, deselected=2)
+    use(monkeypatch, FakeSpec(seed=1))  # a new run: other samples than the baseline's
     fewer = project.runpytest("-k", "tiled", "--cudabench-compare", "base.json")
     assert fewer.ret == pytest.ExitCode.TESTS_FAILED
     fewer.stdout.fnmatch_lines(["*the session fails: a regression against base.json*"])

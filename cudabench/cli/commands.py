@@ -25,23 +25,24 @@ from cudabench.cli.options import (
     with_flush,
 )
 from cudabench.cli.suite import find_config, load_suite
-from cudabench.errors import CudabenchError, ExitCode, ResultsNotWritten, UsageError
-from cudabench.measure import memory
-from cudabench.runner.devices import Slot, choose, visible_entries
-from cudabench.engines.protocol import EngineSpec
-from cudabench.engines.pycuda_engine import PycudaSpec
-from cudabench.engines.visibility import refuse_launch_blocking
-from cudabench.runner.pipeline import count_rows, run_plans
-from cudabench.planning.plan import Plan, Request, make_plan
-from cudabench.runner.starting import discard_prestarted, keep_across_commands, prestart
-from cudabench.runner.workers import discard_kept, finish_closing
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.common.units import params_text, shape_text
+from cudabench.engines.protocol import EngineSpec
+from cudabench.engines.pycuda_engine import PycudaSpec
+from cudabench.engines.visibility import refuse_launch_blocking
+from cudabench.errors import CudabenchError, ExitCode, ResultsNotWritten, UsageError
+from cudabench.measure import memory
+from cudabench.planning.plan import Plan, Request, make_plan
 from cudabench.render import terminal
 from cudabench.results import BenchmarkResult, RunOutcome
+from cudabench.results.loader import check_replaceable
 from cudabench.results.rounds import pool_all, pooling
 from cudabench.results.writer import ResultsWriter
+from cudabench.runner.devices import Slot, choose, visible_entries
+from cudabench.runner.pipeline import count_rows, run_plans
+from cudabench.runner.starting import discard_prestarted, keep_across_commands, prestart
+from cudabench.runner.workers import discard_kept, finish_closing
 
 if TYPE_CHECKING:  # Ray's glue is imported by a --cluster run alone
     from cudabench.analysis.time_profile import TimeProfile
@@ -81,6 +82,7 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         plans = plans_of(requests)
         # the outputs a run would refuse (a folder, an input, no write access): refused now
         check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
+        check_replaceable(outputs.json_path, "--json")
         code = show_plan(plans, arch)
         unwritten = [flag for flag, given in (
             ("--json", outputs.json_path), ("--markdown", outputs.markdown_path),
@@ -210,6 +212,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
         check_memory(plans, slots or [one_slot(device)])
     # An unwritable path, or one that reaches an input, fails now, not after the run.
     check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
+    check_replaceable(outputs.json_path, "--json")  # notes.txt, a store: not written over
     # not a store, a newer one: say so now (an empty file becomes one when recorded)
     if outputs.record and outputs.db.exists() and outputs.db.stat().st_size > 0:
         from cudabench.history.store import Store

@@ -8,7 +8,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from cudabench.errors import ResultsFileError
+from cudabench.errors import CudabenchError, ResultsFileError, UsageError
 from cudabench.results.codec import (
     FILE_KIND,
     Checker,
@@ -17,7 +17,6 @@ from cudabench.results.codec import (
 )
 from cudabench.results.migrations import READABLE_VERSIONS, MigrationError, migrate
 from cudabench.results.model import ResultsFile
-
 
 GZIP_MAGIC = b"\x1f\x8b"  # a gzip stream's first bytes: docs/data keeps large files so
 
@@ -100,3 +99,16 @@ def load_results(path: Path | str) -> ResultsFile:
     metadata = {k: v for k, v in data.items() if k not in ("devices", "benchmarks")}
     return ResultsFile(str(path), metadata, devices, tuple(benchmarks),
                        schema_version=int(original["schema_version"]))
+
+
+def check_replaceable(path: Path | None, flag: str) -> None:
+    """Refuse an output results file that exists and is not one: the run would write over
+    it (notes, a kernel, a history store named by mistake). An empty file is taken."""
+    if path is None or not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        load_results(path)
+    except CudabenchError:
+        raise UsageError(f"{flag} {path}: exists and is not a cudabench results file, which "
+                         "the run would write over; name a new file or an old results "
+                         "file") from None
