@@ -321,6 +321,17 @@ def test_missing_kernels_dir_is_a_usage_error(tmp_path):
         discover([missing])
 
 
+def test_a_kernels_dir_with_no_kernel_is_a_usage_error(tmp_path):
+    # an empty folder, or kernels two levels down, ran the built-in variants without a word
+    deep = tmp_path / "a" / "b" / "c"
+    write_kernel(deep, "mine", MATMUL_HEADER)
+    for folder in (tmp_path / "a", deep.parent.parent):
+        with pytest.raises(UsageError, match=re.escape(f"--kernels-dir {folder}: holds no "
+                                                       "kernel")):
+            discover([folder])
+    assert "mine" in discover([deep.parent])["matmul"]  # one level down: found
+
+
 def test_kernels_dir_that_is_a_file_is_a_usage_error(tmp_path):
     path = write_kernel(tmp_path, "mine", MATMUL_HEADER)
     with pytest.raises(UsageError, match="--kernels-dir"):

@@ -59,6 +59,12 @@ def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
     folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
     check_folders(folders)
+    for folder in folders[1:]:
+        if not any(folder.glob("*.cu")) and not any(folder.glob("*/*.cu")) \
+                and not any(folder.glob("*.py")):
+            # a folder given by mistake, or kernels two levels down: said, not ignored
+            raise UsageError(f"--kernels-dir {folder}: holds no kernel (a .cu file in it or "
+                             "in a folder one level down) and no op file (.py)")
     ops = load_ops(folders[1:])
     catalog: Catalog = {op: {} for op in ops}
     seen: set[Path] = set()
