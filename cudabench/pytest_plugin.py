@@ -404,6 +404,9 @@ class Bench:
         # pytest.fail and skip are called outside the except blocks: inside one, pytest
         # prints the error it handled before the one-line message, then the message again.
         failure = gpu_reason = None
+        if not isinstance(check, bool):  # "no" or 0 is not False: bool("no") checked
+            pytest.fail(f"cudabench: error: check {check!r}: expected True or False",
+                        pytrace=False)
         try:
             results = run(op, **options)
         except GpuEnvironmentError as exc:  # this request's GPU: missing, lost, not usable

@@ -444,6 +444,17 @@ def test_c(cudabench):
     done.stdout.fnmatch_lines(["SKIPPED [[]1[]] test_gpu_choice.py:*: cudabench: no usable GPU: *"])
 
 
+def test_check_takes_true_or_false_only(pytester, monkeypatch):
+    pytester.makepyfile(test_check="""
+def test_x(cudabench):
+    cudabench.run("matmul", variants=["naive"], size=32, vendor=False, check="no")
+""")
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest()
+    done.assert_outcomes(failed=1)
+    done.stdout.fnmatch_lines(["*cudabench: error: check 'no': expected True or False*"])
+
+
 def test_a_test_s_mistake_is_said_once_without_the_error_behind_it(pytester, monkeypatch):
     # pytest.fail inside the except block printed the handled error, "During handling of
     # the above exception, another exception occurred", then the message again
