@@ -84,7 +84,11 @@ def test_verification_failure_exits_3(tmp_path):
     assert "FAIL" in result.output and "tiled" in result.output  # the others still shown
 
 
-def test_ctrl_c_midway_leaves_a_valid_partial_file(tmp_path):
+# SIGTERM: a CI job cancelled, which stops the run as Ctrl-C does (exit 143)
+@pytest.mark.parametrize(("stop", "code", "said"), [
+    (signal.SIGINT, 130, "cudabench: interrupted"),
+    (signal.SIGTERM, 143, "cudabench: terminated (SIGTERM)")])
+def test_ctrl_c_midway_leaves_a_valid_partial_file(tmp_path, stop, code, said):
     suite = tmp_path / "cudabench.toml"
     suite.write_text("[timing]\nmax_time = 1.0\nmin_samples = 2000\n"
                      + "".join(f'[[benchmark]]\nop = "matmul"\nsize = "{n}"\n'
@@ -98,10 +102,10 @@ def test_ctrl_c_midway_leaves_a_valid_partial_file(tmp_path):
         if path.exists() and load_results(path).benchmarks:
             break
         time.sleep(0.1)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130, stderr
-    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert process.returncode == code, stderr
+    assert said in stderr and "Traceback" not in stderr
     partial = load_results(path)
     assert partial.metadata["complete"] is False
     # 4 sizes x (6 variants + cuBLAS) were asked for: naive, tiled, tiled_conflict,
