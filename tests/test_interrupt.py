@@ -1,4 +1,5 @@
-"""Ctrl-C in a terminal: SIGINT reaches the whole process group, the GPU worker included."""
+"""Ctrl-C in a terminal: SIGINT reaches the whole process group, the GPU worker included;
+and SIGTERM, a CI job cancelled, stops the run the same way."""
 
 from __future__ import annotations
 
@@ -14,35 +15,42 @@ import pytest
 from cudabench.results import load_results
 
 FAKE_CLI = Path(__file__).parent / "fake_cli.py"
+pytestmark = pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
 
 
-@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
-def test_ctrl_c_to_the_process_group_ends_with_one_line_and_no_traceback(tmp_path):
-    path = tmp_path / "r.json"
+def stopped_midway(tmp_path: Path, stop: signal.Signals, streams_to: Path
+                   ) -> tuple[int, str]:
+    """Run a long sweep to tmp_path/r.json, send stop to its process group once a row is
+    in streams_to; return its exit code and stderr."""
     process = subprocess.Popen(
         [sys.executable, str(FAKE_CLI), "matmul", "--size", "64..4096:x2", "--variant",
-         "naive", "--no-vendor", "--json", str(path)],
+         "naive", "--no-vendor", "--json", str(tmp_path / "r.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         cwd=tmp_path)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and process.poll() is None:
-            if path.exists() and load_results(path).benchmarks:
+            if streams_to.exists() and load_results(streams_to).benchmarks:
                 break
             time.sleep(0.05)
-        assert process.poll() is None, "the run ended before it could be interrupted"
-        os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        assert process.poll() is None, "the run ended before it could be stopped"
+        os.killpg(process.pid, stop)  # SIGINT: what a terminal's Ctrl-C does
         _, stderr = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == 130, stderr
+    return process.returncode, stderr
+
+
+def test_ctrl_c_to_the_process_group_ends_with_one_line_and_no_traceback(tmp_path):
+    path = tmp_path / "r.json"
+    code, stderr = stopped_midway(tmp_path, signal.SIGINT, path)
+    assert code == 130, stderr
     assert "cudabench: interrupted" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert load_results(path).metadata["complete"] is False  # the rows so far are kept
 
 
-@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
 def test_sigterm_stops_the_run_as_ctrl_c_does_and_says_so(tmp_path):
     # a CI job cancelled (SIGTERM to its process group) ended with exit 143 and not a
     # word: not where the rows measured so far went
@@ -51,24 +59,8 @@ def test_sigterm_stops_the_run_as_ctrl_c_does_and_says_so(tmp_path):
         encoding="utf-8")
     path.write_text(old, encoding="utf-8")  # an existing results file: the rows go beside it
     partial = tmp_path / "r.json.partial"
-    process = subprocess.Popen(
-        [sys.executable, str(FAKE_CLI), "matmul", "--size", "64..4096:x2", "--variant",
-         "naive", "--no-vendor", "--json", str(path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and process.poll() is None:
-            if partial.exists() and load_results(partial).benchmarks:
-                break
-            time.sleep(0.05)
-        assert process.poll() is None, "the run ended before it could be stopped"
-        os.killpg(process.pid, signal.SIGTERM)
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == 143, stderr
+    code, stderr = stopped_midway(tmp_path, signal.SIGTERM, partial)
+    assert code == 143, stderr
     said = " ".join(stderr.split())
     assert "cudabench: terminated (SIGTERM)" in said and "Traceback" not in said, stderr
     assert f"of its rows are in {partial}" in said
