@@ -341,6 +341,18 @@ def test_a_file_that_is_no_results_file_is_not_written_over(use_fake, tmp_path):
     assert invoke("matmul", "--size", "64", *QUICK, "--json", empty).exit_code == 0
 
 
+def test_an_output_named_as_the_results_stream_is_refused(use_fake, tmp_path):
+    # the markdown at r.json.partial made the next run refuse r.json: "the rows of a run
+    # that stopped"
+    existing(tmp_path, "r.json")
+    done = invoke("matmul", "--size", "64", *QUICK, "--json", tmp_path / "r.json",
+                  "--markdown", tmp_path / "r.json.partial")
+    assert done.exit_code == 2
+    assert "--markdown" in done.stderr and "is where --json's rows stream" in " ".join(
+        done.stderr.split())
+    assert not (tmp_path / "r.json.partial").exists()
+
+
 def test_a_results_file_that_cannot_be_written_at_the_end_still_shows_the_tables(
         use_fake, tmp_path, monkeypatch):
     # a full disk at the final write exited 2 before any table: the run's numbers went

@@ -83,6 +83,7 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         # the outputs a run would refuse (a folder, an input, no write access): refused now
         check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
         check_replaceable(outputs.json_path, "--json")
+        refuse_the_stream(outputs)
         code = show_plan(plans, arch)
         unwritten = [flag for flag, given in (
             ("--json", outputs.json_path), ("--markdown", outputs.markdown_path),
@@ -108,6 +109,21 @@ def output_paths(outputs: Outputs) -> dict[str, Path | None]:
     return {"--json": outputs.json_path, "--markdown": outputs.markdown_path,
             "--csv": outputs.csv_path, "--best-out": outputs.best_out,
             "--db": outputs.db if outputs.record else None}
+
+
+def refuse_the_stream(outputs: Outputs) -> None:
+    """Refuse another output named as --json's PATH.partial, where the rows stream while
+    PATH exists: it would be taken, next run, for the rows of a run that stopped."""
+    if outputs.json_path is None:
+        return
+    from cudabench.common.outfiles import target
+    from cudabench.results.writer import PARTIAL
+
+    stream = target(outputs.json_path.with_name(outputs.json_path.name + PARTIAL))
+    for flag, path in output_paths(outputs).items():
+        if flag != "--json" and path is not None and target(path) == stream:
+            raise UsageError(f"{flag} {path}: is where --json's rows stream while "
+                             f"{outputs.json_path} exists; name another file")
 
 
 def check_placement(placement: Placement) -> None:
@@ -213,6 +229,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     # An unwritable path, or one that reaches an input, fails now, not after the run.
     check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
     check_replaceable(outputs.json_path, "--json")  # notes.txt, a store: not written over
+    refuse_the_stream(outputs)
     # not a store, a newer one: say so now (an empty file becomes one when recorded)
     if outputs.record and outputs.db.exists() and outputs.db.stat().st_size > 0:
         from cudabench.history.store import Store
