@@ -143,6 +143,7 @@ def test_replicate_runs_every_benchmark_on_every_gpu_and_shows_the_spread(
     # A replicated run compares with a one-GPU baseline of the same model: every GPU's
     # row pairs with the baseline's.
     base = tmp_path / "base.json"
+    use_fake(device_count=2, seed=1)  # another run: samples of its own
     assert invoke("run", suite, "--json", base, "--no-batch").exit_code == 0
     comparison = compare(load_results(base), loaded, 0.5)
     assert not comparison.added and not comparison.removed
@@ -255,6 +256,7 @@ def test_compare_pairs_by_gpu_model_and_reports_a_model_the_baseline_lacks(
     base, mixed = tmp_path / "base.json", tmp_path / "mixed.json"
     args = ["dot", "--size", "1000", *QUICK, "--no-vendor"]
     assert invoke(*args, "--json", base).exit_code == 0
+    use_fake(device_count=2, seed=1)  # another run: samples of its own
     assert invoke(*args, "--devices", "all", "--replicate", "--json", mixed).exit_code == 0
     raw = json.loads(mixed.read_text())
     raw["devices"][1]["name"] = "another GPU model"

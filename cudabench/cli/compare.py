@@ -134,12 +134,6 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
     if not after.benchmarks:
         raise UsageError(f"{after.path}: holds no benchmarks (its run measured nothing): "
                          "there is nothing to judge")
-    copied = copied_row(before, after)
-    if copied is not None:
-        raise UsageError(f"{after.path}: {benchmark_text(copied)} holds the raw samples of "
-                         f"{before.path}'s row, to the last bit: a new run never repeats "
-                         "them, so the row was copied from the baseline; the current file "
-                         "must come from a new run")
     store_path = db or DEFAULT_STORE
     with contextlib.ExitStack() as stack:
         threshold_for = None
@@ -154,6 +148,12 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
                                            max(len(old.samples_s), 1), alpha)
         comparison = compare(before, after, limit, alpha, allow_different_gpu,
                              threshold_for, power_for, allow_missing)
+    copied = copied_row(before, after)  # after compare's checks of each file on its own
+    if copied is not None:
+        raise UsageError(f"{after.path}: {benchmark_text(copied)} holds the raw samples of "
+                         f"{before.path}'s row, to the last bit: a new run never repeats "
+                         "them, so the row was copied from the baseline; the current file "
+                         "must come from a new run")
     refuse_nothing_judged(comparison)
     return comparison
 
