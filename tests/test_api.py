@@ -149,6 +149,7 @@ def test_writeback_is_asked_for_as_the_flag_is(use_fake, tmp_path):
     # given as "no" was taken as True
     ({"size": ""}, "^size '': expected an integer or text"),
     ({"size": [64, " "]}, "^size ' ': expected an integer or text"),
+    ({"size": "64,"}, r"^size '64,': cannot read ''; sizes look like .*256..8192:x2$"),
     ({"hot": "no"}, "^hot 'no': expected True or False"),
     ({"vendor": 0}, "^vendor 0: expected True or False"),
     ({"batch": "no"}, "^batch 'no': expected True or False"),

@@ -23,7 +23,9 @@ def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
         yield
     except CudabenchError as exc:
         text = str(exc)
-        named = _FLAG.sub(lambda flag: arguments.get(flag.group(), flag.group()), text)
+        # a Python caller has no --help to see: the docstrings and docs/python.md
+        named = _FLAG.sub(lambda flag: arguments.get(flag.group(), flag.group()),
+                          text.replace(" (see --help)", ""))
         if named == text:
             raise
         exc.args = (named,)  # the same error, in Python's terms: its type and fields kept
