@@ -263,7 +263,7 @@ def test_missing_cuda_bindings_say_how_to_install_them(monkeypatch):
     monkeypatch.setattr(cuda_driver.importlib, "import_module", without_bindings)
     with pytest.raises(TensorMapUnavailable) as caught:
         cuda_driver.load_bindings()
-    assert "pip install 'cudabench[tma]'" in str(caught.value)
+    assert "pip install 'cuda-bindings>=12.4' (cudabench's `tma` extra)" in str(caught.value)
     assert "No module named 'cuda.bindings.driver'" in str(caught.value)
 
 

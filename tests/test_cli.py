@@ -156,13 +156,13 @@ def test_valid_run_without_pycuda_says_how_to_install_it(no_pycuda):
     # The GPU worker is a process of its own, which the fixture does not reach: it finds
     # this machine's driver, or that there is none.
     if DRIVER_HERE:
-        assert_one_line_error(result, "PyCUDA is not installed", "pip install 'cudabench[gpu]'")
+        assert_one_line_error(result, "PyCUDA is not installed", "pip install 'pycuda>=2024.1' 'nvidia-ml-py>=12'")
     else:
         assert_one_line_error(result, "no NVIDIA driver on this machine", "--dry-run")
 
 
 def test_info_without_pycuda_says_how_to_install_it(no_pycuda):
-    assert_one_line_error(invoke("info"), "PyCUDA is not installed", "cudabench[gpu]")
+    assert_one_line_error(invoke("info"), "PyCUDA is not installed", "`gpu` extra")
 
 
 def test_a_machine_without_a_driver_is_told_what_works_without_a_gpu(no_pycuda, monkeypatch):

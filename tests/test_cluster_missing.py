@@ -19,5 +19,5 @@ def test_without_ray_the_error_says_how_to_install_it(use_fake, monkeypatch):
     assert done.exit_code == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert "Ray is not installed" in lines[0] and "cudabench[ray]" in lines[0]
+    assert "Ray is not installed" in lines[0] and "pip install 'ray>=2.9'" in lines[0]
 

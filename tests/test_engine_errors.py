@@ -29,7 +29,8 @@ def driver(init_error: Exception | None = None, count: int = 1):
 
 @pytest.mark.parametrize(("importer", "says"), [
     (fake_import(error=ModuleNotFoundError("No module named 'pycuda'", name="pycuda")),
-     "PyCUDA is not installed: install it with `pip install 'cudabench[gpu]'`"),
+     "PyCUDA is not installed: install it with `pip install 'pycuda>=2024.1' "
+     "'nvidia-ml-py>=12' (cudabench's `gpu` extra)`"),
     (fake_import(error=ImportError("libcuda.so.1: cannot open shared object file",
                                    name="pycuda._driver")),
      "the NVIDIA CUDA driver library is missing"),

@@ -106,7 +106,7 @@ def test_missing_nvcc_says_where_it_looked_and_how_to_fix_it(bare):
     build = nvcc.compile_ptx(a_variant(), {"TILE": 16})
     assert (build.returncode, build.output) == (127, message)
     hint = nvcc.pycuda_install_hint()
-    assert "pip install 'cudabench[gpu]'" in hint and "CUDA_ROOT=/path/to/cuda" in hint
+    assert "pip install 'pycuda>=2024.1'" in hint and "CUDA_ROOT=/path/to/cuda" in hint
     assert "nvcc was not found" in hint and "\n" not in hint
 
 

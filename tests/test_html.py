@@ -203,7 +203,7 @@ def test_without_matplotlib_the_page_says_so(files, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     page = html_render.report_html(files, "no plots")
     assert "<svg" not in page
-    assert "plotting needs matplotlib: pip install &#x27;cudabench[plot]&#x27;" in page
+    assert "plotting needs matplotlib: pip install &#x27;matplotlib&gt;=3.7&#x27;" in page
     assert "vs cuBLAS" in page
 
 

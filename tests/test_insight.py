@@ -59,7 +59,7 @@ def test_no_vendor_routine_is_a_skip_row_that_says_so(use_fake, tmp_path, args, 
 def test_without_cupy_the_vendor_row_says_how_to_get_it_and_the_run_passes(use_fake, tmp_path):
     use_fake(vendor_missing=True)
     done, results = run_json(tmp_path, "matmul", "--size", "40")
-    assert "cudabench[vendor]" in (rows(results)["cuBLAS"].skipped or "")
+    assert "pip install 'cupy-cuda13x>=13'" in (rows(results)["cuBLAS"].skipped or "")
     assert "--no-vendor" in done.stdout
 
 

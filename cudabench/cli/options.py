@@ -130,7 +130,7 @@ def placement_options(function: F) -> F:
         click.option("--cluster", default=None, metavar="ray|ray://HOST:PORT",
                      help="Run each benchmark as a Ray task on one GPU of a Ray cluster: a "
                      "local one (or RAY_ADDRESS's), or the one at ray://HOST:PORT "
-                     "(pip install 'cudabench[ray]')."),
+                     "(Ray: the `ray` extra, pip install ray)."),
         click.option("--keep-workers", "keep_workers", default=None, metavar="SECONDS",
                      type=click.FloatRange(min=0, max=86400),
                      help="Keep each GPU's worker (its process, CUDA context and CuPy) for "
@@ -295,8 +295,8 @@ def tune_options() -> list[Callable[[F], F]]:
         click.option("--strategy", type=click.Choice(["brute", "random", "bayes"]),
                      default=None, help="With --best: search every allowed configuration "
                      "(parameters without -p range over their header's allowed values) by "
-                     "brute force, random sampling, or Optuna's TPE (bayes: pip install "
-                     "'cudabench[tune]'); --seed seeds it. Default brute when --budget is "
+                     "brute force, random sampling, or Optuna's TPE (bayes: the `tune` extra, "
+                     "pip install optuna); --seed seeds it. Default brute when --budget is "
                      "given."),
         click.option("--budget", default=None, metavar="N|TIME|N,TIME",
                      help="With --best: per variant and size (each search), evaluate at "

@@ -25,6 +25,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from cudabench.common.extras import install_hint
 from cudabench.errors import GpuEnvironmentError
 from cudabench.engines.tensormaps import (
     DATA_TYPES,
@@ -33,8 +34,8 @@ from cudabench.engines.tensormaps import (
     TensorMapUnavailable,
 )
 
-INSTALL_HINT = ("pip install 'cudabench[tma]' (CUDA Python's driver bindings, the package "
-                "cuda-bindings; with a CUDA 12 driver: pip install 'cuda-bindings>=12.4,<13')")
+INSTALL_HINT = (f"{install_hint('tma')}: CUDA Python's driver bindings (with a CUDA 12 "
+                "driver: pip install 'cuda-bindings>=12.4,<13')")
 MAX_PARAMS = 8192  # more than a kernel's 32 KiB of parameters can hold
 SWIZZLE = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
 L2_PROMOTION = {0: "NONE", 64: "L2_64B", 128: "L2_128B", 256: "L2_256B"}

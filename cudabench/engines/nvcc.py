@@ -126,9 +126,11 @@ def first_error_line(output: str) -> str:
 
 def pycuda_install_hint() -> str:
     """How to install PyCUDA (one line), with what is wrong with nvcc now, if anything."""
-    hint = ("install it with `pip install 'cudabench[gpu]'` (PyCUDA builds against the CUDA "
+    from cudabench.common.extras import install_hint
+
+    hint = (f"install it with `{install_hint('gpu')}` (PyCUDA builds against the CUDA "
             "toolkit of the nvcc on PATH; where nvcc is a wrapper or the toolkit is not in "
-            "/usr/local/cuda: `CUDA_ROOT=/path/to/cuda pip install 'cudabench[gpu]'`)")
+            "/usr/local/cuda: `CUDA_ROOT=/path/to/cuda pip install pycuda`)")
     problem = nvcc_problem()
     return hint if problem is None else f"{hint}; and now {problem}"
 

@@ -1,6 +1,6 @@
 """cuBLAS routines for the built-in ops, through CuPy's thin cuBLAS bindings (optional).
 
-CuPy (`pip install 'cudabench[vendor]'`) is imported only when a call is bound, on the GPU
+CuPy (the `vendor` extra) is imported only when a call is bound, on the GPU
 worker: the engine's context is current then, so cuBLAS runs in it, on the legacy default
 stream that the engine's events are recorded on. Each bound call owns a cuBLAS handle made
 before timing. The compute type is pinned (CUBLAS_COMPUTE_32F: no TF32 for float32) and
@@ -21,10 +21,11 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
+from cudabench.common.extras import install_hint
 from cudabench.ops.vendor import Run, Shape, VendorCall, VendorUnavailable
 
-INSTALL_HINT = ("CuPy is not installed: `pip install 'cudabench[vendor]'` (or cupy-cuda12x/"
-                "cupy-cuda13x for your CUDA) for cuBLAS rows, or pass --no-vendor")
+INSTALL_HINT = (f"CuPy is not installed: `{install_hint('vendor')}` (with CUDA 12: "
+                "cupy-cuda12x) for cuBLAS rows, or pass --no-vendor")
 CUDA_R = {"float16": 2, "float32": 0, "float64": 1}  # cudaDataType_t
 COMPUTE = {"float32": 68, "float64": 70}  # CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_64F
 COMPUTE_NAMES = {68: "CUBLAS_COMPUTE_32F", 70: "CUBLAS_COMPUTE_64F"}

@@ -41,7 +41,7 @@ def validate(document: Mapping[str, Any]) -> None:
         import jsonschema
     except ImportError:
         raise UsageError(
-            "validating results files needs jsonschema: pip install 'cudabench[test]'"
+            "validating results files needs jsonschema: pip install 'jsonschema>=4.18'"
         ) from None
     schema = load_schema()
     validator = jsonschema.Draft202012Validator(schema)

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cudabench.common.extras import install_hint
 from cudabench.errors import UsageError
 from cudabench.runner.devices import BLAS_THREAD_VARIABLES
 from cudabench.engines.protocol import EngineSpec
@@ -49,7 +50,7 @@ from cudabench.runner.sources import bundle, digest_of
 from cudabench.common.relocation import ENVIRONMENT_VARIABLE
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
-INSTALL_HINT = "pip install 'cudabench[ray]'"
+INSTALL_HINT = install_hint("ray")
 TASK_RETRIES = 1  # a benchmark whose actor was lost runs once more; an actor may fail to start once
 WAIT_S = 1.0  # how often the driver wakes while tasks run (so Ctrl-C gets through)
 CLOSE_WAIT_S = 15.0  # how long an actor gets to release its GPU at the end

@@ -12,11 +12,12 @@ import importlib
 import random
 from typing import Any, Protocol
 
+from cudabench.common.extras import install_hint
 from cudabench.errors import UsageError
 from cudabench.tuning.space import Space
 
 STRATEGIES = ("brute", "random", "bayes")
-INSTALL_HINT = "pip install 'cudabench[tune]'"
+INSTALL_HINT = install_hint("tune")
 MISSES = 32  # TPE proposals that are invalid or already asked before a random pick instead
 
 

@@ -1,7 +1,7 @@
 """Figures of saved results: throughput against problem size, the roofline, and a
 comparison's changes.
 
-matplotlib is optional (`pip install 'cudabench[plot]'`) and imported only when a figure is
+matplotlib is optional (the `plot` extra) and imported only when a figure is
 made. Figures are drawn on the Agg canvas directly, never through pyplot: no display, and no
 change to the backend of a process that imported us (a notebook, say). One module per
 figure: style (colours, markers, legends, axes shared by all), throughput, roofline,

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cudabench.common.extras import install_hint
 from cudabench.common.units import params_text
 from cudabench.errors import UsageError
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure, SubFigure
 
 
-HINT = "plotting needs matplotlib: pip install 'cudabench[plot]'"
+HINT = f"plotting needs matplotlib: {install_hint('plot')}"
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf", ".jpg": "jpg", ".jpeg": "jpg"}
 KINDS = ("throughput", "roofline", "both")
 # Only rows whose time is believed are drawn: a failed or SUSPECT kernel's speed means nothing.
