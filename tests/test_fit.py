@@ -58,6 +58,19 @@ def test_the_most_important_columns_are_kept_first():
     assert fit(columns, sweep, None).left_out == ()  # no terminal: everything
 
 
+def test_the_gpu_that_tells_rows_of_one_name_apart_is_kept_next_to_the_name():
+    # history show of a store shared by two models, at 80 columns, left the GPU out:
+    # transpose/naive twice, 1.136 ms and 967.5 us, and nothing said which card was which
+    columns = ["benchmark", "latest", "change", "runs", "GPU", "band", "commits"]
+    rows = [[f"transpose/naive TILE=32 8192x{n} float32", "1.136 ms", "+1.0%", "3",
+             gpu, "1.1-1.2 ms", "abcdef1..abcdef2"]
+            for n in (8192, 4096) for gpu in ("H100 80GB HBM3", "H200")]
+    fitted = fit(columns, rows, 56)
+    assert "GPU" not in fitted.left_out and "latest" in fitted.left_out  # before any number
+    one_model = [[*row[:4], "H100 80GB HBM3", *row[5:]] for row in rows[::2]]
+    assert "GPU" in fit(columns, one_model, 56).left_out  # it tells nothing apart there
+
+
 def test_params_that_tell_no_rows_apart_rank_after_the_numbers():
     # Each variant once, at its defaults: a long params cell must not push out vs cuBLAS.
     columns = ["variant", "params", "check", "median", "GFLOP/s", "vs cuBLAS", "vs naive"]

@@ -143,10 +143,18 @@ def _fit(columns: Sequence[str], rows: Sequence[Sequence[str]], needs: Sequence[
          width: int, rate: str) -> Fitted:
     """fit()'s choice for columns of the given widths."""
     named_once = len({row[0] for row in rows if row}) == len(rows)
+    gpu = columns.index("GPU") if "GPU" in columns else None
+    # Rows of one name on several GPU models (history show of a shared store): the GPU is
+    # what tells them apart, so it goes right after the name, before any number.
+    gpu_tells = gpu is not None and not named_once and any(
+        len({row[gpu] for row in rows if row and row[0] == name}) > 1
+        for name in {row[0] for row in rows if row})
 
     def priority(i: int) -> tuple[int, int]:
         if named_once and columns[i] in TELLING_APART:
             return len(PRIORITY) + 1, i  # after every column, named or not
+        if gpu_tells and i == gpu:
+            return -1, i
         return rank(columns[i], i, rate)
 
     order = sorted(range(len(columns)), key=lambda i: (i != 0, priority(i)))
