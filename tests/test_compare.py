@@ -751,6 +751,13 @@ def test_few_distinct_samples_may_repeat_in_a_new_run():
     telling = tuple(8.0e-6 + 32e-9 * i for i in range(20))
     assert copied_row(results("b.json", bench(telling)),
                       results("n.json", bench(telling[::-1]))) is not None
+    # a search's rows may be the tuning cache's, an earlier search's samples and all
+    searched = dataclasses.replace(results("s.json", bench(telling)), metadata={
+        "command": ["cudabench", "matmul", "--best", "--budget", "3"]})
+    assert copied_row(results("b.json", bench(telling)), searched) is None
+    uncached = dataclasses.replace(searched, metadata={"command": [
+        *searched.metadata["command"], "--no-tune-cache"]})
+    assert copied_row(results("b.json", bench(telling)), uncached) is not None
 
 
 def test_compare_command_flags(tmp_path):

@@ -1187,6 +1187,27 @@ def test_a_flush_changed_on_the_command_line_is_refused_too(tmp_path, words):
         result.stderr.split())
 
 
+def test_a_store_with_the_command_and_its_hot_form_judges_each_by_its_own_runs(tmp_path):
+    # the hot form's 3 newer runs made the cold command's file "nothing can be judged"
+    # ("followed the  L2 flush"), though its own 6 runs were there: a 1.5x slowdown
+    # passed as a refusal, exit 2, not 1
+    db = flat_history(tmp_path)  # the cold command's runs
+    hot = []
+    for seed in (200, 201, 202):
+        path = make_run(tmp_path, seed, name=f"hot{seed}")
+        document = json.loads(path.read_text(encoding="utf-8"))
+        document["command"] = [*document["command"], "--hot"]
+        for row in document["benchmarks"]:
+            row["hot"], row["l2_flush"] = True, ""
+        path.write_text(json.dumps(document), encoding="utf-8")
+        hot.append(path)
+    import_runs(db, hot)
+    slow = make_run(tmp_path, 100, factors={"tiled": 1.5}, name="current")
+    result = invoke("check", slow, "--db", db)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert verdicts(result.stdout)["tiled"] == "slower"
+
+
 def test_the_flush_options_are_what_a_command_key_loses_unflushed():
     from cudabench.history.records import command_key, unflushed_key
 

@@ -33,7 +33,7 @@ import collections
 import dataclasses
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict, ungated
@@ -239,21 +239,29 @@ def _refuse_other_settings(store: Store, current: ResultsFile, own: int | None) 
             settings.setdefault(r.device.name if r.device is not None else "",
                                 set()).add(r.l2_flush)
     # The command after another flush: --l2-flush memset or --hot on the command line
-    # made it another command, with no runs, and the refusal never came.
+    # made it another command, with no runs, and the refusal never came. Its own runs
+    # first: a store that keeps the command and its --hot form judges each by its own.
     alike = [known for known in store.command_keys()
              if unflushed_key(known) == unflushed_key(key)] or [key]
     for model, now in sorted(settings.items()):
-        before = store.command_flushes(alike, model, exclude_run=own, last=SET_RUNS)
+        before = store.command_flushes(key, model, exclude_run=own, last=SET_RUNS)
+        if len(before) < SET_RUNS:
+            before = store.command_flushes(alike, model, exclude_run=own, last=SET_RUNS)
         if len(before) < SET_RUNS or any(flushes & now for flushes in before.values()):
             continue
         recorded = sorted(set().union(*before.values()))
         raise UsageError(
             f"{current.path}: this command's last {len(before)} recorded runs on "
-            f"{model or '(no GPU)'} followed the {', '.join(recorded)} L2 flush, and this "
-            f"file the {', '.join(sorted(now))} one: history is kept per flush, so nothing "
+            f"{model or '(no GPU)'} followed the {flush_names(recorded)} L2 flush, and this "
+            f"file the {flush_names(now)} one: history is kept per flush, so nothing "
             "here can be judged against it; once this run is recorded (--record, history "
             "import), the checks after it start the new history; or pass --allow-missing "
             "to check it as new")
+
+
+def flush_names(flushes: Iterable[str]) -> str:
+    """Name L2 flushes for a message: "clean", "memset", "" (none: --hot) as "no"."""
+    return ", ".join(flush or "no (--hot)" for flush in sorted(flushes))
 
 
 def _refuse_unknown_gpu(store: Store, current: ResultsFile) -> None:

@@ -48,14 +48,27 @@ def copied_row(first: ResultsFile, second: ResultsFile) -> BenchmarkResult | Non
     """Return the first row of second whose raw samples are a row of first's, the same
     benchmark on the same GPU, in any order (one row pasted from the baseline over a
     slowed kernel's, or its samples reversed), where they are telling enough
-    (COPIED_MIN_DISTINCT); else None."""
+    (COPIED_MIN_DISTINCT); else None. None for a search's file whose rows may come from
+    the tuning cache."""
     def identity(result: BenchmarkResult) -> tuple[object, ...]:
         return (result.key, result.l2_flush,
                 result.device.identity if result.device else None)
 
+    if may_hold_cached_rows(second):
+        return None
     earlier = {identity(r): sorted(r.samples_s) for r in first.benchmarks if r.samples_s}
     for result in second.benchmarks:
         if len(set(result.samples_s)) >= COPIED_MIN_DISTINCT and \
                 earlier.get(identity(result)) == sorted(result.samples_s):
             return result
     return None
+
+
+def may_hold_cached_rows(results: ResultsFile) -> bool:
+    """Return whether a file's command searched with the tuning cache on (--strategy or
+    --budget, without --no-tune-cache): its rows may be an earlier search's, samples and
+    all, written again (cudabench/tuning/cache.py), not copied by hand."""
+    command = results.metadata.get("command")
+    words = {str(word).split("=", 1)[0] for word in command} if isinstance(command, list) \
+        else set()
+    return bool(words & {"--strategy", "--budget"}) and "--no-tune-cache" not in words
