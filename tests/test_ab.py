@@ -121,6 +121,16 @@ def test_an_ab_whose_results_file_cannot_be_written_still_shows_its_table(marked
     assert len(verdicts(result.stdout)) == 2 and "No space left" in result.stderr
 
 
+def test_ab_does_not_write_over_a_file_that_is_no_results_file(marked, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n", encoding="utf-8")
+    old = folder(tmp_path / "old", NAMES[:2])
+    new = folder(tmp_path / "new", NAMES[:2])
+    result = invoke(old, new, *FAST, "--json", notes)
+    assert result.exit_code == 2 and "is not a cudabench results file" in result.stderr
+    assert notes.read_text(encoding="utf-8") == "my notes\n"
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_folder_against_a_copy_of_itself_gives_no_slower(marked, tmp_path, seed):
     marked(seed)

@@ -37,6 +37,7 @@ from cudabench.ops import Op, load_ops
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
+from cudabench.results.loader import check_replaceable
 from cudabench.results.model import BenchmarkResult, RunOutcome
 from cudabench.results.rounds import pooled as pooled_rounds
 from cudabench.results.writer import ResultsWriter
@@ -174,6 +175,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     check_outputs({"--markdown": markdown_path, "--json": json_path},
                   [*commands.plan_files([plan for pair in plans for plan in pair]),
                    *commands.folder_sources({side.folder for side in sides})])
+    check_replaceable(json_path, "--json")  # notes.txt, a store: not written over
     schedule, labels = _interleave(plans, rounds)
     commands.check_memory(schedule, [commands.one_slot(device)])  # the spacer counted too
     refuse_launch_blocking()
