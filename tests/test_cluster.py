@@ -11,7 +11,7 @@ from helpers import invoke
 
 from cudabench.results import Status, load_results
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'cudabench[ray]')")
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install ray: the `ray` extra)")
 
 TESTS = Path(__file__).parent
 QUICK = ("--no-batch", "--warmup", "0", "--max-time", "0.02")  # correctness, not timing

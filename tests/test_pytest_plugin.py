@@ -137,7 +137,7 @@ def test_record_feeds_the_history_store(project, monkeypatch):
 
 class Refuse(FakeSpec):
     def count_devices(self) -> int:
-        raise GpuEnvironmentError("PyCUDA is not installed: pip install 'cudabench[gpu]'")
+        raise GpuEnvironmentError("PyCUDA is not installed: pip install pycuda")
 
 
 @pytest.mark.parametrize(("spec", "reason"), [

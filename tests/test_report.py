@@ -232,7 +232,7 @@ def test_plot_without_matplotlib_gives_the_install_hint(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     out = tmp_path / "out.png"
     assert_one_line_error(invoke("plot", *FILES, "-o", out),
-                          "plotting needs matplotlib: pip install 'cudabench[plot]'")
+                          "plotting needs matplotlib: pip install 'matplotlib>=3.7'")
     assert not out.exists()
 
 
