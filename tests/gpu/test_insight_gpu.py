@@ -16,7 +16,8 @@ pytestmark = pytest.mark.gpu
 
 QUICK = ["--warmup", "0", "--min-samples", "10", "--max-time", "0.1"]
 needs_cupy = pytest.mark.skipif(importlib.util.find_spec("cupy") is None,
-                                reason="CuPy is not installed (pip install cupy-cuda13x: the `vendor` extra)")
+                                reason="CuPy is not installed (pip install cupy-cuda13x: "
+                                "the `vendor` extra)")
 
 
 def run(tmp_path, *args: str):
