@@ -494,6 +494,19 @@ def docs_source() -> str:
     return text[start:text.index("'''", start)]
 
 
+def test_a_cache_folder_that_cannot_hold_inline_sources_is_not_a_crash(use_fake, tmp_path,
+                                                                         monkeypatch):
+    # CUDABENCH_CACHE_DIR naming a file: a FileExistsError traceback; now the temporary
+    # folder holds them
+    (tmp_path / "a.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "a.json"))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    results = cb.run("matmul", variants="mine", sources={"mine": docs_source()}, size=64,
+                     vendor=False, timing=FAST)
+    assert results.row("mine").status is Status.PASS
+    assert (tmp_path / f"cudabench-inline-{os.getuid()}").is_dir()
+
+
 def test_the_docs_inline_kernel_runs(use_fake):
     results = cb.run("matmul", variants=["mine", "tiled"], sources={"mine": docs_source()},
                      size=64, vendor=False, timing=FAST)
@@ -514,7 +527,7 @@ def test_inline_sources_go_to_a_folder_no_other_user_can_write(use_fake, tmp_pat
     (tmp_path / "t").mkdir()
     folder = inline_dir("matmul", {"mine": docs_source()})
     root = folder.parent
-    assert root == (tmp_path / "c" / "inline" if cache == "cache"
+    assert root == (tmp_path / "c" / f"inline-{os.getuid()}" if cache == "cache"
                     else tmp_path / "t" / f"cudabench-inline-{os.getuid()}")
     assert stat.S_IMODE(root.stat().st_mode) == 0o700
     root.chmod(0o777)  # as a folder someone else made would be

@@ -251,7 +251,15 @@ def inline_dir(op: str, sources: Mapping[str, str]) -> Path:
     # refuses) must not leave a file that every later run of the same sources reads.
     digest = hashlib.sha256(repr((op, sorted((str(k), str(v)) for k, v in sources.items())))
                             .encode()).hexdigest()[:16]
-    folder = private_folder(inline_root()) / digest
+    try:
+        root = private_folder(inline_root())
+    except OSError:  # the cache folder cannot hold it (a file, read-only): the temporary one
+        try:
+            root = private_folder(temporary_inline_root())
+        except OSError as exc:
+            raise UsageError(f"sources: no folder to write them to ({exc.strerror or exc}): "
+                             "set CUDABENCH_CACHE_DIR to a folder of your own") from None
+    folder = root / digest
     for name, text in sources.items():
         if not isinstance(name, str) or not _VARIANT_NAME.fullmatch(name):
             raise UsageError(f"sources: variant name {name!r}: use letters, digits, _ and -, "
@@ -270,12 +278,17 @@ def inline_dir(op: str, sources: Mapping[str, str]) -> Path:
 
 
 def inline_root() -> Path:
-    """Return where inline sources are written: the cache folder's inline/ (they outlive a
-    reboot, as the results files that name them do), else a folder of this user's in the
+    """Return where inline sources are written: the cache folder's inline-UID/ (they outlive
+    a reboot, as the results files that name them do), else a folder of this user's in the
     temporary folder (CUDABENCH_CACHE_DIR=off)."""
     root = cache_root()
-    if root is not None:
-        return root / "inline"
+    if root is not None:  # one folder a user: a cache folder shared by several is no clash
+        return root / f"inline-{os.getuid()}"
+    return temporary_inline_root()
+
+
+def temporary_inline_root() -> Path:
+    """Return this user's folder for inline sources in the temporary folder."""
     return Path(tempfile.gettempdir()) / f"cudabench-inline-{os.getuid()}"
 
 
@@ -284,7 +297,7 @@ def private_folder(folder: Path) -> Path:
     catalog imports every .py and compiles every .cu in a kernels folder, so a folder
     another user can write to (a name anyone can guess in a shared /tmp) would run their
     code. UsageError naming the folder when it is not this user's private one."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)  # OSError: the caller tries elsewhere
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
     state = os.lstat(folder)
