@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -330,6 +331,10 @@ def test_a_kernels_dir_with_no_kernel_is_a_usage_error(tmp_path):
                                                        "kernel")):
             discover([folder])
     assert "mine" in discover([deep.parent])["matmul"]  # one level down: found
+    ops = tmp_path / "ops" / "softmax"  # an op file one level down, its kernels elsewhere
+    ops.mkdir(parents=True)
+    shutil.copy(Path(__file__).parents[1] / "examples" / "softmax" / "softmax.py", ops)
+    assert "softmax" in discover([tmp_path / "ops"])
 
 
 def test_kernels_dir_that_is_a_file_is_a_usage_error(tmp_path):

@@ -60,8 +60,8 @@ def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
     check_folders(folders)
     for folder in folders[1:]:
-        if not any(folder.glob("*.cu")) and not any(folder.glob("*/*.cu")) \
-                and not any(folder.glob("*.py")):
+        if not any(next(folder.glob(pattern), None) is not None
+                   for pattern in ("*.cu", "*/*.cu", "*.py", "*/*.py")):
             # a folder given by mistake, or kernels two levels down: said, not ignored
             raise UsageError(f"--kernels-dir {folder}: holds no kernel (a .cu file in it or "
                              "in a folder one level down) and no op file (.py)")
