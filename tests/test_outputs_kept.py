@@ -339,6 +339,11 @@ def test_a_file_that_is_no_results_file_is_not_written_over(use_fake, tmp_path):
     empty = tmp_path / "empty.json"
     empty.touch()  # mktemp's: taken
     assert invoke("matmul", "--size", "64", *QUICK, "--json", empty).exit_code == 0
+    newer = tmp_path / "newer.json"  # a newer cudabench's results: results all the same
+    newer.write_text(old_results("newer.json").replace('"schema_version": 2',
+                                                       '"schema_version": 99'),
+                     encoding="utf-8")
+    assert invoke("matmul", "--size", "64", *QUICK, "--json", newer).exit_code == 0
 
 
 def test_an_output_named_as_the_results_stream_is_refused(use_fake, tmp_path):

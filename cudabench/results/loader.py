@@ -8,7 +8,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from cudabench.errors import CudabenchError, ResultsFileError, UsageError
+from cudabench.errors import ResultsFileError, UsageError
 from cudabench.results.codec import (
     FILE_KIND,
     Checker,
@@ -103,12 +103,16 @@ def load_results(path: Path | str) -> ResultsFile:
 
 def check_replaceable(path: Path | None, flag: str) -> None:
     """Refuse an output results file that exists and is not one: the run would write over
-    it (notes, a kernel, a history store named by mistake). An empty file is taken."""
+    it (notes, a kernel, a history store named by mistake). An empty file is taken, and so
+    is any cudabench results file, one this version cannot read included (a newer one, a
+    damaged one: still the results it was, which the run replaces)."""
     if path is None or not path.is_file() or path.stat().st_size == 0:
         return
     try:
-        load_results(path)
-    except CudabenchError:
+        data = json.loads(read_text(path))
+    except (ResultsFileError, ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict) or data.get("kind") != FILE_KIND:
         raise UsageError(f"{flag} {path}: exists and is not a cudabench results file, which "
                          "the run would write over; name a new file or an old results "
-                         "file") from None
+                         "file")
