@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 SWEEP_MARKER = "cudabench_sweep"
 ROUNDS_MARKER = "cudabench_rounds"
 POINT_FIXTURE = "cudabench_point"
+# --cudabench-threshold, -alpha and -max-threshold as given when left out (compare's own)
+GATE_DEFAULTS = ("auto", 0.001, "25%")
 RUN_AXES = ("size", "dtype")  # a sweep's axes that are run()'s own arguments, not params
 # run()'s other arguments: a marker's variants=[...] was taken for a kernel parameter
 RUN_ARGUMENTS = frozenset({
@@ -135,10 +137,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cudabench-compare", metavar="BASELINE", default=None,
                     help="Compare the session's rows with this results file as `cudabench "
                     "compare` does; a regression fails the session.")
-    group.addoption("--cudabench-threshold", metavar="auto|PERCENT", default="auto",
+    group.addoption("--cudabench-threshold", metavar="auto|PERCENT", default=GATE_DEFAULTS[0],
                     help="Smallest change that counts, e.g. 5%% or 0.05; auto (default): per "
                     "benchmark from the history store (--cudabench-db), at least 2%%.")
-    group.addoption("--cudabench-alpha", metavar="P", type=float, default=0.001,
+    group.addoption("--cudabench-alpha", metavar="P", type=float, default=GATE_DEFAULTS[1],
                     help="Significance level of the rank test on the raw samples "
                     "(default 0.001).")
     group.addoption("--cudabench-db", metavar="DB", default=None,
@@ -149,7 +151,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cudabench-allow-missing", action="store_true",
                     help="Pass although benchmarks of the baseline did not run in this "
                     "session (a -k selection, say); by default a missing one fails.")
-    group.addoption("--cudabench-max-threshold", metavar="PERCENT", default="25%",
+    group.addoption("--cudabench-max-threshold", metavar="PERCENT", default=GATE_DEFAULTS[2],
                     help="The most --cudabench-threshold auto may grow to from a noisy "
                     "history (default 25%%).")
     group.addoption("--cudabench-record", metavar="DB", default=None,
@@ -278,13 +280,16 @@ def _db_is(flag: str) -> Iterator[None]:
 def _check_gate_options(config: pytest.Config) -> None:
     """Refuse a bad threshold or alpha whether or not this session compares: a typo in a
     CI job's options must not wait for the day it adds --cudabench-compare."""
+    threshold = str(config.getoption("cudabench_threshold"))
+    alpha = config.getoption("cudabench_alpha")
+    cap = str(config.getoption("cudabench_max_threshold"))
+    if (threshold, alpha, cap) == GATE_DEFAULTS:
+        return  # nothing given: nothing to check (and the compare module, 2 s, unloaded)
     from cudabench.cli.compare import check_thresholds
     from cudabench.errors import CudabenchError
 
-    threshold = str(config.getoption("cudabench_threshold"))
-    alpha = config.getoption("cudabench_alpha")
     try:
-        check_thresholds(threshold, str(config.getoption("cudabench_max_threshold")))
+        check_thresholds(threshold, cap)
     except CudabenchError as exc:
         raise pytest.UsageError(plugin_terms(str(exc))) from None
     if not 0 < alpha < 1:

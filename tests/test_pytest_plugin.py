@@ -585,3 +585,12 @@ def test_two():
     assert partial.metadata["complete"] is False and partial.benchmarks  # naive, cuBLAS, copy
     done.stdout.fnmatch_lines(["*rows written to *now.json.partial (incomplete: the "
                                "session was interrupted)*"])
+
+
+def test_the_gate_defaults_the_plugin_skips_checking_are_compare_s():
+    # a session without gate options does not load the compare module (2 s) to check them
+    from cudabench.analysis.verdicts import DEFAULT_ALPHA
+    from cudabench.history.threshold import DEFAULT_CAP
+    from cudabench.pytest_plugin import GATE_DEFAULTS
+
+    assert GATE_DEFAULTS == ("auto", DEFAULT_ALPHA, f"{DEFAULT_CAP:.0%}")
