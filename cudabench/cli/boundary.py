@@ -35,9 +35,11 @@ class BoundaryGroup(click.Group):
         args = hoist_group_flags(sys.argv[1:] if args is None else list(args))
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.exceptions.Abort:
-            print_error("cudabench: interrupted")
-            code = ExitCode.INTERRUPTED
+        except click.exceptions.Abort as abort:  # Click's word for Ctrl-C (or SIGTERM)
+            stop = abort.__cause__ if isinstance(abort.__cause__, KeyboardInterrupt) \
+                else KeyboardInterrupt()
+            print_error(f"cudabench: {stopped_text(stop)}")
+            code = stopped_code(stop)
         except click.ClickException as exc:
             ctx = getattr(exc, "ctx", None)
             if _NO_ARGS is not None and isinstance(exc, _NO_ARGS) and ctx is not None:

@@ -349,6 +349,10 @@ def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> Non
     # started with `&` in a script), it stays ignored, as the parent's is.
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _end_on_interrupt)
+    # SIGTERM to the process group (a CI job cancelled) ends it the same way, its clean-ups
+    # run, where the default action killed it in the middle of them
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _end_on_interrupt)
     # Held since the spawn (_interrupts_held): a Ctrl-C while this process imported ends
     # it here, quietly, not with a traceback from the middle of an import.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
