@@ -176,6 +176,9 @@ def test_numpy_integers_are_integers(use_fake):
     (row,) = results
     assert row.shape == (32, 32, 32) and row.params["TILE"] == 8
     assert "--size 32" in " ".join(results.command)
+    swept = cb.run("matmul", variants="naive", size=np.array([32, 48]), dtype=np.float64,
+                   vendor=False, timing=FAST)
+    assert [(r.shape[0], r.dtype) for r in swept] == [(32, "float64"), (48, "float64")]
 
 
 def test_records_of_a_row_that_wrote_nothing_are_json(use_fake):

@@ -141,9 +141,7 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
     dirs = [*given, *([inline_dir(op, sources)] if sources else [])]
     names = _names(variants)
     sizes = _sizes(size)
-    if dtype is not None and not isinstance(dtype, str):
-        raise UsageError(f"dtype {dtype!r}: expected one type's name, e.g. 'float32' (a run "
-                         "measures one type: run once per type)")
+    dtype = _dtype_name(dtype)
     chosen = dtype if dtype is not None else _default_dtype(op, dirs)
     policy = timing if timing is not None else TimingPolicy()
     if not isinstance(policy, TimingPolicy):
@@ -341,7 +339,10 @@ def _sizes(size: Size | Sequence[Size] | None) -> str | None:
     """Return the --size text: one size, or a comma list that sweeps."""
     if size is None:
         return None
-    items = list(size) if isinstance(size, (list, tuple, range)) else [size]
+    given: Any = size
+    if hasattr(given, "ndim") and hasattr(given, "tolist"):  # a NumPy array of sizes
+        given = given.tolist()
+    items = list(given) if isinstance(given, (list, tuple, range)) else [given]
     texts = []
     for item in items:
         number = whole(item)
@@ -370,6 +371,20 @@ def _param_texts(params: Mapping[str, int | Sequence[int]] | None) -> tuple[str,
                              "integers, e.g. 16 or [8, 16, 32]")
         texts.append(f"{name}={','.join(str(whole(v)) for v in values)}")
     return tuple(texts)
+
+
+def _dtype_name(dtype: Any) -> str | None:
+    """Return dtype as a type's name: a string, or NumPy's own (np.float32, np.dtype("f4")),
+    else UsageError (a list of types: a run measures one)."""
+    if dtype is None or isinstance(dtype, str):
+        return dtype
+    import numpy
+
+    if isinstance(dtype, numpy.dtype) or (isinstance(dtype, type)
+                                          and issubclass(dtype, numpy.generic)):
+        return str(numpy.dtype(dtype).name)
+    raise UsageError(f"dtype {dtype!r}: expected one type's name, e.g. 'float32' (a run "
+                     "measures one type: run once per type)")
 
 
 def whole(value: Any) -> int | None:

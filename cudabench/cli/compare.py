@@ -170,7 +170,8 @@ def refuse_nothing_judged(comparison: Comparison) -> None:
         f"{comparison.baseline_path} and {comparison.current_path} have no measured kernel "
         f"in common ({len(comparison.added)} only in the current file, "
         f"{len(comparison.removed)} only in the baseline): the gate would judge nothing; "
-        "check the files the job passes (same op, sizes, types and parameters)")
+        "check the files the job passes (same op, sizes, types and parameters), or, where "
+        "the benchmarks changed on purpose, make the new run the baseline")
 
 
 def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
