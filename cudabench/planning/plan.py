@@ -160,6 +160,11 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     named = not every and bool(request.variants)
     names = list(dict.fromkeys(request.variants)) if named else sorted(available)
     unknown = [name for name in names if name not in available]
+    if unknown and "," in unknown[0] and all(
+            part.strip() in available for part in unknown[0].split(",")):
+        parts = [part.strip() for part in unknown[0].split(",")]
+        raise UsageError(f"--variant {unknown[0]}: one variant a name (a comma list is "
+                         f"not one); give each: {' '.join('--variant ' + p for p in parts)}")
     if unknown:
         near = difflib.get_close_matches(unknown[0].lower(), sorted(available), n=1)
         guess = f"; did you mean {near[0]}?" if near else ""
