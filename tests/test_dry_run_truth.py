@@ -90,3 +90,6 @@ def test_a_launch_using_sm_count_is_judged_at_the_assumed_count(tmp_path):
     text = " ".join(result.stdout.split())
     assert "ERROR: k (at 132 SMs): the grid 0 at this size has an extent below 1" in text
     assert "k <<<66, 256>>>" in text
+    # said on stderr too: at 80 columns the reason is a numbered note under the table
+    assert "error: 1 of 2 kernels would not run (matmul/neg)" in " ".join(
+        result.stderr.split())

@@ -450,6 +450,12 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     notes = [*(text for plan in plans for text in plan.notes), *would_stop_here(plans)]
     for text in dict.fromkeys(notes):
         note(text)
+    failed = [f"{r.benchmark.split()[0]}/{r.variant}" for r in rows if not r.compile_ok]
+    if failed:  # said on stderr too: a narrow table keeps the reason in a numbered note
+        terminal.stderr_console().print(
+            f"error: {len(failed)} of {len(rows)} kernels would not run "
+            f"({', '.join(dict.fromkeys(failed))}): the compiled column, or its note, says why",
+            style="bold red", markup=False, highlight=False, soft_wrap=True)
     return int(ExitCode.OK if all(r.compile_ok for r in rows) else ExitCode.USAGE)
 
 
