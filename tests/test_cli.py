@@ -156,7 +156,8 @@ def test_valid_run_without_pycuda_says_how_to_install_it(no_pycuda):
     # The GPU worker is a process of its own, which the fixture does not reach: it finds
     # this machine's driver, or that there is none.
     if DRIVER_HERE:
-        assert_one_line_error(result, "PyCUDA is not installed", "pip install 'pycuda>=2024.1' 'nvidia-ml-py>=12'")
+        assert_one_line_error(result, "PyCUDA is not installed",
+                              "pip install 'pycuda>=2024.1' 'nvidia-ml-py>=12'")
     else:
         assert_one_line_error(result, "no NVIDIA driver on this machine", "--dry-run")
 
