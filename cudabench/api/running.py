@@ -322,10 +322,8 @@ def _paths(value: PathLike | Sequence[PathLike] | None, name: str) -> list[Path]
 def _names(variants: str | Sequence[str] | None) -> list[str]:
     if variants is None:
         return []
-    if not isinstance(variants, (str, Iterable)):
-        raise UsageError(f"variants {variants!r}: expected a variant name or a list of names "
-                         "(see `cudabench list`)")
-    if isinstance(variants, (bytes, Mapping)):  # a dict's keys, or b"naive"'s numbers
+    # not a dict's keys, nor b"naive"'s numbers
+    if not isinstance(variants, (str, Iterable)) or isinstance(variants, (bytes, Mapping)):
         raise UsageError(f"variants {variants!r}: expected a variant name or a list of names "
                          "(see `cudabench list`)")
     names = [variants] if isinstance(variants, str) else list(variants)

@@ -82,8 +82,7 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         plans = plans_of(requests)
         # the outputs a run would refuse (a folder, an input, no write access): refused now
         check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
-        check_replaceable(outputs.json_path, "--json")
-        refuse_the_stream(outputs)
+        check_results_output(outputs)
         code = show_plan(plans, arch)
         unwritten = [flag for flag, given in (
             ("--json", outputs.json_path), ("--markdown", outputs.markdown_path),
@@ -111,11 +110,13 @@ def output_paths(outputs: Outputs) -> dict[str, Path | None]:
             "--db": outputs.db if outputs.record else None}
 
 
-def refuse_the_stream(outputs: Outputs) -> None:
-    """Refuse another output named as --json's PATH.partial, where the rows stream while
-    PATH exists: it would be taken, next run, for the rows of a run that stopped."""
+def check_results_output(outputs: Outputs) -> None:
+    """Refuse a --json that holds a file that is no results file (notes.txt, a store: not
+    written over), and another output named as --json's PATH.partial, where the rows
+    stream while PATH exists: it would be taken, next run, for a stopped run's rows."""
     if outputs.json_path is None:
         return
+    check_replaceable(outputs.json_path, "--json")
     from cudabench.common.outfiles import target
     from cudabench.results.writer import PARTIAL
 
@@ -228,8 +229,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
         check_memory(plans, slots or [one_slot(device)])
     # An unwritable path, or one that reaches an input, fails now, not after the run.
     check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
-    check_replaceable(outputs.json_path, "--json")  # notes.txt, a store: not written over
-    refuse_the_stream(outputs)
+    check_results_output(outputs)
     # not a store, a newer one: say so now (an empty file becomes one when recorded)
     if outputs.record and outputs.db.exists() and outputs.db.stat().st_size > 0:
         from cudabench.history.store import Store

@@ -24,7 +24,6 @@ from cudabench.errors import ExitCode, ResultsNotWritten, UsageError
 from cudabench.planning.plan import Plan
 from cudabench.render import terminal
 from cudabench.render.tune_progress import tune_progress
-from cudabench.results.loader import check_replaceable
 from cudabench.results.model import BenchmarkResult, RunOutcome
 from cudabench.results.rounds import identity
 from cudabench.results.writer import ResultsWriter
@@ -67,8 +66,7 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
                    "--markdown": outputs.markdown_path, "--csv": outputs.csv_path},
                   commands.run_inputs(outputs, [s.plans[0] for s in spaces if s.plans],
                                       requests))
-    check_replaceable(outputs.json_path, "--json")  # notes.txt, a store: not written over
-    commands.refuse_the_stream(outputs)
+    commands.check_results_output(outputs)
     spec = commands.engine_spec(device)
     slots = (choose(placement.devices, spec.count_devices(), visible_entries())
              if placement.devices is not None else None)

@@ -260,13 +260,12 @@ def discard_kept() -> None:
 
 def finish_closing(grace_s: float = 0.05) -> None:
     """End the workers told to end (close(wait=False)): every row is in, so one still
-    releasing its GPU after grace_s is stopped (the driver frees what a process leaves)."""
+    releasing its GPU after grace_s is killed (the driver frees what a process leaves).
+    SIGKILL, not SIGTERM: a worker ends on SIGTERM as on Ctrl-C, once the CUDA call it is
+    in returns, which is the wait this spares the command."""
     while _CLOSING:
         process = _CLOSING.pop()
         process.join(timeout=grace_s)
-        if process.is_alive():
-            process.terminate()
-            process.join(timeout=10)
         if process.is_alive():
             process.kill()
             process.join(timeout=10)
