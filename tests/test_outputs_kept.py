@@ -278,6 +278,25 @@ def test_two_runs_writing_one_results_file_at_once_are_refused(tmp_path):
     del first
 
 
+def test_a_lock_folder_planted_as_a_link_is_not_used(tmp_path, monkeypatch):
+    # another user could plant /tmp/cudabench-locks-UID as a link to a folder of this
+    # user's: its lock files would be created there; the write goes on unguarded instead
+    import os
+
+    from cudabench.common import outfiles
+
+    monkeypatch.setattr(outfiles.tempfile, "gettempdir", lambda: str(tmp_path))
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / f"cudabench-locks-{os.getuid()}").symlink_to(victim)
+    assert outfiles.claim_output(tmp_path / "r.json", "--json") is None
+    assert list(victim.iterdir()) == []
+    os.unlink(tmp_path / f"cudabench-locks-{os.getuid()}")
+    handle = outfiles.claim_output(tmp_path / "r.json", "--json")  # its own folder: locked
+    assert handle is not None
+    handle.close()
+
+
 def test_a_results_file_that_cannot_be_streamed_costs_no_row_of_the_run(use_fake, tmp_path,
                                                                         monkeypatch):
     # a full disk while streaming: the run goes on, and its complete file has every row

@@ -155,6 +155,9 @@ def claim_output(path: Path, flag: str) -> IO[Any] | None:
     folder = Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
+        state = folder.lstat()  # a folder (or link) planted under that name by another user
+        if not stat.S_ISDIR(state.st_mode) or state.st_uid != os.getuid():
+            return None  # is not used: its files could be links to this user's files
         # kept open: the lock lives as long as the handle (the caller holds it)
         handle = open(folder / f"{hashlib.sha256(real).hexdigest()[:32]}.lock", "a")  # noqa: SIM115
     except OSError:
