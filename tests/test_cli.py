@@ -320,6 +320,17 @@ def test_a_dry_run_says_it_writes_no_file_and_checks_the_placement(no_engine, tm
     assert bad.exit_code == 2 and "--cluster 'foo': expected `ray`" in bad.stderr
 
 
+def test_a_dry_run_notes_cuda_launch_blocking(no_engine, monkeypatch):
+    # a real run refuses it (exit 2): the dry run says so, as for the other settings
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    result = invoke("dot", "--variant", "atomic", "--dry-run")
+    notes = " ".join(result.stderr.split())
+    assert result.exit_code == 0
+    assert "a run would stop here: CUDA_LAUNCH_BLOCKING=1: cudabench queues" in notes
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "0")
+    assert "would stop here" not in invoke("dot", "--variant", "atomic", "--dry-run").stderr
+
+
 def test_a_dry_run_notes_a_size_beyond_this_machines_host_memory(no_engine, monkeypatch):
     monkeypatch.setattr("cudabench.measure.memory.host_available_bytes", lambda: 2**30)
     result = invoke("matmul", "--variant", "naive", "--size", "20000", "--dry-run")

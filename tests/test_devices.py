@@ -363,12 +363,15 @@ def test_every_worker_starts_with_its_own_environment(monkeypatch, tmp_path):
 @pytest.mark.parametrize("args, says", [
     (["--devices", "all", "--replicate", "--best"], "--best re-measures close calls"),
     (["--devices", "all", "--replicate", "--record"], "--record keeps one row per benchmark"),
+    (["--cluster", "ray", "--best"], "--best re-measures close calls"),
 ])
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]], ids=["run", "dry_run"])
 def test_options_that_cannot_work_together_fail_before_the_run(use_fake, tmp_path, args,
-                                                               says):
+                                                               says, dry):
+    # a dry run refuses them too: the command it checks would fail
     use_fake(device_count=2)
     store = ["--db", tmp_path / "h.db"] if "--record" in args else []  # --db is --record's
-    done = invoke("dot", "--size", "100", *QUICK, *store, *args)
+    done = invoke("dot", "--size", "100", *QUICK, *store, *args, *dry)
     assert done.exit_code == 2 and says in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 

@@ -79,6 +79,7 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
     placement = placement or Placement()
     if dry_run:
         check_placement(placement)
+        check_combinations(outputs, placement)
         plans = plans_of(requests)
         # the outputs a run would refuse (a folder, an input, no write access): refused now
         check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
@@ -125,6 +126,18 @@ def check_results_output(outputs: Outputs) -> None:
         if flag != "--json" and path is not None and target(path) == stream:
             raise UsageError(f"{flag} {path}: is where --json's rows stream while "
                              f"{outputs.json_path} exists; name another file")
+
+
+def check_combinations(outputs: Outputs, placement: Placement) -> None:
+    """Refuse the outputs a placement cannot give (a dry run too: its command would fail)."""
+    if outputs.best and (placement.replicate or placement.cluster is not None):
+        raise UsageError("--best re-measures close calls head to head on one GPU: use it "
+                         "without --replicate and --cluster (with --devices it re-measures "
+                         "on the first GPU given)")
+    if outputs.record and placement.replicate:
+        raise UsageError("--record keeps one row per benchmark and GPU model in the history "
+                         "store, and --replicate measures each on every GPU: record a run "
+                         "without --replicate")
 
 
 def check_placement(placement: Placement) -> None:
@@ -214,14 +227,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
         from cudabench.observers.ncu import find_ncu
 
         find_ncu()
-    if outputs.best and (placement.replicate or placement.cluster is not None):
-        raise UsageError("--best re-measures close calls head to head on one GPU: use it "
-                         "without --replicate and --cluster (with --devices it re-measures "
-                         "on the first GPU given)")
-    if outputs.record and placement.replicate:
-        raise UsageError("--record keeps one row per benchmark and GPU model in the history "
-                         "store, and --replicate measures each on every GPU: record a run "
-                         "without --replicate")
+    check_combinations(outputs, placement)
     spec = engine_spec(device)
     slots = (choose(placement.devices, spec.count_devices(), visible_entries())
              if placement.devices is not None else None)
@@ -461,7 +467,7 @@ def show_plan(plans: list[Plan], arch: str) -> int:
 
 def would_stop_here(plans: list[Plan]) -> list[str]:
     """Return, for a dry run, what a real run of the plans on this machine would refuse
-    before measuring: no GPU visible (or no driver), a tool missing (ncu for --counters,
+    before measuring: CUDA_LAUNCH_BLOCKING set, no GPU visible (or no driver), a tool missing (ncu for --counters,
     compute-sanitizer for --sanitize) or more host memory than it has (the GPU's is not
     known here). Notes, not errors."""
     from cudabench.observers.ncu import find_ncu
@@ -475,7 +481,8 @@ def would_stop_here(plans: list[Plan]) -> list[str]:
             raise UsageError("no CUDA GPU is visible (nvidia-smi; CUDA_VISIBLE_DEVICES)")
 
     notes = []
-    for wanted, check in ((True, a_gpu), (any(p.insight.counters for p in plans), find_ncu),
+    for wanted, check in ((True, refuse_launch_blocking), (True, a_gpu),
+                          (any(p.insight.counters for p in plans), find_ncu),
                           (any(p.sanitize for p in plans), find_sanitizer),
                           (True, host_memory)):
         if wanted:
