@@ -73,6 +73,22 @@ def test_command_help(command, options):
         assert option in result.stdout
 
 
+@pytest.mark.parametrize("command", ["matmul", "transpose", "dot"])
+def test_every_size_example_in_help_is_one_the_command_takes(no_engine, command):
+    # dot's and transpose's help showed matmul's three-extent range, which they refuse
+    import re
+
+    text = " ".join(invoke(command, "--help").stdout.split())
+    words = text.split("Problem size:")[1].split("[default")[0].replace(",", " ").split()
+    examples = [word.strip(".;()") for word in words
+                if re.fullmatch(r"\d[\d<.:x]*", word.strip(".;()"))]
+    assert len(examples) >= 4, examples
+    for example in examples:
+        done = invoke(command, "--size", example, "--variant", "naive" if command != "dot"
+                      else "atomic", "--dry-run")
+        assert done.exit_code == 0, (example, done.stderr)
+
+
 def test_list_shows_every_variant():
     result = invoke("list")
     assert result.exit_code == 0, result.stderr

@@ -204,6 +204,20 @@ def test_noisy_warning_reports_what_was_reached():
     assert "±0.5% target" in text and "after 20 samples in the 1 s budget" in text
 
 
+def test_noisy_warning_tells_a_precision_just_past_the_target_from_it(monkeypatch):
+    # ±0.5% "not the ±0.5% target" said nothing: as many decimals as tell them apart
+    import cudabench.planning.timing as timing
+
+    monkeypatch.setattr(timing, "median_precision", lambda samples: 0.00504)
+    (text,) = measurement_warnings(Sampling(SLOW_NOISY, StopReason.BUDGET), POLICY, False,
+                                   4 * L2, L2)
+    assert "known to ±0.504%, not the ±0.500% target" in text
+    monkeypatch.setattr(timing, "median_precision", lambda samples: 0.012)
+    (text,) = measurement_warnings(Sampling(SLOW_NOISY, StopReason.BUDGET), POLICY, False,
+                                   4 * L2, L2)
+    assert "known to ±1.2%, not the ±0.5% target" in text
+
+
 
 # -- the warm-up of a row on a GPU that is already warm ---------------------------------
 

@@ -237,6 +237,14 @@ def timing_options(function: F) -> F:
     return function
 
 
+def _extent_range(extents: int) -> str:
+    """Return --size's example of a range in one extent, for an op of that many extents."""
+    if extents < 2:
+        return ""
+    example = "x".join(["4096", "256..4096:x2", *["4096"] * (extents - 2)])
+    return f" (a range per extent too: {example})"
+
+
 def benchmark_options(op: Op) -> Callable[[F], F]:
     """Add the options every kernel-family command shares, with the op's defaults."""
     examples = " or ".join(op.size_forms.values())
@@ -245,8 +253,8 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
     def decorate(function: F) -> F:
         options = [
             click.option("--size", "-s", default=op.default_size, show_default=True,
-                         help=f"Problem size: {examples}; a sweep: 256,512 or 256..8192:x2 "
-                         "(a range per extent too: 4096x256..4096:x2x4096)."),
+                         help=f"Problem size: {examples}; a sweep: 256,512 or 256..8192:x2"
+                         f"{_extent_range(max(op.size_forms, default=1))}."),
             click.option("--dtype", default="float32" if "float32" in op.dtypes
                          else op.dtypes[0], show_default=True, help=f"Input type: {types}."),
             click.option("--variant", "variants", multiple=True, metavar="NAME",

@@ -129,6 +129,16 @@ def collect(
             return Sampling(tuple(samples), StopReason.BUDGET)
 
 
+def _apart(reached: float, target: float) -> tuple[str, str]:
+    """Return the two shares as percentages with the fewest decimals (1 to 3) that tell
+    them apart: ±0.5% "not the ±0.5% target" said nothing."""
+    for digits in (1, 2, 3):
+        texts = f"{reached:.{digits}%}", f"{target:.{digits}%}"
+        if texts[0] != texts[1]:
+            break
+    return texts
+
+
 def measurement_warnings(
     sampling: Sampling, policy: TimingPolicy, hot: bool, working_set_bytes: int, l2_bytes: int
 ) -> tuple[str, ...]:
@@ -137,8 +147,9 @@ def measurement_warnings(
     warnings = []
     reached = median_precision(sampling.samples_s)
     if sampling.stopped_by is StopReason.BUDGET and reached > policy.precision:
+        known, target = _apart(reached, policy.precision)
         warnings.append(
-            f"noisy: the median is known to ±{reached:.1%}, not the ±{policy.precision:.1%} "
+            f"noisy: the median is known to ±{known}, not the ±{target} "
             f"target, after {stats.count} samples in the {policy.max_time_s:g} s budget "
             f"(spread {stats.spread:.1%}); raise --max-time, or check for other work on the GPU"
         )
