@@ -172,12 +172,14 @@ def test_variants_in_one_folder_are_listed_and_built_ins_never_stand_in(marked, 
     assert missing.exit_code == 1, (missing.stdout, missing.stderr)
     assert "missing (only in A; fails the gate, --allow-missing passes it):\n  matmul/naive" \
         in missing.stdout and "1 regression" in missing.stdout
+    assert "1 missing" in missing.stdout and "removed" not in missing.stdout  # compare's word
     result = invoke(old, new, *FAST, "--rounds", "6", "--json", json_path,
                     "--markdown", markdown_path, "--allow-missing")
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert list(verdicts(result.stdout)) == ["shared"]
     assert "added (only in B):\n  matmul/tiled" in result.stdout
     assert "removed (only in A):\n  matmul/naive" in result.stdout
+    assert "1 removed" in result.stdout
     saved = load_results(json_path)
     rows = {row.variant: row for row in saved.benchmarks}
     assert sorted(rows) == ["shared@A", "shared@B"]

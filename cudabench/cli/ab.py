@@ -400,7 +400,9 @@ def summary_text(run: ABRun, gpu: str) -> str:
         counts[result.verdict] += 1
     parts = [f"{count} {verdict.value}" for verdict, count in counts.items() if count]
     parts += [f"{len(run.added)} added"] if run.added else []
-    parts += [f"{len(run.removed)} removed"] if run.removed else []
+    # a variant only in A fails the gate as "missing" (compare's word), unless allowed
+    gone = "missing" if run.missing else "removed"
+    parts += [f"{len(run.removed)} {gone}"] if run.removed else []
     parts += [f"{len(run.dropped)} not run by B"] if run.dropped else []
     regressed = len(run.regressions) + len(run.missing)
     head = (f"{regressed} regression{'s' if regressed != 1 else ''}" if regressed
