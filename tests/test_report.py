@@ -490,6 +490,18 @@ def test_each_file_reported_has_tables_of_its_own(tmp_path):
     assert len(rows) == 2 and {float(r["vs cuBLAS"]) for r in rows} == {1.0}, rows
 
 
+def test_the_warnings_of_several_files_name_their_file():
+    # stderr, read apart from the tables (a CI log), said the same warning twice
+    one = invoke("report", DATA / "sweep_best.json")
+    assert one.stderr.startswith("warning: ")  # one file: as a run says them
+    both = invoke("report", DATA / "sweep_best.json", DATA / "t8192.json")
+    assert both.exit_code == 0, both.stderr
+    lines = both.stderr.splitlines()
+    assert lines and all(line.startswith((f"{DATA / 'sweep_best.json'}: ",
+                                          f"{DATA / 't8192.json'}: ")) for line in lines)
+    assert f"{DATA / 'sweep_best.json'}: warning: matmul/tiled" in both.stderr
+
+
 def test_a_sweep_s_warnings_say_which_configuration_they_mean():
     # "warning: matmul/tiled: median 13.8 us is close to launch overhead" three times,
     # with three numbers and no size or TILE to tell them apart

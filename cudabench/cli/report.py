@@ -74,7 +74,9 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
             console.print(Text(f"{one.path}:", style="bold"), soft_wrap=True)
             markdown.append(f"## {one.path}\n\n")
         terminal.render_run(outcome, console)
-        terminal.render_diagnostics(outcome, terminal.stderr_console())
+        # several files: each line names its file, as stderr is read apart from the tables
+        terminal.render_diagnostics(outcome, terminal.stderr_console(),
+                                    str(one.path) if len(loaded) > 1 else "")
         markdown.append(run_to_markdown(outcome))
         csv_parts.append(csv_out.run_to_csv(outcome))
     if markdown_path is not None:

@@ -213,28 +213,30 @@ def rich_table(model: RunTable, width: int | None = None) -> tuple[Table, list[s
                         rate=model.rate)
 
 
-def render_diagnostics(outcome: RunOutcome, console: Console) -> None:
-    """Print notes, measurement warnings, failures and errors (to stderr)."""
+def render_diagnostics(outcome: RunOutcome, console: Console, origin: str = "") -> None:
+    """Print notes, measurement warnings, failures and errors (to stderr), each line led by
+    origin (`report` of several files: the file's name) where given."""
     # On a terminal, long lines wrap at words; piped, each stays one line (one per grep).
     soft = not console.is_terminal
+    lead = f"{origin}: " if origin else ""
+
+    def say(text: str, style: str = "") -> None:
+        console.print(Text(lead + text, style=style), soft_wrap=soft)
+
     for note in outcome.notes:
-        console.print(Text(f"note: {note}"), soft_wrap=soft)
+        say(f"note: {note}")
     for r, name in zip(outcome.results, diagnostic_names(outcome.results)):
         for warning in r.warnings:
-            console.print(Text(f"warning: {name}: {warning}", style="yellow"), soft_wrap=soft)
+            say(f"warning: {name}: {warning}", "yellow")
         if r.suspect:
-            console.print(Text(f"SUSPECT: {name}: {r.suspect}: a result this fast is not "
-                               "believed (a kernel that skips work, or a roof this GPU "
-                               "exceeds)", style="yellow"), soft_wrap=soft)
+            say(f"SUSPECT: {name}: {r.suspect}: a result this fast is not believed (a kernel "
+                "that skips work, or a roof this GPU exceeds)", "yellow")
         if r.error:
-            console.print(Text(f"error: {name}: {r.error}", style="red"), soft_wrap=soft)
+            say(f"error: {name}: {r.error}", "red")
         elif r.verification is not None and r.status is Status.FAIL:
             v = r.verification
-            console.print(Text(
-                f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements outside "
-                f"tolerance ({v.criterion}); relative error {format_error(v.rel_error)}",
-                style="red",
-            ), soft_wrap=soft)
+            say(f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements outside "
+                f"tolerance ({v.criterion}); relative error {format_error(v.rel_error)}", "red")
 
 
 def render_catalog(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any],
