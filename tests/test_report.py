@@ -228,6 +228,24 @@ def test_plot_roofline_needs_flops_but_throughput_shows_bytes(tmp_path):
     assert result.exit_code == 0, result.stderr
 
 
+def test_plot_says_which_rows_it_left_out(tmp_path):
+    # SUSPECT matmul rows vanished and "no roofline: no ... benchmark counts FLOPs" blamed
+    # the ops: stderr says what the figure does not show
+    pytest.importorskip("matplotlib")
+    document = json.loads(FILES[0].read_text(encoding="utf-8"))
+    assert document["benchmarks"][0]["op"] == "matmul"  # rows that count FLOPs
+    for row in document["benchmarks"]:
+        if row["kind"] == "variant":
+            row["status"], row["suspect"] = "SUSPECT", "faster than the GPU's roof"
+    odd = write_json(tmp_path / "odd.json", document)
+    result = invoke("plot", odd, FILES[2], "-o", tmp_path / "r.png")
+    assert result.exit_code == 0, result.stderr
+    count = sum(row["kind"] == "variant" for row in document["benchmarks"])
+    assert f"note: not plotted: {count} SUSPECT rows" in " ".join(result.stderr.split())
+    quiet = invoke("plot", *FILES, "-o", tmp_path / "all.png")
+    assert "not plotted" not in quiet.stderr
+
+
 def test_plot_without_matplotlib_gives_the_install_hint(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     out = tmp_path / "out.png"

@@ -18,7 +18,7 @@ from cudabench.render import csv_out, plot, terminal
 from cudabench.render.html import report_html
 from cudabench.render.markdown import run_to_markdown
 from cudabench.results import load_results
-from cudabench.results.model import ResultsFile, RunOutcome
+from cudabench.results.model import BenchmarkResult, ResultsFile, RunOutcome
 
 FILES = click.Path(path_type=Path, dir_okay=False)
 
@@ -89,6 +89,17 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
     return 0
 
 
+def _left_out(results: Sequence[BenchmarkResult], shown: Sequence[BenchmarkResult]) -> str:
+    """Return what the figure leaves out, by status (SUSPECT, FAIL, SKIP...), or ''."""
+    kept = {id(r) for r in shown}
+    counts: dict[str, int] = {}
+    for result in results:
+        if id(result) not in kept:
+            counts[result.status.value] = counts.get(result.status.value, 0) + 1
+    return ", ".join(f"{count} {status} row{'s' if count > 1 else ''}"
+                     for status, count in counts.items())
+
+
 @click.command("plot")
 @click.argument("files", nargs=-1, required=True, type=FILES, metavar="FILE...")
 @click.option("-o", "--output", required=True, type=FILES,
@@ -104,6 +115,9 @@ def plot_command(files: tuple[Path, ...], output: Path, kind: str) -> int:
     shown = plot.plotted(results)
     if not shown:
         raise UsageError("nothing to plot: no benchmark in the files was timed and verified")
+    left_out = _left_out(results, shown)
+    if left_out:  # a figure without them, or "no roofline", must not read as all there was
+        terminal.stderr_console().print(Text(f"note: not plotted: {left_out}"), soft_wrap=True)
     if kind == "roofline" and not any(r.flops for r in shown):
         raise UsageError("--kind roofline: no timed, verified benchmark counts FLOPs (a copy "
                          "or a transpose does no arithmetic); use --kind throughput")
