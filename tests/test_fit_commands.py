@@ -166,6 +166,18 @@ def test_best_of_a_sweep(use_fake, width):
     assert_readable(done.stdout, width)
 
 
+def test_best_at_80_columns_keeps_the_size_and_the_best_params(use_fake):
+    # it kept "transpose" on every row and left out size and best params, the answer
+    done = run(80, "transpose", "--size", "64,128", "--tile", "16,32", *QUICK, "--best")
+    assert done.exit_code == 0, done.output
+    table = done.stdout.split("best configuration per variant and size: transpose")[1]
+    head = next(line for line in table.splitlines() if line.startswith("┃"))
+    assert [cell.strip() for cell in head.strip("┃").split("┃")][:4] == [
+        "size", "dtype", "variant", "best params"]
+    assert "best params: those that differ between rows" in " ".join(table.split())
+    assert_readable(done.stdout, 80)
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_dry_run(width):
     done = run(width, "matmul", "--size", "4096", "--dry-run")

@@ -192,8 +192,13 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
     from cudabench.render import terminal
 
     stderr = terminal.stderr_console()
-    terminal.render_rows("best configuration per variant and size", COLUMNS,
-                         [row_cells(choice) for choice in choices], terminal.stdout_console())
+    title, columns = "best configuration per variant and size", COLUMNS
+    rows = [row_cells(choice) for choice in choices]
+    ops = {choice.op for choice in choices}
+    if len(ops) == 1:  # one op: it goes in the title, and size leads (an 80-column table
+        # kept "transpose" on every row and left out size and best params)
+        title, columns, rows = f"{title}: {ops.pop()}", COLUMNS[1:], [row[1:] for row in rows]
+    terminal.render_rows(title, columns, rows, terminal.stdout_console())
     for row in failed:
         stderr.print(failed_text(row), markup=False, highlight=False, style="red")
     if best_out is not None:

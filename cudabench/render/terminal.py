@@ -40,6 +40,7 @@ from cudabench.render.run_table import RunTable, build_tables, diagnostic_names
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
 
+PARAMS_COLUMNS = ("params", "best params")  # cut to what differs in a narrow table
 STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan",
                  "TIMEOUT": "bold red", "SUSPECT": "bold yellow", "SKIP": "dim"}
 
@@ -143,8 +144,10 @@ def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Tex
     plan = layout(columns, [[cell.plain for cell in row] for row in rows], width, noted_rows,
                   rate)
     shared = ""
-    if "params" in columns and plan.fitted.left_out:
-        rows, plan, shared = _differing_params(columns, rows, width, noted_rows, rate, plan)
+    named = next((name for name in PARAMS_COLUMNS if name in columns), None)
+    if named is not None and plan.fitted.left_out:
+        rows, plan, shared = _differing_params(columns, rows, width, noted_rows, rate, plan,
+                                               named)
     fitted = plan.fitted
     table = Table(title=Text(title))
     for index in fitted.kept:  # a first column wider than the terminal folds, never cut
@@ -164,12 +167,13 @@ def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Tex
 
 def _differing_params(columns: Sequence[str], rows: Sequence[Sequence[Text]],
                       width: int | None, noted_rows: Collection[int] | None, rate: str,
-                      plan: Layout) -> tuple[Sequence[Sequence[Text]], Layout, str]:
-    """Fit the table again with its params cut to those that differ between rows, where
-    that keeps the column and more of the others (a sweep's rows look alike without it,
-    and whole parameter lists push its numbers off); return the rows, the layout and the
-    line naming the parameters cut, or the table as it was."""
-    at = columns.index("params")
+                      plan: Layout, named: str = "params"
+                      ) -> tuple[Sequence[Sequence[Text]], Layout, str]:
+    """Fit the table again with its params (the column named) cut to those that differ
+    between rows, where that keeps the column and more of the others (a sweep's rows look
+    alike without it, and whole parameter lists push its numbers off); return the rows,
+    the layout and the line naming the parameters cut, or the table as it was."""
+    at = columns.index(named)
     cut = differing_params([row[at].plain for row in rows])
     if cut is None:
         return rows, plan, ""
@@ -180,7 +184,7 @@ def _differing_params(columns: Sequence[str], rows: Sequence[Sequence[Text]],
                    noted_rows, rate)
     if at not in again.fitted.kept or again.fitted.lost() >= plan.fitted.lost():
         return rows, plan, ""
-    return narrowed, again, (f"params: those that differ between rows; the others, the "
+    return narrowed, again, (f"{named}: those that differ between rows; the others, the "
                              f"same in every row that has them: {same}")
 
 
