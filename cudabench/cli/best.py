@@ -192,7 +192,8 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
     from cudabench.render import terminal
 
     stderr = terminal.stderr_console()
-    title, columns = "best configuration per variant and size", COLUMNS
+    title = "best configuration per variant and size"
+    columns: Sequence[str] = COLUMNS
     rows = [row_cells(choice) for choice in choices]
     ops = {choice.op for choice in choices}
     if len(ops) == 1:  # one op: it goes in the title, and size leads (an 80-column table
