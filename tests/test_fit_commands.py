@@ -166,6 +166,25 @@ def test_best_of_a_sweep(use_fake, width):
     assert_readable(done.stdout, width)
 
 
+def test_behind_the_times_continues_rather_than_drop_what_was_asked_for(use_fake):
+    # at 80 columns it kept energy and left out write-back, transfers and rounds, each
+    # asked for by its flag: the table goes on in more tables, each row named again
+    done = run(80, "transpose", "--size", "256", "--variant", "naive", "--no-vendor", *QUICK,
+               "--rounds", "2", "--writeback", "--transfers", "--energy", "0.05")
+    assert done.exit_code == 0, done.output
+    flat = " ".join(done.stdout.split())
+    assert "behind the times (continued)" in flat
+    behind = done.stdout.split("float32: behind the times", 1)[1]
+    assert "left out to fit" not in behind
+    for column in ("energy/launch", "write-back", "median + write-back", "D2H pageable GB/s",
+                   "GPU trip (vs CPU ref)", "rounds"):
+        assert column in behind, column
+    assert_readable(done.stdout, 80)
+    wide = run(400, "transpose", "--size", "256", "--variant", "naive", "--no-vendor", *QUICK,
+               "--rounds", "2", "--writeback", "--transfers", "--energy", "0.05")
+    assert "(continued)" not in wide.stdout  # room for all of it: one table
+
+
 def test_best_at_80_columns_keeps_the_size_and_the_best_params(use_fake):
     # it kept "transpose" on every row and left out size and best params, the answer
     done = run(80, "transpose", "--size", "64,128", "--tile", "16,32", *QUICK, "--best")

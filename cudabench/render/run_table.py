@@ -9,10 +9,12 @@ a `% of NAME` column, each vendor row a `vs NAME` column, and a `naive` variant 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from cudabench.analysis.spread import device_spreads
+from cudabench.render.fit import layout
 from cudabench.render.insight import (
     assessment,
     copy_bps,
@@ -45,6 +47,10 @@ class RunTable:
     columns: tuple[str, ...]
     rows: tuple[tuple[Cell, ...], ...]
     rate: str = ""  # the column that reads the op's throughput (counts_flops), if any
+    # The leading columns that name a row, repeated where a table too wide for a terminal
+    # continues in a second one (0: it does not, its columns left out are named instead).
+    # Behind the times holds what was asked for (--energy, --counters...): none is dropped.
+    continues_after: int = 0
 
     def right_aligned(self, column: str) -> bool:
         """Return whether a column holds numbers (aligned right)."""
@@ -252,7 +258,31 @@ def detail_table(rows: Sequence[BenchmarkResult], title: str) -> RunTable | None
 
     table_rows = tuple((*named(r), *(Cell(c.cell(r)) for c in columns)) for r in rows)
     return RunTable(f"{title}: behind the times", "", (*lead, *(c.title for c in columns)),
-                    table_rows)
+                    table_rows, continues_after=len(lead))
+
+
+def split_to_fit(model: RunTable, width: int | None) -> list[RunTable]:
+    """Return the table as tables that each fit width whole: a table that continues
+    (continues_after) goes on in more tables of its naming columns and those left out;
+    any other, or one with no room for more than its naming columns, stays whole."""
+    if width is None or not model.continues_after:
+        return [model]
+    fitted = layout(model.columns, [[c.text for c in row] for row in model.rows], width,
+                    rate=model.rate).fitted
+    lead = range(model.continues_after)
+    kept = sorted({*lead, *fitted.kept})
+    rest = [i for i in range(len(model.columns)) if i not in kept]
+    if not rest or len(kept) == len(lead):
+        return [model]
+
+    def part(indices: Sequence[int], title: str) -> RunTable:
+        return dataclasses.replace(
+            model, title=title, columns=tuple(model.columns[i] for i in indices),
+            rows=tuple(tuple(row[i] for i in indices) for row in model.rows))
+
+    title = model.title.removesuffix(" (continued)")
+    return [part(kept, model.title),
+            *split_to_fit(part([*lead, *rest], f"{title} (continued)"), width)]
 
 
 def diagnostic_names(results: Sequence[BenchmarkResult]) -> list[str]:

@@ -36,7 +36,12 @@ from cudabench.render.comparison import (
 from cudabench.render.catalog import COLUMNS as CATALOG_COLUMNS
 from cudabench.render.catalog import listings, shows_files
 from cudabench.render.fit import Layout, differing_params, layout, wide
-from cudabench.render.run_table import RunTable, build_tables, diagnostic_names
+from cudabench.render.run_table import (
+    RunTable,
+    build_tables,
+    diagnostic_names,
+    split_to_fit,
+)
 from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
 
@@ -119,10 +124,11 @@ def progress(total: int, console: Console, mode: bool | None = None, devices: in
 def render_run(outcome: RunOutcome, console: Console) -> None:
     """Print one table per (device, op, shape, dtype) group of results; on a terminal,
     the columns that fit its width whole (fit.py)."""
+    width = terminal_width(console)
     for model in build_tables(outcome):
-        width = terminal_width(console)
-        table, below = rich_table(model, width)
-        print_table(console, table, below, width)
+        for part in split_to_fit(model, width):
+            table, below = rich_table(part, width)
+            print_table(console, table, below, width)
 
 
 def terminal_width(console: Console) -> int | None:
