@@ -300,3 +300,15 @@ def test_a_usage_error_found_before_the_run_starts_no_ray(monkeypatch, tmp_path)
                   "--markdown", tmp_path / "a-file" / "x.md")
     assert done.exit_code == 2 and "--markdown" in done.stderr
     assert not ray.is_initialized()
+
+
+def test_listing_kept_actors_starts_no_ray_of_its_own(monkeypatch):
+    # it started a local Ray (11 s) to list none, then failed for want of a GPU
+    if ray.is_initialized():
+        ray.shutdown()
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    done = invoke("workers", "--cluster", "ray")
+    assert done.exit_code == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no Ray cluster is running here" in lines[0], done.stderr
+    assert not ray.is_initialized()

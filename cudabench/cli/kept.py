@@ -41,7 +41,7 @@ def workers_command(stop: bool, cluster: str | None) -> int:
 def _cluster(address: str, stop: bool) -> int:
     from cudabench.runner.ray_cluster import connect, kept_actors, release_kept
 
-    joined = connect(address)
+    joined = connect(address, running=True)  # kept actors live on a running cluster
     try:
         if stop:
             ended = release_kept(joined.ray)

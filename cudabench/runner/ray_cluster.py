@@ -68,9 +68,11 @@ def check_address(text: str) -> str:
     return text
 
 
-def connect(text: str, keep_s: float = 0.0) -> RayCluster:
+def connect(text: str, keep_s: float = 0.0, running: bool = False) -> RayCluster:
     """Start or join the Ray cluster --cluster names; UsageError saying why it cannot.
-    keep_s > 0 (--keep-workers) keeps the actors warm that long after the run."""
+    keep_s > 0 (--keep-workers) keeps the actors warm that long after the run. running:
+    join a cluster that runs already, never start one (`workers`: a Ray started for the
+    command would have no kept actors to list), GPUs or not."""
     text = check_address(text)
     try:
         import ray
@@ -78,14 +80,22 @@ def connect(text: str, keep_s: float = 0.0) -> RayCluster:
         raise UsageError(f"--cluster {text}: Ray is not installed ({INSTALL_HINT})") from None
     started = False
     if not ray.is_initialized():
-        address = text if text.startswith("ray://") else None
+        address = text if text.startswith("ray://") else ("auto" if running else None)
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      logging_level=logging.ERROR)
         except Exception as exc:  # ConnectionError, a timeout, a version mismatch...
+            if address == "auto":
+                raise UsageError(f"--cluster {text}: no Ray cluster is running here (kept "
+                                 "actors live on one started with `ray start --head`; name "
+                                 "another with RAY_ADDRESS or --cluster ray://HOST:PORT)"
+                                 ) from None
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UsageError(f"--cluster {text}: cannot reach the Ray cluster: {first}") from None
-        started = True
+        started = True  # this process's Ray: close() shuts it down (a joined cluster's
+        # driver only disconnects)
+    if running:
+        return RayCluster(ray, started, text, keep_s)
     gpus = float(ray.cluster_resources().get("GPU", 0))
     if gpus < 1:
         if started:
