@@ -361,8 +361,17 @@ def test_to_json_refuses_a_folder_or_an_empty_path_clearly(use_fake, tmp_path):
     skipped = cb.Results(tuple(dataclasses.replace(r, samples_s=(), skipped="not run",
                                                    verification=None) for r in results))
     old = tmp_path / "old.json"
-    old.write_text("{}", encoding="utf-8")
+    results.to_json(old)  # an earlier export: a results file, which an export replaces
     assert skipped.to_json(old) == old and cb.load(old).rows
+    # ...and never notes or a history store (it wrote over both)
+    notes, store = tmp_path / "notes.txt", tmp_path / "h.db"
+    notes.write_text("{}", encoding="utf-8")
+    results.record(store)
+    kept = notes.read_bytes(), store.read_bytes()
+    for path in (notes, store):
+        with pytest.raises(UsageError, match=r"^to_json\(path\) .*is not a cudabench results"):
+            results.to_json(path)
+    assert (notes.read_bytes(), store.read_bytes()) == kept
 
 
 def test_records_are_plain_json_ready_dicts(use_fake):

@@ -315,6 +315,16 @@ def text_file(tmp_path: Path) -> Path:
     return path
 
 
+def fresh_sqlite(tmp_path: Path) -> Path:
+    """Another program's database before its first table: it has set its user_version."""
+    path = tmp_path / "fresh.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 7")
+    conn.commit()
+    conn.close()
+    return path
+
+
 def newer_store(tmp_path: Path) -> Path:
     db = make_store(tmp_path)
     conn = sqlite3.connect(db)
@@ -343,6 +353,7 @@ def truncated_store(tmp_path: Path) -> Path:
 BAD_STORES = {
     "a text file": (text_file, "not a cudabench history store (not an SQLite database)"),
     "another program's SQLite file": (other_sqlite, "not a cudabench history store"),
+    "another program's fresh SQLite file": (fresh_sqlite, "not a cudabench history store"),
     "a newer schema": (newer_store, "schema version 99, newer than this cudabench's"),
     "damaged pages": (damaged_store, "the history store is damaged"),
     "a truncated store": (truncated_store, "the history store is damaged"),

@@ -215,7 +215,12 @@ def test_a_new_results_file_streams_in_place(use_fake, tmp_path, monkeypatch):
     stop_after_first_row(monkeypatch, KeyboardInterrupt)
     result = invoke("matmul", "--size", "64", *QUICK, "--json", fresh)
     assert result.exit_code == 130 and fresh.exists()  # nothing to keep: the rows are here
-    assert "rows are in" not in result.stderr
+    # said, as a stopped run beside an existing file says it: the file is incomplete
+    assert (f"the run stopped: 1 of its rows are in {fresh}, marked incomplete"
+            in " ".join(result.stderr.split()))
+    from cudabench.results import load_results
+
+    assert load_results(fresh).metadata["complete"] is False
 
 
 def test_a_stopped_run_s_partial_rows_are_never_written_over(use_fake, tmp_path):
@@ -372,8 +377,8 @@ def test_an_output_named_as_the_results_stream_is_refused(use_fake, tmp_path):
     done = invoke("matmul", "--size", "64", *QUICK, "--json", tmp_path / "r.json",
                   "--markdown", tmp_path / "r.json.partial")
     assert done.exit_code == 2
-    assert "--markdown" in done.stderr and "is where --json's rows stream" in " ".join(
-        done.stderr.split())
+    assert "--markdown" in done.stderr and "names ending in .partial are where a run's rows" \
+        in " ".join(done.stderr.split())
     assert not (tmp_path / "r.json.partial").exists()
 
 
@@ -429,3 +434,111 @@ def test_the_api_keeps_every_row_on_the_error_when_its_file_cannot_be_written(
     assert raised.value.results.row("atomic").median_s
     assert "--json" not in str(raised.value)  # in Python's terms: the argument `json`
 
+
+
+def _history_store(tmp_path) -> Path:
+    store = tmp_path / "h.db"
+    done = invoke("history", "import", RESULTS, "--db", store)
+    assert done.exit_code == 0, done.output
+    return store
+
+
+@pytest.mark.parametrize("flag", ["--markdown", "--csv"])
+def test_a_table_output_never_replaces_measured_data(use_fake, tmp_path, flag):
+    # --markdown over an earlier results file, --csv over a history store: both gone, exit 0
+    import gzip
+
+    old = tmp_path / "old.json"
+    old.write_text(old_results("old.json"), encoding="utf-8")
+    packed = tmp_path / "old.json.gz"
+    packed.write_bytes(gzip.compress(old.read_bytes()))
+    compact = tmp_path / "compact.json"  # a results file written by another tool
+    compact.write_text(json.dumps(json.loads(old.read_text()), separators=(",", ":")))
+    store = _history_store(tmp_path)
+    kept = {path: path.read_bytes() for path in (old, packed, compact, store)}
+    for path, what in ((old, "is a cudabench results file"),
+                       (packed, "is a cudabench results file"),
+                       (compact, "is a cudabench results file"),
+                       (store, "is an SQLite database")):
+        done = invoke("matmul", "--size", "64", *QUICK, flag, path)
+        one_line_error(done, flag, what, "name another file")
+        report = invoke("report", RESULTS, flag, path)
+        one_line_error(report, flag, what)
+        compare = invoke("compare", RESULTS, DATA / "slower20.json", flag, path)
+        one_line_error(compare, flag, what)
+    unchanged(kept)
+    notes = tmp_path / "notes.md"  # a table's own old file: replaced, as before
+    notes.write_text("old table\n", encoding="utf-8")
+    assert invoke("report", RESULTS, flag, notes).exit_code == 0
+    assert notes.read_text(encoding="utf-8") != "old table\n"
+
+
+def test_a_figure_or_a_page_never_replaces_measured_data(tmp_path):
+    pytest.importorskip("matplotlib")
+    old = tmp_path / "old.json"
+    old.write_text(old_results("old.json"), encoding="utf-8")
+    store = _history_store(tmp_path)
+    kept = {path: path.read_bytes() for path in (old, store)}
+    renamed = tmp_path / "figure.png"  # the store, copied to a figure's name
+    renamed.write_bytes(store.read_bytes())
+    one_line_error(invoke("plot", RESULTS, "-o", renamed), "-o", "is an SQLite database")
+    one_line_error(invoke("report", RESULTS, "--html", old), "--html",
+                   "is a cudabench results file")
+    one_line_error(invoke("history", "plot", renamed, "--db", store), "OUTPUT",
+                   "is an SQLite database")
+    unchanged(kept)
+
+
+@pytest.mark.parametrize("flag", ["--json", "--markdown", "--html"])
+def test_an_output_named_as_a_results_stream_is_refused(use_fake, tmp_path, flag):
+    # another run streaming t.json's rows at t.json.partial deleted this one's file when it
+    # ended; a page there made the next run to t.json refuse, for a stopped run's rows
+    stream = tmp_path / "t.json.partial"
+    if flag == "--html":
+        done = invoke("report", RESULTS, flag, stream)
+    else:
+        done = invoke("matmul", "--size", "64", *QUICK, flag, stream)
+    one_line_error(done, flag, "names ending in .partial are where a run's rows stream")
+    assert not stream.exists()
+
+
+def test_a_replaced_output_keeps_its_mode(use_fake, tmp_path):
+    # a private results file became world-readable when replaced
+    out, table = tmp_path / "r.json", tmp_path / "r.csv"
+    assert invoke("matmul", "--size", "64", *QUICK, "--json", out).exit_code == 0
+    table.write_text("old\n", encoding="utf-8")
+    os.chmod(out, 0o600)
+    os.chmod(table, 0o640)
+    done = invoke("matmul", "--size", "64", *QUICK, "--json", out, "--csv", table,
+                  "--seed", "1")
+    assert done.exit_code == 0, done.output
+    assert (os.stat(out).st_mode & 0o777, os.stat(table).st_mode & 0o777) == (0o600, 0o640)
+    fresh = tmp_path / "fresh.csv"
+    assert invoke("report", RESULTS, "--csv", fresh).exit_code == 0
+    assert os.stat(fresh).st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_run_that_cannot_be_recorded_says_where_its_results_are(use_fake, tmp_path,
+                                                                  monkeypatch):
+    # a locked store (30 s) or Ctrl-C while waiting for it: only "try again" was said
+    import cudabench.cli.history as history
+    from cudabench.errors import UsageError
+
+    def locked(files, db, branch=None, say=True):
+        raise UsageError(f"{db}: the store is locked")
+
+    monkeypatch.setattr(history, "record_files", locked)
+    monkeypatch.chdir(tmp_path)
+    done = invoke("matmul", "--size", "64", *QUICK, "--record", "--db", tmp_path / "h.db")
+    assert done.exit_code == 2, done.output
+    kept = list((tmp_path / ".cudabench" / "runs").glob("*.json"))
+    assert len(kept) == 1
+    said = " ".join(done.stderr.split())
+    assert (f"the run's results are in {Path('.cudabench/runs') / kept[0].name}, not recorded:"
+            f" record them with `cudabench history import") in said

@@ -25,7 +25,7 @@ from cudabench.render import terminal
 from cudabench.render.html_page import esc, run_table_html
 from cudabench.render.html_sections import diagnostic_lines
 from cudabench.render.run_table import build_tables, derived
-from cudabench.results.loader import load_results
+from cudabench.results.loader import check_replaceable, load_results
 from cudabench.results.model import (
     FAILING_STATUSES,
     BenchmarkResult,
@@ -149,6 +149,7 @@ class Results(Sequence[BenchmarkResult]):
         `history import` read), atomically; return its path."""
         target = as_path(path, "to_json(path)")
         check_output(target, "to_json(path)")  # a folder or an empty path: a clear error
+        check_replaceable(target, "to_json(path)")  # notes, a history store: not replaced
         twice = twice_on_one_gpu(self.rows)
         if twice is not None:  # compare would refuse the file: refuse to write it
             raise UsageError(f"to_json({os.fspath(path)!r}): rows[{twice}], "

@@ -113,19 +113,10 @@ def output_paths(outputs: Outputs) -> dict[str, Path | None]:
 
 def check_results_output(outputs: Outputs) -> None:
     """Refuse a --json that holds a file that is no results file (notes.txt, a store: not
-    written over), and another output named as --json's PATH.partial, where the rows
-    stream while PATH exists: it would be taken, next run, for a stopped run's rows."""
-    if outputs.json_path is None:
-        return
-    check_replaceable(outputs.json_path, "--json")
-    from cudabench.common.outfiles import target
-    from cudabench.results.writer import PARTIAL
-
-    stream = target(outputs.json_path.with_name(outputs.json_path.name + PARTIAL))
-    for flag, path in output_paths(outputs).items():
-        if flag != "--json" and path is not None and target(path) == stream:
-            raise UsageError(f"{flag} {path}: is where --json's rows stream while "
-                             f"{outputs.json_path} exists; name another file")
+    written over). (An output named as its PATH.partial, where the rows stream while PATH
+    exists, check_outputs refuses with every name ending so.)"""
+    if outputs.json_path is not None:
+        check_replaceable(outputs.json_path, "--json")
 
 
 def check_combinations(outputs: Outputs, placement: Placement) -> None:
@@ -362,7 +353,13 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     if outputs.record and measured.json_path is not None:
         from cudabench.cli.history import RECORD_CHECK_CAP, check_file, record_files
 
-        record_files([measured.json_path], outputs.db)
+        try:
+            record_files([measured.json_path], outputs.db)
+        except BaseException:  # a locked or full store, Ctrl-C: the run's rows are kept
+            note(f"the run's results are in {measured.json_path}, not recorded: record "
+                 f"them with `cudabench history import {measured.json_path} --db "
+                 f"{outputs.db}`")
+            raise
         if outputs.check:
             code = max(code, check_file(measured.json_path, outputs.db,
                                         allow_missing=outputs.allow_missing,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -31,6 +32,18 @@ def target(path: Path) -> Path:
 MAX_NAME_BYTES = 255 - 20
 
 
+# Where a results file's rows stream while an older file of its name is kept (the results
+# writer's suffix): an output of that name would be taken for a stopped run's rows, or
+# deleted by the run that streams there.
+PARTIAL = ".partial"
+# The outputs that are results files or stores themselves: each checks what it replaces
+# (results/loader.check_replaceable, the history store). Every other output (a table, a
+# page, a figure, a suite) refuses to replace measured data: a results file or a store.
+DATA_FLAGS = frozenset({"--json", "--db", "--cudabench-json", "--cudabench-record"})
+SQLITE_MAGIC = b"SQLite format 3\x00"
+RESULTS_KIND = re.compile(rb'\s*\{\s*"kind"\s*:\s*"cudabench-results"')  # its first field
+
+
 def check_output(path: Path, flag: str) -> None:
     """Refuse, before any work, a path the output cannot be written to."""
     if not str(path).strip():
@@ -39,6 +52,9 @@ def check_output(path: Path, flag: str) -> None:
     if len(os.fsencode(real.name)) > MAX_NAME_BYTES:
         raise UsageError(f"{flag} {path}: a file name of more than {MAX_NAME_BYTES} bytes; "
                          "give a shorter one")
+    if real.name.endswith(PARTIAL):
+        raise UsageError(f"{flag} {path}: names ending in {PARTIAL} are where a run's rows "
+                         "stream while an older results file is kept; name another file")
     try:
         info = os.stat(real)
     except (FileNotFoundError, NotADirectoryError):  # a folder on the way: said below
@@ -91,7 +107,43 @@ def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path] = (
         if real in seen:
             raise UsageError(f"{flag} {path}: {seen[real]} writes there too; give each "
                              "output its own path")
+        if flag not in DATA_FLAGS:
+            check_not_data(path, flag)
         seen[real] = flag
+
+
+def check_not_data(path: Path, flag: str) -> None:
+    """Refuse an output (a table, a page, a figure) that would replace measured data: a
+    cudabench results file (.json or .json.gz) or an SQLite database (a history store),
+    which no command could give back."""
+    what = measured_data(path)
+    if what:
+        raise UsageError(f"{flag} {path}: is {what}, which this output would replace; name "
+                         "another file")
+
+
+def measured_data(path: Path) -> str:
+    """Return what measured data path holds ('a cudabench results file', 'an SQLite
+    database'), or '' (no such file, or another kind)."""
+    import gzip
+    import zlib
+
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(4096)
+    except OSError:
+        return ""
+    if head.startswith(SQLITE_MAGIC):
+        return "an SQLite database (a history store?)"
+    if head.startswith(b"\x1f\x8b"):  # a .json.gz: its first bytes decompressed
+        try:
+            with gzip.open(path, "rb") as stream:
+                head = stream.read(4096)
+        except (OSError, EOFError, zlib.error):
+            return ""
+    if RESULTS_KIND.match(head):
+        return "a cudabench results file"
+    return ""
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -117,7 +169,7 @@ def replacing(path: Path, flag: str, mode: str = "w") -> Iterator[IO[Any]]:
         encoding = None if "b" in mode else "utf-8"
         with os.fdopen(handle, mode, encoding=encoding) as stream:
             yield stream
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600
+        _take_over(temporary, real)
         os.replace(temporary, real)
     except OSError as exc:
         Path(temporary).unlink(missing_ok=True)
@@ -169,6 +221,21 @@ def claim_output(path: Path, flag: str) -> IO[Any] | None:
         raise UsageError(f"{flag} {path}: another cudabench run is writing it now; wait for "
                          "it to end, or write elsewhere") from None
     return handle
+
+
+def _take_over(temporary: str, real: Path) -> None:
+    """Give the new file the mode and owner of the one it replaces (a private 0600 results
+    file stays private), else the umask's (mkstemp makes it 0600). A hard link to the old
+    file keeps the old content: a file replaced whole is a new file."""
+    try:
+        old = os.stat(real)
+    except OSError:
+        os.chmod(temporary, 0o666 & ~_umask())
+        return
+    os.chmod(temporary, stat.S_IMODE(old.st_mode))
+    with contextlib.suppress(OSError):  # another user's file: only root may give it back
+        if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+            os.chown(temporary, old.st_uid, old.st_gid)
 
 
 def _umask() -> int:

@@ -165,7 +165,11 @@ class Store(Queries):
         tables = {row[0] for row in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
         if app_id != APPLICATION_ID:
-            if app_id == 0 and not tables:
+            # empty: no object at all, and no user_version (another program's fresh
+            # database sets one before its tables)
+            objects = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if app_id == 0 and not objects and not conn.execute(
+                    "PRAGMA user_version").fetchone()[0]:
                 return None
             raise StoreError(not_a_store_message(self.path,
                                                  "an SQLite database of another program"))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench import __version__
-from cudabench.common.outfiles import claim_output, replacing
+from cudabench.common.outfiles import PARTIAL, check_output, claim_output, replacing
 from cudabench.errors import UsageError
 from cudabench.results.codec import (
     FILE_KIND,
@@ -51,6 +51,8 @@ class ResultsWriter:
                  keep_unmeasured: bool = True) -> None:
         self.path = Path(path)
         self.flag = flag  # what the user gave the path as, for the error messages
+        if self.path.name.endswith(PARTIAL):  # another run's rows stream under such names
+            check_output(self.path, flag)
         # an existing file is replaced only by a complete run: the rows stream beside it
         self.streams_to = (self.path.with_name(self.path.name + PARTIAL)
                            if self.path.exists() else self.path)
@@ -193,15 +195,20 @@ class ResultsWriter:
                 self.write(complete=False)
             except UsageError as exc:
                 self.stream_error = str(exc)
-        if self.streams_to == self.path or not self.streams_to.exists():
+        if not self.streams_to.exists():
             return None
         lost = len(self._encoded) - self.written
+        if self.streams_to == self.path:  # a new file: its rows, marked incomplete
+            if not self.written:
+                return None
+            return (f"the run stopped: {self.written} of its rows are in {self.path}, marked "
+                    "incomplete" + (f" ({lost} could not be written: {self.stream_error})"
+                                    if lost else ""))
         return (f"the run stopped: {self.written} of its rows are in {self.streams_to}"
                 + (f" ({lost} could not be written: {self.stream_error})" if lost else "")
                 + f"; {self.path} is as it was")
 
 
-PARTIAL = ".partial"  # the suffix an existing results file's replacement streams under
 _ROWS = "\x00benchmarks\x00"  # where the encoded rows go (no field holds a NUL)
 
 
