@@ -464,9 +464,9 @@ def show_plan(plans: list[Plan], arch: str) -> int:
 
 def would_stop_here(plans: list[Plan]) -> list[str]:
     """Return, for a dry run, what a real run of the plans on this machine would refuse
-    before measuring: CUDA_LAUNCH_BLOCKING set, no GPU visible (or no driver), a tool missing (ncu for --counters,
-    compute-sanitizer for --sanitize) or more host memory than it has (the GPU's is not
-    known here). Notes, not errors."""
+    before measuring: CUDA_LAUNCH_BLOCKING set, no GPU visible (or no driver), a tool
+    missing (ncu for --counters, compute-sanitizer for --sanitize) or more host memory
+    than it has (the GPU's is not known here). Notes, not errors."""
     from cudabench.observers.ncu import find_ncu
     from cudabench.observers.sanitizer import find_sanitizer
 
