@@ -245,6 +245,28 @@ def test_a_torn_line_in_the_cache_is_ignored(kernels, tmp_path):
     assert (found.cached, len(runner.measured)) == (2, 1)
 
 
+def test_rows_of_another_search_in_the_cache_are_not_reused(kernels, tmp_path):
+    # an edited or copied file: rows of another dtype, shape or variant reached the
+    # results file as PASS rows nobody asked for; a nested line was an internal error
+    import json
+
+    search(space_of(kernels), settings(tmp_path, budget="4"), Runner(), FAKE_DEVICE.name)
+    (path,) = (tmp_path / "cache" / "tune" / "matmul").iterdir()
+    lines = path.read_text().splitlines()
+    edits = [("dtype", "float64"), ("shape", [1, 2, 3]), ("variant", "tiled")]
+    for number, (field, value) in enumerate(edits):
+        data = json.loads(lines[number])
+        data["row"][field] = value
+        lines[number] = json.dumps(data)
+    path.write_text("\n".join(lines + ["[" * 100000 + "]" * 100000]) + "\n")
+    runner = Runner()
+    found = search(space_of(kernels), settings(tmp_path, budget="4"), runner,
+                   FAKE_DEVICE.name)
+    assert (found.cached, len(runner.measured)) == (1, 3)
+    assert {(r.variant, r.dtype, tuple(r.shape)) for r in found.rows.values()} == {
+        ("tune", "float32", (64, 64, 64))}
+
+
 # The command line, on the fake engine (worker processes, the real pipeline).
 
 QUICK = ["--warmup", "0", "--min-samples", "6", "--max-time", "0.03", "--quiet"]

@@ -84,8 +84,11 @@ def cache_path(op: str, variant: KernelVariant, shape: tuple[int, ...], dtype: s
 class TuneCache:
     """One search's file: read once, appended to by any thread that hears a row."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, search: tuple[object, ...] | None = None) -> None:
         self.path = path
+        # the search's (op, variant, shape, dtype, hot): a row of another (an edited or
+        # copied file) is none of its measurements, and never reaches its results
+        self.search = search
         self.lock = threading.Lock()
 
     def load(self) -> dict[Key, BenchmarkResult]:
@@ -95,7 +98,7 @@ class TuneCache:
         rows = {}
         for line in self.path.read_text(errors="replace").splitlines():
             row = _decode(self.path, line)
-            if row is not None:
+            if row is not None and (self.search is None or search_of(row) == self.search):
                 rows[config_key(row.params)] = row
         return rows
 
@@ -137,6 +140,11 @@ def lasting(result: BenchmarkResult) -> bool:
     return result.status is not Status.TIMEOUT and "worker" not in (result.error or "")
 
 
+def search_of(row: BenchmarkResult) -> tuple[object, ...]:
+    """Return which search a row belongs to: its op, variant, shape, dtype and cache state."""
+    return row.op, row.variant, tuple(row.shape), row.dtype, row.hot
+
+
 def _decode(path: Path, line: str) -> BenchmarkResult | None:
     """Return a line's row, or None for one torn or unreadable."""
     try:
@@ -144,5 +152,6 @@ def _decode(path: Path, line: str) -> BenchmarkResult | None:
         check = Checker(path)
         devices = [device_from_dict(data["device"], check)] if data.get("device") else []
         return benchmark_from_dict(data["row"], check, devices)
-    except (ValueError, KeyError, TypeError, AttributeError, ResultsFileError):
+    except (ValueError, KeyError, TypeError, AttributeError, ResultsFileError,
+            RecursionError, OverflowError):
         return None  # AttributeError: valid JSON, not an object (`1`, `[1]`)

@@ -86,7 +86,8 @@ def search(space: Space, settings: Settings, run: Run, model: str | None,
             path = (cache_path(space.op, variant, tuple(plan.shape), plan.dtype.name,
                                plan.hot, name, settings.cache_root, measuring_of(plan))
                     if settings.use_cache else None)
-            caches[name] = TuneCache(path)
+            caches[name] = TuneCache(path, (space.op, variant.name, tuple(plan.shape),
+                                            plan.dtype.name, plan.hot))
         return caches[name]
 
     if model is not None:
