@@ -374,6 +374,7 @@ def test_a_bad_store_is_refused_untouched(tmp_path, case, command):
 
 @pytest.mark.parametrize("edit", ["UPDATE results SET params = '{'",
                                   "UPDATE results SET shape = 'x'",
+                                  "UPDATE results SET shape = '[1e400, 1, 1]'",
                                   "UPDATE results SET median_s = -1.0"])
 @pytest.mark.parametrize("command", ["show", "check", "plot"])
 def test_rows_no_cudabench_wrote_are_a_damaged_store_not_an_internal_error(tmp_path, edit,
@@ -390,6 +391,18 @@ def test_rows_no_cudabench_wrote_are_a_damaged_store_not_an_internal_error(tmp_p
         assert result.exit_code == 0 and "too little history" in result.stdout, result.output
     else:
         assert_one_line_error(result, str(db), "the history store is damaged")
+
+
+def test_a_command_key_no_cudabench_wrote_is_not_an_internal_error(tmp_path):
+    # history check read every run's command_key as JSON: '{{' was exit 4
+    db = make_store(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE runs SET command_key = '{{'")
+    conn.commit()
+    conn.close()
+    result = invoke("check", make_run(tmp_path, 50), "--db", db)
+    assert result.exit_code in (0, 1, 2) and "internal error" not in result.stderr, \
+        result.output
 
 
 def test_a_file_holding_a_benchmark_twice_is_neither_recorded_nor_judged(tmp_path):

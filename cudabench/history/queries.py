@@ -72,7 +72,8 @@ class Queries:
         what cudabench wrote (a damaged or hand-edited store)."""
         try:
             return decode_benchmark(row)
-        except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError included
+        except (ValueError, TypeError, AttributeError, OverflowError,
+                RecursionError) as exc:  # JSONDecodeError included; a shape of 1e400
             raise StoreError(damaged_message(
                 self.path, f"a result's key columns cannot be read: {exc}")) from None
 

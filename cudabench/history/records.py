@@ -160,8 +160,15 @@ _FLUSH_SWITCHES = frozenset({"--hot"})  # no L2 flush at all: the flush recorded
 
 def unflushed_key(key: str) -> str:
     """Return a command_key without the options that choose the L2 flush (--l2-flush X,
-    --hot): the same command after another flush, whose history the flush keeps apart."""
-    words = iter(json.loads(key))
+    --hot): the same command after another flush, whose history the flush keeps apart.
+    A key cudabench did not write (a hand-edited store) is only itself."""
+    try:
+        decoded = json.loads(key)
+    except (ValueError, TypeError, RecursionError):
+        return key
+    if not isinstance(decoded, list) or not all(isinstance(w, str) for w in decoded):
+        return key
+    words = iter(decoded)
     kept: list[str] = []
     for word in words:
         name = word.split("=", 1)[0]
