@@ -542,3 +542,43 @@ def test_a_run_that_cannot_be_recorded_says_where_its_results_are(use_fake, tmp_
     said = " ".join(done.stderr.split())
     assert (f"the run's results are in {Path('.cudabench/runs') / kept[0].name}, not recorded:"
             f" record them with `cudabench history import") in said
+
+
+def _full_disk_for(monkeypatch, suffix: str) -> None:
+    """Make every output whose name ends with suffix fail as on a full disk."""
+    import contextlib
+
+    from cudabench.common import outfiles
+    from cudabench.errors import UsageError
+
+    real = outfiles.replacing
+
+    @contextlib.contextmanager
+    def replacing(path, flag, mode="w"):
+        if str(path).endswith(suffix):
+            raise UsageError(f"{flag} {path}: cannot write: [Errno 28] No space left")
+        with real(path, flag, mode) as stream:
+            yield stream
+
+    monkeypatch.setattr(outfiles, "replacing", replacing)
+
+
+def test_a_report_that_cannot_be_written_costs_no_other_output(use_fake, tmp_path,
+                                                               monkeypatch):
+    # --markdown on a full disk: --csv on a healthy one was never written, nor --record
+    _full_disk_for(monkeypatch, ".md")
+    table, store = tmp_path / "r.csv", tmp_path / "h.db"
+    done = invoke("matmul", "--size", "64", *QUICK, "--json", tmp_path / "r.json",
+                  "--markdown", tmp_path / "r.md", "--csv", table, "--record", "--db", store)
+    assert done.exit_code == 2, done.output
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("cudabench: error: --markdown") and "No space left" in last
+    assert table.read_text(encoding="utf-8").startswith("op,")
+    assert "recorded as run 1" in done.stdout and store.exists()
+    compare = invoke("compare", RESULTS, DATA / "slower20.json", "--markdown",
+                     tmp_path / "c.md", "--csv", tmp_path / "c.csv")
+    assert compare.exit_code == 2 and "--markdown" in compare.stderr
+    assert "cudabench compare" in compare.stdout and (tmp_path / "c.csv").exists()
+    report = invoke("report", RESULTS, "--markdown", tmp_path / "p.md", "--csv",
+                    tmp_path / "p.csv")
+    assert report.exit_code == 2 and (tmp_path / "p.csv").exists()

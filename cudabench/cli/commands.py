@@ -25,7 +25,7 @@ from cudabench.cli.options import (
     with_flush,
 )
 from cudabench.cli.suite import find_config, load_suite
-from cudabench.common.outfiles import check_outputs, write_text
+from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.common.units import params_text, shape_text
 from cudabench.engines.protocol import EngineSpec
@@ -313,6 +313,9 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     code."""
     outcome, clock = measured.outcome, measured.clock
     markdown = ""
+    # A report that cannot be written (a full disk) costs neither the next one nor --best
+    # nor --record: its error comes at the end.
+    writes = EachWritten()
     with clock.phase("tables and reports"):
         terminal.render_run(outcome, terminal.stdout_console())
         terminal.render_diagnostics(outcome, terminal.stderr_console())
@@ -320,11 +323,15 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
             from cudabench.render.markdown import run_to_markdown
 
             markdown = run_to_markdown(outcome)
-            _write_report(outputs.markdown_path, markdown, "--markdown", outcome)
+            path = outputs.markdown_path
+            writes.attempt(lambda: _write_report(path, markdown, "--markdown", outcome))
+            if writes.errors:  # not written: nothing for --best's winners to join
+                markdown = ""
         if outputs.csv_path is not None:
             from cudabench.render.csv_out import run_to_csv
 
-            _write_report(outputs.csv_path, run_to_csv(outcome), "--csv", outcome)
+            table = outputs.csv_path
+            writes.attempt(lambda: _write_report(table, run_to_csv(outcome), "--csv", outcome))
     code = int(outcome.exit_code)
     if outputs.best:
         with clock.phase("--best: head to head"):
@@ -345,9 +352,11 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
                 finish_closing()
             code = max(code, best.show_choices(choices, failed, outputs.best_out,
                                                   measured.plans))
-            if outputs.markdown_path is not None:  # the winners join the run's tables
-                write_text(outputs.markdown_path,
-                           markdown + best.choices_markdown(choices, failed), "--markdown")
+            if outputs.markdown_path is not None and markdown:  # the winners join the
+                # run's tables
+                path = outputs.markdown_path
+                writes.attempt(lambda: write_text(
+                    path, markdown + best.choices_markdown(choices, failed), "--markdown"))
     if any(plan.insight.profile_time for plan in measured.plans):
         show_time_profile(measured)
     if outputs.record and measured.json_path is not None:
@@ -364,6 +373,7 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
             code = max(code, check_file(measured.json_path, outputs.db,
                                         allow_missing=outputs.allow_missing,
                                         cap_from=RECORD_CHECK_CAP))
+    writes.raise_any()
     return code
 
 

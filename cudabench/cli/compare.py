@@ -15,7 +15,7 @@ import click
 
 from cudabench.analysis.compare import benchmark_text, compare
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, Verdict, parse_threshold
-from cudabench.common.outfiles import check_outputs, write_text
+from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.common.stats import relative_spread
 from cudabench.errors import UsageError
 from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
@@ -76,15 +76,20 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     refuse_the_same_run(baseline, current, (before, after))  # after the files' own errors
     comparison = judge(before, after, threshold, alpha, db, allow_different_gpu, power,
                        allow_missing, max_threshold)
-    if markdown_path is not None:
-        write_text(markdown_path, to_markdown(comparison), "--markdown")
-    if html_path is not None:
-        write_text(html_path, comparison_html(comparison, (before, after)), "--html")
-    if csv_path is not None:
-        write_text(csv_path, comparison_to_csv(comparison), "--csv")
     terminal.render_comparison(comparison, terminal.stdout_console())
     incomplete = [f.path for f in (before, after) if f.metadata.get("complete") is False]
     terminal.render_incomplete(incomplete, terminal.stderr_console(), after.path)
+    # after the verdicts are shown: a report that cannot be written (a full disk) neither
+    # hides them nor stops the next report
+    writes = EachWritten()
+    if markdown_path is not None:
+        writes.attempt(lambda: write_text(markdown_path, to_markdown(comparison), "--markdown"))
+    if html_path is not None:
+        writes.attempt(lambda: write_text(html_path, comparison_html(comparison,
+                                                                     (before, after)), "--html"))
+    if csv_path is not None:
+        writes.attempt(lambda: write_text(csv_path, comparison_to_csv(comparison), "--csv"))
+    writes.raise_any()
     return int(comparison.exit_code)
 
 

@@ -13,7 +13,7 @@ import click
 from rich.text import Text
 
 from cudabench.errors import UsageError
-from cudabench.common.outfiles import check_outputs, write_text
+from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.render import csv_out, plot, terminal
 from cudabench.render.html import report_html
 from cudabench.render.markdown import run_to_markdown
@@ -79,12 +79,16 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
                                     str(one.path) if len(loaded) > 1 else "")
         markdown.append(run_to_markdown(outcome))
         csv_parts.append(csv_out.run_to_csv(outcome))
+    writes = EachWritten()  # one that cannot be written does not stop the next
     if markdown_path is not None:
-        write_text(markdown_path, "\n".join(markdown), "--markdown")
+        writes.attempt(lambda: write_text(markdown_path, "\n".join(markdown), "--markdown"))
     if csv_path is not None:
-        write_text(csv_path, csv_out.join(csv_parts, [one.path for one in loaded]), "--csv")
+        writes.attempt(lambda: write_text(
+            csv_path, csv_out.join(csv_parts, [one.path for one in loaded]), "--csv"))
     if html_path is not None:
-        write_text(html_path, report_html(loaded, title or default_title(loaded)), "--html")
+        writes.attempt(lambda: write_text(
+            html_path, report_html(loaded, title or default_title(loaded)), "--html"))
+    writes.raise_any()
     # The run's verdicts were given when it ran: rendering them again succeeds.
     return 0
 

@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -177,6 +177,27 @@ def replacing(path: Path, flag: str, mode: str = "w") -> Iterator[IO[Any]]:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+class EachWritten:
+    """Outputs written one after another, where one that cannot be written (a full disk)
+    must not cost the others: each is tried, and the failures are raised together at the
+    end, as one line (UsageError)."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def attempt(self, write: Callable[[], object]) -> None:
+        """Run one output's write, keeping its error for raise_any."""
+        try:
+            write()
+        except UsageError as exc:
+            self.errors.append(str(exc))
+
+    def raise_any(self) -> None:
+        """Raise the failures kept, if any."""
+        if self.errors:
+            raise UsageError("; ".join(self.errors))
 
 
 def write_text(path: Path, text: str, flag: str) -> None:
