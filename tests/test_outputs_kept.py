@@ -582,3 +582,18 @@ def test_a_report_that_cannot_be_written_costs_no_other_output(use_fake, tmp_pat
     report = invoke("report", RESULTS, "--markdown", tmp_path / "p.md", "--csv",
                     tmp_path / "p.csv")
     assert report.exit_code == 2 and (tmp_path / "p.csv").exists()
+
+
+def test_a_skipped_variant_says_why_and_a_run_of_skips_says_so(use_fake, tmp_path):
+    # the reason was in the results file only, and a run of SKIP rows exited 2 silently
+    source = Path(__file__).parents[1] / "kernels" / "matmul" / "naive.cu"
+    text = source.read_text(encoding="utf-8").replace("matmul_naive", "matmul_later")
+    (tmp_path / "later.cu").write_text(text.replace("// cudabench: matmul\n",
+                                                    "// cudabench: matmul\n// arch: sm_999\n"),
+                                       encoding="utf-8")
+    done = invoke("matmul", "--size", "32", *QUICK, "--kernels-dir", tmp_path,
+                  "--variant", "later")
+    assert done.exit_code == 2, done.output
+    said = " ".join(done.stderr.split())
+    assert "SKIP: matmul/later: built for sm_999" in said
+    assert "error: nothing was measured: every row was skipped" in said

@@ -42,7 +42,7 @@ from cudabench.render.run_table import (
     diagnostic_names,
     split_to_fit,
 )
-from cudabench.results.model import BenchmarkResult, DeviceInfo, RunOutcome, Status
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome, Status
 from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
 
 PARAMS_COLUMNS = ("params", "best params")  # cut to what differs in a narrow table
@@ -241,12 +241,17 @@ def render_diagnostics(outcome: RunOutcome, console: Console, origin: str = "") 
         if r.suspect:
             say(f"SUSPECT: {name}: {r.suspect}: a result this fast is not believed (a kernel "
                 "that skips work, or a roof this GPU exceeds)", "yellow")
+        if r.skipped and r.kind is not Kind.VENDOR:  # a vendor's: under its table
+            say(f"SKIP: {name}: {r.skipped}")
         if r.error:
             say(f"error: {name}: {r.error}", "red")
         elif r.verification is not None and r.status is Status.FAIL:
             v = r.verification
             say(f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements outside "
                 f"tolerance ({v.criterion}); relative error {format_error(v.rel_error)}", "red")
+    if outcome.results and all(r.status is Status.SKIP for r in outcome.results):
+        say("error: nothing was measured: every row was skipped (the SKIP lines say why)",
+            "bold red")
 
 
 def render_catalog(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any],
