@@ -599,3 +599,11 @@ def test_a_worker_that_dies_measuring_is_not_blamed_on_an_unguarded_script(tmp_p
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert "its worker process died" in done.stderr, (done.stdout, done.stderr)
     assert "__main__" not in done.stderr
+
+
+def test_an_empty_list_of_variants_is_refused_not_taken_for_every_variant(use_fake):
+    # a list filtered down to nothing ran all six default variants
+    with pytest.raises(UsageError, match=r"^variants \[\]: an empty list names no variant"):
+        cb.run("matmul", variants=[], size=32)
+    with pytest.raises(UsageError, match=r"^variants \[\]"):
+        cb.run("matmul", variants=(), size=32)

@@ -327,6 +327,9 @@ def _names(variants: str | Sequence[str] | None) -> list[str]:
         raise UsageError(f"variants {variants!r}: expected a variant name or a list of names "
                          "(see `cudabench list`)")
     names = [variants] if isinstance(variants, str) else list(variants)
+    if not names:  # a list filtered to nothing: running every variant would not be it
+        raise UsageError("variants []: an empty list names no variant; leave variants out "
+                         "(None) to run the defaults")
     for name in names:
         if not isinstance(name, str) or not name:
             raise UsageError(f"variants: {name!r} is not a variant name (see `cudabench list`)")
