@@ -343,6 +343,10 @@ def test_a_dry_run_notes_cuda_launch_blocking(no_engine, monkeypatch):
     notes = " ".join(result.stderr.split())
     assert result.exit_code == 0
     assert "a run would stop here: CUDA_LAUNCH_BLOCKING=1: cudabench queues" in notes
+    for off in ("0", "00", " 0 "):
+        monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", off)
+        assert "would stop here" not in invoke("dot", "--variant", "atomic",
+                                               "--dry-run").stderr, off
     monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "0")
     assert "would stop here" not in invoke("dot", "--variant", "atomic", "--dry-run").stderr
 

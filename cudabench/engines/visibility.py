@@ -4,6 +4,7 @@ the timing cannot run under (CUDA_LAUNCH_BLOCKING)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from cudabench.errors import UsageError
@@ -30,7 +31,9 @@ def refuse_launch_blocking(environ: Mapping[str, str] | None = None) -> None:
     (engines/pycuda_engine.py's time_once and batches), and a launch that blocks until the
     GPU is done would wait for it forever."""
     value = (environ if environ is not None else os.environ).get("CUDA_LAUNCH_BLOCKING", "")
-    if value.strip() not in ("", "0"):
+    # off: unset, empty or a zero ("00"); anything else is taken as on (a word such as
+    # "false" too: a hang is worse than a refusal that says what to unset)
+    if value.strip() and not re.fullmatch(r"\s*[+-]?0+\s*", value):
         raise UsageError(
             f"CUDA_LAUNCH_BLOCKING={value.strip()}: cudabench queues each timed launch behind "
             "a kernel that waits for the host, which blocking launches would never release; "
