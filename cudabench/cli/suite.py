@@ -233,7 +233,8 @@ def _plural(table: Mapping[str, Any], one: str, many: str, where: str) -> list[s
         return [value]
     values = table.get(many, [])
     if not isinstance(values, list) or (many in table and not values):  # a string: characters
-        raise UsageError(f"{where}.{many}: expected a list, e.g. {many} = "
+        what = "an empty list names none" if values == [] else "expected a list"
+        raise UsageError(f"{where}.{many}: {what}, e.g. {many} = "
                          f"[{', '.join(_EXAMPLES[one])}]")
     values = [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
     return _strings({many: values}, many, where, [])
