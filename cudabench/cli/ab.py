@@ -10,6 +10,7 @@ The statistics and the verdicts are analysis/ab.py's.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -162,7 +163,9 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
                           max_time_s=1.0)
     # The policy's own check would say "raise --timeout", which ab has not: its default's.
-    if not warmup < timing.timeout_s:  # NaN too
+    if not math.isfinite(warmup):
+        raise UsageError(f"--warmup {warmup}: must be a finite number")
+    if not warmup < timing.timeout_s:
         raise UsageError(f"--warmup {warmup:g}: must be under {timing.timeout_s:g} s, the "
                          "time a variant's warm-up and samples have in each round")
     base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,
