@@ -597,3 +597,16 @@ def test_a_skipped_variant_says_why_and_a_run_of_skips_says_so(use_fake, tmp_pat
     said = " ".join(done.stderr.split())
     assert "SKIP: matmul/later: built for sm_999" in said
     assert "error: nothing was measured: every row was skipped" in said
+
+
+def test_an_output_through_a_dangling_link_makes_no_folder_where_it_leads(use_fake, tmp_path):
+    # the run made /nonexistent/ to write the link's target there
+    link = tmp_path / "r.json"
+    link.symlink_to(tmp_path / "nowhere" / "deeper" / "r.json")
+    one_line_error(invoke("matmul", "--size", "64", *QUICK, "--json", link),
+                   "--json", "whose folder does not exist")
+    assert not (tmp_path / "nowhere").exists()
+    inside = tmp_path / "in.csv"  # a link to a new file in a folder that exists: written
+    inside.symlink_to(tmp_path / "target.csv")
+    assert invoke("report", RESULTS, "--csv", inside).exit_code == 0
+    assert (tmp_path / "target.csv").read_text(encoding="utf-8").startswith("op,")

@@ -52,6 +52,9 @@ def check_output(path: Path, flag: str) -> None:
     if len(os.fsencode(real.name)) > MAX_NAME_BYTES:
         raise UsageError(f"{flag} {path}: a file name of more than {MAX_NAME_BYTES} bytes; "
                          "give a shorter one")
+    if os.path.islink(path) and not real.parent.exists():  # a dangling link's folders
+        raise UsageError(f"{flag} {path}: is a link to {real}, whose folder does not exist; "
+                         "name another file")
     if real.name.endswith(PARTIAL):
         raise UsageError(f"{flag} {path}: names ending in {PARTIAL} are where a run's rows "
                          "stream while an older results file is kept; name another file")
