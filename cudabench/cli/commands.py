@@ -36,6 +36,7 @@ from cudabench.measure import memory
 from cudabench.planning.plan import Plan, Request, make_plan
 from cudabench.render import terminal
 from cudabench.results import BenchmarkResult, RunOutcome
+from cudabench.results.model import Status
 from cudabench.results.loader import check_replaceable
 from cudabench.results.rounds import pool_all, pooling
 from cudabench.results.writer import ResultsWriter
@@ -319,6 +320,11 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     with clock.phase("tables and reports"):
         terminal.render_run(outcome, terminal.stdout_console())
         terminal.render_diagnostics(outcome, terminal.stderr_console())
+        if outcome.results and all(r.status is Status.SKIP for r in outcome.results):
+            # exit 2 (exit_code): said, not left to the SKIP lines above
+            terminal.stderr_console().print(
+                "error: nothing was measured: every row was skipped (the SKIP lines say why)",
+                style="bold red", markup=False, highlight=False, soft_wrap=True)
         if outputs.markdown_path is not None:
             from cudabench.render.markdown import run_to_markdown
 
