@@ -247,15 +247,24 @@ def _parse_param(path: Path, number: int, name: str, value: str) -> ParamSpec:
         )
     try:
         default = int(parts["default"])
-        allowed_text = parts["allowed"]
-        span = _RANGE.match(allowed_text)
+    except ValueError:
+        raise KernelFileError(
+            path, number, f"param {name}: default {parts['default']!r} is not an integer"
+        ) from None
+    allowed_text = parts["allowed"]
+    span = _RANGE.match(allowed_text)
+    try:
         if span:
             spec = ParamSpec(name, default, low=int(span[1]), high=int(span[2]))
         else:
             values = tuple(int(v) for v in allowed_text.split(","))
             spec = ParamSpec(name, default, allowed=values)
     except ValueError:
-        raise KernelFileError(path, number, f"param {name}: values must be integers") from None
+        # Name what was written: a --size style step (`1..64:x2`) reads as neither form.
+        raise KernelFileError(
+            path, number, f"param {name}: allowed {allowed_text!r} is neither integers "
+            "`A, B, C` nor a range `LOW..HIGH`",
+        ) from None
     if not spec.allows(default):
         raise KernelFileError(
             path, number, f"param {name}: default {default} is not among the allowed values"
