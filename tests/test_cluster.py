@@ -289,6 +289,36 @@ def test_a_cluster_that_cannot_be_reached_is_a_one_line_error(monkeypatch):
     assert len(lines) == 1 and "cannot reach the Ray cluster" in lines[0], done.stderr
 
 
+def test_a_ray_address_that_does_not_answer_is_named_at_once(monkeypatch):
+    # Ray waited on its own timeouts (over two minutes, its log lines on stderr)
+    import socket
+    import time
+
+    from cudabench.engines.fake_engine import FakeSpec
+
+    if ray.is_initialized():
+        ray.shutdown()
+    use_spec(monkeypatch, FakeSpec())
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    started = time.monotonic()
+    done = invoke("dot", "--size", "100", "--cluster", "ray")
+    assert done.exit_code == 2 and time.monotonic() - started < 10
+    assert done.stderr.strip().splitlines() == [
+        "cudabench: error: --cluster ray: cannot reach the Ray cluster at 127.0.0.1:1 "
+        "(RAY_ADDRESS=127.0.0.1:1): Connection refused"], done.stderr
+
+    def silent(address, timeout):
+        assert timeout == 3.0
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", silent)
+    done = invoke("workers", "--cluster", "ray://head.example:10001")
+    assert done.exit_code == 2 and done.stderr.strip().splitlines() == [
+        "cudabench: error: --cluster ray://head.example:10001: cannot reach the Ray cluster "
+        "at head.example:10001: no answer in 3 s"], done.stderr
+    assert not ray.is_initialized()
+
+
 def test_a_usage_error_found_before_the_run_starts_no_ray(monkeypatch, tmp_path):
     from cudabench.engines.fake_engine import FakeSpec
 

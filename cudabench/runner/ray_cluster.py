@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import pickle
+import socket
 import tempfile
 import threading
 import time
@@ -57,6 +58,7 @@ CLOSE_WAIT_S = 15.0  # how long an actor gets to release its GPU at the end
 NAMESPACE = "cudabench"  # where kept actors are named, whatever the driver's namespace
 KEPT_PREFIX = "cudabench-"  # a kept actor's name: cudabench-<code key>-gpu<slot>
 IDLE_PROBE_S = 0.5  # an actor that answers within this is between runs (it runs one at a time)
+REACH_S = 3.0  # how long a cluster's address gets to accept a connection before Ray is asked
 
 
 def check_address(text: str) -> str:
@@ -66,6 +68,28 @@ def check_address(text: str) -> str:
         raise UsageError(f"--cluster {text!r}: expected `ray` (a local Ray, or RAY_ADDRESS's "
                          "cluster) or `ray://HOST:PORT` (a cluster's Ray Client address)")
     return text
+
+
+def check_reachable(text: str) -> None:
+    """UsageError unless the HOST:PORT that --cluster or RAY_ADDRESS names accepts a
+    connection within REACH_S. Ray itself waits on its own timeouts for an address that
+    does not answer (a minute or more, its log lines on stderr) before it gives up."""
+    if text.startswith("ray://"):
+        address, named_by = text.removeprefix("ray://"), ""
+    else:
+        address = os.environ.get("RAY_ADDRESS", "").strip()
+        named_by = f" (RAY_ADDRESS={address})"
+        address = address.removeprefix("ray://")
+    host, colon, port = address.rpartition(":")
+    if not colon or not host or not (port.isascii() and port.isdigit()):
+        return  # unset, `auto`, `local`, or a form Ray reads and this does not: Ray decides
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_S).close()
+    except OSError as exc:
+        why = (f"no answer in {REACH_S:g} s" if isinstance(exc, TimeoutError)
+               else exc.strerror or str(exc) or type(exc).__name__)
+        raise UsageError(f"--cluster {text}: cannot reach the Ray cluster at {address}"
+                         f"{named_by}: {why}") from None
 
 
 def connect(text: str, keep_s: float = 0.0, running: bool = False) -> RayCluster:
@@ -80,6 +104,7 @@ def connect(text: str, keep_s: float = 0.0, running: bool = False) -> RayCluster
         raise UsageError(f"--cluster {text}: Ray is not installed ({INSTALL_HINT})") from None
     started = False
     if not ray.is_initialized():
+        check_reachable(text)
         address = text if text.startswith("ray://") else ("auto" if running else None)
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
