@@ -261,6 +261,28 @@ def test_best_out_is_kept_when_no_configuration_passes(use_fake, monkeypatch, tm
     assert out.read_text(encoding="utf-8") == "# the last good suite\n"
 
 
+def test_best_names_a_variant_and_size_where_no_configuration_passed(use_fake, tmp_path):
+    # the winners' table, --markdown and --best-out simply lacked `atomic`: it read as if
+    # that variant had not been asked for
+    from cudabench.engines.fake_kernels import Fault
+
+    use_fake(faults={"atomic": Fault.WRONG_ELEMENT})
+    out, summary = tmp_path / "best.toml", tmp_path / "summary.md"
+    done = invoke("dot", "--size", "1000,2000", "--variant", "atomic", "--variant",
+                  "shared_tree", "-p", "BLOCK=128,256", *QUICK, "--best", "--best-out", str(out),
+                  "--markdown", str(summary))
+    assert done.exit_code == 3, done.output
+    for size in ("1000", "2000"):
+        line = (f"--best: dot/atomic {size} float32: no configuration passed (2 FAIL): "
+                "none chosen")
+        assert line in done.stderr.splitlines(), done.stderr
+        assert f"- {line}" in summary.read_text(encoding="utf-8").splitlines()
+    assert "shared_tree" in done.stderr + done.stdout and "--best: dot/shared_tree" not in (
+        done.stderr)
+    entries = tomllib.loads(out.read_text())["benchmark"]
+    assert {e["variants"][0] for e in entries} == {"shared_tree"}
+
+
 def sample_row(params, median, noise=0.001, n=40):
     samples = tuple(median * (1 + noise * ((i % 7) - 3) / 3) for i in range(n))
     return BenchmarkResult(op="matmul", variant="tiled", params=params, shape=(64, 64, 64),

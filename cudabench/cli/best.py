@@ -109,6 +109,25 @@ def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
     return pooled, list(wrong.values())
 
 
+def without_winner(results: Sequence[BenchmarkResult]) -> list[str]:
+    """Say which variant and size had no passing configuration in the sweep: it has no
+    line in the winners' table nor in --best-out, and a table without it read as if that
+    variant had not been asked for."""
+    statuses: dict[tuple[str, str, tuple[int, ...], str, bool], list[str]] = {}
+    for r in results:
+        if r.kind is Kind.VARIANT:
+            key = (r.op, r.variant, tuple(r.shape), r.dtype, r.hot)
+            statuses.setdefault(key, []).append(r.status.value)
+    lines = []
+    for (op, variant, shape, dtype, hot), found in statuses.items():
+        if "PASS" not in found:
+            counted = ", ".join(f"{found.count(s)} {s}" for s in dict.fromkeys(found))
+            lines.append(f"--best: {op}/{variant} {shape_text(shape)} {dtype}"
+                         f"{' hot' if hot else ''}: no configuration passed ({counted}): "
+                         "none chosen")
+    return lines
+
+
 def row_cells(choice: Choice) -> list[str]:
     """Return the cells of one line of the --best table."""
     tied = "; ".join(params_text(r.params) for r in choice.tied) if choice.is_tie else "-"
@@ -120,15 +139,17 @@ def row_cells(choice: Choice) -> list[str]:
             margin, "tie" if choice.is_tie else "best", tied]
 
 
-def choices_markdown(choices: Sequence[Choice], failed: Sequence[BenchmarkResult]) -> str:
-    """Return the winners' table (and the head-to-head's failures) as markdown, the section
-    --markdown adds after the run's tables."""
+def choices_markdown(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
+                     unchosen: Sequence[str] = ()) -> str:
+    """Return the winners' table (and the head-to-head's failures, and the groups without
+    a winner) as markdown, the section --markdown adds after the run's tables."""
     from cudabench.render.markdown import table_lines
 
     lines = table_lines("best configuration per variant and size", COLUMNS,
                         [row_cells(choice) for choice in choices],
                         lambda name: name in ("median", "margin"))
     lines += [f"- {failed_text(row)}" for row in failed]
+    lines += [f"- {text}" for text in unchosen]
     return "\n" + "\n".join(lines).rstrip() + "\n"
 
 
@@ -185,9 +206,11 @@ def _toml_string(text: str) -> str:
 
 
 def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
-                 best_out: Path | None, plans: Sequence[Plan]) -> int:
-    """Print the winners (and the head-to-head's failures), write --best-out where there
-    are winners; return the exit code they give (3 where a contender failed)."""
+                 best_out: Path | None, plans: Sequence[Plan],
+                 unchosen: Sequence[str] = ()) -> int:
+    """Print the winners (and the head-to-head's failures, and the groups without a
+    winner: without_winner), write --best-out where there are winners; return the exit
+    code they give (3 where a contender failed)."""
     from cudabench.common.outfiles import write_text
     from cudabench.render import terminal
 
@@ -202,6 +225,8 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
     terminal.render_rows(title, columns, rows, terminal.stdout_console())
     for row in failed:
         stderr.print(failed_text(row), markup=False, highlight=False, style="red")
+    for text in unchosen:
+        stderr.print(text, markup=False, highlight=False, style="red")
     if best_out is not None:
         if choices:
             write_text(best_out, suite_text(choices, plans), "--best-out")

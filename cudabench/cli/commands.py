@@ -356,13 +356,14 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
             finally:
                 discard_kept()  # the run's worker, kept for the re-measure
                 finish_closing()
+            unchosen = best.without_winner(outcome.results)
             code = max(code, best.show_choices(choices, failed, outputs.best_out,
-                                                  measured.plans))
+                                                  measured.plans, unchosen))
             if outputs.markdown_path is not None and markdown:  # the winners join the
                 # run's tables
                 path = outputs.markdown_path
                 writes.attempt(lambda: write_text(
-                    path, markdown + best.choices_markdown(choices, failed), "--markdown"))
+                    path, markdown + best.choices_markdown(choices, failed, unchosen), "--markdown"))
     if any(plan.insight.profile_time for plan in measured.plans):
         show_time_profile(measured)
     if outputs.record and measured.json_path is not None:
