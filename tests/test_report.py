@@ -246,6 +246,36 @@ def test_plot_says_which_rows_it_left_out(tmp_path):
     assert "not plotted" not in quiet.stderr
 
 
+def test_plot_of_two_files_draws_each_files_rows_apart(tmp_path, monkeypatch):
+    # a baseline's and a current run's rows of one GPU made one series: two points at a
+    # size joined by a vertical line, nothing saying which file each came from
+    pytest.importorskip("matplotlib")
+    from matplotlib.text import Text
+
+    base, now = tmp_path / "base.json", tmp_path / "sub" / "now.json"
+    now.parent.mkdir()
+    for path in (base, now):
+        path.write_bytes(FILES[2].read_bytes())
+    drawn = []
+    monkeypatch.setattr(plot, "save", lambda figure, path: drawn.append(figure))
+    result = invoke("plot", base, now, "-o", tmp_path / "t.png", "--kind", "throughput")
+    assert result.exit_code == 0, result.stderr
+    texts = {t.get_text() for t in drawn[0].findobj(Text)}
+    variants = {r.variant for r in load_results(FILES[2]).benchmarks}
+    for name in ("base.json", "now.json"):
+        labelled = {text for text in texts if text.endswith(f" [{name}]")}
+        assert {text.split(" ")[0] for text in labelled} == variants, texts
+    alone = invoke("plot", base, "-o", tmp_path / "one.png")
+    assert alone.exit_code == 0, alone.stderr
+
+
+def test_file_labels_use_the_path_where_two_files_share_a_name():
+    from cudabench.cli.report import file_labels
+
+    assert file_labels(["a/r.json", "b/r.json", "c/s.json"]) == {
+        "a/r.json": "a/r.json", "b/r.json": "b/r.json", "c/s.json": "s.json"}
+
+
 def test_plot_without_matplotlib_gives_the_install_hint(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     out = tmp_path / "out.png"

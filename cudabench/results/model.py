@@ -162,6 +162,9 @@ class BenchmarkResult:
     # Which round a row of a --rounds run measured (0: the first); a pooled row's is its
     # first round's. Not written to results files: they hold pooled rows only.
     round_index: int = field(default=0, compare=False)
+    # The results file a row was read from, where a figure draws several files' rows
+    # (`plot A.json B.json`): their series apart. Not written to results files.
+    origin: str = field(default="", compare=False)
 
     @property
     def gpu_sampling_s(self) -> float:

@@ -111,6 +111,12 @@ def device_identity(result: BenchmarkResult) -> Any:
     return result.device.identity if result.device else None
 
 
+def fill_key(result: BenchmarkResult) -> Any:
+    """What a series' marker fill tells apart: its device, and its file where a figure
+    draws several (BenchmarkResult.origin)."""
+    return (device_identity(result), result.origin)
+
+
 def devices_of(results: Sequence[BenchmarkResult]) -> dict[Any, DeviceInfo | None]:
     return {device_identity(r): r.device for r in results}
 
@@ -156,9 +162,9 @@ class Styles:
             styles.markers[(r.variant, params_text(r.params))] = KIND_MARKERS.get(
                 r.kind, VARIANT_MARKERS[index % len(VARIANT_MARKERS)])
         styles.hot_beside_cold = len({r.hot for r in rows}) > 1
+        for index, key in enumerate(dict.fromkeys(fill_key(r) for r in rows)):
+            styles.fills[key] = FILLS[index % len(FILLS)]
         devices = devices_of(rows)
-        for index, identity in enumerate(devices):
-            styles.fills[identity] = FILLS[index % len(FILLS)]
         if len(devices) > 1:
             names = [d.name if d else "" for d in devices.values()]
             for identity, device in devices.items():
@@ -186,7 +192,7 @@ class Styles:
         series, a hot-L2 one paler and thinner (the two of a variant looked alike)."""
         paler = r.hot and self.hot_beside_cold
         return {"color": self.colour(r), "marker": self.marker(r),
-                "fillstyle": self.fills.get(device_identity(r), "full"),
+                "fillstyle": self.fills.get(fill_key(r), "full"),
                 "linestyle": LINES[r.kind] if joined else "none",
                 "linewidth": width * (HOT_WIDTH if paler else 1.0),
                 "alpha": HOT_ALPHA if paler else 1.0,
@@ -194,12 +200,12 @@ class Styles:
 
     def order(self, r: BenchmarkResult) -> tuple[Any, ...]:
         """Sort key of series: variants, then vendor, then reference rows; a variant's
-        parameter sets in order; devices in order."""
+        parameter sets in order; devices (and files) in order."""
         kinds = (Kind.VARIANT, Kind.VENDOR, Kind.REFERENCE)
-        device = device_identity(r)
+        key = fill_key(r)
         return (kinds.index(r.kind), list(self.colours).index(r.variant)
                 if r.variant in self.colours else 0, tuple(r.params.values()),
-                list(self.fills).index(device) if device in self.fills else 0,
+                list(self.fills).index(key) if key in self.fills else 0,
                 r.hot)
 
     def device_title(self, device: DeviceInfo | None, lines: bool = False) -> str:
@@ -214,11 +220,13 @@ class Styles:
 
 
 def series_label(r: BenchmarkResult, styles: Styles, device: bool = True) -> str:
-    """Name a series: variant, parameters, hot L2, and the device where there are several."""
+    """Name a series: variant, parameters, hot L2, the device where there are several, and
+    the file where a figure draws several (a baseline's and a current run's rows of one
+    GPU made one series, a vertical line between them)."""
     params = params_text(r.params)
     label = r.variant + (f" {params}" if params != "-" else "") + (" (hot L2)" if r.hot else "")
-    tag = styles.tag(r) if device else ""
-    return label + (f" [{tag}]" if tag else "")
+    tags = [styles.tag(r) if device else "", r.origin]
+    return label + "".join(f" [{tag}]" for tag in tags if tag)
 
 
 def legend_below(target: Figure | SubFigure, axes: Axes) -> int:
