@@ -285,3 +285,36 @@ def test_a_writeback_pass_survives_loading_and_writing(tmp_path):
     assert written["writeback_after_run_s"] == [5e-5, 5.2e-5]
     assert "writeback_after_run_s" not in benchmark_to_dict(load_results(path).benchmarks[1],
                                                             None)
+
+
+def test_a_tree_is_dirty_for_changed_or_new_source_files_not_for_results(tmp_path):
+    # the baseline.json a CI job restores, and the history store's folder, marked every
+    # run of a clean checkout dirty
+    import shutil
+    import subprocess
+
+    from cudabench.results.writer import git_commit
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    assert git_commit(tmp_path) == {"git_commit": None, "git_dirty": None}
+    git("init", "-q")
+    (tmp_path / "kernel.cu").write_text("// one\n", encoding="utf-8")
+    git("add", "kernel.cu")
+    git("commit", "-q", "-m", "one")
+    assert git_commit(tmp_path)["git_dirty"] is False
+    (tmp_path / "baseline.json").write_text("{}", encoding="utf-8")
+    (tmp_path / ".cudabench").mkdir()
+    (tmp_path / ".cudabench" / "history.db").write_bytes(b"")
+    found = git_commit(tmp_path)
+    assert found["git_dirty"] is False and len(found["git_commit"]) == 40
+    (tmp_path / "new.cu").write_text("// new\n", encoding="utf-8")
+    assert git_commit(tmp_path)["git_dirty"] is True  # a kernel the run may load
+    (tmp_path / "new.cu").unlink()
+    (tmp_path / "kernel.cu").write_text("// two\n", encoding="utf-8")
+    assert git_commit(tmp_path)["git_dirty"] is True

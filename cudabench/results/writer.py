@@ -29,8 +29,14 @@ from cudabench.results.model import BenchmarkResult, DeviceInfo
 from cudabench.results.rounds import identity
 
 
+# Files whose presence can change a run: kernels, headers, op modules, suites, build files.
+CODE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hpp", ".c", ".cc", ".cpp", ".py", ".toml",
+                           ".cfg", ".ptx"})
+
+
 def git_commit(directory: Path) -> dict[str, Any]:
-    """Return the commit checked out in directory and whether the tree is dirty, if any."""
+    """Return the commit checked out in directory and whether the tree is dirty (a tracked
+    file changed, or an untracked source file), each None where git cannot say."""
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(["git", *args], cwd=directory, capture_output=True,
@@ -40,8 +46,17 @@ def git_commit(directory: Path) -> dict[str, Any]:
         return done.stdout.strip() if done.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain") if commit else None
-    return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None}
+    if not commit:
+        return {"git_commit": None, "git_dirty": None}
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    untracked = git("ls-files", "--others", "--exclude-standard")
+    if changed is None or untracked is None:
+        return {"git_commit": commit, "git_dirty": None}
+    # An untracked file makes the tree dirty only where it can change what is measured (a
+    # new kernel or op): the baseline.json a CI job restores, or the history store's
+    # folder, marked every run of a clean checkout dirty.
+    new_code = any(Path(name).suffix.lower() in CODE_SUFFIXES for name in untracked.splitlines())
+    return {"git_commit": commit, "git_dirty": bool(changed) or new_code}
 
 
 class ResultsWriter:
