@@ -127,7 +127,13 @@ def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
         (Request(op="dot", params={"TILE": 16}),
          "--param TILE: no selected dot variant takes TILE"),
         (Request(op="transpose", variants=("naive",), params={"BLOCK_ROWS": 4}),
-         "--param BLOCK_ROWS: no selected transpose variant takes BLOCK_ROWS"),
+         "--param BLOCK_ROWS: no selected transpose variant takes BLOCK_ROWS (they take TILE)"),
+        (Request(op="matmul", variants=("naive", "tiled"), params={"tile": 8}),
+         "--param tile: no selected matmul variant takes tile; did you mean TILE? (they take "
+         "TILE)"),
+        (Request(op="dot", variants=("atomic",), params={"BLOCKZ": 8}),
+         "--param BLOCKZ: no selected dot variant takes BLOCKZ; did you mean BLOCK? (they take "
+         "BLOCK, BLOCKS_PER_SM)"),
         (Request(op="matmul", params={"TILE": 12}, param_flags=TILE_FLAG),
          "--tile 12: matmul/naive allows TILE in 8, 16, 32"),
         (Request(op="matmul", variants=("tiled",), params={"TILE": 64}),

@@ -51,6 +51,19 @@ def test_a_range_without_its_step_says_so(text):
         expand_sizes(text)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("256..1024:x2x2", "--size '256..1024:x2x2' gives 256x2: expected --size 1000 or "
+                       "--size 512x256x128 (MxKxN)"),
+    ("64,32x32", "--size '64,32x32' gives 32x32: expected"),
+    ("32x32", "--size '32x32': expected"),  # as typed: nothing to add
+])
+def test_a_sweeps_size_the_op_refuses_is_quoted_as_typed(no_gpu_work, text, message):
+    # it said `--size '256x2'`, a text the user never typed
+    done = invoke("matmul", "--size", text)
+    assert done.exit_code == 2 and done.stderr.startswith(f"cudabench: error: {message}"), (
+        done.stderr)
+
+
 def test_parameter_lists_and_ranges():
     assert expand_values("8,16,32", "--tile") == [8, 16, 32]
     assert expand_values("8..64:x2", "--tile") == [8, 16, 32, 64]

@@ -442,7 +442,8 @@ def build_requests(op: str, shortcuts: dict[str, tuple[str, str | None]], **opti
     sweep = len(sizes) * len(points) > 1
     insight = build_insight(options)
     return [Request(
-        op=op, size=size_text, dtype=options["dtype"], variants=options["variants"],
+        op=op, size=size_text, size_typed=size if size != size_text else "",
+        dtype=options["dtype"], variants=options["variants"],
         params=point, param_flags=flags, seed=options["seed"], hot=options["hot"],
         l2_flush=options.get("l2_flush", DEFAULT_L2_FLUSH), sanitize=options.get("sanitize"),
         timing=timing,

@@ -50,6 +50,7 @@ class Request:
 
     op: str
     size: str | None = None  # None: the op's default
+    size_typed: str = ""  # the --size text a sweep's size came from (`256..1024:x2x2`)
     dtype: str = "float32"
     variants: tuple[str, ...] = ()  # empty: every one not `run: on request`; "all": every one
     params: Mapping[str, int] = field(default_factory=dict)
@@ -137,8 +138,16 @@ def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant
 def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None
                ) -> Plan:
     op = get_op(request.op, request.kernels_dirs)
-    with user_code(op, "parse_size"):
-        shape = op.parse_size(request.size or op.default_size)
+    try:
+        with user_code(op, "parse_size"):
+            shape = op.parse_size(request.size or op.default_size)
+    except UsageError as exc:
+        # `--size '256x2': expected...` quoted a size the user never typed: name the sweep
+        said = f"--size {request.size!r}"
+        if not request.size_typed or not str(exc).startswith(said):
+            raise
+        raise UsageError(f"--size {request.size_typed!r} gives {request.size}"
+                         f"{str(exc)[len(said):]}") from None
     types = op.type_set(request.dtype)
     dtype = types.input
     with user_code(op, "check_shape"):
@@ -210,8 +219,13 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     for param, value in request.params.items():
         specs = [spec for spec in (v.param(param) for v in chosen) if spec is not None]
         if not specs:
+            taken = sorted({spec.name for v in chosen for spec in v.params})
+            near = ([name for name in taken if name.lower() == param.lower()]
+                    or difflib.get_close_matches(param.upper(), taken, n=1, cutoff=0.75))
+            guess = f"; did you mean {near[0]}?" if near else ""
             raise UsageError(
-                f"{request.flag(param)}: no selected {op.name} variant takes {param}"
+                f"{request.flag(param)}: no selected {op.name} variant takes {param}{guess}"
+                + (f" (they take {', '.join(taken)})" if taken else " (they take none)")
             )
         if request.sweep and request.refuse_unknown_values:
             refuse_unallowed(request.flag(param), op.name, param, value, specs)
