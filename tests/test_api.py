@@ -607,3 +607,64 @@ def test_an_empty_list_of_variants_is_refused_not_taken_for_every_variant(use_fa
         cb.run("matmul", variants=[], size=32)
     with pytest.raises(UsageError, match=r"^variants \[\]"):
         cb.run("matmul", variants=(), size=32)
+
+
+def test_record_records_the_rows_it_holds_not_what_replaced_their_file(use_fake, tmp_path,
+                                                                       monkeypatch):
+    # record() read the file at results.path again: another run's rows written there since
+    # were recorded as these
+    monkeypatch.chdir(tmp_path)
+    first = run_tiled(json="x.json")
+    cb.run("transpose", variants=["naive"], size=128, vendor=False, timing=FAST, json="x.json")
+    kept = first.record("h.db")
+    assert kept != Path("x.json") and kept.parent == Path(".cudabench/runs")
+    assert load_results(kept).benchmarks == first.rows
+    with Store.open(tmp_path / "h.db") as store:
+        assert {t.benchmark.op for t in store.benchmarks()} == {"matmul"}
+
+
+def test_loaded_rows_keep_their_provenance_and_an_incomplete_run_stays_incomplete(
+        use_fake, tmp_path):
+    # a loaded partial file compared as complete (ok, exit 0) and was saved as complete,
+    # and a re-saved file named this machine, this folder's commit and now
+    base = run_tiled(json=tmp_path / "base.json")
+    use_fake(seed=1)  # another run's samples
+    run_tiled(json=tmp_path / "now.json")
+    document = json.loads((tmp_path / "now.json").read_text(encoding="utf-8"))
+    document.update(complete=False, created="2020-01-01T00:00:00+00:00", host="gpu-box-7",
+                    git_commit="a" * 40, git_dirty=False)
+    (tmp_path / "stopped.json").write_text(json.dumps(document), encoding="utf-8")
+    stopped = cb.load(tmp_path / "stopped.json")
+    assert not stopped.complete and base.complete and cb.load(tmp_path / "base.json").complete
+    judged = cb.compare(cb.load(tmp_path / "base.json"), stopped)
+    assert not judged.ok and judged.exit_code == 1
+    saved = load_results(stopped[:1].to_json(tmp_path / "again.json")).metadata
+    assert saved["complete"] is False
+    assert (saved["created"], saved["host"], saved["git_commit"]) == (
+        "2020-01-01T00:00:00+00:00", "gpu-box-7", "a" * 40)
+    assert not cb.compare(tmp_path / "base.json", tmp_path / "again.json",
+                          allow_missing=True).ok
+
+
+def test_no_rows_are_not_ok_and_not_written_over_a_file(use_fake, tmp_path):
+    # results[5:] replaced a results file with one of no rows, and said ok
+    results = run_tiled(json=tmp_path / "now.json")
+    empty = results[5:]
+    assert len(empty) == 0 and not empty.ok and empty.exit_code is ExitCode.USAGE
+    with pytest.raises(UsageError, match="the results hold no rows: nothing to write"):
+        empty.to_json(tmp_path / "now.json")
+    assert len(load_results(tmp_path / "now.json").benchmarks) == 2
+
+
+def test_rows_are_found_by_name_and_a_wrong_key_is_a_usage_error(use_fake, tmp_path,
+                                                                  monkeypatch):
+    results = run_tiled()
+    assert results["tiled"] is results.row("tiled") is results[1]
+    for bad in (None, 5):
+        with pytest.raises(UsageError, match="expected a variant name"):
+            results.row(bad)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"results\[1.5\]: expected a position"):
+        results[1.5]  # type: ignore[call-overload]
+    monkeypatch.setenv("HOME", str(tmp_path))  # "~/now.json" made a folder named ~
+    assert results.to_json("~/now.json") == tmp_path / "now.json"
+    assert not Path("~").exists()

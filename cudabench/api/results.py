@@ -20,7 +20,7 @@ from cudabench.analysis.compare import benchmark_text, twice_on_one_gpu
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
 from cudabench.api.terms import python_terms
 from cudabench.common.outfiles import check_output
-from cudabench.errors import ExitCode, UsageError
+from cudabench.errors import CudabenchError, ExitCode, UsageError
 from cudabench.render import terminal
 from cudabench.render.html_page import esc, run_table_html
 from cudabench.render.html_sections import diagnostic_lines
@@ -49,7 +49,12 @@ def as_path(value: object, name: str) -> Path:
     if not str(os.fspath(value)).strip():
         raise UsageError(f"{name} {os.fspath(value)!r}: give a file name (an empty path is "
                          "not one)")
-    return Path(value)
+    return Path(value).expanduser()  # "~/now.json" made a folder named ~ in the current one
+
+
+# What a results file says of the run that measured it, kept when loaded rows are saved
+# again (to_json, record): a re-saved file named this machine, this folder's commit, now.
+WRITTEN_FRESH = ("kind", "schema_version", "updated", "complete")
 
 
 RUNS_DIR = Path(".cudabench") / "runs"  # where record() keeps results that have no file yet
@@ -64,6 +69,9 @@ class Results(Sequence[BenchmarkResult]):
     command: tuple[str, ...] = ("cudabench",)  # the equivalent command, for results files
     versions: Mapping[str, str] = field(default_factory=dict)  # the engine's, its libraries'
     path: Path | None = None  # the results file the rows were written to or read from
+    # A loaded file's metadata (when, where and from which commit it was measured, whether
+    # its run completed); empty for rows measured by this process.
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: PathLike) -> Results:
@@ -76,7 +84,13 @@ class Results(Sequence[BenchmarkResult]):
         versions = {str(k): str(v) for k, v in tool.items() if k not in ("name", "version")
                     } if isinstance(tool, dict) else {}
         return cls(loaded.benchmarks, (), tuple(map(str, command)) if isinstance(command, list)
-                   else ("cudabench",), versions, Path(path))
+                   else ("cudabench",), versions, Path(path), dict(loaded.metadata))
+
+    @property
+    def complete(self) -> bool:
+        """Return whether the run completed: False for a loaded file of a run that stopped
+        early (Ctrl-C, a crash), which compare() fails and to_json() keeps marked."""
+        return self.metadata.get("complete") is not False
 
     def __iter__(self) -> Iterator[BenchmarkResult]:
         return iter(self.rows)
@@ -90,12 +104,22 @@ class Results(Sequence[BenchmarkResult]):
     @overload
     def __getitem__(self, index: slice) -> Results: ...
 
-    def __getitem__(self, index: int | slice) -> BenchmarkResult | Results:
-        """Return one row, or for a slice the rows as Results of their own (tables,
-        to_records() and record() work on them); a slice has no file of its own, so
-        record() writes one rather than naming the whole run's."""
+    @overload
+    def __getitem__(self, index: str) -> BenchmarkResult: ...
+
+    def __getitem__(self, index: int | slice | str) -> BenchmarkResult | Results:
+        """Return one row (by position, or by name as row() finds it), or for a slice the
+        rows as Results of their own (tables, to_records() and record() work on them); a
+        slice has no file of its own, so record() writes one rather than naming the whole
+        run's."""
+        if isinstance(index, str):
+            return self.row(index)
         if isinstance(index, slice):
-            return Results(self.rows[index], self.notes, self.command, self.versions)
+            return Results(self.rows[index], self.notes, self.command, self.versions,
+                           metadata=self.metadata)
+        if not isinstance(index, int):
+            raise UsageError(f"results[{index!r}]: expected a position, a slice or a variant "
+                             "name")
         return self.rows[index]
 
     @property
@@ -105,8 +129,10 @@ class Results(Sequence[BenchmarkResult]):
 
     @property
     def exit_code(self) -> ExitCode:
-        """Return the command's exit code for these rows: 0, 2 (a row not compiled or run)
-        or 3 (a row failed verification, timed out or is a SUSPECT)."""
+        """Return the command's exit code for these rows: 0, 2 (a row not compiled or run;
+        no rows at all) or 3 (a row failed verification, timed out or is a SUSPECT)."""
+        if not self.rows:  # an empty slice, an empty file: nothing was measured
+            return ExitCode.USAGE
         return self.outcome.exit_code
 
     @property
@@ -123,6 +149,9 @@ class Results(Sequence[BenchmarkResult]):
     def row(self, variant: str, op: str | None = None) -> BenchmarkResult:
         """Return the one row named variant ("tiled", or "matmul/tiled"; op= names the op
         too); UsageError when there is none or more than one (a sweep: pick from the rows)."""
+        if not isinstance(variant, str) or not (op is None or isinstance(op, str)):
+            raise UsageError(f"row({variant!r}{'' if op is None else f', op={op!r}'}): "
+                             "expected a variant name such as 'tiled' or 'matmul/tiled'")
         if op is None and "/" in variant:
             op, variant = variant.split("/", 1)
         found = [r for r in self.rows if r.variant == variant and (op is None or r.op == op)]
@@ -148,6 +177,9 @@ class Results(Sequence[BenchmarkResult]):
         """Write the rows as a results file (the format `cudabench compare`, `report` and
         `history import` read), atomically; return its path."""
         target = as_path(path, "to_json(path)")
+        if not self.rows:  # an empty slice over a results file would leave it no rows
+            raise UsageError(f"to_json({os.fspath(path)!r}): the results hold no rows: "
+                             "nothing to write")
         check_output(target, "to_json(path)")  # a folder or an empty path: a clear error
         check_replaceable(target, "to_json(path)")  # notes, a history store: not replaced
         twice = twice_on_one_gpu(self.rows)
@@ -159,6 +191,9 @@ class Results(Sequence[BenchmarkResult]):
         writer = ResultsWriter(target, flag="to_json(path)", keep_unmeasured=False)
         writer.metadata["command"] = list(self.command)  # a pytest session's, say
         writer.metadata["tool"].update(self.versions)
+        writer.metadata.update({key: value for key, value in self.metadata.items()
+                                if key not in WRITTEN_FRESH})  # a loaded file's provenance
+        writer.stopped_early = not self.complete
         for row in self.rows:
             writer.add(row, write=False)
         writer.write(complete=True)
@@ -222,7 +257,8 @@ class Results(Sequence[BenchmarkResult]):
             if row.device is not None:
                 devices.setdefault(row.device.identity, row.device)
         where = str(self.path) if self.path is not None else label
-        return ResultsFile(where, {"command": list(self.command), "complete": True},
+        return ResultsFile(where, {**self.metadata, "command": list(self.command),
+                                   "complete": self.complete},
                            tuple(devices.values()), self.rows, 0)
 
     def table(self) -> Printed:
@@ -267,7 +303,8 @@ def record_as(results: Results, store: Path) -> Path:
     if not results.rows:
         raise UsageError("record(): the results hold no rows: nothing to record")
     precheck(store, create=True)  # a folder, or a file that is no store: before any file
-    path = results.path or results._recorded_file(store)
+    path = results.path if results.path is not None and _holds(results.path, results) else (
+        results._recorded_file(store))
     if path is None:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         path = results.to_json(RUNS_DIR / f"{stamp}.json")
@@ -275,6 +312,15 @@ def record_as(results: Results, store: Path) -> Path:
         object.__setattr__(results, "path", path)
     record_files([path], store, say=False)
     return path
+
+
+def _holds(path: Path, results: Results) -> bool:
+    """Return whether the file at path holds exactly these rows: another run may have
+    written over it since (record() recorded that run's rows as these)."""
+    try:
+        return load_results(path).benchmarks == results.rows
+    except (OSError, CudabenchError):  # gone, or no longer a results file
+        return False
 
 
 def record_of(row: BenchmarkResult) -> dict[str, Any]:

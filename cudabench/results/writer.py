@@ -85,6 +85,8 @@ class ResultsWriter:
         # explicit export (Results.to_json) writes whatever it is given.
         self.keep_unmeasured = keep_unmeasured
         self.kept_note: str | None = None  # why an existing file was left as it was
+        self.stopped_early = False  # rows of a run that stopped (a loaded file's, saved
+        # again): even the complete write marks the file incomplete
         self.metadata: dict[str, Any] = {
             "kind": FILE_KIND,
             "schema_version": SCHEMA_VERSION,
@@ -155,7 +157,8 @@ class ResultsWriter:
 
     def document(self, complete: bool) -> dict[str, Any]:
         """Return the file's content as it stands."""
-        return {**self.metadata, "updated": _now(), "complete": complete,
+        return {**self.metadata, "updated": _now(),
+                "complete": complete and not self.stopped_early,
                 "devices": [device_to_dict(d) for d in self.devices],
                 "benchmarks": self.benchmarks}
 
