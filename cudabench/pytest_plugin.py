@@ -224,7 +224,21 @@ def pytest_configure(config: pytest.Config) -> None:
         except CudabenchError as exc:
             raise pytest.UsageError(str(exc)) from None
         rows.writer.metadata["command"] = _command(config)
+    if rows.baseline is not None:  # a test's json= or to_json() must not replace it
+        from cudabench.common.outfiles import keep_unwritten
+
+        keep_unwritten(rows.baseline, "the session's --cudabench-compare baseline")
     config.stash[_SESSION] = rows
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Let outputs write the baseline again: the session is over (another may run in this
+    process, as pytester's do)."""
+    rows = config.stash.get(_SESSION, None)
+    if rows is not None and rows.baseline is not None:
+        from cudabench.common.outfiles import release
+
+        release(rows.baseline)
 
 
 def _distributed(config: pytest.Config) -> bool:
@@ -397,7 +411,8 @@ class Bench:
         times out or is not believed) fails the test with its message, and a run in which
         every variant is a SKIP (whatever cuBLAS or the copy did) skips it, unless check is
         False."""
-        from cudabench.api import run
+        from cudabench.api import Results, run
+        from cudabench.cli.commands import rows_heard_by
         from cudabench.errors import CudabenchError, GpuEnvironmentError
         from cudabench.results.model import Kind
 
@@ -412,12 +427,25 @@ class Bench:
         if not isinstance(check, bool):  # "no" or 0 is not False: bool("no") checked
             pytest.fail(f"cudabench: error: check {check!r}: expected True or False",
                         pytrace=False)
+        heard: dict[tuple[object, ...], BenchmarkResult] = {}  # the rows so far, by benchmark
+
+        def hear(row: BenchmarkResult) -> None:  # a later round's row replaces the earlier
+            heard[(row.key, row.device.identity if row.device else None)] = row
+
         try:
-            results = run(op, **options)
+            with rows_heard_by(hear):
+                results = run(op, **options)
         except GpuEnvironmentError as exc:  # this request's GPU: missing, lost, not usable
             gpu_reason = f"cudabench: no usable GPU: {exc}"
         except CudabenchError as exc:  # the test's own mistake: its message, no traceback
             failure = f"cudabench: error: {exc}"
+        except BaseException:
+            # Ctrl-C (or pytest.exit) mid-run: the rows it measured join the session's, its
+            # file then marked incomplete, as a stopped command keeps them
+            with contextlib.suppress(CudabenchError):
+                if heard:
+                    self._rows.add(Results(tuple(heard.values())), self._test)
+            raise
         if gpu_reason is not None:
             # This test's alone: another test may ask for another GPU (the session's probe,
             # in the fixture, decides whether any GPU is usable).

@@ -594,3 +594,75 @@ def test_the_gate_defaults_the_plugin_skips_checking_are_compare_s():
     from cudabench.pytest_plugin import GATE_DEFAULTS
 
     assert GATE_DEFAULTS == ("auto", DEFAULT_ALPHA, f"{DEFAULT_CAP:.0%}")
+
+
+def test_a_session_stopped_mid_run_keeps_the_rows_that_run_measured(pytester, monkeypatch):
+    # the rows of the run a Ctrl-C stopped were lost: the file held the earlier tests' only
+    from cudabench.cli import commands
+
+    pytester.makepyfile(test_stops_mid_run='''
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+def test_long(cudabench):
+    cudabench.run("matmul", variants=["naive", "tiled"], size=[32, 48], vendor=False,
+                  batch=False, timing=FAST)
+''')
+    use(monkeypatch, FakeSpec())
+    real = commands.run_plans
+
+    def stopped_after_three_rows(plans, spec, on_result, **options):
+        heard = []
+
+        def listen(row):
+            on_result(row)
+            heard.append(row)
+            if len(heard) == 3:
+                pytest.exit("stopped")  # as Ctrl-C stops a session (see above)
+
+        return real(plans, spec, listen, **options)
+
+    monkeypatch.setattr(commands, "run_plans", stopped_after_three_rows)
+    done = pytester.runpytest("--cudabench-json", "now.json")
+    assert done.ret == pytest.ExitCode.INTERRUPTED
+    saved = load_results(pytester.path / "now.json")
+    assert saved.metadata["complete"] is False
+    assert len(saved.benchmarks) == 3 and all(r.status is Status.PASS for r in saved.benchmarks)
+
+
+def test_a_test_cannot_write_over_the_sessions_baseline(pytester, monkeypatch):
+    # a test's json= replaced base.json mid-session; the gate then compared with that
+    pytester.makepyfile(test_writes='''
+import pytest
+from cudabench.api import TimingPolicy
+from cudabench.errors import UsageError
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+def test_json(cudabench):
+    cudabench.run("transpose", variants=["naive"], size=64, vendor=False, timing=FAST,
+                  json="base.json")
+
+
+def test_to_json(cudabench):
+    results = cudabench.run("transpose", variants=["naive"], size=96, vendor=False,
+                            timing=FAST)
+    with pytest.raises(UsageError, match="is the session's --cudabench-compare baseline"):
+        results.to_json("base.json")
+''')
+    use(monkeypatch, FakeSpec())
+    kept = (Path(__file__).parent / "data" / "compare" / "baseline.json").read_bytes()
+    (pytester.path / "base.json").write_bytes(kept)
+    done = pytester.runpytest("--cudabench-compare", "base.json", "--cudabench-allow-missing")
+    done.assert_outcomes(failed=1, passed=1)
+    done.stdout.fnmatch_lines(["*cudabench: error: json base.json: is the session's "
+                               "--cudabench-compare baseline; nothing is written over a file "
+                               "the run reads*"])
+    assert (pytester.path / "base.json").read_bytes() == kept
+    # the session is over: the file is free again
+    from cudabench.common.outfiles import check_output
+
+    check_output(pytester.path / "base.json", "--json")

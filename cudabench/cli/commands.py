@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import datetime
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,6 +150,22 @@ def note(text: str) -> None:
     terminal.stderr_console().print(f"note: {text}", markup=False, highlight=False)
 
 
+# Who else hears each row as it arrives (the pytest plugin: a test stopped by Ctrl-C keeps
+# the rows its run measured); a context variable, so that no command's signature carries it.
+_ROW_LISTENER: contextvars.ContextVar[Callable[[BenchmarkResult], None] | None] = (
+    contextvars.ContextVar("cudabench_row_listener", default=None))
+
+
+@contextlib.contextmanager
+def rows_heard_by(listener: Callable[[BenchmarkResult], None]) -> Iterator[None]:
+    """Call listener with every row measure() streams while the block runs."""
+    token = _ROW_LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _ROW_LISTENER.reset(token)
+
+
 def measure(requests: list[Request], device: int, outputs: Outputs,
             placement: Placement | None = None) -> Measured:
     """Check every request, then run them, streaming rows to outputs.json_path: the one way
@@ -273,11 +291,14 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
                            outputs.progress, gpus) as advance:
 
         started = time.perf_counter()
+        listener = _ROW_LISTENER.get()
 
         def on_result(result: BenchmarkResult) -> None:
             with clock.phase("writing results"):
                 if writer is not None:  # a row of a later round replaces its earlier one
                     writer.add(result, replace=in_rounds)
+            if listener is not None:
+                listener(result)
             advance(result)
 
         def on_start(engine_versions: Mapping[str, str]) -> None:

@@ -44,11 +44,29 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 RESULTS_KIND = re.compile(rb'\s*\{\s*"kind"\s*:\s*"cudabench-results"')  # its first field
 
 
+# Files this process reads for as long as it runs (a pytest session's baseline, which a
+# test's json= or to_json() replaced before the session compared with it): no output.
+_READ_HERE: dict[Path, str] = {}
+
+
+def keep_unwritten(path: Path, what: str) -> None:
+    """Refuse every output onto path (what names it, and who reads it) until release()."""
+    _READ_HERE[target(path)] = what
+
+
+def release(path: Path) -> None:
+    """Let outputs write path again (keep_unwritten's reader is done with it)."""
+    _READ_HERE.pop(target(path), None)
+
+
 def check_output(path: Path, flag: str) -> None:
     """Refuse, before any work, a path the output cannot be written to."""
     if not str(path).strip():
         raise UsageError(f"{flag}: give a file name (an empty path is not one)")
     real = target(path)
+    if real in _READ_HERE:
+        raise UsageError(f"{flag} {path}: is {_READ_HERE[real]}; nothing is written over a "
+                         "file the run reads: name another file")
     if len(os.fsencode(real.name)) > MAX_NAME_BYTES:
         raise UsageError(f"{flag} {path}: a file name of more than {MAX_NAME_BYTES} bytes; "
                          "give a shorter one")
