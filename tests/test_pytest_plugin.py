@@ -57,7 +57,21 @@ def use(monkeypatch, spec) -> None:
 
 def test_the_plugin_is_an_entry_point():
     plugins = importlib.metadata.entry_points(group="pytest11")
-    assert any(p.name == "cudabench" and p.value == "cudabench.pytest_plugin" for p in plugins)
+    assert any(p.name == p.value == "cudabench.pytest_plugin" for p in plugins)
+
+
+@pytest.mark.parametrize("how", ["-p", "pytest_plugins"])
+def test_the_plugin_named_by_its_module_loads_once(pytester, monkeypatch, how):
+    # `-p cudabench.pytest_plugin` stopped pytest: "Plugin already registered under a
+    # different name: cudabench=..."
+    pytester.makepyfile(test_named=TESTS.split("@pytest.mark")[0])
+    if how == "pytest_plugins":
+        pytester.makeconftest('pytest_plugins = ["cudabench.pytest_plugin"]\n')
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest(*(["-p", "cudabench.pytest_plugin"] if how == "-p" else []))
+    done.assert_outcomes(passed=1)
+    blocked = pytester.runpytest("-p", "no:cudabench.pytest_plugin")
+    blocked.assert_outcomes(errors=1)  # no `cudabench` fixture without the plugin
 
 
 def test_a_passing_session_writes_every_row_to_one_file(project, monkeypatch):
