@@ -290,6 +290,39 @@ def test_the_command_searches_resumes_and_writes_the_winners(use_fake, kernels, 
     assert "5 evaluated (5 measured, 0 from the tuning cache)" in fresh.stderr
 
 
+def test_a_toolkit_or_driver_upgrade_misses_the_cache(use_fake, kernels, tmp_path,
+                                                      monkeypatch):
+    # rows timed before an upgrade were taken as this setup's
+    from cudabench.cli import tune
+
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
+            "--best", "--strategy", "random", "--budget", "5", "--seed", "3", *QUICK]
+    for toolkit, driver, measured in (("12.8", "570.1", 5), ("12.8", "570.1", 0),
+                                      ("13.0", "570.1", 5), ("13.0", "580.2", 5),
+                                      ("13.0", "580.2", 0)):
+        monkeypatch.setattr(tune, "tuning_environment",
+                            lambda: (("toolkit", toolkit), ("driver", driver)))
+        done = invoke(*args)
+        assert done.exit_code == 0, done.stderr
+        assert f"5 evaluated ({measured} measured, {5 - measured} from the tuning cache)" in (
+            done.stderr), (toolkit, driver)
+
+
+def test_this_hosts_toolkit_and_driver_are_asked_for(monkeypatch):
+    from cudabench.cli import tune
+    from cudabench.engines import compiler, nvcc, nvml
+
+    monkeypatch.setattr(nvcc, "find_nvcc", lambda: "/opt/cuda/bin/nvcc")
+    monkeypatch.setattr(compiler, "toolkit_version", lambda found: f"release 13.0 ({found})")
+    monkeypatch.setattr(nvml, "driver_version", lambda: "580.95.05")
+    assert tune.tuning_environment() == (("toolkit", "release 13.0 (/opt/cuda/bin/nvcc)"),
+                                         ("driver", "580.95.05"))
+    monkeypatch.setattr(nvcc, "find_nvcc", lambda: None)
+    monkeypatch.setattr(nvml, "driver_version", lambda: None)
+    assert tune.tuning_environment() == (("toolkit", None), ("driver", None))
+
+
 def test_a_search_whose_results_file_cannot_be_written_still_chooses(use_fake, kernels,
                                                                      tmp_path, monkeypatch):
     # a full disk at the final write exited 2 with nothing shown and no --best-out

@@ -94,7 +94,9 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
           ) -> int:
     """Run the searches, the head-to-head and the reports."""
     gpus = len(slots) if slots else 1
-    settings = dataclasses.replace(settings, gpus=gpus)
+    # a cluster's nodes have toolkits and drivers of their own: its rows key on the model
+    environment = tuning_environment() if cluster is None and settings.use_cache else ()
+    settings = dataclasses.replace(settings, gpus=gpus, environment=environment)
     writer = (ResultsWriter(outputs.json_path, outputs.argv)
               if outputs.json_path is not None else None)
     started: list[bool] = []
@@ -196,6 +198,17 @@ def summary(found: Found) -> str:
             f"tuning cache), {found.failed} failed")
     text += "".join(f"; held {held}" for held in space.held)
     return text + (f"; stopped: {found.stopped}" if found.stopped else "")
+
+
+def tuning_environment() -> tuple[tuple[str, str | None], ...]:
+    """Return the toolkit (`nvcc --version`) and driver versions of this host, part of the
+    tuning cache's key: after an upgrade the cache's rows are measured again."""
+    from cudabench.engines.compiler import toolkit_version
+    from cudabench.engines.nvcc import find_nvcc
+
+    found = find_nvcc()
+    return (("toolkit", toolkit_version(found) if found else None),
+            ("driver", nvml.driver_version()))
 
 
 def expected_model(spec: EngineSpec, slots: list[Slot] | None, device: int) -> str | None:

@@ -63,6 +63,15 @@ def device_name(gpu: int | str) -> str | None:
     return _ask(name)
 
 
+def driver_version() -> str | None:
+    """Return the installed driver's version ("580.95.05"), or None without NVML."""
+    def version(nvml: Any) -> str:
+        found = nvml.nvmlSystemGetDriverVersion()
+        return found.decode() if isinstance(found, bytes) else str(found)
+
+    return _ask(version)
+
+
 def device_count() -> int | None:
     """Return how many GPUs NVML sees (all of the host's), or None without NVML."""
     return _ask(lambda nvml: int(nvml.nvmlDeviceGetCount()))

@@ -34,6 +34,9 @@ class Settings:
     use_cache: bool = True
     cache_root: Path | None = None  # None: cache_root() (CUDABENCH_CACHE_DIR)
     gpus: int = 1  # how many run at once: chunks grow with them
+    # What else on this host decides a cached row: the toolkit that builds the kernels, the
+    # driver that runs them (a row timed before an upgrade is not one of this setup's).
+    environment: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass
@@ -84,7 +87,8 @@ def search(space: Space, settings: Settings, run: Run, model: str | None,
     def cache_of(name: str) -> TuneCache:
         if name not in caches:
             path = (cache_path(space.op, variant, tuple(plan.shape), plan.dtype.name,
-                               plan.hot, name, settings.cache_root, measuring_of(plan))
+                               plan.hot, name, settings.cache_root,
+                               {**measuring_of(plan), **dict(settings.environment)})
                     if settings.use_cache else None)
             caches[name] = TuneCache(path, (space.op, variant.name, tuple(plan.shape),
                                             plan.dtype.name, plan.hot))
