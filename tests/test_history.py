@@ -445,6 +445,43 @@ def test_a_read_only_store_is_not_written_but_can_be_read(tmp_path):
     assert db.read_bytes() == before
 
 
+def test_a_store_in_a_folder_that_cannot_be_written_is_read(tmp_path, monkeypatch):
+    # a read-only mount or a shared team store: show, check and compare --threshold auto
+    # failed ("unable to open database file"), as SQLite cannot make the WAL's index there
+    db = make_store(tmp_path)
+    before = db.read_bytes()
+    real_access = os.access
+    monkeypatch.setattr(store_module.os, "access", lambda path, mode: (
+        False if Path(path) == db.parent and mode == os.W_OK else real_access(path, mode)))
+    tried = []
+    real_connect = store_module.Store._connect.__func__
+
+    def connect(cls, uri, *args):
+        tried.append(uri.split("?", 1)[1])
+        if "immutable" not in uri:  # as on a read-only file system, where ro alone fails
+            raise store_module.StoreError(f"{db}: cannot open the store: unable to open "
+                                          "database file")
+        return real_connect(cls, uri, *args)
+
+    monkeypatch.setattr(store_module.Store, "_connect", classmethod(connect))
+    shown = invoke("show", "--db", db)
+    assert shown.exit_code == 0, shown.stderr
+    assert "matmul/naive" in shown.stdout
+    assert tried == ["mode=ro", "mode=ro&immutable=1"]
+    assert db.read_bytes() == before
+    result = invoke("import", make_run(tmp_path, 9), "--db", db)
+    assert_one_line_error(result, str(db), "cannot write in its folder")
+
+
+def test_a_store_on_a_read_only_file_system_says_so(tmp_path, monkeypatch):
+    # it showed the file's mode, -rw-r--r--, which allows writing
+    db = make_store(tmp_path)
+    monkeypatch.setattr(store_module, "is_writable", lambda path: False)  # as os.access says
+    result = invoke("import", make_run(tmp_path, 9), "--db", db)
+    assert_one_line_error(result, str(db), "the store is read-only (on a read-only file "
+                                           "system)")
+
+
 def test_a_locked_store_times_out_untouched(tmp_path, monkeypatch):
     db = make_store(tmp_path)
     before = db.read_bytes()

@@ -90,20 +90,39 @@ class Store(Queries):
                                  f"{exc.strerror or exc}") from None
         read_only_file = exists and not is_writable(path)
         if create and read_only_file:
-            raise StoreError(f"{path}: the store is read-only (mode "
-                             f"{stat.filemode(path.stat().st_mode)}): make it writable to "
-                             "record, or pass --db with another path")
+            where = ("on a read-only file system" if path.stat().st_mode & 0o200
+                     else f"mode {stat.filemode(path.stat().st_mode)}")
+            raise StoreError(f"{path}: the store is read-only ({where}): make it writable "
+                             "to record, or pass --db with another path")
         if create and not os.access(path.parent, os.W_OK):
             raise StoreError(f"{path}: cannot write in its folder, which SQLite needs for "
                              "the store's journal: pass --db with a writable path")
-        mode = "rwc" if create else ("ro" if read_only_file else "rw")
-        uri = f"{path.resolve().as_uri()}?mode={mode}" + (f"&vfs={vfs}" if vfs else "")
+        # A reader that cannot write the folder (a read-only mount, a shared team store, a
+        # CI artefact) opens read-only; SQLite then needs the store immutable besides, as
+        # it cannot make the WAL's index beside it: tried when the plain read-only fails.
+        read_only_place = exists and not create and not os.access(path.parent, os.W_OK)
+        mode = "rwc" if create else ("ro" if read_only_file or read_only_place else "rw")
+        tries = ["", "&immutable=1"] if read_only_place else [""]
+        for extra in tries:
+            uri = (f"{path.resolve().as_uri()}?mode={mode}{extra}"
+                   + (f"&vfs={vfs}" if vfs else ""))
+            try:
+                return cls._connect(uri, path, create, exists, timeout, mode == "ro")
+            except StoreError:
+                if extra == tries[-1]:
+                    raise
+        raise AssertionError("unreachable: the last try raises")
+
+    @classmethod
+    def _connect(cls, uri: str, path: Path, create: bool, exists: bool, timeout: float,
+                 read_only: bool) -> Store:
+        """Open and prepare the store at uri; StoreError if it cannot be used."""
         try:
             # isolation_level None: no implicit transactions; ours are explicit, IMMEDIATE.
             conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"{path}: cannot open the store: {exc}") from None
-        store = cls(conn, path, create, timeout, read_only_connection=mode == "ro")
+        store = cls(conn, path, create, timeout, read_only_connection=read_only)
         try:
             with store._errors():
                 store._prepare()
