@@ -48,17 +48,54 @@ def test_record_check_gates_on_history(use_fake, tmp_path):
     assert "slower" in done.stdout
 
 
-def test_record_check_fails_a_kernel_the_command_s_last_runs_had(use_fake, tmp_path):
+def at_commit(monkeypatch, commit: str) -> None:
+    """Make the runs that follow record commit as theirs."""
+    monkeypatch.setattr("cudabench.results.writer.git_commit",
+                        lambda folder: {"git_commit": commit, "git_dirty": False})
+
+
+def test_record_check_fails_a_kernel_the_command_s_last_runs_had(use_fake, tmp_path,
+                                                                 monkeypatch):
     # Under CliRunner every run's command is this process's own: the same command each time.
     db = tmp_path / "h.db"
-    record_runs(use_fake, tmp_path, db, 3)
-    done = invoke("dot", "--size", "1000", *QUICK, "--variant", "atomic", "--record",
-                  "--check", "--db", str(db), "--json", str(tmp_path / "fewer.json"))
-    assert done.exit_code == 1 and "missing" in done.stdout, done.output
+    for seed in range(3):  # three commits that measured every kernel
+        at_commit(monkeypatch, f"{seed:040x}")
+        use_fake(seed=seed)
+        assert invoke("dot", "--size", "1000", *QUICK, "--record", "--db", str(db),
+                      "--json", str(tmp_path / f"r{seed}.json")).exit_code == 0
+    at_commit(monkeypatch, "f" * 40)
+    # Each re-run of the job fails: its own recorded runs (at its commit) do not vote; two
+    # re-runs outvoted the three runs before, and the third passed.
+    for again in range(4):
+        use_fake(seed=10 + again)
+        done = invoke("dot", "--size", "1000", *QUICK, "--variant", "atomic", "--record",
+                      "--check", "--db", str(db), "--json", str(tmp_path / f"fewer{again}.json"))
+        assert done.exit_code == 1 and "missing" in done.stdout, (again, done.output)
+    use_fake(seed=20)
     done = invoke("dot", "--size", "1000", *QUICK, "--variant", "atomic", "--record",
                   "--check", "--allow-missing", "--db", str(db),
                   "--json", str(tmp_path / "meant.json"))
     assert done.exit_code == 0, done.output
+    # Dropped over three commits, the kernel is no longer missing (as a slowdown that stays
+    # over three commits is a step the history follows).
+    for commit in ("e" * 40, "d" * 40):
+        at_commit(monkeypatch, commit)
+        use_fake(seed=ord(commit[0]))
+        done = invoke("dot", "--size", "1000", *QUICK, "--variant", "atomic", "--record",
+                      "--check", "--db", str(db), "--json", str(tmp_path / f"{commit[0]}.json"))
+    assert done.exit_code == 0, done.output
+
+
+def test_the_suite_named_or_not_is_one_command_to_the_missing_check():
+    from cudabench.history.records import command_key, comparable_key
+
+    forms = [["cudabench", "run"], ["cudabench", "run", "cudabench.toml"],
+             ["cudabench", "run", "./cudabench.toml", "--record"],
+             ["cudabench", "run", "--record", "ci/../cudabench.toml"]]
+    keys = {comparable_key(command_key(form)) for form in forms}
+    assert len(keys) == 1
+    assert comparable_key(command_key(["cudabench", "run", "other.toml"])) not in keys
+    assert comparable_key('{"not": "a list"}') == '{"not": "a list"}'
 
 
 def test_check_needs_record(use_fake):

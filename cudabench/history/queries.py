@@ -187,21 +187,23 @@ class Queries:
         return points[-last:] if last else points
 
     def runs_of_command(self, key: str | Sequence[str], gpu_model: str,
-                        exclude_run: int | None = None, last: int = 3) -> list[int]:
+                        exclude_run: int | None = None, last: int = 3,
+                        exclude_commit: str | None = None) -> list[int]:
         """Return the ids of the newest `last` runs recorded from a command (its
         command_key, or any of several) with results on a GPU model, newest first (none
-        from a store older than version 3, which did not record commands)."""
+        from a store older than version 3, which did not record commands); with
+        exclude_commit, none measured at that commit."""
         keys = [key] if isinstance(key, str) else list(key)
         if self.version < COMMANDS_SINCE or not keys:
             return []
         query = (f"SELECT r.id FROM runs r WHERE r.command_key IN ({','.join('?' * len(keys))})"
-                 " AND r.id != ? AND EXISTS ("
+                 " AND r.id != ? AND (r.git_commit IS NULL OR r.git_commit != ?) AND EXISTS ("
                  "SELECT 1 FROM results x LEFT JOIN devices d ON d.id = x.device_id "
                  "WHERE x.run_id = r.id AND COALESCE(d.name, '') = ?) "
                  "ORDER BY r.created DESC, r.id DESC LIMIT ?")
         with self._errors():
             rows = self._conn.execute(query, (*keys, -1 if exclude_run is None else exclude_run,
-                                              gpu_model, last)).fetchall()
+                                              exclude_commit or "", gpu_model, last)).fetchall()
         return [int(row[0]) for row in rows]
 
     def command_keys(self) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -179,6 +180,25 @@ def unflushed_key(key: str) -> str:
             continue
         kept.append(word)
     return json.dumps(kept)
+
+
+DEFAULT_SUITE = "cudabench.toml"  # what `cudabench run` finds with no file named
+
+
+def comparable_key(key: str) -> str:
+    """Return a command_key as the missing-kernel check compares it: `run`,
+    `run cudabench.toml` and `run ./cudabench.toml` are one command (a CI job that named
+    its suite file the day it dropped a slow kernel passed). A key cudabench did not write
+    (a hand-edited store) is only itself."""
+    try:
+        words = json.loads(key)
+    except (ValueError, TypeError, RecursionError):
+        return key
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words) \
+            or words[1:2] != ["run"]:
+        return key
+    suites = [os.path.normpath(w) if w.endswith(".toml") else w for w in words]
+    return json.dumps([w for w in suites if w != DEFAULT_SUITE])
 
 
 def source_hash(source: str) -> str:

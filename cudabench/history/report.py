@@ -46,6 +46,7 @@ from cudabench.history.records import (
     SeriesPoint,
     Tracked,
     command_key,
+    comparable_key,
     one_row_each,
     unflushed_key,
 )
@@ -289,9 +290,11 @@ SET_RUNS = 3  # the runs of one command that say which kernels it measures (a ma
 def _missing(store: Store, current: ResultsFile, own: int | None) -> list[HistoryRow]:
     """Return a `missing` row for each kernel that the current file lacks or holds only as
     SKIP and that most of the last SET_RUNS recorded runs of the same command measured
-    (records.command_key: its output flags aside) on its GPU model. Nothing with fewer
-    such runs, a file of several GPU models (which kernel ran where changes from run to
-    run), or a file that names no command."""
+    (records.command_key: its output flags aside; records.comparable_key) at earlier
+    commits on its GPU model. Nothing with fewer such runs, a file of several GPU models
+    (which kernel ran where changes from run to run), or a file that names no command.
+    Runs at the file's own commit do not vote: `--record --check` records a run before it
+    judges it, and two re-runs of a job that dropped a kernel outvoted the runs before."""
     key = command_key(current.metadata.get("command"))
     models = {r.device.name if r.device is not None else "" for r in current.benchmarks}
     if key is None or len(models) != 1:
@@ -299,7 +302,11 @@ def _missing(store: Store, current: ResultsFile, own: int | None) -> list[Histor
     (gpu,) = models
     flushes = {Benchmark.of(r).l2_flush for r in current.benchmarks}
     measured = {Benchmark.of(r) for r in current.benchmarks if r.status is not Status.SKIP}
-    runs = store.runs_of_command(key, gpu, exclude_run=own, last=SET_RUNS)
+    keys = [known for known in store.command_keys()
+            if comparable_key(known) == comparable_key(key)] or [key]
+    commit = current.metadata.get("git_commit")
+    runs = store.runs_of_command(keys, gpu, exclude_run=own, last=SET_RUNS,
+                                 exclude_commit=commit if isinstance(commit, str) else None)
     if len(runs) < SET_RUNS:
         return []
     seen: collections.Counter[Benchmark] = collections.Counter()
