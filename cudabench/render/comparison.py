@@ -82,7 +82,10 @@ def summary_text(comparison: Comparison) -> str:
     counted = ", ".join(parts) or "nothing to compare"
     if ungated:  # "6 regressions: 7 failed" left the reader to find the seventh
         counted += f"; {ungated} not gated (cuBLAS or copy rows)"
-    auto = any(row.threshold_source != "--threshold" for row in comparison.rows)
+    # a missing row has no threshold of its own ("missing"): with --threshold 5% it made
+    # the summary say "auto per benchmark"
+    auto = any(row.threshold_source not in ("--threshold", "missing")
+               for row in comparison.rows)
     gate = (f"threshold auto per benchmark (floor {format_percent(comparison.threshold)})"
             if auto else f"threshold {format_percent(comparison.threshold)}")
     return f"{counted}; {gate}, alpha {comparison.alpha:g}; GPU {gpus or '(none recorded)'}"
