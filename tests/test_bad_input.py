@@ -65,7 +65,7 @@ def test_bad_flags_are_one_line(no_gpu_work, tmp_path, args, says):
 
 
 @pytest.mark.parametrize(("timing", "says"), [
-    ("warmup = 1e300", "--warmup 1e+300 s: not under --timeout 60 s"),
+    ("warmup = 1e300", "timing.warmup 1e+300 s: not under timing.timeout 60 s"),
     ("min_samples = 1.5", "timing.min_samples: expected a whole number, not 1.5"),
     ("max_samples = 1.7", "timing.max_samples: expected a whole number, not 1.7"),
     ("", 'dtypes: an empty list names none, e.g. dtypes = ["float32", "float16"]'),

@@ -78,6 +78,7 @@ def test_cudabench_toml_wins_and_missing_suite_is_explained(tmp_path):
 
 def test_kernels_dirs_are_relative_to_the_file(tmp_path):
     write(tmp_path / "cudabench.toml", 'kernels_dirs = ["mine"]\n' + SUITE)
+    (tmp_path / "mine").mkdir()
     (request, *_) = load_suite(tmp_path / "cudabench.toml")
     assert request.kernels_dirs == (tmp_path / "mine",)
 
@@ -88,8 +89,13 @@ def test_kernels_dirs_are_relative_to_the_file(tmp_path):
     ("[[benchmark]]\nop = 'dot'\nsize = '1'\nsizes = ['2']\n", "size or sizes"),
     ("[[benchmark]]\nop = 'dot'\nparams = { BLOCK = 'big' }\n", "benchmark[0].params"),
     ("[[benchmark]]\nop = 'dot'\nvariants = 'atomic'\n", "benchmark[0].variants"),
-    ("[timing]\nmax_time = 0\n[[benchmark]]\nop = 'dot'\n", "--max-time"),
-    ("[timing]\nmax_tme = 1\n[[benchmark]]\nop = 'dot'\n", "[timing] takes"),
+    # the file's keys, not the flags they stand for
+    ("[timing]\nmax_time = 0\n[[benchmark]]\nop = 'dot'\n",
+     "[timing]: timing.max_time must be > 0 seconds"),
+    ("[timing]\nmax_tme = 1\n[[benchmark]]\nop = 'dot'\n",
+     "[timing]: unknown key(s) max_tme (it takes warmup, "),
+    ("kernels_dirs = ['nope']\n[[benchmark]]\nop = 'dot'\n", "toml: kernels_dirs /"),
+    ("kernels_dirs = 3\n[[benchmark]]\nop = 'dot'\n", "toml: kernels_dirs: expected a list"),
     ("benchmarks = 1\n", "unknown key(s) benchmarks"),
     ("[timing]\n", "no [[benchmark]]"),
     ("[[benchmark]\n", "not valid TOML"),
@@ -109,7 +115,23 @@ def test_plan_errors_say_which_benchmark(tmp_path):
     _, request = load_suite(path)
     with pytest.raises(UsageError) as error:
         make_plan(request)
-    assert f"{path}: benchmark[1] (matmul, size 0, float32): --size '0'" in str(error.value)
+    assert f"{path}: benchmark[1] (matmul, size 0, float32): size '0'" in str(error.value)
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ("op = 'dot'\nvariants = ['atomicc']", "variants atomicc: no such dot variant"),
+    ("op = 'dot'\nparams = { BLOCKZ = 8 }", "params BLOCKZ: no selected dot variant takes BLOCKZ"),
+    ("op = 'dot'\nseed = -1", "seed -1: must be between 0 and 2^63-1"),
+    ("op = 'matmul'\nvariants = ['mma_sync']",
+     'dtype float32: variant mma_sync supports float16 (dtype = "float16" runs it)'),
+])
+def test_an_entrys_plan_errors_name_its_keys_not_flags(tmp_path, entry, message):
+    path = write(tmp_path / "cudabench.toml", f"[[benchmark]]\n{entry}\n")
+    (request, *_) = load_suite(path)
+    with pytest.raises(UsageError) as error:
+        make_plan(request)
+    assert f"{path}: benchmark[0] (" in str(error.value) and message in str(error.value)
+    assert "--" not in str(error.value), str(error.value)
 
 
 def test_a_suites_on_request_note_names_the_suite_key_not_the_flag(tmp_path):

@@ -5,12 +5,10 @@ switch given as "no" is no False)."""
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator, Mapping
 
+from cudabench.common.flag_terms import rename_flags
 from cudabench.errors import CudabenchError, UsageError
-
-_FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
 
 
 @contextlib.contextmanager
@@ -24,8 +22,7 @@ def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
     except CudabenchError as exc:
         text = str(exc)
         # a Python caller has no --help to see: the docstrings and docs/python.md
-        named = _FLAG.sub(lambda flag: arguments.get(flag.group(), flag.group()),
-                          text.replace(" (see --help)", ""))
+        named = rename_flags(text.replace(" (see --help)", ""), arguments)
         if named == text:
             raise
         exc.args = (named,)  # the same error, in Python's terms: its type and fields kept

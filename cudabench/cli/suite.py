@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cudabench.catalog.discovery import check_folders
+from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
 from cudabench.errors import UsageError
 from cudabench.planning.plan import Request
 from cudabench.planning.timing import TimingPolicy
@@ -105,6 +107,10 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
                          "(expected timing, kernels_dirs, benchmark)")
     timing = _timing(data.get("timing", {}), where)
     dirs = tuple(path.parent / d for d in _strings(data, "kernels_dirs", where, []))
+    try:  # the file's folders, named as its key (each entry said `--kernels-dir nope`)
+        check_folders(dirs)
+    except UsageError as exc:
+        raise UsageError(f"{where}: {rename_flags(str(exc), SUITE_KEYS)}") from None
     entries = data.get("benchmark")
     if not isinstance(entries, list) or not entries:
         raise UsageError(f"{where}: no [[benchmark]] entries")
@@ -179,8 +185,12 @@ def _is_param(value: Any) -> bool:
 
 
 def _timing(table: Any, where: str) -> TimingPolicy:
-    if not isinstance(table, dict) or set(table) - set(TIMING_KEYS):
+    if not isinstance(table, dict):
         raise UsageError(f"{where}: [timing] takes {', '.join(TIMING_KEYS)}")
+    unknown = sorted(set(table) - set(TIMING_KEYS))
+    if unknown:
+        raise UsageError(f"{where}: [timing]: unknown key(s) {', '.join(unknown)} (it takes "
+                         f"{', '.join(TIMING_KEYS)})")
     values: dict[str, Any] = {}
     for key, value in table.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -195,15 +205,16 @@ def _timing(table: Any, where: str) -> TimingPolicy:
     try:
         return TimingPolicy(**values).validate()
     except UsageError as exc:
-        raise UsageError(f"{where}: [timing]: {exc}") from None
+        raise UsageError(f"{where}: [timing]: {rename_flags(str(exc), SUITE_KEYS)}") from None
 
 
 def _strings(table: Mapping[str, Any], key: str, where: str, default: list[str]) -> list[str]:
     value = table.get(key, default)
+    at = f"{where}.{key}" if where.endswith("]") else f"{where}: {key}"  # an entry's, the file's
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"{where}.{key}: expected a list of strings")
+        raise UsageError(f"{at}: expected a list of strings")
     if any(not v.strip() for v in value):
-        raise UsageError(f"{where}.{key}: an empty string is not a value")
+        raise UsageError(f"{at}: an empty string is not a value")
     return value
 
 

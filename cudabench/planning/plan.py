@@ -17,6 +17,7 @@ from pathlib import Path
 from cudabench.catalog import ALL_VARIANTS, KernelVariant, discover
 from cudabench.catalog.variants import ParamSpec
 from cudabench.catalog.expressions import names_in
+from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
 from cudabench.errors import KernelFileError, OpFileError, UsageError
 from cudabench.engines import tensormaps
 from cudabench.planning.timing import TimingPolicy
@@ -132,7 +133,8 @@ def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant
     except UsageError as exc:
         if not request.origin:
             raise
-        raise UsageError(f"{request.origin}: {exc}") from None
+        # the entry's keys, not the flags they stand for (`--max-time must be > 0`)
+        raise UsageError(f"{request.origin}: {rename_flags(str(exc), SUITE_KEYS)}") from None
 
 
 def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None
@@ -197,9 +199,11 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
         variant = available[name]
         if dtype.name not in variant.dtypes:
             if named:
+                how = (f'dtype = "{variant.dtypes[0]}"' if request.origin
+                       else f"--dtype {variant.dtypes[0]}")  # a suite's entry, or the flag
                 raise UsageError(
                     f"--dtype {dtype.name}: variant {name} supports {', '.join(variant.dtypes)}"
-                    f" (--dtype {variant.dtypes[0]} runs it)"
+                    f" ({how} runs it)"
                 )
             other_types.setdefault(", ".join(variant.dtypes), []).append(name)
             continue

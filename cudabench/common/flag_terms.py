@@ -1,0 +1,25 @@
+"""A message in another's terms: the checks are the command's own, whose messages name its
+flags; a suite file's author wrote TOML keys, a Python caller gave arguments."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+_FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
+
+# The suite file's key for each flag its entries stand for (cudabench.toml's format).
+SUITE_KEYS = {
+    "--size": "size", "--dtype": "dtype", "--variant": "variants", "--param": "params",
+    "--tile": "params TILE", "--kernels-dir": "kernels_dirs", "--l2-flush": "l2_flush",
+    "--seed": "seed", "--hot": "hot", "--full-check": "full_check", "--sanitize": "sanitize",
+    "--warmup": "timing.warmup", "--min-samples": "timing.min_samples",
+    "--max-samples": "timing.max_samples", "--precision": "timing.precision",
+    "--max-time": "timing.max_time", "--timeout": "timing.timeout",
+    "--compile-timeout": "timing.compile_timeout", "--rounds": "timing.rounds",
+}
+
+
+def rename_flags(text: str, names: Mapping[str, str]) -> str:
+    """Return text with each flag that names maps replaced by its name there."""
+    return _FLAG.sub(lambda flag: names.get(flag.group(), flag.group()), text)
