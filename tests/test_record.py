@@ -274,3 +274,16 @@ def test_compare_html_draws_an_infinite_change_off_the_scale(use_fake, tmp_path)
     done = invoke("compare", str(a), str(b), "--threshold", "5%", "--html", str(page))
     assert done.exit_code == 1, done.output
     assert "off the scale" in page.read_text()
+
+
+def test_compare_says_how_many_samples_the_current_run_set_aside(use_fake, tmp_path):
+    # half the samples taken at half the clock were set aside, and compare said `same`
+    # with no word of them
+    before = run_file(use_fake, tmp_path, "before.json", seed=1)
+    after = run_file(use_fake, tmp_path, "after.json", seed=2, slow_clock_every=2)
+    done = invoke("compare", str(before), str(after), "--threshold", "5%")
+    text = " ".join(done.output.split())
+    assert "dot/atomic" in text and " samples of the current run ran below 75% of the maximum SM" \
+        " clock and were set aside: judged on the other " in text, done.output
+    quiet = invoke("compare", str(after), str(before), "--threshold", "5%")
+    assert "set aside" not in quiet.output

@@ -104,7 +104,7 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
     by_model = not allow_different_gpu  # pair on the GPU model too: never across models
     before, after = _index(baseline), _index(current)
     several = len({r.device.identity for r in current.benchmarks if r.device}) > 1
-    rows, added_rows, removed_rows = [], [], []
+    rows, added_rows, removed_rows, judged = [], [], [], []
     for key in [*before, *(key for key in after if key not in before)]:
         pairs, unpaired_new, unpaired_old = _pairs(before.get(key, []), after.get(key, []),
                                                    by_model)
@@ -118,6 +118,7 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
             limit, source = (threshold_for(new) if threshold_for is not None
                              else (threshold, "--threshold"))
             row = _compare_pair(old, new, limit, alpha)
+            judged.append(new)
             detectable = power_for(limit, old, new) if power_for is not None else None
             rows.append(dataclasses.replace(
                 row, threshold=limit, threshold_source=source, detectable=detectable,
@@ -142,9 +143,23 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         current_gpu=current.gpu_name,
         setting_changes=setting_changes(baseline, current),
         notes=((_model_notes(models[0], models[1], added, removed) if by_model else ())
-               + _unjudged_slowdowns(rows)),
+               + _unjudged_slowdowns(rows) + _set_aside(judged)),
         current_incomplete=current.metadata.get("complete") is False,
     )
+
+
+def _set_aside(rows: list[BenchmarkResult]) -> tuple[str, ...]:
+    """Return a note per current kernel whose run set samples aside as taken below 75% of
+    the maximum SM clock: judged on the others, so a change that makes the card throttle
+    passed without a word (the run warned; compare said `same`)."""
+    return tuple(
+        f"{r.op}/{r.variant} {params_text(r.params)} {shape_text(r.shape)} {r.dtype}"
+        .replace(" - ", " ")
+        + f": {len(r.slow_clock_samples_s)} of {len(r.slow_clock_samples_s) + len(r.samples_s)}"
+        " samples of the current run ran below 75% of the maximum SM clock and were set "
+        f"aside: judged on the other {len(r.samples_s)}; a kernel that makes the card "
+        "throttle is slower than those say"
+        for r in rows if r.kind is Kind.VARIANT and r.slow_clock_samples_s)
 
 
 def _unjudged_slowdowns(rows: list[ComparisonRow]) -> tuple[str, ...]:
