@@ -36,6 +36,7 @@ MASKS = [
     (re.compile(r'"(created|updated|host|python)": "[^"]*"'), r'"\1": "<masked>"'),
     (re.compile(r'"git_commit": (null|"[0-9a-f]*")'), '"git_commit": "<masked>"'),
     (re.compile(r'"git_dirty": (null|true|false)'), '"git_dirty": "<masked>"'),
+    (re.compile(r'"git_branch": (null|"[^"]*")'), '"git_branch": "<masked>"'),
     (re.compile(r'"command": \[[^\]]*\]'), '"command": "<masked>"'),
     # The kernels' folder, in each row's source and in an error that names a file.
     (re.compile(r'[^"\s]*/kernels/'), '<kernels>/'),

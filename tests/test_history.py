@@ -623,6 +623,30 @@ def test_show_names_the_step_commit_and_the_drift_range(tmp_path):
         assert " 24 " in row and "±" in row
 
 
+def test_a_branch_is_recorded_and_read_alone(tmp_path):
+    # --record kept no branch (NULL every time), and one feature-branch run put its
+    # number into main's `latest`
+    main_runs = [make_run(tmp_path / "main", i) for i in range(6)]
+    for path in main_runs:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(json.dumps({**document, "git_branch": "main"}), encoding="utf-8")
+    feature = make_run(tmp_path / "feature", 40, factors={"naive": 1.5})
+    db = tmp_path / "h.db"
+    import_runs(db, main_runs)
+    import_runs(db, [feature])  # recorded without a branch
+    with Store.open(db) as store:
+        assert [run.branch for run in store.runs()] == ["main"] * 6 + [None]
+    slow = make_run(tmp_path / "now", 50, factors={"naive": 1.5})
+    on_main = invoke("check", slow, "--db", db, "--branch", "main")
+    assert on_main.exit_code == 1 and "slower" in on_main.stdout, on_main.stdout
+    naive_all = show_rows(invoke("show", "--db", db).stdout)["naive"]
+    naive_main = show_rows(invoke("show", "--db", db, "--branch", "main").stdout)["naive"]
+    assert " 7 " in naive_all and " 6 " in naive_main and naive_all != naive_main
+    assert_one_line_error(invoke("show", "--db", db, "--branch", "nope"), "--branch")
+    with Store.open(db) as store:  # nothing written: the view is the connection's own
+        assert len(store.runs()) == 7
+
+
 def test_show_filters(tmp_path):
     db = trend_history(tmp_path)
     result = invoke("show", "--op", "matmul", "--variant", "naive", "--db", db)

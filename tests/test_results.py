@@ -287,7 +287,8 @@ def test_a_writeback_pass_survives_loading_and_writing(tmp_path):
                                                             None)
 
 
-def test_a_tree_is_dirty_for_changed_or_new_source_files_not_for_results(tmp_path):
+def test_a_tree_is_dirty_for_changed_or_new_source_files_not_for_results(tmp_path,
+                                                                          monkeypatch):
     # the baseline.json a CI job restores, and the history store's folder, marked every
     # run of a clean checkout dirty
     import shutil
@@ -302,12 +303,21 @@ def test_a_tree_is_dirty_for_changed_or_new_source_files_not_for_results(tmp_pat
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
                        cwd=tmp_path, check=True, capture_output=True)
 
-    assert git_commit(tmp_path) == {"git_commit": None, "git_dirty": None}
+    monkeypatch.delenv("GITHUB_HEAD_REF", raising=False)
+    monkeypatch.delenv("GITHUB_REF_NAME", raising=False)
+    monkeypatch.delenv("CI_COMMIT_REF_NAME", raising=False)
+    assert git_commit(tmp_path) == {"git_commit": None, "git_dirty": None, "git_branch": None}
     git("init", "-q")
     (tmp_path / "kernel.cu").write_text("// one\n", encoding="utf-8")
     git("add", "kernel.cu")
     git("commit", "-q", "-m", "one")
+    git("checkout", "-q", "-b", "feature")
     assert git_commit(tmp_path)["git_dirty"] is False
+    assert git_commit(tmp_path)["git_branch"] == "feature"
+    git("checkout", "-q", "--detach")  # a CI job's checkout: its variables name the branch
+    assert git_commit(tmp_path)["git_branch"] is None
+    monkeypatch.setenv("GITHUB_REF_NAME", "main")
+    assert git_commit(tmp_path)["git_branch"] == "main"
     (tmp_path / "baseline.json").write_text("{}", encoding="utf-8")
     (tmp_path / ".cudabench").mkdir()
     (tmp_path / ".cudabench" / "history.db").write_bytes(b"")

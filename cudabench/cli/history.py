@@ -93,6 +93,14 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
     return int(ExitCode.OK)
 
 
+def branch_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The --branch option of the commands that read the store."""
+    return click.option(
+        "--branch", default=None, metavar="NAME",
+        help="Only runs recorded on this branch (--record records the checked-out one; "
+             "runs recorded without one are left out).")(function)
+
+
 @history.command("show")
 @click.option("--op", default=None, help="Only this op.")
 @click.option("--variant", default=None, help="Only this variant.")
@@ -103,17 +111,20 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
               help="Commits per benchmark to look at.")
 @click.option("--threshold", default="5%", show_default=True,
               help="Smallest step reported, e.g. 5% or 0.05.")
+@branch_option
 @db_option
 def show_command(op: str | None, variant: str | None, gpu: str | None, since: str | None,
-                 last: int, threshold: str, db: Path) -> int:
+                 last: int, threshold: str, branch: str | None, db: Path) -> int:
     """Show each benchmark's latest median, noise band, last change and steps, per GPU."""
     limit = parse_threshold(threshold)
     start = _since(since)
     with Store.open(db) as store:
+        if branch is not None:
+            store.only_branch(branch)
         found = trends(store, op, variant, gpu, start, last, limit)
     if not found:
         raise UsageError(f"{db}: no recorded run matches the filters (--op, --variant, --gpu, "
-                         "--since)")
+                         "--since, --branch)")
     twice = Counter(_unflushed(trend) for trend in found)
     title, columns, rows = one_gpu_in_title(
         f"cudabench history: {db}", ("benchmark", "GPU", "commits", "latest",
@@ -151,12 +162,13 @@ def one_gpu_in_title(title: str, columns: Sequence[str], rows: list[list[str]]
                    "CURRENT's command measured are not in it (removed on purpose).")
 @click.option("--max-threshold", default=f"{DEFAULT_CAP:.0%}", show_default=True,
               help="The most --threshold auto may grow to from a noisy history.")
+@branch_option
 @db_option
 def check_command(current: Path, last: int, threshold: str, alpha: float, min_runs: int,
-                  allow_missing: bool, max_threshold: str, db: Path) -> int:
+                  allow_missing: bool, max_threshold: str, branch: str | None, db: Path) -> int:
     """Judge CURRENT against each benchmark's last runs; exit 1 on a regression."""
     return check_file(current, db, last, threshold, alpha, min_runs, allow_missing,
-                      max_threshold)
+                      max_threshold, branch=branch)
 
 
 # What a capped threshold names as its cap where the command has no --max-threshold.
@@ -166,7 +178,7 @@ RECORD_CHECK_CAP = "the default cap; `cudabench history check --max-threshold` s
 def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str = "auto",
                alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS,
                allow_missing: bool = False, max_threshold: str = f"{DEFAULT_CAP:.0%}",
-               cap_from: str = "--max-threshold") -> int:
+               cap_from: str = "--max-threshold", branch: str | None = None) -> int:
     """Judge a results file against the store's history; return compare's exit code."""
     from cudabench.cli.compare import check_thresholds
 
@@ -183,6 +195,8 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                          "is nothing to judge")
     source = read_text(current)
     with Store.open(db) as store:
+        if branch is not None:  # the history of one branch (main's, say) judges the file
+            store.only_branch(branch)
         verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing,
                          cap, cap_from)
     _render_check(verdicts, db, incomplete=results.metadata.get("complete") is False)
@@ -203,9 +217,10 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
 @click.option("--since", default=None, help="Only runs measured since this date.")
 @click.option("--last", type=click.IntRange(min=1), default=SHOW_LAST, show_default=True,
               help="Commits per benchmark to plot.")
+@branch_option
 @db_option
 def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | None,
-                 since: str | None, last: int, db: Path) -> int:
+                 since: str | None, last: int, branch: str | None, db: Path) -> int:
     """Plot each benchmark's median per commit, steps and drifts marked, to OUTPUT (.png,
     .svg, .pdf or .jpg)."""
     from cudabench.render.plot import check_suffix, save
@@ -220,6 +235,8 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
         raise UsageError(f"history {PLOT_HINT}") from None
     start = _since(since)
     with Store.open(db) as store:
+        if branch is not None:
+            store.only_branch(branch)
         found = trends(store, op, variant, gpu, start, last, DEFAULT_THRESHOLD)
     if not found:
         raise UsageError(f"{db}: no recorded run matches the filters")

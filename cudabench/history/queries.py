@@ -95,6 +95,16 @@ class Queries:
                 "ORDER BY id LIMIT 1", hashes).fetchone()
         return int(row[0]) if row else None
 
+    def only_branch(self, branch: str) -> None:
+        """Read only the runs recorded on branch from here on (history show, check, plot
+        --branch): a temporary view of that name hides the store's own table of runs from
+        this connection, and every query joins its results through it. Never written."""
+        quoted = branch.replace("'", "''")
+        with self._errors():
+            self._conn.execute("DROP VIEW IF EXISTS temp.runs")
+            self._conn.execute(f"CREATE TEMP VIEW runs AS SELECT * FROM main.runs "
+                               f"WHERE branch = '{quoted}'")
+
     def runs(self, gpu_model: str | None = None, since: str | None = None,
              last: int | None = None) -> list[RunInfo]:
         """Return the recorded runs, oldest first (by when they were measured)."""

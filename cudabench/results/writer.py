@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -35,8 +36,9 @@ CODE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hpp", ".c", ".cc", ".cpp", ".p
 
 
 def git_commit(directory: Path) -> dict[str, Any]:
-    """Return the commit checked out in directory and whether the tree is dirty (a tracked
-    file changed, or an untracked source file), each None where git cannot say."""
+    """Return the commit checked out in directory, whether the tree is dirty (a tracked
+    file changed, or an untracked source file) and the branch, each None where git (or,
+    for a detached checkout, the CI's variables) cannot say."""
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(["git", *args], cwd=directory, capture_output=True,
@@ -47,16 +49,20 @@ def git_commit(directory: Path) -> dict[str, Any]:
 
     commit = git("rev-parse", "HEAD")
     if not commit:
-        return {"git_commit": None, "git_dirty": None}
+        return {"git_commit": None, "git_dirty": None, "git_branch": None}
+    # A detached checkout (a CI job's) names its branch in the CI's variables only.
+    branch = (git("symbolic-ref", "--short", "-q", "HEAD") or os.environ.get("GITHUB_HEAD_REF")
+              or os.environ.get("GITHUB_REF_NAME") or os.environ.get("CI_COMMIT_REF_NAME")
+              or None)
     changed = git("status", "--porcelain", "--untracked-files=no")
     untracked = git("ls-files", "--others", "--exclude-standard")
     if changed is None or untracked is None:
-        return {"git_commit": commit, "git_dirty": None}
+        return {"git_commit": commit, "git_dirty": None, "git_branch": branch}
     # An untracked file makes the tree dirty only where it can change what is measured (a
     # new kernel or op): the baseline.json a CI job restores, or the history store's
     # folder, marked every run of a clean checkout dirty.
     new_code = any(Path(name).suffix.lower() in CODE_SUFFIXES for name in untracked.splitlines())
-    return {"git_commit": commit, "git_dirty": bool(changed) or new_code}
+    return {"git_commit": commit, "git_dirty": bool(changed) or new_code, "git_branch": branch}
 
 
 class ResultsWriter:
