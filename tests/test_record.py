@@ -287,3 +287,13 @@ def test_compare_says_how_many_samples_the_current_run_set_aside(use_fake, tmp_p
         " clock and were set aside: judged on the other " in text, done.output
     quiet = invoke("compare", str(after), str(before), "--threshold", "5%")
     assert "set aside" not in quiet.output
+
+
+def test_a_cap_beside_a_fixed_threshold_is_refused_not_ignored(tmp_path):
+    # `--threshold 30% --max-threshold 10%` ran, the cap silently doing nothing
+    for command in (["compare", "a.json", "b.json"], ["history", "check", "a.json"]):
+        done = invoke(*command, "--threshold", "30%", "--max-threshold", "10%")
+        assert done.exit_code == 2 and "--max-threshold caps --threshold auto only; with " \
+            "--threshold 30% it does nothing" in done.stderr, done.output
+        auto = invoke(*command, "--threshold", "auto", "--max-threshold", "10%")
+        assert "--max-threshold caps" not in auto.stderr  # (then: a.json is missing)

@@ -70,6 +70,7 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     """Compare two results files; exit 1 on a significant slowdown, a new failure, a
     benchmark missing from CURRENT or an incomplete CURRENT."""
     check_thresholds(threshold, max_threshold)  # bad values are named before files are read
+    refuse_idle_cap(threshold)
     check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
                   [baseline, current, db or DEFAULT_STORE])
     before, after = load_results(baseline), load_results(current)
@@ -114,6 +115,17 @@ def refuse_the_same_run(baseline: Path, current: Path,
         return
     raise UsageError(f"{baseline} and {current} are {what}: the current file must come "
                      "from a new run (check the paths the CI job passes)")
+
+
+def refuse_idle_cap(threshold: str) -> None:
+    """Refuse --max-threshold given on the command line beside a fixed --threshold: the
+    cap limits --threshold auto only, and was ignored without a word."""
+    context = click.get_current_context(silent=True)
+    given = context is not None and context.get_parameter_source("max_threshold") in (
+        click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    if given and threshold.strip().lower() != "auto":
+        raise UsageError(f"--max-threshold caps --threshold auto only; with --threshold "
+                         f"{threshold} it does nothing: leave one of them out")
 
 
 def check_thresholds(threshold: str, max_threshold: str) -> tuple[float, float]:

@@ -167,6 +167,9 @@ def one_gpu_in_title(title: str, columns: Sequence[str], rows: list[list[str]]
 def check_command(current: Path, last: int, threshold: str, alpha: float, min_runs: int,
                   allow_missing: bool, max_threshold: str, branch: str | None, db: Path) -> int:
     """Judge CURRENT against each benchmark's last runs; exit 1 on a regression."""
+    from cudabench.cli.compare import refuse_idle_cap
+
+    refuse_idle_cap(threshold)
     return check_file(current, db, last, threshold, alpha, min_runs, allow_missing,
                       max_threshold, branch=branch)
 
