@@ -274,6 +274,11 @@ def test_compare_gives_the_verdicts_and_exit_code_of_the_command(use_fake, tmp_p
         (r.variant, r.verdict) for r in comparison.rows]
     # A threshold above the change: the same pair is no regression.
     assert cb.compare(base, slow, threshold="50%").ok
+    # NumPy's numbers are numbers (np.float32 was refused where np.float64 was taken)
+    import numpy as np
+
+    assert cb.compare(base, slow, threshold=np.float32(0.5), alpha=np.float32(0.01)).ok
+    assert not cb.compare(base, slow, threshold=np.float32(0.05)).ok
     # A run against itself, or against the file it wrote, is refused as the command does.
     for same in ((base, base), (tmp_path / "base.json", base), (base, str(tmp_path / "base.json"))):
         with pytest.raises(UsageError, match="the same run"):

@@ -7,6 +7,7 @@ returned shows itself as the command prints it, and as the HTML report draws it.
 
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,11 +131,15 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
     """compare()'s work, its errors naming the command's flags (the pytest plugin names
     its own options for them)."""
     for value, name in ((threshold, "threshold"), (max_threshold, "max_threshold")):
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
             raise UsageError(f"{name} {value!r}: expected 'auto', a percentage such as "
                              "'5%' or a fraction such as 0.05")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
         raise UsageError(f"alpha {alpha!r}: expected a number between 0 and 1")
+    # NumPy's numbers as Python's (np.float32(0.05) was refused, np.float64 taken)
+    threshold = threshold if isinstance(threshold, str) else float(threshold)
+    max_threshold = max_threshold if isinstance(max_threshold, str) else str(float(max_threshold))
+    alpha = float(alpha)
     from cudabench.cli.compare import check_thresholds, judge, refuse_the_same_run
 
     check_thresholds(str(threshold), str(max_threshold))  # named before files are read
