@@ -160,6 +160,9 @@ def test_writeback_is_asked_for_as_the_flag_is(use_fake, tmp_path):
     ({"dtype": ["float32"]}, r"^dtype \['float32'\]: expected one type's name"),
     ({"variants": {"naive": 1}}, "^variants {'naive': 1}: expected a variant name"),
     ({"variants": b"naive"}, "^variants b'naive': expected a variant name"),
+    ({"variants": "naive,tiled"}, r"^variants 'naive,tiled': one name a string \(a comma list "
+                                  r"is not one\); give a list: variants=\['naive', 'tiled'\]"),
+    ({"params": {1: 16}}, r"^params: key 1 is not a parameter name"),
 ])
 def test_bad_input_raises_a_usage_error_naming_it(use_fake, options, message):
     with pytest.raises(UsageError, match=message) as caught:

@@ -333,6 +333,10 @@ def _names(variants: str | Sequence[str] | None) -> list[str]:
     for name in names:
         if not isinstance(name, str) or not name:
             raise UsageError(f"variants: {name!r} is not a variant name (see `cudabench list`)")
+        if "," in name:  # the command's advice, "give each: --variant ...", read oddly here
+            parts = [part.strip() for part in name.split(",") if part.strip()]
+            raise UsageError(f"variants {name!r}: one name a string (a comma list is not "
+                             f"one); give a list: variants={parts!r}")
     return names
 
 
@@ -365,6 +369,9 @@ def _param_texts(params: Mapping[str, int | Sequence[int]] | None) -> tuple[str,
                          "list of integers, e.g. {'TILE': 16} or {'TILE': [8, 16, 32]}")
     texts = []
     for name, value in params.items():
+        if not isinstance(name, str):  # {1: 16}: the command's "expected NAME=INTEGER"
+            raise UsageError(f"params: key {name!r} is not a parameter name; name one as its "
+                             "kernels' headers do, e.g. {'TILE': 16}")
         values = [value] if whole(value) is not None else value
         if (isinstance(value, (str, bytes)) or not isinstance(values, Sequence) or not values
                 or any(whole(v) is None for v in values)):
