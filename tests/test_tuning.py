@@ -302,7 +302,8 @@ def test_a_toolkit_or_driver_upgrade_misses_the_cache(use_fake, kernels, tmp_pat
                                       ("13.0", "570.1", 5), ("13.0", "580.2", 5),
                                       ("13.0", "580.2", 0)):
         monkeypatch.setattr(tune, "tuning_environment",
-                            lambda: (("toolkit", toolkit), ("driver", driver)))
+                            lambda toolkit=toolkit, driver=driver: (("toolkit", toolkit),
+                                                                    ("driver", driver)))
         done = invoke(*args)
         assert done.exit_code == 0, done.stderr
         assert f"5 evaluated ({measured} measured, {5 - measured} from the tuning cache)" in (

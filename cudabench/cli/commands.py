@@ -383,8 +383,8 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
             if outputs.markdown_path is not None and markdown:  # the winners join the
                 # run's tables
                 path = outputs.markdown_path
-                writes.attempt(lambda: write_text(
-                    path, markdown + best.choices_markdown(choices, failed, unchosen), "--markdown"))
+                winners = best.choices_markdown(choices, failed, unchosen)
+                writes.attempt(lambda: write_text(path, markdown + winners, "--markdown"))
     if any(plan.insight.profile_time for plan in measured.plans):
         show_time_profile(measured)
     if outputs.record and measured.json_path is not None:

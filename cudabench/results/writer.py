@@ -29,7 +29,6 @@ from cudabench.results.codec import (
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 from cudabench.results.rounds import identity
 
-
 # Files whose presence can change a run: kernels, headers, op modules, suites, build files.
 CODE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hpp", ".c", ".cc", ".cpp", ".py", ".toml",
                            ".cfg", ".ptx"})
