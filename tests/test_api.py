@@ -667,7 +667,9 @@ def test_no_rows_are_not_ok_and_not_written_over_a_file(use_fake, tmp_path):
 def test_rows_are_found_by_name_and_a_wrong_key_is_a_usage_error(use_fake, tmp_path,
                                                                   monkeypatch):
     results = run_tiled()
-    assert results["tiled"] is results.row("tiled") is results[1]
+    import numpy as np
+
+    assert results["tiled"] is results.row("tiled") is results[1] is results[np.int64(1)]
     for bad in (None, 5):
         with pytest.raises(UsageError, match="expected a variant name"):
             results.row(bad)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,10 +118,12 @@ class Results(Sequence[BenchmarkResult]):
         if isinstance(index, slice):
             return Results(self.rows[index], self.notes, self.command, self.versions,
                            metadata=self.metadata)
-        if not isinstance(index, int):
+        try:
+            position = operator.index(index)  # NumPy's integers too
+        except TypeError:
             raise UsageError(f"results[{index!r}]: expected a position, a slice or a variant "
-                             "name")
-        return self.rows[index]
+                             "name") from None
+        return self.rows[position]
 
     @property
     def outcome(self) -> RunOutcome:
