@@ -150,21 +150,20 @@ def note(text: str) -> None:
     terminal.stderr_console().print(f"note: {text}", markup=False, highlight=False)
 
 
-# Who else hears each row as it arrives (the Python API and the pytest plugin: a run
-# stopped by Ctrl-C keeps the rows it measured); a context variable, so that no command's
-# signature carries it; nested blocks each hear every row.
-_ROW_LISTENERS: contextvars.ContextVar[tuple[Callable[[BenchmarkResult], None], ...]] = (
-    contextvars.ContextVar("cudabench_row_listeners", default=()))
+# Who else hears each row as it arrives (the pytest plugin: a test stopped by Ctrl-C keeps
+# the rows its run measured); a context variable, so that no command's signature carries it.
+_ROW_LISTENER: contextvars.ContextVar[Callable[[BenchmarkResult], None] | None] = (
+    contextvars.ContextVar("cudabench_row_listener", default=None))
 
 
 @contextlib.contextmanager
 def rows_heard_by(listener: Callable[[BenchmarkResult], None]) -> Iterator[None]:
     """Call listener with every row measure() streams while the block runs."""
-    token = _ROW_LISTENERS.set((*_ROW_LISTENERS.get(), listener))
+    token = _ROW_LISTENER.set(listener)
     try:
         yield
     finally:
-        _ROW_LISTENERS.reset(token)
+        _ROW_LISTENER.reset(token)
 
 
 def measure(requests: list[Request], device: int, outputs: Outputs,
@@ -292,13 +291,13 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
                            outputs.progress, gpus) as advance:
 
         started = time.perf_counter()
-        listeners = _ROW_LISTENERS.get()
+        listener = _ROW_LISTENER.get()
 
         def on_result(result: BenchmarkResult) -> None:
             with clock.phase("writing results"):
                 if writer is not None:  # a row of a later round replaces its earlier one
                     writer.add(result, replace=in_rounds)
-            for listener in listeners:
+            if listener is not None:
                 listener(result)
             advance(result)
 
