@@ -18,6 +18,14 @@ FAKE_CLI = Path(__file__).parent / "fake_cli.py"
 pytestmark = pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
 
 
+def _as_a_terminal_starts_it() -> None:
+    """Give the child SIGINT's default action: a suite started in the background by a
+    non-interactive shell (`pytest &`, a CI wrapper) inherits SIGINT ignored, and a command
+    that inherits it ignored rightly ignores Ctrl-C (the shell's `&` rule), which is not
+    what these tests are about."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stopped_midway(tmp_path: Path, stop: signal.Signals, streams_to: Path
                    ) -> tuple[int, str]:
     """Run a long sweep to tmp_path/r.json, send stop to its process group once a row is
@@ -26,7 +34,7 @@ def stopped_midway(tmp_path: Path, stop: signal.Signals, streams_to: Path
         [sys.executable, str(FAKE_CLI), "matmul", "--size", "64..4096:x2", "--variant",
          "naive", "--no-vendor", "--json", str(tmp_path / "r.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        cwd=tmp_path)
+        cwd=tmp_path, preexec_fn=_as_a_terminal_starts_it)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and process.poll() is None:
