@@ -464,3 +464,72 @@ def test_rows_arriving_after_ctrl_c_are_not_kept():
     board.interrupted = True
     board.emit(0, Slot(0, "0"), row)
     assert heard == [row] and board.rows == {(0, 0): [row]}
+
+
+class _WorkerEndedByCtrlC:
+    """A worker whose every batch ends as Ctrl-C ends it: the run stops, its process dies."""
+
+    def __init__(self, board, block: bool = False) -> None:
+        self.board, self.block = board, block
+        self.batches = 0
+        self.failure = None
+        self.device = None
+        self.abandoned = __import__("threading").Event()
+
+    def run(self, jobs, on_result, on_start=None, first=True):
+        import _thread
+
+        from cudabench.runner.workers import Failure
+
+        self.batches += 1
+        if self.block:  # a kernel that never returns: Ctrl-C reaches the main thread only
+            _thread.interrupt_main()
+            self.abandoned.wait(30)
+        else:
+            self.board.stopping = self.board.interrupted = True
+        self.failure = Failure.DIED
+        return []
+
+    def abandon(self):
+        self.abandoned.set()
+
+    def close(self):
+        pass
+
+
+def _one_unit_board():
+    from cudabench.measure.jobs import Job
+    from cudabench.runner.gpus import Board
+
+    jobs = [Job(plan_index=0, reference=f"r{i}") for i in range(3)]
+    return Board(units=[jobs], plans=[], on_result=lambda row: None, on_start=None,
+                 queues={0: __import__("collections").deque([0])},
+                 environments={0: {}})
+
+
+def test_a_worker_ended_by_ctrl_c_is_not_replaced(monkeypatch):
+    # after Ctrl-C on several GPUs, each GPU's thread saw its worker die and spawned a fresh
+    # one (twice) while the command exited: its inbox's feeder could hold the exit for good
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.runner import gpus
+
+    board = _one_unit_board()
+    worker = _WorkerEndedByCtrlC(board)
+    monkeypatch.setattr(gpus, "new_worker", lambda *args, **kwargs: worker)
+    gpus._serve(board, FakeSpec(), Slot(0, "0"))
+    assert worker.batches == 1 and not board.lost
+
+
+def test_ctrl_c_abandons_a_worker_stuck_in_a_kernel(monkeypatch):
+    # the main thread raised at once and left a stuck GPU's worker (and its thread) running:
+    # the command's exit waited on it
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.runner import gpus
+
+    board = _one_unit_board()
+    worker = _WorkerEndedByCtrlC(board, block=True)
+    monkeypatch.setattr(gpus, "new_worker", lambda *args, **kwargs: worker)
+    monkeypatch.setattr(gpus, "STOP_GRACE_S", 0.2)
+    with pytest.raises(KeyboardInterrupt):
+        gpus._serve_all(board, FakeSpec(), [Slot(0, "0")])
+    assert worker.abandoned.is_set() and board.interrupted

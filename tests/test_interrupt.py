@@ -26,15 +26,17 @@ def _as_a_terminal_starts_it() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def stopped_midway(tmp_path: Path, stop: signal.Signals, streams_to: Path
-                   ) -> tuple[int, str]:
-    """Run a long sweep to tmp_path/r.json, send stop to its process group once a row is
-    in streams_to; return its exit code and stderr."""
+def stopped_midway(tmp_path: Path, stop: signal.Signals, streams_to: Path,
+                   gpus: int = 1) -> tuple[int, str]:
+    """Run a long sweep to tmp_path/r.json (on gpus fake GPUs), send stop to its process
+    group once a row is in streams_to; return its exit code and stderr."""
+    several = ["--devices", "all", "--variant", "tiled"] if gpus > 1 else []
     process = subprocess.Popen(
         [sys.executable, str(FAKE_CLI), "matmul", "--size", "64..4096:x2", "--variant",
-         "naive", "--no-vendor", "--json", str(tmp_path / "r.json")],
+         "naive", *several, "--no-vendor", "--json", str(tmp_path / "r.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        cwd=tmp_path, preexec_fn=_as_a_terminal_starts_it)
+        cwd=tmp_path, preexec_fn=_as_a_terminal_starts_it,
+        env={**os.environ, "FAKE_GPUS": str(gpus)})
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and process.poll() is None:
@@ -50,9 +52,10 @@ def stopped_midway(tmp_path: Path, stop: signal.Signals, streams_to: Path
     return process.returncode, stderr
 
 
-def test_ctrl_c_to_the_process_group_ends_with_one_line_and_no_traceback(tmp_path):
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_ctrl_c_to_the_process_group_ends_with_one_line_and_no_traceback(tmp_path, gpus):
     path = tmp_path / "r.json"
-    code, stderr = stopped_midway(tmp_path, signal.SIGINT, path)
+    code, stderr = stopped_midway(tmp_path, signal.SIGINT, path, gpus)
     assert code == 130, stderr
     assert "cudabench: interrupted" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -22,11 +23,12 @@ from cudabench.engines.protocol import EngineSpec
 from cudabench.measure.jobs import Job, error_row, remaining
 from cudabench.planning.plan import Plan
 from cudabench.runner.starting import new_worker
-from cudabench.runner.workers import Failure
+from cudabench.runner.workers import Failure, Worker
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 MAX_DEATHS = 2  # a GPU whose fresh workers die this many times in a row is given up
 JOIN_S = 0.5  # how often the main thread wakes while it waits (so Ctrl-C gets through)
+STOP_GRACE_S = 2.0  # after Ctrl-C, how long the GPUs' threads get to end their workers
 
 
 def units_of(plans: Sequence[Plan], jobs: Sequence[Job]) -> list[list[Job]]:
@@ -64,6 +66,7 @@ class Board:
     stopping: bool = False
     interrupted: bool = False  # Ctrl-C: the rows that arrive after it are not kept
     errors: list[BaseException] = field(default_factory=list)
+    workers: dict[int, Worker] = field(default_factory=dict)  # slot index -> its worker
 
     def take(self, slot: Slot) -> int | None:
         """Return the next unit for slot's GPU, or None when there is none (or Ctrl-C)."""
@@ -136,16 +139,32 @@ def _serve_all(board: Board, spec: EngineSpec, slots: Sequence[Slot]) -> None:
     threads = [threading.Thread(target=_serve_safely, args=(board, spec, slot),
                                 name=f"cudabench GPU {slot.index}", daemon=True)
                for slot in slots]
-    for thread in threads:
-        thread.start()
-    try:
+    try:  # a Ctrl-C while the threads start ends those started
+        for thread in threads:
+            thread.start()
         for thread in threads:
             while thread.is_alive():
                 thread.join(JOIN_S)
     except KeyboardInterrupt:
         with board.lock:  # the threads take no more work; the rows so far are written
             board.stopping = board.interrupted = True
+        _end_workers(board, dict(zip((slot.index for slot in slots), threads)))
         raise
+
+
+def _end_workers(board: Board, threads: Mapping[int, threading.Thread]) -> None:
+    """After Ctrl-C: let each GPU's thread end its worker (which ends on the Ctrl-C too,
+    once its CUDA call returns), then abandon those still running (a kernel that never
+    returns): the command's exit must not wait on a worker, nor on its inbox's feeder."""
+    deadline = time.monotonic() + STOP_GRACE_S
+    for thread in threads.values():
+        if thread.ident is not None:  # started
+            thread.join(max(0.0, deadline - time.monotonic()))
+    with board.lock:
+        stuck = [worker for index, worker in board.workers.items()
+                 if threads.get(index) is not None and threads[index].is_alive()]
+    for worker in stuck:
+        worker.abandon()
 
 
 def _serve_safely(board: Board, spec: EngineSpec, slot: Slot) -> None:
@@ -162,12 +181,16 @@ def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
     """Run units on one GPU until the queue is empty or the GPU is given up."""
     worker = new_worker(spec.restricted(slot.index), board.plans,
                     env=board.environments[slot.index], label=slot.index)
+    with board.lock:
+        board.workers[slot.index] = worker
     deaths = 0
     try:
         while (unit := board.take(slot)) is not None:
             jobs = board.units[unit]
             done: list[BenchmarkResult] = []
-            while len(done) < len(jobs):
+            # once the run stops (Ctrl-C), a worker it ended is not replaced: a fresh one
+            # spawned while the command exits can hold its exit
+            while len(done) < len(jobs) and not board.stopping:
                 try:
                     rows = worker.run(remaining(jobs, done),
                                       lambda row: board.emit(unit, slot, row),

@@ -191,6 +191,17 @@ class Worker:
             self._process.join(timeout=10)
         self._discard()
 
+    def abandon(self) -> None:
+        """Kill the worker process from another thread than the one running it (Ctrl-C on
+        several GPUs, a worker stuck in a kernel): the thread's poll then finds it dead.
+        Its inbox is let go, so that the command's exit does not wait on its feeder."""
+        process, inbox = self._process, self._inbox
+        if process is not None:
+            with contextlib.suppress(Exception):
+                process.kill()
+        if inbox is not None:
+            _let_go(inbox)
+
     def _start(self) -> None:
         """Spawn a worker process with the worker's environment."""
         context = multiprocessing.get_context("spawn")
