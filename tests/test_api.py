@@ -678,3 +678,29 @@ def test_rows_are_found_by_name_and_a_wrong_key_is_a_usage_error(use_fake, tmp_p
     monkeypatch.setenv("HOME", str(tmp_path))  # "~/now.json" made a folder named ~
     assert results.to_json("~/now.json") == tmp_path / "now.json"
     assert not Path("~").exists()
+
+
+def test_a_run_stopped_by_ctrl_c_hands_its_rows_on_the_exception(use_fake, monkeypatch):
+    # a notebook's interrupted sweep lost every row it had measured (without json=)
+    from cudabench.cli import commands
+
+    real = commands.run_plans
+
+    def stopped_after_three_rows(plans, spec, on_result, **options):
+        heard = []
+
+        def listen(row):
+            on_result(row)
+            heard.append(row)
+            if len(heard) == 3:
+                raise KeyboardInterrupt
+
+        return real(plans, spec, listen, **options)
+
+    monkeypatch.setattr(commands, "run_plans", stopped_after_three_rows)
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        cb.run("matmul", variants=["naive", "tiled"], size=[32, 48], vendor=False,
+               batch=False, timing=FAST)
+    kept = stopped.value.results
+    assert isinstance(kept, cb.Results) and len(kept) == 3 and kept.path is None
+    assert all(row.status is Status.PASS for row in kept)

@@ -29,7 +29,7 @@ from cudabench.common.cache_dir import cache_root
 from cudabench.errors import ResultsNotWritten, UsageError
 from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
-from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES
+from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES, BenchmarkResult
 
 Size = int | str
 _VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -218,7 +218,20 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
     from cudabench.cli import commands
     from cudabench.cli.options import Placement
 
-    measured = commands.measure(requests, device, outputs, Placement(keep_workers_s=keep_s))
+    heard: dict[tuple[object, ...], BenchmarkResult] = {}  # the rows so far, by benchmark
+
+    def hear(row: BenchmarkResult) -> None:  # a later round's row replaces the earlier
+        heard[(row.key, row.device.identity if row.device else None)] = row
+
+    try:
+        with commands.rows_heard_by(hear):
+            measured = commands.measure(requests, device, outputs,
+                                        Placement(keep_workers_s=keep_s))
+    except KeyboardInterrupt as stop:
+        # Ctrl-C in a notebook or script: the rows measured so far ride on the exception
+        # (`except KeyboardInterrupt as e: e.results`), as a stopped command keeps them
+        stop.results = Results(tuple(heard.values()), (), tuple(argv))  # type: ignore[attr-defined]
+        raise
     results = Results(measured.outcome.results, measured.outcome.notes, tuple(argv),
                       dict(measured.versions), measured.json_path)
     if measured.write_error is not None:  # every row is still the caller's, on the error

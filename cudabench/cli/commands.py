@@ -150,20 +150,21 @@ def note(text: str) -> None:
     terminal.stderr_console().print(f"note: {text}", markup=False, highlight=False)
 
 
-# Who else hears each row as it arrives (the pytest plugin: a test stopped by Ctrl-C keeps
-# the rows its run measured); a context variable, so that no command's signature carries it.
-_ROW_LISTENER: contextvars.ContextVar[Callable[[BenchmarkResult], None] | None] = (
-    contextvars.ContextVar("cudabench_row_listener", default=None))
+# Who else hears each row as it arrives (the Python API and the pytest plugin: a run
+# stopped by Ctrl-C keeps the rows it measured); a context variable, so that no command's
+# signature carries it; nested blocks each hear every row.
+_ROW_LISTENERS: contextvars.ContextVar[tuple[Callable[[BenchmarkResult], None], ...]] = (
+    contextvars.ContextVar("cudabench_row_listeners", default=()))
 
 
 @contextlib.contextmanager
 def rows_heard_by(listener: Callable[[BenchmarkResult], None]) -> Iterator[None]:
     """Call listener with every row measure() streams while the block runs."""
-    token = _ROW_LISTENER.set(listener)
+    token = _ROW_LISTENERS.set((*_ROW_LISTENERS.get(), listener))
     try:
         yield
     finally:
-        _ROW_LISTENER.reset(token)
+        _ROW_LISTENERS.reset(token)
 
 
 def measure(requests: list[Request], device: int, outputs: Outputs,
@@ -291,13 +292,13 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
                            outputs.progress, gpus) as advance:
 
         started = time.perf_counter()
-        listener = _ROW_LISTENER.get()
+        listeners = _ROW_LISTENERS.get()
 
         def on_result(result: BenchmarkResult) -> None:
             with clock.phase("writing results"):
                 if writer is not None:  # a row of a later round replaces its earlier one
                     writer.add(result, replace=in_rounds)
-            if listener is not None:
+            for listener in listeners:
                 listener(result)
             advance(result)
 
