@@ -199,7 +199,8 @@ def test_rounds_alternate_which_side_goes_first(marked, tmp_path, monkeypatch):
     real = ab.run_plans
 
     def spy(plans, spec, *args, **kwargs):
-        seen.extend(str(plan.variants[0].variant.path.parents[1].name) for plan in plans)
+        seen.extend(str(plans[job.plan_index].variants[0].variant.path.parents[1].name)
+                    for job in kwargs["jobs"])
         return real(plans, spec, *args, **kwargs)
 
     monkeypatch.setattr(ab, "run_plans", spy)
@@ -376,3 +377,64 @@ def test_sides_whose_op_files_set_different_work_are_refused(use_fake, tmp_path)
                      "256x64")
     assert counted.exit_code in (0, 1), (counted.stdout, counted.stderr)
 
+
+
+def test_a_copy_that_fails_a_round_is_not_run_again(marked, tmp_path, monkeypatch):
+    # each round was a plan of its own: a wrong (or hanging, or crashing) B copy ran, and
+    # cost its timeout or a fresh worker, in every one of the rounds
+    import cudabench.cli.ab as ab
+
+    real, outcomes = ab.run_plans, []
+
+    def spy(*args, **kwargs):
+        outcomes.append(real(*args, **kwargs))
+        return outcomes[-1]
+
+    monkeypatch.setattr(ab, "run_plans", spy)
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"], WRONG)
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 1 and verdicts(result.stdout) == {"naive": "failed"}
+    b_rows = [row for row in outcomes[0].results if row.source.startswith(str(new))]
+    assert len(b_rows) == 7  # the warm-up and six rounds, one row each
+    # measured once: the later rounds repeat the warm-up's row
+    assert len({row.samples_s for row in b_rows}) == 1 and b_rows[0].status.value == "FAIL"
+    # a failed copy has no change or interval: its earlier rounds timed a rejected kernel
+    cells = [line for line in result.stdout.splitlines() if "matmul/naive" in line][0]
+    assert "%" not in cells.split("│")[7] + cells.split("│")[8], cells
+
+
+def test_ab_takes_a_timeout(marked, tmp_path):
+    old = folder(tmp_path / "old", ["naive"])
+    assert_usage(invoke(old, old, *FAST, "--rounds", "6", "--timeout", "0"),
+                 "--timeout must be > 0")
+    assert_usage(invoke(old, old, "--size", "32", "--rounds", "6", "--warmup", "2",
+                        "--timeout", "1"), "--warmup 2 s: not under --timeout 1 s")
+    done = invoke(old, old, *FAST, "--rounds", "6", "--timeout", "5")
+    assert done.exit_code == 0, (done.stdout, done.stderr)
+
+
+def test_a_stopped_ab_keeps_the_rounds_it_measured(marked, tmp_path, monkeypatch):
+    # the rows reached the results file only after every round: Ctrl-C (or a CI job's
+    # SIGTERM) an hour in left no file at all, where the README promises the rows so far
+    import cudabench.cli.ab as ab
+
+    real = ab.run_plans
+
+    def stopped(plans, spec, on_result, **kwargs):
+        jobs = kwargs.pop("jobs")
+        real(plans, spec, on_result, jobs=jobs[:9], **kwargs)  # the warm-up, 3.5 rounds
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab, "run_plans", stopped)
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"])
+    path = tmp_path / "ab.json"
+    result = invoke(old, new, *FAST, "--rounds", "6", "--json", path)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    said = " ".join(result.stderr.split())
+    assert f"2 of its rows are in {path}, marked incomplete" in said, said
+    saved = load_results(path)
+    assert saved.metadata["complete"] is False
+    rows = {row.variant: row for row in saved.benchmarks}
+    assert rows["naive@A"].rounds == 3 and rows["naive@B"].rounds == 4  # round 4: B first

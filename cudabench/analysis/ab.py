@@ -48,6 +48,9 @@ from cudabench.common.units import format_change, format_percent
 DEFAULT_THRESHOLD = MIN_MARGIN
 DEFAULT_ALPHA = 0.05  # a ~95% interval (at least 95%: the sign test's levels are discrete)
 MAX_ROUNDS = 1000
+# Verdicts that give no change: a copy failed (or B's never ran), and its rounds before the
+# failure, or those of a copy that passes beside it, time a kernel the verdict does not judge.
+UNTIMED = frozenset({Verdict.FAILED, Verdict.FIXED, Verdict.MISSING})
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,8 @@ def judge(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkResul
     ratio = statistics.median(ratios) if ratios else None
     interval = sign_interval(ratios, alpha)
     verdict, reason = _verdict(a_rounds, b_rounds, ratio, interval, threshold, alpha)
+    if verdict in UNTIMED:  # the rounds before a failure time a copy the verdict rejects
+        ratio, interval = None, None
     return ABResult(
         op=first_b.op, variant=first_b.variant, params_a=dict(first_a.params),
         params_b=dict(first_b.params), shape=tuple(first_b.shape), dtype=first_b.dtype,

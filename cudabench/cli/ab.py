@@ -2,15 +2,16 @@
 
 Each side's catalog comes from its own folder alone (never the built-in kernels/), so a
 variant missing from a folder is listed as added or removed, not stood in for by the
-built-in one of that name. The rounds run as single-variant plans, interleaved A, B, then
-B, A, through one run_plans call: one worker, the same inputs (seed) and clocks for both.
-The statistics and the verdicts are analysis/ab.py's.
+built-in one of that name. Each side's copy of a variant is a single-variant plan; the
+rounds are its jobs, interleaved A, B, then B, A, through one run_plans call: one worker,
+the same inputs (seed) and clocks for both. A copy that fails in a round (a wrong result,
+a hang, a crash) is not run again in later rounds, as --rounds does. The statistics and
+the verdicts are analysis/ab.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -29,8 +30,8 @@ from cudabench.catalog import Catalog, parse_header
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.cli.options import l2_flush_option, parse_params
 from cudabench.errors import KernelFileError, ResultsNotWritten, UsageError
-from cudabench.measure.jobs import jobs_of
-from cudabench.runner.pipeline import count_rows, run_plans
+from cudabench.measure.jobs import Job
+from cudabench.runner.pipeline import run_plans
 from cudabench.planning.plan import Insight, Plan, Request, make_plan
 from cudabench.planning.timing import TimingPolicy
 from cudabench.runner.workers import finish_closing
@@ -116,6 +117,9 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
               help="Timed samples per side and round.")
 @click.option("--warmup", type=float, default=0.02, show_default=True,
               help="Seconds of warm-up launches per side and round.")
+@click.option("--timeout", type=float, default=TimingPolicy.timeout_s, show_default=True,
+              help="Seconds a copy's GPU work may take in a round before its worker is "
+              "killed (a hang); a copy that times out is not run again in later rounds.")
 @click.option("--threshold", default=format_percent(DEFAULT_THRESHOLD), show_default=True,
               help="Smallest change that counts, e.g. 1% or 0.01.")
 @click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True,
@@ -139,7 +143,8 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
 @l2_flush_option
 def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | None,
                dtype: str | None, params: tuple[str, ...], rounds: int, samples: int,
-               warmup: float, threshold: str, alpha: float, seed: int,
+               warmup: float, timeout: float, threshold: str, alpha: float,
+               seed: int,
                json_path: Path | None, markdown_path: Path | None, device: int,
                allow_missing: bool, progress: bool | None, l2_flush: str) -> int:
     """Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved in one process;
@@ -161,13 +166,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     # A fixed count per round (min = max), so that each round weighs the same; a kernel too
     # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
     timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
-                          max_time_s=1.0)
-    # The policy's own check would say "raise --timeout", which ab has not: its default's.
-    if not math.isfinite(warmup):
-        raise UsageError(f"--warmup {warmup}: must be a finite number")
-    if not warmup < timing.timeout_s:
-        raise UsageError(f"--warmup {warmup:g}: must be under {timing.timeout_s:g} s, the "
-                         "time a variant's warm-up and samples have in each round")
+                          max_time_s=1.0, timeout_s=timeout).validate()
     base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,
                    insight=Insight(vendor=False, batch=False))
     chosen, added, removed = _pairing(sides, ops)
@@ -179,20 +178,35 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                   [*commands.plan_files([plan for pair in plans for plan in pair]),
                    *commands.folder_sources({side.folder for side in sides})])
     check_replaceable(json_path, "--json")  # notes.txt, a store: not written over
-    schedule, labels = _interleave(plans, rounds)
-    commands.check_memory(schedule, [commands.one_slot(device)])  # the spacer counted too
+    schedule = _interleave(plans, rounds)
+    commands.check_memory(schedule.plans, [commands.one_slot(device)])  # the spacer too
     refuse_launch_blocking()
     writer = ResultsWriter(json_path) if json_path is not None else None
     outcome = RunOutcome(())  # B dropped every compared variant's type: nothing to measure
+    heard: list[BenchmarkResult] = []  # the rows so far, for a run that stops
     try:
-        if schedule:
-            with terminal.progress(count_rows(schedule), terminal.stderr_console(),
+        if schedule.jobs:
+            with terminal.progress(len(schedule.jobs), terminal.stderr_console(),
                                    progress) as advance:
-                outcome = run_plans(schedule, commands.engine_spec(device), advance,
-                                    on_start=writer.start if writer else None)
+
+                def on_result(row: BenchmarkResult) -> None:
+                    side = schedule.sides[len(heard)]
+                    heard.append(row)
+                    # a progress line names its side: NAME@A, NAME@B (warm-up)
+                    label, warm = side.removeprefix("warm-up "), side.startswith("warm-up")
+                    advance(dataclasses.replace(
+                        row, variant=f"{row.variant}@{label}" + (" (warm-up)" if warm else "")))
+
+                outcome = run_plans(schedule.plans, commands.engine_spec(device), on_result,
+                                    on_start=writer.start if writer else None,
+                                    jobs=schedule.jobs)
+    except BaseException:  # Ctrl-C, SIGTERM, an error: the rounds so far, pooled, are kept
+        if writer is not None:
+            _keep_stopped(writer, _rows_by_side(schedule, heard))
+        raise
     finally:
         finish_closing()  # the worker releases its GPU: do not leave it behind
-    rows = _rows_by_side(schedule, labels, outcome.results)
+    rows = _rows_by_side(schedule, outcome.results)
     run = ABRun(tuple(judge(rows[key]["A"], rows[key]["B"], limit, alpha) for key in rows),
                 tuple(added), tuple(removed), tuple(skipped), limit, alpha, rounds,
                 allow_missing, tuple(dropped))
@@ -322,42 +336,72 @@ def _refuse_different_work(op: str, a: Plan, b: Plan) -> None:
         "compare kernels of one op definition")
 
 
-def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int
-                ) -> tuple[list[Plan], list[str]]:
-    """Return single-variant plans and their sides: per round and variant A then B, and
-    B then A on odd rounds, so that going first or second favours neither side; each round
-    on buffers placed afresh (measure/placement.py), so that the rounds' ratios cover where
-    buffers land as well as when the rounds ran."""
-    schedule, labels = [], []
-    # Round -1 is a warm-up, never judged: on an H100 the first rounds of a run gave
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """What ab runs: a single-variant plan per side and variant, and their rounds as jobs
+    in run order, each job's side ("A", "B", or "warm-up A"/"warm-up B") beside it."""
+
+    plans: list[Plan]
+    jobs: list[Job]
+    sides: list[str]
+
+
+def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int) -> Schedule:
+    """Return the schedule: per round and variant A then B, and B then A on odd rounds, so
+    that going first or second favours neither side; each round on buffers placed afresh
+    (measure/placement.py, by the job's round), so that the rounds' ratios cover where
+    buffers land as well as when the rounds ran. A copy's rounds are one plan's jobs: one
+    that fails is not run again (runner/execute.py repeats its row)."""
+    plans: list[Plan] = []
+    order: list[tuple[int, int]] = []  # per variant, its A plan's and its B plan's index
+    for plan_a, plan_b in pairs:
+        for planned_a, planned_b in zip(plan_a.variants, plan_b.variants):
+            order.append((len(plans), len(plans) + 1))
+            # placement 1: its rounds land behind the spacer (the memory check counts it)
+            plans += [dataclasses.replace(plan, variants=(planned,), skipped=(), notes=(),
+                                          placement=1)
+                      for plan, planned in ((plan_a, planned_a), (plan_b, planned_b))]
+    jobs: list[Job] = []
+    sides: list[str] = []
+    # Round 0 is a warm-up, never judged: on an H100 the first rounds of a run gave
     # ratios 12% off the rest while the card's clocks and caches settled.
-    for round_index in range(-WARMUP_ROUNDS, rounds):
-        for plan_a, plan_b in pairs:
-            for planned_a, planned_b in zip(plan_a.variants, plan_b.variants):
-                order = [("A", plan_a, planned_a), ("B", plan_b, planned_b)]
-                if round_index < 0:
-                    order = [(f"warm-up {label}", plan, planned)
-                             for label, plan, planned in order]
-                for label, plan, planned in order if round_index % 2 == 0 else order[::-1]:
-                    # each round's buffers placed afresh, A's and B's alike (the spacer)
-                    schedule.append(dataclasses.replace(plan, variants=(planned,), skipped=(),
-                                                        notes=(),
-                                                        placement=max(round_index, 0)))
-                    labels.append(label)
-    return schedule, labels
+    for round_index in range(rounds + 1):
+        for a_index, b_index in order:
+            pair = [("A", a_index), ("B", b_index)]
+            for label, index in pair if round_index % 2 == 1 else pair[::-1]:
+                jobs.append(Job(index, variant=plans[index].variants[0], round=round_index))
+                sides.append(label if round_index else f"warm-up {label}")
+    return Schedule(plans, jobs, sides)
 
 
-def _rows_by_side(schedule: Sequence[Plan], labels: Sequence[str],
-                  results: Sequence[BenchmarkResult]
+def _rows_by_side(schedule: Schedule, results: Sequence[BenchmarkResult]
                   ) -> dict[tuple[str, str], dict[str, list[BenchmarkResult]]]:
-    """Return each variant's rows per side, in round order (reference rows dropped)."""
+    """Return each variant's rows per side, in round order (warm-up rows dropped); results
+    are the rows of the schedule's first jobs (all of them, or a stopped run's)."""
     rows: dict[tuple[str, str], dict[str, list[BenchmarkResult]]] = {}
-    # run_plans returns one row per job, in job order, even for a job whose worker died.
-    for job, result in zip(jobs_of(list(schedule)), results):
-        if job.variant is not None and labels[job.plan_index] in SIDES:
-            key = (schedule[job.plan_index].op.name, job.name)
-            rows.setdefault(key, {"A": [], "B": []})[labels[job.plan_index]].append(result)
+    # run_plans gives one row per job, in job order, even for a job whose worker died.
+    for job, side, result in zip(schedule.jobs, schedule.sides, results):
+        key = (schedule.plans[job.plan_index].op.name, job.name)
+        by_side = rows.setdefault(key, {"A": [], "B": []})
+        if side in SIDES:
+            by_side[side].append(result)
     return rows
+
+
+def _keep_stopped(writer: ResultsWriter, rows: Mapping[tuple[str, str],
+                                                       Mapping[str, list[BenchmarkResult]]]
+                  ) -> None:
+    """Write the rounds a stopped run measured, each side's pooled, to the results file
+    (marked incomplete) and say where they are."""
+    from cudabench.cli import commands
+
+    for by_side in rows.values():
+        for label in SIDES:
+            if by_side[label]:
+                writer.add(pooled(by_side[label], label), write=False)
+    stopped = writer.stopped_note()
+    if stopped is not None:
+        commands.note(stopped)
 
 
 def pooled(rows: Sequence[BenchmarkResult], label: str) -> BenchmarkResult:

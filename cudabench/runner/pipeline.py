@@ -34,8 +34,10 @@ def count_rows(plans: Sequence[Plan], copies: int = 1) -> int:
 
 def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | None = None,
               on_start: OnStart | None = None, devices: Sequence[Slot] | None = None,
-              replicate: bool = False, keep_worker: bool = False) -> RunOutcome:
-    """Run every job of the plans in watched worker processes; stream each row.
+              replicate: bool = False, keep_worker: bool = False,
+              jobs: Sequence[Job] | None = None) -> RunOutcome:
+    """Run every job of the plans (jobs_of's, or the jobs given: `ab`'s interleaved rounds)
+    in watched worker processes; stream each row.
 
     Without devices, on spec's GPU in order, in the worker a previous run kept or a fresh
     one; keep_worker keeps it warm for the command's next run (workers.keep). With devices
@@ -43,7 +45,7 @@ def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | Non
     replicate every GPU runs every benchmark.
     """
     plans = list(plans)
-    jobs = jobs_of(plans)
+    jobs = list(jobs) if jobs is not None else jobs_of(plans)
     emit = on_result or _ignore
     if devices is not None:
         from cudabench.runner.gpus import run_on_devices
