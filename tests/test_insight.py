@@ -202,6 +202,27 @@ def test_transfers_time_each_phase_and_pinned_beats_pageable(use_fake, tmp_path)
     assert "H2D pinned GB/s" in done.stdout and "link's peak" in done.stdout
 
 
+def test_the_csv_keeps_the_transfers_and_the_sm_clock(use_fake, tmp_path):
+    # the tables showed each copy's GB/s, the GPU trip and the SM MHz; the CSV lacked them
+    import csv
+    import io
+
+    table = tmp_path / "r.csv"
+    _, results = run_json(tmp_path, "transpose", "--size", "256", "--transfers",
+                          "--no-vendor", "--variant", "naive", "--csv", str(table))
+    row = next(r for r in csv.DictReader(io.StringIO(table.read_text(encoding="utf-8")))
+               if r["variant"] == "naive")
+    trip = rows(results)["naive"]
+    assert float(row["h2d_pinned_gbps"]) == trip.transfers["pinned"]["h2d_gbps"]
+    assert float(row["d2h_pageable_gbps"]) == trip.transfers["pageable"]["d2h_gbps"]
+    assert float(row["end_to_end_s"]) == trip.transfers["end_to_end_s"]
+    assert float(row["sm_mhz"]) > 0 and trip.sample_clocks_mhz
+    plain = tmp_path / "plain.csv"
+    run_json(tmp_path, "transpose", "--size", "64", "--no-vendor", "--csv", str(plain),
+             name="plain.json")
+    assert "h2d_pinned_gbps" not in plain.read_text(encoding="utf-8")  # none asked for
+
+
 def test_counters_without_ncu_is_a_usage_error_before_any_work(use_fake, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("CUDA_ROOT", str(tmp_path))

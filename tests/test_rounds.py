@@ -379,14 +379,17 @@ def test_ab_places_each_round_afresh_and_a_and_b_alike():
     from cudabench.cli.ab import _interleave
 
     plan = plan_of(1)  # two variants: each round holds A and B of both
-    schedule, labels = _interleave([(plan, plan)], 3)
-    assert [p.placement for p in schedule] == [0] * 4 + [0] * 4 + [1] * 4 + [2] * 4
-    assert labels[4:8] == ["A", "B", "A", "B"] and labels[8:12] == ["B", "A", "B", "A"]
+    schedule = _interleave([(plan, plan)], 3)
+    # a warm-up round (0), then rounds 1..3, each on buffers placed by its number
+    assert [job.round for job in schedule.jobs] == [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4
+    assert all(p.placement == 1 for p in schedule.plans)  # the memory check counts a spacer
+    assert schedule.sides[4:8] == ["A", "B", "A", "B"]
+    assert schedule.sides[8:12] == ["B", "A", "B", "A"]
     engine = FakeEngine(FakeSpec())
     sizes: list[int] = []
     allocate = engine.allocate
     engine.allocate = lambda nbytes: sizes.append(nbytes) or allocate(nbytes)  # type: ignore
-    run_jobs(schedule, jobs_of(schedule), engine)
+    run_jobs(schedule.plans, schedule.jobs, engine)
     memory = engine.info.memory_bytes
-    assert [s for s in sizes if s in {spacer_bytes(r, memory) for r in (1, 2)}] == [
-        spacer_bytes(1, memory), spacer_bytes(2, memory)]
+    assert [s for s in sizes if s in {spacer_bytes(r, memory) for r in (1, 2, 3)}] == [
+        spacer_bytes(1, memory), spacer_bytes(2, memory), spacer_bytes(3, memory)]

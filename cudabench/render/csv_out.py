@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,7 +24,11 @@ RUN_LEADING = ("op", "variant", "kind", "params", "shape", "dtype", "hot", "l2_f
                "gflops", "gbps")
 RUN_INSIGHT = ("pct_of_peak", "bound", "in_l2", "energy_j_per_launch")
 # added last, each when it came, so that earlier columns keep their places
-RUN_TRAILING = ("rel_error", "max_abs_error", "rounds", "writeback_s")
+RUN_TRAILING = ("rel_error", "max_abs_error", "rounds", "writeback_s", "sm_mhz")
+# --transfers' figures (the "behind the times" table's), where a row of the run has them
+TRANSFER_COLUMNS = tuple(f"{phase}_{kind}_gbps" for phase in ("h2d", "d2h")
+                         for kind in ("pinned", "pageable")) + ("end_to_end_s",
+                                                                "cpu_reference_s")
 COMPARISON_COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline_median_s",
                       "current_median_s", "change", "p_value", "verdict", "reason", "kind",
                       "regressed", "gpu")
@@ -50,12 +55,29 @@ def run_to_csv(outcome: RunOutcome) -> str:
     units = {m: u for r in outcome.results for m, u in r.counters_units.items()}
     # a counter's column names its unit where ncu gave one: "dram__bytes_read.sum (byte)"
     titled = [f"{m} ({units[m]})" if units.get(m) else m for m in metrics]
-    header = [*RUN_LEADING, *vs_titles, *RUN_INSIGHT, *titled, *RUN_TRAILING]
+    transfers = any(r.transfers for r in outcome.results)
+    header = [*RUN_LEADING, *vs_titles, *RUN_INSIGHT, *titled, *RUN_TRAILING,
+              *(TRANSFER_COLUMNS if transfers else ())]
     lines: list[Sequence[Any]] = [header]
     for rows in groups:
         for r in rows:
-            lines.append(_run_row(r, per_row[id(r)], list(vs_titles), metrics))
+            lines.append([*_run_row(r, per_row[id(r)], list(vs_titles), metrics),
+                          *(_transfer_cells(r) if transfers else ())])
     return _text(lines)
+
+
+def _transfer_cells(r: BenchmarkResult) -> list[Any]:
+    """Return a row's --transfers figures, in TRANSFER_COLUMNS order."""
+    t = r.transfers
+    rates = [t.get(kind, {}).get(f"{phase}_gbps") for phase in ("h2d", "d2h")
+             for kind in ("pinned", "pageable")]
+    return [*rates, t.get("end_to_end_s"), t.get("cpu_reference_s")]
+
+
+def _median_clock(r: BenchmarkResult) -> float | None:
+    """Return the median SM clock (MHz) of a row's samples, where the samples recorded it."""
+    known = [c for c in r.sample_clocks_mhz if c is not None]
+    return statistics.median(known) if known else None
 
 
 def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
@@ -76,7 +98,7 @@ def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
         *(r.counters.get(m) for m in metrics),
         v.rel_error if v is not None and checked else None,
         v.max_abs_error if v is not None and checked else None,
-        r.rounds, r.writeback_s,
+        r.rounds, r.writeback_s, _median_clock(r),
     ]
 
 
