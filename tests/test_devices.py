@@ -155,6 +155,23 @@ def test_replicate_runs_every_benchmark_on_every_gpu_and_shows_the_spread(
     assert " on GPU 1" in shown.stdout
 
 
+def test_the_spread_table_at_80_columns_keeps_what_answers_it(use_fake, suite, tmp_path,
+                                                              monkeypatch):
+    # at 80 columns the medians per GPU, the table's figures, were left out whole: a long
+    # text, each row's is a numbered note now
+    use_fake(device_count=2)
+    monkeypatch.setenv("COLUMNS", "80")
+    done = invoke("run", suite, "--devices", "all", "--replicate", "--no-batch")
+    assert done.exit_code == 0, done.stderr
+    table = done.stdout[done.stdout.index("the same benchmarks on each GPU"):]
+    header = next(line for line in table.splitlines() if "variant" in line)
+    assert "spread" in header
+    assert "] median per GPU: GPU 0: " in table  # a numbered note per row, not lost
+    left_out = next((line for line in table.splitlines() if "left out to fit" in line), "")
+    assert "median per GPU" not in left_out
+    assert ("slowest" in header) != ("slowest" in left_out)  # kept, or said to be left out
+
+
 def test_a_kernel_that_kills_its_worker_costs_its_row_not_the_gpu(use_fake, suite, tmp_path):
     use_fake(device_count=2, faults={"tiled": Fault.KILLS_WORKER})
     out = tmp_path / "r.json"

@@ -38,13 +38,14 @@ PRIORITY = {name: rank for rank, name in enumerate((
     "latest", "change", "last change", "shape", "size", "params", "dtype", "GPU", "vs ",
     "% of", "rate",
     "vs naive", "% of peak", "current", "baseline", "B", "A", "history median", "interval",
-    "gate", "seconds", "of wall", "spread", "margin", "bound", "rate 2", "batch (warm)",
+    "gate", "seconds", "of wall", "spread", "slowest", "margin", "bound", "rate 2", "batch (warm)",
     "p-value",
 ))}
 # Long texts: left out of a narrow table, each row's goes to a numbered note under it.
 NOTED = frozenset({"reason", "threshold", "threshold from", "steps", "from", "compiled",
                    "tied with", "parameters",
-                   "launches (grid, block, dynamic shared)", "dtypes", "defaults", "allowed"})
+                   "launches (grid, block, dynamic shared)", "dtypes", "defaults", "allowed",
+                   "median per GPU"})
 BLANK = ("", "-")  # a cell that says nothing: no note for it
 # Columns that tell rows of one name apart (a sweep's configurations). Where the first
 # column already names each row once (a run at each variant's defaults), they only describe
