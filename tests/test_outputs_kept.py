@@ -251,6 +251,15 @@ def test_an_output_that_is_a_device_or_a_pipe_is_refused(use_fake, tmp_path, fla
     assert fifo.is_fifo() and Path(os.devnull).is_char_device()
 
 
+@pytest.mark.parametrize("flag", ["--json", "--csv", "--markdown"])
+def test_a_dash_for_stdout_is_refused_not_written_as_a_file_named_dash(use_fake, tmp_path,
+                                                                       monkeypatch, flag):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("dot", "--size", "100", *QUICK, flag, "-")
+    one_line_error(result, f"{flag} -: outputs are files, not stdout")
+    assert not (tmp_path / "-").exists()
+
+
 def test_an_output_name_too_long_for_its_temporary_files_is_refused(use_fake, tmp_path):
     result = invoke("dot", "--size", "100", *QUICK, "--json", tmp_path / ("x" * 250 + ".json"))
     one_line_error(result, "a file name of more than 235 bytes")

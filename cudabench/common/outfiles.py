@@ -59,10 +59,17 @@ def release(path: Path) -> None:
     _READ_HERE.pop(target(path), None)
 
 
+_SUFFIXES = {"--json": ".json", "--markdown": ".md", "--csv": ".csv", "--html": ".html",
+             "--best-out": ".toml", "-o": ".svg", "--output": ".svg"}
+
+
 def check_output(path: Path, flag: str) -> None:
     """Refuse, before any work, a path the output cannot be written to."""
     if not str(path).strip():
         raise UsageError(f"{flag}: give a file name (an empty path is not one)")
+    if str(path) == "-":  # the Unix habit for stdout; stdout holds the tables here
+        raise UsageError(f"{flag} -: outputs are files, not stdout (it holds the tables): "
+                         f"give a file name, e.g. {flag} out{_SUFFIXES.get(flag, '')}")
     real = target(path)
     if real in _READ_HERE:
         raise UsageError(f"{flag} {path}: is {_READ_HERE[real]}; nothing is written over a "
