@@ -349,6 +349,15 @@ def test_an_op_b_lacks_entirely_is_missing(marked, tmp_path):
     assert invoke(old, new, *FAST, "--rounds", "6", "--allow-missing").exit_code == 0
     # and the other way round, an op only B has is listed as added, not a failure
     assert invoke(new, old, *FAST, "--rounds", "6").exit_code == 0
+    # asked for by name (--op dot), B's dropping it is as missing, not a usage error (exit 2)
+    named = invoke(old, new, *FAST, "--rounds", "6", "--op", "dot")
+    assert named.exit_code == 1, (named.stdout, named.stderr)
+    assert "  dot/atomic" in named.stdout and "1 missing" in named.stdout
+    assert invoke(old, new, *FAST, "--rounds", "6", "--op", "dot",
+                  "--allow-missing").exit_code == 0
+    # an op A has none of, named: nothing to judge
+    assert_usage(invoke(new, old, *FAST, "--rounds", "6", "--op", "dot"),
+                 "--op dot: no dot variant is in both folders")
 
 
 def test_sides_whose_op_files_set_different_work_are_refused(use_fake, tmp_path):

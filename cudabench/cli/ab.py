@@ -170,7 +170,8 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,
                    insight=Insight(vendor=False, batch=False))
     chosen, added, removed = _pairing(sides, ops)
-    plans, skipped, dropped = _plans(sides, chosen, base, dtype, parse_params(params))
+    plans, skipped, dropped = (_plans(sides, chosen, base, dtype, parse_params(params))
+                               if any(common for _, common in chosen) else ([], [], []))
     # An unwritable path, or one that reaches a kernel file, fails now, not after the GPU work;
     # so do a size beyond the GPU's or the host's memory and a setting the timing cannot
     # run under.
@@ -220,12 +221,15 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
             commands.note(writer.kept_note)
     gpu = next((r.device.name for r in outcome.results if r.device is not None), "")
     title = f"cudabench ab: A {old_dir} | B {new_dir}"
-    # A narrow terminal's notes give the reasons of the rows that are not 'same'.
-    terminal.render_rows(title, COLUMNS, [row_cells(result) for result in run.results],
-                         terminal.stdout_console(),
-                         noted_rows={index for index, result in enumerate(run.results)
-                                     if result.verdict is not Verdict.SAME})
     console = terminal.stdout_console()
+    if run.results:  # none: B lacks every variant compared (the listing says so)
+        # A narrow terminal's notes give the reasons of the rows that are not 'same'.
+        terminal.render_rows(title, COLUMNS, [row_cells(result) for result in run.results],
+                             console,
+                             noted_rows={index for index, result in enumerate(run.results)
+                                         if result.verdict is not Verdict.SAME})
+    else:
+        console.print(title, markup=False, highlight=False)
     soft = not console.is_terminal  # on a terminal, wrapped at words (as compare's summary)
     for line in listing_lines(run):
         console.print(line, markup=False, soft_wrap=soft)
@@ -258,14 +262,17 @@ def _pairing(sides: tuple[Side, Side], ops: Sequence[str]
     for op in wanted:
         old, new = a.catalog.get(op, {}), b.catalog.get(op, {})
         common = sorted(set(old) & set(new))
-        if ops and not common:
+        # asked for by name: A's copies gone from B are missing (B dropped the op); with
+        # none in A there is nothing to judge
+        if ops and not common and not (old and not new):
             raise UsageError(f"--op {op}: no {op} variant is in both folders (A: "
                              f"{', '.join(sorted(old)) or 'none'}; B: "
                              f"{', '.join(sorted(new)) or 'none'})")
         chosen.append((op, common))
         added += [f"{op}/{name}" for name in sorted(set(new) - set(old))]
         removed += [f"{op}/{name}" for name in sorted(set(old) - set(new))]
-    if not any(common for _, common in chosen):  # the wrong folders, most likely
+    if not any(common for _, common in chosen) and not (ops and removed):  # the wrong
+        # folders, most likely
         raise UsageError(f"no variant is in both {a.folder} and {b.folder} under the same op "
                          "and name: nothing to compare (a variant is its file's name)")
     return chosen, added, removed
