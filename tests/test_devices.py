@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -547,6 +548,11 @@ def test_ctrl_c_abandons_a_worker_stuck_in_a_kernel(monkeypatch):
     worker = _WorkerEndedByCtrlC(board, block=True)
     monkeypatch.setattr(gpus, "new_worker", lambda *args, **kwargs: worker)
     monkeypatch.setattr(gpus, "STOP_GRACE_S", 0.2)
-    with pytest.raises(KeyboardInterrupt):
-        gpus._serve_all(board, FakeSpec(), [Slot(0, "0")])
+    # interrupt_main does nothing where SIGINT is ignored (a suite started with `&`)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            gpus._serve_all(board, FakeSpec(), [Slot(0, "0")])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert worker.abandoned.is_set() and board.interrupted
