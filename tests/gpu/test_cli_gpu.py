@@ -227,7 +227,7 @@ def test_sanitize_memcheck_passes_a_tensor_map_kernel(tmp_path):
 @pytest.mark.parametrize("method", ["clean", "memset"])
 def test_each_l2_flush_evicts_the_inputs(tmp_path, method):
     """Inputs that fit in the L2 (a dot of 2 x 8 MiB) are read from DRAM after either flush:
-    the cold median stays well above the --hot one (L2 reads are several times faster)."""
+    the cold median stays clearly above the --hot one (L2 reads are several times faster)."""
     medians = {}
     for name, extra in (("cold", ["--l2-flush", method]), ("hot", ["--hot"])):
         path = tmp_path / f"{name}.json"
@@ -238,4 +238,6 @@ def test_each_l2_flush_evicts_the_inputs(tmp_path, method):
         (row,) = [b for b in load_results(path).benchmarks if b.variant == "deterministic"]
         assert row.l2_flush == ("" if name == "hot" else method)
         medians[name] = row.median_s
-    assert medians["cold"] > 1.3 * medians["hot"], medians
+    # an H200's faster DRAM (4.8 TB/s) narrows the gap: cold 11.84 us against hot 9.44 us
+    # (1.25) there; a flush that left the inputs in the L2 gives about 1.0
+    assert medians["cold"] > 1.15 * medians["hot"], medians
