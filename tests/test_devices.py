@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -485,14 +486,20 @@ def test_rows_arriving_after_ctrl_c_are_not_kept():
 
 
 class _WorkerEndedByCtrlC:
-    """A worker whose every batch ends as Ctrl-C ends it: the run stops, its process dies."""
+    """A worker whose batch ends as Ctrl-C ends it: the run stops, its process dies; or
+    (block) one stuck in a kernel, which only abandon() ends; interrupting: it sends the
+    main thread Ctrl-C (once running is set: the other GPU's worker is running too)."""
 
-    def __init__(self, board, block: bool = False) -> None:
-        self.board, self.block = board, block
+    def __init__(self, board, block: bool = False, interrupting: bool = False,
+                 running=None) -> None:
+        import threading
+
+        self.board, self.block, self.interrupting = board, block, interrupting
+        self.running = running or threading.Event()
         self.batches = 0
         self.failure = None
         self.device = None
-        self.abandoned = __import__("threading").Event()
+        self.abandoned = threading.Event()
 
     def run(self, jobs, on_result, on_start=None, first=True):
         import _thread
@@ -501,7 +508,12 @@ class _WorkerEndedByCtrlC:
 
         self.batches += 1
         if self.block:  # a kernel that never returns: Ctrl-C reaches the main thread only
-            _thread.interrupt_main()
+            if self.interrupting:
+                self.running.wait(10)
+                time.sleep(0.1)  # the main thread waits on the first GPU's thread
+                _thread.interrupt_main()
+            else:
+                self.running.set()
             self.abandoned.wait(30)
         else:
             self.board.stopping = self.board.interrupted = True
@@ -515,14 +527,17 @@ class _WorkerEndedByCtrlC:
         pass
 
 
-def _one_unit_board():
+def _board(units: int = 1, gpus: int = 1):
+    import collections
+
     from cudabench.measure.jobs import Job
     from cudabench.runner.gpus import Board
 
     jobs = [Job(plan_index=0, reference=f"r{i}") for i in range(3)]
-    return Board(units=[jobs], plans=[], on_result=lambda row: None, on_start=None,
-                 queues={0: __import__("collections").deque([0])},
-                 environments={0: {}})
+    shared = collections.deque(range(units))
+    return Board(units=[jobs] * units, plans=[], on_result=lambda row: None, on_start=None,
+                 queues={index: shared for index in range(gpus)},
+                 environments={index: {} for index in range(gpus)})
 
 
 def test_a_worker_ended_by_ctrl_c_is_not_replaced(monkeypatch):
@@ -531,28 +546,38 @@ def test_a_worker_ended_by_ctrl_c_is_not_replaced(monkeypatch):
     from cudabench.engines.fake_engine import FakeSpec
     from cudabench.runner import gpus
 
-    board = _one_unit_board()
+    board = _board()
     worker = _WorkerEndedByCtrlC(board)
     monkeypatch.setattr(gpus, "new_worker", lambda *args, **kwargs: worker)
     gpus._serve(board, FakeSpec(), Slot(0, "0"))
     assert worker.batches == 1 and not board.lost
 
 
-def test_ctrl_c_abandons_a_worker_stuck_in_a_kernel(monkeypatch):
-    # the main thread raised at once and left a stuck GPU's worker (and its thread) running:
-    # the command's exit waited on it
+def test_ctrl_c_abandons_the_workers_stuck_in_a_kernel(monkeypatch):
+    # the main thread raised at once and left the stuck GPUs' workers (and their threads)
+    # running: the command's exit waited on them. And a Thread.join that Ctrl-C interrupts
+    # marks its thread as ended while it runs (CPython <= 3.12): that GPU's worker was
+    # never abandoned, and the exit waited on it for good (two H200s, a spinning kernel).
+    import threading
+
     from cudabench.engines.fake_engine import FakeSpec
     from cudabench.runner import gpus
 
-    board = _one_unit_board()
-    worker = _WorkerEndedByCtrlC(board, block=True)
-    monkeypatch.setattr(gpus, "new_worker", lambda *args, **kwargs: worker)
+    board = _board(units=2, gpus=2)
+    running = threading.Event()
+    workers = iter([_WorkerEndedByCtrlC(board, block=True, running=running),
+                    _WorkerEndedByCtrlC(board, block=True, interrupting=True,
+                                        running=running)])
+    made = []
+    monkeypatch.setattr(gpus, "new_worker",
+                        lambda *args, **kwargs: made.append(next(workers)) or made[-1])
     monkeypatch.setattr(gpus, "STOP_GRACE_S", 0.2)
     # interrupt_main does nothing where SIGINT is ignored (a suite started with `&`)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            gpus._serve_all(board, FakeSpec(), [Slot(0, "0")])
+            gpus._serve_all(board, FakeSpec(), [Slot(0, "0"), Slot(1, "1")])
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert worker.abandoned.is_set() and board.interrupted
+    assert len(made) == 2 and all(worker.abandoned.is_set() for worker in made)
+    assert board.interrupted

@@ -136,45 +136,53 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
 
 def _serve_all(board: Board, spec: EngineSpec, slots: Sequence[Slot]) -> None:
     """Serve the GPUs, a thread each, until every queue is empty or every GPU given up."""
-    threads = [threading.Thread(target=_serve_safely, args=(board, spec, slot),
+    # Each thread says it ended by an event, waited on instead of Thread.join: a join that
+    # Ctrl-C interrupts marks the thread it waited on as ended while it runs (CPython up to
+    # 3.12, bpo-45274's fix), and its stuck worker then held the command's exit for good.
+    ended = {slot.index: threading.Event() for slot in slots}
+    threads = [threading.Thread(target=_serve_safely, args=(board, spec, slot,
+                                                          ended[slot.index]),
                                 name=f"cudabench GPU {slot.index}", daemon=True)
                for slot in slots]
     try:  # a Ctrl-C while the threads start ends those started
         for thread in threads:
             thread.start()
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(JOIN_S)
+        for event in ended.values():
+            while not event.wait(JOIN_S):
+                pass
     except KeyboardInterrupt:
         with board.lock:  # the threads take no more work; the rows so far are written
             board.stopping = board.interrupted = True
-        _end_workers(board, dict(zip((slot.index for slot in slots), threads)))
+        _end_workers(board, {slot.index: ended[slot.index]
+                             for slot, thread in zip(slots, threads) if thread.ident})
         raise
 
 
-def _end_workers(board: Board, threads: Mapping[int, threading.Thread]) -> None:
+def _end_workers(board: Board, ended: Mapping[int, threading.Event]) -> None:
     """After Ctrl-C: let each GPU's thread end its worker (which ends on the Ctrl-C too,
     once its CUDA call returns), then abandon those still running (a kernel that never
     returns): the command's exit must not wait on a worker, nor on its inbox's feeder."""
     deadline = time.monotonic() + STOP_GRACE_S
-    for thread in threads.values():
-        if thread.ident is not None:  # started
-            thread.join(max(0.0, deadline - time.monotonic()))
+    for event in ended.values():
+        event.wait(max(0.0, deadline - time.monotonic()))
     with board.lock:
         stuck = [worker for index, worker in board.workers.items()
-                 if threads.get(index) is not None and threads[index].is_alive()]
+                 if index in ended and not ended[index].is_set()]
     for worker in stuck:
         worker.abandon()
 
 
-def _serve_safely(board: Board, spec: EngineSpec, slot: Slot) -> None:
-    """Serve one GPU; keep an unexpected error for the main thread to raise."""
+def _serve_safely(board: Board, spec: EngineSpec, slot: Slot, ended: threading.Event
+                  ) -> None:
+    """Serve one GPU; keep an unexpected error for the main thread to raise; set ended."""
     try:
         _serve(board, spec, slot)
-    except BaseException as exc:  # re-raised by the main thread after the join
+    except BaseException as exc:  # re-raised by the main thread once every thread ended
         with board.lock:
             board.errors.append(exc)
             board.stopping = True
+    finally:
+        ended.set()
 
 
 def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
