@@ -223,6 +223,15 @@ def test_a_gpu_that_cannot_be_opened_hands_its_work_to_the_others(use_fake, suit
         in done.stderr
 
 
+def test_a_replicated_run_s_rows_of_a_lost_gpu_say_so_in_their_caption(use_fake):
+    # their table's caption read "(device not recorded)", as if the file had lost it
+    use_fake(device_count=2, lost_devices=(1,))
+    done = invoke("dot", "--size", "1000", *QUICK, "--no-vendor", "--devices", "all",
+                  "--replicate")
+    assert "(no GPU ran these rows: each row's error says why)" in done.stdout
+    assert "device not recorded" not in done.stdout
+
+
 def test_one_benchmark_moves_from_a_gpu_that_cannot_be_opened(use_fake, tmp_path,
                                                                 monkeypatch):
     # The healthy GPUs found no work and stopped before GPU 0 handed its one benchmark

@@ -22,7 +22,7 @@ from cudabench.render.insight import (
     footer_lines,
     insight_columns,
 )
-from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome, Status
 from cudabench.common.units import format_error, format_seconds, params_text, shape_text
 
 BASELINE_VARIANT = "naive"
@@ -233,8 +233,12 @@ def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:
 
     title = (f"{first.op} {shape_text(first.shape)} ({'x'.join(first.dims)}) {first.dtype}"
              f"{' hot L2' if first.hot else ''}")
+    # rows of no GPU: a GPU given up before it ran them (--devices), their errors say which
+    where = ("(no GPU ran these rows: each row's error says why)"
+             if first.device is None and all(r.status is Status.ERROR for r in rows)
+             else describe_device(first.device))
     caption = "\n".join([
-        f"{describe_device(first.device)} | CPU reference (NumPy, float64): "
+        f"{where} | CPU reference (NumPy, float64): "
         f"{format_seconds(first.cpu_reference_s)}",
         *baseline_line(rows),
         *footer_lines(rows),
