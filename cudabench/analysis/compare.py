@@ -66,6 +66,7 @@ from cudabench.common.units import (
 from cudabench.errors import ResultsFileError, UsageError
 from cudabench.results.model import (
     FAILING_STATUSES,
+    SLOW_CLOCK,
     BenchmarkResult,
     Kind,
     ResultsFile,
@@ -149,15 +150,15 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
 
 
 def _set_aside(rows: list[BenchmarkResult]) -> tuple[str, ...]:
-    """Return a note per current kernel whose run set samples aside as taken below 75% of
-    the maximum SM clock: judged on the others, so a change that makes the card throttle
-    passed without a word (the run warned; compare said `same`)."""
+    """Return a note per current kernel whose run set samples aside as taken below
+    SLOW_CLOCK of the maximum SM clock: judged on the others, so a change that makes the
+    card throttle passed without a word (the run warned; compare said `same`)."""
     return tuple(
         f"{r.op}/{r.variant} {params_text(r.params)} {shape_text(r.shape)} {r.dtype}"
         .replace(" - ", " ")
         + f": {len(r.slow_clock_samples_s)} of {len(r.slow_clock_samples_s) + len(r.samples_s)}"
-        " samples of the current run ran below 75% of the maximum SM clock and were set "
-        f"aside: judged on the other {len(r.samples_s)}; a kernel that makes the card "
+        f" samples of the current run ran below {SLOW_CLOCK:.0%} of the maximum SM clock "
+        f"and were set aside: judged on the other {len(r.samples_s)}; a kernel that makes the card "
         "throttle is slower than those say"
         for r in rows if r.kind is Kind.VARIANT and r.slow_clock_samples_s)
 

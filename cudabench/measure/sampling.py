@@ -21,6 +21,7 @@ from cudabench.engines.protocol import Engine, Run
 from cudabench.planning.plan import Plan
 from cudabench.engines.telemetry import throttled
 from cudabench.planning.timing import collect, measurement_warnings, warm_up
+from cudabench.results.model import SLOW_CLOCK
 
 
 # The warm-up brings the SM clock up and the kernel's module, code and buffers in. The clock
@@ -53,7 +54,6 @@ def kept_busy(engine: Engine) -> None:
     _BUSY_UNTIL[id(engine)] = time.perf_counter()
 
 
-SLOW_CLOCK = 0.75  # a sample whose SM clock ran below this share of the maximum is set aside
 BATCH_TARGET_S = 2e-3  # a batch of back-to-back launches lasts about this long...
 BATCH_LAUNCHES = (3, 200)  # ...within these launch counts (the queue holds ~1000 launches)
 BATCH_BUDGET_S = 0.25  # and the batches of one row about this much GPU time in all

@@ -15,7 +15,7 @@ from typing import Any
 
 from cudabench.insight import ncu_metrics as counters, roofs
 from cudabench.insight.throttling import throttle_causes
-from cudabench.results.model import BenchmarkResult, Kind
+from cudabench.results.model import SLOW_CLOCK, BenchmarkResult, Kind
 from cudabench.common.units import format_seconds, params_text
 
 
@@ -269,5 +269,5 @@ def _telemetry_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
     line = "NVML while sampling: " + (", ".join(parts) or "no readings")
     line += f"; THROTTLED: {', '.join(reasons)}" if reasons else "; no throttling"
     if slow:
-        line += f"; {slow} sample(s) below 75% of the max SM clock set aside"
+        line += f"; {slow} sample(s) below {SLOW_CLOCK:.0%} of the max SM clock set aside"
     return [line]

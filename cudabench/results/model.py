@@ -95,6 +95,11 @@ DEFAULT_L2_FLUSH = "clean"
 UNITS = ("cuda", "tensor")  # what a kernel runs on: each has its roofs (insight/roofs.py)
 
 
+# A sample whose SM clock ran below this share of the card's maximum is set aside
+# (measure/sampling.py); the notes that count such samples name the share.
+SLOW_CLOCK = 0.75
+
+
 @dataclass(frozen=True)
 class BenchmarkResult:
     """One variant, reference or vendor row measured at one shape, dtype and parameter set."""
@@ -126,7 +131,7 @@ class BenchmarkResult:
     unit: str = ""
     compute_type: str = ""
     # The kept samples' SM clocks in MHz, from stamps in the stream (None: not known), and
-    # the samples set aside because they ran below 75% of the maximum SM clock.
+    # the samples set aside because they ran below SLOW_CLOCK of the maximum SM clock.
     sample_clocks_mhz: tuple[float | None, ...] = ()
     slow_clock_samples_s: tuple[float, ...] = ()
     # Back-to-back launches with the launch cost off the clock, warm L2: seconds per launch,
