@@ -605,6 +605,18 @@ def test_markdown_bolds_failed():
     assert "**1 regression**" in text
 
 
+def test_power_at_80_columns_notes_every_row_s_catch():
+    # the "catches >= X" of --power sat in the threshold column, which a narrow terminal
+    # leaves out: only the rows that changed kept it, as a note
+    stream = io.StringIO()
+    comparison = against_baseline("slower20.json", power_for=lambda threshold, base, now: 0.034)
+    render_comparison(comparison, Console(file=stream, width=80, force_terminal=True,
+                                          color_system=None))
+    text = stream.getvalue()
+    same = [line for line in text.splitlines() if "matmul/naive" in line][0]
+    assert "[" in same and "catches >= 3.4%" in text, text
+
+
 def test_render_comparison_prints_verdicts_added_removed_and_summary():
     stream = io.StringIO()
     console = Console(file=stream, width=200)

@@ -343,10 +343,12 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
     caption = (f"baseline {c.baseline_path} ({c.baseline_gpu}) | "
                f"current {c.current_path} ({c.current_gpu})")
     width = terminal_width(console)
-    # Only rows that are not 'same' have reasons worth a note.
+    # Only rows that are not 'same' have reasons worth a note; with --power every row's
+    # threshold note says what its gate catches, which was asked for.
     table, below = fitted_table("cudabench compare", COLUMNS, rows, width, caption,
                                 RIGHT_ALIGNED, noted_rows={i for i, row in enumerate(c.rows)
-                                                           if row.verdict is not Verdict.SAME})
+                                                           if row.verdict is not Verdict.SAME
+                                                           or row.detectable is not None})
     if c.rows:
         print_table(console, table, below, width)
     soft = not console.is_terminal  # piped: one line each; on a terminal: wrapped at words
