@@ -355,6 +355,14 @@ def test_an_op_b_lacks_entirely_is_missing(marked, tmp_path):
     assert "  dot/atomic" in named.stdout and "1 missing" in named.stdout
     assert invoke(old, new, *FAST, "--rounds", "6", "--op", "dot",
                   "--allow-missing").exit_code == 0
+    # a variant of a named op renamed in B (x -> y) is missing, as without --op (it was a
+    # usage error that --allow-missing could not pass, where deleting it was missing)
+    renamed_a, renamed_b = folder(tmp_path / "ra", ["x"]), folder(tmp_path / "rb", ["y"])
+    both = invoke(renamed_a, renamed_b, *FAST, "--rounds", "6", "--op", "matmul")
+    assert both.exit_code == 1, (both.stdout, both.stderr)
+    assert "  matmul/x" in both.stdout and "added (only in B):\n  matmul/y" in both.stdout
+    assert invoke(renamed_a, renamed_b, *FAST, "--rounds", "6", "--op", "matmul",
+                  "--allow-missing").exit_code == 0
     # an op A has none of, named: nothing to judge
     assert_usage(invoke(new, old, *FAST, "--rounds", "6", "--op", "dot"),
                  "--op dot: no dot variant is in both folders")
@@ -446,4 +454,5 @@ def test_a_stopped_ab_keeps_the_rounds_it_measured(marked, tmp_path, monkeypatch
     saved = load_results(path)
     assert saved.metadata["complete"] is False
     rows = {row.variant: row for row in saved.benchmarks}
-    assert rows["naive@A"].rounds == 3 and rows["naive@B"].rounds == 4  # round 4: B first
+    # round 4 had begun (B first): the rounds both sides ran are kept, paired
+    assert rows["naive@A"].rounds == 3 and rows["naive@B"].rounds == 3

@@ -499,7 +499,7 @@ class _WorkerEndedByCtrlC:
     (block) one stuck in a kernel, which only abandon() ends; interrupting: it sends the
     main thread Ctrl-C (once running is set: the other GPU's worker is running too)."""
 
-    def __init__(self, board, block: bool = False, interrupting: bool = False,
+    def __init__(self, board, block: bool = False, interrupting: int = 0,
                  running=None) -> None:
         import threading
 
@@ -511,18 +511,17 @@ class _WorkerEndedByCtrlC:
         self.abandoned = threading.Event()
 
     def run(self, jobs, on_result, on_start=None, first=True):
-        import _thread
-
         from cudabench.runner.workers import Failure
 
         self.batches += 1
         if self.block:  # a kernel that never returns: Ctrl-C reaches the main thread only
-            if self.interrupting:
-                self.running.wait(10)
-                time.sleep(0.1)  # the main thread waits on the first GPU's thread
-                _thread.interrupt_main()
-            else:
+            if not self.interrupting:
                 self.running.set()
+            for _ in range(self.interrupting):  # Ctrl-C, as many times (a real signal:
+                # interrupt_main only sets a flag, seen when the main thread next wakes)
+                self.running.wait(10)
+                time.sleep(0.3)  # the main thread waits: on the first GPU's thread, then
+                os.kill(os.getpid(), signal.SIGINT)  # in the grace
             self.abandoned.wait(30)
         else:
             self.board.stopping = self.board.interrupted = True
@@ -562,7 +561,8 @@ def test_a_worker_ended_by_ctrl_c_is_not_replaced(monkeypatch):
     assert worker.batches == 1 and not board.lost
 
 
-def test_ctrl_c_abandons_the_workers_stuck_in_a_kernel(monkeypatch):
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_abandons_the_workers_stuck_in_a_kernel(monkeypatch, presses):
     # the main thread raised at once and left the stuck GPUs' workers (and their threads)
     # running: the command's exit waited on them. And a Thread.join that Ctrl-C interrupts
     # marks its thread as ended while it runs (CPython <= 3.12): that GPU's worker was
@@ -575,18 +575,20 @@ def test_ctrl_c_abandons_the_workers_stuck_in_a_kernel(monkeypatch):
     board = _board(units=2, gpus=2)
     running = threading.Event()
     workers = iter([_WorkerEndedByCtrlC(board, block=True, running=running),
-                    _WorkerEndedByCtrlC(board, block=True, interrupting=True,
+                    _WorkerEndedByCtrlC(board, block=True, interrupting=presses,
                                         running=running)])
     made = []
     monkeypatch.setattr(gpus, "new_worker",
                         lambda *args, **kwargs: made.append(next(workers)) or made[-1])
-    monkeypatch.setattr(gpus, "STOP_GRACE_S", 0.2)
-    # interrupt_main does nothing where SIGINT is ignored (a suite started with `&`)
+    # a second Ctrl-C comes during the grace, and must end it: those still running go now
+    monkeypatch.setattr(gpus, "STOP_GRACE_S", 0.2 if presses == 1 else 60)
+    # Python's handler, where SIGINT came ignored (a suite started with `&`)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
             gpus._serve_all(board, FakeSpec(), [Slot(0, "0"), Slot(1, "1")])
     finally:
         signal.signal(signal.SIGINT, previous)
     assert len(made) == 2 and all(worker.abandoned.is_set() for worker in made)
-    assert board.interrupted
+    assert board.interrupted and time.monotonic() - started < 20

@@ -256,7 +256,7 @@ def test_a_dash_for_stdout_is_refused_not_written_as_a_file_named_dash(use_fake,
                                                                        monkeypatch, flag):
     monkeypatch.chdir(tmp_path)
     result = invoke("dot", "--size", "100", *QUICK, flag, "-")
-    one_line_error(result, f"{flag} -: outputs are files, not stdout")
+    one_line_error(result, f"{flag} -: names a file here, not stdout")
     assert not (tmp_path / "-").exists()
 
 

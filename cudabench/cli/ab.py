@@ -262,9 +262,9 @@ def _pairing(sides: tuple[Side, Side], ops: Sequence[str]
     for op in wanted:
         old, new = a.catalog.get(op, {}), b.catalog.get(op, {})
         common = sorted(set(old) & set(new))
-        # asked for by name: A's copies gone from B are missing (B dropped the op); with
-        # none in A there is nothing to judge
-        if ops and not common and not (old and not new):
+        # asked for by name: A's copies gone from B are missing (B dropped or renamed
+        # them); with none in A there is nothing to judge
+        if ops and not common and not old:
             raise UsageError(f"--op {op}: no {op} variant is in both folders (A: "
                              f"{', '.join(sorted(old)) or 'none'}; B: "
                              f"{', '.join(sorted(new)) or 'none'})")
@@ -403,9 +403,12 @@ def _keep_stopped(writer: ResultsWriter, rows: Mapping[tuple[str, str],
     from cudabench.cli import commands
 
     for by_side in rows.values():
+        # the rounds both sides ran, as a complete run pairs them (a stop mid-round leaves
+        # one side a round ahead)
+        both = min(len(by_side[label]) for label in SIDES)
         for label in SIDES:
-            if by_side[label]:
-                writer.add(pooled(by_side[label], label), write=False)
+            if both:
+                writer.add(pooled(by_side[label][:both], label), write=False)
     stopped = writer.stopped_note()
     if stopped is not None:
         commands.note(stopped)

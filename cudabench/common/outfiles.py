@@ -60,7 +60,7 @@ def release(path: Path) -> None:
 
 
 _SUFFIXES = {"--json": ".json", "--markdown": ".md", "--csv": ".csv", "--html": ".html",
-             "--best-out": ".toml", "-o": ".svg", "--output": ".svg"}
+             "--best-out": ".toml", "-o": ".svg", "--output": ".svg", "--db": ".db"}
 
 
 def check_output(path: Path, flag: str) -> None:
@@ -68,8 +68,8 @@ def check_output(path: Path, flag: str) -> None:
     if not str(path).strip():
         raise UsageError(f"{flag}: give a file name (an empty path is not one)")
     if str(path) == "-":  # the Unix habit for stdout; stdout holds the tables here
-        raise UsageError(f"{flag} -: outputs are files, not stdout (it holds the tables): "
-                         f"give a file name, e.g. {flag} out{_SUFFIXES.get(flag, '')}")
+        raise UsageError(f"{flag} -: names a file here, not stdout: give a file name, "
+                         f"e.g. {flag} out{_SUFFIXES.get(flag, '')}")
     real = target(path)
     if real in _READ_HERE:
         raise UsageError(f"{flag} {path}: is {_READ_HERE[real]}; nothing is written over a "

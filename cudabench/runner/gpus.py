@@ -163,13 +163,15 @@ def _end_workers(board: Board, ended: Mapping[int, threading.Event]) -> None:
     once its CUDA call returns), then abandon those still running (a kernel that never
     returns): the command's exit must not wait on a worker, nor on its inbox's feeder."""
     deadline = time.monotonic() + STOP_GRACE_S
-    for event in ended.values():
-        event.wait(max(0.0, deadline - time.monotonic()))
-    with board.lock:
-        stuck = [worker for index, worker in board.workers.items()
-                 if index in ended and not ended[index].is_set()]
-    for worker in stuck:
-        worker.abandon()
+    try:
+        for event in ended.values():
+            event.wait(max(0.0, deadline - time.monotonic()))
+    finally:  # a second Ctrl-C during the grace ends it: those still running go now
+        with board.lock:
+            stuck = [worker for index, worker in board.workers.items()
+                     if index in ended and not ended[index].is_set()]
+        for worker in stuck:
+            worker.abandon()
 
 
 def _serve_safely(board: Board, spec: EngineSpec, slot: Slot, ended: threading.Event
