@@ -18,7 +18,7 @@ import pytest
 from rich.console import Console
 
 from cudabench.analysis.compare import compare
-from cudabench.analysis.verdicts import REGRESSION, Comparison, parse_threshold
+from cudabench.analysis.verdicts import REGRESSION, Comparison, Verdict, parse_threshold
 from cudabench.errors import ExitCode, ResultsFileError, UsageError
 from cudabench.render.comparison import COLUMNS, summary_text
 from cudabench.render.markdown import to_markdown
@@ -603,6 +603,28 @@ def test_markdown_bolds_failed():
     text = to_markdown(against_baseline("failing.json"))
     assert "**failed**" in text
     assert "**1 regression**" in text
+
+
+def test_a_new_kernel_that_fails_verification_fails_the_gate():
+    # listed as `added`, a kernel the baseline lacks passed with wrong results (exit 0):
+    # the README's workflow runs `cudabench run ... || [ $? -eq 3 ]` so compare judges it
+    before = results("a.json", bench(TIGHT, "naive"))
+    now = results("b.json", bench(TIGHT, "naive"), bench(TIGHT, "warptile", passed=False),
+                  bench(TIGHT, "tiled"))
+    comparison = compare(before, now)
+    failing = row(comparison, "matmul", "warptile")
+    assert failing.verdict is Verdict.FAILED and failing.regressed
+    assert "not in the baseline" in failing.reason and failing.baseline_median_s is None
+    assert [r.variant for r in comparison.added] == ["tiled"]  # a passing one is added
+    assert comparison.exit_code == ExitCode.REGRESSION
+    # renamed and failing, with --allow-missing: still failed
+    assert row(compare(before, now, allow_missing=True),
+                  "matmul", "warptile").verdict is Verdict.FAILED
+    text = to_markdown(comparison)
+    assert "**failed**" in text
+    stream = io.StringIO()
+    render_comparison(comparison, Console(file=stream, width=200))
+    assert "warptile" in stream.getvalue()
 
 
 def test_power_at_80_columns_notes_every_row_s_catch():

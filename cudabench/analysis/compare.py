@@ -109,7 +109,12 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
     for key in [*before, *(key for key in after if key not in before)]:
         pairs, unpaired_new, unpaired_old = _pairs(before.get(key, []), after.get(key, []),
                                                    by_model)
-        added_rows += unpaired_new
+        # a kernel the baseline lacks (new, renamed, or SKIP there) that fails verification
+        # fails the gate: listed as added it passed, wrong results and all
+        rows += [_new_and_failing(new, several) for new in unpaired_new
+                 if new.kind is Kind.VARIANT and new.status in FAILING_STATUSES]
+        added_rows += [new for new in unpaired_new
+                       if not (new.kind is Kind.VARIANT and new.status in FAILING_STATUSES)]
         removed_rows += unpaired_old
         for old, new in pairs:
             # hot rows pair with hot rows (hot is in the key), which no flush precedes: any
@@ -208,6 +213,19 @@ def _missing(old: BenchmarkResult, skipped: BenchmarkResult | None,
         change=None, p_value=None, verdict=Verdict.MISSING, reason=reason, kind=old.kind,
         threshold_source="missing",
         device=f"GPU {old.device.index}" if several and old.device else "")
+
+
+def _new_and_failing(new: BenchmarkResult, several: bool = False) -> ComparisonRow:
+    """Return the row of a current kernel the baseline has no row of, which fails
+    verification (FAIL, ERROR, TIMEOUT, SUSPECT): `failed`, whatever the baseline held."""
+    return ComparisonRow(
+        op=new.op, variant=new.variant, params=dict(new.params), shape=tuple(new.shape),
+        dtype=new.dtype, hot=new.hot, baseline_median_s=None, current_median_s=new.median_s,
+        change=None, p_value=None, verdict=Verdict.FAILED,
+        reason=(f"{new.status.value}, and not in the baseline (new, renamed or re-"
+                f"parameterised, or not run there): {failure_text(new)}"),
+        kind=new.kind, threshold_source="new",
+        device=f"GPU {new.device.index}" if several and new.device else "")
 
 
 def reachable_p(n1: int, n2: int) -> float:

@@ -36,7 +36,7 @@ def row_cells(row: ComparisonRow) -> list[str]:
 
 def threshold_text(row: ComparisonRow) -> str:
     """Return the gate a row used, where it came from, and (--power) what it can catch."""
-    if row.verdict is Verdict.MISSING:
+    if row.verdict is Verdict.MISSING or row.threshold_source == "new":
         return "-"  # nothing was timed to hold against a threshold
     text = f"{format_percent(row.threshold)} ({row.threshold_source or '--threshold'})"
     if row.detectable is not None:
@@ -84,7 +84,7 @@ def summary_text(comparison: Comparison) -> str:
         counted += f"; {ungated} not gated (cuBLAS or copy rows)"
     # a missing row has no threshold of its own ("missing"): with --threshold 5% it made
     # the summary say "auto per benchmark"
-    auto = any(row.threshold_source not in ("--threshold", "missing")
+    auto = any(row.threshold_source not in ("--threshold", "missing", "new")
                for row in comparison.rows)
     gate = (f"threshold auto per benchmark (floor {format_percent(comparison.threshold)})"
             if auto else f"threshold {format_percent(comparison.threshold)}")
