@@ -727,6 +727,22 @@ def test_check_fails_a_run_that_fails_verification(tmp_path):
     assert "7 of" in result.stdout
 
 
+def test_check_gates_a_kernel_relabelled_as_a_vendor_row(tmp_path):
+    # the current file's kind was trusted: a failing (or 30% slower) kernel whose row said
+    # "vendor" was "not gated", where compare against the same runs failed it
+    db = flat_history(tmp_path)
+    current = make_run(tmp_path, 100, factors={"tiled": 1.3}, name="current")
+    document = json.loads(current.read_text(encoding="utf-8"))
+    for bench in document["benchmarks"]:
+        if bench["variant"] == "tiled":
+            bench["kind"] = "vendor"
+    current.write_text(json.dumps(document), encoding="utf-8")
+    result = invoke("check", current, "--db", db)
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert verdicts(result.stdout)["tiled"] == "failed"
+    assert "recorded as a kernel, a vendor row here" in " ".join(result.stdout.split())
+
+
 def test_check_does_not_gate_a_slower_reference_row(tmp_path):
     db = flat_history(tmp_path, source=H200)
     current = make_run(tmp_path, 100, source=H200, factors={"memcpy_dtod": 1.2},

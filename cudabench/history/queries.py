@@ -178,7 +178,8 @@ class Queries:
         if exclude_run is not None:
             where.append("r.id != ?")
             args.append(exclude_run)
-        query = ("SELECT r.id, r.git_commit, r.created, x.median_s, x.status FROM results x "
+        query = ("SELECT r.id, r.git_commit, r.created, x.median_s, x.status, x.kind "
+                 "FROM results x "
                  "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id "
                  f"WHERE {' AND '.join(where)} ORDER BY r.created, r.id, x.id")
         with self._errors():
@@ -193,7 +194,7 @@ class Queries:
             worst = worst_status([r[4] for r in run_rows])
             points.append(SeriesPoint(first[0], first[1], first[2],
                                       statistics.median(medians) if medians else math.nan,
-                                      worst))
+                                      worst, first[5]))
         return points[-last:] if last else points
 
     def runs_of_command(self, key: str | Sequence[str], gpu_model: str,

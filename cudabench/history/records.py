@@ -103,6 +103,7 @@ class SeriesPoint:
     created: str
     median_s: float
     status: str
+    kind: str = "variant"  # the row's kind as recorded (a kernel, vendor or reference row)
 
 
 Migration = Callable[[sqlite3.Connection], None]

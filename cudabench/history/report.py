@@ -104,7 +104,8 @@ def per_commit(points: Sequence[SeriesPoint]) -> list[SeriesPoint]:
         else:
             merged.append([point])
     return [SeriesPoint(group[-1].run_id, group[-1].commit, group[-1].created,
-                        statistics.median(p.median_s for p in group), group[-1].status)
+                        statistics.median(p.median_s for p in group), group[-1].status,
+                        group[-1].kind)
             for group in merged]
 
 
@@ -433,6 +434,14 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
             reason += ungated(result.kind.value)
         return dataclasses.replace(template, verdict=verdict, reason=reason, p_value=p)
 
+    # A kernel the store holds as one, a vendor or reference row in this file (edited, or
+    # an op file that changed its rows): gated as the kernel it was, as compare does.
+    if result.kind is not Kind.VARIANT and any(
+            p.kind == Kind.VARIANT.value for p in (*history, *latest)):
+        return dataclasses.replace(
+            template, kind=Kind.VARIANT, verdict=Verdict.FAILED,
+            reason=f"recorded as a kernel, a {result.kind.value} row here: it must be "
+                   "measured and verified as a kernel")
     if now in FAILING_STATUSES:
         was_text = f" (last recorded {was})" if was else ""
         return row(Verdict.FAILED, f"now {now.value}{was_text}: {_failure(result)}")
