@@ -111,3 +111,21 @@ def full_disk_at_the_end(monkeypatch, always: bool = False) -> None:
         return real(self, complete)
 
     monkeypatch.setattr(ResultsWriter, "write", write)
+
+
+def stopped_after(real_run_plans, rows: int, stop):
+    """Return a run_plans that runs real_run_plans and calls stop() once `rows` rows were
+    heard: a Ctrl-C (KeyboardInterrupt) or a pytest session's end at a known point."""
+
+    def run_plans(plans, spec, on_result, **options):
+        heard = []
+
+        def listen(row):
+            on_result(row)
+            heard.append(row)
+            if len(heard) == rows:
+                stop()
+
+        return real_run_plans(plans, spec, listen, **options)
+
+    return run_plans

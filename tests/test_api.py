@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import invoke
+from helpers import invoke, stopped_after
 from rich.console import Console
 
 import cudabench
@@ -684,20 +684,10 @@ def test_a_run_stopped_by_ctrl_c_hands_its_rows_on_the_exception(use_fake, monke
     # a notebook's interrupted sweep lost every row it had measured (without json=)
     from cudabench.cli import commands
 
-    real = commands.run_plans
+    def interrupt():
+        raise KeyboardInterrupt
 
-    def stopped_after_three_rows(plans, spec, on_result, **options):
-        heard = []
-
-        def listen(row):
-            on_result(row)
-            heard.append(row)
-            if len(heard) == 3:
-                raise KeyboardInterrupt
-
-        return real(plans, spec, listen, **options)
-
-    monkeypatch.setattr(commands, "run_plans", stopped_after_three_rows)
+    monkeypatch.setattr(commands, "run_plans", stopped_after(commands.run_plans, 3, interrupt))
     with pytest.raises(KeyboardInterrupt) as stopped:
         cb.run("matmul", variants=["naive", "tiled"], size=[32, 48], vendor=False,
                batch=False, timing=FAST)

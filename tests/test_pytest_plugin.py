@@ -12,6 +12,7 @@ from pathlib import Path
 # (NumPy, imported on first use by cudabench, cannot be imported twice in one process).
 import numpy  # noqa: F401
 import pytest
+from helpers import stopped_after
 
 import cudabench.api  # noqa: F401
 import cudabench.cli.commands  # noqa: F401
@@ -625,20 +626,9 @@ def test_long(cudabench):
                   batch=False, timing=FAST)
 ''')
     use(monkeypatch, FakeSpec())
-    real = commands.run_plans
-
-    def stopped_after_three_rows(plans, spec, on_result, **options):
-        heard = []
-
-        def listen(row):
-            on_result(row)
-            heard.append(row)
-            if len(heard) == 3:
-                pytest.exit("stopped")  # as Ctrl-C stops a session (see above)
-
-        return real(plans, spec, listen, **options)
-
-    monkeypatch.setattr(commands, "run_plans", stopped_after_three_rows)
+    # as Ctrl-C stops a session (see above)
+    monkeypatch.setattr(commands, "run_plans",
+                        stopped_after(commands.run_plans, 3, lambda: pytest.exit("stopped")))
     done = pytester.runpytest("--cudabench-json", "now.json")
     assert done.ret == pytest.ExitCode.INTERRUPTED
     saved = load_results(pytester.path / "now.json")
