@@ -463,11 +463,15 @@ def test_a_table_output_never_replaces_measured_data(use_fake, tmp_path, flag):
     packed.write_bytes(gzip.compress(old.read_bytes()))
     compact = tmp_path / "compact.json"  # a results file written by another tool
     compact.write_text(json.dumps(json.loads(old.read_text()), separators=(",", ":")))
+    # keys sorted (`jq -S`): "kind" is no longer first, and the guard took it for a table
+    sorted_keys = tmp_path / "sorted.json"
+    sorted_keys.write_text(json.dumps(json.loads(old.read_text()), sort_keys=True, indent=1))
     store = _history_store(tmp_path)
-    kept = {path: path.read_bytes() for path in (old, packed, compact, store)}
+    kept = {path: path.read_bytes() for path in (old, packed, compact, sorted_keys, store)}
     for path, what in ((old, "is a cudabench results file"),
                        (packed, "is a cudabench results file"),
                        (compact, "is a cudabench results file"),
+                       (sorted_keys, "is a cudabench results file"),
                        (store, "is an SQLite database")):
         done = invoke("matmul", "--size", "64", *QUICK, flag, path)
         one_line_error(done, flag, what, "name another file")

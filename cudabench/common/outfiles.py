@@ -41,7 +41,9 @@ PARTIAL = ".partial"
 # page, a figure, a suite) refuses to replace measured data: a results file or a store.
 DATA_FLAGS = frozenset({"--json", "--db", "--cudabench-json", "--cudabench-record"})
 SQLITE_MAGIC = b"SQLite format 3\x00"
-RESULTS_KIND = re.compile(rb'\s*\{\s*"kind"\s*:\s*"cudabench-results"')  # its first field
+# A results file's kind, anywhere in it: first as cudabench writes it, anywhere once keys
+# were sorted (`jq -S`, json.tool --sort-keys), which the loader reads alike.
+RESULTS_KIND = re.compile(rb'"kind"\s*:\s*"cudabench-results"')
 
 
 # Files this process reads for as long as it runs (a pytest session's baseline, which a
@@ -159,17 +161,18 @@ def measured_data(path: Path) -> str:
     try:
         with open(path, "rb") as stream:
             head = stream.read(4096)
+            text = head + stream.read() if head.lstrip().startswith(b"{") else head
     except OSError:
         return ""
     if head.startswith(SQLITE_MAGIC):
         return "an SQLite database (a history store?)"
-    if head.startswith(b"\x1f\x8b"):  # a .json.gz: its first bytes decompressed
+    if head.startswith(b"\x1f\x8b"):  # a .json.gz: decompressed
         try:
             with gzip.open(path, "rb") as stream:
-                head = stream.read(4096)
+                text = stream.read()
         except (OSError, EOFError, zlib.error):
             return ""
-    if RESULTS_KIND.match(head):
+    if text.lstrip().startswith(b"{") and RESULTS_KIND.search(text):
         return "a cudabench results file"
     return ""
 
