@@ -623,3 +623,59 @@ def test_an_output_through_a_dangling_link_makes_no_folder_where_it_leads(use_fa
     inside.symlink_to(tmp_path / "target.csv")
     assert invoke("report", RESULTS, "--csv", inside).exit_code == 0
     assert (tmp_path / "target.csv").read_text(encoding="utf-8").startswith("op,")
+
+
+def test_best_keeps_a_markdown_report_when_nothing_was_measured(use_fake, tmp_path):
+    # the run said "--markdown r.md is as it was", then --best wrote its SKIP rows and an
+    # empty winners' section there
+    source = Path(__file__).parents[1] / "kernels" / "matmul" / "naive.cu"
+    text = source.read_text(encoding="utf-8").replace("matmul_naive", "matmul_later")
+    (tmp_path / "later.cu").write_text(text.replace("// cudabench: matmul\n",
+                                                    "// cudabench: matmul\n// arch: sm_999\n"),
+                                       encoding="utf-8")
+    report = tmp_path / "r.md"
+    report.write_text("last week's report\n", encoding="utf-8")
+    done = invoke("matmul", "--size", "32", *QUICK, "--kernels-dir", tmp_path,
+                  "--variant", "later", "-p", "TILE=8,16", "--best", "--markdown", report)
+    assert done.exit_code == 2, done.output
+    assert report.read_text(encoding="utf-8") == "last week's report\n"
+
+
+def test_a_best_out_that_cannot_be_written_costs_not_the_record(use_fake, tmp_path,
+                                                                monkeypatch):
+    # a full disk under --best-out ended the command before --record: the run was not
+    # recorded, and nothing said so
+    from cudabench.cli import best
+    from cudabench.errors import UsageError
+
+    def full(path, text, flag):
+        raise UsageError(f"{flag} {path}: cannot write: [Errno 28] No space left")
+
+    monkeypatch.setattr("cudabench.common.outfiles.write_text", full)
+    monkeypatch.setattr(best, "suite_text", lambda choices, plans: "suite")
+    db = tmp_path / "h.db"
+    done = invoke("matmul", "--size", "32", *QUICK, "--variant", "naive", "-p", "TILE=8,16",
+                  "--best", "--best-out", tmp_path / "best.toml", "--record", "--db", db,
+                  "--json", tmp_path / "r.json")
+    assert done.exit_code == 2, done.output
+    assert done.stderr.strip().splitlines()[-1].startswith("cudabench: error: --best-out")
+    from cudabench.history.store import Store
+
+    with Store.open(db) as store:
+        assert store.benchmarks()  # recorded
+
+
+def test_ctrl_c_in_best_s_head_to_head_says_where_the_unrecorded_run_is(use_fake, tmp_path,
+                                                                        monkeypatch):
+    from cudabench.cli import best
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(best, "choose", stopped)
+    monkeypatch.chdir(tmp_path)
+    done = invoke("matmul", "--size", "32", *QUICK, "--variant", "naive", "-p", "TILE=8,16",
+                  "--best", "--record", "--db", tmp_path / "h.db")
+    assert done.exit_code == 130, done.output
+    said = " ".join(done.stderr.split())
+    assert "not recorded: record them with `cudabench history import" in said, said

@@ -20,6 +20,7 @@ from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.pipeline import run_plans
 from cudabench.planning.plan import Insight, Plan
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, RunOutcome
+from cudabench.common.outfiles import EachWritten
 from cudabench.common.units import format_change, format_seconds, params_text, shape_text
 from cudabench.errors import ExitCode
 
@@ -207,10 +208,11 @@ def _toml_string(text: str) -> str:
 
 def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
                  best_out: Path | None, plans: Sequence[Plan],
-                 unchosen: Sequence[str] = ()) -> int:
+                 unchosen: Sequence[str] = (), writes: EachWritten | None = None) -> int:
     """Print the winners (and the head-to-head's failures, and the groups without a
     winner: without_winner), write --best-out where there are winners; return the exit
-    code they give (3 where a contender failed)."""
+    code they give (3 where a contender failed). With writes, a --best-out that cannot be
+    written (a full disk) is kept there for the end, not raised: the run is still recorded."""
     from cudabench.common.outfiles import write_text
     from cudabench.render import terminal
 
@@ -229,7 +231,11 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
         stderr.print(text, markup=False, highlight=False, style="red")
     if best_out is not None:
         if choices:
-            write_text(best_out, suite_text(choices, plans), "--best-out")
+            path, text = best_out, suite_text(choices, plans)
+            if writes is not None:
+                writes.attempt(lambda: write_text(path, text, "--best-out"))
+            else:
+                write_text(path, text, "--best-out")
         else:  # an empty suite over the last good one would lose it
             stderr.print(f"note: no configuration passed: {best_out} not written",
                          markup=False, highlight=False)

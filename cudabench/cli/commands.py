@@ -325,10 +325,16 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
 def _write_report(path: Path, text: str, flag: str, outcome: RunOutcome) -> None:
     """Write a report of the run, unless the run measured nothing and the file exists: a
     table of SKIP rows must not replace the last run's, as the results file is kept."""
-    if path.exists() and not any(r.samples_s for r in outcome.results):
+    if _keeps_report(path, outcome):
         note(f"nothing was measured (no row has samples): {flag} {path} is as it was")
         return
     write_text(path, text, flag)
+
+
+def _keeps_report(path: Path, outcome: RunOutcome) -> bool:
+    """Return whether a report at path is kept as it was: it exists, and the run measured
+    nothing (no row has samples)."""
+    return path.exists() and not any(r.samples_s for r in outcome.results)
 
 
 def show(measured: Measured, device: int, outputs: Outputs) -> int:
@@ -352,8 +358,9 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
 
             markdown = run_to_markdown(outcome)
             path = outputs.markdown_path
+            kept = _keeps_report(path, outcome)
             writes.attempt(lambda: _write_report(path, markdown, "--markdown", outcome))
-            if writes.errors:  # not written: nothing for --best's winners to join
+            if writes.errors or kept:  # not written: nothing for --best's winners to join
                 markdown = ""
         if outputs.csv_path is not None:
             from cudabench.render.csv_out import run_to_csv
@@ -374,13 +381,18 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
                 if markdown and outputs.markdown_path is not None:
                     _write_report(outputs.markdown_path, markdown + best.STOPPED_MARKDOWN,
                                   "--markdown", outcome)
+                if outputs.record and measured.json_path is not None:  # --record comes
+                    # after the head-to-head: the complete run is on disk, say where
+                    note(f"the run's results are in {measured.json_path}, not recorded: "
+                         f"record them with `cudabench history import "
+                         f"{measured.json_path} --db {outputs.db}`")
                 raise
             finally:
                 discard_kept()  # the run's worker, kept for the re-measure
                 finish_closing()
             unchosen = best.without_winner(outcome.results)
             code = max(code, best.show_choices(choices, failed, outputs.best_out,
-                                                  measured.plans, unchosen))
+                                                  measured.plans, unchosen, writes))
             if outputs.markdown_path is not None and markdown:  # the winners join the
                 # run's tables
                 path = outputs.markdown_path
