@@ -224,21 +224,27 @@ def pytest_configure(config: pytest.Config) -> None:
         except CudabenchError as exc:
             raise pytest.UsageError(str(exc)) from None
         rows.writer.metadata["command"] = _command(config)
-    if rows.baseline is not None:  # a test's json= or to_json() must not replace it
-        from cudabench.common.outfiles import keep_unwritten
+    # A test's json= or to_json() must replace neither the baseline nor the session's own
+    # file (an interrupted session leaves that as it was; a complete one writes its rows).
+    from cudabench.common.outfiles import keep_unwritten
 
+    if rows.baseline is not None:
         keep_unwritten(rows.baseline, "the session's --cudabench-compare baseline")
+    if rows.json_path is not None:
+        keep_unwritten(rows.json_path, "the session's --cudabench-json file")
     config.stash[_SESSION] = rows
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Let outputs write the baseline again: the session is over (another may run in this
-    process, as pytester's do)."""
+    """Let outputs write the baseline and the session's file again: the session is over
+    (another may run in this process, as pytester's do)."""
     rows = config.stash.get(_SESSION, None)
-    if rows is not None and rows.baseline is not None:
+    if rows is not None:
         from cudabench.common.outfiles import release
 
-        release(rows.baseline)
+        for path in (rows.baseline, rows.json_path):
+            if path is not None:
+                release(path)
 
 
 def _distributed(config: pytest.Config) -> bool:

@@ -670,3 +670,25 @@ def test_to_json(cudabench):
     from cudabench.common.outfiles import check_output
 
     check_output(pytester.path / "base.json", "--json")
+
+
+def test_a_test_cannot_write_over_the_sessions_own_results_file(pytester, monkeypatch):
+    # a test's json= replaced --cudabench-json's file mid-session: an interrupted session
+    # then left the test's run there (the file it promised to keep was gone), and a
+    # complete one replaced the test's file without a word
+    pytester.makepyfile(test_writes='''
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+def test_json(cudabench):
+    cudabench.run("transpose", variants=["naive"], size=64, vendor=False, timing=FAST,
+                  json="now.json")
+''')
+    use(monkeypatch, FakeSpec())
+    kept = (Path(__file__).parent / "data" / "compare" / "baseline.json").read_bytes()
+    (pytester.path / "now.json").write_bytes(kept)
+    done = pytester.runpytest("--cudabench-json", "now.json")
+    done.assert_outcomes(failed=1)
+    done.stdout.fnmatch_lines(["*json now.json: is the session's --cudabench-json file*"])
