@@ -71,8 +71,9 @@ def test_rounds_with_best_is_a_usage_error():
     assert "use it without --rounds" in result.stderr
 
 
-@pytest.mark.parametrize("value, message", [("2.5", "expected a whole number"),
-                                            ("0", "timing.rounds must be a whole number from 1 to 100")])
+@pytest.mark.parametrize("value, message", [
+    ("2.5", "expected a whole number"),
+    ("0", "timing.rounds must be a whole number from 1 to 100")])
 def test_a_suite_s_rounds_are_checked(tmp_path, value, message):
     suite = tmp_path / "cudabench.toml"
     suite.write_text(f'[timing]\nrounds = {value}\n\n[[benchmark]]\nop = "dot"\nsize = "1024"\n')

@@ -54,7 +54,6 @@ from cudabench.common.units import (
 SIDES = ("A", "B")
 COLUMNS = ("benchmark", "params", "shape", "dtype", "A", "B", "change", "interval", "verdict",
            "reason")
-WARMUP_ROUNDS = 1  # rounds run first and never judged
 # More, shorter rounds for the same GPU time: the interval's ends are order statistics of the
 # rounds' ratios, so 20 rounds put them 6 ratios in from each end where 10 put them 2 in, and
 # a round or two disturbed by the machine no longer decide the verdict. On an H100 a ~1.5%
