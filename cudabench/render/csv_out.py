@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import csv
 import io
-import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cudabench.analysis.verdicts import Comparison
 from cudabench.render.comparison import benchmark_name
+from cudabench.render.insight import median_clock_mhz, transfer_gbps
 from cudabench.render.run_table import derived, table_groups
 from cudabench.results.model import BenchmarkResult, RunOutcome
 from cudabench.common.units import params_text, shape_text
@@ -68,16 +68,9 @@ def run_to_csv(outcome: RunOutcome) -> str:
 
 def _transfer_cells(r: BenchmarkResult) -> list[Any]:
     """Return a row's --transfers figures, in TRANSFER_COLUMNS order."""
-    t = r.transfers
-    rates = [t.get(kind, {}).get(f"{phase}_gbps") for phase in ("h2d", "d2h")
+    rates = [transfer_gbps(r, kind, phase) for phase in ("h2d", "d2h")
              for kind in ("pinned", "pageable")]
-    return [*rates, t.get("end_to_end_s"), t.get("cpu_reference_s")]
-
-
-def _median_clock(r: BenchmarkResult) -> float | None:
-    """Return the median SM clock (MHz) of a row's samples, where the samples recorded it."""
-    known = [c for c in r.sample_clocks_mhz if c is not None]
-    return statistics.median(known) if known else None
+    return [*rates, r.transfers.get("end_to_end_s"), r.transfers.get("cpu_reference_s")]
 
 
 def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
@@ -98,7 +91,7 @@ def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
         *(r.counters.get(m) for m in metrics),
         v.rel_error if v is not None and checked else None,
         v.max_abs_error if v is not None and checked else None,
-        r.rounds, r.writeback_s, _median_clock(r),
+        r.rounds, r.writeback_s, median_clock_mhz(r),
     ]
 
 

@@ -77,8 +77,8 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
         return cell
 
     def clock(r: BenchmarkResult) -> str:
-        known = [c for c in r.sample_clocks_mhz if c is not None]
-        return f"{statistics.median(known):,.0f}" if known else "-"
+        median = median_clock_mhz(r)
+        return f"{median:,.0f}" if median is not None else "-"
 
     def joules(r: BenchmarkResult) -> str:
         e = r.energy
@@ -141,11 +141,24 @@ def _rounds_cell(r: BenchmarkResult) -> str:
     return f"{r.rounds}: ±{(max(medians) - min(medians)) / 2 / median:.2%}"
 
 
+def median_clock_mhz(r: BenchmarkResult) -> float | None:
+    """Return the median SM clock (MHz) of a row's samples, where they recorded it."""
+    known = [c for c in r.sample_clocks_mhz if c is not None]
+    return statistics.median(known) if known else None
+
+
+def transfer_gbps(r: BenchmarkResult, kind: str, phase: str) -> float | None:
+    """Return a --transfers copy's rate: kind "pinned" or "pageable", phase "h2d" or
+    "d2h" (None where the row has no such figure)."""
+    value = r.transfers.get(kind, {}).get(f"{phase}_gbps")
+    return float(value) if value is not None else None
+
+
 def _transfer_columns() -> list[Column]:
     """Return the --transfers columns: each copy's GB/s and the trip against the CPU."""
     def rate(kind: str, phase: str) -> Callable[[BenchmarkResult], str]:
         def cell(r: BenchmarkResult) -> str:
-            value = r.transfers.get(kind, {}).get(f"{phase}_gbps")
+            value = transfer_gbps(r, kind, phase)
             return f"{value:,.1f}" if value else "-"
         return cell
 
