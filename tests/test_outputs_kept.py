@@ -597,13 +597,19 @@ def test_a_report_that_cannot_be_written_costs_no_other_output(use_fake, tmp_pat
     assert report.exit_code == 2 and (tmp_path / "p.csv").exists()
 
 
-def test_a_skipped_variant_says_why_and_a_run_of_skips_says_so(use_fake, tmp_path):
-    # the reason was in the results file only, and a run of SKIP rows exited 2 silently
+def later_kernel(folder: Path) -> None:
+    """Write folder/later.cu, matmul's naive built for a GPU no host has (sm_999): every
+    row of it is SKIP, nothing measured."""
     source = Path(__file__).parents[1] / "kernels" / "matmul" / "naive.cu"
     text = source.read_text(encoding="utf-8").replace("matmul_naive", "matmul_later")
-    (tmp_path / "later.cu").write_text(text.replace("// cudabench: matmul\n",
-                                                    "// cudabench: matmul\n// arch: sm_999\n"),
-                                       encoding="utf-8")
+    (folder / "later.cu").write_text(text.replace("// cudabench: matmul\n",
+                                                  "// cudabench: matmul\n// arch: sm_999\n"),
+                                     encoding="utf-8")
+
+
+def test_a_skipped_variant_says_why_and_a_run_of_skips_says_so(use_fake, tmp_path):
+    # the reason was in the results file only, and a run of SKIP rows exited 2 silently
+    later_kernel(tmp_path)
     done = invoke("matmul", "--size", "32", *QUICK, "--kernels-dir", tmp_path,
                   "--variant", "later")
     assert done.exit_code == 2, done.output
@@ -628,11 +634,7 @@ def test_an_output_through_a_dangling_link_makes_no_folder_where_it_leads(use_fa
 def test_best_keeps_a_markdown_report_when_nothing_was_measured(use_fake, tmp_path):
     # the run said "--markdown r.md is as it was", then --best wrote its SKIP rows and an
     # empty winners' section there
-    source = Path(__file__).parents[1] / "kernels" / "matmul" / "naive.cu"
-    text = source.read_text(encoding="utf-8").replace("matmul_naive", "matmul_later")
-    (tmp_path / "later.cu").write_text(text.replace("// cudabench: matmul\n",
-                                                    "// cudabench: matmul\n// arch: sm_999\n"),
-                                       encoding="utf-8")
+    later_kernel(tmp_path)
     report = tmp_path / "r.md"
     report.write_text("last week's report\n", encoding="utf-8")
     done = invoke("matmul", "--size", "32", *QUICK, "--kernels-dir", tmp_path,

@@ -636,8 +636,10 @@ def test_long(cudabench):
     assert len(saved.benchmarks) == 3 and all(r.status is Status.PASS for r in saved.benchmarks)
 
 
-def test_a_test_cannot_write_over_the_sessions_baseline(pytester, monkeypatch):
-    # a test's json= replaced base.json mid-session; the gate then compared with that
+def test_a_test_cannot_write_over_the_sessions_baseline_or_file(pytester, monkeypatch):
+    # a test's json= replaced base.json mid-session; the gate then compared with that. And
+    # one replaced --cudabench-json's file: an interrupted session then left the test's run
+    # there (the file it promised to keep was gone)
     pytester.makepyfile(test_writes='''
 import pytest
 from cudabench.api import TimingPolicy
@@ -656,39 +658,25 @@ def test_to_json(cudabench):
                             timing=FAST)
     with pytest.raises(UsageError, match="is the session's --cudabench-compare baseline"):
         results.to_json("base.json")
-''')
-    use(monkeypatch, FakeSpec())
-    kept = (Path(__file__).parent / "data" / "compare" / "baseline.json").read_bytes()
-    (pytester.path / "base.json").write_bytes(kept)
-    done = pytester.runpytest("--cudabench-compare", "base.json", "--cudabench-allow-missing")
-    done.assert_outcomes(failed=1, passed=1)
-    done.stdout.fnmatch_lines(["*cudabench: error: json base.json: is the session's "
-                               "--cudabench-compare baseline; nothing is written over a file "
-                               "the run reads*"])
-    assert (pytester.path / "base.json").read_bytes() == kept
-    # the session is over: the file is free again
-    from cudabench.common.outfiles import check_output
-
-    check_output(pytester.path / "base.json", "--json")
 
 
-def test_a_test_cannot_write_over_the_sessions_own_results_file(pytester, monkeypatch):
-    # a test's json= replaced --cudabench-json's file mid-session: an interrupted session
-    # then left the test's run there (the file it promised to keep was gone), and a
-    # complete one replaced the test's file without a word
-    pytester.makepyfile(test_writes='''
-from cudabench.api import TimingPolicy
-
-FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
-
-
-def test_json(cudabench):
-    cudabench.run("transpose", variants=["naive"], size=64, vendor=False, timing=FAST,
+def test_session_file(cudabench):
+    cudabench.run("transpose", variants=["naive"], size=80, vendor=False, timing=FAST,
                   json="now.json")
 ''')
     use(monkeypatch, FakeSpec())
     kept = (Path(__file__).parent / "data" / "compare" / "baseline.json").read_bytes()
-    (pytester.path / "now.json").write_bytes(kept)
-    done = pytester.runpytest("--cudabench-json", "now.json")
-    done.assert_outcomes(failed=1)
+    (pytester.path / "base.json").write_bytes(kept)
+    done = pytester.runpytest("--cudabench-compare", "base.json", "--cudabench-allow-missing",
+                              "--cudabench-json", "now.json")
+    done.assert_outcomes(failed=2, passed=1)
+    done.stdout.fnmatch_lines(["*cudabench: error: json base.json: is the session's "
+                               "--cudabench-compare baseline; nothing is written over a file "
+                               "the run reads*"])
     done.stdout.fnmatch_lines(["*json now.json: is the session's --cudabench-json file*"])
+    assert (pytester.path / "base.json").read_bytes() == kept
+    # the session is over: the files are free again
+    from cudabench.common.outfiles import check_output
+
+    for name in ("base.json", "now.json"):
+        check_output(pytester.path / name, "--json")
