@@ -1357,3 +1357,42 @@ def test_show_says_a_newer_run_failed_beside_the_latest_timing(tmp_path):
     skipped.write_text(json.dumps(document), encoding="utf-8")
     import_runs(db, [skipped])
     assert "newer:" not in invoke("show", "--db", db, "--variant", "naive").stdout
+
+
+def tiled_row(db: Path, current: Path):
+    """Return check's row for the tiled kernel of current against the store db."""
+    with Store.open(db) as store:
+        return next(r for r in check(store, load_results(current)).rows
+                    if r.benchmark.variant == "tiled")
+
+
+def test_a_slowdown_after_a_recent_speedup_is_judged_against_the_faster_runs(tmp_path):
+    # 8 commits at one speed, a speedup (two runs of one commit, too few to be a level of
+    # its own), then a commit that loses most of it: it read `faster -13%` against the old
+    # level. A faster level is a stricter baseline, so the newest runs count at once.
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path / "runs", i, factors={"tiled": 1.5}) for i in range(8)])
+    fast = [edited(make_run(tmp_path / "fast", i, factors={"tiled": 1.0}),
+                   lambda d: d.update(git_commit=commit_of(8))) for i in (8, 9)]
+    import_runs(db, fast)
+    current = make_run(tmp_path, 100, factors={"tiled": 1.3}, name="current")
+    row = tiled_row(db, current)
+    assert row.verdict is Verdict.SLOWER, row.reason
+    assert "+30" in row.reason and "the 2 newest runs" in row.reason, row.reason
+    assert row.runs == 2 and row.change is not None and 0.25 < row.change < 0.35
+    # recorded when it failed, its re-run fails too: its own runs never become the baseline
+    import_runs(db, [current])
+    again = edited(make_run(tmp_path, 100, factors={"tiled": 1.3}, name="again"),
+                   lambda d: d.update(host="another runner"))
+    assert tiled_row(db, again).verdict is Verdict.SLOWER
+    # a run as fast as the newest ones is what it was: faster than the established level
+    assert tiled_row(db, make_run(tmp_path, 101, name="kept")).verdict is Verdict.FASTER
+
+
+def test_one_fast_run_is_not_a_level_to_judge_against(tmp_path):
+    # a single fast run (a fluke, or a commit measured once) must not fail every normal
+    # run after it; two are needed
+    db = flat_history(tmp_path, runs=10)
+    import_runs(db, [make_run(tmp_path / "fluke", 10, factors={"tiled": 0.8})])
+    row = tiled_row(db, make_run(tmp_path, 100, name="current"))
+    assert row.verdict is Verdict.SAME, row.reason

@@ -24,7 +24,10 @@ If a step or a drift is found in the window, only the runs after it count (the h
 before it is another kernel, or another machine), once they are an established level:
 min_runs runs from at least 3 commits (_level). Until then they are left out and the runs
 before the step stay the history: `--record --check` records the runs that fail the gate
-too, and re-running a slow commit must keep failing, not make its own baseline.
+too, and re-running a slow commit must keep failing, not make its own baseline. A faster
+level is a stricter baseline and counts at once: a run that loses a speedup the newest
+runs show (2 or more, of other commits, all faster than the history) is `slower` against
+them (_Newest).
 """
 
 from __future__ import annotations
@@ -211,14 +214,16 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
         raise ValueError("last >= min_runs, alpha in (0, 1), min_runs >= 3")
     _refuse_unknown_gpu(store, current)
     own = store.run_for(current, source) if source is not None else None
+    commit = current.metadata.get("git_commit")
     rows = []
     for result in one_row_each(current, skip_skipped=True):
         gpu = result.device.name if result.device is not None else ""
         bench = Benchmark.of(result)
         history, note = _history(store, bench, gpu, last, own, min_runs)
         latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)
+        newest = store.series(bench, gpu, last=last, exclude_run=own)
         rows.append(_judge(result, bench, gpu, history, latest, threshold, alpha, min_runs,
-                           cap, cap_from, note))
+                           cap, cap_from, note, _Newest(newest, commit)))
     if not allow_missing:
         _refuse_other_settings(store, current, own)
         rows += _missing(store, current, own)
@@ -388,6 +393,39 @@ def _level(points: Sequence[SeriesPoint], min_runs: int
     return list(points[:end]), len(points) - end, left_note
 
 
+FASTER_LEVEL_RUNS = 2  # the newest runs that show a speedup before a run is judged by it
+
+
+@dataclass(frozen=True)
+class _Newest:
+    """The newest usable runs of a benchmark, and the commit of the run being judged."""
+
+    runs: Sequence[SeriesPoint]
+    commit: object  # the current file's git_commit (None where it names none)
+
+    def faster_than(self, floor: float) -> list[SeriesPoint]:
+        """Return the newest runs faster than floor (the history's fastest run but the
+        outliers), back to the first that is not, where they are FASTER_LEVEL_RUNS or more:
+        a speedup too recent to be a level (_level). A faster level is a stricter baseline,
+        so it counts at once; one fast run may be a fluke. Runs of the current commit are
+        passed over: re-runs of the code being judged are never its own baseline."""
+        found = []
+        for point in reversed(self.runs):
+            if self.commit is not None and point.commit == self.commit:
+                continue
+            if point.median_s >= floor:
+                break
+            found.append(point)
+        return found[::-1] if len(found) >= FASTER_LEVEL_RUNS else []
+
+
+def _p_value(median: float, center: float, spread: float, runs: int, own: float) -> float:
+    """Return the two-sided p of a median this far from center, for a center known from
+    `runs` runs of relative spread `spread`, and a median of standard error `own`."""
+    scale = math.sqrt(math.log1p(spread) ** 2 * (1 + 1 / runs) + math.log1p(own) ** 2)
+    return math.erfc(abs(math.log(median / center) / scale) / math.sqrt(2))
+
+
 def _established(level: Sequence[SeriesPoint], min_runs: int) -> bool:
     """Return whether a level holds min_runs runs from LEVEL_COMMITS commits or more (a
     run that names no commit counts as its own)."""
@@ -399,9 +437,10 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
            history: Sequence[SeriesPoint], latest: Sequence[SeriesPoint],
            threshold: float | None, alpha: float, min_runs: int,
            cap: float = DEFAULT_CAP, cap_from: str = "--max-threshold",
-           note: str = "") -> HistoryRow:
+           note: str = "", newest: _Newest | None = None) -> HistoryRow:
     """Return the verdict on one benchmark by the rules of the module docstring; history
-    is its current level (_history), note says where that starts."""
+    is its current level (_history), note says where that starts, newest the runs that
+    may show a newer, faster level (_Newest.faster_than)."""
     medians = [p.median_s for p in history]
     if threshold is None:
         limit, source = threshold_from_medians(medians, min_runs=min_runs, cap=cap,
@@ -460,9 +499,7 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
     spread = max(relative_spread(medians), NOISE_FLOOR)
     precision = pooled_precision(result.samples_s, result.round_medians_s)
     own = precision / 1.96  # the current median's standard error
-    scale = math.sqrt(math.log1p(spread) ** 2 * (1 + 1 / len(medians)) + math.log1p(own) ** 2)
-    z = math.log(m / center) / scale
-    p = math.erfc(abs(z) / math.sqrt(2))
+    p = _p_value(m, center, spread, len(medians), own)
     outside = m > max(band) or m < min(band)
     significant = p < alpha and outside
     left = len(medians) - len(band)
@@ -473,6 +510,21 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
     shift, limit_text = format_change(change), format_percent(limit)
     if significant and change > limit:
         return row(Verdict.SLOWER, f"{shift} exceeds the {limit_text} threshold, {test}", p)
+    faster = newest.faster_than(min(band)) if newest is not None else []
+    if faster:
+        recent = [point.median_s for point in faster]
+        base = statistics.median(recent)
+        lost, p_lost = m / base - 1, _p_value(m, base, spread, len(recent), own)
+        if lost > limit and p_lost < alpha and m > max(recent):
+            since = (f"the {len(recent)} newest runs (since {point_label(faster[0])}, "
+                     f"{format_change(base / center - 1)} from the history's median: a speedup "
+                     "too recent to be a level)")
+            return dataclasses.replace(
+                row(Verdict.SLOWER, f"{format_change(lost)} against {since} exceeds the "
+                                    f"{limit_text} threshold, p={format_p_value(p_lost)} < "
+                                    f"{alpha:g}, outside them", p_lost),
+                history_median_s=base, band=(min(recent), max(recent)), runs=len(recent),
+                change=lost)
     if significant and change < -limit:
         return row(Verdict.FASTER, f"{shift} exceeds the {limit_text} threshold, {test}", p)
     if abs(change) > limit:
