@@ -456,3 +456,36 @@ def test_a_stopped_ab_keeps_the_rounds_it_measured(marked, tmp_path, monkeypatch
     rows = {row.variant: row for row in saved.benchmarks}
     # round 4 had begun (B first): the rounds both sides ran are kept, paired
     assert rows["naive@A"].rounds == 3 and rows["naive@B"].rounds == 3
+
+
+def test_a_copy_that_fails_its_warm_up_says_so_and_is_kept_when_stopped(marked, tmp_path,
+                                                                         monkeypatch):
+    # the row read "round 1 of 6 is the one shown" for a copy that failed in the warm-up
+    # (round 1 repeated it, unrun); and a run stopped before round 1 kept no row of it
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"], WRONG)
+    path = tmp_path / "ab.json"
+    result = invoke(old, new, *FAST, "--rounds", "6", "--json", path)
+    assert result.exit_code == 1 and verdicts(result.stdout) == {"naive": "failed"}
+    rows = {row.variant: row for row in load_results(path).benchmarks}
+    b_row = rows["naive@B"]
+    assert b_row.status.value == "FAIL" and b_row.rounds == 6, b_row
+    assert any("the warm-up round is the one shown (FAIL)" in w for w in b_row.warnings)
+    assert not any("round 1 of" in w for w in b_row.warnings), b_row.warnings
+    assert rows["naive@A"].status.value == "PASS" and rows["naive@A"].rounds == 6
+
+    import cudabench.cli.ab as ab
+
+    real = ab.run_plans
+
+    def stopped(plans, spec, on_result, **kwargs):
+        jobs = kwargs.pop("jobs")
+        real(plans, spec, on_result, jobs=jobs[:2], **kwargs)  # the warm-up only
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab, "run_plans", stopped)
+    path.unlink()
+    result = invoke(old, new, *FAST, "--rounds", "6", "--json", path)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    saved = {row.variant: row for row in load_results(path).benchmarks}
+    assert set(saved) == {"naive@B"} and saved["naive@B"].status.value == "FAIL"

@@ -30,7 +30,7 @@ from cudabench.catalog import Catalog, parse_header
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.cli.options import l2_flush_option, parse_params
 from cudabench.errors import KernelFileError, ResultsNotWritten, UsageError
-from cudabench.measure.jobs import Job
+from cudabench.measure.jobs import NOT_REPEATED, Job
 from cudabench.runner.pipeline import run_plans
 from cudabench.planning.plan import Insight, Plan, Request, make_plan
 from cudabench.planning.timing import TimingPolicy
@@ -214,7 +214,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     if writer is not None:
         for by_side in rows.values():
             for label in SIDES:
-                writer.add(pooled(by_side[label], label))
+                writer.add(pooled(by_side, label))
         write_error = writer.finish()  # a full disk: the table is shown first
         if writer.kept_note is not None:
             commands.note(writer.kept_note)
@@ -382,16 +382,22 @@ def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int) -> Schedule:
 
 def _rows_by_side(schedule: Schedule, results: Sequence[BenchmarkResult]
                   ) -> dict[tuple[str, str], dict[str, list[BenchmarkResult]]]:
-    """Return each variant's rows per side, in round order (warm-up rows dropped); results
-    are the rows of the schedule's first jobs (all of them, or a stopped run's)."""
+    """Return each variant's rows per side, in round order, its warm-up row apart (under
+    "warm-up A", "warm-up B"); results are the rows of the schedule's first jobs (all of
+    them, or a stopped run's)."""
     rows: dict[tuple[str, str], dict[str, list[BenchmarkResult]]] = {}
     # run_plans gives one row per job, in job order, even for a job whose worker died.
     for job, side, result in zip(schedule.jobs, schedule.sides, results):
         key = (schedule.plans[job.plan_index].op.name, job.name)
-        by_side = rows.setdefault(key, {"A": [], "B": []})
-        if side in SIDES:
-            by_side[side].append(result)
+        rows.setdefault(key, {"A": [], "B": []}).setdefault(side, []).append(result)
     return rows
+
+
+def _failed_warmup(by_side: Mapping[str, Sequence[BenchmarkResult]], label: str
+                   ) -> BenchmarkResult | None:
+    """Return a side's warm-up row where it failed (the rounds after it repeat it)."""
+    warmup = by_side.get(f"warm-up {label}", ())
+    return next((row for row in warmup if row.status in NOT_REPEATED), None)
 
 
 def _keep_stopped(writer: ResultsWriter, rows: Mapping[tuple[str, str],
@@ -406,18 +412,29 @@ def _keep_stopped(writer: ResultsWriter, rows: Mapping[tuple[str, str],
         # one side a round ahead)
         both = min(len(by_side[label]) for label in SIDES)
         for label in SIDES:
-            if both:
-                writer.add(pooled(by_side[label][:both], label), write=False)
+            # a copy that failed its warm-up is a result, however early the run stopped
+            if both or _failed_warmup(by_side, label) is not None:
+                writer.add(pooled(by_side, label, both), write=False)
     stopped = writer.stopped_note()
     if stopped is not None:
         commands.note(stopped)
 
 
-def pooled(rows: Sequence[BenchmarkResult], label: str) -> BenchmarkResult:
-    """Return one side's rows as one results-file row NAME@label, pooled as --rounds pools a
-    run's rows (every round's samples in round order, each round's median; a failed round
-    is the row shown)."""
-    row = pooled_rounds(rows)
+def pooled(by_side: Mapping[str, Sequence[BenchmarkResult]], label: str,
+           rounds: int | None = None) -> BenchmarkResult:
+    """Return one side's rows (its first `rounds`, or all) as one results-file row
+    NAME@label, pooled as --rounds pools a run's rows (every round's samples in round
+    order, each round's median; a failed round is the row shown, a failed warm-up too)."""
+    rows = by_side[label][:rounds]
+    failed = _failed_warmup(by_side, label)
+    if failed is not None:  # the rounds repeat it: none was measured
+        row = dataclasses.replace(
+            failed, rounds=max(len(rows), 1), round_medians_s=(),
+            warnings=(*failed.warnings, f"the warm-up round is the one shown "
+                                        f"({failed.status.value}); a failed row is not "
+                                        "measured again in later rounds"))
+    else:
+        row = pooled_rounds(rows)
     return dataclasses.replace(row, variant=f"{row.variant}@{label}")
 
 
