@@ -680,7 +680,8 @@ def test_rows_are_found_by_name_and_a_wrong_key_is_a_usage_error(use_fake, tmp_p
     assert not Path("~").exists()
 
 
-def test_a_run_stopped_by_ctrl_c_hands_its_rows_on_the_exception(use_fake, monkeypatch):
+def test_a_run_stopped_by_ctrl_c_hands_its_rows_on_the_exception(use_fake, monkeypatch,
+                                                                  tmp_path):
     # a notebook's interrupted sweep lost every row it had measured (without json=)
     from cudabench.cli import commands
 
@@ -694,3 +695,12 @@ def test_a_run_stopped_by_ctrl_c_hands_its_rows_on_the_exception(use_fake, monke
     kept = stopped.value.results
     assert isinstance(kept, cb.Results) and len(kept) == 3 and kept.path is None
     assert all(row.status is Status.PASS for row in kept)
+    # marked incomplete, as the file of a stopped run is: its passing rows are not a pass
+    # (they read complete and ok, compare() passed them and to_json() wrote complete: true)
+    assert not kept.complete and not kept.ok and kept.exit_code == 130
+    assert not kept[:2].complete
+    saved = kept.to_json(tmp_path / "kept.json")
+    assert load_results(saved).metadata["complete"] is False
+    baseline = cb.Results(tuple(dataclasses.replace(row, samples_s=tuple(
+        s * 1.001 for s in row.samples_s)) for row in kept))  # as another run measured them
+    assert not cb.compare(baseline, kept, allow_missing=True).ok

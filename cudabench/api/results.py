@@ -133,15 +133,19 @@ class Results(Sequence[BenchmarkResult]):
     @property
     def exit_code(self) -> ExitCode:
         """Return the command's exit code for these rows: 0, 2 (a row not compiled or run;
-        no rows at all) or 3 (a row failed verification, timed out or is a SUSPECT)."""
+        no rows at all), 3 (a row failed verification, timed out or is a SUSPECT) or 130
+        (a run that stopped early: the rows of KeyboardInterrupt.results, or of a file
+        marked incomplete)."""
         if not self.rows:  # an empty slice, an empty file: nothing was measured
             return ExitCode.USAGE
+        if not self.complete:  # its rows passing says nothing of the rows it never ran
+            return max(self.outcome.exit_code, ExitCode.INTERRUPTED)
         return self.outcome.exit_code
 
     @property
     def ok(self) -> bool:
         """Return whether the command would exit 0: no row failed, errored, timed out or
-        is a SUSPECT, and something was measured (not every row a SKIP)."""
+        is a SUSPECT, something was measured (not every row a SKIP), and the run completed."""
         return self.exit_code is ExitCode.OK
 
     @property

@@ -229,8 +229,10 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
                                         Placement(keep_workers_s=keep_s))
     except KeyboardInterrupt as stop:
         # Ctrl-C in a notebook or script: the rows measured so far ride on the exception
-        # (`except KeyboardInterrupt as e: e.results`), as a stopped command keeps them
-        stop.results = Results(tuple(heard.values()), (), tuple(argv))  # type: ignore[attr-defined]
+        # (`except KeyboardInterrupt as e: e.results`), as a stopped command keeps them:
+        # marked incomplete, as its file is, so that compare() and to_json() say so
+        stop.results = Results(tuple(heard.values()), (), tuple(argv),  # type: ignore[attr-defined]
+                               metadata={"complete": False})
         raise
     results = Results(measured.outcome.results, measured.outcome.notes, tuple(argv),
                       dict(measured.versions), measured.json_path)
