@@ -305,17 +305,23 @@ def test_sweep_points_can_be_selected_with_k(project, monkeypatch):
     assert "size:48" not in done.stdout.str()
 
 
-def test_a_sweep_marker_without_the_point_argument_is_refused(pytester):
+def test_a_sweep_marker_without_the_point_argument_fails_that_test_only(pytester):
+    # it stopped the collection of its whole file, with a traceback: no other test ran
     pytester.makepyfile(test_x='''
 import pytest
 
 @pytest.mark.cudabench_sweep(size=[32])
 def test_x(cudabench):
     pass
+
+def test_other():
+    pass
 ''')
     done = pytester.runpytest()
-    assert done.ret != 0
+    assert done.ret == 1
+    done.assert_outcomes(passed=1, errors=1)  # at its setup, as a bad marker
     done.stdout.fnmatch_lines(["*needs a cudabench_point argument*"])
+    assert "Traceback" not in done.stdout.str()
 
 
 def test_a_bad_sweep_marker_errors_its_own_test_and_no_other(pytester, monkeypatch):
