@@ -1396,3 +1396,17 @@ def test_one_fast_run_is_not_a_level_to_judge_against(tmp_path):
     import_runs(db, [make_run(tmp_path / "fluke", 10, factors={"tiled": 0.8})])
     row = tiled_row(db, make_run(tmp_path, 100, name="current"))
     assert row.verdict is Verdict.SAME, row.reason
+
+
+def test_a_step_on_top_of_a_drift_that_fills_the_window_is_slower(tmp_path):
+    # 20 commits each 1% slower fill the window with one slope: no step or drift is found
+    # in it, and the spread of its medians (the slope itself) let a further +10% pass as
+    # `noisy`. Noise is how much a run's median moves from the run before, as `auto`'s
+    # threshold takes it: a slope is not noise.
+    db = tmp_path / "h.db"
+    factors = [1.0] * 5 + [1.01 ** k for k in range(1, 21)]
+    import_runs(db, [make_run(tmp_path / "runs", i, factors={"tiled": f})
+                     for i, f in enumerate(factors)])
+    row = tiled_row(db, make_run(tmp_path, 100, factors={"tiled": factors[-1] * 1.10},
+                                 name="current"))
+    assert row.verdict is Verdict.SLOWER, row.reason

@@ -62,7 +62,12 @@ from cudabench.history.steps import (
     detect,
 )
 from cudabench.history.store import Store
-from cudabench.history.threshold import DEFAULT_CAP, DEFAULT_MIN_RUNS, threshold_from_medians
+from cudabench.history.threshold import (
+    DEFAULT_CAP,
+    DEFAULT_MIN_RUNS,
+    between_run_spread,
+    threshold_from_medians,
+)
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, ResultsFile, Status
 
 DEFAULT_LAST = 20  # runs a check weighs
@@ -496,7 +501,11 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
         return row(Verdict.NOISY, f"too little history: {len(medians)} "
                                   f"run{'s' if len(medians) != 1 else ''}{where}{note} "
                                   f"(at least {min_runs} to judge; not gated)")
-    spread = max(relative_spread(medians), NOISE_FLOOR)
+    # The runs' spread about their middle, or how much a run's median moves from the run
+    # before (auto's threshold's), the smaller: a drift that fills the window is no step
+    # nor drift within it, and its slope, read as spread, let a step on top of it pass.
+    # Both estimate one run's noise; a current median must lie outside the band too.
+    spread = max(min(relative_spread(medians), between_run_spread(medians)), NOISE_FLOOR)
     precision = pooled_precision(result.samples_s, result.round_medians_s)
     own = precision / 1.96  # the current median's standard error
     p = _p_value(m, center, spread, len(medians), own)
