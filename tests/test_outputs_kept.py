@@ -681,3 +681,18 @@ def test_ctrl_c_in_best_s_head_to_head_says_where_the_unrecorded_run_is(use_fake
     assert done.exit_code == 130, done.output
     said = " ".join(done.stderr.split())
     assert "not recorded: record them with `cudabench history import" in said, said
+
+
+@pytest.mark.parametrize("flag", ["--json", "--csv", "--markdown"])
+def test_an_output_naming_an_open_stream_is_refused(use_fake, tmp_path, flag):
+    # `--markdown /dev/stderr 2>>ci.log`: /dev/stderr links to ci.log, which the output,
+    # renamed over it, replaced: the CI log so far was lost
+    log = tmp_path / "ci.log"
+    log.write_text("the log so far\n", encoding="utf-8")
+    link = tmp_path / "err"
+    with log.open("a", encoding="utf-8") as handle:
+        os.symlink(f"/proc/self/fd/{handle.fileno()}", link)
+        for path in (f"/dev/fd/{handle.fileno()}", f"/proc/self/fd/{handle.fileno()}", link):
+            result = invoke("dot", "--size", "100", *QUICK, flag, path)
+            one_line_error(result, f"{flag} {path}: names an open stream")
+    assert log.read_text(encoding="utf-8") == "the log so far\n"

@@ -65,6 +65,23 @@ _SUFFIXES = {"--json": ".json", "--markdown": ".md", "--csv": ".csv", "--html": 
              "--best-out": ".toml", "-o": ".svg", "--output": ".svg", "--db": ".db"}
 
 
+# /dev/stdout, /dev/fd/1, /proc/self/fd/1, /proc/1234/fd/1: links to what a descriptor has open
+_STREAM = re.compile(r"/dev/std(in|out|err)|/dev/fd(/.*)?|/proc/[^/]+/fd(/.*)?")
+
+
+def _stream_link(path: Path) -> str | None:
+    """Return the first step of path's links that names a file descriptor's open file (a
+    redirected stream's file), or None."""
+    here = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        if _STREAM.fullmatch(here):
+            return here
+        if not os.path.islink(here):
+            return None
+        here = os.path.abspath(os.path.join(os.path.dirname(here), os.readlink(here)))
+    return None
+
+
 def check_output(path: Path, flag: str) -> None:
     """Refuse, before any work, a path the output cannot be written to."""
     if not str(path).strip():
@@ -72,6 +89,12 @@ def check_output(path: Path, flag: str) -> None:
     if str(path) == "-":  # the Unix habit for stdout; stdout holds the tables here
         raise UsageError(f"{flag} -: names a file here, not stdout: give a file name, "
                          f"e.g. {flag} out{_SUFFIXES.get(flag, '')}")
+    stream = _stream_link(path)
+    if stream is not None:
+        # /dev/stderr is a link to an open file: renamed over, a redirected CI log is lost
+        raise UsageError(f"{flag} {path}: names an open stream ({stream}), not a file: "
+                         "outputs are files written whole; give a file name, e.g. "
+                         f"{flag} out{_SUFFIXES.get(flag, '')}")
     real = target(path)
     if real in _READ_HERE:
         raise UsageError(f"{flag} {path}: is {_READ_HERE[real]}; nothing is written over a "
