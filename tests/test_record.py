@@ -29,6 +29,20 @@ def test_record_keeps_the_run_and_adds_it_to_the_store(use_fake, tmp_path, monke
         assert store.counts()["runs"] == 1
 
 
+def test_record_s_own_file_is_checked_before_the_run(use_fake, tmp_path, monkeypatch):
+    # a file where .cudabench/runs goes was an internal error (exit 4); a read-only folder
+    # there lost the whole measured run at its end
+    monkeypatch.chdir(tmp_path)
+    heard = []
+    monkeypatch.setattr("cudabench.cli.commands.run_plans",
+                        lambda *args, **kwargs: heard.append(args))
+    (tmp_path / ".cudabench").write_text("not a folder\n", encoding="utf-8")
+    done = invoke("dot", "--size", "1000", *QUICK, "--record", "--db", "h.db")
+    assert done.exit_code == 2 and "--record .cudabench/runs/" in done.output, done.output
+    assert "is a file, not a folder" in done.output and not heard
+    assert (tmp_path / ".cudabench").read_text(encoding="utf-8") == "not a folder\n"
+
+
 def record_runs(use_fake, tmp_path, db, count: int) -> None:
     """Record count runs of `cudabench dot` (other seeds: other samples) in db."""
     for seed in range(count):

@@ -257,7 +257,14 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     if outputs.record and json_path is None:  # the store records a file: keep one
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         json_path = RUNS_DIR / f"{stamp}.json"
-        json_path.parent.mkdir(parents=True, exist_ok=True)
+        # checked as --json is, before the run: a file named .cudabench, or a read-only
+        # folder, lost a whole measured run at its end
+        check_outputs({"--record": json_path}, run_inputs(outputs, plans, requests))
+        try:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--record: cannot make {json_path.parent} for the run's results "
+                             f"file: {exc.strerror or exc}; give --json FILE") from None
     # --record's own file (no --json) is named by --record in its messages
     flag = "--json" if outputs.json_path is not None else "--record"
     writer = ResultsWriter(json_path, outputs.argv, flag) if json_path is not None else None
