@@ -1410,3 +1410,18 @@ def test_a_step_on_top_of_a_drift_that_fills_the_window_is_slower(tmp_path):
     row = tiled_row(db, make_run(tmp_path, 100, factors={"tiled": factors[-1] * 1.10},
                                  name="current"))
     assert row.verdict is Verdict.SLOWER, row.reason
+
+
+def test_check_of_a_run_that_measured_no_kernel_is_refused(tmp_path):
+    # it printed an empty table and "no regression: " and exited 0 where compare refuses
+    db = flat_history(tmp_path, runs=6)
+
+    def skip_all(document):
+        document["command"] = [*document["command"], "--no-batch"]  # another command: no
+        for row in document["benchmarks"]:  # kernel of it is missing
+            row.update(status="SKIP", skipped="needs sm_100", samples_s=[],
+                       verification=None, stats=None)
+
+    current = edited(make_run(tmp_path, 100, name="current"), skip_all)
+    assert_one_line_error(invoke("check", current, "--db", db), str(current),
+                          "no kernel was measured", "the gate would judge nothing")

@@ -26,6 +26,7 @@ from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
 from cudabench.results.loader import read_text
+from cudabench.results.model import Kind
 from cudabench.common.units import format_change, format_percent, format_seconds, gpu_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -202,6 +203,11 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
             store.only_branch(branch)
         verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing,
                          cap, cap_from)
+    if not verdicts.regressions and not any(  # every kernel a SKIP: as compare refuses it
+            row.kind is Kind.VARIANT and row.verdict is not Verdict.MISSING
+            for row in verdicts.rows):
+        raise UsageError(f"{current}: no kernel was measured (every one is a SKIP): the "
+                         "gate would judge nothing")
     _render_check(verdicts, db, incomplete=results.metadata.get("complete") is False)
     if results.metadata.get("complete") is False:  # a crashed run passes no gate, as in compare
         terminal.stderr_console().print(f"error: {current} is incomplete (its run stopped "
