@@ -696,3 +696,24 @@ def test_an_output_naming_an_open_stream_is_refused(use_fake, tmp_path, flag):
             result = invoke("dot", "--size", "100", *QUICK, flag, path)
             one_line_error(result, f"{flag} {path}: names an open stream")
     assert log.read_text(encoding="utf-8") == "the log so far\n"
+
+
+def test_a_header_a_kernel_includes_from_outside_its_folder_is_not_written_over(use_fake,
+                                                                               tmp_path):
+    # only the kernel folders' files were protected: `#include "../../shared.cuh"` was not
+    kernels = Path(__file__).parents[1] / "kernels" / "dot"
+    shared = tmp_path / "shared.cuh"
+    shared.write_text((kernels / "tree_reduce.cuh").read_text(encoding="utf-8"),
+                      encoding="utf-8")
+    folder = tmp_path / "kd" / "dot"
+    folder.mkdir(parents=True)
+    source = (kernels / "atomic.cu").read_text(encoding="utf-8")
+    assert '"tree_reduce.cuh"' in source
+    (folder / "mine.cu").write_text(source.replace('"tree_reduce.cuh"', '"../../shared.cuh"'),
+                                    encoding="utf-8")
+    before = shared.read_text(encoding="utf-8")
+    for flag in ("--markdown", "--csv", "--json"):
+        one_line_error(invoke("dot", "--size", "100", *QUICK, "--kernels-dir",
+                              tmp_path / "kd", "--variant", "mine", flag, shared),
+                       f"{flag} {shared}: that is one of the files this command reads")
+    assert shared.read_text(encoding="utf-8") == before

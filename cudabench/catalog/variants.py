@@ -158,6 +158,9 @@ RUN_MODES = ("default", "on request")
 ALL_VARIANTS = "all"  # --variant all: every variant, those run on request too
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
 @dataclass(frozen=True)
 class KernelVariant:
     """One .cu file: a variant of an op, with its parameters and launches."""
@@ -178,6 +181,25 @@ class KernelVariant:
     tensor_maps: tuple[TensorMapSpec, ...] = ()  # extra arguments after the op's, in order
     constraints: tuple[Constraint, ...] = ()  # what every configuration must satisfy
     on_request: bool = False  # `run: on request`: left out of runs that name no variant
+
+    def included_files(self) -> list[tuple[str, Path, str]]:
+        """Return every local file the source includes (`#include "..."`, followed
+        through the files included), wherever it lies: (the name as included, the path,
+        its text), each once."""
+        found: list[tuple[str, Path, str]] = []
+        seen: set[Path] = set()
+        pending = [(self.path.parent, self.source)]
+        while pending:
+            folder, text = pending.pop()
+            for name in _INCLUDE.findall(text):
+                path = (folder / name).resolve()
+                if path in seen or not path.is_file():
+                    continue
+                seen.add(path)
+                content = path.read_text(errors="replace")
+                found.append((name, path, content))
+                pending.append((path.parent, content))
+        return found
 
     def violated(self, variables: Mapping[str, int]) -> Constraint | None:
         """Return the first constraint variables break, or None; KernelFileError if one

@@ -568,12 +568,14 @@ def folder_sources(folders: set[Path]) -> list[Path]:
 
 def plan_files(plans: list[Plan]) -> list[Path]:
     """Return the files the plans read, no output may be written over one: the kernel
-    files, the headers beside them that a kernel may include, and the op files."""
+    files, the headers beside them, the files they include wherever those lie, and the
+    op files."""
     from cudabench.runner.sources import source_paths
 
-    return [*(Path(variant.path) for plan in plans
-              for variant in (*(p.variant for p in plan.variants),
-                              *(v for v, _ in plan.skipped))), *source_paths(plans)]
+    variants = {variant.path: variant for plan in plans for variant in (
+        *(p.variant for p in plan.variants), *(v for v, _ in plan.skipped))}  # once each
+    return [*(Path(path) for path in variants), *source_paths(plans),
+            *(path for variant in variants.values() for _, path, _ in variant.included_files())]
 
 
 @click.command("run")

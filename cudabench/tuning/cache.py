@@ -38,25 +38,14 @@ from cudabench.results.codec import (
 from cudabench.results.model import BenchmarkResult, Status
 
 FORMAT = 1
-_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 Key = tuple[tuple[str, int], ...]  # a configuration: its sorted parameters
 
 
 def source_hash(variant: KernelVariant) -> str:
     """Return the hash of the variant's text and of every local file it includes."""
     digest = hashlib.sha256(variant.source.encode())
-    seen: set[Path] = set()
-    pending = [(Path(variant.path).parent, variant.source)]
-    while pending:
-        folder, text = pending.pop()
-        for name in _INCLUDE.findall(text):
-            path = (folder / name).resolve()
-            if path in seen or not path.is_file():
-                continue
-            seen.add(path)
-            content = path.read_text(errors="replace")
-            digest.update(name.encode() + b"\0" + content.encode())
-            pending.append((path.parent, content))
+    for name, _, content in variant.included_files():
+        digest.update(name.encode() + b"\0" + content.encode())
     return digest.hexdigest()[:16]
 
 
