@@ -257,3 +257,41 @@ FLAG_VALUES = st.sampled_from(["--size", "--dtype", "--seed", "--param", "--tile
 @given(st.sampled_from(["matmul", "transpose", "dot"]), st.lists(FLAG_VALUES, max_size=8))
 def test_random_flags_end_in_a_result_or_a_usage_error(no_gpu_work, command, flags):
     clean(invoke(command, *flags), codes=(0, 2))
+
+
+# -- endless inputs ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["report", "/dev/zero"], ["compare", "/dev/zero", "/dev/zero"],
+                                  ["history", "import", "/dev/urandom", "--db", "h.db"],
+                                  ["run", "/dev/zero", "--dry-run"]])
+def test_a_device_named_as_an_input_is_refused_not_read_forever(no_gpu_work, tmp_path,
+                                                               monkeypatch, args):
+    # each read /dev/zero until the kernel's OOM killer ended it (24 GB resident)
+    monkeypatch.chdir(tmp_path)
+    done = invoke(*args)
+    clean(done)
+    assert "a device, not a file" in done.output
+
+
+def test_a_kernel_file_linked_to_a_device_is_refused(no_gpu_work, tmp_path):
+    (tmp_path / "dot").mkdir()
+    (tmp_path / "dot" / "zero.cu").symlink_to("/dev/zero")
+    done = invoke("dot", "--kernels-dir", tmp_path, "--dry-run")
+    clean(done)
+    assert "zero.cu: cannot read kernel file" in done.output and "a device" in done.output
+
+
+def test_gzip_is_unpacked_member_by_member_with_a_cap():
+    import gzip
+    import zlib
+
+    from cudabench.common.infiles import TooLarge, gunzip_capped
+
+    two = gzip.compress(b"ab") + gzip.compress(b"cd")
+    assert gunzip_capped(two, 10) == b"abcd" == gzip.decompress(two)
+    with pytest.raises(TooLarge, match="more than"):
+        gunzip_capped(gzip.compress(b" " * 5000), 4096)  # a bomb, small
+    with pytest.raises(EOFError):
+        gunzip_capped(two[:-12], 10)
+    with pytest.raises(zlib.error):
+        gunzip_capped(b"\x1f\x8b" + b"\x00" * 20, 10)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cudabench.catalog.headers import parse_header
 from cudabench.catalog.variants import KernelVariant
+from cudabench.common.infiles import MAX_SOURCE_BYTES, read_capped
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import Op, load_ops
 
@@ -36,8 +37,8 @@ def _parsed(path: Path, ops: dict[str, Op]) -> KernelVariant:
     ops: a sweep plans each of its points (a file rewritten within the file system's
     time resolution is parsed again: the key is its bytes, not its modification time)."""
     try:
-        content = path.read_bytes()
-    except OSError:  # unreadable: parse_header says so, naming the file
+        content = read_capped(path, MAX_SOURCE_BYTES)
+    except OSError:  # unreadable, endless: parse_header says so, naming the file
         return parse_header(path, ops=ops)
     key = (path.resolve(), hashlib.sha256(content).digest(),
            tuple(sorted((name, id(op)) for name, op in ops.items())))

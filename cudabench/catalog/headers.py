@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cudabench.catalog import expressions
+from cudabench.common.infiles import MAX_SOURCE_BYTES, TooLarge, read_capped
 from cudabench.catalog.variants import (
     ALL_VARIANTS,
     BUILTIN_NAMES,
@@ -88,7 +89,11 @@ def parse_header(path: Path, text: str | None = None,
     """Parse a kernel file's header; raise KernelFileError naming the file and line."""
     if text is None:
         try:
-            text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not code
+            # a byte-order mark is not code; newlines as a text-mode read gives them
+            text = read_capped(path, MAX_SOURCE_BYTES).decode("utf-8-sig")
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        except TooLarge as exc:
+            raise KernelFileError(path, None, f"cannot read kernel file: {exc}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise KernelFileError(path, None, f"cannot read kernel file: {exc}") from None
     lines = text.splitlines()

@@ -32,6 +32,7 @@ from typing import Any
 
 from cudabench.catalog.discovery import check_folders
 from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
+from cudabench.common.infiles import MAX_SOURCE_BYTES, TooLarge, read_capped
 from cudabench.errors import UsageError
 from cudabench.planning.plan import Request
 from cudabench.planning.timing import TimingPolicy
@@ -74,7 +75,9 @@ def _tool(path: Path) -> Mapping[str, Any]:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return dict(tomllib.loads(path.read_text(encoding="utf-8")))
+        return dict(tomllib.loads(read_capped(path, MAX_SOURCE_BYTES).decode("utf-8")))
+    except TooLarge as exc:
+        raise UsageError(f"{exc}: not a suite file") from None
     except FileNotFoundError:
         raise UsageError(f"{path}: no such suite file") from None
     except IsADirectoryError:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
 from pathlib import Path
 from typing import Any
 
+from cudabench.common.infiles import MiB, TooLarge, gunzip_capped, read_capped
 from cudabench.errors import ResultsFileError, UsageError
 from cudabench.results.codec import (
     FILE_KIND,
@@ -21,11 +21,16 @@ from cudabench.results.model import ResultsFile
 GZIP_MAGIC = b"\x1f\x8b"  # a gzip stream's first bytes: docs/data keeps large files so
 
 
+MAX_RESULTS_BYTES = 1024 * MiB  # a sweep of 10000 points holds some 200 MiB of samples
+
+
 def read_text(path: Path) -> str:
     """Return a results file's text; a gzip-compressed file (`.json.gz`) gives the text
     inside it. Errors are one line naming the path."""
     try:
-        raw = path.read_bytes()
+        raw = read_capped(path, MAX_RESULTS_BYTES)
+    except TooLarge as exc:
+        raise ResultsFileError(f"{exc}: not a results file") from None
     except FileNotFoundError:
         raise ResultsFileError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -35,9 +40,12 @@ def read_text(path: Path) -> str:
                                ) from None
     try:
         if raw.startswith(GZIP_MAGIC):
-            raw = gzip.decompress(raw)
+            raw = gunzip_capped(raw, MAX_RESULTS_BYTES)
         # Newlines as a text-mode read gives them: the history store hashes this text.
         text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except TooLarge as exc:
+        raise ResultsFileError(f"{path}: a gzip file that {exc}: not a results file"
+                               ) from None
     except (OSError, EOFError, zlib.error) as exc:  # a damaged or cut gzip stream
         raise ResultsFileError(f"{path}: a gzip file that cannot be decompressed: {exc}"
                                ) from None

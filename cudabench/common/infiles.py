@@ -1,0 +1,45 @@
+"""Reading an input file whole, with a cap: /dev/zero, a FIFO that never ends or a gzip
+bomb named as a results, suite or kernel file read on until the host ran out of memory."""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from pathlib import Path
+
+MiB = 2**20
+MAX_SOURCE_BYTES = 16 * MiB  # a kernel, header, op or suite file: text a person wrote
+
+
+class TooLarge(OSError):
+    """An input longer than the cap its reader sets, or a device that is no file."""
+
+
+def read_capped(path: Path, limit: int) -> bytes:
+    """Return the file's bytes; TooLarge past limit bytes, or for a character or block
+    device (/dev/zero, /dev/urandom: endless). Other OSErrors pass through."""
+    with open(path, "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise TooLarge(f"{path}: a device, not a file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(f"{path}: more than {limit // MiB} MiB")
+    return data
+
+
+def gunzip_capped(data: bytes, limit: int) -> bytes:
+    """Return a gzip stream's content; TooLarge where it unpacks to more than limit bytes.
+    zlib errors (a damaged stream) pass through, EOFError for a cut one."""
+    out = b""
+    while True:  # member after member, as gzip.decompress reads `cat a.gz b.gz`
+        unpack = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)  # gzip's header and trailer
+        out += unpack.decompress(data, limit + 1 - len(out))
+        if len(out) > limit or unpack.unconsumed_tail:
+            raise TooLarge(f"unpacks to more than {limit // MiB} MiB")
+        if not unpack.eof:
+            raise EOFError("the compressed stream ends early")
+        data = unpack.unused_data
+        if not data.strip(b"\0"):  # padding after the last member, as gzip allows
+            return out
