@@ -717,3 +717,11 @@ def test_a_header_a_kernel_includes_from_outside_its_folder_is_not_written_over(
                               tmp_path / "kd", "--variant", "mine", flag, shared),
                        f"{flag} {shared}: that is one of the files this command reads")
     assert shared.read_text(encoding="utf-8") == before
+
+
+def test_an_output_name_that_is_not_utf8_is_written(use_fake, tmp_path):
+    # a file name's bytes need not be UTF-8: its lock's name failed to encode (exit 4)
+    name = os.fsdecode(b"\xff\xfe.json")
+    result = invoke("dot", "--size", "100", *QUICK, "--json", tmp_path / name)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / name).is_file()

@@ -278,7 +278,7 @@ def claim_output(path: Path, flag: str) -> IO[Any] | None:
         import fcntl
     except ImportError:  # not POSIX
         return None
-    real = str(target(path)).encode()
+    real = os.fsencode(target(path))  # any bytes a file name may hold, not just UTF-8
     folder = Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
