@@ -386,6 +386,15 @@ def test_a_variant_cannot_be_called_all(tmp_path):
         parse_header(path)
 
 
+@pytest.mark.parametrize(("op", "name", "kind"), [("matmul", "cuBLAS", "vendor"),
+                                                   ("dot", "memcpy_dtod", "reference")])
+def test_a_variant_cannot_take_the_name_of_a_row_measured_beside_it(tmp_path, op, name, kind):
+    # dot/cuBLAS.cu ran, and its file held two rows dot/cuBLAS that compare then refused
+    path = write_kernel(tmp_path, name, header_with(op=op))
+    with pytest.raises(KernelFileError, match=f"the {op} op's {kind} row"):
+        parse_header(path)
+
+
 @pytest.mark.parametrize("grid", ["+".join(["1"] * 1000), "-" * 1000 + "1"])
 def test_a_header_expression_nested_too_deep_is_a_header_error(tmp_path, grid):
     # it exhausted Python's recursion: an internal error, exit 4

@@ -222,6 +222,12 @@ def parse_header(path: Path, text: str | None = None,
         raise KernelFileError(path, None, f"a variant cannot be called {ALL_VARIANTS!r}: "
                                           f"--variant {ALL_VARIANTS} means every variant; "
                                           "rename the file")
+    rows = {op.vendor_library, *op.references} - {""}
+    if path.stem in rows:  # one benchmark twice in its results file, which compare refuses
+        kind = "vendor" if path.stem == op.vendor_library else "reference"
+        raise KernelFileError(path, None, f"a variant cannot be called {path.stem!r}: that is "
+                                          f"the name of the {op_name} op's {kind} row, "
+                                          "measured beside its variants; rename the file")
 
     return KernelVariant(
         op=op_name,
