@@ -409,3 +409,11 @@ def test_a_built_in_folder_given_as_kernels_dir_is_no_clash():
     # defined by" itself
     folder = builtin_kernels_dir() / "dot"
     assert discover([folder])["dot"].keys() == discover()["dot"].keys()
+
+
+def test_a_variant_whose_name_holds_a_terminal_control_is_refused(tmp_path):
+    # a file named "\x1b]0;pwned\x07evil.cu" retitled the terminal of `cudabench list`
+    path = write_kernel(tmp_path, "\x1b]0;pwned\x07evil", header_with())
+    with pytest.raises(KernelFileError, match="holds a control character") as refused:
+        parse_header(path)
+    assert "\x1b" not in str(refused.value)

@@ -328,3 +328,15 @@ def test_a_tree_is_dirty_for_changed_or_new_source_files_not_for_results(tmp_pat
     (tmp_path / "new.cu").unlink()
     (tmp_path / "kernel.cu").write_text("// two\n", encoding="utf-8")
     assert git_commit(tmp_path)["git_dirty"] is True
+
+
+def test_terminal_controls_in_a_results_file_are_written_out(tmp_path):
+    # a pull request's results file could retitle or clear the terminal printing its names
+    from cudabench.results import load_results as load
+
+    source = sorted((Path(__file__).parent / "data" / "h100").glob("*.json"))[0]
+    document = json.loads(source.read_text(encoding="utf-8"))
+    document["benchmarks"][0]["variant"] = "\x1b]0;pwned\x07x\x1b[2J"
+    path = tmp_path / "esc.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert load(path).benchmarks[0].variant == "\\x1b]0;pwned\\x07x\\x1b[2J"

@@ -222,6 +222,9 @@ def parse_header(path: Path, text: str | None = None,
         raise KernelFileError(path, None, f"a variant cannot be called {ALL_VARIANTS!r}: "
                                           f"--variant {ALL_VARIANTS} means every variant; "
                                           "rename the file")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in path.stem):  # printed in every table
+        raise KernelFileError(path.with_name(ascii(path.name)), None,
+                              "a variant's name holds a control character; rename the file")
     rows = {op.vendor_library, *op.references} - {""}
     if path.stem in rows:  # one benchmark twice in its results file, which compare refuses
         kind = "vendor" if path.stem == op.vendor_library else "reference"
