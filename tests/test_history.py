@@ -825,6 +825,39 @@ def test_check_fails_a_kernel_of_the_last_run_that_this_file_lacks(tmp_path):
         assert allowed.exit_code == 0 and "missing" not in verdicts(allowed.stdout).values()
 
 
+@pytest.mark.parametrize("extra", [["--device", "0"], ["--l2-flush", "clean"], ["--device=1"]])
+def test_a_default_or_device_option_added_does_not_hide_a_dropped_kernel(tmp_path, extra):
+    # the same command with its default `--l2-flush clean` (or `--device 0`) added was
+    # another command, with no runs: the dropped kernel passed unseen
+    db = flat_history(tmp_path, runs=6)
+
+    def drop(document):
+        document["command"] = [*document["command"], *extra]
+        document["benchmarks"] = [b for b in document["benchmarks"] if b["variant"] != "tiled"]
+
+    result = invoke("check", edited(make_run(tmp_path, 100, name="cur"), drop), "--db", db)
+    assert result.exit_code == 1 and verdicts(result.stdout)["tiled"] == "missing", \
+        result.stdout
+
+
+def test_a_command_s_options_in_another_order_are_the_same_command():
+    from cudabench.history.records import command_key, comparable_key
+
+    def key(*words: str) -> str:
+        found = command_key(["cudabench", *words])
+        assert found is not None
+        return comparable_key(found)
+
+    assert key("matmul", "--size", "64", "--variant", "a", "--variant", "b") == \
+        key("matmul", "--variant=a", "--variant", "b", "--size=64", "--device", "1")
+    assert key("matmul", "--size", "64") != key("matmul", "--size", "64", "--hot")
+    assert key("matmul", "--size", "64") != key("matmul", "--size", "64", "--l2-flush",
+                                                "memset")
+    # a suite's own flush is what `run` measures: --l2-flush clean there is another one
+    assert key("run", "--l2-flush", "clean") != key("run")
+    assert key("ab", "A", "B") != key("ab", "B", "A")
+
+
 def test_check_of_another_command_or_a_short_history_misses_nothing(tmp_path):
     # `--variant naive` runs one kernel of three: another command, so the others are not
     # missing; nor are they where the command has fewer than 3 recorded runs.

@@ -15,7 +15,14 @@ from typing import Any
 from cudabench.errors import CudabenchError, ResultsFileError
 from cudabench.history import DEFAULT_PATH  # noqa: F401  (re-exported: its callers' name)
 from cudabench.results.identity import measurements_digest
-from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, ResultsFile, Status
+from cudabench.results.model import (
+    DEFAULT_L2_FLUSH,
+    BenchmarkResult,
+    DeviceInfo,
+    Kind,
+    ResultsFile,
+    Status,
+)
 
 QUICK_CHECK_MAX_BYTES = 256 * 2**20  # readers check stores up to this size at open
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another one before giving up
@@ -187,19 +194,37 @@ DEFAULT_SUITE = "cudabench.toml"  # what `cudabench run` finds with no file name
 
 
 def comparable_key(key: str) -> str:
-    """Return a command_key as the missing-kernel check compares it: `run`,
-    `run cudabench.toml` and `run ./cudabench.toml` are one command (a CI job that named
-    its suite file the day it dropped a slow kernel passed). A key cudabench did not write
-    (a hand-edited store) is only itself."""
+    """Return a command_key as the missing-kernel check compares it, so that a job that
+    dropped a slow kernel cannot pass by rewording its command: `run`, `run cudabench.toml`
+    and `run ./cudabench.toml` are one command; `--device N` (the GPU model is compared
+    apart) and a benchmark command's `--l2-flush clean` (its default) are left out; and the
+    options are taken in any order. A key cudabench did not write (a hand-edited store) is
+    only itself."""
     try:
         words = json.loads(key)
     except (ValueError, TypeError, RecursionError):
         return key
     if not isinstance(words, list) or not all(isinstance(w, str) for w in words) \
-            or words[1:2] != ["run"]:
+            or len(words) < 2:
         return key
-    suites = [os.path.normpath(w) if w.endswith(".toml") else w for w in words]
-    return json.dumps([w for w in suites if w != DEFAULT_SUITE])
+    if words[1] == "run":
+        suites = [os.path.normpath(w) if w.endswith(".toml") else w for w in words]
+        words = [w for w in suites if w != DEFAULT_SUITE]
+    groups: list[list[str]] = []  # an option with the values after it (a negative number
+    for word in words[2:]:  # is a value), or a positional argument
+        if groups and not (word.startswith("-") and not word[1:2].isdigit()):
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+    default_flush = None if words[1] == "run" else ["--l2-flush", DEFAULT_L2_FLUSH]
+    kept = [group for group in map(_split, groups)
+            if group[0] != "--device" and group != default_flush]
+    return json.dumps([*words[:2], *(w for group in sorted(kept) for w in group)])
+
+
+def _split(group: list[str]) -> list[str]:
+    """Return an option group with `--flag=value` written as two words."""
+    return [*group[0].split("=", 1), *group[1:]] if group[0].startswith("--") else group
 
 
 def source_hash(source: str) -> str:
