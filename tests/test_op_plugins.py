@@ -184,6 +184,18 @@ def test_a_reference_that_raises_gives_error_rows_naming_the_file(use_fake, tmp_
     assert "Traceback" not in done.output
 
 
+def test_an_op_without_emulate_on_the_fake_engine_says_so_naming_the_file(use_fake, tmp_path):
+    # every row read "its worker process failed: NotImplementedError: " (a worker lost)
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        "def emulate(", "def emulated(")
+    folder = user_folder(tmp_path, text)
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    said = " ".join(done.stderr.split())
+    assert f"{folder / 'myop.py'}: mycopy defines no emulate(args, types)" in said, said
+    assert "worker process failed" not in said
+
+
 def test_a_reference_of_another_shape_is_an_error_naming_the_file_not_a_pass(use_fake,
                                                                             tmp_path):
     # A reference of one element (or one row) would broadcast against the whole result:

@@ -192,7 +192,10 @@ class Op:
         args are the kernel's arguments in `args` order, buffers as 1-D byte arrays; return
         a view of the result buffer as written, so that a fake can spoil one element.
         """
-        raise NotImplementedError
+        # an empty NotImplementedError read "its worker process failed: NotImplementedError: "
+        raise OpFileError(f"{self.origin or type(self).__module__}: {self.name} defines no "
+                          "emulate(args, types): the fake engine runs it in place of the "
+                          "kernel (docs/writing-an-op.md)")
 
     def vendor(self, types: TypeSet) -> VendorCall | str:
         """Return the vendor library's routine for these types, or why there is none."""
