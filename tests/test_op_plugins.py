@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from cudabench.cli import cli
 from cudabench.engines.fake_kernels import Fault
+from cudabench.errors import OpFileError
 from cudabench.ops import registry
 from cudabench.results import Status, load_results
 from cudabench.results.schema import validate
@@ -301,3 +302,10 @@ def test_a_shortcut_may_not_take_an_option_cudabench_has(use_fake, tmp_path, opt
     done = invoke("mycopy", "--kernels-dir", folder, f"--{option}", "64")
     assert done.exit_code == 2, done.output
     assert f"{folder / 'myop.py'}: a shortcut or command flag takes --{option}" in done.stderr
+    # `list` and the Python API build no command: they refused nothing
+    listed = invoke("list", "--kernels-dir", folder)
+    assert listed.exit_code == 2 and "a shortcut or command flag takes" in listed.stderr
+    import cudabench
+
+    with pytest.raises(OpFileError, match=f"a shortcut or command flag takes (--)?{option}"):
+        cudabench.run("mycopy", kernels_dir=folder, size=50)

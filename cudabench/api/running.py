@@ -128,14 +128,16 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
          vendor: bool, batch: bool, json: PathLike | None, progress: bool,
          keep_workers: float, writeback: bool, extra: Mapping[str, Any]) -> Results:
     """run()'s work, its errors in the command's terms."""
+    from cudabench.cli.op_commands import refuse_clashes_of
     from cudabench.cli.options import Outputs, build_requests
-    from cudabench.ops import get_op
+    from cudabench.ops import get_op, load_ops
 
     if not isinstance(op, str):
         raise UsageError(f"op {op!r}: expected an op's name, e.g. 'matmul' (see `cudabench "
                          "list`)")
     given = _paths(kernels_dir, "kernels_dir")
     get_op(op, given)  # an unknown op is refused before its name becomes a folder of sources
+    refuse_clashes_of(load_ops(given))  # an op file the command line refuses
     device = _device(device)
     json_path = as_path(json, "json") if json is not None else None
     dirs = [*given, *([inline_dir(op, sources)] if sources else [])]

@@ -16,6 +16,9 @@ from cudabench.render import terminal
               help="Also list variants from this folder (repeatable).")
 def list_command(kernels_dirs: tuple[Path, ...]) -> int:
     """List ops, their variants, parameters and files (no GPU needed)."""
-    terminal.render_catalog(discover(kernels_dirs), load_ops(kernels_dirs),
-                            terminal.stdout_console())
+    from cudabench.cli.op_commands import refuse_clashes_of
+
+    ops = load_ops(kernels_dirs)
+    refuse_clashes_of(ops)  # an op file the op's command would refuse
+    terminal.render_catalog(discover(kernels_dirs), ops, terminal.stdout_console())
     return 0

@@ -95,6 +95,14 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
     return command
 
 
+def refuse_clashes_of(ops: Mapping[str, Op]) -> None:
+    """Raise OpFileError where an op's shortcut or command flag takes an option its command
+    has already, for every op: `list` and the Python API, which build no command, refuse
+    such an op file as the command line does."""
+    for name in sorted({command_name(op) for op in ops.values()}):
+        op_command(name, ops, lambda *args, **kwargs: 0)
+
+
 def flag_of(option: str) -> str:
     """Return the command-line flag of a shortcut's option name (block_rows: --block-rows)."""
     return f"--{option.replace('_', '-')}"
