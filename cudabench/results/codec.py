@@ -447,11 +447,14 @@ def _number(value: Any) -> float:
 # launch takes a microsecond or more): a smaller sample, 5e-324 say, is a damaged or forged
 # file, which compare would otherwise take for a speedup.
 MIN_TIME_S = 1e-9
-TIME_TEXT = "a number of seconds, at least 1e-9 (no launch takes less than a nanosecond)"
+# and none takes a day (--timeout stops it long before): 1e308 overflowed the statistics
+MAX_TIME_S = 86400.0
+TIME_TEXT = ("a number of seconds, from 1e-9 (no launch takes less than a nanosecond) to "
+             "86400 (a day)")
 
 
 def _is_time(value: Any) -> bool:
-    return _is_number(value) and value >= MIN_TIME_S
+    return _is_number(value) and MIN_TIME_S <= value <= MAX_TIME_S
 
 
 def _is_int(value: Any) -> bool:
