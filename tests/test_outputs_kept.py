@@ -725,3 +725,18 @@ def test_an_output_name_that_is_not_utf8_is_written(use_fake, tmp_path):
     result = invoke("dot", "--size", "100", *QUICK, "--json", tmp_path / name)
     assert result.exit_code == 0, result.output
     assert (tmp_path / name).is_file()
+
+
+def test_a_json_output_named_gz_is_gzip_compressed(use_fake, tmp_path):
+    # `--json out.json.gz` wrote plain JSON under a gzip name (zcat refused it)
+    import gzip
+
+    from cudabench.results import load_results
+
+    path = tmp_path / "out.json.gz"
+    for _ in range(2):  # written, then replaced
+        result = invoke("dot", "--size", "100", *QUICK, "--json", path)
+        assert result.exit_code == 0, result.output
+        document = json.loads(gzip.decompress(path.read_bytes()))
+        assert document["kind"] == "cudabench-results" and document["complete"] is True
+    assert load_results(path).benchmarks

@@ -8,6 +8,7 @@ the run completes. A new path streams in place.
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import os
 import platform
@@ -183,9 +184,15 @@ class ResultsWriter:
         text = json.dumps(head, indent=1, allow_nan=False)
         rows = "[\n" + ",\n".join(self._encoded) + "\n ]" if self._encoded else "[]"
         before, marker, after = text.rpartition(json.dumps(_ROWS))
-        with replacing(self.path if complete else self.streams_to, self.flag) as stream:
-            stream.write(before + rows + after if marker else text)
-            stream.write("\n")
+        whole = (before + rows + after if marker else text) + "\n"
+        where = self.path if complete else self.streams_to
+        if where.name.endswith((".gz", ".gz" + PARTIAL)):  # as its name says: the readers
+            with replacing(where, self.flag, "wb") as stream:  # take either
+                # mtime 0: the same rows give the same bytes
+                stream.write(gzip.compress(whole.encode("utf-8"), mtime=0))
+        else:
+            with replacing(where, self.flag) as stream:
+                stream.write(whole)
         if complete and self.streams_to != self.path:
             self.streams_to.unlink(missing_ok=True)  # its rows are in the path now
         if not complete:
