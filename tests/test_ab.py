@@ -143,6 +143,17 @@ def test_a_folder_against_a_copy_of_itself_gives_no_slower(marked, tmp_path, see
     assert "no regression" in result.stdout
 
 
+def test_one_folder_as_both_sides_is_named_an_a_a_run(marked, tmp_path):
+    # a CI job whose base checkout landed on the pull request's own folder passed, unsaid
+    old = folder(tmp_path / "old", ["naive"])
+    result = invoke(old, f"{old}/", *FAST, "--rounds", "6")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    said = " ".join(result.stderr.split())
+    assert "OLD_DIR and NEW_DIR are the same folder" in said and "an A/A run" in said
+    other = invoke(old, folder(tmp_path / "new", ["naive"]), *FAST, "--rounds", "6")
+    assert "same folder" not in other.stderr
+
+
 def test_a_wrong_result_in_b_is_a_failed_regression(marked, tmp_path):
     old = folder(tmp_path / "old", ["naive"])
     new = folder(tmp_path / "new", ["naive"], WRONG)
