@@ -1458,3 +1458,19 @@ def test_check_of_a_run_that_measured_no_kernel_is_refused(tmp_path):
     current = edited(make_run(tmp_path, 100, name="current"), skip_all)
     assert_one_line_error(invoke("check", current, "--db", db), str(current),
                           "no kernel was measured", "the gate would judge nothing")
+
+
+def test_show_of_a_store_with_no_verified_timing_says_so_not_filters(tmp_path):
+    # it said "no recorded run matches the filters (--op, ...)" where none was given
+    db = tmp_path / "h.db"
+    def fail_all(document):
+        for bench in document["benchmarks"]:
+            bench["verification"].update(passed=False, bad_elements=7)
+            bench["status"] = "FAIL"
+
+    import_runs(db, [edited(make_run(tmp_path / "runs", 0), fail_all)])
+    with Store.open(db) as store:
+        assert store.counts()["runs"] == 1
+    assert_one_line_error(invoke("show", "--db", db),
+                          "none of its 1 recorded run has a verified timing to follow")
+    assert_one_line_error(invoke("show", "--op", "dot", "--db", db), "matches the filters")

@@ -102,6 +102,21 @@ def branch_option(function: Callable[..., Any]) -> Callable[..., Any]:
              "runs recorded without one are left out).")(function)
 
 
+def _nothing_to_show(db: Path, store: Store, filters: tuple[object, ...]) -> UsageError:
+    """Return the error of a show or plot that found no timing to follow: the filters'
+    doing, or (with none given) a store whose runs timed nothing verified."""
+    if any(value is not None for value in filters):
+        return UsageError(f"{db}: no recorded run matches the filters (--op, --variant, "
+                          "--gpu, --since, --branch)")
+    runs = store.counts()["runs"]
+    if not runs:
+        return UsageError(f"{db}: no run is recorded yet (cudabench ... --record, or "
+                          "`cudabench history import FILE`)")
+    return UsageError(f"{db}: none of its {runs} recorded run{'s' if runs != 1 else ''} has "
+                      "a verified timing to follow (every row failed, was skipped or was not "
+                      "measured)")
+
+
 @history.command("show")
 @click.option("--op", default=None, help="Only this op.")
 @click.option("--variant", default=None, help="Only this variant.")
@@ -123,9 +138,8 @@ def show_command(op: str | None, variant: str | None, gpu: str | None, since: st
         if branch is not None:
             store.only_branch(branch)
         found = trends(store, op, variant, gpu, start, last, limit)
-    if not found:
-        raise UsageError(f"{db}: no recorded run matches the filters (--op, --variant, --gpu, "
-                         "--since, --branch)")
+        if not found:
+            raise _nothing_to_show(db, store, (op, variant, gpu, since, branch))
     twice = Counter(_unflushed(trend) for trend in found)
     title, columns, rows = one_gpu_in_title(
         f"cudabench history: {db}", ("benchmark", "GPU", "commits", "latest",
@@ -247,8 +261,8 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
         if branch is not None:
             store.only_branch(branch)
         found = trends(store, op, variant, gpu, start, last, DEFAULT_THRESHOLD)
-    if not found:
-        raise UsageError(f"{db}: no recorded run matches the filters")
+        if not found:
+            raise _nothing_to_show(db, store, (op, variant, gpu, since, branch))
     # The Agg canvas directly, never pyplot: no display, no backend changed for a caller.
     figure = Figure(figsize=(10, 2.8 * len(found)), layout="constrained")
     FigureCanvasAgg(figure)
