@@ -330,8 +330,11 @@ def test_a_tree_is_dirty_for_changed_or_new_source_files_not_for_results(tmp_pat
     assert git_commit(tmp_path)["git_dirty"] is True
 
 
-def test_terminal_controls_in_a_results_file_are_written_out(tmp_path):
+def test_terminal_controls_in_a_results_file_s_names_are_refused_and_in_texts_shown_escaped(
+        tmp_path):
     # a pull request's results file could retitle or clear the terminal printing its names
+    from cudabench.errors import ResultsFileError
+    from cudabench.render.terminal import stdout_console
     from cudabench.results import load_results as load
 
     source = sorted((Path(__file__).parent / "data" / "h100").glob("*.json"))[0]
@@ -339,4 +342,16 @@ def test_terminal_controls_in_a_results_file_are_written_out(tmp_path):
     document["benchmarks"][0]["variant"] = "\x1b]0;pwned\x07x\x1b[2J"
     path = tmp_path / "esc.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    assert load(path).benchmarks[0].variant == "\\x1b]0;pwned\\x07x\\x1b[2J"
+    with pytest.raises(ResultsFileError, match=r"benchmarks\[0\]\.variant: expected a name "
+                                               "without control characters"):
+        load(path)
+    # free texts (errors, warnings) keep what they hold, and print escaped
+    document["benchmarks"][0]["variant"] = "x"
+    document["benchmarks"][0]["warnings"] = ["nvcc said:\r\n\x1b[1mbold\x1b[0m"]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    row = load(path).benchmarks[0]
+    assert row.warnings == ("nvcc said:\r\n\x1b[1mbold\x1b[0m",)
+    console = stdout_console()
+    with console.capture() as captured:
+        console.print(row.warnings[0], markup=False)
+    assert captured.get() == "nvcc said:\n\\x1b[1mbold\\x1b[0m\n"

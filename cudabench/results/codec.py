@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -139,6 +140,13 @@ class Checker:
         self.expect(ok, name, self.NAMES.get(kind, kind.__name__))
         return value
 
+    def name(self, data: Any, name: str) -> str:
+        """Return data[name], checked to be a string without control characters: a name
+        the tables print (a pull request's file could retitle or clear the terminal)."""
+        value = self.field(data, name, str)
+        self.expect(not CONTROLS.search(value), name, "a name without control characters")
+        return str(value)
+
     def optional(self, data: Mapping[str, Any], name: str, kind: type) -> Any:
         """Return data[name] checked like field(), or None when absent or null."""
         return None if data.get(name) is None else self.field(data, name, kind)
@@ -149,6 +157,10 @@ def _unit(data: Mapping[str, Any], check: Checker) -> str:
     unit = check.optional(data, "unit", str) or ""
     check.expect(unit in ("", *UNITS), "unit", f"one of {', '.join(UNITS)}")
     return str(unit)
+
+
+# C0 and C1 controls, DEL: no name holds one (a tab or newline neither)
+CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def device_from_dict(data: Any, check: Checker) -> DeviceInfo:
@@ -165,6 +177,8 @@ def device_from_dict(data: Any, check: Checker) -> DeviceInfo:
             fields[spec.name] = check.optional(data, spec.name, kind)
         elif spec.name == "index" and "index" not in data:
             fields[spec.name] = 0
+        elif spec.name == "name":
+            fields[spec.name] = check.name(data, spec.name)
         else:
             fields[spec.name] = check.field(data, spec.name, kind)
     return DeviceInfo(**fields)
@@ -192,6 +206,8 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
     """Rebuild a benchmark from benchmark_to_dict's output; errors name the field."""
     params = check.field(data, "params", dict)
     for name, value in params.items():
+        check.expect(not CONTROLS.search(name), f"params.{ascii(name)}",
+                     "a parameter name without control characters")
         check.expect(_is_int(value), f"params.{name}", "an integer")
     shape = check.field(data, "shape", list)
     check.expect(all(_is_int(v) and v > 0 for v in shape), "shape", "a list of positive integers")
@@ -228,12 +244,12 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
     cpu = data.get("cpu_reference_s")
     check.expect(cpu is None or _is_number(cpu), "cpu_reference_s", "a number or null")
     result = BenchmarkResult(
-        op=check.field(data, "op", str),
-        variant=check.field(data, "variant", str),
+        op=check.name(data, "op"),
+        variant=check.name(data, "variant"),
         params=params,
         shape=tuple(shape),
         dims=tuple(dims),
-        dtype=check.field(data, "dtype", str),
+        dtype=check.name(data, "dtype"),
         hot=check.field(data, "hot", bool),
         samples_s=tuple(float(v) for v in samples),
         verification=verification,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -56,23 +55,6 @@ def read_text(path: Path) -> str:
     return text
 
 
-# Terminal controls but a line's tab and newline: a results file from another job (a pull
-# request's artifact) could retitle or clear the terminal that prints its names
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(value: Any) -> Any:
-    """Return a JSON value with each control character in its strings (and keys) written
-    out as \\xNN: the tables print names, errors and warnings as the file holds them."""
-    if isinstance(value, str):
-        return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", value)
-    if isinstance(value, list):
-        return [printable(item) for item in value]
-    if isinstance(value, dict):
-        return {printable(key): printable(item) for key, item in value.items()}
-    return value
-
-
 def read_document(path: Path) -> dict[str, Any]:
     """Return the file's JSON object, checked to be a cudabench file of a readable version."""
     text = read_text(path)
@@ -86,7 +68,6 @@ def read_document(path: Path) -> dict[str, Any]:
     except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
         raise ResultsFileError(f"{path}: not a results file: {type(exc).__name__}: "
                                f"{str(exc)[:100]}") from None
-    data = printable(data)
     check = Checker(path)
     check.expect(isinstance(data, dict), "", "a JSON object")
     check.expect(data.get("kind") == FILE_KIND, "kind", f'"{FILE_KIND}" (not a cudabench file?)')
