@@ -856,6 +856,10 @@ def test_a_command_s_options_in_another_order_are_the_same_command():
     # a suite's own flush is what `run` measures: --l2-flush clean there is another one
     assert key("run", "--l2-flush", "clean") != key("run")
     assert key("ab", "A", "B") != key("ab", "B", "A")
+    # the words after --device's value are not its: two suites stay two commands
+    assert key("run", "--device", "1", "a.toml") != key("run", "--device", "1", "b.toml")
+    assert key("run", "--device", "1", "a.toml") == key("run", "a.toml", "--device=0")
+    assert key("run", "--device", "0", "a.toml") != key("run")
 
 
 def test_check_of_another_command_or_a_short_history_misses_nothing(tmp_path):

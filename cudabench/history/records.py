@@ -210,21 +210,26 @@ def comparable_key(key: str) -> str:
     if words[1] == "run":
         suites = [os.path.normpath(w) if w.endswith(".toml") else w for w in words]
         words = [w for w in suites if w != DEFAULT_SUITE]
-    groups: list[list[str]] = []  # an option with the values after it (a negative number
-    for word in words[2:]:  # is a value), or a positional argument
+    # --device and its one value, and a benchmark command's default flush, left out
+    # before the words are grouped: a suite file after `--device 1` must not go with them
+    rest: list[str] = []
+    remaining = iter(words[2:])
+    for word in remaining:
+        name, equals, value = word.partition("=")
+        if name == "--device" or (name == "--l2-flush" and words[1] != "run"):
+            value = value if equals else next(remaining, "")
+            if name == "--l2-flush" and value != DEFAULT_L2_FLUSH:
+                rest += [name, value]  # another flush: another command
+            continue
+        rest.append(word)
+    groups: list[list[str]] = []  # an option with the words after it (a negative number
+    for word in rest:  # is a value), or the positional arguments before any option
+        word_parts = word.split("=", 1) if word.startswith("--") else [word]
         if groups and not (word.startswith("-") and not word[1:2].isdigit()):
-            groups[-1].append(word)
+            groups[-1] += word_parts
         else:
-            groups.append([word])
-    default_flush = None if words[1] == "run" else ["--l2-flush", DEFAULT_L2_FLUSH]
-    kept = [group for group in map(_split, groups)
-            if group[0] != "--device" and group != default_flush]
-    return json.dumps([*words[:2], *(w for group in sorted(kept) for w in group)])
-
-
-def _split(group: list[str]) -> list[str]:
-    """Return an option group with `--flag=value` written as two words."""
-    return [*group[0].split("=", 1), *group[1:]] if group[0].startswith("--") else group
+            groups.append(word_parts)
+    return json.dumps([*words[:2], *(w for group in sorted(groups) for w in group)])
 
 
 def source_hash(source: str) -> str:
