@@ -295,3 +295,44 @@ def test_gzip_is_unpacked_member_by_member_with_a_cap():
         gunzip_capped(two[:-12], 10)
     with pytest.raises(zlib.error):
         gunzip_capped(b"\x1f\x8b" + b"\x00" * 20, 10)
+
+
+def test_a_suite_file_with_cr_line_ends_loads(tmp_path):
+    path = tmp_path / "cr.toml"
+    path.write_bytes(b'[[benchmark]]\rop = "matmul"\rsize = "64"\r')
+    assert len(load_suite(path)) == 1
+
+
+def test_an_input_is_read_in_chunks_not_into_a_buffer_of_the_cap(tmp_path, monkeypatch):
+    # read(limit + 1) reserved 1 GiB for a results file of a few KB (MemoryError under
+    # `ulimit -v`)
+    from cudabench.common import infiles
+
+    asked = []
+    real_open = open
+
+    class Spy:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def fileno(self):
+            return self.handle.fileno()
+
+        def read(self, size=-1):
+            asked.append(size)
+            return self.handle.read(size)
+
+    monkeypatch.setattr(infiles, "open", lambda path, mode: Spy(real_open(path, mode)),
+                        raising=False)
+    path = tmp_path / "small.json"
+    path.write_bytes(b"x" * 3000)
+    assert infiles.read_capped(path, 1024 * infiles.MiB) == b"x" * 3000
+    assert max(asked) <= infiles.MiB
+    with pytest.raises(infiles.TooLarge):
+        infiles.read_capped(path, 2000)

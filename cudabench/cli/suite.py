@@ -75,7 +75,9 @@ def _tool(path: Path) -> Mapping[str, Any]:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return dict(tomllib.loads(read_capped(path, MAX_SOURCE_BYTES).decode("utf-8")))
+        text = read_capped(path, MAX_SOURCE_BYTES).decode("utf-8")
+        # newlines as a text-mode read gives them (a file with CR line ends loaded)
+        return dict(tomllib.loads(text.replace("\r\n", "\n").replace("\r", "\n")))
     except TooLarge as exc:
         raise UsageError(f"{exc}: not a suite file") from None
     except FileNotFoundError:

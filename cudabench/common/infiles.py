@@ -20,13 +20,22 @@ def read_capped(path: Path, limit: int) -> bytes:
     """Return the file's bytes; TooLarge past limit bytes, or for a character or block
     device (/dev/zero, /dev/urandom: endless). Other OSErrors pass through."""
     with open(path, "rb") as handle:
-        mode = os.fstat(handle.fileno()).st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        info = os.fstat(handle.fileno())
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
             raise TooLarge(f"{path}: a device, not a file")
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise TooLarge(f"{path}: more than {limit // MiB} MiB")
-    return data
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            raise TooLarge(f"{path}: more than {limit // MiB} MiB")
+        # in chunks: read(limit + 1) reserves the whole limit at once (a MemoryError
+        # under `ulimit -v` for a file of a few KB); a pipe's length is known at its end
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = handle.read(min(MiB, limit + 1 - size))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+    raise TooLarge(f"{path}: more than {limit // MiB} MiB")
 
 
 def gunzip_capped(data: bytes, limit: int) -> bytes:

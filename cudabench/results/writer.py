@@ -188,8 +188,10 @@ class ResultsWriter:
         where = self.path if complete else self.streams_to
         if where.name.endswith((".gz", ".gz" + PARTIAL)):  # as its name says: the readers
             with replacing(where, self.flag, "wb") as stream:  # take either
-                # mtime 0: the same rows give the same bytes
-                stream.write(gzip.compress(whole.encode("utf-8"), mtime=0))
+                # mtime 0: the same rows give the same bytes. Rewritten after every row,
+                # the stream is packed fast (level 9 took 1.6 s per 10 MB), the end well
+                stream.write(gzip.compress(whole.encode("utf-8"), 6 if complete else 1,
+                                           mtime=0))
         else:
             with replacing(where, self.flag) as stream:
                 stream.write(whole)
