@@ -185,12 +185,16 @@ def test_a_reference_that_raises_gives_error_rows_naming_the_file(use_fake, tmp_
     assert "Traceback" not in done.output
 
 
+def run_edited(tmp_path: Path, old: str, new: str):
+    """Run the good op with old replaced by new in its file; return its folder and run."""
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(old, new)
+    folder = user_folder(tmp_path, text)
+    return folder, invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+
+
 def test_an_op_without_emulate_on_the_fake_engine_says_so_naming_the_file(use_fake, tmp_path):
     # every row read "its worker process failed: NotImplementedError: " (a worker lost)
-    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
-        "def emulate(", "def emulated(")
-    folder = user_folder(tmp_path, text)
-    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    folder, done = run_edited(tmp_path, "def emulate(", "def emulated(")
     assert done.exit_code == 2, done.output
     said = " ".join(done.stderr.split())
     assert f"{folder / 'myop.py'}: mycopy defines no emulate(args, types)" in said, said
@@ -243,10 +247,8 @@ def test_an_op_s_count_of_its_work_must_be_a_whole_number(use_fake, tmp_path, ca
 
 
 def test_args_naming_no_buffer_is_an_error_naming_the_op_file(use_fake, tmp_path):
-    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
-        'return ["x", "y", *shape]', 'return ["x", "q", *shape]')
-    folder = user_folder(tmp_path, text)
-    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    folder, done = run_edited(tmp_path, 'return ["x", "y", *shape]',
+                              'return ["x", "q", *shape]')
     assert done.exit_code == 2, done.output
     assert f"{folder / 'myop.py'}: mycopy.args names 'q', which is no buffer" in done.stderr
 
