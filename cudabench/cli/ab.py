@@ -162,10 +162,6 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     if samples < 3:
         raise UsageError(f"--samples {samples}: at least 3, for a round's median to mean much")
     sides = (folder_side("A", old_dir, "OLD_DIR"), folder_side("B", new_dir, "NEW_DIR"))
-    if old_dir.resolve() == new_dir.resolve():  # meant (an A/A run), or a CI path mistake
-        commands.note(f"OLD_DIR and NEW_DIR are the same folder ({old_dir}): an A/A run, "
-                      "which measures the noise between two copies of one code and can "
-                      "find no change")
     # A fixed count per round (min = max), so that each round weighs the same; a kernel too
     # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
     timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
@@ -185,6 +181,10 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     schedule = _interleave(plans, rounds)
     commands.check_memory(schedule.plans, [commands.one_slot(device)])  # the spacer too
     refuse_launch_blocking()
+    if old_dir.resolve() == new_dir.resolve():  # meant (an A/A run), or a CI path mistake
+        commands.note(f"OLD_DIR and NEW_DIR are the same folder ({old_dir}): an A/A run, "
+                      "which measures the noise between two copies of one code and can "
+                      "find no change")
     writer = ResultsWriter(json_path) if json_path is not None else None
     outcome = RunOutcome(())  # B dropped every compared variant's type: nothing to measure
     heard: list[BenchmarkResult] = []  # the rows so far, for a run that stops
