@@ -37,6 +37,7 @@ from pathlib import Path
 
 from cudabench.catalog import expressions
 from cudabench.common.infiles import MAX_SOURCE_BYTES, TooLarge, read_capped
+from cudabench.common.text import CONTROLS, decoded
 from cudabench.catalog.variants import (
     ALL_VARIANTS,
     BUILTIN_NAMES,
@@ -90,8 +91,7 @@ def parse_header(path: Path, text: str | None = None,
     if text is None:
         try:
             # a byte-order mark is not code; newlines as a text-mode read gives them
-            text = read_capped(path, MAX_SOURCE_BYTES).decode("utf-8-sig")
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
+            text = decoded(read_capped(path, MAX_SOURCE_BYTES), "utf-8-sig")
         except TooLarge as exc:
             raise KernelFileError(path, None, f"cannot read kernel file: {exc}") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -222,7 +222,7 @@ def parse_header(path: Path, text: str | None = None,
         raise KernelFileError(path, None, f"a variant cannot be called {ALL_VARIANTS!r}: "
                                           f"--variant {ALL_VARIANTS} means every variant; "
                                           "rename the file")
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in path.stem):  # printed in every table
+    if CONTROLS.search(path.stem):  # printed in every table
         raise KernelFileError(path.with_name(ascii(path.name)), None,
                               "a variant's name holds a control character; rename the file")
     rows = {op.vendor_library, *op.references} - {""}

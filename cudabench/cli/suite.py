@@ -33,6 +33,7 @@ from typing import Any
 from cudabench.catalog.discovery import check_folders
 from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
 from cudabench.common.infiles import MAX_SOURCE_BYTES, TooLarge, read_capped
+from cudabench.common.text import decoded
 from cudabench.errors import UsageError
 from cudabench.planning.plan import Request
 from cudabench.planning.timing import TimingPolicy
@@ -75,9 +76,8 @@ def _tool(path: Path) -> Mapping[str, Any]:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        text = read_capped(path, MAX_SOURCE_BYTES).decode("utf-8")
         # newlines as a text-mode read gives them (a file with CR line ends loaded)
-        return dict(tomllib.loads(text.replace("\r\n", "\n").replace("\r", "\n")))
+        return dict(tomllib.loads(decoded(read_capped(path, MAX_SOURCE_BYTES))))
     except TooLarge as exc:
         raise UsageError(f"{exc}: not a suite file") from None
     except FileNotFoundError:

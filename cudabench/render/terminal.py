@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -26,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cudabench.analysis.verdicts import REGRESSION, Comparison, Verdict
+from cudabench.common.text import escape_controls
 from cudabench.render.comparison import (
     COLUMNS,
     RIGHT_ALIGNED,
@@ -56,13 +56,6 @@ def _width(stream: TextIO) -> int | None:
     return None if stream.isatty() or os.environ.get("COLUMNS") else 200
 
 
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _written_out(match: re.Match[str]) -> str:
-    return f"\\x{ord(match[0]):02x}"
-
-
 class _Console(Console):
     """Rich's console, for a reader that may stop reading (`cudabench compare A B | head`):
     the rest of the output is dropped and the command's own exit code stands, where Rich
@@ -72,8 +65,7 @@ class _Console(Console):
         """Return a printed string as Rich's Text, its terminal controls written out as
         \\xNN (a line's tab and newline kept): an error or warning a results file holds
         could otherwise retitle or clear the terminal."""
-        return super().render_str(_CONTROLS.sub(_written_out, text.replace("\r\n", "\n")),
-                                  **kwargs)
+        return super().render_str(escape_controls(text), **kwargs)
 
     def on_broken_pipe(self) -> None:
         self.quiet = True

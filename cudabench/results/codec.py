@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cudabench.common.text import CONTROLS
 from cudabench.errors import ResultsFileError
 from cudabench.results.model import (
     L2_FLUSHES,
@@ -157,10 +157,6 @@ def _unit(data: Mapping[str, Any], check: Checker) -> str:
     unit = check.optional(data, "unit", str) or ""
     check.expect(unit in ("", *UNITS), "unit", f"one of {', '.join(UNITS)}")
     return str(unit)
-
-
-# C0 and C1 controls, DEL: no name holds one (a tab or newline neither)
-CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def device_from_dict(data: Any, check: Checker) -> DeviceInfo:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.common.infiles import MiB, TooLarge, gunzip_capped, read_capped
+from cudabench.common.text import decoded
 from cudabench.errors import ResultsFileError, UsageError
 from cudabench.results.codec import (
     FILE_KIND,
@@ -42,7 +43,7 @@ def read_text(path: Path) -> str:
         if raw.startswith(GZIP_MAGIC):
             raw = gunzip_capped(raw, MAX_RESULTS_BYTES)
         # Newlines as a text-mode read gives them: the history store hashes this text.
-        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        text = decoded(raw)
     except TooLarge as exc:
         raise ResultsFileError(f"{path}: a gzip file that {exc}: not a results file"
                                ) from None
