@@ -217,11 +217,10 @@ def test_run_takes_the_commands_checks_and_measurements_beyond_the_samples(use_f
 def test_a_gpu_the_host_lacks_is_named_as_the_argument():
     # "--device 5: there are 1 GPU(s)" (the PyCUDA engine's words) reached a Python caller,
     # who gave device=5: only a UsageError's flags were put in the API's terms
-    from cudabench.api.running import _ARGUMENTS
-    from cudabench.api.terms import python_terms
+    from cudabench.api.terms import RUN_ARGUMENTS, python_terms
 
     with pytest.raises(GpuEnvironmentError, match=r"^device 5: there are 1 GPU\(s\)$"), \
-            python_terms(_ARGUMENTS):
+            python_terms(RUN_ARGUMENTS):
         raise GpuEnvironmentError("--device 5: there are 1 GPU(s)")
 
 
@@ -704,3 +703,30 @@ def test_a_run_stopped_by_ctrl_c_hands_its_rows_on_the_exception(use_fake, monke
     baseline = cb.Results(tuple(dataclasses.replace(row, samples_s=tuple(
         s * 1.001 for s in row.samples_s)) for row in kept))  # as another run measured them
     assert not cb.compare(baseline, kept, allow_missing=True).ok
+
+
+def test_what_a_python_caller_is_shown_names_arguments_not_flags(use_fake, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("CUDABENCH_WIDE", raising=False)
+    results = run_tiled(hot=True)
+    text = str(results)
+    # A warning's hint names run()'s argument, and the footer the way to every column here.
+    assert "drop hot=True for cold-cache numbers" in text
+    assert "a larger size measures the kernel" in text
+    assert "(table(wide=True) shows every column)" in text
+    assert "--" not in text.replace("-" * 8, "")  # no flag (the tables' rules aside)
+    # The rows and their file keep the commands' texts: one file, whichever wrote it.
+    assert any("drop --hot" in warning for warning in results["tiled"].warnings)
+    every = str(results.table(wide=True))
+    assert "max abs err" in every and "left out to fit" not in every
+    assert str(results).count("┃") < every.count("┃")  # one table asked wide: the next fits
+    with pytest.raises(UsageError, match="wide 'yes': expected True or False"):
+        results.table(wide="yes")
+    use_fake(seed=1)  # another run (samples differ)
+    comparison = cb.compare(run_tiled(hot=True), results, threshold="5%")
+    shown = str(comparison.table(wide=True))
+    assert "5% (threshold)" in shown and "--threshold" not in shown
+    assert "threshold 5%," in shown  # the summary still reads the source: not "auto"
+    assert "(threshold)" in comparison._repr_html_()
+    assert "--threshold" not in comparison._repr_html_() + results._repr_html_()
+    assert "--threshold" in comparison.to_markdown()  # a CI summary: the command's terms

@@ -11,14 +11,17 @@ import numbers
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cudabench.analysis import compare as analysis
 from cudabench.api.display import Printed, fragment, plain_text
 from cudabench.api.results import Results, as_path
-from cudabench.api.terms import python_terms, switch
+from cudabench.api.terms import COMPARE_ARGUMENTS, SHOWN, comparison_shown, python_terms, switch
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.threshold import DEFAULT_CAP
 from cudabench.render import terminal
+from cudabench.render.fit import every_column
+from cudabench.render.flag_names import flags_named
 from cudabench.render.comparison import summary_text
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import to_markdown
@@ -80,9 +83,17 @@ class Comparison:
         """Return the comparison as one self-contained HTML page (`compare --html`)."""
         return comparison_html(self.judged, self.files)
 
-    def table(self) -> Printed:
-        """Return the comparison as a Rich renderable, as `cudabench compare` prints it."""
-        return Printed(lambda console: terminal.render_comparison(self.judged, console))
+    def table(self, wide: bool = False) -> Printed:
+        """Return the comparison as a Rich renderable, as `cudabench compare` prints it;
+        wide keeps every column however wide the console (the command's --wide)."""
+        every = switch(wide, "wide")
+        shown = comparison_shown(self.judged)
+
+        def render(console: Any) -> None:
+            with flags_named(SHOWN), every_column(every):
+                terminal.render_comparison(shown, console)
+
+        return Printed(render)
 
     def __rich__(self) -> Printed:
         return self.table()
@@ -96,7 +107,8 @@ class Comparison:
 
     def _repr_html_(self) -> str:
         """Return the body of the HTML comparison page, its stylesheet scoped to it."""
-        page = self.to_html()
+        with flags_named(SHOWN):
+            page = comparison_html(comparison_shown(self.judged), self.files)
         body = page[page.index(_BODY_START) + len(_BODY_START):page.index(_BODY_END)]
         return fragment([body])
 
@@ -111,17 +123,11 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
     2% floor without one, at most max_threshold), a percentage "5%" or a fraction 0.05;
     alpha the significance level; a baseline benchmark missing from current fails unless
     allow_missing. Raise UsageError or ResultsFileError on bad input."""
-    with python_terms(_ARGUMENTS):
+    with python_terms(COMPARE_ARGUMENTS):
         return compare_in_flags(baseline, current, threshold, alpha, db,
                                 switch(allow_different_gpu, "allow_different_gpu"),
                                 switch(power, "power"), switch(allow_missing, "allow_missing"),
                                 max_threshold)
-
-
-# compare's checks are the command's: its flags as compare()'s arguments name them.
-_ARGUMENTS = {"--threshold": "threshold", "--max-threshold": "max_threshold",
-              "--alpha": "alpha", "--db": "db", "--allow-missing": "allow_missing=True",
-              "--allow-different-gpu": "allow_different_gpu=True"}
 
 
 def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,

@@ -69,6 +69,9 @@ class Printed:
     def __init__(self, render: Callable[[Console], None]) -> None:
         self.render = render
 
+    def __str__(self) -> str:  # print(results.table(wide=True)): the text, not an object
+        return plain_text(self)
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         """Render into a console of the same width and colours, then yield its lines."""
         # Full colour inside: Text.from_ansi turns it back into styles, and the outer

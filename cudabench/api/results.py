@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any, overload
 
 from cudabench.analysis.compare import benchmark_text, twice_on_one_gpu
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
-from cudabench.api.terms import python_terms
+from cudabench.api.terms import SHOWN, outcome_shown, python_terms, switch
 from cudabench.common.outfiles import check_output
 from cudabench.errors import CudabenchError, ExitCode, UsageError
 from cudabench.render import terminal
+from cudabench.render.fit import every_column
+from cudabench.render.flag_names import flags_named
 from cudabench.render.html_page import esc, run_table_html
 from cudabench.render.html_sections import diagnostic_lines
 from cudabench.render.run_table import build_tables, derived
@@ -268,12 +270,17 @@ class Results(Sequence[BenchmarkResult]):
                                    "complete": self.complete},
                            tuple(devices.values()), self.rows, 0)
 
-    def table(self) -> Printed:
+    def table(self, wide: bool = False) -> Printed:
         """Return the run's tables and diagnostics as a Rich renderable, as the command
-        prints them: `rich.print(results.table())`."""
+        prints them: `rich.print(results.table())`; wide keeps every column however wide
+        the console (the command's --wide)."""
+        every = switch(wide, "wide")
+        shown = outcome_shown(self.outcome)
+
         def render(console: Any) -> None:
-            terminal.render_run(self.outcome, console)
-            terminal.render_diagnostics(self.outcome, console)
+            with flags_named(SHOWN), every_column(every):
+                terminal.render_run(shown, console)
+                terminal.render_diagnostics(shown, console)
 
         return Printed(render)
 
@@ -292,10 +299,12 @@ class Results(Sequence[BenchmarkResult]):
 
     def _repr_html_(self) -> str:
         """Return the run's tables as the HTML report draws them (a notebook's display)."""
-        tables = [run_table_html(table) for table in build_tables(self.outcome)]
+        shown = outcome_shown(self.outcome)
+        with flags_named(SHOWN):
+            tables = [run_table_html(table) for table in build_tables(shown)]
         return fragment([
             *(tables or ['<p class="note">No benchmarks.</p>']),
-            lines_html(diagnostic_lines(self.outcome)),
+            lines_html(diagnostic_lines(shown)),
             f'<p class="note">{esc(repr(self))}</p>',
         ])
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.api.results import PathLike, Results, as_path
-from cudabench.api.terms import python_terms, switch
+from cudabench.api.terms import RUN_ARGUMENTS, python_terms, switch
 from cudabench.common.cache_dir import cache_root
 from cudabench.errors import ResultsNotWritten, UsageError
 from cudabench.planning.plan import Insight
@@ -33,19 +33,6 @@ from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES, BenchmarkResul
 
 Size = int | str
 _VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-# The command's flags as the arguments of run() and TimingPolicy name them: the checks are
-# the command's own, and their messages name the flag they refuse.
-_ARGUMENTS = {
-    "--size": "size", "--dtype": "dtype", "--variant": "variants", "--param": "params",
-    "--kernels-dir": "kernels_dir", "--l2-flush": "l2_flush", "--json": "json",
-    "--seed": "seed", "--device": "device", "--keep-workers": "keep_workers", "--hot": "hot",
-    "--writeback": "writeback", "--full-check": "full_check=True", "--counters": "counters",
-    "--energy": "energy", "--transfers": "transfers=True", "--sanitize": "sanitize",
-    "--warmup": "TimingPolicy.warmup_s", "--min-samples": "TimingPolicy.min_samples",
-    "--max-samples": "TimingPolicy.max_samples", "--precision": "TimingPolicy.precision",
-    "--max-time": "TimingPolicy.max_time_s", "--timeout": "TimingPolicy.timeout_s",
-    "--compile-timeout": "TimingPolicy.compile_timeout_s", "--rounds": "TimingPolicy.rounds",
-}
 
 
 def run(op: str, *, variants: str | Sequence[str] | None = None,
@@ -80,7 +67,7 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     from cudabench.runner.workers import refuse_in_a_worker_import
 
     refuse_in_a_worker_import()
-    with python_terms(_ARGUMENTS):
+    with python_terms(RUN_ARGUMENTS):
         extra = _extra_insight(full_check, counters, energy, transfers, sanitize)
         return _run(op, variants, size, dtype, params, kernels_dir, sources, device, timing,
                     seed, hot, l2_flush, vendor, batch, json, progress, keep_workers,
@@ -178,7 +165,7 @@ def run_suite(path: PathLike | None = None, *,
     from cudabench.runner.workers import refuse_in_a_worker_import
 
     refuse_in_a_worker_import()
-    with python_terms(_ARGUMENTS):
+    with python_terms(RUN_ARGUMENTS):
         return _run_suite(path, kernels_dir, device, vendor, batch, json, progress,
                           keep_workers, l2_flush)
 

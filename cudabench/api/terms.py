@@ -1,14 +1,40 @@
-"""Errors in Python's terms: the API's checks are the commands' own, whose messages name
-the command's flags; a caller of run() or compare() gave arguments, not flags (and a
-switch given as "no" is no False)."""
+"""Errors and messages in Python's terms: the API's checks and messages are the commands'
+own, whose texts name the command's flags; a caller of run() or compare() gave arguments,
+not flags (and a switch given as "no" is no False)."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Mapping
 
+from cudabench.analysis.verdicts import Comparison
 from cudabench.common.flag_terms import rename_flags
 from cudabench.errors import CudabenchError, UsageError
+from cudabench.results.model import BenchmarkResult, RunOutcome
+
+# The command's flags as the arguments of run() and TimingPolicy name them: the checks are
+# the command's own, and their messages name the flag they refuse.
+RUN_ARGUMENTS = {
+    "--size": "size", "--dtype": "dtype", "--variant": "variants", "--param": "params",
+    "--kernels-dir": "kernels_dir", "--l2-flush": "l2_flush", "--json": "json",
+    "--seed": "seed", "--device": "device", "--keep-workers": "keep_workers", "--hot": "hot",
+    "--writeback": "writeback", "--full-check": "full_check=True", "--counters": "counters",
+    "--energy": "energy", "--transfers": "transfers=True", "--sanitize": "sanitize",
+    "--warmup": "TimingPolicy.warmup_s", "--min-samples": "TimingPolicy.min_samples",
+    "--max-samples": "TimingPolicy.max_samples", "--precision": "TimingPolicy.precision",
+    "--max-time": "TimingPolicy.max_time_s", "--timeout": "TimingPolicy.timeout_s",
+    "--compile-timeout": "TimingPolicy.compile_timeout_s", "--rounds": "TimingPolicy.rounds",
+}
+# compare's checks are the command's: its flags as compare()'s arguments name them.
+COMPARE_ARGUMENTS = {"--threshold": "threshold", "--max-threshold": "max_threshold",
+                     "--alpha": "alpha", "--db": "db", "--allow-missing": "allow_missing=True",
+                     "--allow-different-gpu": "allow_different_gpu=True"}
+# What the rows' warnings and notes, shown to a Python caller, name in place of a flag: a
+# warning's "drop --hot" is run()'s hot=True, its "raise --max-time" the TimingPolicy's,
+# a footer's --wide the table's own argument.
+SHOWN = {**RUN_ARGUMENTS, **COMPARE_ARGUMENTS, "--hot": "hot=True",
+         "--wide": "table(wide=True)"}
 
 
 @contextlib.contextmanager
@@ -35,3 +61,34 @@ def switch(value: object, name: str) -> bool:
     if not isinstance(value, bool):
         raise UsageError(f"{name} {value!r}: expected True or False")
     return value
+
+
+def said(text: str) -> str:
+    """Return a message of the commands' with the flags it names in Python's terms."""
+    return rename_flags(text, SHOWN)
+
+
+def outcome_shown(outcome: RunOutcome) -> RunOutcome:
+    """Return a run's rows as a Python caller is shown them: their warnings, errors and
+    notes in Python's terms. For display only: the rows themselves, and the results file,
+    keep the commands' texts (one file, whichever wrote it)."""
+    return RunOutcome(tuple(_row_shown(row) for row in outcome.results),
+                      tuple(said(note) for note in outcome.notes))
+
+
+def _row_shown(row: BenchmarkResult) -> BenchmarkResult:
+    def maybe(text: str | None) -> str | None:
+        return None if text is None else said(text)
+
+    return dataclasses.replace(
+        row, warnings=tuple(said(w) for w in row.warnings), error=maybe(row.error),
+        suspect=maybe(row.suspect), skipped=maybe(row.skipped))
+
+
+def comparison_shown(judged: Comparison) -> Comparison:
+    """Return a comparison as a Python caller is shown it: its notes and each row's reason
+    in Python's terms (for display only, as outcome_shown; a threshold's source, a name
+    the summary reads, is the renderer's to name: flags_named)."""
+    rows = tuple(dataclasses.replace(row, reason=said(row.reason)) for row in judged.rows)
+    return dataclasses.replace(judged, rows=rows, notes=tuple(said(n) for n in judged.notes),
+                               setting_changes=tuple(said(c) for c in judged.setting_changes))

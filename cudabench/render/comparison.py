@@ -12,6 +12,7 @@ from cudabench.common.units import (
     params_text,
     shape_text,
 )
+from cudabench.render.flag_names import named
 
 COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline", "current", "change", "p-value",
            "verdict", "reason", "threshold")
@@ -38,7 +39,7 @@ def threshold_text(row: ComparisonRow) -> str:
     """Return the gate a row used, where it came from, and (--power) what it can catch."""
     if row.verdict is Verdict.MISSING or row.threshold_source == "new":
         return "-"  # nothing was timed to hold against a threshold
-    text = f"{format_percent(row.threshold)} ({row.threshold_source or '--threshold'})"
+    text = f"{format_percent(row.threshold)} ({named(row.threshold_source or '--threshold')})"
     if row.detectable is not None:
         catch = "never (too few samples)" if row.detectable == float("inf") \
             else f">= {format_percent(row.detectable)}"

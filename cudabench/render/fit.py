@@ -11,16 +11,23 @@ lose nothing.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+
+from cudabench.render.flag_names import named
 
 BORDER = 1  # a box table's left edge (Rich: the columns' widths + 3 per column + 1)
 PER_COLUMN = 3  # each column's padding either side and the line on its right
 WIDE_ENV = "CUDABENCH_WIDE"  # set (to anything but 0): every column, however wide
 WIDE_FLAG = "--wide"  # the command line's way to say the same (cudabench.cli.group)
 _asked_wide = False  # --wide given to the command running in this process
+# Every column asked for by the reader of the tables being printed: a Python caller's
+# `results.table(wide=True)`, not this process's command
+_wide_here: ContextVar[bool] = ContextVar("wide_here", default=False)
 
 # A run table's rate is GFLOP/s or GB/s, whichever reads its op's throughput (GB/s for a
 # streaming op such as dot, which counts FLOPs too): it ranks as "rate", the other as
@@ -77,7 +84,8 @@ class Fitted:
         """Return the line naming what was left out ('' when nothing was)."""
         if not self.left_out:
             return ""
-        return f"left out to fit: {', '.join(self.left_out)} ({WIDE_FLAG} shows every column)"
+        return (f"left out to fit: {', '.join(self.left_out)} "
+                f"({named(WIDE_FLAG)} shows every column)")
 
 
 @dataclass(frozen=True)
@@ -205,7 +213,19 @@ def ask_wide(on: bool) -> None:
 
 def wide() -> bool:
     """Return whether the user asked for every column (--wide, or CUDABENCH_WIDE)."""
-    return _asked_wide or os.environ.get(WIDE_ENV, "0") not in ("", "0")
+    return (_asked_wide or _wide_here.get()
+            or os.environ.get(WIDE_ENV, "0") not in ("", "0"))
+
+
+@contextlib.contextmanager
+def every_column(on: bool) -> Iterator[None]:
+    """Keep every column of the tables printed within when on (the reader asked for them
+    in a call, not with this process's --wide)."""
+    token = _wide_here.set(on)
+    try:
+        yield
+    finally:
+        _wide_here.reset(token)
 
 
 def differing_params(cells: Sequence[str]) -> tuple[list[str], str] | None:

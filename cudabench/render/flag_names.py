@@ -1,0 +1,28 @@
+"""The flags the renderers' own words name (a footer's --wide, a threshold's source), in
+the reader's terms: the commands print them as they are; the Python API renders its tables
+with run()'s and compare()'s argument names in their place (cudabench.api.terms)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from types import MappingProxyType
+
+_names: ContextVar[Mapping[str, str]] = ContextVar("flag_names",
+                                                   default=MappingProxyType({}))
+
+
+def named(flag: str) -> str:
+    """Return how the reader of what is being rendered names flag."""
+    return _names.get().get(flag, flag)
+
+
+@contextlib.contextmanager
+def flags_named(names: Mapping[str, str]) -> Iterator[None]:
+    """Render, within, with names' word for each flag it maps (flag -> the reader's)."""
+    token = _names.set(names)
+    try:
+        yield
+    finally:
+        _names.reset(token)
