@@ -740,3 +740,26 @@ def test_a_json_output_named_gz_is_gzip_compressed(use_fake, tmp_path):
         document = json.loads(gzip.decompress(path.read_bytes()))
         assert document["kind"] == "cudabench-results" and document["complete"] is True
     assert load_results(path).benchmarks
+
+
+@pytest.mark.parametrize(("command", "output"), [
+    (("transpose", "--size", "64", *QUICK, "--json"), "kernels/matmul/naive.cu"),
+    (("dot", "--size", "100", *QUICK, "--markdown"), "cudabench/ops/matmul.py"),
+    (("report", str(RESULTS), "--html"), "kernels/dot/new.html"),
+])
+def test_no_output_lands_among_cudabench_s_own_code_and_kernels(use_fake, command, output):
+    # only the files a run's plans read were protected: a transpose run's --json over
+    # matmul's kernel, or a report into the kernels folder, broke every later run
+    path = Path(__file__).parents[1] / output
+    before = path.read_bytes() if path.exists() else None
+    try:
+        one_line_error(invoke(*command, path),
+                       f"{path}: lies among cudabench's own code and kernels")
+    finally:
+        after = path.read_bytes() if path.exists() else None
+        if after != before:  # put the checkout back as it was, then fail
+            if before is None:
+                path.unlink()
+            else:
+                path.write_bytes(before)
+        assert after == before

@@ -9,25 +9,11 @@ from pathlib import Path
 from cudabench.catalog.headers import parse_header
 from cudabench.catalog.variants import KernelVariant
 from cudabench.common.infiles import MAX_SOURCE_BYTES, read_capped
+from cudabench.common.own_files import builtin_kernels_dir
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import Op, load_ops
 
 Catalog = dict[str, dict[str, KernelVariant]]  # op -> variant name -> variant
-
-
-def builtin_kernels_dir() -> Path:
-    """Return the folder of the built-in kernels, in a source checkout or an install."""
-    checkout = Path(__file__).resolve().parents[2] / "kernels"
-    try:
-        from importlib.resources import files
-
-        installed = Path(str(files("cudabench.kernels")))
-    except (ModuleNotFoundError, TypeError):
-        installed = None
-    if installed is not None and installed.is_dir():
-        return installed
-    return checkout
-
 
 _PARSED: dict[tuple[object, ...], KernelVariant] = {}
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from cudabench.common.own_files import own_folder_of
 from cudabench.errors import UsageError
 
 
@@ -99,6 +100,10 @@ def check_output(path: Path, flag: str) -> None:
     if real in _READ_HERE:
         raise UsageError(f"{flag} {path}: is {_READ_HERE[real]}; nothing is written over a "
                          "file the run reads: name another file")
+    own = own_folder_of(real)
+    if own is not None:  # read by every run: an output there breaks cudabench itself
+        raise UsageError(f"{flag} {path}: lies among cudabench's own code and kernels "
+                         f"({own}); write it elsewhere")
     if len(os.fsencode(real.name)) > MAX_NAME_BYTES:
         raise UsageError(f"{flag} {path}: a file name of more than {MAX_NAME_BYTES} bytes; "
                          "give a shorter one")
