@@ -592,3 +592,48 @@ def test_ctrl_c_abandons_the_workers_stuck_in_a_kernel(monkeypatch, presses):
         signal.signal(signal.SIGINT, previous)
     assert len(made) == 2 and all(worker.abandoned.is_set() for worker in made)
     assert board.interrupted and time.monotonic() - started < 20
+
+
+def test_a_baseline_model_the_current_run_lacks_is_removed_with_a_true_note(use_fake,
+                                                                            tmp_path):
+    # its kernels read `missing` (exit 1, "renamed, deleted or not run") while the note
+    # said they were listed as removed, and counted only the cuBLAS row among them
+    use_fake(device_count=2)
+    mixed, one = tmp_path / "mixed.json", tmp_path / "one.json"
+    args = ["dot", "--size", "1000,2000", *QUICK]
+    assert invoke(*args, "--devices", "all", "--replicate", "--json", mixed).exit_code == 0
+    raw = json.loads(mixed.read_text())
+    raw["devices"][1]["name"] = "another GPU model"
+    mixed.write_text(json.dumps(raw))
+    use_fake(device_count=1, seed=1)  # another run: samples of its own
+    assert invoke(*args, "--json", one).exit_code == 0
+    comparison = compare(load_results(mixed), load_results(one), 0.5)
+    lacked = [r for r in load_results(mixed).benchmarks if r.device.name == "another GPU model"]
+    assert not comparison.regressions and comparison.exit_code == 0
+    assert len(comparison.removed) == len(lacked)
+    assert f"{len(lacked)} benchmark(s) of the baseline ran on another GPU model" in \
+        comparison.notes[0]
+    shown = invoke("compare", mixed, one, "--threshold", "50%", "--html", tmp_path / "c.html")
+    assert shown.exit_code == 0, shown.output
+    removed = shown.stdout[shown.stdout.index("removed (only in baseline)"):]
+    assert removed.count("on another GPU model") == len(lacked)  # which model, said
+    page = (tmp_path / "c.html").read_text(encoding="utf-8")
+    assert "which the current file lacks: listed as removed" in page  # the page has notes
+    assert page.count("on another GPU model</li>") == len(lacked)
+
+
+def test_the_cards_settings_pair_card_by_card_in_any_order(use_fake, tmp_path):
+    # the writer lists a run's cards in no fixed order: paired by position, one card's
+    # power limit read as changed on both ("GPU 1: 350 -> 300", "GPU 0: 300 -> 350")
+    use_fake(device_count=2)
+    first = tmp_path / "a.json"
+    assert invoke("dot", "--size", "1000", *QUICK, "--devices", "all", "--replicate",
+                  "--json", first).exit_code == 0
+    data = json.loads(first.read_text())
+    data["devices"][1]["settings"]["power_limit_w"] = 300.0
+    first.write_text(json.dumps(data))
+    data["devices"].reverse()
+    for row in data["benchmarks"]:  # another run, not a copy of the first
+        row["samples_s"] = [s * 1.001 for s in row["samples_s"]]
+    (tmp_path / "b.json").write_text(json.dumps(data))
+    assert compare(load_results(first), load_results(tmp_path / "b.json")).setting_changes == ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import html
 import io
 import json
 import math
@@ -270,7 +271,7 @@ def test_plot_of_two_files_draws_each_files_rows_apart(tmp_path, monkeypatch):
 
 
 def test_file_labels_use_the_path_where_two_files_share_a_name():
-    from cudabench.cli.report import file_labels
+    from cudabench.render.origins import file_labels
 
     assert file_labels(["a/r.json", "b/r.json", "c/s.json"]) == {
         "a/r.json": "a/r.json", "b/r.json": "b/r.json", "c/s.json": "s.json"}
@@ -619,3 +620,92 @@ def test_vs_naive_in_a_sweep_of_naive_says_against_which():
     assert "vs naive TILE" not in result.stdout  # the column keeps its one name (CSV)
     single = invoke("report", DATA / "m1000.json")  # one naive row: nothing to say
     assert "vs naive" in single.stdout and "vs naive:" not in single.stdout
+
+
+def test_a_long_legend_label_folds_inside_a_page_s_narrow_panel():
+    # "async_double_buffer BM=128 BN=128 BK=16 WM=32 WN=64 STAGES=2 MIN_BLOCKS=2" was cut
+    # at both edges of the HTML page's 4.6-inch panels: its colour and name lost
+    pytest.importorskip("matplotlib")
+    rows = load_results(DATA / "m1000.json").benchmarks
+    long = {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "STAGES": 2, "MIN_BLOCKS": 2,
+            "SPLIT_MAX": 8}
+    rows = [dataclasses.replace(rows[0], variant="async_double_buffer", params=long),
+            *rows[1:]]
+    for _, figure in plot.panel_figures(rows):
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        legends, stack = [], [figure]
+        while stack:
+            part = stack.pop()
+            legends += part.legends
+            stack += list(part.subfigs)
+        assert legends
+        for legend in legends:
+            for text in legend.get_texts():
+                box = text.get_window_extent(renderer)
+                assert figure.bbox.x0 - 2 <= box.x0 and box.x1 <= figure.bbox.x1 + 2, \
+                    text.get_text()
+        texts = [t.get_text() for legend in legends for t in legend.get_texts()]
+        assert any("\n" in t and t.startswith("async_double_buffer") for t in texts), texts
+
+
+def test_the_html_report_of_several_files_draws_and_names_each_file_s_rows(tmp_path):
+    # two files' rows of one benchmark made one series (a vertical line between the runs)
+    # and their warnings one list that never said whose
+    pytest.importorskip("matplotlib")
+    base, now = tmp_path / "base.json", tmp_path / "now.json"
+    for path in (base, now):
+        path.write_bytes((DATA / "sweep_best.json").read_bytes())
+    page = tmp_path / "r.html"
+    assert invoke("report", base, now, "--html", page).exit_code == 0
+    text = html.unescape(page.read_text(encoding="utf-8"))
+    for name in ("base.json", "now.json"):
+        assert f"[{name}]" in text  # a legend entry per file
+        assert f"<li class=\"warn\">{name}: warning: matmul/tiled" in text
+
+
+def test_history_plot_takes_a_dollar_in_a_name_literally(tmp_path):
+    # matplotlib read `naive$_$v2` as mathtext: an internal error (exit 4)
+    pytest.importorskip("matplotlib")
+    data = json.loads((DATA / "sweep_best.json").read_text(encoding="utf-8"))
+    for row in data["benchmarks"]:
+        row["variant"] = row["variant"] + "$_$v2" if row["kind"] == "variant" else row["variant"]
+    odd = write_json(tmp_path / "odd.json", data)
+    db = tmp_path / "h.db"
+    from helpers import invoke as command  # every command: history too
+
+    imported = command("history", "import", odd, "--db", db)
+    assert imported.exit_code == 0, imported.output
+    drawn = command("history", "plot", tmp_path / "h.png", "--db", db)
+    assert drawn.exit_code == 0, drawn.output
+
+
+def test_a_failed_or_suspect_row_is_no_yardstick():
+    # "vs cuBLAS 0.38x" against a cuBLAS row whose time was not believed (SUSPECT), unmarked
+    from cudabench.render.run_table import build_tables
+    from cudabench.results.model import RunOutcome, Status
+
+    rows = load_results(DATA / "m1000.json").benchmarks
+    vendor = next(r for r in rows if r.variant == "cuBLAS")
+    assert "vs cuBLAS" in build_tables(RunOutcome(rows))[0].columns
+    for status in (Status.SUSPECT, Status.FAIL):
+        odd = dataclasses.replace(vendor, suspect="faster than the GPU allows") \
+            if status is Status.SUSPECT else dataclasses.replace(
+                vendor, verification=dataclasses.replace(vendor.verification, passed=False))
+        assert odd.status is status
+        shown = [odd if r is vendor else r for r in rows]
+        assert "vs cuBLAS" not in build_tables(RunOutcome(shown))[0].columns
+
+
+def test_a_change_bar_s_long_name_is_cut_with_a_mark_not_at_the_figure_s_edge():
+    pytest.importorskip("matplotlib")
+    from matplotlib.text import Text
+
+    name = ("matmul/async_double_buffer BK=16 BM=128 BN=128 MIN_BLOCKS=2 STAGES=2 WM=32 "
+            "WN=64 256x256x256 float32")
+    figure = plot.change_figure([plot.ChangeBar(name, 0.01, 0.02, "", "same")])
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    (label,) = [t for t in figure.findobj(Text) if t.get_text().startswith("matmul/")]
+    assert label.get_text().endswith("...")
+    assert label.get_window_extent(renderer).x1 <= figure.bbox.x1 + 2

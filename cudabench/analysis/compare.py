@@ -68,6 +68,7 @@ from cudabench.results.model import (
     FAILING_STATUSES,
     SLOW_CLOCK,
     BenchmarkResult,
+    DeviceInfo,
     Kind,
     ResultsFile,
     Status,
@@ -131,11 +132,18 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
                 device=f"GPU {new.device.index}" if several and new.device else ""))
     if not allow_missing:
         skipped = {r.key: r for r in current.benchmarks if r.status is Status.SKIP}
-        # cuBLAS and copy rows never fail the job, gone or not: a runner that lost CuPy
-        # failed it (`missing`) where a wrong cuBLAS result did not
+
+        def gone(old: BenchmarkResult) -> bool:  # a kernel the current run dropped
+            # cuBLAS and copy rows never fail the job, gone or not: a runner that lost CuPy
+            # failed it (`missing`) where a wrong cuBLAS result did not. A row of a GPU
+            # model the current file has no GPU of was never its to run: listed as removed,
+            # with the note that says so, never `missing`.
+            lacked = by_model and old.device is not None and old.device.name not in models[1]
+            return old.kind is Kind.VARIANT and not lacked
+
         rows += [_missing(old, skipped.get(old.key), several) for old in removed_rows
-                 if old.kind is Kind.VARIANT]
-        removed_rows = [old for old in removed_rows if old.kind is not Kind.VARIANT]
+                 if gone(old)]
+        removed_rows = [old for old in removed_rows if not gone(old)]
     added, removed = tuple(added_rows), tuple(removed_rows)
     return Comparison(
         rows=tuple(rows),
@@ -319,11 +327,13 @@ SETTING_NAMES = {
 def setting_changes(baseline: ResultsFile, current: ResultsFile) -> tuple[str, ...]:
     """Return each card setting or driver fact that differs between the two files.
 
-    Devices pair in file order (one GPU per file is the common case); a setting either
-    file does not record is not compared.
+    Each card pairs with the same card (its UUID, else its name, bus and index), else with
+    the first unpaired card of its model, else of any: the writer lists a run's cards in no
+    fixed order, so pairs in file order would report two settings swapped between cards
+    that never changed. A setting either file does not record is not compared.
     """
     changes = []
-    for before, after in zip(baseline.devices, current.devices):
+    for before, after in _card_pairs(baseline.devices, current.devices):
         facts: list[tuple[str, object, object]] = [
             ("driver", before.driver_version, after.driver_version),
             ("CUDA", before.cuda_version, after.cuda_version)]
@@ -333,6 +343,20 @@ def setting_changes(baseline: ResultsFile, current: ResultsFile) -> tuple[str, .
         changes += [f"{label}{where}: {old} -> {new}" for label, old, new in facts
                     if old is not None and new is not None and old != new]
     return tuple(changes)
+
+
+def _card_pairs(olds: Sequence[DeviceInfo], news: Sequence[DeviceInfo]
+                ) -> list[tuple[DeviceInfo, DeviceInfo]]:
+    """Pair each current card with a baseline card (setting_changes' rule)."""
+    pairs, free = [], list(olds)
+    for new in news:
+        match = (next((old for old in free if old.identity == new.identity), None)
+                 or next((old for old in free if old.name == new.name), None)
+                 or (free[0] if free else None))
+        if match is not None:
+            free.remove(match)
+            pairs.append((match, new))
+    return pairs
 
 
 def _index(results: ResultsFile) -> dict[tuple[object, ...], list[BenchmarkResult]]:

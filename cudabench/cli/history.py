@@ -246,7 +246,7 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
                  since: str | None, last: int, branch: str | None, db: Path) -> int:
     """Plot each benchmark's median per commit, steps and drifts marked, to OUTPUT (.png,
     .svg, .pdf or .jpg)."""
-    from cudabench.render.plot import check_suffix, save
+    from cudabench.render.plot import check_suffix, save, text
 
     check_suffix(output, "OUTPUT")  # flag mistakes first, before reading the store
     check_outputs({"OUTPUT": output}, [db])  # never over the store it reads
@@ -274,9 +274,9 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
         for drift in trend.detection.drifts:
             ax.axvspan(drift.start - 0.5, drift.end + 0.5, color="orange", alpha=0.2)
         name = trend.tracked.benchmark.describe(flush=True)
-        ax.set_title(f"{name} on {trend.tracked.gpu_model}", fontsize=9)
+        ax.set_title(text(f"{name} on {trend.tracked.gpu_model}"), fontsize=9)  # '$': literal
         ax.set_ylabel("median (us)")
-        ax.set_xticks(xs, [trend.label(i) for i in xs], rotation=90, fontsize=6)
+        ax.set_xticks(xs, [text(trend.label(i)) for i in xs], rotation=90, fontsize=6)
     save(figure, output, "OUTPUT")
     terminal.stdout_console().print(f"wrote {output}: {len(found)} benchmarks", markup=False)
     return int(ExitCode.OK)

@@ -6,7 +6,6 @@ measurement code: a laptop without CUDA renders what an H100 measured.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.render import csv_out, plot, terminal
 from cudabench.render.html import report_html
 from cudabench.render.markdown import run_to_markdown
+from cudabench.render.origins import rows_of
 from cudabench.results import load_results
 from cudabench.results.model import BenchmarkResult, ResultsFile, RunOutcome
 
@@ -33,12 +33,6 @@ def load_files(paths: Sequence[Path]) -> list[ResultsFile]:
         raise UsageError(f"{names}: no benchmarks in {'it' if len(files) == 1 else 'them'} "
                          "(the run measured nothing): there is nothing to show")
     return files
-
-
-def file_labels(paths: Sequence[str]) -> dict[str, str]:
-    """Name each file for a legend: its name, or the path as given where two share one."""
-    names = [Path(path).name for path in paths]
-    return {path: name if names.count(name) == 1 else path for path, name in zip(paths, names)}
 
 
 def outcome_of(files: Sequence[ResultsFile]) -> RunOutcome:
@@ -123,9 +117,7 @@ def plot_command(files: tuple[Path, ...], output: Path, kind: str) -> int:
     plot.require()
     check_outputs({"-o": output}, files)
     loaded = load_files(files)
-    names = file_labels([f.path for f in loaded]) if len(loaded) > 1 else {}
-    results = [dataclasses.replace(r, origin=names.get(f.path, "")) for f in loaded
-               for r in f.benchmarks]
+    results = rows_of(loaded)
     shown = plot.plotted(results)
     if not shown:
         raise UsageError("nothing to plot: no benchmark in the files was timed and verified")

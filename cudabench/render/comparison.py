@@ -47,11 +47,14 @@ def threshold_text(row: ComparisonRow) -> str:
     return text
 
 
-def describe(result: BenchmarkResult) -> str:
-    """Describe a benchmark in one line: name, params, shape, dtype, status and median."""
+def describe(result: BenchmarkResult, gpu: str = "") -> str:
+    """Describe a benchmark in one line: name, params, shape, dtype, status and median, and
+    its GPU model where it is not gpu (its file's: a row of a model one file lacks)."""
+    model = result.device.name if result.device is not None else ""
     return (f"{benchmark_name(result.op, result.variant, result.hot)} "
             f"{params_text(result.params)} {shape_text(result.shape)} {result.dtype} "
-            f"({result.status.value}, median {format_seconds(result.median_s)})")
+            f"({result.status.value}, median {format_seconds(result.median_s)})"
+            + (f" on {model}" if gpu and model and model != gpu else ""))
 
 
 def gate_head(c: Comparison) -> tuple[str, bool]:

@@ -27,6 +27,7 @@ from cudabench.render.comparison import (
     row_cells,
     summary_text,
 )
+from cudabench.render.origins import rows_of
 from cudabench.render.run_table import build_tables
 from cudabench.results.loader import load_results
 from cudabench.results.model import DeviceInfo, ResultsFile, RunOutcome
@@ -54,7 +55,9 @@ from cudabench.render.html_sections import (
 
 def report_html(files: Sequence[ResultsFile], title: str) -> str:
     """Return one page for saved runs: devices, files, figures, every run table, diagnostics."""
-    outcome = RunOutcome(tuple(r for f in files for r in f.benchmarks),
+    # Several files: each row named by its file, so that a figure draws one series per
+    # file (not a vertical line between two runs' points) and a diagnostic says whose it is.
+    outcome = RunOutcome(tuple(rows_of(files)),
                          tuple(f"{f.path} is incomplete: its run stopped early" for f in files
                                if f.metadata.get("complete") is False))
     devices: dict[Any, DeviceInfo] = {}
@@ -152,12 +155,16 @@ def comparison_html(comparison: Comparison, files: Sequence[ResultsFile] | None 
         body.append(table_html(PAGE_COLUMNS, rows, RIGHT_ALIGNED,
                                ["regressed" if row.regressed else "" for row in c.rows]))
         body.append(_change_figure(c))
-    for title, results in (("Added (only in the current file)", c.added),
-                           ("Removed (only in the baseline file)", c.removed)):
+    if c.notes:  # what the gate let through, rows set aside, GPU models only one file has
+        body.append('<ul class="lines">' + "".join(
+            f'<li class="warn">note: {esc(note)}</li>' for note in c.notes) + "</ul>")
+    for title, results, gpu in (
+            ("Added (only in the current file)", c.added, c.current_gpu),
+            ("Removed (only in the baseline file)", c.removed, c.baseline_gpu)):
         if results:
             body.append(f"<h2>{esc(title)}</h2>")
             body.append('<ul class="lines">' + "".join(
-                f"<li>{esc(describe(r))}</li>" for r in results) + "</ul>")
+                f"<li>{esc(describe(r, gpu))}</li>" for r in results) + "</ul>")
     loaded = list(files) if files is not None else _compared_files(c)
     devices: dict[Any, DeviceInfo] = {}
     for f in loaded:

@@ -121,19 +121,23 @@ def file_html(results: ResultsFile) -> str:
 
 def diagnostic_lines(outcome: RunOutcome) -> list[tuple[str, str]]:
     """Return (text, class) for each note, warning, SUSPECT, error and failure, as the
-    terminal prints them after a run."""
+    terminal prints them after a run; a row of one of several files (its origin) led by
+    the file's name, as `report` of several files leads its lines."""
     lines = [(f"note: {note}", "") for note in outcome.notes]
     for r, name in zip(outcome.results, diagnostic_names(outcome.results)):
-        lines += [(f"warning: {name}: {warning}", "warn") for warning in r.warnings]
+        said = []
+        said += [(f"warning: {name}: {warning}", "warn") for warning in r.warnings]
         if r.suspect:
-            lines.append((f"SUSPECT: {name}: {r.suspect}", "warn"))
+            said.append((f"SUSPECT: {name}: {r.suspect}", "warn"))
         if r.error:
-            lines.append((f"error: {name}: {r.error}", "bad"))
+            said.append((f"error: {name}: {r.error}", "bad"))
         elif r.verification is not None and r.status is Status.FAIL:
             v = r.verification
-            lines.append((f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements "
-                          f"outside tolerance ({v.criterion}); relative error "
-                          f"{format_error(v.rel_error)}", "bad"))
+            said.append((f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements "
+                         f"outside tolerance ({v.criterion}); relative error "
+                         f"{format_error(v.rel_error)}", "bad"))
+        lead = f"{r.origin}: " if r.origin else ""
+        lines += [(lead + text, style) for text, style in said]
     return lines
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from cudabench.insight import ncu_metrics as counters, roofs
 from cudabench.insight.throttling import throttle_causes
-from cudabench.results.model import SLOW_CLOCK, BenchmarkResult, Kind
+from cudabench.results.model import FAILING_STATUSES, SLOW_CLOCK, BenchmarkResult, Kind
 from cudabench.common.units import format_seconds, params_text
 
 
@@ -29,7 +29,8 @@ class Column:
 
 def copy_bps(rows: Sequence[BenchmarkResult]) -> float | None:
     """Return the measured device-to-device copy's bytes/s: the achievable memory roof."""
-    copy = next((r for r in rows if r.kind is Kind.REFERENCE and r.gbps), None)
+    copy = next((r for r in rows if r.kind is Kind.REFERENCE and r.gbps
+                 and r.status not in FAILING_STATUSES), None)  # a wrong copy is no roof
     return copy.gbps * 1e9 if copy is not None and copy.gbps else None
 
 

@@ -54,12 +54,13 @@ def to_markdown(comparison: Comparison) -> str:
         lines.append("")
     if c.notes:
         lines += [f"- note: {_cell(note)}" for note in c.notes] + [""]
-    for title, results in (("Added", c.added), ("Removed", c.removed)):
+    for title, results, gpu in (("Added", c.added, c.current_gpu),
+                                ("Removed", c.removed, c.baseline_gpu)):
         if results:
             where = "current" if title == "Added" else "baseline"
             lines.append(f"### {title} (only in the {where} file)")
             lines.append("")
-            lines += [f"- {_cell(describe(result))}" for result in results]
+            lines += [f"- {_cell(describe(result, gpu))}" for result in results]
             lines.append("")
     return "\n".join(lines)
 

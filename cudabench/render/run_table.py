@@ -22,7 +22,14 @@ from cudabench.render.insight import (
     footer_lines,
     insight_columns,
 )
-from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome, Status
+from cudabench.results.model import (
+    FAILING_STATUSES,
+    BenchmarkResult,
+    DeviceInfo,
+    Kind,
+    RunOutcome,
+    Status,
+)
 from cudabench.common.units import format_error, format_seconds, params_text, shape_text
 
 BASELINE_VARIANT = "naive"
@@ -131,7 +138,9 @@ def comparators(rows: Sequence[BenchmarkResult]) -> list[Comparator]:
     """Return the comparison columns the rows present allow."""
     found = []
     for r in rows:
-        if r.median_s is None:
+        # a wrong result's time, or one faster than the GPU allows, is no yardstick: a
+        # kernel "0.38x cuBLAS" against a SUSPECT cuBLAS row read as measured
+        if r.median_s is None or r.status in FAILING_STATUSES:
             continue
         if r.kind is Kind.REFERENCE:
             found.append(Comparator(f"% of {r.variant}", r.median_s,
@@ -148,9 +157,9 @@ def comparators(rows: Sequence[BenchmarkResult]) -> list[Comparator]:
 
 
 def baseline_rows(rows: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
-    """Return the timed naive rows; `vs naive` is against the first."""
+    """Return the timed naive rows that passed; `vs naive` is against the first."""
     return [r for r in rows if r.variant == BASELINE_VARIANT and r.kind is Kind.VARIANT
-            and r.median_s]
+            and r.median_s and r.status not in FAILING_STATUSES]
 
 
 def baseline_line(rows: Sequence[BenchmarkResult]) -> list[str]:

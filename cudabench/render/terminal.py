@@ -363,12 +363,12 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         console.print(Text(f"the card differs: {change}", style="yellow"), soft_wrap=soft)
     for note in c.notes:
         console.print(Text(f"note: {note}", style="yellow"), soft_wrap=soft)
-    for title, results in (("added (only in current)", c.added),
-                           ("removed (only in baseline)", c.removed)):
+    for title, results, gpu in (("added (only in current)", c.added, c.current_gpu),
+                                ("removed (only in baseline)", c.removed, c.baseline_gpu)):
         if results:
             console.print(Text(f"{title}:", style="bold"))
             for result in results:
-                console.print(Text(f"  {describe(result)}"))
+                console.print(Text(f"  {describe(result, gpu)}"))
     head, failed = gate_head(c)
     status = Text(f"{head}: ", style="bold red" if failed else "green")
     console.print(status + Text(summary_text(c)))

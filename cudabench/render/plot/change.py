@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-from cudabench.render.plot.style import PAGE_PANEL_INCHES, new_figure, text
+from cudabench.render.plot.style import (
+    LEGEND_CHARS_PER_INCH,
+    PAGE_PANEL_INCHES,
+    new_figure,
+    text,
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,13 @@ LARGEST = 1e300  # a change (in %) beyond this is drawn off the scale: axis limi
 def _drawable(value: float) -> bool:
     """Return whether a value (in %) can set the axis: finite, with room to scale it."""
     return math.isfinite(value) and abs(value) <= LARGEST
+
+
+def _fitted(label: str) -> str:
+    """Return a bar's name cut to the figure's width, "..." marking the cut: the page's
+    table above names it whole, and past the edge the SVG would cut it unmarked."""
+    room = int(PAGE_PANEL_INCHES[0] * LEGEND_CHARS_PER_INCH) - 2
+    return label if len(label) <= room else label[:room - 3] + "..."
 
 
 def change_figure(bars: Sequence[ChangeBar]) -> Figure:
@@ -59,7 +71,7 @@ def change_figure(bars: Sequence[ChangeBar]) -> Figure:
     axes.barh(positions, values, height=0.34, zorder=2, color=colours)
     left_edge = blended_transform_factory(axes.transAxes, axes.transData)
     for y, bar, value, change, colour in zip(positions, bars, values, changes, colours):
-        label = axes.text(0.01, y + 0.3, text(bar.label), transform=left_edge,
+        label = axes.text(0.01, y + 0.3, text(_fitted(bar.label)), transform=left_edge,
                           fontsize="small", va="bottom", ha="left", color="0.15", clip_on=False)
         # A name wider than the axes (a variant with all its parameters) must not shrink
         # them: constrained layout gave up ("axes sizes collapsed to zero") on stderr.

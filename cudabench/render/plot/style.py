@@ -9,6 +9,7 @@ parameter sets differ by marker; vendor rows are dashed, reference rows dotted.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -235,19 +236,35 @@ def legend_below(target: Figure | SubFigure, axes: Axes) -> int:
     handles, labels = axes.get_legend_handles_labels()
     inches = target.bbox.width / target.figure.dpi
     if handles:
-        target.legend(handles, labels, loc="outside lower center",
+        target.legend(handles, _wrapped(labels, inches), loc="outside lower center",
                       ncols=_legend_columns(labels, inches), fontsize="small", frameon=False)
     return legend_rows(labels, inches)
+
+
+def _wrapped(labels: Sequence[str], inches: float) -> list[str]:
+    """Return the labels, each longer than a panel's width folded into lines that fit: a
+    page's narrow panel cut a long one ("ync_double_buffer BM=128 ...") at both edges."""
+    chars = max(16, int(inches * LEGEND_CHARS_PER_INCH) - 8)  # less the marker's room
+    return [textwrap.fill(label, chars) if len(label) > chars else label for label in labels]
 
 
 def _legend_columns(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> int:
     """Return how many columns of labels fit a panel's width."""
     chars = int(inches * LEGEND_CHARS_PER_INCH)
-    return max(1, min(3, len(labels), chars // (max(map(len, labels), default=0) + 8)))
+    widest = max((len(line) for label in _wrapped(labels, inches)
+                  for line in label.splitlines()), default=0)
+    return max(1, min(3, len(labels), chars // (widest + 8)))
 
 
 def legend_rows(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> int:
-    return math.ceil(len(labels) / _legend_columns(labels, inches)) if labels else 0
+    """Return how many lines of text the legend of labels takes under a panel."""
+    if not labels:
+        return 0
+    lines = [label.count("\n") + 1 for label in _wrapped(labels, inches)]
+    columns = _legend_columns(labels, inches)
+    if columns == 1:
+        return sum(lines)
+    return math.ceil(len(labels) / columns) * max(lines)
 
 
 def _plain(value: float, _position: object = None) -> str:
