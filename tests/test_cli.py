@@ -420,6 +420,7 @@ def test_calibrate_tells_a_hot_row_from_a_cold_one(use_fake, tmp_path):
                                       "once (a comma list sweeps: --tile A,B)"),
     (("--size", "64", "--size=32"), "--size 64 and --size 32: --size takes one value"),
     (("--dtype", "float32", "--dtype", "int32"), "--dtype float32 and --dtype int32:"),
+    (("--size", "64", "-s128"), "--size 64 and -s 128: --size takes one value"),  # attached
 ])
 def test_an_option_of_one_value_given_twice_is_refused(no_gpu_work, args, said):
     # Click keeps the last: `--tile 8 --tile 32` measured TILE=32 alone, where -p refuses

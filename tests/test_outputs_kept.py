@@ -615,7 +615,20 @@ def test_a_skipped_variant_says_why_and_a_run_of_skips_says_so(use_fake, tmp_pat
     assert done.exit_code == 2, done.output
     said = " ".join(done.stderr.split())
     assert "SKIP: matmul/later: built for sm_999" in said
-    assert "error: nothing was measured: every row was skipped" in said
+    assert "error: nothing was measured: every kernel was skipped" in said
+
+
+def test_a_run_whose_every_kernel_skipped_exits_2_beside_a_measured_cublas_row(use_fake,
+                                                                               tmp_path):
+    # the cuBLAS row, measured, made it exit 0: a run that measured no kernel of its own
+    later_kernel(tmp_path)
+    quick = [arg for arg in QUICK if arg != "--no-vendor"]
+    done = invoke("matmul", "--size", "32", *quick, "--kernels-dir", tmp_path,
+                  "--variant", "later")
+    assert "cuBLAS" in done.stdout
+    assert done.exit_code == 2, done.output
+    assert "error: nothing was measured: every kernel was skipped" in " ".join(
+        done.stderr.split())
 
 
 def test_an_output_through_a_dangling_link_makes_no_folder_where_it_leads(use_fake, tmp_path):

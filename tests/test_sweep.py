@@ -103,6 +103,22 @@ def test_a_sweep_runs_every_point_and_skips_what_a_variant_cannot_run(use_fake, 
     assert len(skipped) == 2 and all("TILE" in (r.skipped or "") for r in skipped)
 
 
+def test_a_sweep_s_skipped_points_say_which_and_can_be_recorded(use_fake, tmp_path):
+    # every SKIP row of a variant had empty params: two skipped points read as one
+    # benchmark twice, which --record, history import and calibrate refused
+    path, db = tmp_path / "s.json", tmp_path / "h.db"
+    done = invoke("transpose", "--size", "64", "--variant", "naive", "--variant", "evict_first",
+                  "-p", "TILE=16,64,128",
+                  *QUICK, "--json", str(path), "--record", "--db", str(db))
+    assert done.exit_code == 0, done.output
+    rows = load_results(path).benchmarks
+    skipped = [r for r in rows if r.status is Status.SKIP]
+    assert sorted(r.params["TILE"] for r in skipped) == [64, 128]
+    ran = next(r for r in rows if r.variant == "naive" and r.status is Status.PASS)
+    assert all(r.params.keys() == ran.params.keys() for r in skipped)  # as a run row's
+    assert "recorded as run 1" in done.output
+
+
 def test_a_search_prunes_a_value_one_variant_allows_and_refuses_one_none_allows(use_fake):
     # each configuration of a search is planned for one variant: the typo check must
     # judge the values across the variants chosen, once
@@ -431,3 +447,81 @@ def test_the_written_suite_measures_as_the_search_did(use_fake, tmp_path, flags,
     assert done.exit_code == 0, done.output
     (entry,) = tomllib.loads(out.read_text())["benchmark"]
     assert {key: entry[key] for key in ("hot", "l2_flush") if key in entry} == keys
+
+
+def _dot_atomic_with(folder, name: str, edit) -> None:
+    """Write folder/dot/NAME.cu: dot's atomic kernel, its header edited."""
+    from pathlib import Path
+
+    kernels = Path(__file__).parents[1] / "kernels" / "dot"
+    (folder / "dot").mkdir(parents=True, exist_ok=True)
+    for header in kernels.glob("*.cuh"):
+        (folder / "dot" / header.name).write_text(header.read_text(encoding="utf-8"),
+                                                  encoding="utf-8")
+    source = (kernels / "atomic.cu").read_text(encoding="utf-8")
+    (folder / "dot" / f"{name}.cu").write_text(edit(source), encoding="utf-8")
+
+
+def test_a_search_whose_every_configuration_is_pruned_says_so_not_the_budget(use_fake,
+                                                                             tmp_path):
+    # "--budget ran out before any configuration was evaluated" with no --budget given
+    _dot_atomic_with(tmp_path, "prodatomic", lambda text: text.replace(
+        "// param BLOCKS_PER_SM: default 8; allowed 1..64\n",
+        "// param BLOCKS_PER_SM: default 8; allowed 1..64\n"
+        "// constraint: BLOCK * BLOCKS_PER_SM <= N\n"))
+    done = invoke("dot", "--kernels-dir", str(tmp_path), "--variant", "prodatomic",
+                  "--size", "4096", "-p", "BLOCKS_PER_SM=64", "-p", "BLOCK=128,256", *QUICK,
+                  "--best", "--strategy", "brute", "--no-tune-cache")
+    assert done.exit_code == 2, done.output
+    assert "every configuration was pruned before it ran (breaks a header constraint " \
+        "`BLOCK * BLOCKS_PER_SM <= N`)" in done.stderr
+    assert "--budget" not in done.stderr
+
+
+@pytest.mark.parametrize("search", [(), ("--best", "--strategy", "brute", "--no-tune-cache")])
+def test_a_sweep_or_search_that_could_run_no_configuration_exits_2(use_fake, tmp_path,
+                                                                   search):
+    # every point needs more shared memory than a block may have: the sweep exited 0 (the
+    # copy row counted as measured), the search 3 (as if a kernel computed wrong)
+    _dot_atomic_with(tmp_path, "dynatomic", lambda text: text.replace(
+        "block BLOCK\n", "block BLOCK; dynamic_shared BLOCK * 1000\n", 1))
+    quick = [arg for arg in QUICK if arg != "--no-vendor"]  # the copy row measured too
+    done = invoke("dot", "--kernels-dir", str(tmp_path), "--variant", "dynatomic",
+                  "-p", "BLOCK=512,1024", "--size", "4096", *quick, *search)
+    assert done.exit_code == 2, done.output
+    assert "dynamic shared memory" in done.stderr
+
+
+def test_a_search_at_a_size_the_defaults_cannot_run_searches_the_rest(use_fake, tmp_path):
+    # `constraint: BLOCK <= N` at N=128 broke the default BLOCK=256: the search was refused
+    # over a value nobody asked for, and a sweep of sizes dropped that size without a word
+    _dot_atomic_with(tmp_path, "myatomic", lambda text: text.replace(
+        "// param BLOCKS_PER_SM: default 8; allowed 1..64\n",
+        "// param BLOCKS_PER_SM: default 8; allowed 1..64\n// constraint: BLOCK <= N\n"))
+    base = ("dot", "--kernels-dir", str(tmp_path), "--variant", "myatomic", *QUICK, "--best",
+            "--strategy", "brute", "--no-tune-cache", "-p", "BLOCKS_PER_SM=8")
+    done = invoke(*base, "--size", "128", "-p", "BLOCK=32,64")
+    assert done.exit_code == 0, done.output
+    assert "dot/myatomic at 128: 2 configurations; 2 evaluated" in done.stderr
+    both = invoke(*base, "--size", "128,4096", "-p", "BLOCK=32,64")
+    assert both.exit_code == 0, both.output
+    assert "dot/myatomic at 128: " in both.stderr and "dot/myatomic at 4096: " in both.stderr
+
+
+def test_best_re_measures_the_fastest_few_of_a_flat_landscape(use_fake, monkeypatch):
+    # every one of 32 configurations within the noise went to the head-to-head, three
+    # rounds each, and the "tied with" cell listed them all
+    from cudabench.cli import best as best_command
+
+    measured = []
+    real = best_command._rematch
+
+    def counted(rows, contenders, plans, rerun):
+        measured.append(len(contenders))
+        return real(rows, contenders, plans, rerun)
+
+    monkeypatch.setattr(best_command, "_rematch", counted)
+    done = invoke("dot", "--variant", "atomic", "--size", "4096", "-p", "BLOCK=32,64",
+                  "-p", "BLOCKS_PER_SM=1..16:+1", *QUICK, "--best")
+    assert done.exit_code == 0, done.output
+    assert measured and max(measured) <= best_command.MOST_CONTENDERS

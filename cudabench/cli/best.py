@@ -45,7 +45,9 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
     for group in best.groups(outcome.results).values():
         rows = list(group)
         while rows:
-            contenders = best.candidates(rows)
+            # the fastest few: a flat landscape put all 128 configurations of a search
+            # within the noise, and re-measured each three times
+            contenders = best.candidates(rows)[:MOST_CONTENDERS]
             if len({r.device.identity for r in rows if r.device is not None}) > 1:
                 contenders = _across_gpus(rows)
             rematch = None
@@ -66,7 +68,7 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
 
 
 ACROSS_GPUS = 0.15  # GPUs of one model differ by a few percent: re-measure this close
-ACROSS_GPUS_MOST = 8  # and at most this many, head to head on one GPU
+MOST_CONTENDERS = 8  # and at most this many, head to head on one GPU
 
 
 def _across_gpus(rows: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
@@ -76,7 +78,7 @@ def _across_gpus(rows: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
     ordered = sorted(rows, key=lambda r: r.median_s or float("inf"))
     fastest = ordered[0].median_s or 0.0
     close = [r for r in ordered if (r.median_s or 0.0) <= fastest * (1 + ACROSS_GPUS)]
-    return close[:ACROSS_GPUS_MOST]
+    return close[:MOST_CONTENDERS]
 
 
 def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],

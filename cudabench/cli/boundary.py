@@ -107,6 +107,10 @@ def refuse_repeated_options(command: click.Command, args: list[str]) -> None:
         opt, equals, value = words[index].partition("=")
         index += 1
         found = single.get(opt)
+        word = words[index - 1]
+        if found is None and not word.startswith("--") and word[:2] in single:
+            # a short option with its value attached (`-s128`), as Click reads it
+            opt, equals, value, found = word[:2], "=", word[2:], single[word[:2]]
         if found is None:
             continue
         if not equals and index < len(words) and not words[index].startswith("--"):

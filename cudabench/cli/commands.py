@@ -355,10 +355,11 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     with clock.phase("tables and reports"):
         terminal.render_run(outcome, terminal.stdout_console())
         terminal.render_diagnostics(outcome, terminal.stderr_console())
-        if outcome.results and all(r.status is Status.SKIP for r in outcome.results):
+        if outcome.nothing_measured:
             # exit 2 (exit_code): said, not left to the SKIP lines above
             terminal.stderr_console().print(
-                "error: nothing was measured: every row was skipped (the SKIP lines say why)",
+                "error: nothing was measured: every kernel was skipped (the SKIP lines say "
+                "why)",
                 style="bold red", markup=False, highlight=False, soft_wrap=True)
         if outputs.markdown_path is not None:
             from cudabench.render.markdown import run_to_markdown
@@ -573,7 +574,7 @@ def plan_files(plans: list[Plan]) -> list[Path]:
     from cudabench.runner.sources import source_paths
 
     variants = {variant.path: variant for plan in plans for variant in (
-        *(p.variant for p in plan.variants), *(v for v, _ in plan.skipped))}  # once each
+        *(p.variant for p in plan.variants), *(v for v, _, _ in plan.skipped))}  # once each
     return [*(Path(path) for path in variants), *source_paths(plans),
             *(path for variant in variants.values() for _, path, _ in variant.included_files())]
 

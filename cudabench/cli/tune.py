@@ -154,16 +154,27 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
     for label in lost:
         stderr.print(f"{label}: no configuration passed; nothing chosen", markup=False,
                      highlight=False)
-    unseen = [f.space.label for f in found_all if not f.done]
-    if unseen and not rows:  # not one measured: the budget's doing, no kernel's failure
-        raise UsageError(f"{', '.join(unseen)}: --budget ran out before any configuration "
-                         "was evaluated; give a larger one")
+    if not rows:
+        # nothing measured: every configuration pruned (the header's constraints, the
+        # GPU's limits), or a budget spent before the first
+        pruned = [f.space for f in found_all if not f.space.plans]
+        if pruned:
+            reasons = sorted({reason for space in pruned for reason in space.pruned})
+            raise UsageError(f"{', '.join(space.label for space in pruned)}: every "
+                             "configuration was pruned before it ran ("
+                             + "; ".join(reasons) + "): choose other --param values")
+        unseen = [f.space.label for f in found_all if not f.done]
+        if unseen:
+            raise UsageError(f"{', '.join(unseen)}: --budget ran out before any "
+                             "configuration was evaluated; give a larger one")
     # A configuration that failed verification is a failed kernel, in a search as in a
     # sweep: its line, and exit 3 (a search used to say only "1 failed").
     searched = RunOutcome(tuple(rows))
     terminal.render_diagnostics(searched, stderr)
     code = max(int(searched.exit_code), best.show_choices(choices, failed, outputs.best_out, plans),
-               int(ExitCode.VERIFICATION_FAILED if lost else ExitCode.OK))
+               # none passed: exit 3 where one failed verification (searched says so),
+               # else 2, as a run that could not run a kernel
+               int(ExitCode.USAGE if lost else ExitCode.OK))
     if write_error is not None:
         raise ResultsNotWritten(write_error)
     return code

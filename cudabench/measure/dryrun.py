@@ -136,7 +136,7 @@ def _drafts(plan: Plan, arch: str, target: Arch | None) -> list[Draft]:
         request = request_for(variant, compile_defines(planned.params, plan.types),
                               plan.types.headers, variant.arch or arch)
         drafts.append((row, request, variant))
-    for variant, reason in plan.skipped:  # left out: said, not silently dropped
+    for variant, reason, _ in plan.skipped:  # left out: said, not silently dropped
         drafts.append((PlannedRow(benchmark, variant.name, "-", "-", work, needs,
                                   f"SKIP: {reason}", True), None, None))
     return drafts

@@ -97,7 +97,9 @@ class Plan:
     timing: TimingPolicy
     notes: tuple[str, ...] = ()  # variants skipped and why, for stderr
     sanitize: str | None = None  # compute-sanitizer tool (--sanitize), or None
-    skipped: tuple[tuple[KernelVariant, str], ...] = ()  # variants not run, and why
+    # variants not run, why, and the point's parameters (the header's defaults, the values
+    # asked): a sweep's SKIP rows of one variant are told apart, as its run rows are
+    skipped: tuple[tuple[KernelVariant, str, Mapping[str, int]], ...] = ()
     insight: Insight = field(default_factory=lambda: Insight())
     sweep: bool = False  # part of a sweep: combinations a variant cannot run are skipped
     full_check: bool = False  # the full reference, never a randomized check (--full-check)
@@ -192,7 +194,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                    if request.origin else
                    f"--variant NAME or --variant {ALL_VARIANTS} runs them")
             notes.append(f"left out {', '.join(on_request)}: run on request ({how})")
-    skipped: list[tuple[KernelVariant, str]] = []
+    skipped: list[tuple[KernelVariant, str, Mapping[str, int]]] = []
     chosen = []
     other_types: dict[str, list[str]] = {}  # unasked variants of other types, by their types
     for name in names:
@@ -243,7 +245,10 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                 raise
             # A sweep's point this variant cannot run (a value it does not allow, a block
             # too large): a row that says so, and the other points go on.
-            skipped.append((variant, str(exc)))
+            point = {spec.name: spec.default for spec in variant.params}
+            point |= {name: value for name, value in request.params.items()
+                      if variant.param(name) is not None}
+            skipped.append((variant, str(exc), point))
             notes.append(f"skipped {variant.name}: {exc}")
     planned = tuple(planned_list)
     if request.sanitize is not None and request.sanitize not in SANITIZER_TOOLS:

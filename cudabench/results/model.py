@@ -245,12 +245,21 @@ class RunOutcome:
     notes: tuple[str, ...] = ()  # variants skipped and why
 
     @property
+    def nothing_measured(self) -> bool:
+        """Return whether rows were planned and no kernel ran: every row SKIP, or every
+        variant's (a cuBLAS or copy row measured beside them measured no kernel of the
+        run's: a sweep whose every point exceeds the GPU's shared memory)."""
+        kernels = {r.status for r in self.results if r.kind is Kind.VARIANT}
+        return bool(self.results) and (kernels or {r.status for r in self.results}) == {
+            Status.SKIP}
+
+    @property
     def exit_code(self) -> ExitCode:
         """Return 2 if a row could not be compiled or run or nothing at all was measured
         (every row SKIP: no GPU it can run on, no CUDA Python...), 3 if one failed or
         timed out."""
         statuses = {r.status for r in self.results}
-        if Status.ERROR in statuses or statuses == {Status.SKIP}:
+        if Status.ERROR in statuses or self.nothing_measured:
             return ExitCode.USAGE
         if statuses & {Status.FAIL, Status.TIMEOUT, Status.SUSPECT}:
             return ExitCode.VERIFICATION_FAILED

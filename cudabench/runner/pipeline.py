@@ -62,8 +62,8 @@ def outcome_of(plans: Sequence[Plan], results: list[BenchmarkResult], notes: lis
     plans' notes to the measured rows."""
     device = next((r.device for r in results if r.device is not None), None)
     for plan in plans:
-        for variant, reason in plan.skipped:
-            row = record(plan, variant.name, {}, str(variant.path), device, None,
+        for variant, reason, params in plan.skipped:
+            row = record(plan, variant.name, dict(params), str(variant.path), device, None,
                          skipped=reason)
             results.append(row)
             emit(row)

@@ -76,20 +76,25 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
     catalog = discover(requests[0].kernels_dirs) if requests else {}
     shapes: set[tuple[object, ...]] = set()
     for request in requests:
-        base = make_plan(request, catalog)  # the request's own usage errors first
+        # The request's own usage errors first. A variant whose defaults cannot run at
+        # this size (`constraint: BLOCK <= N` at a small N) is searched all the same: the
+        # defaults are one configuration of many, each judged in _space.
+        base = make_plan(dataclasses.replace(request, sweep=True), catalog)
         shape = (base.op.name, tuple(base.shape), base.dtype.name, base.hot)
         if shape in shapes:  # "64" and "64x64", or a range reaching a size given too: once
             continue
         shapes.add(shape)
+        variants = [*(planned.variant for planned in base.variants),
+                    *(variant for variant, _, _ in base.skipped)]
         for name, values in given.items():
-            specs = [spec for spec in (v.variant.param(name) for v in base.variants) if spec]
+            specs = [spec for spec in (v.param(name) for v in variants) if spec]
             if not specs:
                 raise UsageError(f"--param {name}: no selected {base.op.name} variant "
                                  f"takes {name}")
             for value in values:  # judged across the variants (each point plans one)
                 refuse_unallowed(f"--param {name}", base.op.name, name, value, specs)
-        for planned in base.variants:
-            spaces.append(_space(request, planned.variant, given, explore, catalog))
+        for variant in variants:
+            spaces.append(_space(request, variant, given, explore, catalog))
     return spaces
 
 
