@@ -27,4 +27,5 @@ def main() -> None:
 
 
 def _terminate(signum: int, frame: object) -> None:
+    Terminated.received = True
     raise Terminated

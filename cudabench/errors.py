@@ -21,15 +21,22 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the command's process as Ctrl-C is (entry.py): the run stops the
     same way, its rows kept and said where, and exits 143 rather than dying silently."""
 
+    received = False  # set by the handler: a library that turns the exception into a plain
+    # KeyboardInterrupt (Ray's ray.wait does) must not turn a SIGTERM into a Ctrl-C
+
+
+def _terminated(stop: KeyboardInterrupt) -> bool:
+    return isinstance(stop, Terminated) or Terminated.received
+
 
 def stopped_text(stop: KeyboardInterrupt) -> str:
     """Say what stopped the command: Ctrl-C, or SIGTERM (a CI job cancelled)."""
-    return "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
+    return "terminated (SIGTERM)" if _terminated(stop) else "interrupted"
 
 
 def stopped_code(stop: KeyboardInterrupt) -> ExitCode:
     """Return the exit code of a command stopped by Ctrl-C (130) or SIGTERM (143)."""
-    return ExitCode.TERMINATED if isinstance(stop, Terminated) else ExitCode.INTERRUPTED
+    return ExitCode.TERMINATED if _terminated(stop) else ExitCode.INTERRUPTED
 
 
 class CudabenchError(Exception):

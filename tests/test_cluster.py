@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import invoke
 
+from cudabench.errors import UsageError
 from cudabench.results import Status, load_results
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install ray: the `ray` extra)")
@@ -115,6 +116,35 @@ def test_a_gpu_held_by_another_job_holds_no_benchmark(local_ray, monkeypatch, tm
         ray.kill(holder)  # its sleep too
 
 
+def test_a_run_whose_every_gpu_is_held_says_it_waits(local_ray, monkeypatch, tmp_path):
+    # it waited for a GPU without a word, for as long as the other job held them
+    import threading
+    import time
+
+    from cudabench.engines.fake_engine import FakeSpec
+
+    @ray.remote(num_gpus=2)
+    class Holder:
+        def hold(self, seconds: float) -> None:
+            time.sleep(seconds)
+
+    holder = Holder.remote()
+    ray.get(holder.__ray_ready__.remote())  # it holds both GPUs now
+    holder.hold.remote(60)
+    freed = threading.Timer(6, ray.kill, (holder,))  # then the GPUs are free
+    monkeypatch.setattr("cudabench.runner.ray_cluster.WAITING_NOTE_S", 2.0)
+    use_spec(monkeypatch, FakeSpec())
+    try:
+        freed.start()
+        done = invoke("dot", "--size", "1000", "--cluster", "ray", *QUICK)
+    finally:
+        freed.cancel()
+        ray.kill(holder)
+    assert done.exit_code == 0, done.stderr
+    assert "cudabench: waiting for a GPU of the Ray cluster (1 benchmark(s) queued, none " \
+        "running for 2 s)" in done.stderr
+
+
 def test_a_task_whose_process_dies_is_retried_once(local_ray, monkeypatch, tmp_path):
     from ray_specs import TaskKillingSpec
 
@@ -139,6 +169,65 @@ def test_a_task_lost_twice_is_reported_and_the_file_stays_valid(local_ray, monke
     rows = load_results(out).benchmarks
     assert rows and all(r.status is Status.ERROR for r in rows)
     assert all("lost twice (retried once)" in r.error for r in rows), rows[0].error
+
+
+def test_a_gpu_that_cannot_be_opened_is_given_up_and_said(local_ray, monkeypatch, tmp_path):
+    # its benchmarks were ERROR rows whose reason was Ray's coloured header
+    # ("\x1b[36mray::GpuRunner.run()..."), and the GPU was never given up
+    from cudabench.engines.fake_engine import FakeSpec
+
+    use_spec(monkeypatch, FakeSpec(device_count=2, lost_devices=(1,)))
+    out = tmp_path / "r.json"
+    # long enough that the second GPU's actor starts before the first ran out of work
+    done = invoke("dot", "--size", "1000..8000:+1000", "--variant", "atomic", "--no-vendor",
+                  "--cluster", "ray", "--json", out, "--no-batch", "--warmup", "0",
+                  "--max-time", "0.5", "--min-samples", "5000")
+    assert done.exit_code == 0, done.stderr
+    assert "a GPU of the cluster was given up (it could not be opened: fake GPU 1 fell off " \
+        "the bus)" in done.stderr
+    rows = [r for r in load_results(out).benchmarks if r.variant == "atomic"]
+    assert len(rows) == 8 and all(r.status is Status.PASS for r in rows)
+
+
+def test_a_cluster_whose_every_gpu_cannot_be_opened_is_a_one_line_error(local_ray,
+                                                                       monkeypatch):
+    from cudabench.engines.fake_engine import FakeSpec
+
+    use_spec(monkeypatch, FakeSpec(device_count=2, lost_devices=(0, 1)))
+    done = invoke("dot", "--size", "1000,2000", "--cluster", "ray", *QUICK)
+    assert done.exit_code == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "could not be opened" in lines[0] or "fell off" in lines[0], \
+        done.stderr
+    assert "\x1b" not in done.stderr and "ray::" not in done.stderr
+
+
+def test_a_stopped_run_keeps_the_rows_its_running_benchmark_measured(local_ray, monkeypatch,
+                                                                     tmp_path):
+    # Ctrl-C threw away the rows of every benchmark still out (rows came back only with a
+    # whole benchmark), and a run stopped before one finished wrote no results file at all
+    import signal
+    import threading
+
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.engines.fake_kernels import Fault
+
+    use_spec(monkeypatch, FakeSpec(faults={"shared_tree": Fault.HANGS}))
+    out = tmp_path / "r.json"
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(10, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        timer.start()  # atomic measured by then, shared_tree hanging (its timeout: 120 s)
+        done = invoke("dot", "--size", "1000", "--variant", "atomic", "--variant",
+                      "shared_tree", "--no-vendor", "--cluster", "ray", "--json", out, *QUICK,
+                      "--timeout", "120")
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert done.exit_code == 130, done.output
+    kept = load_results(out)
+    assert kept.metadata.get("complete") is False
+    assert [(r.variant, r.status) for r in kept.benchmarks] == [("atomic", Status.PASS)]
 
 
 def _release_kept() -> None:
@@ -319,6 +408,18 @@ def test_a_ray_address_that_does_not_answer_is_named_at_once(monkeypatch):
     assert not ray.is_initialized()
 
 
+def test_a_dashboard_address_is_named_as_one(monkeypatch):
+    # RAY_ADDRESS=http://127.0.0.1:8265 (set for `ray job submit`) read as a host named
+    # "http://127.0.0.1": "Name or service not known"
+    from cudabench.runner.ray_cluster import check_reachable
+
+    monkeypatch.setenv("RAY_ADDRESS", "http://127.0.0.1:8265")
+    with pytest.raises(UsageError, match=r"http://127.0.0.1:8265 \(RAY_ADDRESS=http://127.0.0"
+                       r".1:8265\) is not a Ray cluster's address .* HOST:6379, or "
+                       r"ray://HOST:10001"):
+        check_reachable("ray")
+
+
 def test_a_usage_error_found_before_the_run_starts_no_ray(monkeypatch, tmp_path):
     from cudabench.engines.fake_engine import FakeSpec
 
@@ -342,3 +443,33 @@ def test_listing_kept_actors_starts_no_ray_of_its_own(monkeypatch):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "no Ray cluster is running here" in lines[0], done.stderr
     assert not ray.is_initialized()
+
+
+def test_the_command_s_signal_handlers_outlive_ray_init(monkeypatch):
+    # ray.init put in its own SIGTERM handler (sys.exit): a cancelled CI job exited 1 with
+    # Ray's crash dump, not 143 with "terminated"
+    import signal
+
+    from cudabench.runner import ray_cluster
+
+    def ours(signum, frame):  # the command's (entry.py's), set before the run
+        raise AssertionError("not called")
+
+    def init(**options):
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        signal.signal(signal.SIGINT, lambda signum, frame: None)
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        signal.signal(signal.SIGTERM, ours)
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        monkeypatch.setattr(ray, "is_initialized", lambda: False)
+        monkeypatch.setattr(ray, "init", init)
+        monkeypatch.setattr(ray, "cluster_resources", lambda: {"GPU": 1.0})
+        ray_cluster.connect("ray")
+        assert signal.getsignal(signal.SIGTERM) is ours
+        assert signal.getsignal(signal.SIGINT) is before[signal.SIGINT]
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+

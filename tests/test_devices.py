@@ -257,6 +257,8 @@ def test_no_gpu_that_opens_is_a_one_line_error(use_fake, suite):
 
 @pytest.mark.parametrize("args, says", [
     (["--devices", "4"], "--devices '4': GPU 4 does not exist; there are 2"),
+    (["--devices", "0,\u00b2"], "--devices '0,\u00b2': expected `all` or GPU indices"),
+    (["--devices", "\u0663"], "--devices '\u0663': expected `all` or GPU indices"),
     (["--device", "1", "--devices", "all"], "--device 1 and --devices all both choose"),
     (["--replicate"], "--replicate needs the GPUs"),
     (["--cluster", "slurm"], "--cluster 'slurm': expected `ray`"),

@@ -6,6 +6,7 @@ import contextlib
 import contextvars
 import dataclasses
 import datetime
+import importlib.util
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -87,7 +88,7 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         # the outputs a run would refuse (a folder, an input, no write access): refused now
         check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
         check_results_output(outputs)
-        code = show_plan(plans, arch)
+        code = show_plan(plans, arch, placement.cluster)
         unwritten = [flag for flag, given in (
             ("--json", outputs.json_path), ("--markdown", outputs.markdown_path),
             ("--csv", outputs.csv_path), ("--best-out", outputs.best_out),
@@ -230,11 +231,14 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     every usage error is raised here, before anything runs."""
     plans = plans_of(requests)  # usage errors first
     # The tools' modules only where asked for: each import is the start-up of every command.
-    if any(plan.sanitize for plan in plans):
+    # On a cluster the nodes run the tools, not this host (a laptop that drives it): a node
+    # without them says so in its rows.
+    here = placement.cluster is None
+    if here and any(plan.sanitize for plan in plans):
         from cudabench.observers.sanitizer import find_sanitizer
 
         find_sanitizer()  # missing: a usage error now, not a row per variant later
-    if any(plan.insight.counters for plan in plans):
+    if here and any(plan.insight.counters for plan in plans):
         from cudabench.observers.ncu import find_ncu
 
         find_ncu()
@@ -491,9 +495,9 @@ def unique_points(plans: list[Plan]) -> list[Plan]:
     return kept
 
 
-def show_plan(plans: list[Plan], arch: str) -> int:
+def show_plan(plans: list[Plan], arch: str, cluster: str | None = None) -> int:
     """Print the plan and compile every kernel (no GPU); exit 2 if one does not compile or
-    its launch would be refused."""
+    its launch would be refused. cluster: where a real run would go (--cluster)."""
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise UsageError(f"--arch {arch!r}: expected an architecture such as sm_90 or sm_90a")
     from cudabench.engines.nvcc import find_nvcc
@@ -509,7 +513,8 @@ def show_plan(plans: list[Plan], arch: str) -> int:
                            r.compiled) for r in rows], terminal.stdout_console())
     for line in timing_lines(plans):
         terminal.stdout_console().print(line, markup=False, highlight=False)
-    notes = [*(text for plan in plans for text in plan.notes), *would_stop_here(plans)]
+    notes = [*(text for plan in plans for text in plan.notes),
+             *would_stop_here(plans, cluster)]
     for text in dict.fromkeys(notes):
         note(text)
     failed = [f"{r.benchmark.split()[0]}/{r.variant}" for r in rows if not r.compile_ok]
@@ -521,13 +526,22 @@ def show_plan(plans: list[Plan], arch: str) -> int:
     return int(ExitCode.OK if all(r.compile_ok for r in rows) else ExitCode.USAGE)
 
 
-def would_stop_here(plans: list[Plan]) -> list[str]:
+def would_stop_here(plans: list[Plan], cluster: str | None = None) -> list[str]:
     """Return, for a dry run, what a real run of the plans on this machine would refuse
     before measuring: CUDA_LAUNCH_BLOCKING set, no GPU visible (or no driver), a tool
     missing (ncu for --counters, compute-sanitizer for --sanitize) or more host memory
-    than it has (the GPU's is not known here). Notes, not errors."""
+    than it has (the GPU's is not known here); with a cluster, Ray missing here (its
+    nodes hold the GPUs, the tools and the memory). Notes, not errors."""
     from cudabench.observers.ncu import find_ncu
     from cudabench.observers.sanitizer import find_sanitizer
+
+    if cluster is not None:
+        from cudabench.runner.ray_cluster import INSTALL_HINT
+
+        if importlib.util.find_spec("ray") is None:
+            return [f"on this machine a run would stop here: --cluster {cluster}: Ray is not "
+                    f"installed ({INSTALL_HINT})"]
+        return []
 
     def host_memory() -> None:
         memory.check(plans, None, memory.host_available_bytes())

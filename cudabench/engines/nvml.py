@@ -37,13 +37,18 @@ def device_uuid(pci_bus_id: str) -> str | None:
     return _ask(uuid)
 
 
+def _index(text: str) -> bool:
+    """Return whether text is a GPU index (ASCII digits: "²" is a digit to str.isdigit)."""
+    return text.isascii() and text.isdigit()
+
+
 def free_memory(gpu: int | str) -> int | None:
     """Return the free memory of a GPU, or None without NVML: gpu is an NVML index (the
     CUDA index when devices are ordered by PCI bus id, or with one GPU), as a number or
     text, or a UUID (GPU-..., as CUDA_VISIBLE_DEVICES may name it)."""
     def free(nvml: Any) -> int:
         text = str(gpu).strip()
-        handle = (nvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit()
+        handle = (nvml.nvmlDeviceGetHandleByIndex(int(text)) if _index(text)
                   else nvml.nvmlDeviceGetHandleByUUID(text))
         return int(nvml.nvmlDeviceGetMemoryInfo(handle).free)
 
@@ -55,7 +60,7 @@ def device_name(gpu: int | str) -> str | None:
     None without NVML."""
     def name(nvml: Any) -> str:
         text = str(gpu).strip()
-        handle = (nvml.nvmlDeviceGetHandleByIndex(int(text)) if text.isdigit()
+        handle = (nvml.nvmlDeviceGetHandleByIndex(int(text)) if _index(text)
                   else nvml.nvmlDeviceGetHandleByUUID(text))
         found = nvml.nvmlDeviceGetName(handle)
         return found.decode() if isinstance(found, bytes) else str(found)

@@ -54,7 +54,7 @@ def choose(text: str, count: int, entries: list[str] | None = None) -> list[Slot
         indices = []
         for part in text.split(","):
             part = part.strip()
-            if not part.isdigit():
+            if not (part.isascii() and part.isdigit()):  # "²" and "٣" are digits too
                 raise UsageError(f"--devices {text!r}: expected `all` or GPU indices such as "
                                  "0,2")
             index = int(part)

@@ -30,16 +30,19 @@ import json
 import logging
 import os
 import pickle
+import re
+import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cudabench.common.extras import install_hint
-from cudabench.errors import UsageError
+from cudabench.errors import GpuEnvironmentError, UsageError
 from cudabench.runner.devices import BLAS_THREAD_VARIABLES
 from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.gpus import units_of
@@ -55,6 +58,8 @@ INSTALL_HINT = install_hint("ray")
 TASK_RETRIES = 1  # a benchmark whose actor was lost runs once more; an actor may fail to start once
 WAIT_S = 1.0  # how often the driver wakes while tasks run (so Ctrl-C gets through)
 CLOSE_WAIT_S = 15.0  # how long an actor gets to release its GPU at the end
+WAITING_NOTE_S = 30.0  # after this long with no GPU of the cluster free, say so
+MEASURED_WAIT_S = 3.0  # how long a stopped command waits for the running benchmarks' rows
 NAMESPACE = "cudabench"  # where kept actors are named, whatever the driver's namespace
 KEPT_PREFIX = "cudabench-"  # a kept actor's name: cudabench-<code key>-gpu<slot>
 IDLE_PROBE_S = 0.5  # an actor that answers within this is between runs (it runs one at a time)
@@ -80,6 +85,10 @@ def check_reachable(text: str) -> None:
         address = os.environ.get("RAY_ADDRESS", "").strip()
         named_by = f" (RAY_ADDRESS={address})"
         address = address.removeprefix("ray://")
+    if "://" in address:  # http://HOST:8265, the dashboard's (`ray job submit`'s) address
+        raise UsageError(f"--cluster {text}: {address}{named_by} is not a Ray cluster's "
+                         "address (a dashboard's http:// one is for `ray job submit`): name "
+                         "the head node's HOST:6379, or ray://HOST:10001")
     host, colon, port = address.rpartition(":")
     if not colon or not host or not (port.isascii() and port.isdigit()):
         return  # unset, `auto`, `local`, or a form Ray reads and this does not: Ray decides
@@ -107,8 +116,9 @@ def connect(text: str, keep_s: float = 0.0, running: bool = False) -> RayCluster
         check_reachable(text)
         address = text if text.startswith("ray://") else ("auto" if running else None)
         try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.ERROR)
+            with _signals_kept():
+                ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.ERROR)
         except Exception as exc:  # ConnectionError, a timeout, a version mismatch...
             if address == "auto":
                 raise UsageError(f"--cluster {text}: no Ray cluster is running here (kept "
@@ -128,6 +138,21 @@ def connect(text: str, keep_s: float = 0.0, running: bool = False) -> RayCluster
         raise UsageError(f"--cluster {text}: the Ray cluster has no GPU (start its nodes with "
                          "`ray start ... --num-gpus N`, or check nvidia-smi on them)")
     return RayCluster(ray, started, text, keep_s)
+
+
+@contextlib.contextmanager
+def _signals_kept() -> Iterator[None]:
+    """Keep the command's SIGTERM and SIGINT handlers over ray.init, which puts its own in
+    (SIGTERM: sys.exit, a cancelled CI job then exited 1 with a crash dump, not 143)."""
+    main = threading.current_thread() is threading.main_thread()
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)} \
+        if main else {}
+    try:
+        yield
+    finally:
+        for sig, handler in kept.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 class RayCluster:
@@ -173,7 +198,8 @@ class RayCluster:
         blob, shared_files = ray.put(pickled), ray.put(files)
         # What a kept actor checks: the plans (unpickled once) and the sources they use.
         work = hashlib.sha256(pickled).hexdigest()[:16] + "-" + digest_of(files)
-        runner = ray.remote(num_gpus=1)(GpuRunner)
+        # two threads: measured() answers while a run holds the other (a stopped command)
+        runner = ray.remote(num_gpus=1, max_concurrency=2)(GpuRunner)
         key = code_key()
         retire_stale(ray, key)
         kept: set[int] = set()  # the slots whose actor outlives the run
@@ -184,6 +210,13 @@ class RayCluster:
         running: dict[Any, tuple[int, int]] = {}  # run() call -> (slot, benchmark)
         idle: collections.deque[int] = collections.deque()
         last_failure: BaseException | None = None
+        # A GPU that cannot be opened shows in its actor's first run (the actor starts,
+        # its worker opens the GPU meanwhile): its benchmark goes back to the queue, the
+        # slot gets a fresh actor once (Ray may place it on another GPU), then is given up,
+        # as `--devices all` gives up such a GPU.
+        open_failures: collections.Counter[int] = collections.Counter()
+        unusable: list[str] = []  # why each GPU given up could not be opened
+        notes: list[str] = []
 
         def start(slot: int) -> None:
             name = f"{KEPT_PREFIX}{key}-gpu{slot}"
@@ -207,10 +240,21 @@ class RayCluster:
             for row in unit_rows:
                 on_result(row)
 
+        progress_at = time.monotonic()  # when work last went out or came back
+        said_waiting = False
         try:
             for slot in range(max(1, min(gpus, len(units)))):
                 start(slot)
             while running or (waiting and starting) or (waiting and idle):
+                if running or idle:
+                    progress_at = time.monotonic()
+                elif not said_waiting and time.monotonic() - progress_at > WAITING_NOTE_S:
+                    # every GPU held by other work: Ray waits for one without a word
+                    said_waiting = True
+                    sys.stderr.write(
+                        f"cudabench: waiting for a GPU of the Ray cluster ({len(waiting)} "
+                        f"benchmark(s) queued, none running for {WAITING_NOTE_S:g} s): other "
+                        "work holds its GPUs (`ray status` says what); Ctrl-C stops\n")
                 while idle and waiting:
                     slot, index = idle.popleft(), waiting.popleft()
                     call = actors[slot].run.remote(spec, work, blob, shared_files, index,
@@ -238,6 +282,17 @@ class RayCluster:
                     except Exception as exc:  # the actor was lost, or its run raised
                         last_failure = exc
                         _end(ray, actors.pop(slot), wait=False)
+                        if isinstance(cause_of(exc), GpuEnvironmentError):
+                            waiting.appendleft(index)  # not the benchmark's doing
+                            open_failures[slot] += 1
+                            reason = f"it could not be opened: {_reason(cause_of(exc))}"
+                            if open_failures[slot] > TASK_RETRIES:
+                                unusable.append(reason)
+                                notes.append(f"a GPU of the cluster was given up ({reason}); "
+                                             "its queued benchmarks went to the other GPUs")
+                            elif waiting:
+                                start(slot)
+                            continue
                         attempts[index] += 1
                         if attempts[index] <= TASK_RETRIES:
                             waiting.appendleft(index)  # once more, on a fresh actor
@@ -249,6 +304,7 @@ class RayCluster:
                     if versions and not started and on_start is not None:
                         on_start(versions)
                         started = True
+                    open_failures[slot] = 0
                     finish(index, unit_rows)
                     idle.append(slot)
                 if not waiting:  # nothing left to hand out: free the GPUs now
@@ -258,10 +314,28 @@ class RayCluster:
                             _end(ray, actors.pop(slot), wait=True)
                     for ref in list(starting):  # one still waiting for a GPU: none kept
                         _end(ray, actors.pop(starting.pop(ref)), wait=False)
-            for index in waiting:  # no GPU could start an actor
+            if waiting and unusable and not rows:  # no GPU could be opened at all
+                raise GpuEnvironmentError(unusable[0])
+            for index in waiting:  # no GPU could start an actor, or every one given up
                 finish(index, lost_rows(plans, units[index],
                                         last_failure or RuntimeError("no actor started")))
         except BaseException:  # Ctrl-C, or the writer failing: nothing is left running
+            # The rows the benchmarks still out measured so far are kept, as a stopped
+            # `--devices all` keeps its workers' (a run stopped before any benchmark
+            # finished wrote no file at all); a second Ctrl-C gives up on them.
+            with contextlib.suppress(BaseException):
+                asked = {ref: actors[slot].measured.remote()
+                         for ref, (slot, _) in running.items()}
+                ready, _ = ray.wait(list(asked.values()), num_returns=len(asked),
+                                    timeout=MEASURED_WAIT_S)
+                for ref, answer in asked.items():
+                    if answer not in ready:
+                        continue
+                    so_far, versions = ray.get(answer)
+                    if versions and not started and on_start is not None:
+                        on_start(versions)
+                        started = True
+                    finish(running[ref][1], so_far)
             for ref in running:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)  # an actor call: force is for tasks; the kill below ends it
@@ -274,7 +348,7 @@ class RayCluster:
             if slot not in kept:
                 _end(ray, actor, wait=True)
         results = [row for index in sorted(rows) for row in rows[index]]
-        return outcome_of(plans, results, [], on_result)
+        return outcome_of(plans, results, notes, on_result)
 
 
 def _end(ray: Any, actor: Any, wait: bool) -> None:
@@ -319,17 +393,34 @@ def release_kept(ray: Any) -> int:
     return len(names)
 
 
+def cause_of(exc: BaseException) -> BaseException:
+    """Return the error an actor's method raised (RayTaskError wraps it as its cause), or
+    exc itself (a lost actor, a node gone)."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, BaseException) else exc
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _reason(exc: BaseException) -> str:
+    """Return an error's own words on one line: a cause raised in an actor as it said
+    them, else the first line of Ray's text (a creation task's error names its cause
+    last), never Ray's coloured `ray::GpuRunner.run()` header."""
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return lines[-1] if "creation task" in lines[0] else lines[0]
+
+
 def lost_rows(plans: Sequence[Plan], jobs: Sequence[Job], exc: BaseException
               ) -> list[BenchmarkResult]:
     """Return ERROR rows for a benchmark whose actor could not finish it, saying why."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    # A creation task's error says so first and names the cause last.
-    reason = (lines[-1] if "creation task" in (lines or [""])[0] else lines[0]) if lines \
-        else type(exc).__name__
-    why = (f"its Ray worker was lost twice (retried once): {type(exc).__name__}: {reason}"
-           if "Crash" in type(exc).__name__ or "Died" in type(exc).__name__
-           or "Lost" in type(exc).__name__
-           else f"its Ray worker failed: {type(exc).__name__}: {reason}")
+    cause = cause_of(exc)
+    name = type(cause).__name__
+    why = (f"its Ray worker was lost twice (retried once): {name}: {_reason(cause)}"
+           if "Crash" in name or "Died" in name or "Lost" in name
+           else f"its Ray worker failed: {name}: {_reason(cause)}")
     return [error_row(plans[job.plan_index], job, None, why) for job in jobs]
 
 
@@ -376,13 +467,16 @@ class GpuRunner:
         import ray
 
         gpu_ids = ray.get_gpu_ids()
-        self.label = int(gpu_ids[0]) if gpu_ids and str(gpu_ids[0]).isdigit() else 0
+        first = str(gpu_ids[0]) if gpu_ids else ""
+        self.label = int(first) if first.isascii() and first.isdigit() else 0
         share = str(max(1, (os.cpu_count() or 1) // _gpus_on_this_node(ray)))
         self.env = {name: share for name in BLAS_THREAD_VARIABLES}  # Ray's default: 1 thread
         self.spec, self.moved = spec, os.environ.get(ENVIRONMENT_VARIABLE)
         self.work = ""  # the digest of the plans loaded, and of the sources they use
         self.seen: dict[str, str] = {}  # source files its worker may have loaded: hashes
         self.units: list[list[Job]] = []
+        self.heard: list[BenchmarkResult] = []  # the rows of the run in progress so far
+        self.versions: dict[str, str] = {}
         self.worker = self._new_worker()
         self.worker.start()  # it opens the GPU while the first benchmark travels here
         self.lock, self.last_use, self.keep_s = threading.Lock(), time.monotonic(), keep_s
@@ -441,11 +535,18 @@ class GpuRunner:
     def _run(self, index: int) -> tuple[list[BenchmarkResult], dict[str, str]]:
         rows: list[BenchmarkResult] = []
         versions: dict[str, str] = {}
+        self.heard, self.versions = [], versions  # measured() reads them meanwhile
         jobs = self.units[index]
         while len(rows) < len(jobs):
-            rows += self.worker.run(remaining(jobs, rows), lambda row: None, versions.update,
+            rows += self.worker.run(remaining(jobs, rows), self.heard.append, versions.update,
                                     first=not rows)
         return rows, versions
+
+    def measured(self) -> tuple[list[BenchmarkResult], dict[str, str]]:
+        """Return the rows the benchmark running now has measured so far, and the
+        worker's versions: a command stopped meanwhile (Ctrl-C, SIGTERM) keeps them. The
+        actor serves this beside a run (max_concurrency=2; runs hold the lock)."""
+        return list(self.heard), dict(self.versions)
 
     def close(self) -> None:
         """Let the worker end, releasing the GPU."""
