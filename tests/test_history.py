@@ -1164,6 +1164,7 @@ def test_a_version_2_store_is_read_as_it_is_and_upgraded_by_a_writer(tmp_path):
     db = flat_history(tmp_path, runs=4)
     conn = sqlite3.connect(db)
     conn.execute("ALTER TABLE runs DROP COLUMN command_key")
+    conn.execute("ALTER TABLE results DROP COLUMN param_order")  # version 4's
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
@@ -1207,7 +1208,7 @@ def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path)
     keys = dict(conn.execute("SELECT id, command_key FROM runs"))
     conn.close()
     assert flushes == {1: "memset", 2: ""} and new == {"clean"}
-    assert version == (str(SCHEMA_VERSION),) == ("3",)
+    assert version == (str(SCHEMA_VERSION),) == ("4",)
     assert keys[1] is None and '"matmul"' in keys[2]  # version 3: the command of a new run
 
 
@@ -1478,3 +1479,31 @@ def test_show_of_a_store_with_no_verified_timing_says_so_not_filters(tmp_path):
     assert_one_line_error(invoke("show", "--db", db),
                           "none of its 1 recorded run has a verified timing to follow")
     assert_one_line_error(invoke("show", "--op", "dot", "--db", db), "matches the filters")
+
+
+def test_history_show_lists_parameters_in_the_header_s_order(tmp_path):
+    # the store keys params sorted (the benchmark's identity): `TILE=.. BLOCK_ROWS=..`
+    # read in another order than every run table's
+    path = cleaned(make_run(tmp_path, 5))
+    document = json.loads(path.read_text(encoding="utf-8"))
+    first = next(b for b in document["benchmarks"] if b["kind"] == "variant")
+    first["params"] = {"TILE": 16, "BLOCK_ROWS": 8, "GROUP": 1}
+    document["benchmarks"] = [first]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    db = tmp_path / "h.db"
+    import_runs(db, [path])
+    shown = invoke("show", "--db", db)
+    assert shown.exit_code == 0, shown.output
+    assert "TILE=16 BLOCK_ROWS=8 GROUP=1" in " ".join(shown.stdout.split()), shown.stdout
+
+
+def test_a_version_3_store_is_read_with_its_parameters_by_name(tmp_path):
+    db = flat_history(tmp_path, runs=3)
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE results DROP COLUMN param_order")
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    shown = invoke("show", "--db", db)
+    assert shown.exit_code == 0, shown.output
+    assert "TILE=" in shown.stdout

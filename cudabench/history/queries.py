@@ -23,7 +23,12 @@ from cudabench.history.records import (
     run_hashes,
     worst_status,
 )
-from cudabench.history.schema import COMMANDS_SINCE, TABLES, damaged_message
+from cudabench.history.schema import (
+    COMMANDS_SINCE,
+    PARAM_ORDER_SINCE,
+    TABLES,
+    damaged_message,
+)
 from cudabench.results.model import ResultsFile
 
 
@@ -67,11 +72,12 @@ class Queries:
         except sqlite3.DatabaseError as exc:  # not a database, malformed image
             raise StoreError(damaged_message(self.path, str(exc))) from None
 
-    def _benchmark(self, row: Sequence[Any]) -> Benchmark:
-        """Return the benchmark of a row's key columns; a StoreError where they are not
-        what cudabench wrote (a damaged or hand-edited store)."""
+    def _benchmark(self, row: Sequence[Any], order: str | None = None) -> Benchmark:
+        """Return the benchmark of a row's key columns (and its parameters' order); a
+        StoreError where they are not what cudabench wrote (a damaged or hand-edited
+        store)."""
         try:
-            return decode_benchmark(row)
+            return decode_benchmark(row, order)
         except (ValueError, TypeError, AttributeError, OverflowError,
                 RecursionError) as exc:  # JSONDecodeError included; a shape of 1e400
             raise StoreError(damaged_message(
@@ -144,9 +150,12 @@ class Queries:
         if gpu_model is not None:
             where.append(GPU_MATCH)
             args += [gpu_model, gpu_model]
+        # the newest row's order of the parameters (a header reordered since: its order now)
+        order = "MAX(x.param_order)" if self.version >= PARAM_ORDER_SINCE else "''"
         query = (
             "SELECT x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, "
-            "COALESCE(d.name, ''), MIN(x.kind), COUNT(DISTINCT x.run_id) FROM results x "
+            f"COALESCE(d.name, ''), MIN(x.kind), COUNT(DISTINCT x.run_id), {order} "
+            "FROM results x "
             "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id "
             f"WHERE {' AND '.join(where)} "
             "GROUP BY x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, d.name "
@@ -154,7 +163,8 @@ class Queries:
             "x.l2_flush")
         with self._errors():
             rows = self._conn.execute(query, args).fetchall()
-        return [Tracked(self._benchmark(row[:7]), row[7], row[8], row[9]) for row in rows]
+        return [Tracked(self._benchmark(row[:7], row[10]), row[7], row[8], row[9])
+                for row in rows]
 
     def series(self, benchmark: Benchmark, gpu_model: str, last: int | None = None,
                since: str | None = None, exclude_run: int | None = None,

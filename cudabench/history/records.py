@@ -9,7 +9,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cudabench.errors import CudabenchError, ResultsFileError
@@ -49,12 +49,24 @@ class Benchmark:
     # The L2 flush of its cold samples: its times after one method are another benchmark's
     # than after the other ("clean", "memset"; "" when not flushed).
     l2_flush: str = ""
+    # The parameters' names in the kernel header's order, as the run tables show them
+    # (params is sorted: the benchmark's identity); () where the store did not keep it.
+    order: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
     @classmethod
     def of(cls, result: BenchmarkResult) -> Benchmark:
         """Return the benchmark a result measured."""
         return cls(result.op, result.variant, tuple(sorted(result.params.items())),
-                   tuple(result.shape), result.dtype, result.hot, result.l2_flush)
+                   tuple(result.shape), result.dtype, result.hot, result.l2_flush,
+                   tuple(result.params))
+
+    @property
+    def shown_params(self) -> tuple[tuple[str, int], ...]:
+        """Return the parameters in the header's order where known, else by name."""
+        values = dict(self.params)
+        if sorted(self.order) != sorted(values):
+            return self.params
+        return tuple((name, values[name]) for name in self.order)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -64,7 +76,7 @@ class Benchmark:
     def describe(self, flush: bool = False) -> str:
         """Return 'op/variant (hot) params shape dtype' for tables and messages; with flush,
         'op/variant (memset flush) ...' where the cold samples' flush tells two apart."""
-        params = " ".join(f"{k}={v}" for k, v in self.params)
+        params = " ".join(f"{k}={v}" for k, v in self.shown_params)
         marks = " (hot)" if self.hot else ""
         marks += f" ({self.l2_flush} flush)" if flush and self.l2_flush else ""
         return " ".join(part for part in (
@@ -258,13 +270,15 @@ def encode_benchmark(bench: Benchmark) -> tuple[str, str, str, str, str, int, st
             json.dumps(list(bench.shape)), bench.dtype, int(bench.hot), bench.l2_flush)
 
 
-def decode_benchmark(row: Sequence[Any]) -> Benchmark:
+def decode_benchmark(row: Sequence[Any], order: str | None = None) -> Benchmark:
     """Return the benchmark of the results table's key columns, in encode_benchmark's
-    order."""
+    order; order, the param_order column (schema version 4), names its parameters in the
+    header's order."""
     params = json.loads(row[2])
+    names = tuple(str(name) for name in json.loads(order)) if order else ()
     return Benchmark(row[0], row[1], tuple(sorted((str(k), int(v)) for k, v in params.items())),
                      tuple(int(x) for x in json.loads(row[3])), row[4], bool(row[5]),
-                     str(row[6]))
+                     str(row[6]), names)
 
 
 def worst_status(statuses: Sequence[str]) -> str:

@@ -1,7 +1,7 @@
 """The history store's file: its tables, created and migrated, and the checks made on a
 file before SQLite opens it (another program's file, a newer schema, a damaged one).
 
-Layout (schema version 3):
+Layout (schema version 4):
 
 - meta(key, value): `schema_version`, the version the migrations brought the file to;
 - runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
@@ -14,7 +14,8 @@ Layout (schema version 3):
 - results(id, run_id, device_id, op, variant, params, shape, dtype, hot, kind, status,
   median_s, samples_s, l2_flush): params a JSON object with sorted keys, shape and samples
   JSON arrays, median_s NULL when nothing was timed; l2_flush "clean", "memset" or "" (hot),
-  added by version 2, the rows before it "memset" (cold) or "".
+  added by version 2, the rows before it "memset" (cold) or ""; param_order (version 4)
+  the parameter names in the kernel header's order, a JSON list ('' before).
 """
 
 from __future__ import annotations
@@ -100,14 +101,23 @@ def _add_command_key_v3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE runs ADD COLUMN command_key TEXT")
 
 
+def _add_param_order_v4(conn: sqlite3.Connection) -> None:
+    """Version 4: each result's parameter names in the kernel header's order (a JSON list),
+    which `history show` lists them in, as the run tables do (params is sorted: the
+    benchmark's identity). Rows recorded before have '' (shown by name)."""
+    conn.execute("ALTER TABLE results ADD COLUMN param_order TEXT NOT NULL DEFAULT ''")
+
+
 # MIGRATIONS[v] brings a store of version v to v + 1, inside the caller's transaction;
 # SQLite's DDL is transactional, so a failed step leaves the old version whole.
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2, _add_command_key_v3)
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2, _add_command_key_v3,
+                                     _add_param_order_v4)
 SCHEMA_VERSION = len(MIGRATIONS)
 # The oldest version a reader takes as it is (a writer upgrades it): version 3 only adds
 # runs.command_key, which a read of an older store takes as unknown (no `missing` verdicts).
 READABLE_FROM = 2
 COMMANDS_SINCE = 3  # the version whose runs record their command (runs.command_key)
+PARAM_ORDER_SINCE = 4  # the version whose results keep their parameters' order
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 
 
