@@ -776,3 +776,17 @@ def test_no_output_lands_among_cudabench_s_own_code_and_kernels(use_fake, comman
             else:
                 path.write_bytes(before)
         assert after == before
+
+
+def test_no_history_store_lands_among_cudabench_s_own_kernels(tmp_path):
+    # `history import --db kernels/matmul/y.cu` (and Results.record) wrote a store there:
+    # every later run failed to read it as a kernel
+    path = Path(__file__).parents[1] / "kernels" / "matmul" / "store.cu"
+    try:
+        done = invoke("history", "import", RESULTS, "--db", path)
+        assert done.exit_code == 2, done.output
+        assert "lies among cudabench's own code and kernels" in done.stderr
+    finally:
+        for leftover in path.parent.glob("store.cu*"):
+            leftover.unlink()
+    assert not path.exists()

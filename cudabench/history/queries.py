@@ -150,7 +150,8 @@ class Queries:
         if gpu_model is not None:
             where.append(GPU_MATCH)
             args += [gpu_model, gpu_model]
-        # the newest row's order of the parameters (a header reordered since: its order now)
+        # one recorded order of the parameters (rows of a header reordered since hold two:
+        # either is the header's at some commit)
         order = "MAX(x.param_order)" if self.version >= PARAM_ORDER_SINCE else "''"
         query = (
             "SELECT x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, "

@@ -25,6 +25,7 @@ import sqlite3
 import stat
 from pathlib import Path
 
+from cudabench.common.own_files import own_folder_of
 from cudabench.history.records import (
     APPLICATION_ID,
     SQLITE_MAGIC,
@@ -123,6 +124,10 @@ TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version s
 
 def precheck(path: Path, create: bool) -> bool:
     """Check the file before SQLite touches it; return whether it exists (non-empty)."""
+    own = own_folder_of(path.resolve()) if create else None
+    if own is not None:  # a store written there breaks every run (the catalog reads it)
+        raise StoreError(f"{path}: lies among cudabench's own code and kernels ({own}); "
+                         "keep the history store elsewhere (--db)")
     try:
         info = path.stat()
     except FileNotFoundError:

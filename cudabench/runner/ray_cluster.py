@@ -62,7 +62,7 @@ WAITING_NOTE_S = 30.0  # after this long with no GPU of the cluster free, say so
 MEASURED_WAIT_S = 3.0  # how long a stopped command waits for the running benchmarks' rows
 NAMESPACE = "cudabench"  # where kept actors are named, whatever the driver's namespace
 KEPT_PREFIX = "cudabench-"  # a kept actor's name: cudabench-<code key>-gpu<slot>
-IDLE_PROBE_S = 0.5  # an actor that answers within this is between runs (it runs one at a time)
+IDLE_PROBE_S = 0.5  # how long a kept actor gets to say whether it is between runs
 REACH_S = 3.0  # how long a cluster's address gets to accept a connection before Ray is asked
 
 
@@ -287,7 +287,7 @@ class RayCluster:
                             open_failures[slot] += 1
                             reason = f"it could not be opened: {_reason(cause_of(exc))}"
                             if open_failures[slot] > TASK_RETRIES:
-                                unusable.append(reason)
+                                unusable.append(f"a GPU of the Ray cluster: {reason}")
                                 notes.append(f"a GPU of the cluster was given up ({reason}); "
                                              "its queued benchmarks went to the other GPUs")
                             elif waiting:
@@ -380,8 +380,22 @@ def retire_stale(ray: Any, key: str) -> None:
             continue
         with contextlib.suppress(Exception):
             actor = ray.get_actor(name, namespace=NAMESPACE)
-            ray.get(actor.ready.remote(), timeout=IDLE_PROBE_S)
+            if not _idle(ray, actor):
+                continue
             _end(ray, actor, wait=True)
+
+
+def _idle(ray: Any, actor: Any) -> bool:
+    """Return whether a kept actor is between runs. Its own answer where it has idle()
+    (two threads: measured() answers beside a run, so ready() answers too); an actor of
+    older code runs one call at a time: one that answers ready() at once is idle."""
+    try:
+        return bool(ray.get(actor.idle.remote(), timeout=IDLE_PROBE_S))
+    except Exception as exc:  # no idle() (older code), or no answer in time: busy
+        if "idle" not in str(exc):
+            return False
+    ray.get(actor.ready.remote(), timeout=IDLE_PROBE_S)  # raises when busy
+    return True
 
 
 def release_kept(ray: Any) -> int:
@@ -541,6 +555,14 @@ class GpuRunner:
             rows += self.worker.run(remaining(jobs, rows), self.heard.append, versions.update,
                                     first=not rows)
         return rows, versions
+
+    def idle(self) -> bool:
+        """Answer whether no run holds the actor now (retire_stale asks before it ends
+        one: its second thread answers beside a run)."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        self.lock.release()
+        return True
 
     def measured(self) -> tuple[list[BenchmarkResult], dict[str, str]]:
         """Return the rows the benchmark running now has measured so far, and the
