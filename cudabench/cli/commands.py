@@ -532,9 +532,6 @@ def would_stop_here(plans: list[Plan], cluster: str | None = None) -> list[str]:
     missing (ncu for --counters, compute-sanitizer for --sanitize) or more host memory
     than it has (the GPU's is not known here); with a cluster, Ray missing here (its
     nodes hold the GPUs, the tools and the memory). Notes, not errors."""
-    from cudabench.observers.ncu import find_ncu
-    from cudabench.observers.sanitizer import find_sanitizer
-
     if cluster is not None:
         from cudabench.runner.ray_cluster import INSTALL_HINT
 
@@ -542,6 +539,8 @@ def would_stop_here(plans: list[Plan], cluster: str | None = None) -> list[str]:
             return [f"on this machine a run would stop here: --cluster {cluster}: Ray is not "
                     f"installed ({INSTALL_HINT})"]
         return []
+    from cudabench.observers.ncu import find_ncu
+    from cudabench.observers.sanitizer import find_sanitizer
 
     def host_memory() -> None:
         memory.check(plans, None, memory.host_available_bytes())

@@ -282,10 +282,11 @@ class RayCluster:
                     except Exception as exc:  # the actor was lost, or its run raised
                         last_failure = exc
                         _end(ray, actors.pop(slot), wait=False)
-                        if isinstance(cause_of(exc), GpuEnvironmentError):
+                        cause = cause_of(exc)
+                        if isinstance(cause, GpuEnvironmentError):
                             waiting.appendleft(index)  # not the benchmark's doing
                             open_failures[slot] += 1
-                            reason = f"it could not be opened: {_reason(cause_of(exc))}"
+                            reason = f"it could not be opened: {_reason(cause)}"
                             if open_failures[slot] > TASK_RETRIES:
                                 unusable.append(f"a GPU of the Ray cluster: {reason}")
                                 notes.append(f"a GPU of the cluster was given up ({reason}); "
@@ -389,13 +390,14 @@ def _idle(ray: Any, actor: Any) -> bool:
     """Return whether a kept actor is between runs. Its own answer where it has idle()
     (two threads: measured() answers beside a run, so ready() answers too); an actor of
     older code runs one call at a time: one that answers ready() at once is idle."""
+    asked = getattr(actor, "idle", None)  # a handle has the methods of the actor's class
+    if asked is None:
+        ray.get(actor.ready.remote(), timeout=IDLE_PROBE_S)  # raises when busy
+        return True
     try:
-        return bool(ray.get(actor.idle.remote(), timeout=IDLE_PROBE_S))
-    except Exception as exc:  # no idle() (older code), or no answer in time: busy
-        if "idle" not in str(exc):
-            return False
-    ray.get(actor.ready.remote(), timeout=IDLE_PROBE_S)  # raises when busy
-    return True
+        return bool(ray.get(asked.remote(), timeout=IDLE_PROBE_S))
+    except Exception:  # no answer in time: busy
+        return False
 
 
 def release_kept(ray: Any) -> int:
