@@ -475,6 +475,46 @@ def test_an_edited_op_file_misses_the_cache(tmp_path):
     assert op_hash(load_ops([folder])["softmax"]) != before
 
 
+def test_an_edited_module_the_op_file_imports_from_its_folder_misses_the_cache(
+        tmp_path, monkeypatch):
+    # a reference moved into a `_ref.py` beside the op file was read from the cache after
+    # _ref.py was edited: the rows were checked against the old reference
+    import shutil
+    import sys
+
+    from cudabench.ops.fingerprint import op_fingerprint as op_hash
+    from cudabench.ops.registry import load_ops
+
+    folder = tmp_path / "softmax"
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "softmax", folder)
+    (folder / "_ref.py").write_text("import numpy as np\n\n\ndef reference(x):\n"
+                                    "    return np.exp(x)\n")
+    (folder / "_helpers").mkdir()  # `_`: helper code, not an op file
+    (folder / "_helpers" / "__init__.py").write_text("")
+    (folder / "_helpers" / "late.py").write_text("SCALE = 1.0\n")
+    source = (folder / "softmax.py").read_text()
+    source = source.replace("import numpy as np\n", "import numpy as np\n\n"
+                            "import _ref\n", 1)
+    source = source.replace("        x = inputs[\"x\"].astype(np.float64)\n",
+                            "        from _helpers.late import SCALE  # imported when run\n"
+                            "        _ref.reference(SCALE)\n"
+                            "        x = inputs[\"x\"].astype(np.float64)\n", 1)
+    (folder / "softmax.py").write_text(source)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the op's folder is added to it
+    try:
+        before = op_hash(load_ops([folder])["softmax"])
+        assert op_hash(load_ops([folder])["softmax"]) == before
+        with open(folder / "_ref.py", "a", encoding="utf-8") as handle:
+            handle.write("# a corrected reference\n")
+        edited = op_hash(load_ops([folder])["softmax"])
+        assert edited != before
+        (folder / "_helpers" / "late.py").write_text("SCALE = 2.0\n")
+        assert op_hash(load_ops([folder])["softmax"]) != edited
+    finally:
+        for name in ("_ref", "_helpers", "_helpers.late"):
+            sys.modules.pop(name, None)
+
+
 def test_a_range_too_wide_to_enumerate_is_held_and_said_so(tmp_path):
     # `allowed 1..1000000000` was held at its default with no word of it
     from cudabench.cli.tune import summary

@@ -1,31 +1,39 @@
 """A hash of the code that decides an op's results, for the caches keyed on it.
 
 An op's inputs, reference, check and arguments live in its class, the classes it derives
-from, the file that declared it, and the ops package's shared helpers (inputs, types,
-checks): a change to any of them must miss the CPU-reference and tuning caches. Each file
+from, the file that declared it, the modules that file imports from its own folder (a
+`_ref.py` beside it, a package of helpers), and the ops package's shared helpers (inputs,
+types, checks): a change to any of them must miss the CPU-reference and tuning caches. Each file
 is hashed by its bytes, read again whenever its size or modification time changes, so a
 long-lived process (a kept worker, a pytest session) sees an edited op file too.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from cudabench import __version__
 
 _PACKAGE = Path(__file__).resolve().parent  # cudabench/ops
+_OWN_CODE = _PACKAGE.parent  # cudabench: its version is in the hash already
 _FILES: dict[str, tuple[tuple[int, int], str]] = {}  # path -> ((size, mtime), hash)
+_IMPORTS: dict[Path, tuple[str, list[Path]]] = {}  # path -> (its hash, the files it imports)
 
 
 def op_fingerprint(op: object) -> str:
     """Return the hash of cudabench's version and every file of op's code."""
     files = {str(path) for path in _PACKAGE.glob("*.py")}
+    modules: list[ModuleType] = []
     for cls in type(op).__mro__:
         module = sys.modules.get(cls.__module__)
+        if module is not None:
+            modules.append(module)
         source = getattr(module, "__file__", None)
         if source is None:
             try:
@@ -37,10 +45,71 @@ def op_fingerprint(op: object) -> str:
     origin = getattr(op, "origin", None)
     if isinstance(origin, str) and origin.endswith(".py"):
         files.add(str(Path(origin).resolve()))  # an op made from a class imported elsewhere
+    files |= _local_imports(files, modules)
     digest = hashlib.sha256(__version__.encode())
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + _file_hash(name).encode())
     return digest.hexdigest()
+
+
+def _local_imports(files: set[str], modules: list[ModuleType]) -> set[str]:
+    """Return the files of the modules that a user's op files import from their own folders,
+    followed import by import: those named by an import statement anywhere in the file (one
+    inside a function too, resolved against the file's folder), and those the op's modules
+    hold once loaded (wherever the import found them, the folder's subfolders too)."""
+    found: set[str] = set()
+    waiting = [name for name in files if _is_users(Path(name))]
+    for module in modules:
+        for value in vars(module).values():
+            held = value if isinstance(value, ModuleType) else \
+                sys.modules.get(getattr(value, "__module__", None) or "")
+            source = getattr(held, "__file__", None)
+            if isinstance(source, str) and source.endswith(".py"):
+                path = Path(source).resolve()
+                file = getattr(module, "__file__", None)
+                if file and _is_users(path) and path.is_relative_to(Path(file).resolve().parent):
+                    waiting.append(str(path))
+    while waiting:
+        name = waiting.pop()
+        if name in found:
+            continue
+        found.add(name)
+        waiting.extend(str(path) for path in _imported_beside(Path(name)) if _is_users(path))
+    return found - files
+
+
+def _imported_beside(path: Path) -> list[Path]:
+    """Return the files in path's folder (or its packages) that path's imports name (kept
+    while path's hash is unchanged: a sweep asks for the same op's key at every point)."""
+    digest = _file_hash(str(path))
+    kept = _IMPORTS.get(path)
+    if kept is not None and kept[0] == digest:
+        return kept[1]
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    folder, named = path.parent, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            named += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            named.append(node.module)
+            named += [f"{node.module}.{alias.name}" for alias in node.names]
+    paths = []
+    for dotted in named:
+        parts = dotted.split(".")
+        for depth in range(1, len(parts) + 1):
+            base = folder.joinpath(*parts[:depth])
+            paths += [p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()]
+    _IMPORTS[path] = (digest, [p.resolve() for p in paths])
+    return _IMPORTS[path][1]
+
+
+def _is_users(path: Path) -> bool:
+    """Whether path is a user's code: not cudabench's own, nor an installed package's."""
+    return not path.is_relative_to(_OWN_CODE) and not any(
+        part in ("site-packages", "dist-packages") for part in path.parts)
 
 
 def _file_hash(path: str) -> str:

@@ -58,12 +58,14 @@ def load_ops(kernels_dirs: Iterable[Path] = ()) -> dict[str, Op]:
 
 
 def op_files(kernels_dirs: Iterable[Path]) -> list[Path]:
-    """Return the op files of the folders: FOLDER/*.py and FOLDER/*/*.py, each once."""
+    """Return the op files of the folders: FOLDER/*.py and FOLDER/*/*.py, each once; a
+    file or subfolder whose name starts with `_` is an op's helper code, not an op file."""
     found: dict[Path, None] = {}
     for folder in kernels_dirs:
         folder = Path(folder)
         for path in sorted([*folder.glob("*.py"), *folder.glob("*/*.py")]):
-            if not path.name.startswith("_"):
+            if not path.name.startswith("_") and (
+                    path.parent == folder or not path.parent.name.startswith("_")):
                 found.setdefault(path.resolve(), None)
     return list(found)
 
@@ -142,6 +144,11 @@ def _import_file(path: Path) -> ModuleType:
         raise OpFileError(f"{path}: cannot load the op file (not a Python file?)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    # `import _ref` finds a helper module beside the op file, as pytest finds a test's
+    # (appended: a folder's file never hides an installed module of the same name)
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
