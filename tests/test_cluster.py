@@ -333,9 +333,11 @@ def test_idle_actors_of_other_code_are_ended_first(local_ray, monkeypatch, tmp_p
 
 
 
-def test_a_kept_actor_loads_an_edited_op_file_afresh(local_ray, monkeypatch, tmp_path):
-    """The kept actors' GPU workers imported the user's op file for the first command;
-    after an edit the second command must use the edit."""
+@pytest.mark.parametrize("in_helper", [False, True], ids=["op-file", "helper-module"])
+def test_a_kept_actor_loads_an_edited_op_file_afresh(local_ray, monkeypatch, tmp_path,
+                                                     in_helper):
+    """The kept actors' GPU workers imported the user's op file (and its helper modules)
+    for the first command; after an edit the second command must use the edit."""
     from test_op_plugins import an_edit_reaches_the_next_command
 
     from cudabench.engines.fake_engine import FakeSpec
@@ -343,7 +345,7 @@ def test_a_kept_actor_loads_an_edited_op_file_afresh(local_ray, monkeypatch, tmp
     use_spec(monkeypatch, FakeSpec())
     try:
         an_edit_reaches_the_next_command(tmp_path, "--cluster", "ray", "--keep-workers", "60",
-                                         *QUICK)
+                                         *QUICK, in_helper=in_helper)
     finally:
         _release_kept()
 

@@ -229,12 +229,15 @@ def test_another_visible_gpu_gets_a_worker_of_its_own(kept, monkeypatch):
     assert kept.address_of(FakeSpec(), {}, None) == first
 
 
-def test_an_edited_op_file_is_loaded_afresh_by_the_kept_worker(kept, use_fake, tmp_path):
-    """The kept worker imported the user's op file for the first command; the second
-    command, after the file was edited, must use the edit."""
+@pytest.mark.parametrize("in_helper", [False, True], ids=["op-file", "helper-module"])
+def test_an_edited_op_file_is_loaded_afresh_by_the_kept_worker(kept, use_fake, tmp_path,
+                                                                in_helper):
+    """The kept worker imported the user's op file (and the helper modules it imports) for
+    the first command; the second command, after an edit, must use the edit."""
     from test_op_plugins import an_edit_reaches_the_next_command
 
-    an_edit_reaches_the_next_command(tmp_path, "--keep-workers", "60", *QUICK)
+    an_edit_reaches_the_next_command(tmp_path, "--keep-workers", "60", *QUICK,
+                                     in_helper=in_helper)
 
 
 def test_a_kept_worker_ends_when_its_command_is_killed_mid_batch(kept, use_fake, tmp_path):

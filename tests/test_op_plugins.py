@@ -131,22 +131,73 @@ def user_folder(tmp_path: Path, op_text: str) -> Path:
     return folder
 
 
-def an_edit_reaches_the_next_command(tmp_path: Path, *placement: object) -> None:
+def an_edit_reaches_the_next_command(tmp_path: Path, *placement: object,
+                                     in_helper: bool = False) -> None:
     """Run the user's op twice with placement's flags (workers kept between commands),
     editing its reference between the runs (now wrong): the second run must use the edit,
-    so FAIL, exit 3."""
+    so FAIL, exit 3. in_helper: the reference lives in a helper module the op file imports
+    (`_ref.py`), whose function imports another from a `_helpers/` package when it runs."""
     from cudabench.ops.registry import forget_file_ops
 
-    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    edited = folder = user_folder(tmp_path, GOOD_OP.replace(
+        "REFERENCE_BODY", "return inputs['x']").replace(
+        "import numpy as np", "import numpy as np\n    import _ref" if in_helper else
+        "import numpy as np"))
+    if in_helper:
+        (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
+            "return inputs['x']", "return _ref.reference(inputs)"))
+        (folder / "_ref.py").write_text("def reference(inputs):\n"
+                                        "    from _helpers.body import shifted\n"
+                                        "    return shifted(inputs['x'])\n")
+        (folder / "_helpers").mkdir()
+        (folder / "_helpers" / "__init__.py").write_text("")
+        (folder / "_helpers" / "body.py").write_text("def shifted(x):\n    return x\n")
+        edited = folder / "_helpers"
     args = ("mycopy", "--kernels-dir", folder, "--size", "300", *placement)
+    forget_file_ops()  # another test's helpers of the same names
+    try:
+        _edit_between(edited / ("body.py" if in_helper else "myop.py"), args)
+    finally:
+        forget_file_ops()
+
+
+def _edit_between(target: Path, args: tuple[object, ...]) -> None:
+    """Run args, make target's reference wrong, run args again: FAIL, exit 3."""
+    from cudabench.ops.registry import forget_file_ops
+
     first = invoke(*args)
     assert first.exit_code == 0, first.stderr
-    (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
+    target.write_text(target.read_text().replace("return x", "return x + 1").replace(
         "return inputs['x']", "return inputs['x'] + 1"))
     forget_file_ops()  # this process plans as a new command's would: from the file
     second = invoke(*args)
     assert second.exit_code == 3, second.stdout + second.stderr
     assert "FAIL" in second.stdout
+
+
+def test_an_edited_helper_module_reaches_the_next_command(use_fake, tmp_path):
+    an_edit_reaches_the_next_command(tmp_path, *QUICK, in_helper=True)
+
+
+def test_two_op_folders_helpers_of_one_name_are_refused_not_mixed(use_fake, tmp_path):
+    # Python keeps one module a name: the second op would check against the first's
+    # reference
+    from cudabench.ops.registry import forget_file_ops
+
+    forget_file_ops()
+    for name in ("one", "two"):
+        write_op(tmp_path / name, GOOD_OP.replace(
+            "REFERENCE_BODY", "return _ref.reference(inputs)").replace(
+            "import numpy as np", "import numpy as np\n    import _ref").replace(
+            '"mycopy"', f'"copy_{name}"'), name=f"{name}.py")
+        (tmp_path / name / "_ref.py").write_text("def reference(inputs):\n"
+                                                 "    return inputs['x']\n")
+    done = invoke("list", "--kernels-dir", tmp_path / "one", "--kernels-dir", tmp_path / "two")
+    forget_file_ops()
+    assert done.exit_code == 2, done.output
+    assert f"{tmp_path / 'two' / 'two.py'}: imports _ref, but _ref was imported from " \
+        f"{tmp_path / 'one' / '_ref.py'} already" in done.stderr
+    assert "_two_ref" in done.stderr and "Traceback" not in done.output
 
 
 def test_a_small_op_of_ones_own_runs(use_fake, tmp_path):

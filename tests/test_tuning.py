@@ -483,8 +483,9 @@ def test_an_edited_module_the_op_file_imports_from_its_folder_misses_the_cache(
     import sys
 
     from cudabench.ops.fingerprint import op_fingerprint as op_hash
-    from cudabench.ops.registry import load_ops
+    from cudabench.ops.registry import forget_file_ops, load_ops
 
+    forget_file_ops()  # another test's _ref
     folder = tmp_path / "softmax"
     shutil.copytree(Path(__file__).parents[1] / "examples" / "softmax", folder)
     (folder / "_ref.py").write_text("import numpy as np\n\n\ndef reference(x):\n"
@@ -511,8 +512,7 @@ def test_an_edited_module_the_op_file_imports_from_its_folder_misses_the_cache(
         (folder / "_helpers" / "late.py").write_text("SCALE = 2.0\n")
         assert op_hash(load_ops([folder])["softmax"]) != edited
     finally:
-        for name in ("_ref", "_helpers", "_helpers.late"):
-            sys.modules.pop(name, None)
+        forget_file_ops()
 
 
 def test_a_range_too_wide_to_enumerate_is_held_and_said_so(tmp_path):

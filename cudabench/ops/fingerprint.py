@@ -23,7 +23,7 @@ from cudabench import __version__
 _PACKAGE = Path(__file__).resolve().parent  # cudabench/ops
 _OWN_CODE = _PACKAGE.parent  # cudabench: its version is in the hash already
 _FILES: dict[str, tuple[tuple[int, int], str]] = {}  # path -> ((size, mtime), hash)
-_IMPORTS: dict[Path, tuple[str, list[Path]]] = {}  # path -> (its hash, the files it imports)
+_IMPORTS: dict[tuple[Path, Path], tuple[str, list[Path]]] = {}  # (file, root) -> (hash, imports)
 
 
 def op_fingerprint(op: object) -> str:
@@ -53,43 +53,54 @@ def op_fingerprint(op: object) -> str:
 
 
 def _local_imports(files: set[str], modules: list[ModuleType]) -> set[str]:
-    """Return the files of the modules that a user's op files import from their own folders,
-    followed import by import: those named by an import statement anywhere in the file (one
-    inside a function too, resolved against the file's folder), and those the op's modules
-    hold once loaded (wherever the import found them, the folder's subfolders too)."""
+    """Return the files of the modules that a user's op files import from their own folders:
+    those their import statements name (local_imports), and those the op's modules hold
+    once loaded (wherever the import found them, the folder's subfolders too)."""
     found: set[str] = set()
-    waiting = [name for name in files if _is_users(Path(name))]
+    for name in files:
+        if is_users_code(Path(name)):
+            found |= {str(path) for path in local_imports(Path(name))}
     for module in modules:
+        file = getattr(module, "__file__", None)
         for value in vars(module).values():
             held = value if isinstance(value, ModuleType) else \
                 sys.modules.get(getattr(value, "__module__", None) or "")
             source = getattr(held, "__file__", None)
-            if isinstance(source, str) and source.endswith(".py"):
+            if file and isinstance(source, str) and source.endswith(".py"):
                 path = Path(source).resolve()
-                file = getattr(module, "__file__", None)
-                if file and _is_users(path) and path.is_relative_to(Path(file).resolve().parent):
-                    waiting.append(str(path))
-    while waiting:
-        name = waiting.pop()
-        if name in found:
-            continue
-        found.add(name)
-        waiting.extend(str(path) for path in _imported_beside(Path(name)) if _is_users(path))
+                if is_users_code(path) and path.is_relative_to(Path(file).resolve().parent):
+                    found |= {str(path), *(str(p) for p in local_imports(path))}
     return found - files
 
 
-def _imported_beside(path: Path) -> list[Path]:
-    """Return the files in path's folder (or its packages) that path's imports name (kept
-    while path's hash is unchanged: a sweep asks for the same op's key at every point)."""
+def local_imports(path: Path) -> set[Path]:
+    """Return the files in path's folder (and its packages) that path imports, followed
+    import by import: every import statement counts (one inside a function too), resolved
+    as Python resolves it with path's folder on the import path."""
+    root = path.resolve().parent
+    found: set[Path] = set()
+    waiting = [path.resolve()]
+    while waiting:
+        for imported in _imported_from(waiting.pop(), root):
+            if imported not in found and is_users_code(imported):
+                found.add(imported)
+                waiting.append(imported)
+    found.discard(path.resolve())
+    return found
+
+
+def _imported_from(path: Path, root: Path) -> list[Path]:
+    """Return the files under root that path's imports name (kept while path's hash is
+    unchanged: a sweep asks for the same op's key at every point)."""
     digest = _file_hash(str(path))
-    kept = _IMPORTS.get(path)
+    kept = _IMPORTS.get((path, root))
     if kept is not None and kept[0] == digest:
         return kept[1]
     try:
         tree = ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
         return []
-    folder, named = path.parent, []
+    named = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             named += [alias.name for alias in node.names]
@@ -100,13 +111,13 @@ def _imported_beside(path: Path) -> list[Path]:
     for dotted in named:
         parts = dotted.split(".")
         for depth in range(1, len(parts) + 1):
-            base = folder.joinpath(*parts[:depth])
+            base = root.joinpath(*parts[:depth])
             paths += [p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()]
-    _IMPORTS[path] = (digest, [p.resolve() for p in paths])
-    return _IMPORTS[path][1]
+    _IMPORTS[(path, root)] = (digest, [p.resolve() for p in paths])
+    return _IMPORTS[(path, root)][1]
 
 
-def _is_users(path: Path) -> bool:
+def is_users_code(path: Path) -> bool:
     """Whether path is a user's code: not cudabench's own, nor an installed package's."""
     return not path.is_relative_to(_OWN_CODE) and not any(
         part in ("site-packages", "dist-packages") for part in path.parts)

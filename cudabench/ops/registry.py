@@ -11,6 +11,7 @@ it pickles as (origin, name), never as a class that only the parent imported.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -80,6 +81,7 @@ def _add(ops: dict[str, Op], new: list[Op]) -> None:
 
 
 USER_OPS_PACKAGE = "cudabench_user_ops"  # where op files are imported (sys.modules)
+_OP_FOLDERS: set[Path] = set()  # the folders op files were imported from: their helpers'
 
 
 @functools.cache
@@ -116,11 +118,18 @@ def _ops_at(origin: str) -> list[Op]:
 
 def forget_file_ops() -> None:
     """Forget the op files imported so far and what they declared (a worker kept across
-    commands, before the next command: the files may have been edited since). Installed
-    op modules stay: they change with their package, not between two commands."""
+    commands, before the next command: the files may have been edited since), and the
+    modules they imported from their folders (a `_ref.py`). Installed op modules stay:
+    they change with their package, not between two commands."""
+    from cudabench.ops.fingerprint import is_users_code
+
     _ops_at.cache_clear()
-    for name in [name for name in sys.modules if name.startswith(f"{USER_OPS_PACKAGE}.")]:
-        del sys.modules[name]
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if name.startswith(f"{USER_OPS_PACKAGE}.") or (
+                isinstance(file, str) and is_users_code(Path(file).resolve())
+                and any(Path(file).resolve().is_relative_to(f) for f in _OP_FOLDERS)):
+            del sys.modules[name]
 
 
 def _import_module(name: str) -> ModuleType:
@@ -133,10 +142,7 @@ def _import_module(name: str) -> ModuleType:
 
 def _import_file(path: Path) -> ModuleType:
     """Import a user's op file under a name derived from its path (stable across processes)."""
-    import hashlib  # here: only a user's op file needs it
-
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
-    name = f"{USER_OPS_PACKAGE}.{path.stem}_{digest}"
+    name = f"{USER_OPS_PACKAGE}.{path.stem}_{_path_digest(path)}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, local_path(path))
@@ -144,11 +150,7 @@ def _import_file(path: Path) -> ModuleType:
         raise OpFileError(f"{path}: cannot load the op file (not a Python file?)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    # `import _ref` finds a helper module beside the op file, as pytest finds a test's
-    # (appended: a folder's file never hides an installed module of the same name)
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:
-        sys.path.append(folder)
+    _on_import_path(path.resolve().parent)
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
@@ -163,7 +165,49 @@ def _import_file(path: Path) -> ModuleType:
         del sys.modules[name]
         raise OpFileError(f"{path}: the op file calls sys.exit({exc.code!r}) when imported; "
                           "an op file only defines its op") from None
+    try:
+        _refuse_borrowed_helpers(path)
+    except OpFileError:
+        del sys.modules[name]
+        raise
     return module
+
+
+def _on_import_path(folder: Path) -> None:
+    """Put an op file's folder on the import path, so that `import _ref` finds the helper
+    module beside it, as pytest finds a test's: after every other entry (a folder's file
+    never hides an installed module of the same name), but before the folders of op files
+    imported earlier (this op's helper, not theirs)."""
+    entry = str(folder)
+    with contextlib.suppress(ValueError):
+        sys.path.remove(entry)
+    earlier = [i for i, e in enumerate(sys.path) if Path(e) in _OP_FOLDERS]
+    sys.path.insert(earlier[0] if earlier else len(sys.path), entry)
+    _OP_FOLDERS.add(folder)
+
+
+def _refuse_borrowed_helpers(path: Path) -> None:
+    """Raise OpFileError where a helper module beside path (`_ref.py`) was already imported
+    from another op's folder: Python keeps one module a name, so this op would run the
+    other's reference, silently."""
+    from cudabench.ops.fingerprint import is_users_code, local_imports
+
+    root = path.resolve().parent
+    for helper in sorted(local_imports(path)):
+        parts = helper.relative_to(root).with_suffix("").parts
+        dotted = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        loaded = getattr(sys.modules.get(dotted), "__file__", None)
+        if loaded and Path(loaded).resolve() != helper and is_users_code(Path(loaded).resolve()):
+            raise OpFileError(f"{path}: imports {dotted}, but {dotted} was imported from "
+                              f"{loaded} already (another op's folder): give one of them "
+                              f"a name of its own, e.g. _{path.stem}{parts[0]}")
+
+
+def _path_digest(path: Path) -> str:
+    """Return 12 hex digits of path's place: its module's name, stable across processes."""
+    import hashlib  # here: only a user's op file needs it
+
+    return hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
 
 
 def check_op(op: Op) -> None:

@@ -1,5 +1,5 @@
 """The source files a run's plans depend on beyond cudabench: each variant's kernel folder
-(its includes live there) and each op file. A Ray cluster ships them to nodes that lack
+(its includes live there), each op file and the modules it imports from its folder. A Ray cluster ships them to nodes that lack
 them; a worker kept across commands is reused only while they are unchanged."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cudabench.errors import UsageError
+from cudabench.ops.fingerprint import local_imports
 from cudabench.planning.plan import Plan
 
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inc", ".py")
@@ -18,13 +19,14 @@ MAX_BUNDLE_BYTES = 32 * 2**20  # kernel folders are source files; more is a mist
 
 def source_paths(plans: Sequence[Plan]) -> list[Path]:
     """Return the source files the plans' kernels and ops need: each variant's folder's
-    (its includes live there) and each op file."""
+    (its includes live there), each op file and the helper modules it imports."""
     folders = {planned.variant.path.parent for plan in plans for planned in plan.variants}
     paths = [path for folder in sorted(folders)
              for path in (sorted(folder.iterdir()) if folder.is_dir() else ())
              if path.suffix in SOURCE_SUFFIXES and path.is_file()]
     origins = {Path(plan.op.origin) for plan in plans if plan.op.origin.endswith(".py")}
-    return [*paths, *sorted(path for path in origins if path.is_file())]
+    helpers = {path for origin in origins for path in local_imports(origin)}
+    return [*paths, *sorted(path for path in origins | helpers - {p.resolve() for p in paths} if path.is_file())]
 
 
 def bundle(plans: Sequence[Plan]) -> dict[str, str]:
