@@ -1,6 +1,7 @@
 """The source files a run's plans depend on beyond cudabench: each variant's kernel folder
-(its includes live there), each op file and the modules it imports from its folder. A Ray cluster ships them to nodes that lack
-them; a worker kept across commands is reused only while they are unchanged."""
+(its includes live there), each op file and the modules it imports from its folder. A Ray
+cluster ships them to nodes that lack them; a worker kept across commands is reused only
+while they are unchanged."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def source_paths(plans: Sequence[Plan]) -> list[Path]:
              if path.suffix in SOURCE_SUFFIXES and path.is_file()]
     origins = {Path(plan.op.origin) for plan in plans if plan.op.origin.endswith(".py")}
     helpers = {path for origin in origins for path in local_imports(origin)}
-    return [*paths, *sorted(path for path in origins | helpers - {p.resolve() for p in paths} if path.is_file())]
+    shipped = {path.resolve() for path in paths}
+    return [*paths, *sorted(path for path in origins | (helpers - shipped) if path.is_file())]
 
 
 def bundle(plans: Sequence[Plan]) -> dict[str, str]:
