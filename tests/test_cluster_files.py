@@ -30,7 +30,8 @@ def test_a_users_op_and_its_kernels_travel_and_load_where_the_folder_is_gone(
     # A node without the folder: it is written out, and the op loads from the copy.
     shutil.rmtree(folder)
     moved = place_files(files)
-    assert set(moved) == {str(folder), str(folder / "softmax")}  # the op file, its kernels
+    assert set(moved) == {str(folder)}  # the op file, its kernels' subfolder with it
+    assert (Path(moved[str(folder)]) / "softmax" / "naive.cu").is_file()
     monkeypatch.setenv(ENVIRONMENT_VARIABLE, json.dumps(moved))
     copy = local_path(Path(op_file))
     assert copy.parent == Path(moved[str(folder)]) and copy.read_text() == files[op_file]
@@ -40,6 +41,39 @@ def test_a_users_op_and_its_kernels_travel_and_load_where_the_folder_is_gone(
         monkeypatch.delitem(sys.modules, name)  # as in the task's fresh process
     module = _import_file(Path(op_file))  # the original path names it; the copy is read
     assert module.__file__ == str(copy)
+
+
+def test_an_ops_helper_modules_travel_and_import_where_the_folder_is_gone(
+        tmp_path, monkeypatch):
+    # the op file imports _ref.py beside it, which imports a _helpers/ package: on a node
+    # without the folder, the copy must hold them where the imports look
+    from cudabench.ops.registry import _import_file, forget_file_ops
+
+    folder = tmp_path / "mine"
+    shutil.copytree(EXAMPLE, folder)
+    (folder / "_ref.py").write_text("from _helpers.body import SCALE\n")
+    (folder / "_helpers").mkdir()
+    (folder / "_helpers" / "__init__.py").write_text("")
+    (folder / "_helpers" / "body.py").write_text("SCALE = 3\n")
+    op_file = folder / "softmax.py"
+    op_file.write_text(op_file.read_text().replace("import numpy as np\n",
+                                                   "import numpy as np\n\nimport _ref\n", 1))
+    forget_file_ops()
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    plan = make_plan(Request(op="softmax", size="64x32", kernels_dirs=(folder,)))
+    files = bundle([plan])
+    assert str((folder / "_helpers" / "body.py").resolve()) in files
+    forget_file_ops()  # as in the task's fresh process
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(folder.resolve())])
+    shutil.rmtree(folder)
+    moved = place_files(files)
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, json.dumps(moved))
+    try:
+        module = _import_file(op_file)
+        assert module._ref.SCALE == 3
+        assert sys.modules["_helpers.body"].__file__.startswith(moved[str(folder)])
+    finally:
+        forget_file_ops()
 
 
 def test_a_folder_that_differs_on_the_node_is_replaced_by_the_planners(tmp_path):

@@ -21,5 +21,8 @@ def local_path(path: Path) -> Path:
     text = os.environ.get(ENVIRONMENT_VARIABLE)
     if not text:
         return path
-    moved = json.loads(text).get(str(path.parent))
-    return Path(moved) / path.name if moved else path
+    moved = json.loads(text)
+    for folder in path.parents:  # the nearest: a subfolder moves with its folder
+        if str(folder) in moved:
+            return Path(moved[str(folder)]) / path.relative_to(folder)
+    return path

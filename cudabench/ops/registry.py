@@ -130,6 +130,10 @@ def forget_file_ops() -> None:
                 isinstance(file, str) and is_users_code(Path(file).resolve())
                 and any(Path(file).resolve().is_relative_to(f) for f in _OP_FOLDERS)):
             del sys.modules[name]
+    # and their folders on the import path (a worker spawned later inherits it): the next
+    # command's op files put back theirs, and a helper of another op's folder is not found
+    sys.path[:] = [entry for entry in sys.path if Path(entry) not in _OP_FOLDERS]
+    _OP_FOLDERS.clear()
 
 
 def _import_module(name: str) -> ModuleType:
@@ -150,7 +154,7 @@ def _import_file(path: Path) -> ModuleType:
         raise OpFileError(f"{path}: cannot load the op file (not a Python file?)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    _on_import_path(path.resolve().parent)
+    _on_import_path(local_path(path).resolve().parent)  # a copy on a Ray node: its helpers
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
@@ -166,7 +170,7 @@ def _import_file(path: Path) -> ModuleType:
         raise OpFileError(f"{path}: the op file calls sys.exit({exc.code!r}) when imported; "
                           "an op file only defines its op") from None
     try:
-        _refuse_borrowed_helpers(path)
+        _refuse_borrowed_helpers(local_path(path))
     except OpFileError:
         del sys.modules[name]
         raise
@@ -179,6 +183,8 @@ def _on_import_path(folder: Path) -> None:
     never hides an installed module of the same name), but before the folders of op files
     imported earlier (this op's helper, not theirs)."""
     entry = str(folder)
+    if entry in sys.path and folder not in _OP_FOLDERS:
+        return  # the user's own entry (PYTHONPATH): where they put it
     with contextlib.suppress(ValueError):
         sys.path.remove(entry)
     earlier = [i for i, e in enumerate(sys.path) if Path(e) in _OP_FOLDERS]

@@ -49,6 +49,7 @@ from cudabench.runner.gpus import units_of
 from cudabench.measure.jobs import Job, error_row, jobs_of, remaining
 from cudabench.runner.pipeline import outcome_of
 from cudabench.planning.plan import Plan
+from cudabench.ops.registry import forget_file_ops
 from cudabench.common.fingerprint import code_key
 from cudabench.runner.sources import bundle, digest_of
 from cudabench.common.relocation import ENVIRONMENT_VARIABLE
@@ -443,9 +444,14 @@ def lost_rows(plans: Sequence[Plan], jobs: Sequence[Job], exc: BaseException
 def place_files(files: Mapping[str, str]) -> dict[str, str]:
     """Write the files whose folder is missing or different here to a temporary folder;
     return the folders moved (original folder -> local copy)."""
+    # A file in a subfolder of another's folder (an op's `_helpers/` package) goes with
+    # that folder, where its op file's imports look for it.
+    parents = {Path(path).parent for path in files}
     by_folder: dict[str, dict[str, str]] = {}
     for path, text in files.items():
-        by_folder.setdefault(str(Path(path).parent), {})[Path(path).name] = text
+        root = min((p for p in parents if Path(path).is_relative_to(p)),
+                   key=lambda p: len(p.parts))
+        by_folder.setdefault(str(root), {})[Path(path).relative_to(root).as_posix()] = text
     moved = {}
     for folder, members in by_folder.items():
         if all(_same(Path(folder) / name, text) for name, text in members.items()):
@@ -457,6 +463,7 @@ def place_files(files: Mapping[str, str]) -> dict[str, str]:
         if not all(_same(copy / name, text) for name, text in members.items()):
             staging = Path(tempfile.mkdtemp(prefix="cudabench-kernels-"))
             for name, text in members.items():
+                (staging / name).parent.mkdir(parents=True, exist_ok=True)
                 (staging / name).write_text(text, encoding="utf-8")
             with contextlib.suppress(OSError):  # another task put the same copy there
                 staging.rename(copy)
@@ -532,6 +539,9 @@ class GpuRunner:
         os.environ.pop(ENVIRONMENT_VARIABLE, None)
         if moved:
             os.environ[ENVIRONMENT_VARIABLE] = json.dumps(moved)
+        # This command's op files are loaded afresh, as a kept worker does: an edited one
+        # (or its helper module) must not answer with the last command's code.
+        forget_file_ops()
         plans, self.units = pickle.loads(blob)
         setting = os.environ.get(ENVIRONMENT_VARIABLE)
         # Its worker process keeps the op modules and kernels it loaded: a file it may have
