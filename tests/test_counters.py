@@ -312,3 +312,21 @@ def test_a_sweep_s_rows_are_each_compared_with_their_own_ncu_time():
     lines = footer_lines([row(128, 3.0), row(256, 1.0), row(512, 1.01), row(1024, 0.99)])
     assert any(line.startswith("shared_tree BLOCK=128: ") and "disagree" in line
                for line in lines), lines
+
+
+def test_a_row_s_own_counters_failure_names_the_row_a_shared_one_names_none():
+    # "counters: ncu timed out" under a table of five rows did not say whose
+    from cudabench.render.insight import footer_lines
+    from cudabench.results.model import BenchmarkResult
+
+    def row(variant: str, note: str | None = None) -> BenchmarkResult:
+        return BenchmarkResult(op="dot", variant=variant, params={}, shape=(1 << 20,),
+                               dims=("N",), dtype="float32", hot=False,
+                               samples_s=(40e-6,) * 5, counters_note=note,
+                               counters={} if note else {counters.DURATION: 40e3})
+
+    lines = footer_lines([row("naive"), row("shared_tree", "ncu gave up after 60 s"),
+                          row("warp_shuffle")])
+    assert "counters of shared_tree: ncu gave up after 60 s" in lines, lines
+    lines = footer_lines([row(name, "ncu is not permitted") for name in ("naive", "tree")])
+    assert "counters: ncu is not permitted" in lines, lines

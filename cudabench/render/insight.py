@@ -243,8 +243,22 @@ def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
              (r.median_s, r.counters[counters.DURATION] / 1e9) for r in rows
              if r.median_s and r.counters.get(counters.DURATION)}
     lines += [f"{name}: {text}" for name, text in counters.duration_outliers(pairs).items()]
-    lines += sorted({f"counters: {r.counters_note}" for r in rows if r.counters_note})
+    lines += _counters_notes(rows, named)
     return lines
+
+
+def _counters_notes(rows: Sequence[BenchmarkResult], named: Mapping[str, int]) -> list[str]:
+    """Return a line per reason the counters were not read, naming its rows (a note every
+    profiled row shares, such as ncu missing, names none)."""
+    profiled = sum(1 for r in rows if r.counters or r.counters_note)
+    by_note: dict[str, list[str]] = {}
+    for r in rows:
+        if r.counters_note:
+            by_note.setdefault(r.counters_note, []).append(
+                f"{r.variant} {params_text(r.params)}" if named[r.variant] > 1 else r.variant)
+    return [f"counters: {note}" if len(names) == profiled else
+            f"counters of {', '.join(dict.fromkeys(names))}: {note}"
+            for note, names in sorted(by_note.items())]
 
 
 def _summed(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
