@@ -417,3 +417,18 @@ def test_a_variant_whose_name_holds_a_terminal_control_is_refused(tmp_path):
     with pytest.raises(KernelFileError, match="holds a control character") as refused:
         parse_header(path)
     assert "\x1b" not in str(refused.value)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("// param TILE: default 256; default 64; allowed 64, 256", "param TILE: default given twice"),
+    ("// param TILE: default 16; allowed 8, 16, 8",
+     "param TILE: allowed '8, 16, 8' lists a value twice"),
+    ("// param TILE: default 16; allowed 64..8",
+     "param TILE: allowed '64..8' is an empty range (LOW is above HIGH); write `allowed 8..64`"),
+    ("// dtypes: float32, float32", "dtypes: 'float32, float32' names a type twice"),
+])
+def test_a_header_line_that_says_one_thing_twice_is_refused_naming_it(tmp_path, line, message):
+    # the last `default` won silently; `allowed 64..8` said the default was not allowed
+    path = write_kernel(tmp_path, "bad", header_with(line))
+    with pytest.raises(KernelFileError, match=re.escape(f"{path}:2: {message}")):
+        parse_header(path)

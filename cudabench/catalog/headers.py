@@ -182,6 +182,8 @@ def parse_header(path: Path, text: str | None = None,
             raise KernelFileError(
                 path, number, f"dtypes must be among {', '.join(op.dtypes)}; got {value!r}"
             )
+        if len(set(dtypes)) < len(dtypes):  # a slip (float32 meant float64?), not a type
+            raise KernelFileError(path, number, f"dtypes: {value.strip()!r} names a type twice")
 
     shared, shared_line = None, 0
     if "shared_bytes" in fields:
@@ -253,7 +255,11 @@ def parse_header(path: Path, text: str | None = None,
 
 
 def _parse_param(path: Path, number: int, name: str, value: str) -> ParamSpec:
-    parts = dict(_split_param(path, number, part) for part in value.split(";") if part.strip())
+    items = [_split_param(path, number, part) for part in value.split(";") if part.strip()]
+    parts = dict(items)
+    if len(items) != len(parts):  # `default 256; default 64`: which one was meant?
+        twice = sorted({key for key, _ in items if [k for k, _ in items].count(key) > 1})
+        raise KernelFileError(path, number, f"param {name}: {', '.join(twice)} given twice")
     if set(parts) != {"default", "allowed"}:
         raise KernelFileError(
             path, number, f"param {name}: expected `default V; allowed A, B, C` or "
@@ -279,6 +285,13 @@ def _parse_param(path: Path, number: int, name: str, value: str) -> ParamSpec:
             path, number, f"param {name}: allowed {allowed_text!r} is neither integers "
             "`A, B, C` nor a range `LOW..HIGH`",
         ) from None
+    if span and int(span[1]) > int(span[2]):
+        raise KernelFileError(
+            path, number, f"param {name}: allowed {allowed_text!r} is an empty range (LOW is "
+            f"above HIGH); write `allowed {span[2]}..{span[1]}`")
+    if len(set(spec.allowed)) < len(spec.allowed):  # a sweep would run one value twice
+        raise KernelFileError(
+            path, number, f"param {name}: allowed {allowed_text!r} lists a value twice")
     if not spec.allows(default):
         raise KernelFileError(
             path, number, f"param {name}: default {default} is not among the allowed values"
