@@ -362,3 +362,21 @@ def test_a_shortcut_may_not_take_an_option_cudabench_has(use_fake, tmp_path, opt
 
     with pytest.raises(OpFileError, match=f"a shortcut or command flag takes (--)?{option}"):
         cudabench.run("mycopy", kernels_dir=folder, size=50)
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda t: t.replace('name = "mycopy"', 'name = "list"'), "name"),
+    (lambda t: t.replace('name = "mycopy"', 'name = "mycopy"\n        command = "report"'),
+     "command"),
+])
+@pytest.mark.parametrize("command", ["list", "report", "info"])
+def test_an_op_named_like_a_command_of_cudabench_is_refused(use_fake, tmp_path, change,
+                                                            field, command):
+    # `cudabench list --kernels-dir F` listed, and the op's command could never run
+    path = write_op(tmp_path / "mine", change(GOOD_OP.replace(
+        "REFERENCE_BODY", "return inputs['x']")), name="mine.py")
+    done = invoke(command, "--kernels-dir", tmp_path / "mine")
+    assert done.exit_code == 2, done.output
+    assert done.stderr.startswith(f"cudabench: error: {path}: op "), done.stderr
+    assert "command, so its own could never run; give it another " \
+        f"`{field}`" in done.stderr and "Traceback" not in done.output

@@ -1,8 +1,8 @@
 """The command group, kept light: a command's module is imported only when it runs.
 
-`cudabench --help` lists every command from the table below and the op registry, without
-importing the measurement code, NumPy, PyCUDA or CuPy (tests/test_startup.py checks it,
-and that each short help here matches its command's).
+`cudabench --help` lists every command from the table in cli/names.py and the op registry,
+without importing the measurement code, NumPy, PyCUDA or CuPy (tests/test_startup.py
+checks it, and that each short help there matches its command's).
 """
 
 from __future__ import annotations
@@ -15,34 +15,7 @@ import click
 
 from cudabench import __version__
 from cudabench.cli.boundary import BoundaryGroup, RepeatedOption
-
-# name -> (module, attribute, the short help `--help` shows)
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "ab": ("cudabench.cli.ab", "ab_command",
-           "Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved."),
-    "calibrate": ("cudabench.cli.calibrate", "calibrate_command",
-                  "Run a suite several times into the history store, then show each "
-                  "benchmark's between-run spread."),
-    "compare": ("cudabench.cli.compare", "compare_command",
-                "Compare two results files; exit 1 on a significant slowdown, a new "
-                "failure, a benchmark missing from CURRENT or an incomplete CURRENT."),
-    "history": ("cudabench.cli.history", "history",
-                "Record results files and follow each benchmark across commits."),
-    "info": ("cudabench.cli.commands", "info",
-             "Show the GPU, its limits and clocks, and the driver, CUDA and PyCUDA versions."),
-    "list": ("cudabench.cli.listing", "list_command",
-             "List ops, their variants, parameters and files (no GPU needed)."),
-    "plot": ("cudabench.cli.report", "plot_command",
-             "Plot saved results (FILE...): throughput by size, and the roofline."),
-    "report": ("cudabench.cli.report", "report_command",
-               "Show saved results (FILE...) as the run's tables, without a GPU."),
-    "run": ("cudabench.cli.commands", "run_command",
-            "Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in "
-            "pyproject.toml)."),
-    "workers": ("cudabench.cli.kept", "workers_command",
-                "List the GPU workers --keep-workers kept, or end them (--stop)."),
-}
-
+from cudabench.cli.names import COMMANDS
 
 def load_command(name: str) -> click.Command:
     """Import and return a fixed command."""
@@ -96,6 +69,11 @@ class OpsGroup(BoundaryGroup):
         from cudabench.cli.empty import refuse_empty
 
         if name in COMMANDS:
+            if self.kernels_dirs:  # an op there named like this command could never run
+                from cudabench.cli.op_commands import refuse_command_names_of
+                from cudabench.ops import load_ops
+
+                refuse_command_names_of(load_ops(self.kernels_dirs))
             return refuse_empty(load_command(name))
         from cudabench.cli.op_commands import op_command
         from cudabench.ops import load_ops

@@ -8,6 +8,34 @@ from pathlib import Path
 
 from cudabench.ops import Op
 
+# name -> (module, attribute, the short help `--help` shows)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "ab": ("cudabench.cli.ab", "ab_command",
+           "Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved."),
+    "calibrate": ("cudabench.cli.calibrate", "calibrate_command",
+                  "Run a suite several times into the history store, then show each "
+                  "benchmark's between-run spread."),
+    "compare": ("cudabench.cli.compare", "compare_command",
+                "Compare two results files; exit 1 on a significant slowdown, a new "
+                "failure, a benchmark missing from CURRENT or an incomplete CURRENT."),
+    "history": ("cudabench.cli.history", "history",
+                "Record results files and follow each benchmark across commits."),
+    "info": ("cudabench.cli.commands", "info",
+             "Show the GPU, its limits and clocks, and the driver, CUDA and PyCUDA versions."),
+    "list": ("cudabench.cli.listing", "list_command",
+             "List ops, their variants, parameters and files (no GPU needed)."),
+    "plot": ("cudabench.cli.report", "plot_command",
+             "Plot saved results (FILE...): throughput by size, and the roofline."),
+    "report": ("cudabench.cli.report", "report_command",
+               "Show saved results (FILE...) as the run's tables, without a GPU."),
+    "run": ("cudabench.cli.commands", "run_command",
+            "Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in "
+            "pyproject.toml)."),
+    "workers": ("cudabench.cli.kept", "workers_command",
+                "List the GPU workers --keep-workers kept, or end them (--stop)."),
+}
+
+
 
 def command_name(op: Op) -> str:
     """Return the command that runs op."""
