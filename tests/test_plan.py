@@ -207,12 +207,17 @@ def test_missing_kernels_dir(tmp_path):
     ],
 )
 def test_user_kernel_beyond_cuda_limits(tmp_path, lines, message):
-    write_kernel(tmp_path, "big", ["// cudabench: matmul", *lines])
+    path = write_kernel(tmp_path, "big", ["// cudabench: matmul", *lines])
     request = Request(op="matmul", variants=("big",), kernels_dirs=(tmp_path,))
     with pytest.raises(UsageError) as info:
         make_plan(request)
     assert message in str(info.value)
     assert "matmul/big with " in str(info.value)
+    if "shared memory" not in message:  # a launch's: its header line, where to fix it
+        assert str(info.value).startswith(f"{path}:"), info.value
+        line = int(str(info.value)[len(f"{path}:"):].split(":")[0])
+        assert lines[line - 2].startswith("// launch "), (line, lines)
+        assert f", launch {lines[line - 2].split()[2].rstrip(':')}: " in str(info.value)
 
 
 @pytest.mark.parametrize("launch", ["grid SM_COUNT // 2; block 256",

@@ -291,7 +291,8 @@ def check_geometry(where: str, grid: Sequence[int], block: Sequence[int]) -> Non
     threads = 1
     for extent, limit in zip(block, MAX_BLOCK_DIMS):
         if not 1 <= extent <= limit:
-            raise UsageError(f"{where}: block extent {extent} outside 1..{limit}")
+            raise UsageError(f"{where}: block extent {extent} outside 1..{limit}; fix the "
+                             "header's launch arithmetic or choose other parameters")
         threads *= extent
     if threads > MAX_THREADS_PER_BLOCK:
         raise UsageError(
@@ -320,7 +321,8 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     for launch, (grid, block) in zip(variant.launches, variant.geometry(variables)):
         # SM_COUNT is 1 here: a launch using it is judged on the GPU, with the GPU's count
         if "SM_COUNT" not in names_in((*launch.grid, *launch.block)):
-            check_geometry(where, grid, block)
+            check_geometry(f"{variant.path}:{launch.line}: {where}, launch {launch.entry}",
+                           grid, block)
     shared = variant.static_shared_bytes(variables)
     if shared is not None and shared < 0:
         raise UsageError(f"{where}: shared_bytes is {shared}, below 0; fix {variant.path}")
