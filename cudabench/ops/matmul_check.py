@@ -248,7 +248,8 @@ def verify_witness(a: np.ndarray, b: np.ndarray, result: np.ndarray, witness: Wi
         bad_elements=int(wrong.size),
         total_elements=m * n,
         criterion=f"{criterion}; randomized: {witness.vectors.shape[0]} projections per "
-                  f"{what}, {len(suspects)} flagged, {len(rows)} elements computed",
+                  f"{what}, {len(suspects)} flagged, {len(rows)} elements computed "
+                  "(the errors are over these)",
     )
 
 
