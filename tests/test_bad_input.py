@@ -52,13 +52,18 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--warmup", "5", "--timeout", "1"], "--warmup 5 s: not under --timeout 1 s"),
     (["ab", "A", "B", "--warmup", "1e12"], "--warmup 1e+12 s: not under --timeout 60 s"),
     (["ab", "A", "B", "--warmup", "nan"], "--warmup nan: must be a finite number"),
+    # an optional value starting with '-' was "No such option '-1'"
+    (["dot", "--energy", "-1"], "--energy -1: --energy takes no value starting with '-'"),
+    (["dot", "--energy=-1"], "--energy -1: --energy takes no value starting with '-'"),
+    (["dot", "--counters", "-3"], "--counters -3: --counters takes no value starting with"),
+    (["dot", "--energy", "A/dot/atomic.cu"], "is a file, not seconds; give the file before"),
 ])
 def test_bad_flags_are_one_line(no_gpu_work, tmp_path, args, says):
     for side in ("A", "B"):  # ab's two folders of kernels
         (tmp_path / side / "dot").mkdir(parents=True)
         (tmp_path / side / "dot" / "atomic.cu").write_bytes(
             (Path(__file__).parents[1] / "kernels" / "dot" / "atomic.cu").read_bytes())
-    args = [str(tmp_path / a) if a in ("A", "B") else a for a in args]
+    args = [str(tmp_path / a) if a.split("/")[0] in ("A", "B") else a for a in args]
     done = invoke(*args)
     clean(done)
     assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1

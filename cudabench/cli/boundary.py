@@ -7,6 +7,7 @@ The group's --wide may stand anywhere too (`cudabench report FILE --wide`).
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback as traceback_module
 from typing import Any
@@ -46,7 +47,8 @@ class BoundaryGroup(click.Group):
                 click.echo(ctx.get_help())  # `cudabench` (or a group) alone: its help
                 return finish(ExitCode.OK, standalone_mode)
             where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-            print_error(f"cudabench: error: {exc.format_message()}{where}")
+            print_error(f"cudabench: error: {_negative_value(exc, args) or exc.format_message()}"
+                        f"{where}")
             code = ExitCode.USAGE
         return finish(code, standalone_mode)
 
@@ -81,6 +83,22 @@ class BoundaryGroup(click.Group):
             )
             code = ExitCode.INTERNAL
         ctx.exit(int(code or 0))
+
+
+def _negative_value(exc: click.ClickException, args: list[str]) -> str | None:
+    """Return what `--energy -1` (or `--energy=-1`) got wrong, or None: an option whose
+    value is optional (--energy, --counters, --sanitize) reads a value starting with '-' as
+    an option, and Click said "No such option '-1'"; none of them takes such a value."""
+    name = getattr(exc, "option_name", None) or ""
+    if not isinstance(exc, click.NoSuchOption) or not re.fullmatch(r"-[0-9.][0-9.eE+-]*",
+                                                                     name):
+        return None
+    for i, arg in enumerate(args):
+        option = args[i - 1] if arg == name and i > 0 else arg[:-len(name) - 1] \
+            if arg.endswith(f"={name}") else ""
+        if option.startswith("--") and "=" not in option:
+            return f"{option} {name}: {option} takes no value starting with '-'"
+    return None
 
 
 class RepeatedOption(click.UsageError):

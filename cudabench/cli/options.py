@@ -377,6 +377,11 @@ def build_insight(options: dict[str, Any]) -> Insight:
     energy_text = options.get("energy")
     energy_s = 0.0
     if energy_text is not None:
+        if energy_text.endswith((".toml", ".json")) or Path(energy_text).is_file():
+            # `run --energy suite.toml`: the optional value took the suite's path
+            raise UsageError(f"--energy {energy_text}: {energy_text!r} is a file, not "
+                             "seconds; give the file before the option (cudabench run "
+                             "SUITE --energy) or the seconds as --energy=SECONDS")
         try:
             energy_s = float(energy_text)
         except ValueError:
