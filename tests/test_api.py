@@ -705,6 +705,22 @@ def test_a_run_stopped_by_ctrl_c_hands_its_rows_on_the_exception(use_fake, monke
     assert not cb.compare(baseline, kept, allow_missing=True).ok
 
 
+def test_a_suite_s_rows_are_shown_in_the_suite_file_s_keys(use_fake, tmp_path, monkeypatch):
+    # run_suite()'s warnings said "drop hot=True" and "TimingPolicy.max_time_s": arguments
+    # it has none of; the suite file sets them
+    monkeypatch.setenv("COLUMNS", "200")
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[timing]\nmax_time = 0.1\nwarmup = 0\n\n[[benchmark]]\n'
+                     'op = "matmul"\nsize = "64"\nvariants = ["naive", "tiled"]\n'
+                     'hot = true\n', encoding="utf-8")
+    results = cb.run_suite(suite, vendor=False)
+    for text in (str(results), results._repr_html_(),
+                 str(cb.Results.load(results.to_json(tmp_path / "suite.json")))):
+        assert "drop hot = true for cold-cache numbers" in text
+        assert "hot=True" not in text and "TimingPolicy" not in text
+    assert "drop hot=True for cold-cache numbers" in str(run_tiled(hot=True))  # run()'s
+
+
 def test_what_a_python_caller_is_shown_names_arguments_not_flags(use_fake, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.delenv("CUDABENCH_WIDE", raising=False)

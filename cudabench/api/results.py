@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from cudabench.analysis.compare import benchmark_text, twice_on_one_gpu
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
-from cudabench.api.terms import SHOWN, outcome_shown, python_terms, switch
+from cudabench.api.terms import outcome_shown, python_terms, switch, terms_of
 from cudabench.common.outfiles import check_output
 from cudabench.errors import CudabenchError, ExitCode, UsageError
 from cudabench.render import terminal
@@ -275,10 +275,11 @@ class Results(Sequence[BenchmarkResult]):
         prints them: `rich.print(results.table())`; wide keeps every column however wide
         the console (the command's --wide)."""
         every = switch(wide, "wide")
-        shown = outcome_shown(self.outcome)
+        terms = terms_of(self.command)
+        shown = outcome_shown(self.outcome, terms)
 
         def render(console: Any) -> None:
-            with flags_named(SHOWN), every_column(every):
+            with flags_named(terms), every_column(every):
                 terminal.render_run(shown, console)
                 terminal.render_diagnostics(shown, console)
 
@@ -299,8 +300,9 @@ class Results(Sequence[BenchmarkResult]):
 
     def _repr_html_(self) -> str:
         """Return the run's tables as the HTML report draws them (a notebook's display)."""
-        shown = outcome_shown(self.outcome)
-        with flags_named(SHOWN):
+        terms = terms_of(self.command)
+        shown = outcome_shown(self.outcome, terms)
+        with flags_named(terms):
             tables = [run_table_html(table) for table in build_tables(shown)]
         return fragment([
             *(tables or ['<p class="note">No benchmarks.</p>']),

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from cudabench.analysis.verdicts import Comparison
-from cudabench.common.flag_terms import rename_flags
+from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
 from cudabench.errors import CudabenchError, UsageError
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
@@ -63,25 +63,36 @@ def switch(value: object, name: str) -> bool:
     return value
 
 
-def said(text: str) -> str:
+# A suite's rows (run_suite(), or a loaded file of `cudabench run`): what their warnings
+# name is set in the suite file, "raise timing.max_time", not run()'s TimingPolicy.
+SUITE_SHOWN = {**SHOWN, **SUITE_KEYS, "--hot": "hot = true"}
+
+
+def terms_of(command: Sequence[str]) -> Mapping[str, str]:
+    """Return the terms a run's displays use, by the command its rows came from: a
+    suite's keys for `cudabench run` (run_suite()), run()'s arguments for the rest."""
+    return SUITE_SHOWN if tuple(command[1:2]) == ("run",) else SHOWN
+
+
+def said(text: str, terms: Mapping[str, str] = SHOWN) -> str:
     """Return a message of the commands' with the flags it names in Python's terms."""
-    return rename_flags(text, SHOWN)
+    return rename_flags(text, terms)
 
 
-def outcome_shown(outcome: RunOutcome) -> RunOutcome:
+def outcome_shown(outcome: RunOutcome, terms: Mapping[str, str] = SHOWN) -> RunOutcome:
     """Return a run's rows as a Python caller is shown them: their warnings, errors and
-    notes in Python's terms. For display only: the rows themselves, and the results file,
-    keep the commands' texts (one file, whichever wrote it)."""
-    return RunOutcome(tuple(_row_shown(row) for row in outcome.results),
-                      tuple(said(note) for note in outcome.notes))
+    notes in Python's terms (terms_of). For display only: the rows themselves, and the
+    results file, keep the commands' texts (one file, whichever wrote it)."""
+    return RunOutcome(tuple(_row_shown(row, terms) for row in outcome.results),
+                      tuple(said(note, terms) for note in outcome.notes))
 
 
-def _row_shown(row: BenchmarkResult) -> BenchmarkResult:
+def _row_shown(row: BenchmarkResult, terms: Mapping[str, str]) -> BenchmarkResult:
     def maybe(text: str | None) -> str | None:
-        return None if text is None else said(text)
+        return None if text is None else said(text, terms)
 
     return dataclasses.replace(
-        row, warnings=tuple(said(w) for w in row.warnings), error=maybe(row.error),
+        row, warnings=tuple(said(w, terms) for w in row.warnings), error=maybe(row.error),
         suspect=maybe(row.suspect), skipped=maybe(row.skipped))
 
 
