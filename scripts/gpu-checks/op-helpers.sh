@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# An op file whose reference lives in a helper module beside it (_ref.py, which imports a
+# _helpers/ package when it runs), on the GPU: the run passes; after the helper is made
+# wrong, the next run's checks fail, with the CPU-reference cache on, and again with a
+# worker kept across the commands. Logs under OUT.
+#   op-helpers.sh [OUT]
+set -uo pipefail
+out=${1:-${OUT:-/tmp/cudabench-op-helpers}}
+STEP_PATTERN="expected|Error|error"
+. "$(dirname "$0")/steps.sh"
+export CUDABENCH_CACHE_DIR="$out/cache"
+for placement in plain kept; do
+    folder="$out/$placement/softmax"
+    mkdir -p "$folder" && cp -r examples/softmax/. "$folder/"
+    python3 - "$folder" <<'PY'
+import pathlib, sys
+folder = pathlib.Path(sys.argv[1])
+op = folder / "softmax.py"
+text = op.read_text().replace("import numpy as np\n", "import numpy as np\n\nimport _ref\n", 1)
+start = text.index("        x = inputs[\"x\"].astype(np.float64)")
+end = text.index("return e / e.sum(axis=1, keepdims=True)") + len("return e / e.sum(axis=1, keepdims=True)")
+op.write_text(text[:start] + "        return _ref.reference(inputs[\"x\"])" + text[end:])
+(folder / "_ref.py").write_text(
+    "import numpy as np\n\n\ndef reference(x):\n    from _helpers.scale import SCALE\n"
+    "    x = x.astype(np.float64)\n    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
+    "    return SCALE * e / e.sum(axis=1, keepdims=True)\n")
+(folder / "_helpers").mkdir(exist_ok=True)
+(folder / "_helpers" / "__init__.py").write_text("")
+(folder / "_helpers" / "scale.py").write_text("SCALE = 1.0\n")
+PY
+    flags=(--size 8192x4096 --max-time 0.2)
+    [ "$placement" = kept ] && flags+=(--keep-workers 60)
+    check() {  # NAME PASSED: run softmax; every kernel row's check passed (or failed)?
+        cudabench softmax --kernels-dir "$folder" "${flags[@]}" --json "$out/$1.json" \
+            > "$out/$1.out" 2>&1
+        local rc=$?
+        python3 - "$out/$1.json" "$2" "$rc" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["benchmarks"]
+passed = {r["variant"]: r["verification"]["passed"] for r in rows if r.get("verification")}
+want = sys.argv[2] == "passed"
+print(f"rc {sys.argv[3]}; checks passed: {passed}; expected {sys.argv[2]}")
+sys.exit(0 if passed and all(v == want for v in passed.values()) else 1)
+PY
+    }
+    export -f check; export folder out
+    export FLAGS="${flags[*]}"
+    step "$placement-first" 120 bash -c 'flags=($FLAGS); check '"$placement"'-first-run passed'
+    echo "SCALE = 2.0" > "$folder/_helpers/scale.py"
+    step "$placement-edited" 120 bash -c 'flags=($FLAGS); check '"$placement"'-edited-run failed'
+done
+cudabench workers --stop > "$out/workers-stop.log" 2>&1
+exit $failed
