@@ -1497,6 +1497,27 @@ def test_history_show_lists_parameters_in_the_header_s_order(tmp_path):
     assert "TILE=16 BLOCK_ROWS=8 GROUP=1" in " ".join(shown.stdout.split()), shown.stdout
 
 
+def test_history_show_lists_parameters_in_the_newest_run_s_order(tmp_path):
+    # a header reordered between runs: the store holds both orders, and show took the
+    # larger string of the two (the older here), not the order the tables show now
+    paths = []
+    for index, order in ((5, ("TILE", "BLOCK_ROWS", "GROUP")),
+                         (6, ("GROUP", "TILE", "BLOCK_ROWS"))):
+        path = cleaned(make_run(tmp_path, index, name=f"run{index}"))
+        document = json.loads(path.read_text(encoding="utf-8"))
+        first = next(b for b in document["benchmarks"] if b["kind"] == "variant")
+        values = {"TILE": 16, "BLOCK_ROWS": 8, "GROUP": 1}
+        first["params"] = {name: values[name] for name in order}
+        document["benchmarks"] = [first]
+        path.write_text(json.dumps(document), encoding="utf-8")
+        paths.append(path)
+    db = tmp_path / "h.db"
+    import_runs(db, paths[::-1])  # recorded newest first: the runs' times decide
+    shown = invoke("show", "--db", db)
+    assert shown.exit_code == 0, shown.output
+    assert "GROUP=1 TILE=16 BLOCK_ROWS=8" in " ".join(shown.stdout.split()), shown.stdout
+
+
 def test_a_version_3_store_is_read_with_its_parameters_by_name(tmp_path):
     db = flat_history(tmp_path, runs=3)
     conn = sqlite3.connect(db)

@@ -150,22 +150,27 @@ class Queries:
         if gpu_model is not None:
             where.append(GPU_MATCH)
             args += [gpu_model, gpu_model]
-        # one recorded order of the parameters (rows of a header reordered since hold two:
-        # either is the header's at some commit)
-        order = "MAX(x.param_order)" if self.version >= PARAM_ORDER_SINCE else "''"
+        key = "x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, COALESCE(d.name, '')"
+        joins = "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id"
         query = (
-            "SELECT x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, "
-            f"COALESCE(d.name, ''), MIN(x.kind), COUNT(DISTINCT x.run_id), {order} "
-            "FROM results x "
-            "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id "
+            f"SELECT {key}, MIN(x.kind), COUNT(DISTINCT x.run_id) FROM results x {joins} "
             f"WHERE {' AND '.join(where)} "
             "GROUP BY x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, d.name "
             "ORDER BY COALESCE(d.name, ''), x.op, x.variant, x.shape, x.params, x.dtype, x.hot, "
             "x.l2_flush")
+        orders: dict[tuple[Any, ...], str] = {}
         with self._errors():
             rows = self._conn.execute(query, args).fetchall()
-        return [Tracked(self._benchmark(row[:7], row[10]), row[7], row[8], row[9])
-                for row in rows]
+            if self.version >= PARAM_ORDER_SINCE:
+                # the newest run's order of the parameters (a header reordered since: the
+                # order the tables show now); older stores' rows recorded none
+                for row in self._conn.execute(
+                        f"SELECT {key}, x.param_order FROM results x {joins} "
+                        f"WHERE {' AND '.join(where)} AND x.param_order != '' "
+                        "ORDER BY r.created, r.id", args):
+                    orders[tuple(row[:8])] = row[8]
+        return [Tracked(self._benchmark(row[:7], orders.get(tuple(row[:8]), "")), row[7],
+                        row[8], row[9]) for row in rows]
 
     def series(self, benchmark: Benchmark, gpu_model: str, last: int | None = None,
                since: str | None = None, exclude_run: int | None = None,
