@@ -40,3 +40,17 @@ class EnvironmentRecordingSpec(FakeSpec):
         path = Path(self.out_dir) / f"env-{self.device_index}-{os.getpid()}.json"
         path.write_text(json.dumps({name: os.environ.get(name) for name in names}))
         return super().open()
+
+
+@dataclass(frozen=True)
+class SlowStartSpec(FakeSpec):
+    """A fake engine whose Ray actor takes `seconds` to start (as a slow runtime
+    environment or a node slow to import makes it), holding its GPU meanwhile."""
+
+    seconds: float = 5.0
+
+    def restricted(self, index: int) -> FakeSpec:
+        import time
+
+        time.sleep(self.seconds)
+        return super().restricted(index)

@@ -142,7 +142,19 @@ def test_a_run_whose_every_gpu_is_held_says_it_waits(local_ray, monkeypatch, tmp
         ray.kill(holder)
     assert done.exit_code == 0, done.stderr
     assert "cudabench: waiting for a GPU of the Ray cluster (1 benchmark(s) queued, none " \
-        "running for 2 s)" in done.stderr
+        "running for 2 s): other work holds its GPUs" in done.stderr
+
+
+def test_actors_slow_to_start_are_not_blamed_on_other_work(local_ray, monkeypatch):
+    # the note said "other work holds its GPUs" of a cluster whose GPUs were free
+    from ray_specs import SlowStartSpec
+
+    monkeypatch.setattr("cudabench.runner.ray_cluster.WAITING_NOTE_S", 1.0)
+    use_spec(monkeypatch, SlowStartSpec(seconds=4.0))
+    done = invoke("dot", "--size", "1000", "--cluster", "ray", *QUICK)
+    assert done.exit_code == 0, done.stderr
+    assert "none running for 1 s): 1 GPU(s) free, its actors still starting" in done.stderr
+    assert "other work holds" not in done.stderr
 
 
 def test_a_task_whose_process_dies_is_retried_once(local_ray, monkeypatch, tmp_path):

@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import pickle
 import re
@@ -254,8 +255,8 @@ class RayCluster:
                     said_waiting = True
                     sys.stderr.write(
                         f"cudabench: waiting for a GPU of the Ray cluster ({len(waiting)} "
-                        f"benchmark(s) queued, none running for {WAITING_NOTE_S:g} s): other "
-                        "work holds its GPUs (`ray status` says what); Ctrl-C stops\n")
+                        f"benchmark(s) queued, none running for {WAITING_NOTE_S:g} s): "
+                        f"{_why_waiting(ray, len(starting))}; Ctrl-C stops\n")
                 while idle and waiting:
                     slot, index = idle.popleft(), waiting.popleft()
                     call = actors[slot].run.remote(spec, work, blob, shared_files, index,
@@ -399,6 +400,22 @@ def _idle(ray: Any, actor: Any) -> bool:
         return bool(ray.get(asked.remote(), timeout=IDLE_PROBE_S))
     except Exception:  # no answer in time: busy
         return False
+
+
+def _why_waiting(ray: Any, starting: int) -> str:
+    """Say why no benchmark runs yet: other work holds the GPUs, or this command's actors
+    (starting of them not yet ready) are slow to start, as the cluster's free GPUs tell."""
+    try:
+        total = float(ray.cluster_resources().get("GPU", 0))
+        free = float(ray.available_resources().get("GPU", 0))
+    except Exception:  # the cluster did not answer: say both
+        total, free = math.inf, 0.0
+    if free >= 1:
+        return (f"{free:g} GPU(s) free, its actors still starting (a slow runtime "
+                "environment, or a node slow to start Python and import cudabench)")
+    if total - free > starting:  # more held than this command's actors could hold
+        return "other work holds its GPUs (`ray status` says what)"
+    return "its actors are still starting, or other work holds its GPUs (`ray status` says which)"
 
 
 def release_kept(ray: Any) -> int:
