@@ -489,6 +489,34 @@ def test_the_command_s_signal_handlers_outlive_ray_init(monkeypatch):
 
 
 
+def test_a_sigterm_while_ray_init_connects_is_terminated_not_exit_15(monkeypatch):
+    # Ray's handler, in place while ray.init connects, calls sys.exit(15): the command
+    # exited 15 with no word, where a terminated one exits 143 saying so
+    import os
+    import signal
+    import sys
+
+    from cudabench.errors import Terminated
+    from cudabench.runner import ray_cluster
+
+    def init(**options):
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))  # Ray's
+        os.kill(os.getpid(), signal.SIGTERM)  # the CI job cancelled meanwhile
+
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        monkeypatch.setattr(ray, "is_initialized", lambda: False)
+        monkeypatch.setattr(ray, "init", init)
+        monkeypatch.setattr(Terminated, "received", False)
+        with pytest.raises(Terminated):
+            ray_cluster.connect("ray")
+        assert Terminated.received
+        assert signal.getsignal(signal.SIGTERM) is before
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def test_a_kept_actor_busy_with_another_command_s_run_is_not_retired():
     # with a second thread (measured() beside a run) a busy actor answered ready() at once,
     # and retire_stale ended it in the middle of another command's benchmark

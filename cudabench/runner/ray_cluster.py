@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.common.extras import install_hint
-from cudabench.errors import GpuEnvironmentError, UsageError
+from cudabench.errors import GpuEnvironmentError, Terminated, UsageError
 from cudabench.runner.devices import BLAS_THREAD_VARIABLES
 from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.gpus import units_of
@@ -151,6 +151,13 @@ def _signals_kept() -> Iterator[None]:
         if main else {}
     try:
         yield
+    except SystemExit as stop:
+        # a SIGTERM while ray.init connects meets Ray's handler, sys.exit(15): exit 15,
+        # where a terminated command exits 143 saying so
+        if stop.code != signal.SIGTERM:
+            raise
+        Terminated.received = True
+        raise Terminated() from None
     finally:
         for sig, handler in kept.items():
             if handler is not None:
