@@ -341,6 +341,27 @@ def test_gpus_that_share_an_index_are_told_apart_by_uuid():
     assert names[c.identity] == "GPU 1"
 
 
+def test_the_tables_of_two_nodes_gpu_0_name_which_node_s(use_fake):
+    # two cluster nodes' GPU 0, in the same PCI slot: both tables said "GPU 0 at 0000:..."
+    from dataclasses import replace
+
+    from cudabench.engines.fake_engine import FAKE_DEVICE
+    from cudabench.render.run_table import build_tables
+    from cudabench.results import RunOutcome
+    from cudabench.results.model import BenchmarkResult
+
+    row = BenchmarkResult(op="dot", variant="atomic", params={}, shape=(8,), dims=("N",),
+                          dtype="float32", hot=False, samples_s=(1e-5,) * 5)
+    rows = [replace(row, device=replace(FAKE_DEVICE, index=0, uuid=f"GPU-{tag * 8}-1111"))
+            for tag in "ab"]
+    captions = [table.caption.splitlines()[0] for table in build_tables(RunOutcome(
+        tuple(rows)))]
+    assert any("GPU 0 (GPU-aaaaaaaa)" in caption for caption in captions), captions
+    assert any("GPU 0 (GPU-bbbbbbbb)" in caption for caption in captions), captions
+    one = build_tables(RunOutcome((rows[0],)))[0].caption  # one GPU 0: its name alone
+    assert ", GPU 0" in one and "GPU-aaaa" not in one
+
+
 def test_a_benchmark_handed_back_late_is_still_run_by_a_gpu_that_works(use_fake, tmp_path):
     # GPU 1 takes a benchmark, then fails to open only after GPU 0 has run out of work.
     use_fake(device_count=2, lost_devices=(1,), lost_after_s=3.0)

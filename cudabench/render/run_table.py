@@ -8,7 +8,7 @@ a `% of NAME` column, each vendor row a `vs NAME` column, and a `naive` variant 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -86,8 +86,10 @@ def table_groups(results: Sequence[BenchmarkResult]) -> list[list[BenchmarkResul
 def build_tables(outcome: RunOutcome) -> list[RunTable]:
     """Return one table per (device, op, shape, dtype, hot) group of results, in run order."""
     tables = []
+    devices = {r.device.identity: r.device for r in outcome.results if r.device is not None}
+    names = gpu_names(list(devices.values()))  # GPU 0 of two cluster nodes told apart
     for rows in table_groups(outcome.results):
-        tables.append(build_table(rows))
+        tables.append(build_table(rows, names))
         details = detail_table(rows, tables[-1].title)
         if details is not None:
             tables.append(details)
@@ -208,7 +210,8 @@ def counts_flops(members: Sequence[BenchmarkResult]) -> bool:
                                  for r in counted)
 
 
-def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:
+def build_table(rows: Sequence[BenchmarkResult],
+                names: Mapping[tuple[Any, ...], str] | None = None) -> RunTable:
     """Build the table of one op at one shape and dtype on one device."""
     first = rows[0]
     show_flops = any(r.flops for r in rows)
@@ -245,7 +248,7 @@ def build_table(rows: Sequence[BenchmarkResult]) -> RunTable:
     # rows of no GPU: a GPU given up before it ran them (--devices), their errors say which
     where = ("(no GPU ran these rows: each row's error says why)"
              if first.device is None and all(r.status is Status.ERROR for r in rows)
-             else describe_device(first.device))
+             else describe_device(first.device, names))
     caption = "\n".join([
         f"{where} | CPU reference (NumPy, float64): "
         f"{format_seconds(first.cpu_reference_s)}",
@@ -316,9 +319,12 @@ def diagnostic_names(results: Sequence[BenchmarkResult]) -> list[str]:
     return names
 
 
-def describe_device(device: DeviceInfo | None) -> str:
-    """Name a device in a caption: model, capability, SMs, and which one it was."""
+def describe_device(device: DeviceInfo | None,
+                    names: Mapping[tuple[Any, ...], str] | None = None) -> str:
+    """Name a device in a caption: model, capability, SMs, and which one it was (by names,
+    gpu_names': the start of its UUID where two GPUs of the run share an index)."""
     if device is None:
         return "(device not recorded)"
-    where = f", GPU {device.index}" + (f" at {device.pci_bus_id}" if device.pci_bus_id else "")
+    name = (names or {}).get(device.identity, f"GPU {device.index}")
+    where = f", {name}" + (f" at {device.pci_bus_id}" if device.pci_bus_id else "")
     return f"{device.name} (cc {device.compute_capability}, {device.sm_count} SMs{where})"
