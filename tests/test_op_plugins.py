@@ -200,6 +200,44 @@ def test_two_op_folders_helpers_of_one_name_are_refused_not_mixed(use_fake, tmp_
     assert "_two_ref" in done.stderr and "Traceback" not in done.output
 
 
+def test_a_helper_module_s_mistakes_name_the_helper_not_the_op_file(use_fake, tmp_path,
+                                                                   monkeypatch):
+    # a syntax error in _ref.py was "myop.py:2: syntax error in the op file", its line
+    # number the helper's; a helper named like a standard module blamed "another op's folder"
+    from cudabench.ops.registry import forget_file_ops
+
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))
+    forget_file_ops()
+    folder = tmp_path / "mine"
+    write_op(folder, GOOD_OP.replace("REFERENCE_BODY", "return _ref.reference(inputs)").replace(
+        "import numpy as np", "import numpy as np\n    import _ref"))
+    (folder / "_ref.py").write_text("def reference(inputs)\n    return inputs['x']\n")
+    try:
+        done = invoke("list", "--kernels-dir", folder)
+        assert done.exit_code == 2, done.output
+        assert f"{folder / '_ref.py'}:1: syntax error in a module the op file imports" \
+            in done.stderr, done.stderr
+        forget_file_ops()
+        (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
+            "_ref", "_random"))  # the standard library's _random: not another op's helper
+        (folder / "_ref.py").rename(folder / "_random.py")
+        done = invoke("list", "--kernels-dir", folder)
+        assert done.exit_code == 2 and "another op's folder" not in done.stderr, done.stderr
+        assert "imports _random, the name of an installed or standard module" in done.stderr
+        assert "rename the helper, e.g. _myop_random" in done.stderr
+    finally:
+        forget_file_ops()
+
+
+def test_a_helper_named_without_an_underscore_is_told_how_to_name_it(use_fake, tmp_path):
+    folder = tmp_path / "mine"
+    write_op(folder, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    (folder / "ref.py").write_text("SCALE = 1\n")
+    done = invoke("list", "--kernels-dir", folder)
+    assert done.exit_code == 2 and "ref.py: declares no op" in done.stderr
+    assert "a helper module of an op is named with a leading _ (_ref.py)" in done.stderr
+
+
 def test_a_small_op_of_ones_own_runs(use_fake, tmp_path):
     folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
     done = invoke("mycopy", "--kernels-dir", folder, "--size", "300", *QUICK)

@@ -200,6 +200,8 @@ def test_a_faulting_kernel_is_fail_and_the_rest_run_in_a_fresh_process(use_fake,
     done = invoke("matmul", "--size", "33", "--json", str(json_path), *QUICK_FLAGS)
     assert done.exit_code == 3, done.output
     assert "faulted" in done.stderr and "fresh process" in done.stderr
+    # the README's way to name the access, not a bare compute-sanitizer line
+    assert "--sanitize memcheck names the bad access" in " ".join(done.stderr.split())
     assert "seen in the warm-up" in done.stderr  # the step where the fault surfaced
     statuses = ran(load_results(json_path).benchmarks)
     assert statuses == {"naive": Status.FAIL, "tiled": Status.PASS,

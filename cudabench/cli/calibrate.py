@@ -32,7 +32,7 @@ from cudabench.results import load_results
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help=f"The history store the runs go to (default {DEFAULT_STORE}).")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Also load variants from this folder (repeatable).")
+              help="Also load variants and ops (.py) from this folder (repeatable).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
               help="CUDA device index.")
 @suite_flush_option

@@ -600,7 +600,7 @@ def plan_files(plans: list[Plan]) -> list[Path]:
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the tables as markdown (a CI job summary).")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Also load variants from this folder (repeatable).")
+              help="Also load variants and ops (.py) from this folder (repeatable).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
               help="CUDA device index.")
 @suite_flush_option

@@ -13,7 +13,7 @@ from cudabench.render import terminal
 
 @click.command("list")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Also list variants from this folder (repeatable).")
+              help="Also list variants and ops (.py) from this folder (repeatable).")
 def list_command(kernels_dirs: tuple[Path, ...]) -> int:
     """List ops, their variants, parameters and files (no GPU needed)."""
     from cudabench.cli.op_commands import refuse_clashes_of

@@ -183,8 +183,7 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             verification=FAULTED,
             error=f"{variant.path}: the kernel faulted on the GPU ({exc}"
             + (f"; seen in the {seen}" if seen else "") + "); the variants after "
-            "it ran in a fresh process. `compute-sanitizer python3 -m cudabench ...` shows the "
-            "bad access",
+            "it ran in a fresh process. --sanitize memcheck names the bad access",
         )
     except TensorMapUnavailable as exc:  # not at this shape, or no CUDA Python here
         return row(skipped=str(exc))

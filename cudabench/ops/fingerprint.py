@@ -15,6 +15,7 @@ import hashlib
 import inspect
 import os
 import sys
+import sysconfig
 from pathlib import Path
 from types import ModuleType
 
@@ -22,6 +23,8 @@ from cudabench import __version__
 
 _PACKAGE = Path(__file__).resolve().parent  # cudabench/ops
 _OWN_CODE = _PACKAGE.parent  # cudabench: its version is in the hash already
+_STANDARD_LIBRARY = {Path(sysconfig.get_paths()[key]).resolve()
+                     for key in ("stdlib", "platstdlib")}
 _FILES: dict[str, tuple[tuple[int, int], str]] = {}  # path -> ((size, mtime), hash)
 _IMPORTS: dict[tuple[Path, Path], tuple[str, list[Path]]] = {}  # (file, root) -> (hash, imports)
 
@@ -118,9 +121,11 @@ def _imported_from(path: Path, root: Path) -> list[Path]:
 
 
 def is_users_code(path: Path) -> bool:
-    """Whether path is a user's code: not cudabench's own, nor an installed package's."""
+    """Whether path is a user's code: not cudabench's own, nor an installed package's, nor
+    Python's standard library (`_random`, `_json` are its modules)."""
     return not path.is_relative_to(_OWN_CODE) and not any(
-        part in ("site-packages", "dist-packages") for part in path.parts)
+        part in ("site-packages", "dist-packages") for part in path.parts) and not any(
+        path.is_relative_to(library) for library in _STANDARD_LIBRARY)
 
 
 def _file_hash(path: str) -> str:

@@ -104,7 +104,8 @@ def _ops_at(origin: str) -> list[Op]:
         declared = [module.OP]
     if not isinstance(declared, (list, tuple)) or not declared:
         raise OpFileError(f"{origin}: declares no op; define OP = YourOp() (a subclass of "
-                          "cudabench.ops.Op) or OPS = [...] (see docs/writing-an-op.md)")
+                          "cudabench.ops.Op) or OPS = [...] (see docs/writing-an-op.md); "
+                          "a helper module of an op is named with a leading _ (_ref.py)")
     ops = []
     for op in declared:
         if not isinstance(op, Op):
@@ -159,8 +160,12 @@ def _import_file(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         del sys.modules[name]
-        raise OpFileError(f"{path}:{exc.lineno}: syntax error in the op file: {exc.msg}"
-                          ) from None
+        # the file at fault: the op file, or a helper module it imports (_ref.py)
+        where = exc.filename if exc.filename and Path(exc.filename).resolve() != \
+            local_path(path).resolve() else path
+        raise OpFileError(f"{where}:{exc.lineno}: syntax error in "
+                          f"{'the op file' if where == path else 'a module the op file imports'}"
+                          f": {exc.msg}") from None
     except Exception as exc:
         del sys.modules[name]
         raise OpFileError(f"{path}: the op file failed to load: {type(exc).__name__}: {exc}"
@@ -203,10 +208,15 @@ def _refuse_borrowed_helpers(path: Path) -> None:
         parts = helper.relative_to(root).with_suffix("").parts
         dotted = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         loaded = getattr(sys.modules.get(dotted), "__file__", None)
-        if loaded and Path(loaded).resolve() != helper and is_users_code(Path(loaded).resolve()):
-            raise OpFileError(f"{path}: imports {dotted}, but {dotted} was imported from "
-                              f"{loaded} already (another op's folder): give one of them "
-                              f"a name of its own, e.g. _{path.stem}{parts[0]}")
+        if not loaded or Path(loaded).resolve() == helper:
+            continue
+        if not is_users_code(Path(loaded).resolve()):  # found before the op's folder
+            raise OpFileError(f"{path}: imports {dotted}, the name of an installed or "
+                              f"standard module ({loaded}), which Python finds before "
+                              f"{helper}: rename the helper, e.g. _{path.stem}{parts[0]}")
+        raise OpFileError(f"{path}: imports {dotted}, but {dotted} was imported from "
+                          f"{loaded} already (another op's folder): give one of them "
+                          f"a name of its own, e.g. _{path.stem}{parts[0]}")
 
 
 def _path_digest(path: Path) -> str:
