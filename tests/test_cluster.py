@@ -489,6 +489,22 @@ def test_the_command_s_signal_handlers_outlive_ray_init(monkeypatch):
 
 
 
+def test_the_waiting_note_says_both_causes_when_the_cluster_does_not_answer():
+    # an unanswered query read as infinitely many GPUs held: "other work holds its GPUs"
+    from types import SimpleNamespace
+
+    from cudabench.runner.ray_cluster import _why_waiting
+
+    def silent():
+        raise ConnectionError("no answer")
+
+    ray = SimpleNamespace(cluster_resources=silent, available_resources=silent)
+    assert _why_waiting(ray, 1).startswith("its actors are still starting, or other work")
+    held = SimpleNamespace(cluster_resources=lambda: {"GPU": 2.0},
+                           available_resources=lambda: {"GPU": 0.0})
+    assert _why_waiting(held, 1).startswith("other work holds its GPUs")
+
+
 def test_a_sigterm_while_ray_init_connects_is_terminated_not_exit_15(monkeypatch):
     # Ray's handler, in place while ray.init connects, calls sys.exit(15): the command
     # exited 15 with no word, where a terminated one exits 143 saying so

@@ -31,6 +31,7 @@ must be one of the keys above; errors name the file and line.
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -258,7 +259,8 @@ def _parse_param(path: Path, number: int, name: str, value: str) -> ParamSpec:
     items = [_split_param(path, number, part) for part in value.split(";") if part.strip()]
     parts = dict(items)
     if len(items) != len(parts):  # `default 256; default 64`: which one was meant?
-        twice = sorted({key for key, _ in items if [k for k, _ in items].count(key) > 1})
+        twice = sorted(key for key, n in collections.Counter(k for k, _ in items).items()
+                       if n > 1)
         raise KernelFileError(path, number, f"param {name}: {', '.join(twice)} given twice")
     if set(parts) != {"default", "allowed"}:
         raise KernelFileError(

@@ -17,6 +17,7 @@ from cudabench import __version__
 from cudabench.cli.boundary import BoundaryGroup, RepeatedOption
 from cudabench.cli.names import COMMANDS
 
+
 def load_command(name: str) -> click.Command:
     """Import and return a fixed command."""
     module, attribute, _ = COMMANDS[name]

@@ -36,7 +36,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-
 def command_name(op: Op) -> str:
     """Return the command that runs op."""
     return op.command or op.name

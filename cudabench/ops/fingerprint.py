@@ -65,13 +65,16 @@ def _local_imports(files: set[str], modules: list[ModuleType]) -> set[str]:
             found |= {str(path) for path in local_imports(Path(name))}
     for module in modules:
         file = getattr(module, "__file__", None)
+        if not file or not is_users_code(Path(file).resolve()):
+            continue  # cudabench's own ops, an installed package's: their version decides
+        folder = Path(file).resolve().parent
         for value in vars(module).values():
             held = value if isinstance(value, ModuleType) else \
                 sys.modules.get(getattr(value, "__module__", None) or "")
             source = getattr(held, "__file__", None)
-            if file and isinstance(source, str) and source.endswith(".py"):
+            if isinstance(source, str) and source.endswith(".py"):
                 path = Path(source).resolve()
-                if is_users_code(path) and path.is_relative_to(Path(file).resolve().parent):
+                if is_users_code(path) and path.is_relative_to(folder):
                     found |= {str(path), *(str(p) for p in local_imports(path))}
     return found - files
 

@@ -28,7 +28,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import math
 import os
 import pickle
 import re
@@ -412,17 +411,18 @@ def _idle(ray: Any, actor: Any) -> bool:
 def _why_waiting(ray: Any, starting: int) -> str:
     """Say why no benchmark runs yet: other work holds the GPUs, or this command's actors
     (starting of them not yet ready) are slow to start, as the cluster's free GPUs tell."""
+    both = "its actors are still starting, or other work holds its GPUs (`ray status` says which)"
     try:
         total = float(ray.cluster_resources().get("GPU", 0))
         free = float(ray.available_resources().get("GPU", 0))
     except Exception:  # the cluster did not answer: say both
-        total, free = math.inf, 0.0
+        return both
     if free >= 1:
         return (f"{free:g} GPU(s) free, its actors still starting (a slow runtime "
                 "environment, or a node slow to start Python and import cudabench)")
     if total - free > starting:  # more held than this command's actors could hold
         return "other work holds its GPUs (`ray status` says what)"
-    return "its actors are still starting, or other work holds its GPUs (`ray status` says which)"
+    return both
 
 
 def release_kept(ray: Any) -> int:
