@@ -407,6 +407,38 @@ def test_sides_whose_op_files_set_different_work_are_refused(use_fake, tmp_path)
 
 
 
+def test_two_copies_of_an_op_folder_each_use_their_own_helper_modules(use_fake, tmp_path):
+    # both sides' op files load in one process, and each imports a `_ref.py` beside it:
+    # B's was refused ("_ref was imported from a/_ref.py already"), or would have been A's
+    from cudabench.ops.registry import forget_file_ops
+
+    sides = [tmp_path / "a", tmp_path / "b"]
+    for side, body in zip(sides, ("return exact(x)", "raise RuntimeError('B reference')")):
+        shutil.copytree(ROOT / "examples" / "softmax", side)
+        op_file = side / "softmax.py"
+        text = op_file.read_text(encoding="utf-8")
+        op_file.write_text(text.replace("import numpy as np\n", "import numpy as np\n\n"
+                                        "import _ref\n", 1).replace(
+            '        x = inputs["x"].astype(np.float64)\n', '        return _ref.reference('
+            'inputs["x"])\n', 1), encoding="utf-8")
+        (side / "_ref.py").write_text(
+            "import numpy as np\n\n\ndef exact(x):\n    x = x.astype(np.float64)\n"
+            "    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
+            "    return e / e.sum(axis=1, keepdims=True)\n\n\n"
+            f"def reference(x):\n    {body}\n", encoding="utf-8")
+    forget_file_ops()
+    try:
+        done = invoke(*sides, "--rounds", "6", "--samples", "5", "--warmup", "0", "--size",
+                      "64x64")
+    finally:
+        forget_file_ops()
+    assert done.exit_code == 1, (done.stdout, done.stderr)
+    assert "imported from" not in done.stderr
+    rows = [line for line in done.stdout.splitlines() if "softmax/" in line]
+    assert len(rows) == 2 and all("B ERROR (A PASS)" in line and
+                                  "reference raised RuntimeError" in line for line in rows)
+
+
 def test_a_copy_that_fails_a_round_is_not_run_again(marked, tmp_path, monkeypatch):
     # each round was a plan of its own: a wrong (or hanging, or crashing) B copy ran, and
     # cost its timeout or a fresh worker, in every one of the rounds
@@ -500,3 +532,17 @@ def test_a_copy_that_fails_its_warm_up_says_so_and_is_kept_when_stopped(marked, 
     assert result.exit_code == 130, (result.stdout, result.stderr)
     saved = {row.variant: row for row in load_results(path).benchmarks}
     assert set(saved) == {"naive@B"} and saved["naive@B"].status.value == "FAIL"
+
+
+def test_folders_of_kernels_only_take_their_op_from_kernels_dir(use_fake, tmp_path):
+    # OLD/ and NEW/ hold softmax kernels, the op file is elsewhere: ab had no --kernels-dir
+    sides = [tmp_path / "old", tmp_path / "new"]
+    for side in sides:
+        shutil.copytree(ROOT / "examples" / "softmax" / "softmax", side)
+    quick = ("--rounds", "6", "--samples", "5", "--warmup", "0", "--size", "64x64")
+    assert_usage(invoke(*sides, *quick), "unknown op 'softmax'", "--kernels-dir")
+    done = invoke(*sides, *quick, "--kernels-dir", ROOT / "examples" / "softmax")
+    assert done.exit_code == 0, (done.stdout, done.stderr)
+    assert "softmax/naive" in done.stdout and "softmax/block_per_row" in done.stdout
+    assert_usage(invoke(*sides, *quick, "--kernels-dir", tmp_path / "none"),
+                 f"--kernels-dir {tmp_path / 'none'}: no such directory")

@@ -179,25 +179,45 @@ def test_an_edited_helper_module_reaches_the_next_command(use_fake, tmp_path):
     an_edit_reaches_the_next_command(tmp_path, *QUICK, in_helper=True)
 
 
-def test_two_op_folders_helpers_of_one_name_are_refused_not_mixed(use_fake, tmp_path):
-    # Python keeps one module a name: the second op would check against the first's
-    # reference
-    from cudabench.ops.registry import forget_file_ops
-
-    forget_file_ops()
+def two_copies_of_an_op_folder(tmp_path: Path, wrong: str) -> tuple[Path, Path]:
+    """Two op folders whose op file imports a `_ref.py` beside it and, inside a function, a
+    `_helpers/` package; in the folder named wrong, the helper's reference is wrong."""
+    folders = []
     for name in ("one", "two"):
-        write_op(tmp_path / name, GOOD_OP.replace(
+        folder = tmp_path / name
+        write_op(folder, GOOD_OP.replace(
             "REFERENCE_BODY", "return _ref.reference(inputs)").replace(
             "import numpy as np", "import numpy as np\n    import _ref").replace(
             '"mycopy"', f'"copy_{name}"'), name=f"{name}.py")
-        (tmp_path / name / "_ref.py").write_text("def reference(inputs):\n"
-                                                 "    return inputs['x']\n")
-    done = invoke("list", "--kernels-dir", tmp_path / "one", "--kernels-dir", tmp_path / "two")
+        (folder / "_ref.py").write_text("def reference(inputs):\n"
+                                        "    from _helpers.body import shifted\n"
+                                        "    return shifted(inputs['x'])\n")
+        (folder / "_helpers").mkdir()
+        (folder / "_helpers" / "__init__.py").write_text("")
+        (folder / "_helpers" / "body.py").write_text(
+            f"def shifted(x):\n    return x{' + 1' if name == wrong else ''}\n")
+        (folder / f"copy_{name}").mkdir()
+        (folder / f"copy_{name}" / "plain.cu").write_text(
+            KERNEL.replace("cudabench: mycopy", f"cudabench: copy_{name}"))
+        folders.append(folder)
+    return folders[0], folders[1]
+
+
+def test_two_op_folders_helpers_of_one_name_are_each_folder_s_own(use_fake, tmp_path):
+    # Python keeps one module a name: the second op checked against the first's reference,
+    # then was refused; each op folder's `_ref` and `_helpers` are its own
+    from cudabench.ops.registry import forget_file_ops
+
     forget_file_ops()
-    assert done.exit_code == 2, done.output
-    assert f"{tmp_path / 'two' / 'two.py'}: imports _ref, but _ref was imported from " \
-        f"{tmp_path / 'one' / '_ref.py'} already" in done.stderr
-    assert "_two_ref" in done.stderr and "Traceback" not in done.output
+    one, two = two_copies_of_an_op_folder(tmp_path, wrong="two")
+    try:
+        for op, status in (("copy_one", 0), ("copy_two", 3)):
+            done = invoke(op, "--kernels-dir", one, "--kernels-dir", two, "--size", "300",
+                          *QUICK)
+            assert done.exit_code == status, done.output
+        assert "_ref" not in __import__("sys").modules  # nothing under the plain name
+    finally:
+        forget_file_ops()
 
 
 def test_a_helper_module_s_mistakes_name_the_helper_not_the_op_file(use_fake, tmp_path,
@@ -218,13 +238,20 @@ def test_a_helper_module_s_mistakes_name_the_helper_not_the_op_file(use_fake, tm
         assert f"{folder / '_ref.py'}:1: syntax error in a module the op file imports" \
             in done.stderr, done.stderr
         forget_file_ops()
+        # a helper named like a standard module (_random) is the folder's, as a script's is
         (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
-            "_ref", "_random"))  # the standard library's _random: not another op's helper
+            "_ref", "_random"))
+        (folder / "_ref.py").write_text("def reference(inputs):\n    return inputs['x']\n")
         (folder / "_ref.py").rename(folder / "_random.py")
-        done = invoke("list", "--kernels-dir", folder)
-        assert done.exit_code == 2 and "another op's folder" not in done.stderr, done.stderr
-        assert "imports _random, the name of an installed or standard module" in done.stderr
-        assert "rename the helper, e.g. _myop_random" in done.stderr
+        (folder / "mycopy").mkdir()
+        (folder / "mycopy" / "plain.cu").write_text(KERNEL)
+        done = invoke("mycopy", "--kernels-dir", folder, "--size", "300", *QUICK)
+        assert done.exit_code == 0, done.output
+        import random  # noqa: F401 (its _random is still the standard library's)
+
+        assert "site-packages" not in str(getattr(__import__("_random"), "__file__", ""))
+        assert not str(getattr(__import__("_random"), "__file__", "")).startswith(
+            str(folder))
     finally:
         forget_file_ops()
 

@@ -116,7 +116,8 @@ def parse_header(path: Path, text: str | None = None,
     op_name = header[0][1].split(":", 1)[1].strip()
     if op_name not in ops:
         raise KernelFileError(path, 1, f"unknown op {op_name!r} (known: {', '.join(ops)}; "
-                                       "an op of your own is a .py file beside the kernels)")
+                                       "an op of your own is a .py file beside the kernels, "
+                                       "or in a folder given with --kernels-dir)")
     op = ops[op_name]
 
     reserved = {*op.dims, *BUILTIN_NAMES, "DTYPE", "ACC_TYPE", "OUT_TYPE"}

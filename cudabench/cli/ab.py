@@ -27,6 +27,7 @@ from cudabench.analysis.ab import (
 )
 from cudabench.analysis.verdicts import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
+from cudabench.catalog.discovery import check_folders
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.cli.options import l2_flush_option, parse_params
 from cudabench.errors import KernelFileError, ResultsNotWritten, UsageError
@@ -73,10 +74,13 @@ class Side:
     folder: Path
     ops: Mapping[str, Op]
     catalog: Catalog
+    op_dirs: tuple[Path, ...] = ()  # --kernels-dir: where ops the folder lacks are declared
 
 
-def folder_side(label: str, folder: Path, argument: str) -> Side:
-    """Read one folder's variants (FOLDER/*.cu and FOLDER/OP/*.cu) and ops, and nothing else."""
+def folder_side(label: str, folder: Path, argument: str,
+                op_dirs: tuple[Path, ...] = ()) -> Side:
+    """Read one folder's variants (FOLDER/*.cu and FOLDER/OP/*.cu) and ops, and nothing else
+    but the ops of op_dirs (--kernels-dir: op files both sides share)."""
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "no such directory"
         raise UsageError(f"{argument} {folder}: {what}")
@@ -85,7 +89,7 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
         raise UsageError(f"{argument} {folder}: holds no .cu kernel files (looked in "
                          f"{argument}/*.cu and {argument}/OP/*.cu); give the kernels' folder, "
                          "e.g. checkout/kernels")
-    ops = load_ops([folder])
+    ops = load_ops([*op_dirs, folder])
     catalog: Catalog = {op: {} for op in ops}
     for path in paths:  # discovery.discover's rules, without the built-in folder
         variant = parse_header(path, ops=ops)
@@ -97,7 +101,7 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
             raise KernelFileError(path, None, f"variant {variant.op}/{variant.name} is also "
                                   f"defined by {existing.path}; rename one of the files")
         catalog[variant.op][variant.name] = variant
-    return Side(label, folder, ops, catalog)
+    return Side(label, folder, ops, catalog, op_dirs)
 
 
 @click.command("ab")
@@ -132,6 +136,10 @@ def folder_side(label: str, folder: Path, argument: str) -> Side:
               help="Also write the verdicts as markdown (a CI job summary).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
               help="CUDA device index.")
+@click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
+              help="Also load ops (.py op files) from this folder, for both sides "
+              "(repeatable): for OLD_DIR and NEW_DIR that hold only kernels. Its kernels "
+              "are not compared.")
 @click.option("--allow-missing", is_flag=True,
               help="Pass although variants of OLD_DIR are not in NEW_DIR (removed on "
               "purpose); by default a missing one fails, as in compare.")
@@ -145,7 +153,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                warmup: float, timeout: float, threshold: str, alpha: float,
                seed: int,
                json_path: Path | None, markdown_path: Path | None, device: int,
-               allow_missing: bool, progress: bool | None, l2_flush: str) -> int:
+               kernels_dirs: tuple[Path, ...], allow_missing: bool, progress: bool | None, l2_flush: str) -> int:
     """Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved in one process;
     exit 1 when B is slower beyond the threshold or fails verification.
 
@@ -161,7 +169,9 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     check_settings(rounds, limit, alpha)
     if samples < 3:
         raise UsageError(f"--samples {samples}: at least 3, for a round's median to mean much")
-    sides = (folder_side("A", old_dir, "OLD_DIR"), folder_side("B", new_dir, "NEW_DIR"))
+    check_folders(kernels_dirs)
+    sides = (folder_side("A", old_dir, "OLD_DIR", kernels_dirs),
+             folder_side("B", new_dir, "NEW_DIR", kernels_dirs))
     # A fixed count per round (min = max), so that each round weighs the same; a kernel too
     # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
     timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
@@ -176,7 +186,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     # run under.
     check_outputs({"--markdown": markdown_path, "--json": json_path},
                   [*commands.plan_files([plan for pair in plans for plan in pair]),
-                   *commands.folder_sources({side.folder for side in sides})])
+                   *commands.folder_sources({*kernels_dirs, *(side.folder for side in sides)})])
     check_replaceable(json_path, "--json")  # notes.txt, a store: not written over
     schedule = _interleave(plans, rounds)
     commands.check_memory(schedule.plans, [commands.one_slot(device)])  # the spacer too
@@ -317,7 +327,8 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
             mine = {k: v for k, v in single.items() if any(v_.param(k) for v_ in variants)}
             taken |= set(mine)
             request = dataclasses.replace(base, op=op, dtype=op_dtype, variants=tuple(names),
-                                          params=mine, kernels_dirs=(side.folder,))
+                                          params=mine,
+                                          kernels_dirs=(*side.op_dirs, side.folder))
             plans.append(make_plan(request, side.catalog))
         _refuse_different_work(op, plans[0], plans[1])
         pairs.append((plans[0], plans[1]))

@@ -82,7 +82,7 @@ def _local_imports(files: set[str], modules: list[ModuleType]) -> set[str]:
 def local_imports(path: Path) -> set[Path]:
     """Return the files in path's folder (and its packages) that path imports, followed
     import by import: every import statement counts (one inside a function too), resolved
-    as Python resolves it with path's folder on the import path."""
+    as the op file's own imports find them (ops/folder_imports.py: the folder first)."""
     root = path.resolve().parent
     found: set[Path] = set()
     waiting = [path.resolve()]

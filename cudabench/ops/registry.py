@@ -11,7 +11,6 @@ it pickles as (origin, name), never as a class that only the parent imported.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import importlib.util
@@ -22,6 +21,7 @@ from types import ModuleType
 
 from cudabench.errors import OpFileError
 from cudabench.ops.base import Op, register_finder
+from cudabench.ops.folder_imports import USER_OPS_PACKAGE, folder_builtins, forget_folders
 from cudabench.ops.types import DTYPES
 from cudabench.common.relocation import local_path
 
@@ -80,8 +80,6 @@ def _add(ops: dict[str, Op], new: list[Op]) -> None:
         ops[op.name] = op
 
 
-USER_OPS_PACKAGE = "cudabench_user_ops"  # where op files are imported (sys.modules)
-_OP_FOLDERS: set[Path] = set()  # the folders op files were imported from: their helpers'
 
 
 @functools.cache
@@ -122,19 +120,10 @@ def forget_file_ops() -> None:
     commands, before the next command: the files may have been edited since), and the
     modules they imported from their folders (a `_ref.py`). Installed op modules stay:
     they change with their package, not between two commands."""
-    from cudabench.ops.fingerprint import is_users_code
-
     _ops_at.cache_clear()
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if name.startswith(f"{USER_OPS_PACKAGE}.") or (
-                isinstance(file, str) and is_users_code(Path(file).resolve())
-                and any(Path(file).resolve().is_relative_to(f) for f in _OP_FOLDERS)):
-            del sys.modules[name]
-    # and their folders on the import path (a worker spawned later inherits it): the next
-    # command's op files put back theirs, and a helper of another op's folder is not found
-    sys.path[:] = [entry for entry in sys.path if Path(entry) not in _OP_FOLDERS]
-    _OP_FOLDERS.clear()
+    for name in [name for name in sys.modules if name.startswith(f"{USER_OPS_PACKAGE}.")]:
+        del sys.modules[name]
+    forget_folders()
 
 
 def _import_module(name: str) -> ModuleType:
@@ -154,8 +143,9 @@ def _import_file(path: Path) -> ModuleType:
     if spec is None or spec.loader is None:
         raise OpFileError(f"{path}: cannot load the op file (not a Python file?)")
     module = importlib.util.module_from_spec(spec)
+    # `import _ref` finds the _ref.py beside the file (on a Ray node, beside its copy)
+    module.__dict__["__builtins__"] = folder_builtins(local_path(path).resolve().parent)
     sys.modules[name] = module
-    _on_import_path(local_path(path).resolve().parent)  # a copy on a Ray node: its helpers
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
@@ -174,49 +164,7 @@ def _import_file(path: Path) -> ModuleType:
         del sys.modules[name]
         raise OpFileError(f"{path}: the op file calls sys.exit({exc.code!r}) when imported; "
                           "an op file only defines its op") from None
-    try:
-        _refuse_borrowed_helpers(local_path(path))
-    except OpFileError:
-        del sys.modules[name]
-        raise
     return module
-
-
-def _on_import_path(folder: Path) -> None:
-    """Put an op file's folder on the import path, so that `import _ref` finds the helper
-    module beside it, as pytest finds a test's: after every other entry (a folder's file
-    never hides an installed module of the same name), but before the folders of op files
-    imported earlier (this op's helper, not theirs)."""
-    entry = str(folder)
-    if entry in sys.path and folder not in _OP_FOLDERS:
-        return  # the user's own entry (PYTHONPATH): where they put it
-    with contextlib.suppress(ValueError):
-        sys.path.remove(entry)
-    earlier = [i for i, e in enumerate(sys.path) if Path(e) in _OP_FOLDERS]
-    sys.path.insert(earlier[0] if earlier else len(sys.path), entry)
-    _OP_FOLDERS.add(folder)
-
-
-def _refuse_borrowed_helpers(path: Path) -> None:
-    """Raise OpFileError where a helper module beside path (`_ref.py`) was already imported
-    from another op's folder: Python keeps one module a name, so this op would run the
-    other's reference, silently."""
-    from cudabench.ops.fingerprint import is_users_code, local_imports
-
-    root = path.resolve().parent
-    for helper in sorted(local_imports(path)):
-        parts = helper.relative_to(root).with_suffix("").parts
-        dotted = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        loaded = getattr(sys.modules.get(dotted), "__file__", None)
-        if not loaded or Path(loaded).resolve() == helper:
-            continue
-        if not is_users_code(Path(loaded).resolve()):  # found before the op's folder
-            raise OpFileError(f"{path}: imports {dotted}, the name of an installed or "
-                              f"standard module ({loaded}), which Python finds before "
-                              f"{helper}: rename the helper, e.g. _{path.stem}{parts[0]}")
-        raise OpFileError(f"{path}: imports {dotted}, but {dotted} was imported from "
-                          f"{loaded} already (another op's folder): give one of them "
-                          f"a name of its own, e.g. _{path.stem}{parts[0]}")
 
 
 def _path_digest(path: Path) -> str:
