@@ -1097,3 +1097,27 @@ def test_a_run_that_records_no_gpu_is_not_compared_with_one_that_does(use_fake, 
     allowed = CliRunner().invoke(cli, ["compare", str(runs[0]), str(blind), "--threshold", "5%",
                                        "--allow-different-gpu"])
     assert allowed.exit_code in (0, 1), allowed.output
+
+
+def test_a_kernel_that_makes_the_card_throttle_is_judged_on_all_its_samples():
+    # 29 of 41 samples below 75% of the maximum SM clock were set aside and the kept 12
+    # judged: a kernel that throttles the card passed as `same`, with a note
+    kept, slow = TIGHT[:12], TIGHT[:29] * 1.6
+    throttling = dataclasses.replace(bench(kept), slow_clock_samples_s=tuple(slow))
+    judged = compare(results("a.json", bench(TIGHT)), results("b.json", throttling))
+    found = row(judged, "matmul", "tiled")
+    assert found.verdict is Verdict.SLOWER, found.reason
+    assert "judged on all 41 samples: 29 ran below 75% of the maximum SM clock (the " \
+        "baseline's: none): the card throttles under this kernel" in found.reason
+    assert not any("set aside" in note for note in judged.notes)
+    # a kernel the card throttled under in the baseline too (a GEMM at its power limit):
+    # the kept samples of both, the set-aside ones noted
+    both = compare(results("a.json", throttling), results("b.json", throttling))
+    assert row(both, "matmul", "tiled").verdict not in REGRESSION
+    assert "judged on all" not in row(both, "matmul", "tiled").reason
+    assert any("29 of 41 samples of the current run" in note for note in both.notes)
+    # a minority set aside (the machine's accident): judged on the rest, noted
+    few = dataclasses.replace(bench(TIGHT), slow_clock_samples_s=tuple(slow[:10]))
+    minority = compare(results("a.json", bench(TIGHT)), results("b.json", few))
+    assert row(minority, "matmul", "tiled").verdict is Verdict.SAME
+    assert any("10 of 51 samples" in note for note in minority.notes)

@@ -1165,6 +1165,7 @@ def test_a_version_2_store_is_read_as_it_is_and_upgraded_by_a_writer(tmp_path):
     conn = sqlite3.connect(db)
     conn.execute("ALTER TABLE runs DROP COLUMN command_key")
     conn.execute("ALTER TABLE results DROP COLUMN param_order")  # version 4's
+    conn.execute("ALTER TABLE results DROP COLUMN slow_clock_samples_s")  # version 5's
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
@@ -1208,7 +1209,7 @@ def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path)
     keys = dict(conn.execute("SELECT id, command_key FROM runs"))
     conn.close()
     assert flushes == {1: "memset", 2: ""} and new == {"clean"}
-    assert version == (str(SCHEMA_VERSION),) == ("4",)
+    assert version == (str(SCHEMA_VERSION),) == ("5",)
     assert keys[1] is None and '"matmul"' in keys[2]  # version 3: the command of a new run
 
 
@@ -1522,9 +1523,55 @@ def test_a_version_3_store_is_read_with_its_parameters_by_name(tmp_path):
     db = flat_history(tmp_path, runs=3)
     conn = sqlite3.connect(db)
     conn.execute("ALTER TABLE results DROP COLUMN param_order")
+    conn.execute("ALTER TABLE results DROP COLUMN slow_clock_samples_s")  # version 5's
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
     shown = invoke("show", "--db", db)
     assert shown.exit_code == 0, shown.output
     assert "TILE=" in shown.stdout
+
+
+def throttled(path: Path, variant: str, share: float = 0.7) -> Path:
+    """Set the given share of variant's samples aside, as a kernel that made the card
+    throttle leaves them: 1.6 times as long, below 75% of the maximum SM clock."""
+    def edit(document: dict) -> None:
+        for bench in document["benchmarks"]:
+            if bench["variant"] == variant:
+                samples = bench["samples_s"]
+                cut = round(len(samples) * (1 - share))
+                bench["slow_clock_samples_s"] = [s * 1.6 for s in samples[cut:]]
+                bench["samples_s"] = samples[:cut]
+    return edited(path, edit)
+
+
+def test_check_judges_a_kernel_that_newly_throttles_the_card_on_all_its_samples(tmp_path):
+    # most samples set aside and the kept few judged: `same`, the throttling unseen
+    db = flat_history(tmp_path)
+    current = throttled(make_run(tmp_path, 100, name="current"), "tiled")
+    done = invoke("check", current, "--db", db)
+    assert done.exit_code == 1, (done.stdout, done.stderr)
+    assert verdicts(done.stdout)["tiled"] == "slower"
+    text = " ".join(done.stdout.split())
+    assert "the history's runs: a median 0% of theirs" in text
+    # a kernel whose runs all set most samples aside (held at its power limit): as before
+    always = tmp_path / "always"
+    db_always = always / "h.db"
+    import_runs(db_always, [throttled(make_run(always / "runs", i), "tiled")
+                            for i in range(10)])
+    again = invoke("check", throttled(make_run(always, 100, name="current"), "tiled"),
+                   "--db", db_always)
+    assert again.exit_code == 0, (again.stdout, again.stderr)
+    assert "judged on all" not in again.stdout
+
+
+def test_a_store_without_recorded_clocks_does_not_judge_throttling(tmp_path):
+    # a version 4 store recorded no set-aside samples: the history's share is unknown
+    db = flat_history(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE results SET slow_clock_samples_s = NULL")
+    conn.commit()
+    conn.close()
+    done = invoke("check", throttled(make_run(tmp_path, 100, name="current"), "tiled"),
+                  "--db", db)
+    assert "judged on all" not in done.stdout and done.exit_code == 0, done.stdout

@@ -32,6 +32,11 @@ Verdict of a pair, first rule that applies:
   too spread to resolve a change of threshold size.
 - `same`: otherwise (no significant change, or a significant one within the threshold).
 
+Samples a run took below SLOW_CLOCK of the maximum SM clock are set aside, as the machine's
+accident, and a note says how many. Where the current run set aside most of its samples
+and the baseline at most half that share, the kernel made the card throttle: the current
+row is judged on all its samples (verdicts.throttled_by_kernel), and its reason says so.
+
 A change must pass both tests because they guard against different mistakes: the
 threshold ignores real but unimportant shifts (clocks differ by a percent from run to run,
 and with hundreds of samples that is significant), and the significance test ignores large
@@ -53,7 +58,12 @@ from cudabench.analysis.verdicts import (
     Comparison,
     ComparisonRow,
     Verdict,
+    set_aside_text,
+    slow_clock_share,
+    throttled_by_kernel,
+    throttled_text,
     ungated,
+    with_slow_clock_samples,
 )
 from cudabench.common.stats import mann_whitney_u, pooled_precision
 from cudabench.common.units import (
@@ -125,7 +135,8 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
             limit, source = (threshold_for(new) if threshold_for is not None
                              else (threshold, "--threshold"))
             row = _compare_pair(old, new, limit, alpha)
-            judged.append(new)
+            if not throttled_by_kernel(new, slow_clock_share(old)):
+                judged.append(new)  # its set-aside samples are noted, not judged
             detectable = power_for(limit, old, new) if power_for is not None else None
             rows.append(dataclasses.replace(
                 row, threshold=limit, threshold_source=source, detectable=detectable,
@@ -398,6 +409,10 @@ def benchmark_text(result: BenchmarkResult) -> str:
 def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: float,
                   alpha: float) -> ComparisonRow:
     """Judge one pair by the rules of the module docstring."""
+    throttled = throttled_by_kernel(after, slow_clock_share(before))
+    measured = after
+    if throttled:
+        after = with_slow_clock_samples(after)
     m0, m1 = before.median_s, after.median_s
     change = m1 / m0 - 1 if m0 and m1 else None
     enough = min(len(before.samples_s), len(after.samples_s)) >= MIN_SAMPLES
@@ -408,6 +423,8 @@ def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: fl
     kind = Kind.VARIANT if before.kind is Kind.VARIANT else after.kind
     if kind is not Kind.VARIANT and verdict in REGRESSION:
         reason += ungated(kind.value)
+    if throttled:
+        reason += throttled_text(measured, f"the baseline's: {set_aside_text(before)}")
     if before.kind is Kind.VARIANT and after.kind is not Kind.VARIANT:
         verdict = Verdict.FAILED
         reason = (f"a kernel in the baseline, a {after.kind.value} row here: it must be "

@@ -4,12 +4,14 @@ them; the renderers and the gates read them."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 from dataclasses import dataclass
 
 from cudabench.errors import ExitCode, UsageError
 from cudabench.results.model import (
+    SLOW_CLOCK,
     BenchmarkResult,
     Kind,
 )
@@ -139,3 +141,40 @@ def ungated(kind: str) -> str:
         return "; a vendor row: the library or the GPU changed (not gated)"
     return "; a reference row: the GPU or its clocks changed (not gated)"
 
+
+
+def slow_clock_share(row: BenchmarkResult) -> float:
+    """Return the share of row's samples set aside for running below SLOW_CLOCK."""
+    slow = len(row.slow_clock_samples_s)
+    return slow / (slow + len(row.samples_s)) if slow else 0.0
+
+
+def throttled_by_kernel(row: BenchmarkResult, baseline_share: float) -> bool:
+    """Whether row's kernel made the card throttle: most of its samples ran below
+    SLOW_CLOCK, where the baseline's share was at most half of that. Its set-aside samples
+    are then its time, not the machine's accident: judged on the kept few, a kernel that
+    throttles the card passed as `same`. (A kernel that throttled in the baseline too, a
+    GEMM held at its power limit, is judged on the kept samples of both.)"""
+    share = slow_clock_share(row)
+    return row.kind is Kind.VARIANT and share > 0.5 and baseline_share <= share / 2
+
+
+def with_slow_clock_samples(row: BenchmarkResult) -> BenchmarkResult:
+    """Return row judged on every sample it took, those set aside included."""
+    return dataclasses.replace(row, samples_s=(*row.samples_s, *row.slow_clock_samples_s),
+                               slow_clock_samples_s=())
+
+
+def throttled_text(row: BenchmarkResult, baseline: str) -> str:
+    """Return what a reason adds for a row judged on every sample (throttled_by_kernel);
+    baseline says how many the baseline set aside."""
+    slow, total = len(row.slow_clock_samples_s), len(row.slow_clock_samples_s) + len(
+        row.samples_s)
+    return (f"; judged on all {total} samples: {slow} ran below {SLOW_CLOCK:.0%} of the "
+            f"maximum SM clock ({baseline}): the card throttles under this kernel")
+
+
+def set_aside_text(row: BenchmarkResult) -> str:
+    """Return how many of row's samples were set aside: "none", "3 of 40"."""
+    slow = len(row.slow_clock_samples_s)
+    return f"{slow} of {slow + len(row.samples_s)}" if slow else "none"

@@ -4,6 +4,7 @@ turned into StoreErrors that say what to do."""
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import sqlite3
 import statistics
@@ -26,6 +27,7 @@ from cudabench.history.records import (
 from cudabench.history.schema import (
     COMMANDS_SINCE,
     PARAM_ORDER_SINCE,
+    SLOW_CLOCK_SINCE,
     TABLES,
     damaged_message,
 )
@@ -194,8 +196,10 @@ class Queries:
         if exclude_run is not None:
             where.append("r.id != ?")
             args.append(exclude_run)
-        query = ("SELECT r.id, r.git_commit, r.created, x.median_s, x.status, x.kind "
-                 "FROM results x "
+        clocks = ("x.slow_clock_samples_s, x.samples_s" if self.version >= SLOW_CLOCK_SINCE
+                  else "NULL, NULL")
+        query = ("SELECT r.id, r.git_commit, r.created, x.median_s, x.status, x.kind, "
+                 f"{clocks} FROM results x "
                  "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id "
                  f"WHERE {' AND '.join(where)} ORDER BY r.created, r.id, x.id")
         with self._errors():
@@ -210,7 +214,7 @@ class Queries:
             worst = worst_status([r[4] for r in run_rows])
             points.append(SeriesPoint(first[0], first[1], first[2],
                                       statistics.median(medians) if medians else math.nan,
-                                      worst, first[5]))
+                                      worst, first[5], _slow_clock_share(run_rows)))
         return points[-last:] if last else points
 
     def runs_of_command(self, key: str | Sequence[str], gpu_model: str,
@@ -275,3 +279,13 @@ class Queries:
         with self._errors():
             return {table: int(self._conn.execute(f"SELECT COUNT(*) FROM {table}")
                                .fetchone()[0]) for table in sorted(TABLES)}
+
+
+def _slow_clock_share(rows: Sequence[Sequence[Any]]) -> float | None:
+    """Return the share of one run's samples (its rows: one a GPU) set aside for a slow
+    clock, from (..., slow_clock_samples_s, samples_s) rows; None when none recorded it."""
+    known = [row for row in rows if row[6] is not None]
+    if not known:
+        return None
+    slow = sum(len(json.loads(row[6])) for row in known)
+    return slow / (slow + sum(len(json.loads(row[7])) for row in known)) if slow else 0.0

@@ -123,6 +123,8 @@ class SeriesPoint:
     median_s: float
     status: str
     kind: str = "variant"  # the row's kind as recorded (a kernel, vendor or reference row)
+    # the share of its samples set aside for a slow SM clock (None: recorded before v5)
+    slow_clock_share: float | None = None
 
 
 Migration = Callable[[sqlite3.Connection], None]

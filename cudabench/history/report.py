@@ -39,7 +39,16 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from cudabench.analysis.verdicts import DEFAULT_ALPHA, MIN_SAMPLES, REGRESSION, Verdict, ungated
+from cudabench.analysis.verdicts import (
+    DEFAULT_ALPHA,
+    MIN_SAMPLES,
+    REGRESSION,
+    Verdict,
+    throttled_by_kernel,
+    throttled_text,
+    ungated,
+    with_slow_clock_samples,
+)
 from cudabench.common.stats import pooled_precision, relative_spread
 from cudabench.common.units import format_change, format_p_value, format_percent
 from cudabench.errors import ExitCode, UsageError
@@ -446,6 +455,14 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
     """Return the verdict on one benchmark by the rules of the module docstring; history
     is its current level (_history), note says where that starts, newest the runs that
     may show a newer, faster level (_Newest.faster_than)."""
+    # most samples at a slow clock, where the history's runs had few: the kernel throttles
+    # the card (a store from before version 5 recorded no clocks: not judged so)
+    shares = [p.slow_clock_share for p in history if p.slow_clock_share is not None]
+    usual = statistics.median(shares) if shares else None
+    throttled = usual is not None and throttled_by_kernel(result, usual)
+    measured = result
+    if throttled:
+        result = with_slow_clock_samples(result)
     medians = [p.median_s for p in history]
     if threshold is None:
         limit, source = threshold_from_medians(medians, min_runs=min_runs, cap=cap,
@@ -476,6 +493,9 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
                                else (Verdict.FIXED, f"{fix}; {reason}"))
         if result.kind is not Kind.VARIANT and verdict in REGRESSION:
             reason += ungated(result.kind.value)
+        if throttled:
+            reason += throttled_text(measured, f"the history's runs: a median {usual:.0%} of "
+                                               "theirs")
         return dataclasses.replace(template, verdict=verdict, reason=reason, p_value=p)
 
     # A kernel the store holds as one, a vendor or reference row in this file (edited, or

@@ -1,7 +1,7 @@
 """The history store's file: its tables, created and migrated, and the checks made on a
 file before SQLite opens it (another program's file, a newer schema, a damaged one).
 
-Layout (schema version 4):
+Layout (schema version 5):
 
 - meta(key, value): `schema_version`, the version the migrations brought the file to;
 - runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
@@ -15,7 +15,9 @@ Layout (schema version 4):
   median_s, samples_s, l2_flush): params a JSON object with sorted keys, shape and samples
   JSON arrays, median_s NULL when nothing was timed; l2_flush "clean", "memset" or "" (hot),
   added by version 2, the rows before it "memset" (cold) or ""; param_order (version 4)
-  the parameter names in the kernel header's order, a JSON list ('' before).
+  the parameter names in the kernel header's order, a JSON list ('' before);
+  slow_clock_samples_s (version 5) the samples set aside for a slow SM clock, a JSON array
+  (NULL before: not recorded).
 """
 
 from __future__ import annotations
@@ -109,16 +111,24 @@ def _add_param_order_v4(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE results ADD COLUMN param_order TEXT NOT NULL DEFAULT ''")
 
 
+def _add_slow_clock_samples_v5(conn: sqlite3.Connection) -> None:
+    """Version 5: each result's samples set aside for a slow SM clock (a JSON array), so a
+    check tells a kernel that newly makes the card throttle from one that always did.
+    Rows recorded before have NULL (not recorded)."""
+    conn.execute("ALTER TABLE results ADD COLUMN slow_clock_samples_s TEXT")
+
+
 # MIGRATIONS[v] brings a store of version v to v + 1, inside the caller's transaction;
 # SQLite's DDL is transactional, so a failed step leaves the old version whole.
 MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2, _add_command_key_v3,
-                                     _add_param_order_v4)
+                                     _add_param_order_v4, _add_slow_clock_samples_v5)
 SCHEMA_VERSION = len(MIGRATIONS)
 # The oldest version a reader takes as it is (a writer upgrades it): version 3 only adds
 # runs.command_key, which a read of an older store takes as unknown (no `missing` verdicts).
 READABLE_FROM = 2
 COMMANDS_SINCE = 3  # the version whose runs record their command (runs.command_key)
 PARAM_ORDER_SINCE = 4  # the version whose results keep their parameters' order
+SLOW_CLOCK_SINCE = 5  # the version whose results keep their set-aside samples
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 
 
