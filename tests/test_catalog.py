@@ -13,6 +13,7 @@ from cudabench.catalog import builtin_kernels_dir, discover, parse_header
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import OPS
 
+ROOT = Path(__file__).parents[1]
 BUILTIN_VARIANTS = {
     "matmul": {"naive", "tiled", "tiled_conflict", "mma_sync", "mma_async", "wgmma_async",
                "wgmma_tma", "wgmma_ws", "blocktile2d", "vectorized", "warptile",
@@ -273,6 +274,32 @@ def test_discover_flat_files_and_op_folders(tmp_path):
     assert catalog["transpose"]["other"].path == tmp_path / "notes" / "other.cu"
     assert set(catalog["matmul"]) == BUILTIN_VARIANTS["matmul"] | {"mine"}
     assert set(catalog["dot"]) == BUILTIN_VARIANTS["dot"] | {"fast"}
+
+
+def test_files_and_folders_named_with_an_underscore_are_helper_code(tmp_path):
+    # `_common.cu`, which the variants #include, was read as a variant: "not a cudabench
+    # kernel", as op files named with `_` are not op files
+    write_kernel(tmp_path / "dot", "fast", header_with(op="dot"))
+    (tmp_path / "dot" / "_common.cu").write_text("__device__ float twice(float x);\n")
+    (tmp_path / "_old").mkdir()
+    write_kernel(tmp_path / "_old", "slow", header_with(op="dot"))
+    catalog = discover([tmp_path])
+    assert set(catalog["dot"]) == BUILTIN_VARIANTS["dot"] | {"fast"}
+
+
+def test_an_op_folder_one_level_down_has_its_kernels_beside_its_op_file(tmp_path):
+    # --kernels-dir examples found examples/softmax/softmax.py but not its kernels in
+    # examples/softmax/softmax/: "no softmax kernels found"
+    from cudabench.ops.registry import forget_file_ops
+
+    shutil.copytree(ROOT / "examples" / "softmax", tmp_path / "softmax")
+    forget_file_ops()
+    try:
+        catalog = discover([tmp_path])
+    finally:
+        forget_file_ops()
+    assert set(catalog["softmax"]) == {"naive", "block_per_row"}
+    assert catalog["softmax"]["naive"].path == tmp_path / "softmax" / "softmax" / "naive.cu"
 
 
 def test_discover_several_folders(tmp_path):

@@ -12,6 +12,7 @@ from cudabench.common.infiles import MAX_SOURCE_BYTES, read_capped
 from cudabench.common.own_files import builtin_kernels_dir
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import Op, load_ops
+from cudabench.ops.registry import op_files
 
 Catalog = dict[str, dict[str, KernelVariant]]  # op -> variant name -> variant
 
@@ -42,6 +43,24 @@ def check_folders(folders: Iterable[Path]) -> None:
             raise UsageError(f"--kernels-dir {folder}: {what}")
 
 
+def kernel_files(folder: Path) -> list[Path]:
+    """Return a folder's kernel files, FOLDER/*.cu and FOLDER/*/*.cu, as op files are found:
+    a file or subfolder named with `_` is helper code (`_common.cu`, which kernels
+    #include), not a variant."""
+    return [path for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")])
+            if not path.name.startswith("_")
+            and (path.parent == folder or not path.parent.name.startswith("_"))]
+
+
+def op_folders_below(folders: Iterable[Path]) -> list[Path]:
+    """Return the folders of op files found one level down (FOLDER/softmax/softmax.py):
+    their kernels are beside them (FOLDER/softmax/softmax/*.cu), as with the op folder
+    given itself."""
+    given = {Path(folder).resolve() for folder in folders}
+    return list(dict.fromkeys(path.parent for path in op_files(folders)
+                              if path.parent not in given))
+
+
 def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
     folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
@@ -56,11 +75,11 @@ def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     catalog: Catalog = {op: {} for op in ops}
     seen: set[Path] = set()
     files: set[Path] = set()  # the same file reached twice (kernels/dot given too): no clash
-    for folder in folders:
+    for folder in [*folders, *op_folders_below(folders[1:])]:
         if folder.resolve() in seen:  # the same folder twice adds nothing: not a name clash
             continue
         seen.add(folder.resolve())
-        for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")]):
+        for path in kernel_files(folder):
             if path.resolve() in files:
                 continue
             files.add(path.resolve())

@@ -27,7 +27,7 @@ from cudabench.analysis.ab import (
 )
 from cudabench.analysis.verdicts import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
-from cudabench.catalog.discovery import check_folders
+from cudabench.catalog.discovery import check_folders, kernel_files, op_folders_below
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.cli.options import l2_flush_option, parse_params
 from cudabench.errors import KernelFileError, ResultsNotWritten, UsageError
@@ -84,7 +84,8 @@ def folder_side(label: str, folder: Path, argument: str,
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "no such directory"
         raise UsageError(f"{argument} {folder}: {what}")
-    paths = sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")])
+    paths = [path for place in [folder, *op_folders_below([folder])]
+             for path in kernel_files(place)]
     if not paths:
         raise UsageError(f"{argument} {folder}: holds no .cu kernel files (looked in "
                          f"{argument}/*.cu and {argument}/OP/*.cu); give the kernels' folder, "

@@ -571,10 +571,13 @@ def run_inputs(outputs: Outputs, plans: list[Plan], requests: list[Request]) -> 
 
 def folder_sources(folders: set[Path]) -> list[Path]:
     """Return every source and op file in the --kernels-dir folders and their op folders
-    (the two levels the catalog reads): it reads each one's header, chosen or not, so an
+    (the two levels the catalog reads, and two beside an op file one level down): it reads each one's header, chosen or not, so an
     output written over one would break it."""
+    from cudabench.catalog.discovery import op_folders_below
     from cudabench.runner.sources import SOURCE_SUFFIXES
 
+    folders = {*folders, *op_folders_below(sorted(folder for folder in folders
+                                                  if folder.is_dir()))}
     return [path for folder in sorted(folders) if folder.is_dir()
             for pattern in ("*", "*/*") for path in sorted(folder.glob(pattern))
             if path.suffix in SOURCE_SUFFIXES and path.is_file()]
