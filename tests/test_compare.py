@@ -168,7 +168,16 @@ def test_a_suspect_row_says_why_it_is_not_believed():
     comparison = compare(files[0], slow_copy)
     assert len(comparison.regressions) == 1
     assert summary_text(comparison).startswith(
-        "1 failed, 1 slower, 5 same; 1 not gated (cuBLAS or copy rows); threshold")
+        "1 failed, 5 same; not gated: 1 slower (cuBLAS or copy rows); threshold")
+    # a failing copy row beside a missing kernel: "2 regressions: 2 failed, 1 missing"
+    copy_fails = dataclasses.replace(broken, benchmarks=[
+        dataclasses.replace(r, error="the copy raised", samples_s=())
+        if r.kind is Kind.REFERENCE else r
+        for r in broken.benchmarks if (r.op, r.variant) != ("matmul", "naive")])
+    both = compare(files[0], copy_fails)
+    head = summary_text(both)
+    assert len(both.regressions) == 2, head
+    assert head.startswith("1 failed, 1 missing,") and "not gated: 1 failed (cuBLAS" in head
 
 
 def test_a_benchmark_missing_from_the_current_file_fails_the_gate():
