@@ -143,6 +143,13 @@ def test_auto_threshold_is_the_floor_without_history_and_says_so(use_fake, tmp_p
     assert "floor: no history store" in text and "threshold auto per benchmark" in text
     fixed = invoke("compare", str(a), str(b), "--threshold", "5%")
     assert fixed.exit_code == 0, fixed.output  # the old 5% gate let 4% through
+    # an empty file as --db (a CI cache step's `touch`) is no history either: it exited
+    # 2, "the store is empty"
+    (tmp_path / "empty.db").touch()
+    empty = invoke("compare", str(a), str(b), "--db", str(tmp_path / "empty.db"),
+                   "--markdown", str(summary))
+    assert empty.exit_code == 1, empty.output
+    assert "floor: an empty file at" in summary.read_text()
 
 
 def test_auto_threshold_comes_from_history_when_there_is_enough(use_fake, tmp_path):

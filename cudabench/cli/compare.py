@@ -155,7 +155,10 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
     with contextlib.ExitStack() as stack:
         threshold_for = None
         if auto:
-            store = stack.enter_context(Store.open(store_path)) if store_path.exists() else None
+            # an empty file (made by `touch`, or a job's cache step) holds no history, as
+            # no file does: the floor, not "the store is empty" (exit 2)
+            held = store_path.exists() and (store_path.is_dir() or store_path.stat().st_size)
+            store = stack.enter_context(Store.open(store_path)) if held else None
             threshold_for = auto_thresholds(store, after.gpu_name, store_path, cap)
         power_for = None
         if power:
@@ -197,7 +200,8 @@ def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
     else the floor, with where it came from."""
     def threshold_for(result: BenchmarkResult) -> tuple[float, str]:
         if store is None:
-            return DEFAULT_FLOOR, f"floor: no history store at {store_path}"
+            what = "an empty file" if store_path.exists() else "no history store"
+            return DEFAULT_FLOOR, f"floor: {what} at {store_path}"
         return auto_threshold(store, result, gpu_model, cap=cap)
 
     return threshold_for
