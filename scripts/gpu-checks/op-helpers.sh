@@ -2,7 +2,9 @@
 # An op file whose reference lives in a helper module beside it (_ref.py, which imports a
 # _helpers/ package when it runs), on the GPU: the run passes; after the helper is made
 # wrong, the next run's checks fail, with the CPU-reference cache on, and again with a
-# worker kept across the commands. Logs under OUT.
+# worker kept across the commands. Then `ab` on two copies of the folder, A's helper right
+# and B's wrong, in one process: A's rows pass and B's fail (each side its own _ref.py).
+# Logs under OUT.
 #   op-helpers.sh [OUT]
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-op-helpers}}
@@ -50,4 +52,21 @@ PY
     step "$placement-edited" 120 bash -c 'flags=($FLAGS); check '"$placement"'-edited-run failed'
 done
 cudabench workers --stop > "$out/workers-stop.log" 2>&1
+for side in a b; do mkdir -p "$out/ab/$side" && cp -r "$out/plain/softmax/." "$out/ab/$side/"; done
+echo "SCALE = 1.0" > "$out/ab/a/_helpers/scale.py"  # A right; B keeps the wrong 2.0
+ab_check() {
+    cudabench ab "$out/ab/a" "$out/ab/b" --size 4096x1024 --rounds 4 --samples 5 \
+        --json "$out/ab.json" > "$out/ab.out" 2>&1
+    local rc=$?
+    python3 - "$out/ab.json" "$rc" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["benchmarks"]
+passed = {r["variant"]: r["verification"]["passed"] for r in rows if r.get("verification")}
+print(f"rc {sys.argv[2]}; checks passed: {passed}; expected @A passed, @B failed")
+ok = passed and all(v == name.endswith("@A") for name, v in passed.items())
+sys.exit(0 if ok and sys.argv[2] == "1" and len(passed) == 4 else 1)
+PY
+}
+export -f ab_check
+step ab-helpers 240 bash -c ab_check
 exit $failed
