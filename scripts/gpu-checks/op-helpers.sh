@@ -55,7 +55,7 @@ cudabench workers --stop > "$out/workers-stop.log" 2>&1
 for side in a b; do mkdir -p "$out/ab/$side" && cp -r "$out/plain/softmax/." "$out/ab/$side/"; done
 echo "SCALE = 1.0" > "$out/ab/a/_helpers/scale.py"  # A right; B keeps the wrong 2.0
 ab_check() {
-    cudabench ab "$out/ab/a" "$out/ab/b" --size 4096x1024 --rounds 4 --samples 5 \
+    cudabench ab "$out/ab/a" "$out/ab/b" --size 4096x1024 --rounds 6 --samples 5 \
         --json "$out/ab.json" > "$out/ab.out" 2>&1
     local rc=$?
     python3 - "$out/ab.json" "$rc" <<'PY'
