@@ -1575,3 +1575,15 @@ def test_a_store_without_recorded_clocks_does_not_judge_throttling(tmp_path):
     done = invoke("check", throttled(make_run(tmp_path, 100, name="current"), "tiled"),
                   "--db", db)
     assert "judged on all" not in done.stdout and done.exit_code == 0, done.stdout
+
+
+@pytest.mark.parametrize("value", ["'{{'", "'7'"])
+def test_set_aside_samples_no_cudabench_wrote_are_a_damaged_store(tmp_path, value):
+    db = flat_history(tmp_path, runs=6)
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE results SET slow_clock_samples_s = {value}")
+    conn.commit()
+    conn.close()
+    done = invoke("check", make_run(tmp_path, 50), "--db", db)
+    assert_one_line_error(done, str(db), "the history store is damaged",
+                          "a result's samples cannot be read")

@@ -93,6 +93,21 @@ class Queries:
             raise StoreError(damaged_message(self.path, f"a median of {value!r} seconds"))
         return float(value)
 
+    def _slow_clock_share(self, rows: Sequence[Sequence[Any]]) -> float | None:
+        """Return the share of one run's samples (its rows: one a GPU) set aside for a
+        slow clock, from (..., slow_clock_samples_s, samples_s) rows; None when none
+        recorded it; a StoreError where they are not the JSON arrays cudabench writes."""
+        known = [row for row in rows if row[6] is not None]
+        if not known:
+            return None
+        try:
+            counts = [(len(json.loads(row[6])), len(json.loads(row[7]))) for row in known]
+        except (ValueError, TypeError, RecursionError) as exc:  # JSONDecodeError included
+            raise StoreError(damaged_message(
+                self.path, f"a result's samples cannot be read: {exc}")) from None
+        slow = sum(count for count, _ in counts)
+        return slow / (slow + sum(kept for _, kept in counts)) if slow else 0.0
+
     def run_for(self, results: ResultsFile, source: str) -> int | None:
         """Return the id of the run recorded from this file (its measurements, or its text
         as stores recorded before: records.run_hashes), or None."""
@@ -214,7 +229,7 @@ class Queries:
             worst = worst_status([r[4] for r in run_rows])
             points.append(SeriesPoint(first[0], first[1], first[2],
                                       statistics.median(medians) if medians else math.nan,
-                                      worst, first[5], _slow_clock_share(run_rows)))
+                                      worst, first[5], self._slow_clock_share(run_rows)))
         return points[-last:] if last else points
 
     def runs_of_command(self, key: str | Sequence[str], gpu_model: str,
@@ -280,12 +295,3 @@ class Queries:
             return {table: int(self._conn.execute(f"SELECT COUNT(*) FROM {table}")
                                .fetchone()[0]) for table in sorted(TABLES)}
 
-
-def _slow_clock_share(rows: Sequence[Sequence[Any]]) -> float | None:
-    """Return the share of one run's samples (its rows: one a GPU) set aside for a slow
-    clock, from (..., slow_clock_samples_s, samples_s) rows; None when none recorded it."""
-    known = [row for row in rows if row[6] is not None]
-    if not known:
-        return None
-    slow = sum(len(json.loads(row[6])) for row in known)
-    return slow / (slow + sum(len(json.loads(row[7])) for row in known)) if slow else 0.0
