@@ -1166,6 +1166,7 @@ def test_a_version_2_store_is_read_as_it_is_and_upgraded_by_a_writer(tmp_path):
     conn.execute("ALTER TABLE runs DROP COLUMN command_key")
     conn.execute("ALTER TABLE results DROP COLUMN param_order")  # version 4's
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_samples_s")  # version 5's
+    conn.execute("ALTER TABLE results DROP COLUMN slow_clock_share")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
@@ -1524,6 +1525,7 @@ def test_a_version_3_store_is_read_with_its_parameters_by_name(tmp_path):
     conn = sqlite3.connect(db)
     conn.execute("ALTER TABLE results DROP COLUMN param_order")
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_samples_s")  # version 5's
+    conn.execute("ALTER TABLE results DROP COLUMN slow_clock_share")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
@@ -1553,7 +1555,8 @@ def test_check_judges_a_kernel_that_newly_throttles_the_card_on_all_its_samples(
     assert done.exit_code == 1, (done.stdout, done.stderr)
     assert verdicts(done.stdout)["tiled"] == "slower"
     text = " ".join(done.stdout.split())
-    assert "the history's runs: a median 0% of theirs" in text
+    assert "judged on the 14 of 20 samples that ran below 75% of the maximum SM clock (the " \
+        "history's runs: at most 0%)" in text
     # a kernel whose runs all set most samples aside (held at its power limit): as before
     always = tmp_path / "always"
     db_always = always / "h.db"
@@ -1569,7 +1572,7 @@ def test_a_store_without_recorded_clocks_does_not_judge_throttling(tmp_path):
     # a version 4 store recorded no set-aside samples: the history's share is unknown
     db = flat_history(tmp_path)
     conn = sqlite3.connect(db)
-    conn.execute("UPDATE results SET slow_clock_samples_s = NULL")
+    conn.execute("UPDATE results SET slow_clock_samples_s = NULL, slow_clock_share = NULL")
     conn.commit()
     conn.close()
     done = invoke("check", throttled(make_run(tmp_path, 100, name="current"), "tiled"),
@@ -1577,13 +1580,13 @@ def test_a_store_without_recorded_clocks_does_not_judge_throttling(tmp_path):
     assert "judged on all" not in done.stdout and done.exit_code == 0, done.stdout
 
 
-@pytest.mark.parametrize("value", ["'{{'", "'7'"])
-def test_set_aside_samples_no_cudabench_wrote_are_a_damaged_store(tmp_path, value):
+@pytest.mark.parametrize("value", ["'{{'", "7", "-0.5"])
+def test_a_set_aside_share_no_cudabench_wrote_is_a_damaged_store(tmp_path, value):
     db = flat_history(tmp_path, runs=6)
     conn = sqlite3.connect(db)
-    conn.execute(f"UPDATE results SET slow_clock_samples_s = {value}")
+    conn.execute(f"UPDATE results SET slow_clock_share = {value}")
     conn.commit()
     conn.close()
     done = invoke("check", make_run(tmp_path, 50), "--db", db)
     assert_one_line_error(done, str(db), "the history store is damaged",
-                          "a result's samples cannot be read")
+                          "of samples set aside")

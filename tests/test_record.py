@@ -299,16 +299,26 @@ def test_compare_html_draws_an_infinite_change_off_the_scale(use_fake, tmp_path)
 
 
 def test_compare_says_how_many_samples_the_current_run_set_aside(use_fake, tmp_path):
-    # half the samples taken at half the clock were set aside, and compare said `same`
-    # with no word of them
+    # a third of the samples taken at half the clock were set aside, and compare said
+    # `same` with no word of them
     before = run_file(use_fake, tmp_path, "before.json", seed=1)
-    after = run_file(use_fake, tmp_path, "after.json", seed=2, slow_clock_every=2)
+    after = run_file(use_fake, tmp_path, "after.json", seed=2, slow_clock_every=3)
     done = invoke("compare", str(before), str(after), "--threshold", "5%")
     text = " ".join(done.output.split())
     assert "dot/atomic" in text and " samples of the current run ran below 75% of the maximum SM" \
         " clock and were set aside: judged on the other " in text, done.output
     quiet = invoke("compare", str(after), str(before), "--threshold", "5%")
     assert "set aside" not in quiet.output
+
+
+def test_a_run_whose_every_other_sample_ran_at_half_the_clock_is_slower(use_fake, tmp_path):
+    # half the samples at half the clock (a kernel that makes the card throttle) were set
+    # aside and the other half judged: `same`
+    before = run_file(use_fake, tmp_path, "before.json", seed=1)
+    after = run_file(use_fake, tmp_path, "after.json", seed=2, slow_clock_every=2)
+    done = invoke("compare", str(before), str(after), "--threshold", "5%")
+    assert done.exit_code == 1, done.output
+    assert "the card throttles under this kernel" in " ".join(done.output.split())
 
 
 def test_a_cap_beside_a_fixed_threshold_is_refused_not_ignored(tmp_path):

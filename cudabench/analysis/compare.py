@@ -33,9 +33,10 @@ Verdict of a pair, first rule that applies:
 - `same`: otherwise (no significant change, or a significant one within the threshold).
 
 Samples a run took below SLOW_CLOCK of the maximum SM clock are set aside, as the machine's
-accident, and a note says how many. Where the current run set aside most of its samples
-and the baseline at most half that share, the kernel made the card throttle: the current
-row is judged on all its samples (verdicts.throttled_by_kernel), and its reason says so.
+accident, and a note says how many. Where the current run set aside at least half its
+samples and the baseline at most half that share, the kernel made the card throttle: the
+current row is judged on its samples at the slow clock too (verdicts.throttled_by_kernel),
+and where that verdict is the worse, it stands, and its reason says so.
 
 A change must pass both tests because they guard against different mistakes: the
 threshold ignores real but unimportant shifts (clocks differ by a percent from run to run,
@@ -58,12 +59,13 @@ from cudabench.analysis.verdicts import (
     Comparison,
     ComparisonRow,
     Verdict,
+    at_slow_clock,
     set_aside_text,
     slow_clock_share,
     throttled_by_kernel,
     throttled_text,
     ungated,
-    with_slow_clock_samples,
+    worse,
 )
 from cudabench.common.stats import mann_whitney_u, pooled_precision
 from cudabench.common.units import (
@@ -134,8 +136,8 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
                 raise _flush_mismatch(baseline, current, old, new)
             limit, source = (threshold_for(new) if threshold_for is not None
                              else (threshold, "--threshold"))
-            row = _compare_pair(old, new, limit, alpha)
-            if not throttled_by_kernel(new, slow_clock_share(old)):
+            row, at_slow = _compare_pair(old, new, limit, alpha)
+            if not at_slow:
                 judged.append(new)  # its set-aside samples are noted, not judged
             detectable = power_for(limit, old, new) if power_for is not None else None
             rows.append(dataclasses.replace(
@@ -407,12 +409,23 @@ def benchmark_text(result: BenchmarkResult) -> str:
 
 
 def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: float,
-                  alpha: float) -> ComparisonRow:
-    """Judge one pair by the rules of the module docstring."""
-    throttled = throttled_by_kernel(after, slow_clock_share(before))
-    measured = after
-    if throttled:
-        after = with_slow_clock_samples(after)
+                  alpha: float) -> tuple[ComparisonRow, bool]:
+    """Judge one pair by the rules of the module docstring, and say whether by the
+    current row's samples at a slow clock: a kernel that made the card throttle is judged
+    on those too, where that is the worse verdict (so set-aside samples, forged or not,
+    make no verdict better)."""
+    row = _judge_pair(before, after, threshold, alpha)
+    if throttled_by_kernel(after, slow_clock_share(before)):
+        slow = _judge_pair(before, at_slow_clock(after), threshold, alpha)
+        if worse(slow.verdict, row.verdict):
+            return dataclasses.replace(slow, reason=slow.reason + throttled_text(
+                after, f"the baseline's: {set_aside_text(before)}")), True
+    return row, False
+
+
+def _judge_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: float,
+                alpha: float) -> ComparisonRow:
+    """Judge one pair on the samples each row holds."""
     m0, m1 = before.median_s, after.median_s
     change = m1 / m0 - 1 if m0 and m1 else None
     enough = min(len(before.samples_s), len(after.samples_s)) >= MIN_SAMPLES
@@ -423,8 +436,6 @@ def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: fl
     kind = Kind.VARIANT if before.kind is Kind.VARIANT else after.kind
     if kind is not Kind.VARIANT and verdict in REGRESSION:
         reason += ungated(kind.value)
-    if throttled:
-        reason += throttled_text(measured, f"the baseline's: {set_aside_text(before)}")
     if before.kind is Kind.VARIANT and after.kind is not Kind.VARIANT:
         verdict = Verdict.FAILED
         reason = (f"a kernel in the baseline, a {after.kind.value} row here: it must be "

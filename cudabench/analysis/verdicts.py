@@ -150,28 +150,35 @@ def slow_clock_share(row: BenchmarkResult) -> float:
 
 
 def throttled_by_kernel(row: BenchmarkResult, baseline_share: float) -> bool:
-    """Whether row's kernel made the card throttle: most of its samples ran below
-    SLOW_CLOCK, where the baseline's share was at most half of that. Its set-aside samples
-    are then its time, not the machine's accident: judged on the kept few, a kernel that
-    throttles the card passed as `same`. (A kernel that throttled in the baseline too, a
-    GEMM held at its power limit, is judged on the kept samples of both.)"""
+    """Whether row's kernel made the card throttle: at least half its samples ran below
+    SLOW_CLOCK, where the baseline's share was at most half of that. Its set-aside
+    samples are then its time, not the machine's accident: judged on the kept few, a
+    kernel that throttles the card passed as `same`. (A kernel that throttled in the
+    baseline too, a GEMM held at its power limit, is judged on the kept samples of both.)"""
     share = slow_clock_share(row)
-    return row.kind is Kind.VARIANT and share > 0.5 and baseline_share <= share / 2
+    return row.kind is Kind.VARIANT and share >= 0.5 and baseline_share <= share / 2
 
 
-def with_slow_clock_samples(row: BenchmarkResult) -> BenchmarkResult:
-    """Return row judged on every sample it took, those set aside included."""
-    return dataclasses.replace(row, samples_s=(*row.samples_s, *row.slow_clock_samples_s),
-                               slow_clock_samples_s=())
+def at_slow_clock(row: BenchmarkResult) -> BenchmarkResult:
+    """Return row as its samples at a slow clock alone would have it: what a kernel that
+    throttles the card takes most of the time."""
+    return dataclasses.replace(row, samples_s=row.slow_clock_samples_s,
+                               slow_clock_samples_s=(), round_medians_s=())
+
+
+def worse(first: Verdict, second: Verdict) -> bool:
+    """Whether first is a worse verdict than second (the enum lists the worst first)."""
+    order = list(Verdict)
+    return order.index(first) < order.index(second)
 
 
 def throttled_text(row: BenchmarkResult, baseline: str) -> str:
-    """Return what a reason adds for a row judged on every sample (throttled_by_kernel);
-    baseline says how many the baseline set aside."""
+    """Return what a reason adds for a row judged at its slow clock (throttled_by_kernel);
+    baseline says how many samples the baseline set aside."""
     slow, total = len(row.slow_clock_samples_s), len(row.slow_clock_samples_s) + len(
         row.samples_s)
-    return (f"; judged on all {total} samples: {slow} ran below {SLOW_CLOCK:.0%} of the "
-            f"maximum SM clock ({baseline}): the card throttles under this kernel")
+    return (f"; judged on the {slow} of {total} samples that ran below {SLOW_CLOCK:.0%} "
+            f"of the maximum SM clock ({baseline}): the card throttles under this kernel")
 
 
 def set_aside_text(row: BenchmarkResult) -> str:

@@ -4,7 +4,6 @@ turned into StoreErrors that say what to do."""
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import sqlite3
 import statistics
@@ -94,19 +93,16 @@ class Queries:
         return float(value)
 
     def _slow_clock_share(self, rows: Sequence[Sequence[Any]]) -> float | None:
-        """Return the share of one run's samples (its rows: one a GPU) set aside for a
-        slow clock, from (..., slow_clock_samples_s, samples_s) rows; None when none
-        recorded it; a StoreError where they are not the JSON arrays cudabench writes."""
-        known = [row for row in rows if row[6] is not None]
-        if not known:
-            return None
-        try:
-            counts = [(len(json.loads(row[6])), len(json.loads(row[7]))) for row in known]
-        except (ValueError, TypeError, RecursionError) as exc:  # JSONDecodeError included
-            raise StoreError(damaged_message(
-                self.path, f"a result's samples cannot be read: {exc}")) from None
-        slow = sum(count for count, _ in counts)
-        return slow / (slow + sum(kept for _, kept in counts)) if slow else 0.0
+        """Return the largest share of one run's rows (one a GPU) set aside for a slow
+        clock; None when none recorded it; a StoreError for a share cudabench never
+        writes."""
+        known = [row[6] for row in rows if row[6] is not None]
+        for share in known:
+            if isinstance(share, bool) or not isinstance(share, (int, float)) or \
+                    not 0 <= share <= 1:
+                raise StoreError(damaged_message(
+                    self.path, f"a share of {share!r} of samples set aside"))
+        return float(max(known)) if known else None
 
     def run_for(self, results: ResultsFile, source: str) -> int | None:
         """Return the id of the run recorded from this file (its measurements, or its text
@@ -211,8 +207,7 @@ class Queries:
         if exclude_run is not None:
             where.append("r.id != ?")
             args.append(exclude_run)
-        clocks = ("x.slow_clock_samples_s, x.samples_s" if self.version >= SLOW_CLOCK_SINCE
-                  else "NULL, NULL")
+        clocks = "x.slow_clock_share" if self.version >= SLOW_CLOCK_SINCE else "NULL"
         query = ("SELECT r.id, r.git_commit, r.created, x.median_s, x.status, x.kind, "
                  f"{clocks} FROM results x "
                  "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id "

@@ -44,10 +44,11 @@ from cudabench.analysis.verdicts import (
     MIN_SAMPLES,
     REGRESSION,
     Verdict,
+    at_slow_clock,
     throttled_by_kernel,
     throttled_text,
     ungated,
-    with_slow_clock_samples,
+    worse,
 )
 from cudabench.common.stats import pooled_precision, relative_spread
 from cudabench.common.units import format_change, format_p_value, format_percent
@@ -454,15 +455,29 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
            note: str = "", newest: _Newest | None = None) -> HistoryRow:
     """Return the verdict on one benchmark by the rules of the module docstring; history
     is its current level (_history), note says where that starts, newest the runs that
-    may show a newer, faster level (_Newest.faster_than)."""
-    # most samples at a slow clock, where the history's runs had few: the kernel throttles
-    # the card (a store from before version 5 recorded no clocks: not judged so)
+    may show a newer, faster level (_Newest.faster_than). A kernel that newly makes the
+    card throttle (at least half its samples at a slow clock, where none of the
+    history's runs set aside more than half that share; a store from before version 5
+    recorded none: not judged so) is judged on its samples at the slow clock too, and
+    the worse verdict stands, as in compare."""
+    judged = _judge_samples(result, bench, gpu, history, latest, threshold, alpha, min_runs,
+                            cap, cap_from, note, newest)
     shares = [p.slow_clock_share for p in history if p.slow_clock_share is not None]
-    usual = statistics.median(shares) if shares else None
-    throttled = usual is not None and throttled_by_kernel(result, usual)
-    measured = result
-    if throttled:
-        result = with_slow_clock_samples(result)
+    if shares and throttled_by_kernel(result, max(shares)):
+        slow = _judge_samples(at_slow_clock(result), bench, gpu, history, latest, threshold,
+                              alpha, min_runs, cap, cap_from, note, newest)
+        if worse(slow.verdict, judged.verdict):
+            return dataclasses.replace(slow, reason=slow.reason + throttled_text(
+                result, f"the history's runs: at most {max(shares):.0%}"))
+    return judged
+
+
+def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
+                   history: Sequence[SeriesPoint], latest: Sequence[SeriesPoint],
+                   threshold: float | None, alpha: float, min_runs: int,
+                   cap: float = DEFAULT_CAP, cap_from: str = "--max-threshold",
+                   note: str = "", newest: _Newest | None = None) -> HistoryRow:
+    """Return _judge's verdict on the samples result holds."""
     medians = [p.median_s for p in history]
     if threshold is None:
         limit, source = threshold_from_medians(medians, min_runs=min_runs, cap=cap,
@@ -493,9 +508,6 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
                                else (Verdict.FIXED, f"{fix}; {reason}"))
         if result.kind is not Kind.VARIANT and verdict in REGRESSION:
             reason += ungated(result.kind.value)
-        if throttled:
-            reason += throttled_text(measured, f"the history's runs: a median {usual:.0%} of "
-                                               "theirs")
         return dataclasses.replace(template, verdict=verdict, reason=reason, p_value=p)
 
     # A kernel the store holds as one, a vendor or reference row in this file (edited, or

@@ -16,8 +16,8 @@ Layout (schema version 5):
   JSON arrays, median_s NULL when nothing was timed; l2_flush "clean", "memset" or "" (hot),
   added by version 2, the rows before it "memset" (cold) or ""; param_order (version 4)
   the parameter names in the kernel header's order, a JSON list ('' before);
-  slow_clock_samples_s (version 5) the samples set aside for a slow SM clock, a JSON array
-  (NULL before: not recorded).
+  slow_clock_samples_s (version 5) the samples set aside for a slow SM clock, a JSON array,
+  and slow_clock_share their share of all the row's samples (NULL before: not recorded).
 """
 
 from __future__ import annotations
@@ -112,10 +112,12 @@ def _add_param_order_v4(conn: sqlite3.Connection) -> None:
 
 
 def _add_slow_clock_samples_v5(conn: sqlite3.Connection) -> None:
-    """Version 5: each result's samples set aside for a slow SM clock (a JSON array), so a
-    check tells a kernel that newly makes the card throttle from one that always did.
-    Rows recorded before have NULL (not recorded)."""
+    """Version 5: each result's samples set aside for a slow SM clock (a JSON array) and
+    their share of its samples, so a check tells a kernel that newly makes the card
+    throttle from one that always did (the share alone is read: a series does not decode
+    every run's samples). Rows recorded before have NULL (not recorded)."""
     conn.execute("ALTER TABLE results ADD COLUMN slow_clock_samples_s TEXT")
+    conn.execute("ALTER TABLE results ADD COLUMN slow_clock_share REAL")
 
 
 # MIGRATIONS[v] brings a store of version v to v + 1, inside the caller's transaction;

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.history.queries import Queries
+from cudabench.analysis.verdicts import slow_clock_share
 from cudabench.history.records import (
     APPLICATION_ID,
     BUSY_TIMEOUT_S,
@@ -329,9 +330,10 @@ class Store(Queries):
         median = result.median_s
         self._conn.execute(
             "INSERT INTO results (run_id, device_id, op, variant, params, shape, dtype, hot, "
-            "l2_flush, kind, status, median_s, samples_s, param_order, slow_clock_samples_s) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "l2_flush, kind, status, median_s, samples_s, param_order, slow_clock_samples_s, "
+            "slow_clock_share) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, device_id, *encode_benchmark(bench), result.kind.value, result.status.value,
              median if median is not None and math.isfinite(median) else None,
              json.dumps([float(s) for s in result.samples_s]), json.dumps(list(bench.order)),
-             json.dumps([float(s) for s in result.slow_clock_samples_s])))
+             json.dumps([float(s) for s in result.slow_clock_samples_s]),
+             slow_clock_share(result)))

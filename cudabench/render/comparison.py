@@ -87,7 +87,7 @@ def summary_text(comparison: Comparison) -> str:
             else f"{comparison.baseline_gpu} -> {comparison.current_gpu}")
     counted = ", ".join(parts) or "nothing to compare"
     if ungated:  # "6 regressions: 7 failed" left the reader to find the seventh
-        counted += f"; not gated: {ungated} (cuBLAS or copy rows)"
+        counted += f"; not gated: {ungated} (vendor-library or copy rows)"
     # a missing row has no threshold of its own ("missing"): with --threshold 5% it made
     # the summary say "auto per benchmark"
     auto = any(row.threshold_source not in ("--threshold", "missing", "new")
