@@ -256,6 +256,9 @@ def test_a_file_that_cannot_be_read_says_why_in_one_line(tmp_path, make, says):
     ("energy", {"launches": 10.0}, "energy.joules: expected present"),
     ("writeback_after_run_s", [4e-5, 4.1e-5], "expected as many as writeback_baseline_s"),
     ("writeback_baseline_s", [4e-5, -1.0], "writeback_baseline_s: expected a list of times"),
+    # a falsy value that is no list (0, "", {}) was read as no samples
+    ("slow_clock_samples_s", 0, "slow_clock_samples_s: expected a list of times"),
+    ("slow_clock_samples_s", {}, "slow_clock_samples_s: expected a list of times"),
 ])
 def test_a_damaged_transfers_or_energy_object_is_a_bad_file(tmp_path, field, value, says):
     # they reached the renderers: report and plot ended in an internal error (exit 4)

@@ -441,7 +441,8 @@ def _legacy_compute_type(data: Mapping[str, Any], flops: int) -> str:
 
 def _samples(data: Mapping[str, Any], name: str, check: Checker) -> tuple[float, ...]:
     """Return an optional list of samples, each a time a launch can take (absent: none)."""
-    values = data.get(name) or []
+    values = data.get(name)
+    values = [] if values is None else values  # absent, or null: none
     check.expect(isinstance(values, list) and all(_is_time(v) for v in values),
                  name, f"a list of times, each {TIME_TEXT}")
     return tuple(float(v) for v in values)
