@@ -448,3 +448,108 @@ def test_an_op_named_like_a_command_of_cudabench_is_refused(use_fake, tmp_path, 
     assert done.stderr.startswith(f"cudabench: error: {path}: op "), done.stderr
     assert "command, so its own could never run; give it another " \
         f"`{field}`" in done.stderr and "Traceback" not in done.output
+
+
+def helper_op(tmp_path: Path, reference: str, **helpers: str) -> Path:
+    """Write the user's op, its reference's body `reference`, and helper files beside it
+    (name -> text; a name with / is a file in a subfolder)."""
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", reference))
+    for name, text in helpers.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return folder
+
+
+@pytest.fixture
+def fresh_ops():
+    from cudabench.ops.registry import forget_file_ops
+
+    forget_file_ops()
+    yield
+    forget_file_ops()
+
+
+def test_a_helper_s_mistake_names_the_helper_and_its_line(use_fake, tmp_path, fresh_ops):
+    # "myop.py: mycopy.reference raised ValueError: boom", the helper unnamed, and a missing
+    # module named "cudabench_user_ops._folder_5eb3505e29ec._helpers.shape"
+    folder = helper_op(tmp_path, "import _ref\n            return _ref.f(inputs['x'])",
+                       **{"_ref.py": "def f(x):\n    raise ValueError('boom')\n"})
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    text = " ".join(done.output.split())
+    assert "mycopy.reference raised ValueError: boom (at " in text, text
+    assert f"{folder / '_ref.py'}:2)" in text
+    (folder / "_ref.py").write_text("import _helpers.shape\n")
+    (folder / "_helpers").mkdir()
+    (folder / "_helpers" / "__init__.py").write_text("")
+    forget = __import__("cudabench.ops.registry", fromlist=["x"]).forget_file_ops
+    forget()
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    text = " ".join(done.output.split())
+    assert "No module named '_helpers.shape'" in text, text
+    assert "cudabench_user_ops" not in text and f"(at {folder / '_ref.py'}:1)" in text
+    # and when the op file imports it as it loads
+    op_file = folder / "myop.py"
+    op_file.write_text(op_file.read_text().replace("import numpy as np\n",
+                                                   "import numpy as np\nimport _ref\n", 1))
+    forget()
+    done = invoke("list", "--kernels-dir", folder)
+    text = " ".join(done.stderr.split())
+    assert done.exit_code == 2 and "the op file failed to load: ModuleNotFoundError: No " \
+        "module named '_helpers.shape'" in text and f"(at {folder / '_ref.py'}:1)" in text
+
+
+def test_importlib_is_told_to_use_an_import_statement(use_fake, tmp_path, fresh_ops):
+    folder = helper_op(tmp_path, "import importlib\n"
+                       "            return importlib.import_module('_ref').f(inputs['x'])",
+                       **{"_ref.py": "def f(x):\n    return x\n"})
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    text = " ".join(done.output.split())
+    assert "No module named '_ref' (_ref is beside the op file: an import statement finds " \
+        "it, `import _ref`; importlib does not look beside op files)" in text, text
+
+
+def test_a_class_given_as_op_is_told_to_be_called(use_fake, tmp_path):
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace("OP = Copy()", "OP = Copy"))
+    done = invoke("list", "--kernels-dir", folder)
+    assert done.exit_code == 2
+    assert "<class 'myop.Copy'> is not an instance of a cudabench.ops.Op subclass: write " \
+        "Copy(), an instance" in done.stderr
+
+
+def test_an_op_file_beside_does_not_hide_a_standard_module(use_fake, tmp_path, fresh_ops):
+    # copy.py, another op file in the folder, was the op's `import copy` (no deepcopy)
+    folder = helper_op(tmp_path, "import copy\n            return copy.deepcopy(inputs['x'])")
+    write_op(folder, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        '"mycopy"', '"othercopy"'), name="copy.py")
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 0, done.output
+
+
+def test_a_helper_in_bytecode_alone_is_found(use_fake, tmp_path, fresh_ops):
+    import py_compile
+
+    folder = helper_op(tmp_path, "import _old\n            return _old.f(inputs['x'])",
+                       **{"_old.py": "def f(x):\n    return x\n"})
+    py_compile.compile(str(folder / "_old.py"), cfile=str(folder / "_old.pyc"))
+    (folder / "_old.py").unlink()
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 0, done.output
+
+
+def test_a_helper_package_s_relative_imports_key_the_caches(tmp_path):
+    # `from .body import shifted` in _helpers/__init__.py: body.py was not hashed, and an
+    # edit of it was answered from the reference cache
+    from cudabench.ops.fingerprint import local_imports
+
+    folder = helper_op(tmp_path, "import _helpers\n            return _helpers.shifted("
+                       "inputs['x'])", **{"_helpers/__init__.py": "from .body import shifted\n",
+                                          "_helpers/body.py": "def shifted(x):\n    return x\n",
+                                          "_helpers/_far.py": "import _ref\n",
+                                          "_ref.py": "X = 1\n"})
+    (folder / "_helpers" / "body.py").write_text("from . import _far\n\n\ndef shifted(x):\n"
+                                                 "    return x\n")
+    found = local_imports(folder / "myop.py")
+    assert {p.relative_to(folder).as_posix() for p in found} == {
+        "_helpers/__init__.py", "_helpers/body.py", "_helpers/_far.py", "_ref.py"}

@@ -32,8 +32,11 @@ def user_code(op: Op, what: str) -> Iterator[None]:
     except CudabenchError:
         raise
     except Exception as exc:
-        raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.{what} raised "
-                          f"{type(exc).__name__}: {exc}") from None
+        from cudabench.ops.folder_imports import error_text
+
+        origin = op.origin or type(op).__module__
+        raise OpFileError(f"{origin}: {op.name}.{what} raised {error_text(exc, origin)}"
+                          ) from None
 
 
 def typed(buffer: np.ndarray, dtype: DType, shape: Shape) -> np.ndarray:

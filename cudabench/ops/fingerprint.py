@@ -75,15 +75,17 @@ def _local_imports(files: set[str], modules: list[ModuleType]) -> set[str]:
             if isinstance(source, str) and source.endswith(".py"):
                 path = Path(source).resolve()
                 if is_users_code(path) and path.is_relative_to(folder):
-                    found |= {str(path), *(str(p) for p in local_imports(path))}
+                    # its imports are the op folder's (`import _ref` in _helpers/body.py)
+                    found |= {str(path), *(str(p) for p in local_imports(path, folder))}
     return found - files
 
 
-def local_imports(path: Path) -> set[Path]:
-    """Return the files in path's folder (and its packages) that path imports, followed
-    import by import: every import statement counts (one inside a function too), resolved
-    as the op file's own imports find them (ops/folder_imports.py: the folder first)."""
-    root = path.resolve().parent
+def local_imports(path: Path, root: Path | None = None) -> set[Path]:
+    """Return the files in root (path's folder by default: an op file's) and its packages
+    that path imports, followed import by import: every import statement counts (one
+    inside a function too, a relative one in a helper package), resolved as the op file's
+    own imports find them (ops/folder_imports.py: the folder first)."""
+    root = root.resolve() if root is not None else path.resolve().parent
     found: set[Path] = set()
     waiting = [path.resolve()]
     while waiting:
@@ -106,19 +108,23 @@ def _imported_from(path: Path, root: Path) -> list[Path]:
         tree = ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
         return []
-    named = []
+    named: list[tuple[Path, str]] = []  # (the folder the name is found from, the name)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            named += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            named.append(node.module)
-            named += [f"{node.module}.{alias.name}" for alias in node.names]
+            named += [(root, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            # relative (`from .body import f` in _helpers/__init__.py): from path's package
+            start = root if not node.level else path.parents[node.level - 1]
+            module = f"{node.module}." if node.module else ""
+            named += [(start, module.rstrip("."))] if module else []
+            named += [(start, f"{module}{alias.name}") for alias in node.names]
     paths = []
-    for dotted in named:
+    for start, dotted in named:
         parts = dotted.split(".")
         for depth in range(1, len(parts) + 1):
-            base = root.joinpath(*parts[:depth])
-            paths += [p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()]
+            base = start.joinpath(*parts[:depth])
+            paths += [p for p in (base.with_suffix(".py"), base / "__init__.py")
+                      if p.is_file() and p.resolve().is_relative_to(root)]
     _IMPORTS[(path, root)] = (digest, [p.resolve() for p in paths])
     return _IMPORTS[(path, root)][1]
 

@@ -16,7 +16,10 @@ import builtins
 import hashlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
+import re
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -51,15 +54,39 @@ def folder_builtins(folder: Path) -> dict[str, Any]:
 def forget_folders() -> None:
     """Forget the folders (their packages, with sys.modules' USER_OPS_PACKAGE entries)."""
     _FOLDERS.clear()
+    _BESIDE.clear()
+
+
+_BESIDE: dict[tuple[Path, str], bool] = {}  # (folder, name) -> beside(): asked at every import
 
 
 def beside(folder: Path, name: str) -> bool:
-    """Whether the top-level module name is one in folder: a `name.py`, a package with an
-    `__init__.py`, or a folder named with `_` (a helper package without one). A kernels
-    subfolder (`softmax/`) is none: an op file's `import softmax` is not its kernels."""
-    base = folder / name
-    return name.isidentifier() and (base.with_suffix(".py").is_file() or (
-        base / "__init__.py").is_file() or (name.startswith("_") and base.is_dir()))
+    """Whether an op file's import of the top-level module name is of one in its folder.
+
+    A name with a leading `_` (a helper) is the folder's wherever Python has one too
+    (`_random.py`), as a script's are; any other (a sibling op file, `numpy/`) only where
+    Python finds none: `copy.py`, an op beside, does not hide the standard `copy`. A module
+    in folder is a file of any of Python's suffixes (`.py`, `.pyc`, an extension module), a
+    package with an `__init__.py`, or a folder named with `_` (a package without one); a
+    kernels subfolder (`softmax/`) is none. Kept until forget_folders: every import
+    statement of op code asks."""
+    known = _BESIDE.get((folder, name))
+    if known is None:
+        base = folder / name
+        here = name.isidentifier() and (
+            any((folder / f"{name}{suffix}").is_file()
+                for suffix in importlib.machinery.all_suffixes())
+            or (base / "__init__.py").is_file() or (name.startswith("_") and base.is_dir()))
+        known = _BESIDE[(folder, name)] = here and (
+            name.startswith("_") or _python_finds(name) is None)
+    return known
+
+
+def _python_finds(name: str) -> object:
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
 
 
 def _importer(folder: Path, package: str) -> Any:
@@ -103,3 +130,39 @@ class _FolderLoader(importlib.machinery.SourceFileLoader):
 
 
 _FINDER = _FolderFinder()
+
+# the names these modules have in sys.modules, as a user wrote them: `_ref`, `myop`
+_FOLDER_PREFIX = re.compile(re.escape(USER_OPS_PACKAGE) + r"\._folder_[0-9a-f]{12}\.")
+_OP_MODULE = re.compile(re.escape(USER_OPS_PACKAGE) + r"\.(\w+?)_[0-9a-f]{12}\b")
+
+
+def plain_names(text: str) -> str:
+    """Return text (an exception's) with the modules of op folders named as their files
+    name them: "No module named '_helpers.shape'", not the folder package's name."""
+    return _OP_MODULE.sub(r"\1", _FOLDER_PREFIX.sub("", text))
+
+
+def error_text(exc: BaseException, skip: str | None = None) -> str:
+    """Return "Type: message" of an exception op code raised, its modules named as their
+    files name them, with where in a helper it was raised (not in skip, the op file the
+    message names already), and a hint where importlib looked for a helper by name."""
+    text = f"{type(exc).__name__}: {plain_names(str(exc))}"
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    if missing and any(beside(folder, missing.partition(".")[0])
+                       for folder, _ in _FOLDERS.values()):
+        text += (f" ({missing} is beside the op file: an import statement finds it, "
+                 "`import " + missing + "`; importlib does not look beside op files)")
+    return text + _raised_at(exc, skip)
+
+
+def _raised_at(exc: BaseException, skip: str | None) -> str:
+    """Return " (at FILE:LINE)" for the innermost frame of exc's traceback in an op
+    folder's code other than the file skip, else "": a mistake in `_ref.py` is found
+    there, not in the op file that called it."""
+    folders = [folder for folder, _ in _FOLDERS.values()]
+    own = Path(skip).resolve() if skip else None
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        file = Path(frame.filename).resolve()
+        if file != own and any(file.is_relative_to(folder) for folder in folders):
+            return f" (at {frame.filename}:{frame.lineno})"
+    return ""

@@ -21,7 +21,13 @@ from types import ModuleType
 
 from cudabench.errors import OpFileError
 from cudabench.ops.base import Op, register_finder
-from cudabench.ops.folder_imports import USER_OPS_PACKAGE, folder_builtins, forget_folders
+from cudabench.ops.folder_imports import (
+    USER_OPS_PACKAGE,
+    error_text,
+    folder_builtins,
+    plain_names,
+    forget_folders,
+)
 from cudabench.ops.types import DTYPES
 from cudabench.common.relocation import local_path
 
@@ -107,8 +113,10 @@ def _ops_at(origin: str) -> list[Op]:
     ops = []
     for op in declared:
         if not isinstance(op, Op):
-            raise OpFileError(f"{origin}: {op!r} is not an instance of a cudabench.ops.Op "
-                              "subclass")
+            called = (f": write {op.__name__}(), an instance"
+                      if isinstance(op, type) and issubclass(op, Op) else "")
+            raise OpFileError(f"{origin}: {plain_names(repr(op))} is not an instance of a "
+                              f"cudabench.ops.Op subclass{called}")
         op.origin = origin
         check_op(op)
         ops.append(op)
@@ -158,8 +166,9 @@ def _import_file(path: Path) -> ModuleType:
                           f": {exc.msg}") from None
     except Exception as exc:
         del sys.modules[name]
-        raise OpFileError(f"{path}: the op file failed to load: {type(exc).__name__}: {exc}"
-                          ) from None
+        # a helper's own mistake (_ref.py imports a module that is not there) names it
+        raise OpFileError(f"{path}: the op file failed to load: "
+                          f"{error_text(exc, str(local_path(path).resolve()))}") from None
     except SystemExit as exc:  # sys.exit() at import would end cudabench, silently
         del sys.modules[name]
         raise OpFileError(f"{path}: the op file calls sys.exit({exc.code!r}) when imported; "
