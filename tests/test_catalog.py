@@ -152,6 +152,9 @@ HEADER_ERRORS = {
         ["// description: x", "// launch k: grid 1; block 1"], 1, "the first line must be"),
     "blank first line": (["", *MATMUL_HEADER], 1, "not a cudabench kernel"),
     "code first": (["#include <cstdio>", *MATMUL_HEADER], 1, "not a cudabench kernel"),
+    # common.cu, code the kernels include, named without the leading _ that skips it
+    "an included file": (["__device__ float twice(float x) { return 2 * x; }"], 1,
+                         "a file the kernels #include is named with a leading _"),
     "unknown op": (["// cudabench: conv2d", "// launch k: grid 1; block 1"], 1,
                    "unknown op 'conv2d' (known: matmul, transpose, transpose_inplace, dot; an op "
                    "of your own"),

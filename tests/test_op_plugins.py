@@ -553,3 +553,43 @@ def test_a_helper_package_s_relative_imports_key_the_caches(tmp_path):
     found = local_imports(folder / "myop.py")
     assert {p.relative_to(folder).as_posix() for p in found} == {
         "_helpers/__init__.py", "_helpers/body.py", "_helpers/_far.py", "_ref.py"}
+
+
+@pytest.mark.parametrize("returned", ['{"y": shape[0]}', '[shape]', '{"y": (shape[0], -1)}'])
+def test_outputs_that_are_no_shapes_are_one_line_naming_the_file(use_fake, tmp_path,
+                                                                  returned):
+    # `{"y": shape[0]}` was an internal error, exit 4, in the memory check
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace('return {"y": shape}', f"return {returned}"))
+    for extra in ([], ["--dry-run"]):
+        done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK, *extra)
+        assert done.exit_code == 2, done.output
+        assert f"{folder / 'myop.py'}: mycopy.outputs returned" in done.stderr
+        assert "expected a" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_a_verify_that_returns_a_bool_names_the_file(use_fake, tmp_path):
+    # "its worker process failed: AttributeError: 'bool' object has no attribute 'passed'"
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace("return exact_check(result, expected)",
+                                  "return bool((result == expected).all())"))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    text = " ".join(done.output.split())
+    assert done.exit_code == 2, text
+    assert f"{folder / 'myop.py'}: mycopy.verify returned bool True: expected a " \
+        "Verification" in text and "worker" not in text, text
+
+
+def test_a_mistyped_folder_of_an_op_of_one_s_own_is_named(use_fake, tmp_path):
+    # "No such command 'layernorm'. An op of your own needs its folder: ..." named no
+    # folder, and the API said "unknown op 'layernorm'"
+    from cudabench.errors import UsageError
+    from cudabench.ops import get_op
+
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    for given, says in ((tmp_path / "mien", "no such directory"),
+                        (folder / "myop.py", "is a file, not a folder")):
+        done = invoke("mycopy", "--kernels-dir", given)
+        assert done.exit_code == 2 and f"--kernels-dir {given}: {says}" in done.stderr
+        with pytest.raises(UsageError, match=f"--kernels-dir {given}: {says}"):
+            get_op("mycopy", [given])

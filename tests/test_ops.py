@@ -678,3 +678,9 @@ def test_work_handed_to_the_cores_from_the_cores_runs_in_place():
     outer = max(4, 2 * threads())  # more outer chunks than threads: every thread busy
     assert in_parallel(lambda i: sum(in_parallel(lambda j: i * 10 + j, 3)), outer) == [
         30 * i + 3 for i in range(outer)]
+
+
+def test_a_size_with_an_empty_extent_quotes_the_size():
+    # `--size 64x` said "--size '': sizes are positive integers"
+    with pytest.raises(UsageError, match=r"--size '64x64x': extent '': sizes are positive "):
+        OPS["matmul"].parse_size("64x64x")

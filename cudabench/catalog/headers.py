@@ -111,7 +111,8 @@ def parse_header(path: Path, text: str | None = None,
     if not header or not header[0][1].startswith("cudabench:"):
         raise KernelFileError(
             path, 1, "not a cudabench kernel: the first line must be `// cudabench: OP` "
-            f"(OP one of {', '.join(ops)})",
+            f"(OP one of {', '.join(ops)}); a file the kernels #include is named with a "
+            "leading _ (_common.cu)",
         )
     op_name = header[0][1].split(":", 1)[1].strip()
     if op_name not in ops:

@@ -53,6 +53,11 @@ class OpsGroup(BoundaryGroup):
                 raise
             import difflib
 
+            from cudabench.catalog.discovery import check_folders
+            from cudabench.cli.names import given_kernels_dirs
+
+            # `layernorm --kernels-dir myop` (a typo of myops): the folder is what is wrong
+            check_folders(given_kernels_dirs(args))
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
             hint = (f"Did you mean {close[0]!r}?" if close
                     else own_op_hint(name, self.kernels_dirs))

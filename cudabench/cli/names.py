@@ -48,6 +48,11 @@ def command_names(ops: Mapping[str, Op]) -> list[str]:
 
 def kernels_dirs_in(args: Sequence[str]) -> list[Path]:
     """Return the folders given with --kernels-dir in a command line not yet parsed."""
+    return [path for path in given_kernels_dirs(args) if path.is_dir()]
+
+
+def given_kernels_dirs(args: Sequence[str]) -> list[Path]:
+    """Return every --kernels-dir value of a command line not yet parsed, folder or not."""
     found = []
     for i, arg in enumerate(args):
         if arg == "--kernels-dir" and i + 1 < len(args):
@@ -55,4 +60,4 @@ def kernels_dirs_in(args: Sequence[str]) -> list[Path]:
         elif arg.startswith("--kernels-dir="):
             found.append(arg.split("=", 1)[1])
     # An empty value is no folder (Path("") is the current one): the command refuses it.
-    return [Path(text) for text in found if text.strip() and Path(text).is_dir()]
+    return [Path(text) for text in found if text.strip()]

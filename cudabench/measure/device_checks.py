@@ -29,6 +29,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.engines.protocol import Engine
+from cudabench.errors import OpFileError
 from cudabench.measure import resident
 from cudabench.measure.resident import RESIDENT
 from cudabench.ops import LaunchShape
@@ -98,6 +99,11 @@ def verify_result(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
     with user_code(op, "verify"):
         verification: Verification = op.verify(dict(inputs), expected, result,
                                                list(launched), types)
+    if not isinstance(verification, Verification):  # `return np.allclose(...)`: a bool
+        raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.verify returned "
+                          f"{type(verification).__name__} {verification!r:.60}: expected a "
+                          "Verification; return one of cudabench.ops.checks' checks, e.g. "
+                          "exact_check(result, expected) or bounded_check(result, expected, bound, criterion)")
     if verification.passed and verification.bad_elements:
         # an op's check that passes wrong elements: they fail the row (a results file
         # saying both would be refused as inconsistent)

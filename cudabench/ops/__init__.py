@@ -27,9 +27,14 @@ def __getattr__(name: str) -> dict[str, Op]:
 
 def get_op(name: str, kernels_dirs: Iterable[Path] = ()) -> Op:
     """Return the op called name, built in or declared in one of the folders."""
+    kernels_dirs = [Path(folder) for folder in kernels_dirs]
     ops = load_ops(kernels_dirs)
     try:
         return ops[name]
     except KeyError:
+        for folder in kernels_dirs:  # a mistyped folder, not the op, is what is wrong
+            if not folder.is_dir():
+                what = "is a file, not a folder" if folder.exists() else "no such directory"
+                raise UsageError(f"--kernels-dir {folder}: {what}") from None
         raise UsageError(f"unknown op {name!r} (known: {', '.join(ops)}); an op of your own "
                          "is a .py file in a --kernels-dir folder") from None

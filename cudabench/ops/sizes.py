@@ -35,7 +35,16 @@ def parse_dims(text: str, counts: Mapping[int, str], flag: str = "--size") -> tu
     if len(parts) not in counts:
         examples = " or ".join(f"{flag} {example}" for example in counts.values())
         raise UsageError(f"{flag} {text!r}: expected {examples}")
-    return tuple(parse_extent(part, flag) for part in parts)
+    if len(parts) == 1:
+        return (parse_extent(parts[0], flag),)
+    extents = []
+    for part in parts:
+        try:
+            extents.append(parse_extent(part, flag))
+        except UsageError as exc:  # `--size '': ...` quoted the empty extent of `64x`
+            why = str(exc).split(": ", 1)[1]
+            raise UsageError(f"{flag} {text!r}: extent {part.strip()!r}: {why}") from None
+    return tuple(extents)
 
 
 # -- sweeps ---------------------------------------------------------------------------------

@@ -157,6 +157,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     with user_code(op, "check_shape"):
         op.check_shape(shape, types)
     _check_work(op, shape, types)
+    _check_outputs(op, shape, types)
     timing = request.timing.validate()
     if not 0 <= request.seed < 2**63:
         raise UsageError(f"--seed {request.seed}: must be between 0 and 2^63-1")
@@ -350,6 +351,25 @@ def _check_work(op: Op, shape: Shape, types: TypeSet) -> None:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.{what} returned "
                               f"{value!r} for {shape}: expected a whole number, 0 or more")
+
+
+def _check_outputs(op: Op, shape: Shape, types: TypeSet) -> None:
+    """Check what the op says its kernels write: a dict of buffer name -> shape, each a
+    sequence of whole extents, 0 or more, else OpFileError naming the op's file (an int
+    for a shape was an internal error where the memory check read it)."""
+    with user_code(op, "outputs"):
+        outputs = op.outputs(shape, types, 1)
+    where = f"{op.origin or type(op).__module__}: {op.name}.outputs returned"
+    if not isinstance(outputs, Mapping):  # {} for an op that writes its input in place
+        raise OpFileError(f"{where} {outputs!r} for {shape}: expected a dict of output "
+                          "buffer name -> shape, e.g. {\"y\": shape}")
+    for name, extents in outputs.items():
+        if not isinstance(name, str) or not isinstance(extents, (tuple, list)) or any(
+                isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0
+                for n in extents):
+            raise OpFileError(f"{where} {name!r}: {extents!r} for {shape}: expected a buffer "
+                              "name and its shape, a tuple of whole extents, 0 or more, "
+                              "e.g. (rows, cols)")
 
 
 def _check_tensor_maps(op: Op, shape: Shape, types: TypeSet, variant: KernelVariant,
