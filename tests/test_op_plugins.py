@@ -407,9 +407,10 @@ def test_an_args_scalar_must_be_a_whole_int32(use_fake, tmp_path, value, says):
     text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
         'return ["x", "y", *shape]', f'return ["x", "y", {value}]')
     folder = user_folder(tmp_path, text)
-    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
-    assert done.exit_code == 2, done.output
-    assert f"{folder / 'myop.py'}: mycopy.args {says}" in " ".join(done.stderr.split())
+    for extra in ([], ["--dry-run"]):  # a dry run too: it said ok, exit 0
+        done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK, *extra)
+        assert done.exit_code == 2, done.output
+        assert f"{folder / 'myop.py'}: mycopy.args {says}" in " ".join(done.stderr.split())
 
 
 @pytest.mark.parametrize("option", ["seed", "help"])

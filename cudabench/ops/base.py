@@ -39,6 +39,23 @@ def user_code(op: Op, what: str) -> Iterator[None]:
                           ) from None
 
 
+def int32_argument(op: Op, value: object) -> np.int32:
+    """Return an op's scalar argument as the int32 kernels take; OpFileError naming the op
+    file for anything else (a float was truncated, 2**32 + 64 failed in the worker)."""
+    limits = np.iinfo(np.int32)
+    where = f"{op.origin or type(op).__module__}: {op.name}.args gives {value!r}"
+    if isinstance(value, (float, np.floating)):  # 300.0 is whole, but of the wrong type
+        raise OpFileError(f"{where}: a scalar argument must be an int, not a "
+                          f"{type(value).__name__} (the kernels take int32): int(...) it, "
+                          "or use // rather than /")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or not limits.min <= int(value) <= limits.max:
+        raise OpFileError(f"{where}: a scalar argument must be a whole number within int32 "
+                          f"({limits.min} to {limits.max})")
+    whole: np.int32 = np.int32(int(value))
+    return whole
+
+
 def typed(buffer: np.ndarray, dtype: DType, shape: Shape) -> np.ndarray:
     """View the start of a byte buffer as an array of dtype and shape (fake engine helper)."""
     count = math.prod(shape)

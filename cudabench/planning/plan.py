@@ -22,7 +22,7 @@ from cudabench.errors import KernelFileError, OpFileError, UsageError
 from cudabench.engines import tensormaps
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import DType, Op, Shape, TypeSet, get_op
-from cudabench.ops.base import user_code
+from cudabench.ops.base import int32_argument, user_code
 from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES
 
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
@@ -328,6 +328,7 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     if shared is not None and shared < 0:
         raise UsageError(f"{where}: shared_bytes is {shared}, below 0; fix {variant.path}")
     variant.dynamic_shared_bytes(variables)  # KernelFileError if negative
+    _check_args(op, shape, math.prod(variant.geometry(variables)[0][0]))
     if variant.tensor_maps:
         _check_tensor_maps(op, shape, types, variant, variables, math.prod(
             variant.geometry(variables)[0][0]), where)
@@ -351,6 +352,19 @@ def _check_work(op: Op, shape: Shape, types: TypeSet) -> None:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.{what} returned "
                               f"{value!r} for {shape}: expected a whole number, 0 or more")
+
+
+def _check_args(op: Op, shape: Shape, blocks: int) -> None:
+    """Check the kernel arguments the op gives now, as a dry run does too: a list of
+    buffer names and int32 scalars (a float there was found only when the variant ran)."""
+    with user_code(op, "args"):
+        given = op.args(shape, blocks)
+    if not isinstance(given, (list, tuple)):
+        raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.args returned "
+                          f"{given!r:.60}: expected a list of buffer names and int scalars")
+    for value in given:
+        if not isinstance(value, str):
+            int32_argument(op, value)
 
 
 def _check_outputs(op: Op, shape: Shape, types: TypeSet) -> None:
