@@ -95,6 +95,9 @@ def test_kernels_dirs_are_relative_to_the_file(tmp_path):
     ("[timing]\nmax_tme = 1\n[[benchmark]]\nop = 'dot'\n",
      "[timing]: unknown key(s) max_tme (it takes warmup, "),
     ("kernels_dirs = ['nope']\n[[benchmark]]\nop = 'dot'\n", "toml: kernels_dirs /"),
+    # written below [timing], TOML reads it as one of its keys
+    ("[timing]\nmax_time = 1\nkernels_dirs = ['k']\n[[benchmark]]\nop = 'dot'\n",
+     "kernels_dirs is a top-level key: write it above the first [table]"),
     ("kernels_dirs = 3\n[[benchmark]]\nop = 'dot'\n", "toml: kernels_dirs: expected a list"),
     ("benchmarks = 1\n", "unknown key(s) benchmarks"),
     ("[timing]\n", "no [[benchmark]]"),

@@ -194,8 +194,11 @@ def _timing(table: Any, where: str) -> TimingPolicy:
         raise UsageError(f"{where}: [timing] takes {', '.join(TIMING_KEYS)}")
     unknown = sorted(set(table) - set(TIMING_KEYS))
     if unknown:
+        # kernels_dirs written below [timing] is read as one of its keys in TOML
+        top = ("; kernels_dirs is a top-level key: write it above the first [table]"
+               if "kernels_dirs" in unknown else "")
         raise UsageError(f"{where}: [timing]: unknown key(s) {', '.join(unknown)} (it takes "
-                         f"{', '.join(TIMING_KEYS)})")
+                         f"{', '.join(TIMING_KEYS)}){top}")
     values: dict[str, Any] = {}
     for key, value in table.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
