@@ -594,3 +594,16 @@ def test_a_mistyped_folder_of_an_op_of_one_s_own_is_named(use_fake, tmp_path):
         assert done.exit_code == 2 and f"--kernels-dir {given}: {says}" in done.stderr
         with pytest.raises(UsageError, match=f"--kernels-dir {given}: {says}"):
             get_op("mycopy", [given])
+
+
+def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
+    # a list was blamed on the reference: "reference raised TypeError: list indices..."
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace('return {"x": rng.uniform(-1, 1, shape)',
+                                  'return [rng.uniform(-1, 1, shape)'))
+    (folder / "myop.py").write_text((folder / "myop.py").read_text().replace(
+        ".astype(types.input.numpy)}", ".astype(types.input.numpy)]"))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    text = " ".join(done.output.split())
+    assert done.exit_code == 2 and f"{folder / 'myop.py'}: mycopy.inputs returned list" \
+        in text and "expected a dict of buffer name -> NumPy array" in text, text

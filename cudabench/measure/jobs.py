@@ -13,6 +13,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
 from cudabench.common.phases import phase
+from cudabench.errors import OpFileError
 from cudabench.measure.reference_cache import cached_reference
 from cudabench.planning.plan import Plan, PlannedVariant
 from cudabench.ops.base import check_rng, user_code
@@ -150,12 +151,26 @@ def prepare(plan: Plan) -> Prepared:
     reference, or the op's witness of it: Op.expected), from the disk cache if kept."""
     with phase("inputs"), user_code(plan.op, "inputs"):
         inputs = plan.op.inputs(plan.shape, plan.types, np.random.default_rng(plan.seed))
+    _check_inputs(plan, inputs)
     full = full_check(plan)
     with phase("CPU reference"), user_code(plan.op, "reference"):
         expected, spent = cached_reference(
             plan, plan.seed, lambda: plan.op.expected(inputs, plan.types, check_rng(plan.seed),
                                                       full), full)
     return Prepared(inputs, expected, spent)
+
+
+def _check_inputs(plan: Plan, inputs: object) -> None:
+    """Refuse inputs that are not a dict of buffer name -> NumPy array, naming the op's
+    file (a list was blamed on the reference, which failed to index it)."""
+    op = plan.op
+    if not isinstance(inputs, dict) or not all(
+            isinstance(name, str) and isinstance(array, np.ndarray)
+            for name, array in inputs.items()):
+        raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.inputs returned "
+                          f"{type(inputs).__name__} {inputs!r:.60}: expected a dict of buffer "
+                          "name -> NumPy array, e.g. {\"x\": rng.uniform(-1, 1, shape)"
+                          ".astype(types.input.numpy)}")
 
 
 def full_check(plan: Plan) -> bool:
