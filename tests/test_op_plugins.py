@@ -607,3 +607,10 @@ def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
     text = " ".join(done.output.split())
     assert done.exit_code == 2 and f"{folder / 'myop.py'}: mycopy.inputs returned list" \
         in text and "expected a dict of buffer name -> NumPy array" in text, text
+
+
+def test_an_op_of_one_s_own_help_lists_variants_with_its_folder(use_fake):
+    # "Variants: `cudabench list`", which lists none of them without --kernels-dir
+    done = invoke("softmax", "--kernels-dir", EXAMPLE, "--help")
+    assert "cudabench list --kernels-dir FOLDER" in " ".join(done.stdout.split())
+    assert "Variants: `cudabench list`." in " ".join(invoke("dot", "--help").stdout.split())

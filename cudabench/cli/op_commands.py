@@ -89,7 +89,10 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
                                 )(function)
     function = benchmark_options(primary)(function)
     summary = primary.summary + "".join(f"; --{f}: {op.summary}" for f, op in flagged.items())
-    command = click.command(name, help=f"{summary}. Variants: `cudabench list`.",
+    # an op of one's own lists its variants only with its folder
+    listing = ("cudabench list" if primary.origin is None or not primary.origin.endswith(".py")
+               else "cudabench list --kernels-dir FOLDER")
+    command = click.command(name, help=f"{summary}. Variants: `{listing}`.",
                             short_help=primary.summary)(function)
     _refuse_clashes(command, members)
     return command
