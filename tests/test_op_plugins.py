@@ -614,3 +614,19 @@ def test_an_op_of_one_s_own_help_lists_variants_with_its_folder(use_fake):
     done = invoke("softmax", "--kernels-dir", EXAMPLE, "--help")
     assert "cudabench list --kernels-dir FOLDER" in " ".join(done.stdout.split())
     assert "Variants: `cudabench list`." in " ".join(invoke("dot", "--help").stdout.split())
+
+
+def test_op_code_sees_builtins_added_after_it_loaded(tmp_path, fresh_ops, monkeypatch):
+    # each op folder's builtins were a copy taken when it loaded: gettext.install()'s `_`,
+    # or a test's patched builtin, was a NameError in op code
+    import builtins
+
+    import numpy as np
+
+    from cudabench.ops.base import user_code
+
+    folder = helper_op(tmp_path, "return late_builtin(inputs['x'])")
+    op = registry.load_ops([folder])["mycopy"]  # loaded first
+    monkeypatch.setattr(builtins, "late_builtin", lambda x: x, raising=False)
+    with user_code(op, "reference"):
+        assert op.reference({"x": np.ones(3)}).tolist() == [1.0, 1.0, 1.0]

@@ -27,6 +27,9 @@ CHECK_STREAM = 0xC4EC  # keeps a check's random draws apart from the inputs' of 
 @contextlib.contextmanager
 def user_code(op: Op, what: str) -> Iterator[None]:
     """Turn an exception raised by an op's own code into an error naming its file."""
+    from cudabench.ops.folder_imports import refresh_builtins
+
+    refresh_builtins()
     try:
         yield
     except CudabenchError:

@@ -51,6 +51,16 @@ def folder_builtins(folder: Path) -> dict[str, Any]:
     return _FOLDERS[package][1]
 
 
+def refresh_builtins() -> None:
+    """Bring the op folders' builtins up to date with Python's (`gettext.install()`'s `_`,
+    a test's patched `open`): each is a copy with its own `__import__`, taken when the
+    folder's first op file loaded; called before op code runs (ops.base.user_code)."""
+    for _, names in _FOLDERS.values():
+        importer = names["__import__"]
+        names.update(vars(builtins))
+        names["__import__"] = importer
+
+
 def forget_folders() -> None:
     """Forget the folders (their packages, with sys.modules' USER_OPS_PACKAGE entries)."""
     _FOLDERS.clear()
