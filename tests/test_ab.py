@@ -546,3 +546,18 @@ def test_folders_of_kernels_only_take_their_op_from_kernels_dir(use_fake, tmp_pa
     assert "softmax/naive" in done.stdout and "softmax/block_per_row" in done.stdout
     assert_usage(invoke(*sides, *quick, "--kernels-dir", tmp_path / "none"),
                  f"--kernels-dir {tmp_path / 'none'}: no such directory")
+
+
+def test_an_op_folder_one_level_down_with_its_kernels_beside_it(use_fake, tmp_path):
+    # OLD/softmax/{softmax.py, naive.cu, ...}: each kernel was found twice (once as
+    # OLD/*/*.cu, once beside the op file), "also defined by" the same file
+    sides = [tmp_path / "old", tmp_path / "new"]
+    for side in sides:
+        (side / "softmax").mkdir(parents=True)
+        for path in [ROOT / "examples" / "softmax" / "softmax.py",
+                     *(ROOT / "examples" / "softmax" / "softmax").glob("*.cu")]:
+            shutil.copy(path, side / "softmax" / path.name)
+    done = invoke(*sides, "--rounds", "6", "--samples", "5", "--warmup", "0", "--size",
+                  "64x64")
+    assert done.exit_code == 0, (done.stdout, done.stderr)
+    assert "softmax/naive" in done.stdout and "softmax/block_per_row" in done.stdout

@@ -226,7 +226,6 @@ def test_a_helper_module_s_mistakes_name_the_helper_not_the_op_file(use_fake, tm
     # number the helper's; a helper named like a standard module blamed "another op's folder"
     from cudabench.ops.registry import forget_file_ops
 
-    monkeypatch.setattr("sys.path", list(__import__("sys").path))
     forget_file_ops()
     folder = tmp_path / "mine"
     write_op(folder, GOOD_OP.replace("REFERENCE_BODY", "return _ref.reference(inputs)").replace(
@@ -630,3 +629,21 @@ def test_op_code_sees_builtins_added_after_it_loaded(tmp_path, fresh_ops, monkey
     monkeypatch.setattr(builtins, "late_builtin", lambda x: x, raising=False)
     with user_code(op, "reference"):
         assert op.reference({"x": np.ones(3)}).tolist() == [1.0, 1.0, 1.0]
+    monkeypatch.undo()  # and gone again once the patch is undone
+    with pytest.raises(OpFileError, match="name 'late_builtin' is not defined"), \
+            user_code(op, "reference"):
+        op.reference({"x": np.ones(3)})
+
+
+def test_a_bytecode_only_helper_imports_the_other_helpers(use_fake, tmp_path, fresh_ops):
+    # only .py helpers got the folder's import: `_old.pyc`'s `import _other` failed, and was
+    # told to use an import statement, which it did
+    import py_compile
+
+    folder = helper_op(tmp_path, "import _old\n            return _old.f(inputs['x'])",
+                       **{"_old.py": "import _other\n\n\ndef f(x):\n    return _other.g(x)\n",
+                          "_other.py": "def g(x):\n    return x\n"})
+    py_compile.compile(str(folder / "_old.py"), cfile=str(folder / "_old.pyc"))
+    (folder / "_old.py").unlink()
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 0, done.output

@@ -61,7 +61,6 @@ from cudabench.analysis.verdicts import (
     Verdict,
     at_slow_clock,
     set_aside_text,
-    slow_clock_share,
     throttled_by_kernel,
     throttled_text,
     ungated,
@@ -177,8 +176,9 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
 
 def _set_aside(rows: list[BenchmarkResult]) -> tuple[str, ...]:
     """Return a note per current kernel whose run set samples aside as taken below
-    SLOW_CLOCK of the maximum SM clock: judged on the others, so a change that makes the
-    card throttle passed without a word (the run warned; compare said `same`)."""
+    SLOW_CLOCK of the maximum SM clock and that is judged on the others (a kernel judged
+    at its slow clock says so in its reason): set aside without a word, a change that
+    makes the card throttle a little looked `same`."""
     return tuple(
         f"{r.op}/{r.variant} {params_text(r.params)} {shape_text(r.shape)} {r.dtype}"
         .replace(" - ", " ")
@@ -415,7 +415,7 @@ def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: fl
     on those too, where that is the worse verdict (so set-aside samples, forged or not,
     make no verdict better)."""
     row = _judge_pair(before, after, threshold, alpha)
-    if throttled_by_kernel(after, slow_clock_share(before)):
+    if throttled_by_kernel(after, before.slow_clock_share):
         slow = _judge_pair(before, at_slow_clock(after), threshold, alpha)
         if worse(slow.verdict, row.verdict):
             return dataclasses.replace(slow, reason=slow.reason + throttled_text(

@@ -143,19 +143,13 @@ def ungated(kind: str) -> str:
 
 
 
-def slow_clock_share(row: BenchmarkResult) -> float:
-    """Return the share of row's samples set aside for running below SLOW_CLOCK."""
-    slow = len(row.slow_clock_samples_s)
-    return slow / (slow + len(row.samples_s)) if slow else 0.0
-
-
 def throttled_by_kernel(row: BenchmarkResult, baseline_share: float) -> bool:
     """Whether row's kernel made the card throttle: at least half its samples ran below
     SLOW_CLOCK, where the baseline's share was at most half of that. Its set-aside
     samples are then its time, not the machine's accident: judged on the kept few, a
     kernel that throttles the card passed as `same`. (A kernel that throttled in the
     baseline too, a GEMM held at its power limit, is judged on the kept samples of both.)"""
-    share = slow_clock_share(row)
+    share = row.slow_clock_share
     return row.kind is Kind.VARIANT and share >= 0.5 and baseline_share <= share / 2
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cudabench.catalog.headers import parse_header
 from cudabench.catalog.variants import KernelVariant
-from cudabench.common.infiles import MAX_SOURCE_BYTES, read_capped
+from cudabench.common.infiles import MAX_SOURCE_BYTES, not_a_folder, read_capped
 from cudabench.common.own_files import builtin_kernels_dir
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import Op, load_ops
@@ -38,9 +38,9 @@ def _parsed(path: Path, ops: dict[str, Op]) -> KernelVariant:
 def check_folders(folders: Iterable[Path]) -> None:
     """Refuse a --kernels-dir that is not a folder, naming it."""
     for folder in folders:
-        if not folder.is_dir():
-            what = "is a file, not a folder" if folder.exists() else "no such directory"
-            raise UsageError(f"--kernels-dir {folder}: {what}")
+        problem = not_a_folder(folder)
+        if problem:
+            raise UsageError(f"--kernels-dir {folder}: {problem}")
 
 
 def kernel_files(folder: Path) -> list[Path]:

@@ -28,6 +28,7 @@ from cudabench.analysis.ab import (
 from cudabench.analysis.verdicts import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
 from cudabench.catalog.discovery import check_folders, kernel_files, op_folders_below
+from cudabench.common.infiles import not_a_folder
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.cli.options import l2_flush_option, parse_params
 from cudabench.errors import KernelFileError, ResultsNotWritten, UsageError
@@ -81,11 +82,12 @@ def folder_side(label: str, folder: Path, argument: str,
                 op_dirs: tuple[Path, ...] = ()) -> Side:
     """Read one folder's variants (FOLDER/*.cu and FOLDER/OP/*.cu) and ops, and nothing else
     but the ops of op_dirs (--kernels-dir: op files both sides share)."""
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "no such directory"
-        raise UsageError(f"{argument} {folder}: {what}")
-    paths = [path for place in [folder, *op_folders_below([folder])]
-             for path in kernel_files(place)]
+    problem = not_a_folder(folder)
+    if problem:
+        raise UsageError(f"{argument} {folder}: {problem}")
+    # FOLDER/softmax/*.cu is found twice when softmax.py lies beside them: kept once
+    paths = list({path.resolve(): path for place in [folder, *op_folders_below([folder])]
+                  for path in kernel_files(place)}.values())
     if not paths:
         raise UsageError(f"{argument} {folder}: holds no .cu kernel files (looked in "
                          f"{argument}/*.cu and {argument}/OP/*.cu); give the kernels' folder, "
@@ -154,7 +156,8 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                warmup: float, timeout: float, threshold: str, alpha: float,
                seed: int,
                json_path: Path | None, markdown_path: Path | None, device: int,
-               kernels_dirs: tuple[Path, ...], allow_missing: bool, progress: bool | None, l2_flush: str) -> int:
+               kernels_dirs: tuple[Path, ...], allow_missing: bool, progress: bool | None,
+               l2_flush: str) -> int:
     """Measure each variant in both OLD_DIR (A) and NEW_DIR (B), interleaved in one process;
     exit 1 when B is slower beyond the threshold or fails verification.
 

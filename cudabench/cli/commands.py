@@ -39,7 +39,6 @@ from cudabench.measure import memory
 from cudabench.planning.plan import Plan, Request, make_plan
 from cudabench.render import terminal
 from cudabench.results import BenchmarkResult, RunOutcome
-from cudabench.results.model import Status
 from cudabench.results.loader import check_replaceable
 from cudabench.results.rounds import pool_all, pooling
 from cudabench.results.writer import ResultsWriter
@@ -571,8 +570,9 @@ def run_inputs(outputs: Outputs, plans: list[Plan], requests: list[Request]) -> 
 
 def folder_sources(folders: set[Path]) -> list[Path]:
     """Return every source and op file in the --kernels-dir folders and their op folders
-    (the two levels the catalog reads, and two beside an op file one level down): it reads each one's header, chosen or not, so an
-    output written over one would break it."""
+    (the two levels the catalog reads, and two beside an op file one level down): it
+    reads each one's header, chosen or not, so an output written over one would break
+    it."""
     from cudabench.catalog.discovery import op_folders_below
     from cudabench.runner.sources import SOURCE_SUFFIXES
 

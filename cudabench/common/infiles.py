@@ -52,3 +52,11 @@ def gunzip_capped(data: bytes, limit: int) -> bytes:
         data = unpack.unused_data
         if not data.strip(b"\0"):  # padding after the last member, as gzip allows
             return out
+
+
+def not_a_folder(path: Path) -> str | None:
+    """Return why path is no folder ("no such directory", "is a file, not a folder"), or
+    None: the one wording of every flag and argument that takes a folder."""
+    if path.is_dir():
+        return None
+    return "is a file, not a folder" if path.exists() else "no such directory"

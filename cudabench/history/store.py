@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.history.queries import Queries
-from cudabench.analysis.verdicts import slow_clock_share
 from cudabench.history.records import (
     APPLICATION_ID,
     BUSY_TIMEOUT_S,
@@ -336,4 +335,4 @@ class Store(Queries):
              median if median is not None and math.isfinite(median) else None,
              json.dumps([float(s) for s in result.samples_s]), json.dumps(list(bench.order)),
              json.dumps([float(s) for s in result.slow_clock_samples_s]),
-             slow_clock_share(result)))
+             result.slow_clock_share))

@@ -103,7 +103,8 @@ def verify_result(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
         raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.verify returned "
                           f"{type(verification).__name__} {verification!r:.60}: expected a "
                           "Verification; return one of cudabench.ops.checks' checks, e.g. "
-                          "exact_check(result, expected) or bounded_check(result, expected, bound, criterion)")
+                          "exact_check(result, expected) or bounded_check(result, expected, "
+                          "bound, criterion)")
     if verification.passed and verification.bad_elements:
         # an op's check that passes wrong elements: they fail the row (a results file
         # saying both would be refused as inconsistent)

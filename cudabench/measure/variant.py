@@ -52,7 +52,7 @@ from cudabench.engines.tensormaps import (
     resolve,
     signature_of,
 )
-from cudabench.ops import LaunchShape, Op, TypeSet
+from cudabench.ops import LaunchShape, TypeSet
 from cudabench.ops.base import int32_argument, user_code
 from cudabench.results.model import BenchmarkResult, Verification
 

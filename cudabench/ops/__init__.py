@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from cudabench.common.infiles import not_a_folder
 from cudabench.errors import UsageError
 from cudabench.ops.base import LaunchShape, Op, Shape
 from cudabench.ops.registry import builtin_ops, find_op, load_ops
@@ -33,8 +34,8 @@ def get_op(name: str, kernels_dirs: Iterable[Path] = ()) -> Op:
         return ops[name]
     except KeyError:
         for folder in kernels_dirs:  # a mistyped folder, not the op, is what is wrong
-            if not folder.is_dir():
-                what = "is a file, not a folder" if folder.exists() else "no such directory"
-                raise UsageError(f"--kernels-dir {folder}: {what}") from None
+            problem = not_a_folder(folder)
+            if problem:
+                raise UsageError(f"--kernels-dir {folder}: {problem}") from None
         raise UsageError(f"unknown op {name!r} (known: {', '.join(ops)}); an op of your own "
                          "is a .py file in a --kernels-dir folder") from None

@@ -84,7 +84,9 @@ def local_imports(path: Path, root: Path | None = None) -> set[Path]:
     """Return the files in root (path's folder by default: an op file's) and its packages
     that path imports, followed import by import: every import statement counts (one
     inside a function too, a relative one in a helper package), resolved as the op file's
-    own imports find them (ops/folder_imports.py: the folder first)."""
+    own imports find them (ops/folder_imports.beside: a `_` name in the folder; another
+    where Python has no module of that name, which a file beside may then shadow no more
+    than it does there: counted all the same, on the safe side)."""
     root = root.resolve() if root is not None else path.resolve().parent
     found: set[Path] = set()
     waiting = [path.resolve()]

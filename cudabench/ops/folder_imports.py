@@ -55,14 +55,20 @@ def refresh_builtins() -> None:
     """Bring the op folders' builtins up to date with Python's (`gettext.install()`'s `_`,
     a test's patched `open`): each is a copy with its own `__import__`, taken when the
     folder's first op file loaded; called before op code runs (ops.base.user_code)."""
+    now = vars(builtins)
     for _, names in _FOLDERS.values():
+        for gone in [name for name in names if name not in now and name != "__import__"]:
+            del names[gone]  # a patch undone (monkeypatch.undo)
         importer = names["__import__"]
-        names.update(vars(builtins))
+        names.update(now)
         names["__import__"] = importer
 
 
 def forget_folders() -> None:
-    """Forget the folders (their packages, with sys.modules' USER_OPS_PACKAGE entries)."""
+    """Forget the folders, and every module of USER_OPS_PACKAGE (op files, their folders'
+    packages and helpers): the next import reads each file again."""
+    for name in [name for name in sys.modules if name.startswith(f"{USER_OPS_PACKAGE}.")]:
+        del sys.modules[name]
     _FOLDERS.clear()
     _BESIDE.clear()
 
@@ -122,21 +128,37 @@ class _FolderFinder(importlib.abc.MetaPathFinder):
         if package not in _FOLDERS or fullname == package:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        names = _FOLDERS[package][1]
+        # a .py or a bytecode-only .pyc: its code runs with the folder's builtins (an
+        # extension module's C code imports as Python does: it finds no helper by name)
         if spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader):
-            spec.loader = _FolderLoader(fullname, spec.loader.path, _FOLDERS[package][1])
+            spec.loader = _FolderSourceLoader(fullname, spec.loader.path, names)
+        elif spec is not None and isinstance(spec.loader,
+                                             importlib.machinery.SourcelessFileLoader):
+            spec.loader = _FolderBytecodeLoader(fullname, spec.loader.path, names)
         return spec
 
 
-class _FolderLoader(importlib.machinery.SourceFileLoader):
-    """Python's loader of a .py file, which first gives the module its folder's builtins."""
+class _WithBuiltins:
+    """A loader of Python's that first gives the module its folder's builtins."""
 
     def __init__(self, fullname: str, path: str, names: dict[str, Any]) -> None:
-        super().__init__(fullname, path)
+        super().__init__(fullname, path)  # type: ignore[call-arg]
         self._builtins = names
 
     def exec_module(self, module: ModuleType) -> None:
         module.__dict__["__builtins__"] = self._builtins
-        super().exec_module(module)
+        super().exec_module(module)  # type: ignore[misc]
+
+
+# (typeshed's SourceLoader and InspectLoader disagree on source_to_code: no fault of ours)
+class _FolderSourceLoader(  # type: ignore[misc]
+        _WithBuiltins, importlib.machinery.SourceFileLoader):
+    """A .py file's loader, with the folder's builtins."""
+
+
+class _FolderBytecodeLoader(_WithBuiltins, importlib.machinery.SourcelessFileLoader):
+    """A bytecode-only .pyc's loader, with the folder's builtins."""
 
 
 _FINDER = _FolderFinder()
@@ -158,8 +180,10 @@ def error_text(exc: BaseException, skip: str | None = None) -> str:
     message names already), and a hint where importlib looked for a helper by name."""
     text = f"{type(exc).__name__}: {plain_names(str(exc))}"
     missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
-    if missing and any(beside(folder, missing.partition(".")[0])
-                       for folder, _ in _FOLDERS.values()):
+    by_importlib = any(frame.name == "import_module" and "importlib" in frame.filename
+                       for frame in traceback.extract_tb(exc.__traceback__))
+    if missing and by_importlib and any(beside(folder, missing.partition(".")[0])
+                                        for folder, _ in _FOLDERS.values()):
         text += (f" ({missing} is beside the op file: an import statement finds it, "
                  "`import " + missing + "`; importlib does not look beside op files)")
     return text + _raised_at(exc, skip)

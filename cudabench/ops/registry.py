@@ -129,8 +129,6 @@ def forget_file_ops() -> None:
     modules they imported from their folders (a `_ref.py`). Installed op modules stay:
     they change with their package, not between two commands."""
     _ops_at.cache_clear()
-    for name in [name for name in sys.modules if name.startswith(f"{USER_OPS_PACKAGE}.")]:
-        del sys.modules[name]
     forget_folders()
 
 

@@ -328,10 +328,10 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     if shared is not None and shared < 0:
         raise UsageError(f"{where}: shared_bytes is {shared}, below 0; fix {variant.path}")
     variant.dynamic_shared_bytes(variables)  # KernelFileError if negative
-    _check_args(op, shape, math.prod(variant.geometry(variables)[0][0]))
+    blocks = math.prod(variant.geometry(variables)[0][0])  # the first launch's grid
+    _check_args(op, shape, blocks)
     if variant.tensor_maps:
-        _check_tensor_maps(op, shape, types, variant, variables, math.prod(
-            variant.geometry(variables)[0][0]), where)
+        _check_tensor_maps(op, shape, types, variant, variables, blocks, where)
     if shared is not None and shared > MAX_STATIC_SHARED_BYTES:
         raise UsageError(
             f"{where}: needs {shared} bytes of shared memory per block, more than the "

@@ -179,6 +179,12 @@ class BenchmarkResult:
         return sum(self.samples_s) + sum(self.zero_input_samples_s) + sum(
             self.batch_samples_s)
 
+    @property
+    def slow_clock_share(self) -> float:
+        """Return the share of the row's samples set aside for running below SLOW_CLOCK."""
+        slow = len(self.slow_clock_samples_s)
+        return slow / (slow + len(self.samples_s)) if slow else 0.0
+
     @functools.cached_property
     def summary(self) -> Summary | None:
         """Return the statistics of the samples (None when nothing was timed)."""
