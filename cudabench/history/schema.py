@@ -115,7 +115,8 @@ def _add_slow_clock_samples_v5(conn: sqlite3.Connection) -> None:
     """Version 5: each result's samples set aside for a slow SM clock (a JSON array) and
     their share of its samples, so a check tells a kernel that newly makes the card
     throttle from one that always did (the share alone is read: a series does not decode
-    every run's samples). Rows recorded before have NULL (not recorded)."""
+    every run's samples; the samples are kept as samples_s is, nothing measured lost).
+    Rows recorded before have NULL (not recorded)."""
     conn.execute("ALTER TABLE results ADD COLUMN slow_clock_samples_s TEXT")
     conn.execute("ALTER TABLE results ADD COLUMN slow_clock_share REAL")
 

@@ -25,8 +25,8 @@ from cudabench.ops.folder_imports import (
     USER_OPS_PACKAGE,
     error_text,
     folder_builtins,
-    plain_names,
     forget_folders,
+    plain_names,
 )
 from cudabench.ops.types import DTYPES
 from cudabench.common.relocation import local_path
@@ -84,8 +84,6 @@ def _add(ops: dict[str, Op], new: list[Op]) -> None:
             raise OpFileError(f"{op.origin}: op {op.name!r} is also declared by "
                               f"{ops[op.name].origin}; rename one of them")
         ops[op.name] = op
-
-
 
 
 @functools.cache
