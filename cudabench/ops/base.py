@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,11 +17,12 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.errors import CudabenchError, OpFileError, UsageError
 from cudabench.ops.sizes import parse_dims
-from cudabench.ops.types import DType, TypeSet
+from cudabench.ops.types import INT32_MAX, DType, TypeSet
 from cudabench.ops.vendor import VendorCall
 from cudabench.results.model import Verification
 
 Shape = tuple[int, ...]
+INT32_MIN = -INT32_MAX - 1
 CHECK_STREAM = 0xC4EC  # keeps a check's random draws apart from the inputs' of the same seed
 
 
@@ -42,20 +44,25 @@ def user_code(op: Op, what: str) -> Iterator[None]:
                           ) from None
 
 
-def int32_argument(op: Op, value: object) -> np.int32:
-    """Return an op's scalar argument as the int32 kernels take; OpFileError naming the op
-    file for anything else (a float was truncated, 2**32 + 64 failed in the worker)."""
-    limits = np.iinfo(np.int32)
+def int32_value(op: Op, value: object) -> int:
+    """Return an op's scalar argument as a whole number within int32; OpFileError naming
+    the op file for anything else (a float was truncated, 2**32 + 64 failed in the
+    worker). NumPy's numbers are numbers.Real too: no NumPy import (planning needs none)."""
     where = f"{op.origin or type(op).__module__}: {op.name}.args gives {value!r}"
-    if isinstance(value, (float, np.floating)):  # 300.0 is whole, but of the wrong type
-        raise OpFileError(f"{where}: a scalar argument must be an int, not a "
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        raise OpFileError(f"{where}: a scalar argument must be an int, not a "  # 300.0
                           f"{type(value).__name__} (the kernels take int32): int(...) it, "
                           "or use // rather than /")
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or not limits.min <= int(value) <= limits.max:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or not INT32_MIN <= int(value) <= INT32_MAX:  # numpy.bool_ is no Integral
         raise OpFileError(f"{where}: a scalar argument must be a whole number within int32 "
-                          f"({limits.min} to {limits.max})")
-    whole: np.int32 = np.int32(int(value))
+                          f"({INT32_MIN} to {INT32_MAX})")
+    return int(value)
+
+
+def int32_argument(op: Op, value: object) -> np.int32:
+    """Return an op's scalar argument as the int32 kernels take (int32_value's checks)."""
+    whole: np.int32 = np.int32(int32_value(op, value))
     return whole
 
 

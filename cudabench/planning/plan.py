@@ -22,7 +22,7 @@ from cudabench.errors import KernelFileError, OpFileError, UsageError
 from cudabench.engines import tensormaps
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import DType, Op, Shape, TypeSet, get_op
-from cudabench.ops.base import int32_argument, user_code
+from cudabench.ops.base import int32_value, user_code
 from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES
 
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
@@ -364,7 +364,7 @@ def _check_args(op: Op, shape: Shape, blocks: int) -> None:
                           f"{given!r:.60}: expected a list of buffer names and int scalars")
     for value in given:
         if not isinstance(value, str):
-            int32_argument(op, value)
+            int32_value(op, value)
 
 
 def _check_outputs(op: Op, shape: Shape, types: TypeSet) -> None:
