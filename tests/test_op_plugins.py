@@ -647,3 +647,12 @@ def test_a_bytecode_only_helper_imports_the_other_helpers(use_fake, tmp_path, fr
     (folder / "_old.py").unlink()
     done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
     assert done.exit_code == 0, done.output
+
+
+def test_a_relative_import_above_the_file_system_s_root_keys_nothing(tmp_path):
+    # `from ....... import x` deeper than the path: IndexError in the cache key
+    from cudabench.ops.fingerprint import local_imports
+
+    (tmp_path / "op.py").write_text("from " + "." * 80 + " import x\nfrom . import _ref\n")
+    (tmp_path / "_ref.py").write_text("")
+    assert local_imports(tmp_path / "op.py") == {(tmp_path / "_ref.py").resolve()}

@@ -28,7 +28,8 @@ CHECK_STREAM = 0xC4EC  # keeps a check's random draws apart from the inputs' of 
 
 @contextlib.contextmanager
 def user_code(op: Op, what: str) -> Iterator[None]:
-    """Turn an exception raised by an op's own code into an error naming its file."""
+    """Turn an exception raised by an op's own code into an error naming its file (and
+    give the code of op folders Python's builtins as they are now: folder_imports)."""
     from cudabench.ops.folder_imports import refresh_builtins
 
     refresh_builtins()

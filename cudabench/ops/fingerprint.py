@@ -116,6 +116,8 @@ def _imported_from(path: Path, root: Path) -> list[Path]:
             named += [(root, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             # relative (`from .body import f` in _helpers/__init__.py): from path's package
+            if node.level > len(path.parents):  # above the file system's root: no file
+                continue
             start = root if not node.level else path.parents[node.level - 1]
             module = f"{node.module}." if node.module else ""
             named += [(start, module.rstrip("."))] if module else []
