@@ -182,8 +182,7 @@ def _set_aside(rows: list[BenchmarkResult]) -> tuple[str, ...]:
     return tuple(
         f"{r.op}/{r.variant} {params_text(r.params)} {shape_text(r.shape)} {r.dtype}"
         .replace(" - ", " ")
-        + f": {len(r.slow_clock_samples_s)} of {len(r.slow_clock_samples_s) + len(r.samples_s)}"
-        f" samples of the current run ran below {SLOW_CLOCK:.0%} of the maximum SM clock "
+        + f": {set_aside_text(r)} samples of the current run ran below {SLOW_CLOCK:.0%} of the maximum SM clock "
         f"and were set aside: judged on the other {len(r.samples_s)}; a kernel that makes the card "
         "throttle is slower than those say"
         for r in rows if r.kind is Kind.VARIANT and r.slow_clock_samples_s)

@@ -169,9 +169,7 @@ def worse(first: Verdict, second: Verdict) -> bool:
 def throttled_text(row: BenchmarkResult, baseline: str) -> str:
     """Return what a reason adds for a row judged at its slow clock (throttled_by_kernel);
     baseline says how many samples the baseline set aside."""
-    slow, total = len(row.slow_clock_samples_s), len(row.slow_clock_samples_s) + len(
-        row.samples_s)
-    return (f"; judged on the {slow} of {total} samples that ran below {SLOW_CLOCK:.0%} "
+    return (f"; judged on the {set_aside_text(row)} samples that ran below {SLOW_CLOCK:.0%} "
             f"of the maximum SM clock ({baseline}): the card throttles under this kernel")
 
 
