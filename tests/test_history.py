@@ -1565,7 +1565,17 @@ def test_check_judges_a_kernel_that_newly_throttles_the_card_on_all_its_samples(
     again = invoke("check", throttled(make_run(always, 100, name="current"), "tiled"),
                    "--db", db_always)
     assert again.exit_code == 0, (again.stdout, again.stderr)
-    assert "judged on the" not in again.stdout
+    assert "samples that ran below" not in again.stdout
+    # judged on its kept samples: the samples set aside are said, as compare says them
+    assert "note: matmul/tiled" in again.stdout
+    assert "14 of 20 samples of the current run ran below 75% of the maximum SM clock and " \
+        "were set aside: judged on the other 6" in " ".join(again.stdout.split())
+    assert "note:" not in done.stdout  # judged at the slow clock: the reason says it
+
+
+def test_check_notes_no_set_aside_samples_where_none_were(tmp_path):
+    done = invoke("check", make_run(tmp_path, 100, name="current"), "--db", flat_history(tmp_path))
+    assert done.exit_code == 0 and "set aside" not in done.stdout, done.stdout
 
 
 def test_a_store_without_recorded_clocks_does_not_judge_throttling(tmp_path):
@@ -1577,7 +1587,7 @@ def test_a_store_without_recorded_clocks_does_not_judge_throttling(tmp_path):
     conn.close()
     done = invoke("check", throttled(make_run(tmp_path, 100, name="current"), "tiled"),
                   "--db", db)
-    assert "judged on the" not in done.stdout and done.exit_code == 0, done.stdout
+    assert "samples that ran below" not in done.stdout and done.exit_code == 0, done.stdout
 
 
 @pytest.mark.parametrize("value", ["'{{'", "7", "-0.5"])

@@ -60,6 +60,7 @@ from cudabench.analysis.verdicts import (
     ComparisonRow,
     Verdict,
     at_slow_clock,
+    set_aside_note,
     set_aside_text,
     throttled_by_kernel,
     throttled_text,
@@ -77,7 +78,6 @@ from cudabench.common.units import (
 from cudabench.errors import ResultsFileError, UsageError
 from cudabench.results.model import (
     FAILING_STATUSES,
-    SLOW_CLOCK,
     BenchmarkResult,
     DeviceInfo,
     Kind,
@@ -175,17 +175,10 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
 
 
 def _set_aside(rows: list[BenchmarkResult]) -> tuple[str, ...]:
-    """Return a note per current kernel whose run set samples aside as taken below
-    SLOW_CLOCK of the maximum SM clock and that is judged on the others (a kernel judged
-    at its slow clock says so in its reason): set aside without a word, a change that
-    makes the card throttle a little looked `same`."""
-    return tuple(
-        f"{r.op}/{r.variant} {params_text(r.params)} {shape_text(r.shape)} {r.dtype}"
-        .replace(" - ", " ")
-        + f": {set_aside_text(r)} samples of the current run ran below {SLOW_CLOCK:.0%} of the maximum SM clock "
-        f"and were set aside: judged on the other {len(r.samples_s)}; a kernel that makes the card "
-        "throttle is slower than those say"
-        for r in rows if r.kind is Kind.VARIANT and r.slow_clock_samples_s)
+    """Return a note per current kernel judged on its kept samples whose run set some
+    aside at a slow clock (a kernel judged at its slow clock says so in its reason)."""
+    return tuple(set_aside_note(r) for r in rows
+                 if r.kind is Kind.VARIANT and r.slow_clock_samples_s)
 
 
 def _unjudged_slowdowns(rows: list[ComparisonRow]) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ import enum
 import re
 from dataclasses import dataclass
 
+from cudabench.common.units import params_text, shape_text
 from cudabench.errors import ExitCode, UsageError
 from cudabench.results.model import (
     SLOW_CLOCK,
@@ -171,6 +172,19 @@ def throttled_text(row: BenchmarkResult, baseline: str) -> str:
     baseline says how many samples the baseline set aside."""
     return (f"; judged on the {set_aside_text(row)} samples that ran below {SLOW_CLOCK:.0%} "
             f"of the maximum SM clock ({baseline}): the card throttles under this kernel")
+
+
+def set_aside_note(row: BenchmarkResult) -> str:
+    """Return the note on a kernel judged on its kept samples whose run set samples aside
+    as taken below SLOW_CLOCK of the maximum SM clock (compare and history check say it:
+    set aside without a word, a change that makes the card throttle a little looked
+    `same`)."""
+    return (f"{row.op}/{row.variant} {params_text(row.params)} {shape_text(row.shape)} "
+            f"{row.dtype}".replace(" - ", " ")
+            + f": {set_aside_text(row)} samples of the current run ran below {SLOW_CLOCK:.0%} "
+            f"of the maximum SM clock and were set aside: judged on the other "
+            f"{len(row.samples_s)}; a kernel that makes the card throttle is slower than "
+            "those say")
 
 
 def set_aside_text(row: BenchmarkResult) -> str:

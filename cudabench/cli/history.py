@@ -376,6 +376,8 @@ def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> N
                       "gate passes it; a steadier history (more runs, steadier ones) or "
                       "more samples would judge it", style="yellow", markup=False,
                       soft_wrap=True)
+    for note in result.notes:
+        out.print(f"note: {note}", style="yellow", markup=False, soft_wrap=True)
     if incomplete:
         out.print(f"gate failed, the current run is incomplete: {summary}", style="bold red",
                   markup=False, soft_wrap=True)

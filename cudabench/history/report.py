@@ -45,6 +45,7 @@ from cudabench.analysis.verdicts import (
     REGRESSION,
     Verdict,
     at_slow_clock,
+    set_aside_note,
     throttled_by_kernel,
     throttled_text,
     ungated,
@@ -199,6 +200,7 @@ class HistoryCheck:
     last: int
     alpha: float
     excluded_run: int | None  # the current file's own run, when already recorded
+    notes: tuple[str, ...] = ()  # kernels judged on kept samples, some set aside
 
     @property
     def regressions(self) -> tuple[HistoryRow, ...]:
@@ -230,19 +232,22 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     _refuse_unknown_gpu(store, current)
     own = store.run_for(current, source) if source is not None else None
     commit = current.metadata.get("git_commit")
-    rows = []
+    rows, notes = [], []
     for result in one_row_each(current, skip_skipped=True):
         gpu = result.device.name if result.device is not None else ""
         bench = Benchmark.of(result)
         history, note = _history(store, bench, gpu, last, own, min_runs)
         latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)
         newest = store.series(bench, gpu, last=last, exclude_run=own)
-        rows.append(_judge(result, bench, gpu, history, latest, threshold, alpha, min_runs,
-                           cap, cap_from, note, _Newest(newest, commit)))
+        row, at_slow = _judge(result, bench, gpu, history, latest, threshold, alpha,
+                              min_runs, cap, cap_from, note, _Newest(newest, commit))
+        rows.append(row)
+        if result.kind is Kind.VARIANT and result.slow_clock_samples_s and not at_slow:
+            notes.append(set_aside_note(result))  # judged on the kept ones: said, as compare
     if not allow_missing:
         _refuse_other_settings(store, current, own)
         rows += _missing(store, current, own)
-    return HistoryCheck(tuple(rows), current.path, last, alpha, own)
+    return HistoryCheck(tuple(rows), current.path, last, alpha, own, tuple(notes))
 
 
 def _refuse_other_settings(store: Store, current: ResultsFile, own: int | None) -> None:
@@ -452,8 +457,9 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
            history: Sequence[SeriesPoint], latest: Sequence[SeriesPoint],
            threshold: float | None, alpha: float, min_runs: int,
            cap: float = DEFAULT_CAP, cap_from: str = "--max-threshold",
-           note: str = "", newest: _Newest | None = None) -> HistoryRow:
-    """Return the verdict on one benchmark by the rules of the module docstring; history
+           note: str = "", newest: _Newest | None = None) -> tuple[HistoryRow, bool]:
+    """Return the verdict on one benchmark by the rules of the module docstring, and
+    whether it was judged on its samples at a slow clock; history
     is its current level (_history), note says where that starts, newest the runs that
     may show a newer, faster level (_Newest.faster_than). A kernel that newly makes the
     card throttle (at least half its samples at a slow clock, where none of the
@@ -468,8 +474,8 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
                               alpha, min_runs, cap, cap_from, note, newest)
         if worse(slow.verdict, judged.verdict):
             return dataclasses.replace(slow, reason=slow.reason + throttled_text(
-                result, f"the history's runs: at most {max(shares):.0%}"))
-    return judged
+                result, f"the history's runs: at most {max(shares):.0%}")), True
+    return judged, False
 
 
 def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
