@@ -527,6 +527,33 @@ def test_an_op_file_beside_does_not_hide_a_standard_module(use_fake, tmp_path, f
     assert done.exit_code == 0, done.output
 
 
+@pytest.mark.parametrize("statement, call", [
+    ("from . import _ref", "_ref.f"),
+    ("from ._helpers.body import f", "f"),
+    ("from ._helpers import body", "body.f"),
+])
+def test_an_op_file_imports_its_helpers_relatively(use_fake, tmp_path, fresh_ops, statement,
+                                                   call):
+    # "attempted relative import with no known parent package", or the top package's
+    folder = helper_op(tmp_path, f"{statement}\n            return {call}(inputs['x'])",
+                       **{"_ref.py": "from _helpers.body import f\n",
+                          "_helpers/__init__.py": "",
+                          "_helpers/body.py": "def f(x):\n    return x.copy()\n"})
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 0, done.output
+    from cudabench.ops.fingerprint import local_imports  # and it keys the caches
+
+    assert (folder / "_helpers" / "body.py").resolve() in local_imports(folder / "myop.py")
+
+
+def test_a_relative_import_beyond_the_op_folder_is_one_line(use_fake, tmp_path, fresh_ops):
+    folder = helper_op(tmp_path, "from .. import _ref\n            return _ref.f(inputs['x'])",
+                       **{"_ref.py": "def f(x):\n    return x\n"})
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code != 0 and "Traceback" not in done.output, done.output
+    assert "relative import" in done.output, done.output
+
+
 def test_a_helper_in_bytecode_alone_is_found(use_fake, tmp_path, fresh_ops):
     import py_compile
 

@@ -5,8 +5,8 @@ Python keeps one module a name, so with an op file's folder on the import path t
 `cudabench ab OLD NEW` compares) could then not run in one process. Instead each op folder
 is a package of its own, `cudabench_user_ops._folder_<digest>`, and the op file, and the
 helpers it imports, get an `__import__` (through their builtins) that turns an import of a
-module beside the op file (`import _ref`, `from _helpers.body import f`, at import time or
-inside a function) into an import of the folder package's module: each folder's own, as a
+module beside the op file (`import _ref`, `from _helpers.body import f`, `from . import
+_ref`, at import time or inside a function) into an import of the folder package's module: each folder's own, as a
 script gets the modules beside it. Every other import is Python's.
 """
 
@@ -108,6 +108,11 @@ def _python_finds(name: str) -> object:
 def _importer(folder: Path, package: str) -> Any:
     def folder_import(name: str, globals: Any = None, locals: Any = None,
                       fromlist: Sequence[str] | None = (), level: int = 0) -> ModuleType:
+        if level == 1 and globals and globals.get("__package__") == USER_OPS_PACKAGE:
+            # `from . import _ref`, `from ._helpers import f` in an op file (whose module
+            # sits in the top package): its folder's modules, as `import _ref` gives
+            return _python_import(f"{package}.{name}" if name else package, globals, locals,
+                                  fromlist, 0)
         top = name.partition(".")[0]
         if level or not beside(folder, top):
             return _python_import(name, globals, locals, fromlist, level)
