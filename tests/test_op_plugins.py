@@ -554,6 +554,20 @@ def test_a_relative_import_beyond_the_op_folder_is_one_line(use_fake, tmp_path, 
     assert "relative import" in done.output, done.output
 
 
+def test_threads_loading_one_op_file_each_get_its_ops(tmp_path, fresh_ops):
+    # the second thread found the first's module in sys.modules, not yet run: "declares no op"
+    import concurrent.futures
+
+    from cudabench.ops.registry import load_ops
+
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    op_file = folder / "myop.py"
+    op_file.write_text("import time\ntime.sleep(0.3)\n" + op_file.read_text())
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        loaded = list(pool.map(lambda _: load_ops([folder])["mycopy"], range(4)))
+    assert all(op is loaded[0] for op in loaded)
+
+
 def test_a_helper_in_bytecode_alone_is_found(use_fake, tmp_path, fresh_ops):
     import py_compile
 

@@ -15,6 +15,7 @@ import functools
 import importlib
 import importlib.util
 import sys
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -97,10 +98,17 @@ def _entry_point_modules() -> list[str]:
             for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
 
 
+_LOADING = threading.RLock()  # an op file is in sys.modules before it has run: one at a time
+
+
 @functools.cache
 def _ops_at(origin: str) -> list[Op]:
-    """Import origin once and return the ops it declares, checked."""
-    module = _import_file(Path(origin)) if origin.endswith(".py") else _import_module(origin)
+    """Import origin once and return the ops it declares, checked. Two threads loading one
+    op file (the Python API, from a thread pool) wait for each other: the second found the
+    first's module half run, without its OP."""
+    with _LOADING:
+        module = (_import_file(Path(origin)) if origin.endswith(".py")
+                  else _import_module(origin))
     declared = getattr(module, "OPS", None)
     if declared is None and hasattr(module, "OP"):
         declared = [module.OP]
@@ -126,8 +134,9 @@ def forget_file_ops() -> None:
     commands, before the next command: the files may have been edited since), and the
     modules they imported from their folders (a `_ref.py`). Installed op modules stay:
     they change with their package, not between two commands."""
-    _ops_at.cache_clear()
-    forget_folders()
+    with _LOADING:
+        _ops_at.cache_clear()
+        forget_folders()
 
 
 def _import_module(name: str) -> ModuleType:
