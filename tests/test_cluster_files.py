@@ -37,7 +37,7 @@ def test_a_users_op_and_its_kernels_travel_and_load_where_the_folder_is_gone(
     assert copy.parent == Path(moved[str(folder)]) and copy.read_text() == files[op_file]
     from cudabench.ops.registry import _import_file
 
-    for name in [n for n in sys.modules if n.startswith("cudabench_user_ops.softmax")]:
+    for name in [n for n in sys.modules if n.startswith("cudabench.ops.user.softmax")]:
         monkeypatch.delitem(sys.modules, name)  # as in the task's fresh process
     module = _import_file(Path(op_file))  # the original path names it; the copy is read
     assert module.__file__ == str(copy)

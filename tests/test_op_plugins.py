@@ -472,7 +472,7 @@ def fresh_ops():
 
 def test_a_helper_s_mistake_names_the_helper_and_its_line(use_fake, tmp_path, fresh_ops):
     # "myop.py: mycopy.reference raised ValueError: boom", the helper unnamed, and a missing
-    # module named "cudabench_user_ops._folder_5eb3505e29ec._helpers.shape"
+    # module named "cudabench.ops.user._folder_5eb3505e29ec._helpers.shape"
     folder = helper_op(tmp_path, "import _ref\n            return _ref.f(inputs['x'])",
                        **{"_ref.py": "def f(x):\n    raise ValueError('boom')\n"})
     done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
@@ -487,7 +487,7 @@ def test_a_helper_s_mistake_names_the_helper_and_its_line(use_fake, tmp_path, fr
     done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
     text = " ".join(done.output.split())
     assert "No module named '_helpers.shape'" in text, text
-    assert "cudabench_user_ops" not in text and f"(at {folder / '_ref.py'}:1)" in text
+    assert "cudabench.ops.user" not in text and f"(at {folder / '_ref.py'}:1)" in text
     # and when the op file imports it as it loads
     op_file = folder / "myop.py"
     op_file.write_text(op_file.read_text().replace("import numpy as np\n",
@@ -551,7 +551,13 @@ def test_a_relative_import_beyond_the_op_folder_is_one_line(use_fake, tmp_path, 
                        **{"_ref.py": "def f(x):\n    return x\n"})
     done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
     assert done.exit_code != 0 and "Traceback" not in done.output, done.output
-    assert "relative import" in done.output, done.output
+    assert "attempted relative import beyond the op's folder" in done.output, done.output
+    # nor above a helper's folder, into cudabench's own package
+    (folder / "_ref.py").write_text("from .. import registry\n\n\ndef f(x):\n    return x\n")
+    op_file = folder / "myop.py"
+    op_file.write_text(op_file.read_text().replace("from .. import _ref", "import _ref"))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert "attempted relative import beyond the op's folder" in done.output, done.output
 
 
 def test_threads_loading_one_op_file_each_get_its_ops(tmp_path, fresh_ops):
@@ -566,6 +572,24 @@ def test_threads_loading_one_op_file_each_get_its_ops(tmp_path, fresh_ops):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         loaded = list(pool.map(lambda _: load_ops([folder])["mycopy"], range(4)))
     assert all(op is loaded[0] for op in loaded)
+
+
+@pytest.mark.parametrize("function", ["_ref.f", "twice"])
+def test_a_process_the_reference_spawns_finds_the_op_s_functions(use_fake, tmp_path,
+                                                                 fresh_ops, function):
+    # pickled by name (a helper's, the op file's own), the spawned process could import
+    # neither: "No module named 'cudabench_user_ops'"; nor could the worker start one
+    # ("daemonic processes are not allowed to have children")
+    folder = helper_op(
+        tmp_path, "import multiprocessing\n            import _ref\n"
+        "            with multiprocessing.get_context('spawn').Pool(1) as pool:\n"
+        f"                return pool.apply_async({function}, (inputs['x'],)).get(60) / 2",
+        **{"_ref.py": "def f(x):\n    return 2 * x\n"})
+    op_file = folder / "myop.py"
+    op_file.write_text(op_file.read_text().replace(
+        "OP = Copy()", "def twice(x):\n    return 2 * x\n\n\nOP = Copy()"))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 0, done.output
 
 
 def test_a_helper_in_bytecode_alone_is_found(use_fake, tmp_path, fresh_ops):

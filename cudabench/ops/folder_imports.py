@@ -3,7 +3,7 @@
 Python keeps one module a name, so with an op file's folder on the import path two folders'
 `_ref.py` would be one module: the first imported. Two copies of one op folder (what
 `cudabench ab OLD NEW` compares) could then not run in one process. Instead each op folder
-is a package of its own, `cudabench_user_ops._folder_<digest>`, and the op file, and the
+is a package of its own, `cudabench.ops.user._folder_<digest>`, and the op file, and the
 helpers it imports, get an `__import__` (through their builtins) that turns an import of a
 module beside the op file (`import _ref`, `from _helpers.body import f`, `from . import
 _ref`, at import time or inside a function) into an import of the folder package's module: each folder's own, as a
@@ -17,6 +17,8 @@ import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import json
+import os
 import re
 import sys
 import traceback
@@ -25,20 +27,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-USER_OPS_PACKAGE = "cudabench_user_ops"  # where op files and their helpers live (sys.modules)
+USER_OPS_PACKAGE = "cudabench.ops.user"  # where op files and their helpers live (sys.modules)
+INHERITED = "CUDABENCH_OP_FILES"  # the op files loaded, for the processes op code starts
 _FOLDERS: dict[str, tuple[Path, dict[str, Any]]] = {}  # package -> (folder, its builtins)
+_OP_FILES: dict[str, Path] = {}  # an op file's module name -> the file (its local copy)
 _python_import = builtins.__import__
 
 
 def folder_builtins(folder: Path) -> dict[str, Any]:
     """Return the builtins for code of folder (an op file, its helpers): Python's, with an
     `__import__` that finds the modules beside folder's op files in folder's package."""
+    importlib.import_module(USER_OPS_PACKAGE)  # Python's import looks the top one up
     package = f"{USER_OPS_PACKAGE}._folder_{hashlib.sha1(str(folder).encode()).hexdigest()[:12]}"
     if package not in _FOLDERS or package not in sys.modules:
-        if USER_OPS_PACKAGE not in sys.modules:  # Python's import looks the top one up
-            root = ModuleType(USER_OPS_PACKAGE, "the op files of the user's folders")
-            root.__path__ = []
-            sys.modules[USER_OPS_PACKAGE] = root
         module = ModuleType(package, f"the helper modules of the op files in {folder}")
         module.__path__ = [str(folder)]
         module.__package__ = package
@@ -49,6 +50,29 @@ def folder_builtins(folder: Path) -> dict[str, Any]:
         if _FINDER not in sys.meta_path:
             sys.meta_path.insert(0, _FINDER)
     return _FOLDERS[package][1]
+
+
+def loaded_op_file(name: str, file: Path) -> None:
+    """Note that the op file `file` is the module `name`, in this process's environment
+    too: a process its code starts (a Pool's, spawned) unpickles a function of the op file
+    or of a helper beside it by that name, and finds it (adopt_inherited)."""
+    _OP_FILES[name] = file
+    os.environ[INHERITED] = json.dumps({key: str(path) for key, path in _OP_FILES.items()})
+
+
+def adopt_inherited() -> None:
+    """Take the op files of the process that started this one (loaded_op_file): their
+    modules and their folders' helpers import by name here too (the finder loads them)."""
+    try:
+        inherited = json.loads(os.environ.get(INHERITED, "{}"))
+    except ValueError:
+        return  # not cudabench's: nothing to adopt
+    if not isinstance(inherited, dict):
+        return
+    for name, file in inherited.items():
+        if isinstance(name, str) and isinstance(file, str) and name not in _OP_FILES:
+            _OP_FILES[name] = Path(file)
+            folder_builtins(Path(file).parent)
 
 
 def refresh_builtins() -> None:
@@ -71,6 +95,8 @@ def forget_folders() -> None:
         del sys.modules[name]
     _FOLDERS.clear()
     _BESIDE.clear()
+    _OP_FILES.clear()
+    os.environ.pop(INHERITED, None)
 
 
 _BESIDE: dict[tuple[Path, str], bool] = {}  # (folder, name) -> beside(): asked at every import
@@ -108,11 +134,17 @@ def _python_finds(name: str) -> object:
 def _importer(folder: Path, package: str) -> Any:
     def folder_import(name: str, globals: Any = None, locals: Any = None,
                       fromlist: Sequence[str] | None = (), level: int = 0) -> ModuleType:
-        if level == 1 and globals and globals.get("__package__") == USER_OPS_PACKAGE:
-            # `from . import _ref`, `from ._helpers import f` in an op file (whose module
-            # sits in the top package): its folder's modules, as `import _ref` gives
-            return _python_import(f"{package}.{name}" if name else package, globals, locals,
-                                  fromlist, 0)
+        here = globals.get("__package__") if level and globals else None
+        if isinstance(here, str) and here.startswith(USER_OPS_PACKAGE):
+            # an op file's module sits in the top package, a helper's in its folder's:
+            # depth 0, 1, 2 in a helper package
+            depth = here.count(".") - USER_OPS_PACKAGE.count(".")
+            if level > max(depth, 1):  # above the folder: cudabench's own modules
+                raise ImportError(f"attempted relative import beyond the op's folder "
+                                  f"({folder})")
+            if depth == 0:  # `from . import _ref` in an op file: as `import _ref` gives
+                return _python_import(f"{package}.{name}" if name else package, globals,
+                                      locals, fromlist, 0)
         top = name.partition(".")[0]
         if level or not beside(folder, top):
             return _python_import(name, globals, locals, fromlist, level)
@@ -129,8 +161,14 @@ class _FolderFinder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        package = ".".join(fullname.split(".")[:2])
-        if package not in _FOLDERS or fullname == package:
+        if fullname in _OP_FILES:  # an op file, imported by name (in a process it started)
+            file = _OP_FILES[fullname]
+            return importlib.util.spec_from_file_location(
+                fullname, file, loader=_FolderSourceLoader(fullname, str(file),
+                                                           folder_builtins(file.parent)))
+        head, _, rest = fullname.partition(f"{USER_OPS_PACKAGE}.")
+        package = f"{USER_OPS_PACKAGE}.{rest.partition('.')[0]}"
+        if head or package not in _FOLDERS or fullname == package:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         names = _FOLDERS[package][1]

@@ -27,6 +27,7 @@ from cudabench.ops.folder_imports import (
     error_text,
     folder_builtins,
     forget_folders,
+    loaded_op_file,
     plain_names,
 )
 from cudabench.ops.types import DTYPES
@@ -178,6 +179,7 @@ def _import_file(path: Path) -> ModuleType:
         del sys.modules[name]
         raise OpFileError(f"{path}: the op file calls sys.exit({exc.code!r}) when imported; "
                           "an op file only defines its op") from None
+    loaded_op_file(name, local_path(path).resolve())
     return module
 
 

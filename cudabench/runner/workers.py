@@ -367,6 +367,10 @@ def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> Non
     # it here, quietly, not with a traceback from the middle of an import.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _exit_with_parent()
+    # An op's reference may start processes of its own (a multiprocessing Pool), which a
+    # daemonic process may not. The parent still holds this one as daemonic: its exit
+    # ends this worker as before (and _exit_with_parent, if it is killed).
+    multiprocessing.current_process().daemon = False
     messages = _Sender(sender)
     engine = open_engine(spec, label, messages)
     if engine is None:
