@@ -223,6 +223,40 @@ def test_a_new_results_file_streams_in_place(use_fake, tmp_path, monkeypatch):
     assert load_results(fresh).metadata["complete"] is False
 
 
+def test_a_stopped_run_s_file_in_place_is_not_written_over(use_fake, tmp_path, monkeypatch):
+    # its rows, marked incomplete, were the run's only copy: the next run replaced them
+    fresh = tmp_path / "fresh.json"
+    stop_after_first_row(monkeypatch, KeyboardInterrupt)
+    assert invoke("matmul", "--size", "64", *QUICK, "--json", fresh).exit_code == 130
+    monkeypatch.undo()
+    stopped = fresh.read_bytes()
+    done = invoke("matmul", "--size", "64", *QUICK, "--json", fresh)
+    assert done.exit_code == 2 and fresh.read_bytes() == stopped
+    assert f"--json {fresh}: holds the rows of a run that stopped (marked incomplete)" in \
+        " ".join(done.stderr.split())
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_a_stopped_run_without_a_results_file_keeps_its_rows_in_its_reports(
+        use_fake, tmp_path, monkeypatch, error):
+    # --csv and --markdown were written only at the end: a stop kept nothing at all
+    kept = existing(tmp_path, "old.csv")
+    stop_after_first_row(monkeypatch, error)
+    new_md, old_csv = tmp_path / "new.md", tmp_path / "old.csv"
+    done = invoke("matmul", "--size", "64", *QUICK, "--markdown", new_md, "--csv", old_csv)
+    assert done.exit_code in (130, 4), done.output
+    unchanged(kept)
+    text = " ".join(done.stderr.split())
+    assert f"the run stopped: 1 of its rows are in {new_md} (--markdown)" in text, text
+    assert f"the run stopped: 1 of its rows are in {old_csv}.partial (--csv); {old_csv} is " \
+        "as it was" in text, text
+    assert "matmul" in new_md.read_text() and "incomplete: the run stopped" in new_md.read_text()
+    assert len((tmp_path / "old.csv.partial").read_text().splitlines()) == 2  # head, a row
+    # and a second stop does not write over the first one's rows
+    again = invoke("matmul", "--size", "64", *QUICK, "--csv", old_csv)
+    assert "holds another stopped run's rows, not written over" in " ".join(again.stderr.split())
+
+
 def test_a_stopped_run_s_partial_rows_are_never_written_over(use_fake, tmp_path):
     # The stopped run said its rows are in old.json.partial: the next run to old.json must
     # not stream over them (and then delete them) before anything is measured.
@@ -790,3 +824,26 @@ def test_no_history_store_lands_among_cudabench_s_own_kernels(tmp_path):
         for leftover in path.parent.glob("store.cu*"):
             leftover.unlink()
     assert not path.exists()
+
+
+def test_a_failed_write_of_the_streamed_file_is_said_as_it_happens(use_fake, tmp_path,
+                                                                   monkeypatch):
+    # said only at the end, if at all; and streaming stopped for the rest of the run
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    real, calls = ResultsWriter.write, []
+
+    def first_fails(self, complete=True):
+        calls.append(complete)
+        if len(calls) == 1:
+            raise UsageError(f"--json {self.path}: cannot write: No space left on device")
+        real(self, complete)
+
+    monkeypatch.setattr(ResultsWriter, "write", first_fails)
+    out = tmp_path / "r.json"
+    done = invoke("matmul", "--size", "64", *QUICK, "--json", out)
+    assert done.exit_code == 0, done.output
+    assert f"note: --json {out}: cannot write: No space left on device; the run goes on, " \
+        "and writes the file again after each row" in " ".join(done.stderr.split())
+    assert calls.count(False) >= 2  # the next row's write was tried

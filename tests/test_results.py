@@ -99,6 +99,36 @@ def test_unwritable_path_names_the_flag(tmp_path):
         writer.write(complete=True)
 
 
+def test_streaming_goes_on_after_a_write_that_failed(tmp_path, monkeypatch):
+    # one failed write (a disk full for a moment) stopped the streaming for good: a stop
+    # later kept only the rows written before it
+    from cudabench.errors import UsageError
+    from cudabench.results import writer as writer_module
+
+    path = tmp_path / "r.json"
+    writer = ResultsWriter(path, argv=[])
+    writer.start({})
+    writer.add(result())
+    real = writer_module.replacing
+
+    def full(*args, **kwargs):
+        raise UsageError("--json r.json: cannot write: No space left on device")
+
+    monkeypatch.setattr(writer_module, "replacing", full)
+    writer.add(result())
+    assert writer.stream_error is not None and len(load_results(path).benchmarks) == 1
+    monkeypatch.setattr(writer_module, "replacing", real)
+    writer.add(result())
+    assert writer.stream_error is None and len(load_results(path).benchmarks) == 3
+    monkeypatch.setattr(writer_module, "replacing", full)
+    writer.add(result())
+    monkeypatch.setattr(writer_module, "replacing", real)
+    # a stop tries once more: the disk has room again
+    assert writer.stopped_note() == f"the run stopped: 4 of its rows are in {path}, marked " \
+        "incomplete"
+    assert len(load_results(path).benchmarks) == 4
+
+
 def test_a_version_1_file_loads_as_version_2():
     loaded = load_results(DATA / "baseline.json")
     original = json.loads((DATA / "baseline.json").read_text())

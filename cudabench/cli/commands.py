@@ -27,6 +27,7 @@ from cudabench.cli.options import (
     suite_flush_option,
     with_flush,
 )
+from cudabench.cli.stopped import RowsSoFar, keep_reports
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
@@ -202,13 +203,17 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
         from cudabench.runner.ray_cluster import connect
 
         cluster = connect(placement.cluster, placement.keep_workers_s)
+    so_far = RowsSoFar(any(plan.timing.rounds > 1 for plan in plans))
     try:
         outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer,
-                                 clock)
+                                 clock, so_far)
     except BaseException:  # an error or Ctrl-C: say where the rows measured so far went
         stopped = writer.stopped_note() if writer is not None else None
         if stopped is not None:
             note(stopped)
+        elif writer is None:  # no results file: the reports keep them
+            keep_reports({"--markdown": outputs.markdown_path, "--csv": outputs.csv_path},
+                         so_far.rows, note)
         raise
     finally:
         if cluster is not None:
@@ -290,10 +295,10 @@ def check_memory(plans: list[Plan], slots: list[Slot]) -> None:
 
 def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
          cluster: RayCluster | None, placement: Placement, outputs: Outputs,
-         writer: ResultsWriter | None, clock: PhaseClock
+         writer: ResultsWriter | None, clock: PhaseClock, so_far: RowsSoFar | None = None
          ) -> tuple[RunOutcome, dict[str, str]]:
-    """Run the plans where placement says, streaming rows to the writer; return the outcome
-    and the engine's versions."""
+    """Run the plans where placement says, streaming rows to the writer (and so_far);
+    return the outcome and the engine's versions."""
     copies = len(slots) if slots and placement.replicate else 1
     in_rounds = any(plan.timing.rounds > 1 for plan in plans)
     gpus = len(slots) if slots else 2 if cluster is not None else 1  # a cluster: several
@@ -307,7 +312,13 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
         def on_result(result: BenchmarkResult) -> None:
             with clock.phase("writing results"):
                 if writer is not None:  # a row of a later round replaces its earlier one
+                    failing = writer.stream_error is not None
                     writer.add(result, replace=in_rounds)
+                    if writer.stream_error is not None and not failing:  # said as it starts
+                        note(f"{writer.stream_error}; the run goes on, and writes the file "
+                             "again after each row")
+                elif so_far is not None:
+                    so_far.add(result)
             for listener in listeners:
                 listener(result)
             advance(result)

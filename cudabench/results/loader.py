@@ -114,7 +114,8 @@ def check_replaceable(path: Path | None, flag: str) -> None:
     """Refuse an output results file that exists and is not one: the run would write over
     it (notes, a kernel, a history store named by mistake). An empty file is taken, and so
     is any cudabench results file, one this version cannot read included (a newer one, a
-    damaged one: still the results it was, which the run replaces)."""
+    damaged one: still the results it was, which the run replaces), but one a stopped run
+    left marked incomplete: its rows may be the only ones that run kept."""
     if path is None or not path.is_file() or path.stat().st_size == 0:
         return
     try:
@@ -125,3 +126,7 @@ def check_replaceable(path: Path | None, flag: str) -> None:
         raise UsageError(f"{flag} {path}: exists and is not a cudabench results file, which "
                          "the run would write over; name a new file or an old results "
                          "file")
+    if data.get("complete") is False:  # a stopped run's rows: perhaps their only copy
+        raise UsageError(f"{flag} {path}: holds the rows of a run that stopped (marked "
+                         "incomplete), which this run would write over; move it away or "
+                         "delete it first, or name a new file")

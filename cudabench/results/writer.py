@@ -85,7 +85,7 @@ class ResultsWriter:
             raise UsageError(f"{flag} {path}: {self.streams_to} holds the rows of a run that "
                              "stopped; move it away or delete it first")
         self.written = 0  # rows in the file at streams_to (what a stopped run left there)
-        self.stream_error: str | None = None  # why streaming stopped (a full disk)
+        self.stream_error: str | None = None  # why the last write failed (a full disk)
         self.measured = False  # whether any row holds samples (a run of SKIPs holds none)
         # A run that measured nothing leaves an existing file (a command's output); an
         # explicit export (Results.to_json) writes whatever it is given.
@@ -129,11 +129,17 @@ class ResultsWriter:
             self.benchmarks.append(row)
             self._encoded.append(encoded)
             self._rounds.append((identity(result), result.rounds))
-        if write and self.stream_error is None:
-            try:
-                self.write(complete=False)
-            except UsageError as exc:  # the run goes on; its complete write tries again
-                self.stream_error = str(exc)
+        if write:  # tried after every row: a disk full for a while loses nothing after it
+            self._stream()
+
+    def _stream(self) -> None:
+        """Write the rows so far (incomplete); keep why it failed, until one write works."""
+        try:
+            self.write(complete=False)
+        except UsageError as exc:  # the run goes on; the next row's write tries again
+            self.stream_error = str(exc)
+        else:
+            self.stream_error = None
 
     def replace(self, at: int, result: BenchmarkResult) -> None:
         """Put result in the place of the row added at'th (a pytest test run again, whose
@@ -221,12 +227,10 @@ class ResultsWriter:
     def stopped_note(self) -> str | None:
         """Return where a run that stopped left its rows, when it left any beside an
         existing file (None otherwise: nothing written, or written in place)."""
-        if self.written < len(self._encoded) and self.stream_error is None:
-            # stopped while a row streamed (Ctrl-C mid-write): write it now, not lose it
-            try:
-                self.write(complete=False)
-            except UsageError as exc:
-                self.stream_error = str(exc)
+        if self.written < len(self._encoded):
+            # stopped while a row streamed (Ctrl-C mid-write), or after a failed write (a
+            # disk full for a while): write them now, not lose them
+            self._stream()
         if not self.streams_to.exists():
             return None
         lost = len(self._encoded) - self.written

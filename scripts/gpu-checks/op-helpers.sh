@@ -4,7 +4,7 @@
 # wrong, the next run's checks fail, with the CPU-reference cache on, and again with a
 # worker kept across the commands. Then `ab` on two copies of the folder, A's helper right
 # and B's wrong, in one process: A's rows pass and B's fail (each side its own _ref.py).
-# Logs under OUT.
+# Last, a reference that runs its helper in a spawned pool passes. Logs under OUT.
 #   op-helpers.sh [OUT]
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-op-helpers}}
@@ -69,4 +69,19 @@ PY
 }
 export -f ab_check
 step ab-helpers 240 bash -c ab_check
+# The reference hands its work to a spawned process (a multiprocessing pool): the helper's
+# function is found there by its module's name, and the GPU worker may start the pool.
+folder="$out/pool/softmax"
+mkdir -p "$folder" && cp -r "$out/ab/a/." "$folder/"
+python3 - "$folder/softmax.py" <<'PY'
+import pathlib, sys
+op = pathlib.Path(sys.argv[1])
+op.write_text(op.read_text().replace(
+    '        return _ref.reference(inputs["x"])',
+    '        import multiprocessing\n'
+    '        with multiprocessing.get_context("spawn").Pool(1) as pool:\n'
+    '            return pool.apply_async(_ref.reference, (inputs["x"],)).get(120)'))
+PY
+export folder FLAGS="--size 4096x1024 --max-time 0.2"
+step spawn-pool 240 bash -c 'flags=($FLAGS); check pool-run passed'
 exit $failed
