@@ -528,6 +528,17 @@ def test_a_folder_is_not_a_store(tmp_path):
     assert_one_line_error(invoke("import", make_run(tmp_path, 1), "--db", tmp_path), "is a folder")
 
 
+def test_a_pipe_is_not_a_store(tmp_path):
+    # a 0-byte character device or pipe was taken as a new store (/dev/null-journal made)
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert_one_line_error(invoke("import", make_run(tmp_path, 1), "--db", fifo),
+                          "is not a regular file (a device, a pipe)")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("pipe")) == ["pipe"]
+
+
 def test_an_empty_file_becomes_a_store_on_import_only(tmp_path):
     db = tmp_path / "empty.db"
     db.touch()

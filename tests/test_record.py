@@ -209,6 +209,17 @@ def test_calibrate_runs_the_suite_into_the_store(use_fake, tmp_path, monkeypatch
     assert fewer.exit_code == 2 and "--runs" in fewer.output  # auto needs 5 runs
 
 
+def test_calibrate_in_a_folder_it_cannot_keep_runs_in_is_one_line(use_fake, tmp_path,
+                                                                   monkeypatch):
+    # NotADirectoryError: an internal error (exit 4)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\n')
+    (tmp_path / ".cudabench").write_text("")
+    done = invoke("calibrate", "--runs", "5", "--db", str(tmp_path / "h.db"))
+    assert done.exit_code == 2, done.output
+    assert "calibrate: cannot make .cudabench/runs for the runs' results files" in done.stderr
+
+
 def test_a_store_record_cannot_use_is_refused_before_anything_is_measured(use_fake, tmp_path,
                                                                           monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -96,3 +96,27 @@ def test_a_damaged_entry_is_made_again_and_written_over(cache, damage):
     assert compute.calls == 2 and np.array_equal(value, np.full(3, 1.5))
     again, _ = cached_reference(plan(), 0, compute)  # rewritten whole
     assert compute.calls == 2 and np.array_equal(again, np.full(3, 1.5))
+
+
+def test_a_write_that_fails_leaves_no_part_file(cache, monkeypatch):
+    # a full disk: the torn temporary stayed, filling the disk further, never pruned
+    import os
+
+    def full(handle, mode):
+        os.close(handle)
+
+        class Full:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def write(self, data):
+                raise OSError(28, "No space left on device")
+        return Full()
+
+    monkeypatch.setattr(reference_cache.os, "fdopen", full)
+    value, _ = cached_reference(plan(), 0, Counting(np.arange(6.0)))
+    assert np.array_equal(value, np.arange(6.0))  # the run goes on
+    assert list(cache.iterdir()) == []

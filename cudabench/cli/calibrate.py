@@ -15,6 +15,7 @@ from cudabench.cli.commands import RUNS_DIR, run_and_render
 from cudabench.cli.options import Outputs, suite_flush_option, with_flush
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.units import params_text, shape_text
+from cudabench.errors import UsageError
 from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS, auto_threshold
@@ -55,7 +56,12 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     for index in range(runs):
         terminal.stderr_console().print(f"calibrate: run {index + 1} of {runs}", markup=False)
         kept = RUNS_DIR / f"calibrate-{stamp}-{index + 1}.json"
-        kept.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file named .cudabench, a read-only folder
+            raise UsageError(f"calibrate: cannot make {kept.parent} for the runs' results "
+                             f"files: {exc.strerror or exc}; run it from a folder you can "
+                             "write to") from None
         outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None,
                           inputs=(path,))
         worst = max(worst, run_and_render(requests, device, outputs))

@@ -152,6 +152,9 @@ def precheck(path: Path, create: bool) -> bool:
         raise StoreError(f"{path}: cannot read the store: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
         raise StoreError(f"{path}: is a folder, not a history store; pass --db with a file")
+    if not stat.S_ISREG(info.st_mode):  # /dev/null: SQLite made /dev/null-journal beside it
+        raise StoreError(f"{path}: is not a regular file (a device, a pipe), not a history "
+                         "store; pass --db with a file")
     if info.st_size == 0:
         if not create:
             raise StoreError(f"{path}: the store is empty: record runs with `cudabench "

@@ -12,6 +12,7 @@ half-read or damaged. CUDABENCH_CACHE_DIR=off keeps nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -96,6 +97,7 @@ def _keep(path: Path, value: Any) -> None:
         return  # an op's reference that cannot be pickled is simply not kept
     if len(data) > MAX_BYTES:
         return
+    temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".part")
@@ -104,6 +106,9 @@ def _keep(path: Path, value: Any) -> None:
         os.replace(temporary, path)
         _prune(path.parent)
     except OSError:  # a full or read-only disk costs the cache, not the run
+        if temporary is not None:  # a torn part file would fill a full disk further
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
         return
 
 
