@@ -214,6 +214,13 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
     source = read_text(current)
     with Store.open(db) as store:
         if branch is not None:  # the history of one branch (main's, say) judges the file
+            known = store.branches()
+            if branch not in known and store.counts()["runs"]:
+                # a typo (mian) left every row "too little history, not gated": passed
+                raise UsageError(
+                    f"--branch {branch}: no run in {db} was recorded on it (its runs' "
+                    f"branches: {', '.join(known) or 'none named'}): the gate would judge "
+                    "nothing against it")
             store.only_branch(branch)
         verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing,
                          cap, cap_from)

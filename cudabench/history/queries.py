@@ -114,6 +114,13 @@ class Queries:
                 "ORDER BY id LIMIT 1", hashes).fetchone()
         return int(row[0]) if row else None
 
+    def branches(self) -> list[str]:
+        """Return the branches the runs were recorded on (of the runs read: all, or one
+        branch's after only_branch), sorted."""
+        with self._errors():
+            return sorted(row[0] for row in self._conn.execute(
+                "SELECT DISTINCT branch FROM runs WHERE branch IS NOT NULL"))
+
     def only_branch(self, branch: str) -> None:
         """Read only the runs recorded on branch from here on (history show, check, plot
         --branch): a temporary view of that name hides the store's own table of runs from
