@@ -673,6 +673,28 @@ def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
         in text and "expected a dict of buffer name -> NumPy array" in text, text
 
 
+def test_inputs_of_another_type_name_the_file(use_fake, tmp_path):
+    # an int64 array in a float32 buffer: "its worker process failed: ValueError: could
+    # not broadcast"; on a GPU, a copy past the buffer's end
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace(".astype(types.input.numpy)}", ".astype(np.int64)}"))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    text = " ".join(done.output.split())
+    assert done.exit_code == 2 and f"{folder / 'myop.py'}: mycopy.inputs returned 'x' as " \
+        "int64, but input buffers hold float32: make it with .astype(types.input.numpy)" \
+        in text, text
+
+
+def test_a_result_buffer_that_is_no_buffer_names_the_file(use_fake, tmp_path):
+    # "its worker process failed: KeyError: 'q'"
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace('result_buffer = "y"', 'result_buffer = "q"'))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    text = " ".join(done.output.split())
+    assert done.exit_code == 2 and f"{folder / 'myop.py'}: mycopy.result_buffer 'q' is no " \
+        "buffer: its inputs and outputs are 'x', 'y'" in text, text
+
+
 def test_an_op_of_one_s_own_help_lists_variants_with_its_folder(use_fake):
     # "Variants: `cudabench list`", which lists none of them without --kernels-dir
     done = invoke("softmax", "--kernels-dir", EXAMPLE, "--help")

@@ -171,6 +171,19 @@ def _check_inputs(plan: Plan, inputs: object) -> None:
                           f"{type(inputs).__name__} {inputs!r:.60}: expected a dict of buffer "
                           "name -> NumPy array, e.g. {\"x\": rng.uniform(-1, 1, shape)"
                           ".astype(types.input.numpy)}")
+    where = op.origin or type(op).__module__
+    wanted = np.dtype(plan.types.input.numpy)
+    for name, array in inputs.items():
+        if array.dtype != wanted:  # its buffer holds the input type: a copy ran past it
+            raise OpFileError(f"{where}: {op.name}.inputs returned {name!r} as {array.dtype}, "
+                              f"but input buffers hold {plan.types.input.name}: make it with "
+                              ".astype(types.input.numpy)")
+    with user_code(op, "outputs"):
+        outputs = op.outputs(plan.shape, plan.types, 1)
+    if op.result_buffer not in inputs and op.result_buffer not in outputs:
+        raise OpFileError(f"{where}: {op.name}.result_buffer {op.result_buffer!r} is no "
+                          f"buffer: its inputs and outputs are "
+                          f"{', '.join(map(repr, [*inputs, *outputs]))}")
 
 
 def full_check(plan: Plan) -> bool:
