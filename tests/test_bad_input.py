@@ -48,6 +48,9 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--warmup", "inf"], "--warmup inf: must be a finite number"),
     (["dot", "--max-time", "nan"], "--max-time nan: must be a finite number"),
     (["dot", "--precision", "-0.1"], "--precision must be > 0"),
+    (["dot", "--precision", "abc"], "is not a fraction (0.005) or a percentage (0.5%)"),
+    # positive, but too large: it said "sizes are positive integers"
+    (["dot", "--size", "1<<70"], "--size '1<<70': each extent must be at most 2^31-1"),
     # a timeout the warm-up and sampling fill: every variant killed, the kernel blamed
     (["dot", "--warmup", "5", "--timeout", "1"], "--warmup 5 s: not under --timeout 1 s"),
     (["ab", "A", "B", "--warmup", "1e12"], "--warmup 1e+12 s: not under --timeout 60 s"),
@@ -341,3 +344,23 @@ def test_an_input_is_read_in_chunks_not_into_a_buffer_of_the_cap(tmp_path, monke
     assert max(asked) <= infiles.MiB
     with pytest.raises(infiles.TooLarge):
         infiles.read_capped(path, 2000)
+
+
+def test_an_op_run_by_another_s_command_is_named_with_it(no_gpu_work):
+    # "No such command 'transpose_inplace'. Did you mean 'transpose'?"
+    done = invoke("transpose_inplace", "--size", "64")
+    clean(done)
+    assert "The op transpose_inplace is run by `cudabench transpose --inplace`" in done.output
+
+
+def test_a_percentage_is_a_precision(no_gpu_work):
+    done = invoke("dot", "--precision", "1%", "--dry-run")
+    assert "--precision" not in done.output, done.output
+
+
+def test_a_suite_s_benchmark_written_as_one_table_is_told_its_brackets(tmp_path):
+    suite = tmp_path / "s.toml"
+    suite.write_text('[benchmark]\nop = "dot"\n')
+    with pytest.raises(CudabenchError, match=r"\[benchmark\] is one table; write each entry "
+                       r"under \[\[benchmark\]\]"):
+        load_suite(suite)

@@ -152,8 +152,8 @@ def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
          "--variant Naive: no such matmul variant; did you mean naive? (known: "),
         # --size and -p take comma lists, --variant one name: it said "no such variant"
         (Request(op="matmul", variants=("tiled,naive",)),
-         "--variant tiled,naive: one variant a name (a comma list is not one); give each: "
-         "--variant tiled --variant naive"),
+         "--variant tiled,naive: --variant takes one name (a comma list is not one); give "
+         "each: --variant tiled --variant naive"),
         (Request(op="matmul", variants=("mma_sync",)),
          "--dtype float32: variant mma_sync supports float16 (--dtype float16 runs it)"),
         (Request(op="matmul", size="0"), "--size '0': sizes are positive integers"),

@@ -58,9 +58,15 @@ class OpsGroup(BoundaryGroup):
 
             # `layernorm --kernels-dir myop` (a typo of myops): the folder is what is wrong
             check_folders(given_kernels_dirs(args))
+            from cudabench.ops import builtin_ops
+
+            op = builtin_ops().get(name)
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
-            hint = (f"Did you mean {close[0]!r}?" if close
-                    else own_op_hint(name, self.kernels_dirs))
+            if op is not None and op.command_flag:  # an op run by another's command
+                hint = f"The op {name} is run by `cudabench {op.command} --{op.command_flag}`."
+            else:
+                hint = (f"Did you mean {close[0]!r}?" if close
+                        else own_op_hint(name, self.kernels_dirs))
             raise click.UsageError(f"{error.message} {hint}", ctx) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -84,8 +84,9 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
                           soft_wrap=True)
                 continue
             commit = results.metadata.get("git_commit")
-            out.print(f"{results.path}: recorded as run {run_id}: {len(results.benchmarks)} "
-                      f"benchmarks on {results.gpu_name or 'no GPU recorded'}, commit "
+            count = len(results.benchmarks)
+            out.print(f"{results.path}: recorded as run {run_id}: {count} "
+                      f"benchmark{'s' if count != 1 else ''} on {results.gpu_name or 'no GPU recorded'}, commit "
                       f"{commit[:7] if isinstance(commit, str) else 'unknown'}",
                       markup=False, soft_wrap=True)
             if results.metadata.get("complete") is False:
@@ -285,7 +286,8 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
         ax.set_ylabel("median (us)")
         ax.set_xticks(xs, [text(trend.label(i)) for i in xs], rotation=90, fontsize=6)
     save(figure, output, "OUTPUT")
-    terminal.stdout_console().print(f"wrote {output}: {len(found)} benchmarks", markup=False)
+    terminal.stdout_console().print(
+        f"wrote {output}: {len(found)} benchmark{'s' if len(found) != 1 else ''}", markup=False)
     return int(ExitCode.OK)
 
 

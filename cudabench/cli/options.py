@@ -22,6 +22,25 @@ from cudabench.ops import Op
 from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes, expand_values
 from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES
 
+
+class _Fraction(click.ParamType):
+    """A fraction, `0.005`, or a percentage, `0.5%` (as --threshold takes it)."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> float:
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        try:
+            return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            self.fail(f"{value!r} is not a fraction (0.005) or a percentage (0.5%)", param, ctx)
+
+
+FRACTION = _Fraction()
+
 F = TypeVar("F", bound=Callable[..., Any])
 # --keep-workers' default for every command of a shell that sets it (cli/early.py reads it
 # too); the flag, 0 included, wins.
@@ -218,8 +237,10 @@ def timing_options(function: F) -> F:
                      help="Samples to take at least."),
         click.option("--max-samples", type=int, default=defaults.max_samples, show_default=True,
                      help="Samples to take at most."),
-        click.option("--precision", type=float, default=defaults.precision, show_default=True,
-                     help="Stop once the median is known to this relative precision (95%)."),
+        click.option("--precision", type=FRACTION, default=defaults.precision,
+                     show_default=True,
+                     help="Stop once the median is known to this relative precision (95%): "
+                     "a fraction, 0.005, or a percentage, 0.5%."),
         click.option("--max-time", type=float, default=defaults.max_time_s, show_default=True,
                      help="Seconds of sampling per variant before stopping anyway."),
         click.option("--timeout", type=float, default=defaults.timeout_s, show_default=True,

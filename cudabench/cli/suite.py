@@ -117,6 +117,9 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
     except UsageError as exc:
         raise UsageError(f"{where}: {rename_flags(str(exc), SUITE_KEYS)}") from None
     entries = data.get("benchmark")
+    if isinstance(entries, dict):  # `[benchmark]`: one table, where each entry is one
+        raise UsageError(f"{where}: [benchmark] is one table; write each entry under "
+                         "[[benchmark]] (two brackets: an array of tables)")
     if not isinstance(entries, list) or not entries:
         raise UsageError(f"{where}: no [[benchmark]] entries")
     requests: list[Request] = []

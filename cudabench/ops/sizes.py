@@ -19,6 +19,9 @@ def parse_extent(text: str, flag: str = "--size") -> int:
     match = _NUMBER.match(text)
     shift = int(match[2] or 0) if match else 0
     value = int(match[1]) << shift if match and shift <= 62 else 0  # no 1<<10**9 integers
+    if match and int(match[1]) and (shift > 62 or value > INT32_MAX):
+        raise UsageError(f"{flag} {text!r}: each extent must be at most 2^31-1 "
+                         "(kernels take int arguments)")
     if value <= 0:
         raise UsageError(
             f"{flag} {text!r}: sizes are positive integers such as 1000 or 1<<24"

@@ -177,8 +177,8 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     if unknown and "," in unknown[0] and all(
             part.strip() in available for part in unknown[0].split(",")):
         parts = [part.strip() for part in unknown[0].split(",")]
-        raise UsageError(f"--variant {unknown[0]}: one variant a name (a comma list is "
-                         f"not one); give each: {' '.join('--variant ' + p for p in parts)}")
+        raise UsageError(f"--variant {unknown[0]}: --variant takes one name (a comma list "
+                         f"is not one); give each: {' '.join('--variant ' + p for p in parts)}")
     if unknown:
         near = difflib.get_close_matches(unknown[0].lower(), sorted(available), n=1)
         guess = f"; did you mean {near[0]}?" if near else ""
