@@ -57,6 +57,8 @@ def clean(done, codes=(2,)) -> None:
     (["ab", "A", "B", "--warmup", "nan"], "--warmup nan: must be a finite number"),
     # an optional value starting with '-' was "No such option '-1'"
     (["dot", "--energy", "-1"], "--energy -1: --energy takes no value starting with '-'"),
+    # added to the watchdog's deadline: the run never ended, --timeout or not
+    (["dot", "--energy", "1e30"], "--energy 1e30: at most 3600 s of energy sampling"),
     (["dot", "--energy=-1"], "--energy -1: --energy takes no value starting with '-'"),
     (["dot", "--counters", "-3"], "--counters -3: --counters takes no value starting with"),
     (["dot", "--energy", "A/dot/atomic.cu"], "is a file, not seconds; give the file before"),

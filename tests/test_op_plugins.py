@@ -673,6 +673,23 @@ def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
         in text and "expected a dict of buffer name -> NumPy array" in text, text
 
 
+@pytest.mark.parametrize("field, value, says", [
+    ("summary", "None", "`summary` must be a line of text"),  # exit 4: None + str
+    ("signature", "5", "`result_buffer` is a buffer's name and `signature` the kernels'"),
+    ("dims", '("N", "N")', "`dims` ('N', 'N') names an extent twice"),
+])
+def test_an_op_field_of_the_wrong_kind_names_the_file(use_fake, tmp_path, field, value,
+                                                       says):
+    import re
+
+    text = textwrap.dedent(GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    text = re.sub(rf"^    {field} = .*$", f"    {field} = {value}", text, count=1,
+                  flags=re.MULTILINE)
+    folder = user_folder(tmp_path, text)
+    done = invoke("list", "--kernels-dir", folder)
+    assert done.exit_code == 2 and says in " ".join(done.stderr.split()), done.output
+
+
 def test_inputs_of_another_type_name_the_file(use_fake, tmp_path):
     # an int64 array in a float32 buffer: "its worker process failed: ValueError: could
     # not broadcast"; on a GPU, a copy past the buffer's end

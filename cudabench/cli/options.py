@@ -393,6 +393,9 @@ def insight_options(function: F) -> F:
     return function
 
 
+MAX_ENERGY_S = 3600.0  # seconds of --energy a variant, at most
+
+
 def build_insight(options: dict[str, Any]) -> Insight:
     """Return what to measure beyond the samples, from the insight options."""
     energy_text = options.get("energy")
@@ -409,6 +412,9 @@ def build_insight(options: dict[str, Any]) -> Insight:
             energy_s = math.nan
         if not (math.isfinite(energy_s) and energy_s > 0):
             raise UsageError(f"--energy {energy_text}: expected seconds > 0, e.g. --energy 5")
+        if energy_s > MAX_ENERGY_S:  # it extends the watchdog's deadline: 1e30 never ended
+            raise UsageError(f"--energy {energy_text}: at most {MAX_ENERGY_S:g} s of energy "
+                             "sampling a variant")
     metrics_text = options.get("counters")
     counters: tuple[str, ...] = ()
     if metrics_text is not None:  # ncu's module only where --counters asks for it

@@ -195,9 +195,15 @@ def check_op(op: Op) -> None:
     where = f"{op.origin}: op {op.name or type(op).__name__!r}"
     if not isinstance(op.name, str) or not op.name.isidentifier():
         raise OpFileError(f"{where}: `name` must be an identifier such as \"softmax\"")
-    if not op.dims or not all(isinstance(d, str) and d.isidentifier() for d in op.dims):
+    if not isinstance(op.summary, str):  # the help and list print it
+        raise OpFileError(f"{where}: `summary` must be a line of text, e.g. \"y = softmax(x) "
+                          f"by rows\"; got {op.summary!r}")
+    if not isinstance(op.dims, (tuple, list)) or not op.dims or not all(
+            isinstance(d, str) and d.isidentifier() for d in op.dims):
         raise OpFileError(f"{where}: `dims` must name the shape's extents, e.g. (\"ROWS\", "
                           "\"COLS\")")
+    if len(set(op.dims)) != len(op.dims):  # each a kernel argument and header variable
+        raise OpFileError(f"{where}: `dims` {tuple(op.dims)!r} names an extent twice")
     if not op.size_forms or any(not isinstance(n, int) or n < 1 for n in op.size_forms):
         raise OpFileError(f"{where}: `size_forms` must map a number of extents to an "
                           "example, e.g. {1: \"1024\", 2: \"1024x512\"}")
@@ -215,6 +221,10 @@ def check_op(op: Op) -> None:
         raise OpFileError(f"{where}: `types` is empty: declare at least one type")
     if not op.result_buffer or not op.signature:
         raise OpFileError(f"{where}: `result_buffer` and `signature` must be given")
+    if not isinstance(op.result_buffer, str) or not isinstance(op.signature, str):
+        raise OpFileError(f"{where}: `result_buffer` is a buffer's name and `signature` the "
+                          "kernels' parameters, each a string, e.g. \"y\" and \"(const "
+                          "DTYPE* x, DTYPE* y, int N)\"")
     missing = [m for m in REQUIRED_METHODS if getattr(type(op), m) is getattr(Op, m)]
     if missing:
         raise OpFileError(f"{where}: define {', '.join(missing)} (see docs/writing-an-op.md)")
