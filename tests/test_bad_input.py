@@ -366,3 +366,10 @@ def test_a_suite_s_benchmark_written_as_one_table_is_told_its_brackets(tmp_path)
     with pytest.raises(CudabenchError, match=r"\[benchmark\] is one table; write each entry "
                        r"under \[\[benchmark\]\]"):
         load_suite(suite)
+
+
+def test_a_suite_with_a_byte_order_mark_loads(tmp_path):
+    # "not valid TOML: Invalid statement (at line 1, column 1)"
+    suite = tmp_path / "s.toml"
+    suite.write_bytes(b'\xef\xbb\xbf[[benchmark]]\nop = "dot"\nsize = "1000"\n')
+    assert [request.op for request in load_suite(suite)] == ["dot"]

@@ -259,6 +259,32 @@ def test_a_truncated_file_names_its_path():
     assert caught.value.exit_code == ExitCode.USAGE
 
 
+def test_a_file_that_is_no_json_object_is_not_called_truncated(tmp_path):
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\n', encoding="utf-8")
+    with pytest.raises(ResultsFileError) as caught:
+        load_results(suite)
+    assert "not a results file, which is a JSON object" in str(caught.value)
+    assert "truncated" not in str(caught.value)
+
+
+def test_a_results_file_with_a_byte_order_mark_loads(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + (DATA / "baseline.json").read_bytes())
+    assert load_results(path).benchmarks
+
+
+@pytest.mark.parametrize("field", ["flops", "bytes_moved"])
+def test_a_negative_count_of_work_is_refused(tmp_path, field):
+    # report showed "GFLOP/s -0.0" and plot warned from matplotlib's roofline
+    document = json.loads((DATA / "baseline.json").read_text(encoding="utf-8"))
+    document["benchmarks"][0]["throughput"][field] = -5
+    path = tmp_path / "negative.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(ResultsFileError, match=rf"throughput.{field}.*non-negative integer"):
+        load_results(path)
+
+
 def test_another_schema_version_names_the_path_and_field():
     with pytest.raises(ResultsFileError) as caught:
         load("schema99.json")

@@ -77,7 +77,8 @@ def _tool(path: Path) -> Mapping[str, Any]:
 def _read(path: Path) -> dict[str, Any]:
     try:
         # newlines as a text-mode read gives them (a file with CR line ends loaded)
-        return dict(tomllib.loads(decoded(read_capped(path, MAX_SOURCE_BYTES))))
+        # a BOM an editor wrote: "Invalid statement (at line 1, column 1)"
+        return dict(tomllib.loads(decoded(read_capped(path, MAX_SOURCE_BYTES), "utf-8-sig")))
     except TooLarge as exc:
         raise UsageError(f"{exc}: not a suite file") from None
     except FileNotFoundError:

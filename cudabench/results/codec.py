@@ -229,8 +229,10 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
                  f"null or an index into devices (0..{len(devices) - 1})")
     writeback = _writeback(data, check)
     throughput = check.field(data, "throughput", dict)
-    for name in ("flops", "bytes_moved"):
-        check.expect(_is_int(throughput.get(name)), f"throughput.{name}", "an integer")
+    for name in ("flops", "bytes_moved"):  # a negative count drew a roofline off its axes
+        value = throughput.get(name)
+        check.expect(_is_int(value) and value >= 0, f"throughput.{name}",
+                     "a non-negative integer")
     warnings = data.get("warnings", [])
     check.expect(isinstance(warnings, list) and all(isinstance(w, str) for w in warnings),
                  "warnings", "a list of strings")

@@ -43,7 +43,7 @@ def read_text(path: Path) -> str:
         if raw.startswith(GZIP_MAGIC):
             raw = gunzip_capped(raw, MAX_RESULTS_BYTES)
         # Newlines as a text-mode read gives them: the history store hashes this text.
-        text = decoded(raw)
+        text = decoded(raw, "utf-8-sig")  # a BOM an editor wrote is no part of the JSON
     except TooLarge as exc:
         raise ResultsFileError(f"{path}: a gzip file that {exc}: not a results file"
                                ) from None
@@ -62,9 +62,13 @@ def read_document(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        # a results file is one JSON object: one that starts so and breaks off is cut
+        # short; anything else (a suite, notes) is another kind of file
+        cause = ("the file may be truncated" if text.lstrip().startswith("{")
+                 else "not a results file, which is a JSON object ({...})")
         raise ResultsFileError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-            "the file may be truncated"
+            f"{cause}"
         ) from None
     except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
         raise ResultsFileError(f"{path}: not a results file: {type(exc).__name__}: "
