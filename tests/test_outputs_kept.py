@@ -847,3 +847,27 @@ def test_a_failed_write_of_the_streamed_file_is_said_as_it_happens(use_fake, tmp
     assert f"note: --json {out}: cannot write: No space left on device; the run goes on, " \
         "and writes the file again after each row" in " ".join(done.stderr.split())
     assert calls.count(False) >= 2  # the next row's write was tried
+
+
+@pytest.mark.parametrize("flag, name", [("--best-out", "pyproject.toml"),
+                                        ("--best-out", "cudabench.toml"),
+                                        ("--csv", "suite.toml"), ("--markdown", "op.py")])
+def test_no_output_replaces_a_user_s_code_or_configuration(use_fake, tmp_path, flag, name):
+    # --best-out's head says "paste into" a suite: pointed at one, it replaced it
+    target = tmp_path / name
+    target.write_text('[project]\nname = "mine"\n', encoding="utf-8")
+    args = ("--best",) if flag == "--best-out" else ()
+    done = invoke("matmul", "--size", "64", *QUICK, "--tile", "8,16", *args, flag, target)
+    assert done.exit_code == 2, done.output
+    assert f"{flag} {target}: is a source or configuration file ({target.suffix}) that " \
+        "cudabench did not write" in " ".join(done.stderr.split())
+    assert target.read_text(encoding="utf-8") == '[project]\nname = "mine"\n'
+
+
+def test_best_out_replaces_what_it_wrote_before(use_fake, tmp_path):
+    best = tmp_path / "best.toml"
+    for _ in range(2):
+        done = invoke("matmul", "--size", "64", *QUICK, "--tile", "8,16", "--best",
+                      "--best-out", best)
+        assert done.exit_code == 0, done.output
+    assert best.read_text(encoding="utf-8").startswith("# Written by cudabench --best")

@@ -173,11 +173,33 @@ def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path] = (
 def check_not_data(path: Path, flag: str) -> None:
     """Refuse an output (a table, a page, a figure) that would replace measured data: a
     cudabench results file (.json or .json.gz) or an SQLite database (a history store),
-    which no command could give back."""
-    what = measured_data(path)
+    which no command could give back; or a user's code or configuration (a suite, a
+    pyproject.toml that --best-out was pointed at to "paste into")."""
+    what = measured_data(path) or _source(path)
     if what:
         raise UsageError(f"{flag} {path}: is {what}, which this output would replace; name "
                          "another file")
+
+
+# Code and configuration: no table, page, figure or suite replaces one cudabench did not write
+SOURCE_SUFFIXES = frozenset({".py", ".cu", ".cuh", ".h", ".hpp", ".c", ".cc", ".cpp", ".ptx",
+                             ".toml", ".cfg", ".ini", ".yaml", ".yml"})
+WRITTEN_BY = b"# Written by cudabench"  # the head of what --best-out writes
+
+
+def _source(path: Path) -> str:
+    """Return what code or configuration path holds ('a source or configuration file
+    (.toml)'), or '' (none, empty, or cudabench's own --best-out)."""
+    if path.suffix.lower() not in SOURCE_SUFFIXES:
+        return ""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(len(WRITTEN_BY))
+    except OSError:
+        return ""
+    if not head or head == WRITTEN_BY:
+        return ""
+    return f"a source or configuration file ({path.suffix}) that cudabench did not write"
 
 
 def measured_data(path: Path) -> str:
