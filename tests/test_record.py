@@ -340,3 +340,22 @@ def test_a_cap_beside_a_fixed_threshold_is_refused_not_ignored(tmp_path):
             "--threshold 30% it does nothing" in done.stderr, done.output
         auto = invoke(*command, "--threshold", "auto", "--max-threshold", "10%")
         assert "--max-threshold caps" not in auto.stderr  # (then: a.json is missing)
+
+
+def test_a_stop_before_the_run_is_recorded_says_where_it_is(use_fake, tmp_path, monkeypatch):
+    # SIGTERM while the tables printed: no run in the store, and no word of the complete
+    # results file in .cudabench/runs
+    from cudabench.cli import commands
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(commands.terminal, "render_run", stopped)
+    done = invoke("matmul", "--size", "64", "--variant", "naive", "--max-time", "0.01",
+                  "--record", "--db", str(tmp_path / "h.db"))
+    assert done.exit_code == 130, done.output
+    text = " ".join(done.stderr.split())
+    (kept,) = (tmp_path / ".cudabench" / "runs").glob("*.json")
+    assert f"the run's results are in {kept.relative_to(tmp_path)}, not recorded: record " \
+        f"them with `cudabench history import {kept.relative_to(tmp_path)} --db " in text, text

@@ -360,7 +360,21 @@ def _keeps_report(path: Path, outcome: RunOutcome) -> bool:
 
 def show(measured: Measured, device: int, outputs: Outputs) -> int:
     """Print a run's tables and diagnostics, save its reports, record it; return its exit
-    code."""
+    code. Stopped before its run is recorded (Ctrl-C, SIGTERM while the tables print, a
+    full disk), it says where the run's results are and how to record them."""
+    recorded: list[bool] = []  # set once --record has put the run in its store
+    try:
+        return _show(measured, device, outputs, recorded)
+    except BaseException:
+        if outputs.record and measured.json_path is not None and not recorded:
+            note(f"the run's results are in {measured.json_path}, not recorded: record "
+                 f"them with `cudabench history import {measured.json_path} --db "
+                 f"{outputs.db}`")
+        raise
+
+
+def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool]) -> int:
+    """show, noting in recorded when the run is in its store."""
     outcome, clock = measured.outcome, measured.clock
     markdown = ""
     # A report that cannot be written (a full disk) costs neither the next one nor --best
@@ -403,12 +417,7 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
                 if markdown and outputs.markdown_path is not None:
                     _write_report(outputs.markdown_path, markdown + best.STOPPED_MARKDOWN,
                                   "--markdown", outcome)
-                if outputs.record and measured.json_path is not None:  # --record comes
-                    # after the head-to-head: the complete run is on disk, say where
-                    note(f"the run's results are in {measured.json_path}, not recorded: "
-                         f"record them with `cudabench history import "
-                         f"{measured.json_path} --db {outputs.db}`")
-                raise
+                raise  # (--record comes after the head-to-head: show says where the run is)
             finally:
                 discard_kept()  # the run's worker, kept for the re-measure
                 finish_closing()
@@ -425,13 +434,8 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     if outputs.record and measured.json_path is not None:
         from cudabench.cli.history import RECORD_CHECK_CAP, check_file, record_files
 
-        try:
-            record_files([measured.json_path], outputs.db)
-        except BaseException:  # a locked or full store, Ctrl-C: the run's rows are kept
-            note(f"the run's results are in {measured.json_path}, not recorded: record "
-                 f"them with `cudabench history import {measured.json_path} --db "
-                 f"{outputs.db}`")
-            raise
+        record_files([measured.json_path], outputs.db)  # a locked or full store: show
+        recorded.append(True)  # says where the run's rows are
         if outputs.check:
             code = max(code, check_file(measured.json_path, outputs.db,
                                         allow_missing=outputs.allow_missing,
