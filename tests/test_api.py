@@ -84,6 +84,14 @@ def test_a_failed_verification_is_a_fail_row_not_an_exception(use_fake):
     assert results.exit_code is ExitCode.VERIFICATION_FAILED and not results.ok
 
 
+def test_a_tuple_of_sizes_is_refused_as_ambiguous(use_fake):
+    # (64, 32, 16) ran three square sizes where an M x K x N shape was meant
+    with pytest.raises(UsageError, match=r"size \(64, 32, 16\): a tuple is ambiguous; give "
+                                         r"'64x32x16' for one shape, or a list, \[64, 32, "
+                                         r"16\], to sweep"):
+        cb.run("matmul", variants="naive", size=(64, 32, 16), timing=FAST)
+
+
 def test_sweeps_over_sizes_and_parameters(use_fake):
     results = cb.run("matmul", variants="tiled", size=[32, "48"], params={"TILE": [8, 16]},
                      vendor=False, batch=False, timing=FAST)

@@ -349,9 +349,13 @@ def _sizes(size: Size | Sequence[Size] | None) -> str | None:
     if size is None:
         return None
     given: Any = size
+    if isinstance(given, tuple):  # (64, 32, 16) reads as one shape as often as a sweep
+        shape = "x".join(str(item) for item in given)
+        raise UsageError(f"size {given!r}: a tuple is ambiguous; give {shape!r} for one "
+                         f"shape, or a list, {list(given)!r}, to sweep")
     if hasattr(given, "ndim") and hasattr(given, "tolist"):  # a NumPy array of sizes
         given = given.tolist()
-    items = list(given) if isinstance(given, (list, tuple, range)) else [given]
+    items = list(given) if isinstance(given, (list, range)) else [given]
     texts = []
     for item in items:
         number = whole(item)
