@@ -55,6 +55,8 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--warmup", "5", "--timeout", "1"], "--warmup 5 s: not under --timeout 1 s"),
     (["ab", "A", "B", "--warmup", "1e12"], "--warmup 1e+12 s: not under --timeout 60 s"),
     (["ab", "A", "B", "--warmup", "nan"], "--warmup nan: must be a finite number"),
+    # "sizes are positive integers such as 1000"
+    (["ab", "A", "B", "--size", "64,128"], "--size 64,128: ab measures one size; give a single"),
     # an optional value starting with '-' was "No such option '-1'"
     (["dot", "--energy", "-1"], "--energy -1: --energy takes no value starting with '-'"),
     # added to the watchdog's deadline: the run never ended, --timeout or not

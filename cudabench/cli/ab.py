@@ -41,6 +41,7 @@ from cudabench.ops import Op, load_ops
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
+from cudabench.ops.sizes import expand_sizes
 from cudabench.results.loader import check_replaceable
 from cudabench.results.model import BenchmarkResult, RunOutcome
 from cudabench.results.rounds import pooled as pooled_rounds
@@ -180,6 +181,8 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
     timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
                           max_time_s=1.0, timeout_s=timeout).validate()
+    if size is not None and len(expand_sizes(size)) > 1:  # the plan read "64,128" as one
+        raise UsageError(f"--size {size}: ab measures one size; give a single one")
     base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,
                    insight=Insight(vendor=False, batch=False))
     chosen, added, removed = _pairing(sides, ops)
