@@ -375,3 +375,22 @@ def test_a_suite_with_a_byte_order_mark_loads(tmp_path):
     suite = tmp_path / "s.toml"
     suite.write_bytes(b'\xef\xbb\xbf[[benchmark]]\nop = "dot"\nsize = "1000"\n')
     assert [request.op for request in load_suite(suite)] == ["dot"]
+
+
+@pytest.mark.parametrize("args, says", [
+    # "no suite in ...": the suite went to --energy
+    (["run", "--energy", "SUITE"], "'SUITE' is a file, not seconds; give the file before"),
+    # blamed on the suite: "s.toml: benchmark[0] ...: kernels_dirs /nonexistent: no such"
+    (["run", "SUITE", "--kernels-dir", "NOWHERE"], "--kernels-dir NOWHERE: "),
+    (["calibrate", "SUITE", "--kernels-dir", "NOWHERE"], "--kernels-dir NOWHERE: "),
+])
+def test_a_suite_command_s_flags_are_named_before_its_suite_is_read(no_gpu_work, tmp_path,
+                                                                   monkeypatch, args, says):
+    monkeypatch.chdir(tmp_path)  # no suite here
+    suite = tmp_path / "s.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\n')
+    names = {"SUITE": str(suite), "NOWHERE": str(tmp_path / "nowhere")}
+    done = invoke(*[names.get(a, a) for a in args])
+    clean(done)
+    expected = says.replace("SUITE", str(suite)).replace("NOWHERE", names["NOWHERE"])
+    assert expected in " ".join(done.stderr.split()), done.stderr

@@ -27,6 +27,7 @@ from cudabench.cli.options import (
     suite_flush_option,
     with_flush,
 )
+from cudabench.catalog.discovery import check_folders
 from cudabench.cli.stopped import RowsSoFar, keep_reports
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.outfiles import EachWritten, check_outputs, write_text
@@ -631,8 +632,11 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
                 kernels_dirs: tuple[Path, ...], device: int, l2_flush: str | None,
                 dry_run: bool, arch: str, full_check: bool, **insight: Any) -> int:
     """Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in pyproject.toml)."""
-    path = config or find_config(Path.cwd())
+    # the flags first: `run --energy SUITE` took the suite for --energy's seconds, and a
+    # --kernels-dir that is no folder was blamed on the suite's kernels_dirs
+    check_folders(kernels_dirs)
     chosen = build_insight(insight)
+    path = config or find_config(Path.cwd())
     # --writeback times what a cold sample leaves for the next flush: a hot entry has none
     hot = dataclasses.replace(chosen, writeback=False)
     requests = [dataclasses.replace(request, insight=hot if request.hot else chosen,
