@@ -501,6 +501,30 @@ def test_a_stopped_ab_keeps_the_rounds_it_measured(marked, tmp_path, monkeypatch
     assert rows["naive@A"].rounds == 3 and rows["naive@B"].rounds == 3
 
 
+def test_ab_s_rounds_are_on_disk_as_they_are_measured(marked, tmp_path, monkeypatch):
+    # written only on a stop or at the end: a SIGKILL (the OOM killer) an hour in left
+    # no file at all
+    import cudabench.cli.ab as ab
+
+    real, on_disk = ab.run_plans, []
+    path = tmp_path / "ab.json"
+
+    def killed(plans, spec, on_result, **kwargs):
+        jobs = kwargs.pop("jobs")
+        real(plans, spec, on_result, jobs=jobs[:9], **kwargs)  # the warm-up, 3.5 rounds
+        on_disk.append(load_results(path))  # what a SIGKILL here would leave
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab, "run_plans", killed)
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"])
+    assert invoke(old, new, *FAST, "--rounds", "6", "--json", path).exit_code == 130
+    (saved,) = on_disk
+    rows = {row.variant: row for row in saved.benchmarks}
+    assert saved.metadata["complete"] is False and set(rows) == {"naive@A", "naive@B"}
+    assert rows["naive@A"].rounds == 3 and rows["naive@B"].rounds == 3
+
+
 def test_a_copy_that_fails_its_warm_up_says_so_and_is_kept_when_stopped(marked, tmp_path,
                                                                          monkeypatch):
     # the row read "round 1 of 6 is the one shown" for a copy that failed in the warm-up

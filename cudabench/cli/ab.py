@@ -205,6 +205,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     writer = ResultsWriter(json_path) if json_path is not None else None
     outcome = RunOutcome(())  # B dropped every compared variant's type: nothing to measure
     heard: list[BenchmarkResult] = []  # the rows so far, for a run that stops
+    placed: dict[tuple[tuple[str, str], str], int] = {}  # (variant, side) -> its writer row
     try:
         if schedule.jobs:
             with terminal.progress(len(schedule.jobs), terminal.stderr_console(),
@@ -217,13 +218,17 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                     label, warm = side.removeprefix("warm-up "), side.startswith("warm-up")
                     advance(dataclasses.replace(
                         row, variant=f"{row.variant}@{label}" + (" (warm-up)" if warm else "")))
+                    if writer is not None:  # the rounds so far, pooled, on disk: a run
+                        # killed (SIGKILL, the OOM killer) keeps them
+                        _put_pooled(writer, placed, _rows_by_side(schedule, heard))
+                        writer.flush()
 
                 outcome = run_plans(schedule.plans, commands.engine_spec(device), on_result,
                                     on_start=writer.start if writer else None,
                                     jobs=schedule.jobs)
     except BaseException:  # Ctrl-C, SIGTERM, an error: the rounds so far, pooled, are kept
         if writer is not None:
-            _keep_stopped(writer, _rows_by_side(schedule, heard))
+            _keep_stopped(writer, placed, _rows_by_side(schedule, heard))
         raise
     finally:
         finish_closing()  # the worker releases its GPU: do not leave it behind
@@ -233,9 +238,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                 allow_missing, tuple(dropped))
     write_error = None
     if writer is not None:
-        for by_side in rows.values():
-            for label in SIDES:
-                writer.add(pooled(by_side, label))
+        _put_pooled(writer, placed, rows, complete=True)
         write_error = writer.finish()  # a full disk: the table is shown first
         if writer.kept_note is not None:
             commands.note(writer.kept_note)
@@ -422,21 +425,37 @@ def _failed_warmup(by_side: Mapping[str, Sequence[BenchmarkResult]], label: str
     return next((row for row in warmup if row.status in NOT_REPEATED), None)
 
 
-def _keep_stopped(writer: ResultsWriter, rows: Mapping[tuple[str, str],
-                                                       Mapping[str, list[BenchmarkResult]]]
+def _put_pooled(writer: ResultsWriter,
+                placed: dict[tuple[tuple[str, str], str], int],
+                rows: Mapping[tuple[str, str], Mapping[str, list[BenchmarkResult]]],
+                complete: bool = False) -> None:
+    """Give the writer each side's row pooled over the rounds both sides ran (as a complete
+    run pairs them: a stop mid-round leaves one side a round ahead; complete: every round),
+    each in the place of its earlier one (placed keeps where). Nothing is written."""
+    for key, by_side in rows.items():
+        both = min(len(by_side[label]) for label in SIDES)
+        for label in SIDES:
+            # a copy that failed its warm-up is a result, however early the run stopped
+            if not (complete or both or _failed_warmup(by_side, label) is not None):
+                continue
+            row = pooled(by_side, label, None if complete else both)
+            at = placed.get((key, label))
+            if at is None:
+                placed[(key, label)] = len(writer.benchmarks)
+                writer.add(row, write=False)
+            else:
+                writer.replace(at, row)
+
+
+def _keep_stopped(writer: ResultsWriter, placed: dict[tuple[tuple[str, str], str], int],
+                  rows: Mapping[tuple[str, str], Mapping[str, list[BenchmarkResult]]]
                   ) -> None:
     """Write the rounds a stopped run measured, each side's pooled, to the results file
     (marked incomplete) and say where they are."""
     from cudabench.cli import commands
 
-    for by_side in rows.values():
-        # the rounds both sides ran, as a complete run pairs them (a stop mid-round leaves
-        # one side a round ahead)
-        both = min(len(by_side[label]) for label in SIDES)
-        for label in SIDES:
-            # a copy that failed its warm-up is a result, however early the run stopped
-            if both or _failed_warmup(by_side, label) is not None:
-                writer.add(pooled(by_side, label, both), write=False)
+    _put_pooled(writer, placed, rows)
+    writer.flush()  # a row replaced since the last write (stopped inside on_result)
     stopped = writer.stopped_note()
     if stopped is not None:
         commands.note(stopped)

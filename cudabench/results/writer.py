@@ -132,6 +132,11 @@ class ResultsWriter:
         if write:  # tried after every row: a disk full for a while loses nothing after it
             self._stream()
 
+    def flush(self) -> None:
+        """Write the rows so far, marked incomplete (a caller that added or replaced rows
+        without writing: ab's pooled rows, after each round)."""
+        self._stream()
+
     def _stream(self) -> None:
         """Write the rows so far (incomplete); keep why it failed, until one write works."""
         try:
