@@ -333,10 +333,13 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     if variant.tensor_maps:
         _check_tensor_maps(op, shape, types, variant, variables, blocks, where)
     if shared is not None and shared > MAX_STATIC_SHARED_BYTES:
+        # a constant in the header no parameter changes: the file is what to fix
+        fix = (f"choose smaller parameters, or fix shared_bytes in {variant.path}"
+               if variant.params
+               else f"fix shared_bytes in {variant.path}")
         raise UsageError(
             f"{where}: needs {shared} bytes of shared memory per block, more than the "
-            f"{MAX_STATIC_SHARED_BYTES} a block may declare statically; choose smaller "
-            "parameters"
+            f"{MAX_STATIC_SHARED_BYTES} a block may declare statically; {fix}"
         )
     return params
 
