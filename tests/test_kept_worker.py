@@ -357,5 +357,11 @@ def test_a_kept_workers_folder_it_may_not_use_is_a_usage_error(monkeypatch, tmp_
         assert done.exit_code == 2, done.output
         assert "the kept workers' folder:" in done.stderr and "is a link or another user's" \
             in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        # a file where the folder goes: "[Errno 17] File exists", XDG_RUNTIME_DIR unnamed
+        (runtime / "cudabench").unlink()
+        (runtime / "cudabench").write_text("")
+        done = invoke("workers")
+        assert done.exit_code == 2 and "File exists" in done.stderr, done.output
+        assert "set XDG_RUNTIME_DIR to a folder of your own" in " ".join(done.stderr.split())
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
