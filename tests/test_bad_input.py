@@ -49,6 +49,11 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--max-time", "nan"], "--max-time nan: must be a finite number"),
     (["dot", "--precision", "-0.1"], "--precision must be > 0"),
     (["dot", "--precision", "abc"], "is not a fraction (0.005) or a percentage (0.5%)"),
+    # int() took each for 16 without a word
+    (["matmul", "-p", "TILE=1_6"], "--param TILE '1_6': expected integers"),
+    (["matmul", "-p", "TILE=+16"], "--param TILE '+16': expected integers"),
+    (["matmul", "-p", "TILE=\uff11\uff16"], "expected integers"),
+    (["dot", "--size", "\uff16\uff14"], "sizes are positive integers"),
     # positive, but too large: it said "sizes are positive integers"
     (["dot", "--size", "1<<70"], "--size '1<<70': each extent must be at most 2^31-1"),
     # a timeout the warm-up and sampling fill: every variant killed, the kernel blamed

@@ -278,26 +278,26 @@ def test_a_best_run_stopped_head_to_head_says_so_in_the_markdown(use_fake, monke
 
     monkeypatch.setattr(best_cli, "run_plans", stopped)
     out, suite, rows = tmp_path / "summary.md", tmp_path / "best.toml", tmp_path / "r.json"
-    suite.write_text("# the last good suite\n", encoding="utf-8")
+    suite.write_text("# Written by cudabench --best: the last good suite\n", encoding="utf-8")
     done = invoke("matmul", "--size", "64", "--tile", "8,16", "--variant", "naive", *QUICK,
                   "--best", "--markdown", str(out), "--best-out", str(suite), "--json", str(rows))
     assert done.exit_code == 130, done.output
     text = out.read_text(encoding="utf-8")
     assert "### matmul 64x64x64" in text
     assert "stopped during the head-to-head re-measure, so no configuration was chosen" in text
-    assert suite.read_text(encoding="utf-8") == "# the last good suite\n"
+    assert suite.read_text(encoding="utf-8") == "# Written by cudabench --best: the last good suite\n"
     assert load_results(rows).metadata["complete"] is True  # the sweep itself completed
 
 
 def test_best_out_is_kept_when_no_configuration_passes(use_fake, monkeypatch, tmp_path):
     spoil_head_to_head(monkeypatch, {8, 16})
     out = tmp_path / "best.toml"
-    out.write_text("# the last good suite\n", encoding="utf-8")
+    out.write_text("# Written by cudabench --best: the last good suite\n", encoding="utf-8")
     done = invoke("matmul", "--size", "64", "--tile", "8,16", "--variant", "naive", *QUICK,
                   "--best", "--best-out", str(out))
     assert done.exit_code == 3, done.output
     assert f"{out} not written" in " ".join(done.stderr.split())
-    assert out.read_text(encoding="utf-8") == "# the last good suite\n"
+    assert out.read_text(encoding="utf-8") == "# Written by cudabench --best: the last good suite\n"
 
 
 def test_best_names_a_variant_and_size_where_no_configuration_passed(use_fake, tmp_path):

@@ -186,10 +186,8 @@ def _values(text: str, flag: str) -> list[int]:
     if len(longest) > 40:  # no parameter is that long (and int() refuses 4300 digits)
         raise UsageError(f"{flag} {longest[:20]!r}...: a number of {len(longest)} "
                          "characters; parameters are integers such as 16")
-    try:
-        values = [int(text, 0)]
-    except ValueError:
-        values = expand_values(text, flag)
+    # not int(text, 0): it took 1_6, +16 and full-width digits for 16 without a word
+    values = expand_values(text, flag)
     for value in values:  # a results file holds 64-bit integers: one beyond is unreadable
         if not -2**63 <= value < 2**63:
             raise UsageError(f"{flag} {value}: beyond a 64-bit integer; parameters are "

@@ -11,7 +11,7 @@ from cudabench.ops.types import INT32_MAX
 
 # At most 30 digits (and a shift of 4): a longer number is no size, and Python refuses to
 # convert one of over 4300 digits at all.
-_NUMBER = re.compile(r"^\s*(\d{1,30})\s*(?:<<\s*(\d{1,4}))?\s*$")
+_NUMBER = re.compile(r"^\s*(\d{1,30})\s*(?:<<\s*(\d{1,4}))?\s*$", re.ASCII)
 
 
 def parse_extent(text: str, flag: str = "--size") -> int:
@@ -57,7 +57,7 @@ def parse_dims(text: str, counts: Mapping[int, str], flag: str = "--size") -> tu
 # reads 4096 | 256..4096:x2 | 4096 and `45x70x33` stays three plain extents.
 _EXTENT = r"\d+(?:\s*<<\s*\d+)?"
 _TOKEN = re.compile(rf"\s*(?:(?P<first>{_EXTENT})\s*\.\.\s*(?P<last>{_EXTENT})\s*:\s*"
-                    rf"(?P<op>[x+])\s*(?P<step>\d+)|(?P<plain>{_EXTENT}))\s*")
+                    rf"(?P<op>[x+])\s*(?P<step>\d+)|(?P<plain>{_EXTENT}))\s*", re.ASCII)
 MAX_SWEEP_POINTS = 10_000
 
 
@@ -119,7 +119,7 @@ def _extent_values(token: re.Match[str], flag: str, text: str) -> list[int]:
 
 _PARAM = r"-?\s*(?:0[xX][0-9a-fA-F]+|\d+)(?:\s*<<\s*\d+)?"
 _PARAM_ITEM = re.compile(rf"\s*(?:(?P<first>{_PARAM})\s*\.\.\s*(?P<last>{_PARAM})\s*:\s*"
-                         rf"(?P<op>[x+])\s*(?P<step>\d+)|(?P<plain>{_PARAM}))\s*")
+                         rf"(?P<op>[x+])\s*(?P<step>\d+)|(?P<plain>{_PARAM}))\s*", re.ASCII)
 
 
 def _param_int(text: str, flag: str) -> int:
