@@ -690,26 +690,23 @@ def test_an_op_field_of_the_wrong_kind_names_the_file(use_fake, tmp_path, field,
     assert done.exit_code == 2 and says in " ".join(done.stderr.split()), done.output
 
 
-def test_inputs_of_another_type_name_the_file(use_fake, tmp_path):
+@pytest.mark.parametrize("old, new, says", [
     # an int64 array in a float32 buffer: "its worker process failed: ValueError: could
     # not broadcast"; on a GPU, a copy past the buffer's end
-    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
-                         .replace(".astype(types.input.numpy)}", ".astype(np.int64)}"))
-    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
-    text = " ".join(done.output.split())
-    assert done.exit_code == 2 and f"{folder / 'myop.py'}: mycopy.inputs returned 'x' as " \
-        "int64, but input buffers hold float32: make it with .astype(types.input.numpy)" \
-        in text, text
-
-
-def test_a_result_buffer_that_is_no_buffer_names_the_file(use_fake, tmp_path):
+    (".astype(types.input.numpy)}", ".astype(np.int64)}",
+     "mycopy.inputs returned 'x' as int64, but input buffers hold float32: make it with "
+     ".astype(types.input.numpy)"),
     # "its worker process failed: KeyError: 'q'"
+    ('result_buffer = "y"', 'result_buffer = "q"',
+     "mycopy.result_buffer 'q' is no buffer: its inputs and outputs are 'x', 'y'"),
+])
+def test_inputs_of_another_type_or_no_result_buffer_name_the_file(use_fake, tmp_path, old,
+                                                                   new, says):
     folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
-                         .replace('result_buffer = "y"', 'result_buffer = "q"'))
+                         .replace(old, new))
     done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
     text = " ".join(done.output.split())
-    assert done.exit_code == 2 and f"{folder / 'myop.py'}: mycopy.result_buffer 'q' is no " \
-        "buffer: its inputs and outputs are 'x', 'y'" in text, text
+    assert done.exit_code == 2 and f"{folder / 'myop.py'}: {says}" in text, text
 
 
 def test_an_op_of_one_s_own_help_lists_variants_with_its_folder(use_fake):
