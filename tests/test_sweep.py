@@ -285,7 +285,8 @@ def test_a_best_run_stopped_head_to_head_says_so_in_the_markdown(use_fake, monke
     text = out.read_text(encoding="utf-8")
     assert "### matmul 64x64x64" in text
     assert "stopped during the head-to-head re-measure, so no configuration was chosen" in text
-    assert suite.read_text(encoding="utf-8") == "# Written by cudabench --best: the last good suite\n"
+    assert suite.read_text(encoding="utf-8") == \
+        "# Written by cudabench --best: the last good suite\n"
     assert load_results(rows).metadata["complete"] is True  # the sweep itself completed
 
 

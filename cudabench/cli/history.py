@@ -86,7 +86,8 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
             commit = results.metadata.get("git_commit")
             count = len(results.benchmarks)
             out.print(f"{results.path}: recorded as run {run_id}: {count} "
-                      f"benchmark{'s' if count != 1 else ''} on {results.gpu_name or 'no GPU recorded'}, commit "
+                      f"benchmark{'s' if count != 1 else ''} on "
+                      f"{results.gpu_name or 'no GPU recorded'}, commit "
                       f"{commit[:7] if isinstance(commit, str) else 'unknown'}",
                       markup=False, soft_wrap=True)
             if results.metadata.get("complete") is False:

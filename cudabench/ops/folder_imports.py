@@ -6,8 +6,9 @@ Python keeps one module a name, so with an op file's folder on the import path t
 is a package of its own, `cudabench.ops.user._folder_<digest>`, and the op file, and the
 helpers it imports, get an `__import__` (through their builtins) that turns an import of a
 module beside the op file (`import _ref`, `from _helpers.body import f`, `from . import
-_ref`, at import time or inside a function) into an import of the folder package's module: each folder's own, as a
-script gets the modules beside it. Every other import is Python's.
+_ref`, at import time or inside a function) into an import of the folder package's module:
+each folder's own, as a script gets the modules beside it. Every other import is Python's.
+A process the op's code starts finds these modules by name too (cudabench.ops.user).
 """
 
 from __future__ import annotations
