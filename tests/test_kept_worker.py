@@ -227,6 +227,9 @@ def test_another_visible_gpu_gets_a_worker_of_its_own(kept, monkeypatch):
     assert kept.address_of(FakeSpec(), {}, None) != first
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     assert kept.address_of(FakeSpec(), {}, None) == first
+    # the op files a command loaded: each new set of them started another worker
+    monkeypatch.setenv("CUDABENCH_OP_FILES", '{"cudabench.ops.user.x_0": "/x.py"}')
+    assert kept.address_of(FakeSpec(), {}, None) == first
 
 
 @pytest.mark.parametrize("in_helper", [False, True], ids=["op-file", "helper-module"])

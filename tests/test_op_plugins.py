@@ -694,8 +694,8 @@ def test_an_op_field_of_the_wrong_kind_names_the_file(use_fake, tmp_path, field,
     # an int64 array in a float32 buffer: "its worker process failed: ValueError: could
     # not broadcast"; on a GPU, a copy past the buffer's end
     (".astype(types.input.numpy)}", ".astype(np.int64)}",
-     "mycopy.inputs returned 'x' as int64, but input buffers hold float32: make it with "
-     ".astype(types.input.numpy)"),
+     "mycopy.inputs returned 'x' as int64 (8 bytes an element), but input buffers hold "
+     "float32 (4 bytes): make it with .astype(types.input.numpy)"),
     # "its worker process failed: KeyError: 'q'"
     ('result_buffer = "y"', 'result_buffer = "q"',
      "mycopy.result_buffer 'q' is no buffer: its inputs and outputs are 'x', 'y'"),
@@ -757,3 +757,15 @@ def test_a_relative_import_above_the_file_system_s_root_keys_nothing(tmp_path):
     (tmp_path / "op.py").write_text("from " + "." * 80 + " import x\nfrom . import _ref\n")
     (tmp_path / "_ref.py").write_text("")
     assert local_imports(tmp_path / "op.py") == {(tmp_path / "_ref.py").resolve()}
+
+
+def test_an_op_file_with_a_dot_in_its_name_is_a_module_of_one_part(tmp_path, fresh_ops):
+    # `my.op.py` became cudabench.ops.user.my.op_<hash>: a spawned process looked for a
+    # package `my` and never found the op's functions
+    from cudabench.ops.folder_imports import USER_OPS_PACKAGE
+    from cudabench.ops.registry import load_ops
+
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    (folder / "myop.py").rename(folder / "my.op.py")
+    module = type(load_ops([folder])["mycopy"]).__module__
+    assert module.startswith(f"{USER_OPS_PACKAGE}.my_op_") and module.count(".") == 3, module

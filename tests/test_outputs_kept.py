@@ -871,3 +871,12 @@ def test_best_out_replaces_what_it_wrote_before(use_fake, tmp_path):
                       "--best-out", best)
         assert done.exit_code == 0, done.output
     assert best.read_text(encoding="utf-8").startswith("# Written by cudabench --best")
+
+
+def test_a_results_file_with_a_byte_order_mark_is_measured_data(use_fake, tmp_path):
+    # loaded as results since the loader takes a BOM, yet --markdown replaced it
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + RESULTS.read_bytes())
+    done = invoke("matmul", "--size", "64", *QUICK, "--markdown", bom)
+    assert done.exit_code == 2 and "is a cudabench results file" in done.stderr, done.output
+    assert bom.read_bytes().startswith(b"\xef\xbb\xbf{")

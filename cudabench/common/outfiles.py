@@ -210,7 +210,8 @@ def measured_data(path: Path) -> str:
 
     try:
         with open(path, "rb") as stream:
-            head = stream.read(4096)
+            # after a BOM an editor wrote: the loader reads such a file too
+            head = stream.read(4096).removeprefix(b"\xef\xbb\xbf")
             text = head + stream.read() if head.lstrip().startswith(b"{") else head
     except OSError:
         return ""

@@ -172,11 +172,14 @@ def _check_inputs(plan: Plan, inputs: object) -> None:
                           "name -> NumPy array, e.g. {\"x\": rng.uniform(-1, 1, shape)"
                           ".astype(types.input.numpy)}")
     where = op.origin or type(op).__module__
-    wanted = np.dtype(plan.types.input.numpy)
+    size = plan.types.input.itemsize
     for name, array in inputs.items():
-        if array.dtype != wanted:  # its buffer holds the input type: a copy ran past it
-            raise OpFileError(f"{where}: {op.name}.inputs returned {name!r} as {array.dtype}, "
-                              f"but input buffers hold {plan.types.input.name}: make it with "
+        # its buffer holds elements of the input type's size (an int32 index array in a
+        # float32 op fits): a wider one's copy ran past it
+        if array.dtype.itemsize != size:
+            raise OpFileError(f"{where}: {op.name}.inputs returned {name!r} as {array.dtype} "
+                              f"({array.dtype.itemsize} bytes an element), but input buffers "
+                              f"hold {plan.types.input.name} ({size} bytes): make it with "
                               ".astype(types.input.numpy)")
     with user_code(op, "outputs"):
         outputs = op.outputs(plan.shape, plan.types, 1)

@@ -30,6 +30,7 @@ from typing import Any
 
 USER_OPS_PACKAGE = "cudabench.ops.user"  # where op files and their helpers live (sys.modules)
 INHERITED = "CUDABENCH_OP_FILES"  # the op files loaded, for the processes op code starts
+MAX_INHERITED_CHARS = 64 * 1024  # Linux takes 128 KiB an environment string
 _FOLDERS: dict[str, tuple[Path, dict[str, Any]]] = {}  # package -> (folder, its builtins)
 _OP_FILES: dict[str, Path] = {}  # an op file's module name -> the file (its local copy)
 _python_import = builtins.__import__
@@ -58,7 +59,9 @@ def loaded_op_file(name: str, file: Path) -> None:
     too: a process its code starts (a Pool's, spawned) unpickles a function of the op file
     or of a helper beside it by that name, and finds it (adopt_inherited)."""
     _OP_FILES[name] = file
-    os.environ[INHERITED] = json.dumps({key: str(path) for key, path in _OP_FILES.items()})
+    text = json.dumps({key: str(path) for key, path in _OP_FILES.items()})
+    if len(text) <= MAX_INHERITED_CHARS:  # beyond, every later exec (nvcc) failed: E2BIG
+        os.environ[INHERITED] = text
 
 
 def adopt_inherited() -> None:

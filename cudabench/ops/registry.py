@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import re
 import sys
 import threading
 from collections.abc import Iterable
@@ -150,7 +151,8 @@ def _import_module(name: str) -> ModuleType:
 
 def _import_file(path: Path) -> ModuleType:
     """Import a user's op file under a name derived from its path (stable across processes)."""
-    name = f"{USER_OPS_PACKAGE}.{path.stem}_{_path_digest(path)}"
+    # a name of one part: `my.op.py` was a package `my` that a spawned process looked for
+    name = f"{USER_OPS_PACKAGE}.{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{_path_digest(path)}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, local_path(path))

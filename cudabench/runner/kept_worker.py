@@ -39,6 +39,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
+from cudabench.ops.folder_imports import INHERITED as OP_FILES
 from cudabench.common.fingerprint import code_key
 from cudabench.engines.protocol import EngineSpec
 from cudabench.ops.registry import forget_file_ops
@@ -78,8 +79,11 @@ def address_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> P
     (which GPU CUDA_VISIBLE_DEVICES shows, the toolkit on PATH, the compile cache's folder,
     BLAS threads): a command whose shell changed one gets a worker of its own, never one
     that would measure on another GPU."""
+    # not the op files loaded so far (ops/folder_imports.INHERITED): each command loads
+    # its own, and each new set of them started another worker
     inherited = {name: value for name, value in os.environ.items()
-                 if name.startswith(INHERITED_PREFIXES) or name in INHERITED_NAMES}
+                 if (name.startswith(INHERITED_PREFIXES) or name in INHERITED_NAMES)
+                 and name != OP_FILES}
     what = pickle.dumps((code_key(), spec, sorted({**inherited, **env}.items()), label,
                          sys.executable, os.getcwd()))
     return socket_folder() / f"worker-{hashlib.sha256(what).hexdigest()[:16]}.sock"
