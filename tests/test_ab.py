@@ -525,6 +525,29 @@ def test_ab_s_rounds_are_on_disk_as_they_are_measured(marked, tmp_path, monkeypa
     assert rows["naive@A"].rounds == 3 and rows["naive@B"].rounds == 3
 
 
+def test_ab_says_a_failed_write_of_its_file_as_it_happens(marked, tmp_path, monkeypatch):
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    real, calls = ResultsWriter.write, []
+
+    def first_fails(self, complete=True):
+        calls.append(complete)
+        if len(calls) == 1:
+            raise UsageError(f"--json {self.path}: cannot write: No space left on device")
+        real(self, complete)
+
+    monkeypatch.setattr(ResultsWriter, "write", first_fails)
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"])
+    path = tmp_path / "ab.json"
+    done = invoke(old, new, *FAST, "--rounds", "6", "--json", path)
+    assert done.exit_code == 0, (done.stdout, done.stderr)
+    assert "cannot write: No space left on device; the run goes on, and writes the file " \
+        "again after each row" in " ".join(done.stderr.split())
+    assert load_results(path).metadata["complete"] is True
+
+
 def test_a_copy_that_fails_its_warm_up_says_so_and_is_kept_when_stopped(marked, tmp_path,
                                                                          monkeypatch):
     # the row read "round 1 of 6 is the one shown" for a copy that failed in the warm-up

@@ -206,6 +206,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     outcome = RunOutcome(())  # B dropped every compared variant's type: nothing to measure
     heard: list[BenchmarkResult] = []  # the rows so far, for a run that stops
     placed: dict[tuple[tuple[str, str], str], int] = {}  # (variant, side) -> its writer row
+    by_key: dict[tuple[str, str], dict[str, list[BenchmarkResult]]] = {}  # as _rows_by_side
     try:
         if schedule.jobs:
             with terminal.progress(len(schedule.jobs), terminal.stderr_console(),
@@ -219,9 +220,18 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                     advance(dataclasses.replace(
                         row, variant=f"{row.variant}@{label}" + (" (warm-up)" if warm else "")))
                     if writer is not None:  # the rounds so far, pooled, on disk: a run
-                        # killed (SIGKILL, the OOM killer) keeps them
-                        _put_pooled(writer, placed, _rows_by_side(schedule, heard))
+                        # killed (SIGKILL, the OOM killer) keeps them. Only this row's
+                        # variant is pooled again: all of them, every row, was quadratic
+                        job = schedule.jobs[len(heard) - 1]
+                        key = (schedule.plans[job.plan_index].op.name, job.name)
+                        by_key.setdefault(key, {"A": [], "B": []}).setdefault(
+                            side, []).append(row)
+                        failing = writer.stream_error is not None
+                        _put_pooled(writer, placed, {key: by_key[key]})
                         writer.flush()
+                        if writer.stream_error is not None and not failing:
+                            commands.note(f"{writer.stream_error}; the run goes on, and "
+                                          "writes the file again after each row")
 
                 outcome = run_plans(schedule.plans, commands.engine_spec(device), on_result,
                                     on_start=writer.start if writer else None,
