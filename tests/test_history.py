@@ -652,7 +652,11 @@ def test_a_branch_is_recorded_and_read_alone(tmp_path):
     assert on_main.exit_code == 1 and "slower" in on_main.stdout, on_main.stdout
     # a branch no run was recorded on (a typo): every row "too little history", passed
     assert_one_line_error(invoke("check", slow, "--db", db, "--branch", "mian"),
-                          "--branch mian: no run in", "branches: main")
+                          "--branch mian: no run in", "did you mean main?")
+    # a new branch, no typo: its history starts now, and says so
+    fresh = invoke("check", slow, "--db", db, "--branch", "feature/new-tiles")
+    assert fresh.exit_code == 0, fresh.output
+    assert "--branch feature/new-tiles: no run in" in fresh.stderr
     naive_all = show_rows(invoke("show", "--db", db).stdout)["naive"]
     naive_main = show_rows(invoke("show", "--db", db, "--branch", "main").stdout)["naive"]
     assert " 7 " in naive_all and " 6 " in naive_main and naive_all != naive_main

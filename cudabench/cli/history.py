@@ -218,11 +218,17 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
         if branch is not None:  # the history of one branch (main's, say) judges the file
             known = store.branches()
             if branch not in known and store.counts()["runs"]:
+                import difflib
+
                 # a typo (mian) left every row "too little history, not gated": passed
-                raise UsageError(
-                    f"--branch {branch}: no run in {db} was recorded on it (its runs' "
-                    f"branches: {', '.join(known) or 'none named'}): the gate would judge "
-                    "nothing against it")
+                near = difflib.get_close_matches(branch, known, n=1)
+                if near:
+                    raise UsageError(
+                        f"--branch {branch}: no run in {db} was recorded on it; did you mean "
+                        f"{near[0]}? (its runs' branches: {', '.join(known)})")
+                terminal.stderr_console().print(  # a new branch: its history starts now
+                    f"note: --branch {branch}: no run in {db} was recorded on it yet, so no "
+                    "row has the history to be judged", markup=False, soft_wrap=True)
             store.only_branch(branch)
         verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing,
                          cap, cap_from)

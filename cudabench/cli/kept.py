@@ -23,8 +23,8 @@ def workers_command(stop: bool, cluster: str | None) -> int:
         kept_worker.socket_folder()
     except OSError as exc:  # a link, another user's folder, a file in its place
         raise UsageError(f"the kept workers' folder: {exc} (it is $XDG_RUNTIME_DIR/cudabench, "
-                         "else /tmp/cudabench-UID: move what is there away, or set "
-                         "XDG_RUNTIME_DIR to a folder of your own)") from None
+                         "else cudabench-UID in the temporary folder: move what is there "
+                         "away, or set XDG_RUNTIME_DIR to a folder of your own)") from None
     if stop:
         ended = kept_worker.stop_all()
         click.echo(f"ended {ended} kept worker{'s' if ended != 1 else ''}")
