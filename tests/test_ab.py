@@ -557,7 +557,9 @@ def test_a_copy_that_fails_its_warm_up_says_so_and_is_kept_when_stopped(marked, 
     path = tmp_path / "ab.json"
     result = invoke(old, new, *FAST, "--rounds", "6", "--json", path)
     assert result.exit_code == 1 and verdicts(result.stdout) == {"naive": "failed"}
-    rows = {row.variant: row for row in load_results(path).benchmarks}
+    saved = load_results(path).benchmarks
+    assert [row.variant for row in saved] == ["naive@A", "naive@B"]  # as the table: A, B
+    rows = {row.variant: row for row in saved}
     b_row = rows["naive@B"]
     assert b_row.status.value == "FAIL" and b_row.rounds == 6, b_row
     assert any("the warm-up round is the one shown (FAIL)" in w for w in b_row.warnings)

@@ -249,6 +249,9 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     write_error = None
     if writer is not None:
         _put_pooled(writer, placed, rows, complete=True)
+        # per variant, A then B, as the table: a copy that failed its warm-up was placed
+        # as it failed, before the other side's first round
+        writer.reorder([placed[(key, label)] for key in rows for label in SIDES])
         write_error = writer.finish()  # a full disk: the table is shown first
         if writer.kept_note is not None:
             commands.note(writer.kept_note)

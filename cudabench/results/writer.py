@@ -132,6 +132,15 @@ class ResultsWriter:
         if write:  # tried after every row: a disk full for a while loses nothing after it
             self._stream()
 
+    def reorder(self, order: list[int]) -> None:
+        """Put the rows in this order (their indices as added; each once), for the next
+        write: rows streamed as they came, kept in the order a reader expects."""
+        if sorted(order) != list(range(len(self.benchmarks))):
+            raise ValueError("reorder takes every row's index once")
+        self.benchmarks = [self.benchmarks[i] for i in order]
+        self._encoded = [self._encoded[i] for i in order]
+        self._rounds = [self._rounds[i] for i in order]
+
     def flush(self) -> None:
         """Write the rows so far, marked incomplete (a caller that added or replaced rows
         without writing: ab's pooled rows, after each round)."""
