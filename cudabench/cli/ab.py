@@ -230,8 +230,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                         _put_pooled(writer, placed, {key: by_key[key]})
                         writer.flush()
                         if writer.stream_error is not None and not failing:
-                            commands.note(f"{writer.stream_error}; the run goes on, and "
-                                          "writes the file again after each row")
+                            commands.note(writer.stream_error + commands.GOES_ON)
 
                 outcome = run_plans(schedule.plans, commands.engine_spec(device), on_result,
                                     on_start=writer.start if writer else None,

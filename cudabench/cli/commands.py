@@ -147,6 +147,10 @@ def check_placement(placement: Placement) -> None:
         check_address(placement.cluster)
 
 
+# what a note adds to a results file's first failed write (a full disk)
+GOES_ON = "; the run goes on, and writes the file again after each row"
+
+
 def note(text: str) -> None:
     """Print a note on stderr (a dry run's)."""
     terminal.stderr_console().print(f"note: {text}", markup=False, highlight=False)
@@ -316,8 +320,7 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
                     failing = writer.stream_error is not None
                     writer.add(result, replace=in_rounds)
                     if writer.stream_error is not None and not failing:  # said as it starts
-                        note(f"{writer.stream_error}; the run goes on, and writes the file "
-                             "again after each row")
+                        note(writer.stream_error + GOES_ON)
                 elif so_far is not None:
                     so_far.add(result)
             for listener in listeners:
