@@ -113,6 +113,24 @@ def full_disk_at_the_end(monkeypatch, always: bool = False) -> None:
     monkeypatch.setattr(ResultsWriter, "write", write)
 
 
+def first_write_fails(monkeypatch) -> list[bool]:
+    """Make a results file's first write fail as a disk full for a moment does; return the
+    list of the writes tried (complete or not), which grows as the run writes."""
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    real, calls = ResultsWriter.write, []
+
+    def first_fails(self, complete=True):
+        calls.append(complete)
+        if len(calls) == 1:
+            raise UsageError(f"--json {self.path}: cannot write: No space left on device")
+        real(self, complete)
+
+    monkeypatch.setattr(ResultsWriter, "write", first_fails)
+    return calls
+
+
 def stopped_after(real_run_plans, rows: int, stop):
     """Return a run_plans that runs real_run_plans and calls stop() once `rows` rows were
     heard: a Ctrl-C (KeyboardInterrupt) or a pytest session's end at a known point."""

@@ -526,18 +526,9 @@ def test_ab_s_rounds_are_on_disk_as_they_are_measured(marked, tmp_path, monkeypa
 
 
 def test_ab_says_a_failed_write_of_its_file_as_it_happens(marked, tmp_path, monkeypatch):
-    from cudabench.errors import UsageError
-    from cudabench.results.writer import ResultsWriter
+    from helpers import first_write_fails
 
-    real, calls = ResultsWriter.write, []
-
-    def first_fails(self, complete=True):
-        calls.append(complete)
-        if len(calls) == 1:
-            raise UsageError(f"--json {self.path}: cannot write: No space left on device")
-        real(self, complete)
-
-    monkeypatch.setattr(ResultsWriter, "write", first_fails)
+    first_write_fails(monkeypatch)
     old = folder(tmp_path / "old", ["naive"])
     new = folder(tmp_path / "new", ["naive"])
     path = tmp_path / "ab.json"

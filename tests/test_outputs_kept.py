@@ -829,18 +829,9 @@ def test_no_history_store_lands_among_cudabench_s_own_kernels(tmp_path):
 def test_a_failed_write_of_the_streamed_file_is_said_as_it_happens(use_fake, tmp_path,
                                                                    monkeypatch):
     # said only at the end, if at all; and streaming stopped for the rest of the run
-    from cudabench.errors import UsageError
-    from cudabench.results.writer import ResultsWriter
+    from helpers import first_write_fails
 
-    real, calls = ResultsWriter.write, []
-
-    def first_fails(self, complete=True):
-        calls.append(complete)
-        if len(calls) == 1:
-            raise UsageError(f"--json {self.path}: cannot write: No space left on device")
-        real(self, complete)
-
-    monkeypatch.setattr(ResultsWriter, "write", first_fails)
+    calls = first_write_fails(monkeypatch)
     out = tmp_path / "r.json"
     done = invoke("matmul", "--size", "64", *QUICK, "--json", out)
     assert done.exit_code == 0, done.output
