@@ -8,7 +8,11 @@ from pathlib import Path
 
 from cudabench.catalog.headers import parse_header
 from cudabench.catalog.variants import KernelVariant
-from cudabench.common.infiles import MAX_SOURCE_BYTES, not_a_folder, read_capped
+from cudabench.common.infiles import (  # check_folders: the catalog's callers'
+    MAX_SOURCE_BYTES,
+    check_folders,
+    read_capped,
+)
 from cudabench.common.own_files import builtin_kernels_dir
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import Op, load_ops
@@ -33,14 +37,6 @@ def _parsed(path: Path, ops: dict[str, Op]) -> KernelVariant:
     if variant is None:
         variant = _PARSED[key] = parse_header(path, ops=ops)
     return variant
-
-
-def check_folders(folders: Iterable[Path]) -> None:
-    """Refuse a --kernels-dir that is not a folder, naming it."""
-    for folder in folders:
-        problem = not_a_folder(folder)
-        if problem:
-            raise UsageError(f"--kernels-dir {folder}: {problem}")
 
 
 def kernel_files(folder: Path) -> list[Path]:

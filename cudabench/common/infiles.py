@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import stat
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
+
+from cudabench.errors import UsageError
 
 MiB = 2**20
 MAX_SOURCE_BYTES = 16 * MiB  # a kernel, header, op or suite file: text a person wrote
@@ -60,3 +63,11 @@ def not_a_folder(path: Path) -> str | None:
     if path.is_dir():
         return None
     return "is a file, not a folder" if path.exists() else "no such directory"
+
+
+def check_folders(folders: Iterable[Path]) -> None:
+    """Refuse a --kernels-dir that is not a folder, naming it."""
+    for folder in folders:
+        problem = not_a_folder(folder)
+        if problem:
+            raise UsageError(f"--kernels-dir {folder}: {problem}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from cudabench.common.infiles import not_a_folder
+from cudabench.common.infiles import check_folders
 from cudabench.errors import UsageError
 from cudabench.ops.base import LaunchShape, Op, Shape
 from cudabench.ops.registry import builtin_ops, find_op, load_ops
@@ -33,9 +33,6 @@ def get_op(name: str, kernels_dirs: Iterable[Path] = ()) -> Op:
     try:
         return ops[name]
     except KeyError:
-        for folder in kernels_dirs:  # a mistyped folder, not the op, is what is wrong
-            problem = not_a_folder(folder)
-            if problem:
-                raise UsageError(f"--kernels-dir {folder}: {problem}") from None
+        check_folders(kernels_dirs)  # a mistyped folder, not the op, is what is wrong
         raise UsageError(f"unknown op {name!r} (known: {', '.join(ops)}); an op of your own "
                          "is a .py file in a --kernels-dir folder") from None
