@@ -20,7 +20,7 @@ from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.pipeline import run_plans
 from cudabench.planning.plan import Insight, Plan
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, RunOutcome
-from cudabench.common.outfiles import EachWritten
+from cudabench.common.outfiles import WRITTEN_BY, EachWritten
 from cudabench.common.units import format_change, format_seconds, params_text, shape_text
 from cudabench.errors import ExitCode
 
@@ -169,7 +169,8 @@ def failed_text(row: BenchmarkResult) -> str:
 
 def suite_text(choices: Sequence[Choice], plans: Sequence[Plan]) -> str:
     """Return the winners as cudabench.toml [[benchmark]] entries (ties noted)."""
-    lines = ["# Written by cudabench --best: the fastest passing configuration per variant",
+    # WRITTEN_BY heads it: an output may replace such a file, never a suite of the user's
+    lines = [f"{WRITTEN_BY} --best: the fastest passing configuration per variant",
              "# and size. Paste into cudabench.toml, or run it: cudabench run FILE", ""]
     folders = kernel_folders(choices, plans)
     if folders:  # the --kernels-dir folders the winners came from: the suite runs as it is

@@ -181,10 +181,13 @@ def check_not_data(path: Path, flag: str) -> None:
                          "another file")
 
 
+# Files whose presence can change a run: kernels, headers, op modules, suites, build files
+# (results/writer.py: an untracked one makes a checkout dirty).
+CODE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hpp", ".c", ".cc", ".cpp", ".py", ".toml",
+                           ".cfg", ".ptx"})
 # Code and configuration: no table, page, figure or suite replaces one cudabench did not write
-SOURCE_SUFFIXES = frozenset({".py", ".cu", ".cuh", ".h", ".hpp", ".c", ".cc", ".cpp", ".ptx",
-                             ".toml", ".cfg", ".ini", ".yaml", ".yml"})
-WRITTEN_BY = b"# Written by cudabench"  # the head of what --best-out writes
+SOURCE_SUFFIXES = CODE_SUFFIXES | {".ini", ".yaml", ".yml"}
+WRITTEN_BY = "# Written by cudabench"  # the head of what --best-out writes (cli/best.py)
 
 
 def _source(path: Path) -> str:
@@ -197,7 +200,7 @@ def _source(path: Path) -> str:
             head = stream.read(len(WRITTEN_BY))
     except OSError:
         return ""
-    if not head or head == WRITTEN_BY:
+    if not head or head == WRITTEN_BY.encode():
         return ""
     return f"a source or configuration file ({path.suffix}) that cudabench did not write"
 

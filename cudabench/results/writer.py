@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from cudabench import __version__
-from cudabench.common.outfiles import PARTIAL, check_output, claim_output, replacing
+from cudabench.common.outfiles import (
+    CODE_SUFFIXES,
+    PARTIAL,
+    check_output,
+    claim_output,
+    replacing,
+)
 from cudabench.errors import UsageError
 from cudabench.results.codec import (
     FILE_KIND,
@@ -30,9 +36,6 @@ from cudabench.results.codec import (
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 from cudabench.results.rounds import identity
 
-# Files whose presence can change a run: kernels, headers, op modules, suites, build files.
-CODE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hpp", ".c", ".cc", ".cpp", ".py", ".toml",
-                           ".cfg", ".ptx"})
 
 
 def git_commit(directory: Path) -> dict[str, Any]:
