@@ -368,3 +368,28 @@ def test_a_kept_workers_folder_it_may_not_use_is_a_usage_error(monkeypatch, tmp_
         assert "set XDG_RUNTIME_DIR to a folder of your own" in " ".join(done.stderr.split())
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_a_run_where_no_worker_can_be_kept_says_so_once_and_runs(use_fake, monkeypatch,
+                                                                   tmp_path):
+    # keeping is a saving, never a reason to fail: the run goes on with a plain worker,
+    # but it said nothing, and the user waited for a kept worker that never was
+    import shutil
+    import tempfile
+
+    from cudabench.runner import kept_worker
+
+    monkeypatch.setattr(kept_worker, "_SAID", set())
+    runtime = Path(tempfile.mkdtemp(prefix="cbk-", dir="/tmp"))
+    try:
+        (runtime / "cudabench").symlink_to(tmp_path)  # a folder it may not use
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        done = invoke("dot", "--size", "1000,2000", "--keep-workers", "60", *QUICK,
+                      "--json", tmp_path / "r.json")
+        assert done.exit_code == 0, done.stderr
+        said = [line for line in done.stderr.splitlines() if "--keep-workers" in line]
+        assert len(said) == 1, done.stderr
+        assert "no GPU worker is kept" in said[0] and "is a link" in said[0], said
+        assert load_results(tmp_path / "r.json").benchmarks
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)

@@ -89,6 +89,16 @@ def address_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> P
     return socket_folder() / f"worker-{hashlib.sha256(what).hexdigest()[:16]}.sock"
 
 
+_SAID: set[str] = set()  # notes this process has printed (once each, not every worker)
+
+
+def _say_once(text: str) -> None:
+    """Print a note on stderr, once a process: a run's workers would each say it again."""
+    if text not in _SAID:
+        _SAID.add(text)
+        sys.stderr.write(text + "\n")
+
+
 class _Gone(Exception):
     """The kept worker ended before it served this command (another command's timeout or
     fault, its idle end): this command starts or finds another, its rows unaffected."""
@@ -111,15 +121,17 @@ class KeptWorker(Worker):
 
     def _start(self) -> None:
         """Connect to the kept worker, starting it where there is none (or it is ending);
-        where none can be started (no private socket folder), a plain worker: keeping is a
-        saving, never a reason for a run to fail."""
+        where none can be started (no private socket folder), a plain worker, said once in a
+        note: keeping is a saving, never a reason for a run to fail."""
         self._served = False
         try:
             if self._plain:
                 raise RuntimeError("kept workers ended twice before serving this command")
             self._start_kept()
-        except (OSError, RuntimeError):
+        except (OSError, RuntimeError) as why:
             self._address = None
+            _say_once(f"note: --keep-workers: no GPU worker is kept ({why}); this "
+                      "command's worker ends with it")
             super()._start()
 
     def _start_kept(self) -> None:
