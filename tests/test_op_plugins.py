@@ -592,6 +592,49 @@ def test_a_process_the_reference_spawns_finds_the_op_s_functions(use_fake, tmp_p
     assert done.exit_code == 0, done.output
 
 
+def test_a_forkserver_started_before_an_op_file_loaded_finds_its_functions(tmp_path):
+    # forkserver (Python 3.14's default on Linux) forks each process from a server whose
+    # environment was taken when it started: an op file loaded after that (ab's second
+    # copy, a kept worker's next command) was unknown there, and its Pool hung
+    import os
+    import subprocess
+    import sys
+
+    folders = []
+    for name in ("old", "new"):
+        folder = helper_op(tmp_path / name, "return inputs['x']",
+                           **{"_ref.py": "def f(x):\n    return 3 * x\n"})
+        op_file = folder / "myop.py"
+        op_file.write_text(op_file.read_text().replace(
+            "OP = Copy()", "def twice(x):\n    return 2 * x\n\n\nOP = Copy()"))
+        folders.append(str(folder))
+    script = tmp_path / "pools.py"
+    script.write_text(textwrap.dedent("""
+        import multiprocessing, sys
+        from pathlib import Path
+        from cudabench.ops.registry import load_ops
+
+        if __name__ == "__main__":
+            context = multiprocessing.get_context("forkserver")
+            for folder in sys.argv[1:]:
+                module = sys.modules[type(load_ops([Path(folder)])["mycopy"]).__module__]
+                with context.Pool(1) as pool:
+                    print(pool.apply_async(module.twice, (1,)).get(30),
+                          pool.apply_async(module._ref_f, (1,)).get(30), flush=True)
+    """))
+    for text in (folders[0], folders[1]):
+        op_file = Path(text) / "myop.py"
+        op_file.write_text(op_file.read_text().replace(
+            "OP = Copy()", "import _ref\n_ref_f = _ref.f\n\n\nOP = Copy()"))
+    env = {**os.environ, "CUDABENCH_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("CUDABENCH_OP_FILES", None)
+    done = subprocess.run([sys.executable, str(script), *folders], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["2", "3", "2", "3"], done.stdout
+
+
 def test_a_helper_in_bytecode_alone_is_found(use_fake, tmp_path, fresh_ops):
     import py_compile
 

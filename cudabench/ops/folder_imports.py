@@ -40,7 +40,7 @@ def folder_builtins(folder: Path) -> dict[str, Any]:
     """Return the builtins for code of folder (an op file, its helpers): Python's, with an
     `__import__` that finds the modules beside folder's op files in folder's package."""
     importlib.import_module(USER_OPS_PACKAGE)  # Python's import looks the top one up
-    package = f"{USER_OPS_PACKAGE}._folder_{hashlib.sha1(str(folder).encode()).hexdigest()[:12]}"
+    package = _package_of(folder)
     if package not in _FOLDERS or package not in sys.modules:
         module = ModuleType(package, f"the helper modules of the op files in {folder}")
         module.__path__ = [str(folder)]
@@ -54,11 +54,20 @@ def folder_builtins(folder: Path) -> dict[str, Any]:
     return _FOLDERS[package][1]
 
 
+def _package_of(folder: Path) -> str:
+    """Return the name of folder's package (its helpers' parent): one per folder's path."""
+    return f"{USER_OPS_PACKAGE}._folder_{hashlib.sha1(str(folder).encode()).hexdigest()[:12]}"
+
+
 def loaded_op_file(name: str, file: Path) -> None:
     """Note that the op file `file` is the module `name`, in this process's environment
     too: a process its code starts (a Pool's, spawned) unpickles a function of the op file
-    or of a helper beside it by that name, and finds it (adopt_inherited)."""
+    or of a helper beside it by that name, and finds it (adopt_inherited). And in the
+    cache folder, for a process started from one that began before this file loaded
+    (forkserver's: its environment is the server's, taken when the server started)."""
     _OP_FILES[name] = file
+    _register(name, file)
+    _register(_package_of(file.parent), file.parent)
     text = json.dumps({key: str(path) for key, path in _OP_FILES.items()})
     if len(text) <= MAX_INHERITED_CHARS:  # beyond, every later exec (nvcc) failed: E2BIG
         os.environ[INHERITED] = text
@@ -77,6 +86,49 @@ def adopt_inherited() -> None:
         if isinstance(name, str) and isinstance(file, str) and name not in _OP_FILES:
             _OP_FILES[name] = Path(file)
             folder_builtins(Path(file).parent)
+
+
+def _registered_at() -> Path | None:
+    from cudabench.common.cache_dir import cache_root  # here: spawned processes rarely ask
+
+    root = cache_root()
+    return None if root is None else root / "op-modules"
+
+
+def _register(name: str, place: Path) -> None:
+    """Write down where the module name (an op file's, a folder's package) comes from."""
+    folder = _registered_at()
+    if folder is None:  # caching off: the environment alone tells processes started later
+        return
+    entry, text = folder / name, str(place)
+    try:
+        if entry.is_file() and entry.read_text(encoding="utf-8") == text:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        part = folder / f"{name}.{os.getpid()}.part"
+        part.write_text(text, encoding="utf-8")
+        os.replace(part, entry)
+    except OSError:
+        pass  # a cache that cannot be written: the environment still tells spawned ones
+
+
+def _adopt_registered(name: str) -> bool:
+    """Take the module name (an op file's, a folder's package) from the cache folder's
+    register, where this process's environment did not name it; whether it was there."""
+    folder = _registered_at()
+    try:
+        text = (folder / name).read_text(encoding="utf-8") if folder is not None else ""
+    except (OSError, ValueError):
+        return False
+    place = Path(text)
+    if not text or not place.is_absolute():
+        return False
+    if name == _package_of(place):  # a folder's package
+        folder_builtins(place)
+    else:
+        _OP_FILES[name] = place
+        folder_builtins(place.parent)
+    return True
 
 
 def refresh_builtins() -> None:
@@ -172,7 +224,14 @@ class _FolderFinder(importlib.abc.MetaPathFinder):
                                                            folder_builtins(file.parent)))
         head, _, rest = fullname.partition(f"{USER_OPS_PACKAGE}.")
         package = f"{USER_OPS_PACKAGE}.{rest.partition('.')[0]}"
-        if head or package not in _FOLDERS or fullname == package:
+        if head or not rest:
+            return None
+        if fullname == package and package not in _FOLDERS and _adopt_registered(fullname):
+            if fullname in _OP_FILES:  # an op file that loaded after this process began
+                return self.find_spec(fullname, path, target)
+            # a folder's package, made by folder_builtins: Python's import takes it as is
+            return importlib.util.spec_from_loader(fullname, _Made(), is_package=True)
+        if package not in _FOLDERS or fullname == package:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         names = _FOLDERS[package][1]
@@ -184,6 +243,16 @@ class _FolderFinder(importlib.abc.MetaPathFinder):
                                              importlib.machinery.SourcelessFileLoader):
             spec.loader = _FolderBytecodeLoader(fullname, spec.loader.path, names)
         return spec
+
+
+class _Made(importlib.abc.Loader):
+    """The loader of a module already made (a folder's package): it is used as it is."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return sys.modules[spec.name]
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass
 
 
 class _WithBuiltins:
