@@ -1,7 +1,9 @@
 """The command line on the fake engine, run as a process: `python tests/fake_cli.py matmul
 --size 64`. The commands open `cudabench.cli.commands.engine_spec` (tests replace it, as
 conftest's use_fake does); a process started by a terminal (tmux) gets it replaced here.
-FAKE_GPUS (an environment variable) gives the fake host that many GPUs.
+FAKE_GPUS (an environment variable) gives the fake host that many GPUs, of which
+CUDA_VISIBLE_DEVICES (a list of indices) shows some, as on a real host; FAKE_SEED seeds its
+noise (two runs with different seeds are not copies of one run to `compare`).
 """
 
 import os
@@ -12,5 +14,10 @@ from cudabench.entry import main  # the console script's: its SIGTERM handler to
 
 if __name__ == "__main__":  # workers are spawned: they import this file, and must not run it
     gpus = int(os.environ.get("FAKE_GPUS", "1"))
-    commands.engine_spec = lambda device: FakeSpec(device_index=device, device_count=gpus)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:  # the indices shown, of those the host has
+        gpus = len([i for i in visible.split(",") if i.strip().isdigit() and int(i) < gpus])
+    seed = int(os.environ.get("FAKE_SEED", "0"))
+    commands.engine_spec = lambda device: FakeSpec(device_index=device, device_count=gpus,
+                                                   seed=seed)
     main()
