@@ -1267,6 +1267,42 @@ def test_a_slow_level_is_the_history_only_once_several_commits_hold_it(tmp_path)
     assert row.verdict is Verdict.SAME and row.runs == 11, row.reason
 
 
+def slow_reruns(tmp_path: Path, indexes, commit: int = 50) -> list[Path]:
+    """Runs of one slow commit (tiled 1.3x), as `--record --check` records them failing."""
+    return [edited(make_run(tmp_path / f"slow{commit}", i, factors={"tiled": 1.3}),
+                   lambda d: d.update(git_commit=commit_of(commit))) for i in indexes]
+
+
+def test_a_slow_commit_s_reruns_with_two_normal_commits_between_are_no_level(tmp_path):
+    # 5 failed re-runs of slow commit x, then commits a and b back at the old speed, then x
+    # again: the level after the step counted 3 commits (x, a, b) and became the history,
+    # and the next slow commit passed as `same`. a and b show the old level, not the new.
+    db = flat_history(tmp_path, runs=6)
+    import_runs(db, slow_reruns(tmp_path, range(6, 11)))
+    import_runs(db, [make_run(tmp_path / "back", i) for i in (11, 12)])
+    import_runs(db, slow_reruns(tmp_path, [13]))
+    current = make_run(tmp_path, 100, factors={"tiled": 1.3}, name="current")
+    row = tiled_row(db, current)
+    assert row.verdict is Verdict.SLOWER, row.reason
+
+
+def test_a_slow_commit_re_run_past_the_window_keeps_failing(tmp_path):
+    # after --last failed re-runs of one commit no run before the step was left in the
+    # window: no step was found, the re-runs were the history, and the next one passed
+    db = flat_history(tmp_path, runs=6)
+    reruns = slow_reruns(tmp_path, range(6, 30))
+    import_runs(db, reruns)
+    again = edited(make_run(tmp_path, 100, factors={"tiled": 1.3}, name="again"),
+                   lambda d: d.update(git_commit=commit_of(50)))
+    for last in ("20", "5"):
+        result = invoke("check", again, "--db", db, "--last", last)
+        assert result.exit_code == 1 and verdicts(result.stdout)["tiled"] == "slower", \
+            result.stdout
+    # a slowdown that 3 commits keep is a level the history follows, as before
+    import_runs(db, slow_reruns(tmp_path, [30], commit=51) + slow_reruns(tmp_path, [31], 52))
+    assert tiled_row(db, again).verdict is Verdict.SAME
+
+
 def test_a_median_outside_the_runs_but_not_significant_is_not_called_within_them(tmp_path):
     # the reason read "within the history (p=0.26 >= 0.001, outside the 10 runs)"
     db = tmp_path / "h.db"

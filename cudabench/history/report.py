@@ -22,8 +22,9 @@ its last N runs on the same GPU model (not one baseline), with compare's verdict
 
 If a step or a drift is found in the window, only the runs after it count (the history
 before it is another kernel, or another machine), once they are an established level:
-min_runs runs from at least 3 commits (_level). Until then they are left out and the runs
-before the step stay the history: `--record --check` records the runs that fail the gate
+min_runs runs from at least 3 commits, counting the runs nearer the new level than the old
+(_level, _at_level). Until then they are left out and the runs before the step stay the
+history, the window reaching back past them (_history): `--record --check` records the runs that fail the gate
 too, and re-running a slow commit must keep failing, not make its own baseline. A faster
 level is a stricter baseline and counts at once: a run that loses a speedup the newest
 runs show (2 or more, of other commits, all faster than the history) is `slower` against
@@ -364,6 +365,7 @@ def _band(medians: Sequence[float], center: float) -> list[float]:
 
 
 LEVEL_COMMITS = 3  # the commits a new level needs before it is the history
+STEP_WINDOW = 20  # the runs before a change whose median is the level it left
 
 
 def _history(store: Store, bench: Benchmark, gpu: str, last: int, own: int | None,
@@ -376,9 +378,16 @@ def _history(store: Store, bench: Benchmark, gpu: str, last: int, own: int | Non
     while True:
         window = store.series(bench, gpu, last=last + extra, exclude_run=own)
         level, left_out, note = _level(window, min_runs)
-        if left_out <= extra or len(window) < last + extra:
+        if len(window) < last + extra:  # the whole store
             return level[-last:], note
-        extra = left_out
+        if left_out > extra:
+            extra = left_out
+        elif len(_commits(level[-last:])) < LEVEL_COMMITS:
+            # a window of re-runs of one or two commits (a slow one's, recorded as they
+            # failed): its step lies further back, and they are no baseline of their own
+            extra = max(2 * extra, last)
+        else:
+            return level[-last:], note
 
 
 def _level(points: Sequence[SeriesPoint], min_runs: int
@@ -402,7 +411,7 @@ def _level(points: Sequence[SeriesPoint], min_runs: int
     for start, where in changes:
         if start >= end:
             continue  # inside runs already left out
-        if _established(points[start:end], min_runs):
+        if _established(_at_level(points[:start], points[start:end]), min_runs):
             return list(points[start:end]), len(points) - end, f" since {where}{left_note}"
         if end == len(points):
             left = end - start
@@ -446,11 +455,27 @@ def _p_value(median: float, center: float, spread: float, runs: int, own: float)
     return math.erfc(abs(math.log(median / center) / scale) / math.sqrt(2))
 
 
+def _at_level(before: Sequence[SeriesPoint], level: Sequence[SeriesPoint]
+              ) -> list[SeriesPoint]:
+    """Return the runs of a level after a change that lie nearer its median than the
+    level's before it: runs of other commits back at the old speed (a slow commit's
+    re-runs between them) show the old level, and must not count as the new one's."""
+    if not before or not level:
+        return list(level)
+    new = math.log(statistics.median(p.median_s for p in level))
+    old = math.log(statistics.median(p.median_s for p in before[-STEP_WINDOW:]))
+    return [p for p in level if abs(math.log(p.median_s) - new) < abs(math.log(p.median_s) - old)]
+
+
 def _established(level: Sequence[SeriesPoint], min_runs: int) -> bool:
     """Return whether a level holds min_runs runs from LEVEL_COMMITS commits or more (a
     run that names no commit counts as its own)."""
-    commits = {p.commit if p.commit is not None else f"run {p.run_id}" for p in level}
-    return len(level) >= min_runs and len(commits) >= LEVEL_COMMITS
+    return len(level) >= min_runs and len(_commits(level)) >= LEVEL_COMMITS
+
+
+def _commits(runs: Sequence[SeriesPoint]) -> set[object]:
+    """Return the commits of runs (a run that names no commit counts as its own)."""
+    return {p.commit if p.commit is not None else f"run {p.run_id}" for p in runs}
 
 
 def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
