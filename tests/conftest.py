@@ -17,6 +17,7 @@ def pytest_configure(config):
     # A developer's shell may keep workers for every command (CUDABENCH_KEEP_WORKERS): the
     # tests start their own, and those that keep one say so.
     os.environ.pop("CUDABENCH_KEEP_WORKERS", None)
+    os.environ.pop("CUDABENCH_HISTORY_DB", None)  # a developer's store, kept out too
     # The tables fit the terminal's width, which COLUMNS sets: a CI runner's (or a wide
     # shell's) must not change what the tests read. Without it Rich and pytest take 80
     # columns off a terminal; a test of another width sets COLUMNS itself.

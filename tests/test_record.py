@@ -29,6 +29,26 @@ def test_record_keeps_the_run_and_adds_it_to_the_store(use_fake, tmp_path, monke
         assert store.counts()["runs"] == 1
 
 
+def test_cudabench_history_db_is_every_command_s_store(use_fake, tmp_path, monkeypatch):
+    # only the `history` commands read it: --record wrote .cudabench/history.db, and
+    # `history check` of the variable's store passed every run as "too little history"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CUDABENCH_HISTORY_DB", str(tmp_path / "shared.db"))
+    done = invoke("dot", "--size", "1000", *QUICK, "--record", "--json", "r.json")
+    assert done.exit_code == 0, done.output
+    assert not (tmp_path / ".cudabench" / "history.db").exists()
+    with Store.open(tmp_path / "shared.db") as store:
+        assert store.counts()["runs"] == 1
+    shown = invoke("history", "show")
+    assert shown.exit_code == 0 and "dot" in shown.stdout, shown.output
+    use_fake(seed=1)
+    assert invoke("dot", "--size", "1000", *QUICK, "--json", "s.json").exit_code == 0
+    compared = invoke("compare", "r.json", "s.json", "--threshold", "auto")
+    assert compared.exit_code == 0, compared.output
+    assert "only 1 run in history" in compared.output, compared.output  # the shared store
+    assert "CUDABENCH_HISTORY_DB" in invoke("dot", "--help").stdout
+
+
 def test_record_s_own_file_is_checked_before_the_run(use_fake, tmp_path, monkeypatch):
     # a file where .cudabench/runs goes was an internal error (exit 4); a read-only folder
     # there lost the whole measured run at its end

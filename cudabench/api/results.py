@@ -209,13 +209,14 @@ class Results(Sequence[BenchmarkResult]):
         return target
 
     def record(self, db: PathLike | None = None) -> Path:
-        """Record the rows in the history store (default .cudabench/history.db), as
+        """Record the rows in the history store (default .cudabench/history.db, or
+        $CUDABENCH_HISTORY_DB), as
         `cudabench history import` does; a run without a results file gets one in
         .cudabench/runs/ first (once: the results keep it as their path). Return the
         recorded file."""
-        from cudabench.history.records import DEFAULT_PATH
+        from cudabench.history import default_store
 
-        store = as_path(db, "record(db)") if db is not None else DEFAULT_PATH
+        store = as_path(db, "record(db)") if db is not None else default_store()
         with python_terms({"--db": "db"}):
             return record_as(self, store)
 

@@ -17,7 +17,7 @@ from cudabench.cli.options import Outputs, suite_flush_option, with_flush
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.units import params_text, shape_text
 from cudabench.errors import UsageError
-from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history import DEFAULT_HELP, default_store
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS, auto_threshold
 from cudabench.planning.plan import Insight
@@ -32,7 +32,7 @@ from cudabench.results import load_results
               help="How many times to run the suite (--threshold auto needs "
               f"{DEFAULT_MIN_RUNS} runs of history).")
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help=f"The history store the runs go to (default {DEFAULT_STORE}).")
+              help=f"The history store the runs go to (default {DEFAULT_HELP}).")
 @click.option("--kernels-dir", "kernels_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Also load variants and ops (.py) from this folder (repeatable).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True,
@@ -44,7 +44,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     between-run spread and the gate `compare --threshold auto` will use."""
     check_folders(kernels_dirs)  # named as the flag, not as the suite's kernels_dirs
     path = config or find_config(Path.cwd())
-    store_path = db or DEFAULT_STORE
+    store_path = db or default_store()
     requests = [dataclasses.replace(request, insight=Insight(vendor=True, batch=False))
                 for request in with_flush(load_suite(path, tuple(kernels_dirs)), l2_flush)]
     # to the microsecond, with the process: two calibrations started together (one a GPU)

@@ -18,7 +18,7 @@ from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, Verdict, pars
 from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.common.stats import relative_spread
 from cudabench.errors import UsageError
-from cudabench.history.records import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history import DEFAULT_HELP, default_store
 from cudabench.history.store import Store
 from cudabench.history.threshold import (
     DEFAULT_CAP,
@@ -55,7 +55,7 @@ from cudabench.results.model import Kind
 @click.option("--power", is_flag=True,
               help="Say per benchmark the smallest slowdown this gate would catch.")
 @click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help=f"The history store --threshold auto reads (default {DEFAULT_STORE}).")
+              help=f"The history store --threshold auto reads (default {DEFAULT_HELP}).")
 @click.option("--allow-different-gpu", is_flag=True,
               help="Compare files measured on different GPU models.")
 @click.option("--allow-missing", is_flag=True,
@@ -72,7 +72,7 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     check_thresholds(threshold, max_threshold)  # bad values are named before files are read
     refuse_idle_cap(threshold)
     check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
-                  [baseline, current, db or DEFAULT_STORE])
+                  [baseline, current, db or default_store()])
     before, after = load_results(baseline), load_results(current)
     refuse_the_same_run(baseline, current, (before, after))  # after the files' own errors
     comparison = judge(before, after, threshold, alpha, db, allow_different_gpu, power,
@@ -151,7 +151,7 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
     if not after.benchmarks:
         raise UsageError(f"{after.path}: holds no benchmarks (its run measured nothing): "
                          "there is nothing to judge")
-    store_path = db or DEFAULT_STORE
+    store_path = db or default_store()
     with contextlib.ExitStack() as stack:
         threshold_for = None
         if auto:

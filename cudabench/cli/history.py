@@ -18,7 +18,8 @@ from cudabench.analysis.verdicts import DEFAULT_ALPHA, Verdict, parse_threshold
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
-from cudabench.history.records import DEFAULT_PATH, Benchmark, parse_time
+from cudabench.history import DEFAULT_HELP, default_store
+from cudabench.history.records import Benchmark, parse_time
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_CAP, DEFAULT_MIN_RUNS
 from cudabench.common.outfiles import check_outputs
@@ -36,9 +37,9 @@ SHOW_LAST = 100  # commits per benchmark that `show` looks at by default
 def db_option(command: F) -> F:
     """Add --db (default .cudabench/history.db, or $CUDABENCH_HISTORY_DB)."""
     return click.option(
-        "--db", "db", type=click.Path(path_type=Path), default=DEFAULT_PATH,
-        envvar="CUDABENCH_HISTORY_DB", show_default=True,
-        help="The history store (SQLite), created by the first import.")(command)
+        "--db", "db", type=click.Path(path_type=Path), default=default_store,
+        help=f"The history store (SQLite), created by the first import (default "
+             f"{DEFAULT_HELP}).")(command)
 
 
 @click.group("history")

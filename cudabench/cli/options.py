@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from cudabench.errors import UsageError
-from cudabench.history import DEFAULT_PATH as DEFAULT_STORE
+from cudabench.history import DEFAULT_HELP, default_store
 from cudabench.planning.plan import SANITIZER_TOOLS, Insight, Request
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import Op
@@ -59,7 +59,7 @@ class Outputs:
     best: bool = False
     best_out: Path | None = None
     record: bool = False  # append the run to the history store
-    db: Path = DEFAULT_STORE
+    db: Path = dataclasses.field(default_factory=default_store)
     check: bool = False  # judge the recorded run against the store's history
     allow_missing: bool = False  # --check passes kernels the command's last runs had
     inputs: tuple[Path, ...] = ()  # files the run reads (its suite): never written over
@@ -76,7 +76,7 @@ class Outputs:
             raise UsageError("--db names the history store --record writes: give --record "
                              "too")
         return cls(csv_path=options.get("csv_path"), progress=options.get("progress"),
-                   record=bool(options.get("record")), db=options.get("db") or DEFAULT_STORE,
+                   record=bool(options.get("record")), db=options.get("db") or default_store(),
                    check=bool(options.get("check")),
                    allow_missing=bool(options.get("allow_missing")), **fields)
 
@@ -371,7 +371,7 @@ def insight_options(function: F) -> F:
                      help="Append the run to the history store (--db); without --json the "
                      "results are kept in .cudabench/runs/."),
         click.option("--db", type=click.Path(path_type=Path, dir_okay=False), default=None,
-                     help=f"The history store (default {DEFAULT_STORE})."),
+                     help=f"The history store (default {DEFAULT_HELP})."),
         click.option("--check", is_flag=True,
                      help="With --record: judge the run against the store's last runs "
                      "(exit 1 on a regression, like compare)."),

@@ -3,7 +3,19 @@
 At the level of render: it reads results and analysis, never measure.
 """
 
+import os
 from pathlib import Path
 
 # Here, not in records.py: the commands' --db help names it without importing the store.
 DEFAULT_PATH = Path(".cudabench") / "history.db"
+STORE_VARIABLE = "CUDABENCH_HISTORY_DB"  # moves the default store, for every command
+DEFAULT_HELP = f"{DEFAULT_PATH}, or ${STORE_VARIABLE}"
+
+
+def default_store() -> Path:
+    """Return the history store a command uses without --db: $CUDABENCH_HISTORY_DB where
+    it is set, else .cudabench/history.db (one for `--record`, `history` and `compare`:
+    a store the variable named that `--record` did not write passed every run as "too
+    little history")."""
+    chosen = os.environ.get(STORE_VARIABLE, "")
+    return Path(chosen) if chosen.strip() else DEFAULT_PATH
