@@ -51,6 +51,29 @@ def test_builtin_kernels_dir_holds_the_op_folders():
     assert sorted(folder.glob("matmul/*.cu"))
 
 
+def test_a_checkout_run_by_pythonpath_reads_its_own_kernels(tmp_path):
+    # with another checkout installed editable, its finder answered cudabench.kernels:
+    # the package ran from this checkout, its kernels came from the other one
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    clone = tmp_path / "clone"
+    shutil.copytree(root / "cudabench", clone / "cudabench",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(root / "kernels", clone / "kernels")
+    shutil.copy(root / "pyproject.toml", clone)
+    done = subprocess.run(
+        [sys.executable, "-c", "from cudabench.common.own_files import builtin_kernels_dir;"
+                               "print(builtin_kernels_dir())"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(clone)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(clone / "kernels"), done.stdout
+
+
 def test_discover_parses_every_builtin_kernel():
     catalog = discover()
     assert set(catalog) == set(OPS) == set(BUILTIN_VARIANTS)

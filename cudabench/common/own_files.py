@@ -11,6 +11,10 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 def builtin_kernels_dir() -> Path:
     """Return the folder of the built-in kernels, in a source checkout or an install."""
     checkout = PACKAGE_DIR.parent / "kernels"
+    # A checkout's own first: an editable install of another checkout maps
+    # cudabench.kernels to its kernels, whichever checkout's package runs (PYTHONPATH).
+    if (PACKAGE_DIR.parent / "pyproject.toml").is_file() and (checkout / "__init__.py").is_file():
+        return checkout
     try:
         from importlib.resources import files
 
