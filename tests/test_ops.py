@@ -642,6 +642,24 @@ def test_a_large_draw_depends_on_the_seed_alone_not_on_the_cores(monkeypatch):
     assert not np.array_equal(floats[:chunk], floats[chunk:2 * chunk])
 
 
+def test_random_values_draws_every_type_an_op_declares():
+    # the docs showed random_floats(rng, shape, low, high, types.input) alone: an op that
+    # took int32 (the default types) raised TypeError from random_ints' other signature
+    from cudabench.ops import types
+
+    for name in ("float16", "float32", "float64", "int32"):
+        drawn = types.random_values(np.random.default_rng(1), (1000,), -3.5, 3.5,
+                                    types.DTYPES[name])
+        assert drawn.dtype == np.dtype(name) and drawn.min() >= -3.5 and drawn.max() <= 3.5
+        assert len(np.unique(drawn)) > 5  # never all zeros
+    ints = types.random_ints(np.random.default_rng(1), (9,), -2, 2, types.DTYPES["int32"])
+    assert ints.dtype == np.int32
+    with pytest.raises(ValueError, match="random_floats draws float types, not int32"):
+        types.random_floats(np.random.default_rng(1), (9,), -2, 2, types.DTYPES["int32"])
+    with pytest.raises(ValueError, match="random_ints draws int32, not float32"):
+        types.random_ints(np.random.default_rng(1), (9,), -2, 2, types.DTYPES["float32"])
+
+
 @pytest.mark.parametrize("shape", [(1, 7), (7, 1), (0, 5), (257, 65), (65, 600), (600, 257)])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
 def test_the_tiled_transposed_reference_is_a_transposed(shape, dtype):

@@ -136,6 +136,9 @@ def random_floats(rng: np.random.Generator, shape: tuple[int, ...], low: float,
     rounding), drawn in float32 where the type is no wider: four times faster than
     drawing float64 and converting, which at 1<<26 elements is seconds a run. More than
     two chunks are drawn on several cores (_fill_in_chunks)."""
+    if not np.issubdtype(dtype.numpy, np.floating):  # a cast would truncate them silently
+        raise ValueError(f"random_floats draws float types, not {dtype.name}: random_ints "
+                         "draws int32, random_values either")
     draw_type = np.float64 if np.dtype(dtype.numpy).itemsize > 4 else np.float32
     scale, offset = draw_type(high - low), draw_type(low)
 
@@ -155,9 +158,12 @@ def random_floats(rng: np.random.Generator, shape: tuple[int, ...], low: float,
 
 
 def random_ints(rng: np.random.Generator, shape: tuple[int, ...], low: int,
-                high: int) -> np.ndarray:
+                high: int, dtype: DType | None = None) -> np.ndarray:
     """Return int32 values drawn uniformly from [low, high] (high inclusive); more than two
-    chunks on several cores."""
+    chunks on several cores. dtype, where given (as random_floats takes it), is int32."""
+    if dtype is not None and dtype.name != "int32":
+        raise ValueError(f"random_ints draws int32, not {dtype.name}: random_floats draws "
+                         "floats, random_values either")
     def fill(generator: np.random.Generator, part: np.ndarray) -> None:
         part[...] = generator.integers(low, high, size=part.shape, endpoint=True,
                                        dtype=np.int32)
@@ -166,3 +172,13 @@ def random_ints(rng: np.random.Generator, shape: tuple[int, ...], low: int,
     if _in_chunks(rng, count):
         return _fill_in_chunks(rng, count, np.int32, fill).reshape(shape)
     return rng.integers(low, high, size=shape, endpoint=True, dtype=np.int32)
+
+
+def random_values(rng: np.random.Generator, shape: tuple[int, ...], low: float, high: float,
+                  dtype: DType) -> np.ndarray:
+    """Return values of dtype drawn uniformly from [low, high]: random_floats for a float
+    type, random_ints (the bounds rounded inwards) for int32: one call for every type an
+    op declares."""
+    if np.issubdtype(dtype.numpy, np.integer):
+        return random_ints(rng, shape, math.ceil(low), math.floor(high), dtype)
+    return random_floats(rng, shape, low, high, dtype)
