@@ -216,7 +216,7 @@ def test_run_takes_the_commands_checks_and_measurements_beyond_the_samples(use_f
     assert {"--full-check", "--transfers", "--energy=0.2"} <= set(results.command)
     monkeypatch.setenv("PATH", str(tmp_path))  # no ncu, no compute-sanitizer anywhere
     monkeypatch.setenv("CUDA_ROOT", str(tmp_path))
-    monkeypatch.setattr("cudabench.observers.ncu.CUDA_HOME", tmp_path)
+    monkeypatch.setattr("cudabench.observers.toolkit.CUDA_HOME", tmp_path)
     monkeypatch.setattr("cudabench.observers.ncu.NSIGHT_ROOTS", ())
     with pytest.raises(UsageError, match="^counters.*ncu"):
         cb.run("transpose", variants="naive", size=64, counters=True)

@@ -286,7 +286,7 @@ def test_a_dry_run_notes_a_tool_a_real_run_would_miss(no_engine, monkeypatch, tm
     dry run still plans, and says so."""
     monkeypatch.setenv("PATH", str(tmp_path))  # neither tool on PATH
     monkeypatch.setenv("CUDA_ROOT", str(tmp_path))
-    monkeypatch.setattr("cudabench.observers.ncu.CUDA_HOME", tmp_path)
+    monkeypatch.setattr("cudabench.observers.toolkit.CUDA_HOME", tmp_path)
     monkeypatch.setattr("cudabench.observers.ncu.NSIGHT_ROOTS", ())
     result = invoke("matmul", "--variant", "naive", "--size", "64", "--counters",
                     "--sanitize", "memcheck", "--dry-run", "--arch", "sm_90")

@@ -117,7 +117,7 @@ def no_ncu(tmp_path, monkeypatch):
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     monkeypatch.delenv("CUDA_ROOT", raising=False)
-    monkeypatch.setattr(counters, "CUDA_HOME", tmp_path / "no-cuda")
+    monkeypatch.setattr("cudabench.observers.toolkit.CUDA_HOME", tmp_path / "no-cuda")
     monkeypatch.setattr(counters, "NSIGHT_ROOTS", (tmp_path / "nsight-compute",))
     return tmp_path
 
@@ -330,3 +330,19 @@ def test_a_row_s_own_counters_failure_names_the_row_a_shared_one_names_none():
     assert "counters of shared_tree: ncu gave up after 60 s" in lines, lines
     lines = footer_lines([row(name, "ncu is not permitted") for name in ("naive", "tree")])
     assert "counters: ncu is not permitted" in lines, lines
+
+
+def test_compute_sanitizer_is_looked_for_where_ncu_is_and_the_error_says_where(no_ncu,
+                                                                             monkeypatch):
+    # it looked in $CUDA_ROOT/bin or /usr/local/cuda/bin (not both), and said "on PATH"
+    from cudabench.observers import sanitizer
+
+    with pytest.raises(UsageError) as error:
+        sanitizer.find_sanitizer()
+    assert "on PATH, in $CUDA_ROOT/bin" in str(error.value)
+    with pytest.raises(UsageError) as error:
+        counters.find_ncu()
+    assert "nsight-compute/*/" in str(error.value)
+    monkeypatch.setenv("CUDA_ROOT", str(no_ncu / "elsewhere"))
+    default = executable(no_ncu / "no-cuda" / "bin" / "compute-sanitizer")
+    assert sanitizer.find_sanitizer() == str(default)

@@ -226,7 +226,7 @@ def test_the_csv_keeps_the_transfers_and_the_sm_clock(use_fake, tmp_path):
 def test_counters_without_ncu_is_a_usage_error_before_any_work(use_fake, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("CUDA_ROOT", str(tmp_path))
-    monkeypatch.setattr("cudabench.observers.ncu.CUDA_HOME", tmp_path)
+    monkeypatch.setattr("cudabench.observers.toolkit.CUDA_HOME", tmp_path)
     monkeypatch.setattr("cudabench.observers.ncu.NSIGHT_ROOTS", ())
     done = invoke("matmul", "--size", "40", "--counters")
     assert done.exit_code == 2 and "ncu" in done.stderr and "--counters" in done.stderr

@@ -50,7 +50,8 @@ def test_a_sanitizer_that_cannot_use_the_device_says_so():
 
 
 def test_a_missing_sanitizer_is_a_usage_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(sanitize.shutil, "which", lambda name: None)
+    monkeypatch.setattr("cudabench.observers.toolkit.shutil.which", lambda name: None)
+    monkeypatch.setattr("cudabench.observers.toolkit.CUDA_HOME", tmp_path)
     monkeypatch.setenv("CUDA_ROOT", str(tmp_path))
     done = CliRunner().invoke(cli, ["matmul", "--size", "16", "--sanitize"])
     assert done.exit_code == 2 and "--sanitize needs compute-sanitizer" in done.stderr

@@ -15,7 +15,6 @@ import math
 import os
 import pickle
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudabench.errors import UsageError
+from cudabench.observers.toolkit import find_tool, places
 from cudabench.insight.ncu_metrics import (  # noqa: F401  (re-exported: the table's side)
     DEFAULT_METRICS,
     DURATION,
@@ -38,7 +38,6 @@ TIMEOUT_S = 600
 WARMUP_RUNS = 2  # the child's warm-up: warmup_s 0 means exactly two runs (timing.warm_up)
 PERMISSION_URL = "https://developer.nvidia.com/ERR_NVGPUCTRPERM"
 # Where ncu lives when it is not on PATH (tests point these elsewhere).
-CUDA_HOME = Path("/usr/local/cuda")
 NSIGHT_ROOTS: tuple[Path, ...] = (Path("/opt/nvidia/nsight-compute"),)
 
 _METRIC = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*\Z")
@@ -83,24 +82,12 @@ def parse_metrics(text: str | None) -> tuple[str, ...]:
 
 def find_ncu() -> str:
     """Return ncu's path, or raise UsageError saying how to get it (called before GPU work)."""
-    found = shutil.which("ncu")
-    if found is not None:
-        return found
-    homes = [Path(os.environ["CUDA_ROOT"])] if os.environ.get("CUDA_ROOT") else []
-    candidates = [home / "bin" / "ncu" for home in (*homes, CUDA_HOME)]
-    for root in NSIGHT_ROOTS:  # newest version first: 2025.2.1 before 2025.1.0
-        candidates += sorted(root.glob("*/ncu"), key=lambda p: _version(p.parent.name),
-                             reverse=True)
-    for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    raise UsageError("--counters needs Nsight Compute's ncu (in the CUDA toolkit, or from "
-                     "https://developer.nvidia.com/nsight-compute) on PATH or in "
-                     "$CUDA_ROOT/bin; install it or drop --counters")
-
-
-def _version(name: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", name))
+    found = find_tool("ncu", NSIGHT_ROOTS)
+    if found is None:
+        raise UsageError("--counters needs Nsight Compute's ncu (in the CUDA toolkit, or from "
+                         f"https://developer.nvidia.com/nsight-compute) {places(NSIGHT_ROOTS)}"
+                         "; install it or drop --counters")
+    return str(found)
 
 
 def command(ncu: str, metrics: Sequence[str], launches: int, plan_file: Path,

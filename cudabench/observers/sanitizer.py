@@ -9,10 +9,8 @@ first finding and the count; a finding fails the row.
 from __future__ import annotations
 
 import dataclasses
-import os
 import pickle
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.errors import UsageError
+from cudabench.observers.toolkit import find_tool, places
 from cudabench.planning.plan import Insight, Plan, PlannedVariant
 from cudabench.planning.timing import TimingPolicy
 
@@ -54,14 +53,11 @@ class Report:
 
 def find_sanitizer() -> str:
     """Return compute-sanitizer's path, or raise UsageError saying how to get it."""
-    found = shutil.which("compute-sanitizer")
+    found = find_tool("compute-sanitizer")
     if found is None:
-        cuda = Path(os.environ.get("CUDA_ROOT", "/usr/local/cuda")) / "bin" / "compute-sanitizer"
-        if cuda.is_file():
-            return str(cuda)
-        raise UsageError("--sanitize needs compute-sanitizer (part of the CUDA toolkit) on "
-                         "PATH; install the toolkit or drop --sanitize")
-    return found
+        raise UsageError("--sanitize needs compute-sanitizer (part of the CUDA toolkit) "
+                         f"{places()}; install the toolkit or drop --sanitize")
+    return str(found)
 
 
 def sanitizer_command(sanitizer: str, tool: str, plan_file: Path) -> list[str]:
