@@ -388,3 +388,12 @@ def test_terminal_controls_in_a_results_file_s_names_are_refused_and_in_texts_sh
     with console.capture() as captured:
         console.print(row.warnings[0], markup=False)
     assert captured.get() == "nvcc said:\n\\x1b[1mbold\\x1b[0m\n"
+
+
+def test_a_status_and_a_kind_print_as_the_tables_write_them():
+    # docs/python.md prints `tiled.status`: it said Status.PASS
+    from cudabench.results.model import Kind, Status
+
+    assert str(Status.PASS) == f"{Status.PASS}" == "PASS"
+    assert str(Kind.VENDOR) == f"{Kind.VENDOR}" == "vendor"
+    assert Status("FAIL") is Status.FAIL and Status.FAIL == "FAIL"

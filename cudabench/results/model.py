@@ -20,6 +20,9 @@ class Kind(str, enum.Enum):
     REFERENCE = "reference"
     VENDOR = "vendor"
 
+    def __str__(self) -> str:  # `print(row.kind)` says variant, not Kind.VARIANT
+        return str(self.value)
+
 
 class Status(str, enum.Enum):
     """A row's outcome: verified, failed verification, not run, or an unverified reference."""
@@ -31,6 +34,9 @@ class Status(str, enum.Enum):
     TIMEOUT = "TIMEOUT"  # did not finish within --timeout: killed with its worker process
     SUSPECT = "SUSPECT"  # verified, but faster than the device allows: not believed
     SKIP = "SKIP"  # not run, on purpose (the variant does not support the type, say)
+
+    def __str__(self) -> str:  # `print(row.status)` says PASS, as the tables do
+        return str(self.value)
 
 
 FAILING_STATUSES = frozenset({Status.FAIL, Status.ERROR, Status.TIMEOUT, Status.SUSPECT})
