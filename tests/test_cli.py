@@ -438,3 +438,18 @@ def test_options_that_repeat_by_design_still_do(no_gpu_work):
     result = invoke("matmul", "--size", "32", "--variant", "naive", "--warmup", "0",
                     "--warmup", "1", "--dry-run")
     assert result.exit_code == 0, result.output
+
+
+def test_a_suite_s_warnings_name_its_keys_not_the_flags_it_has_not(use_fake, tmp_path):
+    # `run` said "raise --max-time" and "a larger --size": flags a suite has not
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[timing]\nmax_time = 0.01\nwarmup = 0\n\n'
+                     '[[benchmark]]\nop = "dot"\nsize = "100"\nvariants = ["atomic"]\n')
+    result = CliRunner().invoke(cli, ["run", str(suite), "--no-vendor", "--no-batch"])
+    assert result.exit_code == 0, result.output
+    assert "a larger size measures the kernel" in result.stderr, result.stderr
+    assert "--size" not in result.stderr and "--max-time" not in result.stderr
+    # a flag the command itself has stays one
+    direct = CliRunner().invoke(cli, ["dot", "--size", "100", "--variant", "atomic",
+                                      "--no-vendor", "--no-batch", "--max-time", "0.01"])
+    assert "a larger --size measures" in direct.stderr, direct.stderr

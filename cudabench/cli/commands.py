@@ -30,6 +30,7 @@ from cudabench.cli.options import (
 from cudabench.catalog.discovery import check_folders
 from cudabench.cli.stopped import RowsSoFar, keep_reports
 from cudabench.cli.suite import find_config, load_suite
+from cudabench.common.flag_terms import RUN_SUITE_KEYS
 from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.common.units import params_text, shape_text
@@ -386,7 +387,9 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
     writes = EachWritten()
     with clock.phase("tables and reports"):
         terminal.render_run(outcome, terminal.stdout_console())
-        terminal.render_diagnostics(outcome, terminal.stderr_console())
+        # a suite's run (`run`, calibrate): its advice names the suite's keys
+        terms = RUN_SUITE_KEYS if outputs.inputs else None
+        terminal.render_diagnostics(outcome, terminal.stderr_console(), terms=terms)
         if outcome.nothing_measured:
             # exit 2 (exit_code): said, not left to the SKIP lines above
             terminal.stderr_console().print(

@@ -20,6 +20,13 @@ SUITE_KEYS = {
 }
 
 
+# What the warnings of `cudabench run` name: the suite's keys, but for the flags `run` has
+# too (--kernels-dir, --l2-flush, --full-check), which its command line may give.
+RUN_SUITE_KEYS = {**{flag: key for flag, key in SUITE_KEYS.items()
+                     if flag not in {"--kernels-dir", "--l2-flush", "--full-check"}},
+                  "--hot": "hot = true"}
+
+
 def rename_flags(text: str, names: Mapping[str, str]) -> str:
     """Return text with each flag that names maps replaced by its name there."""
     return _FLAG.sub(lambda flag: names.get(flag.group(), flag.group()), text)

@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cudabench.analysis.verdicts import REGRESSION, Comparison, Verdict
+from cudabench.common.flag_terms import rename_flags
 from cudabench.common.text import escape_controls
 from cudabench.render.comparison import (
     COLUMNS,
@@ -230,14 +231,18 @@ def rich_table(model: RunTable, width: int | None = None) -> tuple[Table, list[s
                         rate=model.rate)
 
 
-def render_diagnostics(outcome: RunOutcome, console: Console, origin: str = "") -> None:
+def render_diagnostics(outcome: RunOutcome, console: Console, origin: str = "",
+                       terms: Mapping[str, str] | None = None) -> None:
     """Print notes, measurement warnings, failures and errors (to stderr), each line led by
-    origin (`report` of several files: the file's name) where given."""
+    origin (`report` of several files: the file's name) where given; the flags they name
+    in terms where given (a suite's keys: "raise timing.max_time", not --max-time)."""
     # On a terminal, long lines wrap at words; piped, each stays one line (one per grep).
     soft = not console.is_terminal
     lead = f"{origin}: " if origin else ""
 
     def say(text: str, style: str = "") -> None:
+        if terms:
+            text = rename_flags(text, terms)
         console.print(Text(lead + text, style=style), soft_wrap=soft)
 
     for note in outcome.notes:
