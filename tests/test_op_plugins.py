@@ -635,6 +635,22 @@ def test_a_forkserver_started_before_an_op_file_loaded_finds_its_functions(tmp_p
     assert done.stdout.split() == ["2", "3", "2", "3"], done.stdout
 
 
+def test_a_reference_that_never_ends_is_a_timeout_naming_it_not_the_compile(
+        use_fake, tmp_path, fresh_ops):
+    # it was bounded by --compile-timeout, and its row said "its compile did not finish"
+    import time
+
+    folder = helper_op(tmp_path, "import time\n            time.sleep(3600)")
+    started = time.monotonic()
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK,
+                  "--compile-timeout", "1.5")
+    assert time.monotonic() - started < 30
+    assert done.exit_code == 3 and "TIMEOUT" in done.output, done.output
+    assert "its inputs and CPU reference (the op's inputs() and reference()) did not " \
+           "finish within 1.5 s" in " ".join(done.stderr.split()), done.stderr
+    assert "its compile did not finish" not in done.stderr
+
+
 def test_a_helper_in_bytecode_alone_is_found(use_fake, tmp_path, fresh_ops):
     import py_compile
 

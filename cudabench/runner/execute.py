@@ -44,8 +44,9 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
              ) -> list[BenchmarkResult]:
     """Run jobs in order until done or until a kernel faults; return their results.
 
-    on_phase hears ("job", i) when job i starts and ("gpu", i) when its GPU work starts
-    (after its compile): the watchdog's clock. Every variant's compile starts at once, on
+    on_phase hears ("job", i) when job i starts, ("ready", i) when its inputs and CPU
+    reference are ready, and ("gpu", i) when its GPU work starts (after its compile): the
+    watchdog's clock. Every variant's compile starts at once, on
     the CPU's cores, while the first jobs run (measure/ahead.py).
     """
     engine.compile_ahead(compile_requests(plans, jobs, engine.info.compute_capability))
@@ -67,7 +68,8 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
                 # a later round's buffers land elsewhere
                 spacer.move(engine, job.round or plan.placement)
                 result, prepared = _run_job(plans, job, engine, prepared,
-                                            functools.partial(phase, "gpu", index))
+                                            functools.partial(phase, "gpu", index),
+                                            functools.partial(phase, "ready", index))
             spent = CLOCK.take()
             if plan.insight.profile_time:
                 result = dataclasses.replace(result, phases=spent)
@@ -86,8 +88,10 @@ def run_jobs(plans: Sequence[Plan], jobs: Sequence[Job], engine: Engine,
 
 
 def _run_job(plans: Sequence[Plan], job: Job, engine: Engine, prepared: dict[object, Prepared],
-             on_gpu: Callable[[], None]) -> tuple[BenchmarkResult, dict[object, Prepared]]:
-    """Run one job; return its row and the prepared inputs kept for the next."""
+             on_gpu: Callable[[], None], on_ready: Callable[[], None] = lambda: None
+             ) -> tuple[BenchmarkResult, dict[object, Prepared]]:
+    """Run one job; return its row and the prepared inputs kept for the next (on_ready
+    hears when they are)."""
     plan = plans[job.plan_index]
     if job.round:  # what a row measures once (results/rounds.py keeps the first round's);
         # full_check kept as it was: --transfers implies it, and it keys the inputs
@@ -101,6 +105,7 @@ def _run_job(plans: Sequence[Plan], job: Job, engine: Engine, prepared: dict[obj
             prepared = {key: prepare(plan)}
         except OpFileError as exc:  # the op's inputs or reference raised: its rows say so
             return error_row(plan, job, engine.info, str(exc)), {}
+    on_ready()
     ready = prepared[key]
     if job.variant is not None:
         return run_variant(plan, engine, job.variant, ready, on_compiled=on_gpu), prepared

@@ -44,7 +44,7 @@ class Watch:
     device: DeviceInfo | None = None
     current: int | None = None  # index into the jobs given to the worker
     deadline: float | None = None  # time.monotonic() by which the current phase must end
-    phase: str = ""  # "compile" or "GPU work"
+    phase: str = ""  # "inputs" (and the CPU reference), "compile" or "GPU work"
 
 
 class Failure:
@@ -307,11 +307,13 @@ def _follow(watch: Watch, message: tuple[Any, ...], plans: Sequence[Plan],
         watch.device = message[1]
         if on_start is not None:
             on_start(message[2])
+    elif kind == "ready" and watch.current == message[1]:
+        watch.phase = "compile"  # the same limit: --compile-timeout bounds both
     elif kind in ("job", "gpu"):
         index = message[1]
         plan = plans[jobs[index].plan_index]
         watch.current = index
-        watch.phase = "compile" if kind == "job" else "GPU work"
+        watch.phase = "inputs" if kind == "job" else "GPU work"
         limit = (plan.timing.compile_timeout_s if kind == "job"
                  else plan.timing.timeout_s + observers_allowance(plan))
         watch.deadline = time.monotonic() + limit
@@ -338,6 +340,10 @@ def _timeout_reason(watch: Watch, plans: Sequence[Plan], jobs: Sequence[Job]) ->
     if watch.phase == "compile":
         return (f"its compile did not finish within {timing.compile_timeout_s:g} s "
                 "(--compile-timeout) and was killed with its worker")
+    if watch.phase == "inputs":  # a user's op: its inputs() or reference() that never ends
+        return (f"its inputs and CPU reference (the op's inputs() and reference()) did not "
+                f"finish within {timing.compile_timeout_s:g} s (--compile-timeout, which "
+                "bounds the work before the GPU's) and were killed with its worker")
     return (f"did not finish within {timing.timeout_s:g} s of GPU work (--timeout) and was "
             "killed with its worker")
 

@@ -4,7 +4,8 @@
 # wrong, the next run's checks fail, with the CPU-reference cache on, and again with a
 # worker kept across the commands. Then `ab` on two copies of the folder, A's helper right
 # and B's wrong, in one process: A's rows pass and B's fail (each side its own _ref.py).
-# Last, a reference that runs its helper in a spawned pool passes. Logs under OUT.
+# Last, a reference that runs its helper in a spawned pool passes, and one in a
+# forkserver's pool on a kept worker, in two commands. Logs under OUT.
 #   op-helpers.sh [OUT]
 set -uo pipefail
 out=${1:-${OUT:-/tmp/cudabench-op-helpers}}
@@ -84,4 +85,17 @@ op.write_text(op.read_text().replace(
 PY
 export folder FLAGS="--size 4096x1024 --max-time 0.2"
 step spawn-pool 240 bash -c 'flags=($FLAGS); check pool-run passed'
+# The same from a forkserver (Python 3.14's default start method) in a kept worker: the
+# server starts in the first command, and a second command's copy of the op, loaded after
+# it, must be found in the server's processes too (ops/folder_imports.py's register).
+for side in first second; do
+    mkdir -p "$out/fork/$side/softmax" && cp -r "$out/pool/softmax/." "$out/fork/$side/softmax/"
+    sed -i 's/get_context("spawn")/get_context("forkserver")/' "$out/fork/$side/softmax/softmax.py"
+done
+export FLAGS="--size 4096x1024 --max-time 0.2 --keep-workers 60"
+for side in first second; do
+    export folder="$out/fork/$side/softmax"
+    step "forkserver-$side" 240 bash -c 'flags=($FLAGS); check fork-'"$side"' passed'
+done
+cudabench workers --stop >> "$out/workers-stop.log" 2>&1
 exit $failed
