@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -197,6 +198,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not 0 <= keep <= 86400:  # NaN too
         raise pytest.UsageError(f"--cudabench-keep-workers {keep:g}: expected the seconds an "
                                 "idle worker is kept, 0 to 86400")
+    for flag, given in (("--cudabench-json", json_path), ("--cudabench-compare", baseline),
+                        ("--cudabench-record", record), ("--cudabench-db",
+                                                         config.getoption("cudabench_db"))):
+        if given is not None and str(given).endswith(("/", os.sep)):  # Path drops it
+            raise pytest.UsageError(f"{flag} {given}: names a folder (it ends with /); give "
+                                    "a file name")
     rows.json_path, rows.baseline, rows.record_db = (
         Path(given) if given is not None else None for given in (json_path, baseline, record))
     from cudabench.errors import CudabenchError

@@ -399,3 +399,26 @@ def test_a_suite_command_s_flags_are_named_before_its_suite_is_read(no_gpu_work,
     clean(done)
     expected = says.replace("SUITE", str(suite)).replace("NOWHERE", names["NOWHERE"])
     assert expected in " ".join(done.stderr.split()), done.stderr
+
+
+def test_a_file_s_name_ending_with_a_slash_is_refused_not_written(use_fake, tmp_path):
+    # Path drops the slash: `--markdown notes.txt/` wrote over the user's notes, and
+    # `--json newdir/` made a file named newdir
+    from click.testing import CliRunner
+
+    from cudabench import api
+    from cudabench.cli import cli
+    from cudabench.errors import UsageError
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    for flag in ("--markdown", "--json", "--csv"):
+        done = CliRunner().invoke(cli, ["dot", "--size", "100", flag, f"{notes}/"])
+        assert done.exit_code == 2 and "names a folder (it ends with /)" in done.stderr, \
+            done.output
+    assert notes.read_text() == "my notes"
+    done = CliRunner().invoke(cli, ["report", f"{tmp_path}/r.json/"])
+    assert done.exit_code == 2 and "names a folder" in done.stderr
+    with pytest.raises(UsageError, match="names a folder"):
+        api.run("dot", size=100, json=f"{tmp_path}/new/")
+    assert not (tmp_path / "new").exists()

@@ -183,6 +183,9 @@ def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reas
     (["--cudabench-compare", "base.json", "--cudabench-json", "base.json"],
      "*--cudabench-json base.json: is the baseline*"),
     (["--cudabench-json", "."], "*--cudabench-json .: is a folder*"),
+    # Path dropped the slash, and the session wrote the file it named
+    (["--cudabench-json", "test_plugin_project.py/"],
+     "*--cudabench-json test_plugin_project.py/: names a folder (it ends with /)*"),
     (["--cudabench-rounds", "0"], "*--cudabench-rounds 0: must be a whole number from 1*"),
     (["--cudabench-json", "test_plugin_project.py"],
      "*--cudabench-json *test_plugin_project.py: exists and is not a cudabench results file*"),

@@ -44,14 +44,17 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 
 
-def as_path(value: object, name: str) -> Path:
+def as_path(value: object, name: str, folder: bool = False) -> Path:
     """Return value as a Path, or raise UsageError naming the argument: a number or None
-    where a path belongs, or an empty path (Path("") is the current folder)."""
+    where a path belongs, an empty path (Path("") is the current folder), or a file's
+    name that ends with a slash (unless folder: Path drops it, and the file was written)."""
     if not isinstance(value, (str, os.PathLike)):
         raise UsageError(f"{name} {value!r}: expected a path (str or pathlib.Path)")
-    if not str(os.fspath(value)).strip():
-        raise UsageError(f"{name} {os.fspath(value)!r}: give a file name (an empty path is "
-                         "not one)")
+    text = str(os.fspath(value))
+    if not text.strip():
+        raise UsageError(f"{name} {text!r}: give a file name (an empty path is not one)")
+    if not folder and text.endswith(("/", os.sep)):
+        raise UsageError(f"{name} {text!r}: names a folder (it ends with /); give a file name")
     return Path(value).expanduser()  # "~/now.json" made a folder named ~ in the current one
 
 

@@ -317,10 +317,10 @@ def _paths(value: PathLike | Sequence[PathLike] | None, name: str) -> list[Path]
     if value is None:
         return []
     if isinstance(value, (str, os.PathLike)):
-        return [as_path(value, name)]
+        return [as_path(value, name, folder=True)]
     if not isinstance(value, Iterable):  # a list, a tuple, a set, a generator
         raise UsageError(f"{name} {value!r}: expected a folder, or a list of folders")
-    return [as_path(item, name) for item in value]
+    return [as_path(item, name, folder=True) for item in value]
 
 
 def _names(variants: str | Sequence[str] | None) -> list[str]:

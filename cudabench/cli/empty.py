@@ -1,11 +1,14 @@
-"""An empty value is not a value: `--size ''`, `--kernels-dir ''` are usage errors.
+"""An empty value is not a value: `--size ''`, `--kernels-dir ''` are usage errors; nor is a
+file's name that ends with a slash (`--markdown notes.txt/`).
 
-Click would pass "" on (a Path of "" even reads as the current folder), so each option and
+Click would pass "" on (a Path of "" even reads as the current folder), and a Path drops a
+trailing slash (the user named a folder; `notes.txt` was written over), so each option and
 argument of a command is given a check of its raw command-line value before conversion.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -36,9 +39,21 @@ def _checked(param: click.Parameter) -> Any:
         if source is ParameterSource.COMMANDLINE and _empty(value):
             raise click.BadParameter("an empty value is not one: give a value, or leave "
                                      "the option out for its default", ctx=ctx, param=param)
+        if source is ParameterSource.COMMANDLINE and _names_a_file(param):
+            for text in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(text, str) and text.endswith(("/", os.sep)):
+                    raise click.BadParameter(f"{text}: names a folder (it ends with /); give "
+                                             "a file name", ctx=ctx, param=param)
         return value, source
 
     return consume_value
+
+
+def _names_a_file(param: click.Parameter) -> bool:
+    """Whether param takes a file's path (an output, a results file, a suite): a Path whose
+    name is no folder's (--kernels-dir, ab's OLD_DIR and NEW_DIR take folders)."""
+    return (isinstance(param.type, click.Path) and param.name is not None
+            and not param.name.endswith(("dir", "dirs")))
 
 
 def _empty(value: Any) -> bool:
