@@ -501,6 +501,43 @@ def test_a_stopped_ab_keeps_the_rounds_it_measured(marked, tmp_path, monkeypatch
     assert rows["naive@A"].rounds == 3 and rows["naive@B"].rounds == 3
 
 
+def test_ab_stopped_inside_a_row_s_write_keeps_its_rows(marked, tmp_path, monkeypatch):
+    # a SIGTERM inside the writer's add of a row: its place was noted before the row was
+    # added, and the stop's own write replaced a row that was not there (IndexError, exit 4)
+    from cudabench.results.writer import ResultsWriter
+
+    real, calls = ResultsWriter._encode, []
+
+    def stopped_once(self, result):
+        calls.append(result)
+        if len(calls) == 1:  # the first row's add
+            raise KeyboardInterrupt
+        return real(self, result)
+
+    monkeypatch.setattr(ResultsWriter, "_encode", stopped_once)
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"])
+    path = tmp_path / "ab.json"
+    result = invoke(old, new, *FAST, "--rounds", "6", "--json", path)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    rows = {row.variant: row for row in load_results(path).benchmarks}
+    assert set(rows) == {"naive@A", "naive@B"}, rows
+
+
+def test_ab_stopped_before_any_row_leaves_no_file(marked, tmp_path, monkeypatch):
+    # an empty file marked incomplete was left, and refused the next run to its path
+    import cudabench.cli.ab as ab
+
+    def stopped(plans, spec, on_result, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab, "run_plans", stopped)
+    old = folder(tmp_path / "old", ["naive"])
+    path = tmp_path / "ab.json"
+    assert invoke(old, old, *FAST, "--rounds", "6", "--json", path).exit_code == 130
+    assert not path.exists()
+
+
 def test_ab_s_rounds_are_on_disk_as_they_are_measured(marked, tmp_path, monkeypatch):
     # written only on a stop or at the end: a SIGKILL (the OOM killer) an hour in left
     # no file at all

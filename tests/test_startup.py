@@ -203,3 +203,18 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 130 and done.stderr == "cudabench: interrupted\n", done.stderr
+
+
+def test_a_lazy_import_holds_ctrl_c_and_sigterm_until_it_is_done(tmp_path, monkeypatch):
+    # a SIGTERM inside NumPy's lazy import left it half made, and the stop's own handling
+    # failed with "cannot load module more than once per process" (exit 4)
+    import signal
+
+    from cudabench.common.lazy import LazyModule
+
+    (tmp_path / "cb_lazy_probe.py").write_text(
+        "import signal\nHELD = signal.pthread_sigmask(signal.SIG_BLOCK, [])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = LazyModule("cb_lazy_probe")
+    assert {signal.SIGINT, signal.SIGTERM} <= set(probe.HELD)
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # let go after

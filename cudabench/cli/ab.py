@@ -452,11 +452,12 @@ def _put_pooled(writer: ResultsWriter,
                 continue
             row = pooled(by_side, label, None if complete else both)
             at = placed.get((key, label))
-            if at is None:
+            # a place past the rows: a stop came inside the add that was to fill it
+            if at is not None and at < len(writer.benchmarks):
+                writer.replace(at, row)
+            else:
                 placed[(key, label)] = len(writer.benchmarks)
                 writer.add(row, write=False)
-            else:
-                writer.replace(at, row)
 
 
 def _keep_stopped(writer: ResultsWriter, placed: dict[tuple[tuple[str, str], str], int],
@@ -467,7 +468,8 @@ def _keep_stopped(writer: ResultsWriter, placed: dict[tuple[tuple[str, str], str
     from cudabench.cli import commands
 
     _put_pooled(writer, placed, rows)
-    writer.flush()  # a row replaced since the last write (stopped inside on_result)
+    if writer.benchmarks:  # none: no file (an empty one, incomplete, refused the next run)
+        writer.flush()  # a row replaced since the last write (stopped inside on_result)
     stopped = writer.stopped_note()
     if stopped is not None:
         commands.note(stopped)

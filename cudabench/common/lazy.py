@@ -13,7 +13,11 @@ and use `np` as usual: the first attribute looked up imports NumPy.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
+import threading
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -27,8 +31,28 @@ class LazyModule(ModuleType):
 
     def __getattr__(self, attribute: str) -> Any:
         if self._module is None:
-            self._module = importlib.import_module(self.__name__)
+            with _signals_held():
+                self._module = importlib.import_module(self.__name__)
         return getattr(self._module, attribute)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block ends (in the main thread, where Python runs
+    their handlers): a stop inside NumPy's import left it half made, and NumPy cannot be
+    imported twice in a process, so the stop's own handling (a results file's rows, their
+    statistics) failed with "cannot load module more than once" (exit 4). An import takes
+    a tenth of a second: the stop is only that late."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+            signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 numpy = LazyModule("numpy")
