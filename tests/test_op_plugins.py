@@ -335,6 +335,10 @@ BAD_WORK = {
               "mycopy.flops returned 'x' for (50,): expected a whole number"),
     "bytes_moved": ("return 2 * shape[0] * types.input.itemsize", "return None",
                     "mycopy.bytes_moved returned None for (50,): expected a whole number"),
+    # an OverflowError in the tables (exit 4), and a file no command would read again
+    "huge": ("return 2 * shape[0] * types.input.itemsize", "return 10**400",
+             "mycopy.bytes_moved returned 1000000000000000000000000000000000000000 for "
+             "(50,): expected a whole number, 0 or more and below 2**63"),
 }
 
 

@@ -352,9 +352,13 @@ def _check_work(op: Op, shape: Shape, types: TypeSet) -> None:
                         ("bytes_moved", lambda: op.bytes_moved(shape, types))):
         with user_code(op, what):
             value = count()
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        # below 2**63: a results file holds 64-bit counts (10**400 was exit 4, and a file
+        # that no command would read again)
+        if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0
+                or value >= 2**63):
             raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.{what} returned "
-                              f"{value!r} for {shape}: expected a whole number, 0 or more")
+                              f"{value!r:.40} for {shape}: expected a whole number, 0 or "
+                              "more and below 2**63")
 
 
 def _check_args(op: Op, shape: Shape, blocks: int) -> None:
