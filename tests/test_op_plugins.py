@@ -316,6 +316,24 @@ def test_an_op_without_emulate_on_the_fake_engine_says_so_naming_the_file(use_fa
     assert "worker process failed" not in said
 
 
+def test_a_verification_of_the_wrong_kinds_is_an_error_naming_the_file(use_fake, tmp_path):
+    # passed="yes" was written into a results file that report, compare and history
+    # refused as corrupt; NumPy's scalars (np.bool_ of a comparison) are taken as Python's
+    folder, done = run_edited(
+        tmp_path, "return exact_check(result, expected)",
+        "import dataclasses\n            return dataclasses.replace("
+        "exact_check(result, expected), passed='yes', criterion=5)")
+    assert done.exit_code == 2 and "PASS" not in done.stdout, done.output
+    assert f"{folder / 'myop.py'}: mycopy.verify returned a Verification with " \
+           "passed='yes', criterion=5" in " ".join(done.stderr.split()), done.stderr
+    _, done = run_edited(
+        tmp_path / "np", "return exact_check(result, expected)",
+        "import dataclasses\n            checked = exact_check(result, expected)\n"
+        "            return dataclasses.replace(checked, passed=np.bool_(checked.passed), "
+        "bad_elements=np.int64(0))")
+    assert done.exit_code == 0, done.output
+
+
 def test_a_reference_of_another_shape_is_an_error_naming_the_file_not_a_pass(use_fake,
                                                                             tmp_path):
     # A reference of one element (or one row) would broadcast against the whole result:

@@ -105,11 +105,42 @@ def verify_result(plan: Plan, engine: Engine, buffers: Mapping[str, Any],
                           "Verification; return one of cudabench.ops.checks' checks, e.g. "
                           "exact_check(result, expected) or bounded_check(result, expected, "
                           "bound, criterion)")
+    verification = _well_typed(op, verification)
     if verification.passed and verification.bad_elements:
         # an op's check that passes wrong elements: they fail the row (a results file
         # saying both would be refused as inconsistent)
         verification = dataclasses.replace(verification, passed=False)
     return verification
+
+
+_VERIFICATION_KINDS = {"passed": bool, "rel_error": float, "max_abs_error": float,
+                       "bad_elements": int, "total_elements": int, "criterion": str}
+
+
+def _well_typed(op: Any, verification: Verification) -> Verification:
+    """Return an op's Verification with NumPy's scalars made Python's (np.bool_ from a
+    comparison), or raise OpFileError naming the fields of another kind: `passed="yes"`
+    was written into a results file that report, compare and history then refused."""
+    fields = {name: getattr(verification, name) for name in _VERIFICATION_KINDS}
+    fields = {name: value.item() if isinstance(value, np.generic) else value
+              for name, value in fields.items()}
+    wrong = []
+    for name, kind in _VERIFICATION_KINDS.items():
+        value = fields[name]
+        if kind is float:
+            fine = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif kind is int:
+            fine = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        else:
+            fine = isinstance(value, kind)
+        if not fine:
+            wrong.append(f"{name}={value!r:.30}")
+    if wrong:
+        raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.verify returned a "
+                          f"Verification with {', '.join(wrong)}: passed is True or False, "
+                          "the errors numbers, the element counts whole numbers (0 or more), "
+                          "criterion text")
+    return dataclasses.replace(verification, **fields)
 
 
 def changed_inputs(engine: Engine, buffers: Mapping[str, Any],
