@@ -850,3 +850,37 @@ def test_an_op_file_with_a_dot_in_its_name_is_a_module_of_one_part(tmp_path, fre
     (folder / "myop.py").rename(folder / "my.op.py")
     module = type(load_ops([folder])["mycopy"]).__module__
     assert module.startswith(f"{USER_OPS_PACKAGE}.my_op_") and module.count(".") == 3, module
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    # a string was a row per character (softmax/_, softmax/d...), an unknown name a lost
+    # worker (KeyError): refused when the op loads, `list` and --dry-run included
+    ('references = "memcpy_dtod"', "`references` must be a tuple of reference rows among "
+                                   "memcpy_dtod"),
+    ('references = ("memcpy",)', "`references` must be a tuple"),
+    ('vendor_library = "cuBLAS"', "`vendor_library` 'cuBLAS' needs a vendor(types) method"),
+])
+def test_an_op_s_reference_rows_and_vendor_are_checked_when_it_loads(use_fake, tmp_path,
+                                                                      fresh_ops, edit, says):
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        'result_buffer = "y"', f'result_buffer = "y"\n        {edit}')
+    folder = user_folder(tmp_path, text)
+    for args in (["list"], ["mycopy", "--size", "50", *QUICK]):
+        done = invoke(*args, "--kernels-dir", folder)
+        assert done.exit_code == 2 and says in done.stderr, done.output
+
+
+def test_a_vendor_call_of_the_wrong_kind_is_an_error_row_naming_the_file(use_fake, tmp_path,
+                                                                         fresh_ops):
+    # None (or a VendorCall of an unknown unit) lost the worker: "'NoneType' object has no
+    # attribute 'library'", the op file unnamed
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        'result_buffer = "y"', 'result_buffer = "y"\n        vendor_library = "cuBLAS"\n\n'
+        '        def vendor(self, types):\n            return None\n')
+    folder = user_folder(tmp_path, text)
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    said = " ".join(done.stderr.split())
+    assert f"{folder / 'myop.py'}: mycopy.vendor returned None for float32: expected a " \
+           "VendorCall" in said, said
+    assert "worker process failed" not in said and "PASS" in done.stdout

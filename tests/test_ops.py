@@ -702,3 +702,10 @@ def test_a_size_with_an_empty_extent_quotes_the_size():
     # `--size 64x` said "--size '': sizes are positive integers"
     with pytest.raises(UsageError, match=r"--size '64x64x': extent '': sizes are positive "):
         OPS["matmul"].parse_size("64x64x")
+
+
+def test_the_reference_rows_an_op_may_name_are_those_measure_runs():
+    from cudabench.measure.references import REFERENCES
+    from cudabench.ops.base import REFERENCE_NAMES
+
+    assert set(REFERENCE_NAMES) == set(REFERENCES)

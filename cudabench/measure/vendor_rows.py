@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from cudabench.common.phases import phase
-from cudabench.errors import CudabenchError
+from cudabench.errors import CudabenchError, OpFileError
 from cudabench.insight import roofs
 from cudabench.measure import guards
 from cudabench.engines.protocol import Engine, KernelFault
@@ -23,10 +23,28 @@ from cudabench.measure.sampling import sample, warm_up_on
 from cudabench.measure.device_checks import verify_result
 from cudabench.measure.variant import checked_launch
 from cudabench.ops.base import user_code
-from cudabench.ops.vendor import VendorUnavailable
-from cudabench.results.model import BenchmarkResult, Kind
+from cudabench.ops.types import DTYPES
+from cudabench.ops.vendor import VendorCall, VendorUnavailable
+from cudabench.results.model import UNITS, BenchmarkResult, Kind
 
 VENDOR_BLOCKS = 1  # scratch buffers sized for one block: a library needs none of the op's
+
+
+def _check_call(plan: Plan, call: object) -> None:
+    """Raise OpFileError naming the op's file where vendor(types) returned neither a
+    VendorCall of a known unit and type nor a reason (the worker was lost to an
+    AttributeError or ValueError, its file unnamed)."""
+    op = plan.op
+    if isinstance(call, str):
+        return
+    fine = (isinstance(call, VendorCall) and call.unit in ("", *UNITS)
+            and call.compute_type in ("", *DTYPES) and callable(call.bind))
+    if not fine:
+        raise OpFileError(
+            f"{op.origin or type(op).__module__}: {op.name}.vendor returned {call!r:.80} for "
+            f"{plan.types.input.name}: expected a VendorCall (unit one of "
+            f"{', '.join(repr(u) for u in ('', *UNITS))}, compute_type a type's name or "
+            "\"\", bind callable) or a string saying why there is none")
 
 
 def run_vendor(plan: Plan, engine: Engine, prepared: Prepared) -> BenchmarkResult:
@@ -35,6 +53,11 @@ def run_vendor(plan: Plan, engine: Engine, prepared: Prepared) -> BenchmarkResul
     library = op.vendor_library
     with user_code(op, "vendor"):
         call = op.vendor(types)
+    try:
+        _check_call(plan, call)
+    except OpFileError as exc:  # the row says so, naming the file; the others run
+        return record(plan, library, {}, "", engine.info, prepared.cpu_reference_s,
+                      kind=Kind.VENDOR, error=str(exc))
     if isinstance(call, str):
         return record(plan, library, {}, "", engine.info, prepared.cpu_reference_s,
                       kind=Kind.VENDOR, skipped=call)

@@ -107,6 +107,11 @@ def register_finder(finder: Callable[[str, str], Op]) -> None:
     _FINDERS[:] = [finder]
 
 
+# The reference rows an op may ask for (measure/references.py runs each; a test holds the
+# two lists equal): a device-to-device copy of half the op's bytes.
+REFERENCE_NAMES = ("memcpy_dtod",)
+
+
 class Op:
     """A kernel family: its shape, types, inputs, kernel arguments, reference and accounting.
 
@@ -131,7 +136,7 @@ class Op:
     # of the result's type and shape: a passing result may then be told on the GPU, against
     # a device copy of expected, without downloading it (measure/device_checks.py).
     exact_result: bool = False
-    # Reference rows measured beside the variants (cudabench.measure.references names them).
+    # Reference rows measured beside the variants (REFERENCE_NAMES; measure/references.py).
     references: tuple[str, ...] = ()
     # The command line: the command that runs the op (default: its name), and, for an op
     # that shares another's command, the flag that selects it (transpose --inplace).

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 from cudabench.errors import OpFileError
-from cudabench.ops.base import Op, register_finder
+from cudabench.ops.base import REFERENCE_NAMES, Op, register_finder
 from cudabench.ops.folder_imports import (
     USER_OPS_PACKAGE,
     error_text,
@@ -227,6 +227,17 @@ def check_op(op: Op) -> None:
         raise OpFileError(f"{where}: `result_buffer` is a buffer's name and `signature` the "
                           "kernels' parameters, each a string, e.g. \"y\" and \"(const "
                           "DTYPE* x, DTYPE* y, int N)\"")
+    references = op.references
+    if not isinstance(references, (tuple, list)) or any(
+            name not in REFERENCE_NAMES for name in references):
+        # a string was a row per character, an unknown name a worker lost (KeyError)
+        raise OpFileError(f"{where}: `references` must be a tuple of reference rows among "
+                          f"{', '.join(REFERENCE_NAMES)}, e.g. (\"memcpy_dtod\",); got "
+                          f"{references!r:.60}")
+    if op.vendor_library and getattr(type(op), "vendor") is getattr(Op, "vendor"):
+        raise OpFileError(f"{where}: `vendor_library` {op.vendor_library!r} needs a "
+                          "vendor(types) method that returns its VendorCall, or why there is "
+                          "none (see docs/writing-an-op.md)")
     missing = [m for m in REQUIRED_METHODS if getattr(type(op), m) is getattr(Op, m)]
     if missing:
         raise OpFileError(f"{where}: define {', '.join(missing)} (see docs/writing-an-op.md)")
