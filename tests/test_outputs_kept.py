@@ -252,9 +252,12 @@ def test_a_stopped_run_without_a_results_file_keeps_its_rows_in_its_reports(
         "as it was" in text, text
     assert "matmul" in new_md.read_text() and "incomplete: the run stopped" in new_md.read_text()
     assert len((tmp_path / "old.csv.partial").read_text().splitlines()) == 2  # head, a row
-    # and a second stop does not write over the first one's rows
+    # and the next run is refused before it measures: stopped too, it kept its rows
+    # nowhere ("holds another stopped run's rows ... not saved there")
     again = invoke("matmul", "--size", "64", *QUICK, "--csv", old_csv)
-    assert "holds another stopped run's rows, not written over" in " ".join(again.stderr.split())
+    assert again.exit_code == 2, again.output
+    assert f"--csv {old_csv}: {old_csv}.partial holds the rows of a run that stopped; move " \
+        "it away or delete it first" in " ".join(again.stderr.split())
 
 
 def test_a_stopped_run_s_partial_rows_are_never_written_over(use_fake, tmp_path):

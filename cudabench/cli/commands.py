@@ -31,7 +31,7 @@ from cudabench.catalog.discovery import check_folders
 from cudabench.cli.stopped import RowsSoFar, keep_reports
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.flag_terms import RUN_SUITE_KEYS
-from cudabench.common.outfiles import EachWritten, check_outputs, write_text
+from cudabench.common.outfiles import PARTIAL, EachWritten, check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.common.units import params_text, shape_text
 from cudabench.engines.protocol import EngineSpec
@@ -123,6 +123,13 @@ def check_results_output(outputs: Outputs) -> None:
     exists, check_outputs refuses with every name ending so.)"""
     if outputs.json_path is not None:
         check_replaceable(outputs.json_path, "--json")
+    for flag, path in (("--markdown", outputs.markdown_path), ("--csv", outputs.csv_path)):
+        kept = path.with_name(path.name + PARTIAL) if path is not None else None
+        if path is not None and kept is not None and path.exists() and kept.exists():
+            # a stopped run's rows (cli/stopped.py): this run, stopped too, could keep its
+            # own nowhere, and never writes over them
+            raise UsageError(f"{flag} {path}: {kept} holds the rows of a run that stopped; "
+                             "move it away or delete it first")
 
 
 def check_combinations(outputs: Outputs, placement: Placement) -> None:
