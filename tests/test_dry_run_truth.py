@@ -93,3 +93,18 @@ def test_a_launch_using_sm_count_is_judged_at_the_assumed_count(tmp_path):
     # said on stderr too: at 80 columns the reason is a numbered note under the table
     assert "error: 1 of 2 kernels would not run (matmul/neg)" in " ".join(
         result.stderr.split())
+
+
+def test_an_entry_point_defined_in_an_included_file_or_by_a_macro_is_found(tmp_path):
+    # the source's text alone was searched: `#include "_body.cuh"` (which the README
+    # allows) was "entry point k is not defined", exit 2, for a kernel that runs
+    (tmp_path / "_body.cuh").write_text(
+        'extern "C" __global__ void k(const DTYPE* A, const DTYPE* B, OUT_TYPE* C, int M, '
+        "int K, int N) {}\n")
+    (row,) = rows_for(tmp_path, ["// launch k: grid 1; block 1"], body='#include "_body.cuh"\n')
+    assert row.compile_ok, row.compiled
+    macro = tmp_path / "macro"
+    (row,) = rows_for(macro, ["// launch k: grid 1; block 1"],
+                      body="#define KERNEL(name) extern \"C\" __global__ void name() {}\n"
+                           "KERNEL(k)\n")
+    assert row.compile_ok, row.compiled

@@ -120,7 +120,8 @@ def _drafts(plan: Plan, arch: str, target: Arch | None) -> list[Draft]:
         skipped = target is not None and variant.arch is not None and \
             unsupported_on(variant, f"{target.major}.{target.minor}") is not None
         refused = launch_problems(variant.path, [launch.entry for launch in variant.launches],
-                                  geometry, dynamic, variant.arch if skipped else target)
+                                  geometry, dynamic, variant.arch if skipped else target,
+                                  [text for _, _, text in variant.included_files()])
         for launch, (grid, block) in zip(variant.launches, geometry):
             try:  # the plan left launches using SM_COUNT to the GPU: judged here at 132 SMs
                 check_geometry(f"{launch.entry} (at {ASSUMED_SM_COUNT} SMs)", grid, block)
@@ -163,10 +164,11 @@ def _finished(row: PlannedRow, request: CubinRequest | None, variant: KernelVari
 
 def launch_problems(path: Path | str, entries: Sequence[str],
                     geometry: Sequence[tuple[Sequence[int], Sequence[int]]],
-                    dynamic: Sequence[int], target: Arch | None) -> list[str]:
+                    dynamic: Sequence[int], target: Arch | None,
+                    included: Sequence[str] = ()) -> list[str]:
     """Return why the driver would refuse a variant's launches on --arch: a grid beyond
-    its limits, dynamic shared memory beyond the opt-in limit, an entry point the source
-    does not define."""
+    its limits, dynamic shared memory beyond the opt-in limit, an entry point that neither
+    the source nor a file it includes (included: their texts) defines."""
     problems = []
     for entry, (grid, _), nbytes in zip(entries, geometry, dynamic):
         for axis, (extent, limit) in enumerate(zip(grid, GRID_LIMITS)):
@@ -182,10 +184,17 @@ def launch_problems(path: Path | str, entries: Sequence[str],
     except OSError:
         source = None
     if source is not None:
+        # comments dropped: the header's `// launch NAME:` names every entry
+        texts = [_COMMENTS.sub(" ", text) for text in (source, *included)]
         for entry in dict.fromkeys(entries):
-            if not re.search(rf"\b{re.escape(entry)}\s*\(", source):
-                problems.append(f"entry point {entry} is not defined in {path}")
+            # the name anywhere in the code: a definition, or a macro's argument making one
+            if not any(re.search(rf"\b{re.escape(entry)}\b", text) for text in texts):
+                problems.append(f"entry point {entry} is not defined in {path}"
+                                + (" nor in the files it includes" if included else ""))
     return problems
+
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 def _optin_limit(target: Arch | None) -> int | None:
