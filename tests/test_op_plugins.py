@@ -884,3 +884,11 @@ def test_a_vendor_call_of_the_wrong_kind_is_an_error_row_naming_the_file(use_fak
     assert f"{folder / 'myop.py'}: mycopy.vendor returned None for float32: expected a " \
            "VendorCall" in said, said
     assert "worker process failed" not in said and "PASS" in done.stdout
+
+
+def test_an_output_named_as_an_input_is_an_error_naming_the_file(use_fake, tmp_path):
+    # it was FAIL, exit 3, blaming each kernel: "changed 50 element(s) of its input x"
+    folder, done = run_edited(tmp_path, 'return {"y": shape}', 'return {"y": shape, "x": shape}')
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: mycopy.outputs names 'x', which inputs gives too" in \
+        " ".join(done.stderr.split()), done.stderr

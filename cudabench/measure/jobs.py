@@ -183,6 +183,11 @@ def _check_inputs(plan: Plan, inputs: object) -> None:
                               ".astype(types.input.numpy)")
     with user_code(op, "outputs"):
         outputs = op.outputs(plan.shape, plan.types, 1)
+    both = [name for name in outputs if name in inputs]
+    if both:  # one name, two buffers: the kernels were blamed for "changing" the input
+        raise OpFileError(f"{where}: {op.name}.outputs names {', '.join(map(repr, both))}, "
+                          "which inputs gives too: name each buffer once (an op that "
+                          "writes an input in place returns it from inputs alone)")
     if op.result_buffer not in inputs and op.result_buffer not in outputs:
         raise OpFileError(f"{where}: {op.name}.result_buffer {op.result_buffer!r} is no "
                           f"buffer: its inputs and outputs are "
