@@ -892,3 +892,14 @@ def test_an_output_named_as_an_input_is_an_error_naming_the_file(use_fake, tmp_p
     assert done.exit_code == 2, done.output
     assert f"{folder / 'myop.py'}: mycopy.outputs names 'x', which inputs gives too" in \
         " ".join(done.stderr.split()), done.stderr
+
+
+@pytest.mark.parametrize("shortcuts", ['{"": "BLOCK"}', '{"Tile Size": "TILE"}',
+                                       '{"tile": 16}', '["tile"]'])
+def test_an_op_s_shortcuts_must_name_options(use_fake, tmp_path, fresh_ops, shortcuts):
+    # {"": "BLOCK"} made an option named `--`
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        'result_buffer = "y"', f'result_buffer = "y"\n        shortcuts = {shortcuts}')
+    done = invoke("list", "--kernels-dir", user_folder(tmp_path, text))
+    assert done.exit_code == 2 and "`shortcuts` maps an option's name" in done.stderr, \
+        done.output

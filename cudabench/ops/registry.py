@@ -234,6 +234,15 @@ def check_op(op: Op) -> None:
         raise OpFileError(f"{where}: `references` must be a tuple of reference rows among "
                           f"{', '.join(REFERENCE_NAMES)}, e.g. (\"memcpy_dtod\",); got "
                           f"{references!r:.60}")
+    shortcuts = op.shortcuts
+    if not isinstance(shortcuts, dict) or not all(
+            isinstance(option, str) and re.fullmatch(r"[a-z][a-z0-9_-]*", option)
+            and isinstance(param, str) and param.isidentifier()
+            for option, param in shortcuts.items()):
+        # {"": "BLOCK"} made an option named `--`
+        raise OpFileError(f"{where}: `shortcuts` maps an option's name (lowercase letters, "
+                          "digits, _ and -) to a parameter, e.g. {\"tile\": \"TILE\"}; got "
+                          f"{shortcuts!r:.60}")
     if op.vendor_library and getattr(type(op), "vendor") is getattr(Op, "vendor"):
         raise OpFileError(f"{where}: `vendor_library` {op.vendor_library!r} needs a "
                           "vendor(types) method that returns its VendorCall, or why there is "
