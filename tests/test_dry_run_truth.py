@@ -108,3 +108,9 @@ def test_an_entry_point_defined_in_an_included_file_or_by_a_macro_is_found(tmp_p
                       body="#define KERNEL(name) extern \"C\" __global__ void name() {}\n"
                            "KERNEL(k)\n")
     assert row.compile_ok, row.compiled
+
+
+def test_arch_without_dry_run_is_refused_not_ignored(use_fake):
+    # `--arch sm_80` alone was taken and unused: the run compiled for its own GPU
+    done = invoke("dot", "--size", "100", "--arch", "sm_80")
+    assert done.exit_code == 2 and "give --dry-run too" in done.stderr, done.output

@@ -20,6 +20,7 @@ from cudabench.cli.options import (
     Outputs,
     Placement,
     build_insight,
+    DRY_RUN_ARCH,
     dry_run_options,
     full_check_option,
     insight_options,
@@ -79,10 +80,15 @@ class Measured:
 
 
 def run_and_render(requests: list[Request], device: int, outputs: Outputs,
-                   dry_run: bool = False, arch: str = "sm_90",
+                   dry_run: bool = False, arch: str | None = None,
                    placement: Placement | None = None) -> int:
-    """Check every request, run them with progress on stderr, print and save the tables."""
+    """Check every request, run them with progress on stderr, print and save the tables
+    (arch: what --dry-run compiles for, default sm_90; a run compiles for its GPU)."""
     placement = placement or Placement()
+    if arch is not None and not dry_run:  # taken, and silently unused
+        raise UsageError(f"--arch {arch}: is the architecture --dry-run compiles for; give "
+                         "--dry-run too (a run compiles for the GPU it runs on)")
+    arch = arch or DRY_RUN_ARCH
     if dry_run:
         check_placement(placement)
         check_combinations(outputs, placement)
@@ -643,7 +649,7 @@ def plan_files(plans: list[Plan]) -> list[Path]:
 @placement_options
 def run_command(config: Path | None, json_path: Path | None, markdown_path: Path | None,
                 kernels_dirs: tuple[Path, ...], device: int, l2_flush: str | None,
-                dry_run: bool, arch: str, full_check: bool, **insight: Any) -> int:
+                dry_run: bool, arch: str | None, full_check: bool, **insight: Any) -> int:
     """Run the suite in CONFIG (default: ./cudabench.toml or [tool.cudabench] in pyproject.toml)."""
     # the flags first: `run --energy SUITE` took the suite for --energy's seconds, and a
     # --kernels-dir that is no folder was blamed on the suite's kernels_dirs

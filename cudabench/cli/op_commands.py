@@ -49,7 +49,7 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
     shortcuts = {option: param for op in members for option, param in op.shortcuts.items()}
 
     def callback(device: int, json_path: Path | None, markdown_path: Path | None,
-                 dry_run: bool, arch: str, best: bool, best_out: Path | None,
+                 dry_run: bool, arch: str | None, best: bool, best_out: Path | None,
                  **options: Any) -> int:
         chosen = [flagged[flag] for flag in flagged if options.pop(f"flag_{flag}")]
         if len(chosen) > 1:

@@ -430,14 +430,18 @@ def build_insight(options: dict[str, Any]) -> Insight:
     )
 
 
+DRY_RUN_ARCH = "sm_90"  # what --dry-run compiles for without --arch
+
+
 def dry_run_options() -> list[Callable[[F], F]]:
     """Return the --dry-run and --arch options (benchmark commands and `run`)."""
     return [
         click.option("--dry-run", is_flag=True,
                      help="Show the plan (variants, launches, bytes, FLOPs, memory) and "
                      "compile each kernel with nvcc; touch no GPU."),
-        click.option("--arch", default="sm_90", show_default=True,
-                     help="The architecture --dry-run compiles for, e.g. sm_80."),
+        click.option("--arch", default=None,
+                     help=f"The architecture --dry-run compiles for, e.g. sm_80 (default "
+                     f"{DRY_RUN_ARCH})."),
     ]
 
 
