@@ -1303,6 +1303,42 @@ def test_a_slow_commit_re_run_past_the_window_keeps_failing(tmp_path):
     assert tiled_row(db, again).verdict is Verdict.SAME
 
 
+def test_a_level_after_a_speedup_is_judged_against_the_speedup_not_older_runs(tmp_path):
+    # 15 runs, a speedup held by 5 commits, then 7 commits back at the first speed: the
+    # level the last step left is the speedup's; measured against the 15 runs before it,
+    # the 7 were "nearer the old level", never a level, and a run at that speed was slower
+    db = tmp_path / "h.db"
+    runs = [make_run(tmp_path / "runs", i) for i in range(15)]
+    runs += [make_run(tmp_path / "runs", i, factors={"tiled": 0.7}) for i in range(15, 20)]
+    runs += [make_run(tmp_path / "runs", i) for i in range(20, 27)]
+    import_runs(db, runs)
+    row = tiled_row(db, make_run(tmp_path, 100, name="current"))
+    assert row.verdict is Verdict.SAME, row.reason
+
+
+def test_a_store_of_one_commit_s_runs_is_read_in_a_bounded_window(tmp_path, monkeypatch):
+    # a nightly job on an unchanged commit: the window of one commit's runs grew until it
+    # was the whole store, each benchmark's series read and searched for steps (25 s and
+    # 6 GB at 10,000 runs)
+    from cudabench.history import report
+
+    monkeypatch.setattr(report, "MAX_WINDOW", 40)
+    db = tmp_path / "h.db"
+    import_runs(db, [edited(make_run(tmp_path / "one", i),
+                            lambda d: d.update(git_commit=commit_of(7))) for i in range(60)])
+    asked = []
+    real = report.Store.series
+
+    def series(self, *args, last=None, **kwargs):
+        asked.append(last)
+        return real(self, *args, last=last, **kwargs)
+
+    monkeypatch.setattr(report.Store, "series", series)
+    row = tiled_row(db, make_run(tmp_path, 100, name="current"))
+    assert row.verdict is Verdict.SAME, row.reason
+    assert max(n for n in asked if n is not None) <= 40, asked
+
+
 def test_a_median_outside_the_runs_but_not_significant_is_not_called_within_them(tmp_path):
     # the reason read "within the history (p=0.26 >= 0.001, outside the 10 runs)"
     db = tmp_path / "h.db"

@@ -365,7 +365,8 @@ def _band(medians: Sequence[float], center: float) -> list[float]:
 
 
 LEVEL_COMMITS = 3  # the commits a new level needs before it is the history
-STEP_WINDOW = 20  # the runs before a change whose median is the level it left
+MAX_WINDOW = 1000  # the most runs a window of re-runs reaches back over (a whole store's
+# series is read, and a step looked for in it, for each benchmark)
 
 
 def _history(store: Store, bench: Benchmark, gpu: str, last: int, own: int | None,
@@ -382,10 +383,10 @@ def _history(store: Store, bench: Benchmark, gpu: str, last: int, own: int | Non
             return level[-last:], note
         if left_out > extra:
             extra = left_out
-        elif len(_commits(level[-last:])) < LEVEL_COMMITS:
+        elif len(_commits(window)) < LEVEL_COMMITS and last + extra < MAX_WINDOW:
             # a window of re-runs of one or two commits (a slow one's, recorded as they
             # failed): its step lies further back, and they are no baseline of their own
-            extra = max(2 * extra, last)
+            extra = min(max(2 * extra, last), MAX_WINDOW - last)
         else:
             return level[-last:], note
 
@@ -411,7 +412,9 @@ def _level(points: Sequence[SeriesPoint], min_runs: int
     for start, where in changes:
         if start >= end:
             continue  # inside runs already left out
-        if _established(_at_level(points[:start], points[start:end]), min_runs):
+        # the level it left: the runs since the change before it
+        before = max((index for index, _ in changes if index < start), default=0)
+        if _established(_at_level(points[before:start], points[start:end]), min_runs):
             return list(points[start:end]), len(points) - end, f" since {where}{left_note}"
         if end == len(points):
             left = end - start
@@ -463,7 +466,7 @@ def _at_level(before: Sequence[SeriesPoint], level: Sequence[SeriesPoint]
     if not before or not level:
         return list(level)
     new = math.log(statistics.median(p.median_s for p in level))
-    old = math.log(statistics.median(p.median_s for p in before[-STEP_WINDOW:]))
+    old = math.log(statistics.median(p.median_s for p in before))
     return [p for p in level if abs(math.log(p.median_s) - new) < abs(math.log(p.median_s) - old)]
 
 
