@@ -638,6 +638,8 @@ def test_a_forkserver_started_before_an_op_file_loaded_finds_its_functions(tmp_p
 
         if __name__ == "__main__":
             context = multiprocessing.get_context("forkserver")
+            with context.Pool(1) as pool:  # the server starts before any op file loads
+                pool.apply(abs, (-1,))
             for folder in sys.argv[1:]:
                 module = sys.modules[type(load_ops([Path(folder)])["mycopy"]).__module__]
                 with context.Pool(1) as pool:

@@ -205,16 +205,29 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130():
     assert done.returncode == 130 and done.stderr == "cudabench: interrupted\n", done.stderr
 
 
-def test_a_lazy_import_holds_ctrl_c_and_sigterm_until_it_is_done(tmp_path, monkeypatch):
+def test_a_lazy_import_holds_ctrl_c_and_sigterm_until_it_is_done(tmp_path):
     # a SIGTERM inside NumPy's lazy import left it half made, and the stop's own handling
-    # failed with "cannot load module more than once per process" (exit 4)
-    import signal
+    # failed with "cannot load module more than once per process" (exit 4); a signal
+    # mask held it only in the importing thread, and another thread took it
+    import os
+    import subprocess
+    import sys
 
-    from cudabench.common.lazy import LazyModule
-
-    (tmp_path / "cb_lazy_probe.py").write_text(
-        "import signal\nHELD = signal.pthread_sigmask(signal.SIG_BLOCK, [])\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    probe = LazyModule("cb_lazy_probe")
-    assert {signal.SIGINT, signal.SIGTERM} <= set(probe.HELD)
-    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # let go after
+    (tmp_path / "cb_slow.py").write_text("import time\ntime.sleep(1.0)\nDONE = True\n")
+    (tmp_path / "probe.py").write_text(
+        "import os, signal, sys, threading, time\n"
+        "from cudabench.common.lazy import LazyModule\n"
+        "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), os.kill(os.getpid(), "
+        "signal.SIGINT)), daemon=True).start()\n"
+        "try:\n"
+        "    LazyModule('cb_slow').DONE\n"
+        "    time.sleep(1)\n"
+        "    print('never stopped')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('stopped after the import:', sys.modules['cb_slow'].DONE)\n")
+    done = subprocess.run([sys.executable, str(tmp_path / "probe.py")], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(tmp_path), *sys.path])})
+    assert done.stdout.strip() == "stopped after the import: True", (done.stdout, done.stderr)

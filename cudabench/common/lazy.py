@@ -38,21 +38,31 @@ class LazyModule(ModuleType):
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM until the block ends (in the main thread, where Python runs
-    their handlers): a stop inside NumPy's import left it half made, and NumPy cannot be
-    imported twice in a process, so the stop's own handling (a results file's rows, their
-    statistics) failed with "cannot load module more than once" (exit 4). An import takes
-    a tenth of a second: the stop is only that late."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-            signal, "pthread_sigmask"):
+    """Hold Ctrl-C and SIGTERM until the block ends, then act on them: a stop inside
+    NumPy's import left it half made, and NumPy cannot be imported twice in a process, so
+    the stop's own handling (a results file's rows, their statistics) failed with "cannot
+    load module more than once" (exit 4). Their handlers are swapped for ones that note
+    the signal (a mask would hold it in this thread only: another thread takes it, and
+    Python still runs the handler here). An import takes a tenth of a second: the stop is
+    only that late. Only the main thread may set handlers; elsewhere it holds nothing."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    heard: list[int] = []
+    saved: dict[signal.Signals, Any] = {}
+    for number in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(number)
+        if handler in (signal.SIG_IGN, None):  # ignored, or not set from Python: left
+            continue
+        saved[number] = handler
+        signal.signal(number, lambda received, frame: heard.append(received))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        for number, handler in saved.items():
+            signal.signal(number, handler)
+        for received in dict.fromkeys(heard):
+            signal.raise_signal(received)  # its own handler, now the import is whole
 
 
 numpy = LazyModule("numpy")

@@ -76,6 +76,8 @@ def loaded_op_file(name: str, file: Path) -> None:
 def adopt_inherited() -> None:
     """Take the op files of the process that started this one (loaded_op_file): their
     modules and their folders' helpers import by name here too (the finder loads them)."""
+    if _FINDER not in sys.meta_path:  # the register is asked for names the variable lacks
+        sys.meta_path.insert(0, _FINDER)
     try:
         inherited = json.loads(os.environ.get(INHERITED, "{}"))
     except ValueError:
