@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -179,6 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{ROUNDS_MARKER}(N): run the test's benchmarks in N pooled rounds, "
         "whatever --cudabench-rounds says (N=1: never in rounds)")
     rows = SessionRows()
+    from cudabench.common.outfiles import names_a_folder
     from cudabench.planning.timing import MAX_ROUNDS
 
     rounds = config.getoption("cudabench_rounds")
@@ -201,9 +201,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for flag, given in (("--cudabench-json", json_path), ("--cudabench-compare", baseline),
                         ("--cudabench-record", record), ("--cudabench-db",
                                                          config.getoption("cudabench_db"))):
-        if given is not None and str(given).endswith(("/", os.sep)):  # Path drops it
-            raise pytest.UsageError(f"{flag} {given}: names a folder (it ends with /); give "
-                                    "a file name")
+        why = names_a_folder(str(given)) if given is not None else None
+        if why is not None:  # Path drops the slash, and the file before it was written
+            raise pytest.UsageError(f"{flag} {why}")
     rows.json_path, rows.baseline, rows.record_db = (
         Path(given) if given is not None else None for given in (json_path, baseline, record))
     from cudabench.errors import CudabenchError

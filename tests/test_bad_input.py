@@ -419,6 +419,21 @@ def test_a_file_s_name_ending_with_a_slash_is_refused_not_written(use_fake, tmp_
     assert notes.read_text() == "my notes"
     done = CliRunner().invoke(cli, ["report", f"{tmp_path}/r.json/"])
     assert done.exit_code == 2 and "names a folder" in done.stderr
+    done = CliRunner().invoke(cli, ["dot", "--size", "100", "--markdown", f"{notes}/."])
+    assert done.exit_code == 2 and "(it ends with /.)" in done.stderr, done.output
+    assert notes.read_text() == "my notes"
     with pytest.raises(UsageError, match="names a folder"):
         api.run("dot", size=100, json=f"{tmp_path}/new/")
     assert not (tmp_path / "new").exists()
+
+
+def test_a_history_store_variable_naming_a_folder_is_refused(use_fake, tmp_path, monkeypatch):
+    # CUDABENCH_HISTORY_DB=store/ made a file named store
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    monkeypatch.setenv("CUDABENCH_HISTORY_DB", f"{tmp_path}/store/")
+    done = CliRunner().invoke(cli, ["dot", "--size", "100", "--record"])
+    assert done.exit_code == 2 and "CUDABENCH_HISTORY_DB=" in done.stderr, done.output
+    assert "names a folder" in done.stderr and not (tmp_path / "store").exists()

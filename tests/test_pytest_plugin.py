@@ -182,7 +182,7 @@ def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reas
      "*--cudabench-max-threshold 1%: below the 2% floor*"),
     (["--cudabench-compare", "base.json", "--cudabench-json", "base.json"],
      "*--cudabench-json base.json: is the baseline*"),
-    (["--cudabench-json", "."], "*--cudabench-json .: is a folder*"),
+    (["--cudabench-json", "."], "*--cudabench-json .: names a folder*"),
     # Path dropped the slash, and the session wrote the file it named
     (["--cudabench-json", "test_plugin_project.py/"],
      "*--cudabench-json test_plugin_project.py/: names a folder (it ends with /)*"),

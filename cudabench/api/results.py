@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, overload
 from cudabench.analysis.compare import benchmark_text, twice_on_one_gpu
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
 from cudabench.api.terms import outcome_shown, python_terms, switch, terms_of
-from cudabench.common.outfiles import check_output
+from cudabench.common.outfiles import check_output, names_a_folder
 from cudabench.errors import CudabenchError, ExitCode, UsageError
 from cudabench.render import terminal
 from cudabench.render.fit import every_column
@@ -53,8 +53,9 @@ def as_path(value: object, name: str, folder: bool = False) -> Path:
     text = str(os.fspath(value))
     if not text.strip():
         raise UsageError(f"{name} {text!r}: give a file name (an empty path is not one)")
-    if not folder and text.endswith(("/", os.sep)):
-        raise UsageError(f"{name} {text!r}: names a folder (it ends with /); give a file name")
+    why = None if folder else names_a_folder(text)
+    if why is not None:
+        raise UsageError(f"{name} {why}")
     return Path(value).expanduser()  # "~/now.json" made a folder named ~ in the current one
 
 

@@ -8,11 +8,12 @@ argument of a command is given a check of its raw command-line value before conv
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
 from click.core import ParameterSource
+
+from cudabench.common.outfiles import names_a_folder
 
 
 def refuse_empty(command: click.Command) -> click.Command:
@@ -41,9 +42,9 @@ def _checked(param: click.Parameter) -> Any:
                                      "the option out for its default", ctx=ctx, param=param)
         if source is ParameterSource.COMMANDLINE and _names_a_file(param):
             for text in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(text, str) and text.endswith(("/", os.sep)):
-                    raise click.BadParameter(f"{text}: names a folder (it ends with /); give "
-                                             "a file name", ctx=ctx, param=param)
+                why = names_a_folder(text) if isinstance(text, str) else None
+                if why is not None:
+                    raise click.BadParameter(why, ctx=ctx, param=param)
         return value, source
 
     return consume_value

@@ -83,6 +83,18 @@ def _stream_link(path: Path) -> str | None:
     return None
 
 
+def names_a_folder(text: str) -> str | None:
+    """Return why the path text names a folder, not a file, else None: it ends with a
+    slash, `/.` or `/..` (pathlib drops the first two, and a file by the name before
+    them was written over)."""
+    plain = text.replace(os.sep, "/")
+    last = plain.rsplit("/", 1)[-1]
+    if not text.strip() or last not in ("", ".", ".."):
+        return None
+    ending = "/" + last if "/" in plain else last
+    return f"{text}: names a folder (it ends with {ending}); give a file name"
+
+
 def check_output(path: Path, flag: str) -> None:
     """Refuse, before any work, a path the output cannot be written to."""
     if not str(path).strip():

@@ -6,6 +6,9 @@ At the level of render: it reads results and analysis, never measure.
 import os
 from pathlib import Path
 
+from cudabench.common.outfiles import names_a_folder
+from cudabench.errors import UsageError
+
 # Here, not in records.py: the commands' --db help names it without importing the store.
 DEFAULT_PATH = Path(".cudabench") / "history.db"
 STORE_VARIABLE = "CUDABENCH_HISTORY_DB"  # moves the default store, for every command
@@ -18,4 +21,9 @@ def default_store() -> Path:
     a store the variable named that `--record` did not write passed every run as "too
     little history")."""
     chosen = os.environ.get(STORE_VARIABLE, "")
-    return Path(chosen) if chosen.strip() else DEFAULT_PATH
+    if not chosen.strip():
+        return DEFAULT_PATH
+    why = names_a_folder(chosen)
+    if why is not None:  # `store/` made a file named store
+        raise UsageError(f"{STORE_VARIABLE}={why}")
+    return Path(chosen)
