@@ -145,7 +145,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "(default 0.001).")
     group.addoption("--cudabench-db", metavar="DB", default=None,
                     help="The history store --cudabench-threshold auto reads (default "
-                    ".cudabench/history.db).")
+                    ".cudabench/history.db, or $CUDABENCH_HISTORY_DB).")
     group.addoption("--cudabench-allow-different-gpu", action="store_true",
                     help="Compare with a baseline measured on another GPU model.")
     group.addoption("--cudabench-allow-missing", action="store_true",

@@ -654,6 +654,8 @@ def test_random_values_draws_every_type_an_op_declares():
         assert len(np.unique(drawn)) > 5  # never all zeros
     ints = types.random_ints(np.random.default_rng(1), (9,), -2, 2, types.DTYPES["int32"])
     assert ints.dtype == np.int32
+    with pytest.raises(ValueError, match=r"\[0.1, 0.9\] holds none; widen the bounds"):
+        types.random_values(np.random.default_rng(1), (9,), 0.1, 0.9, types.DTYPES["int32"])
     with pytest.raises(ValueError, match="random_floats draws float types, not int32"):
         types.random_floats(np.random.default_rng(1), (9,), -2, 2, types.DTYPES["int32"])
     with pytest.raises(ValueError, match="random_ints draws int32, not float32"):

@@ -180,5 +180,9 @@ def random_values(rng: np.random.Generator, shape: tuple[int, ...], low: float, 
     type, random_ints (the bounds rounded inwards) for int32: one call for every type an
     op declares."""
     if np.issubdtype(dtype.numpy, np.integer):
-        return random_ints(rng, shape, math.ceil(low), math.floor(high), dtype)
+        whole = (math.ceil(low), math.floor(high))
+        if whole[0] > whole[1]:  # (0.1, 0.9) raised NumPy's bare "low > high"
+            raise ValueError(f"random_values draws int32 between whole numbers: [{low}, "
+                             f"{high}] holds none; widen the bounds")
+        return random_ints(rng, shape, *whole, dtype)
     return random_floats(rng, shape, low, high, dtype)
