@@ -437,3 +437,14 @@ def test_a_history_store_variable_naming_a_folder_is_refused(use_fake, tmp_path,
     done = CliRunner().invoke(cli, ["dot", "--size", "100", "--record"])
     assert done.exit_code == 2 and "CUDABENCH_HISTORY_DB=" in done.stderr, done.output
     assert "names a folder" in done.stderr and not (tmp_path / "store").exists()
+
+
+def test_a_bad_history_store_variable_stops_only_the_runs_that_use_the_store(use_fake,
+                                                                             monkeypatch):
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    monkeypatch.setenv("CUDABENCH_HISTORY_DB", "store/")
+    done = CliRunner().invoke(cli, ["dot", "--size", "100", "--max-time", "0.01"])
+    assert done.exit_code == 0, done.output

@@ -114,3 +114,10 @@ def test_arch_without_dry_run_is_refused_not_ignored(use_fake):
     # `--arch sm_80` alone was taken and unused: the run compiled for its own GPU
     done = invoke("dot", "--size", "100", "--arch", "sm_80")
     assert done.exit_code == 2 and "give --dry-run too" in done.stderr, done.output
+
+
+def test_arch_with_a_best_search_and_no_dry_run_is_refused_too(use_fake):
+    # a --best search never reaches run_and_render, where the refusal was
+    done = invoke("matmul", "--size", "64", "--best", "--strategy", "random", "--budget", "3",
+                  "--arch", "sm_80")
+    assert done.exit_code == 2 and "give --dry-run too" in done.stderr, done.output

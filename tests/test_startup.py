@@ -231,3 +231,27 @@ def test_a_lazy_import_holds_ctrl_c_and_sigterm_until_it_is_done(tmp_path):
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(
                               [str(tmp_path), *sys.path])})
     assert done.stdout.strip() == "stopped after the import: True", (done.stdout, done.stderr)
+
+
+def test_a_sigterm_after_a_ctrl_c_inside_a_lazy_import_still_ends_the_run_as_sigterm(tmp_path):
+    # a CI's cancel sends SIGINT, then SIGTERM: both held, the SIGINT raised first ended the
+    # loop, the SIGTERM was lost and the command exited 130, not 143
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "cb_both.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(0.2)\nX = 1\n")
+    (tmp_path / "probe.py").write_text(
+        "import signal\nfrom cudabench.entry import _terminate\n"
+        "from cudabench.errors import Terminated\n"
+        "from cudabench.common.lazy import LazyModule\n"
+        "signal.signal(signal.SIGTERM, _terminate)\n"
+        "try:\n    LazyModule('cb_both').X\nexcept BaseException as stop:\n"
+        "    print(type(stop).__name__, Terminated.received)\n")
+    done = subprocess.run([sys.executable, str(tmp_path / "probe.py")], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(tmp_path), *sys.path])})
+    assert done.stdout.strip() == "Terminated True", (done.stdout, done.stderr)

@@ -21,6 +21,7 @@ from cudabench.cli.options import (
     Placement,
     build_insight,
     DRY_RUN_ARCH,
+    check_arch,
     dry_run_options,
     full_check_option,
     insight_options,
@@ -85,9 +86,7 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
     """Check every request, run them with progress on stderr, print and save the tables
     (arch: what --dry-run compiles for, default sm_90; a run compiles for its GPU)."""
     placement = placement or Placement()
-    if arch is not None and not dry_run:  # taken, and silently unused
-        raise UsageError(f"--arch {arch}: is the architecture --dry-run compiles for; give "
-                         "--dry-run too (a run compiles for the GPU it runs on)")
+    check_arch(arch, dry_run)
     arch = arch or DRY_RUN_ARCH
     if dry_run:
         check_placement(placement)

@@ -15,7 +15,13 @@ from typing import Any
 import click
 
 from cudabench.cli.names import COMMANDS, command_name
-from cudabench.cli.options import Outputs, Placement, benchmark_options, build_requests
+from cudabench.cli.options import (
+    Outputs,
+    Placement,
+    benchmark_options,
+    build_requests,
+    check_arch,
+)
 from cudabench.errors import OpFileError, UsageError
 from cudabench.ops import Op
 from cudabench.tuning.budget import parse_budget
@@ -59,6 +65,7 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
                   for option, param in shortcuts.items()}
         if best_out is not None and not best:
             raise UsageError("--best-out needs --best")
+        check_arch(arch, dry_run)  # here: a --best search never reaches run_and_render
         if best and options["rounds"] != 1:
             raise UsageError("--best measures each configuration once and re-measures close "
                              "calls head to head, interleaved: use it without --rounds")

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from cudabench.errors import UsageError
-from cudabench.history import DEFAULT_HELP, default_store
+from cudabench.history import DEFAULT_HELP, DEFAULT_PATH, default_store
 from cudabench.planning.plan import SANITIZER_TOOLS, Insight, Request
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops import Op
@@ -59,7 +59,7 @@ class Outputs:
     best: bool = False
     best_out: Path | None = None
     record: bool = False  # append the run to the history store
-    db: Path = dataclasses.field(default_factory=default_store)
+    db: Path = DEFAULT_PATH  # with record: default_store() (CUDABENCH_HISTORY_DB)
     check: bool = False  # judge the recorded run against the store's history
     allow_missing: bool = False  # --check passes kernels the command's last runs had
     inputs: tuple[Path, ...] = ()  # files the run reads (its suite): never written over
@@ -76,7 +76,10 @@ class Outputs:
             raise UsageError("--db names the history store --record writes: give --record "
                              "too")
         return cls(csv_path=options.get("csv_path"), progress=options.get("progress"),
-                   record=bool(options.get("record")), db=options.get("db") or default_store(),
+                   record=bool(options.get("record")),
+                   # the variable is read only where the store is: a bad one stops no run
+                   db=options.get("db") or (default_store() if options.get("record")
+                                            else DEFAULT_PATH),
                    check=bool(options.get("check")),
                    allow_missing=bool(options.get("allow_missing")), **fields)
 
@@ -431,6 +434,13 @@ def build_insight(options: dict[str, Any]) -> Insight:
 
 
 DRY_RUN_ARCH = "sm_90"  # what --dry-run compiles for without --arch
+
+
+def check_arch(arch: str | None, dry_run: bool) -> None:
+    """Refuse --arch without --dry-run: taken, and silently unused."""
+    if arch is not None and not dry_run:
+        raise UsageError(f"--arch {arch}: is the architecture --dry-run compiles for; give "
+                         "--dry-run too (a run compiles for the GPU it runs on)")
 
 
 def dry_run_options() -> list[Callable[[F], F]]:

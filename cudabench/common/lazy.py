@@ -61,7 +61,9 @@ def _signals_held() -> Iterator[None]:
     finally:
         for number, handler in saved.items():
             signal.signal(number, handler)
-        for received in dict.fromkeys(heard):
+        # SIGTERM first: its handler's stop (exit 143) is the one a CI's cancel (SIGINT,
+        # then SIGTERM) must end with, and the first handler to raise ends the loop
+        for received in sorted(set(heard), key=lambda number: number != signal.SIGTERM):
             signal.raise_signal(received)  # its own handler, now the import is whole
 
 
