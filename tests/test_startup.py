@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -205,53 +206,50 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130():
     assert done.returncode == 130 and done.stderr == "cudabench: interrupted\n", done.stderr
 
 
+def lazy_import_probe(tmp_path: Path, module: str, probe: str) -> str:
+    """Run probe (a script) in a fresh Python beside the module cb_probed (its text);
+    return what it printed."""
+    import os
+
+    (tmp_path / "cb_probed.py").write_text(module)
+    (tmp_path / "probe.py").write_text(probe)
+    done = subprocess.run([sys.executable, str(tmp_path / "probe.py")], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(tmp_path), *sys.path])})
+    return done.stdout.strip() or done.stderr
+
+
 def test_a_lazy_import_holds_ctrl_c_and_sigterm_until_it_is_done(tmp_path):
     # a SIGTERM inside NumPy's lazy import left it half made, and the stop's own handling
     # failed with "cannot load module more than once per process" (exit 4); a signal
     # mask held it only in the importing thread, and another thread took it
-    import os
-    import subprocess
-    import sys
-
-    (tmp_path / "cb_slow.py").write_text("import time\ntime.sleep(1.0)\nDONE = True\n")
-    (tmp_path / "probe.py").write_text(
+    said = lazy_import_probe(
+        tmp_path, "import time\ntime.sleep(1.0)\nDONE = True\n",
         "import os, signal, sys, threading, time\n"
         "from cudabench.common.lazy import LazyModule\n"
         "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
         "threading.Thread(target=lambda: (time.sleep(0.3), os.kill(os.getpid(), "
         "signal.SIGINT)), daemon=True).start()\n"
         "try:\n"
-        "    LazyModule('cb_slow').DONE\n"
+        "    LazyModule('cb_probed').DONE\n"
         "    time.sleep(1)\n"
         "    print('never stopped')\n"
         "except KeyboardInterrupt:\n"
-        "    print('stopped after the import:', sys.modules['cb_slow'].DONE)\n")
-    done = subprocess.run([sys.executable, str(tmp_path / "probe.py")], capture_output=True,
-                          text=True, timeout=60, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                              [str(tmp_path), *sys.path])})
-    assert done.stdout.strip() == "stopped after the import: True", (done.stdout, done.stderr)
+        "    print('stopped after the import:', sys.modules['cb_probed'].DONE)\n")
+    assert said == "stopped after the import: True", said
 
 
 def test_a_sigterm_after_a_ctrl_c_inside_a_lazy_import_still_ends_the_run_as_sigterm(tmp_path):
     # a CI's cancel sends SIGINT, then SIGTERM: both held, the SIGINT raised first ended the
     # loop, the SIGTERM was lost and the command exited 130, not 143
-    import os
-    import subprocess
-    import sys
-
-    (tmp_path / "cb_both.py").write_text(
-        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\n"
-        "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(0.2)\nX = 1\n")
-    (tmp_path / "probe.py").write_text(
+    said = lazy_import_probe(
+        tmp_path, "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\n"
+                  "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(0.2)\nX = 1\n",
         "import signal\nfrom cudabench.entry import _terminate\n"
         "from cudabench.errors import Terminated\n"
         "from cudabench.common.lazy import LazyModule\n"
         "signal.signal(signal.SIGTERM, _terminate)\n"
-        "try:\n    LazyModule('cb_both').X\nexcept BaseException as stop:\n"
+        "try:\n    LazyModule('cb_probed').X\nexcept BaseException as stop:\n"
         "    print(type(stop).__name__, Terminated.received)\n")
-    done = subprocess.run([sys.executable, str(tmp_path / "probe.py")], capture_output=True,
-                          text=True, timeout=60, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                              [str(tmp_path), *sys.path])})
-    assert done.stdout.strip() == "Terminated True", (done.stdout, done.stderr)
+    assert said == "Terminated True", said
