@@ -24,8 +24,9 @@ If a step or a drift is found in the window, only the runs after it count (the h
 before it is another kernel, or another machine), once they are an established level:
 min_runs runs from at least 3 commits, counting the runs nearer the new level than the old
 (_level, _at_level). Until then they are left out and the runs before the step stay the
-history, the window reaching back past them (_history): `--record --check` records the runs that fail the gate
-too, and re-running a slow commit must keep failing, not make its own baseline. A faster
+history, the window reaching back past them (_history): `--record --check` records the
+runs that fail the gate too, and re-running a slow commit must keep failing, not make its
+own baseline. A faster
 level is a stricter baseline and counts at once: a run that loses a speedup the newest
 runs show (2 or more, of other commits, all faster than the history) is `slower` against
 them (_Newest).
@@ -467,7 +468,8 @@ def _at_level(before: Sequence[SeriesPoint], level: Sequence[SeriesPoint]
         return list(level)
     new = math.log(statistics.median(p.median_s for p in level))
     old = math.log(statistics.median(p.median_s for p in before))
-    return [p for p in level if abs(math.log(p.median_s) - new) < abs(math.log(p.median_s) - old)]
+    return [p for p in level
+            if abs(math.log(p.median_s) - new) < abs(math.log(p.median_s) - old)]
 
 
 def _established(level: Sequence[SeriesPoint], min_runs: int) -> bool:
