@@ -165,6 +165,9 @@ def test_best_names_a_winner_and_writes_a_suite(use_fake, tmp_path):
     assert all(b["variants"] == ["naive"] and "TILE" in b["params"] for b in suite["benchmark"])
     rerun = invoke("run", str(out), "--no-vendor")  # the written suite runs as it is
     assert rerun.exit_code == 0, rerun.output
+    # the flags a suite has no key for are said: run without them, it measured cuBLAS too
+    assert "# Measured with --no-vendor --no-batch, which a suite has no key for: cudabench " \
+        "run FILE --no-vendor --no-batch" in out.read_text()
 
 
 def test_best_re_measures_in_the_runs_warm_worker(use_fake, monkeypatch):

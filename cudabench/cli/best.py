@@ -172,6 +172,13 @@ def suite_text(choices: Sequence[Choice], plans: Sequence[Plan]) -> str:
     # WRITTEN_BY heads it: an output may replace such a file, never a suite of the user's
     lines = [f"{WRITTEN_BY} --best: the fastest passing configuration per variant",
              "# and size. Paste into cudabench.toml, or run it: cudabench run FILE", ""]
+    # what a suite holds no key for, which the search ran with: said, to run it so
+    flags = [flag for flag, off in (("--no-vendor", lambda plan: not plan.insight.vendor),
+                                    ("--no-batch", lambda plan: not plan.insight.batch))
+             if plans and all(off(plan) for plan in plans)]
+    if flags:
+        lines[2:2] = [f"# Measured with {' '.join(flags)}, which a suite has no key for: "
+                      f"cudabench run FILE {' '.join(flags)}"]
     folders = kernel_folders(choices, plans)
     if folders:  # the --kernels-dir folders the winners came from: the suite runs as it is
         lines += [f"kernels_dirs = [{', '.join(_toml_string(str(f)) for f in folders)}]", ""]
