@@ -228,6 +228,8 @@ def test_a_lazy_import_holds_ctrl_c_and_sigterm_until_it_is_done(tmp_path):
         tmp_path, "import time\ntime.sleep(1.0)\nDONE = True\n",
         "import os, signal, sys, threading, time\n"
         "from cudabench.common.lazy import LazyModule\n"
+        # a background job (a CI's) starts with Ctrl-C ignored: Python's own handler here
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
         "threading.Thread(target=lambda: (time.sleep(0.3), os.kill(os.getpid(), "
         "signal.SIGINT)), daemon=True).start()\n"
@@ -250,6 +252,7 @@ def test_a_sigterm_after_a_ctrl_c_inside_a_lazy_import_still_ends_the_run_as_sig
         "from cudabench.errors import Terminated\n"
         "from cudabench.common.lazy import LazyModule\n"
         "signal.signal(signal.SIGTERM, _terminate)\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "try:\n    LazyModule('cb_probed').X\nexcept BaseException as stop:\n"
         "    print(type(stop).__name__, Terminated.received)\n")
     assert said == "Terminated True", said
