@@ -474,6 +474,13 @@ def test_ab_takes_a_timeout(marked, tmp_path):
     assert done.exit_code == 0, (done.stdout, done.stderr)
 
 
+def ab_of_two_copies(tmp_path: Path, path: Path):
+    """Run `ab` (six rounds, to the results file path) on two copies of one naive kernel."""
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"])
+    return invoke(old, new, *FAST, "--rounds", "6", "--json", path)
+
+
 def test_a_stopped_ab_keeps_the_rounds_it_measured(marked, tmp_path, monkeypatch):
     # the rows reached the results file only after every round: Ctrl-C (or a CI job's
     # SIGTERM) an hour in left no file at all, where the README promises the rows so far
@@ -487,10 +494,8 @@ def test_a_stopped_ab_keeps_the_rounds_it_measured(marked, tmp_path, monkeypatch
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ab, "run_plans", stopped)
-    old = folder(tmp_path / "old", ["naive"])
-    new = folder(tmp_path / "new", ["naive"])
     path = tmp_path / "ab.json"
-    result = invoke(old, new, *FAST, "--rounds", "6", "--json", path)
+    result = ab_of_two_copies(tmp_path, path)
     assert result.exit_code == 130, (result.stdout, result.stderr)
     said = " ".join(result.stderr.split())
     assert f"2 of its rows are in {path}, marked incomplete" in said, said
@@ -515,10 +520,8 @@ def test_ab_stopped_inside_a_row_s_write_keeps_its_rows(marked, tmp_path, monkey
         return real(self, result)
 
     monkeypatch.setattr(ResultsWriter, "_encode", stopped_once)
-    old = folder(tmp_path / "old", ["naive"])
-    new = folder(tmp_path / "new", ["naive"])
     path = tmp_path / "ab.json"
-    result = invoke(old, new, *FAST, "--rounds", "6", "--json", path)
+    result = ab_of_two_copies(tmp_path, path)
     assert result.exit_code == 130, (result.stdout, result.stderr)
     rows = {row.variant: row for row in load_results(path).benchmarks}
     assert set(rows) == {"naive@A", "naive@B"}, rows
@@ -553,9 +556,7 @@ def test_ab_s_rounds_are_on_disk_as_they_are_measured(marked, tmp_path, monkeypa
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ab, "run_plans", killed)
-    old = folder(tmp_path / "old", ["naive"])
-    new = folder(tmp_path / "new", ["naive"])
-    assert invoke(old, new, *FAST, "--rounds", "6", "--json", path).exit_code == 130
+    assert ab_of_two_copies(tmp_path, path).exit_code == 130
     (saved,) = on_disk
     rows = {row.variant: row for row in saved.benchmarks}
     assert saved.metadata["complete"] is False and set(rows) == {"naive@A", "naive@B"}
