@@ -4,6 +4,8 @@ conftest's use_fake does); a process started by a terminal (tmux) gets it replac
 FAKE_GPUS (an environment variable) gives the fake host that many GPUs, of which
 CUDA_VISIBLE_DEVICES (a list of indices) shows some, as on a real host; FAKE_SEED seeds its
 noise (two runs with different seeds are not copies of one run to `compare`).
+Its times model a launch and the bytes of its buffers, not arithmetic: a matmul beyond a
+few hundred a side outruns the fake GPU's 1.5 TFLOP/s roof and its rows read SUSPECT.
 """
 
 import os
