@@ -905,3 +905,17 @@ def test_an_op_s_shortcuts_must_name_options(use_fake, tmp_path, fresh_ops, shor
     done = invoke("list", "--kernels-dir", user_folder(tmp_path, text))
     assert done.exit_code == 2 and "`shortcuts` maps an option's name" in done.stderr, \
         done.output
+
+
+@pytest.mark.parametrize("method, old, new", [
+    ("bytes_moved", "return 2 * shape[0]", "import sys; sys.exit(0)\n            return 2 * shape[0]"),
+    ("reference", "return inputs['x']", "import sys; sys.exit('no reference')"),
+])
+def test_an_op_method_calling_sys_exit_is_an_error_naming_the_file(use_fake, tmp_path,
+                                                                  fresh_ops, method, old, new):
+    # bytes_moved's sys.exit(0) ended the whole run, measuring nothing, with exit 0 (a
+    # suite's other benchmarks too); the reference's killed its worker ("died, exit code 3")
+    folder, done = run_edited(tmp_path, old, new)
+    said = " ".join(done.output.split())
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: mycopy.{method} calls sys.exit(" in said, said

@@ -37,6 +37,11 @@ def user_code(op: Op, what: str) -> Iterator[None]:
         yield
     except CudabenchError:
         raise
+    except SystemExit as exc:  # not the user's Ctrl-C, but an op's exit: not a quiet rc 0
+        origin = op.origin or type(op).__module__
+        raise OpFileError(f"{origin}: {op.name}.{what} calls sys.exit({exc.code!r}); an op "
+                          "reports a problem by raising an exception (a size check_shape "
+                          "refuses: cudabench.errors.UsageError)") from None
     except Exception as exc:
         from cudabench.ops.folder_imports import error_text
 
