@@ -919,3 +919,17 @@ def test_an_op_method_calling_sys_exit_is_an_error_naming_the_file(use_fake, tmp
     said = " ".join(done.output.split())
     assert done.exit_code == 2, done.output
     assert f"{folder / 'myop.py'}: mycopy.{method} calls sys.exit(" in said, said
+
+
+def test_an_op_whose_every_variant_runs_on_request_is_refused(use_fake, tmp_path, fresh_ops):
+    # an empty table, 0 benchmarks in --json, exit 0: a gate passed on nothing measured
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    kernel = folder / "mycopy" / "plain.cu"
+    kernel.write_text(kernel.read_text().replace("// launch", "// run: on request\n// launch"))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert "every mycopy variant runs on request (plain): --variant NAME or --variant all " \
+           "runs them" in " ".join(done.output.split()), done.output
+    asked = invoke("mycopy", "--kernels-dir", folder, "--size", "50", "--variant", "plain",
+                   *QUICK)
+    assert asked.exit_code == 0 and "PASS" in asked.stdout, asked.output

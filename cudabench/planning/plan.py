@@ -194,6 +194,9 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             how = (f'variants = ["NAME"] or ["{ALL_VARIANTS}"] in {where} runs them'
                    if request.origin else
                    f"--variant NAME or --variant {ALL_VARIANTS} runs them")
+            if not names:  # nothing left to run: not an empty table and exit 0
+                raise UsageError(f"every {op.name} variant runs on request "
+                                 f"({', '.join(on_request)}): {how}")
             notes.append(f"left out {', '.join(on_request)}: run on request ({how})")
     skipped: list[tuple[KernelVariant, str, Mapping[str, int]]] = []
     chosen = []
