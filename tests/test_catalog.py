@@ -163,6 +163,17 @@ def test_a_header_line_after_a_break_is_an_error(tmp_path, late):
     assert error.value.line == len(MATMUL_HEADER) + 3
 
 
+@pytest.mark.parametrize("between", ["#include <cuda.h>", '#include "_common.cuh"',
+                                     "#define WIDE 4"])
+def test_a_header_line_after_an_include_is_an_error(tmp_path, between):
+    # `// arch: sm_90a` and `// constraint:` under an #include were ignored: a dry run
+    # said "ok" for a kernel its own constraint refuses
+    path = write_kernel(tmp_path, "v", [*MATMUL_HEADER, between, "// arch: sm_90a"])
+    with pytest.raises(KernelFileError, match="move the line up into it") as error:
+        parse_header(path)
+    assert error.value.line == len(MATMUL_HEADER) + 2
+
+
 def test_comments_after_the_header_and_in_the_code_are_the_kernel_s_own(tmp_path):
     lines = [*MATMUL_HEADER, "", "// Measured: 0.97 of the copy; launch order: row-major"]
     path = write_kernel(tmp_path, "v", lines, body="int x;\n// dtypes: the code's own comment\n")

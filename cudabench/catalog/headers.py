@@ -74,16 +74,17 @@ _LATE_HEADER_LINE = re.compile(
 
 def _refuse_header_lines_after(path: Path, lines: Sequence[str], header_end: int) -> None:
     """Raise KernelFileError for a header line in the comments that follow the header
-    before the code (a blank line ends the header: what comes after it was ignored)."""
+    before the code (a blank line or an #include ends the header: what comes after it was
+    ignored)."""
     for number, line in enumerate(lines[header_end:], start=header_end + 1):
         stripped = line.strip()
-        if stripped and not stripped.startswith("//"):
+        if stripped and not stripped.startswith(("//", "#")):
             return  # the code: comments inside it are the kernel's own
         if _LATE_HEADER_LINE.match(stripped):
             raise KernelFileError(
                 path, number, f"{stripped!r} comes after the header's end (line "
                 f"{header_end + 1}, the first line that is not a // comment): the header is "
-                "one unbroken block of // lines; remove the break")
+                "one unbroken block of // lines at the file's top; move the line up into it")
 
 
 def parse_header(path: Path, text: str | None = None,
