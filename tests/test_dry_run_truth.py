@@ -7,6 +7,7 @@ import pytest
 from helpers import MATMUL_BODY, invoke, write_kernel
 
 from cudabench.catalog.variants import parse_arch
+from cudabench.engines.nvcc import find_nvcc
 from cudabench.measure.dryrun import launch_problems, plan_rows
 from cudabench.planning.plan import Request, make_plan
 
@@ -121,3 +122,33 @@ def test_arch_with_a_best_search_and_no_dry_run_is_refused_too(use_fake):
     done = invoke("matmul", "--size", "64", "--best", "--strategy", "random", "--budget", "3",
                   "--arch", "sm_80")
     assert done.exit_code == 2 and "give --dry-run too" in done.stderr, done.output
+
+
+def test_an_entry_point_in_a_header_nvcc_finds_by_angle_brackets_is_found(tmp_path):
+    # only `#include "..."` was followed: `#include <_body.cuh>` (beside the kernel, found
+    # through nvcc's -I) was "entry point k is not defined", exit 2, for a kernel that runs
+    (tmp_path / "_body.cuh").write_text(MATMUL_BODY)
+    (row,) = rows_for(tmp_path, ["// launch k: grid 1; block 1"], body="#include <_body.cuh>\n")
+    assert row.compile_ok, row.compiled
+
+
+NVCC = find_nvcc()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH, in $CUDA_ROOT/bin "
+                                "or /usr/local/cuda/bin: install the CUDA toolkit")
+
+
+@needs_nvcc
+def test_a_kernel_without_extern_c_is_an_error_row(tmp_path):
+    # "ok (sm_90)", exit 0: the cubin held only the C++ name _Z1kPKfS0_Pfiii, and the run
+    # on a GPU failed every row ("no kernel named 'k'")
+    write_kernel(tmp_path, "v", ["// cudabench: matmul", "// launch k: grid 1; block 1"],
+                 MATMUL_BODY.replace('extern "C" ', ""))
+    plan = make_plan(Request(op="matmul", size="64", variants=("v",), kernels_dirs=(tmp_path,)))
+    (row,) = plan_rows([plan], "sm_90", NVCC)
+    assert not row.compile_ok
+    assert row.compiled == ('ERROR: the built cubin has no kernel named k (only the C++ name '
+                            '_Z1kPKfS0_Pfiii): declare it extern "C"'), row.compiled
+    write_kernel(tmp_path, "v", ["// cudabench: matmul", "// launch k: grid 1; block 1"])
+    plan = make_plan(Request(op="matmul", size="64", variants=("v",), kernels_dirs=(tmp_path,)))
+    (row,) = plan_rows([plan], "sm_90", NVCC)
+    assert row.compile_ok and row.compiled == "ok (sm_90)", row.compiled

@@ -245,6 +245,23 @@ def test_an_include_is_part_of_the_source_hash(kernels, tmp_path):
     assert len(runner.measured) == 3
 
 
+@pytest.mark.parametrize("include, header", [
+    ("#include <helper.cuh>", "helper.cuh"),  # beside the kernel, through nvcc's -I
+    ('#include "_sub/a.cuh"', "b.cuh"),  # a.cuh's "b.cuh": not beside a.cuh, beside the kernel
+])
+def test_a_header_nvcc_finds_is_part_of_the_source_hash(kernels, tmp_path, include, header):
+    # an edit of such a header left the search's cached rows in use: "4 from the cache"
+    (kernels / "tune.cu").write_text(HEADER + include + "\n" + BODY)
+    (kernels / "_sub").mkdir()
+    (kernels / "_sub" / "a.cuh").write_text('#include "b.cuh"\n')
+    (kernels / header).write_text("// v1\n")
+    search(space_of(kernels), settings(tmp_path, budget="3"), Runner(), FAKE_DEVICE.name)
+    (kernels / header).write_text("// v2\n")
+    runner = Runner()
+    search(space_of(kernels), settings(tmp_path, budget="3"), runner, FAKE_DEVICE.name)
+    assert len(runner.measured) == 3
+
+
 def test_a_torn_line_in_the_cache_is_ignored(kernels, tmp_path):
     search(space_of(kernels), settings(tmp_path, budget="3"), Runner(), FAKE_DEVICE.name)
     (path,) = (tmp_path / "cache" / "tune" / "matmul").iterdir()

@@ -158,7 +158,8 @@ RUN_MODES = ("default", "on request")
 ALL_VARIANTS = "all"  # --variant all: every variant, those run on request too
 
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+# `#include "name"` (group 1) or `#include <name>` (group 2)
+_INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -183,17 +184,22 @@ class KernelVariant:
     on_request: bool = False  # `run: on request`: left out of runs that name no variant
 
     def included_files(self) -> list[tuple[str, Path, str]]:
-        """Return every local file the source includes (`#include "..."`, followed
-        through the files included), wherever it lies: (the name as included, the path,
-        its text), each once."""
+        """Return every local file the source includes, followed through the files
+        included, wherever it lies: (the name as included, the path, its text), each once.
+        Found where nvcc finds it: `"name"` beside the file that includes it, then in the
+        variant's folder (nvcc's -I); `<name>` in the variant's folder (else a system
+        header, not the user's)."""
         found: list[tuple[str, Path, str]] = []
         seen: set[Path] = set()
-        pending = [(self.path.parent, self.source)]
+        home = self.path.parent
+        pending = [(home, self.source)]
         while pending:
             folder, text = pending.pop()
-            for name in _INCLUDE.findall(text):
-                path = (folder / name).resolve()
-                if path in seen or not path.is_file():
+            for quoted, angled in _INCLUDE.findall(text):
+                places = [folder / quoted, home / quoted] if quoted else [home / angled]
+                path = next((p.resolve() for p in places if p.is_file()), None)
+                name = quoted or angled
+                if path is None or path in seen:
                     continue
                 seen.add(path)
                 content = path.read_text(errors="replace")

@@ -10,6 +10,7 @@ HGMMA for wgmma, UTMALDG for a TMA load). No GPU is needed for either.
 from __future__ import annotations
 
 import os
+import struct
 import shutil
 import subprocess
 import tempfile
@@ -68,3 +69,29 @@ def sass(cubin: bytes, cuobjdump: str | None = None) -> str:
         raise UsageError(f"cuobjdump -sass failed (exit {done.returncode}): "
                          f"{nvcc_tools.first_error_line(done.stderr + done.stdout)}")
     return done.stdout
+
+
+def entry_points(cubin: bytes) -> set[str] | None:
+    """Return the names of the global functions a cubin (an ELF64 file) defines: what the
+    driver's cuModuleGetFunction finds by name; None for what is no ELF64 file."""
+    if len(cubin) < 64 or cubin[:5] != b"\x7fELF\x02":
+        return None
+    order = "<" if cubin[5] == 1 else ">"
+    try:
+        shoff, = struct.unpack_from(order + "Q", cubin, 0x28)
+        shentsize, shnum = struct.unpack_from(order + "HH", cubin, 0x3A)
+        sections = [struct.unpack_from(order + "IIQQQQIIQQ", cubin, shoff + i * shentsize)
+                    for i in range(shnum)]
+        names: set[str] = set()
+        for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+            if kind != 2 or not entsize:  # SHT_SYMTAB
+                continue
+            strings = sections[link][4]
+            for at in range(offset, offset + size, entsize):
+                name_at, info = struct.unpack_from(order + "IB", cubin, at)
+                if info & 0xF == 2 and info >> 4 == 1:  # STT_FUNC, STB_GLOBAL
+                    end = cubin.index(b"\0", strings + name_at)
+                    names.add(cubin[strings + name_at:end].decode(errors="replace"))
+    except (struct.error, ValueError, IndexError):
+        return None  # a file cut short or not laid out as ELF says: not judged
+    return names

@@ -21,6 +21,7 @@ from cudabench.catalog import KernelVariant
 from cudabench.catalog.variants import Arch, parse_arch
 from cudabench.common.units import format_bytes, params_text, shape_text
 from cudabench.engines.compile_pool import CompilePool
+from cudabench.engines.cubin import entry_points
 from cudabench.engines.compiler import CubinRequest, request_for
 from cudabench.measure import memory
 from cudabench.errors import UsageError
@@ -155,11 +156,34 @@ def _finished(row: PlannedRow, request: CubinRequest | None, variant: KernelVari
         ok = build.returncode == 0
         built_for = f"{variant.arch.name} cubin" if variant.arch else arch
         compiled = f"ok ({built_for})" if ok else _first_error(build.output)
+        unfound = _unfound_entries(build.cubin, [launch.entry for launch in variant.launches]
+                                   ) if ok else []
+        if unfound:  # the driver finds a kernel by its name in the cubin: the run's ERROR
+            return dataclasses.replace(row, compiled="ERROR: " + "; ".join(unfound),
+                                       compile_ok=False)
     if target is not None:
         reason = unsupported_on(variant, f"{target.major}.{target.minor}")
         if reason is not None:
             compiled += f"; would SKIP on {arch}: {reason}"
     return dataclasses.replace(row, compiled=compiled, compile_ok=ok)
+
+
+def _unfound_entries(cubin: bytes, entries: Sequence[str]) -> list[str]:
+    """Return why each entry the cubin defines no kernel of that name would fail the run
+    (a C++ name, mangled, where `extern "C"` is missing)."""
+    names = entry_points(cubin)
+    if names is None:
+        return []
+    problems = []
+    for entry in dict.fromkeys(entries):
+        if entry in names:
+            continue
+        mangled = sorted(name for name in names if name.startswith(f"_Z{len(entry)}{entry}"))
+        problems.append(
+            f"the built cubin has no kernel named {entry}"
+            + (f" (only the C++ name {mangled[0]}): declare it extern \"C\"" if mangled
+               else f" (it has {', '.join(sorted(names)) or 'none'})"))
+    return problems
 
 
 def launch_problems(path: Path | str, entries: Sequence[str],
