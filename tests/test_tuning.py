@@ -105,6 +105,19 @@ def test_an_explicit_configuration_that_breaks_a_constraint_is_a_usage_error(ker
         make_plan(request)
 
 
+def test_defaults_that_break_a_constraint_name_the_header_to_fix(kernels):
+    # "breaks the header's constraint ...; choose other parameters": no file named, and
+    # no --param given to choose otherwise
+    path = kernels / "tune.cu"
+    path.write_text(HEADER.replace("default 16; allowed 8, 16, 32", "default 32; allowed 8, "
+                                   "16, 32") + BODY)
+    with pytest.raises(UsageError) as error:
+        make_plan(Request("matmul", size="64", variants=("tune",), kernels_dirs=(kernels,)))
+    assert str(error.value).startswith(f"{path}:6: matmul/tune with BM=32 BN=32 SPLIT=1 "
+                                       "breaks the header's constraint `BM * BN <= 512`; those "
+                                       "are the header's defaults: fix them"), error.value
+
+
 @pytest.mark.parametrize("line", ["// constraint: BM +", "// constraint: BM * 2",
                                   "// constraint: WHO < 4"])
 def test_a_bad_constraint_names_its_file_and_line(tmp_path, line):

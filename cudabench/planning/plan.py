@@ -320,8 +320,11 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     variables = header_variables(op, shape, types, params, sm_count=1)
     broken = variant.violated(variables)
     if broken is not None:
-        raise UsageError(f"{where}: breaks the header's constraint `{broken.text}`; choose "
-                         "other parameters")
+        asked = any(spec.name in request.params for spec in variant.params)
+        raise UsageError(f"{variant.path}:{broken.line}: {where} breaks the header's constraint "
+                         f"`{broken.text}`; " + ("choose other parameters" if asked else
+                                                 "those are the header's defaults: fix them or "
+                                                 "the constraint, or choose other parameters"))
     for launch, (grid, block) in zip(variant.launches, variant.geometry(variables)):
         # SM_COUNT is 1 here: a launch using it is judged on the GPU, with the GPU's count
         if "SM_COUNT" not in names_in((*launch.grid, *launch.block)):
