@@ -933,3 +933,20 @@ def test_an_op_whose_every_variant_runs_on_request_is_refused(use_fake, tmp_path
     asked = invoke("mycopy", "--kernels-dir", folder, "--size", "50", "--variant", "plain",
                    *QUICK)
     assert asked.exit_code == 0 and "PASS" in asked.stdout, asked.output
+
+
+def test_an_output_left_out_of_args_is_an_error_naming_the_file(use_fake, tmp_path, fresh_ops):
+    # "its worker process failed: ValueError: not enough values to unpack" (from emulate)
+    # on the fake; on a GPU, a kernel launched one argument short
+    folder, done = run_edited(tmp_path, 'return ["x", "y", *shape]', 'return ["x", *shape]')
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: mycopy.args leaves out the output 'y': the kernel must be " \
+           "passed every buffer it writes" in " ".join(done.output.split()), done.output
+
+
+def test_a_mistake_in_emulate_names_the_op_file(use_fake, tmp_path, fresh_ops):
+    folder, done = run_edited(tmp_path, "x, y, n = args", "x, y, n = args\n            {}['oops']")
+    said = " ".join(done.output.split())
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: mycopy.emulate raised KeyError: 'oops'" in said, said
+    assert "worker process failed" not in said

@@ -18,6 +18,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.catalog import KernelVariant
 from cudabench.ops import Op, TypeSet
+from cudabench.ops.base import user_code
 
 
 class Fault(str, enum.Enum):
@@ -98,7 +99,8 @@ class FakeLaunch:
             engine.pending_s += self.cost_s
             return
         if kernel.fault is Fault.REPLAYS and self.runs > 1:
-            stash_view = op.emulate(args, kernel.types)  # find the result's place
+            with user_code(op, "emulate"):
+                stash_view = op.emulate(args, kernel.types)  # find the result's place
             stash_view[...] = self.stash[0]
             engine.pending_s += self.cost_s
             return
@@ -107,7 +109,8 @@ class FakeLaunch:
         keep = kernel.fault is Fault.UNWRITTEN_ELEMENT and self.runs > 1
         before = [np.array(arg) if isinstance(arg, np.ndarray) and keep else None
                   for arg in args]
-        with np.errstate(all="ignore"):  # garbage in a buffer computes quietly, as on a GPU
+        # garbage in a buffer computes quietly, as on a GPU; a mistake in emulate names it
+        with np.errstate(all="ignore"), user_code(op, "emulate"):
             result = op.emulate(args, kernel.types)
         spot = 1 if result.size > 1 else 0
         if keep:  # put back what the result's buffer held before this run

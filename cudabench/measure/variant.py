@@ -100,6 +100,11 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.args names "
                               f"{', '.join(map(repr, unknown))}, which is no buffer: its "
                               f"inputs and outputs are {', '.join(map(repr, buffers))}")
+        unpassed = [name for name in outputs if name not in arg_spec]
+        if unpassed:  # the kernel cannot write it: a launch short of an argument
+            raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.args leaves out "
+                              f"the output {', '.join(map(repr, unpassed))}: the kernel must "
+                              "be passed every buffer it writes")
         args = [buffers[a] if isinstance(a, str) else int32_argument(op, a) for a in arg_spec]
         run = engine.launcher(compiled, geometry, args, dynamic)
 
