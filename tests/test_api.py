@@ -594,6 +594,25 @@ def test_a_script_that_calls_run_unguarded_is_told_how_to_fix_it(tmp_path):
     assert done.stderr.count(hint) == 1 and hint in done.stdout, (done.stdout, done.stderr)
 
 
+def test_a_script_piped_to_python_runs(tmp_path):
+    # `python - <<EOF`: __main__.__file__ is "<stdin>", which the spawned worker tried to
+    # run (FileNotFoundError tracebacks), every row an ERROR told to guard __main__
+    import subprocess
+    import sys
+
+    script = ("import cudabench.api as cb\n"
+              "from cudabench.cli import commands\n"
+              "from cudabench.engines.fake_engine import FakeSpec\n"
+              "if __name__ == '__main__':\n"
+              "    commands.engine_spec = lambda device: FakeSpec(device_index=device)\n"
+              "    results = cb.run('matmul', variants=['naive'], size=64, vendor=False)\n"
+              "    print(results, results.exit_code)\n")
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "│ naive   │ PASS" in done.stdout and done.stdout.rstrip().endswith(" 0"), done.stdout
+
+
 def test_a_worker_that_dies_measuring_is_not_blamed_on_an_unguarded_script(tmp_path):
     # run as a file (the installed `cudabench` script is one), a kernel killing its worker
     # was told to guard __main__: only a worker that dies before it says anything is

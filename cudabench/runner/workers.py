@@ -213,7 +213,7 @@ class Worker:
         self._process = context.Process(
             target=_worker, args=(self.spec, self._inbox, sender, self.label),
             daemon=True)
-        with _environment(self.env), _interrupts_held():
+        with _environment(self.env), _interrupts_held(), _no_unreadable_main():
             self._process.start()
         sender.close()  # the worker holds the only writing end: its death ends the pipe
 
@@ -297,6 +297,29 @@ def _environment(env: Mapping[str, str]) -> Iterator[None]:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+@contextlib.contextmanager
+def _no_unreadable_main() -> Iterator[None]:
+    """Hide __main__'s file from a spawn while it names no file (`python - <<EOF` names
+    "<stdin>"): the spawned process would run it again and die, its every row an ERROR.
+    Called under _environment's lock: one spawn at a time."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    # where multiprocessing looks: a relative path from where the process started
+    where = os.path.join(getattr(multiprocessing.process, "ORIGINAL_DIR", None) or "",
+                         path) if isinstance(path, str) else ""
+    if main is None or not isinstance(path, str) or getattr(main, "__spec__", None) \
+            is not None or os.path.isfile(where):
+        yield
+        return
+    del main.__file__  # as `python -c` has none: the worker starts without it
+    try:
+        yield
+    finally:
+        main.__file__ = path
 
 
 def _follow(watch: Watch, message: tuple[Any, ...], plans: Sequence[Plan],
