@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -415,10 +415,11 @@ class Bench:
     """The `cudabench` fixture: run benchmarks inside a test."""
 
     def __init__(self, config: pytest.Config, rows: SessionRows, rounds: int,
-                 test: str = "") -> None:
+                 test: str = "", marked: bool = False) -> None:
         self._config = config
         self._rows = rows
         self._rounds = rounds  # the session's, or the test's marker's
+        self._marked = marked  # rounds is the test's cudabench_rounds marker's
         self._test = test  # the test's node id
 
     def run(self, op: str, *, check: bool = True, **options: Any) -> Results:
@@ -432,6 +433,13 @@ class Bench:
         from cudabench.errors import CudabenchError, GpuEnvironmentError
         from cudabench.results.model import Kind
 
+        problem = _call_problem(run, op, options)
+        own = getattr(options.get("timing"), "rounds", 1)
+        if problem is None and self._marked and own not in (1, self._rounds):
+            problem = (f"the test's {ROUNDS_MARKER}({self._rounds}) and its timing's "
+                       f"rounds={own} disagree: give the rounds in one place")
+        if problem is not None:  # the test's mistake: one line, not a traceback
+            pytest.fail(f"cudabench: error: {problem}", pytrace=False)
         keep = self._config.getoption("cudabench_keep_workers")
         if keep and "keep_workers" not in options:
             options["keep_workers"] = keep
@@ -490,6 +498,22 @@ class Bench:
         return results
 
 
+def _call_problem(run: Callable[..., Any], op: str, options: Mapping[str, Any]) -> str | None:
+    """Return why run(op, **options) cannot be called (a misspelt keyword), naming the
+    keyword run() takes that is nearest; None when it can."""
+    import difflib
+    import inspect
+
+    try:
+        inspect.signature(run).bind(op, **options)
+    except TypeError as exc:
+        taken = list(inspect.signature(run).parameters)
+        unknown = [name for name in options if name not in taken]
+        near = difflib.get_close_matches(unknown[0], taken, n=1) if unknown else []
+        return f"cudabench.run(): {exc}" + (f"; did you mean {near[0]}=?" if near else "")
+    return None
+
+
 def skip(reason: str) -> NoReturn:
     """Skip the test, `-rs` naming the test's file and line, not this module's (as
     pytest's own skip marks do)."""
@@ -522,7 +546,8 @@ def cudabench(request: pytest.FixtureRequest) -> Bench:
         if config.getoption("cudabench_require_gpu"):
             pytest.fail(f"{rows.gpu_reason} (--cudabench-require-gpu)", pytrace=False)
         skip(rows.gpu_reason)
-    return Bench(config, rows, rounds_of(request.node), request.node.nodeid)
+    return Bench(config, rows, rounds_of(request.node), request.node.nodeid,
+                 marked=request.node.get_closest_marker(ROUNDS_MARKER) is not None)
 
 
 def rounds_of(node: pytest.Item) -> int:

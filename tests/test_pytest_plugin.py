@@ -479,6 +479,39 @@ def test_x(cudabench):
     done.stdout.fnmatch_lines(["*cudabench: error: check 'no': expected True or False*"])
 
 
+def test_a_misspelt_keyword_fails_the_test_with_one_line(pytester, monkeypatch):
+    # a TypeError's traceback into the plugin, for the likeliest typo there is
+    pytester.makepyfile(test_typo="""
+def test_x(cudabench):
+    cudabench.run("matmul", variant=["naive"], size=32, vendor=False)
+""")
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest()
+    done.assert_outcomes(failed=1)
+    assert "Traceback" not in done.stdout.str() and "pytest_plugin.py" not in done.stdout.str()
+    done.stdout.fnmatch_lines(["*cudabench: error: cudabench.run(): got an unexpected keyword "
+                               "argument 'variant'; did you mean variants=?*"])
+
+
+def test_a_rounds_marker_and_a_timing_s_own_rounds_that_disagree_fail_the_test(pytester,
+                                                                             monkeypatch):
+    # the timing's rounds=2 won, though the marker's doc says its N rounds run
+    pytester.makepyfile(test_rounds="""
+import pytest
+from cudabench.api import TimingPolicy
+
+@pytest.mark.cudabench_rounds(3)
+def test_x(cudabench):
+    cudabench.run("matmul", variants=["naive"], size=32, vendor=False,
+                  timing=TimingPolicy(rounds=2))
+""")
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest()
+    done.assert_outcomes(failed=1)
+    done.stdout.fnmatch_lines(["*cudabench: error: the test's cudabench_rounds(3) and its "
+                               "timing's rounds=2 disagree: give the rounds in one place*"])
+
+
 def test_a_test_s_mistake_is_said_once_without_the_error_behind_it(pytester, monkeypatch):
     # pytest.fail inside the except block printed the handled error, "During handling of
     # the above exception, another exception occurred", then the message again
