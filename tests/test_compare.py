@@ -876,6 +876,29 @@ def test_compare_warns_about_an_incomplete_file(tmp_path):
     assert "no regression: 2 same, 5 removed" in " ".join(result.stdout.split())
 
 
+def test_an_incomplete_baseline_is_a_note_in_every_output(tmp_path):
+    # only the command's stderr said it: the API's comparison, its markdown (a job's
+    # summary) and the pytest plugin's gate passed on a stopped run's baseline silently
+    from cudabench.render.markdown import to_markdown
+
+    document = json.loads((DATA / "baseline.json").read_text(encoding="utf-8"))
+    document["complete"] = False
+    stopped = tmp_path / "stopped.json"
+    stopped.write_text(json.dumps(document), encoding="utf-8")
+    comparison = compare(load_results(stopped), load_results(DATA / "identical.json"))
+    note = (f"the baseline {stopped} is incomplete (its run stopped early): the benchmarks "
+            "it lacks cannot be compared")
+    assert note in comparison.notes and comparison.exit_code == 0
+    assert note in " ".join(to_markdown(comparison).split())
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    done = CliRunner().invoke(cli, ["compare", str(stopped), str(DATA / "identical.json")])
+    assert done.exit_code == 0 and note in " ".join(done.stdout.split()), done.output
+    assert "incomplete" not in done.stderr
+
+
 @pytest.mark.parametrize("kind", [Kind.REFERENCE, Kind.VENDOR])
 def test_a_kernel_relabelled_a_reference_or_vendor_row_stays_gated(kind):
     slow = 100e-6 * 1.3 * (1 + 0.005 * np.linspace(-2, 2, 41))

@@ -168,10 +168,20 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         baseline_gpu=baseline.gpu_name,
         current_gpu=current.gpu_name,
         setting_changes=setting_changes(baseline, current),
-        notes=((_model_notes(models[0], models[1], added, removed) if by_model else ())
+        notes=(_incomplete(baseline)
+               + (_model_notes(models[0], models[1], added, removed) if by_model else ())
                + _unjudged_slowdowns(rows) + _set_aside(judged)),
         current_incomplete=current.metadata.get("complete") is False,
     )
+
+
+def _incomplete(baseline: ResultsFile) -> tuple[str, ...]:
+    """Return a note where the baseline's run stopped early (the gate's every output says
+    it: the file, the API's comparison, the pytest plugin's, a job summary)."""
+    if baseline.metadata.get("complete") is not False:
+        return ()
+    return (f"the baseline {baseline.path} is incomplete (its run stopped early): the "
+            "benchmarks it lacks cannot be compared",)
 
 
 def _set_aside(rows: list[BenchmarkResult]) -> tuple[str, ...]:

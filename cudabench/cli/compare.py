@@ -78,8 +78,8 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     comparison = judge(before, after, threshold, alpha, db, allow_different_gpu, power,
                        allow_missing, max_threshold)
     terminal.render_comparison(comparison, terminal.stdout_console())
-    incomplete = [f.path for f in (before, after) if f.metadata.get("complete") is False]
-    terminal.render_incomplete(incomplete, terminal.stderr_console(), after.path)
+    if after.metadata.get("complete") is False:  # a baseline's is one of the notes
+        terminal.render_incomplete(after.path, terminal.stderr_console())
     # after the verdicts are shown: a report that cannot be written (a full disk) neither
     # hides them nor stops the next report
     writes = EachWritten()

@@ -329,17 +329,12 @@ def render_rows(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
     print_table(console, table, below, width)
 
 
-def render_incomplete(paths: list[str], console: Console, current: str = "") -> None:
-    """Say which results files stopped early: the current one fails the gate."""
-    for path in paths:
-        if path == current:
-            console.print(Text(f"error: {path} is incomplete (its run stopped before its last "
-                               "row): it fails the gate; run the benchmarks again",
-                               style="bold red"), soft_wrap=True)
-        else:
-            console.print(Text(f"warning: {path} is incomplete (its run stopped early): the "
-                               "benchmarks it lacks cannot be compared", style="yellow"),
-                          soft_wrap=True)
+def render_incomplete(path: str, console: Console) -> None:
+    """Say that the current results file stopped early: it fails the gate (an incomplete
+    baseline is a note of the comparison's)."""
+    console.print(Text(f"error: {path} is incomplete (its run stopped before its last row): "
+                       "it fails the gate; run the benchmarks again", style="bold red"),
+                  soft_wrap=True)
 
 
 def render_comparison(comparison: Comparison, console: Console) -> None:
