@@ -835,6 +835,30 @@ def test_few_distinct_samples_may_repeat_in_a_new_run():
     assert copied_row(results("b.json", bench(telling)), uncached) is not None
 
 
+def test_a_search_whose_every_row_is_the_cache_s_says_so(tmp_path):
+    # exit 2, "copies of one run ... check the paths the CI job passes": the paths were
+    # right, and the second search wrote the tuning cache's rows again (processes: the
+    # file's command is the one that searched)
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CUDABENCH_CACHE_DIR": str(tmp_path / "cache")}
+    fake = [sys.executable, str(Path(__file__).parent / "fake_cli.py")]
+    search = ["matmul", "--size", "64", "--variant", "tiled", "--best", "--budget", "3",
+              "--no-vendor", "--max-time", "0.05"]
+    first, second = tmp_path / "main.json", tmp_path / "pr.json"
+    for path in (first, second):
+        subprocess.run([*fake, *search, "--json", str(path)], env=env, check=True,
+                       capture_output=True, timeout=300)
+    done = subprocess.run([*fake, "compare", str(first), str(second)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"every row of {second} is one of {first}'s, written again from the tuning " \
+           "cache: its search measured nothing; run it with --no-tune-cache" in said, said
+
+
 def test_compare_command_flags(tmp_path):
     from click.testing import CliRunner
 

@@ -32,7 +32,7 @@ from cudabench.render.csv_out import comparison_to_csv
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import to_markdown
 from cudabench.results import BenchmarkResult, ResultsFile, load_results
-from cudabench.results.identity import copied_row, same_run
+from cudabench.results.identity import copied_row, may_hold_cached_rows, same_run
 from cudabench.results.model import Kind
 
 
@@ -108,6 +108,10 @@ def refuse_the_same_run(baseline: Path, current: Path,
     if same or (regular and baseline.read_bytes() == current.read_bytes()):
         what = "the same file" if same else "copies of one file, byte for byte"
     elif loaded is not None and same_run(*loaded):
+        if may_hold_cached_rows(loaded[1]):  # a new search, every row the cache's
+            raise UsageError(f"every row of {current} is one of {baseline}'s, written again "
+                             "from the tuning cache: its search measured nothing; run it "
+                             "with --no-tune-cache for rows measured now")
         # in any order, whatever else was edited (a warning, a note): raw samples never
         # repeat to the last bit in a new run
         what = "copies of one run (the same rows and raw samples)"
