@@ -1218,3 +1218,12 @@ def test_set_aside_samples_make_no_verdict_better():
     found = row(compare(results("a.json", bench(TIGHT)), results("b.json", forged)),
                 "matmul", "tiled")
     assert found.verdict is Verdict.SLOWER and "judged on" not in found.reason
+
+
+def test_a_results_file_s_html_and_links_stay_text_in_the_markdown_summary():
+    # `<img src=x> [link](http://evil)` in a pull request's results file reached the job
+    # summary as HTML and a link
+    from cudabench.render.markdown import _cell
+
+    assert _cell("<img src=x> [link](http://evil) a|b & c") == \
+        "&lt;img src=x&gt; \\[link\\](http://evil) a\\|b &amp; c"

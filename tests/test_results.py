@@ -397,3 +397,29 @@ def test_a_status_and_a_kind_print_as_the_tables_write_them():
     assert str(Status.PASS) == f"{Status.PASS}" == "PASS"
     assert str(Kind.VENDOR) == f"{Kind.VENDOR}" == "vendor"
     assert Status("FAIL") is Status.FAIL and Status.FAIL == "FAIL"
+
+
+def test_a_results_file_s_terminal_controls_are_written_out_when_loaded(tmp_path):
+    # a pull request's file: ESC[2J in the driver version or an error cleared the reader's
+    # terminal through `compare`, and a name with one is refused outright
+    from cudabench.errors import ResultsFileError
+
+    source = json.loads((Path(__file__).parent / "data" / "h200x2" / "one.json").read_text())
+    source["devices"][0]["driver_version"] = "13.0\x1b[2J\x1b]0;PWNED\x1b\\"
+    source["devices"][0]["settings"] = {"power_limit_w": "\x1b[31m700"}
+    first = next(i for i, b in enumerate(source["benchmarks"]) if b.get("verification"))
+    source["benchmarks"][first]["verification"]["criterion"] = "exact\x1b[2J\ttab\nline"
+    source["notes"] = ["\x9b2J"]
+    path = tmp_path / "pr.json"
+    path.write_text(json.dumps(source))
+    loaded = load_results(path)
+    device, row = loaded.devices[0], loaded.benchmarks[first]
+    assert device.driver_version == "13.0\\x1b[2J\\x1b]0;PWNED\\x1b\\"
+    assert device.settings == {"power_limit_w": "\\x1b[31m700"}
+    assert row.verification is not None
+    assert row.verification.criterion == "exact\\x1b[2J\ttab\nline"
+    assert loaded.metadata["notes"] == ["\\x9b2J"]
+    source["benchmarks"][first]["params"] = {"T\x1bILE": 16}
+    path.write_text(json.dumps(source))
+    with pytest.raises(ResultsFileError, match="a parameter name without control"):
+        load_results(path)

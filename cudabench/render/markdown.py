@@ -18,8 +18,11 @@ from cudabench.results.model import RunOutcome
 
 
 def _cell(text: str) -> str:
-    """Escape a markdown table cell: pipes split cells and newlines end rows."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Escape a markdown table cell: pipes split cells and newlines end rows; a results
+    file's HTML and links (a pull request's) stay text in the job summary."""
+    plain = " ".join(str(text).split()).replace("&", "&amp;").replace("<", "&lt;")
+    return plain.replace(">", "&gt;").replace("[", "\\[").replace("]", "\\]").replace(
+        "|", "\\|")
 
 
 def to_markdown(comparison: Comparison) -> str:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cudabench.common.text import CONTROLS
+from cudabench.common.text import CONTROLS, escape_controls
 from cudabench.errors import ResultsFileError
 from cudabench.results.model import (
     L2_FLUSHES,
@@ -134,16 +134,17 @@ class Checker:
 
     def field(self, data: Any, name: str, kind: type) -> Any:
         """Return data[name], checked to be of kind (an int is never a bool, and fits 64
-        bits)."""
+        bits); a string's or an object's terminal controls written out (printable)."""
         value = data.get(name) if isinstance(data, Mapping) else None
         ok = _is_int(value) if kind is int else isinstance(value, kind)
         self.expect(ok, name, self.NAMES.get(kind, kind.__name__))
-        return value
+        return printable(value) if kind in (str, dict) else value
 
     def name(self, data: Any, name: str) -> str:
         """Return data[name], checked to be a string without control characters: a name
         the tables print (a pull request's file could retitle or clear the terminal)."""
-        value = self.field(data, name, str)
+        value = data.get(name) if isinstance(data, Mapping) else None
+        self.expect(isinstance(value, str), name, "a string")
         self.expect(not CONTROLS.search(value), name, "a name without control characters")
         return str(value)
 
@@ -200,7 +201,8 @@ def verification_from_dict(data: Any, check: Checker) -> Verification:
 def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
                         devices: Sequence[DeviceInfo]) -> BenchmarkResult:
     """Rebuild a benchmark from benchmark_to_dict's output; errors name the field."""
-    params = check.field(data, "params", dict)
+    params = data.get("params")  # as written: a name with a control is refused, not escaped
+    check.expect(isinstance(params, dict), "params", "an object")
     for name, value in params.items():
         check.expect(not CONTROLS.search(name), f"params.{ascii(name)}",
                      "a parameter name without control characters")
@@ -208,7 +210,8 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
     shape = check.field(data, "shape", list)
     check.expect(all(_is_int(v) and v > 0 for v in shape), "shape", "a list of positive integers")
     dims = check.field(data, "dims", list)
-    check.expect(all(isinstance(v, str) for v in dims), "dims", "a list of names")
+    check.expect(all(isinstance(v, str) and not CONTROLS.search(v) for v in dims), "dims",
+                 "a list of names")
     samples = check.field(data, "samples_s", list)
     for i, value in enumerate(samples):
         check.expect(_is_time(value), f"samples_s[{i}]", TIME_TEXT)
@@ -323,10 +326,24 @@ def _l2_flush(data: Mapping[str, Any], check: Checker) -> str:
 
 
 def _mapping(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, Any]:
-    """Return an optional object field (absent or null: empty)."""
+    """Return an optional object field (absent or null: empty), printable."""
     value = data.get(name) or {}
     check.expect(isinstance(value, dict), name, "an object")
-    return dict(value)
+    return dict(printable(value))
+
+
+def printable(value: Any) -> Any:
+    """Return decoded JSON with every string's terminal controls written out as \\xNN: a
+    results file another job wrote (a pull request's) is printed by compare, report and
+    history, and an escape sequence in its driver version or error text would retitle or
+    clear the reader's terminal."""
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, Mapping):
+        return {escape_controls(str(k)): printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable(v) for v in value]
+    return value
 
 
 TELEMETRY_RANGES = ("sm_clock_mhz", "memory_clock_mhz")  # {"min": n, "max": n}

@@ -15,6 +15,7 @@ from cudabench.results.codec import (
     Checker,
     benchmark_from_dict,
     device_from_dict,
+    printable,
 )
 from cudabench.results.migrations import READABLE_VERSIONS, MigrationError, migrate
 from cudabench.results.model import ResultsFile
@@ -109,7 +110,7 @@ def load_results(path: Path | str) -> ResultsFile:
         benchmarks.append(benchmark_from_dict(entry, check.within(f"benchmarks[{i}]"), devices))
     # A gate reads `complete is False` as a crashed run: "false", 0 or null must not pass it
     check.expect(isinstance(data.get("complete", True), bool), "complete", "true or false")
-    metadata = {k: v for k, v in data.items() if k not in ("devices", "benchmarks")}
+    metadata = printable({k: v for k, v in data.items() if k not in ("devices", "benchmarks")})
     return ResultsFile(str(path), metadata, devices, tuple(benchmarks),
                        schema_version=int(original["schema_version"]))
 
