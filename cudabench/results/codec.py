@@ -143,7 +143,7 @@ class Checker:
     def name(self, data: Any, name: str) -> str:
         """Return data[name], checked to be a string without control characters: a name
         the tables print (a pull request's file could retitle or clear the terminal)."""
-        value = data.get(name) if isinstance(data, Mapping) else None
+        value: Any = data.get(name) if isinstance(data, Mapping) else None
         self.expect(isinstance(value, str), name, "a string")
         self.expect(not CONTROLS.search(value), name, "a name without control characters")
         return str(value)
@@ -201,7 +201,7 @@ def verification_from_dict(data: Any, check: Checker) -> Verification:
 def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
                         devices: Sequence[DeviceInfo]) -> BenchmarkResult:
     """Rebuild a benchmark from benchmark_to_dict's output; errors name the field."""
-    params = data.get("params")  # as written: a name with a control is refused, not escaped
+    params: Any = data.get("params")  # as written: a name with a control is refused, not escaped
     check.expect(isinstance(params, dict), "params", "an object")
     for name, value in params.items():
         check.expect(not CONTROLS.search(name), f"params.{ascii(name)}",
