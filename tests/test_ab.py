@@ -8,6 +8,7 @@ run in a spawned worker process, which unpickles the spec and imports this modul
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -286,6 +287,19 @@ def test_one_failing_round_in_b_fails_and_a_failing_a_is_fixed():
     assert "B FAIL (A PASS): 1 of 100 elements wrong" in failed.reason
     assert judge(bad, good).verdict is Verdict.FIXED
     assert judge(bad, bad).verdict is Verdict.FAILED
+
+
+def test_a_fix_much_slower_than_the_timed_wrong_kernel_it_replaces_is_slower():
+    # "fixed", exit 0, for a B twice as slow as A's FAIL rows, timed in every round;
+    # `compare` fails the same change ("a fix 1.5x slower is slower")
+    wrong = [row(1e-3, passed=False)] * 10
+    slow = judge(wrong, [row(2e-3)] * 10)
+    assert slow.verdict is Verdict.SLOWER and slow.regressed, slow.reason
+    assert slow.reason.startswith("B passes (A FAIL: 1 of 100 elements wrong (test)), but the ")
+    assert slow.ratio == pytest.approx(2.0)
+    assert judge(wrong, [row(1e-3)] * 10).verdict is Verdict.FIXED
+    suspect = [dataclasses.replace(row(1e-3), suspect="beyond the roof")] * 10
+    assert judge(suspect, [row(2e-3)] * 10).verdict is Verdict.FIXED  # no timing believed
 
 
 def test_a_size_beyond_the_host_s_memory_is_refused_before_anything_runs(marked, tmp_path,

@@ -20,7 +20,9 @@ Verdict (compare's words), first rule that applies:
 - `failed`: B's copy failed (FAIL, ERROR, TIMEOUT, SUSPECT) in any round. A regression.
 - `missing`: B's copy was skipped (SKIP: its header asks for another GPU, say) where A's
   ran: as a variant B lacks, a regression unless allow_missing. Both skipped: `noisy`.
-- `fixed`: A's copy failed in some round and B's passed in all.
+- `fixed`: A's copy failed in some round and B's passed in all; but `slower` where A's
+  failures were FAILs (wrong results, timed as any row) and B's interval lies above
+  1 + threshold, as `compare` judges a fix against a timed FAIL.
 - `noisy`: too few rounds with samples on both sides to make the interval.
 - `slower`: the whole interval lies above 1 + threshold. A regression.
 - `faster`: the whole interval lies below 1 - threshold.
@@ -217,13 +219,26 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
         return Verdict.MISSING, (f"B's copy was not run ({b_skip.skipped}) where A's was: "
                                  "as a variant B lacks; --allow-missing passes it")
     if a_bad is not None:  # B passes, having run: not before the skips (a fix never ran)
-        return Verdict.FIXED, f"B passes (A {a_bad.status.value}: {_failure(a_bad)})"
+        fix = f"B passes (A {a_bad.status.value}: {_failure(a_bad)})"
+        # A FAIL was timed as any row (its result was wrong, not its clock): as compare
+        # judges a fix, one much slower than the wrong kernel it replaces is `slower`
+        timed = all(row.status in (Status.PASS, Status.FAIL) for row in a_rounds)
+        if timed and ratio is not None and interval is not None:
+            verdict, reason = _timing(ratio, interval, threshold)
+            if verdict is Verdict.SLOWER:
+                return verdict, f"{fix}, but {reason}"
+        return Verdict.FIXED, fix
     if b_skip is not None:
         return Verdict.NOISY, f"neither copy was run ({b_skip.skipped}): nothing to judge"
     if ratio is None or interval is None:
         return Verdict.NOISY, (f"{len([r for r in b_rounds if r.samples_s])} round(s) with "
                                f"samples; a {1 - alpha:.4g} interval needs "
                                f"{min_rounds(alpha)}")
+    return _timing(ratio, interval, threshold)
+
+
+def _timing(ratio: float, interval: Interval, threshold: float) -> tuple[Verdict, str]:
+    """Return the verdict on the two copies' timings, and why (the last five rules)."""
     limit = format_percent(threshold)
     span = (f"{interval.coverage:.1%} interval {format_change(interval.low - 1)} to "
             f"{format_change(interval.high - 1)}")
