@@ -298,6 +298,7 @@ def test_a_fix_much_slower_than_the_timed_wrong_kernel_it_replaces_is_slower():
     assert slow.reason.startswith("B passes (A FAIL: 1 of 100 elements wrong (test)), but the ")
     assert slow.ratio == pytest.approx(2.0)
     assert judge(wrong, [row(1e-3)] * 10).verdict is Verdict.FIXED
+    assert judge(wrong, [row(1.03e-3)] * 10).verdict is Verdict.FIXED  # within drift
     suspect = [dataclasses.replace(row(1e-3), suspect="beyond the roof")] * 10
     assert judge(suspect, [row(2e-3)] * 10).verdict is Verdict.FIXED  # no timing believed
 

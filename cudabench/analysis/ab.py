@@ -21,8 +21,9 @@ Verdict (compare's words), first rule that applies:
 - `missing`: B's copy was skipped (SKIP: its header asks for another GPU, say) where A's
   ran: as a variant B lacks, a regression unless allow_missing. Both skipped: `noisy`.
 - `fixed`: A's copy failed in some round and B's passed in all; but `slower` where A's
-  failures were FAILs (wrong results, timed as any row) and B's interval lies above
-  1 + threshold, as `compare` judges a fix against a timed FAIL.
+  failures were FAILs (wrong results, timed as any row, in the first round: a FAIL is not
+  run again) and B's interval lies above 1 + max(threshold, compare's 5%), as `compare`
+  judges a fix against a timed FAIL.
 - `noisy`: too few rounds with samples on both sides to make the interval.
 - `slower`: the whole interval lies above 1 + threshold. A regression.
 - `faster`: the whole interval lies below 1 - threshold.
@@ -40,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cudabench.analysis.best import MIN_MARGIN
+from cudabench.analysis.verdicts import DEFAULT_THRESHOLD as COMPARE_THRESHOLD
 from cudabench.analysis.verdicts import REGRESSION, Verdict
 from cudabench.errors import ExitCode, UsageError
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Status
@@ -48,6 +50,7 @@ from cudabench.common.units import format_change, format_percent
 # The floor of a between-run difference worth naming on an H100 (analysis/best.py): A/B
 # takes away the drift between runs, not the one within a run, so it cannot resolve less.
 DEFAULT_THRESHOLD = MIN_MARGIN
+FIX_THRESHOLD = COMPARE_THRESHOLD  # a fix against A's wrong copy, timed in one round only
 DEFAULT_ALPHA = 0.05  # a ~95% interval (at least 95%: the sign test's levels are discrete)
 MAX_ROUNDS = 1000
 # Verdicts that give no change: a copy failed (or B's never ran), and its rounds before the
@@ -221,12 +224,15 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
     if a_bad is not None:  # B passes, having run: not before the skips (a fix never ran)
         fix = f"B passes (A {a_bad.status.value}: {_failure(a_bad)})"
         # A FAIL was timed as any row (its result was wrong, not its clock): as compare
-        # judges a fix, one much slower than the wrong kernel it replaces is `slower`
+        # judges a fix, one much slower than the wrong kernel it replaces is `slower`. A
+        # FAIL is not run again in later rounds (its row repeated): the drift between
+        # rounds does not cancel, so only a change beyond compare's default is judged.
         timed = all(row.status in (Status.PASS, Status.FAIL) for row in a_rounds)
-        if timed and ratio is not None and interval is not None:
-            verdict, reason = _timing(ratio, interval, threshold)
-            if verdict is Verdict.SLOWER:
-                return verdict, f"{fix}, but {reason}"
+        margin = max(threshold, FIX_THRESHOLD)
+        if timed and ratio is not None and interval is not None \
+                and interval.low > 1 + margin:
+            return Verdict.SLOWER, (f"{fix}, but {_timing(ratio, interval, margin)[1]} (A's "
+                                    "wrong copy was timed in its first round only)")
         return Verdict.FIXED, fix
     if b_skip is not None:
         return Verdict.NOISY, f"neither copy was run ({b_skip.skipped}): nothing to judge"
