@@ -250,8 +250,14 @@ def test_a_mistaken_op_leaves_no_file_that_later_runs_of_the_sources_read(use_fa
     source = (KERNELS / "matmul" / "tiled.cu").read_text(encoding="utf-8")
     with pytest.raises(UsageError, match="matmull"):  # refused before a folder is made
         cb.run("matmull", sources={"mine": source}, size=64)
-    with pytest.raises(KernelFileError, match="declares op matmul"):
+    # said in the sources' terms: "<cache file>: file is in folder transpose/ but ..."
+    with pytest.raises(UsageError, match=r"^sources\['mine'\]: its header declares op "
+                       r"matmul, and run\(\) was asked for 'transpose': run it as op "
+                       r"'matmul'$"):
         cb.run("transpose", sources={"mine": source}, size=64)
+    with pytest.raises(UsageError, match=r"^sources\['tiled'\]: matmul has a variant tiled "
+                       r"already \(.*tiled\.cu\): give the source another name$"):
+        cb.run("matmul", sources={"tiled": source}, size=64)
     results = cb.run("matmul", variants=["mine"], sources={"mine": source}, size=64,
                      vendor=False, timing=FAST)
     assert results.row("mine").status is Status.PASS
@@ -264,7 +270,7 @@ def test_a_source_with_a_bad_header_names_its_file_and_line(use_fake):
     with pytest.raises(KernelFileError, match=r"bad\.cu:2"):
         cb.run("matmul", sources={"bad": source}, size=64)
     other = (KERNELS / "dot" / "atomic.cu").read_text(encoding="utf-8")
-    with pytest.raises(KernelFileError, match="declares op dot"):
+    with pytest.raises(UsageError, match="declares op dot"):
         cb.run("matmul", sources={"wrong": other}, size=64)
 
 

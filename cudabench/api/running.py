@@ -127,6 +127,8 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
     refuse_clashes_of(load_ops(given))  # an op file the command line refuses
     device = _device(device)
     json_path = as_path(json, "json") if json is not None else None
+    if sources:
+        _refuse_misplaced_sources(op, sources, given)
     dirs = [*given, *([inline_dir(op, sources)] if sources else [])]
     names = _names(variants)
     sizes = _sizes(size)
@@ -241,6 +243,28 @@ def _seconds(value: Any, name: str) -> float:
 
 def _keep_flag(seconds: float) -> list[str]:
     return ["--keep-workers", f"{seconds:g}"] if seconds else []
+
+
+def _refuse_misplaced_sources(op: str, sources: Mapping[str, str], given: Sequence[Path]
+                              ) -> None:
+    """Refuse, in the sources' own terms, a source whose header names another op and a
+    name a variant of op has already (the catalog would name a cache file the caller never
+    wrote and ask to rename it)."""
+    from cudabench.catalog import discover
+
+    if not isinstance(sources, Mapping):
+        return  # inline_dir says what sources must be
+    existing = discover(given).get(op, {})
+    for name, text in sources.items():
+        first = text.lstrip("\ufeff").lstrip().partition("\n")[0] if isinstance(text, str) \
+            else ""
+        declared = re.match(r"//\s*cudabench:\s*(\S+)", first)
+        if declared and declared[1] != op:
+            raise UsageError(f"sources[{name!r}]: its header declares op {declared[1]}, and "
+                             f"run() was asked for {op!r}: run it as op {declared[1]!r}")
+        if name in existing:
+            raise UsageError(f"sources[{name!r}]: {op} has a variant {name} already "
+                             f"({existing[name].path}): give the source another name")
 
 
 def inline_dir(op: str, sources: Mapping[str, str]) -> Path:
