@@ -705,6 +705,10 @@ def test_rows_are_found_by_name_and_a_wrong_key_is_a_usage_error(use_fake, tmp_p
     for bad in (None, 5):
         with pytest.raises(UsageError, match="expected a variant name"):
             results.row(bad)  # type: ignore[arg-type]
+    # "no such row 'matmul/matmul/tiled'"
+    assert results.row("matmul/tiled", op="matmul") is results.row("tiled")
+    with pytest.raises(UsageError, match=r"two ops named; give row\('matmul/tiled'\)"):
+        results.row("matmul/tiled", op="dot")
     with pytest.raises(UsageError, match=r"results\[1.5\]: expected a position"):
         results[1.5]  # type: ignore[call-overload]
     monkeypatch.setenv("HOME", str(tmp_path))  # "~/now.json" made a folder named ~

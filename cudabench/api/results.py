@@ -165,8 +165,12 @@ class Results(Sequence[BenchmarkResult]):
         if not isinstance(variant, str) or not (op is None or isinstance(op, str)):
             raise UsageError(f"row({variant!r}{'' if op is None else f', op={op!r}'}): "
                              "expected a variant name such as 'tiled' or 'matmul/tiled'")
-        if op is None and "/" in variant:
-            op, variant = variant.split("/", 1)
+        if "/" in variant:  # "matmul/tiled", with op= the same op or none
+            named, variant = variant.split("/", 1)
+            if op is not None and op != named:
+                raise UsageError(f"row({named}/{variant!r}, op={op!r}): two ops named; give "
+                                 f"row('{named}/{variant}') or row({variant!r}, op={op!r})")
+            op = named
         found = [r for r in self.rows if r.variant == variant and (op is None or r.op == op)]
         if len(found) != 1:
             names = sorted({f"{r.op}/{r.variant}" for r in self.rows})
