@@ -168,7 +168,7 @@ class Results(Sequence[BenchmarkResult]):
         if "/" in variant:  # "matmul/tiled", with op= the same op or none
             named, variant = variant.split("/", 1)
             if op is not None and op != named:
-                raise UsageError(f"row({named}/{variant!r}, op={op!r}): two ops named; give "
+                raise UsageError(f"row('{named}/{variant}', op={op!r}): two ops named; give "
                                  f"row('{named}/{variant}') or row({variant!r}, op={op!r})")
             op = named
         found = [r for r in self.rows if r.variant == variant and (op is None or r.op == op)]
