@@ -783,3 +783,15 @@ def test_what_a_python_caller_is_shown_names_arguments_not_flags(use_fake, monke
     assert "(threshold)" in comparison._repr_html_()
     assert "--threshold" not in comparison._repr_html_() + results._repr_html_()
     assert "--threshold" in comparison.to_markdown()  # a CI summary: the command's terms
+
+
+def test_a_note_printed_during_a_run_names_run_s_arguments(use_fake, tmp_path, monkeypatch,
+                                                           capsys):
+    # "note: --json full.json: cannot write ..." to a caller who gave json=
+    from helpers import first_write_fails
+
+    first_write_fails(monkeypatch)
+    out = tmp_path / "r.json"
+    cb.run("matmul", variants=["naive"], size=64, vendor=False, timing=FAST, json=out)
+    said = " ".join(capsys.readouterr().err.split())
+    assert f"note: json {out}: cannot write: No space left on device" in said, said

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 
 from cudabench.analysis.verdicts import Comparison
-from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
+from cudabench.common.flag_terms import LIVE_TERMS, SUITE_KEYS, rename_flags
 from cudabench.errors import CudabenchError, UsageError
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
@@ -43,6 +43,7 @@ def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
     (arguments: flag -> the argument, or TimingPolicy field, it stands for) with the
     argument's name in its place (a UsageError, or a GpuEnvironmentError: "--device 5:
     there are 1 GPU(s)"); any other error as it is."""
+    token = LIVE_TERMS.set(arguments)  # the notes printed as the run goes, too
     try:
         yield
     except CudabenchError as exc:
@@ -53,6 +54,8 @@ def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
             raise
         exc.args = (named,)  # the same error, in Python's terms: its type and fields kept
         raise exc from None
+    finally:
+        LIVE_TERMS.reset(token)
 
 
 def switch(value: object, name: str) -> bool:

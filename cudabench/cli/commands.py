@@ -32,7 +32,7 @@ from cudabench.cli.options import (
 from cudabench.catalog.discovery import check_folders
 from cudabench.cli.stopped import RowsSoFar, keep_reports
 from cudabench.cli.suite import find_config, load_suite
-from cudabench.common.flag_terms import RUN_SUITE_KEYS
+from cudabench.common.flag_terms import RUN_SUITE_KEYS, live
 from cudabench.common.outfiles import PARTIAL, EachWritten, check_outputs, write_text
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.common.units import params_text, shape_text
@@ -166,7 +166,7 @@ GOES_ON = "; the run goes on, and writes the file again after each row"
 
 def note(text: str) -> None:
     """Print a note on stderr (a dry run's)."""
-    terminal.stderr_console().print(f"note: {text}", markup=False, highlight=False)
+    terminal.stderr_console().print(f"note: {live(text)}", markup=False, highlight=False)
 
 
 # Who else hears each row as it arrives (the Python API and the pytest plugin: a run

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from contextvars import ContextVar
 
 _FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
 
@@ -30,3 +31,14 @@ RUN_SUITE_KEYS = {**{flag: key for flag, key in SUITE_KEYS.items()
 def rename_flags(text: str, names: Mapping[str, str]) -> str:
     """Return text with each flag that names maps replaced by its name there."""
     return _FLAG.sub(lambda flag: names.get(flag.group(), flag.group()), text)
+
+
+# A Python caller's names for the flags, while its run() or compare() runs: the notes a
+# command prints as it goes (a results file that cannot be written yet) name arguments.
+LIVE_TERMS: ContextVar[Mapping[str, str] | None] = ContextVar("LIVE_TERMS", default=None)
+
+
+def live(text: str) -> str:
+    """Return a note printed during a run in its caller's terms (LIVE_TERMS)."""
+    names = LIVE_TERMS.get()
+    return rename_flags(text, names) if names else text
