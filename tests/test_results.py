@@ -378,12 +378,13 @@ def test_terminal_controls_in_a_results_file_s_names_are_refused_and_in_texts_sh
     with pytest.raises(ResultsFileError, match=r"benchmarks\[0\]\.variant: expected a name "
                                                "without control characters"):
         load(path)
-    # free texts (errors, warnings) keep what they hold, and print escaped
+    # free texts (errors, warnings) are loaded with their controls written out (a Text the
+    # tables print, a markdown or CSV cell, are not escaped when printed)
     document["benchmarks"][0]["variant"] = "x"
     document["benchmarks"][0]["warnings"] = ["nvcc said:\r\n\x1b[1mbold\x1b[0m"]
     path.write_text(json.dumps(document), encoding="utf-8")
     row = load(path).benchmarks[0]
-    assert row.warnings == ("nvcc said:\r\n\x1b[1mbold\x1b[0m",)
+    assert row.warnings == ("nvcc said:\n\\x1b[1mbold\\x1b[0m",)
     console = stdout_console()
     with console.capture() as captured:
         console.print(row.warnings[0], markup=False)
@@ -410,6 +411,11 @@ def test_a_results_file_s_terminal_controls_are_written_out_when_loaded(tmp_path
     first = next(i for i, b in enumerate(source["benchmarks"]) if b.get("verification"))
     source["benchmarks"][first]["verification"]["criterion"] = "exact\x1b[2J\ttab\nline"
     source["notes"] = ["\x9b2J"]
+    source["benchmarks"][first]["warnings"] = ["w\x1b[2J"]
+    errored = next(i for i, b in enumerate(source["benchmarks"]) if i != first
+                   and b["kind"] == "variant")
+    source["benchmarks"][errored].update(error="e\x1b]0;PWNED\x07", verification=None,
+                                         status="ERROR", samples_s=[], stats=None)
     path = tmp_path / "pr.json"
     path.write_text(json.dumps(source))
     loaded = load_results(path)
@@ -419,6 +425,8 @@ def test_a_results_file_s_terminal_controls_are_written_out_when_loaded(tmp_path
     assert row.verification is not None
     assert row.verification.criterion == "exact\\x1b[2J\ttab\nline"
     assert loaded.metadata["notes"] == ["\\x9b2J"]
+    assert row.warnings == ("w\\x1b[2J",)
+    assert loaded.benchmarks[errored].error == "e\\x1b]0;PWNED\\x07"
     source["benchmarks"][first]["params"] = {"T\x1bILE": 16}
     path.write_text(json.dumps(source))
     with pytest.raises(ResultsFileError, match="a parameter name without control"):
