@@ -709,3 +709,13 @@ def test_a_change_bar_s_long_name_is_cut_with_a_mark_not_at_the_figure_s_edge():
     (label,) = [t for t in figure.findobj(Text) if t.get_text().startswith("matmul/")]
     assert label.get_text().endswith("...")
     assert label.get_window_extent(renderer).x1 <= figure.bbox.x1 + 2
+
+
+def test_a_csv_cell_a_spreadsheet_would_run_as_a_formula_is_text():
+    # a kernel file named =HYPERLINK("http://evil","x").cu: its row's variant cell ran
+    from cudabench.render.csv_out import _plain
+
+    assert _plain('=HYPERLINK("http://evil","x")') == '\'=HYPERLINK("http://evil","x")'
+    for start in ("+", "-", "@", "\t"):
+        assert _plain(start + "1") == "'" + start + "1"
+    assert _plain(-1.5) == -1.5 and _plain("tiled") == "tiled" and _plain(True) == "true"

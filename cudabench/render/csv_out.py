@@ -43,8 +43,17 @@ def _text(rows: Iterable[Sequence[Any]]) -> str:
 
 
 def _plain(value: Any) -> Any:
-    """Booleans as true/false, which spreadsheets and pandas both read as booleans."""
-    return ("true" if value else "false") if isinstance(value, bool) else value
+    """Booleans as true/false, which spreadsheets and pandas both read as booleans; text
+    that a spreadsheet would run as a formula (a pull request's kernel named
+    `=HYPERLINK(...)`) behind a ' that makes it text (OWASP's advice for CSV)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str) and value[:1] in _FORMULA_STARTS:
+        return "'" + value
+    return value
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def run_to_csv(outcome: RunOutcome) -> str:
