@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import html
 import io
+import importlib.util
 import json
 import math
 import re
@@ -173,6 +174,10 @@ def test_a_file_without_benchmarks_is_refused_and_an_incomplete_one_noted(tmp_pa
     result = invoke("report", partial)
     assert result.exit_code == 0, result.stderr
     assert "partial.json is incomplete" in result.stderr
+    if importlib.util.find_spec("matplotlib") is not None:  # `plot` said nothing of it
+        result = invoke("plot", partial, "-o", tmp_path / "p.png")
+        assert result.exit_code == 0, result.stderr
+        assert f"note: {partial} is incomplete: its run stopped early" in result.stderr
 
 
 def test_report_reads_a_schema_1_file(no_gpu_libraries):

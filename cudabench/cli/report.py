@@ -124,6 +124,8 @@ def plot_command(files: tuple[Path, ...], output: Path, kind: str) -> int:
     left_out = _left_out(results, shown)
     if left_out:  # a figure without them, or "no roofline", must not read as all there was
         terminal.stderr_console().print(Text(f"note: not plotted: {left_out}"), soft_wrap=True)
+    for text in outcome_of(loaded).notes:  # a stopped run's figure lacks what it never ran
+        terminal.stderr_console().print(Text(f"note: {text}"), soft_wrap=True)
     if kind == "roofline" and not any(r.flops for r in shown):
         raise UsageError("--kind roofline: no timed, verified benchmark counts FLOPs (a copy "
                          "or a transpose does no arithmetic); use --kind throughput")
