@@ -221,6 +221,11 @@ def test_a_gpu_that_cannot_be_opened_hands_its_work_to_the_others(use_fake, suit
     assert set().union(*found.values()) == {0} and len(found) == BENCHMARKS
     assert "GPU 1 was given up (it could not be opened: fake GPU 1 fell off the bus)" \
         in done.stderr
+    # kept in the file, and said again by report (a shared report read as a one-GPU run)
+    shown = invoke("report", out, "--markdown", tmp_path / "r.md")
+    assert shown.exit_code == 0, shown.output
+    assert "GPU 1 was given up" in " ".join(shown.stderr.split())
+    assert "GPU 1 was given up" in (tmp_path / "r.md").read_text(encoding="utf-8")
 
 
 def test_a_replicated_run_s_rows_of_a_lost_gpu_say_so_in_their_caption(use_fake):

@@ -236,6 +236,8 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     finally:
         if cluster is not None:
             cluster.close()
+    if writer is not None and outcome.notes:  # a GPU given up, variants left out: report's
+        writer.metadata["notes"] = list(dict.fromkeys(outcome.notes))
     write_error = writer.finish() if writer is not None else None
     if write_error is not None:  # a full disk: the tables are still shown, then this
         json_path = None  # nothing of this run there to record or judge
