@@ -40,6 +40,8 @@ MASKS = [
     (re.compile(r'"command": \[[^\]]*\]'), '"command": "<masked>"'),
     # The kernels' folder, in each row's source and in an error that names a file.
     (re.compile(r'[^"\s]*/kernels/'), '<kernels>/'),
+    # The suite's folder, in the run's notes (a note names the suite file and entry).
+    (re.compile(r'[^"\s]*/tests/data/golden/'), '<golden>/'),
     (re.compile(r'"cpu_reference_s": [^,\n]+'), '"cpu_reference_s": "<masked>"'),
     (re.compile(r'"polls": \d+'), '"polls": "<masked>"'),
 ]
