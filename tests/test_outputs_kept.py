@@ -845,7 +845,12 @@ def test_a_failed_write_of_the_streamed_file_is_said_as_it_happens(use_fake, tmp
 
 @pytest.mark.parametrize("flag, name", [("--best-out", "pyproject.toml"),
                                         ("--best-out", "cudabench.toml"),
-                                        ("--csv", "suite.toml"), ("--markdown", "op.py")])
+                                        ("--csv", "suite.toml"), ("--markdown", "op.py"),
+                                        # scripts, build files and configs: replaced
+                                        ("--markdown", "build.sh"), ("--csv", "tsconfig.json"),
+                                        ("--best-out", "Makefile"), ("--csv", ".gitignore"),
+                                        ("--markdown", "README.md"),
+                                        ("--best-out", "CMakeLists.txt")])
 def test_no_output_replaces_a_user_s_code_or_configuration(use_fake, tmp_path, flag, name):
     # --best-out's head says "paste into" a suite: pointed at one, it replaced it
     target = tmp_path / name
@@ -853,8 +858,9 @@ def test_no_output_replaces_a_user_s_code_or_configuration(use_fake, tmp_path, f
     args = ("--best",) if flag == "--best-out" else ()
     done = invoke("matmul", "--size", "64", *QUICK, "--tile", "8,16", *args, flag, target)
     assert done.exit_code == 2, done.output
-    assert f"{flag} {target}: is a source or configuration file ({target.suffix}) that " \
-        "cudabench did not write" in " ".join(done.stderr.split())
+    assert f"{flag} {target}: is a source or configuration file " \
+        f"({target.suffix or target.name}) that cudabench did not write" \
+        in " ".join(done.stderr.split())
     assert target.read_text(encoding="utf-8") == '[project]\nname = "mine"\n'
 
 

@@ -198,14 +198,26 @@ def check_not_data(path: Path, flag: str) -> None:
 CODE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hpp", ".c", ".cc", ".cpp", ".py", ".toml",
                            ".cfg", ".ptx"})
 # Code and configuration: no table, page, figure or suite replaces one cudabench did not write
-SOURCE_SUFFIXES = CODE_SUFFIXES | {".ini", ".yaml", ".yml"}
+SOURCE_SUFFIXES = CODE_SUFFIXES | {
+    ".ini", ".yaml", ".yml", ".json", ".jsonc", ".xml", ".env", ".lock", ".sh", ".bash",
+    ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".mk", ".cmake", ".js", ".mjs", ".cjs", ".ts",
+    ".jsx", ".tsx", ".rs", ".go", ".java", ".rb", ".pl", ".lua", ".jl", ".r", ".ipynb",
+    ".cuf", ".f90", ".hip", ".sql", ".proto", ".gradle", ".in"}
+# Files known by name, whatever their suffix (Makefile, README.md: a --markdown README.md
+# meant for a summary): the project's own
+SOURCE_NAMES = ("makefile", "gnumakefile", "dockerfile", "containerfile", "cmakelists.txt",
+                "readme", "license", "licence", "copying", "changelog", "contributing",
+                "notice", "authors", "codeowners", "jenkinsfile", "vagrantfile", "justfile")
 WRITTEN_BY = "# Written by cudabench"  # the head of what --best-out writes (cli/best.py)
 
 
 def _source(path: Path) -> str:
     """Return what code or configuration path holds ('a source or configuration file
     (.toml)'), or '' (none, empty, or cudabench's own --best-out)."""
-    if path.suffix.lower() not in SOURCE_SUFFIXES:
+    name = path.name.lower()
+    dotfile = name.startswith(".") and "." not in name[1:]  # .gitignore, .bashrc
+    named = any(name == known or name.startswith(known + ".") for known in SOURCE_NAMES)
+    if path.suffix.lower() not in SOURCE_SUFFIXES and not dotfile and not named:
         return ""
     try:
         with open(path, "rb") as stream:
@@ -214,7 +226,8 @@ def _source(path: Path) -> str:
         return ""
     if not head or head == WRITTEN_BY.encode():
         return ""
-    return f"a source or configuration file ({path.suffix}) that cudabench did not write"
+    return (f"a source or configuration file ({path.suffix or path.name}) that cudabench did "
+            "not write")
 
 
 def measured_data(path: Path) -> str:
