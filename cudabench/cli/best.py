@@ -22,7 +22,9 @@ from cudabench.planning.plan import Insight, Plan
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, RunOutcome
 from cudabench.common.outfiles import WRITTEN_BY, EachWritten
 from cudabench.common.units import format_change, format_seconds, params_text, shape_text
-from cudabench.errors import ExitCode
+from cudabench.errors import ExitCode, UsageError
+from cudabench.results.rounds import identity
+from cudabench.results.writer import ResultsWriter
 
 ROUNDS = 3  # interleaved rounds of the head-to-head
 # "tied with" lists every configuration of a tie: a long text, a note under a narrow
@@ -110,6 +112,27 @@ def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
         elif result.samples_s:
             pooled.setdefault(rows.index(contender), []).extend(result.samples_s)
     return pooled, list(wrong.values())
+
+
+def with_failures(outcome: RunOutcome, failed: Sequence[BenchmarkResult]) -> RunOutcome:
+    """Return the run's rows with each configuration that failed its head-to-head as it
+    failed there: a kernel seen giving a wrong result is FAIL in every output that keeps
+    the run (results file, CSV, history), not only in the winners' table."""
+    again = {identity(row): row for row in failed}
+    kept = tuple(again.pop(identity(row), row) for row in outcome.results)
+    return dataclasses.replace(outcome, results=kept + tuple(again.values()))
+
+
+def keep_failures(writer: ResultsWriter | None, failed: Sequence[BenchmarkResult]) -> None:
+    """Write the head-to-head's failures into the run's results file (put in the place of
+    the rows they measured again); UsageError where it cannot be written."""
+    if writer is None or not failed:
+        return
+    for row in failed:
+        writer.put(row)
+    error = writer.finish()
+    if error is not None:
+        raise UsageError(error)
 
 
 def without_winner(results: Sequence[BenchmarkResult]) -> list[str]:

@@ -445,6 +445,17 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
             unchosen = best.without_winner(outcome.results)
             code = max(code, best.show_choices(choices, failed, outputs.best_out,
                                                   measured.plans, unchosen, writes))
+            if failed:  # a configuration wrong when measured again: FAIL in the files too
+                outcome = best.with_failures(outcome, failed)
+                if measured.json_path is not None:
+                    writes.attempt(lambda: best.keep_failures(measured.writer, failed))
+                if outputs.csv_path is not None:
+                    from cudabench.render.csv_out import run_to_csv
+
+                    table = outputs.csv_path
+                    again = outcome
+                    writes.attempt(lambda: _write_report(table, run_to_csv(again), "--csv",
+                                                         again))
             if outputs.markdown_path is not None and markdown:  # the winners join the
                 # run's tables
                 path = outputs.markdown_path

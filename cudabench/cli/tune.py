@@ -31,7 +31,7 @@ from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.runner.pipeline import run_plans
 from cudabench.runner.ray_cluster import RayCluster, connect
 from cudabench.runner.starting import keep_across_commands
-from cudabench.tuning.search import Found, Settings, search
+from cudabench.tuning.search import Found, Settings, remember, search
 from cudabench.tuning.space import Space, build_spaces
 
 
@@ -150,6 +150,18 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
              if cluster is not None else None)
     choices, failed = best.choose(RunOutcome(tuple(rows)), plans, spec,
                                   slots[:1] if slots else None, rerun)
+    for row in failed:  # wrong when measured again: FAIL in the file and the cache too
+        for found in found_all:
+            if any(r.variant == row.variant and tuple(r.shape) == tuple(row.shape)
+                   and r.dtype == row.dtype and r.hot == row.hot for r in found.rows.values()):
+                remember(found.space, settings, row)
+                break
+    if failed and writer is not None and write_error is None:
+        try:
+            best.keep_failures(writer, failed)
+        except UsageError as exc:
+            write_error = str(exc)
+    rows = list(best.with_failures(RunOutcome(tuple(rows)), failed).results)
     lost = [f.space.label for f in found_all if f.best is None and f.done]
     for label in lost:
         stderr.print(f"{label}: no configuration passed; nothing chosen", markup=False,

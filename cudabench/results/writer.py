@@ -165,6 +165,16 @@ class ResultsWriter:
         self.benchmarks[at], self._encoded[at] = self._encode(result)
         self._rounds[at] = (identity(result), result.rounds)
 
+    def put(self, result: BenchmarkResult) -> None:
+        """Put a row in the place of the row it measured again (the same benchmark, GPU
+        and flush: --best's head-to-head, whose wrong result is the configuration's
+        verdict), else add it; the file is written by the next write."""
+        again = [at for at, (key, _) in enumerate(self._rounds) if key == identity(result)]
+        if again:
+            self.replace(again[-1], result)
+        else:
+            self.add(result, write=False)
+
     def _encode(self, result: BenchmarkResult) -> tuple[dict[str, Any], str]:
         """Return a row as the file holds it and its JSON text (its device listed once).
 

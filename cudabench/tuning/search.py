@@ -150,6 +150,20 @@ def search(space: Space, settings: Settings, run: Run, model: str | None,
     return found
 
 
+def remember(space: Space, settings: Settings, row: BenchmarkResult) -> None:
+    """Append a row measured outside the search to its cache (--best's head-to-head: a
+    configuration wrong when measured again is no candidate of a later search either)."""
+    if not settings.use_cache or row.device is None or not space.plans:
+        return
+    plan = space.plans[0]
+    variant = plan.variants[0].variant
+    path = cache_path(space.op, variant, tuple(plan.shape), plan.dtype.name, plan.hot,
+                      row.device.name, settings.cache_root,
+                      {**measuring_of(plan), **dict(settings.environment)})
+    TuneCache(path, (space.op, variant.name, tuple(plan.shape), plan.dtype.name,
+                     plan.hot)).add(row)
+
+
 def order_of(found: Found) -> list[BenchmarkResult]:
     """Return the evaluated rows in the space's order."""
     return [found.rows[i] for i in sorted(found.rows)]
