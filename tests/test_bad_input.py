@@ -58,6 +58,8 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--size", "1<<70"], "--size '1<<70': each extent must be at most 2^31-1"),
     # a timeout the warm-up and sampling fill: every variant killed, the kernel blamed
     (["dot", "--warmup", "5", "--timeout", "1"], "--warmup 5 s: not under --timeout 1 s"),
+    # a noisy kernel sampled up to --max-time was killed as a hang: TIMEOUT, exit 3
+    (["dot", "--max-time", "30", "--timeout", "2"], "--max-time 30 s: not under --timeout 2 s"),
     (["ab", "A", "B", "--warmup", "1e12"], "--warmup 1e+12 s: not under --timeout 60 s"),
     (["ab", "A", "B", "--warmup", "nan"], "--warmup nan: must be a finite number"),
     # "sizes are positive integers such as 1000"

@@ -66,11 +66,14 @@ class TimingPolicy:
              and 1 <= self.rounds <= MAX_ROUNDS,
              f"--rounds must be a whole number from 1 to {MAX_ROUNDS}"),
             # The warm-up runs whole, within a variant's timeout: one that fills it would kill
-            # every variant and blame the kernel. (--max-time is a cap other stops may
-            # beat: the sample count, the precision.)
+            # every variant and blame the kernel. So would sampling up to a --max-time at
+            # the timeout (a noisy kernel spends it: TIMEOUT, exit 3, for a healthy one).
             (self.warmup_s < self.timeout_s,
              f"--warmup {self.warmup_s:g} s: not under --timeout {self.timeout_s:g} s (a "
              "variant's warm-up runs within its timeout): lower it or raise --timeout"),
+            (self.max_time_s < self.timeout_s,
+             f"--max-time {self.max_time_s:g} s: not under --timeout {self.timeout_s:g} s (a "
+             "variant's samples are taken within its timeout): lower it or raise --timeout"),
         ]
         for ok, message in checks:
             if not ok:
