@@ -568,6 +568,19 @@ def test_a_replaced_output_keeps_its_mode(use_fake, tmp_path):
     assert os.stat(fresh).st_mode & 0o777 == 0o666 & ~_umask()
 
 
+def test_a_partial_beside_a_private_file_is_private_too(tmp_path):
+    # r.json 0600, its run stopped: r.json.partial, the same rows, was world-readable
+    from cudabench.common.outfiles import write_text
+
+    out = tmp_path / "r.json"
+    out.write_text("{}", encoding="utf-8")
+    os.chmod(out, 0o600)
+    write_text(tmp_path / "r.json.partial", "rows", "--json")
+    assert os.stat(tmp_path / "r.json.partial").st_mode & 0o777 == 0o600
+    write_text(tmp_path / "alone.json.partial", "rows", "--json")  # none beside: the umask's
+    assert os.stat(tmp_path / "alone.json.partial").st_mode & 0o777 == 0o666 & ~_umask()
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

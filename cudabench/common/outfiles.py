@@ -356,10 +356,12 @@ def claim_output(path: Path, flag: str) -> IO[Any] | None:
 
 def _take_over(temporary: str, real: Path) -> None:
     """Give the new file the mode and owner of the one it replaces (a private 0600 results
-    file stays private), else the umask's (mkstemp makes it 0600). A hard link to the old
-    file keeps the old content: a file replaced whole is a new file."""
+    file stays private), else the umask's (mkstemp makes it 0600). A new PATH.partial, where
+    the rows stream beside an existing PATH, takes PATH's: the same rows, as private. A hard
+    link to the old file keeps the old content: a file replaced whole is a new file."""
+    beside = real.with_name(real.name.removesuffix(PARTIAL))
     try:
-        old = os.stat(real)
+        old = os.stat(real if real.exists() or beside == real else beside)
     except OSError:
         os.chmod(temporary, 0o666 & ~_umask())
         return
