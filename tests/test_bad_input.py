@@ -44,6 +44,11 @@ def clean(done, codes=(2,)) -> None:
 
 @pytest.mark.parametrize(("args", "says"), [
     (["matmul", "-p", "TILE=8", "-p", "TILE=16"], "--param TILE given twice"),
+    # the next option taken for the value: results written to a file named --quiet
+    (["matmul", "--json", "--quiet"], "--json --quiet: --json takes a value, and --quiet is "
+     "one of this command's options: give --json its value first"),
+    (["report", "r.json", "--markdown", "--html"], "--markdown --html: --markdown takes a "
+     "value"),
     (["matmul", "--seed", "-1"], "--seed -1: must be between 0"),
     (["dot", "--warmup", "inf"], "--warmup inf: must be a finite number"),
     (["dot", "--max-time", "nan"], "--max-time nan: must be a finite number"),

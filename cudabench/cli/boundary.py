@@ -59,6 +59,7 @@ class BoundaryGroup(click.Group):
         name, command, rest = super().resolve_command(ctx, args)
         if command is not None and not isinstance(command, click.Group):
             refuse_repeated_options(command, rest)
+            refuse_an_option_as_a_value(command, rest)
         return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -101,8 +102,33 @@ def _negative_value(exc: click.ClickException, args: list[str]) -> str | None:
     return None
 
 
-class RepeatedOption(click.UsageError):
-    """An option of one value given more than once (not a command-name mistake)."""
+def refuse_an_option_as_a_value(command: click.Command, args: list[str]) -> None:
+    """Raise a usage error where an option that takes a value is followed by another of
+    the command's options: Click took it for the value (`--json --quiet` wrote the results
+    to a file named --quiet, and --quiet was not applied). `--json=--quiet` is taken."""
+    valued: set[str] = set()
+    names: set[str] = set()
+    for option in command.params:
+        if isinstance(option, click.Option):
+            names.update((*option.opts, *option.secondary_opts))
+            # a value that may be left out (--energy, --counters) never takes an option's
+            if not option.is_flag and not option.count \
+                    and not getattr(option, "_flag_needs_value", False):
+                valued.update(option.opts)
+    words = args[:args.index("--")] if "--" in args else args
+    for word, following in zip(words, words[1:]):
+        if word in valued and following in names:
+            raise OptionMistake(f"{word} {following}: {word} takes a value, and "
+                                   f"{following} is one of this command's options: give "
+                                   f"{word} its value first")
+
+
+class OptionMistake(click.UsageError):
+    """A mistake in a command's options (not in the command's name: no "did you mean")."""
+
+
+class RepeatedOption(OptionMistake):
+    """An option of one value given more than once."""
 
 
 def refuse_repeated_options(command: click.Command, args: list[str]) -> None:

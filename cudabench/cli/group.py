@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from cudabench import __version__
-from cudabench.cli.boundary import BoundaryGroup, RepeatedOption
+from cudabench.cli.boundary import BoundaryGroup, OptionMistake
 from cudabench.cli.names import COMMANDS
 
 
@@ -48,7 +48,7 @@ class OpsGroup(BoundaryGroup):
             return super().resolve_command(ctx, args)
         except click.UsageError as error:
             name = click.utils.make_str(args[0]) if args else ""
-            if (isinstance(error, RepeatedOption) or not name.isidentifier()
+            if (isinstance(error, OptionMistake) or not name.isidentifier()
                     or name in COMMANDS):  # the command was found; a path, a pattern: as is
                 raise
             import difflib
