@@ -168,6 +168,25 @@ def test_best_names_a_winner_and_writes_a_suite(use_fake, tmp_path):
     # the flags a suite has no key for are said: run without them, it measured cuBLAS too
     assert "# Measured with --no-vendor --no-batch, which a suite has no key for: cudabench " \
         "run FILE --no-vendor --no-batch" in out.read_text()
+    assert "seed" not in suite["benchmark"][0] and "full_check" not in suite["benchmark"][0]
+
+
+def test_best_out_keeps_the_seed_check_and_timing_the_search_measured_with(use_fake,
+                                                                          tmp_path):
+    # the suite held no seed, full_check or [timing]: run back, it measured other inputs,
+    # with the randomized check and the default timing
+    out = tmp_path / "best.toml"
+    done = invoke("matmul", "--size", "32", "--tile", "8,16", "--variant", "naive", *QUICK,
+                  "--precision", "0.02", "--seed", "7", "--full-check", "--best",
+                  "--best-out", str(out))
+    assert done.exit_code == 0, done.output
+    suite = tomllib.loads(out.read_text())
+    assert suite["timing"] == {"warmup": 0.0, "min_samples": 8, "precision": 0.02,
+                               "max_time": 0.05}
+    (entry,) = suite["benchmark"]
+    assert entry["seed"] == 7 and entry["full_check"] is True
+    rerun = invoke("run", str(out), "--no-vendor", "--dry-run")
+    assert "until the median is known to ±2.00% or after 0.05 s" in rerun.stdout, rerun.output
 
 
 def test_best_re_measures_in_the_runs_warm_worker(use_fake, monkeypatch):

@@ -205,6 +205,11 @@ def suite_text(choices: Sequence[Choice], plans: Sequence[Plan]) -> str:
     folders = kernel_folders(choices, plans)
     if folders:  # the --kernels-dir folders the winners came from: the suite runs as it is
         lines += [f"kernels_dirs = [{', '.join(_toml_string(str(f)) for f in folders)}]", ""]
+    lines += _timing_table(plans)
+    # the inputs and the check the search measured with (one command: one of each)
+    seeds = {plan.seed for plan in plans}
+    seed = seeds.pop() if len(seeds) == 1 else 0
+    full_check = bool(plans) and all(plan.full_check for plan in plans)
     for choice in choices:
         if choice.is_tie:
             lines.append("# a tie (no measurable difference) with: "
@@ -219,8 +224,27 @@ def suite_text(choices: Sequence[Choice], plans: Sequence[Plan]) -> str:
             lines.append("hot = true")
         elif choice.best.l2_flush == "memset":
             lines.append('l2_flush = "memset"')
+        if seed:
+            lines.append(f"seed = {seed}")
+        if full_check:
+            lines.append("full_check = true")
         lines.append("")
     return "\n".join(lines)
+
+
+def _timing_table(plans: Sequence[Plan]) -> list[str]:
+    """Return a suite's [timing] table of the settings the search measured with that are
+    not the defaults (none where the plans differ: a suite has one [timing])."""
+    from cudabench.cli.suite import TIMING_KEYS
+    from cudabench.planning.timing import TimingPolicy
+
+    policies = {plan.timing for plan in plans}
+    if len(policies) != 1:
+        return []
+    policy, default = policies.pop(), TimingPolicy()
+    changed = [f"{key} = {getattr(policy, field)!r}" for key, field in TIMING_KEYS.items()
+               if getattr(policy, field) != getattr(default, field)]
+    return ["[timing]", *changed, ""] if changed else []
 
 
 def kernel_folders(choices: Sequence[Choice], plans: Sequence[Plan]) -> list[Path]:
