@@ -639,6 +639,9 @@ def test_folders_of_kernels_only_take_their_op_from_kernels_dir(use_fake, tmp_pa
     assert "softmax/naive" in done.stdout and "softmax/block_per_row" in done.stdout
     assert_usage(invoke(*sides, *quick, "--kernels-dir", tmp_path / "none"),
                  f"--kernels-dir {tmp_path / 'none'}: no such directory")
+    (tmp_path / "empty").mkdir()  # passed, exit 0: every other command refuses it
+    assert_usage(invoke(*sides, *quick, "--kernels-dir", tmp_path / "empty"),
+                 f"--kernels-dir {tmp_path / 'empty'}: holds no kernel")
 
 
 def test_an_op_folder_one_level_down_with_its_kernels_beside_it(use_fake, tmp_path):

@@ -57,16 +57,21 @@ def op_folders_below(folders: Iterable[Path]) -> list[Path]:
                               if path.parent not in given))
 
 
+def refuse_empty_folders(folders: Iterable[Path]) -> None:
+    """Refuse a --kernels-dir that holds no kernel and no op file: a folder given by
+    mistake, or kernels two levels down, said, not ignored."""
+    for folder in folders:
+        if not any(next(Path(folder).glob(pattern), None) is not None
+                   for pattern in ("*.cu", "*/*.cu", "*.py", "*/*.py")):
+            raise UsageError(f"--kernels-dir {folder}: holds no kernel (a .cu file in it or "
+                             "in a folder one level down) and no op file (.py)")
+
+
 def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     """Return {op: {variant: KernelVariant}} from the built-in and the user's folders."""
     folders = [builtin_kernels_dir(), *map(Path, extra_dirs)]
     check_folders(folders)
-    for folder in folders[1:]:
-        if not any(next(folder.glob(pattern), None) is not None
-                   for pattern in ("*.cu", "*/*.cu", "*.py", "*/*.py")):
-            # a folder given by mistake, or kernels two levels down: said, not ignored
-            raise UsageError(f"--kernels-dir {folder}: holds no kernel (a .cu file in it or "
-                             "in a folder one level down) and no op file (.py)")
+    refuse_empty_folders(folders[1:])
     ops = load_ops(folders[1:])
     catalog: Catalog = {op: {} for op in ops}
     seen: set[Path] = set()

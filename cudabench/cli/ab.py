@@ -27,7 +27,12 @@ from cudabench.analysis.ab import (
 )
 from cudabench.analysis.verdicts import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
-from cudabench.catalog.discovery import check_folders, kernel_files, op_folders_below
+from cudabench.catalog.discovery import (
+    check_folders,
+    kernel_files,
+    op_folders_below,
+    refuse_empty_folders,
+)
 from cudabench.common.infiles import not_a_folder
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.cli.options import l2_flush_option, parse_params
@@ -175,6 +180,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     if samples < 3:
         raise UsageError(f"--samples {samples}: at least 3, for a round's median to mean much")
     check_folders(kernels_dirs)
+    refuse_empty_folders(kernels_dirs)  # one given by mistake: said, as every command does
     sides = (folder_side("A", old_dir, "OLD_DIR", kernels_dirs),
              folder_side("B", new_dir, "NEW_DIR", kernels_dirs))
     # A fixed count per round (min = max), so that each round weighs the same; a kernel too
