@@ -395,16 +395,23 @@ def test_a_suite_with_a_byte_order_mark_loads(tmp_path):
     # blamed on the suite: "s.toml: benchmark[0] ...: kernels_dirs /nonexistent: no such"
     (["run", "SUITE", "--kernels-dir", "NOWHERE"], "--kernels-dir NOWHERE: "),
     (["calibrate", "SUITE", "--kernels-dir", "NOWHERE"], "--kernels-dir NOWHERE: "),
+    # an empty folder: "s.toml: benchmark[0] ...: kernels_dirs EMPTY: holds no kernel"
+    (["run", "SUITE", "--kernels-dir", "EMPTY"], "error: --kernels-dir EMPTY: holds no kernel"),
+    (["calibrate", "SUITE", "--kernels-dir", "EMPTY"],
+     "error: --kernels-dir EMPTY: holds no kernel"),
 ])
 def test_a_suite_command_s_flags_are_named_before_its_suite_is_read(no_gpu_work, tmp_path,
                                                                    monkeypatch, args, says):
     monkeypatch.chdir(tmp_path)  # no suite here
     suite = tmp_path / "s.toml"
     suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\n')
-    names = {"SUITE": str(suite), "NOWHERE": str(tmp_path / "nowhere")}
+    (tmp_path / "empty").mkdir()
+    names = {"SUITE": str(suite), "NOWHERE": str(tmp_path / "nowhere"),
+             "EMPTY": str(tmp_path / "empty")}
     done = invoke(*[names.get(a, a) for a in args])
     clean(done)
-    expected = says.replace("SUITE", str(suite)).replace("NOWHERE", names["NOWHERE"])
+    expected = says.replace("SUITE", str(suite)).replace("NOWHERE", names["NOWHERE"]).replace(
+        "EMPTY", names["EMPTY"])
     assert expected in " ".join(done.stderr.split()), done.stderr
 
 

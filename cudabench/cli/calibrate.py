@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from cudabench.catalog.discovery import check_folders
+from cudabench.catalog.discovery import check_folders, refuse_empty_folders
 from cudabench.cli import commands
 from cudabench.cli.commands import RUNS_DIR, run_and_render
 from cudabench.cli.options import Outputs, suite_flush_option, with_flush
@@ -43,6 +43,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     """Run a suite several times into the history store, then show each benchmark's
     between-run spread and the gate `compare --threshold auto` will use."""
     check_folders(kernels_dirs)  # named as the flag, not as the suite's kernels_dirs
+    refuse_empty_folders(kernels_dirs)
     path = config or find_config(Path.cwd())
     store_path = db or default_store()
     requests = [dataclasses.replace(request, insight=Insight(vendor=True, batch=False))

@@ -29,7 +29,7 @@ from cudabench.cli.options import (
     suite_flush_option,
     with_flush,
 )
-from cudabench.catalog.discovery import check_folders
+from cudabench.catalog.discovery import check_folders, refuse_empty_folders
 from cudabench.cli.stopped import RowsSoFar, keep_reports
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.flag_terms import RUN_SUITE_KEYS, live
@@ -666,6 +666,7 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
     # the flags first: `run --energy SUITE` took the suite for --energy's seconds, and a
     # --kernels-dir that is no folder was blamed on the suite's kernels_dirs
     check_folders(kernels_dirs)
+    refuse_empty_folders(kernels_dirs)
     chosen = build_insight(insight)
     path = config or find_config(Path.cwd())
     # --writeback times what a cold sample leaves for the next flush: a hot entry has none
