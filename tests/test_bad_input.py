@@ -451,6 +451,11 @@ def test_a_history_store_variable_naming_a_folder_is_refused(use_fake, tmp_path,
     done = CliRunner().invoke(cli, ["dot", "--size", "100", "--record"])
     assert done.exit_code == 2 and "CUDABENCH_HISTORY_DB=" in done.stderr, done.output
     assert "names a folder" in done.stderr and not (tmp_path / "store").exists()
+    monkeypatch.setenv("CUDABENCH_HISTORY_DB", str(tmp_path))  # "...; pass --db with a file"
+    done = CliRunner().invoke(cli, ["history", "show"])
+    assert done.exit_code == 2, done.output
+    assert f"CUDABENCH_HISTORY_DB={tmp_path}: is a folder, not a history store; set it to a " \
+        "file" in " ".join(done.stderr.split())
 
 
 def test_a_bad_history_store_variable_stops_only_the_runs_that_use_the_store(use_fake,

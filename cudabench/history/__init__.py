@@ -26,4 +26,7 @@ def default_store() -> Path:
     why = names_a_folder(chosen)
     if why is not None:  # `store/` made a file named store
         raise UsageError(f"{STORE_VARIABLE}={why}")
+    if Path(chosen).is_dir():  # said as the variable: "/tmp: is a folder ... pass --db"
+        raise UsageError(f"{STORE_VARIABLE}={chosen}: is a folder, not a history store; set "
+                         "it to a file (or pass --db)")
     return Path(chosen)
