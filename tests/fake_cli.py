@@ -10,7 +10,7 @@ few hundred a side outruns the fake GPU's 1.5 TFLOP/s roof and its rows read SUS
 
 import os
 
-from cudabench.cli import commands
+from cudabench.cli import commands, early
 from cudabench.engines.fake_engine import FakeSpec
 from cudabench.entry import main  # the console script's: its SIGTERM handler too
 
@@ -22,4 +22,6 @@ if __name__ == "__main__":  # workers are spawned: they import this file, and mu
     seed = int(os.environ.get("FAKE_SEED", "0"))
     commands.engine_spec = lambda device: FakeSpec(device_index=device, device_count=gpus,
                                                    seed=seed)
+    # the worker a --keep-workers run starts before its commands are imported: fake too
+    early.early_spec = commands.engine_spec
     main()
