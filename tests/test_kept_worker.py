@@ -393,3 +393,33 @@ def test_a_run_where_no_worker_can_be_kept_says_so_once_and_runs(use_fake, monke
         assert load_results(tmp_path / "r.json").benchmarks
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_abandoning_a_kept_worker_that_serves_another_command_lets_it_be():
+    # Ctrl-C of a command waiting its turn on several GPUs SIGKILLed the kept worker that
+    # was serving another command: its run lost a row ("worker process died"), exit 2
+    from pathlib import Path
+
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.runner.kept_worker import KeptWorker
+
+    class Process:
+        killed = False
+
+        def kill(self):
+            self.killed = True
+
+    class Connection:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    worker = KeptWorker(FakeSpec(), [], 60.0)
+    process, connection = Process(), Connection()
+    worker._address, worker._process, worker._messages = Path("kept"), process, connection
+    worker.abandon()  # not yet serving this command: let go of, never killed
+    assert connection.closed and not process.killed
+    worker._served = True  # serving this command (stuck in its kernel): ended
+    worker.abandon()
+    assert process.killed

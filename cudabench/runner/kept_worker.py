@@ -194,6 +194,17 @@ class KeptWorker(Worker):
                 self._inbox.put(None)
         self._drop()
 
+    def abandon(self) -> None:
+        """Worker.abandon (Ctrl-C on several GPUs, a thread still running after the grace),
+        but a kept process that has not begun this command's session serves another
+        command: only let go of it (killing it broke that command's run)."""
+        if self._address is not None and not self._served:
+            with contextlib.suppress(Exception):
+                if self._messages is not None:
+                    self._messages.close()
+            return
+        super().abandon()
+
     def _discard(self) -> None:
         """End the kept process where it is serving this command (it failed, or is stuck in
         a kernel); where it never began to, it serves others: only let go of it."""
