@@ -675,3 +675,20 @@ def test_hot_with_the_memset_flush_is_a_usage_error(use_fake):
 @pytest.mark.parametrize("command", [["ab"], ["calibrate"], ["run"], ["dot"]])
 def test_every_measuring_command_takes_the_flush(command):
     assert "--l2-flush" in invoke(*command, "--help").output
+
+
+def test_a_worker_whose_command_is_gone_ends_quietly():
+    # the command killed (kill -9, a CI runner's end): each send of its worker raised
+    # BrokenPipeError, a traceback twice over in the terminal or CI log
+    import subprocess
+    import sys
+
+    script = ("import multiprocessing\n"
+              "from cudabench.runner.workers import _Sender\n"
+              "reader, writer = multiprocessing.Pipe(duplex=False)\n"
+              "reader.close()\n"
+              "_Sender(writer).put(('start', 1))\n"
+              "print('not reached')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -516,5 +516,10 @@ class _Sender:
         self.connection = connection
 
     def put(self, message: object) -> None:
-        """Send one message; it is in the pipe when this returns."""
-        self.connection.send(message)
+        """Send one message; it is in the pipe when this returns. Where the command is gone
+        (killed: the pipe is broken), end quietly: nobody reads the message, and a traceback
+        per send landed in the terminal or CI log of the killed command."""
+        try:
+            self.connection.send(message)
+        except (BrokenPipeError, ConnectionResetError):
+            os._exit(0)
