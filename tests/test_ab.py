@@ -299,6 +299,13 @@ def test_a_fix_much_slower_than_the_timed_wrong_kernel_it_replaces_is_slower():
     assert slow.ratio == pytest.approx(2.0)
     assert judge(wrong, [row(1e-3)] * 10).verdict is Verdict.FIXED
     assert judge(wrong, [row(1.03e-3)] * 10).verdict is Verdict.FIXED  # within drift
+    # A's worker killed in its 9th round (the machine, perhaps): 8 rounds timed before it,
+    # a 49% slower B passed as "fixed", exit 0
+    lost = dataclasses.replace(row(1e-3), samples_s=(), verification=None,
+                               error="its worker process died (exit code -9)")
+    died = judge([row(1e-3)] * 8 + [lost] * 2, [row(1.49e-3)] * 10)
+    assert died.verdict is Verdict.SLOWER, died.reason
+    assert died.reason.startswith("B passes (A ERROR: its worker process died")
     suspect = [dataclasses.replace(row(1e-3), suspect="beyond the roof")] * 10
     assert judge(suspect, [row(2e-3)] * 10).verdict is Verdict.FIXED  # no timing believed
 

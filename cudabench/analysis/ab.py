@@ -21,9 +21,9 @@ Verdict (compare's words), first rule that applies:
 - `missing`: B's copy was skipped (SKIP: its header asks for another GPU, say) where A's
   ran: as a variant B lacks, a regression unless allow_missing. Both skipped: `noisy`.
 - `fixed`: A's copy failed in some round and B's passed in all; but `slower` where A's
-  failures were FAILs (wrong results, timed as any row, in the first round: a FAIL is not
-  run again) and B's interval lies above 1 + max(threshold, compare's 5%), as `compare`
-  judges a fix against a timed FAIL.
+  timed rounds (its FAILs, timed as any row, and its passing rounds before an ERROR; a
+  failed copy is not run again) give an interval that lies above 1 + max(threshold,
+  compare's 5%), as `compare` judges a fix against a timed FAIL.
 - `noisy`: too few rounds with samples on both sides to make the interval.
 - `slower`: the whole interval lies above 1 + threshold. A regression.
 - `faster`: the whole interval lies below 1 - threshold.
@@ -223,11 +223,14 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
                                  "as a variant B lacks; --allow-missing passes it")
     if a_bad is not None:  # B passes, having run: not before the skips (a fix never ran)
         fix = f"B passes (A {a_bad.status.value}: {_failure(a_bad)})"
-        # A FAIL was timed as any row (its result was wrong, not its clock): as compare
-        # judges a fix, one much slower than the wrong kernel it replaces is `slower`. A
-        # FAIL is not run again in later rounds (its row repeated): the drift between
-        # rounds does not cancel, so only a change beyond compare's default is judged.
-        timed = all(row.status in (Status.PASS, Status.FAIL) for row in a_rounds)
+        # A FAIL was timed as any row (its result was wrong, not its clock), and so were
+        # A's rounds before an ERROR (a worker lost: perhaps the machine, not the kernel):
+        # as compare judges a fix, one much slower than the copy it replaces is `slower`.
+        # A failed copy is not run again in later rounds (its row repeated): the drift
+        # between rounds does not cancel, so only a change beyond compare's default is
+        # judged. A SUSPECT's timing is not believed.
+        timed = all(row.status in (Status.PASS, Status.FAIL) for row in a_rounds
+                    if row.samples_s)
         margin = max(threshold, FIX_THRESHOLD)
         if timed and ratio is not None and interval is not None \
                 and interval.low > 1 + margin:
