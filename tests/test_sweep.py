@@ -310,6 +310,9 @@ def test_a_best_run_stopped_head_to_head_says_so_in_the_markdown(use_fake, monke
     assert suite.read_text(encoding="utf-8") == \
         "# Written by cudabench --best: the last good suite\n"
     assert load_results(rows).metadata["complete"] is True  # the sweep itself completed
+    # said on the terminal too (stderr said only "interrupted")
+    assert f"stopped during --best's head-to-head re-measure: the run's rows are in {rows}; " \
+        f"no configuration was chosen, and {suite} is as it was" in " ".join(done.stderr.split())
 
 
 def test_best_out_is_kept_when_no_configuration_passes(use_fake, monkeypatch, tmp_path):

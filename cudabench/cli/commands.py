@@ -434,6 +434,7 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
                 choices, failed = best.choose(outcome, measured.plans, engine_spec(device),
                                               slots[:1] if slots else None)
             except KeyboardInterrupt:
+                note(best.stopped_note(measured.json_path, outputs.best_out))
                 # the report has the rows: say why it has no winners
                 if markdown and outputs.markdown_path is not None:
                     _write_report(outputs.markdown_path, markdown + best.STOPPED_MARKDOWN,

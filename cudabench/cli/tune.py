@@ -148,8 +148,13 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
     plans = [plan for found in found_all for plan in found.plans()]
     rerun = ((lambda solo: cluster.run(solo, spec, lambda row: None))
              if cluster is not None else None)
-    choices, failed = best.choose(RunOutcome(tuple(rows)), plans, spec,
-                                  slots[:1] if slots else None, rerun)
+    try:
+        choices, failed = best.choose(RunOutcome(tuple(rows)), plans, spec,
+                                      slots[:1] if slots else None, rerun)
+    except KeyboardInterrupt:  # the search's rows are written (and cached): say where
+        commands.note(best.stopped_note(outputs.json_path if write_error is None else None,
+                                        outputs.best_out))
+        raise
     for row in failed:  # wrong when measured again: FAIL in the file and the cache too
         for found in found_all:
             if any(r.variant == row.variant and tuple(r.shape) == tuple(row.shape)
