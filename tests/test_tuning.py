@@ -578,7 +578,7 @@ def test_the_op_fingerprint_covers_the_files_its_check_lives_in(tmp_path):
     assert op_fingerprint(OPS["matmul"]) == before
 
 
-@pytest.mark.parametrize("search", [(), ("--budget", "3")])
+@pytest.mark.parametrize("search", [(), ("--budget", "3"), ("--devices", "all")])
 def test_a_configuration_wrong_in_the_head_to_head_is_a_fail_in_every_file(tmp_path, search):
     # exit 3 and "FAIL when measured again head to head", but the results file, the CSV,
     # the history and the tuning cache kept it as a PASS (a later search took it again)
@@ -587,25 +587,32 @@ def test_a_configuration_wrong_in_the_head_to_head_is_a_fail_in_every_file(tmp_p
     import subprocess
     import sys
 
+    # on two GPUs the head-to-head runs on the first: a row of the second was kept PASS
     env = {**os.environ, "FLAKY_COUNT": str(tmp_path / "builds"),
-           "CUDABENCH_CACHE_DIR": str(tmp_path / "cache")}
+           "CUDABENCH_CACHE_DIR": str(tmp_path / "cache"), "FAKE_GPUS": "2",
+           "FLAKY_AFTER": "2" if "--devices" in search else "1"}
     flaky = [sys.executable, str(Path(__file__).parent / "flaky_cli.py"), "transpose",
              "--size", "512", "--variant", "naive", "-p", "TILE=8,16,32", "--max-time", "0.02",
              "--no-vendor", "--best", *search]
 
     def statuses(name: str) -> dict[int, str]:
         out = tmp_path / f"{name}.json"
-        csv = () if search else ("--csv", str(tmp_path / "r.csv"))  # a search takes none
+        searching = "--budget" in search
+        csv = () if searching else ("--csv", str(tmp_path / "r.csv"),  # a search takes none
+                                    "--markdown", str(tmp_path / "r.md"))
         done = subprocess.run([*flaky, "--json", str(out), *csv], env=env,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 3, done.stderr
         assert "TILE=8 512x512 float32: FAIL when measured again head to head" in done.stderr \
             or "3 from the tuning cache), 1 failed" in done.stderr, done.stderr
         rows = json.loads(out.read_text())["benchmarks"]
-        return {row["params"]["TILE"]: row["status"] for row in rows if row["params"]}
+        found = [(row["params"]["TILE"], row["status"]) for row in rows if row["params"]]
+        assert len(found) == 3, found  # one row each: no PASS of another GPU kept beside
+        return dict(found)
 
     assert statuses("first") == {8: "FAIL", 16: "PASS", 32: "PASS"}
-    if not search:
+    if "--budget" not in search:
         assert "FAIL" in (tmp_path / "r.csv").read_text()
+        assert "| TILE=8 | FAIL |" in (tmp_path / "r.md").read_text()  # the run's table too
     else:  # the cache's row for TILE=8 is the FAIL: a new search gives it no chance
         assert statuses("again") == {8: "FAIL", 16: "PASS", 32: "PASS"}

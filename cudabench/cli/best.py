@@ -23,7 +23,7 @@ from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, Run
 from cudabench.common.outfiles import WRITTEN_BY, EachWritten
 from cudabench.common.units import format_change, format_seconds, params_text, shape_text
 from cudabench.errors import ExitCode, UsageError
-from cudabench.results.rounds import identity
+from cudabench.results.rounds import identity, remeasured
 from cudabench.results.writer import ResultsWriter
 
 ROUNDS = 3  # interleaved rounds of the head-to-head
@@ -118,8 +118,8 @@ def with_failures(outcome: RunOutcome, failed: Sequence[BenchmarkResult]) -> Run
     """Return the run's rows with each configuration that failed its head-to-head as it
     failed there: a kernel seen giving a wrong result is FAIL in every output that keeps
     the run (results file, CSV, history), not only in the winners' table."""
-    again = {identity(row): row for row in failed}
-    kept = tuple(again.pop(identity(row), row) for row in outcome.results)
+    again = {remeasured(identity(row)): row for row in failed}  # on whichever GPU
+    kept = tuple(again.pop(remeasured(identity(row)), row) for row in outcome.results)
     return dataclasses.replace(outcome, results=kept + tuple(again.values()))
 
 

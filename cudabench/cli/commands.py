@@ -448,6 +448,10 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
                                                   measured.plans, unchosen, writes))
             if failed:  # a configuration wrong when measured again: FAIL in the files too
                 outcome = best.with_failures(outcome, failed)
+                if markdown:  # the run's tables say so too, above the winners
+                    from cudabench.render.markdown import run_to_markdown
+
+                    markdown = run_to_markdown(outcome)
                 if measured.json_path is not None:
                     writes.attempt(lambda: best.keep_failures(measured.writer, failed))
                 if outputs.csv_path is not None:

@@ -33,6 +33,13 @@ def identity(row: BenchmarkResult) -> tuple[Hashable, ...]:
     return (row.key, row.kind, device, row.l2_flush)
 
 
+def remeasured(key: tuple[Hashable, ...]) -> tuple[Hashable, ...]:
+    """Return an identity without its GPU: what a re-measure on another GPU (--best's
+    head-to-head) measured again."""
+    benchmark, kind, _, flush = key
+    return benchmark, kind, flush
+
+
 def pooled(rows: Sequence[BenchmarkResult]) -> BenchmarkResult:
     """Return the rounds' rows (in round order) as one row."""
     first = rows[0]

@@ -14,7 +14,7 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from cudabench.results.codec import (
     device_to_dict,
 )
 from cudabench.results.model import BenchmarkResult, DeviceInfo
-from cudabench.results.rounds import identity
+from cudabench.results.rounds import identity, remeasured
 
 
 
@@ -110,7 +110,7 @@ class ResultsWriter:
         self.benchmarks: list[dict[str, Any]] = []
         self._encoded: list[str] = []  # each benchmark's JSON text, made once
         # each benchmark's identity and rounds: a later round's row replaces its earlier one
-        self._rounds: list[tuple[object, int]] = []
+        self._rounds: list[tuple[tuple[Hashable, ...], int]] = []
 
     def start(self, engine_versions: Mapping[str, str]) -> None:
         """Record the engine's versions. Nothing is written yet: a run that measures
@@ -166,10 +166,12 @@ class ResultsWriter:
         self._rounds[at] = (identity(result), result.rounds)
 
     def put(self, result: BenchmarkResult) -> None:
-        """Put a row in the place of the row it measured again (the same benchmark, GPU
-        and flush: --best's head-to-head, whose wrong result is the configuration's
-        verdict), else add it; the file is written by the next write."""
-        again = [at for at, (key, _) in enumerate(self._rounds) if key == identity(result)]
+        """Put a row in the place of the row it measured again (the same benchmark and
+        flush, on whichever GPU: --best's head-to-head runs on the first of a search's
+        GPUs, and its wrong result is the configuration's verdict), else add it; the file
+        is written by the next write."""
+        again = [at for at, (key, _) in enumerate(self._rounds)
+                 if remeasured(key) == remeasured(identity(result))]
         if again:
             self.replace(again[-1], result)
         else:
