@@ -226,6 +226,13 @@ def test_a_gpu_that_cannot_be_opened_hands_its_work_to_the_others(use_fake, suit
     assert shown.exit_code == 0, shown.output
     assert "GPU 1 was given up" in " ".join(shown.stderr.split())
     assert "GPU 1 was given up" in (tmp_path / "r.md").read_text(encoding="utf-8")
+    page = invoke("report", out, "--html", tmp_path / "r.html")
+    assert page.exit_code == 0 and "GPU 1 was given up" in (tmp_path / "r.html").read_text()
+    # a `notes` field a person wrote, of another shape, is none of the run's: no refusal
+    edited = json.loads(out.read_text())
+    edited["notes"] = "after driver 550"
+    (tmp_path / "n.json").write_text(json.dumps(edited))
+    assert invoke("report", tmp_path / "n.json").exit_code == 0
 
 
 def test_a_replicated_run_s_rows_of_a_lost_gpu_say_so_in_their_caption(use_fake):

@@ -862,7 +862,7 @@ def test_a_failed_write_of_the_streamed_file_is_said_as_it_happens(use_fake, tmp
                                         # scripts, build files and configs: replaced
                                         ("--markdown", "build.sh"), ("--csv", "tsconfig.json"),
                                         ("--best-out", "Makefile"), ("--csv", ".gitignore"),
-                                        ("--markdown", "README.md"),
+                                        ("--markdown", "LICENSE"),
                                         ("--best-out", "CMakeLists.txt")])
 def test_no_output_replaces_a_user_s_code_or_configuration(use_fake, tmp_path, flag, name):
     # --best-out's head says "paste into" a suite: pointed at one, it replaced it

@@ -37,11 +37,8 @@ def load_files(paths: Sequence[Path]) -> list[ResultsFile]:
 
 def outcome_of(files: Sequence[ResultsFile]) -> RunOutcome:
     """Return the files' benchmarks as one run; an incomplete file is noted."""
-    stopped = tuple(f"{f.path} is incomplete: its run stopped early" for f in files
-                    if f.metadata.get("complete") is False)
-    said = tuple(note for f in files for note in f.metadata.get("notes", ()))  # its run's
     return RunOutcome(tuple(r for f in files for r in f.benchmarks),
-                      tuple(dict.fromkeys(stopped + said)))
+                      tuple(dict.fromkeys(note for f in files for note in f.said)))
 
 
 def default_title(files: Sequence[ResultsFile]) -> str:

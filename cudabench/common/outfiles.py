@@ -203,11 +203,11 @@ SOURCE_SUFFIXES = CODE_SUFFIXES | {
     ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".mk", ".cmake", ".js", ".mjs", ".cjs", ".ts",
     ".jsx", ".tsx", ".rs", ".go", ".java", ".rb", ".pl", ".lua", ".jl", ".r", ".ipynb",
     ".cuf", ".f90", ".hip", ".sql", ".proto", ".gradle", ".in"}
-# Files known by name, whatever their suffix (Makefile, README.md: a --markdown README.md
-# meant for a summary): the project's own
+# Files known by their whole name: the project's own (a README.md is markdown, which a
+# --markdown may have written: not by name)
 SOURCE_NAMES = ("makefile", "gnumakefile", "dockerfile", "containerfile", "cmakelists.txt",
-                "readme", "license", "licence", "copying", "changelog", "contributing",
-                "notice", "authors", "codeowners", "jenkinsfile", "vagrantfile", "justfile")
+                "readme", "license", "licence", "copying", "notice", "authors", "codeowners",
+                "jenkinsfile", "vagrantfile", "justfile")
 WRITTEN_BY = "# Written by cudabench"  # the head of what --best-out writes (cli/best.py)
 
 
@@ -216,7 +216,7 @@ def _source(path: Path) -> str:
     (.toml)'), or '' (none, empty, or cudabench's own --best-out)."""
     name = path.name.lower()
     dotfile = name.startswith(".") and "." not in name[1:]  # .gitignore, .bashrc
-    named = any(name == known or name.startswith(known + ".") for known in SOURCE_NAMES)
+    named = name in SOURCE_NAMES
     if path.suffix.lower() not in SOURCE_SUFFIXES and not dotfile and not named:
         return ""
     try:

@@ -58,8 +58,7 @@ def report_html(files: Sequence[ResultsFile], title: str) -> str:
     # Several files: each row named by its file, so that a figure draws one series per
     # file (not a vertical line between two runs' points) and a diagnostic says whose it is.
     outcome = RunOutcome(tuple(rows_of(files)),
-                         tuple(f"{f.path} is incomplete: its run stopped early" for f in files
-                               if f.metadata.get("complete") is False))
+                         tuple(dict.fromkeys(note for f in files for note in f.said)))
     devices: dict[Any, DeviceInfo] = {}
     for f in files:
         for device in (*f.devices, *(r.device for r in f.benchmarks if r.device)):

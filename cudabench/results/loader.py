@@ -110,9 +110,6 @@ def load_results(path: Path | str) -> ResultsFile:
         benchmarks.append(benchmark_from_dict(entry, check.within(f"benchmarks[{i}]"), devices))
     # A gate reads `complete is False` as a crashed run: "false", 0 or null must not pass it
     check.expect(isinstance(data.get("complete", True), bool), "complete", "true or false")
-    notes = data.get("notes", [])  # report prints them
-    check.expect(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes",
-                 "a list of strings")
     metadata = printable({k: v for k, v in data.items() if k not in ("devices", "benchmarks")})
     return ResultsFile(str(path), metadata, devices, tuple(benchmarks),
                        schema_version=int(original["schema_version"]))

@@ -289,6 +289,17 @@ class ResultsFile:
     schema_version: int
 
     @property
+    def said(self) -> tuple[str, ...]:
+        """Return what a reader of the file's rows must be told: that its run stopped
+        early, and the notes the run kept (a GPU given up, variants left out; a `notes`
+        field of another shape, written by a person, is none of them)."""
+        stopped = ((f"{self.path} is incomplete: its run stopped early",)
+                   if self.metadata.get("complete") is False else ())
+        notes = self.metadata.get("notes")
+        kept = tuple(n for n in notes if isinstance(n, str)) if isinstance(notes, list) else ()
+        return stopped + kept
+
+    @property
     def gpu_name(self) -> str:
         """Return the GPU model name, models joined by ' + ' ('' when none is recorded)."""
         return " + ".join(sorted({device.name for device in self.devices}))
