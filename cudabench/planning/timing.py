@@ -71,14 +71,22 @@ class TimingPolicy:
             (self.warmup_s < self.timeout_s,
              f"--warmup {self.warmup_s:g} s: not under --timeout {self.timeout_s:g} s (a "
              "variant's warm-up runs within its timeout): lower it or raise --timeout"),
-            (self.max_time_s < self.timeout_s,
-             f"--max-time {self.max_time_s:g} s: not under --timeout {self.timeout_s:g} s (a "
-             "variant's samples are taken within its timeout): lower it or raise --timeout"),
+            (self.warmup_s + GPU_WORK_PER_SAMPLING_S * self.max_time_s < self.timeout_s,
+             f"--max-time {self.max_time_s:g} s: with --warmup {self.warmup_s:g} s a variant's "
+             f"GPU work (the warm-up, the samples, and the zero-input pass a quarter as "
+             f"long) may take {self.warmup_s + GPU_WORK_PER_SAMPLING_S * self.max_time_s:g} "
+             f"s, not under --timeout {self.timeout_s:g} s: lower --max-time or raise "
+             "--timeout"),
         ]
         for ok, message in checks:
             if not ok:
                 raise UsageError(message)
         return self
+
+
+# A variant's GPU work per second of --max-time: its samples, and the zero-input pass
+# (measure/sampling.py, a quarter of the budget); the watchdog's --timeout covers it all.
+GPU_WORK_PER_SAMPLING_S = 1.25
 
 
 class StopReason(str, enum.Enum):
