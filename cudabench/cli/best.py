@@ -183,11 +183,12 @@ STOPPED_MARKDOWN = ("\n- --best: stopped during the head-to-head re-measure, so 
                     "configuration was chosen; the rows above are as measured\n")
 
 
-def stopped_note(json_path: Path | None, best_out: Path | None) -> str:
+def stopped_note(json_path: Path | None, best_out: Path | None,
+                 elsewhere: str = "the rows are as the tables showed them") -> str:
     """Return what a Ctrl-C during the head-to-head leaves: the run's rows where they are
-    (its results file is complete), no winner chosen, --best-out as it was."""
-    kept = f"the run's rows are in {json_path}" if json_path is not None else \
-        "the rows are as the tables showed them"
+    (its results file is complete; else elsewhere says), no winner chosen, --best-out as
+    it was."""
+    kept = f"the run's rows are in {json_path}" if json_path is not None else elsewhere
     return (f"stopped during --best's head-to-head re-measure: {kept}; no configuration was "
             "chosen" + (f", and {best_out} is as it was" if best_out is not None else ""))
 

@@ -152,8 +152,11 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
         choices, failed = best.choose(RunOutcome(tuple(rows)), plans, spec,
                                       slots[:1] if slots else None, rerun)
     except KeyboardInterrupt:  # the search's rows are written (and cached): say where
-        commands.note(best.stopped_note(outputs.json_path if write_error is None else None,
-                                        outputs.best_out))
+        commands.note(best.stopped_note(
+            outputs.json_path if write_error is None else None, outputs.best_out,
+            "the configurations measured are in the tuning cache (the search run again "
+            "takes them)" if settings.use_cache else "the configurations measured are lost "
+            "(no --json, and --no-tune-cache)"))
         raise
     for row in failed:  # wrong when measured again: FAIL in the file and the cache too
         for found in found_all:
