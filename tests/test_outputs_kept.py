@@ -746,6 +746,23 @@ def test_ctrl_c_in_best_s_head_to_head_says_where_the_unrecorded_run_is(use_fake
     assert "not recorded: record them with `cudabench history import" in said, said
 
 
+def test_ctrl_c_in_a_search_s_head_to_head_says_where_its_configurations_are(
+        use_fake, tmp_path, monkeypatch):
+    # "the rows are as the tables showed them": a search shows no run tables
+    from cudabench.cli import best
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(best, "choose", stopped)
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    done = invoke("matmul", "--size", "32", *QUICK, "--variant", "naive", "-p", "TILE=8,16",
+                  "--best", "--budget", "2")
+    assert done.exit_code == 130, done.output
+    assert "stopped during --best's head-to-head re-measure: the configurations measured are " \
+        "in the tuning cache" in " ".join(done.stderr.split()), done.stderr
+
+
 @pytest.mark.parametrize("flag", ["--json", "--csv", "--markdown"])
 def test_an_output_naming_an_open_stream_is_refused(use_fake, tmp_path, flag):
     # `--markdown /dev/stderr 2>>ci.log`: /dev/stderr links to ci.log, which the output,
