@@ -63,11 +63,6 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--size", "1<<70"], "--size '1<<70': each extent must be at most 2^31-1"),
     # a timeout the warm-up and sampling fill: every variant killed, the kernel blamed
     (["dot", "--warmup", "5", "--timeout", "1"], "--warmup 5 s: not under --timeout 1 s"),
-    # a noisy kernel sampled up to --max-time was killed as a hang: TIMEOUT, exit 3
-    (["dot", "--max-time", "30", "--timeout", "2"], "--max-time 30 s: with --warmup 0.05 s a "
-     "variant's GPU work (the warm-up, the samples, and the zero-input pass a quarter as long) "
-     "may take 37.55 s, not under --timeout 2 s"),
-    (["dot", "--max-time", "0.9", "--warmup", "0", "--timeout", "1"], "may take 1.125 s"),
     (["ab", "A", "B", "--warmup", "1e12"], "--warmup 1e+12 s: not under --timeout 60 s"),
     (["ab", "A", "B", "--warmup", "nan"], "--warmup nan: must be a finite number"),
     # "sizes are positive integers such as 1000"

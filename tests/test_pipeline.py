@@ -20,14 +20,14 @@ from cudabench.cli import cli
 from cudabench.engines.fake_engine import FakeEngine, FakeSpec
 from cudabench.engines.fake_kernels import Fault
 from cudabench.measure.jobs import jobs_of
-from cudabench.runner.execute import run_jobs
-from cudabench.runner.pipeline import run_plans
+from cudabench.ops import OPS
 from cudabench.planning.plan import Insight, Request, make_plan
 from cudabench.planning.timing import TimingPolicy
-from cudabench.ops import OPS
 from cudabench.results import Kind, Status, load_results
 from cudabench.results.schema import validate
 from cudabench.results.writer import ResultsWriter
+from cudabench.runner.execute import run_jobs
+from cudabench.runner.pipeline import run_plans
 
 QUICK = TimingPolicy(warmup_s=0.0, min_samples=5, max_samples=60, max_time_s=0.05)
 QUICK_FLAGS = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05", "--no-vendor",
@@ -692,3 +692,18 @@ def test_a_worker_whose_command_is_gone_ends_quietly():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_sampling_ends_within_the_timeout_whatever_max_time_says(use_fake):
+    # a noisy, healthy kernel sampled to a --max-time near (or past) --timeout was killed
+    # as a hang: TIMEOUT, exit 3
+    from cudabench.planning.timing import TimingPolicy
+
+    assert TimingPolicy().sampling_budget_s == 1.0  # the default: --max-time itself
+    assert TimingPolicy(max_time_s=30, timeout_s=2).sampling_budget_s == pytest.approx(1.36)
+    done = invoke("dot", "--size", "1000", "--variant", "atomic", "--no-vendor", "--max-time",
+                  "30", "--timeout", "2", "--precision", "0.00001", "--max-samples", "100000000")
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.stderr.split())
+    assert "samples in the 1.36 s budget" in said and "raise --timeout, which holds " \
+        "--max-time under it" in said, said

@@ -496,7 +496,7 @@ def test_x(cudabench):
 def test_a_rounds_marker_and_a_timing_s_own_rounds_that_disagree_fail_the_test(pytester,
                                                                              monkeypatch):
     # the timing's rounds=2 won, though the marker's doc says its N rounds run
-    pytester.makepyfile(test_rounds="""
+    pytester.makepyfile(test_disagreeing_rounds="""
 import pytest
 from cudabench.api import TimingPolicy
 

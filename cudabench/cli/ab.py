@@ -184,11 +184,9 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     sides = (folder_side("A", old_dir, "OLD_DIR", kernels_dirs),
              folder_side("B", new_dir, "NEW_DIR", kernels_dirs))
     # A fixed count per round (min = max), so that each round weighs the same; a kernel too
-    # slow for it within the 1 s budget (less where --timeout leaves less beyond the
-    # warm-up: the samples must end inside it) stops at 5 samples (timing.collect's floor).
-    budget = min(1.0, max(timeout - warmup, 0.0) / 2) if timeout > warmup else 1.0
+    # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
     timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
-                          max_time_s=budget, timeout_s=timeout).validate()
+                          max_time_s=1.0, timeout_s=timeout).validate()
     if size is not None and len(expand_sizes(size)) > 1:  # the plan read "64,128" as one
         raise UsageError(f"--size {size}: ab measures one size; give a single one")
     base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,

@@ -216,7 +216,7 @@ def zero_input_note(engine: Engine, run: Run, plan: Plan, samples_s: tuple[float
     """
     upload_zeros()
     policy = dataclasses.replace(plan.timing, min_samples=min(plan.timing.min_samples, 10),
-                                 max_time_s=plan.timing.max_time_s / 4)
+                                 max_time_s=plan.timing.sampling_budget_s / 4)
     zeros = collect(lambda: engine.time_once(run, plan.flush), policy)
     kept_busy(engine)
     before, after = float(np.median(samples_s)), float(np.median(zeros.samples_s))

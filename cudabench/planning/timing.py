@@ -37,6 +37,14 @@ class TimingPolicy:
     # row and not the other.
     rounds: int = 1
 
+    @property
+    def sampling_budget_s(self) -> float:
+        """Return the seconds sampling may take: --max-time, held under what --timeout
+        leaves beside the warm-up and the other passes (a noisy, healthy kernel sampled to
+        a --max-time near the timeout was killed as a hang: TIMEOUT, exit 3)."""
+        room = (self.timeout_s - self.warmup_s - OTHER_GPU_WORK_S) / GPU_WORK_PER_SAMPLING_S
+        return max(min(self.max_time_s, room), 0.0)
+
     def validate(self) -> TimingPolicy:
         """Raise UsageError naming the flag of the first bad value; return self."""
         counts = {"--min-samples": self.min_samples, "--max-samples": self.max_samples}
@@ -66,17 +74,11 @@ class TimingPolicy:
              and 1 <= self.rounds <= MAX_ROUNDS,
              f"--rounds must be a whole number from 1 to {MAX_ROUNDS}"),
             # The warm-up runs whole, within a variant's timeout: one that fills it would kill
-            # every variant and blame the kernel. So would sampling up to a --max-time at
-            # the timeout (a noisy kernel spends it: TIMEOUT, exit 3, for a healthy one).
+            # every variant and blame the kernel. (--max-time is held under it as it runs:
+            # sampling_budget_s.)
             (self.warmup_s < self.timeout_s,
              f"--warmup {self.warmup_s:g} s: not under --timeout {self.timeout_s:g} s (a "
              "variant's warm-up runs within its timeout): lower it or raise --timeout"),
-            (self.warmup_s + GPU_WORK_PER_SAMPLING_S * self.max_time_s < self.timeout_s,
-             f"--max-time {self.max_time_s:g} s: with --warmup {self.warmup_s:g} s a variant's "
-             f"GPU work (the warm-up, the samples, and the zero-input pass a quarter as "
-             f"long) may take {self.warmup_s + GPU_WORK_PER_SAMPLING_S * self.max_time_s:g} "
-             f"s, not under --timeout {self.timeout_s:g} s: lower --max-time or raise "
-             "--timeout"),
         ]
         for ok, message in checks:
             if not ok:
@@ -84,9 +86,11 @@ class TimingPolicy:
         return self
 
 
-# A variant's GPU work per second of --max-time: its samples, and the zero-input pass
-# (measure/sampling.py, a quarter of the budget); the watchdog's --timeout covers it all.
+# A variant's GPU work per second of sampling: its samples, and the zero-input pass
+# (measure/sampling.py, a quarter of the budget); the watchdog's --timeout covers it all,
+# with the warm-up and the batch pass (at most a quarter second) on top.
 GPU_WORK_PER_SAMPLING_S = 1.25
+OTHER_GPU_WORK_S = 0.25
 
 
 class StopReason(str, enum.Enum):
@@ -136,7 +140,7 @@ def collect(
             next_check = n + max(1, n // 10)
         # The budget stops sampling only once a minimum exists, however slow the kernel:
         # fewer samples than that cannot be summarised or compared honestly.
-        if clock() - start >= policy.max_time_s and n >= min(policy.min_samples, 5):
+        if clock() - start >= policy.sampling_budget_s and n >= min(policy.min_samples, 5):
             return Sampling(tuple(samples), StopReason.BUDGET)
 
 
@@ -161,8 +165,11 @@ def measurement_warnings(
         known, target = _apart(reached, policy.precision)
         warnings.append(
             f"noisy: the median is known to ±{known}, not the ±{target} "
-            f"target, after {stats.count} samples in the {policy.max_time_s:g} s budget "
-            f"(spread {stats.spread:.1%}); raise --max-time, or check for other work on the GPU"
+            f"target, after {stats.count} samples in the {policy.sampling_budget_s:g} s budget "
+            f"(spread {stats.spread:.1%}); "
+            + ("raise --max-time, or check for other work on the GPU"
+               if policy.sampling_budget_s >= policy.max_time_s else
+               "raise --timeout, which holds --max-time under it")
         )
     if stats.median_s < 20e-6:
         warnings.append(
