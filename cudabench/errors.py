@@ -39,6 +39,10 @@ def stopped_code(stop: KeyboardInterrupt) -> ExitCode:
     return ExitCode.TERMINATED if _terminated(stop) else ExitCode.INTERRUPTED
 
 
+class WorkerStopped(SystemExit):
+    """A worker process ending on a signal (runner/workers.py): not an op's own exit."""
+
+
 class CudabenchError(Exception):
     """An error the user can fix; its message says what went wrong and how to fix it."""
 

@@ -950,3 +950,13 @@ def test_a_mistake_in_emulate_names_the_op_file(use_fake, tmp_path, fresh_ops):
     assert done.exit_code == 2, done.output
     assert f"{folder / 'myop.py'}: mycopy.emulate raised KeyError: 'oops'" in said, said
     assert "worker process failed" not in said
+
+
+def test_a_signal_ending_the_worker_in_op_code_is_not_blamed_on_the_op():
+    # the worker's SIGTERM handler raises SystemExit(143): "reference calls sys.exit(143)"
+    from cudabench.errors import WorkerStopped
+    from cudabench.ops.base import user_code
+    from cudabench.ops import get_op
+
+    with pytest.raises(WorkerStopped), user_code(get_op("dot"), "reference"):
+        raise WorkerStopped(143)

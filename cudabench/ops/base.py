@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
-from cudabench.errors import CudabenchError, OpFileError, UsageError
+from cudabench.errors import CudabenchError, OpFileError, UsageError, WorkerStopped
 from cudabench.ops.sizes import parse_dims
 from cudabench.ops.types import INT32_MAX, DType, TypeSet
 from cudabench.ops.vendor import VendorCall
@@ -35,7 +35,7 @@ def user_code(op: Op, what: str) -> Iterator[None]:
     refresh_builtins()
     try:
         yield
-    except CudabenchError:
+    except (CudabenchError, WorkerStopped):  # a signal ending the worker: not the op's
         raise
     except SystemExit as exc:  # not the user's Ctrl-C, but an op's exit: not a quiet rc 0
         origin = op.origin or type(op).__module__

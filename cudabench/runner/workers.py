@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cudabench.errors import CudabenchError, GpuEnvironmentError
+from cudabench.errors import CudabenchError, GpuEnvironmentError, WorkerStopped
 from cudabench.engines.protocol import EngineSpec
 from cudabench.measure.jobs import Job, error_row
 from cudabench.planning.plan import Plan
@@ -493,7 +493,7 @@ def _end_on_interrupt(signum: int, frame: object) -> None:
     """End the worker quietly (multiprocessing prints no traceback for SystemExit), its
     clean-ups running on the way (a compile's temporary files, a cache's part files): the
     parent, interrupted too, reports it."""
-    raise SystemExit(128 + signum)
+    raise WorkerStopped(128 + signum)
 
 
 def _exit_with_parent() -> None:
