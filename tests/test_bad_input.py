@@ -49,6 +49,7 @@ def clean(done, codes=(2,)) -> None:
      "one of this command's options: give --json its value first"),
     (["report", "r.json", "--markdown", "--html"], "--markdown --html: --markdown takes a "
      "value"),
+    (["dot", "--json", "--help"], "--json --help: --json takes a value"),  # ran, wrote ./--help
     (["matmul", "--seed", "-1"], "--seed -1: must be between 0"),
     (["dot", "--warmup", "inf"], "--warmup inf: must be a finite number"),
     (["dot", "--max-time", "nan"], "--max-time nan: must be a finite number"),

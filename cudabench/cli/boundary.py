@@ -107,7 +107,7 @@ def refuse_an_option_as_a_value(command: click.Command, args: list[str]) -> None
     the command's options: Click took it for the value (`--json --quiet` wrote the results
     to a file named --quiet, and --quiet was not applied). `--json=--quiet` is taken."""
     valued: set[str] = set()
-    names: set[str] = set()
+    names: set[str] = {"-h", "--help"}  # Click's own, not among the command's params
     for option in command.params:
         if isinstance(option, click.Option):
             names.update((*option.opts, *option.secondary_opts))
