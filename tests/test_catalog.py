@@ -174,6 +174,15 @@ def test_a_header_line_after_an_include_is_an_error(tmp_path, between):
     assert error.value.line == len(MATMUL_HEADER) + 2
 
 
+def test_a_comment_of_the_code_s_own_under_an_include_is_kept(tmp_path):
+    # `#include <cuda_fp16.h>` then `// run: one block per SM slice`: refused as a late
+    # header line, and moved up as told it was an invalid `run:` value
+    path = write_kernel(tmp_path, "v", [*MATMUL_HEADER, "#include <cuda_fp16.h>",
+                                        "// run: one block per SM slice, then an atomic",
+                                        "// description of the trick below"])
+    assert parse_header(path).name == "v"
+
+
 def test_comments_after_the_header_and_in_the_code_are_the_kernel_s_own(tmp_path):
     lines = [*MATMUL_HEADER, "", "// Measured: 0.97 of the copy; launch order: row-major"]
     path = write_kernel(tmp_path, "v", lines, body="int x;\n// dtypes: the code's own comment\n")

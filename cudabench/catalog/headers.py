@@ -72,15 +72,25 @@ _LATE_HEADER_LINE = re.compile(
     r"|tensor_map\s+[A-Za-z_]\w*\s*:)")
 
 
+# Under an #include or #define a comment is as likely the code's own (`// run: one block
+# per slice`): only a line a header would take as it is is refused there.
+_LATE_EXACT_LINE = re.compile(
+    r"^//\s*(?:run\s*:\s*on\s+request\s*$|arch\s*:\s*sm_\d+[a-z]?\s*$|constraint\s*:"
+    r"|param\s+[A-Za-z_]\w*\s*:\s*default\b|launch\s+[A-Za-z_]\w*\s*:\s*grid\b"
+    r"|tensor_map\s+[A-Za-z_]\w*\s*:|dtypes\s*:\s*(?:float|int|bfloat)\w*\s*(?:,|$))")
+
+
 def _refuse_header_lines_after(path: Path, lines: Sequence[str], header_end: int) -> None:
     """Raise KernelFileError for a header line in the comments that follow the header
     before the code (a blank line or an #include ends the header: what comes after it was
     ignored)."""
+    preprocessed = False  # past an #include or #define
     for number, line in enumerate(lines[header_end:], start=header_end + 1):
         stripped = line.strip()
         if stripped and not stripped.startswith(("//", "#")):
             return  # the code: comments inside it are the kernel's own
-        if _LATE_HEADER_LINE.match(stripped):
+        preprocessed = preprocessed or stripped.startswith("#")
+        if (_LATE_EXACT_LINE if preprocessed else _LATE_HEADER_LINE).match(stripped):
             raise KernelFileError(
                 path, number, f"{stripped!r} comes after the header's end (line "
                 f"{header_end + 1}, the first line that is not a // comment): the header is "
