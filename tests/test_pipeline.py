@@ -707,3 +707,5 @@ def test_sampling_ends_within_the_timeout_whatever_max_time_says(use_fake):
     said = " ".join(done.stderr.split())
     assert "samples in the 1.36 s budget" in said and "raise --timeout, which holds " \
         "--max-time under it" in said, said
+    planned = invoke("dot", "--dry-run", "--max-time", "30", "--timeout", "2")
+    assert "or after 1.36 s (--max-time, held under --timeout)" in planned.stdout

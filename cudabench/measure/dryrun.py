@@ -88,7 +88,9 @@ def timing_lines(plans: Sequence[Plan]) -> list[str]:
                   "afresh, pooled" if t.rounds > 1 else "")
         text = (f"warm-up {t.warmup_s:g} s; {t.min_samples}-{t.max_samples} samples a "
                 f"variant, until the median is known to ±{t.precision:.2%} or after "
-                f"{t.max_time_s:g} s; {flush}{rounds}")
+                f"{t.sampling_budget_s:g} s"
+                + (" (--max-time, held under --timeout)"
+                   if t.sampling_budget_s < t.max_time_s else "") + f"; {flush}{rounds}")
         ways.setdefault(text, []).append(f"{plan.op.name} {shape_text(plan.shape)}")
     if len(ways) == 1:
         return [f"timing: {text}" for text in ways]
