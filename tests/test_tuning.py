@@ -116,6 +116,9 @@ def test_defaults_that_break_a_constraint_name_the_header_to_fix(kernels):
     assert str(error.value).startswith(f"{path}:6: matmul/tune with BM=32 BN=32 SPLIT=1 "
                                        "breaks the header's constraint `BM * BN <= 512`; those "
                                        "are the header's defaults: fix them"), error.value
+    with pytest.raises(UsageError, match="those are the header's defaults"):  # SPLIT is none
+        make_plan(Request("matmul", size="64", variants=("tune",), kernels_dirs=(kernels,),
+                          params={"SPLIT": 2}))
 
 
 @pytest.mark.parametrize("line", ["// constraint: BM +", "// constraint: BM * 2",

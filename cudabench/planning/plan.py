@@ -320,7 +320,8 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     variables = header_variables(op, shape, types, params, sm_count=1)
     broken = variant.violated(variables)
     if broken is not None:
-        asked = any(spec.name in request.params for spec in variant.params)
+        # the constraint's own parameters given: the caller's choice; else its defaults
+        asked = any(name in request.params for name in names_in((broken.condition,)))
         raise UsageError(f"{variant.path}:{broken.line}: {where} breaks the header's constraint "
                          f"`{broken.text}`; " + ("choose other parameters" if asked else
                                                  "those are the header's defaults: fix them or "
