@@ -235,7 +235,7 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
         if timed and ratio is not None and interval is not None \
                 and interval.low > 1 + margin:
             return Verdict.SLOWER, (f"{fix}, but {_timing(ratio, interval, margin)[1]} (A's "
-                                    "wrong copy was timed in its first round only)")
+                                    "copy was not run again after it failed)")
         return Verdict.FIXED, fix
     if b_skip is not None:
         return Verdict.NOISY, f"neither copy was run ({b_skip.skipped}): nothing to judge"

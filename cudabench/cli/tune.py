@@ -159,11 +159,7 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
             "(no --json, and --no-tune-cache)"))
         raise
     for row in failed:  # wrong when measured again: FAIL in the file and the cache too
-        for found in found_all:
-            if any(r.variant == row.variant and tuple(r.shape) == tuple(row.shape)
-                   and r.dtype == row.dtype and r.hot == row.hot for r in found.rows.values()):
-                remember(found.space, settings, row)
-                break
+        remember([found.space for found in found_all], settings, row)
     if failed and writer is not None and write_error is None:
         try:
             best.keep_failures(writer, failed)

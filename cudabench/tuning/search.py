@@ -16,7 +16,7 @@ from cudabench.planning.plan import Plan
 from cudabench.results.model import BenchmarkResult, RunOutcome, Status
 from cudabench.tuning.budget import Budget
 from cudabench.ops.fingerprint import op_fingerprint
-from cudabench.tuning.cache import Key, TuneCache, cache_path, config_key
+from cudabench.tuning.cache import Key, TuneCache, cache_path, config_key, search_of
 from cudabench.tuning.space import Space
 from cudabench.tuning.strategies import make_strategy
 
@@ -79,19 +79,12 @@ def search(space: Space, settings: Settings, run: Run, model: str | None,
     if not space.plans:
         return found
     strategy = make_strategy(settings.strategy, space, settings.seed, total)
-    plan = space.plans[0]
-    variant = plan.variants[0].variant
     caches: dict[str, TuneCache] = {}
     known: dict[Key, BenchmarkResult] = {}
 
     def cache_of(name: str) -> TuneCache:
         if name not in caches:
-            path = (cache_path(space.op, variant, tuple(plan.shape), plan.dtype.name,
-                               plan.hot, name, settings.cache_root,
-                               {**measuring_of(plan), **dict(settings.environment)})
-                    if settings.use_cache else None)
-            caches[name] = TuneCache(path, (space.op, variant.name, tuple(plan.shape),
-                                            plan.dtype.name, plan.hot))
+            caches[name] = tune_cache(space, settings, name)
         return caches[name]
 
     if model is not None:
@@ -150,18 +143,30 @@ def search(space: Space, settings: Settings, run: Run, model: str | None,
     return found
 
 
-def remember(space: Space, settings: Settings, row: BenchmarkResult) -> None:
-    """Append a row measured outside the search to its cache (--best's head-to-head: a
-    configuration wrong when measured again is no candidate of a later search either)."""
-    if not settings.use_cache or row.device is None or not space.plans:
-        return
+def searched(space: Space) -> tuple[object, ...]:
+    """Return which search a space is, as its rows say it (cache.search_of)."""
     plan = space.plans[0]
-    variant = plan.variants[0].variant
-    path = cache_path(space.op, variant, tuple(plan.shape), plan.dtype.name, plan.hot,
-                      row.device.name, settings.cache_root,
-                      {**measuring_of(plan), **dict(settings.environment)})
-    TuneCache(path, (space.op, variant.name, tuple(plan.shape), plan.dtype.name,
-                     plan.hot)).add(row)
+    return (space.op, plan.variants[0].variant.name, tuple(plan.shape), plan.dtype.name,
+            plan.hot)
+
+
+def tune_cache(space: Space, settings: Settings, gpu: str) -> TuneCache:
+    """Return the cache of a space's search on a GPU model (no file: settings say none)."""
+    plan = space.plans[0]
+    path = (cache_path(space.op, plan.variants[0].variant, tuple(plan.shape), plan.dtype.name,
+                       plan.hot, gpu, settings.cache_root,
+                       {**measuring_of(plan), **dict(settings.environment)})
+            if settings.use_cache else None)
+    return TuneCache(path, searched(space))
+
+
+def remember(spaces: Sequence[Space], settings: Settings, row: BenchmarkResult) -> None:
+    """Append a row measured outside the searches (--best's head-to-head: a configuration
+    wrong when measured again is no candidate of a later search either) to the cache of
+    the search it belongs to."""
+    space = next((s for s in spaces if s.plans and searched(s) == search_of(row)), None)
+    if space is not None and row.device is not None:
+        tune_cache(space, settings, row.device.name).add(row)
 
 
 def order_of(found: Found) -> list[BenchmarkResult]:
