@@ -483,7 +483,7 @@ def test_record_checks_everything_before_it_writes_a_file_and_prints_nothing(
         cb.Results(()).record(tmp_path / "e.db")
     results = run_tiled()
     capsys.readouterr()
-    with pytest.raises(CudabenchError, match="is a folder, not a history store; pass db "):
+    with pytest.raises(CudabenchError, match="is a folder, not a history store; pass the db argument "):
         results.record(tmp_path / "folder")
     with pytest.raises(CudabenchError, match="not a cudabench history store"):
         results.record(tmp_path / "notes.txt")
@@ -795,3 +795,22 @@ def test_a_note_printed_during_a_run_names_run_s_arguments(use_fake, tmp_path, m
     cb.run("matmul", variants=["naive"], size=64, vendor=False, timing=FAST, json=out)
     said = " ".join(capsys.readouterr().err.split())
     assert f"note: json {out}: cannot write: No space left on device" in said, said
+
+
+def test_on_request_variants_are_asked_for_in_python_terms(use_fake, tmp_path, capsys):
+    # the note said "--variant NAME or --variant all" renamed flag for flag: "variants NAME
+    # or variants all", no Python a caller could write
+    results = cb.run("dot", size=4096)
+    note = next(n for n in str(results).splitlines() if "run on request" in n)
+    assert 'variants="NAME" or variants="all"' in note, note
+    assert "--variant" not in note
+    assert "--variant NAME" in results.notes[0]  # the results file's text: the command's
+    everything = cb.run("dot", size=4096, variants="all")
+    assert {row.variant for row in everything} > {row.variant for row in results}
+
+
+def test_a_store_variable_naming_a_folder_names_the_db_argument(tmp_path, monkeypatch,
+                                                                 use_fake):
+    monkeypatch.setenv("CUDABENCH_HISTORY_DB", str(tmp_path))
+    with pytest.raises(UsageError, match=r"\(or pass the db argument\)"):
+        run_tiled().record()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from cudabench.analysis.compare import benchmark_text, twice_on_one_gpu
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
-from cudabench.api.terms import outcome_shown, python_terms, switch, terms_of
+from cudabench.api.terms import DB_ARGUMENT, outcome_shown, python_terms, switch, terms_of
 from cudabench.common.outfiles import check_output, names_a_folder
 from cudabench.errors import CudabenchError, ExitCode, UsageError
 from cudabench.render import terminal
@@ -224,8 +224,8 @@ class Results(Sequence[BenchmarkResult]):
         recorded file."""
         from cudabench.history import default_store
 
-        store = as_path(db, "record(db)") if db is not None else default_store()
-        with python_terms({"--db": "db"}):
+        with python_terms({"--db": DB_ARGUMENT}):  # the variable's errors, too
+            store = as_path(db, "record(db)") if db is not None else default_store()
             return record_as(self, store)
 
     def _recorded_file(self, store: Path) -> Path | None:

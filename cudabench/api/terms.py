@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from cudabench.analysis.verdicts import Comparison
 from cudabench.common.flag_terms import LIVE_TERMS, SUITE_KEYS, rename_flags
 from cudabench.errors import CudabenchError, UsageError
+from cudabench.catalog import ALL_VARIANTS
 from cudabench.results.model import BenchmarkResult, RunOutcome
 
 # The command's flags as the arguments of run() and TimingPolicy name them: the checks are
@@ -26,9 +27,11 @@ RUN_ARGUMENTS = {
     "--max-time": "TimingPolicy.max_time_s", "--timeout": "TimingPolicy.timeout_s",
     "--compile-timeout": "TimingPolicy.compile_timeout_s", "--rounds": "TimingPolicy.rounds",
 }
+# "pass --db with another path": a Python caller passes the argument, not a flag.
+DB_ARGUMENT = "the db argument"
 # compare's checks are the command's: its flags as compare()'s arguments name them.
 COMPARE_ARGUMENTS = {"--threshold": "threshold", "--max-threshold": "max_threshold",
-                     "--alpha": "alpha", "--db": "db", "--allow-missing": "allow_missing=True",
+                     "--alpha": "alpha", "--db": DB_ARGUMENT, "--allow-missing": "allow_missing=True",
                      "--allow-different-gpu": "allow_different_gpu=True"}
 # What the rows' warnings and notes, shown to a Python caller, name in place of a flag: a
 # warning's "drop --hot" is run()'s hot=True, its "raise --max-time" the TimingPolicy's,
@@ -49,13 +52,25 @@ def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
     except CudabenchError as exc:
         text = str(exc)
         # a Python caller has no --help to see: the docstrings and docs/python.md
-        named = rename_flags(text.replace(" (see --help)", ""), arguments)
+        named = rename_flags(_phrased(text.replace(" (see --help)", "")), arguments)
         if named == text:
             raise
         exc.args = (named,)  # the same error, in Python's terms: its type and fields kept
         raise exc from None
     finally:
         LIVE_TERMS.reset(token)
+
+
+# Whole phrases a flag-for-flag rename would garble: "--variant NAME or --variant all" is
+# not "variants NAME or variants all" in Python.
+_PHRASES = {f"--variant NAME or --variant {ALL_VARIANTS}":
+            f'variants="NAME" or variants="{ALL_VARIANTS}"'}
+
+
+def _phrased(text: str) -> str:
+    for phrase, python in _PHRASES.items():
+        text = text.replace(phrase, python)
+    return text
 
 
 def switch(value: object, name: str) -> bool:
@@ -79,7 +94,7 @@ def terms_of(command: Sequence[str]) -> Mapping[str, str]:
 
 def said(text: str, terms: Mapping[str, str] = SHOWN) -> str:
     """Return a message of the commands' with the flags it names in Python's terms."""
-    return rename_flags(text, terms)
+    return rename_flags(_phrased(text) if terms is not SUITE_SHOWN else text, terms)
 
 
 def outcome_shown(outcome: RunOutcome, terms: Mapping[str, str] = SHOWN) -> RunOutcome:
