@@ -857,6 +857,10 @@ def test_a_search_whose_every_row_is_the_cache_s_says_so(tmp_path):
     said = " ".join(done.stderr.split())
     assert f"every row of {second} is one of {first}'s, written again from the tuning " \
            "cache: its search measured nothing; run it with --no-tune-cache" in said, said
+    import cudabench.api as cb  # the same files loaded: "the same run" said no more
+    with pytest.raises(UsageError, match="every row of current is one of baseline's, "
+                                         "written again from the tuning cache"):
+        cb.compare(cb.load(first), cb.load(second))
 
 
 def test_compare_command_flags(tmp_path):

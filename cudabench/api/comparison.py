@@ -146,13 +146,20 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
     threshold = threshold if isinstance(threshold, str) else float(threshold)
     max_threshold = max_threshold if isinstance(max_threshold, str) else str(float(max_threshold))
     alpha = float(alpha)
-    from cudabench.cli.compare import check_thresholds, judge, refuse_the_same_run
+    from cudabench.cli.compare import (
+        check_thresholds,
+        judge,
+        refuse_a_cached_search,
+        refuse_the_same_run,
+    )
 
     check_thresholds(str(threshold), str(max_threshold))  # named before files are read
     files = _file(baseline, "baseline"), _file(current, "current")
     if isinstance(baseline, (str, os.PathLike)) and isinstance(current, (str, os.PathLike)):
         refuse_the_same_run(Path(baseline), Path(current), files)  # as the command does
     elif baseline is current or same_run(*files):
+        if baseline is not current:  # two loads of one search's files
+            refuse_a_cached_search("baseline", "current", files[1])
         # a run compared with itself, its own file, or a copy (raw samples and all: no
         # two runs on a GPU give the same)
         raise UsageError("baseline and current are the same run: compare a new run with a "

@@ -108,10 +108,7 @@ def refuse_the_same_run(baseline: Path, current: Path,
     if same or (regular and baseline.read_bytes() == current.read_bytes()):
         what = "the same file" if same else "copies of one file, byte for byte"
     elif loaded is not None and same_run(*loaded):
-        if may_hold_cached_rows(loaded[1]):  # a new search, every row the cache's
-            raise UsageError(f"every row of {current} is one of {baseline}'s, written again "
-                             "from the tuning cache: its search measured nothing; run it "
-                             "with --no-tune-cache for rows measured now")
+        refuse_a_cached_search(str(baseline), str(current), loaded[1])
         # in any order, whatever else was edited (a warning, a note): raw samples never
         # repeat to the last bit in a new run
         what = "copies of one run (the same rows and raw samples)"
@@ -119,6 +116,15 @@ def refuse_the_same_run(baseline: Path, current: Path,
         return
     raise UsageError(f"{baseline} and {current} are {what}: the current file must come "
                      "from a new run (check the paths the CI job passes)")
+
+
+def refuse_a_cached_search(baseline: str, current: str, loaded: ResultsFile) -> None:
+    """Refuse a current file of the baseline's rows that a search wrote again from the
+    tuning cache (a new search, every row the cache's), saying so: not a copied file."""
+    if may_hold_cached_rows(loaded):
+        raise UsageError(f"every row of {current} is one of {baseline}'s, written again "
+                         "from the tuning cache: its search measured nothing; run it "
+                         "with --no-tune-cache for rows measured now")
 
 
 def refuse_idle_cap(threshold: str) -> None:
