@@ -122,7 +122,7 @@ def test_a_run_that_measures_nothing_keeps_an_existing_results_file(use_fake, tm
     done = invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws",
                   *QUICK, "--json", tmp_path / "keep.json")
     assert done.exit_code == 2, done.output  # nothing ran
-    assert "nothing was measured (no row has samples)" in done.stderr
+    assert "nothing was measured (no kernel's row has samples)" in done.stderr
     unchanged(kept)
     assert not (tmp_path / "keep.json.partial").exists()
     # --record: the kept file is an earlier run's; nothing of this one is recorded
@@ -140,6 +140,15 @@ def test_a_run_that_measures_nothing_keeps_an_existing_results_file(use_fake, tm
     assert f"--markdown {tmp_path / 'keep.md'} is as it was" in said
     assert f"--csv {tmp_path / 'keep.csv'} is as it was" in said
     unchanged(reports)
+    # the copy and cuBLAS rows measured beside the SKIPped kernels are no run of them: the
+    # files of the last run were replaced by them (and recorded)
+    beside = tuple(word for word in QUICK if word != "--no-vendor")
+    done = invoke("dot", "--size", "4096", "--variant", "bulk", *beside, "--json",
+                  tmp_path / "keep.json", "--markdown", tmp_path / "keep.md", "--csv",
+                  tmp_path / "keep.csv", "--record", "--db", db)
+    assert done.exit_code == 2, done.output
+    assert "nothing recorded" in done.stderr and not db.exists(), done.output
+    unchanged(kept | reports)
     fresh = tmp_path / "fresh.md"  # no file before: the SKIP rows are what the run has
     invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws", *QUICK,
            "--markdown", fresh)

@@ -366,15 +366,15 @@ def _write_report(path: Path, text: str, flag: str, outcome: RunOutcome) -> None
     """Write a report of the run, unless the run measured nothing and the file exists: a
     table of SKIP rows must not replace the last run's, as the results file is kept."""
     if _keeps_report(path, outcome):
-        note(f"nothing was measured (no row has samples): {flag} {path} is as it was")
+        note(f"nothing was measured (no kernel's row has samples): {flag} {path} is as it was")
         return
     write_text(path, text, flag)
 
 
 def _keeps_report(path: Path, outcome: RunOutcome) -> bool:
     """Return whether a report at path is kept as it was: it exists, and the run measured
-    nothing (no row has samples)."""
-    return path.exists() and not any(r.samples_s for r in outcome.results)
+    nothing (no kernel's row has samples)."""
+    return path.exists() and not outcome.measured_something
 
 
 def show(measured: Measured, device: int, outputs: Outputs) -> int:

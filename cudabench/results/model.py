@@ -266,6 +266,14 @@ class RunOutcome:
             Status.SKIP}
 
     @property
+    def measured_something(self) -> bool:
+        """Return whether a row the run is about holds samples: a kernel's where it has
+        kernel rows (not the cuBLAS or copy row measured beside them), else any row's. A
+        run that did not leaves the reports of an earlier run as they were."""
+        kernels = [r for r in self.results if r.kind is Kind.VARIANT]
+        return any(r.samples_s for r in (kernels or self.results))
+
+    @property
     def exit_code(self) -> ExitCode:
         """Return 2 if a row could not be compiled or run or nothing at all was measured
         (every row SKIP: no GPU it can run on, no CUDA Python...), 3 if one failed or

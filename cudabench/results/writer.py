@@ -33,7 +33,7 @@ from cudabench.results.codec import (
     benchmark_to_dict,
     device_to_dict,
 )
-from cudabench.results.model import BenchmarkResult, DeviceInfo
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind
 from cudabench.results.rounds import identity, remeasured
 
 
@@ -89,7 +89,8 @@ class ResultsWriter:
                              "stopped; move it away or delete it first")
         self.written = 0  # rows in the file at streams_to (what a stopped run left there)
         self.stream_error: str | None = None  # why the last write failed (a full disk)
-        self.measured = False  # whether any row holds samples (a run of SKIPs holds none)
+        # Which rows hold samples, for `measured` (a run of SKIPs holds none)
+        self._kernel_rows = self._kernel_sampled = self._any_sampled = False
         # A run that measured nothing leaves an existing file (a command's output); an
         # explicit export (Results.to_json) writes whatever it is given.
         self.keep_unmeasured = keep_unmeasured
@@ -193,8 +194,18 @@ class ResultsWriter:
             index = known.index(result.device.identity)
         row = benchmark_to_dict(result, index)
         text = json.dumps(row, indent=1, allow_nan=False)
-        self.measured = self.measured or bool(result.samples_s)
+        kernel = result.kind is Kind.VARIANT
+        self._kernel_rows = self._kernel_rows or kernel
+        self._kernel_sampled = self._kernel_sampled or (kernel and bool(result.samples_s))
+        self._any_sampled = self._any_sampled or bool(result.samples_s)
         return row, "\n".join("  " + line for line in text.split("\n"))
+
+    @property
+    def measured(self) -> bool:
+        """Return whether the run measured something, as RunOutcome.nothing_measured
+        counts: a kernel's samples where it has kernel rows (the cuBLAS or copy row
+        measured beside kernels that all SKIPped is no run of them), else any row's."""
+        return self._kernel_sampled if self._kernel_rows else self._any_sampled
 
     def document(self, complete: bool) -> dict[str, Any]:
         """Return the file's content as it stands."""
@@ -212,7 +223,7 @@ class ResultsWriter:
         if complete and self.streams_to != self.path and not self.measured \
                 and self.keep_unmeasured:
             self.streams_to.unlink(missing_ok=True)  # this run's own stream, if any
-            self.kept_note = (f"nothing was measured (no row has samples): {self.path} is as "
+            self.kept_note = (f"nothing was measured (no kernel's row has samples): {self.path} is as "
                               "it was")
             return
         head = {**self.document(complete), "benchmarks": _ROWS}
