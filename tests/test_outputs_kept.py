@@ -903,6 +903,25 @@ def test_no_output_replaces_a_user_s_code_or_configuration(use_fake, tmp_path, f
     assert target.read_text(encoding="utf-8") == '[project]\nname = "mine"\n'
 
 
+@pytest.mark.parametrize("flag, link, name", [("--markdown", "summary.md", "cudabench.toml"),
+                                              ("--csv", "out.csv", "Makefile"),
+                                              ("--best-out", "best.txt", "mine.toml")])
+def test_no_output_replaces_code_or_configuration_through_a_link(use_fake, tmp_path, flag,
+                                                                  link, name):
+    # judged by the link's own name: `summary.md -> cudabench.toml` replaced the suite
+    target = tmp_path / name
+    target.write_text('[project]\nname = "mine"\n', encoding="utf-8")
+    (tmp_path / link).symlink_to(name)
+    args = ("--best",) if flag == "--best-out" else ()
+    done = invoke("matmul", "--size", "64", *QUICK, "--tile", "8,16", *args, flag,
+                  tmp_path / link)
+    assert done.exit_code == 2, done.output
+    assert f"{flag} {tmp_path / link}: is a source or configuration file " \
+        f"({target.suffix or target.name}, through a link to {target}) that cudabench " \
+        "did not write" in " ".join(done.stderr.split())
+    assert target.read_text(encoding="utf-8") == '[project]\nname = "mine"\n'
+
+
 def test_best_out_replaces_what_it_wrote_before(use_fake, tmp_path):
     best = tmp_path / "best.toml"
     for _ in range(2):

@@ -214,10 +214,10 @@ WRITTEN_BY = "# Written by cudabench"  # the head of what --best-out writes (cli
 def _source(path: Path) -> str:
     """Return what code or configuration path holds ('a source or configuration file
     (.toml)'), or '' (none, empty, or cudabench's own --best-out)."""
-    name = path.name.lower()
-    dotfile = name.startswith(".") and "." not in name[1:]  # .gitignore, .bashrc
-    named = name in SOURCE_NAMES
-    if path.suffix.lower() not in SOURCE_SUFFIXES and not dotfile and not named:
+    # The write follows a link (replacing): `summary.md -> cudabench.toml` is the suite.
+    real = target(path)
+    known = next((name for name in (path, real) if _source_by_name(name)), None)
+    if known is None:
         return ""
     try:
         with open(path, "rb") as stream:
@@ -226,8 +226,17 @@ def _source(path: Path) -> str:
         return ""
     if not head or head == WRITTEN_BY.encode():
         return ""
-    return (f"a source or configuration file ({path.suffix or path.name}) that cudabench did "
-            "not write")
+    link = f", through a link to {real}" if known is real and real.name != path.name else ""
+    return (f"a source or configuration file ({known.suffix or known.name}{link}) that "
+            "cudabench did not write")
+
+
+def _source_by_name(path: Path) -> bool:
+    """Return whether path's name is one of code or configuration (SOURCE_SUFFIXES, a
+    dotfile, SOURCE_NAMES)."""
+    name = path.name.lower()
+    dotfile = name.startswith(".") and "." not in name[1:]  # .gitignore, .bashrc
+    return path.suffix.lower() in SOURCE_SUFFIXES or dotfile or name in SOURCE_NAMES
 
 
 def measured_data(path: Path) -> str:
