@@ -159,7 +159,10 @@ def kinds(sampling: Sampling, hot: bool = False, working_set: int = 4 * L2) -> s
     """Return which warnings apply: noisy, overhead and/or l2."""
     found = set()
     for text in measurement_warnings(sampling, POLICY, hot, working_set, L2):
-        if text.startswith("noisy:"):
+        if text.startswith("noisy:") and "--max-samples cap" in text:
+            assert "raise --max-samples" in text
+            found.add("capped")
+        elif text.startswith("noisy:"):
             assert "--max-time" in text
             found.add("noisy")
         elif "launch overhead" in text:
@@ -182,7 +185,8 @@ SLOW_NOISY = tuple(NOISY) * 4
     [
         (SLOW_STEADY, "precision", False, 4 * L2, set()),
         (SLOW_NOISY, "budget", False, 4 * L2, {"noisy"}),
-        (SLOW_NOISY, "max_samples", False, 4 * L2, set()),  # not the budget's fault
+        (SLOW_NOISY, "max_samples", False, 4 * L2, {"capped"}),  # the cap's, said so
+        (SLOW_STEADY, "max_samples", False, 4 * L2, set()),  # capped, but precise enough
         (SLOW_STEADY, "budget", False, 4 * L2, set()),  # budget, but precise enough
         ((5e-6,) * 20, "precision", False, 4 * L2, {"overhead"}),
         ((19.9e-6,) * 20, "precision", False, 4 * L2, {"overhead"}),
@@ -196,6 +200,13 @@ SLOW_NOISY = tuple(NOISY) * 4
 def test_measurement_warnings_only_when_they_apply(samples, stopped_by, hot, working_set,
                                                    expected):
     assert kinds(Sampling(samples, StopReason(stopped_by)), hot, working_set) == expected
+
+
+def test_one_capped_sample_is_said_to_tell_nothing_of_the_median():
+    (text,) = measurement_warnings(Sampling((1e-3,), StopReason.MAX_SAMPLES), POLICY, False,
+                                   4 * L2, L2)
+    assert text == ("noisy: one sample (the --max-samples cap) cannot say how well the "
+                    "median is known (the ±0.5% target); raise --max-samples"), text
 
 
 def test_noisy_warning_reports_what_was_reached():

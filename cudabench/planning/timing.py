@@ -171,6 +171,15 @@ def measurement_warnings(
                if policy.sampling_budget_s >= policy.max_time_s else
                "raise --timeout, which holds --max-time under it")
         )
+    elif sampling.stopped_by is StopReason.MAX_SAMPLES and reached > policy.precision:
+        # the cap a CI suite lowers to save time: its rows are no more precise for it
+        known, target = _apart(reached, policy.precision)
+        warnings.append(
+            f"noisy: the median is known to ±{known}, not the ±{target} target, at the "
+            f"--max-samples cap of {stats.count} samples (spread {stats.spread:.1%}); raise "
+            "--max-samples, or check for other work on the GPU" if math.isfinite(reached) else
+            "noisy: one sample (the --max-samples cap) cannot say how well the median is "
+            f"known (the ±{policy.precision:.1%} target); raise --max-samples")
     if stats.median_s < 20e-6:
         warnings.append(
             f"median {stats.median_s * 1e6:.1f} us is close to launch overhead (a few us): a "
