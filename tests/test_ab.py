@@ -194,7 +194,8 @@ def test_variants_in_one_folder_are_listed_and_built_ins_never_stand_in(marked, 
     assert "1 removed" in result.stdout
     saved = load_results(json_path)
     rows = {row.variant: row for row in saved.benchmarks}
-    assert sorted(rows) == ["shared@A", "shared@B"]
+    assert sorted(rows) == ["shared@A", "shared@B", "tiled@B"]  # the added one, verified
+    assert rows["tiled@B"].status.value == "PASS" and rows["tiled@B"].samples_s
     assert len(rows["shared@A"].samples_s) == 6 * 9  # every round's samples, pooled
     assert rows["shared@A"].rounds == 6 and len(rows["shared@B"].round_medians_s) == 6
     assert rows["shared@A"].source.startswith(str(old))
@@ -664,3 +665,53 @@ def test_an_op_folder_one_level_down_with_its_kernels_beside_it(use_fake, tmp_pa
                   "64x64")
     assert done.exit_code == 0, (done.stdout, done.stderr)
     assert "softmax/naive" in done.stdout and "softmax/block_per_row" in done.stdout
+
+
+def test_a_variant_only_in_b_is_verified_and_a_wrong_one_fails_the_gate(marked, tmp_path):
+    # listed as added and never run: a new kernel with wrong results passed, exit 0
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"])
+    write_kernel(new / "matmul", "fresh", MATMUL_HEADER, f"// {WRONG}\n{MATMUL_BODY}")
+    result = invoke(old, new, *FAST, "--rounds", "6", "--json", tmp_path / "ab.json",
+                    "--markdown", tmp_path / "ab.md", "--allow-missing")
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert "added (only in B), failing verification (fails the gate):\n  matmul/fresh: FAIL: " \
+        in result.stdout
+    assert "1 regression: " in result.stdout and "1 added (1 failing)" in result.stdout
+    rows = {row.variant: row for row in load_results(tmp_path / "ab.json").benchmarks}
+    assert rows["fresh@B"].status.value == "FAIL"
+    assert "matmul/fresh: FAIL" in (tmp_path / "ab.md").read_text(encoding="utf-8")
+    # a right one passes, listed as added
+    write_kernel(new / "matmul", "fresh", MATMUL_HEADER)
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert "added (only in B):\n  matmul/fresh" in result.stdout
+
+
+def test_a_variant_of_another_type_only_is_compared_at_its_own_type(marked, tmp_path):
+    # ab measured the op's float32 only: the float16-only (tensor-core) kernels were "not
+    # compared", and one twice as slow passed, exit 0
+    header = (*MATMUL_HEADER, "// dtypes: float16")
+    old, new = tmp_path / "old", tmp_path / "new"
+    write_kernel(old / "matmul", "half", header)
+    write_kernel(new / "matmul", "half", header, f"// ab-test: slower 2.0\n{MATMUL_BODY}")
+    folder(old, ["naive"]), folder(new, ["naive"])
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert verdicts(result.stdout)["half"] == "slower", result.stdout
+    assert "float16" in result.stdout and "not compared" not in result.stdout
+    # --dtype float32 asked for: not compared, as asked
+    asked = invoke(old, new, *FAST, "--rounds", "6", "--dtype", "float32")
+    assert "not compared:\n  matmul/half: A supports float16 only" in asked.stdout, asked.stdout
+
+
+def test_ab_s_markdown_keeps_html_and_links_of_a_file_name_as_text():
+    # a pull request's kernel file named `[docs](https:evil)<img src=x>.cu` reached the
+    # job summary as a link and HTML (compare's markdown already escaped them)
+    from cudabench.analysis.ab import ABRun
+    from cudabench.cli.ab import to_markdown
+
+    run = ABRun((), ("dot/[docs](https:evil)<img src=x>",), (), (), 0.01, 0.05, 6)
+    text = to_markdown(run, "cudabench ab: A a | B b", "GPU")
+    assert "- dot/\\[docs\\](https:evil)&lt;img src=x&gt;" in text, text
+    assert "<img" not in text

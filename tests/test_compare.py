@@ -1227,7 +1227,7 @@ def test_set_aside_samples_make_no_verdict_better():
 def test_a_results_file_s_html_and_links_stay_text_in_the_markdown_summary():
     # `<img src=x> [link](http://evil)` in a pull request's results file reached the job
     # summary as HTML and a link
-    from cudabench.render.markdown import _cell
+    from cudabench.render.markdown import markdown_cell as _cell
 
     assert _cell("<img src=x> [link](http://evil) a|b & c") == \
         "&lt;img src=x&gt; \\[link\\](http://evil) a\\|b &amp; c"

@@ -124,6 +124,9 @@ class ABRun:
     rounds: int
     allow_missing: bool = False  # a variant only in A passes (removed on purpose)
     dropped: tuple[str, ...] = ()  # in both, but B's copy no longer takes the dtype, and why
+    # op/variant only in B whose one verified run failed, and why: a new kernel that is
+    # wrong fails the gate (as compare fails one new in its current file)
+    added_failed: tuple[str, ...] = ()
 
     @property
     def regressions(self) -> tuple[ABResult, ...]:
@@ -142,7 +145,14 @@ class ABRun:
     @property
     def exit_code(self) -> ExitCode:
         """Return ExitCode.REGRESSION when any variant regressed or is missing, else OK."""
-        return ExitCode.REGRESSION if self.regressions or self.missing else ExitCode.OK
+        return (ExitCode.REGRESSION if self.regressions or self.missing or self.added_failed
+                else ExitCode.OK)
+
+
+def added_failure(row: BenchmarkResult) -> str | None:
+    """Return why the one run of a variant only in B fails the gate ("FAIL: 4 of 4096
+    elements wrong ..."), or None where it passed (or was not run: a SKIP)."""
+    return f"{row.status.value}: {_failure(row)}" if row.status in FAILING_STATUSES else None
 
 
 def coverage(n: int, k: int) -> float:

@@ -22,6 +22,7 @@ from cudabench.analysis.ab import (
     DEFAULT_THRESHOLD,
     ABResult,
     ABRun,
+    added_failure,
     check_settings,
     judge,
 )
@@ -46,6 +47,7 @@ from cudabench.ops import Op, load_ops
 from cudabench.common.outfiles import check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
+from cudabench.render.markdown import markdown_cell
 from cudabench.ops.sizes import expand_sizes
 from cudabench.results.loader import check_replaceable
 from cudabench.results.model import BenchmarkResult, RunOutcome
@@ -60,6 +62,7 @@ from cudabench.common.units import (
 )
 
 SIDES = ("A", "B")
+ADDED = "added B"  # a variant only in B: run once, verified, in the schedule's last jobs
 COLUMNS = ("benchmark", "params", "shape", "dtype", "A", "B", "change", "interval", "verdict",
            "reason")
 # More, shorter rounds for the same GPU time: the interval's ends are order statistics of the
@@ -194,14 +197,16 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     chosen, added, removed = _pairing(sides, ops)
     plans, skipped, dropped = (_plans(sides, chosen, base, dtype, parse_params(params))
                                if any(common for _, common in chosen) else ([], [], []))
+    newcomers = _added_plans(sides[1], added, base, dtype, parse_params(params))
     # An unwritable path, or one that reaches a kernel file, fails now, not after the GPU work;
     # so do a size beyond the GPU's or the host's memory and a setting the timing cannot
     # run under.
     check_outputs({"--markdown": markdown_path, "--json": json_path},
-                  [*commands.plan_files([plan for pair in plans for plan in pair]),
+                  [*commands.plan_files([*(plan for pair in plans for plan in pair),
+                                         *newcomers]),
                    *commands.folder_sources({*kernels_dirs, *(side.folder for side in sides)})])
     check_replaceable(json_path, "--json")  # notes.txt, a store: not written over
-    schedule = _interleave(plans, rounds)
+    schedule = _interleave(plans, rounds, newcomers)
     commands.check_memory(schedule.plans, [commands.one_slot(device)])  # the spacer too
     refuse_launch_blocking()
     if old_dir.resolve() == new_dir.resolve():  # meant (an A/A run), or a CI path mistake
@@ -221,6 +226,15 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                 def on_result(row: BenchmarkResult) -> None:
                     side = schedule.sides[len(heard)]
                     heard.append(row)
+                    if side == ADDED:  # a variant only in B: its one verified run
+                        advance(dataclasses.replace(row, variant=f"{row.variant}@B (added)"))
+                        if writer is not None:
+                            key = (row.op, row.variant)
+                            placed[(key, ADDED)] = len(writer.benchmarks)
+                            writer.add(dataclasses.replace(row, variant=f"{row.variant}@B"),
+                                       write=False)
+                            writer.flush()
+                        return
                     # a progress line names its side: NAME@A, NAME@B (warm-up)
                     label, warm = side.removeprefix("warm-up "), side.startswith("warm-up")
                     advance(dataclasses.replace(
@@ -248,15 +262,19 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     finally:
         finish_closing()  # the worker releases its GPU: do not leave it behind
     rows = _rows_by_side(schedule, outcome.results)
+    added_failed = [f"{row.op}/{row.variant}: {why}" for side, row in
+                    zip(schedule.sides, outcome.results)
+                    if side == ADDED and (why := added_failure(row)) is not None]
     run = ABRun(tuple(judge(rows[key]["A"], rows[key]["B"], limit, alpha) for key in rows),
                 tuple(added), tuple(removed), tuple(skipped), limit, alpha, rounds,
-                allow_missing, tuple(dropped))
+                allow_missing, tuple(dropped), tuple(added_failed))
     write_error = None
     if writer is not None:
         _put_pooled(writer, placed, rows, complete=True)
         # per variant, A then B, as the table: a copy that failed its warm-up was placed
         # as it failed, before the other side's first round
-        writer.reorder([placed[(key, label)] for key in rows for label in SIDES])
+        writer.reorder([*(placed[(key, label)] for key in rows for label in SIDES),
+                        *(at for (_, label), at in placed.items() if label == ADDED)])
         write_error = writer.finish()  # a full disk: the table is shown first
         if writer.kept_note is not None:
             commands.note(writer.kept_note)
@@ -335,10 +353,16 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
     for op, common in chosen:
         if not common:  # an op one folder lacks: its variants are added or missing
             continue
-        op_dtype = dtype or ("float32" if "float32" in sides[0].ops[op].dtypes
-                             else sides[0].ops[op].dtypes[0])
-        names = []
+        op_dtype = dtype or _first_type(sides[0].ops[op].dtypes)
+        by_type: dict[str, list[str]] = {}
         for name in common:
+            a_types, b_types = (s.catalog[op][name].dtypes for s in sides)
+            shared = [t for t in sides[0].ops[op].dtypes if t in a_types and t in b_types]
+            if dtype is None and op_dtype not in a_types and shared:
+                # a float16-only kernel (the tensor cores') at its own type: at the op's
+                # float32 it was "not compared", and a slower one passed
+                by_type.setdefault(_first_type(shared), []).append(name)
+                continue
             lacking = [s for s in sides if op_dtype not in s.catalog[op][name].dtypes]
             if lacking:
                 why = (f"{op}/{name}: {lacking[0].label} supports "
@@ -346,20 +370,19 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
                 # B's copy narrowed its types: a slow kernel must not pass by opting out
                 (dropped if [s.label for s in lacking] == ["B"] else skipped).append(why)
             else:
-                names.append(name)
-        if not names:
-            continue
-        plans = []
-        for side in sides:
-            variants = [side.catalog[op][name] for name in names]
-            mine = {k: v for k, v in single.items() if any(v_.param(k) for v_ in variants)}
-            taken |= set(mine)
-            request = dataclasses.replace(base, op=op, dtype=op_dtype, variants=tuple(names),
-                                          params=mine,
-                                          kernels_dirs=(*side.op_dirs, side.folder))
-            plans.append(make_plan(request, side.catalog))
-        _refuse_different_work(op, plans[0], plans[1])
-        pairs.append((plans[0], plans[1]))
+                by_type.setdefault(op_dtype, []).append(name)
+        for op_type, names in by_type.items():
+            plans = []
+            for side in sides:
+                variants = [side.catalog[op][name] for name in names]
+                mine = {k: v for k, v in single.items() if any(v_.param(k) for v_ in variants)}
+                taken |= set(mine)
+                request = dataclasses.replace(base, op=op, dtype=op_type,
+                                              variants=tuple(names), params=mine,
+                                              kernels_dirs=(*side.op_dirs, side.folder))
+                plans.append(make_plan(request, side.catalog))
+            _refuse_different_work(op, plans[0], plans[1])
+            pairs.append((plans[0], plans[1]))
     for name in single:
         if name not in taken:
             raise UsageError(f"--param {name}: no compared variant takes {name}")
@@ -367,6 +390,31 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
         asked = f"--dtype {dtype}" if dtype else "the type compared (float32, else the first)"
         raise UsageError(f"no variant in both folders supports {asked}: " + "; ".join(skipped))
     return pairs, skipped, dropped
+
+
+def _first_type(types: Sequence[str]) -> str:
+    """Return the type ab measures of those given: float32, else the first."""
+    return "float32" if "float32" in types else types[0]
+
+
+def _added_plans(side: Side, added: Sequence[str], base: Request, dtype: str | None,
+                 params: Mapping[str, list[int]]) -> list[Plan]:
+    """Return a single-variant plan per variant only in B (op/name), at --dtype where it
+    takes it, else at a type it does (float32, else its first); --param where it takes
+    it. Each is run once and verified: a new kernel that is wrong fails the gate."""
+    plans = []
+    for label in added:
+        op, name = label.split("/", 1)
+        variant = side.catalog[op][name]
+        if dtype is not None and dtype not in variant.dtypes:
+            continue  # listed as added: not of the type asked for
+        shared = [t for t in side.ops[op].dtypes if t in variant.dtypes] or list(variant.dtypes)
+        mine = {k: values[0] for k, values in params.items() if variant.param(k)}
+        request = dataclasses.replace(base, op=op, dtype=dtype or _first_type(shared),
+                                      variants=(name,), params=mine,
+                                      kernels_dirs=(*side.op_dirs, side.folder))
+        plans.append(make_plan(request, side.catalog))
+    return plans
 
 
 def _refuse_different_work(op: str, a: Plan, b: Plan) -> None:
@@ -395,7 +443,8 @@ class Schedule:
     sides: list[str]
 
 
-def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int) -> Schedule:
+def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int,
+                added: Sequence[Plan] = ()) -> Schedule:
     """Return the schedule: per round and variant A then B, and B then A on odd rounds, so
     that going first or second favours neither side; each round on buffers placed afresh
     (measure/placement.py, by the job's round), so that the rounds' ratios cover where
@@ -420,6 +469,11 @@ def _interleave(pairs: Sequence[tuple[Plan, Plan]], rounds: int) -> Schedule:
             for label, index in pair if round_index % 2 == 1 else pair[::-1]:
                 jobs.append(Job(index, variant=plans[index].variants[0], round=round_index))
                 sides.append(label if round_index else f"warm-up {label}")
+    for plan in added:  # after the rounds: B's new variants, once each, verified
+        if plan.variants:  # none: skipped (an arch it lacks): listed as added
+            jobs.append(Job(len(plans), variant=plan.variants[0], round=1))
+            plans.append(dataclasses.replace(plan, skipped=(), notes=(), placement=1))
+            sides.append(ADDED)
     return Schedule(plans, jobs, sides)
 
 
@@ -431,6 +485,8 @@ def _rows_by_side(schedule: Schedule, results: Sequence[BenchmarkResult]
     rows: dict[tuple[str, str], dict[str, list[BenchmarkResult]]] = {}
     # run_plans gives one row per job, in job order, even for a job whose worker died.
     for job, side, result in zip(schedule.jobs, schedule.sides, results):
+        if side == ADDED:  # a variant only in B: not judged against A
+            continue
         key = (schedule.plans[job.plan_index].op.name, job.name)
         rows.setdefault(key, {"A": [], "B": []}).setdefault(side, []).append(result)
     return rows
@@ -520,7 +576,11 @@ def listing_lines(run: ABRun) -> list[str]:
     dropped = ("missing (B's copy does not take the type compared; fails the gate, "
                "--allow-missing passes it)" if run.missing else "not compared (B's copy "
                "does not take the type compared)")
-    for title, names in (("added (only in B)", run.added), (removed, run.removed),
+    failing = {line.split(": ", 1)[0] for line in run.added_failed}
+    added = [name for name in run.added if name not in failing]
+    for title, names in (("added (only in B), failing verification (fails the gate)",
+                          run.added_failed), ("added (only in B)", added),
+                         (removed, run.removed),
                          (dropped, run.dropped), ("not compared", run.not_compared)):
         if names:
             lines += [f"{title}:", *(f"  {name}" for name in names)]
@@ -533,12 +593,13 @@ def summary_text(run: ABRun, gpu: str) -> str:
     for result in run.results:
         counts[result.verdict] += 1
     parts = [f"{count} {verdict.value}" for verdict, count in counts.items() if count]
-    parts += [f"{len(run.added)} added"] if run.added else []
+    failing = f" ({len(run.added_failed)} failing)" if run.added_failed else ""
+    parts += [f"{len(run.added)} added{failing}"] if run.added else []
     # a variant only in A fails the gate as "missing" (compare's word), unless allowed
     gone = "missing" if run.missing else "removed"
     parts += [f"{len(run.removed)} {gone}"] if run.removed else []
     parts += [f"{len(run.dropped)} not run by B"] if run.dropped else []
-    regressed = len(run.regressions) + len(run.missing)
+    regressed = len(run.regressions) + len(run.missing) + len(run.added_failed)
     head = (f"{regressed} regression{'s' if regressed != 1 else ''}" if regressed
             else "no regression")
     return (f"{head}: {', '.join(parts)}; {run.rounds} rounds, threshold "
@@ -547,22 +608,18 @@ def summary_text(run: ABRun, gpu: str) -> str:
             f"GPU {gpu or '(none)'}")
 
 
-def _cell(text: str) -> str:
-    """Escape a markdown table cell: pipes split cells and newlines end rows."""
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def to_markdown(run: ABRun, title: str, gpu: str) -> str:
     """Return the verdicts as GitHub-flavoured markdown (for a CI job summary)."""
-    lines = [f"## {_cell(title)}", "", _cell(summary_text(run, gpu)), "",
+    lines = [f"## {markdown_cell(title)}", "", markdown_cell(summary_text(run, gpu)), "",
              "| " + " | ".join(COLUMNS) + " |",
              "|" + "|".join("---:" if name in ("A", "B", "change", "interval") else "---"
                             for name in COLUMNS) + "|"]
     for result in run.results:
-        cells = [_cell(cell) for cell in row_cells(result)]
+        cells = [markdown_cell(cell) for cell in row_cells(result)]
         if result.regressed:
             cells[COLUMNS.index("verdict")] = f"**{cells[COLUMNS.index('verdict')]}**"
         lines.append("| " + " | ".join(cells) + " |")
     for line in listing_lines(run):  # a title, then its names as a list
-        lines += [f"- {_cell(line)}"] if line.startswith("  ") else ["", f"**{_cell(line)}**", ""]
+        lines += ([f"- {markdown_cell(line)}"] if line.startswith("  ")
+                  else ["", f"**{markdown_cell(line)}**", ""])
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ from cudabench.render.run_table import build_tables
 from cudabench.results.model import RunOutcome
 
 
-def _cell(text: str) -> str:
+def markdown_cell(text: str) -> str:
     """Escape a markdown table cell: pipes split cells and newlines end rows; a results
     file's HTML and links (a pull request's) stay text in the job summary."""
     plain = " ".join(str(text).split()).replace("&", "&amp;").replace("<", "&lt;")
@@ -33,10 +33,10 @@ def to_markdown(comparison: Comparison) -> str:
     lines = [
         "## cudabench compare",
         "",
-        f"{verdict_line}: {_cell(summary_text(c))}",
+        f"{verdict_line}: {markdown_cell(summary_text(c))}",
         "",
-        f"Baseline: `{_code(c.baseline_path)}` ({_cell(c.baseline_gpu)}); "
-        f"current: `{_code(c.current_path)}` ({_cell(c.current_gpu)})",
+        f"Baseline: `{_code(c.baseline_path)}` ({markdown_cell(c.baseline_gpu)}); "
+        f"current: `{_code(c.current_path)}` ({markdown_cell(c.current_gpu)})",
         "",
     ]
     if c.rows:
@@ -45,7 +45,7 @@ def to_markdown(comparison: Comparison) -> str:
         lines.append("|" + "|".join("---:" if name in right else "---" for name in COLUMNS)
                      + "|")
         for row in c.rows:
-            cells = [_cell(text) for text in row_cells(row)]
+            cells = [markdown_cell(text) for text in row_cells(row)]
             if row.regressed:
                 verdict = COLUMNS.index("verdict")
                 cells[verdict] = f"**{cells[verdict]}**"
@@ -53,17 +53,17 @@ def to_markdown(comparison: Comparison) -> str:
         lines.append("")
     if c.setting_changes:
         lines += ["The cards differ, which can move every timing:", ""]
-        lines += [f"- {_cell(change)}" for change in c.setting_changes]
+        lines += [f"- {markdown_cell(change)}" for change in c.setting_changes]
         lines.append("")
     if c.notes:
-        lines += [f"- note: {_cell(note)}" for note in c.notes] + [""]
+        lines += [f"- note: {markdown_cell(note)}" for note in c.notes] + [""]
     for title, results, gpu in (("Added", c.added, c.current_gpu),
                                 ("Removed", c.removed, c.baseline_gpu)):
         if results:
             where = "current" if title == "Added" else "baseline"
             lines.append(f"### {title} (only in the {where} file)")
             lines.append("")
-            lines += [f"- {_cell(describe(result, gpu))}" for result in results]
+            lines += [f"- {markdown_cell(describe(result, gpu))}" for result in results]
             lines.append("")
     return "\n".join(lines)
 
@@ -76,9 +76,9 @@ def _code(text: str) -> str:
 def table_lines(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]],
                 right: Callable[[str], bool]) -> list[str]:
     """Return a titled markdown table's lines (right(name): is that column right-aligned)."""
-    lines = [f"### {_cell(title)}", "", "| " + " | ".join(columns) + " |",
+    lines = [f"### {markdown_cell(title)}", "", "| " + " | ".join(columns) + " |",
              "|" + "|".join("---:" if right(name) else "---" for name in columns) + "|"]
-    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(markdown_cell(cell) for cell in row) + " |" for row in rows]
     return lines + [""]
 
 
@@ -89,8 +89,8 @@ def run_to_markdown(outcome: RunOutcome) -> str:
         lines += table_lines(table.title, table.columns,
                              ([cell.text for cell in row] for row in table.rows),
                              table.right_aligned)
-        lines += [f"_{_cell(line)}_  " for line in table.caption.splitlines()]
+        lines += [f"_{markdown_cell(line)}_  " for line in table.caption.splitlines()]
         lines.append("")
     for note in outcome.notes:
-        lines.append(f"- note: {_cell(note)}")
+        lines.append(f"- note: {markdown_cell(note)}")
     return "\n".join(lines).rstrip() + "\n"
