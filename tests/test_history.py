@@ -1200,12 +1200,11 @@ def test_a_version_2_store_is_read_as_it_is_and_upgraded_by_a_writer(tmp_path):
     conn.close()
 
 
-def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path):
-    # A store written before the flush was recorded: its cold rows were all memset-flushed.
+def version_1_store(db: Path) -> Path:
+    """Write a store of schema version 1 (before the flush was recorded) at db."""
     from cudabench.history.records import APPLICATION_ID
     from cudabench.history.schema import MIGRATIONS
 
-    db = tmp_path / "h.db"
     conn = sqlite3.connect(db)
     MIGRATIONS[0](conn)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -1217,6 +1216,37 @@ def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path)
                      "'float32', ?, 'variant', 'PASS', 1e-5, '[1e-5]')", (row_id, hot))
     conn.commit()
     conn.close()
+    return db
+
+
+def test_record_upgrades_a_version_1_store_and_refuses_a_read_only_one_before_the_run(
+        use_fake, tmp_path, monkeypatch):
+    # --record (and calibrate, the API's record()) refused an older store a writer
+    # upgrades; a read-only store was found after the whole run was measured
+    import helpers
+
+    import cudabench.api as cb
+
+    db = version_1_store(tmp_path / "v1.db")
+    quick = ("--size", "64", "--variant", "tiled", "--no-vendor", "--max-time", "0.01")
+    done = helpers.invoke("matmul", *quick, "--json", tmp_path / "r.json", "--record",
+                          "--db", db)
+    assert done.exit_code == 0, done.output
+    assert "recorded as run 2" in done.output, done.output
+    api_db = version_1_store(tmp_path / "api.db")
+    cb.load(tmp_path / "r.json").record(api_db)
+    monkeypatch.setattr("cudabench.history.store.is_writable", lambda path: False)
+    ran = []
+    monkeypatch.setattr("cudabench.cli.commands.run_plans",
+                        lambda *args, **kwargs: ran.append(1))
+    done = helpers.invoke("matmul", *quick, "--record", "--db", db)
+    assert done.exit_code == 2 and "the store is read-only" in done.stderr, done.output
+    assert not ran
+
+
+def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path):
+    # A store written before the flush was recorded: its cold rows were all memset-flushed.
+    db = version_1_store(tmp_path / "h.db")
     assert_one_line_error(invoke("show", "--db", db), "schema version 1",
                           "history import FILE --db")
     import_runs(db, [cleaned(make_run(tmp_path, 5))])  # a writer upgrades the store

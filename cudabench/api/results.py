@@ -235,7 +235,8 @@ class Results(Sequence[BenchmarkResult]):
 
         if not store.is_file():
             return None
-        with Store.open(store) as opened:
+        with Store.open(store, create=True) as opened:  # record() writes it: an older
+            # store is upgraded, not refused
             known = opened.run_for(self.results_file(), "")
             where = next((run.source_path for run in opened.runs() if run.id == known),
                          None) if known is not None else None

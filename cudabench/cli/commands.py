@@ -275,11 +275,12 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     # An unwritable path, or one that reaches an input, fails now, not after the run.
     check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
     check_results_output(outputs)
-    # not a store, a newer one: say so now (an empty file becomes one when recorded)
+    # not a store, a newer one, one read-only: say so now, not after the run (an empty
+    # file becomes one when recorded); opened as its writer, which upgrades an older one
     if outputs.record and outputs.db.exists() and outputs.db.stat().st_size > 0:
         from cudabench.history.store import Store
 
-        with Store.open(outputs.db):
+        with Store.open(outputs.db, create=True):
             pass
     json_path = outputs.json_path
     if outputs.record and json_path is None:  # the store records a file: keep one
