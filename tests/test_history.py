@@ -878,6 +878,10 @@ def test_a_command_s_options_in_another_order_are_the_same_command():
     assert key("run", "--device", "1", "a.toml") != key("run", "--device", "1", "b.toml")
     assert key("run", "--device", "1", "a.toml") == key("run", "a.toml", "--device=0")
     assert key("run", "--device", "0", "a.toml") != key("run")
+    # a short option is its long one: `-s 64` dropping a kernel passed as another command
+    assert key("dot", "-s", "64", "-p", "TILE=8") == key("dot", "--size=64", "--param",
+                                                         "TILE=8") == key("dot", "-s64",
+                                                                          "-pTILE=8")
 
 
 def test_check_of_another_command_or_a_short_history_misses_nothing(tmp_path):

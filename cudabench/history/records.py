@@ -227,7 +227,7 @@ def comparable_key(key: str) -> str:
     # --device and its one value, and a benchmark command's default flush, left out
     # before the words are grouped: a suite file after `--device 1` must not go with them
     rest: list[str] = []
-    remaining = iter(words[2:])
+    remaining = iter(_long_options(words[2:]))
     for word in remaining:
         name, equals, value = word.partition("=")
         if name == "--device" or (name == "--l2-flush" and words[1] != "run"):
@@ -244,6 +244,22 @@ def comparable_key(key: str) -> str:
         else:
             groups.append(word_parts)
     return json.dumps([*words[:2], *(w for group in sorted(groups) for w in group)])
+
+
+# The benchmark commands' short options: `-s 64` is `--size 64`, one command.
+_SHORT_OPTIONS = {"-s": "--size", "-p": "--param"}
+
+
+def _long_options(words: list[str]) -> list[str]:
+    """Return words with each short option written long (`-s64` and `-s 64`: `--size 64`)."""
+    long: list[str] = []
+    for word in words:
+        name, attached = word[:2], word[2:]
+        if name in _SHORT_OPTIONS:
+            long += [_SHORT_OPTIONS[name], *([attached] if attached else [])]
+        else:
+            long.append(word)
+    return long
 
 
 def source_hash(source: str) -> str:
