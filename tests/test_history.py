@@ -948,6 +948,19 @@ def test_auto_threshold_from_history_and_its_floor(tmp_path):
         assert (limit, source) == (0.02, "floor 2%: only 0 runs in history (auto needs 5)")
 
 
+def test_auto_thresholds_of_a_file_of_two_gpu_models_look_each_row_up_by_its_own(tmp_path):
+    # compare passed the file's models joined ("Other GPU + NVIDIA H100 80GB HBM3"), which
+    # no history holds: every row fell to the 2% floor, "only 0 runs in history"
+    from cudabench.cli.compare import auto_thresholds
+
+    db = flat_history(tmp_path, runs=12)
+    result = load_results(DATA / H100).benchmarks[1]
+    assert result.device is not None and result.device.name == "NVIDIA H100 80GB HBM3"
+    with Store.open(db) as store:
+        _, source = auto_thresholds(store, "NVIDIA H100 80GB HBM3 + Other GPU", db)(result)
+    assert source.startswith("history: 12 runs, spread "), source
+
+
 def test_threshold_from_medians_scales_with_the_spread():
     rng = np.random.default_rng(1)
     medians = list(np.exp(rng.normal(0, 0.01, 200)) * 1e-4)  # 1% run-to-run

@@ -75,7 +75,8 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
         for result in last.benchmarks:
             if not result.samples_s:
                 continue
-            gate, source = auto_threshold(store, result, last.gpu_name)
+            gate, source = auto_threshold(store, result, result.device.name
+                                          if result.device is not None else last.gpu_name)
             # a suite may time one benchmark hot and cold: their rows must differ
             rows.append((f"{result.op}/{result.variant}" + (" (hot)" if result.hot else ""),
                          params_text(result.params), shape_text(result.shape), result.dtype,

@@ -212,6 +212,9 @@ def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
         if store is None:
             what = "an empty file" if store_path.exists() else "no history store"
             return DEFAULT_FLOOR, f"floor: {what} at {store_path}"
-        return auto_threshold(store, result, gpu_model, cap=cap)
+        # each row's own GPU model: a file of two models (--devices all on a mixed host)
+        # names them joined, which no history holds
+        model = result.device.name if result.device is not None else gpu_model
+        return auto_threshold(store, result, model, cap=cap)
 
     return threshold_for
