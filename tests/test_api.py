@@ -285,6 +285,13 @@ def test_compare_gives_the_verdicts_and_exit_code_of_the_command(use_fake, tmp_p
     assert [row.variant for row in comparison.regressions] == ["tiled"]
     done = invoke("compare", tmp_path / "base.json", tmp_path / "slow.json")
     assert done.exit_code == int(comparison.exit_code)
+    # the command's last line: "1 regression: 1 slower, ..." (the head was left out)
+    assert comparison.summary.startswith("1 regression: ")
+    assert comparison.summary in " ".join(done.stdout.split())
+    use_fake(seed=2)
+    stopped = cb.Results(run_tiled().rows, metadata={"complete": False})
+    assert cb.compare(base, stopped).summary.startswith(
+        "gate failed, the current run is incomplete (it stopped early): ")
     by_path = cb.compare(tmp_path / "base.json", str(tmp_path / "slow.json"))
     assert [(r.variant, r.verdict) for r in by_path.rows] == [
         (r.variant, r.verdict) for r in comparison.rows]

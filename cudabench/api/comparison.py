@@ -22,7 +22,7 @@ from cudabench.history.threshold import DEFAULT_CAP
 from cudabench.render import terminal
 from cudabench.render.fit import every_column
 from cudabench.render.flag_names import flags_named
-from cudabench.render.comparison import summary_text
+from cudabench.render.comparison import gate_head, summary_text
 from cudabench.render.html import comparison_html
 from cudabench.render.markdown import to_markdown
 from cudabench.results.identity import same_run
@@ -72,8 +72,11 @@ class Comparison:
 
     @property
     def summary(self) -> str:
-        """Return the one-line summary the command ends with (counts per verdict)."""
-        return summary_text(self.judged)
+        """Return the one-line summary the command ends with: whether the gate failed and
+        why ("2 regressions", "gate failed, the current run is incomplete"), then the
+        counts per verdict."""
+        head, _ = gate_head(self.judged)
+        return f"{head}: {summary_text(self.judged)}"
 
     def to_markdown(self) -> str:
         """Return the comparison as GitHub-flavoured markdown (a CI job summary)."""
