@@ -1566,6 +1566,23 @@ def test_a_slowdown_after_a_recent_speedup_is_judged_against_the_faster_runs(tmp
     assert tiled_row(db, make_run(tmp_path, 101, name="kept")).verdict is Verdict.FASTER
 
 
+def test_losing_a_recent_speedup_fails_until_the_slower_speed_is_a_level(tmp_path):
+    # 10 commits at one speed, 4 at a 20% speedup, then commits that lose it: the first
+    # failed, was recorded (--record --check), and the next passed against the old level
+    db = tmp_path / "h.db"
+    factors = [1.0] * 10 + [0.8] * 4
+    import_runs(db, [make_run(tmp_path / "runs", i, factors={"tiled": f})
+                     for i, f in enumerate(factors)])
+    verdicts = []
+    for index in range(14, 20):
+        current = make_run(tmp_path / "lost", index, name=f"lost{index}")
+        verdicts.append(tiled_row(db, current).verdict)
+        import_runs(db, [current])
+    # failing until 5 runs from 3 commits show the slower speed again (a plain step's rule)
+    assert verdicts[:5] == [Verdict.SLOWER] * 5, verdicts
+    assert verdicts[5] is not Verdict.SLOWER, verdicts
+
+
 def test_one_fast_run_is_not_a_level_to_judge_against(tmp_path):
     # a single fast run (a fluke, or a commit measured once) must not fail every normal
     # run after it; two are needed

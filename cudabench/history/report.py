@@ -29,7 +29,8 @@ runs that fail the gate too, and re-running a slow commit must keep failing, not
 own baseline. A faster
 level is a stricter baseline and counts at once: a run that loses a speedup the newest
 runs show (2 or more, of other commits, all faster than the history) is `slower` against
-them (_Newest).
+them (_Newest), and so is each run after it until the slower runs are an established level
+again (the runs that lost it, recorded as they failed, are no baseline).
 """
 
 from __future__ import annotations
@@ -242,7 +243,8 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
         latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)
         newest = store.series(bench, gpu, last=last, exclude_run=own)
         row, at_slow = _judge(result, bench, gpu, history, latest, threshold, alpha,
-                              min_runs, cap, cap_from, note, _Newest(newest, commit))
+                              min_runs, cap, cap_from, note,
+                              _Newest(newest, commit, min_runs))
         rows.append(row)
         if result.kind is Kind.VARIANT and result.slow_clock_samples_s and not at_slow:
             notes.append(set_aside_note(result))  # judged on the kept ones: said, as compare
@@ -435,19 +437,29 @@ class _Newest:
 
     runs: Sequence[SeriesPoint]
     commit: object  # the current file's git_commit (None where it names none)
+    min_runs: int = DEFAULT_MIN_RUNS
 
     def faster_than(self, floor: float) -> list[SeriesPoint]:
         """Return the newest runs faster than floor (the history's fastest run but the
         outliers), back to the first that is not, where they are FASTER_LEVEL_RUNS or more:
         a speedup too recent to be a level (_level). A faster level is a stricter baseline,
         so it counts at once; one fast run may be a fluke. Runs of the current commit are
-        passed over: re-runs of the code being judged are never its own baseline."""
-        found = []
+        passed over: re-runs of the code being judged are never its own baseline; and so
+        are slower runs after the speedup until they are a level of their own (min_runs
+        runs from LEVEL_COMMITS commits): `--record --check` records the runs that lost
+        it as they fail, and the first of them let the next commit pass."""
+        found: list[SeriesPoint] = []
+        lost: list[SeriesPoint] = []  # slower runs newer than the speedup
         for point in reversed(self.runs):
             if self.commit is not None and point.commit == self.commit:
                 continue
             if point.median_s >= floor:
-                break
+                if found:
+                    break  # the history before the speedup
+                lost.append(point)
+                if _established(lost, self.min_runs):
+                    return []  # the speed it lost is a level again
+                continue
             found.append(point)
         return found[::-1] if len(found) >= FASTER_LEVEL_RUNS else []
 
