@@ -453,3 +453,14 @@ def test_a_suite_s_warnings_name_its_keys_not_the_flags_it_has_not(use_fake, tmp
     direct = CliRunner().invoke(cli, ["dot", "--size", "100", "--variant", "atomic",
                                       "--no-vendor", "--no-batch", "--max-time", "0.01"])
     assert "a larger --size measures" in direct.stderr, direct.stderr
+
+
+def test_an_error_quoting_a_terminal_control_writes_it_out(tmp_path, monkeypatch):
+    # a suite's op = "\u001b[2Jmatmul": the error's label held the raw ESC, which cleared
+    # the reader's terminal (the quoted copy beside it was escaped)
+    (tmp_path / "cudabench.toml").write_text(
+        '[[benchmark]]\nop = "\\u001b[2Jmatmul"\nsize = "64"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    done = invoke("run", "--dry-run")
+    assert done.exit_code == 2, done.output
+    assert "\x1b" not in done.stderr and "benchmark[0] (\\x1b[2Jmatmul" in done.stderr

@@ -190,6 +190,9 @@ def finish(code: Any, standalone_mode: bool) -> Any:
 def print_error(message: str) -> None:
     from rich.text import Text
 
+    from cudabench.common.text import escape_controls
     from cudabench.render.terminal import stderr_console
 
-    stderr_console().print(Text(message, style="red"), soft_wrap=True)
+    # an error quotes what the user gave (a suite's op = "\x1b[2J..."): never a control
+    # that reaches the terminal as one
+    stderr_console().print(Text(escape_controls(message), style="red"), soft_wrap=True)
