@@ -456,6 +456,9 @@ def test_run_suite_runs_a_suite_file(use_fake, tmp_path):
             cb.run_suite(bad, device=-2 if bad == suite else 0)
     with pytest.raises(UsageError, match="^vendor 'no': expected True or False"):
         cb.run_suite(suite, vendor="no")
+    (tmp_path / "empty").mkdir()  # blamed on the suite's entry: "benchmark[0] ..."
+    with pytest.raises(UsageError, match="^kernels_dir .*empty: holds no kernel"):
+        cb.run_suite(suite, kernels_dir=tmp_path / "empty")
     # named as the arguments they are, not as the suite's first entry
     with pytest.raises(UsageError, match="^l2_flush 'bogus': expected one of clean, memset"):
         cb.run_suite(suite, l2_flush="bogus")

@@ -176,7 +176,7 @@ def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike]
                device: int, vendor: bool, batch: bool, json: PathLike | None,
                progress: bool, keep_workers: float, l2_flush: str | None) -> Results:
     """run_suite()'s work, its errors in the command's terms."""
-    from cudabench.catalog.discovery import check_folders
+    from cudabench.catalog.discovery import check_folders, refuse_empty_folders
     from cudabench.cli.options import Outputs, with_flush
     from cudabench.cli.suite import find_config, load_suite
 
@@ -184,6 +184,7 @@ def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike]
     dirs = tuple(_paths(kernels_dir, "kernels_dir"))
     # the arguments first: checked while planning the suite, their errors named its entries
     check_folders(dirs)
+    refuse_empty_folders(dirs)  # one given by mistake: the argument's, not the suite's
     if l2_flush is not None and l2_flush not in L2_FLUSHES:
         raise UsageError(f"l2_flush {l2_flush!r}: expected one of {', '.join(L2_FLUSHES)}, "
                          "or None for the suite's own")
