@@ -464,3 +464,19 @@ def test_an_error_quoting_a_terminal_control_writes_it_out(tmp_path, monkeypatch
     done = invoke("run", "--dry-run")
     assert done.exit_code == 2, done.output
     assert "\x1b" not in done.stderr and "benchmark[0] (\\x1b[2Jmatmul" in done.stderr
+
+
+def test_a_suite_of_two_types_says_only_what_it_left_out_and_once(use_fake, tmp_path,
+                                                                   monkeypatch):
+    # the int32 points said "left out mma_sync...: written for float16 only" (once per
+    # point) beside the float16 rows that ran them
+    (tmp_path / "cudabench.toml").write_text(
+        '[timing]\nmax_time = 0.01\nwarmup = 0\n\n[[benchmark]]\nop = "matmul"\n'
+        'size = "64"\ndtypes = ["float16", "int32"]\nvariants = ["all"]\n'
+        'params = {TILE = [8, 16]}\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for args in (("--dry-run",), ("--no-vendor",)):
+        done = invoke("run", *args)
+        left = [line for line in done.stderr.splitlines() if "left out" in line]
+        assert len(left) == 1 and "fragment_double_buffer" in left[0], done.stderr
+        assert "mma_sync" not in left[0]

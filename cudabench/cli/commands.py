@@ -41,7 +41,7 @@ from cudabench.engines.pycuda_engine import PycudaSpec
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.errors import CudabenchError, ExitCode, ResultsNotWritten, UsageError
 from cudabench.measure import memory
-from cudabench.planning.plan import Plan, Request, make_plan
+from cudabench.planning.plan import Plan, Request, make_plan, shown_notes
 from cudabench.render import terminal
 from cudabench.results import BenchmarkResult, RunOutcome
 from cudabench.results.loader import check_replaceable
@@ -565,8 +565,7 @@ def show_plan(plans: list[Plan], arch: str, cluster: str | None = None) -> int:
                            r.compiled) for r in rows], terminal.stdout_console())
     for line in timing_lines(plans):
         terminal.stdout_console().print(line, markup=False, highlight=False)
-    notes = [*(text for plan in plans for text in plan.notes),
-             *would_stop_here(plans, cluster)]
+    notes = [*shown_notes(plans), *would_stop_here(plans, cluster)]
     for text in dict.fromkeys(notes):
         note(text)
     failed = [f"{r.benchmark.split()[0]}/{r.variant}" for r in rows if not r.compile_ok]

@@ -110,6 +110,11 @@ class Plan:
     # moves each of its rounds, as --rounds moves each later round of a benchmark.
     placement: int = 0
     kernels_dirs: tuple[Path, ...] = ()  # the request's --kernels-dir folders, as given
+    # Each note that variants written for other types were left out, with their names, and
+    # the suite entry it came from (its origin's head; "" on the command line): shown_notes
+    # drops it where another plan of the entry runs them (a suite's float16 row of them)
+    left_for_type: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    entry: str = ""
 
     @property
     def flush(self) -> str | None:
@@ -216,12 +221,14 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
         chosen.append(variant)
     # Variants written for other types (the tensor-core rungs take float16 only) are left
     # out of the table, not a SKIP row each: one line says which, and how to run them.
+    left_for_type = []
     for types_text, left_out in other_types.items():
         first = types_text.split(", ")[0]
         how = (f'dtypes = ["{first}"] in {request.origin.split(" (")[0]}' if request.origin
                else f"--dtype {first}")  # a suite's entry, or the command line
         notes.append(f"left out {', '.join(left_out)}: written for {types_text} only "
                      f"({how} runs {'it' if len(left_out) == 1 else 'them'})")
+        left_for_type.append((notes[-1], tuple(left_out)))
     if not chosen and other_types:
         raise UsageError(f"--dtype {dtype.name}: no {op.name} variant takes it; "
                          + "; ".join(f"{', '.join(n)} take {t}" for t, n in other_types.items()))
@@ -274,7 +281,23 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
                 request.sanitize, tuple(skipped), request.insight, request.sweep,
                 full_check=request.full_check, l2_flush=request.l2_flush,
-                kernels_dirs=tuple(request.kernels_dirs))
+                kernels_dirs=tuple(request.kernels_dirs), left_for_type=tuple(left_for_type),
+                entry=request.origin.split(" (")[0])
+
+
+def shown_notes(plans: Sequence[Plan]) -> list[str]:
+    """Return the plans' notes, each once, but those saying that variants of another type
+    were left out where another plan of the same entry runs them (a suite's float16 and
+    int32 rows: the int32 ones said "left out mma_sync: written for float16 only", once
+    per point, beside the float16 rows of mma_sync)."""
+    runs = {(plan.op.name, plan.entry, planned.variant.name)
+            for plan in plans for planned in plan.variants}
+    notes = []
+    for plan in plans:
+        ran = {text for text, names in plan.left_for_type
+               if all((plan.op.name, plan.entry, name) in runs for name in names)}
+        notes += [text for text in plan.notes if text not in ran]
+    return list(dict.fromkeys(notes))
 
 
 def refuse_unallowed(flag: str, op: str, param: str, value: int,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
 from cudabench.measure.jobs import Job, jobs_of, record, remaining
-from cudabench.planning.plan import Plan
+from cudabench.planning.plan import Plan, shown_notes
 from cudabench.runner.starting import new_worker, take_prestarted
 from cudabench.runner.workers import keep, take_kept
 from cudabench.results.model import BenchmarkResult, RunOutcome
@@ -67,7 +67,7 @@ def outcome_of(plans: Sequence[Plan], results: list[BenchmarkResult], notes: lis
                          skipped=reason)
             results.append(row)
             emit(row)
-    notes += [note for plan in plans for note in plan.notes]
+    notes += shown_notes(plans)
     return RunOutcome(tuple(results), tuple(notes))
 
 
