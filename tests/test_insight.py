@@ -87,6 +87,17 @@ def test_samples_at_a_slow_sm_clock_are_set_aside_and_counted(use_fake, tmp_path
     assert min(naive.slow_clock_samples_s) > naive.median_s  # the slow ones ran slower
     assert "set aside" in done.stderr + done.stdout
 
+def test_the_warnings_are_of_the_samples_kept_not_those_set_aside(use_fake, tmp_path):
+    # "noisy ... (spread 30%)" and a median the table does not show, beside a row of ±0.7%
+    use_fake(slow_clock_every=2)
+    _, results = run_json(tmp_path, "transpose", "--size", "64", "--variant", "naive",
+                          "--no-vendor", "--max-time", "0.1")
+    naive = rows(results)["naive"]
+    assert len(naive.slow_clock_samples_s) > 5
+    assert not any(w.startswith("noisy:") for w in naive.warnings), naive.warnings
+    said = [w for w in naive.warnings if "close to launch overhead" in w]
+    assert said and f"median {naive.median_s * 1e6:.1f} us" in said[0], said
+
 
 def test_a_throttled_gpu_is_said_in_the_warnings_and_the_footer(use_fake, tmp_path):
     use_fake(throttle=True)
