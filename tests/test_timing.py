@@ -209,6 +209,15 @@ def test_one_capped_sample_is_said_to_tell_nothing_of_the_median():
                     "median is known (the ±0.5% target); raise --max-samples"), text
 
 
+def test_a_budget_that_ends_before_the_minimum_count_says_so():
+    # --min-samples 200 with a budget for 5 gave 5 samples and no word of it
+    policy = TimingPolicy(min_samples=200, max_samples=500, max_time_s=0.1)
+    warnings = measurement_warnings(Sampling(SLOW_STEADY[:5], StopReason.BUDGET), policy,
+                                    False, 4 * L2, L2)
+    assert warnings == ("5 samples, fewer than the 200 --min-samples asks: the 0.1 s budget "
+                        "ran out first; raise --max-time for them",), warnings
+
+
 def test_noisy_warning_reports_what_was_reached():
     sampling = Sampling(SLOW_NOISY, StopReason.BUDGET)
     (text,) = measurement_warnings(sampling, POLICY, False, 4 * L2, L2)
@@ -227,6 +236,10 @@ def test_noisy_warning_tells_a_precision_just_past_the_target_from_it(monkeypatc
     (text,) = measurement_warnings(Sampling(SLOW_NOISY, StopReason.BUDGET), POLICY, False,
                                    4 * L2, L2)
     assert "known to ±1.2%, not the ±0.5% target" in text
+    tight = TimingPolicy(precision=0.0001, max_time_s=1.0)  # "not the ±0.0% target"
+    (text,) = measurement_warnings(Sampling(SLOW_NOISY, StopReason.BUDGET), tight, False,
+                                   4 * L2, L2)
+    assert "known to ±1.20%, not the ±0.01% target" in text, text
     # past it by less than three decimals tell: the target, no warning ("±0.500%, not the
     # ±0.500% target" was seen)
     monkeypatch.setattr(timing, "median_precision", lambda samples: 0.005004)

@@ -147,9 +147,10 @@ def collect(
 def _apart(reached: float, target: float) -> tuple[str, str]:
     """Return the two shares as percentages with the fewest decimals (1 to 3) that tell
     them apart: ±0.5% "not the ±0.5% target" said nothing."""
-    for digits in (1, 2, 3):
+    for digits in (1, 2, 3, 4, 5):
         texts = f"{reached:.{digits}%}", f"{target:.{digits}%}"
-        if texts[0] != texts[1]:
+        # and enough for the target itself: --precision 0.0001 is not "the ±0.0% target"
+        if texts[0] != texts[1] and float(texts[1].rstrip("%")) > 0:
             break
     return texts
 
@@ -161,9 +162,9 @@ def measurement_warnings(
     stats = summarize(sampling.samples_s)
     warnings = []
     reached = median_precision(sampling.samples_s)
-    # within a thousandth of a percent of the target it is the target ("known to ±0.500%,
+    # within 0.2% of the target (±0.501% of ±0.5%) it is the target ("known to ±0.500%,
     # not the ±0.500% target" said nothing)
-    short = reached > policy.precision + 1e-5
+    short = reached > policy.precision * 1.002
     if sampling.stopped_by is StopReason.BUDGET and short:
         known, target = _apart(reached, policy.precision)
         warnings.append(
@@ -183,6 +184,12 @@ def measurement_warnings(
             "--max-samples, or check for other work on the GPU" if math.isfinite(reached) else
             "noisy: one sample (the --max-samples cap) cannot say how well the median is "
             f"known (the ±{policy.precision:.1%} target); raise --max-samples")
+    if sampling.stopped_by is StopReason.BUDGET and stats.count < policy.min_samples:
+        # a slow kernel: the budget ends sampling before the minimum (at least 5 are taken)
+        warnings.append(
+            f"{stats.count} samples, fewer than the {policy.min_samples} --min-samples asks: "
+            f"the {policy.sampling_budget_s:g} s budget ran out first; raise --max-time for "
+            "them")
     if stats.median_s < 20e-6:
         warnings.append(
             f"median {stats.median_s * 1e6:.1f} us is close to launch overhead (a few us): a "
