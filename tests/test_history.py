@@ -858,6 +858,31 @@ def test_a_default_or_device_option_added_does_not_hide_a_dropped_kernel(tmp_pat
         result.stdout
 
 
+def test_a_pytest_session_s_options_that_judge_or_show_it_are_the_same_command():
+    # -q against -v, or another --cudabench-threshold, made another command: a kernel the
+    # session dropped was then not missing
+    from cudabench.history.records import command_key
+
+    def key(*words: str) -> str | None:
+        return command_key(["python", "-m", "pytest", "perf", "-k", "dot", *words,
+                            "--cudabench-record", "h.db"])
+
+    same = {key(), key("-q"), key("-vv"), key("--tb", "short", "-p", "no:cacheprovider"),
+            key("-pno:cacheprovider", "-rA", "--color=yes"), key("--cudabench-threshold",
+                                                                 "3%"),
+            key("--cudabench-threshold=5%", "--cudabench-allow-missing", "--cudabench-alpha",
+                "0.01")}
+    assert len(same) == 1, same
+    assert key("-m", "slow") != key() and key("--cudabench-rounds", "3") != key()
+    # and a store's key written before, -q and all, reads as the same command
+    from cudabench.history.records import comparable_key
+
+    older = json.dumps(["python", "-m", "pytest", "perf", "-k", "dot", "-q"])
+    assert comparable_key(older) == comparable_key(key() or "")
+    # a benchmark command's -s and -p are what it measures
+    assert command_key(["cudabench", "dot", "-s", "64"]) == '["cudabench", "dot", "-s", "64"]'
+
+
 def test_a_command_s_options_in_another_order_are_the_same_command():
     from cudabench.history.records import command_key, comparable_key
 

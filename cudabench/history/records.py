@@ -159,15 +159,49 @@ _OUTPUT_FLAGS = frozenset({"--record", "--check", "--allow-missing", "--progress
                            "--wide", "--traceback", "--profile-time"})
 
 
+# A pytest session's options that judge, show or stop it, not what it measures (-k, -m,
+# paths and --cudabench-rounds choose that): `-q` against `-v`, or another threshold, made
+# another command, whose kernels the missing check then did not miss.
+_PYTEST_VALUES = frozenset({"--cudabench-threshold", "--cudabench-alpha",
+                            "--cudabench-max-threshold", "-p", "--tb", "--color", "-r",
+                            "--maxfail", "--durations", "-W", "--capture", "-o",
+                            "--override-ini", "--log-level", "--rootdir", "-c"})
+_PYTEST_FLAGS = frozenset({"--cudabench-allow-missing", "--cudabench-allow-different-gpu",
+                           "--cudabench-require-gpu", "-q", "--quiet", "-v", "--verbose",
+                           "-s", "-x", "--exitfirst", "-l", "--showlocals", "--no-header",
+                           "--no-summary", "--disable-warnings", "--strict-markers"})
+
+
+def _pytest_option(word: str) -> tuple[bool, bool]:
+    """Return whether a pytest word is an option _PYTEST_VALUES/_FLAGS leave out, and
+    whether its value is the next word."""
+    name = word.split("=", 1)[0]
+    if name in _PYTEST_FLAGS or (len(name) > 2 and name[0] == "-" and set(name[1:]) <= {"q",
+                                                                                     "v"}):
+        return True, False  # -qq, -vv
+    if name in _PYTEST_VALUES:
+        return True, "=" not in word
+    attached = name[:2] in {"-r", "-p", "-W", "-o"} and len(name) > 2  # -rA, -pno:cache...
+    return attached, False
+
+
 def command_key(command: object) -> str | None:
     """Return a results file's command (its metadata's list of words) without the options
-    that only choose outputs, as JSON; None when the file names no command."""
+    that only choose outputs, as JSON; None when the file names no command. A pytest
+    session's (the plugin's) leaves out the options that judge or show it too."""
     if not isinstance(command, list) or not all(isinstance(w, str) for w in command):
         return None
+    pytest_session = "pytest" in command[:3]
     kept: list[str] = []
     words = iter(command)
     for word in words:
         name = word.split("=", 1)[0]
+        if pytest_session:
+            dropped, valued = _pytest_option(word)
+            if dropped:
+                if valued:
+                    next(words, None)
+                continue
         if name in _OUTPUT_FLAGS or (name in _OUTPUT_VALUES and "=" in word):
             continue
         if name in _OUTPUT_VALUES:
@@ -221,6 +255,8 @@ def comparable_key(key: str) -> str:
     if not isinstance(words, list) or not all(isinstance(w, str) for w in words) \
             or len(words) < 2:
         return key
+    # as command_key leaves them out now: a store's older keys kept a pytest session's -q
+    words = json.loads(command_key(words) or "[]")
     if words[1] == "run":
         suites = [os.path.normpath(w) if w.endswith(".toml") else w for w in words]
         words = [w for w in suites if w != DEFAULT_SUITE]
