@@ -223,11 +223,24 @@ def pytest_configure(config: pytest.Config) -> None:
     db = config.getoption("cudabench_db")
     if db is not None:
         config.option.cudabench_db = str(Path(db).absolute())
+    flag = "--cudabench-json"
+    if rows.json_path is None and rows.record_db is not None:
+        # the store records a file: the rows stream to one from the first, as `--record`
+        # without --json does (an interrupted session lost every row it measured)
+        from cudabench.results.writer import new_run_file
+
+        rows.json_path, flag = new_run_file().absolute(), "--cudabench-record"
+        try:
+            rows.json_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise pytest.UsageError(f"--cudabench-record: cannot make {rows.json_path.parent} "
+                                    f"for the session's results file: {exc.strerror or exc}; "
+                                    "give --cudabench-json FILE") from None
     if rows.json_path is not None:
         from cudabench.results.writer import ResultsWriter
 
         try:  # refused where a stopped session's rows wait in FILE.partial
-            rows.writer = ResultsWriter(rows.json_path, flag="--cudabench-json")
+            rows.writer = ResultsWriter(rows.json_path, flag=flag)
         except CudabenchError as exc:
             raise pytest.UsageError(str(exc)) from None
         rows.writer.metadata["command"] = _command(config)
@@ -645,8 +658,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if interrupted and (rows.baseline is not None or rows.record_db is not None):
         # part of a session is no run to judge or to keep (a compare would fail it as
         # missing rows anyway, and the record would take the file the rows did not reach)
+        later = ""
+        if rows.record_db is not None and rows.writer is not None:
+            where = rows.shown(rows.writer.streams_to)
+            later = (f"; record its rows with `cudabench history import {where} --db "
+                     f"{rows.shown(rows.record_db)}`")
         rows.messages.append("cudabench: the session was interrupted: nothing compared or "
-                             "recorded")
+                             f"recorded{later}")
         return
     kept = rows.writer is not None and rows.writer.kept_note is not None
     results = Results(tuple(rows.rows), (), tuple(_command(session.config)), rows.versions,

@@ -642,6 +642,13 @@ def test_two():
     assert partial.metadata["complete"] is False and partial.benchmarks  # naive, cuBLAS, copy
     done.stdout.fnmatch_lines(["*rows written to *now.json.partial (incomplete: the "
                                "session was interrupted)*"])
+    # --cudabench-record alone: the rows streamed to a file of their own (they were lost)
+    done = pytester.runpytest("--cudabench-record", "h.db", "-p", "no:cacheprovider")
+    assert done.ret == pytest.ExitCode.INTERRUPTED and not (pytester.path / "h.db").exists()
+    (kept_rows,) = (pytester.path / ".cudabench" / "runs").glob("*.json")
+    assert load_results(kept_rows).benchmarks
+    done.stdout.fnmatch_lines([f"*record its rows with `cudabench history import "
+                               f"*{kept_rows.name} --db *h.db`*"])
 
 
 def test_the_gate_defaults_the_plugin_skips_checking_are_compare_s():

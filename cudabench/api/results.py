@@ -8,7 +8,6 @@ notebook) through the same renderers as the commands.
 
 from __future__ import annotations
 
-import datetime
 import math
 import operator
 import os
@@ -36,7 +35,7 @@ from cudabench.results.model import (
     ResultsFile,
     RunOutcome,
 )
-from cudabench.results.writer import ResultsWriter
+from cudabench.results.writer import ResultsWriter, new_run_file
 
 if TYPE_CHECKING:
     import pandas
@@ -64,7 +63,6 @@ def as_path(value: object, name: str, folder: bool = False) -> Path:
 WRITTEN_FRESH = ("kind", "schema_version", "updated", "complete")
 
 
-RUNS_DIR = Path(".cudabench") / "runs"  # where record() keeps results that have no file yet
 
 
 @dataclass(frozen=True, eq=False)
@@ -334,8 +332,7 @@ def record_as(results: Results, store: Path) -> Path:
     path = results.path if results.path is not None and _holds(results.path, results) else (
         results._recorded_file(store))
     if path is None:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        path = results.to_json(RUNS_DIR / f"{stamp}.json")
+        path = results.to_json(new_run_file())
         # the rows were written to it: it is their file now (frozen: the one field set late)
         object.__setattr__(results, "path", path)
     record_files([path], store, say=False)

@@ -4,15 +4,14 @@ gate `compare --threshold auto` will use for each benchmark."""
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import os
 from pathlib import Path
 
 import click
 
 from cudabench.catalog.discovery import check_folders, refuse_empty_folders
 from cudabench.cli import commands
-from cudabench.cli.commands import RUNS_DIR, run_and_render
+from cudabench.cli.commands import run_and_render
+from cudabench.results.writer import RUNS_DIR, new_run_file
 from cudabench.cli.options import Outputs, suite_flush_option, with_flush
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.units import params_text, shape_text
@@ -48,17 +47,15 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     store_path = db or default_store()
     requests = [dataclasses.replace(request, insight=Insight(vendor=True, batch=False))
                 for request in with_flush(load_suite(path, tuple(kernels_dirs)), l2_flush)]
-    # to the microsecond, with the process: two calibrations started together (one a GPU)
-    # must not write over each other's files
-    stamp = (datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-             + f"-{os.getpid()}")
+    # one stamp (to the microsecond, with the process) for the calibration's runs
+    stamp = new_run_file("calibrate-").stem
     # No GPU (no driver, none visible): said before "run 1 of 5" and before any folder
     commands.engine_spec(device).count_devices()
     worst = 0
     kept: Path | None = None
     for index in range(runs):
         terminal.stderr_console().print(f"calibrate: run {index + 1} of {runs}", markup=False)
-        kept = RUNS_DIR / f"calibrate-{stamp}-{index + 1}.json"
+        kept = RUNS_DIR / f"{stamp}-{index + 1}.json"
         try:
             kept.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a file named .cudabench, a read-only folder

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import datetime
 import importlib.util
 import re
 import time
@@ -46,7 +45,7 @@ from cudabench.render import terminal
 from cudabench.results import BenchmarkResult, RunOutcome
 from cudabench.results.loader import check_replaceable
 from cudabench.results.rounds import pool_all, pooling
-from cudabench.results.writer import ResultsWriter
+from cudabench.results.writer import ResultsWriter, new_run_file
 from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.runner.pipeline import count_rows, run_plans
 from cudabench.runner.starting import discard_prestarted, keep_across_commands, prestart
@@ -56,7 +55,6 @@ if TYPE_CHECKING:  # Ray's glue is imported by a --cluster run alone
     from cudabench.analysis.time_profile import TimeProfile
     from cudabench.runner.ray_cluster import RayCluster
 
-RUNS_DIR = Path(".cudabench") / "runs"  # where --record keeps a run given no --json
 
 
 def engine_spec(device: int) -> EngineSpec:
@@ -284,8 +282,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
             pass
     json_path = outputs.json_path
     if outputs.record and json_path is None:  # the store records a file: keep one
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        json_path = RUNS_DIR / f"{stamp}.json"
+        json_path = new_run_file()
         # checked as --json is, before the run: a file named .cudabench, or a read-only
         # folder, lost a whole measured run at its end
         check_outputs({"--record": json_path}, run_inputs(outputs, plans, requests))

@@ -68,6 +68,17 @@ def git_commit(directory: Path) -> dict[str, Any]:
     return {"git_commit": commit, "git_dirty": bool(changed) or new_code, "git_branch": branch}
 
 
+RUNS_DIR = Path(".cudabench") / "runs"  # where a run recorded without a file of its own keeps one
+
+
+def new_run_file(prefix: str = "") -> Path:
+    """Return a fresh path in RUNS_DIR for a run's results file (--record without --json,
+    record(), calibrate, the pytest plugin's --cudabench-record): stamped to the
+    microsecond, with the process, so that runs started together never share one."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return RUNS_DIR / f"{prefix}{stamp}-{os.getpid()}.json"
+
+
 class ResultsWriter:
     """Collects benchmarks and rewrites the whole file after each one (temp file + rename)."""
 
