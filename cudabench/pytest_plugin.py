@@ -21,6 +21,7 @@ A machine without a usable GPU skips the tests that use the fixture, saying why
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -469,6 +470,7 @@ class Bench:
         def hear(row: BenchmarkResult) -> None:  # a later round's row replaces the earlier
             heard[(row.key, row.device.identity if row.device else None)] = row
 
+        through = _THROUGH_THE_FIXTURE.set(True)
         try:
             with rows_heard_by(hear):
                 results = run(op, **options)
@@ -483,6 +485,8 @@ class Bench:
                 if heard:
                     self._rows.add(Results(tuple(heard.values())), self._test)
             raise
+        finally:
+            _THROUGH_THE_FIXTURE.reset(through)
         if gpu_reason is not None:
             # This test's alone: another test may ask for another GPU (the session's probe,
             # in the fixture, decides whether any GPU is usable).
@@ -545,6 +549,39 @@ def session_rounds(timing: Any, rounds: int) -> Any:
     if not isinstance(policy, TimingPolicy) or policy.rounds != 1:
         return timing
     return replace(policy, rounds=rounds)
+
+
+# Set while the fixture's run() measures: the rows a test measures otherwise (a direct
+# cudabench.run()) are not the session's, and a gathering session says so (_direct_runs).
+_THROUGH_THE_FIXTURE: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "cudabench_through_the_fixture", default=False)
+
+
+@pytest.fixture(autouse=True)
+def _direct_runs(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test of a session that gathers its rows (--cudabench-json, -compare,
+    -record) where it measured by calling cudabench.run() directly: those rows reach
+    neither the file, nor the gate, nor the store, and a regression in them passed."""
+    rows = request.config.stash.get(_SESSION, None)
+    if rows is None or not rows.gathered:
+        yield
+        return
+    from cudabench.cli.commands import rows_heard_by
+
+    direct: list[str] = []
+
+    def hear(row: BenchmarkResult) -> None:
+        if not _THROUGH_THE_FIXTURE.get():
+            direct.append(f"{row.op}/{row.variant}")
+
+    with rows_heard_by(hear):
+        yield
+    if direct:
+        names = ", ".join(dict.fromkeys(direct))
+        pytest.fail(f"cudabench: error: {names} measured by a direct cudabench.run(), which "
+                    "this session's --cudabench-json, --cudabench-compare and "
+                    "--cudabench-record do not gather: take the `cudabench` fixture and call "
+                    "its run()", pytrace=False)
 
 
 @pytest.fixture

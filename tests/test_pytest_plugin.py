@@ -729,3 +729,31 @@ def test_session_file(cudabench):
 
     for name in ("base.json", "now.json"):
         check_output(pytester.path / name, "--json")
+
+
+def test_a_direct_run_in_a_gathering_session_fails_its_test(pytester, monkeypatch):
+    # cudabench.run() called directly: "no benchmark ran in this session: nothing written",
+    # exit 0, its rows in neither the file nor the gate
+    pytester.makepyfile(test_direct='''
+import cudabench
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+def test_direct():
+    assert cudabench.run("transpose", variants=["naive"], size=64, timing=FAST,
+                         vendor=False).ok
+
+
+def test_through_the_fixture(cudabench):
+    cudabench.run("transpose", variants=["shared"], size=64, timing=FAST, vendor=False)
+''')
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest("--cudabench-json", "now.json", "-p", "no:cacheprovider")
+    done.assert_outcomes(passed=2, errors=1)
+    done.stdout.fnmatch_lines(["*transpose/naive, transpose/memcpy_dtod measured by a direct "
+                               "cudabench.run(), which this session's*"])
+    # without an option that gathers, a direct run is the test's own business
+    done = pytester.runpytest("-p", "no:cacheprovider")
+    done.assert_outcomes(passed=2)
