@@ -155,3 +155,17 @@ def test_a_suite_file_that_is_missing_or_a_folder_says_so(tmp_path):
         load_suite(tmp_path / "missing.toml")
     with pytest.raises(UsageError, match="a folder, not a suite file"):
         load_suite(tmp_path)
+
+
+def test_a_suite_s_precision_takes_a_percentage_as_the_flag_does(tmp_path):
+    # precision = "1%": "timing.precision: expected a number", where --precision 1% is taken
+    suite = write(tmp_path / "cudabench.toml",
+                  '[timing]\nprecision = "1%"\n\n[[benchmark]]\nop = "dot"\n')
+    assert load_suite(suite)[0].timing.precision == pytest.approx(0.01)
+    write(suite, '[timing]\nprecision = "one%"\n\n[[benchmark]]\nop = "dot"\n')
+    with pytest.raises(UsageError, match=r"timing.precision 'one%': expected a fraction "
+                                         r"\(0.005\) or a percentage"):
+        load_suite(suite)
+    write(suite, '[timing]\nprecision = "1"\n\n[[benchmark]]\nop = "dot"\n')
+    with pytest.raises(UsageError, match=r'timing.precision: expected a number \(a fraction'):
+        load_suite(suite)

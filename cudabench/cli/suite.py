@@ -205,8 +205,16 @@ def _timing(table: Any, where: str) -> TimingPolicy:
                          f"{', '.join(TIMING_KEYS)}){top}")
     values: dict[str, Any] = {}
     for key, value in table.items():
+        if key == "precision" and isinstance(value, str) and value.strip().endswith("%"):
+            try:  # "0.5%", as --precision takes it
+                value = float(value.strip()[:-1]) / 100
+            except ValueError:
+                raise UsageError(f"{where}: timing.precision {value!r}: expected a fraction "
+                                 "(0.005) or a percentage (\"0.5%\")") from None
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise UsageError(f"{where}: timing.{key}: expected a number")
+            raise UsageError(f"{where}: timing.{key}: expected a number"
+                             + (' (a fraction, 0.005, or a percentage, "0.5%")'
+                                if key == "precision" else ""))
         if key in INTEGER_KEYS and not isinstance(value, int):
             raise UsageError(f"{where}: timing.{key}: expected a whole number, not {value}")
         if key in COUNT_KEYS and isinstance(value, float):
