@@ -142,6 +142,10 @@ def test_replicate_runs_every_benchmark_on_every_gpu_and_shows_the_spread(
     assert all(gpus == {0, 1} for gpus in found.values()), found
     assert "the same benchmarks on each GPU" in done.stdout
     assert "GPU 0:" in done.stdout and "GPU 1:" in done.stdout
+    # each GPU's warnings name it (the one line that says which card throttled did not)
+    warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert any(" on GPU 0: " in line for line in warned), done.stderr
+    assert any(" on GPU 1: " in line for line in warned), done.stderr
     # A replicated run compares with a one-GPU baseline of the same model: every GPU's
     # row pairs with the baseline's.
     base = tmp_path / "base.json"

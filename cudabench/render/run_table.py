@@ -306,8 +306,12 @@ def diagnostic_names(results: Sequence[BenchmarkResult]) -> list[str]:
     shape and dtype where the run holds that variant more than once (a sweep, a suite of
     sizes), whose warnings would otherwise not say which configuration they mean."""
     counts: dict[tuple[str, str], int] = {}
+    gpus: dict[tuple[Any, ...], set[Any]] = {}  # a configuration's GPUs (--replicate)
     for r in results:
         counts[r.op, r.variant] = counts.get((r.op, r.variant), 0) + 1
+        gpus.setdefault(r.key, set()).add(r.device.identity if r.device else None)
+    named = gpu_names(list({r.device.identity: r.device for r in results
+                            if r.device is not None}.values()))
     names = []
     for r in results:
         name = f"{r.op}/{r.variant}"
@@ -315,6 +319,8 @@ def diagnostic_names(results: Sequence[BenchmarkResult]) -> list[str]:
             name = " ".join(part for part in (name, params_text(r.params), shape_text(r.shape),
                                               r.dtype, "(hot L2)" if r.hot else "")
                             if part and part != "-")
+        if len(gpus[r.key]) > 1 and r.device is not None:  # which card throttled
+            name += f" on {named[r.device.identity]}"
         names.append(name)
     return names
 
