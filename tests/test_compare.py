@@ -1231,3 +1231,27 @@ def test_a_results_file_s_html_and_links_stay_text_in_the_markdown_summary():
 
     assert _cell("<img src=x> [link](http://evil) a|b & c") == \
         "&lt;img src=x&gt; \\[link\\](http://evil) a\\|b &amp; c"
+
+
+def test_a_benchmark_that_ran_on_the_host_s_other_model_is_not_missing(tmp_path):
+    # --devices all on a host of two models hands work to whichever GPU is free: a
+    # benchmark on GPU 0 (one model) in the baseline and GPU 1 (the other) now read
+    # "missing ... not in the current file", failing the gate with a false reason
+    h200, other = device("NVIDIA H200"), dataclasses.replace(device("Other GPU"), index=1)
+
+    def on(row, gpu):
+        return dataclasses.replace(row, device=gpu)
+
+    base = ResultsFile("b.json", {}, (h200, other), (on(bench(TIGHT, "tiled"), h200),
+                                                     on(bench(TIGHT, "naive"), other)), 2)
+    now = ResultsFile("c.json", {}, (h200, other), (on(bench(TIGHT, "tiled"), other),
+                                                    on(bench(TIGHT, "naive"), h200)), 2)
+    judged = compare(base, now, 0.05)
+    assert judged.exit_code == ExitCode.OK, [(r.variant, r.verdict, r.reason)
+                                             for r in judged.rows]
+    assert not [r for r in judged.rows if r.verdict == "missing"]
+    assert any("ran on another GPU model in the current file (matmul/" in note
+               for note in judged.notes), judged.notes
+    # gone from the current file altogether: missing, as before
+    gone = ResultsFile("d.json", {}, (h200, other), (on(bench(TIGHT, "naive"), h200),), 2)
+    assert compare(base, gone, 0.05).exit_code == ExitCode.REGRESSION

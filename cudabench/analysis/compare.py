@@ -151,7 +151,12 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
             # model the current file has no GPU of was never its to run: listed as removed,
             # with the note that says so, never `missing`.
             lacked = by_model and old.device is not None and old.device.name not in models[1]
-            return old.kind is Kind.VARIANT and not lacked
+            return old.kind is Kind.VARIANT and not lacked and not moved(old)
+
+        def moved(old: BenchmarkResult) -> bool:  # ran now, on another of the host's models
+            # (--devices all hands work to whichever GPU is free): not compared, not gone
+            return by_model and any(new.status is not Status.SKIP and new.device is not None
+                                    for new in after.get(old.key, ()))
 
         rows += [_missing(old, skipped.get(old.key), several) for old in removed_rows
                  if gone(old)]
@@ -170,6 +175,7 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         setting_changes=setting_changes(baseline, current),
         notes=(_incomplete(baseline)
                + (_model_notes(models[0], models[1], added, removed) if by_model else ())
+               + _moved_notes(removed, after)
                + _unjudged_slowdowns(rows) + _set_aside(judged)),
         current_incomplete=current.metadata.get("complete") is False,
     )
@@ -295,6 +301,23 @@ def _model_notes(before: set[str], after: set[str], added: tuple[BenchmarkResult
         notes.append(f"{count} benchmark(s) of the baseline ran on {model}, which the current "
                      "file lacks: listed as removed, not compared")
     return tuple(notes)
+
+
+def _moved_notes(removed: tuple[BenchmarkResult, ...],
+                 after: dict[tuple[object, ...], list[BenchmarkResult]]) -> tuple[str, ...]:
+    """Say which benchmarks of the baseline ran on another GPU model in the current file:
+    listed, not compared, and not missing."""
+    moved = [(old, new) for old in removed if old.device is not None
+             for new in after.get(old.key, ())[:1] if new.device is not None
+             and new.device.name != old.device.name and new.status is not Status.SKIP]
+    if not moved:
+        return ()
+    old, new = moved[0]
+    assert old.device is not None and new.device is not None
+    return (f"{len(moved)} benchmark(s) of the baseline ran on another GPU model in the "
+            f"current file ({old.op}/{old.variant}: {old.device.name}, now "
+            f"{new.device.name}): listed as removed, not compared; give --devices the GPUs "
+            "of one model to keep each benchmark on it",)
 
 
 def _same_model(old: BenchmarkResult, new: BenchmarkResult, by_model: bool) -> bool:
