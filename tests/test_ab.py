@@ -715,3 +715,30 @@ def test_ab_s_markdown_keeps_html_and_links_of_a_file_name_as_text():
     text = to_markdown(run, "cudabench ab: A a | B b", "GPU")
     assert "- dot/\\[docs\\](https:evil)&lt;img src=x&gt;" in text, text
     assert "<img" not in text
+
+
+def test_a_stopped_ab_with_only_markdown_keeps_the_verdicts_on_its_rounds(marked, tmp_path,
+                                                                          monkeypatch):
+    # without --json, Ctrl-C dropped every round measured without a word
+    import cudabench.cli.ab as ab
+
+    real = ab.run_plans
+
+    def stopped(plans, spec, on_result, **kwargs):
+        jobs = kwargs.pop("jobs")
+        real(plans, spec, on_result, jobs=jobs[:9], **kwargs)  # the warm-up, 3.5 rounds
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab, "run_plans", stopped)
+    old = folder(tmp_path / "old", ["naive"])
+    new = folder(tmp_path / "new", ["naive"])
+    summary = tmp_path / "ab.md"
+    summary.write_text("an earlier job's summary\n", encoding="utf-8")
+    result = invoke(old, new, *FAST, "--rounds", "6", "--markdown", summary)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    said = " ".join(result.stderr.split())
+    partial = tmp_path / "ab.md.partial"
+    assert f"the verdicts on the rounds so far (1 variant) are in {partial}" in said, said
+    assert summary.read_text(encoding="utf-8") == "an earlier job's summary\n"
+    text = partial.read_text(encoding="utf-8")
+    assert "| matmul/naive |" in text and "3 rounds" in text and "incomplete" in text

@@ -258,6 +258,9 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     except BaseException:  # Ctrl-C, SIGTERM, an error: the rounds so far, pooled, are kept
         if writer is not None:
             _keep_stopped(writer, placed, _rows_by_side(schedule, heard))
+        if markdown_path is not None:  # and the verdicts on them, for the job summary
+            _keep_stopped_markdown(markdown_path, schedule, heard, limit, alpha, old_dir,
+                                   new_dir)
         raise
     finally:
         finish_closing()  # the worker releases its GPU: do not leave it behind
@@ -535,6 +538,30 @@ def _keep_stopped(writer: ResultsWriter, placed: dict[tuple[tuple[str, str], str
     stopped = writer.stopped_note()
     if stopped is not None:
         commands.note(stopped)
+
+
+def _keep_stopped_markdown(path: Path, schedule: Schedule, heard: Sequence[BenchmarkResult],
+                           limit: float, alpha: float, old_dir: Path, new_dir: Path) -> None:
+    """Write the verdicts on the rounds a stopped run measured, both sides of each (a
+    round one side had not reached yet is left out), to --markdown, marked incomplete."""
+    from cudabench.cli import commands
+    from cudabench.cli.stopped import STOPPED_MARKDOWN, keep_stopped_text
+
+    rows = _rows_by_side(schedule, heard)
+    judged, rounds = [], []
+    for by_side in rows.values():
+        both = min(len(by_side[label]) for label in SIDES)
+        if both:
+            judged.append(judge(by_side["A"][:both], by_side["B"][:both], limit, alpha))
+            rounds.append(both)
+    if not judged:
+        return
+    run = ABRun(tuple(judged), (), (), (), limit, alpha, min(rounds))
+    gpu = next((r.device.name for r in heard if r.device is not None), "")
+    title = f"cudabench ab: A {old_dir} | B {new_dir} (stopped)"
+    keep_stopped_text("--markdown", path, lambda: to_markdown(run, title, gpu)
+                      + STOPPED_MARKDOWN, f"the verdicts on the rounds so far ({len(judged)} "
+                      f"variant{'s' if len(judged) != 1 else ''})", commands.note)
 
 
 def pooled(by_side: Mapping[str, Sequence[BenchmarkResult]], label: str,

@@ -48,17 +48,24 @@ def keep_reports(reports: dict[str, Path | None], rows: tuple[BenchmarkResult, .
     render = {"--markdown": lambda: run_to_markdown(outcome) + STOPPED_MARKDOWN,
               "--csv": lambda: run_to_csv(outcome)}
     for flag, path in reports.items():
-        if path is None:
-            continue
-        target = path.with_name(path.name + PARTIAL) if path.exists() else path
-        if target.exists():
-            note(f"the run stopped: {flag} {target} holds another stopped run's rows, "
-                 "not written over; this run's rows were not saved there")
-            continue
-        try:
-            write_text(target, render[flag](), flag)
-        except (CudabenchError, OSError) as exc:
-            note(f"the run stopped, and its rows could not be saved to {flag}: {exc}")
-            continue
-        note(f"the run stopped: {len(rows)} of its rows are in {target} ({flag})"
-             + (f"; {path} is as it was" if target != path else ""))
+        if path is not None:
+            keep_stopped_text(flag, path, render[flag], f"{len(rows)} of its rows", note)
+
+
+def keep_stopped_text(flag: str, path: Path, render: Callable[[], str], what: str,
+                      note: Callable[[str], None]) -> None:
+    """Write a stopped run's report (render's text; what: what it holds, for the note) at
+    path where it is new, else beside it as PATH.partial (never over one such: another
+    stopped run's), and note where. Never raises: the stop is what the command reports."""
+    target = path.with_name(path.name + PARTIAL) if path.exists() else path
+    if target.exists():
+        note(f"the run stopped: {flag} {target} holds another stopped run's rows, "
+             "not written over; this run's rows were not saved there")
+        return
+    try:
+        write_text(target, render(), flag)
+    except (CudabenchError, OSError) as exc:
+        note(f"the run stopped, and its rows could not be saved to {flag}: {exc}")
+        return
+    note(f"the run stopped: {what} are in {target} ({flag})"
+         + (f"; {path} is as it was" if target != path else ""))
