@@ -431,3 +431,28 @@ def test_a_results_file_s_terminal_controls_are_written_out_when_loaded(tmp_path
     path.write_text(json.dumps(source))
     with pytest.raises(ResultsFileError, match="a parameter name without control"):
         load_results(path)
+
+
+def test_a_failed_write_says_which_kept_rows_lack_their_later_rounds(tmp_path, monkeypatch):
+    # "4 of the run's 4 rows are in ab.json.partial" where two of them held 4 of 6 rounds
+    from cudabench.errors import UsageError
+
+    rows = load_results(DATA / "baseline.json").benchmarks[:2]
+    writer = ResultsWriter(tmp_path / "r.json", argv=[])
+    for row in rows:
+        writer.add(row)
+    assert writer.streamed_note() == f"; 2 of the run's 2 rows are in {tmp_path / 'r.json'}"
+    real = ResultsWriter.write
+
+    def full(self, complete=True):
+        raise UsageError("--json r.json: cannot write: [Errno 28] No space left")
+
+    monkeypatch.setattr(ResultsWriter, "write", full)
+    writer.replace(0, dataclasses.replace(rows[0], rounds=2))
+    writer.flush()
+    assert writer.streamed_note().endswith(
+        "rows are in " + str(tmp_path / "r.json")
+        + " (1 of them without the rounds measured after the last write)")
+    monkeypatch.setattr(ResultsWriter, "write", real)
+    writer.flush()  # written again: nothing behind
+    assert "without" not in writer.streamed_note()

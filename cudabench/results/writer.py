@@ -99,6 +99,8 @@ class ResultsWriter:
             raise UsageError(f"{flag} {path}: {self.streams_to} holds the rows of a run that "
                              "stopped; move it away or delete it first")
         self.written = 0  # rows in the file at streams_to (what a stopped run left there)
+        # rows measured again (a later round pooled in) since the last write that worked
+        self._behind: set[int] = set()
         self.stream_error: str | None = None  # why the last write failed (a full disk)
         # Which rows hold samples, for `measured` (a run of SKIPs holds none)
         self._kernel_rows = self._kernel_sampled = self._any_sampled = False
@@ -140,6 +142,7 @@ class ResultsWriter:
             at = len(self._rounds) - 1 - self._rounds[::-1].index(earlier)
             self.benchmarks[at], self._encoded[at] = row, encoded
             self._rounds[at] = (earlier[0], result.rounds)
+            self._behind.add(at)
         else:
             self.benchmarks.append(row)
             self._encoded.append(encoded)
@@ -152,6 +155,7 @@ class ResultsWriter:
         write: rows streamed as they came, kept in the order a reader expects."""
         if sorted(order) != list(range(len(self.benchmarks))):
             raise ValueError("reorder takes every row's index once")
+        self._behind = {order.index(i) for i in self._behind}
         self.benchmarks = [self.benchmarks[i] for i in order]
         self._encoded = [self._encoded[i] for i in order]
         self._rounds = [self._rounds[i] for i in order]
@@ -169,6 +173,7 @@ class ResultsWriter:
             self.stream_error = str(exc)
         else:
             self.stream_error = None
+            self._behind.clear()
 
     def replace(self, at: int, result: BenchmarkResult) -> None:
         """Put result in the place of the row added at'th (a pytest test run again, whose
@@ -176,6 +181,7 @@ class ResultsWriter:
         write."""
         self.benchmarks[at], self._encoded[at] = self._encode(result)
         self._rounds[at] = (identity(result), result.rounds)
+        self._behind.add(at)
 
     def put(self, result: BenchmarkResult) -> None:
         """Put a row in the place of the row it measured again (the same benchmark and
@@ -273,12 +279,19 @@ class ResultsWriter:
         if not self.written or not self.streams_to.exists():
             return ""
         return (f"; {self.written} of the run's {len(self._encoded)} rows are in "
-                f"{self.streams_to}")
+                f"{self.streams_to}{self._behind_text()}")
+
+    def _behind_text(self) -> str:
+        """Return what the file at streams_to lacks of rows it holds: those measured again
+        (a later round pooled in) since the last write that worked."""
+        behind = len([at for at in self._behind if at < self.written])
+        return (f" ({behind} of them without the rounds measured after the last write)"
+                if behind else "")
 
     def stopped_note(self) -> str | None:
         """Return where a run that stopped left its rows, when it left any beside an
         existing file (None otherwise: nothing written, or written in place)."""
-        if self.written < len(self._encoded):
+        if self.written < len(self._encoded) or self._behind:
             # stopped while a row streamed (Ctrl-C mid-write), or after a failed write (a
             # disk full for a while): write them now, not lose them
             self._stream()
@@ -289,9 +302,10 @@ class ResultsWriter:
             if not self.written:
                 return None
             return (f"the run stopped: {self.written} of its rows are in {self.path}, marked "
-                    "incomplete" + (f" ({lost} could not be written: {self.stream_error})"
-                                    if lost else ""))
+                    "incomplete" + self._behind_text()
+                    + (f" ({lost} could not be written: {self.stream_error})" if lost else ""))
         return (f"the run stopped: {self.written} of its rows are in {self.streams_to}"
+                + self._behind_text()
                 + (f" ({lost} could not be written: {self.stream_error})" if lost else "")
                 + f"; {self.path} is as it was")
 
