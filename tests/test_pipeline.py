@@ -481,6 +481,11 @@ def test_a_kernel_that_cheats_after_the_checked_launch_fails(op, fault, says):
     cheat = next(r for r in outcome.results if r.variant == name)
     assert cheat.status is Status.FAIL and says in (cheat.error or ""), cheat.error
     assert cheat.samples_s  # it was timed: the numbers are kept, marked failed
+    # its verification is the wrong launch's: "0 of N elements wrong, rel error 0" sat
+    # beside an error saying every element was wrong
+    v = cheat.verification
+    assert v is not None and not v.passed and v.bad_elements >= 1, v
+    assert f"({v.bad_elements} of {v.total_elements} elements wrong)" in cheat.error
     honest = [s for n, s in ran(outcome.results).items() if n != name]
     assert all(s in (Status.PASS, Status.REF) for s in honest)
 

@@ -32,6 +32,7 @@ from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
 from cudabench.planning.plan import Plan
 from cudabench.ops import LaunchShape
 from cudabench.ops.base import check_rng, user_code
+from cudabench.results.model import Verification
 
 
 @dataclass
@@ -47,8 +48,11 @@ class Layout:
 
 
 def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
-            run: Run, inputs: Mapping[str, np.ndarray], expected: Any) -> str | None:
-    """Return why a later launch of the kernel is wrong, or None when all three pass.
+            run: Run, inputs: Mapping[str, np.ndarray], expected: Any
+            ) -> tuple[str, Verification] | None:
+    """Return why a later launch of the kernel is wrong and that launch's verification
+    (the row's, in place of the checked launch's: its wrong elements and errors), or None
+    when all three pass.
 
     expected is what the checked launch was verified against (Op.expected); the fresh
     inputs get their own, made the same way (the full reference or the same randomized
@@ -57,12 +61,14 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
     timed = _launch_and_verify(plan, engine, layout, buffers, inputs, expected,
                                lambda: engine.time_once(run, plan.flush))
     if timed is not None:
-        return f"a timed launch is wrong ({timed}): every launch must compute its result"
+        return (f"a timed launch is wrong ({_wrong(timed)}): every launch must compute its "
+                "result", timed)
     fresh, fresh_expected = fresh_inputs(plan)
     same = _launch_and_verify(plan, engine, layout, buffers, fresh, fresh_expected,
                               _run_once(engine, run))
     if same is not None:
-        return f"wrong on fresh inputs in the same buffers ({same}): a replayed result?"
+        return (f"wrong on fresh inputs in the same buffers ({_wrong(same)}): a replayed "
+                "result?", same)
     moved: dict[str, guards.Guarded] = {}
     try:
         for name, nbytes in layout.sizes.items():
@@ -80,8 +86,13 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
         for buffer in moved.values():
             engine.free(buffer.base)
     if new is not None:
-        return f"wrong on fresh inputs in new buffers ({new}): a result keyed by address?"
+        return (f"wrong on fresh inputs in new buffers ({_wrong(new)}): a result keyed by "
+                "address?", new)
     return None
+
+
+def _wrong(verification: Verification) -> str:
+    return f"{verification.bad_elements} of {verification.total_elements} elements wrong"
 
 
 _FRESH: list[tuple[tuple[object, ...], dict[str, np.ndarray], Any]] = []  # the last
@@ -116,8 +127,9 @@ def _run_once(engine: Engine, run: Run) -> Callable[[], object]:
 
 def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
                        inputs: Mapping[str, np.ndarray], expected: Any,
-                       launch: Callable[[], object], twin: Any = None) -> str | None:
-    """Upload inputs, poison outputs, launch once, verify: None, or what was wrong.
+                       launch: Callable[[], object], twin: Any = None
+                       ) -> Verification | None:
+    """Upload inputs, poison outputs, launch once, verify: None, or the failed verification.
     twin: a device buffer holding a result already verified for these inputs; a result
     equal to it bit for bit (counted on the GPU) passes without the CPU's check."""
     types = plan.types
@@ -134,6 +146,4 @@ def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapp
             return None
         verification = verify_result(plan, engine, buffers, inputs, layout.outputs, expected,
                                      launched)
-    if verification.passed:
-        return None
-    return f"{verification.bad_elements} of {verification.total_elements} elements wrong"
+    return None if verification.passed else verification

@@ -153,7 +153,9 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             with phase("recheck"):
                 cheat = recheck(plan, engine, layout, buffers, run, inputs, prepared.expected)
         if cheat is not None:
-            problems.append(f"{variant.path}: {cheat}")
+            problems.append(f"{variant.path}: {cheat[0]}")
+            verification = cheat[1]  # the wrong launch's elements and errors, not the
+            # checked launch's (0 wrong beside "every element wrong")
         if plan.sanitize is not None:
             with phase("sanitizer"):
                 report = sanitize.run(plan, planned, plan.sanitize, engine.info.index)
