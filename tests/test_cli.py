@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -480,3 +481,23 @@ def test_a_suite_of_two_types_says_only_what_it_left_out_and_once(use_fake, tmp_
         left = [line for line in done.stderr.splitlines() if "left out" in line]
         assert len(left) == 1 and "fragment_double_buffer" in left[0], done.stderr
         assert "mma_sync" not in left[0]
+
+
+@pytest.mark.parametrize("declared, says", [
+    ("softmx", "the ops of {folder} are softmx (an op file's name"),
+    ("list", "it cannot be used (")])
+def test_an_op_file_that_names_another_op_is_said_so(tmp_path, monkeypatch, declared, says):
+    # "None of --kernels-dir ops defines an op 'softmax' (softmax.py beside a softmax/
+    # folder of kernels)": the layout the user had; the file named another op
+    import shutil
+
+    folder = tmp_path / "ops"
+    example = Path(__file__).parents[1] / "examples" / "softmax"
+    shutil.copytree(example / "softmax", folder / "softmax")
+    (folder / "softmax.py").write_text(
+        (example / "softmax.py").read_text(encoding="utf-8").replace(
+            'name = "softmax"', f'name = "{declared}"'), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert_one_line_error(CliRunner().invoke(cli, ["softmax", "--kernels-dir", "ops"]),
+                          "ops/softmax.py does not define the op 'softmax': "
+                          + says.format(folder="ops"))

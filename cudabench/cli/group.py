@@ -113,6 +113,10 @@ def own_op_hint(name: str, kernels_dirs: list[Path]) -> str:
     """Say how an op of one's own becomes a command, naming a folder near here that holds
     NAME.py (examples/softmax for softmax) when there is one."""
     if kernels_dirs:
+        files = [folder / f"{name}.py" for folder in kernels_dirs
+                 if (folder / f"{name}.py").is_file()]
+        if files:  # the layout is right: the file itself names another op, or fails
+            return f"{files[0]} does not define the op {name!r}: {_declared(files[0].parent)}"
         return (f"None of --kernels-dir {', '.join(map(str, kernels_dirs))} defines an op "
                 f"{name!r} ({name}.py beside a {name}/ folder of kernels).")
     here = Path.cwd()
@@ -123,6 +127,23 @@ def own_op_hint(name: str, kernels_dirs: list[Path]) -> str:
         return f"An op of your own needs its folder: cudabench {name} --kernels-dir {found[0]}"
     return (f"An op of your own needs its folder: cudabench {name} --kernels-dir FOLDER "
             f"(FOLDER holding {name}.py; docs/writing-an-op.md).")
+
+
+def _declared(folder: Path) -> str:
+    """Say which ops a folder's op files declare, or why they cannot be loaded."""
+    from cudabench.errors import CudabenchError
+    from cudabench.ops import load_ops
+
+    from cudabench.cli.op_commands import refuse_command_names_of
+
+    try:
+        ops = load_ops([folder])
+        refuse_command_names_of(ops)  # an op named `list`: no command of its own
+    except CudabenchError as exc:
+        return f"it cannot be used ({exc})"
+    own = sorted(set(ops) - set(load_ops([])))
+    return (f"the ops of {folder} are {', '.join(own)} (an op file's name = \"...\" is its "
+            "command)" if own else f"{folder} declares no op of its own")
 
 
 def _shorten(text: str, width: int) -> str:
