@@ -130,7 +130,7 @@ def test_a_tensor_map_line_parses_in_header_order(tmp_path):
      "tensor_map A: l2 must be one of none, 64, 128, 256 (bytes); got '32'"),
     ("// tensor_map A: box BM, 64", "tensor_map A box: unknown name(s) BM"),
     ("// tensor_map A: box 1, 1, 1, 1, 1, 1", "box has 6 extents; a tensor map has 1 to 5"),
-    ("// tensor_map: box 64", "unknown header key 'tensor_map'"),
+    ("// tensor_map: box 64", "`tensor_map` needs a name before its colon"),
     ("// Tensor_map A: box 64", "unknown header key 'Tensor_map A'"),
 ])
 def test_a_bad_tensor_map_line_is_an_error_naming_file_and_line(tmp_path, line, expected):

@@ -166,6 +166,14 @@ def parse_header(path: Path, text: str | None = None,
             if key in fields:
                 raise KernelFileError(path, number, f"`{key}` given twice")
             fields[key] = (number, value)
+        elif key in ("param", "launch", "tensor_map") and not name:  # a name left out
+            what = {"param": "NAME: default N; allowed ...", "launch": "ENTRY: grid X, Y; "
+                    "block X, Y", "tensor_map": "BUFFER: ..."}[key]
+            raise KernelFileError(path, number, f"`{key}` needs a name before its colon: "
+                                                f"`// {key} {what}`")
+        elif key in ("constraint", *FIELD_KEYS) and name:
+            raise KernelFileError(path, number, f"`{key}` takes no name: `// {key}: ...`, "
+                                                f"not `// {key} {name}: ...`")
         else:
             raise KernelFileError(
                 path, number,
