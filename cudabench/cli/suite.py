@@ -1,13 +1,14 @@
 """Read a benchmark suite: `cudabench.toml`, or `[tool.cudabench]` in a pyproject.toml.
 
+    kernels_dirs = ["kernels_extra"]   # optional, relative to the config file (a
+                                       # top-level key: above the first [table])
+
     [timing]                      # optional, applies to every benchmark
     max_time = 1.0                # seconds of sampling per variant
-    precision = 0.005
+    precision = 0.005             # or "0.5%"
     min_samples = 20
     warmup = 0.05
     rounds = 1                    # each benchmark's rows measured N times, pooled (--rounds)
-
-    kernels_dirs = ["kernels_extra"]   # optional, relative to the config file
 
     [[benchmark]]
     op = "matmul"                 # an op from `cudabench list`

@@ -17,6 +17,7 @@ from cudabench.errors import UsageError
 
 Clock = Callable[[], float]
 MAX_ROUNDS = 100  # --rounds: beyond this the rounds' own overhead dwarfs what they average
+MAX_SAMPLE_COUNT = 10**9  # more samples than any budget takes
 MAX_PRECISION = 0.25  # looser, and sampling stops at min_samples whatever the noise
 
 
@@ -63,6 +64,9 @@ class TimingPolicy:
             (self.warmup_s >= 0, "--warmup must be >= 0 seconds"),
             (self.min_samples >= 1, "--min-samples must be >= 1"),
             (self.max_samples >= self.min_samples, "--max-samples must be >= --min-samples"),
+            # 1e300 in a suite printed a 300-digit count: no budget reaches this many
+            (self.max_samples <= MAX_SAMPLE_COUNT, f"--max-samples must be at most "
+             f"{MAX_SAMPLE_COUNT:,} (--max-time ends sampling long before)"),
             (self.precision > 0, "--precision must be > 0 (e.g. 0.005 for 0.5%)"),
             # a fraction: --precision 0.5 meant as 0.5% asked for ±50%, so min_samples
             (self.precision <= MAX_PRECISION, f"--precision {self.precision:g} is a fraction "
