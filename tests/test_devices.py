@@ -278,6 +278,9 @@ def test_no_gpu_that_opens_is_a_one_line_error(use_fake, suite):
     (["--device", "1", "--devices", "all"], "--device 1 and --devices all both choose"),
     (["--replicate"], "--replicate needs the GPUs"),
     (["--cluster", "slurm"], "--cluster 'slurm': expected `ray`"),
+    # the hint RAY_ADDRESS=http://... got, which the flag's own check came before
+    (["--cluster", "http://127.0.0.1:8265"], "(a dashboard's http:// address is for `ray "
+                                             "job submit`: name the cluster's ray://HOST"),
     (["--cluster", "ray", "--devices", "all"], "--cluster and --devices both place"),
 ])
 def test_placement_mistakes_are_one_line_errors(use_fake, args, says):

@@ -71,8 +71,12 @@ def check_address(text: str) -> str:
     """Return --cluster's text stripped; UsageError unless it names a Ray cluster."""
     text = text.strip()
     if text != "ray" and not text.startswith("ray://"):
+        dashboard = (" (a dashboard's http:// address is for `ray job submit`: name the "
+                     "cluster's ray://HOST:10001)" if text.startswith(("http://", "https://"))
+                     else "")
         raise UsageError(f"--cluster {text!r}: expected `ray` (a local Ray, or RAY_ADDRESS's "
-                         "cluster) or `ray://HOST:PORT` (a cluster's Ray Client address)")
+                         "cluster) or `ray://HOST:PORT` (a cluster's Ray Client address)"
+                         + dashboard)
     return text
 
 
