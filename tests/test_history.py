@@ -678,6 +678,17 @@ def test_show_filters(tmp_path):
     assert_one_line_error(invoke("show", "--since", "last week", "--db", db), "--since")
 
 
+def test_show_counts_commits_not_the_runs_of_interleaved_ones(tmp_path):
+    # runs of two branches interleaved (a, b, a, b, a, b) read "6" commits
+    db = tmp_path / "h.db"
+    runs = [edited(make_run(tmp_path / "runs", i), lambda d, i=i: d.update(
+        git_commit=commit_of(i % 2))) for i in range(6)]
+    import_runs(db, runs)
+    result = invoke("show", "--variant", "tiled", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert " 2 " in show_rows(result.stdout)["tiled"], result.stdout
+
+
 def test_reruns_of_one_commit_are_one_point():
     points = [SeriesPoint(1, "a", "t1", 1.0, "PASS"), SeriesPoint(2, "a", "t2", 3.0, "PASS"),
               SeriesPoint(3, "b", "t3", 2.0, "PASS"), SeriesPoint(4, None, "t4", 5.0, "PASS"),

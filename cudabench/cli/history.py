@@ -127,7 +127,7 @@ def _nothing_to_show(db: Path, store: Store, filters: tuple[object, ...]) -> Usa
               help="Only this GPU model, as the tables name it (or NVML's full name).")
 @click.option("--since", default=None, help="Only runs measured since this date (2024-06-01).")
 @click.option("--last", type=click.IntRange(min=1), default=SHOW_LAST, show_default=True,
-              help="Commits per benchmark to look at.")
+              help="Points per benchmark to look at: a commit's consecutive runs are one.")
 @click.option("--threshold", default="5%", show_default=True,
               help="Smallest step reported, e.g. 5% or 0.05.")
 @branch_option
@@ -255,7 +255,7 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
               help="Only this GPU model, as the tables name it (or NVML's full name).")
 @click.option("--since", default=None, help="Only runs measured since this date.")
 @click.option("--last", type=click.IntRange(min=1), default=SHOW_LAST, show_default=True,
-              help="Commits per benchmark to plot.")
+              help="Points per benchmark to plot: a commit's consecutive runs are one.")
 @branch_option
 @db_option
 def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | None,
@@ -338,7 +338,10 @@ def _trend_cells(trend: Trend, flush: bool = False) -> list[str]:
     kind = "" if tracked.kind == "variant" else f" [{tracked.kind}]"
     return [tracked.benchmark.describe(flush=flush) + kind,
             gpu_text(tracked.gpu_model),
-            str(len(trend.points)), _latest_text(trend), band,
+            # distinct commits: two branches' runs interleaved in one store (a, b, a, b)
+            # are points of their own, but not more commits
+            str(len({p.commit or f"run {p.run_id}" for p in trend.points})),
+            _latest_text(trend), band,
             _change_text(trend, detection.last_change), "; ".join([steps or "-", *extras])]
 
 
