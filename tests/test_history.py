@@ -1619,6 +1619,25 @@ def test_losing_a_recent_speedup_fails_until_the_slower_speed_is_a_level(tmp_pat
     assert verdicts[5] is not Verdict.SLOWER, verdicts
 
 
+def test_a_slower_mode_of_the_history_is_no_outliers(tmp_path):
+    # two runners of one model at other power limits share a store: about a third of the
+    # runs 5% slower, across commits. They were "outliers left out", and a run at that
+    # speed failed: "+4.1% exceeds the 2.1% threshold ... (7 outliers left out)"
+    import random
+
+    chooser = random.Random(3)
+    db = tmp_path / "h.db"
+    factors = [chooser.choice([1.0, 1.05]) for _ in range(22)]
+    assert factors.count(1.05) == 9
+    import_runs(db, [make_run(tmp_path / "runs", i, factors={"tiled": f})
+                     for i, f in enumerate(factors)])
+    row = tiled_row(db, make_run(tmp_path, 100, factors={"tiled": 1.05}, name="current"))
+    assert row.verdict is not Verdict.SLOWER, row.reason
+    # a slowdown beyond both modes still fails
+    row = tiled_row(db, make_run(tmp_path, 101, factors={"tiled": 1.3}, name="slow"))
+    assert row.verdict is Verdict.SLOWER, row.reason
+
+
 def test_one_fast_run_is_not_a_level_to_judge_against(tmp_path):
     # a single fast run (a fluke, or a commit measured once) must not fail every normal
     # run after it; two are needed

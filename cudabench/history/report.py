@@ -357,14 +357,24 @@ def _missing(store: Store, current: ResultsFile, own: int | None) -> list[Histor
 OUTLIER_SDS = 3.0  # a run's median this many robust standard deviations out is an outlier
 
 
-def _band(medians: Sequence[float], center: float) -> list[float]:
+def _band(points: Sequence[SeriesPoint], center: float) -> list[float]:
     """Return the medians a current one must lie outside of to count as a change: all but
     the outliers. One slow run, recorded (`--record --check` records before it judges),
     must not widen the band so that the same slowdown passes when the job is re-run; a
-    level that stays is a step, which the history follows once 3 runs show it."""
+    level that stays is a step, which the history follows once 3 runs show it. Runs far
+    out on one side from LEVEL_COMMITS commits or more, among the others, are no
+    outliers but a mode of the history (two runners of one model at other power limits
+    sharing a store): a run at it is within the history."""
+    medians = [p.median_s for p in points]
     deviations = [abs(x - center) for x in medians]
     limit = OUTLIER_SDS * 1.4826 * statistics.median(deviations)
-    return [x for x, d in zip(medians, deviations) if d <= limit]
+    kept = [d <= limit for d in deviations]
+    for side in (1, -1):
+        far = [i for i, x in enumerate(medians) if not kept[i] and (x - center) * side > 0]
+        if len(_commits([points[i] for i in far])) >= LEVEL_COMMITS:
+            for i in far:
+                kept[i] = True
+    return [x for x, keep in zip(medians, kept) if keep]
 
 
 LEVEL_COMMITS = 3  # the commits a new level needs before it is the history
@@ -535,7 +545,7 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
     m = result.median_s
     center = statistics.median(medians) if medians else None
     change = m / center - 1 if m and center else None
-    band = _band(medians, center) if center is not None else []
+    band = _band(history, center) if center is not None else []
     template = HistoryRow(
         benchmark=bench, gpu_model=gpu, kind=result.kind, current_median_s=m,
         history_median_s=center, band=(min(band), max(band)) if band else None,
