@@ -719,7 +719,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 config.getoption("cudabench_allow_missing"),
                 str(config.getoption("cudabench_max_threshold")))
             failed = not rows.comparison.ok
-        if rows.record_db is not None and kept:
+        from cudabench.results.model import RunOutcome
+
+        if rows.record_db is not None and (kept or not RunOutcome(results.rows)
+                                           .measured_something):
             rows.messages.append("cudabench: nothing was measured: nothing recorded")
         elif rows.record_db is not None:
             with _db_is("--record"):

@@ -116,7 +116,8 @@ def test_run_never_writes_over_its_suite_or_a_kernel(use_fake, tmp_path, monkeyp
     unchanged(kept)
 
 
-def test_a_run_that_measures_nothing_keeps_an_existing_results_file(use_fake, tmp_path):
+def test_a_run_that_measures_nothing_keeps_an_existing_results_file(use_fake, tmp_path,
+                                                                    monkeypatch):
     use_fake(compute_capability="8.0")  # wgmma needs sm_90: every row a SKIP
     kept = existing(tmp_path, "keep.json")
     done = invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws",
@@ -149,6 +150,12 @@ def test_a_run_that_measures_nothing_keeps_an_existing_results_file(use_fake, tm
     assert done.exit_code == 2, done.output
     assert "nothing recorded" in done.stderr and not db.exists(), done.output
     unchanged(kept | reports)
+    # a new file (or --record's own): written, but no run of the kernels to record
+    monkeypatch.chdir(tmp_path)  # --record's own file: in .cudabench/runs here
+    done = invoke("dot", "--size", "4096", "--variant", "bulk", *beside, "--record", "--db",
+                  db)
+    assert done.exit_code == 2 and "is not recorded" in done.stderr, done.output
+    assert not db.exists(), done.output
     fresh = tmp_path / "fresh.md"  # no file before: the SKIP rows are what the run has
     invoke("matmul", "--size", "64", "--dtype", "float16", "--variant", "wgmma_ws", *QUICK,
            "--markdown", fresh)

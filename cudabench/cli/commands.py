@@ -466,7 +466,10 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
                 writes.attempt(lambda: write_text(path, markdown + winners, "--markdown"))
     if any(plan.insight.profile_time for plan in measured.plans):
         show_time_profile(measured)
-    if outputs.record and measured.json_path is not None:
+    if outputs.record and measured.json_path is not None \
+            and not outcome.measured_something:  # a new file of SKIP rows: no run to keep
+        note(f"nothing was measured: {measured.json_path} is not recorded")
+    elif outputs.record and measured.json_path is not None:
         from cudabench.cli.history import RECORD_CHECK_CAP, check_file, record_files
 
         record_files([measured.json_path], outputs.db)  # a locked or full store: show
