@@ -878,7 +878,7 @@ def test_a_pytest_session_s_options_that_judge_or_show_it_are_the_same_command()
         return command_key(["python", "-m", "pytest", "perf", "-k", "dot", *words,
                             "--cudabench-record", "h.db"])
 
-    same = {key(), key("-q"), key("-vv"), key("--tb", "short", "-p", "no:cacheprovider"),
+    same = {key(), key("-q"), key("-vv"), key("-xvs"), key("-sv"), key("--tb", "short", "-p", "no:cacheprovider"),
             key("-pno:cacheprovider", "-rA", "--color=yes"), key("--cudabench-threshold",
                                                                  "3%"),
             key("--cudabench-threshold=5%", "--cudabench-allow-missing", "--cudabench-alpha",

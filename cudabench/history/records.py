@@ -176,9 +176,9 @@ def _pytest_option(word: str) -> tuple[bool, bool]:
     """Return whether a pytest word is an option _PYTEST_VALUES/_FLAGS leave out, and
     whether its value is the next word."""
     name = word.split("=", 1)[0]
-    if name in _PYTEST_FLAGS or (len(name) > 2 and name[0] == "-" and set(name[1:]) <= {"q",
-                                                                                     "v"}):
-        return True, False  # -qq, -vv
+    if name in _PYTEST_FLAGS or (len(name) > 2 and name[0] == "-" and name[1] != "-"
+                                 and set(name[1:]) <= set("qvsxl")):
+        return True, False  # -qq, -vv, -xvs
     if name in _PYTEST_VALUES:
         return True, "=" not in word
     attached = name[:2] in {"-r", "-p", "-W", "-o"} and len(name) > 2  # -rA, -pno:cache...
