@@ -216,6 +216,12 @@ def test_a_budget_that_ends_before_the_minimum_count_says_so():
                                     False, 4 * L2, L2)
     assert warnings == ("5 samples, fewer than the 200 --min-samples asks: the 0.1 s budget "
                         "ran out first; raise --max-time for them",), warnings
+    # --timeout holds the budget under --max-time: raising --max-time changes nothing
+    held = TimingPolicy(min_samples=200, max_samples=500, max_time_s=5, timeout_s=0.3,
+                        warmup_s=0)
+    (said,) = measurement_warnings(Sampling(SLOW_STEADY[:5], StopReason.BUDGET), held, False,
+                                   4 * L2, L2)
+    assert said.endswith("raise --timeout, which holds --max-time under it for them"), said
 
 
 def test_noisy_warning_reports_what_was_reached():

@@ -159,6 +159,13 @@ def _apart(reached: float, target: float) -> tuple[str, str]:
     return texts
 
 
+def _raise_budget(policy: TimingPolicy) -> str:
+    """Say which flag gives sampling more time: --max-time, or --timeout where it holds
+    the sampling budget under --max-time."""
+    return ("raise --max-time" if policy.sampling_budget_s >= policy.max_time_s else
+            "raise --timeout, which holds --max-time under it")
+
+
 def measurement_warnings(
     sampling: Sampling, policy: TimingPolicy, hot: bool, working_set_bytes: int, l2_bytes: int
 ) -> tuple[str, ...]:
@@ -175,9 +182,8 @@ def measurement_warnings(
             f"noisy: the median is known to ±{known}, not the ±{target} "
             f"target, after {stats.count} samples in the {policy.sampling_budget_s:g} s budget "
             f"(spread {stats.spread:.1%}); "
-            + ("raise --max-time, or check for other work on the GPU"
-               if policy.sampling_budget_s >= policy.max_time_s else
-               "raise --timeout, which holds --max-time under it")
+            + (_raise_budget(policy) + ", or check for other work on the GPU"
+               if policy.sampling_budget_s >= policy.max_time_s else _raise_budget(policy))
         )
     elif sampling.stopped_by is StopReason.MAX_SAMPLES and short:
         # the cap a CI suite lowers to save time: its rows are no more precise for it
@@ -192,8 +198,8 @@ def measurement_warnings(
         # a slow kernel: the budget ends sampling before the minimum (at least 5 are taken)
         warnings.append(
             f"{stats.count} samples, fewer than the {policy.min_samples} --min-samples asks: "
-            f"the {policy.sampling_budget_s:g} s budget ran out first; raise --max-time for "
-            "them")
+            f"the {policy.sampling_budget_s:g} s budget ran out first; "
+            + _raise_budget(policy) + " for them")
     if stats.median_s < 20e-6:
         warnings.append(
             f"median {stats.median_s * 1e6:.1f} us is close to launch overhead (a few us): a "
