@@ -730,7 +730,7 @@ def test_a_stopped_ab_with_only_markdown_keeps_the_verdicts_on_its_rounds(marked
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ab, "run_plans", stopped)
-    old = folder(tmp_path / "old", ["naive"])
+    old = folder(tmp_path / "old", ["naive", "gone"])
     new = folder(tmp_path / "new", ["naive"])
     summary = tmp_path / "ab.md"
     summary.write_text("an earlier job's summary\n", encoding="utf-8")
@@ -742,3 +742,5 @@ def test_a_stopped_ab_with_only_markdown_keeps_the_verdicts_on_its_rounds(marked
     assert summary.read_text(encoding="utf-8") == "an earlier job's summary\n"
     text = partial.read_text(encoding="utf-8")
     assert "| matmul/naive |" in text and "3 rounds" in text and "incomplete" in text
+    # what the run lacked is said as the complete run says it: not "no regression"
+    assert "1 regression: " in text and "- matmul/gone" in text, text

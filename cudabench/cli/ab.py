@@ -259,8 +259,9 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
         if writer is not None:
             _keep_stopped(writer, placed, _rows_by_side(schedule, heard))
         if markdown_path is not None:  # and the verdicts on them, for the job summary
-            _keep_stopped_markdown(markdown_path, schedule, heard, limit, alpha, old_dir,
-                                   new_dir)
+            listed = ABRun((), tuple(added), tuple(removed), tuple(skipped), limit, alpha,
+                           rounds, allow_missing, tuple(dropped))
+            _keep_stopped_markdown(markdown_path, schedule, heard, listed, old_dir, new_dir)
         raise
     finally:
         finish_closing()  # the worker releases its GPU: do not leave it behind
@@ -541,9 +542,10 @@ def _keep_stopped(writer: ResultsWriter, placed: dict[tuple[tuple[str, str], str
 
 
 def _keep_stopped_markdown(path: Path, schedule: Schedule, heard: Sequence[BenchmarkResult],
-                           limit: float, alpha: float, old_dir: Path, new_dir: Path) -> None:
+                           listed: ABRun, old_dir: Path, new_dir: Path) -> None:
     """Write the verdicts on the rounds a stopped run measured, both sides of each (a
-    round one side had not reached yet is left out), to --markdown, marked incomplete."""
+    round one side had not reached yet is left out), to --markdown, marked incomplete,
+    with the variants listed (listed: added, missing, not compared) as the run's are."""
     from cudabench.cli import commands
     from cudabench.cli.stopped import STOPPED_MARKDOWN, keep_stopped_text
 
@@ -552,11 +554,12 @@ def _keep_stopped_markdown(path: Path, schedule: Schedule, heard: Sequence[Bench
     for by_side in rows.values():
         both = min(len(by_side[label]) for label in SIDES)
         if both:
-            judged.append(judge(by_side["A"][:both], by_side["B"][:both], limit, alpha))
+            judged.append(judge(by_side["A"][:both], by_side["B"][:both], listed.threshold,
+                                listed.alpha))
             rounds.append(both)
     if not judged:
         return
-    run = ABRun(tuple(judged), (), (), (), limit, alpha, min(rounds))
+    run = dataclasses.replace(listed, results=tuple(judged), rounds=min(rounds))
     gpu = next((r.device.name for r in heard if r.device is not None), "")
     title = f"cudabench ab: A {old_dir} | B {new_dir} (stopped)"
     keep_stopped_text("--markdown", path, lambda: to_markdown(run, title, gpu)
