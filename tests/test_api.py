@@ -815,6 +815,13 @@ def test_on_request_variants_are_asked_for_in_python_terms(use_fake, tmp_path, c
     assert 'variants="NAME" or variants="all"' in note, note
     assert "--variant" not in note
     assert "--variant NAME" in results.notes[0]  # the results file's text: the command's
+    matmul = str(cb.run("matmul", size=64, variants=["naive"], vendor=False))
+    if "written for float16 only" in matmul:  # a note of the other-type rungs, if any
+        assert 'dtype="float16" runs' in matmul, matmul
+    from cudabench.api.terms import said
+
+    assert said("left out x: written for float16 only (--dtype float16 runs it)") == \
+        'left out x: written for float16 only (dtype="float16" runs it)'
     everything = cb.run("dot", size=4096, variants="all")
     assert {row.variant for row in everything} > {row.variant for row in results}
 

@@ -5,6 +5,7 @@ not flags (and a switch given as "no" is no False)."""
 from __future__ import annotations
 
 import contextlib
+import re
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -63,13 +64,14 @@ def python_terms(arguments: Mapping[str, str]) -> Iterator[None]:
 
 # Whole phrases a flag-for-flag rename would garble: "--variant NAME or --variant all" is
 # not "variants NAME or variants all" in Python.
-_PHRASES = {f"--variant NAME or --variant {ALL_VARIANTS}":
-            f'variants="NAME" or variants="{ALL_VARIANTS}"'}
+_PHRASES = {re.escape(f"--variant NAME or --variant {ALL_VARIANTS}"):
+            f'variants="NAME" or variants="{ALL_VARIANTS}"',
+            r"--dtype (\w+) runs": r'dtype="\1" runs'}  # "dtype float16 runs them"
 
 
 def _phrased(text: str) -> str:
     for phrase, python in _PHRASES.items():
-        text = text.replace(phrase, python)
+        text = re.sub(phrase, python, text)
     return text
 
 
