@@ -570,8 +570,8 @@ def _direct_runs(request: pytest.FixtureRequest) -> Iterator[None]:
 
     direct: list[str] = []
 
-    def hear(row: BenchmarkResult) -> None:
-        if not _THROUGH_THE_FIXTURE.get():
+    def hear(row: BenchmarkResult) -> None:  # the kernels, not the copy measured beside
+        if not _THROUGH_THE_FIXTURE.get() and row.kind.value == "variant":
             direct.append(f"{row.op}/{row.variant}")
 
     with rows_heard_by(hear):
