@@ -501,3 +501,18 @@ def test_an_op_file_that_names_another_op_is_said_so(tmp_path, monkeypatch, decl
     assert_one_line_error(CliRunner().invoke(cli, ["softmax", "--kernels-dir", "ops"]),
                           "ops/softmax.py does not define the op 'softmax': "
                           + says.format(folder="ops"))
+
+
+def test_columns_0_is_no_width_and_errors_are_still_printed():
+    # COLUMNS=0 (some shells set it): Rich took 0 as the width and printed nothing, the
+    # error of a bad flag included
+    import os
+    import subprocess
+
+    env = {**os.environ, "COLUMNS": "0"}
+    done = subprocess.run([sys.executable, "-m", "cudabench", "matmul", "--bogus"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--bogus" in done.stderr, done.stderr
+    listed = subprocess.run([sys.executable, "-m", "cudabench", "list"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0 and "matmul" in listed.stdout, listed.stdout

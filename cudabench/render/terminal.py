@@ -52,9 +52,16 @@ STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF"
                  "TIMEOUT": "bold red", "SUSPECT": "bold yellow", "SKIP": "dim"}
 
 
-def _width(stream: TextIO) -> int | None:
-    """Return 200 columns when piped (tables are not squeezed), unless COLUMNS says."""
-    return None if stream.isatty() or os.environ.get("COLUMNS") else 200
+def _width(stream: TextIO | None) -> int | None:
+    """Return 200 columns when piped (tables are not squeezed), unless COLUMNS says. A
+    COLUMNS that is no width (0, set by some shells; "abc") is taken as unset: Rich read
+    0 as the width and printed nothing at all, errors included."""
+    columns = os.environ.get("COLUMNS")
+    if columns is not None and not (columns.strip().isdigit() and int(columns) > 0):
+        del os.environ["COLUMNS"]
+        columns = None
+    tty = stream is not None and not stream.closed and stream.isatty()
+    return None if tty or columns else 200
 
 
 class _Console(Console):
