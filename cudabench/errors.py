@@ -81,6 +81,11 @@ class LaunchRefused(CudabenchError):
     """The driver refused a launch (its configuration or resources); nothing ran."""
 
 
+class OutputNotWritten(CudabenchError):
+    """Standard output or error cannot be written (a full disk, a closed descriptor, an
+    encoding without the output's characters): an environment error, exit 2."""
+
+
 class GpuEnvironmentError(CudabenchError):
     """No PyCUDA, no CUDA driver or no GPU; the message says which and how to fix it."""
 

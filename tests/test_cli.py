@@ -516,3 +516,28 @@ def test_columns_0_is_no_width_and_errors_are_still_printed():
     listed = subprocess.run([sys.executable, "-m", "cudabench", "list"], env=env,
                             capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0 and "matmul" in listed.stdout, listed.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_an_output_that_cannot_be_written_is_an_environment_error(tmp_path):
+    # stdout on a full disk: "internal error: OSError", exit 4; an ASCII stdout: exit 4
+    # after the run; a failing stderr: exit 1, the code of a regression
+    import os
+    import subprocess
+
+    data = Path(__file__).parent / "data" / "compare"
+    compare = [sys.executable, "-m", "cudabench", "compare", str(data / "baseline.json"),
+               str(data / "slower20.json")]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(compare, stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "cannot write to standard output: No space left on device" in done.stderr
+    ascii_out = subprocess.run(compare[:3] + ["report", str(data / "baseline.json")],
+                               env={**os.environ, "PYTHONIOENCODING": "ascii"},
+                               capture_output=True, text=True, timeout=120)
+    assert ascii_out.returncode == 2 and "set PYTHONIOENCODING=utf-8" in ascii_out.stderr
+    with open("/dev/full", "w") as full:
+        failing = subprocess.run(compare[:3] + ["compare", "--bogus"], stderr=full,
+                                 timeout=120)
+    assert failing.returncode == 2

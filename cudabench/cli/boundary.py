@@ -7,6 +7,7 @@ The group's --wide may stand anywhere too (`cudabench report FILE --wide`).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import traceback as traceback_module
@@ -194,5 +195,7 @@ def print_error(message: str) -> None:
     from cudabench.render.terminal import stderr_console
 
     # an error quotes what the user gave (a suite's op = "\x1b[2J..."): never a control
-    # that reaches the terminal as one
-    stderr_console().print(Text(escape_controls(message), style="red"), soft_wrap=True)
+    # that reaches the terminal as one. A standard error that cannot be written (closed,
+    # full) leaves the exit code to say it: the error must not become another one.
+    with contextlib.suppress(CudabenchError, OSError):
+        stderr_console().print(Text(escape_controls(message), style="red"), soft_wrap=True)

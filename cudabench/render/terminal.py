@@ -27,6 +27,7 @@ from rich.text import Text
 from cudabench.analysis.verdicts import REGRESSION, Comparison, Verdict
 from cudabench.common.flag_terms import rename_flags
 from cudabench.common.text import escape_controls
+from cudabench.errors import OutputNotWritten
 from cudabench.render.comparison import (
     COLUMNS,
     RIGHT_ALIGNED,
@@ -74,6 +75,23 @@ class _Console(Console):
         \\xNN (a line's tab and newline kept): an error or warning a results file holds
         could otherwise retitle or clear the terminal."""
         return super().render_str(escape_controls(text), **kwargs)
+
+    def _check_buffer(self) -> None:
+        """Write the buffer; an output that cannot take it (a full disk, a closed or
+        failing descriptor, an encoding without its characters) is an environment error,
+        exit 2, not a crash (exit 4)."""
+        try:
+            super()._check_buffer()
+        except BrokenPipeError:  # Rich's on_broken_pipe has it; a reader gone
+            raise
+        except (OSError, UnicodeEncodeError, ValueError) as exc:
+            self.quiet = True  # nothing more to it: it fails, and the error goes to stderr
+            del self._buffer[:]
+            where = "standard error" if self.stderr else "standard output"
+            why = (f"its encoding ({exc.encoding}) lacks the characters the output uses; "
+                   "set PYTHONIOENCODING=utf-8" if isinstance(exc, UnicodeEncodeError)
+                   else getattr(exc, "strerror", None) or str(exc))
+            raise OutputNotWritten(f"cannot write to {where}: {why}") from None
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
