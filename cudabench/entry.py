@@ -17,6 +17,12 @@ from cudabench.errors import Terminated, stopped_code, stopped_text
 def main() -> None:
     """Load the command line and run it."""
     signal.signal(signal.SIGTERM, _terminate)
+    # A character the output's encoding lacks (a file name that is no UTF-8, a ± on an
+    # ASCII terminal) is written as \xNN rather than ending the command (exit 4)
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         from cudabench.cli import main as run
 

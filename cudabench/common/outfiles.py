@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cudabench.common.own_files import own_folder_of
+from cudabench.common.text import encodable
 from cudabench.errors import UsageError
 
 
@@ -320,9 +321,10 @@ class EachWritten:
 
 
 def write_text(path: Path, text: str, flag: str) -> None:
-    """Write a text output whole (replacing)."""
+    """Write a text output whole (replacing); a file name in it that is no UTF-8 is
+    written as \\udcNN (encodable)."""
     with replacing(path, flag) as stream:
-        stream.write(text)
+        stream.write(encodable(text))
 
 
 def write_bytes(path: Path, data: bytes, flag: str) -> None:

@@ -20,4 +20,12 @@ def decoded(data: bytes, encoding: str = "utf-8") -> str:
 def escape_controls(text: str) -> str:
     """Return text to print: each terminal control written out as \\xNN, a \\r\\n line end
     as \\n, tabs and newlines kept."""
-    return _PRINTED_CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", text.replace("\r\n", "\n"))
+    escaped = _PRINTED_CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", text.replace("\r\n", "\n"))
+    return encodable(escaped)  # a file name that is no UTF-8: \\udcNN, not a crash
+
+
+def encodable(text: str) -> str:
+    """Return text that UTF-8 can encode: a file name that is no UTF-8 (bytes Python
+    decoded to lone surrogates, `bad\\xff.json`) with each such byte as \\udcNN, where a
+    write or an SQLite store raised UnicodeEncodeError (an internal error, exit 4)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -92,7 +92,7 @@ def cache_key(request: CubinRequest, version: str) -> str:
     """Return the hash of what request's cubin depends on, but the included files."""
     digest = hashlib.sha256()
     for part in (str(FORMAT), version, request.name, *request.flags, request.source):
-        digest.update(part.encode() + b"\0")
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")  # any file name
     return digest.hexdigest()[:40]
 
 
@@ -133,7 +133,8 @@ def _compile(request: CubinRequest, nvcc: str, register: Register | None
     """Run nvcc on request; return the build and, if it succeeded, the files it read."""
     with tempfile.TemporaryDirectory(prefix="cudabench-nvcc-") as work:
         source = Path(work) / f"{request.name}.cu"
-        source.write_text(request.source, encoding="utf-8")
+        # a folder named in bytes that are no UTF-8 (its #line, its includes' -I) as it is
+        source.write_text(request.source, encoding="utf-8", errors="surrogateescape")
         target, depfile = Path(work) / f"{request.name}.cubin", Path(work) / "deps.d"
         command = [nvcc, "-cubin", *request.flags, str(source), "-o", str(target)]
         shown = " ".join(command)
@@ -142,7 +143,8 @@ def _compile(request: CubinRequest, nvcc: str, register: Register | None
             # its own process group: a pool that stops it stops cicc and ptxas too
             process = nvcc_tools.start_retrying(lambda: subprocess.Popen(
                 [*command, "-MD", "-MF", str(depfile)], stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True, start_new_session=True))
+                stderr=subprocess.PIPE, text=True, errors="surrogateescape",
+                start_new_session=True))  # its messages name files in any bytes
         except OSError as exc:
             return CubinBuild(126, b"", nvcc_tools.cannot_run_message(nvcc, exc), shown), None
         with contextlib.suppress(OSError, AttributeError):
@@ -165,7 +167,7 @@ def _compile(request: CubinRequest, nvcc: str, register: Register | None
                               shown), None
         try:
             cubin = target.read_bytes()
-            listed = compile_cache.dependencies(depfile.read_text(errors="replace"),
+            listed = compile_cache.dependencies(depfile.read_text(errors="surrogateescape"),
                                                 Path(work))
         except OSError as exc:
             return CubinBuild(1, b"", f"nvcc wrote no cubin: {exc}", shown), None

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cudabench.common.text import encodable
 from cudabench.history.queries import Queries
 from cudabench.history.records import (
     APPLICATION_ID,
@@ -295,7 +296,8 @@ class Store(Queries):
                 "INSERT INTO runs (source_hash, source_path, git_commit, branch, dirty, created,"
                 " recorded, host, tool_version, file_schema, command_key)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (digest, str(results.path), commit if isinstance(commit, str) else None,
+                (digest, encodable(str(results.path)),  # a name that is no UTF-8 too
+                 commit if isinstance(commit, str) else None,
                  branch if isinstance(branch, str) else None,
                  int(dirty) if isinstance(dirty, bool) else None, created, now_utc(),
                  text_or_none(meta.get("host")),
