@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import importlib.util
 import re
 
 _EXTRA = re.compile(r"""extra\s*==\s*["']([\w.-]+)["']""")
@@ -39,3 +40,16 @@ def install_hint(extra: str) -> str:
     if not packages:
         return f"pip install -e '.[{extra}]' in the cudabench clone"
     return f"pip install {packages} (cudabench's `{extra}` extra)"
+
+
+def broken(package: str, exc: ImportError) -> str | None:
+    """Return why an installed package cannot be imported ("matplotlib is installed but
+    cannot be imported: No module named 'pyparsing'"), or None where the package itself
+    is missing: "not installed" sent its user to a pip that says "already satisfied"."""
+    if getattr(exc, "name", None) == package:
+        return None  # the package itself
+    try:
+        found = importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        found = False
+    return f"{package} is installed but cannot be imported: {exc}" if found else None

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cudabench.common.extras import install_hint
+from cudabench.common.extras import broken, install_hint
 from cudabench.errors import GpuEnvironmentError, Terminated, UsageError
 from cudabench.runner.devices import BLAS_THREAD_VARIABLES
 from cudabench.engines.protocol import EngineSpec
@@ -114,8 +114,9 @@ def connect(text: str, keep_s: float = 0.0, running: bool = False) -> RayCluster
     text = check_address(text)
     try:
         import ray
-    except ImportError:
-        raise UsageError(f"--cluster {text}: Ray is not installed ({INSTALL_HINT})") from None
+    except ImportError as exc:
+        why = broken("ray", exc) or "Ray is not installed"
+        raise UsageError(f"--cluster {text}: {why} ({INSTALL_HINT})") from None
     started = False
     if not ray.is_initialized():
         check_reachable(text)

@@ -12,7 +12,7 @@ import importlib
 import random
 from typing import Any, Protocol
 
-from cudabench.common.extras import install_hint
+from cudabench.common.extras import broken, install_hint
 from cudabench.errors import UsageError
 from cudabench.tuning.space import Space
 
@@ -114,8 +114,10 @@ def load_optuna() -> Any:
     """Import Optuna, or say how to install it (a usage error, exit 2)."""
     try:
         return importlib.import_module("optuna")
-    except ImportError:
-        raise UsageError(f"--strategy bayes needs Optuna: {INSTALL_HINT}") from None
+    except ImportError as exc:
+        why = broken("optuna", exc)
+        raise UsageError("--strategy bayes needs Optuna" + (f", and {why}" if why else "")
+                         + f": {INSTALL_HINT}") from None
 
 
 def make_strategy(name: str, space: Space, seed: int, budget: int) -> Strategy:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cudabench.common.extras import install_hint
+from cudabench.common.extras import broken, install_hint
 from cudabench.common.units import params_text
 from cudabench.errors import UsageError
 from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, Status
@@ -63,8 +63,10 @@ def require() -> None:
     """Import matplotlib itself first: a cached submodule would hide that it is blocked."""
     try:
         import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError(HINT) from None
+    except ImportError as exc:
+        why = broken("matplotlib", exc)
+        raise UsageError(f"plotting needs matplotlib, and {why}: {install_hint('plot')}"
+                         if why else HINT) from None
 
 
 def new_figure(width: float, height: float) -> Figure:
