@@ -276,3 +276,14 @@ def test_the_best_table_at_80_columns_names_each_winner_s_size_and_params():
     shown = [cell.strip() for cell in header.strip("┃").split("┃")]
     assert {"size", "variant", "best params", "median", "verdict"} <= set(shown), shown
     assert "tied with: TILE=8; TILE=16" in capture.get()  # a note, not a lost column
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("yes", True), ("0", False),
+                                       ("false", False), ("No", False), ("off", False),
+                                       ("", False)])
+def test_the_wide_variable_says_no_as_other_variables_do(monkeypatch, value, on):
+    # CUDABENCH_WIDE=false turned every column on
+    from cudabench.render.fit import wide
+
+    monkeypatch.setenv("CUDABENCH_WIDE", value)
+    assert wide() is on

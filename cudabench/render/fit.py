@@ -22,7 +22,7 @@ from cudabench.render.flag_names import named
 
 BORDER = 1  # a box table's left edge (Rich: the columns' widths + 3 per column + 1)
 PER_COLUMN = 3  # each column's padding either side and the line on its right
-WIDE_ENV = "CUDABENCH_WIDE"  # set (to anything but 0): every column, however wide
+WIDE_ENV = "CUDABENCH_WIDE"  # set (to anything but 0/false/no/off): every column
 WIDE_FLAG = "--wide"  # the command line's way to say the same (cudabench.cli.group)
 _asked_wide = False  # --wide given to the command running in this process
 # Every column asked for by the reader of the tables being printed: a Python caller's
@@ -214,7 +214,9 @@ def ask_wide(on: bool) -> None:
 def wide() -> bool:
     """Return whether the user asked for every column (--wide, or CUDABENCH_WIDE)."""
     return (_asked_wide or _wide_here.get()
-            or os.environ.get(WIDE_ENV, "0") not in ("", "0"))
+            # "false", "no", "off" say no, as 0 does (CUDABENCH_CACHE_DIR=false is off too)
+            or os.environ.get(WIDE_ENV, "0").strip().lower() not in ("", "0", "false", "no",
+                                                                      "off"))
 
 
 @contextlib.contextmanager
