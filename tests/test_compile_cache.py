@@ -439,3 +439,12 @@ def test_a_dry_run_fills_the_cache_the_engine_reads(cache, tmp_path):
         assert build(wanted).cached
     engine.close()
     assert os.environ["CUDABENCH_CACHE_DIR"] == str(cache.parent)
+
+
+def test_a_cache_folder_given_with_a_tilde_is_the_home_s(monkeypatch, tmp_path):
+    # CUDABENCH_CACHE_DIR="~/cb" from a CI file (no shell to expand it) made ./~/cb
+    from cudabench.common.cache_dir import cache_root
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", "~/cb")
+    assert cache_root() == tmp_path / "cb"

@@ -14,7 +14,9 @@ def cache_root() -> Path | None:
     """Return the cache folder (not created yet), or None when caching is off."""
     chosen = os.environ.get("CUDABENCH_CACHE_DIR")
     if chosen is not None:
-        return None if chosen.strip().lower() in OFF or not chosen.strip() else Path(chosen)
+        # "~/cb" from a CI file's env (no shell expanded it) is the home's, not ./~/cb
+        return (None if chosen.strip().lower() in OFF or not chosen.strip()
+                else Path(chosen).expanduser())
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "cudabench"
