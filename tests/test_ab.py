@@ -504,19 +504,25 @@ def ab_of_two_copies(tmp_path: Path, path: Path):
     return invoke(old, new, *FAST, "--rounds", "6", "--json", path)
 
 
-def test_a_stopped_ab_keeps_the_rounds_it_measured(marked, tmp_path, monkeypatch):
-    # the rows reached the results file only after every round: Ctrl-C (or a CI job's
-    # SIGTERM) an hour in left no file at all, where the README promises the rows so far
+def stop_after_three_and_a_half_rounds(monkeypatch) -> None:
+    """Make ab's run stop (Ctrl-C) after its first 9 jobs: the warm-up and 3.5 rounds of
+    one variant."""
     import cudabench.cli.ab as ab
 
     real = ab.run_plans
 
     def stopped(plans, spec, on_result, **kwargs):
         jobs = kwargs.pop("jobs")
-        real(plans, spec, on_result, jobs=jobs[:9], **kwargs)  # the warm-up, 3.5 rounds
+        real(plans, spec, on_result, jobs=jobs[:9], **kwargs)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ab, "run_plans", stopped)
+
+
+def test_a_stopped_ab_keeps_the_rounds_it_measured(marked, tmp_path, monkeypatch):
+    # the rows reached the results file only after every round: Ctrl-C (or a CI job's
+    # SIGTERM) an hour in left no file at all, where the README promises the rows so far
+    stop_after_three_and_a_half_rounds(monkeypatch)
     path = tmp_path / "ab.json"
     result = ab_of_two_copies(tmp_path, path)
     assert result.exit_code == 130, (result.stdout, result.stderr)
@@ -720,16 +726,7 @@ def test_ab_s_markdown_keeps_html_and_links_of_a_file_name_as_text():
 def test_a_stopped_ab_with_only_markdown_keeps_the_verdicts_on_its_rounds(marked, tmp_path,
                                                                           monkeypatch):
     # without --json, Ctrl-C dropped every round measured without a word
-    import cudabench.cli.ab as ab
-
-    real = ab.run_plans
-
-    def stopped(plans, spec, on_result, **kwargs):
-        jobs = kwargs.pop("jobs")
-        real(plans, spec, on_result, jobs=jobs[:9], **kwargs)  # the warm-up, 3.5 rounds
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(ab, "run_plans", stopped)
+    stop_after_three_and_a_half_rounds(monkeypatch)
     old = folder(tmp_path / "old", ["naive", "gone"])
     new = folder(tmp_path / "new", ["naive"])
     summary = tmp_path / "ab.md"
