@@ -692,6 +692,11 @@ def test_a_variant_only_in_b_is_verified_and_a_wrong_one_fails_the_gate(marked, 
     result = invoke(old, new, *FAST, "--rounds", "6")
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert "added (only in B):\n  matmul/fresh" in result.stdout
+    # one its own header keeps from this size: listed, not run, not the run's usage error
+    write_kernel(new / "matmul", "fresh", (*MATMUL_HEADER, "// constraint: M >= 4096"))
+    result = invoke(old, new, *FAST, "--rounds", "6")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert "  matmul/fresh: only in B, not run: " in result.stdout, result.stdout
 
 
 def test_a_variant_of_another_type_only_is_compared_at_its_own_type(marked, tmp_path):

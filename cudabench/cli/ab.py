@@ -197,7 +197,8 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     chosen, added, removed = _pairing(sides, ops)
     plans, skipped, dropped = (_plans(sides, chosen, base, dtype, parse_params(params))
                                if any(common for _, common in chosen) else ([], [], []))
-    newcomers = _added_plans(sides[1], added, base, dtype, parse_params(params))
+    newcomers, unrun = _added_plans(sides[1], added, base, dtype, parse_params(params))
+    skipped += unrun  # listed as not compared, with why
     # An unwritable path, or one that reaches a kernel file, fails now, not after the GPU work;
     # so do a size beyond the GPU's or the host's memory and a setting the timing cannot
     # run under.
@@ -402,11 +403,12 @@ def _first_type(types: Sequence[str]) -> str:
 
 
 def _added_plans(side: Side, added: Sequence[str], base: Request, dtype: str | None,
-                 params: Mapping[str, list[int]]) -> list[Plan]:
+                 params: Mapping[str, list[int]]) -> tuple[list[Plan], list[str]]:
     """Return a single-variant plan per variant only in B (op/name), at --dtype where it
     takes it, else at a type it does (float32, else its first); --param where it takes
-    it. Each is run once and verified: a new kernel that is wrong fails the gate."""
-    plans = []
+    it. Each is run once and verified: a new kernel that is wrong fails the gate. Those
+    that cannot run here (the size its constraint refuses) are returned with why."""
+    plans, unrun = [], []
     for label in added:
         op, name = label.split("/", 1)
         variant = side.catalog[op][name]
@@ -417,8 +419,11 @@ def _added_plans(side: Side, added: Sequence[str], base: Request, dtype: str | N
         request = dataclasses.replace(base, op=op, dtype=dtype or _first_type(shared),
                                       variants=(name,), params=mine,
                                       kernels_dirs=(*side.op_dirs, side.folder))
-        plans.append(make_plan(request, side.catalog))
-    return plans
+        try:
+            plans.append(make_plan(request, side.catalog))
+        except UsageError as exc:  # its own header's limits, not the user's flags
+            unrun.append(f"{label}: only in B, not run: {exc}")
+    return plans, unrun
 
 
 def _refuse_different_work(op: str, a: Plan, b: Plan) -> None:
