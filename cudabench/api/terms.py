@@ -32,7 +32,8 @@ RUN_ARGUMENTS = {
 DB_ARGUMENT = "the db argument"
 # compare's checks are the command's: its flags as compare()'s arguments name them.
 COMPARE_ARGUMENTS = {"--threshold": "threshold", "--max-threshold": "max_threshold",
-                     "--alpha": "alpha", "--db": DB_ARGUMENT, "--allow-missing": "allow_missing=True",
+                     "--alpha": "alpha", "--db": DB_ARGUMENT,
+                     "--allow-missing": "allow_missing=True",
                      "--allow-different-gpu": "allow_different_gpu=True"}
 # What the rows' warnings and notes, shown to a Python caller, name in place of a flag: a
 # warning's "drop --hot" is run()'s hot=True, its "raise --max-time" the TimingPolicy's,

@@ -68,7 +68,7 @@ def git_commit(directory: Path) -> dict[str, Any]:
     return {"git_commit": commit, "git_dirty": bool(changed) or new_code, "git_branch": branch}
 
 
-RUNS_DIR = Path(".cudabench") / "runs"  # where a run recorded without a file of its own keeps one
+RUNS_DIR = Path(".cudabench") / "runs"  # a run recorded without a file of its own keeps one
 
 
 def new_run_file(prefix: str = "") -> Path:
@@ -240,8 +240,8 @@ class ResultsWriter:
         if complete and self.streams_to != self.path and not self.measured \
                 and self.keep_unmeasured:
             self.streams_to.unlink(missing_ok=True)  # this run's own stream, if any
-            self.kept_note = (f"nothing was measured (no kernel's row has samples): {self.path} is as "
-                              "it was")
+            self.kept_note = ("nothing was measured (no kernel's row has samples): "
+                              f"{self.path} is as it was")
             return
         head = {**self.document(complete), "benchmarks": _ROWS}
         text = json.dumps(head, indent=1, allow_nan=False)
