@@ -890,6 +890,7 @@ def test_a_pytest_session_s_options_that_judge_or_show_it_are_the_same_command()
 
     older = json.dumps(["python", "-m", "pytest", "perf", "-k", "dot", "-q"])
     assert comparable_key(older) == comparable_key(key() or "")
+    assert comparable_key(json.dumps(["pytest", "-q"])) == '["pytest"]'  # nothing but it
     # a benchmark command's -s and -p are what it measures
     assert command_key(["cudabench", "dot", "-s", "64"]) == '["cudabench", "dot", "-s", "64"]'
 

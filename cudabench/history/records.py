@@ -257,6 +257,8 @@ def comparable_key(key: str) -> str:
         return key
     # as command_key leaves them out now: a store's older keys kept a pytest session's -q
     words = json.loads(command_key(words) or "[]")
+    if len(words) < 2:  # `pytest -q`: the session's command alone
+        return json.dumps(words)
     if words[1] == "run":
         suites = [os.path.normpath(w) if w.endswith(".toml") else w for w in words]
         words = [w for w in suites if w != DEFAULT_SUITE]
