@@ -1252,6 +1252,15 @@ def test_a_benchmark_that_ran_on_the_host_s_other_model_is_not_missing(tmp_path)
     assert not [r for r in judged.rows if r.verdict == "missing"]
     assert any("ran on another GPU model in the current file (matmul/" in note
                for note in judged.notes), judged.notes
+    # said once: a current file of one model now, whose benchmarks all ran on it
+    one_model = ResultsFile("e.json", {}, (h200,), (on(bench(TIGHT, "tiled"), h200),
+                                                     on(bench(TIGHT, "naive"), h200)), 2)
+    judged = compare(base, one_model, 0.05)
+    assert judged.exit_code == ExitCode.OK
+    assert [n for n in judged.notes if "Other GPU" in n] == [
+        "1 benchmark(s) of the baseline ran on another GPU model in the current file "
+        "(matmul/naive: Other GPU, now NVIDIA H200): listed as removed, not compared; give "
+        "--devices the GPUs of one model to keep each benchmark on it"], judged.notes
     # gone from the current file altogether: missing, as before
     gone = ResultsFile("d.json", {}, (h200, other), (on(bench(TIGHT, "naive"), h200),), 2)
     assert compare(base, gone, 0.05).exit_code == ExitCode.REGRESSION

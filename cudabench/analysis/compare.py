@@ -174,7 +174,11 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         current_gpu=current.gpu_name,
         setting_changes=setting_changes(baseline, current),
         notes=(_incomplete(baseline)
-               + (_model_notes(models[0], models[1], added, removed) if by_model else ())
+               # a benchmark that moved between models is said once, by _moved_notes
+               + (_model_notes(models[0], models[1],
+                               tuple(new for new in added if new.key not in before),
+                               tuple(old for old in removed if not _moved(old, after)))
+                  if by_model else ())
                + _moved_notes(removed, after)
                + _unjudged_slowdowns(rows) + _set_aside(judged)),
         current_incomplete=current.metadata.get("complete") is False,
@@ -294,12 +298,14 @@ def _model_notes(before: set[str], after: set[str], added: tuple[BenchmarkResult
     notes = []
     for model in sorted(after - before):
         count = sum(1 for r in added if r.device is not None and r.device.name == model)
-        notes.append(f"{count} benchmark(s) of the current file ran on {model}, which the "
-                     "baseline lacks: listed as added, not compared")
+        if count:
+            notes.append(f"{count} benchmark(s) of the current file ran on {model}, which the "
+                         "baseline lacks: listed as added, not compared")
     for model in sorted(before - after):
         count = sum(1 for r in removed if r.device is not None and r.device.name == model)
-        notes.append(f"{count} benchmark(s) of the baseline ran on {model}, which the current "
-                     "file lacks: listed as removed, not compared")
+        if count:
+            notes.append(f"{count} benchmark(s) of the baseline ran on {model}, which the "
+                         "current file lacks: listed as removed, not compared")
     return tuple(notes)
 
 
@@ -307,9 +313,7 @@ def _moved_notes(removed: tuple[BenchmarkResult, ...],
                  after: dict[tuple[object, ...], list[BenchmarkResult]]) -> tuple[str, ...]:
     """Say which benchmarks of the baseline ran on another GPU model in the current file:
     listed, not compared, and not missing."""
-    moved = [(old, new) for old in removed if old.device is not None
-             for new in after.get(old.key, ())[:1] if new.device is not None
-             and new.device.name != old.device.name and new.status is not Status.SKIP]
+    moved = [(old, new) for old in removed for new in _moved(old, after)[:1]]
     if not moved:
         return ()
     old, new = moved[0]
@@ -318,6 +322,16 @@ def _moved_notes(removed: tuple[BenchmarkResult, ...],
             f"current file ({old.op}/{old.variant}: {old.device.name}, now "
             f"{new.device.name}): listed as removed, not compared; give --devices the GPUs "
             "of one model to keep each benchmark on it",)
+
+
+def _moved(old: BenchmarkResult, after: dict[tuple[object, ...], list[BenchmarkResult]]
+           ) -> list[BenchmarkResult]:
+    """Return the current rows of a baseline row's benchmark that ran on another GPU
+    model than the baseline's."""
+    if old.device is None:
+        return []
+    return [new for new in after.get(old.key, ()) if new.device is not None
+            and new.device.name != old.device.name and new.status is not Status.SKIP]
 
 
 def _same_model(old: BenchmarkResult, new: BenchmarkResult, by_model: bool) -> bool:
