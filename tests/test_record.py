@@ -379,3 +379,20 @@ def test_a_stop_before_the_run_is_recorded_says_where_it_is(use_fake, tmp_path, 
     (kept,) = (tmp_path / ".cudabench" / "runs").glob("*.json")
     assert f"the run's results are in {kept.relative_to(tmp_path)}, not recorded: record " \
         f"them with `cudabench history import {kept.relative_to(tmp_path)} --db " in text, text
+
+
+def test_record_s_own_store_is_named_by_record_not_a_db_never_given(use_fake, tmp_path,
+                                                                    monkeypatch):
+    # "--db .cudabench/history.db: is a folder..." named a flag the user never gave
+    from helpers import invoke
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CUDABENCH_HISTORY_DB", raising=False)
+    (tmp_path / ".cudabench" / "history.db").mkdir(parents=True)  # a folder: not writable
+    done = invoke("dot", "--size", "4096", "--variant", "atomic", "--max-time", "0.01",
+                  "--record")
+    assert done.exit_code == 2 and "--record .cudabench/history.db:" in done.stderr, \
+        done.stderr
+    done = invoke("dot", "--size", "4096", "--variant", "atomic", "--max-time", "0.01",
+                  "--record", "--db", ".cudabench/history.db")
+    assert done.exit_code == 2 and "'--db'" in done.stderr, done.stderr  # given: named

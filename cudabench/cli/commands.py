@@ -117,7 +117,19 @@ def output_paths(outputs: Outputs) -> dict[str, Path | None]:
     """Return the files a run writes, by the flag that names each."""
     return {"--json": outputs.json_path, "--markdown": outputs.markdown_path,
             "--csv": outputs.csv_path, "--best-out": outputs.best_out,
-            "--db": outputs.db if outputs.record else None}
+            _store_flag(outputs.db): outputs.db if outputs.record else None}
+
+
+def _store_flag(db: Path) -> str:
+    """Return what names --record's store in messages: --db where it was given, else
+    --record (its default store, or $CUDABENCH_HISTORY_DB's: no --db the user gave)."""
+    from cudabench.history import default_store
+
+    try:
+        given = db != default_store()
+    except CudabenchError:  # the variable's own mistake, said where the store is opened
+        given = True
+    return "--db" if given else "--record"
 
 
 def check_results_output(outputs: Outputs) -> None:
