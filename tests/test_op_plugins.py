@@ -960,3 +960,32 @@ def test_a_signal_ending_the_worker_in_op_code_is_not_blamed_on_the_op():
 
     with pytest.raises(WorkerStopped), user_code(get_op("dot"), "reference"):
         raise WorkerStopped(143)
+
+
+def test_an_op_whose_loaded_module_changed_on_disk_is_refused(tmp_path, monkeypatch):
+    # a kept worker kept an entry-point op's (or a base class's) old code after an edit:
+    # its verdicts were the old code's, and the reference cache kept them under the new
+    # bytes' key, wrong for every later run
+    import importlib
+    import sys
+
+    from cudabench.errors import OpFileError
+    from cudabench.ops.fingerprint import op_fingerprint
+
+    source = (Path(__file__).parents[1] / "examples" / "softmax" / "softmax.py").read_text(
+        encoding="utf-8").replace('name = "softmax"', 'name = "softmax_kept"')
+    (tmp_path / "kept_softmax_op.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("kept_softmax_op")
+    try:
+        op_class = next(value for value in vars(module).values()
+                        if isinstance(value, type) and getattr(value, "name", "")
+                        == "softmax_kept")
+        op = op_class()
+        op_fingerprint(op)
+        op_fingerprint(op)  # unchanged: the same
+        (tmp_path / "kept_softmax_op.py").write_text(source + "\n# edited\n", encoding="utf-8")
+        with pytest.raises(OpFileError, match="changed since this process loaded it"):
+            op_fingerprint(op)
+    finally:
+        sys.modules.pop("kept_softmax_op", None)

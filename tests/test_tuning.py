@@ -496,8 +496,11 @@ def test_an_edited_op_file_misses_the_cache(tmp_path):
     # must not be answered with the rows the old one passed
     import shutil
 
-    from cudabench.ops.registry import load_ops
+    import pytest
+
+    from cudabench.errors import OpFileError
     from cudabench.ops.fingerprint import op_fingerprint as op_hash
+    from cudabench.ops.registry import forget_file_ops, load_ops
 
     folder = tmp_path / "softmax"
     shutil.copytree(Path(__file__).parents[1] / "examples" / "softmax", folder)
@@ -505,6 +508,10 @@ def test_an_edited_op_file_misses_the_cache(tmp_path):
     assert op_hash(load_ops([folder])["softmax"]) == before
     with open(folder / "softmax.py", "a", encoding="utf-8") as handle:
         handle.write("# a stricter check\n")
+    # the op loaded before the edit runs the old code: refused, not keyed on the new bytes
+    with pytest.raises(OpFileError, match="changed since this process loaded it"):
+        op_hash(load_ops([folder])["softmax"])
+    forget_file_ops()  # as each command (and run()) does: loaded afresh
     assert op_hash(load_ops([folder])["softmax"]) != before
 
 

@@ -64,9 +64,11 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
     Bad input raises UsageError (or KernelFileError, naming the file and line); a variant
     that fails verification is a FAIL row, not an exception.
     """
+    from cudabench.ops.registry import forget_file_ops
     from cudabench.runner.workers import refuse_in_a_worker_import
 
     refuse_in_a_worker_import()
+    forget_file_ops()  # op files edited since the last run are loaded afresh, as a command does
     with python_terms(RUN_ARGUMENTS):
         extra = _extra_insight(full_check, counters, energy, transfers, sanitize)
         return _run(op, variants, size, dtype, params, kernels_dir, sources, device, timing,
@@ -164,9 +166,11 @@ def run_suite(path: PathLike | None = None, *,
     the one in the current folder), as `cudabench run` does; return every row.
     keep_workers: as for run(); l2_flush: the flush of every entry, whatever the file says
     (None: the file's, clean by default)."""
+    from cudabench.ops.registry import forget_file_ops
     from cudabench.runner.workers import refuse_in_a_worker_import
 
     refuse_in_a_worker_import()
+    forget_file_ops()  # op files edited since the last run are loaded afresh, as a command does
     with python_terms(RUN_ARGUMENTS):
         return _run_suite(path, kernels_dir, device, vendor, batch, json, progress,
                           keep_workers, l2_flush)

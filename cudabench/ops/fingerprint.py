@@ -45,6 +45,7 @@ def op_fingerprint(op: object) -> str:
                 continue
         if source:
             files.add(str(Path(source).resolve()))
+    _refuse_stale(modules)
     origin = getattr(op, "origin", None)
     if isinstance(origin, str) and origin.endswith(".py"):
         files.add(str(Path(origin).resolve()))  # an op made from a class imported elsewhere
@@ -53,6 +54,34 @@ def op_fingerprint(op: object) -> str:
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + _file_hash(name).encode())
     return digest.hexdigest()
+
+
+_LOADED = "__cudabench_loaded_stat__"  # a module's file's (size, mtime) when first seen
+
+
+def _refuse_stale(modules: list[ModuleType]) -> None:
+    """Refuse an op whose class comes from a user's module that changed on disk since this
+    process first saw it loaded (an entry-point op, or a base class on PYTHONPATH, in a
+    kept worker: only the op files of --kernels-dir are loaded afresh per command). Its
+    code is the old one: its verdicts would be, and the caches keyed on the new bytes would
+    keep them."""
+    from cudabench.errors import OpFileError
+
+    for module in modules:
+        file = getattr(module, "__file__", None)
+        if not file or not is_users_code(Path(file).resolve()):
+            continue
+        try:
+            info = os.stat(file)
+        except OSError:
+            continue
+        now = (info.st_size, info.st_mtime_ns)
+        # kept on the module object: one imported afresh (a --kernels-dir op file, each
+        # command) starts without it
+        if vars(module).setdefault(_LOADED, now) != now:
+            raise OpFileError(f"{file}: changed since this process loaded it, which would "
+                              "run the old code: end the kept workers (`cudabench workers "
+                              "--stop`), or the Python session, and run again")
 
 
 def _local_imports(files: set[str], modules: list[ModuleType]) -> set[str]:
