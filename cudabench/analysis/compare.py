@@ -162,6 +162,7 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
                  if gone(old)]
         removed_rows = [old for old in removed_rows if not gone(old)]
     added, removed = tuple(added_rows), tuple(removed_rows)
+    between_models = _moved_pairs(removed, added)
     return Comparison(
         rows=tuple(rows),
         added=added,
@@ -176,10 +177,12 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
         notes=(_incomplete(baseline)
                # a benchmark that moved between models is said once, by _moved_notes
                + (_model_notes(models[0], models[1],
-                               tuple(new for new in added if new.key not in before),
-                               tuple(old for old in removed if not _moved(old, after)))
+                               tuple(new for new in added
+                                     if not any(new is n for _, n in between_models)),
+                               tuple(old for old in removed
+                                     if not any(old is o for o, _ in between_models)))
                   if by_model else ())
-               + _moved_notes(removed, after)
+               + _moved_notes(between_models)
                + _unjudged_slowdowns(rows) + _set_aside(judged)),
         current_incomplete=current.metadata.get("complete") is False,
     )
@@ -309,11 +312,22 @@ def _model_notes(before: set[str], after: set[str], added: tuple[BenchmarkResult
     return tuple(notes)
 
 
-def _moved_notes(removed: tuple[BenchmarkResult, ...],
-                 after: dict[tuple[object, ...], list[BenchmarkResult]]) -> tuple[str, ...]:
+def _moved_pairs(removed: tuple[BenchmarkResult, ...], added: tuple[BenchmarkResult, ...]
+                 ) -> list[tuple[BenchmarkResult, BenchmarkResult]]:
+    """Return each baseline row left unpaired with the current row, unpaired too, of the
+    same benchmark on another GPU model: a benchmark that moved between models."""
+    pairs = []
+    for old in removed:
+        new = next((new for new in added if new.key == old.key and new.device is not None
+                    and old.device is not None and new.device.name != old.device.name), None)
+        if new is not None:
+            pairs.append((old, new))
+    return pairs
+
+
+def _moved_notes(moved: list[tuple[BenchmarkResult, BenchmarkResult]]) -> tuple[str, ...]:
     """Say which benchmarks of the baseline ran on another GPU model in the current file:
     listed, not compared, and not missing."""
-    moved = [(old, new) for old in removed for new in _moved(old, after)[:1]]
     if not moved:
         return ()
     old, new = moved[0]
@@ -322,16 +336,6 @@ def _moved_notes(removed: tuple[BenchmarkResult, ...],
             f"current file ({old.op}/{old.variant}: {old.device.name}, now "
             f"{new.device.name}): listed as removed, not compared; give --devices the GPUs "
             "of one model to keep each benchmark on it",)
-
-
-def _moved(old: BenchmarkResult, after: dict[tuple[object, ...], list[BenchmarkResult]]
-           ) -> list[BenchmarkResult]:
-    """Return the current rows of a baseline row's benchmark that ran on another GPU
-    model than the baseline's."""
-    if old.device is None:
-        return []
-    return [new for new in after.get(old.key, ()) if new.device is not None
-            and new.device.name != old.device.name and new.status is not Status.SKIP]
 
 
 def _same_model(old: BenchmarkResult, new: BenchmarkResult, by_model: bool) -> bool:
