@@ -318,6 +318,27 @@ def test_a_connection_with_a_wrong_key_does_not_stop_the_kept_worker(kept, use_f
     assert list(kept.socket_folder().glob("worker-*.sock")) == [address]  # the same one
 
 
+def gone_within(kept, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while list(kept.socket_folder().glob("worker-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not list(kept.socket_folder().glob("worker-*.sock"))
+
+
+def test_a_usage_error_ends_the_kept_worker_its_command_started(kept, use_fake):
+    # the worker starts before the command's plans are made (prestart): a refused command
+    # left it holding a GPU context for the whole --keep-workers time, with nothing run
+    refused = invoke("matmul", "--size", "33", "--tile", "7", "--keep-workers", "600", *QUICK)
+    assert refused.exit_code == 2 and "allows TILE in" in refused.stderr, refused.output
+    assert gone_within(kept, 15), "a refused command's kept worker stayed"
+    # one kept by an earlier command stays kept for the next
+    assert invoke("dot", "--size", "1000", "--keep-workers", "600", *QUICK).exit_code == 0
+    refused = invoke("matmul", "--size", "33", "--tile", "7", "--keep-workers", "600", *QUICK)
+    assert refused.exit_code == 2, refused.output
+    assert not gone_within(kept, 2)
+    assert len(kept.describe()) == 1
+
+
 def test_the_workers_command_lists_and_ends_kept_workers(kept, use_fake):
     assert invoke("dot", "--size", "1000", "--keep-workers", "60", *QUICK).exit_code == 0
     ((_, pid, holding),) = kept.describe()
@@ -327,7 +348,7 @@ def test_the_workers_command_lists_and_ends_kept_workers(kept, use_fake):
     assert str(pid) in listed.stdout and "kept GPU workers" in listed.stdout
     stopped = invoke("workers", "--stop")
     assert stopped.exit_code == 0 and "ended 1 kept worker" in stopped.stdout
-    assert not list(kept.socket_folder().glob("worker-*.sock"))
+    assert not list(kept.socket_folder().glob("worker-*"))  # its lock file too
     again = invoke("workers")
     assert again.exit_code == 0 and "no kept workers" in again.stdout
 
@@ -423,3 +444,17 @@ def test_abandoning_a_kept_worker_that_serves_another_command_lets_it_be():
     worker._served = True  # serving this command (stuck in its kernel): ended
     worker.abandon()
     assert process.killed
+
+
+def test_a_relative_xdg_runtime_dir_is_ignored(monkeypatch, tmp_path):
+    # the XDG spec: a relative path is ignored; used as given, each working folder had a
+    # socket folder (and its kept workers) of its own, made inside the user's project
+    import tempfile
+
+    from cudabench.runner.kept_worker import socket_folder
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run").mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "run")
+    assert socket_folder() == Path(tempfile.gettempdir()) / f"cudabench-{os.getuid()}"
+    assert not (tmp_path / "run" / "cudabench").exists()

@@ -59,8 +59,9 @@ MAX_FOLDER_CHARS = 70  # + "/worker-" + 16 hex digits + ".sock": within AF_UNIX'
 
 def socket_folder() -> Path:
     """Return the folder of this user's kept workers' sockets, made private (0700)."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    folder = (Path(runtime) / "cudabench" if runtime and Path(runtime).is_dir()
+    runtime = Path(os.environ.get("XDG_RUNTIME_DIR", ""))  # unset: ".", not absolute
+    # The XDG spec: a relative path is ignored (it would name a folder per working folder).
+    folder = (runtime / "cudabench" if runtime.is_absolute() and runtime.is_dir()
               else Path(tempfile.gettempdir()) / f"cudabench-{os.getuid()}")
     if len(str(folder)) > MAX_FOLDER_CHARS:  # a socket's path must fit 107 bytes
         folder = Path("/tmp") / f"cudabench-{os.getuid()}"
@@ -118,6 +119,8 @@ class KeptWorker(Worker):
         self._address: Path | None = None  # None: this process is a plain worker
         self._served = False  # whether the kept process has begun this command's session
         self._plain = False  # keeping failed twice: plain workers from now on
+        self._spawned = False  # this command started the kept process
+        self._ran = False  # this command sent it work
 
     def _start(self) -> None:
         """Connect to the kept worker, starting it where there is none (or it is ending);
@@ -144,6 +147,7 @@ class KeptWorker(Worker):
             found = _connect(address, wait_s=0.0)
             if found is None:
                 _spawn(address, self.spec, self.env, self.label, self.keep_s)
+                self._spawned = True
                 found = _connect(address, wait_s=CONNECT_WAIT_S)
         if found is None:
             raise RuntimeError(f"the kept worker at {address} did not start")
@@ -157,6 +161,7 @@ class KeptWorker(Worker):
             first: bool = True) -> list[BenchmarkResult]:
         """Worker.run, starting again (once) where the kept worker ended before it served
         this command."""
+        self._ran = True
         for attempt in (1, 2):
             try:
                 return super().run(jobs, on_result, on_start, first)
@@ -185,12 +190,17 @@ class KeptWorker(Worker):
         return reason, keep
 
     def close(self, wait: bool = True) -> None:
-        """End this command's session; the process stays for the next command."""
+        """End this command's session; the process stays for the next command, unless
+        this command started it and gave it no work (a usage error after the early start,
+        cli/early.py): nothing asked for it, and it would hold a GPU context for the
+        whole --keep-workers time."""
         if self._address is None:
             super().close(wait)
             return
         if self._process is not None and self._process.is_alive():
             with contextlib.suppress(Exception):
+                if self._spawned and not self._ran:  # a later command's own keep wins
+                    self._inbox.put(("keep", 0.0))
                 self._inbox.put(None)
         self._drop()
 
@@ -243,7 +253,7 @@ def stop_all() -> int:
     for _, pid, _ in found:
         _Pid(pid).kill()
     for address in socket_folder().glob("worker-*.sock"):
-        for suffix in (".sock", ".key", ".log"):
+        for suffix in (".sock", ".key", ".log", ".lock"):
             with contextlib.suppress(OSError):
                 address.with_suffix(suffix).unlink()
     return len(found)
@@ -410,7 +420,7 @@ class _Server:
                 finally:
                     watch.stop()
             except (OSError, EOFError):  # the command went (Ctrl-C, killed): serve the next
-                pass
+                self._take_keeps_left(connection)
             except Exception as exc:  # a bug or a lost GPU: tell the command, end
                 with contextlib.suppress(Exception):
                     connection.send(f"{type(exc).__name__}: {exc}")
@@ -432,6 +442,15 @@ class _Server:
                 self.keep_s = float(message[1])
                 continue
             return message
+
+    def _take_keeps_left(self, connection: Connection) -> None:
+        """Apply the ("keep", seconds) a command sent before it went: one that started this
+        worker and gave it no work asks it to end (KeptWorker.close)."""
+        with contextlib.suppress(Exception):
+            while connection.poll(0):
+                message = connection.recv()
+                if isinstance(message, tuple) and message and message[0] == "keep":
+                    self.keep_s = float(message[1])
 
     def _end_when_idle(self) -> None:
         while True:
