@@ -12,13 +12,18 @@ import os
 
 from cudabench.cli import commands, early
 from cudabench.engines.fake_engine import FakeSpec
-from cudabench.entry import main  # the console script's: its SIGTERM handler too
+from cudabench.engines.visibility import visible_entries
+from cudabench.entry import main
+from cudabench.errors import UsageError  # the console script's: its SIGTERM handler too
 
 if __name__ == "__main__":  # workers are spawned: they import this file, and must not run it
     gpus = int(os.environ.get("FAKE_GPUS", "1"))
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:  # the indices shown, of those the host has
-        gpus = len([i for i in visible.split(",") if i.strip().isdigit() and int(i) < gpus])
+    try:
+        visible = visible_entries(physical=gpus)  # the GPUs shown, of those the host has
+    except UsageError:  # a GPU listed twice: the command says so
+        visible = None
+    if visible is not None:
+        gpus = len(visible)
     seed = int(os.environ.get("FAKE_SEED", "0"))
     commands.engine_spec = lambda device: FakeSpec(device_index=device, device_count=gpus,
                                                    seed=seed)

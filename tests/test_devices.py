@@ -83,6 +83,24 @@ def test_visible_entries_stop_where_cuda_stops():
     assert visible_entries({}) is None
     assert visible_entries({"CUDA_VISIBLE_DEVICES": "2, 3,,5"}) == ["2", "3"]
     assert visible_entries({"CUDA_VISIBLE_DEVICES": ""}) == []
+    # as the driver read each on an H200 (one GPU; docs/measurements.md): "0,-1,1" showed
+    # GPU 0 alone (all three were counted), "abc,0" none, "1a" GPU 1, "0,5" GPU 0 alone
+    def shown(text: str, physical: int | None = 4) -> list[str] | None:
+        return visible_entries({"CUDA_VISIBLE_DEVICES": text}, physical)
+
+    assert shown("0,-1,1") == ["0"] and shown("-1,0") == [] and shown("abc,0") == []
+    assert shown("+1, 2a") == ["1", "2"]
+    assert shown("0,5") == ["0"] and shown("0,5", physical=None) == ["0", "5"]
+    assert shown("GPU-c9f7,MIG-1,3") == ["GPU-c9f7", "MIG-1", "3"]
+    assert shown("1,0x0") == ["1", "0"]
+
+
+@pytest.mark.parametrize("text", ["0,0", "0, 0", "1,+1", "2,0,2"])
+def test_a_gpu_listed_twice_in_cuda_visible_devices_is_refused(text):
+    # the driver fails to start (CUDA_ERROR_INVALID_DEVICE); cudabench counted two GPUs,
+    # and --devices all ran two workers timing the one GPU at once
+    with pytest.raises(UsageError, match="is listed twice, which CUDA refuses"):
+        visible_entries({"CUDA_VISIBLE_DEVICES": text}, physical=4)
 
 
 def test_a_worker_sees_its_gpu_alone_and_a_share_of_the_cores(monkeypatch):

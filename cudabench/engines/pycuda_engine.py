@@ -472,10 +472,10 @@ class PycudaSpec:
     def count_devices(self) -> int:
         """Count the visible GPUs: CUDA_VISIBLE_DEVICES's entries, else NVML's count, else
         the driver's (PyCUDA, in this process: a count makes no context)."""
-        entries = visible_entries()
+        count = device_count()  # NVML's: the host's, whatever CUDA_VISIBLE_DEVICES shows
+        entries = visible_entries(physical=count)
         if entries is not None:
             return len(entries)
-        count = device_count()
         if count is not None:
             return count
         return int(load_pycuda().Device.count())

@@ -10,18 +10,32 @@ from collections.abc import Mapping
 from cudabench.errors import UsageError
 
 
-def visible_entries(environ: Mapping[str, str] | None = None) -> list[str] | None:
-    """Return the entries of CUDA_VISIBLE_DEVICES as CUDA reads them (up to the first empty
-    one), or None when it is not set."""
+def visible_entries(environ: Mapping[str, str] | None = None,
+                    physical: int | None = None) -> list[str] | None:
+    """Return the GPUs CUDA_VISIBLE_DEVICES shows, as the driver reads it, or None when it
+    is not set. The driver (measured on an H200: docs/measurements.md) reads entries up to
+    the first that is empty, not a number (a leading `+` and trailing junk allowed, as
+    strtoul does: "1a" is GPU 1) nor a `GPU-`/`MIG-` UUID, or negative, or (given the
+    host's `physical` count) a GPU the host lacks: "0,-1,1" shows GPU 0 alone. A numbered
+    GPU shown twice ("0,0") makes CUDA fail to start: a UsageError here, not two workers
+    timing one GPU at once. Numbered entries are returned as plain indices ("+1" is "1")."""
     text = (environ if environ is not None else os.environ).get("CUDA_VISIBLE_DEVICES")
     if text is None:
         return None
-    entries = []
-    for entry in text.split(","):
-        entry = entry.strip()
-        if not entry:
+    entries: list[str] = []
+    for entry in (part.strip() for part in text.split(",")):
+        if entry.startswith(("GPU-", "MIG-")):
+            entries.append(entry)
+            continue
+        number = re.match(r"\+?([0-9]+)", entry)
+        if number is None or (physical is not None and int(number[1]) >= physical):
             break
-        entries.append(entry)
+        index = str(int(number[1]))
+        if index in entries:
+            raise UsageError(f"CUDA_VISIBLE_DEVICES={text.strip()}: GPU {index} is listed "
+                             "twice, which CUDA refuses (CUDA_ERROR_INVALID_DEVICE); list "
+                             "each GPU once")
+        entries.append(index)
     return entries
 
 
