@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import signal
 import time
 import zlib
 from collections.abc import Mapping, Sequence
@@ -81,9 +83,12 @@ class FakeSpec:
     device_count: int = 1  # how many fake GPUs the host has
     lost_devices: tuple[int, ...] = ()  # fake GPUs that cannot be opened (lost)
     lost_after_s: float = 0.0  # how long a lost GPU takes to fail to open
+    crashing_devices: tuple[int, ...] = ()  # fake GPUs whose driver kills the process opening
 
     def open(self) -> Engine:
         """Return a fresh fake engine."""
+        if self.device_index in self.crashing_devices:  # as a driver's segfault would
+            os.kill(os.getpid(), signal.SIGSEGV)
         if self.device_index in self.lost_devices:
             time.sleep(self.lost_after_s)
             raise GpuEnvironmentError(f"fake GPU {self.device_index} fell off the bus")
@@ -115,7 +120,9 @@ class FakeEngine:
         self.grid_limits = (2**31 - 1, 65535, 65535)
         self.versions = {"engine": "fake", "engine_version": "1"}
         self.faulted = False
-        self.rng = np.random.default_rng(spec.seed)
+        # each GPU its own noise: --replicate's rows of one benchmark are not copies
+        self.rng = np.random.default_rng(spec.seed if not spec.device_index
+                                         else (spec.seed, spec.device_index))
         self.out_of_memory = False
         self.pending_s = 0.0  # simulated GPU time enqueued since the last event
         self.pending_fault = False

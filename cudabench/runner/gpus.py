@@ -213,9 +213,11 @@ def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
                 with board.lock:
                     board.opened.add(slot.index)
                 done += rows
-                # in a row: a worker that measured rows before it died starts the count again
+                # Only fresh workers that died before they opened the GPU count, in a row:
+                # one that opened it and died in a job (a kernel that crashes the process)
+                # costs that job's row, as on one GPU, not the healthy GPU.
                 died = worker.failure in (Failure.DIED, Failure.UNUSABLE)
-                deaths = (deaths + 1 if len(rows) <= 1 else 1) if died else 0
+                deaths = deaths + 1 if died and not worker.answered else 0
                 if worker.failure == Failure.UNUSABLE or deaths >= MAX_DEATHS:
                     left = [(unit, job) for job in jobs[len(done):]]
                     _give_up(board, slot, _why(worker.failure, deaths), left, worker.device)
@@ -228,7 +230,7 @@ def _why(failure: str | None, deaths: int) -> str:
     """Say why a GPU was given up."""
     if failure == Failure.UNUSABLE:
         return "a fresh worker could not open it"
-    return f"its worker process died {deaths} times in a row"
+    return f"its fresh worker process died {deaths} times in a row before it opened the GPU"
 
 
 def _give_up(board: Board, slot: Slot, reason: str, left: list[tuple[int, Job]],

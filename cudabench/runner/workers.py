@@ -78,6 +78,12 @@ class Worker:
         # importing (an unguarded script calling cudabench); one that dies later did not.
         self._heard = False
 
+    @property
+    def answered(self) -> bool:
+        """Whether the worker's process (the last one started) said anything: one that
+        died before it did never opened its GPU."""
+        return self._heard
+
     def start(self) -> None:
         """Spawn the process now: it imports and opens its engine while the caller goes on
         (a prestarted worker, see prestart)."""
@@ -119,8 +125,11 @@ class Worker:
                 self._discard()
         if reason and len(results) < len(jobs):
             job = jobs[len(results)]
+            # a worker that died before it opened its GPU never said which: name it here
+            where = f"GPU {self.label}: " if watch.device is None and self.label is not None \
+                else ""
             row = error_row(self.plans[job.plan_index], job, watch.device,
-                            f"{reason}; the jobs after it ran in a fresh worker",
+                            f"{where}{reason}; the jobs after it ran in a fresh worker",
                             timed_out=self.failure == Failure.TIMEOUT)
             results.append(row)
             on_result(row)
@@ -163,9 +172,12 @@ class Worker:
                     return _timeout_reason(watch, self.plans, jobs), False
                 if not self._process.is_alive():
                     self.failure = Failure.DIED
-                    return (f"its worker process died (exit code {self._process.exitcode})"
-                            + (UNGUARDED_HINT if not self._heard and _main_is_a_script()
-                               else "")), False
+                    code = self._process.exitcode
+                    # the unguarded script's worker exits 2 (refuse_in_a_worker_import);
+                    # one killed by a signal (-11: a crash in the driver) never is that
+                    unguarded = code == 2 and not self._heard and _main_is_a_script()
+                    return (f"its worker process died (exit code {code})"
+                            + (UNGUARDED_HINT if unguarded else "")), False
                 continue
             if isinstance(message, BenchmarkResult):
                 results.append(message)
