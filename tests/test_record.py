@@ -27,6 +27,14 @@ def test_record_keeps_the_run_and_adds_it_to_the_store(use_fake, tmp_path, monke
     assert len(kept) == 1 and "recorded as run 1" in done.stdout
     with Store.open(tmp_path / ".cudabench" / "history.db") as store:
         assert store.counts()["runs"] == 1
+    # the next run joins it: the store it made was refused as "an SQLite database ...
+    # which this output would replace", and --record worked once per folder
+    for given in ([], ["--db", ".cudabench/history.db"]):
+        use_fake(seed=len(given) + 1)
+        again = invoke("dot", "--size", "1000", *QUICK, "--record", *given)
+        assert again.exit_code == 0, again.output
+    with Store.open(tmp_path / ".cudabench" / "history.db") as store:
+        assert store.counts()["runs"] == 3
 
 
 def test_cudabench_history_db_is_every_command_s_store(use_fake, tmp_path, monkeypatch):
@@ -39,13 +47,19 @@ def test_cudabench_history_db_is_every_command_s_store(use_fake, tmp_path, monke
     assert not (tmp_path / ".cudabench" / "history.db").exists()
     with Store.open(tmp_path / "shared.db") as store:
         assert store.counts()["runs"] == 1
+    use_fake(seed=2)
+    again = invoke("dot", "--size", "1000", *QUICK, "--record", "--json", "r2.json")
+    assert again.exit_code == 0, again.output  # the variable's store, recorded into again
+    with Store.open(tmp_path / "shared.db") as store:
+        assert store.counts()["runs"] == 2
+    use_fake()
     shown = invoke("history", "show")
     assert shown.exit_code == 0 and "dot" in shown.stdout, shown.output
     use_fake(seed=1)
     assert invoke("dot", "--size", "1000", *QUICK, "--json", "s.json").exit_code == 0
     compared = invoke("compare", "r.json", "s.json", "--threshold", "auto")
     assert compared.exit_code == 0, compared.output
-    assert "only 1 run in history" in compared.output, compared.output  # the shared store
+    assert "only 2 runs in history" in compared.output, compared.output  # the shared store
     assert "CUDABENCH_HISTORY_DB" in invoke("dot", "--help").stdout
 
 
@@ -219,10 +233,11 @@ def test_calibrate_runs_the_suite_into_the_store(use_fake, tmp_path, monkeypatch
     (tmp_path / "cudabench.toml").write_text(
         '[timing]\nmax_time = 0.05\nmin_samples = 8\nwarmup = 0\n\n'
         '[[benchmark]]\nop = "dot"\nsize = "1000"\n')
-    done = invoke("calibrate", "--runs", "5", "--db", str(tmp_path / "h.db"))
+    monkeypatch.delenv("CUDABENCH_HISTORY_DB", raising=False)
+    done = invoke("calibrate", "--runs", "5")  # the default store: run 2 was refused
     assert done.exit_code == 0, done.output
     assert "compare --threshold auto after 5 runs" in done.stdout
-    with Store.open(tmp_path / "h.db") as store:
+    with Store.open(tmp_path / ".cudabench" / "history.db") as store:
         assert store.counts()["runs"] == 5
     json.loads(next((tmp_path / ".cudabench" / "runs").glob("calibrate-*-5.json")).read_text())
     fewer = invoke("calibrate", "--runs", "3", "--db", str(tmp_path / "h.db"))

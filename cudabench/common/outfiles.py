@@ -41,7 +41,9 @@ PARTIAL = ".partial"
 # The outputs that are results files or stores themselves: each checks what it replaces
 # (results/loader.check_replaceable, the history store). Every other output (a table, a
 # page, a figure, a suite) refuses to replace measured data: a results file or a store.
-DATA_FLAGS = frozenset({"--json", "--db", "--cudabench-json", "--cudabench-record"})
+# --record names its default store (or $CUDABENCH_HISTORY_DB's) where no --db was given.
+DATA_FLAGS = frozenset({"--json", "--db", "--record", "--cudabench-json",
+                        "--cudabench-record"})
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # A results file's kind, anywhere in it: first as cudabench writes it, anywhere once keys
 # were sorted (`jq -S`, json.tool --sort-keys), which the loader reads alike.
