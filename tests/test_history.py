@@ -650,6 +650,10 @@ def test_a_branch_is_recorded_and_read_alone(tmp_path):
     slow = make_run(tmp_path / "now", 50, factors={"naive": 1.5})
     on_main = invoke("check", slow, "--db", db, "--branch", "main")
     assert on_main.exit_code == 1 and "slower" in on_main.stdout, on_main.stdout
+    # CI's full ref (GitHub's github.ref) is the branch: it read as a new branch with no
+    # history, and the slowdown passed, exit 0
+    ref = invoke("check", slow, "--db", db, "--branch", "refs/heads/main")
+    assert ref.exit_code == 1 and "slower" in ref.stdout, ref.output
     # a branch no run was recorded on (a typo): every row "too little history", passed
     assert_one_line_error(invoke("check", slow, "--db", db, "--branch", "mian"),
                           "--branch mian: no run in", "did you mean main?")
@@ -878,7 +882,8 @@ def test_a_pytest_session_s_options_that_judge_or_show_it_are_the_same_command()
         return command_key(["python", "-m", "pytest", "perf", "-k", "dot", *words,
                             "--cudabench-record", "h.db"])
 
-    same = {key(), key("-q"), key("-vv"), key("-xvs"), key("-sv"), key("--tb", "short", "-p", "no:cacheprovider"),
+    same = {key(), key("-q"), key("-vv"), key("-xvs"), key("-sv"),
+            key("--tb", "short", "-p", "no:cacheprovider"),
             key("-pno:cacheprovider", "-rA", "--color=yes"), key("--cudabench-threshold",
                                                                  "3%"),
             key("--cudabench-threshold=5%", "--cudabench-allow-missing", "--cudabench-alpha",

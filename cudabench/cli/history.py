@@ -56,7 +56,8 @@ def history() -> None:
 @click.argument("files", nargs=-1, required=True,
                 type=click.Path(path_type=Path, dir_okay=False))
 @db_option
-@click.option("--branch", default=None, help="The branch the runs were measured on.")
+@click.option("--branch", default=None, callback=lambda ctx, param, value: plain_branch(value),
+              help="The branch the runs were measured on.")
 def import_command(files: tuple[Path, ...], db: Path, branch: str | None) -> int:
     """Record results files (any schema version); a file already recorded adds nothing."""
     return record_files(files, db, branch)
@@ -97,10 +98,18 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
     return int(ExitCode.OK)
 
 
+def plain_branch(name: str | None) -> str | None:
+    """Return a branch as --record records it (`git rev-parse --abbrev-ref HEAD`): CI's
+    full ref (GitHub's `github.ref`, refs/heads/main) is the branch main."""
+    prefix = "refs/heads/"
+    return name[len(prefix):] if name and name.startswith(prefix) else name
+
+
 def branch_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """The --branch option of the commands that read the store."""
     return click.option(
         "--branch", default=None, metavar="NAME",
+        callback=lambda ctx, param, value: plain_branch(value),
         help="Only runs recorded on this branch (--record records the checked-out one; "
              "runs recorded without one are left out).")(function)
 
