@@ -51,4 +51,5 @@ def refuse_launch_blocking(environ: Mapping[str, str] | None = None) -> None:
         raise UsageError(
             f"CUDA_LAUNCH_BLOCKING={value.strip()}: cudabench queues each timed launch behind "
             "a kernel that waits for the host, which blocking launches would never release; "
-            "unset it (to find a launch that faults, add --sanitize memcheck)")
+            "unset it (to find a launch that faults: --sanitize memcheck, or in a suite "
+            "entry sanitize = \"memcheck\")")
