@@ -248,6 +248,9 @@ def test_usage_errors(use_fake, tmp_path):
     assert_usage(invoke(old, old, "--param", "WIDTH=8"), "--param WIDTH", "no compared variant")
     assert_usage(invoke(old, old, "--param", "TILE=12"), "TILE 12", "allows")
     assert_usage(invoke(old, old, "--dtype", "int8"), "--dtype int8")
+    # as a run says it, not a list of every variant that "supports ... only"
+    assert_usage(invoke(old, old, "--op", "matmul", "--dtype", "float99"),
+                 "--dtype float99: matmul supports float16, float32, float64, int32")
 
 
 # -- the statistics ------------------------------------------------------------------------

@@ -358,6 +358,9 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
     for op, common in chosen:
         if not common:  # an op one folder lacks: its variants are added or missing
             continue
+        if dtype is not None:  # a type the op has not (a typo): said as a run says it
+            for side in sides:
+                side.ops[op].type_set(dtype)
         op_dtype = dtype or _first_type(sides[0].ops[op].dtypes)
         by_type: dict[str, list[str]] = {}
         for name in common:
