@@ -989,3 +989,30 @@ def test_an_op_whose_loaded_module_changed_on_disk_is_refused(tmp_path, monkeypa
             op_fingerprint(op)
     finally:
         sys.modules.pop("kept_softmax_op", None)
+
+
+@pytest.mark.parametrize("args", [["--help"], []])
+@pytest.mark.parametrize("module, says", [
+    ("no_such_plugged_ops", "no_such_plugged_ops: cannot import the op module"),
+    ("plugged_ops_no_verify", "plugged_ops_no_verify: op 'mycopy': define verify")])
+def test_the_help_shows_beside_a_broken_installed_op(monkeypatch, tmp_path, args, module,
+                                                      says):
+    # a traceback and exit 1: the help listed the ops outside the error boundary
+    package = tmp_path / "site"
+    write_op(package, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+             .replace("def verify(", "def not_verify("), name="plugged_ops_no_verify.py")
+    monkeypatch.syspath_prepend(str(package))
+
+    class EntryPoint:
+        value = module
+
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points",
+                        lambda group: [EntryPoint()] if group == "cudabench.ops" else [])
+    registry._entry_point_modules.cache_clear()
+    try:
+        done = invoke(*args)
+    finally:
+        registry._entry_point_modules.cache_clear()
+    text = " ".join(done.output.split())
+    assert done.exit_code == 0 and done.exception is None, text
+    assert f"Op commands not listed: {says}" in text and "compare" in text, text

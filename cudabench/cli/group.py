@@ -96,10 +96,17 @@ class OpsGroup(BoundaryGroup):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List the commands with their short help, importing none of the fixed ones."""
         from cudabench.cli.names import command_name
+        from cudabench.errors import CudabenchError
         from cudabench.ops import builtin_ops
 
         summaries: dict[str, str] = {}
-        for op in builtin_ops().values():
+        try:
+            ops = builtin_ops()
+        except CudabenchError as exc:  # a broken installed op: the help still shows, and why
+            ops, broken = {}, str(exc)
+        else:
+            broken = ""
+        for op in ops.values():
             summaries.setdefault(command_name(op), op.summary)
         summaries.update({name: help_text for name, (_, _, help_text) in
                           sorted(COMMANDS.items())})
@@ -107,6 +114,9 @@ class OpsGroup(BoundaryGroup):
         rows = [(name, _shorten(text, width)) for name, text in summaries.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+        if broken:  # one line, as the op commands' own error is
+            formatter.write_paragraph()
+            formatter.write_text(f"Op commands not listed: {broken} (fix or uninstall it)")
 
 
 def own_op_hint(name: str, kernels_dirs: list[Path]) -> str:
