@@ -1016,3 +1016,16 @@ def test_the_help_shows_beside_a_broken_installed_op(monkeypatch, tmp_path, args
     text = " ".join(done.output.split())
     assert done.exit_code == 0 and done.exception is None, text
     assert f"Op commands not listed: {says}" in text and "compare" in text, text
+
+
+def test_two_ops_of_one_name_in_one_file_are_refused(use_fake, tmp_path):
+    # `list` described the second (last wins), the run measured the first
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        "OP = Copy()",
+        "class Other(Copy):\n        summary = 'y = -x'\n\n    OPS = [Copy(), Other()]")
+    folder = user_folder(tmp_path, text)
+    for args in (["list"], ["mycopy", "--size", "50", *QUICK]):
+        done = invoke(*args, "--kernels-dir", folder)
+        assert done.exit_code == 2, done.output
+        assert f"{folder / 'myop.py'}: declares two ops named 'mycopy' (Copy and Other)" \
+            in " ".join(done.stderr.split())

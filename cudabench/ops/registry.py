@@ -118,7 +118,7 @@ def _ops_at(origin: str) -> list[Op]:
         raise OpFileError(f"{origin}: declares no op; define OP = YourOp() (a subclass of "
                           "cudabench.ops.Op) or OPS = [...] (see docs/writing-an-op.md); "
                           "a helper module of an op is named with a leading _ (_ref.py)")
-    ops = []
+    ops: list[Op] = []
     for op in declared:
         if not isinstance(op, Op):
             called = (f": write {op.__name__}(), an instance"
@@ -127,6 +127,11 @@ def _ops_at(origin: str) -> list[Op]:
                               f"cudabench.ops.Op subclass{called}")
         op.origin = origin
         check_op(op)
+        first = next((other for other in ops if other.name == op.name), None)
+        if first is not None:  # `list` described the last, the run measured the first
+            raise OpFileError(f"{origin}: declares two ops named {op.name!r} "
+                              f"({type(first).__name__} and {type(op).__name__}); give each "
+                              "its own name")
         ops.append(op)
     return ops
 
