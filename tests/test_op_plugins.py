@@ -760,6 +760,14 @@ def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
     ("summary", "None", "`summary` must be a line of text"),  # exit 4: None + str
     ("signature", "5", "`result_buffer` is a buffer's name and `signature` the kernels'"),
     ("dims", '("N", "N")', "`dims` ('N', 'N') names an extent twice"),
+    # exit 4, "internal error": AttributeError (.values, .items) or TypeError
+    ("size_forms", "[1]", "`size_forms` must map a number of extents to an example"),
+    ("size_forms", "{1}", "`size_forms` must map a number of extents to an example"),
+    ("size_forms", "{1: 1000}", "`size_forms` must map a number of extents to an example"),
+    ("dims", '("N",)\n    types = None', "`types` maps an input type to (input, accumulator"),
+    ("dims", '("N",)\n    types = {"float32"}', "`types` maps an input type to (input, acc"),
+    ("dims", '("N",)\n    types = {"float32": (["float32"], "float32", "float32")}',
+     "`types` maps an input type to (input, accumulator, output) types among"),
 ])
 def test_an_op_field_of_the_wrong_kind_names_the_file(use_fake, tmp_path, field, value,
                                                        says):

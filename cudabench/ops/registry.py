@@ -17,7 +17,7 @@ import importlib.util
 import re
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 
@@ -211,16 +211,25 @@ def check_op(op: Op) -> None:
                           "\"COLS\")")
     if len(set(op.dims)) != len(op.dims):  # each a kernel argument and header variable
         raise OpFileError(f"{where}: `dims` {tuple(op.dims)!r} names an extent twice")
-    if not op.size_forms or any(not isinstance(n, int) or n < 1 for n in op.size_forms):
+    forms = op.size_forms
+    if not isinstance(forms, Mapping) or not forms or any(
+            not isinstance(n, int) or n < 1 or not isinstance(example, str)
+            for n, example in forms.items()):  # a list or a number example: "internal error"
         raise OpFileError(f"{where}: `size_forms` must map a number of extents to an "
-                          "example, e.g. {1: \"1024\", 2: \"1024x512\"}")
+                          "example, e.g. {1: \"1024\", 2: \"1024x512\"}; got "
+                          f"{forms!r:.60}")
     try:
         op.parse_size(op.default_size)
     except Exception:
         raise OpFileError(f"{where}: `default_size` {op.default_size!r} is not a size of "
                           "its size_forms") from None
+    if not isinstance(op.types, Mapping):  # None or a set: "internal error" at .items()
+        raise OpFileError(f"{where}: `types` maps an input type to (input, accumulator, "
+                          "output) types, e.g. {\"float32\": (\"float32\", \"float32\", "
+                          f"\"float32\")}}; got {op.types!r:.60}")
     for dtype, names in op.types.items():
-        if dtype not in DTYPES or len(names) != 3 or any(n not in DTYPES for n in names):
+        if dtype not in DTYPES or not isinstance(names, (tuple, list)) or len(names) != 3 \
+                or any(not isinstance(n, str) or n not in DTYPES for n in names):
             raise OpFileError(f"{where}: `types` maps an input type to (input, accumulator, "
                               f"output) types among {', '.join(DTYPES)}; got {dtype!r}: "
                               f"{names!r}")
