@@ -1037,3 +1037,21 @@ def test_two_ops_of_one_name_in_one_file_are_refused(use_fake, tmp_path):
         assert done.exit_code == 2, done.output
         assert f"{folder / 'myop.py'}: declares two ops named 'mycopy' (Copy and Other)" \
             in " ".join(done.stderr.split())
+
+
+def test_hidden_files_and_folders_are_neither_op_files_nor_variants(use_fake, tmp_path):
+    # a Jupyter checkpoint or .git copy was "also declared by", an Emacs lock (a dangling
+    # link) a ModuleNotFoundError naming its target, `.plain.cu` a variant `.plain`
+    from cudabench.catalog.discovery import discover, kernel_files
+
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    for hidden in (".ipynb_checkpoints/myop-checkpoint.py", ".git/x.py", ".myop.py",
+                   "mycopy/.plain.cu", "mycopy/.ipynb_checkpoints/plain-checkpoint.cu"):
+        original = folder / ("mycopy/plain.cu" if hidden.endswith(".cu") else "myop.py")
+        (folder / hidden).parent.mkdir(parents=True, exist_ok=True)
+        (folder / hidden).write_text(original.read_text())
+    for lock in (".#myop.py", "mycopy/.#plain.cu"):
+        (folder / lock).symlink_to("user@host.1234:1700000000")
+    assert registry.op_files([folder]) == [folder.resolve() / "myop.py"]
+    assert list(discover([folder])["mycopy"]) == ["plain"]
+    assert kernel_files(folder / "mycopy") == [folder / "mycopy" / "plain.cu"]

@@ -16,7 +16,7 @@ from cudabench.common.infiles import (  # check_folders: the catalog's callers'
 from cudabench.common.own_files import builtin_kernels_dir
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import Op, load_ops
-from cudabench.ops.registry import op_files
+from cudabench.ops.registry import op_files, skipped_name
 
 Catalog = dict[str, dict[str, KernelVariant]]  # op -> variant name -> variant
 
@@ -42,10 +42,10 @@ def _parsed(path: Path, ops: dict[str, Op]) -> KernelVariant:
 def kernel_files(folder: Path) -> list[Path]:
     """Return a folder's kernel files, FOLDER/*.cu and FOLDER/*/*.cu, as op files are found:
     a file or subfolder named with `_` is helper code (`_common.cu`, which kernels
-    #include), not a variant."""
+    #include), not a variant, and one named with `.` is hidden (skipped_name)."""
     return [path for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")])
-            if not path.name.startswith("_")
-            and (path.parent == folder or not path.parent.name.startswith("_"))]
+            if not skipped_name(path.name)
+            and (path.parent == folder or not skipped_name(path.parent.name))]
 
 
 def op_folders_below(folders: Iterable[Path]) -> list[Path]:

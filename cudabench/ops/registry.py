@@ -68,16 +68,24 @@ def load_ops(kernels_dirs: Iterable[Path] = ()) -> dict[str, Op]:
 
 
 def op_files(kernels_dirs: Iterable[Path]) -> list[Path]:
-    """Return the op files of the folders: FOLDER/*.py and FOLDER/*/*.py, each once; a
-    file or subfolder whose name starts with `_` is an op's helper code, not an op file."""
+    """Return the op files of the folders: FOLDER/*.py and FOLDER/*/*.py, each once, less
+    the files and subfolders that skipped_name skips."""
     found: dict[Path, None] = {}
     for folder in kernels_dirs:
         folder = Path(folder)
         for path in sorted([*folder.glob("*.py"), *folder.glob("*/*.py")]):
-            if not path.name.startswith("_") and (
-                    path.parent == folder or not path.parent.name.startswith("_")):
-                found.setdefault(path.resolve(), None)
+            if not skipped_name(path.name) and (
+                    path.parent == folder or not skipped_name(path.parent.name)):
+                # the link's own name, not its target's (that of a dangling one has no .py)
+                found.setdefault(path.parent.resolve() / path.name, None)
     return list(found)
+
+
+def skipped_name(name: str) -> bool:
+    """Return whether a file or subfolder of an op folder is neither an op file nor a
+    variant: `_` marks an op's helper code (`_ref.py`, `_common.cu`), `.` what is hidden
+    (an editor's lock `.#softmax.py`, a `.ipynb_checkpoints/` copy, `.git/`)."""
+    return name.startswith(("_", "."))
 
 
 def _add(ops: dict[str, Op], new: list[Op]) -> None:
