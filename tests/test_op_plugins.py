@@ -768,6 +768,10 @@ def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
     ("dims", '("N",)\n    types = {"float32"}', "`types` maps an input type to (input, acc"),
     ("dims", '("N",)\n    types = {"float32": (["float32"], "float32", "float32")}',
      "`types` maps an input type to (input, accumulator, output) types among"),
+    # accepted: --dtype float16 ran on float32 inputs, and the kernels were blamed
+    ("dims", '("N",)\n    types = {"float16": ("float32", "float32", "float16")}',
+     "`types` 'float16': ('float32', 'float32', 'float16') gives another input type: the "
+     "key is the input type, 'float32'"),
 ])
 def test_an_op_field_of_the_wrong_kind_names_the_file(use_fake, tmp_path, field, value,
                                                        says):

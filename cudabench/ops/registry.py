@@ -241,6 +241,9 @@ def check_op(op: Op) -> None:
             raise OpFileError(f"{where}: `types` maps an input type to (input, accumulator, "
                               f"output) types among {', '.join(DTYPES)}; got {dtype!r}: "
                               f"{names!r}")
+        if names[0] != dtype:  # --dtype float16 made float32 inputs; the kernels were blamed
+            raise OpFileError(f"{where}: `types` {dtype!r}: {tuple(names)!r} gives another "
+                              f"input type: the key is the input type, {names[0]!r}")
     if not op.types:
         raise OpFileError(f"{where}: `types` is empty: declare at least one type")
     if not op.result_buffer or not op.signature:
