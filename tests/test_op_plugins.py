@@ -764,6 +764,9 @@ def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
     ("size_forms", "[1]", "`size_forms` must map a number of extents to an example"),
     ("size_forms", "{1}", "`size_forms` must map a number of extents to an example"),
     ("size_forms", "{1: 1000}", "`size_forms` must map a number of extents to an example"),
+    # a dry run showed a shape of two extents for one dim, the run an ERROR in the op's code
+    ("size_forms", '{1: "1000", 2: "40x10"}', "`size_forms` {1: '1000', 2: '40x10'} names "
+     "2 extents, but `dims` has 1: a form's number of extents is 1"),
     ("dims", '("N",)\n    types = None', "`types` maps an input type to (input, accumulator"),
     ("dims", '("N",)\n    types = {"float32"}', "`types` maps an input type to (input, acc"),
     ("dims", '("N",)\n    types = {"float32": (["float32"], "float32", "float32")}',

@@ -226,6 +226,13 @@ def check_op(op: Op) -> None:
         raise OpFileError(f"{where}: `size_forms` must map a number of extents to an "
                           "example, e.g. {1: \"1024\", 2: \"1024x512\"}; got "
                           f"{forms!r:.60}")
+    extra = sorted(set(forms) - {1, len(op.dims)})
+    if extra and type(op).parse_size is Op.parse_size:  # its own parse_size may take them
+        # Op.parse_size fills every extent from one, and takes the others as they come: a
+        # form of 2 extents for dims ("N",) gave a shape of 2, wrong for every method
+        allowed = "1" if len(op.dims) == 1 else f"1 (every extent alike) or {len(op.dims)}"
+        raise OpFileError(f"{where}: `size_forms` {forms!r:.60} names {extra[0]} extents, but "
+                          f"`dims` has {len(op.dims)}: a form's number of extents is {allowed}")
     try:
         op.parse_size(op.default_size)
     except Exception:
