@@ -1062,3 +1062,31 @@ def test_hidden_files_and_folders_are_neither_op_files_nor_variants(use_fake, tm
     assert registry.op_files([folder]) == [folder.resolve() / "myop.py"]
     assert list(discover([folder])["mycopy"]) == ["plain"]
     assert kernel_files(folder / "mycopy") == [folder / "mycopy" / "plain.cu"]
+
+
+def test_an_installed_op_finds_its_kernels_in_its_package(use_fake, monkeypatch, tmp_path):
+    # "no mycopy kernels found"; and `--kernels-dir` the package said the op file declared
+    # mycopy as well as the entry point: the same file
+    package = tmp_path / "site" / "plugged_pkg"
+    write_op(package, "", name="__init__.py")
+    write_op(package, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"),
+             name="mycopy_op.py")
+    (package / "mycopy").mkdir()
+    (package / "mycopy" / "plain.cu").write_text(KERNEL)
+    monkeypatch.syspath_prepend(str(package.parent))
+
+    class EntryPoint:
+        value = "plugged_pkg.mycopy_op"
+
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points",
+                        lambda group: [EntryPoint()] if group == "cudabench.ops" else [])
+    registry._entry_point_modules.cache_clear()
+    try:
+        for args in ([], ["--kernels-dir", package], ["--kernels-dir", package / "mycopy"]):
+            done = invoke("mycopy", "--size", "50", "--json", tmp_path / "r.json", *QUICK,
+                          *args)
+            assert done.exit_code == 0, done.output
+            assert [b.variant for b in load_results(tmp_path / "r.json").benchmarks] == \
+                ["plain"]
+    finally:
+        registry._entry_point_modules.cache_clear()

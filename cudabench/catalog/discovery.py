@@ -16,7 +16,7 @@ from cudabench.common.infiles import (  # check_folders: the catalog's callers'
 from cudabench.common.own_files import builtin_kernels_dir
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.ops import Op, load_ops
-from cudabench.ops.registry import op_files, skipped_name
+from cudabench.ops.registry import op_files, package_kernel_folders, skipped_name
 
 Catalog = dict[str, dict[str, KernelVariant]]  # op -> variant name -> variant
 
@@ -76,7 +76,8 @@ def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
     catalog: Catalog = {op: {} for op in ops}
     seen: set[Path] = set()
     files: set[Path] = set()  # the same file reached twice (kernels/dot given too): no clash
-    for folder in [*folders, *op_folders_below(folders[1:])]:
+    for folder in [*folders, *op_folders_below(folders[1:]),
+                   *package_kernel_folders(ops.values())]:
         if folder.resolve() in seen:  # the same folder twice adds nothing: not a name clash
             continue
         seen.add(folder.resolve())

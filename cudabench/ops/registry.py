@@ -60,11 +60,33 @@ def builtin_ops() -> dict[str, Op]:
 
 
 def load_ops(kernels_dirs: Iterable[Path] = ()) -> dict[str, Op]:
-    """Return every op: built-in, installed, then those in the folders' .py files."""
+    """Return every op: built-in, installed, then those in the folders' .py files (less
+    an installed op's own module, reached as a file by `--kernels-dir` its package)."""
     ops = builtin_ops()
+    imported = {_module_file(op.origin) for op in ops.values()}
     for path in op_files(kernels_dirs):
-        _add(ops, _ops_at(str(path)))
+        if path.resolve() not in imported:  # one op, not a duplicate of itself
+            _add(ops, _ops_at(str(path)))
     return ops
+
+
+def package_kernel_folders(ops: Iterable[Op]) -> list[Path]:
+    """Return the kernel folders of the installed ops: PACKAGE/OPNAME/ beside the op's
+    module (my_pkg/vadd/*.cu for my_pkg/vadd_op.py), where there is one."""
+    folders = []
+    for op in ops:
+        module = _module_file(op.origin)
+        if op.origin not in BUILTIN_MODULES and module is not None \
+                and (module.parent / op.name).is_dir():
+            folders.append(module.parent / op.name)
+    return folders
+
+
+def _module_file(origin: str) -> Path | None:
+    """Return the file of an installed or built-in op's module (imported already), if any."""
+    module = sys.modules.get(origin)
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve() if isinstance(file, str) else None
 
 
 def op_files(kernels_dirs: Iterable[Path]) -> list[Path]:
