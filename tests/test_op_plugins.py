@@ -300,6 +300,16 @@ def test_a_reference_that_raises_gives_error_rows_naming_the_file(use_fake, tmp_
     assert "Traceback" not in done.output
 
 
+def test_an_expected_that_raises_is_named_not_the_reference(use_fake, tmp_path):
+    # "mycopy.reference raised KeyError": the reference was fine
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace("def verify(", "def expected(self, inputs, types, rng, full):\n"
+                                  "            return inputs['q']\n\n        def verify("))
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: mycopy.expected raised KeyError" in done.stderr
+
+
 def run_edited(tmp_path: Path, old: str, new: str):
     """Run the good op with old replaced by new in its file; return its folder and run."""
     text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(old, new)

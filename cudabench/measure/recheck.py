@@ -25,7 +25,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 from cudabench.common.phases import phase
 from cudabench.measure import guards
 from cudabench.measure.device_checks import equals_on_device, verify_result
-from cudabench.measure.jobs import full_check, inputs_key
+from cudabench.measure.jobs import expected_method, full_check, inputs_key
 from cudabench.measure.reference_cache import cached_reference
 from cudabench.measure.resident import RESIDENT
 from cudabench.engines.protocol import Compiled, Engine, Geometry, Run
@@ -109,7 +109,7 @@ def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], Any]:
         with phase("inputs"), user_code(plan.op, "inputs"):
             fresh = plan.op.inputs(plan.shape, plan.types, rng)
         full = full_check(plan)
-        with phase("CPU reference"), user_code(plan.op, "reference"):
+        with phase("CPU reference"), user_code(plan.op, expected_method(plan.op)):
             expected, _ = cached_reference(
                 plan, plan.seed + 1, lambda: plan.op.expected(
                     fresh, plan.types, check_rng(plan.seed + 1), full), full)
