@@ -541,6 +541,16 @@ def test_importlib_is_told_to_use_an_import_statement(use_fake, tmp_path, fresh_
         "it, `import _ref`; importlib does not look beside op files)" in text, text
 
 
+def test_ops_that_is_not_a_list_is_told_to_be_one(use_fake, tmp_path):
+    # "declares no op; define OP = YourOp() ... or OPS = [...]", which it had
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace("OP = Copy()", "OPS = Copy()"))
+    done = invoke("list", "--kernels-dir", folder)
+    assert done.exit_code == 2, done.output
+    assert f"{folder / 'myop.py'}: OPS must be a list of ops, e.g. OPS = [MyOp()]" \
+        in done.stderr
+
+
 def test_a_class_given_as_op_is_told_to_be_called(use_fake, tmp_path):
     folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
                          .replace("OP = Copy()", "OP = Copy"))

@@ -144,6 +144,9 @@ def _ops_at(origin: str) -> list[Op]:
     declared = getattr(module, "OPS", None)
     if declared is None and hasattr(module, "OP"):
         declared = [module.OP]
+    elif declared is not None and not isinstance(declared, (list, tuple)):  # OPS = MyOp()
+        raise OpFileError(f"{origin}: OPS must be a list of ops, e.g. OPS = [MyOp()] (or "
+                          f"OP = MyOp() for one), not a {type(declared).__name__}")
     if not isinstance(declared, (list, tuple)) or not declared:
         raise OpFileError(f"{origin}: declares no op; define OP = YourOp() (a subclass of "
                           "cudabench.ops.Op) or OPS = [...] (see docs/writing-an-op.md); "
