@@ -780,6 +780,10 @@ def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
     ("summary", "None", "`summary` must be a line of text"),  # exit 4: None + str
     ("signature", "5", "`result_buffer` is a buffer's name and `signature` the kernels'"),
     ("dims", '("N", "N")', "`dims` ('N', 'N') names an extent twice"),
+    # launch arithmetic read the GPU's SM count (or the element size) for the extent
+    ("dims", '("SM_COUNT",)', "`dims` name SM_COUNT would be hidden by the built-in name "
+     "SM_COUNT"),
+    ("dims", '("ELEM_SIZE",)', "`dims` name ELEM_SIZE would be hidden by the built-in"),
     # exit 4, "internal error": AttributeError (.values, .items) or TypeError
     ("size_forms", "[1]", "`size_forms` must map a number of extents to an example"),
     ("size_forms", "{1}", "`size_forms` must map a number of extents to an example"),

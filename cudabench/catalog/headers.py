@@ -41,7 +41,6 @@ from cudabench.common.infiles import MAX_SOURCE_BYTES, TooLarge, read_capped
 from cudabench.common.text import CONTROLS, decoded
 from cudabench.catalog.variants import (
     ALL_VARIANTS,
-    BUILTIN_NAMES,
     L2_PROMOTIONS,
     MAX_TENSOR_RANK,
     RUN_MODES,
@@ -57,6 +56,7 @@ from cudabench.catalog.variants import (
 from cudabench.errors import KernelFileError
 from cudabench.results.model import UNITS
 from cudabench.ops import Op, builtin_ops
+from cudabench.ops.base import BUILTIN_NAMES, TYPE_MACROS
 
 # A header line, `key: value` or `key NAME: value`; a parameter's `allowed A..B`.
 _KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\s*(?P<value>.*)$")
@@ -132,7 +132,7 @@ def parse_header(path: Path, text: str | None = None,
                                        "or in a folder given with --kernels-dir)")
     op = ops[op_name]
 
-    reserved = {*op.dims, *BUILTIN_NAMES, "DTYPE", "ACC_TYPE", "OUT_TYPE"}
+    reserved = {*op.dims, *BUILTIN_NAMES, *TYPE_MACROS}
     fields: dict[str, tuple[int, str]] = {}
     params: list[ParamSpec] = []
     launch_lines: list[tuple[int, str, str]] = []

@@ -13,9 +13,6 @@ from pathlib import Path
 from cudabench.catalog import expressions
 from cudabench.errors import KernelFileError
 
-# Names a header expression may use besides the op's dimensions and the variant's params.
-BUILTIN_NAMES = ("ELEM_SIZE", "ACC_SIZE", "OUT_SIZE", "SM_COUNT")
-
 _ARCH = re.compile(r"^sm_(?P<digits>[1-9]\d{1,2})(?P<specific>a?)$")
 ARCH_SPECIFIC_FROM = 9  # the `a` targets (arch-specific features) begin with sm_90a
 

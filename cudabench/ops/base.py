@@ -112,6 +112,11 @@ def register_finder(finder: Callable[[str, str], Op]) -> None:
     _FINDERS[:] = [finder]
 
 
+# The names every kernel's header arithmetic has (catalog/headers.py) and the type macros
+# it is compiled with: a dim or a parameter so named would be hidden by them.
+BUILTIN_NAMES = ("ELEM_SIZE", "ACC_SIZE", "OUT_SIZE", "SM_COUNT")
+TYPE_MACROS = ("DTYPE", "ACC_TYPE", "OUT_TYPE")
+
 # The reference rows an op may ask for (measure/references.py runs each; a test holds the
 # two lists equal): a device-to-device copy of half the op's bytes.
 REFERENCE_NAMES = ("memcpy_dtod",)

@@ -22,7 +22,13 @@ from pathlib import Path
 from types import ModuleType
 
 from cudabench.errors import OpFileError
-from cudabench.ops.base import REFERENCE_NAMES, Op, register_finder
+from cudabench.ops.base import (
+    BUILTIN_NAMES,
+    REFERENCE_NAMES,
+    TYPE_MACROS,
+    Op,
+    register_finder,
+)
 from cudabench.ops.folder_imports import (
     USER_OPS_PACKAGE,
     error_text,
@@ -244,6 +250,11 @@ def check_op(op: Op) -> None:
                           "\"COLS\")")
     if len(set(op.dims)) != len(op.dims):  # each a kernel argument and header variable
         raise OpFileError(f"{where}: `dims` {tuple(op.dims)!r} names an extent twice")
+    hidden = sorted(set(op.dims) & {*BUILTIN_NAMES, *TYPE_MACROS})
+    if hidden:  # launch arithmetic read SM_COUNT's value, not the extent's
+        raise OpFileError(f"{where}: `dims` name {hidden[0]} would be hidden by the built-in "
+                          f"name {hidden[0]} (reserved: "
+                          f"{', '.join(sorted({*BUILTIN_NAMES, *TYPE_MACROS}))}); rename it")
     forms = op.size_forms
     if not isinstance(forms, Mapping) or not forms or any(
             not isinstance(n, int) or n < 1 or not isinstance(example, str)
