@@ -542,6 +542,11 @@ def test_an_output_that_cannot_be_written_is_an_environment_error(tmp_path):
         failing = subprocess.run(compare[:3] + ["compare", "--bogus"], stderr=full,
                                  timeout=120)
     assert failing.returncode == 2
+    # stdout closed (`>&-`): the tables were dropped without a word, exit 1 (the verdict)
+    closed = subprocess.run(" ".join(compare) + " >&-", shell=True, capture_output=False,
+                            stderr=subprocess.PIPE, text=True, timeout=120)
+    assert closed.returncode == 2, closed.stderr
+    assert "cannot write to standard output: it is closed" in closed.stderr
 
 
 def test_file_names_that_are_no_utf8_are_taken(tmp_path):

@@ -80,6 +80,14 @@ class _Console(Console):
         """Write the buffer; an output that cannot take it (a full disk, a closed or
         failing descriptor, an encoding without its characters) is an environment error,
         exit 2, not a crash (exit 4)."""
+        if self._buffer and self._file is None and self._buffer_index == 0 \
+                and (sys.stderr if self.stderr else sys.stdout) is None:
+            # started with the descriptor closed (`>&-`): Rich drops what it prints
+            self.quiet = True
+            del self._buffer[:]
+            where = "standard error" if self.stderr else "standard output"
+            raise OutputNotWritten(f"cannot write to {where}: it is closed (redirect it to "
+                                   "a file or /dev/null instead)")
         try:
             super()._check_buffer()
         except BrokenPipeError:  # Rich's on_broken_pipe has it; a reader gone
