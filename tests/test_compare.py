@@ -160,6 +160,11 @@ def test_a_suspect_row_says_why_it_is_not_believed():
     failed = row(compare(files[0], broken), "matmul", "tiled")
     assert failed.reason.startswith("still FAIL (was SUSPECT): 7 of ") and why not in \
         failed.reason
+    # fixed: the baseline's median is in the table, so it "has no timing" contradicted it
+    fixed = row(compare(files[0], load("baseline.json")), "matmul", "tiled")
+    assert fixed.verdict == "fixed"
+    assert fixed.reason == ("now PASS (was SUSPECT); the baseline's timing is not believed, "
+                            "so its speed is not judged")
     # a slower copy row, which is not gated, is counted as such in the summary ("1
     # regression: 1 failed, 1 slower" left the reader to find which was not one)
     slow_copy = dataclasses.replace(files[1], benchmarks=[

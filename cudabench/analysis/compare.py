@@ -513,6 +513,9 @@ def _fixed(before: BenchmarkResult, after: BenchmarkResult, change: float | None
     SUSPECT row's timing is not believed and an ERROR or TIMEOUT row has none: `fixed`.
     """
     fix = f"now {after.status.value} (was {before.status.value})"
+    if before.status is Status.SUSPECT:  # timed, but faster than the GPU allows
+        return Verdict.FIXED, f"{fix}; the baseline's timing is not believed, so its speed " \
+            "is not judged"
     if before.status is not Status.FAIL or len(before.samples_s) < MIN_SAMPLES:
         return Verdict.FIXED, f"{fix}; the baseline has no timing to judge its speed against"
     verdict, reason = _timing_verdict(before, after, change, p, threshold, alpha)
