@@ -19,14 +19,14 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cudabench.api.results import PathLike, Results, as_path
 from cudabench.api.terms import RUN_ARGUMENTS, python_terms, switch
 from cudabench.common.cache_dir import cache_root
-from cudabench.errors import ResultsNotWritten, UsageError
+from cudabench.errors import CudabenchError, ResultsNotWritten, UsageError
 from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
 from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES, BenchmarkResult
@@ -118,7 +118,6 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
          keep_workers: float, writeback: bool, extra: Mapping[str, Any]) -> Results:
     """run()'s work, its errors in the command's terms."""
     from cudabench.cli.op_commands import refuse_clashes_of
-    from cudabench.cli.options import Outputs, build_requests
     from cudabench.ops import get_op, load_ops
 
     if not isinstance(op, str):
@@ -131,7 +130,41 @@ def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Si
     json_path = as_path(json, "json") if json is not None else None
     if sources:
         _refuse_misplaced_sources(op, sources, given)
-    dirs = [*given, *([inline_dir(op, sources)] if sources else [])]
+    inline = [inline_dir(op, sources)] if sources else []
+    with _in_sources_terms(inline):
+        return _run_in(op, variants, size, dtype, params, given, inline, device, timing, seed,
+                       hot, l2_flush, vendor, batch, json_path, progress, keep_workers,
+                       writeback, extra)
+
+
+@contextlib.contextmanager
+def _in_sources_terms(inline: list[Path]) -> Iterator[None]:
+    """Re-raise an error naming a file written for run(sources=...) (a header's mistake,
+    a compile error) with the source's name, sources['NAME'], in place of the cache path
+    the caller never chose."""
+    try:
+        yield
+    except CudabenchError as exc:
+        if not inline:
+            raise
+        written = re.compile(re.escape(str(inline[0])) + r"/\w+/([^/:\s]+)\.cu")
+        named = written.sub(lambda m: f"sources[{m[1]!r}]", str(exc))
+        if named == str(exc):
+            raise
+        exc.args = (named,)
+        raise exc from None
+
+
+def _run_in(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Size] | None,
+            dtype: str | None, params: Mapping[str, int | Sequence[int]] | None,
+            given: list[Path], inline: list[Path], device: int, timing: TimingPolicy | None,
+            seed: int, hot: bool, l2_flush: str, vendor: bool, batch: bool,
+            json_path: Path | None, progress: bool, keep_workers: float, writeback: bool,
+            extra: Mapping[str, Any]) -> Results:
+    """_run's work once its folders are known."""
+    from cudabench.cli.options import Outputs, build_requests
+
+    dirs = [*given, *inline]
     names = _names(variants)
     sizes = _sizes(size)
     dtype = _dtype_name(dtype)
