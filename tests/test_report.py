@@ -724,3 +724,13 @@ def test_a_csv_cell_a_spreadsheet_would_run_as_a_formula_is_text():
     for start in ("+", "-", "@", "\t"):
         assert _plain(start + "1") == "'" + start + "1"
     assert _plain(-1.5) == -1.5 and _plain("tiled") == "tiled" and _plain(True) == "true"
+
+
+def test_a_roofline_title_does_not_say_a_gpu_s_index_twice():
+    # a GPU without a UUID beside one of its model was titled "(GPU 0, GPU 0)"
+    pytest.importorskip("matplotlib")
+    results = [r for name in ("v1-matmul.json", "v2-matmul.json")
+               for r in load_results(DATA.parent / "h100" / name).benchmarks]
+    titles = [axes.get_title() for axes in plot.roofline_figure(results).get_axes()]
+    assert "NVIDIA H100 80GB HBM3\n(GPU 0)" in titles, titles
+    assert "NVIDIA H100 80GB HBM3\n(GPU 0 at 0000:00:06.0, GPU-3d6bb633)" in titles, titles

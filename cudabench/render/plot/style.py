@@ -217,7 +217,8 @@ class Styles:
         if device is None:
             return _device_name(device)
         where = f" at {device.pci_bus_id}" if device.pci_bus_id else ""
-        twin = self.tags.get(device.identity) == _short_uuid(device)
+        # without a UUID a twin's tag is its index, said already
+        twin = bool(device.uuid) and self.tags.get(device.identity) == _short_uuid(device)
         which = f"GPU {device.index}{where}{', ' + _short_uuid(device) if twin else ''}"
         return f"{device.name}{chr(10) if lines else ' '}({which})"
 
