@@ -734,3 +734,33 @@ def test_a_roofline_title_does_not_say_a_gpu_s_index_twice():
     titles = [axes.get_title() for axes in plot.roofline_figure(results).get_axes()]
     assert "NVIDIA H100 80GB HBM3\n(GPU 0)" in titles, titles
     assert "NVIDIA H100 80GB HBM3\n(GPU 0 at 0000:00:06.0, GPU-3d6bb633)" in titles, titles
+
+
+def on_twins(uuids: list[str | None], indexes: list[int]):
+    """d.json's rows, once on each of GPUs of its model (each its own size and bus)."""
+    rows = load_results(DATA / "d.json").benchmarks
+    twins = []
+    for number, (uuid, index) in enumerate(zip(uuids, indexes)):
+        device = dataclasses.replace(rows[0].device, uuid=uuid, index=index,
+                                     pci_bus_id=f"0000:0{number}:00.0")
+        twins += [dataclasses.replace(r, device=device, shape=(r.shape[0] * (number + 1),))
+                  for r in rows]
+    return twins
+
+
+@pytest.mark.parametrize("uuids, indexes", [
+    (["GPU-00000000-fake-0000-0000-000000000000", "GPU-00000000-fake-0000-0000-000000000001"],
+     [0, 1]),
+    (["MIG-GPU-8e1f3a2b-0000-0000-0000-000000000000/1/0",
+      "MIG-GPU-8e1f3a2b-0000-0000-0000-000000000000/2/0"], [0, 0]),
+    ([None, None], [0, 0])])
+def test_two_gpus_whose_uuids_start_alike_are_two_series(uuids, indexes):
+    # both GPUs' points were one line, labelled [GPU-00000000]: their tags matched
+    pytest.importorskip("matplotlib")
+    results = on_twins(uuids, indexes)
+    lines = axes_by_title(plot.throughput_figure(results))["dot float32"].get_lines()
+    labels = [line.get_label() for line in lines]
+    assert len(lines) == len(results) and len(set(labels)) == len(labels), labels
+    assert all(len(line.get_xdata()) == 1 for line in lines)
+    titles = [axes.get_title() for axes in plot.roofline_figure(results).get_axes()]
+    assert len(set(titles)) == 2, titles

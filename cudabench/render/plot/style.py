@@ -135,6 +135,19 @@ def _short_uuid(device: DeviceInfo) -> str:
     return device.uuid[:12] if device.uuid else f"GPU {device.index}"
 
 
+def twin_tags(twins: Sequence[DeviceInfo]) -> list[str]:
+    """Return a tag for each of several GPUs of one model, no two alike: the UUID's start,
+    else the GPU's index, else the whole UUID (MIG instances of one GPU differ at its
+    end), else the index and PCI bus; numbered where even those match."""
+    ways = (_short_uuid, lambda d: f"GPU {d.index}", lambda d: d.uuid or f"GPU {d.index}",
+            lambda d: f"GPU {d.index}" + (f" at {d.pci_bus_id}" if d.pci_bus_id else ""))
+    for way in ways:
+        tags = [way(device) for device in twins]
+        if len(set(tags)) == len(tags):
+            return tags
+    return [f"{way(device)} #{number}" for number, device in enumerate(twins, 1)]
+
+
 @dataclass
 class Styles:
     """How each series looks, fixed once for all the panels of a figure (or a page): a
@@ -169,14 +182,16 @@ class Styles:
             styles.fills[key] = FILLS[index % len(FILLS)]
         devices = devices_of(rows)
         if len(devices) > 1:
-            names = [d.name if d else "" for d in devices.values()]
+            models: dict[str, list[DeviceInfo]] = {}
             for identity, device in devices.items():
                 if device is None:
                     styles.tags[identity] = "device not recorded"
-                elif names.count(device.name) > 1:  # the same model twice: its UUID tells
-                    styles.tags[identity] = _short_uuid(device)
                 else:
-                    styles.tags[identity] = device.name
+                    models.setdefault(device.name, []).append(device)
+            for name, twins in models.items():
+                # the same model twice: its UUID (or index) tells them apart
+                tags = twin_tags(twins) if len(twins) > 1 else [name]
+                styles.tags.update((d.identity, tag) for d, tag in zip(twins, tags))
         return styles
 
     def colour(self, r: BenchmarkResult) -> str:
@@ -212,14 +227,14 @@ class Styles:
                 r.hot)
 
     def device_title(self, device: DeviceInfo | None, lines: bool = False) -> str:
-        """Name a device for a panel title (on two lines with `lines`), with its UUID where
-        the figure holds two of its model."""
+        """Name a device for a panel title (on two lines with `lines`), with its tag (its
+        UUID) where the figure holds two of its model."""
         if device is None:
             return _device_name(device)
         where = f" at {device.pci_bus_id}" if device.pci_bus_id else ""
-        # without a UUID a twin's tag is its index, said already
-        twin = bool(device.uuid) and self.tags.get(device.identity) == _short_uuid(device)
-        which = f"GPU {device.index}{where}{', ' + _short_uuid(device) if twin else ''}"
+        tag = self.tags.get(device.identity, device.name)
+        said = (device.name, f"GPU {device.index}", f"GPU {device.index}{where}")
+        which = f"GPU {device.index}{where}{', ' + tag if tag not in said else ''}"
         return f"{device.name}{chr(10) if lines else ' '}({which})"
 
 

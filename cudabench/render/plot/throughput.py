@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cudabench.render.run_table import counts_flops
 from cudabench.results.model import BenchmarkResult
@@ -17,6 +17,7 @@ from cudabench.render.plot.style import (
     NO_THROUGHPUT,
     PANEL_INCHES,
     Styles,
+    device_identity,
     empty_panel,
     grid_shape,
     legend_below,
@@ -41,14 +42,16 @@ def throughput_panels(results: Sequence[BenchmarkResult]
 
 
 def _throughput_series(members: Sequence[BenchmarkResult], styles: Styles
-                       ) -> tuple[bool, dict[str, list[BenchmarkResult]]]:
+                       ) -> tuple[bool, dict[tuple[str, Any], list[BenchmarkResult]]]:
+    """Return whether the panel reads FLOP/s, and its series by label and device (a label
+    alone joined two GPUs' points into one line where their tags matched)."""
     flops = counts_flops(members)
-    series: dict[str, list[BenchmarkResult]] = {}
+    series: dict[tuple[str, Any], list[BenchmarkResult]] = {}
     for r in sorted(members, key=styles.order):
         # An op read in GFLOP/s leaves out its copy row (no FLOPs).
         if flops and not r.flops:
             continue
-        series.setdefault(series_label(r, styles), []).append(r)
+        series.setdefault((series_label(r, styles), device_identity(r)), []).append(r)
     return flops, series
 
 
@@ -58,7 +61,7 @@ def draw_throughput_panel(target: Figure | SubFigure, op: str, dtype: str,
     axes = target.add_subplot()
     flops, series = _throughput_series(members, styles)
     values: list[float] = []
-    for label, points in series.items():
+    for (label, _), points in series.items():
         points.sort(key=problem_size)
         ys = [(p.gflops if flops else p.gbps) or 0.0 for p in points]
         values += ys
@@ -153,4 +156,4 @@ def draw_throughput(target: Figure | SubFigure, results: Sequence[BenchmarkResul
 
 def throughput_legend_rows(members: Sequence[BenchmarkResult], styles: Styles,
                            inches: float = PANEL_INCHES[0]) -> int:
-    return legend_rows(list(_throughput_series(members, styles)[1]), inches)
+    return legend_rows([label for label, _ in _throughput_series(members, styles)[1]], inches)
