@@ -764,3 +764,22 @@ def test_two_gpus_whose_uuids_start_alike_are_two_series(uuids, indexes):
     assert all(len(line.get_xdata()) == 1 for line in lines)
     titles = [axes.get_title() for axes in plot.roofline_figure(results).get_axes()]
     assert len(set(titles)) == 2, titles
+
+
+def test_report_names_what_each_run_named_in_its_warnings(tmp_path):
+    # a suite run's warnings came back naming flags: "a larger --size", "--max-time"
+    document = json.loads(FILES[2].read_text(encoding="utf-8"))
+    document["benchmarks"][0]["warnings"] = ["try a larger --size (raise --max-time)"]
+    suite = write_json(tmp_path / "suite.json",
+                       {**document, "command": ["cudabench", "run", "suite.toml"]})
+    flags = write_json(tmp_path / "flags.json",
+                       {**document, "command": ["cudabench", "dot", "--size", "256"]})
+    for files in ([suite], [flags], [suite, flags]):
+        result = invoke("report", *files, "--html", tmp_path / "r.html")
+        assert result.exit_code == 0, result.stderr
+        page = html.unescape((tmp_path / "r.html").read_text(encoding="utf-8"))
+        for path, named in ((suite, "a larger size (raise timing.max_time)"),
+                            (flags, "a larger --size (raise --max-time)")):
+            shown = path in files
+            assert (f"try {named}" in result.stderr) == shown, result.stderr
+            assert (f"try {named}" in page) == shown

@@ -13,6 +13,7 @@ import click
 from rich.text import Text
 
 from cudabench.errors import UsageError
+from cudabench.common.flag_terms import terms_of_file
 from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.render import csv_out, plot, terminal
 from cudabench.render.html import report_html
@@ -74,7 +75,8 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
         terminal.render_run(outcome, console)
         # several files: each line names its file, as stderr is read apart from the tables
         terminal.render_diagnostics(outcome, terminal.stderr_console(),
-                                    str(one.path) if len(loaded) > 1 else "")
+                                    str(one.path) if len(loaded) > 1 else "",
+                                    terms_of_file(one.metadata.get("command")))
         markdown.append(run_to_markdown(outcome))
         csv_parts.append(csv_out.run_to_csv(outcome))
     writes = EachWritten()  # one that cannot be written does not stop the next

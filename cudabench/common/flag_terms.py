@@ -28,6 +28,15 @@ RUN_SUITE_KEYS = {**{flag: key for flag, key in SUITE_KEYS.items()
                   "--hot": "hot = true"}
 
 
+def terms_of_file(command: object) -> Mapping[str, str] | None:
+    """Return what a results file's warnings named when its run showed them, by its
+    `command` field: a suite's keys for `cudabench run` and `calibrate` (a suite file's
+    runs), else None (the flags themselves)."""
+    if isinstance(command, list) and command[1:2] in (["run"], ["calibrate"]):
+        return RUN_SUITE_KEYS
+    return None
+
+
 def rename_flags(text: str, names: Mapping[str, str]) -> str:
     """Return text with each flag that names maps replaced by its name there."""
     return _FLAG.sub(lambda flag: names.get(flag.group(), flag.group()), text)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cudabench.analysis.verdicts import REGRESSION, Comparison, ComparisonRow
+from cudabench.common.flag_terms import terms_of_file
 from cudabench.common.units import params_text
 from cudabench.errors import ResultsFileError
 from cudabench.render import plot
@@ -77,7 +78,7 @@ def report_html(files: Sequence[ResultsFile], title: str) -> str:
                  for table in build_tables(RunOutcome(tuple(f.benchmarks)))]
     if not outcome.results:
         body.append('<p class="note">No benchmarks.</p>')
-    diagnostics = diagnostic_lines(outcome)
+    diagnostics = _diagnostics(files, outcome)
     if diagnostics:
         body.append("<h2>Diagnostics</h2>")
         body.append('<ul class="lines">' + "".join(
@@ -89,6 +90,17 @@ def report_html(files: Sequence[ResultsFile], title: str) -> str:
     body += [f"<details><summary class=\"mono\">{esc(f.path)}</summary>\n{file_html(f)}"
              "</details>" for f in files]
     return page(title, body)
+
+
+def _diagnostics(files: Sequence[ResultsFile], outcome: RunOutcome) -> list[tuple[str, str]]:
+    """Return each file's diagnostic lines in the terms its run showed them (a suite's
+    keys for `cudabench run`); outcome holds the files' rows in order, named by file."""
+    rows, notes, lines = iter(outcome.results), [], []
+    for f in files:
+        terms = terms_of_file(f.metadata.get("command"))
+        notes += diagnostic_lines(RunOutcome((), f.said), terms)
+        lines += diagnostic_lines(RunOutcome(tuple(next(rows) for _ in f.benchmarks)), terms)
+    return list(dict.fromkeys(notes)) + lines  # a note two files kept, once
 
 
 def verdict_class(row: ComparisonRow) -> str:

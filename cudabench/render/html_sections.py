@@ -4,9 +4,10 @@ the terminal prints them, and the figures as inline SVG."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cudabench.common.flag_terms import rename_flags
 from cudabench.common.units import format_bytes, format_error
 from cudabench.insight import roofs
 from cudabench.render import plot
@@ -119,13 +120,19 @@ def file_html(results: ResultsFile) -> str:
     return facts_html(pairs)
 
 
-def diagnostic_lines(outcome: RunOutcome) -> list[tuple[str, str]]:
+def named(text: str, terms: Mapping[str, str] | None) -> str:
+    return rename_flags(text, terms) if terms else text
+
+
+def diagnostic_lines(outcome: RunOutcome, terms: Mapping[str, str] | None = None
+                     ) -> list[tuple[str, str]]:
     """Return (text, class) for each note, warning, SUSPECT, error and failure, as the
-    terminal prints them after a run; a row of one of several files (its origin) led by
-    the file's name, as `report` of several files leads its lines."""
-    lines = [(f"note: {note}", "") for note in outcome.notes]
+    terminal prints them after a run (the flags they name in terms where given); a row of
+    one of several files (its origin) led by the file's name, as `report` of several files
+    leads its lines."""
+    lines = [(f"note: {named(note, terms)}", "") for note in outcome.notes]
     for r, name in zip(outcome.results, diagnostic_names(outcome.results)):
-        said = []
+        said: list[tuple[str, str]] = []
         said += [(f"warning: {name}: {warning}", "warn") for warning in r.warnings]
         if r.suspect:
             said.append((f"SUSPECT: {name}: {r.suspect}", "warn"))
@@ -137,7 +144,7 @@ def diagnostic_lines(outcome: RunOutcome) -> list[tuple[str, str]]:
                          f"outside tolerance ({v.criterion}); relative error "
                          f"{format_error(v.rel_error)}", "bad"))
         lead = f"{r.origin}: " if r.origin else ""
-        lines += [(lead + text, style) for text, style in said]
+        lines += [(lead + named(text, terms), style) for text, style in said]
     return lines
 
 
