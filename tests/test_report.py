@@ -783,3 +783,23 @@ def test_report_names_what_each_run_named_in_its_warnings(tmp_path):
             shown = path in files
             assert (f"try {named}" in result.stderr) == shown, result.stderr
             assert (f"try {named}" in page) == shown
+
+
+def test_plot_roofline_of_failed_rows_says_they_failed(tmp_path, use_fake):
+    # every dot variant FAILed: the error blamed the op ("a copy or a transpose does no
+    # arithmetic"), though dot counts FLOPs
+    pytest.importorskip("matplotlib")
+    from cudabench.engines.fake_engine import Fault
+    from helpers import invoke as run_cli
+
+    variants = ("atomic", "shared_tree")
+    use_fake(faults={name: Fault.WRONG_ELEMENT for name in variants})
+    path = tmp_path / "failed.json"
+    run = run_cli("dot", "--size", "4096", *(f"--variant={name}" for name in variants),
+                  "--no-vendor", "--json", path)
+    assert run.exit_code == 3 and path.exists(), run.stderr
+    line = assert_one_line_error(
+        invoke("plot", path, "-o", tmp_path / "r.png", "--kind", "roofline"),
+        "--kind roofline: none of the benchmarks that count FLOPs was timed and verified "
+        "(2 FAIL rows")
+    assert "does no arithmetic" not in line

@@ -120,14 +120,19 @@ def plot_command(files: tuple[Path, ...], output: Path, kind: str) -> int:
     shown = plot.plotted(results)
     if not shown:
         raise UsageError("nothing to plot: no benchmark in the files was timed and verified")
+    if kind == "roofline" and not any(r.flops for r in shown):
+        # rows that count FLOPs but were not plotted (FAIL): their op is not the reason.
+        # Before the notes: the one line says what was left out.
+        failed = _left_out([r for r in results if r.flops], [])
+        why = (f"none of the benchmarks that count FLOPs was timed and verified ({failed}: "
+               "`cudabench report` says why)" if failed else "no timed, verified benchmark "
+               "counts FLOPs (a copy or a transpose does no arithmetic)")
+        raise UsageError(f"--kind roofline: {why}; use --kind throughput")
     left_out = _left_out(results, shown)
     if left_out:  # a figure without them, or "no roofline", must not read as all there was
         terminal.stderr_console().print(Text(f"note: not plotted: {left_out}"), soft_wrap=True)
     for text in outcome_of(loaded).notes:  # a stopped run's figure lacks what it never ran
         terminal.stderr_console().print(Text(f"note: {text}"), soft_wrap=True)
-    if kind == "roofline" and not any(r.flops for r in shown):
-        raise UsageError("--kind roofline: no timed, verified benchmark counts FLOPs (a copy "
-                         "or a transpose does no arithmetic); use --kind throughput")
     plot.save(plot.figure_of(kind, results), output)
     terminal.stderr_console().print(Text(f"wrote {output}"), soft_wrap=True)
     return 0
