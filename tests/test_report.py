@@ -115,6 +115,9 @@ def test_report_writes_markdown_and_csv_that_parse(tmp_path):
     assert float(counted["gpu__time_duration.sum"]) == 415040.0
     assert float(counted["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]) == 0.0
     assert math.isclose(float(counted["energy_j_per_launch"]), 933.478 / 4750)
+    # the energy table's GFLOP/J, which the CSV lacked
+    assert math.isclose(float(counted["gflops_per_joule"]), 2 * 1024 ** 3 / 1e9 * 4750 / 933.478)
+    assert counted["gb_per_joule"] == "" and naive["gflops_per_joule"] == ""
     assert by_name[("matmul", "1024x1024x1024", "cuBLAS")]["gpu__time_duration.sum"] == ""
 
     atomic = by_name[("dot", "16777216", "atomic")]

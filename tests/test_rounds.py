@@ -3,7 +3,9 @@ and pooled into one row per benchmark (jobs, the spacer, the pooling, the file, 
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 import statistics
 
@@ -312,8 +314,13 @@ def test_the_command_pools_each_row_over_its_rounds(use_fake, tmp_path):
     validate(json.loads(out.read_text()))
     assert "rounds: each row pools 3 rounds" in result.stdout
     assert "3: ±" in result.stdout  # the rounds column behind the times
-    header = (tmp_path / "r.csv").read_text().splitlines()[0].split(",")
-    assert "rounds" in header
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text())))
+    assert [r["rounds"] for r in rows] == ["3"] * 4
+    # the rounds column's spread, which the CSV lacked
+    for bench, row in zip(loaded.benchmarks, rows):
+        medians = bench.round_medians_s
+        assert float(row["rounds_spread"]) == pytest.approx(
+            (max(medians) - min(medians)) / 2 / bench.median_s)
 
 
 def test_a_wrong_kernel_fails_in_rounds_too(use_fake, tmp_path):

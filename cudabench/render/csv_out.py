@@ -13,7 +13,12 @@ from typing import Any
 
 from cudabench.analysis.verdicts import Comparison
 from cudabench.render.comparison import benchmark_name
-from cudabench.render.insight import median_clock_mhz, transfer_gbps
+from cudabench.render.insight import (
+    median_clock_mhz,
+    rounds_spread,
+    transfer_gbps,
+    work_per_joule,
+)
 from cudabench.render.run_table import derived, table_groups
 from cudabench.results.model import BenchmarkResult, RunOutcome
 from cudabench.common.units import params_text, shape_text
@@ -24,7 +29,8 @@ RUN_LEADING = ("op", "variant", "kind", "params", "shape", "dtype", "hot", "l2_f
                "gflops", "gbps")
 RUN_INSIGHT = ("pct_of_peak", "bound", "in_l2", "energy_j_per_launch")
 # added last, each when it came, so that earlier columns keep their places
-RUN_TRAILING = ("rel_error", "max_abs_error", "rounds", "writeback_s", "sm_mhz")
+RUN_TRAILING = ("rel_error", "max_abs_error", "rounds", "writeback_s", "sm_mhz",
+                "gflops_per_joule", "gb_per_joule", "rounds_spread")
 # --transfers' figures (the "behind the times" table's), where a row of the run has them
 TRANSFER_COLUMNS = tuple(f"{phase}_{kind}_gbps" for phase in ("h2d", "d2h")
                          for kind in ("pinned", "pageable")) + ("end_to_end_s",
@@ -101,6 +107,9 @@ def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
         v.rel_error if v is not None and checked else None,
         v.max_abs_error if v is not None and checked else None,
         r.rounds, r.writeback_s, median_clock_mhz(r),
+        # the energy table's figure: GFLOP/J where the row counts FLOPs, else GB/J
+        work_per_joule(r) if r.flops else None, None if r.flops else work_per_joule(r),
+        rounds_spread(r),
     ]
 
 

@@ -89,11 +89,9 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
         return f"{joules:.3g} J" if joules >= 1 else f"{joules * 1e3:.3g} mJ"
 
     def per_joule(r: BenchmarkResult) -> str:
-        e = r.energy
-        if not e.get("joules"):
+        value = work_per_joule(r)
+        if value is None:
             return "-"
-        work = r.flops / 1e9 if r.flops else r.bytes_moved / 1e9
-        value = work * e["launches"] / e["joules"]
         return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"  # small ones not 0.0
 
     columns = [Column("min", extreme("min_s")), Column("max", extreme("max_s"))]
@@ -132,14 +130,30 @@ def _paid_cell(r: BenchmarkResult) -> str:
 
 
 def _rounds_cell(r: BenchmarkResult) -> str:
-    """Return a pooled row's rounds and half the range of their medians, against its
-    median: how far one round alone could have put it."""
-    medians, median = r.round_medians_s, r.median_s
+    """Return a pooled row's rounds and the spread of their medians."""
     if r.rounds <= 1:
         return "-"
-    if len(medians) < 2 or not median:
-        return str(r.rounds)
-    return f"{r.rounds}: ±{(max(medians) - min(medians)) / 2 / median:.2%}"
+    spread = rounds_spread(r)
+    return str(r.rounds) if spread is None else f"{r.rounds}: ±{spread:.2%}"
+
+
+def rounds_spread(r: BenchmarkResult) -> float | None:
+    """Return half the range of a pooled row's round medians, against its median: how far
+    one round alone could have put it (None for one round)."""
+    medians, median = r.round_medians_s, r.median_s
+    if r.rounds <= 1 or len(medians) < 2 or not median:
+        return None
+    return (max(medians) - min(medians)) / 2 / median
+
+
+def work_per_joule(r: BenchmarkResult) -> float | None:
+    """Return a row's GFLOP per joule where it counts FLOPs, else its GB per joule (None
+    without --energy)."""
+    e = r.energy
+    if not e.get("joules") or not e.get("launches"):
+        return None
+    work = r.flops / 1e9 if r.flops else r.bytes_moved / 1e9
+    return float(work * e["launches"] / e["joules"])
 
 
 def median_clock_mhz(r: BenchmarkResult) -> float | None:
