@@ -44,6 +44,20 @@ def test_the_vendor_row_is_verified_timed_and_gives_a_vs_column(use_fake, tmp_pa
     assert "vs cuBLAS" in done.stdout and "no TF32" in done.stdout
 
 
+@pytest.mark.parametrize(("cc", "unit"), [("8.6", "cuda"), ("7.5", "cuda"), ("8.0", "tensor"),
+                                          ("9.0", "tensor")])
+def test_a_float64_cublas_row_is_held_to_fp64_tensor_cores_only_where_the_gpu_has_them(
+        use_fake, tmp_path, cc, unit):
+    use_fake(compute_capability=cc)
+    path = tmp_path / "r.json"
+    # the fake GPU's FP64 CUDA-core roof is 24 GFLOP/s: its rows there are SUSPECT (exit 3)
+    invoke("matmul", "--size", "40", "--dtype", "float64", *QUICK, "--json", str(path))
+    cublas = rows(load_results(path))["cuBLAS"]
+    assert (cublas.unit, cublas.compute_type) == (unit, "float64")
+    if unit == "cuda":
+        assert "float64 roof on CUDA cores" in (cublas.suspect or "")
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (("matmul", "--dtype", "int32"), "cuBLAS has no exact int32 GEMM"),
     (("transpose", "--inplace"), "cuBLAS has no in-place transpose"),

@@ -116,6 +116,16 @@ def capability(device: DeviceInfo) -> Capability | None:
         return None
 
 
+def library_unit(device: DeviceInfo, unit: str, compute_type: str) -> str:
+    """Return the unit a library routine asking for tensor cores runs on here: CUDA cores
+    where the table says this GPU's tensor cores do not take its type (cuBLAS's float64 GEMM
+    on sm_75, sm_86, sm_89), as the library falls back. A GPU not in the table keeps it."""
+    entry = capability(device)
+    if unit != "tensor" or entry is None or compute_type in entry.tensor:
+        return unit
+    return "cuda"
+
+
 def dram_bandwidth(device: DeviceInfo) -> float | None:
     """Return peak DRAM bandwidth in bytes/s from the memory clock and bus width."""
     if not device.memory_clock_khz or not device.memory_bus_bits:

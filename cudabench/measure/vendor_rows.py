@@ -110,8 +110,11 @@ def run_vendor(plan: Plan, engine: Engine, prepared: Prepared) -> BenchmarkResul
             release()
         for allocation in guarded.values():
             engine.free(allocation.base)
+    # cuBLAS's float64 GEMM asks for tensor cores; a GPU without FP64 ones runs it on CUDA
+    # cores, and the row is held to that roof.
+    unit = roofs.library_unit(engine.info, call.unit, call.compute_type)
     row = record(plan, library, {}, call.routine, engine.info, prepared.cpu_reference_s,
-                 kind=Kind.VENDOR, unit=call.unit, compute_type=call.compute_type, **fields)
+                 kind=Kind.VENDOR, unit=unit, compute_type=call.compute_type, **fields)
     if row.verification is not None and row.verification.passed:
         return _suspect(row)
     return row

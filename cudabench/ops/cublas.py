@@ -61,7 +61,8 @@ def gemm(input_type: str, output_type: str, accumulate: str) -> VendorCall | str
         return f"no vendor routine: cuBLAS has no {input_type} GEMM through CuPy"
     compute = COMPUTE[accumulate]
     # float16 inputs with a float32 compute type run on tensor cores; float64 GEMMs use the
-    # FP64 tensor cores on sm_80 and later; float32 with COMPUTE_32F stays on CUDA cores.
+    # FP64 tensor cores where the GPU has them (sm_80, sm_90; the vendor row falls back to
+    # CUDA cores elsewhere: roofs.library_unit); float32 with COMPUTE_32F stays on CUDA cores.
     unit = "cuda" if input_type == "float32" else "tensor"
     note = " (no TF32)" if input_type == "float32" else ""
     scalar = np.float64 if accumulate == "float64" else np.float32
