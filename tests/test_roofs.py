@@ -104,6 +104,19 @@ def test_an_unknown_capability_has_no_arithmetic_roof_and_no_error(cc):
     assert graded is not None and graded.roof_ops is None
 
 
+@pytest.mark.parametrize(("cc", "name"), [("10.0", "sm_100"), ("12.0", "sm_120")])
+def test_without_a_compute_roof_the_bound_is_unknown_not_memory(cc, name):
+    device = dataclasses.replace(H100_SXM, compute_capability=cc)
+    found = Roofs.of(device)
+    graded = assess(matmul_at(50, device=device), found, "cuda", "float32", None)
+    assert graded is not None and graded.bound is None
+    assert graded.pct_of_peak is not None  # of the DRAM roof at its intensity, still
+    assert f"{name} is not in the table" in describe(found)
+    # a type a known GPU has no roof for is no more memory-bound
+    graded = assess(matmul_at(5), Roofs.of(H100_SXM), "tensor", "int32", None)
+    assert graded is not None and graded.bound is None
+
+
 def test_no_memory_clock_means_no_dram_roof():
     found = Roofs.of(dataclasses.replace(H100_SXM, memory_clock_khz=0))
     assert found.dram_bps is None and found.ridge("cuda", "float32") is None

@@ -196,6 +196,14 @@ def _rates_text(roofs: Roofs, unit: str) -> str:
     return text
 
 
+def sm_name(device: DeviceInfo) -> str:
+    """Return the architecture's name as nvcc spells it: capability 10.0 is sm_100."""
+    major, _, minor = device.compute_capability.partition(".")
+    if major.isdigit() and (minor or "0").isdigit():
+        return f"sm_{major}{minor or '0'}"
+    return f"compute capability {device.compute_capability or '?'}"
+
+
 def describe(roofs: Roofs) -> str:
     """Return a one-line footer: each roof, how it was computed, and from what."""
     device = roofs.device
@@ -204,8 +212,8 @@ def describe(roofs: Roofs) -> str:
         parts.append(f"DRAM {roofs.dram_bps / 1e9:,.0f} GB/s (2 x "
                      f"{device.memory_clock_khz / 1e3:.0f} MHz x {device.memory_bus_bits} bit)")
     if roofs.assumed_part is None:
-        parts.append(f"no arithmetic roofs: sm_{device.compute_capability} is not in the table "
-                     f"from {roofs.source}")
+        parts.append(f"no arithmetic roofs (bound unknown): {sm_name(device)} is not in the "
+                     f"table from {roofs.source}")
         return "roofs: " + "; ".join(parts)
     parts.append(f"CUDA cores {_rates_text(roofs, 'cuda')}")
     tensor = _rates_text(roofs, "tensor")
@@ -264,12 +272,12 @@ def assess(result: BenchmarkResult, roofs: Roofs, unit: str, compute_type: str,
     else:
         # The roofline attainable at this intensity is min(compute roof, intensity x DRAM).
         memory_roof = intensity * dram if intensity is not None and dram else None
-        if memory_roof is not None and (roof_ops is None or memory_roof < roof_ops):
+        if roof_ops is None:  # no compute roof: the DRAM roof still caps it, but which one
+            bound, attainable = None, memory_roof  # bounds the work is not known
+        elif memory_roof is not None and memory_roof < roof_ops:
             bound, attainable = "memory", memory_roof
-        elif roof_ops is not None:
-            bound, attainable = "compute", roof_ops
         else:
-            bound, attainable = None, None
+            bound, attainable = "compute", roof_ops
         pct = 100 * achieved_ops / attainable if attainable else None
     return Assessment(
         intensity=intensity, bound=bound, roof=label(unit, compute_type), roof_ops=roof_ops,
