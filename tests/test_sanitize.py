@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -115,3 +117,38 @@ def test_the_child_exits_not_run_unless_its_launch_was_verified(monkeypatch, tmp
         monkeypatch.setattr(execute, "run_jobs", lambda plans, js, engine, r=rows: r)
         assert child.main(str(plan_file)) == status
     assert f"{sanitize.NOT_RUN_MARK} launch failed" in capsys.readouterr().err
+
+
+def test_a_sanitizer_timeout_ends_the_process_it_checks(monkeypatch, tmp_path):
+    # The checked child holds a CUDA context (maybe a spinning kernel): killing only
+    # compute-sanitizer left it running. Here the "child" is a sleep the fake tool started.
+    import os
+    import time
+
+    from cudabench.planning.plan import Request, make_plan
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "compute-sanitizer"
+    pid_file = tmp_path / "child.pid"
+    tool.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nwait\n", encoding="utf-8")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setattr(sanitize, "TIMEOUT_S", 1)
+    plan = make_plan(Request("dot", size="1000", variants=("atomic",)))
+    report = sanitize.run(plan, plan.variants[0], "memcheck", 0)
+    assert not report.ran and "did not finish in 1 s" in report.first
+    pid = int(pid_file.read_text())
+
+    def running() -> bool:
+        try:  # a zombie, killed but not yet reaped, is not running
+            return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 5
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if running():
+        os.kill(pid, 9)  # not left behind by the test either
+        pytest.fail("the checked process outlived compute-sanitizer's timeout")

@@ -12,10 +12,8 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
-import os
 import pickle
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudabench.errors import UsageError
-from cudabench.observers.toolkit import find_tool, places
+from cudabench.observers.toolkit import find_tool, places, run_tool
 from cudabench.insight.ncu_metrics import (  # noqa: F401  (re-exported: the table's side)
     DEFAULT_METRICS,
     DURATION,
@@ -123,17 +121,12 @@ def profile(plan: Plan, planned: PlannedVariant, device_index: int, metrics: Seq
         plan_file = Path(work) / "plan.pickle"
         plan_file.write_bytes(pickle.dumps((child_plan(plan, planned), device_index)))
         argv = command(ncu, wanted, len(entries), plan_file, plan.hot)
-        # A session of its own: on a timeout the profiled child dies with ncu, not after.
-        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True) as process:
-            try:
-                stdout, stderr = process.communicate(timeout=TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.communicate()
-                return CounterReport(ran=False, reason=f"ncu did not finish in {TIMEOUT_S} s; "
-                                     "no counters for this variant")
-    return parse(stdout + "\n" + stderr, process.returncode, wanted, entries)
+        try:
+            done = run_tool(argv, TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # the profiled child ended with ncu, not after
+            return CounterReport(ran=False, reason=f"ncu did not finish in {TIMEOUT_S} s; "
+                                 "no counters for this variant")
+    return parse(done.stdout + "\n" + done.stderr, done.returncode, wanted, entries)
 
 
 def parse(output: str, returncode: int, metrics: Sequence[str], entries: Sequence[str]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.errors import UsageError
-from cudabench.observers.toolkit import find_tool, places
+from cudabench.observers.toolkit import find_tool, places, run_tool
 from cudabench.planning.plan import Insight, Plan, PlannedVariant
 from cudabench.planning.timing import TimingPolicy
 
@@ -80,8 +80,8 @@ def run(plan: Plan, planned: PlannedVariant, tool: str, device_index: int) -> Re
         plan_file.write_bytes(pickle.dumps((child_plan, device_index)))
         command = sanitizer_command(sanitizer, tool, plan_file)
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+            done = run_tool(command, TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # the child it checked ended with it
             return Report(tool, 0, f"compute-sanitizer did not finish in {TIMEOUT_S} s",
                           ran=False)
     return parse(tool, done.stdout + done.stderr, done.returncode)
