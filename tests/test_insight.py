@@ -137,6 +137,9 @@ def test_energy_is_a_separate_pass_in_joules_per_launch(use_fake, tmp_path):
     # The fake board draws 250 W: the pass's joules follow from its length.
     assert energy["joules"] / energy["seconds"] == pytest.approx(250, rel=0.2)
     assert "energy/launch" in done.stdout and "GFLOP/J" in done.stdout
+    # NVML's counter steps every ~100 ms: a pass this short is kept, with a warning
+    assert "--energy 0.2: NVML's energy counter moves about every 100 ms" in done.stderr
+    assert any("off by tens of percent" in w for w in rows(results)["atomic"].warnings)
 
 
 def test_an_energy_pass_longer_than_the_timeout_is_not_a_timeout(use_fake, tmp_path):
@@ -145,6 +148,7 @@ def test_an_energy_pass_longer_than_the_timeout_is_not_a_timeout(use_fake, tmp_p
                              "--energy", "1.5", "--timeout", "1", "--no-vendor")
     assert done.exit_code == 0, done.stderr
     assert rows(results)["atomic"].energy["seconds"] > 1.0
+    assert "--energy 1.5" not in done.stderr  # long enough: no warning
 
 
 def test_energy_without_nvml_warns_and_the_run_passes(use_fake, tmp_path):

@@ -27,7 +27,7 @@ from cudabench.measure import guards
 from cudabench.observers import ncu as counters
 from cudabench.observers import sanitizer as sanitize
 from cudabench.observers import transfers
-from cudabench.observers.energy import EnergyUnavailable, measure_energy
+from cudabench.observers.energy import RELIABLE_S, EnergyUnavailable, measure_energy
 from cudabench.engines.protocol import Compiled, Engine, Geometry, KernelFault, Run
 from cudabench.measure.jobs import Prepared, record
 from cudabench.planning.plan import (
@@ -250,6 +250,12 @@ def extra_passes(plan: Plan, engine: Engine, run: Run, launch_s: float) -> dict[
                                         launch_s=launch_s)
                 fields["energy"] = {"joules": energy.joules, "launches": energy.launches,
                                     "seconds": energy.seconds}
+                if plan.insight.energy_s < RELIABLE_S:  # kept, not refused: a quick look
+                    warnings.append(
+                        f"--energy {plan.insight.energy_s:g}: NVML's energy counter moves "
+                        "about every 100 ms, so a pass under "
+                        f"{RELIABLE_S:g} s can be off by tens of percent; give several "
+                        "seconds (--energy alone: 5)")
             except EnergyUnavailable as exc:
                 warnings.append(f"--energy: {exc.reason}")
     fields["warnings"] = tuple(warnings)

@@ -14,6 +14,7 @@ from cudabench.engines.telemetry import MonitorLike
 
 SYNC_EVERY = 50  # launches between waits: keeps the launch queue short...
 SYNC_AFTER_S = 0.01  # ...and so the pass ends within ~10 ms of its time
+RELIABLE_S = 1.0  # a shorter pass is a handful of the counter's ~100 ms steps: warned of
 
 
 class EnergyUnavailable(Exception):
