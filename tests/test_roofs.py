@@ -241,6 +241,12 @@ def test_a_float16_matmul_at_700_tflops_is_believed_on_tensor_cores_only():
     assert why is not None and "TFLOP/s float32 roof on CUDA cores" in why
 
 
+def test_an_int32_result_is_suspect_in_tops_as_the_footer_gives_its_roof():
+    why = suspect(matmul_at(50), "int32")
+    assert why is not None and why.startswith("50.0 TOPS is beyond the device's 33.5 TOPS int32")
+    assert "FLOP" not in why
+
+
 def test_beyond_the_tensor_roof_by_more_than_the_margin_is_suspect():
     assert suspect(matmul_at(989.4 * 1.05), "float16", "tensor") is None
     why = suspect(matmul_at(989.4 * 1.2), "float16", "tensor")

@@ -303,8 +303,9 @@ def suspect(result: BenchmarkResult, accumulate: str, unit: str = "cuda") -> str
     rate = roofs.rate(unit, accumulate)
     if result.flops and rate and result.flops / median > MARGIN * rate:
         where = "on CUDA cores" if unit == "cuda" else "on tensor cores"
-        return (f"{result.flops / median / 1e12:.1f} TFLOP/s is beyond the device's "
-                f"{rate / 1e12:.1f} TFLOP/s {accumulate} roof {where}")
+        per_s = "TOPS" if accumulate == "int32" else "TFLOP/s"  # as the footer: not FLOPs
+        return (f"{result.flops / median / 1e12:.1f} {per_s} is beyond the device's "
+                f"{rate / 1e12:.1f} {per_s} {accumulate} roof {where}")
     bandwidth = roofs.dram_bps
     # Only data that cannot sit in L2 between samples is held to the DRAM roof.
     cold = not result.hot and result.bytes_moved > device.l2_bytes
