@@ -428,7 +428,7 @@ def test_dry_run_says_which_gpus_would_skip_a_variant():
     assert rows["tma_tile"].compile_ok
     assert rows["tma_tile"].compiled == (
         "ok (sm_90a cubin); would SKIP on sm_80: built for sm_90a, which runs only on compute "
-        "capability 9.0; this GPU is 8.0")
+        "capability 9.0; --arch sm_80 is 8.0")
     assert "would SKIP" not in dry_rows("1000x2000", "sm_90a")["tma_tile"].compiled
 
 

@@ -47,17 +47,18 @@ class Arch:
         """Return the nvcc flag that builds for exactly this target (a cubin, no PTX)."""
         return f"-gencode=arch={self.virtual},code={self.name}"
 
-    def unsupported_on(self, compute_capability: str) -> str | None:
+    def unsupported_on(self, compute_capability: str, gpu: str = "this GPU") -> str | None:
         """Return why a cubin for this target cannot run on a GPU of compute_capability
         ("9.0"), or None when it can: an `a` target needs exactly its own capability, a
-        plain one the same major version and at least its minor (binary compatibility)."""
+        plain one the same major version and at least its minor (binary compatibility).
+        gpu names the GPU in the reason (a dry run's is its --arch)."""
         major, minor = (int(part) for part in compute_capability.split("."))
         if self.specific and (major, minor) != (self.major, self.minor):
             return (f"built for {self.name}, which runs only on compute capability "
-                    f"{self.major}.{self.minor}; this GPU is {compute_capability}")
+                    f"{self.major}.{self.minor}; {gpu} is {compute_capability}")
         if not self.specific and (major != self.major or minor < self.minor):
             return (f"built for {self.name}, which runs on compute capability "
-                    f"{self.major}.{self.minor} to {self.major}.9; this GPU is "
+                    f"{self.major}.{self.minor} to {self.major}.9; {gpu} is "
                     f"{compute_capability}")
         return None
 

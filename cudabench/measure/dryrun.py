@@ -164,7 +164,8 @@ def _finished(row: PlannedRow, request: CubinRequest | None, variant: KernelVari
             return dataclasses.replace(row, compiled="ERROR: " + "; ".join(unfound),
                                        compile_ok=False)
     if target is not None:
-        reason = unsupported_on(variant, f"{target.major}.{target.minor}")
+        # a dry run has no GPU: the one it judges for is its --arch
+        reason = unsupported_on(variant, f"{target.major}.{target.minor}", f"--arch {arch}")
         if reason is not None:
             compiled += f"; would SKIP on {arch}: {reason}"
     return dataclasses.replace(row, compiled=compiled, compile_ok=ok)

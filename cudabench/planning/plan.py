@@ -444,18 +444,19 @@ def _check_tensor_maps(op: Op, shape: Shape, types: TypeSet, variant: KernelVari
                              "choose other parameters")
 
 
-def unsupported_on(variant: KernelVariant, compute_capability: str) -> str | None:
+def unsupported_on(variant: KernelVariant, compute_capability: str, gpu: str = "this GPU"
+                   ) -> str | None:
     """Return why variant cannot run on a GPU of compute_capability ("9.0"), or None: its
     `arch` builds for another one, or it asks for tensor maps before Hopper. The row is
-    SKIP with this reason."""
+    SKIP with this reason, which calls the GPU gpu (a dry run's is its --arch)."""
     if variant.arch is not None:
-        reason = variant.arch.unsupported_on(compute_capability)
+        reason = variant.arch.unsupported_on(compute_capability, gpu)
         if reason is not None:
             return reason
     capability = tuple(int(part) for part in compute_capability.split("."))
     if variant.tensor_maps and capability < TENSOR_MAPS_FROM:
         return (f"its tensor maps need compute capability "
-                f"{'.'.join(map(str, TENSOR_MAPS_FROM))} or higher (TMA); this GPU is "
+                f"{'.'.join(map(str, TENSOR_MAPS_FROM))} or higher (TMA); {gpu} is "
                 f"{compute_capability}")
     return None
 
