@@ -74,6 +74,9 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--energy", "1e30"], "--energy 1e30: at most 3600 s of energy sampling"),
     (["dot", "--energy=-1"], "--energy -1: --energy takes no value starting with '-'"),
     (["dot", "--counters", "-3"], "--counters -3: --counters takes no value starting with"),
+    # "No such option '-x'", where --energy=-1 said what was wrong
+    (["dot", "--counters=-x"], "--counters -x: --counters takes no value starting with '-'"),
+    (["dot", "--sanitize=-x"], "--sanitize -x: --sanitize takes no value starting with '-'"),
     (["dot", "--energy", "A/dot/atomic.cu"], "is a file, not seconds; give the file before"),
 ])
 def test_bad_flags_are_one_line(no_gpu_work, tmp_path, args, says):

@@ -90,13 +90,15 @@ class BoundaryGroup(click.Group):
 def _negative_value(exc: click.ClickException, args: list[str]) -> str | None:
     """Return what `--energy -1` (or `--energy=-1`) got wrong, or None: an option whose
     value is optional (--energy, --counters, --sanitize) reads a value starting with '-' as
-    an option, and Click said "No such option '-1'"; none of them takes such a value."""
+    an option, and Click said "No such option '-1'"; none of them takes such a value.
+    After '=' any such value is one (`--counters=-x`); after a space only a number is, as
+    `--counters -x` may be a mistyped option."""
     name = getattr(exc, "option_name", None) or ""
-    if not isinstance(exc, click.NoSuchOption) or not re.fullmatch(r"-[0-9.][0-9.eE+-]*",
-                                                                     name):
+    if not isinstance(exc, click.NoSuchOption) or not name.startswith("-"):
         return None
+    number = re.fullmatch(r"-[0-9.][0-9.eE+-]*", name) is not None
     for i, arg in enumerate(args):
-        option = args[i - 1] if arg == name and i > 0 else arg[:-len(name) - 1] \
+        option = args[i - 1] if arg == name and i > 0 and number else arg[:-len(name) - 1] \
             if arg.endswith(f"={name}") else ""
         if option.startswith("--") and "=" not in option:
             return f"{option} {name}: {option} takes no value starting with '-'"
