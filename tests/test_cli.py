@@ -137,8 +137,10 @@ USAGE_ERRORS = {
     "dtype bfloat16": (["dot", "--dtype", "bfloat16"], ["--dtype bfloat16", "float16, float32"]),
     "precision 0": (["matmul", "--precision", "0"], ["--precision must be > 0"]),
     "precision as a percentage": (["matmul", "--precision", "0.5"],
-                                  ["--precision 0.5 is a fraction of the median (0.005 is "
-                                   "±0.5%): at most 0.25"]),
+                                  ["--precision 0.5 (±50%) is a fraction of the median (0.005 "
+                                   "is ±0.5%): at most 0.25 (±25%)"]),
+    # named as 0.5 alone, not as it was typed
+    "precision in percent": (["matmul", "--precision", "50%"], ["--precision 0.5 (±50%)"]),
     "min samples": (["matmul", "--min-samples", "0"], ["--min-samples"]),
     "max samples": (["matmul", "--min-samples", "30", "--max-samples", "10"], ["--max-samples"]),
     "max time": (["dot", "--max-time", "0"], ["--max-time"]),

@@ -69,8 +69,10 @@ class TimingPolicy:
              f"{MAX_SAMPLE_COUNT:,} (--max-time ends sampling long before)"),
             (self.precision > 0, "--precision must be > 0 (e.g. 0.005 for 0.5%)"),
             # a fraction: --precision 0.5 meant as 0.5% asked for ±50%, so min_samples
-            (self.precision <= MAX_PRECISION, f"--precision {self.precision:g} is a fraction "
-             f"of the median (0.005 is ±0.5%): at most {MAX_PRECISION:g}"),
+            # both forms: 50% was named as 0.5 alone, not as typed
+            (self.precision <= MAX_PRECISION, f"--precision {self.precision:g} "
+             f"(±{self.precision * 100:g}%) is a fraction of the median (0.005 is ±0.5%): at "
+             f"most {MAX_PRECISION:g} (±{MAX_PRECISION * 100:g}%)"),
             (self.max_time_s > 0, "--max-time must be > 0 seconds"),
             (self.timeout_s > 0, "--timeout must be > 0 seconds"),
             (self.compile_timeout_s > 0, "--compile-timeout must be > 0 seconds"),
