@@ -64,6 +64,9 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--size", "1<<70"], "--size '1<<70': each extent must be at most 2^31-1"),
     # a timeout the warm-up and sampling fill: every variant killed, the kernel blamed
     (["dot", "--warmup", "5", "--timeout", "1"], "--warmup 5 s: not under --timeout 1 s"),
+    # taken, then every row warned of "the 0 s budget": no time was left to sample
+    (["dot", "--warmup", "1.9", "--timeout", "2"],
+     "--warmup 1.9 s: not under --timeout 2 s with time to sample"),
     (["ab", "A", "B", "--warmup", "1e12"], "--warmup 1e+12 s: not under --timeout 60 s"),
     (["ab", "A", "B", "--warmup", "nan"], "--warmup nan: must be a finite number"),
     # "sizes are positive integers such as 1000"

@@ -80,11 +80,13 @@ class TimingPolicy:
              and 1 <= self.rounds <= MAX_ROUNDS,
              f"--rounds must be a whole number from 1 to {MAX_ROUNDS}"),
             # The warm-up runs whole, within a variant's timeout: one that fills it would kill
-            # every variant and blame the kernel. (--max-time is held under it as it runs:
-            # sampling_budget_s.)
-            (self.warmup_s < self.timeout_s,
-             f"--warmup {self.warmup_s:g} s: not under --timeout {self.timeout_s:g} s (a "
-             "variant's warm-up runs within its timeout): lower it or raise --timeout"),
+            # every variant and blame the kernel; one that leaves no room for the other
+            # passes left a 0 s sampling budget, every row warned of it. (--max-time is held
+            # under it as it runs: sampling_budget_s.)
+            (self.sampling_budget_s > 0,
+             f"--warmup {self.warmup_s:g} s: not under --timeout {self.timeout_s:g} s with "
+             f"time to sample (a variant's warm-up, samples and {OTHER_GPU_WORK_S:g} s of "
+             "other passes run within its timeout): lower it or raise --timeout"),
         ]
         for ok, message in checks:
             if not ok:
