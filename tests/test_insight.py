@@ -104,9 +104,13 @@ def test_samples_at_a_slow_sm_clock_are_set_aside_and_counted(use_fake, tmp_path
 def test_the_warnings_are_of_the_samples_kept_not_those_set_aside(use_fake, tmp_path):
     # "noisy ... (spread 30%)" and a median the table does not show, beside a row of ±0.7%
     use_fake(slow_clock_every=2)
-    _, results = run_json(tmp_path, "transpose", "--size", "64", "--variant", "naive",
-                          "--no-vendor", "--max-time", "0.1")
-    naive = rows(results)["naive"]
+    # at least 20 samples, half of them slow: under QUICK's 8 in 0.05 s a loaded machine
+    # took as few as 9, none set aside (fewer than 5 would be left), and the test failed
+    done = invoke("transpose", "--size", "64", "--variant", "naive", "--no-vendor",
+                  "--warmup", "0", "--min-samples", "20", "--max-time", "0.1",
+                  "--json", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    naive = rows(load_results(tmp_path / "r.json"))["naive"]
     assert len(naive.slow_clock_samples_s) > 5
     assert not any(w.startswith("noisy:") for w in naive.warnings), naive.warnings
     said = [w for w in naive.warnings if "close to launch overhead" in w]
