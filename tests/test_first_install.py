@@ -333,3 +333,16 @@ def test_a_transient_start_error_is_tried_again_and_a_lasting_one_is_not():
 
     with pytest.raises(OSError, match="Text file busy"):
         nvcc.start_retrying(always_busy, tries=2, pause_s=0.001)
+
+
+def test_the_readme_s_suite_plans_as_pasted(tmp_path):
+    # its `kernels_dirs = ["my_kernels"]`, a folder a new user does not have, made the
+    # first suite they wrote fail: "kernels_dirs .../my_kernels: no such directory"
+    from cudabench.cli.suite import load_suite
+
+    section = README.split("## Suites and results files", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text(block, encoding="utf-8")
+    requests = load_suite(suite)
+    assert {(r.op, r.dtype) for r in requests} == {("matmul", "float32"), ("matmul", "int32")}
