@@ -271,6 +271,9 @@ def test_a_gzip_compressed_file_loads_as_the_json_inside_it(tmp_path):
     (lambda folder: folder, "a folder, not a results file"),
     (lambda folder: (folder / "latin.json").write_bytes(b"\xff\xfe{}") and
      folder / "latin.json", "not UTF-8 text"),
+    # a history store given as a results file read "not UTF-8 text: invalid continuation"
+    (lambda folder: (folder / "history.db").write_bytes(b"SQLite format 3\x00" + bytes(200))
+     and folder / "history.db", r"an SQLite database \(a history store\?\), not a results"),
 ])
 def test_a_file_that_cannot_be_read_says_why_in_one_line(tmp_path, make, says):
     from cudabench.errors import ResultsFileError

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.common.infiles import MiB, TooLarge, gunzip_capped, read_capped
+from cudabench.common.outfiles import SQLITE_MAGIC
 from cudabench.common.text import decoded
 from cudabench.errors import ResultsFileError, UsageError
 from cudabench.results.codec import (
@@ -40,6 +41,9 @@ def read_text(path: Path) -> str:
     except OSError as exc:
         raise ResultsFileError(f"{path}: cannot read results file: {exc.strerror or exc}"
                                ) from None
+    if raw.startswith(SQLITE_MAGIC):  # "not UTF-8 text: invalid continuation byte" said less
+        raise ResultsFileError(f"{path}: an SQLite database (a history store?), not a results "
+                               "file; `cudabench history check FILE --db STORE` reads a store")
     try:
         if raw.startswith(GZIP_MAGIC):
             raw = gunzip_capped(raw, MAX_RESULTS_BYTES)
