@@ -313,6 +313,9 @@ def test_the_command_pools_each_row_over_its_rounds(use_fake, tmp_path):
         assert len(bench.samples_s) >= 3 * 5
     validate(json.loads(out.read_text()))
     assert "rounds: each row pools 3 rounds" in result.stdout
+    # said of what was measured: "counters, energy and transfers from the first round" of
+    # a run that took none of them
+    assert "from the first round" not in result.stdout
     assert "3: ±" in result.stdout  # the rounds column behind the times
     rows = list(csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text())))
     assert [r["rounds"] for r in rows] == ["3"] * 4
@@ -321,6 +324,13 @@ def test_the_command_pools_each_row_over_its_rounds(use_fake, tmp_path):
         medians = bench.round_medians_s
         assert float(row["rounds_spread"]) == pytest.approx(
             (max(medians) - min(medians)) / 2 / bench.median_s)
+
+
+def test_the_rounds_footer_names_what_came_from_the_first_round(use_fake):
+    result = invoke("dot", "--size", "1000", "--variant", "atomic", "--no-vendor",
+                    "--rounds", "2", "--energy", "0.2", *QUICK)
+    assert result.exit_code == 0, result.stderr
+    assert "rounds' medians); energy from the first round" in " ".join(result.stdout.split())
 
 
 def test_a_wrong_kernel_fails_in_rounds_too(use_fake, tmp_path):

@@ -238,9 +238,14 @@ def footer_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
                      "clock; median + write-back charges each row its own")
     rounds = max((r.rounds for r in rows), default=1)
     if rounds > 1:
+        once = [name for name, taken in (("counters", any(r.counters for r in rows)),
+                                         ("energy", any(r.energy for r in rows)),
+                                         ("transfers", any(r.transfers for r in rows)))
+                if taken]  # said of what the run measured, not of every run with rounds
         lines.append(f"rounds: each row pools {rounds} rounds, run in alternating order, each "
                      "on buffers placed afresh (behind the times: half the range of the "
-                     "rounds' medians); counters, energy and transfers from the first round")
+                     "rounds' medians)" + (f"; {_listed(once)} from the first round"
+                                           if once else ""))
     lines += _telemetry_lines(rows)
     link = next((r.transfers.get("link_peak_bytes_per_s") for r in rows if r.transfers), None)
     if any(r.transfers for r in rows):
@@ -313,3 +318,8 @@ def _telemetry_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
     if slow:
         line += f"; {slow} sample(s) below {SLOW_CLOCK:.0%} of the max SM clock set aside"
     return [line]
+
+
+def _listed(names: list[str]) -> str:
+    """Return names as prose: "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
