@@ -296,6 +296,12 @@ def test_compare_gives_the_verdicts_and_exit_code_of_the_command(use_fake, tmp_p
     by_path = cb.compare(tmp_path / "base.json", str(tmp_path / "slow.json"))
     assert [(r.variant, r.verdict) for r in by_path.rows] == [
         (r.variant, r.verdict) for r in comparison.rows]
+    # saved with to_json: its table names the file, not "(current run, not saved)"
+    later = run_tiled()
+    assert "(current run, not saved)" in str(cb.compare(base, later))
+    later.to_json(tmp_path / "later.json")
+    shown = " ".join(str(cb.compare(base, later)).split())
+    assert "not saved" not in shown and "later.json" in shown, shown
     # A threshold above the change: the same pair is no regression.
     assert cb.compare(base, slow, threshold="50%").ok
     # NumPy's numbers are numbers (np.float32 was refused where np.float64 was taken)

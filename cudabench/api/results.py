@@ -212,6 +212,9 @@ class Results(Sequence[BenchmarkResult]):
         for row in self.rows:
             writer.add(row, write=False)
         writer.write(complete=True)
+        # `path` is the file the rows were written to: a compare after this names it, not
+        # "(current run, not saved)"
+        object.__setattr__(self, "path", target)
         return target
 
     def record(self, db: PathLike | None = None) -> Path:
