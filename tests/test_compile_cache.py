@@ -448,3 +448,22 @@ def test_a_cache_folder_given_with_a_tilde_is_the_home_s(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("CUDABENCH_CACHE_DIR", "~/cb")
     assert cache_root() == tmp_path / "cb"
+
+
+def test_a_cache_dir_that_names_a_file_is_said_once_and_the_run_goes_on(use_fake, monkeypatch,
+                                                                        tmp_path):
+    # every cache failed to make its folder there, and kept nothing, without a word
+    from helpers import invoke
+
+    from cudabench.common import cache_dir
+
+    monkeypatch.setattr(cache_dir, "_SAID", set())
+    (tmp_path / "cb").write_text("", encoding="utf-8")
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cb"))
+    done = invoke("dot", "--size", "1000", "--variant", "atomic", "--no-vendor",
+                  "--warmup", "0", "--max-time", "0.02")
+    assert done.exit_code == 0, done.output
+    said = [line for line in done.stderr.splitlines() if "CUDABENCH_CACHE_DIR" in line]
+    assert said == [f"note: CUDABENCH_CACHE_DIR={tmp_path / 'cb'} is a file, not a folder: "
+                    "nothing is cached (compiled kernels, references, tuning); name a "
+                    "folder, or off"], done.stderr

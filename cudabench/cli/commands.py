@@ -37,6 +37,7 @@ from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.common.units import params_text, shape_text
 from cudabench.engines.protocol import EngineSpec
 from cudabench.engines.pycuda_engine import PycudaSpec
+from cudabench.common.cache_dir import cache_root
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.errors import CudabenchError, ExitCode, ResultsNotWritten, UsageError
 from cudabench.measure import memory
@@ -205,6 +206,7 @@ def measure(requests: list[Request], device: int, outputs: Outputs,
     """
     placement = placement or Placement()
     refuse_launch_blocking()  # before a worker starts: it would hang, not fail
+    cache_root()  # a CUDABENCH_CACHE_DIR that names a file is said here, once, not in workers
     clock = PhaseClock()
     clock.add("start-up", process_age_s() or 0.0)  # the interpreter, imports, options
     one_gpu = placement.devices is None and placement.cluster is None
