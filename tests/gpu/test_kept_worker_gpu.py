@@ -62,3 +62,30 @@ def test_a_kernel_that_hangs_kills_the_kept_worker_and_the_next_command_is_fresh
     assert statuses == {"aaa_spins": Status.TIMEOUT, "tiled": Status.PASS}
     again = cudabench("dot", "--size", "1000", "--keep-workers", "60", *QUICK)
     assert again.returncode == 0, again.stderr
+
+
+def test_a_refused_command_leaves_no_kept_worker_holding_the_gpu(runtime):
+    # the worker starts before the plans are made: a usage error left it holding a CUDA
+    # context for the whole --keep-workers time
+    import time
+
+    from cudabench.runner import kept_worker
+
+    refused = cudabench("matmul", "--size", "33", "--tile", "7", "--keep-workers", "600")
+    assert refused.returncode == 2 and "allows TILE in" in refused.stderr, refused.stderr
+    deadline = time.monotonic() + 20
+    while kept_worker.describe() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not kept_worker.describe()
+
+
+def test_a_gpu_listed_twice_in_cuda_visible_devices_is_refused(monkeypatch):
+    # the driver refuses it at cuInit (CUDA_ERROR_INVALID_DEVICE); `--devices all` ran two
+    # workers timing the one GPU at once
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,0")
+    done = cudabench("dot", "--size", "100000", "--devices", "all", *QUICK)
+    assert done.returncode == 2 and "GPU 0 is listed twice" in done.stderr, done.stderr
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,-1,1")  # the driver shows GPU 0 alone
+    shown = cudabench("dot", "--size", "100000", "--variant", "atomic", "--no-vendor",
+                      "--devices", "all", *QUICK)
+    assert shown.returncode == 0, shown.stderr
