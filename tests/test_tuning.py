@@ -184,7 +184,8 @@ def test_the_time_budget_stops_the_search(kernels, tmp_path):
     assert 2 <= found.done < VALID and time.monotonic() - started < 1.5
 
 
-@pytest.mark.parametrize("text", ["0", "5,6", "1s,2m", "fast", "1.5", "-3", "10d", ""])
+@pytest.mark.parametrize("text", ["0", "5,6", "1s,2m", "fast", "1.5", "-3", "10d", "",
+                                  "\u0663", "\u0663s", "9" * 5000, "9" * 5000 + "s"])
 def test_a_bad_budget_is_a_usage_error(text):
     with pytest.raises(UsageError, match="--budget"):
         parse_budget(text)

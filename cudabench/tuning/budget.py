@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from cudabench.errors import UsageError
 
 _UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
-_ITEM = re.compile(r"^(\d+(?:\.\d+)?)\s*([smh]?)$")
+# ASCII digits only ("٣" is a digit to \d), and few enough for int(): a 5000-digit count
+# is a typo, not a budget
+_ITEM = re.compile(r"^(\d{1,18}(?:\.\d{1,18})?)\s*([smh]?)$", re.ASCII)
 
 
 @dataclass(frozen=True)
