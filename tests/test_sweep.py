@@ -148,6 +148,19 @@ def test_a_variant_without_the_swept_parameter_runs_once_per_size(use_fake, tmp_
     assert names.count("naive") == 1 and names.count("shared") == 2
 
 
+def test_a_skip_row_is_not_repeated_for_a_parameter_its_variant_does_not_take(use_fake,
+                                                                             tmp_path):
+    # shared cannot run BLOCK_ROWS=16 and takes no GROUP: its SKIP row came once per GROUP
+    path = tmp_path / "s.json"
+    done = invoke("transpose", "--size", "40", "--param", "BLOCK_ROWS=8,16", "--param",
+                  "GROUP=1,2", *QUICK, "--json", str(path))
+    assert done.exit_code == 0, done.output
+    skips = [(r.variant, r.params["BLOCK_ROWS"]) for r in load_results(path).benchmarks
+             if r.status is Status.SKIP]
+    assert sorted(skips) == [("shared", 16), ("shared_padded", 16)]
+    assert done.stderr.count("SKIP: transpose/shared ") == 1
+
+
 def test_best_names_a_winner_and_writes_a_suite(use_fake, tmp_path):
     # TILE changes nothing in the fake's cost: the close call is re-measured head to head,
     # and whatever it decides (a winner or a tie), the suite names one configuration.

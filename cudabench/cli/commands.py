@@ -531,12 +531,13 @@ def plans_of(requests: list[Request]) -> list[Plan]:
 
 
 def unique_points(plans: list[Plan]) -> list[Plan]:
-    """Drop a variant from a sweep's later points when an earlier point already runs it the
-    same way (a variant that does not take the swept parameter). One asked for twice with
-    other settings (suite entries with their own seed, sanitizer, check, timing or
-    insight) is a usage error: it was dropped unsaid, and both rows would have one name
-    in the results file."""
+    """Drop a variant (or its SKIP row) from a sweep's later points when an earlier point
+    already runs (or skips) it the same way (a variant that does not take the swept
+    parameter). One asked for twice with other settings (suite entries with their own seed,
+    sanitizer, check, timing or insight) is a usage error: it was dropped unsaid, and both
+    rows would have one name in the results file."""
     seen: dict[tuple[object, ...], dict[str, object]] = {}
+    seen_skipped: set[tuple[object, ...]] = set()
     kept = []
     for plan in plans:
         variants = []
@@ -557,7 +558,16 @@ def unique_points(plans: list[Plan]) -> list[Plan]:
                     f"{shape_text(plan.shape)} {plan.dtype.name} is asked for twice, with "
                     f"another {', '.join(differ)}: its rows would share one name in the "
                     "results file; measure it once, or give each entry a size of its own")
-        kept.append(dataclasses.replace(plan, variants=tuple(variants)))
+        # its SKIP rows likewise: a point it cannot run is one row, not one per value of
+        # a parameter it does not take
+        skipped = []
+        for variant, reason, point in plan.skipped:
+            key = (plan.op.name, variant.name, tuple(sorted(point.items())), tuple(plan.shape),
+                   plan.dtype.name, plan.hot, plan.l2_flush)
+            if key not in seen_skipped:
+                seen_skipped.add(key)
+                skipped.append((variant, reason, point))
+        kept.append(dataclasses.replace(plan, variants=tuple(variants), skipped=tuple(skipped)))
     return kept
 
 
