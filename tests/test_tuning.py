@@ -393,6 +393,24 @@ def test_a_budget_that_evaluates_nothing_is_a_usage_error(use_fake, kernels, tmp
     assert "--budget ran out before any configuration was evaluated" in done.stderr
 
 
+def test_a_search_pruned_whole_beside_one_that_chose_exits_2(use_fake, kernels, tmp_path,
+                                                              monkeypatch):
+    # tune2 does not allow BM=32: its search had no configuration, left the table and
+    # --best-out unsaid, and the command exited 0 because tune's search chose one
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    (kernels / "tune2.cu").write_text(
+        HEADER.replace("allowed 8, 16, 32\n", "allowed 8, 16\n", 1).replace("matmul_tune",
+                                                                          "matmul_tune2")
+        + BODY.replace("matmul_tune", "matmul_tune2"))
+    out = tmp_path / "best.toml"
+    done = invoke("matmul", "--size", "48", "--variant", "tune", "--variant", "tune2",
+                  "--kernels-dir", str(kernels), "--best", "--budget", "3", "-p", "BM=32", *QUICK,
+                  "--best-out", str(out))
+    assert done.exit_code == 2, done.output
+    assert "matmul/tune2 at 48: every configuration was pruned before it ran" in done.stderr
+    assert 'variants = ["tune"]' in out.read_text()
+
+
 def test_a_stopped_search_keeps_the_rows_it_measured(use_fake, kernels, tmp_path,
                                                      monkeypatch):
     # The rows stream to the results file as they are measured: Ctrl-C after the first

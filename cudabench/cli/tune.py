@@ -166,31 +166,36 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
         except UsageError as exc:
             write_error = str(exc)
     rows = list(best.with_failures(RunOutcome(tuple(rows)), failed).results)
+    # A search that chose nothing: none passed, every configuration pruned (the header's
+    # constraints, the GPU's limits), or a budget spent before the first. Exit 2 whether or
+    # not another search beside it chose one.
+    pruned = [f.space for f in found_all if not f.space.plans]
+    unseen = [f.space.label for f in found_all if f.space.plans and not f.done]
     lost = [f.space.label for f in found_all if f.best is None and f.done]
-    for label in lost:
-        stderr.print(f"{label}: no configuration passed; nothing chosen", markup=False,
-                     highlight=False)
-    if not rows:
-        # nothing measured: every configuration pruned (the header's constraints, the
-        # GPU's limits), or a budget spent before the first
-        pruned = [f.space for f in found_all if not f.space.plans]
+    if not rows:  # nothing measured at all: the one-line error
         if pruned:
             reasons = sorted({reason for space in pruned for reason in space.pruned})
             raise UsageError(f"{', '.join(space.label for space in pruned)}: every "
                              "configuration was pruned before it ran ("
                              + "; ".join(reasons) + "): choose other --param values")
-        unseen = [f.space.label for f in found_all if not f.done]
         if unseen:
             raise UsageError(f"{', '.join(unseen)}: --budget ran out before any "
                              "configuration was evaluated; give a larger one")
+    lines = ([f"{label}: no configuration passed; nothing chosen" for label in lost]
+             + [f"{space.label}: every configuration was pruned before it ran ("
+                + "; ".join(sorted(space.pruned)) + "); nothing chosen" for space in pruned]
+             + [f"{label}: --budget ran out before any configuration was evaluated; nothing "
+                "chosen" for label in unseen])
+    for line in lines:
+        stderr.print(line, markup=False, highlight=False)
     # A configuration that failed verification is a failed kernel, in a search as in a
     # sweep: its line, and exit 3 (a search used to say only "1 failed").
     searched = RunOutcome(tuple(rows))
     terminal.render_diagnostics(searched, stderr)
     code = max(int(searched.exit_code), best.show_choices(choices, failed, outputs.best_out, plans),
-               # none passed: exit 3 where one failed verification (searched says so),
-               # else 2, as a run that could not run a kernel
-               int(ExitCode.USAGE if lost else ExitCode.OK))
+               # a search chose nothing: exit 3 where one failed verification (searched
+               # says so), else 2, as a run that could not run a kernel
+               int(ExitCode.USAGE if lines else ExitCode.OK))
     if write_error is not None:
         raise ResultsNotWritten(write_error)
     return code
