@@ -54,6 +54,8 @@ text = open(source).read()
 if "#error" in text:
     sys.stderr.write(source + "(1): error: the kernel says #error\n")
     sys.exit(2)
+if "#kill" in text:  # as the OOM killer stops it
+    os.kill(os.getpid(), 9)
 included = []
 for name in re.findall(r'#include "([^"]+)"', text):
     for folder in folders:
@@ -184,6 +186,19 @@ def test_a_compile_error_is_not_kept_and_says_what_nvcc_said(cache, fake_nvcc, t
         assert "error: the kernel says #error" in failed.output
     assert fake_nvcc.calls() == 2
     assert not list(cache.glob("*/*.cubin"))
+
+
+def test_nvcc_killed_says_so(cache, fake_nvcc, tmp_path):
+    # it was an empty compile error, kept in the tuning cache as the kernel's fault
+    from cudabench.results.model import BenchmarkResult
+    from cudabench.tuning.cache import lasting
+
+    path = a_kernel(tmp_path / "kernels", body=MATMUL_BODY + "#kill\n")
+    failed = build(request(path), fake_nvcc.path)
+    assert failed.returncode == -9 and "nvcc was killed by signal 9" in failed.output
+    row = BenchmarkResult("matmul", "probe", {"TILE": 16}, (8, 8, 8), ("M", "K", "N"),
+                          "float32", False, error=f"{path}: nvcc failed:\n{failed.output}")
+    assert not lasting(row)
 
 
 def test_caching_off_compiles_every_time(tmp_path, fake_nvcc, monkeypatch):

@@ -383,6 +383,47 @@ def test_a_search_whose_results_file_cannot_be_written_still_chooses(use_fake, k
     assert "Traceback" not in done.output
 
 
+def test_running_out_of_gpu_memory_is_not_kept_in_the_cache(use_fake, kernels, tmp_path,
+                                                             monkeypatch):
+    # another process held the GPU's memory once: every later search read "out of GPU
+    # memory" back from the cache, and failed
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
+            "--best", "--budget", "3", *QUICK]
+    use_fake(memory_bytes=1000)
+    done = invoke(*args)
+    assert done.exit_code == 2 and "out of GPU memory" in done.stderr, done.output
+    use_fake()
+    again = invoke(*args)
+    assert again.exit_code == 0, again.output
+    assert "3 evaluated (3 measured, 0 from the tuning cache), 0 failed" in again.stderr
+
+
+@pytest.mark.parametrize(("error", "kept"), [
+    ("k.cu: nvcc failed with -lineinfo -DBM=8:\nk.cu(3): error: identifier \"x\" is undefined",
+     True),
+    ("k.cu: nvcc failed with -lineinfo -DBM=8:\nptxas error   : Entry function uses too much "
+     "shared data", True),
+    ("out of GPU memory allocating 1.2 MiB: use a smaller --size", False),
+    ("k.cu: nvcc failed with -lineinfo:\nnvcc error   : 'cicc' died due to signal 9 (Kill "
+     "signal)", False),
+    ("k.cu: nvcc failed with -lineinfo:\n\nnvcc was killed by signal 9 (the OOM killer, or a "
+     "stop from outside)", False),
+    ("k.cu: nvcc failed with -lineinfo:\nptxas fatal   : Memory allocation failure", False),
+    ("k.cu: nvcc failed with -lineinfo:\nerror writing /tmp/x.ptx: No space left on device",
+     False),
+    ("k.cu: nvcc failed with -lineinfo:\nnvcc did not finish within 600 s", False),
+    ("k.cu: nvcc failed with -lineinfo:\nnvcc was not found: looked on PATH", False),
+    ("the worker running it was lost", False),
+])
+def test_only_an_error_that_would_come_again_is_kept(error, kept):
+    from cudabench.tuning.cache import lasting
+
+    row = BenchmarkResult("matmul", "tune", {"BM": 8}, (48, 48, 48), ("M", "K", "N"),
+                          "float32", False, error=error, device=FAKE_DEVICE)
+    assert lasting(row) is kept
+
+
 def test_a_budget_that_evaluates_nothing_is_a_usage_error(use_fake, kernels, tmp_path,
                                                           monkeypatch):
     # It exited 3, "no configuration passed", when nothing had run at all.

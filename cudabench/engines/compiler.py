@@ -163,6 +163,9 @@ def _compile(request: CubinRequest, nvcc: str, register: Register | None
                 register(None)
         if process.returncode != 0:
             problem = nvcc_tools.nvcc_problem(nvcc)  # nvcc itself broken, not the kernel
+            if process.returncode < 0 and problem is None:  # not the kernel either
+                problem = (stdout + stderr + f"\nnvcc was killed by signal "
+                           f"{-process.returncode} (the OOM killer, or a stop from outside)")
             return CubinBuild(process.returncode, b"", problem or stdout + stderr,
                               shown), None
         try:

@@ -8,7 +8,8 @@ not reused where 20 were asked for), under
 `--no-tune-cache` ignores it; deleting the folder clears it). A row is appended as soon as
 it arrives, so an interrupted search loses nothing it measured: run again, and only what is
 new is measured. A line that cannot be read whole (a run killed mid-write) is ignored, and
-the next row starts a line of its own; a timeout or a lost worker is not kept (measured
+the next row starts a line of its own; a timeout, a lost worker, running out of GPU
+memory and a compile that failed for want of memory, disk or time are not kept (measured
 again next time).
 """
 
@@ -93,7 +94,7 @@ class TuneCache:
 
     def add(self, result: BenchmarkResult) -> None:
         """Append a row (its kernel text left out: the file's key holds its hash), unless
-        what it says may not hold next time: a timeout, a worker lost."""
+        what it says may not hold next time (lasting)."""
         if self.path is None or not lasting(result):
             return
         device = result.device
@@ -123,10 +124,23 @@ def _ends_a_line(handle: BinaryIO) -> bool:
     return handle.read(1) == b"\n"
 
 
+# What an error says when the next try may go otherwise: the GPU's memory taken by another
+# process, nvcc or its cicc/ptxas killed (the OOM killer) or out of memory, a full disk or
+# /tmp, nvcc missing, broken or stuck, a worker lost. nvcc's diagnostics of the source are
+# none of these: the file's key holds the source's hash, so an edit misses them anyway.
+_PASSING = re.compile(
+    r"out of (?:GPU )?memory|memory allocation failure|no space left on device|"
+    r"disk quota exceeded|died due to signal|nvcc was killed|nvcc was not found|"
+    r"nvcc was found at|nvcc at .* cannot be run|did not finish within|nvcc wrote no cubin|"
+    r"stopped before it started|worker", re.IGNORECASE)
+
+
 def lasting(result: BenchmarkResult) -> bool:
-    """Return whether a row would come out the same again (a compile error, a wrong
-    result, a configuration the GPU cannot run), so a later search may reuse it."""
-    return result.status is not Status.TIMEOUT and "worker" not in (result.error or "")
+    """Return whether a row would come out the same again (a measurement, a compile error
+    of the source, a wrong result, a configuration the GPU cannot run), so a later search
+    may reuse it; a timeout, or an error of the moment (_PASSING), is measured again."""
+    return (result.status is not Status.TIMEOUT
+            and _PASSING.search(result.error or "") is None)
 
 
 def search_of(row: BenchmarkResult) -> tuple[object, ...]:
