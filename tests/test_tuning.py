@@ -399,6 +399,39 @@ def test_running_out_of_gpu_memory_is_not_kept_in_the_cache(use_fake, kernels, t
     assert "3 evaluated (3 measured, 0 from the tuning cache), 0 failed" in again.stderr
 
 
+@pytest.mark.parametrize(("error", "code"), [
+    ("tune.cu: nvcc failed with -lineinfo -DBM=8:\nptxas error   : too much shared data", 0),
+    ("out of GPU memory allocating 1.2 MiB: use a smaller --size", 2),
+])
+def test_a_configuration_that_does_not_compile_costs_a_search_that_chose_no_exit_2(
+        use_fake, kernels, tmp_path, monkeypatch, error, code):
+    # one configuration of a space failing to compile is routine: exit 2 ("usage or
+    # environment error") although a winner was named; out of GPU memory stays exit 2
+    import dataclasses
+
+    from cudabench.cli import tune
+
+    real = tune.run_plans
+
+    def run_plans(plans, spec, on_result, **how):
+        def hear(row):
+            if row.params.get("BM") == 8:
+                row = dataclasses.replace(row, error=error, verification=None, samples_s=())
+            on_result(row)
+        return real(plans, spec, hear, **how)
+
+    monkeypatch.setattr(tune, "run_plans", run_plans)
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "best.toml"
+    done = invoke("matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
+                  "-p", "SPLIT=1", "-p", "BN=8", "--best", "--budget", "3", *QUICK,
+                  "--best-out", str(out))
+    assert done.exit_code == code, done.output
+    assert "2 failed" not in done.stderr and "1 failed" in done.stderr
+    assert error.splitlines()[0] in done.stderr
+    assert "BM = 8" not in out.read_text() and "BM = " in out.read_text()
+
+
 @pytest.mark.parametrize(("error", "kept"), [
     ("k.cu: nvcc failed with -lineinfo -DBM=8:\nk.cu(3): error: identifier \"x\" is undefined",
      True),

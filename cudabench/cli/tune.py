@@ -24,13 +24,14 @@ from cudabench.errors import ExitCode, ResultsNotWritten, UsageError
 from cudabench.planning.plan import Plan
 from cudabench.render import terminal
 from cudabench.render.tune_progress import tune_progress
-from cudabench.results.model import BenchmarkResult, RunOutcome
+from cudabench.results.model import BenchmarkResult, RunOutcome, Status
 from cudabench.results.rounds import identity
 from cudabench.results.writer import ResultsWriter
 from cudabench.runner.devices import Slot, choose, visible_entries
 from cudabench.runner.pipeline import run_plans
 from cudabench.runner.ray_cluster import RayCluster, connect
 from cudabench.runner.starting import keep_across_commands
+from cudabench.tuning.cache import lasting
 from cudabench.tuning.search import Found, Settings, remember, search
 from cudabench.tuning.space import Space, build_spaces
 
@@ -189,10 +190,16 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
     for line in lines:
         stderr.print(line, markup=False, highlight=False)
     # A configuration that failed verification is a failed kernel, in a search as in a
-    # sweep: its line, and exit 3 (a search used to say only "1 failed").
+    # sweep: its line, and exit 3 (a search used to say only "1 failed"). One that does not
+    # compile (an error that would come again: the tuning cache keeps it) is routine in a
+    # search that chose another: its line, no exit 2. Out of GPU memory, nvcc killed: the
+    # environment's, exit 2 as in a run.
     searched = RunOutcome(tuple(rows))
     terminal.render_diagnostics(searched, stderr)
-    code = max(int(searched.exit_code), best.show_choices(choices, failed, outputs.best_out, plans),
+    routine = {row.key for f in found_all if f.best is not None for row in f.rows.values()
+               if row.status is Status.ERROR and lasting(row)}
+    judged = RunOutcome(tuple(row for row in rows if row.key not in routine))
+    code = max(int(judged.exit_code), best.show_choices(choices, failed, outputs.best_out, plans),
                # a search chose nothing: exit 3 where one failed verification (searched
                # says so), else 2, as a run that could not run a kernel
                int(ExitCode.USAGE if lines else ExitCode.OK))
