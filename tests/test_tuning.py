@@ -719,3 +719,28 @@ def test_a_configuration_wrong_in_the_head_to_head_is_a_fail_in_every_file(tmp_p
         assert "| TILE=8 | FAIL |" in (tmp_path / "r.md").read_text()  # the run's table too
     else:  # the cache's row for TILE=8 is the FAIL: a new search gives it no chance
         assert statuses("again") == {8: "FAIL", 16: "PASS", 32: "PASS"}
+
+
+def test_searches_too_many_together_are_refused_before_planning(tmp_path, monkeypatch):
+    # each space under the limit, their sum not: minutes planning, silently
+    from cudabench.tuning import space
+
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    (folder / "tune.cu").write_text(HEADER.replace(
+        "// param SPLIT: default 1; allowed 1, 2, 3, 4",
+        "// param SPLIT: default 1; allowed 1..1000000000") + BODY)
+    planned = []
+
+    def make_plan(*args, **kwargs):
+        planned.append(1)
+        assert len(planned) < 1000, "planned before refused"
+        return real(*args, **kwargs)
+
+    real = space.make_plan
+    monkeypatch.setattr(space, "make_plan", make_plan)
+    requests = [Request("matmul", size=size, variants=("tune",), kernels_dirs=(folder,))
+                for size in ("64", "128")]
+    with pytest.raises(UsageError, match=r"360,000 configurations in 2 searches .* more than "
+                       r"200,000; narrow it with -p"):
+        build_spaces(requests, {"SPLIT": list(range(1, 20_001))}, explore=True)

@@ -26,6 +26,7 @@ from cudabench.planning.plan import (
 )
 
 MAX_SPACE = 200_000  # configurations of one variant: more is a typo, not a search
+MAX_TOTAL = 200_000  # of every search together: each is planned before anything runs
 RANGE_LIMIT = 64  # a `low..high` parameter is enumerated only when this small
 
 
@@ -72,7 +73,7 @@ def candidate_values(variant: KernelVariant, given: Mapping[str, Sequence[int]],
 def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]],
                  explore: bool) -> list[Space]:
     """Return a Space per (size, variant) of the requests (one per size, no params)."""
-    spaces = []
+    searches: list[tuple[Request, KernelVariant]] = []
     catalog = discover(requests[0].kernels_dirs) if requests else {}
     shapes: set[tuple[object, ...]] = set()
     for request in requests:
@@ -93,21 +94,32 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
                                  f"takes {name}")
             for value in values:  # judged across the variants (each point plans one)
                 refuse_unallowed(f"--param {name}", base.op.name, name, value, specs)
-        for variant in variants:
-            spaces.append(_space(request, variant, given, explore, catalog))
-    return spaces
+        searches.extend((request, variant) for variant in variants)
+    # planned up front, unseen: a few thousand a second
+    counts = [_count(variant, given, explore) for _, variant in searches]
+    if sum(counts) > MAX_TOTAL:
+        raise UsageError(f"the search has {sum(counts):,} configurations in {len(counts):,} "
+                         f"searches (variants x sizes), more than {MAX_TOTAL:,}; narrow it "
+                         "with -p NAME=V1,V2, fewer --size values or --variant")
+    return [_space(request, variant, given, explore, catalog) for request, variant in searches]
+
+
+def _count(variant: KernelVariant, given: Mapping[str, Sequence[int]], explore: bool) -> int:
+    """Return how many configurations a variant's space holds before pruning; more than
+    MAX_SPACE is a usage error."""
+    count = 1
+    for options in candidate_values(variant, given, explore).values():
+        count *= len(options)
+    if count > MAX_SPACE:
+        raise UsageError(f"{variant.op}/{variant.name}: {count:,} configurations, more than "
+                         f"{MAX_SPACE:,}; narrow the space with -p NAME=V1,V2")
+    return count
 
 
 def _space(request: Request, variant: KernelVariant, given: Mapping[str, Sequence[int]],
            explore: bool, catalog: Mapping[str, Mapping[str, KernelVariant]]) -> Space:
     """Return one variant's space at one size, invalid configurations pruned."""
     values = candidate_values(variant, given, explore)
-    count = 1
-    for options in values.values():
-        count *= len(options)
-    if count > MAX_SPACE:
-        raise UsageError(f"{variant.op}/{variant.name}: {count:,} configurations, more than "
-                         f"{MAX_SPACE:,}; narrow the space with -p NAME=V1,V2")
     plans: list[Plan] = []
     pruned: dict[str, int] = {}
     insight = Insight(vendor=False, batch=False)
