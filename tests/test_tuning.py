@@ -744,3 +744,23 @@ def test_searches_too_many_together_are_refused_before_planning(tmp_path, monkey
     with pytest.raises(UsageError, match=r"360,000 configurations in 2 searches .* more than "
                        r"200,000; narrow it with -p"):
         build_spaces(requests, {"SPLIT": list(range(1, 20_001))}, explore=True)
+
+
+def test_a_search_says_what_it_chose_and_how_it_measured(use_fake, kernels, tmp_path,
+                                                         monkeypatch):
+    # nothing chosen printed a table of headers alone; --best-out said "Measured with
+    # --no-vendor --no-batch" of flags never given (a search sets them itself)
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
+            "--best", "--budget", "2", *QUICK]
+    use_fake(memory_bytes=1000)
+    none = invoke(*args)
+    assert none.exit_code == 2, none.output
+    assert "best configuration per variant and size: none chosen" in none.stdout
+    assert "┃" not in none.stdout and "│" not in none.stdout
+    use_fake()
+    out = tmp_path / "best.toml"
+    done = invoke(*args, "--best-out", str(out))
+    assert done.exit_code == 0, done.output
+    assert "# Searched as with --no-vendor --no-batch, which a suite has no key for" in (
+        out.read_text())

@@ -209,8 +209,9 @@ def suite_text(choices: Sequence[Choice], plans: Sequence[Plan]) -> str:
     flags = [flag for flag, off in (("--no-vendor", lambda plan: not plan.insight.vendor),
                                     ("--no-batch", lambda plan: not plan.insight.batch))
              if plans and all(off(plan) for plan in plans)]
-    if flags:
-        lines[2:2] = [f"# Measured with {' '.join(flags)}, which a suite has no key for: "
+    if flags:  # a search sets them itself, given or not
+        how = ("Searched as with" if all(plan.tuning for plan in plans) else "Measured with")
+        lines[2:2] = [f"# {how} {' '.join(flags)}, which a suite has no key for: "
                       f"cudabench run FILE {' '.join(flags)}"]
     folders = kernel_folders(choices, plans)
     if folders:  # the --kernels-dir folders the winners came from: the suite runs as it is
@@ -291,7 +292,11 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
     if len(ops) == 1:  # one op: it goes in the title, and size leads (an 80-column table
         # kept "transpose" on every row and left out size and best params)
         title, columns, rows = f"{title}: {ops.pop()}", COLUMNS[1:], [row[1:] for row in rows]
-    terminal.render_rows(title, columns, rows, terminal.stdout_console())
+    if rows:
+        terminal.render_rows(title, columns, rows, terminal.stdout_console())
+    else:  # a line, not a table of headers alone
+        terminal.stdout_console().print(f"{title}: none chosen", markup=False,
+                                        highlight=False)
     for row in failed:
         stderr.print(failed_text(row), markup=False, highlight=False, style="red")
     for text in unchosen:
