@@ -75,12 +75,20 @@ MOST_CONTENDERS = 8  # and at most this many, head to head on one GPU
 
 def _across_gpus(rows: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
     """Return the contenders of rows measured on several GPUs (a search over --devices):
-    every row within ACROSS_GPUS of the fastest, not only those within the noise, since
-    one GPU's medians are not another's; the head-to-head on one GPU then decides."""
-    ordered = sorted(rows, key=lambda r: r.median_s or float("inf"))
-    fastest = ordered[0].median_s or 0.0
-    close = [r for r in ordered if (r.median_s or 0.0) <= fastest * (1 + ACROSS_GPUS)]
-    return close[:MOST_CONTENDERS]
+    on each GPU, every row within ACROSS_GPUS of that GPU's fastest, not only those within
+    the noise, since one GPU's medians are not another's (a throttled or shared one can be
+    far slower: its fastest, held to the others' fastest, was never a contender, and the
+    winner was named among the others); the head-to-head on one GPU then decides."""
+    by_gpu: dict[int | None, list[BenchmarkResult]] = {}
+    for row in rows:
+        by_gpu.setdefault(row.device.index if row.device is not None else None, []).append(row)
+    close: list[tuple[float, BenchmarkResult]] = []
+    for group in by_gpu.values():
+        fastest = min((r.median_s for r in group if r.median_s), default=0.0)
+        close += [((r.median_s or 0.0) / fastest if fastest else 1.0, r) for r in group
+                  if (r.median_s or 0.0) <= fastest * (1 + ACROSS_GPUS)]
+    close.sort(key=lambda pair: pair[0])  # each GPU's own best first
+    return [row for _, row in close[:MOST_CONTENDERS]]
 
 
 def _rematch(rows: list[BenchmarkResult], contenders: list[BenchmarkResult],
