@@ -549,6 +549,10 @@ def test_an_output_that_cannot_be_written_is_an_environment_error(tmp_path):
                             stderr=subprocess.PIPE, text=True, timeout=120)
     assert closed.returncode == 2, closed.stderr
     assert "cannot write to standard output: it is closed" in closed.stderr
+    # stderr closed (`2>&-`): its notes dropped, the run's own code (1: the verdict)
+    quiet = subprocess.run(" ".join(compare) + " 2>&-", shell=True, stdout=subprocess.PIPE,
+                           text=True, timeout=120)
+    assert quiet.returncode == 1 and "slower" in quiet.stdout, quiet.stdout
 
 
 def test_file_names_that_are_no_utf8_are_taken(tmp_path):

@@ -81,13 +81,14 @@ class _Console(Console):
         failing descriptor, an encoding without its characters) is an environment error,
         exit 2, not a crash (exit 4)."""
         if self._buffer and self._file is None and self._buffer_index == 0 \
-                and (sys.stderr if self.stderr else sys.stdout) is None:
-            # started with the descriptor closed (`>&-`): Rich drops what it prints
+                and not self.stderr and sys.stdout is None:
+            # started with stdout closed (`>&-`): Rich drops the tables without a word. A
+            # closed stderr (`2>&-`) asks for its notes to be dropped: no error, which it
+            # could not say anyway, and the run goes on to record what it measured.
             self.quiet = True
             del self._buffer[:]
-            where = "standard error" if self.stderr else "standard output"
-            raise OutputNotWritten(f"cannot write to {where}: it is closed (redirect it to "
-                                   "a file or /dev/null instead)")
+            raise OutputNotWritten("cannot write to standard output: it is closed (redirect "
+                                   "it to a file or /dev/null instead)")
         try:
             super()._check_buffer()
         except BrokenPipeError:  # Rich's on_broken_pipe has it; a reader gone
