@@ -553,6 +553,11 @@ def test_an_output_that_cannot_be_written_is_an_environment_error(tmp_path):
     quiet = subprocess.run(" ".join(compare) + " 2>&-", shell=True, stdout=subprocess.PIPE,
                            text=True, timeout=120)
     assert quiet.returncode == 1 and "slower" in quiet.stdout, quiet.stdout
+    fake = f"{sys.executable} {Path(__file__).parent / 'fake_cli.py'}"
+    warned = subprocess.run(f"{fake} dot --size 1000 --variant atomic --warmup 0 "
+                            "--max-time 0.02 2>&-", shell=True, stdout=subprocess.PIPE,
+                            text=True, timeout=120, cwd=tmp_path)  # a warning for stderr
+    assert warned.returncode == 0 and "atomic" in warned.stdout, warned.stdout
 
 
 def test_file_names_that_are_no_utf8_are_taken(tmp_path):
