@@ -421,6 +421,11 @@ def test_rows_from_several_gpus_are_re_measured_on_one_before_a_winner_is_named(
     choices, failed = choose(RunOutcome(tuple(slow_gpu)), plans, FakeSpec(),
                              rerun=rerun_one_gpu)
     assert not failed and choices[0].best.params == {"TILE": 16}
+    # two Ray nodes' GPUs: both index 0, told apart by their UUIDs
+    nodes = [dataclasses.replace(r, device=dataclasses.replace(r.device, index=0))
+             for r in slow_gpu]
+    choices, failed = choose(RunOutcome(tuple(nodes)), plans, FakeSpec(), rerun=rerun_one_gpu)
+    assert not failed and choices[0].best.params == {"TILE": 16}
 
 
 def test_a_clear_winner_is_named_and_a_close_call_is_a_tie():

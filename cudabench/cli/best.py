@@ -79,9 +79,10 @@ def _across_gpus(rows: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
     the noise, since one GPU's medians are not another's (a throttled or shared one can be
     far slower: its fastest, held to the others' fastest, was never a contender, and the
     winner was named among the others); the head-to-head on one GPU then decides."""
-    by_gpu: dict[int | None, list[BenchmarkResult]] = {}
-    for row in rows:
-        by_gpu.setdefault(row.device.index if row.device is not None else None, []).append(row)
+    by_gpu: dict[tuple[object, ...], list[BenchmarkResult]] = {}
+    for row in rows:  # by identity: every Ray node's GPU is its index 0
+        by_gpu.setdefault(row.device.identity if row.device is not None else (), []
+                          ).append(row)
     close: list[tuple[float, BenchmarkResult]] = []
     for group in by_gpu.values():
         fastest = min((r.median_s for r in group if r.median_s), default=0.0)
