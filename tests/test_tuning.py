@@ -448,6 +448,12 @@ def test_a_configuration_that_does_not_compile_costs_a_search_that_chose_no_exit
     ("k.cu: nvcc failed with -lineinfo:\nnvcc did not finish within 600 s", False),
     ("k.cu: nvcc failed with -lineinfo:\nnvcc was not found: looked on PATH", False),
     ("the worker running it was lost", False),
+    ("matmul/t: its worker process died (exit code -9); the jobs after it ran in a fresh "
+     "worker", False),
+    ("its Ray worker was lost twice (retried once): x: y", False),
+    # a kernel whose path says "worker": its compile error comes again
+    ("/srv/workers/persistent_worker.cu: nvcc failed with -lineinfo -DBM=8:\n"
+     "persistent_worker.cu(3): error: identifier \"x\" is undefined", True),
 ])
 def test_only_an_error_that_would_come_again_is_kept(error, kept):
     from cudabench.tuning.cache import lasting

@@ -132,7 +132,10 @@ _PASSING = re.compile(
     r"out of (?:GPU )?memory|memory allocation failure|no space left on device|"
     r"disk quota exceeded|died due to signal|nvcc was killed|nvcc was not found|"
     r"nvcc was found at|nvcc at .* cannot be run|did not finish within|nvcc wrote no cubin|"
-    r"stopped before it started|worker", re.IGNORECASE)
+    r"stopped before it started|worker process died|worker process failed|"
+    r"worker running it was lost|ran in a fresh worker|Ray worker|was given up", re.IGNORECASE)
+    # cudabench's own words of a lost worker: a bare "worker" matched a kernel's path
+    # (/srv/workers/..., persistent_worker.cu), and its compile error was never kept
 
 
 def lasting(result: BenchmarkResult) -> bool:
