@@ -63,11 +63,16 @@ def clean(done, codes=(2,)) -> None:
     # positive, but too large: it said "sizes are positive integers"
     (["dot", "--size", "1<<70"], "--size '1<<70': each extent must be at most 2^31-1"),
     # a timeout the warm-up and sampling fill: every variant killed, the kernel blamed
-    (["dot", "--warmup", "5", "--timeout", "1"], "--warmup 5 s: not under --timeout 1 s"),
+    (["dot", "--warmup", "5", "--timeout", "1"],
+     "--timeout 1 s leaves no time to sample: a variant's warm-up (--warmup 5 s)"),
     # taken, then every row warned of "the 0 s budget": no time was left to sample
     (["dot", "--warmup", "1.9", "--timeout", "2"],
-     "--warmup 1.9 s: not under --timeout 2 s with time to sample"),
-    (["ab", "A", "B", "--warmup", "1e12"], "--warmup 1e+12 s: not under --timeout 60 s"),
+     "--timeout 2 s leaves no time to sample: a variant's warm-up (--warmup 1.9 s)"),
+    (["ab", "A", "B", "--warmup", "1e12"],
+     "--timeout 60 s leaves no time to sample: a variant's warm-up (--warmup 1e+12 s)"),
+    # the user gave no --warmup, or 0: it was blamed ("--warmup 0 s ... lower it")
+    (["dot", "--warmup", "0", "--timeout", "0.25"], "other passes run within it; raise "
+     "--timeout"),
     (["ab", "A", "B", "--warmup", "nan"], "--warmup nan: must be a finite number"),
     # "sizes are positive integers such as 1000"
     (["ab", "A", "B", "--size", "64,128"], "--size 64,128: ab measures one size; give a single"),
@@ -94,7 +99,8 @@ def test_bad_flags_are_one_line(no_gpu_work, tmp_path, args, says):
 
 
 @pytest.mark.parametrize(("timing", "says"), [
-    ("warmup = 1e300", "timing.warmup 1e+300 s: not under timing.timeout 60 s"),
+    ("warmup = 1e300", "timing.timeout 60 s leaves no time to sample: a variant's warm-up "
+     "(timing.warmup 1e+300 s)"),
     ("min_samples = 1.5", "timing.min_samples: expected a whole number, not 1.5"),
     ("max_samples = 1.7", "timing.max_samples: expected a whole number, not 1.7"),
     ("max_samples = 1e300", "timing.max_samples must be at most 1,000,000,000"),

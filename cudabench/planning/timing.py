@@ -84,9 +84,10 @@ class TimingPolicy:
             # passes left a 0 s sampling budget, every row warned of it. (--max-time is held
             # under it as it runs: sampling_budget_s.)
             (self.sampling_budget_s > 0,
-             f"--warmup {self.warmup_s:g} s: not under --timeout {self.timeout_s:g} s with "
-             f"time to sample (a variant's warm-up, samples and {OTHER_GPU_WORK_S:g} s of "
-             "other passes run within its timeout): lower it or raise --timeout"),
+             f"--timeout {self.timeout_s:g} s leaves no time to sample: a variant's warm-up "
+             f"(--warmup {self.warmup_s:g} s), its samples and {OTHER_GPU_WORK_S:g} s of "
+             "other passes run within it; raise --timeout"
+             + (" or lower --warmup" if self.warmup_s > 0 else "")),
         ]
         for ok, message in checks:
             if not ok:
