@@ -13,8 +13,8 @@ import os
 from cudabench.cli import commands, early
 from cudabench.engines.fake_engine import FakeSpec
 from cudabench.engines.visibility import visible_entries
-from cudabench.entry import main
-from cudabench.errors import UsageError  # the console script's: its SIGTERM handler too
+from cudabench.entry import main  # the console script's: its SIGTERM handler too
+from cudabench.errors import UsageError
 
 if __name__ == "__main__":  # workers are spawned: they import this file, and must not run it
     gpus = int(os.environ.get("FAKE_GPUS", "1"))

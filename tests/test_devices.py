@@ -95,6 +95,18 @@ def test_visible_entries_stop_where_cuda_stops():
     assert shown("1,0x0") == ["1", "0"]
 
 
+def test_the_pycuda_spec_counts_no_more_gpus_than_the_host_has(monkeypatch):
+    # "UUID,0" is GPU 0 twice where the UUID is GPU 0's (the driver shows one): counted as
+    # two, --devices all ran two workers timing one GPU
+    from cudabench.engines import pycuda_engine
+
+    monkeypatch.setattr(pycuda_engine, "device_count", lambda: 1)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-c9f7d7b9,0")
+    assert pycuda_engine.PycudaSpec().count_devices() == 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,-1,1")
+    assert pycuda_engine.PycudaSpec().count_devices() == 1
+
+
 @pytest.mark.parametrize("text", ["0,0", "0, 0", "1,+1", "2,0,2"])
 def test_a_gpu_listed_twice_in_cuda_visible_devices_is_refused(text):
     # the driver fails to start (CUDA_ERROR_INVALID_DEVICE); cudabench counted two GPUs,

@@ -474,8 +474,9 @@ class PycudaSpec:
         the driver's (PyCUDA, in this process: a count makes no context)."""
         count = device_count()  # NVML's: the host's, whatever CUDA_VISIBLE_DEVICES shows
         entries = visible_entries(physical=count)
-        if entries is not None:
-            return len(entries)
+        if entries is not None:  # a UUID is not matched to an index ("UUID,0" may be one
+            # GPU twice): never more than the host has, so no two workers share one GPU
+            return min(len(entries), count) if count is not None else len(entries)
         if count is not None:
             return count
         return int(load_pycuda().Device.count())

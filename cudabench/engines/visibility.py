@@ -18,7 +18,9 @@ def visible_entries(environ: Mapping[str, str] | None = None,
     strtoul does: "1a" is GPU 1) nor a `GPU-`/`MIG-` UUID, or negative, or (given the
     host's `physical` count) a GPU the host lacks: "0,-1,1" shows GPU 0 alone. A numbered
     GPU shown twice ("0,0") makes CUDA fail to start: a UsageError here, not two workers
-    timing one GPU at once. Numbered entries are returned as plain indices ("+1" is "1")."""
+    timing one GPU at once. Numbered entries are returned as plain indices ("+1" is "1").
+    A UUID is taken as given: not matched to an index, nor checked to exist (the driver
+    shows "UUID,0" of GPU 0 as one GPU; callers count at most the host's GPUs)."""
     text = (environ if environ is not None else os.environ).get("CUDA_VISIBLE_DEVICES")
     if text is None:
         return None
