@@ -681,6 +681,17 @@ def test_record_records_the_rows_it_holds_not_what_replaced_their_file(use_fake,
     assert load_results(kept).benchmarks == first.rows
     with Store.open(tmp_path / "h.db") as store:
         assert {t.benchmark.op for t in store.benchmarks()} == {"matmul"}
+    # recorded from x.json first, then another run written over it: record() again found
+    # the run in the store and returned its file, now the other run's, whose rows it
+    # recorded as these
+    second = run_tiled(json="y.json")
+    second.record("h2.db")
+    cb.run("transpose", variants=["naive"], size=128, vendor=False, timing=FAST, json="y.json")
+    again = second.record("h2.db")
+    assert load_results(again).benchmarks == second.rows
+    with Store.open(tmp_path / "h2.db") as store:
+        assert {t.benchmark.op for t in store.benchmarks()} == {"matmul"}
+        assert store.counts()["runs"] == 1
 
 
 def test_loaded_rows_keep_their_provenance_and_an_incomplete_run_stays_incomplete(

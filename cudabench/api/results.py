@@ -241,7 +241,9 @@ class Results(Sequence[BenchmarkResult]):
             known = opened.run_for(self.results_file(), "")
             where = next((run.source_path for run in opened.runs() if run.id == known),
                          None) if known is not None else None
-        return Path(where) if where and Path(where).is_file() else None
+        # the file must still hold these rows: a later run written over it (json= of the
+        # same path) had its rows recorded as these
+        return Path(where) if where and _holds(Path(where), self) else None
 
     def to_records(self) -> list[dict[str, Any]]:
         """Return one plain dict per row: names, status, median and spread in seconds,
