@@ -852,3 +852,30 @@ def test_a_store_variable_naming_a_folder_names_the_db_argument(tmp_path, monkey
     monkeypatch.setenv("CUDABENCH_HISTORY_DB", str(tmp_path))
     with pytest.raises(UsageError, match=r"\(or pass the db argument\)"):
         run_tiled().record()
+
+
+def test_saved_rows_keep_the_commit_and_time_they_were_measured_at(use_fake, tmp_path,
+                                                                    monkeypatch):
+    # to_json() and record() stamped the commit of the moment they wrote: a slow run
+    # measured before a fix was committed was recorded as the fix's
+    import subprocess
+
+    monkeypatch.chdir(tmp_path)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("a")
+    git("add", "a.txt")
+    git("commit", "-qm", "a")
+    measured_at = git("rev-parse", "HEAD")
+    results = run_tiled()
+    (tmp_path / "a.txt").write_text("b")
+    git("commit", "-qam", "b")
+    saved = json.loads(results.to_json(tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert saved["git_commit"] == measured_at and saved["created"] < saved["updated"]
+    results.record(tmp_path / "h.db")
+    with Store.open(tmp_path / "h.db") as store:
+        assert [run.commit for run in store.runs()] == [measured_at]

@@ -74,8 +74,8 @@ class Results(Sequence[BenchmarkResult]):
     command: tuple[str, ...] = ("cudabench",)  # the equivalent command, for results files
     versions: Mapping[str, str] = field(default_factory=dict)  # the engine's, its libraries'
     path: Path | None = None  # the results file the rows were written to or read from
-    # A loaded file's metadata (when, where and from which commit it was measured, whether
-    # its run completed); empty for rows measured by this process.
+    # When, where and from which commit the rows were measured (a loaded file's: also
+    # whether its run completed), kept when they are saved again.
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -247,6 +247,11 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
     from cudabench.cli import commands
     from cudabench.cli.options import Placement
 
+    from cudabench.results.writer import provenance
+
+    # the commit and time of the measurement: to_json() or record() later kept those of the
+    # moment they wrote (a run measured before a commit was recorded at it)
+    stamped = provenance()
     heard: dict[tuple[object, ...], BenchmarkResult] = {}  # the rows so far, by benchmark
 
     def hear(row: BenchmarkResult) -> None:  # a later round's row replaces the earlier
@@ -261,10 +266,10 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
         # (`except KeyboardInterrupt as e: e.results`), as a stopped command keeps them:
         # marked incomplete, as its file is, so that compare() and to_json() say so
         stop.results = Results(tuple(heard.values()), (), tuple(argv),  # type: ignore[attr-defined]
-                               metadata={"complete": False})
+                               metadata={**stamped, "complete": False})
         raise
     results = Results(measured.outcome.results, measured.outcome.notes, tuple(argv),
-                      dict(measured.versions), measured.json_path)
+                      dict(measured.versions), measured.json_path, stamped)
     if measured.write_error is not None:  # every row is still the caller's, on the error
         raise ResultsNotWritten(measured.write_error, results)
     return results

@@ -38,6 +38,12 @@ from cudabench.results.rounds import identity, remeasured
 
 
 
+def provenance() -> dict[str, Any]:
+    """Return when, where and at which commit a run is measured (taken as it starts: a
+    commit made while it runs, or rows saved later, is not theirs)."""
+    return {"created": _now(), "host": platform.node(), **git_commit(Path.cwd())}
+
+
 def git_commit(directory: Path) -> dict[str, Any]:
     """Return the commit checked out in directory, whether the tree is dirty (a tracked
     file changed, or an untracked source file) and the branch, each None where git (or,
@@ -114,11 +120,9 @@ class ResultsWriter:
             "kind": FILE_KIND,
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "cudabench", "version": __version__},
-            "created": _now(),
             "command": ["cudabench", *(sys.argv[1:] if argv is None else argv)],
-            "host": platform.node(),
             "python": platform.python_version(),
-            **git_commit(Path.cwd()),
+            **provenance(),
         }
         self.devices: list[DeviceInfo] = []
         self.benchmarks: list[dict[str, Any]] = []
