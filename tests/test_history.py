@@ -153,6 +153,18 @@ def test_a_re_edited_copy_of_a_recorded_file_is_the_same_run(tmp_path):
     assert "its own run 1 left out of its history" in " ".join(checked.stdout.split())
 
 
+@pytest.mark.parametrize("flag", ["--strategy=random", "--budget"])
+def test_a_search_s_file_is_not_a_run_to_record(tmp_path, flag):
+    # recorded: one measurement (or a tuning cache's copy of one) counted as two runs, a
+    # spread of 0, and toward the 5 runs --check needs; --record is refused with a search
+    db = tmp_path / "h.db"
+    search = edited(make_run(tmp_path, 1), lambda d: d.update(
+        command=["cudabench", "matmul", "--best", flag, *(["20"] if flag == "--budget" else [])]))
+    result = invoke("import", make_run(tmp_path / "ok", 2), search, "--db", db)
+    assert result.exit_code == 2 and "a --best search's results" in result.stderr, result.output
+    assert not db.exists() or counts(db)["runs"] == 0  # all or nothing
+
+
 def test_the_same_file_twice_in_one_import_is_one_run(tmp_path):
     db, run = tmp_path / "h.db", make_run(tmp_path, 1)
     result = invoke("import", run, run, "--db", db)

@@ -26,6 +26,7 @@ from cudabench.common.outfiles import check_outputs
 from cudabench.render import terminal
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
+from cudabench.results.identity import searched
 from cudabench.results.loader import read_text
 from cudabench.results.model import Kind
 from cudabench.common.units import format_change, format_percent, format_seconds, gpu_text
@@ -73,6 +74,11 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
         if not results.benchmarks:
             raise UsageError(f"{path}: holds no benchmarks (its run measured nothing): "
                              "nothing to record")
+        if searched(results):  # as --record is refused with a search
+            raise UsageError(f"{path}: a --best search's results (configurations measured "
+                             "once each, some maybe copied from the tuning cache), not a run: "
+                             "record a run of the chosen configuration (--best-out FILE, "
+                             "then cudabench run FILE --record)")
         loaded.append((results, read_text(path)))
     out, err = terminal.stdout_console(), terminal.stderr_console()
     with Store.open(db, create=True) as store, store.transaction():

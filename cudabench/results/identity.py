@@ -64,11 +64,18 @@ def copied_row(first: ResultsFile, second: ResultsFile) -> BenchmarkResult | Non
     return None
 
 
+def searched(results: ResultsFile) -> bool:
+    """Return whether a file is a --best search's (--strategy or --budget): configurations
+    measured once each, not a run of a suite's benchmarks."""
+    command = results.metadata.get("command")
+    words = {str(word).split("=", 1)[0] for word in command} if isinstance(command, list) \
+        else set()
+    return bool(words & {"--strategy", "--budget"})
+
+
 def may_hold_cached_rows(results: ResultsFile) -> bool:
     """Return whether a file's command searched with the tuning cache on (--strategy or
     --budget, without --no-tune-cache): its rows may be an earlier search's, samples and
     all, written again (cudabench/tuning/cache.py), not copied by hand."""
     command = results.metadata.get("command")
-    words = {str(word).split("=", 1)[0] for word in command} if isinstance(command, list) \
-        else set()
-    return bool(words & {"--strategy", "--budget"}) and "--no-tune-cache" not in words
+    return searched(results) and "--no-tune-cache" not in (command or ())
