@@ -1086,6 +1086,11 @@ def test_hidden_files_and_folders_are_neither_op_files_nor_variants(use_fake, tm
     assert registry.op_files([folder]) == [folder.resolve() / "myop.py"]
     assert list(discover([folder])["mycopy"]) == ["plain"]
     assert kernel_files(folder / "mycopy") == [folder / "mycopy" / "plain.cu"]
+    # a link to an op file, beside it or in another folder given, is that one file
+    (folder / "myop_alias.py").symlink_to("myop.py")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "linked.py").symlink_to(folder / "myop.py")
+    assert registry.op_files([folder, tmp_path / "other"]) == [folder.resolve() / "myop.py"]
 
 
 def test_an_installed_op_finds_its_kernels_in_its_package(use_fake, monkeypatch, tmp_path):

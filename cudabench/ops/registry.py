@@ -98,15 +98,15 @@ def _module_file(origin: str) -> Path | None:
 def op_files(kernels_dirs: Iterable[Path]) -> list[Path]:
     """Return the op files of the folders: FOLDER/*.py and FOLDER/*/*.py, each once, less
     the files and subfolders that skipped_name skips."""
-    found: dict[Path, None] = {}
+    found: dict[Path, Path] = {}  # each file once (a link beside its target is one file)
     for folder in kernels_dirs:
         folder = Path(folder)
         for path in sorted([*folder.glob("*.py"), *folder.glob("*/*.py")]):
             if not skipped_name(path.name) and (
                     path.parent == folder or not skipped_name(path.parent.name)):
                 # the link's own name, not its target's (that of a dangling one has no .py)
-                found.setdefault(path.parent.resolve() / path.name, None)
-    return list(found)
+                found.setdefault(path.resolve(), path.parent.resolve() / path.name)
+    return list(found.values())
 
 
 def skipped_name(name: str) -> bool:
