@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import dataclasses
 import html
-import io
 import importlib.util
+import io
 import json
 import math
 import re
@@ -792,8 +792,9 @@ def test_plot_roofline_of_failed_rows_says_they_failed(tmp_path, use_fake):
     # every dot variant FAILed: the error blamed the op ("a copy or a transpose does no
     # arithmetic"), though dot counts FLOPs
     pytest.importorskip("matplotlib")
-    from cudabench.engines.fake_engine import Fault
     from helpers import invoke as run_cli
+
+    from cudabench.engines.fake_engine import Fault
 
     variants = ("atomic", "shared_tree")
     use_fake(faults={name: Fault.WRONG_ELEMENT for name in variants})
