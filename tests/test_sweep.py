@@ -359,6 +359,13 @@ def test_best_names_a_variant_and_size_where_no_configuration_passed(use_fake, t
         done.stderr)
     entries = tomllib.loads(out.read_text())["benchmark"]
     assert {e["variants"][0] for e in entries} == {"shared_tree"}
+    # none chosen at all: the markdown's table was its headers alone
+    alone = invoke("dot", "--size", "1000", "--variant", "atomic", "-p", "BLOCK=128,256",
+                   *QUICK, "--best", "--markdown", str(summary))
+    assert alone.exit_code == 3, alone.output
+    text = summary.read_text(encoding="utf-8")
+    assert "best configuration per variant and size: none chosen" in text
+    assert "| best params" not in text and "best params" not in text.split("none chosen")[1]
 
 
 def sample_row(params, median, noise=0.001, n=40):

@@ -180,9 +180,10 @@ def choices_markdown(choices: Sequence[Choice], failed: Sequence[BenchmarkResult
     a winner) as markdown, the section --markdown adds after the run's tables."""
     from cudabench.render.markdown import table_lines
 
-    lines = table_lines("best configuration per variant and size", COLUMNS,
-                        [row_cells(choice) for choice in choices],
-                        lambda name: name in ("median", "margin"))
+    title = "best configuration per variant and size"
+    lines = (table_lines(title, COLUMNS, [row_cells(choice) for choice in choices],
+                         lambda name: name in ("median", "margin")) if choices
+             else [f"{title}: none chosen", ""])  # a line, as on the terminal, not headers
     lines += [f"- {failed_text(row)}" for row in failed]
     lines += [f"- {text}" for text in unchosen]
     return "\n" + "\n".join(lines).rstrip() + "\n"
