@@ -33,11 +33,11 @@ from cudabench.cli.stopped import RowsSoFar, keep_reports
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.flag_terms import RUN_SUITE_KEYS, live
 from cudabench.common.outfiles import PARTIAL, EachWritten, check_outputs, write_text
+from cudabench.common.cache_dir import cache_root
 from cudabench.common.phases import PhaseClock, process_age_s
 from cudabench.common.units import params_text, shape_text
 from cudabench.engines.protocol import EngineSpec
 from cudabench.engines.pycuda_engine import PycudaSpec
-from cudabench.common.cache_dir import cache_root
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.errors import CudabenchError, ExitCode, ResultsNotWritten, UsageError
 from cudabench.measure import memory
