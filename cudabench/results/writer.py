@@ -116,13 +116,16 @@ class ResultsWriter:
         self.kept_note: str | None = None  # why an existing file was left as it was
         self.stopped_early = False  # rows of a run that stopped (a loaded file's, saved
         # again): even the complete write marks the file incomplete
-        self.metadata: dict[str, Any] = {
+        stamped = provenance()
+        self.metadata: dict[str, Any] = {  # in the order files have always had
             "kind": FILE_KIND,
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "cudabench", "version": __version__},
+            "created": stamped.pop("created"),
             "command": ["cudabench", *(sys.argv[1:] if argv is None else argv)],
+            "host": stamped.pop("host"),
             "python": platform.python_version(),
-            **provenance(),
+            **stamped,  # the git commit, whether the tree was dirty, the branch
         }
         self.devices: list[DeviceInfo] = []
         self.benchmarks: list[dict[str, Any]] = []
