@@ -383,13 +383,18 @@ def test_a_search_whose_results_file_cannot_be_written_still_chooses(use_fake, k
     assert "Traceback" not in done.output
 
 
+def search_args(kernels: Path, budget: int) -> list[str]:
+    """The command of a small search of the tune kernel, budget configurations."""
+    return ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
+            "--best", "--budget", str(budget), *QUICK]
+
+
 def test_running_out_of_gpu_memory_is_not_kept_in_the_cache(use_fake, kernels, tmp_path,
                                                              monkeypatch):
     # another process held the GPU's memory once: every later search read "out of GPU
     # memory" back from the cache, and failed
     monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
-    args = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
-            "--best", "--budget", "3", *QUICK]
+    args = search_args(kernels, budget=3)
     use_fake(memory_bytes=1000)
     done = invoke(*args)
     assert done.exit_code == 2 and "out of GPU memory" in done.stderr, done.output
@@ -757,8 +762,7 @@ def test_a_search_says_what_it_chose_and_how_it_measured(use_fake, kernels, tmp_
     # nothing chosen printed a table of headers alone; --best-out said "Measured with
     # --no-vendor --no-batch" of flags never given (a search sets them itself)
     monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
-    args = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
-            "--best", "--budget", "2", *QUICK]
+    args = search_args(kernels, budget=2)
     use_fake(memory_bytes=1000)
     none = invoke(*args)
     assert none.exit_code == 2, none.output
