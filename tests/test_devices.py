@@ -107,6 +107,18 @@ def test_the_pycuda_spec_counts_no_more_gpus_than_the_host_has(monkeypatch):
     assert pycuda_engine.PycudaSpec().count_devices() == 1
 
 
+def test_a_command_reads_cuda_visible_devices_against_the_hosts_gpus(use_fake, monkeypatch):
+    # "0,7,7" on a one-GPU host is GPU 0 (the driver stops at 7, which it lacks): the
+    # command refused it as GPU 7 listed twice
+    from cudabench.runner import devices
+
+    monkeypatch.setattr(devices, "device_count", lambda: 1)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,7,7")
+    done = invoke("transpose", "--size", "16", "--devices", "0", *QUICK)
+    assert done.exit_code == 0, done.output
+    assert devices.shown_entries() == ["0"]
+
+
 @pytest.mark.parametrize("text", ["0,0", "0, 0", "1,+1", "2,0,2"])
 def test_a_gpu_listed_twice_in_cuda_visible_devices_is_refused(text):
     # the driver fails to start (CUDA_ERROR_INVALID_DEVICE); cudabench counted two GPUs,

@@ -47,7 +47,7 @@ from cudabench.results import BenchmarkResult, RunOutcome
 from cudabench.results.loader import check_replaceable
 from cudabench.results.rounds import pool_all, pooling
 from cudabench.results.writer import ResultsWriter, new_run_file
-from cudabench.runner.devices import Slot, choose, visible_entries
+from cudabench.runner.devices import Slot, choose, shown_entries
 from cudabench.runner.pipeline import count_rows, run_plans
 from cudabench.runner.starting import discard_prestarted, keep_across_commands, prestart
 from cudabench.runner.workers import discard_kept, finish_closing
@@ -280,7 +280,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
         find_ncu()
     check_combinations(outputs, placement)
     spec = engine_spec(device)
-    slots = (choose(placement.devices, spec.count_devices(), visible_entries())
+    slots = (choose(placement.devices, spec.count_devices(), shown_entries())
              if placement.devices is not None else None)
     if placement.cluster is None:  # a cluster: its nodes, not this host, hold the memory
         check_memory(plans, slots or [one_slot(device)])
@@ -313,7 +313,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
 
 def one_slot(device: int) -> Slot:
     """Return --device's GPU as a slot (its CUDA_VISIBLE_DEVICES entry, where set)."""
-    entries = visible_entries() or []
+    entries = shown_entries() or []
     return Slot(device, entries[device] if device < len(entries) else str(device))
 
 

@@ -27,7 +27,7 @@ from cudabench.render.tune_progress import tune_progress
 from cudabench.results.model import BenchmarkResult, RunOutcome, Status
 from cudabench.results.rounds import identity
 from cudabench.results.writer import ResultsWriter
-from cudabench.runner.devices import Slot, choose, visible_entries
+from cudabench.runner.devices import Slot, choose, shown_entries
 from cudabench.runner.pipeline import run_plans
 from cudabench.runner.ray_cluster import RayCluster, connect
 from cudabench.runner.starting import keep_across_commands
@@ -69,7 +69,7 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
                                       requests))
     commands.check_results_output(outputs)
     spec = commands.engine_spec(device)
-    slots = (choose(placement.devices, spec.count_devices(), visible_entries())
+    slots = (choose(placement.devices, spec.count_devices(), shown_entries())
              if placement.devices is not None else None)
     if placement.cluster is None:  # a size beyond memory: refused now, as a run refuses it
         commands.check_memory([plan for space in spaces for plan in space.plans],
@@ -256,7 +256,7 @@ def expected_model(spec: EngineSpec, slots: list[Slot] | None, device: int) -> s
     model = getattr(spec, "model", None)
     if callable(model):
         return str(model())
-    entries = visible_entries()
+    entries = shown_entries()
     gpu = slots[0].visible if slots else (entries[device] if entries and device < len(entries)
                                           else device)
     return nvml.device_name(gpu)

@@ -13,13 +13,21 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from cudabench.engines.nvml import device_count
 from cudabench.engines.visibility import visible_entries
 from cudabench.errors import UsageError
 
-__all__ = ["Slot", "choose", "visible_entries"]
+__all__ = ["Slot", "choose", "shown_entries"]
 
 BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                          "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def shown_entries() -> list[str] | None:
+    """Return CUDA_VISIBLE_DEVICES's entries as the driver reads them on this host (None:
+    not set): an entry past the host's GPUs (NVML's count) ends the list, so "0,7,7" on a
+    one-GPU host is GPU 0, not a GPU listed twice."""
+    return visible_entries(physical=device_count())
 
 
 @dataclass(frozen=True)
