@@ -757,6 +757,33 @@ def test_searches_too_many_together_are_refused_before_planning(tmp_path, monkey
         build_spaces(requests, {"SPLIT": list(range(1, 20_001))}, explore=True)
 
 
+def test_a_large_search_says_it_is_planning_first(use_fake, kernels, tmp_path, monkeypatch):
+    # a search of 180,000 configurations was silent for minutes while each was planned
+    from cudabench.tuning import space
+
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(space, "ANNOUNCED", 30)
+    args = [arg for arg in search_args(kernels, budget=2) if arg != "--quiet"]
+    done = invoke(*args)
+    assert done.exit_code == 0, done.output
+    assert "note: checking 36 configurations against the kernels' headers" in done.stderr
+    assert "checking" not in invoke(*args, "--quiet").stderr
+    monkeypatch.setattr(space, "ANNOUNCED", 37)
+    assert "checking" not in invoke(*args).stderr
+
+
+def test_planning_a_search_loads_the_ops_once(kernels, monkeypatch):
+    # each configuration loaded every op again (globbing and resolving the folders' files):
+    # 1.5 ms a configuration, minutes for a large search
+    from cudabench.ops import registry
+
+    loads = []
+    real = registry._load_ops
+    monkeypatch.setattr(registry, "_load_ops", lambda dirs: loads.append(dirs) or real(dirs))
+    space_of(kernels)
+    assert len(loads) <= 3, loads  # the catalog, the request and the search: not 36
+
+
 def test_a_search_says_what_it_chose_and_how_it_measured(use_fake, kernels, tmp_path,
                                                          monkeypatch):
     # nothing chosen printed a table of headers alone; --best-out said "Measured with

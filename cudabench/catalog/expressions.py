@@ -8,6 +8,7 @@ Parsed with Python's `ast` and evaluated over a whitelist, so a header can never
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Mapping
 
 FUNCTIONS: dict[str, Callable[..., int]] = {
@@ -92,12 +93,13 @@ def holds(condition: ast.Compare, variables: Mapping[str, int]) -> bool:
     return True
 
 
-def names_in(nodes: tuple[ast.expr, ...]) -> set[str]:
+@functools.lru_cache(maxsize=4096)  # a search plans each launch thousands of times
+def names_in(nodes: tuple[ast.expr, ...]) -> frozenset[str]:
     """Return the variable names used by parsed expressions."""
-    return {
+    return frozenset(
         n.id for node in nodes for n in ast.walk(node)
         if isinstance(n, ast.Name) and n.id not in FUNCTIONS
-    }
+    )
 
 
 def evaluate(nodes: tuple[ast.expr, ...], variables: Mapping[str, int]) -> tuple[int, ...]:

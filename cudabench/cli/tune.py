@@ -62,7 +62,8 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
                 raise UsageError(f"{flag} and --param {name} both set {name}; give one")
             given[name] = values_of(value, flag)
     requests = build_requests(op, {}, **{**options, "params": ()})
-    spaces = build_spaces(requests, given, explore=True)
+    spaces = build_spaces(requests, given, explore=True,
+                          announce=None if outputs.progress is False else commands.note)
     check_outputs({"--json": outputs.json_path, "--best-out": outputs.best_out,
                    "--markdown": outputs.markdown_path, "--csv": outputs.csv_path},
                   commands.run_inputs(outputs, [s.plans[0] for s in spaces if s.plans],

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cudabench.catalog import KernelVariant, discover
 from cudabench.errors import UsageError
+from cudabench.ops.registry import loaded_once
 from cudabench.planning.plan import (
     Insight,
     Plan,
@@ -27,6 +28,7 @@ from cudabench.planning.plan import (
 
 MAX_SPACE = 200_000  # configurations of one variant: more is a typo, not a search
 MAX_TOTAL = 200_000  # of every search together: each is planned before anything runs
+ANNOUNCED = 10_000  # configurations planned with a note first: seconds of planning
 RANGE_LIMIT = 64  # a `low..high` parameter is enumerated only when this small
 
 
@@ -71,8 +73,9 @@ def candidate_values(variant: KernelVariant, given: Mapping[str, Sequence[int]],
 
 
 def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]],
-                 explore: bool) -> list[Space]:
-    """Return a Space per (size, variant) of the requests (one per size, no params)."""
+                 explore: bool, announce: Callable[[str], None] | None = None) -> list[Space]:
+    """Return a Space per (size, variant) of the requests (one per size, no params);
+    announce(text), where given, hears that a large search is being planned."""
     searches: list[tuple[Request, KernelVariant]] = []
     catalog = discover(requests[0].kernels_dirs) if requests else {}
     shapes: set[tuple[object, ...]] = set()
@@ -95,13 +98,18 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
             for value in values:  # judged across the variants (each point plans one)
                 refuse_unallowed(f"--param {name}", base.op.name, name, value, specs)
         searches.extend((request, variant) for variant in variants)
-    # planned up front, unseen: a few thousand a second
+    # planned up front, before anything runs: a couple of thousand a second
     counts = [_count(variant, given, explore) for _, variant in searches]
     if sum(counts) > MAX_TOTAL:
         raise UsageError(f"the search has {sum(counts):,} configurations in {len(counts):,} "
                          f"searches (variants x sizes), more than {MAX_TOTAL:,}; narrow it "
                          "with -p NAME=V1,V2, fewer --size values or --variant")
-    return [_space(request, variant, given, explore, catalog) for request, variant in searches]
+    if announce is not None and sum(counts) >= ANNOUNCED:  # not seconds of silence
+        announce(f"checking {sum(counts):,} configurations against the kernels' headers "
+                 "before the search starts (a couple of thousand a second)")
+    with loaded_once():
+        return [_space(request, variant, given, explore, catalog)
+                for request, variant in searches]
 
 
 def _count(variant: KernelVariant, given: Mapping[str, Sequence[int]], explore: bool) -> int:
