@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -456,6 +458,20 @@ def test_a_suite_s_warnings_name_its_keys_not_the_flags_it_has_not(use_fake, tmp
     direct = CliRunner().invoke(cli, ["dot", "--size", "100", "--variant", "atomic",
                                       "--no-vendor", "--no-batch", "--max-time", "0.01"])
     assert "a larger --size measures" in direct.stderr, direct.stderr
+
+
+def test_the_launch_overhead_warning_points_at_the_rows_batch_time(use_fake, tmp_path):
+    # the warning said "a larger --size measures the kernel" beside a batch column that
+    # had measured the kernel at this size already
+    out = tmp_path / "r.json"
+    result = invoke("dot", "--size", "100", "--variant", "atomic", "--no-vendor",
+                    "--max-time", "0.01", "--json", out)
+    assert result.exit_code == 0, result.output
+    (row,) = [r for r in json.loads(out.read_text())["benchmarks"] if r["variant"] == "atomic"]
+    batch = statistics.median(row["batch_samples_s"])
+    (warning,) = [w for w in row["warnings"] if "launch overhead" in w]
+    assert f"the batch (warm) column, {batch * 1e6:.1f} us a launch, times the kernel" in warning
+    assert "a larger --size measures it cold" in result.stderr
 
 
 def test_an_error_quoting_a_terminal_control_writes_it_out(tmp_path, monkeypatch):

@@ -58,7 +58,7 @@ def test_the_main_job_at_80x24(tmp_path):
     said = [line for line in text.splitlines() if line.startswith(("note:", "warning:"))]
     assert said and all(len(line) <= 80 for line in said), said
     flowing = " ".join(text.split())
-    assert "a larger --size measures the kernel rather than the launch" in flowing, text
+    assert "a larger --size measures it cold" in flowing, text
 
 
 def test_list_at_80x24(tmp_path):

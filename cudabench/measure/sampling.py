@@ -20,7 +20,7 @@ from cudabench.common.stats import mann_whitney_u, relative_spread
 from cudabench.engines.protocol import Engine, Run
 from cudabench.planning.plan import Plan
 from cudabench.engines.telemetry import throttled
-from cudabench.planning.timing import collect, measurement_warnings, warm_up
+from cudabench.planning.timing import LARGER_SIZE, collect, measurement_warnings, warm_up
 from cudabench.results.model import SLOW_CLOCK
 
 
@@ -137,7 +137,20 @@ def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Meas
     if not plan.batch:
         return measured
     with phase("batches"):
-        return dataclasses.replace(measured, batch_samples_s=batch(engine, run, measured))
+        batches = batch(engine, run, measured)
+    return dataclasses.replace(measured, batch_samples_s=batches,
+                               warnings=batch_advice(measured.warnings, batches))
+
+
+def batch_advice(warnings: tuple[str, ...], batches: Sequence[float]) -> tuple[str, ...]:
+    """Return the warnings with the launch-overhead one pointing at the row's batch time,
+    where there is one: it times the kernel without the launch already, at this size."""
+    if not batches:
+        return warnings
+    per_launch = statistics.median(batches)
+    instead = (f"the batch (warm) column, {per_launch * 1e6:.1f} us a launch, times the kernel "
+               "without it (warm L2); a larger --size measures it cold")
+    return tuple(warning.replace(LARGER_SIZE, instead) for warning in warnings)
 
 
 WRITEBACK_PAIRS = (5, 21)  # flushes timed after a run and after none: this many pairs...

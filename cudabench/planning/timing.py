@@ -171,6 +171,10 @@ def _raise_budget(policy: TimingPolicy) -> str:
             "raise --timeout, which holds --max-time under it")
 
 
+# the launch-overhead warning's advice, which a row's batch time replaces (sampling.py)
+LARGER_SIZE = "a larger --size measures the kernel rather than the launch"
+
+
 def measurement_warnings(
     sampling: Sampling, policy: TimingPolicy, hot: bool, working_set_bytes: int, l2_bytes: int
 ) -> tuple[str, ...]:
@@ -207,9 +211,8 @@ def measurement_warnings(
             + _raise_budget(policy) + " for them")
     if stats.median_s < 20e-6:
         warnings.append(
-            f"median {stats.median_s * 1e6:.1f} us is close to launch overhead (a few us): a "
-            "larger --size measures the kernel rather than the launch"
-        )
+            f"median {stats.median_s * 1e6:.1f} us is close to launch overhead (a few us): "
+            + LARGER_SIZE)
     if hot and working_set_bytes <= l2_bytes:
         warnings.append(
             f"--hot with {working_set_bytes / 2**20:.1f} MiB of data and a "
