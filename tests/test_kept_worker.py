@@ -15,6 +15,7 @@ from helpers import invoke
 
 import cudabench.api  # noqa: F401
 import cudabench.cli.commands  # noqa: F401
+from cudabench.engines.fake_engine import FAKE_DEVICE
 from cudabench.results import Status, load_results
 
 pytest_plugins = ["pytester"]
@@ -341,8 +342,9 @@ def test_a_usage_error_ends_the_kept_worker_its_command_started(kept, use_fake):
 
 def test_the_workers_command_lists_and_ends_kept_workers(kept, use_fake):
     assert invoke("dot", "--size", "1000", "--keep-workers", "60", *QUICK).exit_code == 0
-    ((_, pid, holding),) = kept.describe()
+    ((_, pid, holding, gpu),) = kept.describe()
     assert holding == 0  # nobody served or waiting (the asking connection left out)
+    assert gpu == f"GPU 0 ({FAKE_DEVICE.name})"
     listed = invoke("workers")
     assert listed.exit_code == 0, listed.stderr
     assert str(pid) in listed.stdout and "kept GPU workers" in listed.stdout
@@ -351,6 +353,19 @@ def test_the_workers_command_lists_and_ends_kept_workers(kept, use_fake):
     assert not list(kept.socket_folder().glob("worker-*"))  # its lock file too
     again = invoke("workers")
     assert again.exit_code == 0 and "no kept workers" in again.stdout
+
+
+def test_the_workers_command_says_which_gpu_each_kept_worker_holds(kept, use_fake):
+    # two kept workers of `--devices all` were listed by socket and pid alone
+    use_fake(device_count=2)
+    done = invoke("dot", "--size", "1000", "--devices", "all", "--replicate", "--keep-workers",
+                  "60", *QUICK)
+    assert done.exit_code == 0, done.output
+    held = sorted(gpu for _, _, _, gpu in kept.describe())
+    assert held == [f"GPU 0 ({FAKE_DEVICE.name}); CUDA_VISIBLE_DEVICES=0",
+                    f"GPU 1 ({FAKE_DEVICE.name}); CUDA_VISIBLE_DEVICES=1"], held
+    listed = invoke("workers")
+    assert "GPU" in listed.stdout and "CUDA_VISIBLE_DEVICES=1" in " ".join(listed.stdout.split())
 
 
 def test_a_kept_worker_whose_key_was_replaced_is_started_afresh(kept, monkeypatch, tmp_path):

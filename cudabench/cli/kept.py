@@ -34,8 +34,9 @@ def workers_command(stop: bool, cluster: str | None) -> int:
         click.echo(f"no kept workers (in {kept_worker.socket_folder()})")
         return 0
     terminal.render_rows("kept GPU workers (--keep-workers)",
-                         ("socket", "pid", "commands running or waiting now"),
-                         [(path, str(pid), str(holding)) for path, pid, holding in found],
+                         ("socket", "pid", "GPU", "commands running or waiting now"),
+                         [(path, str(pid), gpu, str(holding))
+                          for path, pid, holding, gpu in found],
                          terminal.stdout_console())
     return 0
 

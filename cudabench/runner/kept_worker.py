@@ -151,7 +151,7 @@ class KeptWorker(Worker):
                 found = _connect(address, wait_s=CONNECT_WAIT_S)
         if found is None:
             raise RuntimeError(f"the kept worker at {address} did not start")
-        connection, pid, _ = found
+        connection, pid, _, _ = found
         if self.keep_s:  # this command's --keep-workers: the idle time from now on
             connection.send(("keep", self.keep_s))
         self._messages, self._inbox, self._process = connection, _Connected(connection), _Pid(pid)
@@ -233,16 +233,16 @@ class KeptWorker(Worker):
         self._has_plans, self._served = False, False
 
 
-def describe() -> list[tuple[str, int, int]]:
+def describe() -> list[tuple[str, int, int, str]]:
     """Return this user's kept workers that answer: (socket, pid, commands it holds, the
-    asking one left out)."""
+    asking one left out, the GPU it holds)."""
     found = []
     for address in sorted(socket_folder().glob("worker-*.sock")):
         answer = _connect(address, wait_s=0.0)
         if answer is not None:
-            connection, pid, holding = answer
+            connection, pid, holding, gpu = answer
             connection.close()
-            found.append((str(address), pid, max(0, holding - 1)))
+            found.append((str(address), pid, max(0, holding - 1), gpu))
     return found
 
 
@@ -250,7 +250,7 @@ def stop_all() -> int:
     """End every kept worker of this user now, busy or not, and remove what each left (a
     stale socket's too); return how many answered."""
     found = describe()
-    for _, pid, _ in found:
+    for _, pid, _, _ in found:
         _Pid(pid).kill()
     for address in socket_folder().glob("worker-*.sock"):
         for suffix in (".sock", ".key", ".log", ".lock"):
@@ -259,9 +259,10 @@ def stop_all() -> int:
     return len(found)
 
 
-def _connect(address: Path, wait_s: float) -> tuple[Connection, int, int] | None:
-    """Connect to the kept worker at address and take its hello (its pid, and how many
-    commands it holds, this one included); None where none answers within wait_s."""
+def _connect(address: Path, wait_s: float) -> tuple[Connection, int, int, str] | None:
+    """Connect to the kept worker at address and take its hello (its pid, how many
+    commands it holds, this one included, and its GPU); None where none answers within
+    wait_s."""
     key_file = address.with_suffix(".key")
     deadline = time.monotonic() + wait_s
     while True:
@@ -270,7 +271,8 @@ def _connect(address: Path, wait_s: float) -> tuple[Connection, int, int] | None
             if connection.poll(HELLO_WAIT_S):
                 hello = connection.recv()
                 if isinstance(hello, tuple) and hello[0] == "pid":
-                    return connection, int(hello[1]), int(hello[2])
+                    gpu = str(hello[3]) if len(hello) > 3 else "-"  # an older cudabench's
+                    return connection, int(hello[1]), int(hello[2]), gpu
             connection.close()  # it is ending: no hello
         except AuthenticationError:  # its key file was replaced: it can never answer us
             return None
@@ -372,6 +374,7 @@ class _Server:
 
     def __init__(self, address: str, key: bytes, keep_s: float) -> None:
         self.address, self.keep_s = address, keep_s
+        self.gpu = _gpu_text(None)  # what `cudabench workers` lists: named once opened
         self.listener = Listener(address, "AF_UNIX", authkey=key)
         self.inode = os.stat(address).st_ino  # its socket: a later worker's is not removed
         self.lock = threading.Lock()
@@ -390,7 +393,7 @@ class _Server:
                 self.busy += 1
                 holding = self.busy
             try:
-                connection.send(("pid", os.getpid(), holding))
+                connection.send(("pid", os.getpid(), holding, self.gpu))
             except Exception:
                 with self.lock:
                     self.busy -= 1
@@ -408,6 +411,7 @@ class _Server:
                     engine = open_engine(spec, label, messages)
                     if engine is None:  # no GPU: this worker is of no use to anyone
                         self._end(1)
+                    self.gpu = _gpu_text(engine.info)
                 # The op files and kernels of the last command may have been edited since:
                 # this command's are loaded afresh (the disk cache answers unchanged ones).
                 forget_file_ops()
@@ -514,6 +518,16 @@ class _PeerWatch:
                     gone = True
                 if gone:
                     self.end()
+
+
+def _gpu_text(info: Any) -> str:
+    """Return the GPU a kept worker holds, as `cudabench workers` lists it: its index as the
+    command counted it and its model (once open), and the CUDA_VISIBLE_DEVICES it sees."""
+    shown = os.environ.get("CUDA_VISIBLE_DEVICES")
+    where = f"CUDA_VISIBLE_DEVICES={shown}" if shown is not None else ""
+    if info is None:
+        return f"not opened yet{'; ' + where if where else ''}"
+    return f"GPU {info.index} ({info.name}){'; ' + where if where else ''}"
 
 
 def main() -> None:
