@@ -278,6 +278,22 @@ def test_the_best_table_at_80_columns_names_each_winner_s_size_and_params():
     assert "tied with: TILE=8; TILE=16" in capture.get()  # a note, not a lost column
 
 
+def test_a_search_s_one_best_row_shows_where_its_params_are():
+    # at 100 columns a search's one best row read "-" in its best params column (none of its
+    # parameters differ between rows), under a line on what "differs between rows"
+    from cudabench.cli.best import COLUMNS
+
+    params = "BM=64 BN=64 BK=8 WM=32 WN=32 STAGES=4 MIN_BLOCKS=2"
+    rows = [["matmul", "128x128x128", "float32", "async_double_buffer", params, "3.975 us",
+             "STAGES=3", "+0.2%", "tie", "-"]]
+    console = Console(width=100, force_terminal=True, color_system=None)
+    with console.capture() as capture:
+        render_rows("best configuration per variant and size", COLUMNS, rows, console)
+    text = capture.get()
+    assert "│ (below) " in text and f"best params of the row: {params}" in text, text
+    assert "differ between rows" not in text
+
+
 @pytest.mark.parametrize("value, on", [("1", True), ("yes", True), ("0", False),
                                        ("false", False), ("No", False), ("off", False),
                                        ("", False)])

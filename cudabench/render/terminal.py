@@ -38,7 +38,7 @@ from cudabench.render.comparison import (
 )
 from cudabench.render.catalog import COLUMNS as CATALOG_COLUMNS
 from cudabench.render.catalog import listings, shows_files
-from cudabench.render.fit import Layout, differing_params, layout, wide
+from cudabench.render.fit import BLANK, Layout, differing_params, layout, wide
 from cudabench.render.run_table import (
     RunTable,
     build_tables,
@@ -213,6 +213,9 @@ def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Tex
     return table, below
 
 
+BELOW = "(below)"  # a params cell whose parameters, the same in every row, are under the table
+
+
 def _differing_params(columns: Sequence[str], rows: Sequence[Sequence[Text]],
                       width: int | None, noted_rows: Collection[int] | None, rate: str,
                       plan: Layout, named: str = "params"
@@ -226,12 +229,17 @@ def _differing_params(columns: Sequence[str], rows: Sequence[Sequence[Text]],
     if cut is None:
         return rows, plan, ""
     cells, same = cut
+    every = all(cell in ("-", row[at].plain) for cell, row in zip(cells, rows))
+    if every:  # no parameter differs (a search's one best row): "-" read as none at all
+        cells = [BELOW if row[at].plain not in BLANK else cell for cell, row in zip(cells, rows)]
     narrowed = [[*row[:at], Text(cells[number]), *row[at + 1:]]
                 for number, row in enumerate(rows)]
     again = layout(columns, [[cell.plain for cell in row] for row in narrowed], width,
                    noted_rows, rate)
     if at not in again.fitted.kept or again.fitted.lost() >= plan.fitted.lost():
         return rows, plan, ""
+    if every:
+        return narrowed, again, f"{named} of {'the row' if len(rows) == 1 else 'every row'}: {same}"
     return narrowed, again, (f"{named}: those that differ between rows; the others, the "
                              f"same in every row that has them: {same}")
 
