@@ -796,7 +796,7 @@ def test_what_a_python_caller_is_shown_names_arguments_not_flags(use_fake, monke
     text = str(results)
     # A warning's hint names run()'s argument, and the footer the way to every column here.
     assert "drop hot=True for cold-cache numbers" in text
-    assert "a larger size measures the kernel" in text
+    assert "a larger size measures it cold" in text  # run(size=...), not --size
     assert "(table(wide=True) shows every column)" in text
     assert "--" not in text.replace("-" * 8, "")  # no flag (the tables' rules aside)
     # The rows and their file keep the commands' texts: one file, whichever wrote it.
