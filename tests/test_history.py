@@ -847,6 +847,56 @@ def edited(path: Path, edit) -> Path:
     return path
 
 
+def on_card(path: Path, driver: str = "13.0", power_limit_w: float = 350.0) -> Path:
+    """Set the driver and power limit of the results file's card, in place."""
+    def edit(document: dict) -> None:
+        document["devices"][0]["driver_version"] = driver
+        document["devices"][0]["settings"] = {"power_limit_w": power_limit_w, "ecc_enabled": True}
+    return edited(path, edit)
+
+
+def card_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("the card differs")]
+
+
+def test_check_says_where_the_card_differs_from_the_run_it_is_judged_against(tmp_path):
+    # A driver update or a lower power limit on a CI runner moved every timing, and the
+    # check said nothing of it, where compare names each difference.
+    db = tmp_path / "h.db"
+    import_runs(db, [on_card(make_run(tmp_path / "runs", i)) for i in range(6)])
+    current = on_card(make_run(tmp_path, 100, name="current"), "12.0", 250.0)
+    done = invoke("check", current, "--db", db)
+    assert done.exit_code == 0, (done.stdout, done.stderr)  # a note: the verdicts decide
+    assert card_lines(done.stdout) == [
+        f"the card differs: driver: 13.0 -> 12.0 (against the last recorded run, "
+        f"{commit_of(5)[:7]})",
+        f"the card differs: power limit (W): 350.0 -> 250.0 (against the last recorded run, "
+        f"{commit_of(5)[:7]})"]
+    same = invoke("check", on_card(make_run(tmp_path, 101, name="same")), "--db", db)
+    assert same.exit_code == 0 and card_lines(same.stdout) == [], same.stdout
+
+
+def test_a_version_5_store_keeps_no_cards_and_checks_without_card_lines(tmp_path):
+    db = tmp_path / "h.db"
+    import_runs(db, [on_card(make_run(tmp_path / "runs", i)) for i in range(6)])
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TABLE cards")  # version 6's
+    conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    current = on_card(make_run(tmp_path, 100, name="current"), "12.0", 250.0)
+    done = invoke("check", current, "--db", db)  # read as it is
+    assert done.exit_code == 0 and card_lines(done.stdout) == [], done.stdout
+    import_runs(db, [current])  # a writer upgrades it; the runs before keep no card
+    done = invoke("check", current, "--db", db)
+    assert done.exit_code == 0 and card_lines(done.stdout) == [], done.stdout
+    with Store.open(db) as store:
+        assert store.version == SCHEMA_VERSION
+        assert [card.driver_version for card in store.run_cards(7, "NVIDIA H100 80GB HBM3")
+                ] == ["12.0"]
+        assert store.run_cards(6, "NVIDIA H100 80GB HBM3") == []
+
+
 def test_check_fails_a_kernel_of_the_last_run_that_this_file_lacks(tmp_path):
     # A slowed kernel renamed, dropped or skipped must not leave the gate (compare's rule).
     db = flat_history(tmp_path, runs=6)
@@ -1256,6 +1306,7 @@ def test_a_version_2_store_is_read_as_it_is_and_upgraded_by_a_writer(tmp_path):
     conn.execute("ALTER TABLE results DROP COLUMN param_order")  # version 4's
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_samples_s")  # version 5's
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_share")
+    conn.execute("DROP TABLE cards")  # version 6's
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
@@ -1329,7 +1380,7 @@ def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path)
     keys = dict(conn.execute("SELECT id, command_key FROM runs"))
     conn.close()
     assert flushes == {1: "memset", 2: ""} and new == {"clean"}
-    assert version == (str(SCHEMA_VERSION),) == ("5",)
+    assert version == (str(SCHEMA_VERSION),) == ("6",)
     assert keys[1] is None and '"matmul"' in keys[2]  # version 3: the command of a new run
 
 
@@ -1753,6 +1804,7 @@ def test_a_version_3_store_is_read_with_its_parameters_by_name(tmp_path):
     conn.execute("ALTER TABLE results DROP COLUMN param_order")
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_samples_s")  # version 5's
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_share")
+    conn.execute("DROP TABLE cards")  # version 6's
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()

@@ -381,21 +381,29 @@ SETTING_NAMES = {
 
 
 def setting_changes(baseline: ResultsFile, current: ResultsFile) -> tuple[str, ...]:
-    """Return each card setting or driver fact that differs between the two files.
+    """Return each card setting or driver fact that differs between the two files."""
+    return card_changes(baseline.devices, current.devices, several=len(current.devices) > 1)
+
+
+def card_changes(olds: Sequence[DeviceInfo], news: Sequence[DeviceInfo],
+                 several: bool = False) -> tuple[str, ...]:
+    """Return each card setting or driver fact that differs between two runs' cards, as
+    "driver: 13.0 -> 12.0" (compare's and history check's words; several: each named by
+    its GPU index, the current run having more than one card).
 
     Each card pairs with the same card (its UUID, else its name, bus and index), else with
     the first unpaired card of its model, else of any: the writer lists a run's cards in no
     fixed order, so pairs in file order would report two settings swapped between cards
-    that never changed. A setting either file does not record is not compared.
+    that never changed. A setting either side does not record is not compared.
     """
     changes = []
-    for before, after in _card_pairs(baseline.devices, current.devices):
+    for before, after in _card_pairs(olds, news):
         facts: list[tuple[str, object, object]] = [
             ("driver", before.driver_version, after.driver_version),
             ("CUDA", before.cuda_version, after.cuda_version)]
         facts += [(label, before.settings.get(key), after.settings.get(key))
                   for key, label in SETTING_NAMES.items()]
-        where = f" on GPU {after.index}" if len(current.devices) > 1 else ""
+        where = f" on GPU {after.index}" if several else ""
         changes += [f"{label}{where}: {old} -> {new}" for label, old, new in facts
                     if old is not None and new is not None and old != new]
     return tuple(changes)
@@ -403,7 +411,7 @@ def setting_changes(baseline: ResultsFile, current: ResultsFile) -> tuple[str, .
 
 def _card_pairs(olds: Sequence[DeviceInfo], news: Sequence[DeviceInfo]
                 ) -> list[tuple[DeviceInfo, DeviceInfo]]:
-    """Pair each current card with a baseline card (setting_changes' rule)."""
+    """Pair each current card with a baseline card (card_changes' rule)."""
     pairs, free = [], list(olds)
     for new in news:
         match = (next((old for old in free if old.identity == new.identity), None)

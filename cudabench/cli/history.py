@@ -411,6 +411,8 @@ def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> N
                       "gate passes it; a steadier history (more runs, steadier ones) or "
                       "more samples would judge it", style="yellow", markup=False,
                       soft_wrap=True)
+    for change in result.setting_changes:  # as compare says them: a note, not a verdict
+        out.print(f"the card differs: {change}", style="yellow", markup=False, soft_wrap=True)
     for note in result.notes:
         out.print(f"note: {note}", style="yellow", markup=False, soft_wrap=True)
     if incomplete:

@@ -4,6 +4,7 @@ turned into StoreErrors that say what to do."""
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import sqlite3
 import statistics
@@ -11,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from cudabench.errors import ResultsFileError
 from cudabench.history.records import (
     USABLE_STATUSES,
     Benchmark,
@@ -24,13 +26,15 @@ from cudabench.history.records import (
     worst_status,
 )
 from cudabench.history.schema import (
+    CARDS_SINCE,
     COMMANDS_SINCE,
     PARAM_ORDER_SINCE,
     SLOW_CLOCK_SINCE,
     TABLES,
     damaged_message,
 )
-from cudabench.results.model import ResultsFile
+from cudabench.results.codec import Checker, device_from_dict
+from cudabench.results.model import DeviceInfo, ResultsFile
 
 
 
@@ -272,6 +276,23 @@ class Queries:
         with self._errors():
             rows = self._conn.execute(query, (run_id, gpu_model)).fetchall()
         return [(self._benchmark(row[:7]), row[7], row[8]) for row in rows]
+
+    def run_cards(self, run_id: int, gpu_model: str) -> list[DeviceInfo]:
+        """Return the cards of a GPU model that a run's results file listed, in its order
+        (none from a store older than version 6, nor for the runs recorded before it)."""
+        if self.version < CARDS_SINCE:
+            return []
+        with self._errors():
+            rows = self._conn.execute(
+                "SELECT c.card FROM cards c JOIN devices d ON d.id = c.device_id "
+                "WHERE c.run_id = ? AND d.name = ? ORDER BY c.rowid", (run_id, gpu_model)
+            ).fetchall()
+        try:
+            return [device_from_dict(json.loads(row[0]), Checker(self.path, "cards"))
+                    for row in rows]
+        except (ValueError, TypeError, RecursionError, ResultsFileError) as exc:
+            raise StoreError(damaged_message(
+                self.path, f"a run's card cannot be read: {exc}")) from None
 
     def command_flushes(self, key: str | Sequence[str], gpu_model: str,
                         exclude_run: int | None = None, last: int = 3) -> dict[int, set[str]]:

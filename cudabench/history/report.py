@@ -42,6 +42,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from cudabench.analysis.compare import card_changes
 from cudabench.analysis.verdicts import (
     DEFAULT_ALPHA,
     MIN_SAMPLES,
@@ -204,6 +205,9 @@ class HistoryCheck:
     alpha: float
     excluded_run: int | None  # the current file's own run, when already recorded
     notes: tuple[str, ...] = ()  # kernels judged on kept samples, some set aside
+    # each card fact that differs from the newest recorded run judged against, as compare's
+    # setting_changes with that run named ("driver: 13.0 -> 12.0 (against ...)")
+    setting_changes: tuple[str, ...] = ()
 
     @property
     def regressions(self) -> tuple[HistoryRow, ...]:
@@ -236,11 +240,15 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     own = store.run_for(current, source) if source is not None else None
     commit = current.metadata.get("git_commit")
     rows, notes = [], []
+    judged_on: dict[str, SeriesPoint] = {}  # per GPU model, the newest run a row is judged on
     for result in one_row_each(current, skip_skipped=True):
         gpu = result.device.name if result.device is not None else ""
         bench = Benchmark.of(result)
         history, note = _history(store, bench, gpu, last, own, min_runs)
         latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)
+        if latest and (gpu not in judged_on or (latest[-1].created, latest[-1].run_id)
+                       > (judged_on[gpu].created, judged_on[gpu].run_id)):
+            judged_on[gpu] = latest[-1]
         newest = store.series(bench, gpu, last=last, exclude_run=own)
         row, at_slow = _judge(result, bench, gpu, history, latest, threshold, alpha,
                               min_runs, cap, cap_from, note,
@@ -251,7 +259,24 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     if not allow_missing:
         _refuse_other_settings(store, current, own)
         rows += _missing(store, current, own)
-    return HistoryCheck(tuple(rows), current.path, last, alpha, own, tuple(notes))
+    return HistoryCheck(tuple(rows), current.path, last, alpha, own, tuple(notes),
+                        _card_changes(store, current, judged_on))
+
+
+def _card_changes(store: Store, current: ResultsFile, judged_on: dict[str, SeriesPoint]
+                  ) -> tuple[str, ...]:
+    """Return each driver fact or card setting of current's cards that differs from the
+    newest recorded run of its GPU model that the check judged against, in compare's words
+    (analysis.compare.card_changes): a driver update or a lower power limit moves every
+    timing, and the verdicts alone do not say why. Runs recorded before the store kept
+    their cards (schema 6) have none to compare."""
+    changes: list[str] = []
+    for model, point in sorted(judged_on.items()):
+        cards = [card for card in current.devices if card.name == model]
+        changes += [f"{change} (against the last recorded run, {point_label(point)})"
+                    for change in card_changes(store.run_cards(point.run_id, model), cards,
+                                               several=len(current.devices) > 1)]
+    return tuple(changes)
 
 
 def _refuse_other_settings(store: Store, current: ResultsFile, own: int | None) -> None:

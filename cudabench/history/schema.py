@@ -1,7 +1,7 @@
 """The history store's file: its tables, created and migrated, and the checks made on a
 file before SQLite opens it (another program's file, a newer schema, a damaged one).
 
-Layout (schema version 5):
+Layout (schema version 6):
 
 - meta(key, value): `schema_version`, the version the migrations brought the file to;
 - runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
@@ -17,7 +17,10 @@ Layout (schema version 5):
   added by version 2, the rows before it "memset" (cold) or ""; param_order (version 4)
   the parameter names in the kernel header's order, a JSON list ('' before);
   slow_clock_samples_s (version 5) the samples set aside for a slow SM clock, a JSON array,
-  and slow_clock_share their share of all the row's samples (NULL before: not recorded).
+  and slow_clock_share their share of all the row's samples (NULL before: not recorded);
+- cards(run_id, device_id, card) (version 6): each card a run's results file lists, its
+  `devices` entry whole as JSON (driver and CUDA versions, power limit, clocks...), which
+  history check compares as compare does; runs recorded before have none.
 """
 
 from __future__ import annotations
@@ -121,10 +124,22 @@ def _add_slow_clock_samples_v5(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE results ADD COLUMN slow_clock_share REAL")
 
 
+def _add_cards_v6(conn: sqlite3.Connection) -> None:
+    """Version 6: each run's cards as its results file lists them (a `devices` entry as
+    JSON), so a check says which driver or card setting changed since the run it is judged
+    against, as compare does: a driver update or a lower power limit moves every timing.
+    Runs recorded before have none (nothing compared)."""
+    conn.execute("CREATE TABLE cards (run_id INTEGER NOT NULL REFERENCES runs (id) "
+                 "ON DELETE CASCADE, device_id INTEGER NOT NULL REFERENCES devices (id), "
+                 "card TEXT NOT NULL)")
+    conn.execute("CREATE INDEX cards_run ON cards (run_id)")
+
+
 # MIGRATIONS[v] brings a store of version v to v + 1, inside the caller's transaction;
 # SQLite's DDL is transactional, so a failed step leaves the old version whole.
 MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2, _add_command_key_v3,
-                                     _add_param_order_v4, _add_slow_clock_samples_v5)
+                                     _add_param_order_v4, _add_slow_clock_samples_v5,
+                                     _add_cards_v6)
 SCHEMA_VERSION = len(MIGRATIONS)
 # The oldest version a reader takes as it is (a writer upgrades it): version 3 only adds
 # runs.command_key, which a read of an older store takes as unknown (no `missing` verdicts).
@@ -132,6 +147,7 @@ READABLE_FROM = 2
 COMMANDS_SINCE = 3  # the version whose runs record their command (runs.command_key)
 PARAM_ORDER_SINCE = 4  # the version whose results keep their parameters' order
 SLOW_CLOCK_SINCE = 5  # the version whose results keep their set-aside samples
+CARDS_SINCE = 6  # the version whose runs keep their cards' driver and settings
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 
 

@@ -53,6 +53,7 @@ from cudabench.history.schema import (
     not_a_store_message,
     precheck,
 )
+from cudabench.results.codec import device_to_dict
 from cudabench.results.model import BenchmarkResult, DeviceInfo, ResultsFile
 
 
@@ -313,6 +314,12 @@ class Store(Queries):
                         devices[ident] = self._device_id(result.device)
                     device_id = devices[ident]
                 self._insert_result(run_id, device_id, result)
+            for device in results.devices:  # what a check compares its card with (schema 6)
+                ident = device_key(device)
+                if ident not in devices:
+                    devices[ident] = self._device_id(device)
+                self._conn.execute("INSERT INTO cards (run_id, device_id, card) VALUES (?,?,?)",
+                                   (run_id, devices[ident], json.dumps(device_to_dict(device))))
         return run_id
 
     def _device_id(self, device: DeviceInfo) -> int:
