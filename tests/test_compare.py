@@ -273,6 +273,18 @@ def test_a_file_that_is_no_json_object_is_not_called_truncated(tmp_path):
     assert "truncated" not in str(caught.value)
 
 
+@pytest.mark.parametrize("name", ["joined.json", "joined.json.gz"])
+def test_two_files_joined_are_not_called_truncated(tmp_path, name):
+    # `cat a.json a.json`: the file holds too much, not too little (two gzip streams too)
+    text = (DATA / "baseline.json").read_bytes()
+    path = tmp_path / name
+    path.write_bytes(text + text if name.endswith(".json") else gzip.compress(text) * 2)
+    with pytest.raises(ResultsFileError) as caught:
+        load_results(path)
+    assert "holds more than one JSON document (two files joined?)" in str(caught.value)
+    assert "truncated" not in str(caught.value) and str(path) in str(caught.value)
+
+
 def test_a_results_file_with_a_byte_order_mark_loads(tmp_path):
     path = tmp_path / "bom.json"
     path.write_bytes(b"\xef\xbb\xbf" + (DATA / "baseline.json").read_bytes())

@@ -68,9 +68,14 @@ def read_document(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         # a results file is one JSON object: one that starts so and breaks off is cut
-        # short; anything else (a suite, notes) is another kind of file
-        cause = ("the file may be truncated" if text.lstrip().startswith("{")
-                 else "not a results file, which is a JSON object ({...})")
+        # short, one followed by more is two files joined (`cat a.json b.json`, two gzip
+        # streams); anything else (a suite, notes) is another kind of file
+        if not text.lstrip().startswith("{"):
+            cause = "not a results file, which is a JSON object ({...})"
+        elif exc.msg == "Extra data":
+            cause = "the file holds more than one JSON document (two files joined?)"
+        else:
+            cause = "the file may be truncated"
         raise ResultsFileError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             f"{cause}"
