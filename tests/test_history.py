@@ -669,6 +669,9 @@ def test_a_branch_is_recorded_and_read_alone(tmp_path):
     # a branch no run was recorded on (a typo): every row "too little history", passed
     assert_one_line_error(invoke("check", slow, "--db", db, "--branch", "mian"),
                           "--branch mian: no run in", "did you mean main?")
+    # another case alone (MAIN: no letter matches main's) read as a new branch: passed too
+    assert_one_line_error(invoke("check", slow, "--db", db, "--branch", "MAIN"),
+                          "--branch MAIN: no run in", "did you mean main?")
     # a new branch, no typo: its history starts now, and says so
     fresh = invoke("check", slow, "--db", db, "--branch", "feature/new-tiles")
     assert fresh.exit_code == 0, fresh.output

@@ -236,12 +236,14 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
             if branch not in known and store.counts()["runs"]:
                 import difflib
 
-                # a typo (mian) left every row "too little history, not gated": passed
-                near = difflib.get_close_matches(branch, known, n=1)
+                # a typo (mian) left every row "too little history, not gated": passed;
+                # compared without case, as MASTER is no match for master letter by letter
+                folded = {name.casefold(): name for name in known}
+                near = difflib.get_close_matches(branch.casefold(), list(folded), n=1)
                 if near:
                     raise UsageError(
                         f"--branch {branch}: no run in {db} was recorded on it; did you mean "
-                        f"{near[0]}? (its runs' branches: {', '.join(known)})")
+                        f"{folded[near[0]]}? (its runs' branches: {', '.join(known)})")
                 terminal.stderr_console().print(  # a new branch: its history starts now
                     f"note: --branch {branch}: no run in {db} was recorded on it yet, so no "
                     "row has the history to be judged", markup=False, soft_wrap=True)
