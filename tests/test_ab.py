@@ -497,7 +497,8 @@ def test_ab_takes_a_timeout(marked, tmp_path):
     assert_usage(invoke(old, old, *FAST, "--rounds", "6", "--timeout", "0"),
                  "--timeout must be > 0")
     assert_usage(invoke(old, old, "--size", "32", "--rounds", "6", "--warmup", "2",
-                        "--timeout", "1"), "--timeout 1 s leaves no time to sample: a variant's warm-up (--warmup 2 s)")
+                        "--timeout", "1"),
+                 "--timeout 1 s leaves no time to sample: a variant's warm-up (--warmup 2 s)")
     done = invoke(old, old, *FAST, "--rounds", "6", "--timeout", "5")
     assert done.exit_code == 0, (done.stdout, done.stderr)
 
