@@ -24,6 +24,7 @@ from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_CAP, DEFAULT_MIN_RUNS
 from cudabench.common.outfiles import check_outputs
 from cudabench.render import terminal
+from cudabench.render.comparison import verdict_counts
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
 from cudabench.results.identity import searched
@@ -393,14 +394,14 @@ def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> N
     terminal.render_rows(title, columns, rows, out,  # notes on a narrow terminal: not 'same' rows
                          noted_rows={index for index, row in enumerate(result.rows)
                                      if row.verdict is not Verdict.SAME})
-    counts: dict[str, int] = {}
-    for row in result.rows:
-        counts[row.verdict.value] = counts.get(row.verdict.value, 0) + 1
-    order = [v.value for v in Verdict]
-    summary = ", ".join(f"{counts[v]} {v}" for v in order if v in counts)
+    # a vendor or copy row's failure counted apart, as compare does: "no regression: 2
+    # failed, ..." read as a gate that passed failures
+    parts, ungated = verdict_counts(result.rows)
+    summary = ", ".join(parts)
     little = sum(1 for row in result.rows if row.reason.startswith("too little history"))
     if little:
         summary += f" ({little} with too little history, not gated)"
+    summary += ungated
     if result.excluded_run is not None:
         summary += f"; its own run {result.excluded_run} left out of its history"
     regressed = len(result.regressions)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Protocol
+
 from cudabench.analysis.verdicts import REGRESSION, Comparison, ComparisonRow, Verdict
 from cudabench.results.model import BenchmarkResult
 from cudabench.common.units import (
@@ -71,23 +74,40 @@ def gate_head(c: Comparison) -> tuple[str, bool]:
     return "no regression", False
 
 
-def summary_text(comparison: Comparison) -> str:
-    """Return the one-line summary: counts per verdict, settings and both GPUs."""
+class Judged(Protocol):
+    """A judged row, of compare or of history check."""
+
+    @property
+    def verdict(self) -> Verdict: ...
+
+    @property
+    def regressed(self) -> bool: ...
+
+
+def verdict_counts(rows: Iterable[Judged]) -> tuple[list[str], str]:
+    """Return the count of each verdict ("2 noisy") and the clause of those not gated
+    ("; not gated: 2 failed (vendor-library or copy rows)", or ""), as the summary lines of
+    compare and history check say them."""
     # a cuBLAS or copy row's regression verdict is counted apart: "2 regressions: 2 failed,
     # 1 missing" summed to three, one of the failed a cuBLAS row
     counts = {verdict: 0 for verdict in Verdict}
     apart = {verdict: 0 for verdict in Verdict}
-    for row in comparison.rows:
+    for row in rows:
         (apart if row.verdict in REGRESSION and not row.regressed else counts)[row.verdict] += 1
-    parts = [f"{count} {verdict.value}" for verdict, count in counts.items() if count]
     ungated = ", ".join(f"{count} {verdict.value}" for verdict, count in apart.items() if count)
+    # "6 regressions: 7 failed" left the reader to find the seventh
+    return ([f"{count} {verdict.value}" for verdict, count in counts.items() if count],
+            f"; not gated: {ungated} (vendor-library or copy rows)" if ungated else "")
+
+
+def summary_text(comparison: Comparison) -> str:
+    """Return the one-line summary: counts per verdict, settings and both GPUs."""
+    parts, ungated = verdict_counts(comparison.rows)
     parts += [f"{len(comparison.added)} added"] if comparison.added else []
     parts += [f"{len(comparison.removed)} removed"] if comparison.removed else []
     gpus = (comparison.baseline_gpu if comparison.baseline_gpu == comparison.current_gpu
             else f"{comparison.baseline_gpu} -> {comparison.current_gpu}")
-    counted = ", ".join(parts) or "nothing to compare"
-    if ungated:  # "6 regressions: 7 failed" left the reader to find the seventh
-        counted += f"; not gated: {ungated} (vendor-library or copy rows)"
+    counted = (", ".join(parts) or "nothing to compare") + ungated
     # a missing row has no threshold of its own ("missing"): with --threshold 5% it made
     # the summary say "auto per benchmark"
     auto = any(row.threshold_source not in ("--threshold", "missing", "new")
