@@ -682,6 +682,12 @@ def test_a_branch_is_recorded_and_read_alone(tmp_path):
     assert_one_line_error(invoke("show", "--db", db, "--branch", "nope"), "--branch")
     with Store.open(db) as store:  # nothing written: the view is the connection's own
         assert len(store.runs()) == 7
+    # show and plot said only "no recorded run matches the filters" to the typo check names
+    pytest.importorskip("matplotlib")
+    for args in (("show",), ("plot", tmp_path / "trend.png")):
+        assert_one_line_error(invoke(*args, "--db", db, "--branch", "mian"),
+                              "--branch mian: no run in", "did you mean main?")
+    assert not (tmp_path / "trend.png").exists()
 
 
 def test_show_filters(tmp_path):

@@ -121,6 +121,29 @@ def branch_option(function: Callable[..., Any]) -> Callable[..., Any]:
              "runs recorded without one are left out).")(function)
 
 
+def only_branch(store: Store, db: Path, branch: str | None) -> bool:
+    """Keep only branch's runs in store (None: every run); refuse a near miss of a recorded
+    branch (mian: did you mean main?). Return whether branch is new: no run of a store
+    that holds some was recorded on it."""
+    if branch is None:
+        return False
+    known = store.branches()
+    new = branch not in known and bool(store.counts()["runs"])
+    if new:
+        import difflib
+
+        # a typo (mian) left every row of check "too little history, not gated": passed,
+        # and show and plot said only that nothing matched the filters; compared without
+        # case, as MASTER is no match for master letter by letter
+        folded = {name.casefold(): name for name in known}
+        near = difflib.get_close_matches(branch.casefold(), list(folded), n=1)
+        if near:
+            raise UsageError(f"--branch {branch}: no run in {db} was recorded on it; did you "
+                             f"mean {folded[near[0]]}? (its runs' branches: {', '.join(known)})")
+    store.only_branch(branch)
+    return new
+
+
 def _nothing_to_show(db: Path, store: Store, filters: tuple[object, ...]) -> UsageError:
     """Return the error of a show or plot that found no timing to follow: the filters'
     doing, or (with none given) a store whose runs timed nothing verified."""
@@ -154,8 +177,7 @@ def show_command(op: str | None, variant: str | None, gpu: str | None, since: st
     limit = parse_threshold(threshold)
     start = _since(since)
     with Store.open(db) as store:
-        if branch is not None:
-            store.only_branch(branch)
+        only_branch(store, db, branch)
         found = trends(store, op, variant, gpu, start, last, limit)
         if not found:
             raise _nothing_to_show(db, store, (op, variant, gpu, since, branch))
@@ -232,23 +254,10 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                          "is nothing to judge")
     source = read_text(current)
     with Store.open(db) as store:
-        if branch is not None:  # the history of one branch (main's, say) judges the file
-            known = store.branches()
-            if branch not in known and store.counts()["runs"]:
-                import difflib
-
-                # a typo (mian) left every row "too little history, not gated": passed;
-                # compared without case, as MASTER is no match for master letter by letter
-                folded = {name.casefold(): name for name in known}
-                near = difflib.get_close_matches(branch.casefold(), list(folded), n=1)
-                if near:
-                    raise UsageError(
-                        f"--branch {branch}: no run in {db} was recorded on it; did you mean "
-                        f"{folded[near[0]]}? (its runs' branches: {', '.join(known)})")
-                terminal.stderr_console().print(  # a new branch: its history starts now
-                    f"note: --branch {branch}: no run in {db} was recorded on it yet, so no "
-                    "row has the history to be judged", markup=False, soft_wrap=True)
-            store.only_branch(branch)
+        if only_branch(store, db, branch):  # main's history, say, judges the file
+            terminal.stderr_console().print(  # a new branch: its history starts now
+                f"note: --branch {branch}: no run in {db} was recorded on it yet, so no "
+                "row has the history to be judged", markup=False, soft_wrap=True)
         verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing,
                          cap, cap_from)
     if not verdicts.regressions and not any(  # every kernel a SKIP: as compare refuses it
@@ -292,8 +301,7 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
         raise UsageError(f"history {PLOT_HINT}") from None
     start = _since(since)
     with Store.open(db) as store:
-        if branch is not None:
-            store.only_branch(branch)
+        only_branch(store, db, branch)
         found = trends(store, op, variant, gpu, start, last, DEFAULT_THRESHOLD)
         if not found:
             raise _nothing_to_show(db, store, (op, variant, gpu, since, branch))
