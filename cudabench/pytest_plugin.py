@@ -66,6 +66,9 @@ class SessionRows:
     measured_by: dict[tuple[object, ...], str] = field(default_factory=dict)  # row -> test
     where: dict[tuple[object, ...], int] = field(default_factory=dict)  # row -> its index
     start: Path = field(default_factory=Path.cwd)  # where pytest started: paths from here
+    direct: list[str] = field(default_factory=list)  # kernels a direct run() measured, unsaid
+    hearing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    stray: bool = False  # a direct run no test was failed for: the session fails
 
     def shown(self, path: Path | None) -> str:
         """Return a path as the summary names it: from where pytest started, if inside."""
@@ -551,37 +554,71 @@ def session_rounds(timing: Any, rounds: int) -> Any:
     return replace(policy, rounds=rounds)
 
 
-# Set while the fixture's run() measures: the rows a test measures otherwise (a direct
+# Set while the fixture's run() measures: the rows measured otherwise (a direct
 # cudabench.run()) are not the session's, and a gathering session says so (_direct_runs).
 _THROUGH_THE_FIXTURE: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "cudabench_through_the_fixture", default=False)
+_DIRECT = ("measured by a direct cudabench.run(), which this session's --cudabench-json, "
+           "--cudabench-compare and --cudabench-record do not gather")
 
 
-@pytest.fixture(autouse=True)
-def _direct_runs(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Fail a test of a session that gathers its rows (--cudabench-json, -compare,
-    -record) where it measured by calling cudabench.run() directly: those rows reach
-    neither the file, nor the gate, nor the store, and a regression in them passed."""
-    rows = request.config.stash.get(_SESSION, None)
-    if rows is None or not rows.gathered:
-        yield
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In a session that gathers its rows, hear every kernel measured from now on: a
+    direct cudabench.run() anywhere (a test, a fixture of any scope, a module imported at
+    collection) is said, not left out of the file, the gate and the store unseen."""
+    rows = session.config.stash.get(_SESSION, None)
+    if rows is None or not rows.gathered or _ran_nothing(session.config):
         return
     from cudabench.cli.commands import rows_heard_by
 
-    direct: list[str] = []
-
     def hear(row: BenchmarkResult) -> None:  # the kernels, not the copy measured beside
         if not _THROUGH_THE_FIXTURE.get() and row.kind.value == "variant":
-            direct.append(f"{row.op}/{row.variant}")
+            rows.direct.append(f"{row.op}/{row.variant}")
 
-    with rows_heard_by(hear):
-        yield
-    if direct:
-        names = ", ".join(dict.fromkeys(direct))
-        pytest.fail(f"cudabench: error: {names} measured by a direct cudabench.run(), which "
-                    "this session's --cudabench-json, --cudabench-compare and "
-                    "--cudabench-record do not gather: take the `cudabench` fixture and call "
-                    "its run()", pytrace=False)
+    rows.hearing.enter_context(rows_heard_by(hear))
+
+
+def _direct_names(rows: SessionRows | None) -> str:
+    """Return the kernels direct runs measured since last asked ('' for none)."""
+    if rows is None or not rows.direct:
+        return ""
+    names = ", ".join(dict.fromkeys(rows.direct))
+    rows.direct.clear()
+    return names
+
+
+@pytest.fixture(autouse=True)
+def _direct_runs(request: pytest.FixtureRequest) -> None:
+    """Error a test whose module- or session-scoped fixtures (set up before this one)
+    measured by a direct cudabench.run() in a session that gathers its rows."""
+    names = _direct_names(request.config.stash.get(_SESSION, None))
+    if names:
+        pytest.fail(f"cudabench: error: {names} {_DIRECT}: take the `cudabench` fixture and "
+                    "call its run()", pytrace=False)
+
+
+@pytest.hookimpl(trylast=True)  # after the fixtures this teardown ends
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Error a test that (or whose fixtures, set up or torn down) measured by a direct
+    cudabench.run() in a session that gathers its rows."""
+    names = _direct_names(item.config.stash.get(_SESSION, None))
+    if names:
+        pytest.fail(f"cudabench: error: {names} {_DIRECT}: take the `cudabench` fixture and "
+                    "call its run()", pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """Fail the session where collecting a file (its import) measured by a direct
+    cudabench.run(): no test is to blame."""
+    yield
+    rows = collector.config.stash.get(_SESSION, None)
+    names = _direct_names(rows)
+    if names and rows is not None:
+        rows.stray = True
+        rows.messages.append(f"cudabench: error: {names} {_DIRECT}, at the import of "
+                             f"{collector.nodeid}: measure in a test, with the `cudabench` "
+                             "fixture's run()")
 
 
 @pytest.fixture
@@ -658,6 +695,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     rows = session.config.stash.get(_SESSION, None)
     if rows is None or not rows.gathered or _ran_nothing(session.config):
         return
+    rows.hearing.close()
+    names = _direct_names(rows)  # a module- or session-scoped fixture's last teardown
+    if names:
+        rows.stray = True
+        rows.messages.append(f"cudabench: error: {names} {_DIRECT}, in a fixture's "
+                             "teardown: measure in a test, with the `cudabench` fixture's "
+                             "run()")
+    if rows.stray:
+        _fail(session)
     from cudabench.api import Results
     from cudabench.api.comparison import compare_in_flags
     from cudabench.api.results import record_as

@@ -459,7 +459,7 @@ def test_b(cudabench):
 
 
 def test_c(cudabench):
-    cudabench.run("matmul", variants=["tiled"], size=48, vendor=False, timing=FAST)
+    cudabench.run("matmul", variants=["vectorized"], size=48, vendor=False, timing=FAST)
 """)
     monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: FakeSpec(
         device_index=device, device_count=2, lost_devices=(1,)))
@@ -757,3 +757,47 @@ def test_through_the_fixture(cudabench):
     # without an option that gathers, a direct run is the test's own business
     done = pytester.runpytest("-p", "no:cacheprovider")
     done.assert_outcomes(passed=2)
+
+
+def test_a_direct_run_outside_the_test_body_is_caught_too(pytester, monkeypatch):
+    # a module-scoped fixture's run, one at import and one in a session fixture's teardown
+    # passed a gathering session by: the fixture that listened was the test's own
+    pytester.makepyfile(test_scoped='''
+import pytest
+import cudabench
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+AT_IMPORT = cudabench.run("transpose", variants=["vectorized"], size=48, timing=FAST, vendor=False)
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return cudabench.run("transpose", variants=["naive"], size=64, timing=FAST, vendor=False)
+
+
+@pytest.fixture(scope="session")
+def late():
+    yield
+    cudabench.run("transpose", variants=["naive"], size=32, timing=FAST, vendor=False)
+
+
+def test_uses_it(measured):
+    assert measured.ok
+
+
+def test_through_the_fixture(cudabench, late):
+    cudabench.run("transpose", variants=["shared"], size=64, timing=FAST, vendor=False)
+''')
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest("--cudabench-json", "now.json", "-p", "no:cacheprovider")
+    done.assert_outcomes(passed=1, errors=2)
+    done.stdout.fnmatch_lines([
+        "*ERROR at setup of test_uses_it*", "*error: transpose/naive measured by a direct*",
+        "*ERROR at teardown of test_through_the_fixture*",
+        "*error: transpose/vectorized measured by a direct cudabench.run(), which this session's "
+        "*at the import of test_scoped.py*"])
+    assert done.ret == pytest.ExitCode.TESTS_FAILED
+    saved = load_results(pytester.path / "now.json")
+    assert [row.variant for row in saved.benchmarks if row.kind.value == "variant"] == [
+        "shared"]
