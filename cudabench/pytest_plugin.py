@@ -89,23 +89,25 @@ class SessionRows:
         the commands do: a crash later loses nothing). The session's rows, like a
         command's, hold one row per benchmark, or no command could compare them: a kernel
         another test measured already is refused (UsageError); one the same test measured
-        before (it calls run again, or is re-run) takes the place of its earlier row; a
-        reference or vendor row, or a SKIP, that is there already is kept as first
-        measured (the test's own Results keep theirs)."""
+        before (it calls run again, or is re-run) takes the place of its earlier row, as
+        a measured kernel takes a SKIP's; a reference or vendor row, or a SKIP, that is
+        there already is kept as first measured (the test's own Results keep theirs)."""
         from cudabench.common.units import params_text
         from cudabench.errors import UsageError
         from cudabench.results.model import Kind, Status
 
-        fresh, again = [], []
+        fresh, again, taken = [], [], []
         for row in results.rows:
             key = (row.key, row.device.identity if row.device else None)
             at = self.where.get(key) if self.gathered else None
             if at is None:
                 fresh.append((key, row))
-            elif self.measured_by[key] == test:
+            elif self.measured_by[key] == test or (
+                    row.kind is Kind.VARIANT and row.status is not Status.SKIP
+                    and self.rows[at].status is Status.SKIP):  # measured where it was skipped
                 again.append((at, row))
-            elif row.kind is Kind.VARIANT and row.status is not Status.SKIP \
-                    and self.rows[at].status is not Status.SKIP:
+                taken.append(key)
+            elif row.kind is Kind.VARIANT and row.status is not Status.SKIP:
                 raise UsageError(
                     f"{row.op}/{row.variant} {params_text(row.params)} {row.dtype} at "
                     f"{'x'.join(map(str, row.shape))}{' (hot)' if row.hot else ''} was "
@@ -114,6 +116,8 @@ class SessionRows:
                     "variant or parameter")
         for at, row in again:
             self.rows[at] = row
+        for key in taken:  # the test that measured it: a later one of its own replaces it
+            self.measured_by[key] = test
         for key, row in fresh:
             self.where[key] = len(self.rows)
             self.measured_by[key] = test

@@ -801,3 +801,29 @@ def test_through_the_fixture(cudabench, late):
     saved = load_results(pytester.path / "now.json")
     assert [row.variant for row in saved.benchmarks if row.kind.value == "variant"] == [
         "shared"]
+
+
+def test_a_measured_kernel_takes_the_place_of_its_skip(monkeypatch, tmp_path):
+    # a SKIP first (a build for a newer GPU), the kernel measured by a later test: the
+    # measured row was dropped, the session's file keeping the SKIP
+    from dataclasses import replace
+
+    from cudabench.api import Results, TimingPolicy, run
+    from cudabench.errors import UsageError
+    from cudabench.pytest_plugin import SessionRows
+
+    use(monkeypatch, FakeSpec())
+    timing = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+    measured = run("transpose", variants=["naive"], size=64, vendor=False, timing=timing)
+    naive = measured.row("naive")
+    skip = replace(naive, skipped="built for sm_100a", samples_s=(), verification=None)
+    assert skip.status is Status.SKIP
+    rows = SessionRows(json_path=tmp_path / "now.json")
+    rows.add(Results((skip,)), "test_a")
+    rows.add(Results((naive,)), "test_b")
+    assert rows.rows == [naive]
+    rows.add(Results((skip,)), "test_c")  # a later SKIP leaves the measured row
+    assert rows.rows == [naive]
+    rows.add(Results((naive,)), "test_b")  # its test re-run: replaced, not refused
+    with pytest.raises(UsageError, match="measured already in this session by test_b"):
+        rows.add(Results((naive,)), "test_d")
