@@ -285,8 +285,12 @@ def _distributed(config: pytest.Config) -> bool:
 
 
 # The commands' flags where the plugin's options stand for them, in the messages it shows.
-_PLUGIN_OPTIONS = re.compile(r"(?<![\w-])--(json|threshold|max-threshold|alpha|db|record|"
-                             r"allow-missing|allow-different-gpu|keep-workers)(?![\w-])")
+_FLAGS = ("json", "threshold", "max-threshold", "alpha", "db", "record", "allow-missing",
+          "allow-different-gpu", "keep-workers")
+_PLUGIN_OPTIONS = re.compile(rf"(?<![\w-])--({'|'.join(_FLAGS)})(?![\w-])")
+# The same, for the comparison's table; a table too narrow for its columns has no --wide
+PLUGIN_SHOWN = {**{f"--{flag}": f"--cudabench-{flag}" for flag in _FLAGS},
+                "--wide": "a wider terminal (COLUMNS)"}
 
 
 def plugin_terms(message: str) -> str:
@@ -808,10 +812,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     terminalreporter.section("cudabench")
     if rows.comparison is not None:
+        from cudabench.api.comparison import comparison_printed
         from cudabench.api.display import plain_text
 
-        # As wide as the terminal, or 200 columns in a CI log, as the commands print.
-        terminalreporter.write(plain_text(rows.comparison.table()))
+        # As wide as the terminal, or 200 columns in a CI log, as the commands print; in
+        # the plugin's options, not compare()'s arguments (allow_missing=True)
+        terminalreporter.write(plain_text(comparison_printed(rows.comparison.judged,
+                                                             PLUGIN_SHOWN)))
         verdict = ("cudabench: the session fails: a regression against "
                    f"{rows.shown(rows.baseline)}" if not rows.comparison.ok
                    else f"cudabench: no regression against {rows.shown(rows.baseline)}")

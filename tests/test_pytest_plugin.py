@@ -131,9 +131,16 @@ def test_a_baseline_benchmark_the_session_did_not_run_fails_it(project, monkeypa
     project.runpytest("-k", "tiled or 32-TILE", "--cudabench-json", "base.json"
                       ).assert_outcomes(passed=3, deselected=2)
     use(monkeypatch, FakeSpec(seed=1))  # a new run: other samples than the baseline's
+    monkeypatch.setenv("COLUMNS", "400")  # every column of the table shown
     fewer = project.runpytest("-k", "tiled", "--cudabench-compare", "base.json")
     assert fewer.ret == pytest.ExitCode.TESTS_FAILED
     fewer.stdout.fnmatch_lines(["*the session fails: a regression against base.json*"])
+    # the table names the plugin's options, not compare()'s arguments (allow_missing=True)
+    fewer.stdout.fnmatch_lines(["*missing*--cudabench-allow-missing accepts that*"])
+    assert "allow_missing" not in fewer.stdout.str()
+    monkeypatch.setenv("COLUMNS", "80")  # nor table(wide=True), for a column left out
+    narrow = project.runpytest("-k", "tiled", "--cudabench-compare", "base.json")
+    narrow.stdout.fnmatch_lines(["*left out to fit: *(a wider terminal (COLUMNS) shows*"])
     allowed = project.runpytest("-k", "tiled", "--cudabench-compare", "base.json",
                                 "--cudabench-allow-missing")
     assert allowed.ret == 0

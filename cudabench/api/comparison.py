@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,14 +90,7 @@ class Comparison:
     def table(self, wide: bool = False) -> Printed:
         """Return the comparison as a Rich renderable, as `cudabench compare` prints it;
         wide keeps every column however wide the console (the command's --wide)."""
-        every = switch(wide, "wide")
-        shown = comparison_shown(self.judged)
-
-        def render(console: Any) -> None:
-            with flags_named(SHOWN), every_column(every):
-                terminal.render_comparison(shown, console)
-
-        return Printed(render)
+        return comparison_printed(self.judged, SHOWN, switch(wide, "wide"))
 
     def __rich__(self) -> Printed:
         return self.table()
@@ -114,6 +108,19 @@ class Comparison:
             page = comparison_html(comparison_shown(self.judged), self.files)
         body = page[page.index(_BODY_START) + len(_BODY_START):page.index(_BODY_END)]
         return fragment([body])
+
+
+def comparison_printed(judged: analysis.Comparison, terms: Mapping[str, str],
+                       wide: bool = False) -> Printed:
+    """Return a comparison as `cudabench compare` prints it, the flags its texts name in
+    terms (compare()'s arguments; the pytest plugin's options)."""
+    shown = comparison_shown(judged, terms)
+
+    def render(console: Any) -> None:
+        with flags_named(terms), every_column(wide):
+            terminal.render_comparison(shown, console)
+
+    return Printed(render)
 
 
 def compare(baseline: Results | PathLike, current: Results | PathLike, *,

@@ -96,8 +96,9 @@ def terms_of(command: Sequence[str]) -> Mapping[str, str]:
 
 
 def said(text: str, terms: Mapping[str, str] = SHOWN) -> str:
-    """Return a message of the commands' with the flags it names in Python's terms."""
-    return rename_flags(_phrased(text) if terms is not SUITE_SHOWN else text, terms)
+    """Return a message of the commands' with the flags it names in Python's terms (or
+    in terms', a suite's keys, the pytest plugin's options)."""
+    return rename_flags(_phrased(text) if terms is SHOWN else text, terms)
 
 
 def outcome_shown(outcome: RunOutcome, terms: Mapping[str, str] = SHOWN) -> RunOutcome:
@@ -117,10 +118,11 @@ def _row_shown(row: BenchmarkResult, terms: Mapping[str, str]) -> BenchmarkResul
         suspect=maybe(row.suspect), skipped=maybe(row.skipped))
 
 
-def comparison_shown(judged: Comparison) -> Comparison:
+def comparison_shown(judged: Comparison, terms: Mapping[str, str] = SHOWN) -> Comparison:
     """Return a comparison as a Python caller is shown it: its notes and each row's reason
-    in Python's terms (for display only, as outcome_shown; a threshold's source, a name
-    the summary reads, is the renderer's to name: flags_named)."""
-    rows = tuple(dataclasses.replace(row, reason=said(row.reason)) for row in judged.rows)
-    return dataclasses.replace(judged, rows=rows, notes=tuple(said(n) for n in judged.notes),
-                               setting_changes=tuple(said(c) for c in judged.setting_changes))
+    in Python's terms, or in terms (for display only, as outcome_shown; a threshold's
+    source, a name the summary reads, is the renderer's to name: flags_named)."""
+    rows = tuple(dataclasses.replace(row, reason=said(row.reason, terms)) for row in judged.rows)
+    return dataclasses.replace(
+        judged, rows=rows, notes=tuple(said(n, terms) for n in judged.notes),
+        setting_changes=tuple(said(c, terms) for c in judged.setting_changes))

@@ -9,13 +9,16 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
 
+from cudabench.common.flag_terms import rename_flags
+
 _names: ContextVar[Mapping[str, str]] = ContextVar("flag_names",
                                                    default=MappingProxyType({}))
 
 
-def named(flag: str) -> str:
-    """Return how the reader of what is being rendered names flag."""
-    return _names.get().get(flag, flag)
+def named(text: str) -> str:
+    """Return a flag, or a text naming flags ("capped at 25% (--max-threshold)"), as the
+    reader of what is being rendered names them."""
+    return rename_flags(text, _names.get())
 
 
 @contextlib.contextmanager
