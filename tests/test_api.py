@@ -192,6 +192,26 @@ def test_numpy_integers_are_integers(use_fake):
     assert [(r.shape[0], r.dtype) for r in swept] == [(32, "float64"), (48, "float64")]
 
 
+def test_numpy_numbers_are_numbers_in_timing_and_run_too(use_fake, tmp_path):
+    # size, params and seed took NumPy's numbers; TimingPolicy, keep_workers and energy
+    # refused them ("expected a whole number"), np.float32 seconds too
+    import json
+
+    import numpy as np
+
+    timing = cb.TimingPolicy(warmup_s=np.float32(0.0), min_samples=np.int64(10),
+                             max_time_s=np.float32(0.1), precision=np.float32(0.01),
+                             rounds=np.int64(2))
+    assert type(timing.min_samples) is int and type(timing.max_time_s) is float
+    results = cb.run("matmul", variants="naive", size=32, vendor=False, timing=timing,
+                     keep_workers=np.int64(5), energy=np.int64(1), json=tmp_path / "r.json")
+    assert results.row("naive").rounds == 2
+    assert "--min-samples 10" in " ".join(results.command)
+    json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    with pytest.raises(UsageError, match=r"min_samples .*2\.5.*: expected a whole number"):
+        cb.run("matmul", size=32, timing=cb.TimingPolicy(min_samples=np.float64(2.5)))
+
+
 def test_records_of_a_row_that_wrote_nothing_are_json(use_fake):
     # rel_error inf (no element written) made to_records() no JSON (Infinity)
     import json
@@ -322,6 +342,7 @@ def test_compare_gives_the_verdicts_and_exit_code_of_the_command(use_fake, tmp_p
 
 @pytest.mark.parametrize(("threshold", "message"), [
     ("5", "bare number"), ("fast", "expected a percentage"), (True, "threshold True"),
+    (5, "threshold 5: a bare number"),  # named as given: it was '5.0'
 ])
 def test_compare_refuses_a_bad_threshold(use_fake, threshold, message):
     results = run_tiled()

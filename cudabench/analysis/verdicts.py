@@ -113,8 +113,9 @@ class Comparison:
         return ExitCode.REGRESSION if failed else ExitCode.OK
 
 
-def parse_threshold(text: str, flag: str = "--threshold") -> float:
-    """Parse a threshold flag ("5%", "5 %" or the fraction "0.05") into a fraction."""
+def parse_threshold(text: str | float, flag: str = "--threshold") -> float:
+    """Parse a threshold flag ("5%", "5 %" or the fraction "0.05"), or compare()'s number
+    (named as given: 5, not '5'), into a fraction."""
     raw = str(text).strip()
     percent = raw.endswith("%")
     number = raw[:-1].strip() if percent else raw

@@ -152,10 +152,7 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
                              "'5%' or a fraction such as 0.05")
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
         raise UsageError(f"alpha {alpha!r}: expected a number between 0 and 1")
-    # NumPy's numbers as Python's (np.float32(0.05) was refused, np.float64 taken)
-    threshold = threshold if isinstance(threshold, str) else float(threshold)
-    max_threshold = max_threshold if isinstance(max_threshold, str) else str(float(max_threshold))
-    alpha = float(alpha)
+    from cudabench.analysis.verdicts import parse_threshold
     from cudabench.cli.compare import (
         check_thresholds,
         judge,
@@ -163,7 +160,17 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
         refuse_the_same_run,
     )
 
-    check_thresholds(str(threshold), str(max_threshold))  # named before files are read
+    # NumPy's numbers as Python's (np.float32(0.05) was refused, np.float64 taken), each
+    # checked as given: a bare 5 is named 5 (the text '5.0' is not what the caller gave)
+    texts = []
+    for value, flag in ((threshold, "--threshold"), (max_threshold, "--max-threshold")):
+        if not isinstance(value, str):
+            value = int(value) if isinstance(value, numbers.Integral) else float(value)
+            parse_threshold(value, flag)
+        texts.append(str(value))
+    threshold, max_threshold = texts
+    alpha = float(alpha)
+    check_thresholds(threshold, max_threshold)  # named before files are read
     files = _file(baseline, "baseline"), _file(current, "current")
     if isinstance(baseline, (str, os.PathLike)) and isinstance(current, (str, os.PathLike)):
         refuse_the_same_run(Path(baseline), Path(current), files)  # as the command does

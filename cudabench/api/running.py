@@ -94,7 +94,7 @@ def _extra_insight(full_check: Any, counters: Any, energy: Any, transfers: Any,
                          "(a comma-separated text or a list)")
     if isinstance(energy, bool):
         seconds = str(ENERGY_DEFAULT_S) if energy else None
-    elif isinstance(energy, (int, float)):
+    elif isinstance(energy, numbers.Real):  # NumPy's too
         seconds = repr(float(energy))  # --energy's own check refuses <= 0, nan, inf
     else:
         raise UsageError(f"energy {energy!r}: expected True, or seconds of launches")
@@ -277,11 +277,12 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
 
 def _seconds(value: Any, name: str) -> float:
     """Return value as seconds an idle worker is kept (0 to 86400), else UsageError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            math.isfinite(value) and 0 <= value <= 86400):
+    seconds = float(value) if isinstance(value, numbers.Real) else None  # NumPy's too
+    if isinstance(value, bool) or seconds is None or not (
+            math.isfinite(seconds) and 0 <= seconds <= 86400):
         raise UsageError(f"{name} {value!r}: expected the seconds an idle worker is kept, "
                          "0 to 86400")
-    return float(value)
+    return seconds
 
 
 def _keep_flag(seconds: float) -> list[str]:

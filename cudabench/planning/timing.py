@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,18 @@ class TimingPolicy:
     # between two rows then averages the placement and drift that one round would give one
     # row and not the other.
     rounds: int = 1
+
+    def __post_init__(self) -> None:
+        """Take NumPy's numbers as Python's (a notebook's often are): np.int64(10) samples
+        or np.float32(0.1) seconds were refused, and could not be written to JSON."""
+        for name in ("min_samples", "max_samples", "rounds"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+                object.__setattr__(self, name, int(value))
+        for name in ("warmup_s", "precision", "max_time_s", "timeout_s", "compile_timeout_s"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Real) and not isinstance(value, (bool, int, float)):
+                object.__setattr__(self, name, float(value))
 
     @property
     def sampling_budget_s(self) -> float:
