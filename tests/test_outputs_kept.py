@@ -733,7 +733,7 @@ def test_a_best_out_that_cannot_be_written_costs_not_the_record(use_fake, tmp_pa
         raise UsageError(f"{flag} {path}: cannot write: [Errno 28] No space left")
 
     monkeypatch.setattr("cudabench.common.outfiles.write_text", full)
-    monkeypatch.setattr(best, "suite_text", lambda choices, plans: "suite")
+    monkeypatch.setattr(best, "suite_text", lambda *args, **kwargs: "suite")
     db = tmp_path / "h.db"
     done = invoke("matmul", "--size", "32", *QUICK, "--variant", "naive", "-p", "TILE=8,16",
                   "--best", "--best-out", tmp_path / "best.toml", "--record", "--db", db,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import time
+from pathlib import Path
 
 import pytest
 import tomllib
@@ -221,16 +223,37 @@ def test_best_re_measures_in_the_runs_warm_worker(use_fake, monkeypatch):
 
 def test_best_out_names_the_kernels_dirs_its_winners_came_from(use_fake, tmp_path,
                                                                 monkeypatch):
-    from pathlib import Path
-
     examples = Path(__file__).parents[1] / "examples" / "softmax"
     out = tmp_path / "best.toml"
     done = invoke("softmax", "--kernels-dir", str(examples), "--size", "64x64", *QUICK,
                   "--best", "--best-out", str(out))
     assert done.exit_code == 0, done.output
-    assert tomllib.loads(out.read_text())["kernels_dirs"] == [str(examples.resolve())]
+    # relative to the suite's folder, as a suite reads it (here climbing out of tmp_path)
+    assert tomllib.loads(out.read_text())["kernels_dirs"] == [
+        Path(os.path.relpath(examples.resolve(), tmp_path.resolve())).as_posix()]
     monkeypatch.chdir(tmp_path)  # run from elsewhere: the suite finds its op by itself
     rerun = invoke("run", str(out), "--no-vendor")
+    assert rerun.exit_code == 0, rerun.output
+
+
+def test_best_out_suite_runs_its_own_kernels_once_the_checkout_moves(use_fake, tmp_path,
+                                                                       monkeypatch):
+    # kernels_dirs was absolute: the committed suite of a moved checkout failed (no such
+    # directory), and a second copy silently ran the first one's kernels
+    import shutil
+
+    from helpers import MATMUL_HEADER, write_kernel
+
+    write_kernel(tmp_path / "projA" / "my_kernels" / "matmul", "mine", MATMUL_HEADER)
+    monkeypatch.chdir(tmp_path / "projA")
+    done = invoke("matmul", "--kernels-dir", "my_kernels", "--variant", "mine", "--size", "32",
+                  "--tile", "8,16", *QUICK, "--best", "--best-out", "cudabench.toml")
+    assert done.exit_code == 0, done.output
+    assert tomllib.loads(Path("cudabench.toml").read_text())["kernels_dirs"] == ["my_kernels"]
+    monkeypatch.chdir(tmp_path)
+    shutil.move(tmp_path / "projA", tmp_path / "projB")
+    monkeypatch.chdir(tmp_path / "projB")
+    rerun = invoke("run", "--no-vendor")
     assert rerun.exit_code == 0, rerun.output
 
 
@@ -249,8 +272,7 @@ def test_best_out_names_the_folder_given_for_a_kernel_directly_in_it(use_fake, t
                       "--size", "64", "--tile", "8,16", *QUICK, "--best", "--strategy",
                       "brute", "--best-out", str(out))
         assert done.exit_code == 0, done.output
-        assert tomllib.loads(out.read_text())["kernels_dirs"] == [
-            str((tmp_path / "kd").resolve())], attempt
+        assert tomllib.loads(out.read_text())["kernels_dirs"] == ["kd"], attempt
         assert invoke("run", str(out), "--no-vendor").exit_code == 0
     assert "1 from the tuning cache" in done.stderr or "2 from the tuning cache" in done.stderr
     assert not (tmp_path / "ran").exists()

@@ -9,6 +9,7 @@ samples decide. The winners can be written as suite entries (--best-out).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -210,8 +211,9 @@ def failed_text(row: BenchmarkResult) -> str:
             f"({failure_text(row)}): not a candidate")
 
 
-def suite_text(choices: Sequence[Choice], plans: Sequence[Plan]) -> str:
-    """Return the winners as cudabench.toml [[benchmark]] entries (ties noted)."""
+def suite_text(choices: Sequence[Choice], plans: Sequence[Plan], out: Path | None = None) -> str:
+    """Return the winners as cudabench.toml [[benchmark]] entries (ties noted), for the file
+    out (its kernels_dirs are written relative to out's folder)."""
     # WRITTEN_BY heads it: an output may replace such a file, never a suite of the user's
     lines = [f"{WRITTEN_BY} --best: the fastest passing configuration per variant",
              "# and size. Paste into cudabench.toml, or run it: cudabench run FILE", ""]
@@ -225,7 +227,8 @@ def suite_text(choices: Sequence[Choice], plans: Sequence[Plan]) -> str:
                       f"cudabench run FILE {' '.join(flags)}"]
     folders = kernel_folders(choices, plans)
     if folders:  # the --kernels-dir folders the winners came from: the suite runs as it is
-        lines += [f"kernels_dirs = [{', '.join(_toml_string(str(f)) for f in folders)}]", ""]
+        names = ", ".join(_toml_string(_relative(f, out)) for f in folders)
+        lines += [f"kernels_dirs = [{names}]  # relative to this file's folder", ""]
     lines += _timing_table(plans)
     # the inputs and the check the search measured with (one command: one of each)
     seeds = {plan.seed for plan in plans}
@@ -269,14 +272,29 @@ def _timing_table(plans: Sequence[Plan]) -> list[str]:
 
 
 def kernel_folders(choices: Sequence[Choice], plans: Sequence[Plan]) -> list[Path]:
-    """Return the --kernels-dir folders of the runs the winners came from, absolute, so that
-    the suite finds its kernels and ops as the run did: the folders given, never one
-    guessed from a kernel's path (a kernel directly in its folder named the folder above,
-    whose every .py the suite then imported). None for the built-in kernels alone."""
+    """Return the --kernels-dir folders of the runs the winners came from, absolute (the
+    suite names them relative to itself: _relative), so that the suite finds its kernels
+    and ops as the run did: the folders given, never one guessed from a kernel's path (a
+    kernel directly in its folder named the folder above, whose every .py the suite then
+    imported). None for the built-in kernels alone."""
     won = {(choice.op, choice.variant) for choice in choices}
     return sorted({folder.resolve() for plan in plans for folder in plan.kernels_dirs
                    if any((plan.op.name, planned.variant.name) in won
                           for planned in plan.variants)})
+
+
+def _relative(folder: Path, out: Path | None) -> str:
+    """Return folder as a suite at out names it: relative to out's folder, as a suite reads
+    kernels_dirs, with / (the suite is committed and read on any system)."""
+    if out is None:
+        return str(folder)
+    # relative always, even for a folder outside the project (../../shared): a checkout
+    # moved or copied with its kernels still runs its own; an absolute path ran the first
+    # checkout's kernels from a copy and passed, or failed once that one moved
+    try:
+        return Path(os.path.relpath(folder, out.resolve().parent)).as_posix()
+    except ValueError:  # another drive on Windows: no relative path exists
+        return str(folder)
 
 
 def _toml_string(text: str) -> str:
@@ -313,7 +331,7 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
         stderr.print(text, markup=False, highlight=False, style="red")
     if best_out is not None:
         if choices:
-            path, text = best_out, suite_text(choices, plans)
+            path, text = best_out, suite_text(choices, plans, out=best_out)
             if writes is not None:
                 writes.attempt(lambda: write_text(path, text, "--best-out"))
             else:
