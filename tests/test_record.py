@@ -146,6 +146,53 @@ def test_the_suite_named_or_not_is_one_command_to_the_missing_check():
     assert comparable_key('{"not": "a list"}') == '{"not": "a list"}'
 
 
+def test_pyproject_suite_named_or_not_is_one_command_where_bare_run_loads_it(tmp_path,
+                                                                              monkeypatch):
+    # only cudabench.toml was dropped: a suite in pyproject.toml's [tool.cudabench] that
+    # dropped a kernel passed `run pyproject.toml --record --check` after bare `run`s
+    from cudabench.history.records import command_key, comparable_key
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.cudabench]\n")
+    forms = [["cudabench", "run"], ["cudabench", "run", "pyproject.toml"],
+             ["cudabench", "run", "./pyproject.toml", "--record"]]
+    assert len({comparable_key(command_key(form)) for form in forms}) == 1
+    (tmp_path / "cudabench.toml").write_text("")  # what bare `run` loads now
+    assert comparable_key(command_key(forms[1])) != comparable_key(command_key(forms[0]))
+    assert comparable_key(command_key(["cudabench", "run", "cudabench.toml"])) == \
+        comparable_key(command_key(forms[0]))
+
+
+def as_typed(monkeypatch, *args: str):
+    """Invoke the CLI with args as the command its results file records (sys.argv)."""
+    monkeypatch.setattr("sys.argv", ["cudabench", *map(str, args)])
+    return invoke(*map(str, args))
+
+
+DOT_SUITE = ("[timing]\nmax_time = 0.05\nmin_samples = 8\nwarmup = 0\n\n"
+             '[[benchmark]]\nop = "dot"\nsize = "1000"\nvariants = {}\n')
+
+
+def test_a_kernel_dropped_from_a_pyproject_suite_is_missing_when_the_suite_is_named(
+        use_fake, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    suite = tmp_path / "pyproject.toml"
+    suite.write_text(DOT_SUITE.replace("[timing]", "[tool.cudabench.timing]")
+                     .replace("[[benchmark]]", "[[tool.cudabench.benchmark]]")
+                     .format('["atomic", "shared_tree"]'))
+    for seed in range(3):
+        at_commit(monkeypatch, f"{seed:040x}")
+        use_fake(seed=seed)
+        assert as_typed(monkeypatch, "run", "--no-vendor", "--record", "--db", "h.db"
+                        ).exit_code == 0
+    suite.write_text(suite.read_text().replace('"atomic", "shared_tree"', '"atomic"'))
+    at_commit(monkeypatch, "f" * 40)
+    use_fake(seed=9)
+    done = as_typed(monkeypatch, "run", "pyproject.toml", "--no-vendor", "--record", "--check",
+                    "--db", "h.db")
+    assert done.exit_code == 1 and "missing" in done.stdout, done.output
+
+
 def test_check_needs_record(use_fake):
     done = invoke("dot", "--check")
     assert done.exit_code == 2 and "--record" in done.stderr

@@ -239,15 +239,18 @@ def unflushed_key(key: str) -> str:
 
 
 DEFAULT_SUITE = "cudabench.toml"  # what `cudabench run` finds with no file named
+PYPROJECT = "pyproject.toml"  # its [tool.cudabench], found where there is no DEFAULT_SUITE
+# (cli/suite.py find_config)
 
 
 def comparable_key(key: str) -> str:
     """Return a command_key as the missing-kernel check compares it, so that a job that
     dropped a slow kernel cannot pass by rewording its command: `run`, `run cudabench.toml`
-    and `run ./cudabench.toml` are one command; `--device N` (the GPU model is compared
-    apart) and a benchmark command's `--l2-flush clean` (its default) are left out; and the
-    options are taken in any order. A key cudabench did not write (a hand-edited store) is
-    only itself."""
+    and `run ./cudabench.toml` are one command (and `run pyproject.toml` where no
+    cudabench.toml is in the working folder: bare `run` loads it); `--device N` (the GPU
+    model is compared apart) and a benchmark command's `--l2-flush clean` (its default) are
+    left out; and the options are taken in any order. A key cudabench did not write (a
+    hand-edited store) is only itself."""
     try:
         words = json.loads(key)
     except (ValueError, TypeError, RecursionError):
@@ -260,8 +263,12 @@ def comparable_key(key: str) -> str:
     if len(words) < 2:  # `pytest -q`: the session's command alone
         return json.dumps(words)
     if words[1] == "run":
+        # the suite bare `run` loads here: a key's words are relative to the working
+        # folder, which the check shares with the run it checks
+        defaults = {DEFAULT_SUITE} if os.path.isfile(DEFAULT_SUITE) else {DEFAULT_SUITE,
+                                                                          PYPROJECT}
         suites = [os.path.normpath(w) if w.endswith(".toml") else w for w in words]
-        words = [w for w in suites if w != DEFAULT_SUITE]
+        words = [w for w in suites if w not in defaults]
     # --device and its one value, and a benchmark command's default flush, left out
     # before the words are grouped: a suite file after `--device 1` must not go with them
     rest: list[str] = []
