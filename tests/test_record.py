@@ -193,6 +193,41 @@ def test_a_kernel_dropped_from_a_pyproject_suite_is_missing_when_the_suite_is_na
     assert done.exit_code == 1 and "missing" in done.stdout, done.output
 
 
+def test_a_kernel_dropped_after_calibrate_is_missing(use_fake, tmp_path, monkeypatch):
+    # calibrate's runs were recorded as `calibrate --runs 5`, another command than the
+    # suite's `run`: after it, a dropped kernel passed `run --record --check`
+    import itertools
+
+    from cudabench.engines.fake_engine import FakeSpec
+
+    seeds = itertools.count(1)
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec",
+                        lambda device: FakeSpec(device_index=device, seed=next(seeds)))
+    monkeypatch.chdir(tmp_path)
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text(DOT_SUITE.format('["atomic", "shared_tree"]'))
+    at_commit(monkeypatch, "a" * 40)
+    assert as_typed(monkeypatch, "calibrate", "--runs", "5", "--db", "h.db").exit_code == 0
+    kept = next((tmp_path / ".cudabench" / "runs").glob("calibrate-*-5.json"))
+    assert json.loads(kept.read_text())["command"] == ["cudabench", "run"]
+    suite.write_text(DOT_SUITE.format('["atomic"]'))
+    at_commit(monkeypatch, "f" * 40)
+    done = as_typed(monkeypatch, "run", "--record", "--check", "--db", "h.db")
+    assert done.exit_code == 1 and "missing" in done.stdout, done.output
+
+
+def test_a_store_s_older_calibrate_runs_are_the_suite_s_run():
+    # stores that hold calibrate's runs under its own words get the missing check too
+    from cudabench.history.records import command_key, comparable_key
+
+    run = comparable_key(command_key(["cudabench", "run", "--kernels-dir", "k"]))
+    for older in (["cudabench", "calibrate", "--runs", "5", "--kernels-dir", "k"],
+                  ["cudabench", "calibrate", "cudabench.toml", "--runs=7", "--db", "h.db",
+                   "--kernels-dir", "k"]):
+        assert comparable_key(command_key(older)) == run, older
+    assert comparable_key(command_key(["cudabench", "calibrate", "other.toml"])) != run
+
+
 def test_check_needs_record(use_fake):
     done = invoke("dot", "--check")
     assert done.exit_code == 2 and "--record" in done.stderr

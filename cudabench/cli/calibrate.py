@@ -53,6 +53,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     commands.engine_spec(device).count_devices()
     worst = 0
     kept: Path | None = None
+    argv = run_argv(config, kernels_dirs, device, l2_flush)
     for index in range(runs):
         terminal.stderr_console().print(f"calibrate: run {index + 1} of {runs}", markup=False)
         kept = RUNS_DIR / f"{stamp}-{index + 1}.json"
@@ -63,7 +64,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
                              f"files: {exc.strerror or exc}; run it from a folder you can "
                              "write to") from None
         outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None,
-                          inputs=(path,))
+                          inputs=(path,), argv=argv)
         worst = max(worst, run_and_render(requests, device, outputs))
     assert kept is not None  # runs >= 3
     last = load_results(kept)
@@ -82,3 +83,15 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
                          ("benchmark", "params", "shape", "dtype", "gate", "from"), rows,
                          terminal.stdout_console())
     return worst
+
+
+def run_argv(config: Path | None, kernels_dirs: tuple[Path, ...], device: int,
+             l2_flush: str | None) -> list[str]:
+    """Return the `cudabench run` command calibrate's runs are recorded as: the history
+    gate's command key, under which `run --record --check` of the suite finds them (as
+    `calibrate --runs 5` they were another command, and a kernel dropped since was not
+    missing). Its --no-batch is left out: the batch time is not what the gate compares."""
+    return ["run", *([str(config)] if config is not None else []),
+            *(word for folder in kernels_dirs for word in ("--kernels-dir", str(folder))),
+            *(["--device", str(device)] if device else []),
+            *(["--l2-flush", l2_flush] if l2_flush is not None else [])]

@@ -243,11 +243,24 @@ PYPROJECT = "pyproject.toml"  # its [tool.cudabench], found where there is no DE
 # (cli/suite.py find_config)
 
 
+def _without_runs(words: list[str]) -> list[str]:
+    """Return calibrate's words without its --runs N (cli/calibrate.py run_argv)."""
+    kept: list[str] = []
+    remaining = iter(words)
+    for word in remaining:
+        if word == "--runs":
+            next(remaining, None)
+        elif not word.startswith("--runs="):
+            kept.append(word)
+    return kept
+
+
 def comparable_key(key: str) -> str:
     """Return a command_key as the missing-kernel check compares it, so that a job that
     dropped a slow kernel cannot pass by rewording its command: `run`, `run cudabench.toml`
     and `run ./cudabench.toml` are one command (and `run pyproject.toml` where no
-    cudabench.toml is in the working folder: bare `run` loads it); `--device N` (the GPU
+    cudabench.toml is in the working folder: bare `run` loads it; and `calibrate`, whose
+    runs a store before run_argv keeps under its own words); `--device N` (the GPU
     model is compared apart) and a benchmark command's `--l2-flush clean` (its default) are
     left out; and the options are taken in any order. A key cudabench did not write (a
     hand-edited store) is only itself."""
@@ -262,6 +275,8 @@ def comparable_key(key: str) -> str:
     words = json.loads(command_key(words) or "[]")
     if len(words) < 2:  # `pytest -q`: the session's command alone
         return json.dumps(words)
+    if words[1] == "calibrate":  # a store's older calibrate runs: the suite's `run`
+        words = ["cudabench", "run", *_without_runs(words[2:])]
     if words[1] == "run":
         # the suite bare `run` loads here: a key's words are relative to the working
         # folder, which the check shares with the run it checks
