@@ -788,6 +788,21 @@ def test_report_names_what_each_run_named_in_its_warnings(tmp_path):
             assert (f"try {named}" in page) == shown
 
 
+def test_report_of_an_ab_file_names_ab_s_samples_flag(tmp_path):
+    # it advised "raise --max-samples", a flag ab does not have (its --samples is the cap)
+    document = json.loads(FILES[2].read_text(encoding="utf-8"))
+    document["benchmarks"][0]["warnings"] = [
+        "noisy: at the --max-samples cap of 9 samples; raise --max-samples"]
+    path = write_json(tmp_path / "ab.json",
+                      {**document, "command": ["cudabench", "ab", "A", "B", "--samples", "9"]})
+    result = invoke("report", path, "--html", tmp_path / "r.html")
+    assert result.exit_code == 0, result.stderr
+    page = html.unescape((tmp_path / "r.html").read_text(encoding="utf-8"))
+    for shown in (result.stderr, page):
+        assert "at the --samples cap of 9 samples; raise --samples" in shown
+        assert "--max-samples" not in shown
+
+
 def test_plot_roofline_of_failed_rows_says_they_failed(tmp_path, use_fake):
     # every dot variant FAILed: the error blamed the op ("a copy or a transpose does no
     # arithmetic"), though dot counts FLOPs

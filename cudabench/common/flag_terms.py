@@ -28,12 +28,19 @@ RUN_SUITE_KEYS = {**{flag: key for flag, key in SUITE_KEYS.items()
                   "--hot": "hot = true"}
 
 
+# What `cudabench ab` calls the sample counts: one --samples, both the minimum and the cap
+# (a row's "raise --max-samples" named a flag ab does not have).
+AB_FLAGS = {"--min-samples": "--samples", "--max-samples": "--samples"}
+
+
 def terms_of_file(command: object) -> Mapping[str, str] | None:
     """Return what a results file's warnings named when its run showed them, by its
     `command` field: a suite's keys for `cudabench run` and `calibrate` (a suite file's
-    runs), else None (the flags themselves)."""
+    runs), ab's --samples for `cudabench ab`, else None (the flags themselves)."""
     if isinstance(command, list) and command[1:2] in (["run"], ["calibrate"]):
         return RUN_SUITE_KEYS
+    if isinstance(command, list) and command[1:2] == ["ab"]:
+        return AB_FLAGS
     return None
 
 
