@@ -714,3 +714,12 @@ def test_sampling_ends_within_the_timeout_whatever_max_time_says(use_fake):
         "--max-time under it" in said, said
     planned = invoke("dot", "--dry-run", "--max-time", "30", "--timeout", "2")
     assert "or after 1.36 s (--max-time, held under --timeout)" in planned.stdout
+
+
+def test_a_suite_s_dry_run_names_its_timing_keys(tmp_path):
+    # the line named --max-time and --timeout, flags `run` does not have
+    suite = tmp_path / "s.toml"
+    suite.write_text('[timing]\nmax_time = 30\ntimeout = 2\n\n[[benchmark]]\nop = "dot"\n')
+    planned = invoke("run", str(suite), "--dry-run")
+    said = " ".join(planned.stdout.split())
+    assert "or after 1.36 s (timing.max_time, held under timing.timeout)" in said, said

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from cudabench.catalog import KernelVariant
 from cudabench.catalog.variants import Arch, parse_arch
+from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
 from cudabench.common.units import format_bytes, params_text, shape_text
 from cudabench.engines.compile_pool import CompilePool
 from cudabench.engines.cubin import entry_points
@@ -86,11 +87,13 @@ def timing_lines(plans: Sequence[Plan]) -> list[str]:
         flush = "hot L2 (no flush)" if plan.hot else f"cold L2 ({plan.l2_flush} flush)"
         rounds = (f"; {t.rounds} rounds a benchmark, its rows taking turns on buffers placed "
                   "afresh, pooled" if t.rounds > 1 else "")
+        held = " (--max-time, held under --timeout)"
+        if plan.entry:  # a suite's entry: its [timing] keys, as its errors name them
+            held = rename_flags(held, SUITE_KEYS)
         text = (f"warm-up {t.warmup_s:g} s; {t.min_samples}-{t.max_samples} samples a "
                 f"variant, until the median is known to ±{t.precision:.2%} or after "
                 f"{t.sampling_budget_s:g} s"
-                + (" (--max-time, held under --timeout)"
-                   if t.sampling_budget_s < t.max_time_s else "") + f"; {flush}{rounds}")
+                + (held if t.sampling_budget_s < t.max_time_s else "") + f"; {flush}{rounds}")
         ways.setdefault(text, []).append(f"{plan.op.name} {shape_text(plan.shape)}")
     if len(ways) == 1:
         return [f"timing: {text}" for text in ways]
