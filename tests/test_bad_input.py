@@ -104,6 +104,8 @@ def test_bad_flags_are_one_line(no_gpu_work, tmp_path, args, says):
     ("min_samples = 1.5", "timing.min_samples: expected a whole number, not 1.5"),
     ("max_samples = 1.7", "timing.max_samples: expected a whole number, not 1.7"),
     ("max_samples = 1e300", "timing.max_samples must be at most 1,000,000,000"),
+    # it blamed max_samples, which the suite did not set
+    ("min_samples = 1e30", "timing.min_samples must be at most 1,000,000,000"),
     ("", 'dtypes: an empty list names none, e.g. dtypes = ["float32", "float16"]'),
 ])
 def test_a_suite_s_timing_is_held_to_the_flags_rules(tmp_path, timing, says):

@@ -76,6 +76,9 @@ class TimingPolicy:
         checks = [
             (self.warmup_s >= 0, "--warmup must be >= 0 seconds"),
             (self.min_samples >= 1, "--min-samples must be >= 1"),
+            # before the order of the two: 1e30 alone blamed --max-samples, left as it was
+            (self.min_samples <= MAX_SAMPLE_COUNT, f"--min-samples must be at most "
+             f"{MAX_SAMPLE_COUNT:,} (--max-time ends sampling long before)"),
             (self.max_samples >= self.min_samples, "--max-samples must be >= --min-samples"),
             # 1e300 in a suite printed a 300-digit count: no budget reaches this many
             (self.max_samples <= MAX_SAMPLE_COUNT, f"--max-samples must be at most "
