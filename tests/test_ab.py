@@ -562,6 +562,25 @@ def test_ab_stopped_inside_a_row_s_write_keeps_its_rows(marked, tmp_path, monkey
     assert set(rows) == {"naive@A", "naive@B"}, rows
 
 
+def test_ab_stopped_while_its_verdicts_print_keeps_them_in_its_markdown(marked, tmp_path,
+                                                                         monkeypatch):
+    # --markdown was written after the table printed: a SIGTERM while it printed (a reader
+    # that stalled) lost every verdict, unsaid
+    import cudabench.cli.ab as ab
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab.terminal, "render_rows", stopped)
+    old = folder(tmp_path / "old", ["naive"])
+    summary = tmp_path / "ab.md"
+    result = invoke(old, old, *FAST, "--rounds", "6", "--markdown", summary)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    assert "| matmul/naive |" in summary.read_text(encoding="utf-8")
+    assert f"the run stopped after measuring: its verdicts are in {summary} (--markdown)" in \
+        " ".join(result.stderr.split())
+
+
 def test_ab_stopped_before_any_row_leaves_no_file(marked, tmp_path, monkeypatch):
     # an empty file marked incomplete was left, and refused the next run to its path
     import cudabench.cli.ab as ab

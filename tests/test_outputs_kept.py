@@ -276,6 +276,51 @@ def test_a_stopped_run_without_a_results_file_keeps_its_rows_in_its_reports(
         "it away or delete it first" in " ".join(again.stderr.split())
 
 
+def test_a_run_stopped_while_its_tables_print_keeps_every_row_in_its_reports(
+        use_fake, tmp_path, monkeypatch):
+    # SIGTERM while the tables printed (a reader that stalled): the reports were written
+    # after the tables, and nothing kept the rows measured
+    from cudabench.cli import commands
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(commands.terminal, "render_run", stopped)
+    md, csv = tmp_path / "x.md", tmp_path / "x.csv"
+    done = invoke("matmul", "--size", "64,128", *QUICK, "--variant", "naive", "--markdown", md,
+                  "--csv", csv)
+    assert done.exit_code == 130, done.output
+    assert len(csv.read_text().splitlines()) == 3 and "128x128x128" in md.read_text()
+    assert f"the run stopped after measuring: its 2 rows are in {md} (--markdown), {csv} " \
+        "(--csv)" in " ".join(done.stderr.split())
+
+
+def test_a_run_stopped_before_its_reports_are_written_keeps_its_rows_in_them(
+        use_fake, tmp_path, monkeypatch):
+    # the stop lands after measuring, before the report is written: kept as a stopped
+    # run's (the stop's own save renders them again)
+    import cudabench.render.markdown as markdown
+
+    real, calls = markdown.run_to_markdown, []
+
+    def first_stopped(outcome):
+        calls.append(outcome)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(outcome)
+
+    monkeypatch.setattr(markdown, "run_to_markdown", first_stopped)
+    md, csv = tmp_path / "x.md", tmp_path / "x.csv"
+    done = invoke("matmul", "--size", "64,128", *QUICK, "--variant", "naive", "--markdown", md,
+                  "--csv", csv)
+    assert done.exit_code == 130, done.output
+    text = " ".join(done.stderr.split())
+    assert f"the run stopped: 2 of its rows are in {md} (--markdown)" in text, text
+    assert f"the run stopped: 2 of its rows are in {csv} (--csv)" in text, text
+    assert "incomplete: the run stopped" in md.read_text()
+    assert len(csv.read_text().splitlines()) == 3
+
+
 def test_a_stopped_run_s_partial_rows_are_never_written_over(use_fake, tmp_path):
     # The stopped run said its rows are in old.json.partial: the next run to old.json must
     # not stream over them (and then delete them) before anything is measured.

@@ -44,7 +44,7 @@ from cudabench.planning.plan import Insight, Plan, Request, make_plan
 from cudabench.planning.timing import TimingPolicy
 from cudabench.runner.workers import finish_closing
 from cudabench.ops import Op, load_ops
-from cudabench.common.outfiles import check_outputs, write_text
+from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
 from cudabench.render.markdown import markdown_cell
@@ -285,6 +285,28 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
             commands.note(writer.kept_note)
     gpu = next((r.device.name for r in outcome.results if r.device is not None), "")
     title = f"cudabench ab: A {old_dir} | B {new_dir}"
+    writes, saved = EachWritten(), False
+    try:
+        if markdown_path is not None:  # before the table: a stop while it prints keeps it
+            text = to_markdown(run, title, gpu)
+            writes.attempt(lambda: write_text(markdown_path, text, "--markdown"))
+            saved = not writes.errors
+        _print_verdicts(run, title, gpu)
+        writes.raise_any()  # a full disk: said once the verdicts are shown
+    except BaseException as exc:
+        if saved and isinstance(exc, KeyboardInterrupt):
+            commands.note(f"the run stopped after measuring: its verdicts are in "
+                          f"{markdown_path} (--markdown)")
+        if write_error is not None:
+            commands.note(write_error)
+        raise
+    if write_error is not None:
+        raise ResultsNotWritten(write_error)
+    return int(run.exit_code)
+
+
+def _print_verdicts(run: ABRun, title: str, gpu: str) -> None:
+    """Print the verdicts' table, the variants not judged, and the summary on stdout."""
     console = terminal.stdout_console()
     if run.results:  # none: B lacks every variant compared (the listing says so)
         # A narrow terminal's notes give the reasons of the rows that are not 'same'.
@@ -298,16 +320,6 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     for line in listing_lines(run):
         console.print(line, markup=False, soft_wrap=soft)
     console.print(summary_text(run, gpu), markup=False, soft_wrap=soft)
-    if markdown_path is not None:
-        try:
-            write_text(markdown_path, to_markdown(run, title, gpu), "--markdown")
-        except BaseException:
-            if write_error is not None:
-                commands.note(write_error)
-            raise
-    if write_error is not None:
-        raise ResultsNotWritten(write_error)
-    return int(run.exit_code)
 
 
 def _pairing(sides: tuple[Side, Side], ops: Sequence[str]

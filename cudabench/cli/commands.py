@@ -394,9 +394,12 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     code. Stopped before its run is recorded (Ctrl-C, SIGTERM while the tables print, a
     full disk), it says where the run's results are and how to record them."""
     recorded: list[bool] = []  # set once --record has put the run in its store
+    reported: dict[str, bool] = {}  # by flag, each report tried: whether it was written
     try:
-        return _show(measured, device, outputs, recorded)
-    except BaseException:
+        return _show(measured, device, outputs, recorded, reported)
+    except BaseException as exc:
+        if measured.writer is None:  # no results file: the reports keep the rows
+            _keep_shown(measured.outcome, outputs, reported, isinstance(exc, KeyboardInterrupt))
         if outputs.record and measured.json_path is not None and not recorded:
             note(f"the run's results are in {measured.json_path}, not recorded: record "
                  f"them with `cudabench history import {measured.json_path} --db "
@@ -404,14 +407,48 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
         raise
 
 
-def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool]) -> int:
-    """show, noting in recorded when the run is in its store."""
+def _keep_shown(outcome: RunOutcome, outputs: Outputs, reported: dict[str, bool],
+                stopped: bool) -> None:
+    """Keep the rows of a run stopped (or failed) while shown, with no results file: in
+    the reports not tried yet, as a stopped run's; and, stopped, say which hold them."""
+    reports = {"--markdown": outputs.markdown_path, "--csv": outputs.csv_path}
+    keep_reports({flag: path for flag, path in reports.items() if flag not in reported},
+                 outcome.results, note)
+    written = [f"{reports[flag]} ({flag})" for flag, done in reported.items() if done]
+    if stopped and written:
+        note(f"the run stopped after measuring: its {len(outcome.results)} rows are in "
+             + ", ".join(written))
+
+
+def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool],
+          reported: dict[str, bool]) -> int:
+    """show, noting in recorded when the run is in its store, and in reported each report
+    written."""
     outcome, clock = measured.outcome, measured.clock
     markdown = ""
     # A report that cannot be written (a full disk) costs neither the next one nor --best
     # nor --record: its error comes at the end.
     writes = EachWritten()
     with clock.phase("tables and reports"):
+        # The reports before the tables: a stop while they print (Ctrl-C, a reader that
+        # stalls) keeps every row in them.
+        if outputs.markdown_path is not None:
+            from cudabench.render.markdown import run_to_markdown
+
+            markdown = run_to_markdown(outcome)
+            path = outputs.markdown_path
+            kept = _keeps_report(path, outcome)
+            writes.attempt(lambda: _write_report(path, markdown, "--markdown", outcome))
+            if writes.errors or kept:  # not written: nothing for --best's winners to join
+                markdown = ""
+            reported["--markdown"] = bool(markdown)
+        if outputs.csv_path is not None:
+            from cudabench.render.csv_out import run_to_csv
+
+            table = outputs.csv_path
+            kept, before = _keeps_report(table, outcome), len(writes.errors)
+            writes.attempt(lambda: _write_report(table, run_to_csv(outcome), "--csv", outcome))
+            reported["--csv"] = len(writes.errors) == before and not kept
         terminal.render_run(outcome, terminal.stdout_console())
         # a suite's run (`run`, calibrate): its advice names the suite's keys
         terms = RUN_SUITE_KEYS if outputs.inputs else None
@@ -422,20 +459,6 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
                 "error: nothing was measured: every kernel was skipped (the SKIP lines say "
                 "why)",
                 style="bold red", markup=False, highlight=False, soft_wrap=True)
-        if outputs.markdown_path is not None:
-            from cudabench.render.markdown import run_to_markdown
-
-            markdown = run_to_markdown(outcome)
-            path = outputs.markdown_path
-            kept = _keeps_report(path, outcome)
-            writes.attempt(lambda: _write_report(path, markdown, "--markdown", outcome))
-            if writes.errors or kept:  # not written: nothing for --best's winners to join
-                markdown = ""
-        if outputs.csv_path is not None:
-            from cudabench.render.csv_out import run_to_csv
-
-            table = outputs.csv_path
-            writes.attempt(lambda: _write_report(table, run_to_csv(outcome), "--csv", outcome))
     code = int(outcome.exit_code)
     if outputs.best:
         with clock.phase("--best: head to head"):
