@@ -581,6 +581,28 @@ def test_ab_stopped_while_its_verdicts_print_keeps_them_in_its_markdown(marked, 
         " ".join(result.stderr.split())
 
 
+def test_a_second_ctrl_c_while_ab_saves_its_verdicts_stops_it_once_they_are_saved(
+        marked, tmp_path, monkeypatch):
+    # a second Ctrl-C inside the verdicts' statistics (NumPy's import) lost them all
+    import signal
+
+    import cudabench.cli.ab as ab
+
+    real = ab.judge
+
+    def second_ctrl_c(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ab, "judge", second_ctrl_c)
+    stop_after_three_and_a_half_rounds(monkeypatch)
+    old = folder(tmp_path / "old", ["naive"])
+    summary = tmp_path / "ab.md"
+    result = invoke(old, old, *FAST, "--rounds", "6", "--markdown", summary)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    assert "| matmul/naive |" in summary.read_text(encoding="utf-8")
+
+
 def test_ab_stopped_before_any_row_leaves_no_file(marked, tmp_path, monkeypatch):
     # an empty file marked incomplete was left, and refused the next run to its path
     import cudabench.cli.ab as ab

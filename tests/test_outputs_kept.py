@@ -276,6 +276,30 @@ def test_a_stopped_run_without_a_results_file_keeps_its_rows_in_its_reports(
         "it away or delete it first" in " ".join(again.stderr.split())
 
 
+def test_a_second_ctrl_c_while_a_stopped_run_saves_its_rows_stops_it_once_they_are_saved(
+        use_fake, tmp_path, monkeypatch):
+    # a second Ctrl-C a moment after the first landed in the save (NumPy's import, there):
+    # every row measured was lost
+    import signal
+
+    import cudabench.cli.stopped as stopped
+
+    real = stopped.write_text
+
+    def second_ctrl_c(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stopped, "write_text", second_ctrl_c)
+    stop_after_first_row(monkeypatch, KeyboardInterrupt)
+    md, csv = tmp_path / "x.md", tmp_path / "x.csv"
+    done = invoke("matmul", "--size", "64", *QUICK, "--markdown", md, "--csv", csv)
+    assert done.exit_code == 130, done.output
+    assert "matmul" in md.read_text() and len(csv.read_text().splitlines()) == 2
+    assert f"the run stopped: 1 of its rows are in {csv} (--csv)" in \
+        " ".join(done.stderr.split())
+
+
 def test_a_run_stopped_while_its_tables_print_keeps_every_row_in_its_reports(
         use_fake, tmp_path, monkeypatch):
     # SIGTERM while the tables printed (a reader that stalled): the reports were written

@@ -35,6 +35,7 @@ from cudabench.catalog.discovery import (
     refuse_empty_folders,
 )
 from cudabench.common.infiles import not_a_folder
+from cudabench.common.lazy import signals_held
 from cudabench.engines.visibility import refuse_launch_blocking
 from cudabench.cli.options import l2_flush_option, parse_params
 from cudabench.errors import KernelFileError, ResultsNotWritten, UsageError
@@ -569,22 +570,24 @@ def _keep_stopped_markdown(path: Path, schedule: Schedule, heard: Sequence[Bench
     from cudabench.cli import commands
     from cudabench.cli.stopped import STOPPED_MARKDOWN, keep_stopped_text
 
-    rows = _rows_by_side(schedule, heard)
-    judged, rounds = [], []
-    for by_side in rows.values():
-        both = min(len(by_side[label]) for label in SIDES)
-        if both:
-            judged.append(judge(by_side["A"][:both], by_side["B"][:both], listed.threshold,
-                                listed.alpha))
-            rounds.append(both)
-    if not judged:
-        return
-    run = dataclasses.replace(listed, results=tuple(judged), rounds=min(rounds))
-    gpu = next((r.device.name for r in heard if r.device is not None), "")
-    title = f"cudabench ab: A {old_dir} | B {new_dir} (stopped)"
-    keep_stopped_text("--markdown", path, lambda: to_markdown(run, title, gpu)
-                      + STOPPED_MARKDOWN, f"the verdicts on the rounds so far ({len(judged)} "
-                      f"variant{'s' if len(judged) != 1 else ''})", commands.note)
+    with signals_held():  # a second Ctrl-C (in NumPy's import, say): once they are saved
+        rows = _rows_by_side(schedule, heard)
+        judged, rounds = [], []
+        for by_side in rows.values():
+            both = min(len(by_side[label]) for label in SIDES)
+            if both:
+                judged.append(judge(by_side["A"][:both], by_side["B"][:both],
+                                    listed.threshold, listed.alpha))
+                rounds.append(both)
+        if not judged:
+            return
+        run = dataclasses.replace(listed, results=tuple(judged), rounds=min(rounds))
+        gpu = next((r.device.name for r in heard if r.device is not None), "")
+        title = f"cudabench ab: A {old_dir} | B {new_dir} (stopped)"
+        keep_stopped_text("--markdown", path, lambda: to_markdown(run, title, gpu)
+                          + STOPPED_MARKDOWN, f"the verdicts on the rounds so far "
+                          f"({len(judged)} variant{'s' if len(judged) != 1 else ''})",
+                          commands.note)
 
 
 def pooled(by_side: Mapping[str, Sequence[BenchmarkResult]], label: str,

@@ -31,14 +31,15 @@ class LazyModule(ModuleType):
 
     def __getattr__(self, attribute: str) -> Any:
         if self._module is None:
-            with _signals_held():
+            with signals_held():
                 self._module = importlib.import_module(self.__name__)
         return getattr(self._module, attribute)
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM until the block ends, then act on them: a stop inside
+def signals_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block ends, then act on them (also while a stopped
+    run saves its rows, cli/stopped.py: a second Ctrl-C there lost them all): a stop inside
     NumPy's import left it half made, and NumPy cannot be imported twice in a process, so
     the stop's own handling (a results file's rows, their statistics) failed with "cannot
     load module more than once" (exit 4). Their handlers are swapped for ones that note
