@@ -603,6 +603,19 @@ def test_a_second_ctrl_c_while_ab_saves_its_verdicts_stops_it_once_they_are_save
     assert "| matmul/naive |" in summary.read_text(encoding="utf-8")
 
 
+def test_ab_refuses_a_markdown_whose_partial_holds_a_stopped_run_s_rows(marked, tmp_path):
+    # it measured, and a stop then kept its verdicts nowhere ("not written over")
+    old = folder(tmp_path / "old", ["naive"])
+    summary = tmp_path / "ab.md"
+    summary.write_text("an earlier job's summary\n", encoding="utf-8")
+    (tmp_path / "ab.md.partial").write_text("a stopped run's verdicts\n", encoding="utf-8")
+    result = invoke(old, old, *FAST, "--rounds", "6", "--markdown", summary)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert f"--markdown {summary}: {summary}.partial holds the rows of a run that stopped; " \
+        "move it away or delete it first" in " ".join(result.stderr.split())
+    assert result.stderr.count("\n") == 1 and result.stdout == ""  # before measuring
+
+
 def test_ab_stopped_before_any_row_leaves_no_file(marked, tmp_path, monkeypatch):
     # an empty file marked incomplete was left, and refused the next run to its path
     import cudabench.cli.ab as ab

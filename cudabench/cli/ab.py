@@ -208,6 +208,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                                          *newcomers]),
                    *commands.folder_sources({*kernels_dirs, *(side.folder for side in sides)})])
     check_replaceable(json_path, "--json")  # notes.txt, a store: not written over
+    commands.refuse_stopped_partial("--markdown", markdown_path)
     schedule = _interleave(plans, rounds, newcomers)
     commands.check_memory(schedule.plans, [commands.one_slot(device)])  # the spacer too
     refuse_launch_blocking()

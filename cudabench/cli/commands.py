@@ -140,12 +140,16 @@ def check_results_output(outputs: Outputs) -> None:
     if outputs.json_path is not None:
         check_replaceable(outputs.json_path, "--json")
     for flag, path in (("--markdown", outputs.markdown_path), ("--csv", outputs.csv_path)):
-        kept = path.with_name(path.name + PARTIAL) if path is not None else None
-        if path is not None and kept is not None and path.exists() and kept.exists():
-            # a stopped run's rows (cli/stopped.py): this run, stopped too, could keep its
-            # own nowhere, and never writes over them
-            raise UsageError(f"{flag} {path}: {kept} holds the rows of a run that stopped; "
-                             "move it away or delete it first")
+        refuse_stopped_partial(flag, path)
+
+
+def refuse_stopped_partial(flag: str, path: Path | None) -> None:
+    """Refuse a report whose PATH.partial holds a stopped run's rows (cli/stopped.py): this
+    run, stopped too, could keep its own nowhere, and never writes over them."""
+    kept = path.with_name(path.name + PARTIAL) if path is not None else None
+    if path is not None and kept is not None and path.exists() and kept.exists():
+        raise UsageError(f"{flag} {path}: {kept} holds the rows of a run that stopped; "
+                         "move it away or delete it first")
 
 
 def check_combinations(outputs: Outputs, placement: Placement) -> None:
