@@ -630,6 +630,30 @@ def test_ab_stopped_before_any_row_leaves_no_file(marked, tmp_path, monkeypatch)
     assert not path.exists()
 
 
+def test_ab_stopped_in_its_warm_up_round_says_it_kept_nothing(marked, tmp_path, monkeypatch):
+    # "cudabench: interrupted" alone, and an empty results file marked incomplete, which
+    # refused the next run to its path
+    import cudabench.cli.ab as ab
+
+    real = ab.run_plans
+
+    def stopped(plans, spec, on_result, **kwargs):
+        real(plans, spec, on_result, jobs=kwargs.pop("jobs")[:1], **kwargs)  # warm-up A
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab, "run_plans", stopped)
+    old = folder(tmp_path / "old", ["naive"])
+    path, summary = tmp_path / "ab.json", tmp_path / "ab.md"
+    summary.write_text("an earlier job's summary\n", encoding="utf-8")
+    result = invoke(old, old, *FAST, "--rounds", "6", "--json", path, "--markdown", summary)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    assert "the run stopped before any round was measured (A and B both): no rows to keep; " \
+        f"{path} (--json) was not written, {summary} (--markdown) is as it was" in \
+        " ".join(result.stderr.split()), result.stderr
+    assert not path.exists() and not (tmp_path / "ab.json.partial").exists()
+    assert summary.read_text(encoding="utf-8") == "an earlier job's summary\n"
+
+
 def test_ab_s_rounds_are_on_disk_as_they_are_measured(marked, tmp_path, monkeypatch):
     # written only on a stop or at the end: a SIGKILL (the OOM killer) an hour in left
     # no file at all

@@ -251,7 +251,8 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                             side, []).append(row)
                         failing = writer.stream_error is not None
                         _put_pooled(writer, placed, {key: by_key[key]})
-                        writer.flush()
+                        if writer.benchmarks:  # none in the warm-up: an empty file, marked
+                            writer.flush()  # incomplete, refused the next run to its path
                         if writer.stream_error is not None and not failing:
                             commands.note(writer.stream_error + commands.GOES_ON)
 
@@ -265,6 +266,10 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
             listed = ABRun((), tuple(added), tuple(removed), tuple(skipped), limit, alpha,
                            rounds, allow_missing, tuple(dropped))
             _keep_stopped_markdown(markdown_path, schedule, heard, listed, old_dir, new_dir)
+        if not (writer is not None and writer.benchmarks) and not any(
+                min(len(by_side[label]) for label in SIDES)
+                for by_side in _rows_by_side(schedule, heard).values()):
+            _say_nothing_kept({"--json": json_path, "--markdown": markdown_path})
         raise
     finally:
         finish_closing()  # the worker releases its GPU: do not leave it behind
@@ -561,6 +566,19 @@ def _keep_stopped(writer: ResultsWriter, placed: dict[tuple[tuple[str, str], str
     stopped = writer.stopped_note()
     if stopped is not None:
         commands.note(stopped)
+
+
+def _say_nothing_kept(outputs: Mapping[str, Path | None]) -> None:
+    """Say that a run stopped before any round was measured (in the warm-up) left its
+    outputs as they were: it has no rows to keep."""
+    from cudabench.cli import commands
+
+    named = [f"{path} ({flag}) is as it was" if path.exists() else
+             f"{path} ({flag}) was not written" for flag, path in outputs.items()
+             if path is not None]
+    if named:
+        commands.note("the run stopped before any round was measured (A and B both): no "
+                      f"rows to keep; {', '.join(named)}")
 
 
 def _keep_stopped_markdown(path: Path, schedule: Schedule, heard: Sequence[BenchmarkResult],
