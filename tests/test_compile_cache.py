@@ -158,7 +158,8 @@ def test_an_arch_variant_is_keyed_by_its_own_target(cache, fake_nvcc, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["truncated", "a flipped byte", "garbage", "empty",
-                                    "another key's entry", "a header that is no object"])
+                                    "another key's entry", "a header that is no object",
+                                    "a header nested too deep"])
 def test_a_damaged_entry_is_compiled_again_never_trusted(cache, fake_nvcc, tmp_path, damage):
     path = a_kernel(tmp_path / "kernels")
     good = build(request(path), fake_nvcc.path)
@@ -170,6 +171,8 @@ def test_a_damaged_entry_is_compiled_again_never_trusted(cache, fake_nvcc, tmp_p
                        "garbage": b"\x00not an entry\n" * 5, "empty": b"",
                        "another key's entry": entries[1].read_bytes(),
                        "a header that is no object": compile_cache.MAGIC + b"[1]\n" + data[-8:],
+                       # RecursionError: "internal error", exit 4
+                       "a header nested too deep": compile_cache.MAGIC + b"[" * 100000 + b"\n",
                        }[damage])
     calls = fake_nvcc.calls()
     again = build(request(path), fake_nvcc.path)

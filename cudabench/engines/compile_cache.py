@@ -70,8 +70,10 @@ def read(where: Path, key: str) -> bytes | None:
             return None
         if not all(_unchanged(tuple(dep)) for dep in header["dependencies"]):
             return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # AttributeError: a header that is JSON but no object (`1`, `null`)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        # AttributeError: a header that is JSON but no object (`1`, `null`); RecursionError:
+        # one nested too deep for the parser (`[[[[...`)
+        return None
     with contextlib.suppress(OSError):
         os.utime(entry_path(where, key))  # recently used: pruned last
     return cubin
