@@ -14,6 +14,7 @@ import json
 import multiprocessing
 import os
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -688,6 +689,45 @@ def test_a_branch_is_recorded_and_read_alone(tmp_path):
         assert_one_line_error(invoke(*args, "--db", db, "--branch", "mian"),
                               "--branch mian: no run in", "did you mean main?")
     assert not (tmp_path / "trend.png").exists()
+
+
+
+def test_a_real_new_branch_near_a_recorded_one_is_no_typo(tmp_path, monkeypatch):
+    # release-1.3 after release-1.2, feature-logout after feature-login: refused as a typo
+    # of the recorded branch, which failed each new branch's first CI job
+    for name in ("GITHUB_REF_NAME", "GITHUB_HEAD_REF", "CI_COMMIT_REF_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no repository here: git knows no branch
+    db = tmp_path / "h.db"
+    for branch, index in (("release-1.2", 0), ("feature-login", 1), ("main", 2)):
+        result = invoke("import", make_run(tmp_path / branch, index), "--db", db,
+                        "--branch", branch)
+        assert result.exit_code == 0, result.stderr
+    current = make_run(tmp_path / "now", 9)
+
+    def accepted(branch: str) -> None:
+        result = invoke("check", current, "--db", db, "--branch", branch)
+        assert result.exit_code == 0, result.output
+        assert f"--branch {branch}: no run in" in result.stderr
+
+    for branch in ("release-1.3", "release-2.0", "release-10.2"):
+        accepted(branch)  # only its numbers differ: a version
+    for typo, meant in (("feature-logout", "feature-login"), ("mian", "main"), ("MAIN", "main")):
+        assert_one_line_error(invoke("check", current, "--db", db, "--branch", typo),
+                              f"--branch {typo}: no run in", f"did you mean {meant}?")
+    # a branch git knows in the working folder's repository is real
+    git = functools.partial(subprocess.run, check=True, capture_output=True, cwd=tmp_path)
+    git(["git", "init", "-q", "-b", "main"])
+    git(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+         "--allow-empty", "-m", "start"])
+    git(["git", "branch", "feature-logout"])
+    accepted("feature-logout")
+    git(["git", "update-ref", "refs/remotes/origin/feature-logon", "HEAD"])
+    accepted("feature-logon")
+    assert_one_line_error(invoke("check", current, "--db", db, "--branch", "mian"),
+                          "did you mean main?")
+    monkeypatch.setenv("GITHUB_HEAD_REF", "feature-lgin")  # the CI's own branch
+    accepted("feature-lgin")
 
 
 def test_show_filters(tmp_path):

@@ -7,6 +7,9 @@ through render.terminal's consoles; user errors are UsageError/StoreError (exit 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import subprocess
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,6 +36,7 @@ from cudabench.results.model import Kind
 from cudabench.common.units import format_change, format_percent, format_seconds, gpu_text
 
 F = TypeVar("F", bound=Callable[..., Any])
+CI_BRANCH_VARIABLES = ("GITHUB_REF_NAME", "GITHUB_HEAD_REF", "CI_COMMIT_REF_NAME")
 SHOW_LAST = 100  # commits per benchmark that `show` looks at by default
 
 
@@ -137,11 +141,39 @@ def only_branch(store: Store, db: Path, branch: str | None) -> bool:
         # case, as MASTER is no match for master letter by letter
         folded = {name.casefold(): name for name in known}
         near = difflib.get_close_matches(branch.casefold(), list(folded), n=1)
-        if near:
+        # a near miss that is a real branch is new, not a typo: its first CI job
+        # (release-1.3 after release-1.2, feature-logout after feature-login) was refused
+        if near and not _versions_of(branch, folded[near[0]]) and not _git_knows(branch):
             raise UsageError(f"--branch {branch}: no run in {db} was recorded on it; did you "
                              f"mean {folded[near[0]]}? (its runs' branches: {', '.join(known)})")
     store.only_branch(branch)
     return new
+
+
+def _versions_of(branch: str, known: str) -> bool:
+    """Return whether two branch names differ only in their numbers (feature-43 and
+    feature-42, release-2.0 and release-1.2): versions, not a typo."""
+    return re.sub(r"\d+", "0", branch) == re.sub(r"\d+", "0", known)
+
+
+def _git_knows(branch: str) -> bool:
+    """Return whether branch is a real one: a local or remote-tracking branch of the working
+    folder's repository, or the CI's branch ($GITHUB_REF_NAME, $GITHUB_HEAD_REF,
+    $CI_COMMIT_REF_NAME)."""
+    if branch in {os.environ.get(name) for name in CI_BRANCH_VARIABLES}:
+        return True
+    try:
+        done = subprocess.run(["git", "for-each-ref", "--format=%(refname)", "refs/heads",
+                               "refs/remotes"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if done.returncode != 0:  # not a repository, or no git: no branch known
+        return False
+    for ref in done.stdout.splitlines():
+        if ref == f"refs/heads/{branch}" or (ref.startswith("refs/remotes/")
+                                             and ref.split("/", 3)[3:] == [branch]):
+            return True
+    return False
 
 
 def _nothing_to_show(db: Path, store: Store, filters: tuple[object, ...]) -> UsageError:
