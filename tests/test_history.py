@@ -274,6 +274,62 @@ def test_a_write_that_raises_midway_leaves_the_store_unchanged(tmp_path, monkeyp
     assert counts(db) == before
 
 
+
+def test_a_full_disk_while_importing_is_reported_as_itself(tmp_path, monkeypatch):
+    # SQLite rolls the transaction back itself after an I/O error: rolling back again
+    # failed, "internal error: cannot rollback - no transaction is active", exit 4, and
+    # every file before the failing one was said "recorded"
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path, 1)])
+    before = counts(db)
+    original = Store._insert_result
+    calls = []
+
+    def full_disk(self, *args):
+        calls.append(1)
+        if len(calls) == 10:  # the second file's: as SQLite does on SQLITE_IOERR/FULL
+            self._conn.execute("ROLLBACK")
+            raise sqlite3.OperationalError("disk I/O error")
+        original(self, *args)
+
+    monkeypatch.setattr(Store, "_insert_result", full_disk)
+    result = invoke("import", make_run(tmp_path, 2, source=H200), make_run(tmp_path, 3),
+                    "--db", db)
+    assert_one_line_error(result, f"{db}: cannot use the store: disk I/O error")
+    assert counts(db) == before
+
+
+def test_a_wal_left_beside_the_store_is_said(tmp_path, monkeypatch):
+    # a full disk failed the checkpoint of close(), silently: the store copied alone (a CI
+    # cache of it) was malformed
+    class NoCheckpoint:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *args):
+            if "wal_checkpoint" in sql:
+                raise sqlite3.OperationalError("disk I/O error")
+            return self.conn.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+    original = Store.__init__
+
+    def init(self, conn, *args, **kwargs):
+        original(self, NoCheckpoint(conn), *args, **kwargs)
+
+    monkeypatch.setattr(Store, "__init__", init)
+    db = tmp_path / "h.db"
+    result = invoke("import", make_run(tmp_path, 1), "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "recorded as run 1" in result.stdout
+    assert f"warning: {db}: SQLite could not fold {db}-wal back into the store (disk I/O " \
+        "error)" in " ".join(result.stderr.split()), result.stderr
+    monkeypatch.undo()
+    assert counts(db)["runs"] == 1
+
+
 def crash_midway(db: str, path: str) -> None:
     """Child process: die (no cleanup at all) after the second result row is written."""
     calls = []

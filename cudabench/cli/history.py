@@ -10,6 +10,7 @@ import dataclasses
 import os
 import re
 import subprocess
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -85,27 +86,35 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
                              "record a run of the chosen configuration (--best-out FILE, "
                              "then cudabench run FILE --record)")
         loaded.append((results, read_text(path)))
+    said: list[tuple[str, bool]] = []  # (line, a warning): printed once committed
+    with Store.open(db, create=True) as store:
+        with store.transaction():
+            for results, source in loaded:
+                run_id = store.record(results, source, branch=branch)
+                if run_id is None:
+                    said.append((f"{results.path}: already recorded (run "
+                                 f"{store.run_for(results, source)})", False))
+                    continue
+                commit = results.metadata.get("git_commit")
+                count = len(results.benchmarks)
+                said.append((f"{results.path}: recorded as run {run_id}: {count} "
+                             f"benchmark{'s' if count != 1 else ''} on "
+                             f"{results.gpu_name or 'no GPU recorded'}, commit "
+                             f"{commit[:7] if isinstance(commit, str) else 'unknown'}", False))
+                if results.metadata.get("complete") is False:
+                    said.append((f"{results.path} is incomplete (its run stopped early)", True))
+    if store.wal_left is not None:  # recorded, but the store alone is not whole
+        if not say:
+            warnings.warn(store.wal_left, RuntimeWarning, stacklevel=2)
+        said.append((store.wal_left, True))
+    if not say:
+        return int(ExitCode.OK)
     out, err = terminal.stdout_console(), terminal.stderr_console()
-    with Store.open(db, create=True) as store, store.transaction():
-        for results, source in loaded:
-            run_id = store.record(results, source, branch=branch)
-            if not say:
-                continue
-            if run_id is None:
-                known = store.run_for(results, source)
-                out.print(f"{results.path}: already recorded (run {known})", markup=False,
-                          soft_wrap=True)
-                continue
-            commit = results.metadata.get("git_commit")
-            count = len(results.benchmarks)
-            out.print(f"{results.path}: recorded as run {run_id}: {count} "
-                      f"benchmark{'s' if count != 1 else ''} on "
-                      f"{results.gpu_name or 'no GPU recorded'}, commit "
-                      f"{commit[:7] if isinstance(commit, str) else 'unknown'}",
-                      markup=False, soft_wrap=True)
-            if results.metadata.get("complete") is False:
-                err.print(f"warning: {results.path} is incomplete (its run stopped early)",
-                          style="yellow", markup=False, soft_wrap=True)
+    for line, warning in said:
+        if warning:
+            err.print(f"warning: {line}", style="yellow", markup=False, soft_wrap=True)
+        else:
+            out.print(line, markup=False, soft_wrap=True)
     return int(ExitCode.OK)
 
 

@@ -68,6 +68,7 @@ class Store(Queries):
         self.timeout_s = timeout_s
         self.read_only_connection = read_only_connection
         self.version = SCHEMA_VERSION  # the file's, once _prepare has read it
+        self.wal_left: str | None = None  # why close() left the WAL beside the store
 
     # Opening ---------------------------------------------------------------------------
 
@@ -244,13 +245,16 @@ class Store(Queries):
             raise ValueError(f"{self.path}: the store was opened for reading")
         conn = self._conn
         with self._errors():
+            # SQLite rolls the whole transaction back itself after an I/O error or a full
+            # disk: rolling back again failed ("no transaction is active") and hid why
             if conn.in_transaction:
                 conn.execute("SAVEPOINT nested")
                 try:
                     yield
                 except BaseException:
-                    conn.execute("ROLLBACK TO nested")
-                    conn.execute("RELEASE nested")
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK TO nested")
+                        conn.execute("RELEASE nested")
                     raise
                 conn.execute("RELEASE nested")
                 return
@@ -258,14 +262,28 @@ class Store(Queries):
             try:
                 yield
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
-
     def close(self) -> None:
-        """Close the connection (SQLite folds the WAL back into the file)."""
-        self._conn.close()
+        """Close the connection (SQLite folds the WAL back into the file). Where a writer's
+        store cannot take it back (a full disk), wal_left says why: the store copied alone
+        (a CI cache) would be malformed, or miss runs."""
+        conn = self._conn
+        if self.writable and not conn.in_transaction:
+            # Closing folds it in silently, or silently fails: done first to hear a failure.
+            # PASSIVE waits for nobody; frames another connection still reads are its own
+            # close's to fold.
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error as exc:
+                self.wal_left = (f"{self.path}: SQLite could not fold {self.path}-wal back into "
+                                 f"the store ({exc}): the store is whole only with that file "
+                                 "beside it; copy both, or free space and run any history "
+                                 "command on it to fold it in")
+        conn.close()
 
     def __enter__(self) -> Store:
         return self
