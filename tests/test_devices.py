@@ -3,6 +3,7 @@ processes, one per fake GPU, fed from one queue."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -12,11 +13,11 @@ from pathlib import Path
 import pytest
 from helpers import invoke
 
-from cudabench.analysis.compare import compare
+from cudabench.analysis.compare import card_changes, compare
 from cudabench.errors import UsageError
 from cudabench.runner.devices import BLAS_THREAD_VARIABLES, Slot, choose, visible_entries
 from cudabench.engines.fake_kernels import Fault
-from cudabench.results import Status, load_results
+from cudabench.results import DeviceInfo, Status, load_results
 
 QUICK = ["--warmup", "0", "--min-samples", "5", "--max-time", "0.05", "--no-batch"]
 SUITE = """
@@ -742,3 +743,24 @@ def test_the_cards_settings_pair_card_by_card_in_any_order(use_fake, tmp_path):
         row["samples_s"] = [s * 1.001 for s in row["samples_s"]]
     (tmp_path / "b.json").write_text(json.dumps(data))
     assert compare(load_results(first), load_results(tmp_path / "b.json")).setting_changes == ()
+
+
+def test_a_card_the_current_run_has_again_pairs_with_itself_whatever_the_order():
+    # card by card, GPU 0's fallback to a card of its name took GPU 1, the one card of
+    # the baseline: "power limit (W) on GPU 0: 250.0 -> 350.0"; reversed, nothing said
+    def card(index: int, watts: float, uuid: str) -> DeviceInfo:
+        return DeviceInfo("H100", "9.0", 132, 80 << 30, 50 << 20, 1980000, 2619000, 5120,
+                          1024, 49152, "550.54", "12.4", index=index, uuid=uuid,
+                          settings={"power_limit_w": watts})
+
+    gpu0, gpu1 = card(0, 350.0, "GPU-a"), card(1, 250.0, "GPU-b")
+    for current in ([gpu0, gpu1], [gpu1, gpu0]):
+        assert card_changes([gpu1], current, several=True) == ()
+    lower = dataclasses.replace(gpu1, settings={"power_limit_w": 200.0})
+    for current in ([gpu0, lower], [lower, gpu0]):
+        assert card_changes([gpu1], current, several=True) == (
+            "power limit (W) on GPU 1: 250.0 -> 200.0",)
+    # no same card: by name, then any, as before
+    other = dataclasses.replace(card(3, 300.0, "GPU-c"), name="A100")
+    assert card_changes([other, gpu1], [card(5, 350.0, "GPU-d")]) == (
+        "power limit (W): 250.0 -> 350.0",)

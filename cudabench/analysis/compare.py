@@ -411,16 +411,23 @@ def card_changes(olds: Sequence[DeviceInfo], news: Sequence[DeviceInfo],
 
 def _card_pairs(olds: Sequence[DeviceInfo], news: Sequence[DeviceInfo]
                 ) -> list[tuple[DeviceInfo, DeviceInfo]]:
-    """Pair each current card with a baseline card (card_changes' rule)."""
-    pairs, free = [], list(olds)
-    for new in news:
-        match = (next((old for old in free if old.identity == new.identity), None)
-                 or next((old for old in free if old.name == new.name), None)
-                 or (free[0] if free else None))
-        if match is not None:
-            free.remove(match)
-            pairs.append((match, new))
-    return pairs
+    """Pair each current card with a baseline card (card_changes' rule), in the current
+    cards' order: every same card first, then by name, then any (card by card, an earlier
+    card's fallback took the card a later one is)."""
+    paired: dict[int, tuple[DeviceInfo, DeviceInfo]] = {}
+    free = list(olds)
+    rules: tuple[Callable[[DeviceInfo, DeviceInfo], bool], ...] = (
+        lambda old, new: old.identity == new.identity,
+        lambda old, new: old.name == new.name,
+        lambda old, new: True)
+    for alike in rules:
+        for at, new in enumerate(news):
+            match = None if at in paired else next(
+                (old for old in free if alike(old, new)), None)
+            if match is not None:
+                free = [old for old in free if old is not match]  # == ignores settings
+                paired[at] = (match, new)
+    return [paired[at] for at in sorted(paired)]
 
 
 def _index(results: ResultsFile) -> dict[tuple[object, ...], list[BenchmarkResult]]:
