@@ -27,6 +27,7 @@ from cudabench.analysis.verdicts import Verdict
 from cudabench.common.stats import mann_whitney_u
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.history import history as history_group
+from cudabench.history import queries as queries_module
 from cudabench.history import store as store_module
 from cudabench.history.report import check, per_commit
 from cudabench.history.records import Benchmark, SeriesPoint
@@ -673,6 +674,51 @@ def trend_history(tmp_path: Path) -> Path:
     db = tmp_path / "h.db"
     import_runs(db, paths)
     return db
+
+
+
+def test_check_and_show_read_no_more_runs_than_they_keep(tmp_path, monkeypatch):
+    # series built every point of a benchmark's whole history, then kept the last few:
+    # `history check` took 27-48 s on a store of 30k runs, however small its --last
+    built = []
+    real = queries_module.SeriesPoint
+    monkeypatch.setattr(queries_module, "SeriesPoint", lambda *a: built.append(1) or real(*a))
+    db = tmp_path / "h.db"
+    current = make_run(tmp_path / "now", 99)
+    reads = []
+    for batch in (range(0, 15), range(15, 45)):
+        import_runs(db, [make_run(tmp_path / "runs", i) for i in batch])
+        built.clear()
+        checked = invoke("check", current, "--db", db, "--last", "5", "--min-runs", "3")
+        assert checked.exit_code == 0, checked.output
+        assert invoke("show", "--db", db, "--last", "4").exit_code == 0
+        reads.append(len(built))
+    assert reads[0] == reads[1]
+
+
+def test_the_newest_runs_of_a_series_are_its_last_points(tmp_path):
+    # series(last=N) picks its runs in SQL: the same points as the whole series' last N,
+    # ties of time, failed rows, a run left out, --since and --branch included
+    paths = [make_run(tmp_path / "runs", i, fail="naive" if i in (4, 9) else None)
+             for i in range(12)]
+    for i in (5, 6, 10):  # measured at the same time as the run before
+        document = json.loads(paths[i].read_text(encoding="utf-8"))
+        document["created"] = (START + dt.timedelta(hours=i - 1)).isoformat()
+        document["git_branch"] = "other" if i == 10 else "main"
+        paths[i].write_text(json.dumps(document), encoding="utf-8")
+    db = tmp_path / "h.db"
+    import_runs(db, paths)
+    with Store.open(db) as store:
+        for branch in (None, "main"):
+            if branch:
+                store.only_branch(branch)
+            for tracked in store.benchmarks():
+                for kwargs in ({}, {"usable_only": False}, {"exclude_run": 7},
+                               {"since": (START + dt.timedelta(hours=3)).isoformat()}):
+                    every = store.series(tracked.benchmark, tracked.gpu_model, **kwargs)
+                    for last in (1, 2, 3, 5, 11, 20):
+                        assert store.series(tracked.benchmark, tracked.gpu_model, last=last,
+                                            **kwargs) == every[-last:]
 
 
 def show_rows(stdout: str) -> dict[str, str]:

@@ -142,14 +142,30 @@ def since_last_change(detection: Detection) -> tuple[int, str]:
     return 0, ""
 
 
+def _last_commits(store: Store, tracked: Tracked, since: str | None,
+                  last: int | None) -> list[SeriesPoint]:
+    """Return a benchmark's newest `last` per-commit points (all: None), reading the
+    runs newest first in growing windows rather than its whole history."""
+    if not last:
+        return per_commit(store.series(tracked.benchmark, tracked.gpu_model, since=since))
+    runs = last
+    while True:
+        window = store.series(tracked.benchmark, tracked.gpu_model, last=runs, since=since)
+        points = per_commit(window)
+        # the whole series read, or more points than kept: the oldest, which a window
+        # may cut through a commit's re-runs, is then left out
+        if len(window) < runs or len(points) > last:
+            return points[-last:]
+        runs *= 2
+
+
 def trends(store: Store, op: str | None = None, variant: str | None = None,
            gpu_model: str | None = None, since: str | None = None, last: int | None = None,
            threshold: float = DEFAULT_THRESHOLD) -> list[Trend]:
     """Return the trend of every benchmark the store holds (filtered), per GPU model."""
     found = []
     for tracked in store.benchmarks(op, variant, gpu_model, since):
-        points = per_commit(store.series(tracked.benchmark, tracked.gpu_model, since=since))
-        points = points[-last:] if last else points
+        points = _last_commits(store, tracked, since, last)
         if not points:
             continue  # only failing rows: nothing timed to follow
         labels = [point_label(p) for p in points]
