@@ -1898,6 +1898,31 @@ def test_check_of_a_run_that_measured_no_kernel_is_refused(tmp_path):
     current = edited(make_run(tmp_path, 100, name="current"), skip_all)
     assert_one_line_error(invoke("check", current, "--db", db), str(current),
                           "no kernel was measured", "the gate would judge nothing")
+    assert_one_line_error(invoke("check", current, "--db", db), "its 3 kernels are SKIPs")
+
+
+def test_check_of_a_file_of_vendor_rows_alone_says_so(use_fake, tmp_path):
+    # it said "no kernel was measured (every one is a SKIP)": there is no SKIP
+    import helpers
+
+    db, run = tmp_path / "h.db", tmp_path / "r.json"
+    done = helpers.invoke("matmul", "--size", "64", "--variant", "tiled", "--max-time", "0.01",
+                          "--json", run)
+    assert done.exit_code == 0, done.output
+    import_runs(db, [run])
+
+    def vendor_only(document):
+        document["benchmarks"] = [row for row in document["benchmarks"]
+                                  if row["kind"] == "vendor"]
+        for row in document["benchmarks"]:  # another run, not the recorded one
+            row["samples_s"] = [s * 1.001 for s in row["samples_s"]]
+
+    current = edited(tmp_path / "r.json", vendor_only)
+    text = assert_one_line_error(invoke("check", current, "--db", db, "--allow-missing"),
+                                 f"{current}: no kernel was measured (it holds no kernel row, "
+                                 "1 vendor row, which the gate does not judge)",
+                                 "the gate would judge nothing")
+    assert "SKIP" not in text
 
 
 def test_show_of_a_store_with_no_verified_timing_says_so_not_filters(tmp_path):

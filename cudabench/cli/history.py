@@ -301,11 +301,12 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                 "row has the history to be judged", markup=False, soft_wrap=True)
         verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing,
                          cap, cap_from)
-    if not verdicts.regressions and not any(  # every kernel a SKIP: as compare refuses it
+    if not verdicts.regressions and not any(  # no kernel measured: as compare refuses it
             row.kind is Kind.VARIANT and row.verdict is not Verdict.MISSING
             for row in verdicts.rows):
-        raise UsageError(f"{current}: no kernel was measured (every one is a SKIP): the "
-                         "gate would judge nothing")
+        raise UsageError(f"{current}: no kernel was measured ({_unmeasured(results)}): the "
+                         "gate would judge nothing; check the file the job passes (its op, "
+                         "variants, sizes and types)")
     _render_check(verdicts, db, incomplete=results.metadata.get("complete") is False)
     if results.metadata.get("complete") is False:  # a crashed run passes no gate, as in compare
         terminal.stderr_console().print(f"error: {current} is incomplete (its run stopped "
@@ -313,6 +314,18 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                                         markup=False, style="bold red")
         return int(ExitCode.REGRESSION)
     return int(verdicts.exit_code)
+
+
+def _unmeasured(results: ResultsFile) -> str:
+    """Say what a file that measured no kernel holds: SKIPs, or only vendor or reference
+    rows, which no gate judges (such a file was said to be "every one a SKIP")."""
+    kernels = sum(1 for row in results.benchmarks if row.kind is Kind.VARIANT)
+    others = Counter(row.kind.value for row in results.benchmarks if row.kind is not Kind.VARIANT)
+    said = [f"its {kernels} kernel{'s are SKIPs' if kernels != 1 else ' is a SKIP'}"
+            if kernels else "it holds no kernel row"]
+    said += [f"{count} {kind} row{'s' if count != 1 else ''}" for kind, count in
+             sorted(others.items())]
+    return ", ".join(said) + (", which the gate does not judge" if others else "")
 
 
 @history.command("plot")
