@@ -455,6 +455,24 @@ def test_a_file_s_name_ending_with_a_slash_is_refused_not_written(use_fake, tmp_
     assert not (tmp_path / "new").exists()
 
 
+
+def test_a_history_store_variable_with_a_tilde_is_the_home_folder(tmp_path, monkeypatch):
+    # a YAML env: block leaves ~ unexpanded: CUDABENCH_HISTORY_DB=~/h.db made a folder
+    # named ~ in the working folder (the workspace that checkout cleans)
+    from cudabench.errors import UsageError
+    from cudabench.history import default_store
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CUDABENCH_HISTORY_DB", "~/stores/h.db")
+    assert default_store() == tmp_path / "home" / "stores" / "h.db"
+    monkeypatch.setenv("CUDABENCH_HISTORY_DB", "~no-such-user-here/h.db")
+    with pytest.raises(UsageError, match="CUDABENCH_HISTORY_DB=~no-such-user-here/h.db: "
+                                         "cannot expand its ~"):
+        default_store()
+    assert not (tmp_path / "~").exists() and not (tmp_path / "~no-such-user-here").exists()
+
+
 def test_a_history_store_variable_naming_a_folder_is_refused(use_fake, tmp_path, monkeypatch):
     # CUDABENCH_HISTORY_DB=store/ made a file named store
     from click.testing import CliRunner

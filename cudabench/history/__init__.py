@@ -23,6 +23,12 @@ def default_store() -> Path:
     chosen = os.environ.get(STORE_VARIABLE, "")
     if not chosen.strip():
         return DEFAULT_PATH
+    # ~ expanded as a shell would: a YAML env: block sets it unexpanded, which made a
+    # folder named ~ in the workspace (one that checkout cleans)
+    given, chosen = chosen, os.path.expanduser(chosen)
+    if chosen.startswith("~"):
+        raise UsageError(f"{STORE_VARIABLE}={given}: cannot expand its ~ (no such user, or "
+                         "no home folder): give the full path")
     why = names_a_folder(chosen)
     if why is not None:  # `store/` made a file named store
         raise UsageError(f"{STORE_VARIABLE}={why}")
