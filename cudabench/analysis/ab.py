@@ -272,8 +272,11 @@ def _timing(ratio: float, interval: Interval, threshold: float) -> tuple[Verdict
     if interval.width > 2 * threshold:
         return Verdict.NOISY, f"the {span} is wider than ±{limit}: too noisy to tell"
     if interval.low < 1 - threshold or interval.high > 1 + threshold:
+        # the end past it to two decimals: "-0.5% .. +0.3%" reaching past ±0.5% read wrong
+        end = interval.low - 1 if interval.low < 1 - threshold else interval.high - 1
         return Verdict.NOISY, (f"{format_change(ratio - 1)} but the {span} reaches past "
-                               f"±{limit}: a change of that size is not ruled out")
+                               f"±{limit} (to {end:+.2%}): a change of that size is not "
+                               "ruled out")
     return Verdict.SAME, f"the {span} lies within ±{limit}"
 
 
