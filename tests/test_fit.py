@@ -294,6 +294,20 @@ def test_a_search_s_one_best_row_shows_where_its_params_are():
     assert "differ between rows" not in text
 
 
+def test_params_each_row_has_its_own_of_stay_in_their_cells():
+    # a row holding none of the shared parameters made every cell "(below)", under a line
+    # giving the third row's parameters as every row's
+    columns = ("variant", "params", "check", "median")
+    rows = [["a", "TILE=16", "PASS", "1 us"], ["b", "TILE=32", "PASS", "1 us"],
+            ["c", "GROUP_SIZE_M=8 WARPS=4 STAGES=3", "PASS", "1 us"]]
+    for width in (40, 60, 90):
+        console = Console(width=width, force_terminal=True, color_system=None)
+        with console.capture() as capture:
+            render_rows("sweep", columns, rows, console)
+        text = " ".join(capture.get().split())
+        assert "(below)" not in text and "of every row" not in text, text
+
+
 @pytest.mark.parametrize("value, on", [("1", True), ("yes", True), ("0", False),
                                        ("false", False), ("No", False), ("off", False),
                                        ("", False)])

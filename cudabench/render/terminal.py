@@ -229,8 +229,10 @@ def _differing_params(columns: Sequence[str], rows: Sequence[Sequence[Text]],
     if cut is None:
         return rows, plan, ""
     cells, same = cut
-    every = all(cell in ("-", row[at].plain) for cell, row in zip(cells, rows))
-    if every:  # no parameter differs (a search's one best row): "-" read as none at all
+    # no parameter differs (a search's one best row; rows of one params text): "-" read
+    # as none at all
+    every = len({row[at].plain for row in rows if row[at].plain not in BLANK}) == 1
+    if every:
         cells = [BELOW if row[at].plain not in BLANK else cell for cell, row in zip(cells, rows)]
     narrowed = [[*row[:at], Text(cells[number]), *row[at + 1:]]
                 for number, row in enumerate(rows)]
