@@ -118,6 +118,10 @@ def test_a_command_reads_cuda_visible_devices_against_the_hosts_gpus(use_fake, m
     done = invoke("transpose", "--size", "16", "--devices", "0", *QUICK)
     assert done.exit_code == 0, done.output
     assert devices.shown_entries() == ["0"]
+    # unset: NVML is not started for it
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setattr(devices, "device_count", lambda: pytest.fail("NVML asked"))
+    assert devices.shown_entries() is None
 
 
 @pytest.mark.parametrize("text", ["0,0", "0, 0", "1,+1", "2,0,2"])

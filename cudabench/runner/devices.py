@@ -26,7 +26,10 @@ BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THR
 def shown_entries() -> list[str] | None:
     """Return CUDA_VISIBLE_DEVICES's entries as the driver reads them on this host (None:
     not set): an entry past the host's GPUs (NVML's count) ends the list, so "0,7,7" on a
-    one-GPU host is GPU 0, not a GPU listed twice."""
+    one-GPU host is GPU 0, not a GPU listed twice. NVML is asked only where the variable
+    is set (its start costs every command otherwise)."""
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:
+        return None
     return visible_entries(physical=device_count())
 
 
