@@ -605,6 +605,29 @@ def test_a_second_ctrl_c_while_ab_saves_its_verdicts_stops_it_once_they_are_save
     assert "| matmul/naive |" in summary.read_text(encoding="utf-8")
 
 
+def test_a_second_ctrl_c_while_ab_keeps_its_json_still_saves_its_verdicts(
+        marked, tmp_path, monkeypatch):
+    # the second Ctrl-C while --json's rows were pooled again skipped --markdown's verdicts
+    import signal
+
+    import cudabench.cli.ab as ab
+
+    real = ab._keep_stopped
+
+    def second_ctrl_c(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ab, "_keep_stopped", second_ctrl_c)
+    stop_after_three_and_a_half_rounds(monkeypatch)
+    old = folder(tmp_path / "old", ["naive"])
+    summary = tmp_path / "ab.md"
+    result = invoke(old, old, *FAST, "--rounds", "6", "--markdown", summary,
+                    "--json", tmp_path / "ab.json")
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    assert "| matmul/naive |" in summary.read_text(encoding="utf-8")
+
+
 def test_ab_refuses_a_markdown_whose_partial_holds_a_stopped_run_s_rows(marked, tmp_path):
     # it measured, and a stop then kept its verdicts nowhere ("not written over")
     old = folder(tmp_path / "old", ["naive"])

@@ -260,16 +260,18 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                                     on_start=writer.start if writer else None,
                                     jobs=schedule.jobs)
     except BaseException:  # Ctrl-C, SIGTERM, an error: the rounds so far, pooled, are kept
-        if writer is not None:
-            _keep_stopped(writer, placed, _rows_by_side(schedule, heard))
-        if markdown_path is not None:  # and the verdicts on them, for the job summary
-            listed = ABRun((), tuple(added), tuple(removed), tuple(skipped), limit, alpha,
-                           rounds, allow_missing, tuple(dropped))
-            _keep_stopped_markdown(markdown_path, schedule, heard, listed, old_dir, new_dir)
-        if not (writer is not None and writer.benchmarks) and not any(
-                min(len(by_side[label]) for label in SIDES)
-                for by_side in _rows_by_side(schedule, heard).values()):
-            _say_nothing_kept({"--json": json_path, "--markdown": markdown_path})
+        with signals_held():  # a second Ctrl-C: once both are saved, not between them
+            if writer is not None:
+                _keep_stopped(writer, placed, _rows_by_side(schedule, heard))
+            if markdown_path is not None:  # and the verdicts on them, for the job summary
+                listed = ABRun((), tuple(added), tuple(removed), tuple(skipped), limit,
+                               alpha, rounds, allow_missing, tuple(dropped))
+                _keep_stopped_markdown(markdown_path, schedule, heard, listed, old_dir,
+                                       new_dir)
+            if not (writer is not None and writer.benchmarks) and not any(
+                    min(len(by_side[label]) for label in SIDES)
+                    for by_side in _rows_by_side(schedule, heard).values()):
+                _say_nothing_kept({"--json": json_path, "--markdown": markdown_path})
         raise
     finally:
         finish_closing()  # the worker releases its GPU: do not leave it behind
