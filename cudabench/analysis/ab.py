@@ -259,7 +259,7 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
 
 
 def _timing(ratio: float, interval: Interval, threshold: float) -> tuple[Verdict, str]:
-    """Return the verdict on the two copies' timings, and why (the last six rules)."""
+    """Return the verdict on the two copies' timings, and why (the docstring's last four rules)."""
     limit = format_percent(threshold)
     span = (f"{interval.coverage:.1%} interval {format_change(interval.low - 1)} to "
             f"{format_change(interval.high - 1)}")

@@ -32,12 +32,12 @@ from cudabench.render.comparison import verdict_counts
 from cudabench.render.plot import HINT as PLOT_HINT
 from cudabench.results import ResultsFile, load_results
 from cudabench.results.identity import searched
+from cudabench.results.writer import CI_BRANCH_VARIABLES
 from cudabench.results.loader import read_text
 from cudabench.results.model import Kind
 from cudabench.common.units import format_change, format_percent, format_seconds, gpu_text
 
 F = TypeVar("F", bound=Callable[..., Any])
-CI_BRANCH_VARIABLES = ("GITHUB_REF_NAME", "GITHUB_HEAD_REF", "CI_COMMIT_REF_NAME")
 SHOW_LAST = 100  # commits per benchmark that `show` looks at by default
 
 

@@ -38,6 +38,10 @@ from cudabench.results.rounds import identity, remeasured
 
 
 
+# The CI's variables that name a detached checkout's branch, the first set wins (a pull
+# request's head branch before the ref GitHub names it by)
+CI_BRANCH_VARIABLES = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME")
+
 def provenance() -> dict[str, Any]:
     """Return when, where and at which commit a run is measured (taken as it starts: a
     commit made while it runs, or rows saved later, is not theirs)."""
@@ -60,9 +64,9 @@ def git_commit(directory: Path) -> dict[str, Any]:
     if not commit:
         return {"git_commit": None, "git_dirty": None, "git_branch": None}
     # A detached checkout (a CI job's) names its branch in the CI's variables only.
-    branch = (git("symbolic-ref", "--short", "-q", "HEAD") or os.environ.get("GITHUB_HEAD_REF")
-              or os.environ.get("GITHUB_REF_NAME") or os.environ.get("CI_COMMIT_REF_NAME")
-              or None)
+    branch = (git("symbolic-ref", "--short", "-q", "HEAD")
+              or next((os.environ[name] for name in CI_BRANCH_VARIABLES
+                       if os.environ.get(name)), None))
     changed = git("status", "--porcelain", "--untracked-files=no")
     untracked = git("ls-files", "--others", "--exclude-standard")
     if changed is None or untracked is None:

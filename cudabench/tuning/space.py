@@ -98,7 +98,7 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
             for value in values:  # judged across the variants (each point plans one)
                 refuse_unallowed(f"--param {name}", base.op.name, name, value, specs)
         searches.extend((request, variant) for variant in variants)
-    # planned up front, before anything runs: a couple of thousand a second
+    # planned up front, before anything runs: about two thousand a second
     counts = [_count(variant, given, explore) for _, variant in searches]
     if sum(counts) > MAX_TOTAL:
         raise UsageError(f"the search has {sum(counts):,} configurations in {len(counts):,} "
@@ -106,7 +106,7 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
                          "with -p NAME=V1,V2, fewer --size values or --variant")
     if announce is not None and sum(counts) >= ANNOUNCED:  # not seconds of silence
         announce(f"checking {sum(counts):,} configurations against the kernels' headers "
-                 "before the search starts (a couple of thousand a second)")
+                 "before the search starts (about two thousand a second)")
     with loaded_once():
         return [_space(request, variant, given, explore, catalog)
                 for request, variant in searches]
