@@ -387,7 +387,9 @@ class BadSweep(Exception):
 
 @pytest.hookimpl(tryfirst=True)  # before its fixtures are set up (a GPU probed)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Fail a test whose sweep marker is wrong, with the reason, and no other test."""
+    """Fail a test whose sweep marker is wrong, with the reason, and no other test; and
+    the session for a direct run the test before left unsaid (_left_over)."""
+    _left_over(item)  # before this test's own fixtures measure anything
     if (item.get_closest_marker(SWEEP_MARKER) is not None
             and POINT_FIXTURE not in getattr(item, "fixturenames", (POINT_FIXTURE,))):
         pytest.fail(f"{item.nodeid}: @pytest.mark.{SWEEP_MARKER} needs a {POINT_FIXTURE} "
@@ -613,6 +615,19 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     if names:
         pytest.fail(f"cudabench: error: {names} {_DIRECT}: take the `cudabench` fixture and "
                     "call its run()", pytrace=False)
+
+
+def _left_over(item: pytest.Item) -> None:
+    """Fail the session for a direct run the last test's teardown left unsaid (a fixture's
+    teardown that raised ends the hooks before pytest_runtest_teardown's): this test's
+    setup was blamed for it."""
+    rows = item.config.stash.get(_SESSION, None)
+    names = _direct_names(rows)
+    if names and rows is not None:
+        rows.stray = True
+        rows.messages.append(f"cudabench: error: {names} {_DIRECT}, in the test before "
+                             f"{item.nodeid} or its fixtures: measure with the `cudabench` "
+                             "fixture's run()")
 
 
 @pytest.hookimpl(hookwrapper=True)

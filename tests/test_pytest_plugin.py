@@ -810,6 +810,39 @@ def test_through_the_fixture(cudabench, late):
         "shared"]
 
 
+def test_a_direct_run_in_a_teardown_that_raised_blames_no_later_test(pytester, monkeypatch):
+    # a fixture's teardown that raised ended the teardown hooks: its direct run was left
+    # over, and the next test's setup errored for it
+    pytester.makepyfile(test_left="""
+import pytest
+import cudabench
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+
+
+@pytest.fixture
+def breaks():
+    yield
+    cudabench.run("transpose", variants=["naive"], size=32, timing=FAST, vendor=False)
+    raise RuntimeError("teardown broke")
+
+
+def test_first(cudabench, breaks):
+    cudabench.run("transpose", variants=["shared"], size=64, timing=FAST, vendor=False)
+
+
+def test_second(cudabench):
+    cudabench.run("transpose", variants=["shared"], size=48, timing=FAST, vendor=False)
+""")
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest("--cudabench-json", "now.json", "-p", "no:cacheprovider")
+    done.assert_outcomes(passed=2, errors=1)  # test_first's teardown error alone
+    done.stdout.fnmatch_lines(["*error: transpose/naive measured by a direct*in the test "
+                               "before test_left.py::test_second*"])
+    assert done.ret == pytest.ExitCode.TESTS_FAILED
+
+
 def test_a_measured_kernel_takes_the_place_of_its_skip(monkeypatch, tmp_path):
     # a SKIP first (a build for a newer GPU), the kernel measured by a later test: the
     # measured row was dropped, the session's file keeping the SKIP
