@@ -597,14 +597,19 @@ def _direct_names(rows: SessionRows | None) -> str:
     return names
 
 
+def _fail_direct(names: str) -> None:
+    """Fail the test whose setup, body or teardown measured names by a direct run."""
+    pytest.fail(f"cudabench: error: {names} {_DIRECT}: take the `cudabench` fixture and call "
+                "its run()", pytrace=False)
+
+
 @pytest.fixture(autouse=True)
 def _direct_runs(request: pytest.FixtureRequest) -> None:
     """Error a test whose module- or session-scoped fixtures (set up before this one)
     measured by a direct cudabench.run() in a session that gathers its rows."""
     names = _direct_names(request.config.stash.get(_SESSION, None))
     if names:
-        pytest.fail(f"cudabench: error: {names} {_DIRECT}: take the `cudabench` fixture and "
-                    "call its run()", pytrace=False)
+        _fail_direct(names)
 
 
 @pytest.hookimpl(trylast=True)  # after the fixtures this teardown ends
@@ -613,8 +618,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     cudabench.run() in a session that gathers its rows."""
     names = _direct_names(item.config.stash.get(_SESSION, None))
     if names:
-        pytest.fail(f"cudabench: error: {names} {_DIRECT}: take the `cudabench` fixture and "
-                    "call its run()", pytrace=False)
+        _fail_direct(names)
 
 
 def _left_over(item: pytest.Item) -> None:
