@@ -625,13 +625,17 @@ def _left_over(item: pytest.Item) -> None:
     """Fail the session for a direct run the last test's teardown left unsaid (a fixture's
     teardown that raised ends the hooks before pytest_runtest_teardown's): this test's
     setup was blamed for it."""
-    rows = item.config.stash.get(_SESSION, None)
+    _stray(item.config.stash.get(_SESSION, None),
+           f"in the test before {item.nodeid} or its fixtures")
+
+
+def _stray(rows: SessionRows | None, where: str) -> None:
+    """Fail the session for the direct runs no test is to blame for, saying where."""
     names = _direct_names(rows)
     if names and rows is not None:
         rows.stray = True
-        rows.messages.append(f"cudabench: error: {names} {_DIRECT}, in the test before "
-                             f"{item.nodeid} or its fixtures: measure with the `cudabench` "
-                             "fixture's run()")
+        rows.messages.append(f"cudabench: error: {names} {_DIRECT}, {where}: measure in a "
+                             "test, with the `cudabench` fixture's run()")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -639,13 +643,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     """Fail the session where collecting a file (its import) measured by a direct
     cudabench.run(): no test is to blame."""
     yield
-    rows = collector.config.stash.get(_SESSION, None)
-    names = _direct_names(rows)
-    if names and rows is not None:
-        rows.stray = True
-        rows.messages.append(f"cudabench: error: {names} {_DIRECT}, at the import of "
-                             f"{collector.nodeid}: measure in a test, with the `cudabench` "
-                             "fixture's run()")
+    _stray(collector.config.stash.get(_SESSION, None), f"at the import of {collector.nodeid}")
 
 
 @pytest.fixture
@@ -723,12 +721,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if rows is None or not rows.gathered or _ran_nothing(session.config):
         return
     rows.hearing.close()
-    names = _direct_names(rows)  # a module- or session-scoped fixture's last teardown
-    if names:
-        rows.stray = True
-        rows.messages.append(f"cudabench: error: {names} {_DIRECT}, in a fixture's "
-                             "teardown: measure in a test, with the `cudabench` fixture's "
-                             "run()")
+    _stray(rows, "in a fixture's teardown")  # a module- or session-scoped fixture's last
     if rows.stray:
         _fail(session)
     from cudabench.api import Results
