@@ -147,3 +147,16 @@ def stopped_after(real_run_plans, rows: int, stop):
         return real_run_plans(plans, spec, listen, **options)
 
     return run_plans
+
+
+def second_ctrl_c_in(monkeypatch, module, name: str) -> None:
+    """Make module.name press Ctrl-C again (SIGINT) as it starts: a stopped run's save."""
+    import signal
+
+    real = getattr(module, name)
+
+    def pressed(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, pressed)

@@ -17,7 +17,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import MATMUL_BODY, MATMUL_HEADER, full_disk_at_the_end, write_kernel
+from helpers import (
+    MATMUL_BODY,
+    MATMUL_HEADER,
+    full_disk_at_the_end,
+    second_ctrl_c_in,
+    write_kernel,
+)
 
 from cudabench.analysis.ab import coverage, judge, min_rounds, sign_interval
 from cudabench.analysis.verdicts import Verdict
@@ -583,47 +589,19 @@ def test_ab_stopped_while_its_verdicts_print_keeps_them_in_its_markdown(marked, 
         " ".join(result.stderr.split())
 
 
+@pytest.mark.parametrize("where, json", [("judge", False), ("_keep_stopped", True)])
 def test_a_second_ctrl_c_while_ab_saves_its_verdicts_stops_it_once_they_are_saved(
-        marked, tmp_path, monkeypatch):
-    # a second Ctrl-C inside the verdicts' statistics (NumPy's import) lost them all
-    import signal
-
+        marked, tmp_path, monkeypatch, where, json):
+    # a second Ctrl-C inside the verdicts' statistics (NumPy's import) lost them all; one
+    # while --json's rows were pooled again skipped --markdown's verdicts
     import cudabench.cli.ab as ab
 
-    real = ab.judge
-
-    def second_ctrl_c(*args, **kwargs):
-        signal.raise_signal(signal.SIGINT)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(ab, "judge", second_ctrl_c)
-    stop_after_three_and_a_half_rounds(monkeypatch)
-    old = folder(tmp_path / "old", ["naive"])
-    summary = tmp_path / "ab.md"
-    result = invoke(old, old, *FAST, "--rounds", "6", "--markdown", summary)
-    assert result.exit_code == 130, (result.stdout, result.stderr)
-    assert "| matmul/naive |" in summary.read_text(encoding="utf-8")
-
-
-def test_a_second_ctrl_c_while_ab_keeps_its_json_still_saves_its_verdicts(
-        marked, tmp_path, monkeypatch):
-    # the second Ctrl-C while --json's rows were pooled again skipped --markdown's verdicts
-    import signal
-
-    import cudabench.cli.ab as ab
-
-    real = ab._keep_stopped
-
-    def second_ctrl_c(*args, **kwargs):
-        signal.raise_signal(signal.SIGINT)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(ab, "_keep_stopped", second_ctrl_c)
+    second_ctrl_c_in(monkeypatch, ab, where)
     stop_after_three_and_a_half_rounds(monkeypatch)
     old = folder(tmp_path / "old", ["naive"])
     summary = tmp_path / "ab.md"
     result = invoke(old, old, *FAST, "--rounds", "6", "--markdown", summary,
-                    "--json", tmp_path / "ab.json")
+                    *(["--json", tmp_path / "ab.json"] if json else []))
     assert result.exit_code == 130, (result.stdout, result.stderr)
     assert "| matmul/naive |" in summary.read_text(encoding="utf-8")
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import full_disk_at_the_end, invoke
+from helpers import full_disk_at_the_end, invoke, second_ctrl_c_in
 
 DATA = Path(__file__).parent / "data" / "compare"
 QUICK = ("--warmup", "0", "--min-samples", "3", "--max-time", "0.01", "--no-vendor",
@@ -280,17 +280,9 @@ def test_a_second_ctrl_c_while_a_stopped_run_saves_its_rows_stops_it_once_they_a
         use_fake, tmp_path, monkeypatch):
     # a second Ctrl-C a moment after the first landed in the save (NumPy's import, there):
     # every row measured was lost
-    import signal
-
     import cudabench.cli.stopped as stopped
 
-    real = stopped.write_text
-
-    def second_ctrl_c(*args, **kwargs):
-        signal.raise_signal(signal.SIGINT)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(stopped, "write_text", second_ctrl_c)
+    second_ctrl_c_in(monkeypatch, stopped, "write_text")
     stop_after_first_row(monkeypatch, KeyboardInterrupt)
     md, csv = tmp_path / "x.md", tmp_path / "x.csv"
     done = invoke("matmul", "--size", "64", *QUICK, "--markdown", md, "--csv", csv)
