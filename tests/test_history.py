@@ -845,6 +845,20 @@ def test_show_filters(tmp_path):
     assert_one_line_error(invoke("show", "--since", "last week", "--db", db), "--since")
 
 
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_a_time_outside_pythons_range_is_unreadable(tmp_path, moment):
+    # in UTC these fall before year 1 or after 9999: an unreadable time, not an OverflowError
+    db = trend_history(tmp_path)
+    assert_one_line_error(invoke("show", "--since", moment, "--db", db), "--since")
+    path = make_run(tmp_path / "odd", 99)
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["created"] = moment
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = invoke("import", path, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert "recorded as run 25" in result.stdout
+
+
 def test_show_counts_commits_not_the_runs_of_interleaved_ones(tmp_path):
     # runs of two branches interleaved (a, b, a, b, a, b) read "6" commits
     db = tmp_path / "h.db"

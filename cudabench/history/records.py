@@ -146,7 +146,10 @@ def parse_time(text: str) -> str | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
-    return moment.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+    try:
+        return moment.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+    except OverflowError:  # 0001-01-01T00:00+01:00 is in UTC before year 1: no time to store
+        return None
 
 
 # A command's options that say where its output goes or how it is shown, not what it
