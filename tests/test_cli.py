@@ -14,6 +14,7 @@ from helpers import MATMUL_BODY, MATMUL_HEADER, invoke, refuse_engines, write_ke
 from cudabench import __version__
 from cudabench.catalog import discover
 from cudabench.cli import cli
+from cudabench.cli.names import given_kernels_dirs
 from cudabench.engines.nvcc import find_nvcc
 from cudabench.errors import GpuEnvironmentError
 from cudabench.ops import OPS
@@ -599,3 +600,25 @@ def test_file_names_that_are_no_utf8_are_taken(tmp_path):
     done = run("matmul", "--size", "64", "--variant", "naive", "--max-time", "0.01", "--json",
                os.fsdecode(b"run\xff.json"), "--record", "--db", "h.db")
     assert done.returncode == 0 and "recorded as run 2" in done.stdout, done.stderr
+
+
+def test_a_tilde_after_equals_is_the_home_folder(use_fake, tmp_path, monkeypatch):
+    # no shell expands `~` after `=`: `--json=~/r.json` wrote into a folder named `~`
+    home, work = tmp_path / "home", tmp_path / "work"
+    write_kernel(home / "kk" / "matmul", "mine", MATMUL_HEADER)
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    fast = ["--max-time", "0.01", "--warmup", "0", "--no-vendor", "--no-batch"]
+    result = invoke("dot", "--size", "1000", "--variant", "atomic", *fast, "--json=~/r.json",
+                    "--markdown=~/r.md", "--csv=~/r.csv", "--kernels-dir=~/kk")
+    assert result.exit_code == 0, result.stderr
+    assert all((home / name).is_file() for name in ("r.json", "r.md", "r.csv"))
+    assert given_kernels_dirs(["matmul", "--kernels-dir=~/kk"]) == [home / "kk"]  # op files
+    suite = work / "cudabench.toml"
+    suite.write_text('kernels_dirs = ["~/kk"]\n[timing]\nmax_time = 0.01\nwarmup = 0\n'
+                     '[[benchmark]]\nop = "dot"\nsize = "1000"\nvariants = ["atomic"]\n')
+    result = invoke("run", suite, "--no-vendor", "--no-batch", "--json=~/s.json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads((home / "s.json").read_text())["benchmarks"]
+    assert not (work / "~").exists()

@@ -4,10 +4,13 @@ file's name that ends with a slash (`--markdown notes.txt/`).
 Click would pass "" on (a Path of "" even reads as the current folder), and a Path drops a
 trailing slash (the user named a folder; `notes.txt` was written over), so each option and
 argument of a command is given a check of its raw command-line value before conversion.
+That check also expands a path's leading `~`: the shell does not after `=` (`--json=~/r.json`),
+and a folder named `~` would be made in the current one.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -37,6 +40,8 @@ def _checked(param: click.Parameter) -> Any:
 
     def consume_value(ctx: click.Context, opts: Any) -> tuple[Any, ParameterSource]:
         value, source = original(ctx, opts)
+        if isinstance(param.type, click.Path):
+            value = _expand_user(value)
         if source is ParameterSource.COMMANDLINE and _empty(value):
             raise click.BadParameter("an empty value is not one: give a value, or leave "
                                      "the option out for its default", ctx=ctx, param=param)
@@ -55,6 +60,15 @@ def _names_a_file(param: click.Parameter) -> bool:
     name is no folder's (--kernels-dir, ab's OLD_DIR and NEW_DIR take folders)."""
     return (isinstance(param.type, click.Path) and param.name is not None
             and not param.name.endswith(("dir", "dirs")))
+
+
+def _expand_user(value: Any) -> Any:
+    """Return a path's text (or each of several) with a leading `~` made the home folder."""
+    if isinstance(value, str):
+        return os.path.expanduser(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_expand_user(item) for item in value)
+    return value
 
 
 def _empty(value: Any) -> bool:

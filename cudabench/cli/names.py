@@ -60,4 +60,5 @@ def given_kernels_dirs(args: Sequence[str]) -> list[Path]:
         elif arg.startswith("--kernels-dir="):
             found.append(arg.split("=", 1)[1])
     # An empty value is no folder (Path("") is the current one): the command refuses it.
-    return [Path(text) for text in found if text.strip()]
+    # `--kernels-dir=~/kk`: no shell expands a `~` after `=`, so expand it here
+    return [Path(text).expanduser() for text in found if text.strip()]

@@ -1,7 +1,7 @@
 """Read a benchmark suite: `cudabench.toml`, or `[tool.cudabench]` in a pyproject.toml.
 
-    kernels_dirs = ["kernels_extra"]   # optional, relative to the config file (a
-                                       # top-level key: above the first [table])
+    kernels_dirs = ["kernels_extra"]   # optional, relative to the config file, `~` the
+                                       # home folder (a top-level key: above the first [table])
 
     [timing]                      # optional, applies to every benchmark
     max_time = 1.0                # seconds of sampling per variant
@@ -113,7 +113,8 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
         raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
                          "(expected timing, kernels_dirs, benchmark)")
     timing = _timing(data.get("timing", {}), where)
-    dirs = tuple(path.parent / d for d in _strings(data, "kernels_dirs", where, []))
+    dirs = tuple(path.parent / Path(d).expanduser()  # "~/kk": the user's, as a shell reads it
+                 for d in _strings(data, "kernels_dirs", where, []))
     try:  # the file's folders, named as its key (each entry said `--kernels-dir nope`)
         check_folders(dirs)
     except UsageError as exc:
