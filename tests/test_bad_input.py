@@ -85,6 +85,12 @@ def clean(done, codes=(2,)) -> None:
     # "No such option '-x'", where --energy=-1 said what was wrong
     (["dot", "--counters=-x"], "--counters -x: --counters takes no value starting with '-'"),
     (["dot", "--sanitize=-x"], "--sanitize -x: --sanitize takes no value starting with '-'"),
+    # a decimal or -inf was "No such option '-0'" (Click's first letter of -0.5)
+    (["dot", "--energy", "-0.5"], "--energy -0.5: --energy takes no value starting with '-'"),
+    (["dot", "--energy=-0.5"], "--energy -0.5: --energy takes no value starting with '-'"),
+    (["dot", "--counters", "-inf"], "--counters -inf: --counters takes no value starting with"),
+    (["dot", "--sanitize", "-1.5"], "--sanitize -1.5: --sanitize takes no value starting with"),
+    (["run", "--energy", "-.5"], "--energy -.5: --energy takes no value starting with '-'"),
     (["dot", "--energy", "A/dot/atomic.cu"], "is a file, not seconds; give the file before"),
 ])
 def test_bad_flags_are_one_line(no_gpu_work, tmp_path, args, says):

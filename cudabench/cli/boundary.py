@@ -96,13 +96,19 @@ def _negative_value(exc: click.ClickException, args: list[str]) -> str | None:
     name = getattr(exc, "option_name", None) or ""
     if not isinstance(exc, click.NoSuchOption) or not name.startswith("-"):
         return None
-    number = re.fullmatch(r"-[0-9.][0-9.eE+-]*", name) is not None
     for i, arg in enumerate(args):
-        option = args[i - 1] if arg == name and i > 0 and number else arg[:-len(name) - 1] \
-            if arg.endswith(f"={name}") else ""
-        if option.startswith("--") and "=" not in option:
-            return f"{option} {name}: {option} takes no value starting with '-'"
+        # Click names the first letter of `-0.5` or `-inf` as the option: "-0", "-i"
+        option, value = arg.split("=", 1) if arg.startswith("--") and "=" in arg \
+            else (args[i - 1] if i > 0 else "", arg)
+        if value == name and "=" in arg or value.startswith(name) and _negative_number(value):
+            if option.startswith("--") and "=" not in option:
+                return f"{option} {value}: {option} takes no value starting with '-'"
     return None
+
+
+def _negative_number(text: str) -> bool:
+    """Whether text reads as a negative number: -1, -0.5, -.5, -1e3, -inf, -nan."""
+    return re.fullmatch(r"-(?:[0-9.][0-9.eE+-]*|inf(?:inity)?|nan)", text, re.I) is not None
 
 
 def refuse_an_option_as_a_value(command: click.Command, args: list[str]) -> None:
