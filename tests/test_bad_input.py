@@ -74,6 +74,9 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--warmup", "0", "--timeout", "0.25"], "other passes run within it; raise "
      "--timeout"),
     (["ab", "A", "B", "--warmup", "nan"], "--warmup nan: must be a finite number"),
+    # "--max-samples must be at most ...": ab has --samples, and no --max-time
+    (["ab", "A", "B", "--samples", "99999999999"], "--samples must be at most 1,000,000,000 "
+     "(ab's 1 s a round ends sampling long before)"),
     # "sizes are positive integers such as 1000"
     (["ab", "A", "B", "--size", "64,128"], "--size 64,128: ab measures one size; give a single"),
     # an optional value starting with '-' was "No such option '-1'"

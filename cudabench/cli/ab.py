@@ -34,6 +34,7 @@ from cudabench.catalog.discovery import (
     op_folders_below,
     refuse_empty_folders,
 )
+from cudabench.common.flag_terms import AB_FLAGS, rename_flags
 from cudabench.common.infiles import not_a_folder
 from cudabench.common.lazy import signals_held
 from cudabench.engines.visibility import refuse_launch_blocking
@@ -75,6 +76,8 @@ COLUMNS = ("benchmark", "params", "shape", "dtype", "A", "B", "change", "interva
 # so the default takes twice the rounds: the interval narrows by about sqrt(2) for seconds.
 DEFAULT_ROUNDS = 40
 DEFAULT_SAMPLES = 8  # per side and round: enough for a round's median
+# The timing checks' flags as ab has them: one --samples, and no --max-time (1 s a round)
+_AB_TERMS = {**AB_FLAGS, "--max-time": "ab's 1 s a round"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,8 +192,11 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
              folder_side("B", new_dir, "NEW_DIR", kernels_dirs))
     # A fixed count per round (min = max), so that each round weighs the same; a kernel too
     # slow for it within the 1 s budget stops at 5 samples (timing.collect's floor).
-    timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
-                          max_time_s=1.0, timeout_s=timeout).validate()
+    try:  # its messages name run's --min-samples, --max-samples and --max-time
+        timing = TimingPolicy(warmup_s=warmup, min_samples=samples, max_samples=samples,
+                              max_time_s=1.0, timeout_s=timeout).validate()
+    except UsageError as exc:
+        raise UsageError(rename_flags(str(exc), _AB_TERMS)) from None
     if size is not None and len(expand_sizes(size)) > 1:  # the plan read "64,128" as one
         raise UsageError(f"--size {size}: ab measures one size; give a single one")
     base = Request(op="", size=size, params={}, seed=seed, timing=timing, l2_flush=l2_flush,
