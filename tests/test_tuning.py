@@ -784,6 +784,34 @@ def test_planning_a_search_loads_the_ops_once(kernels, monkeypatch):
     assert len(loads) <= 3, loads  # the catalog, the request and the search: not 36
 
 
+def test_loading_ops_once_ends_with_its_block_whatever_another_thread_does(monkeypatch):
+    # a module global: a block entered in one thread and left after another's ended kept
+    # the cache on for the rest of the process (later op-file edits unseen)
+    import threading
+
+    from cudabench.ops import registry
+
+    entered, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with registry.loaded_once():
+            entered.set()
+            leave.wait(10)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    entered.wait(10)
+    with registry.loaded_once():
+        leave.set()
+        thread.join(10)
+    loads = []
+    real = registry._load_ops
+    monkeypatch.setattr(registry, "_load_ops", lambda dirs: loads.append(dirs) or real(dirs))
+    registry.load_ops(())
+    registry.load_ops(())
+    assert len(loads) == 2  # outside every block: loaded afresh each time
+
+
 def test_a_search_says_what_it_chose_and_how_it_measured(use_fake, kernels, tmp_path,
                                                          monkeypatch):
     # nothing chosen printed a table of headers alone; --best-out said "Measured with

@@ -12,6 +12,7 @@ it pickles as (origin, name), never as a class that only the parent imported.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import importlib
 import importlib.util
@@ -66,8 +67,11 @@ def builtin_ops() -> dict[str, Op]:
     return ops
 
 
-# Within loaded_once(): each set of folders' ops, loaded once (None: outside it).
-_held: dict[tuple[Path, ...], dict[str, Op]] | None = None
+# Within loaded_once(): each set of folders' ops, loaded once (None: outside it). A context
+# variable, not a global: two threads planning at once (the API) each keep their own, and
+# one ending never leaves the other's cache on for the rest of the process.
+_HELD: contextvars.ContextVar[dict[tuple[Path, ...], dict[str, Op]] | None] = (
+    contextvars.ContextVar("cudabench_ops_held", default=None))
 
 
 @contextlib.contextmanager
@@ -75,24 +79,23 @@ def loaded_once() -> Iterator[None]:
     """Within the block, load each set of folders' ops once. A search plans every
     configuration before it runs, each asking for its op: globbing and resolving the
     folders' files again took 1.5 ms a configuration, minutes for a large search."""
-    global _held
-    outer = _held
-    _held = {} if outer is None else outer
+    token = _HELD.set(_HELD.get() if _HELD.get() is not None else {})
     try:
         yield
     finally:
-        _held = outer
+        _HELD.reset(token)
 
 
 def load_ops(kernels_dirs: Iterable[Path] = ()) -> dict[str, Op]:
     """Return every op: built-in, installed, then those in the folders' .py files (less
     an installed op's own module, reached as a file by `--kernels-dir` its package)."""
     folders = tuple(Path(folder) for folder in kernels_dirs)
-    if _held is None:
+    held = _HELD.get()
+    if held is None:
         return _load_ops(folders)
-    if folders not in _held:
-        _held[folders] = _load_ops(folders)
-    return dict(_held[folders])  # a caller's changes stay its own
+    if folders not in held:
+        held[folders] = _load_ops(folders)
+    return dict(held[folders])  # a caller's changes stay its own
 
 
 def _load_ops(kernels_dirs: tuple[Path, ...]) -> dict[str, Op]:
