@@ -246,7 +246,6 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
              keep_s: float = 0.0) -> Results:
     from cudabench.cli import commands
     from cudabench.cli.options import Placement
-
     from cudabench.results.writer import provenance
 
     # the commit and time of the measurement: to_json() or record() later kept those of the

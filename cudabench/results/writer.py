@@ -42,6 +42,7 @@ from cudabench.results.rounds import identity, remeasured
 # request's head branch before the ref GitHub names it by)
 CI_BRANCH_VARIABLES = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME")
 
+
 def provenance() -> dict[str, Any]:
     """Return when, where and at which commit a run is measured (taken as it starts: a
     commit made while it runs, or rows saved later, is not theirs)."""
