@@ -25,13 +25,20 @@ from helpers import (
     write_kernel,
 )
 
-from cudabench.analysis.ab import coverage, judge, min_rounds, sign_interval
+from cudabench.analysis.ab import (
+    check_settings,
+    coverage,
+    judge,
+    min_rounds,
+    sign_interval,
+)
 from cudabench.analysis.verdicts import Verdict
 from cudabench.cli.ab import ab_command
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.engines.protocol import Compiled, Engine
 from cudabench.engines.fake_engine import FakeEngine, FakeSpec
 from cudabench.engines.fake_kernels import Fault
+from cudabench.errors import UsageError
 from cudabench.results import load_results
 from cudabench.results.model import BenchmarkResult, Verification
 
@@ -275,6 +282,20 @@ def test_the_sign_interval_takes_the_widest_order_statistics_that_keep_the_level
     interval = sign_interval([float(v) for v in range(10, 0, -1)], 0.05)
     assert (interval.low, interval.high) == (2.0, 9.0)  # k = 2: the 2nd and 9th of 10
     assert sign_interval([1.0] * 5, 0.05) is None  # 5 values cannot give 95%
+
+
+def test_a_tiny_alpha_needs_the_rounds_its_level_takes_and_says_its_level():
+    # 1 - 1e-300 is 1.0 in floats: 55 rounds "reached" it, and the level read "a 1 interval"
+    assert min_rounds(1e-300) == 998 and min_rounds(1e-6) == 21
+    assert sign_interval([1.0] * 100, 1e-300) is None
+    with pytest.raises(UsageError, match=r"a 1 - 1e-300 interval .* needs 998 to 1000"):
+        check_settings(100, 0.005, 1e-300)
+    with pytest.raises(UsageError, match=r"--alpha 1e-320: .* more than the 1000 rounds"):
+        check_settings(1000, 0.005, 1e-320)
+    interval = sign_interval([1.0 + i / 1e4 for i in range(40)], 1e-9)
+    assert interval is not None and interval.coverage < 1
+    reason = judge([row(1e-3)] * 40, [row(1e-3 * 1.02)] * 40, alpha=1e-9).reason
+    assert "the 1 - 7.5e-11 interval" in reason, reason
 
 
 @pytest.mark.parametrize("ratios, verdict", [

@@ -41,6 +41,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from cudabench.analysis.best import MIN_MARGIN
 from cudabench.analysis.verdicts import DEFAULT_THRESHOLD as COMPARE_THRESHOLD
@@ -163,12 +164,37 @@ def coverage(n: int, k: int) -> float:
     return 1 - 2 * tail
 
 
+def covers(n: int, k: int, alpha: float) -> bool:
+    """Return whether [r(k), r(n+1-k)] of n values covers the median at 1 - alpha at least,
+    in exact arithmetic: 1 - alpha in floats is 1.0 below alpha 1e-16, which every
+    interval of 55 rounds reached."""
+    share = Fraction(alpha)
+    return 2 * sum(math.comb(n, i) for i in range(k)) * share.denominator <= (
+        share.numerator << n)
+
+
 def min_rounds(alpha: float) -> int:
     """Return the fewest rounds whose widest interval [r(1), r(n)] covers 1 - alpha."""
     n = 1
-    while coverage(n, 1) < 1 - alpha:
+    while not covers(n, 1, alpha):
         n += 1
     return n
+
+
+def level_text(alpha: float) -> str:
+    """Return the level 1 - alpha as a reader reads it: 95%, or 1 - 1e-06 where a
+    percentage would round to 100%."""
+    text = format_percent(1 - alpha)
+    return f"1 - {alpha:.3g}" if text.startswith("100") else text
+
+
+def coverage_text(share: float) -> str:
+    """Return an interval's coverage as a percentage that never rounds up to 100%."""
+    for digits in range(1, 7):
+        text = f"{share:.{digits}%}"
+        if not text.startswith("100"):
+            return text
+    return f"1 - {1 - share:.2g}"
 
 
 def check_settings(rounds: int, threshold: float, alpha: float) -> None:
@@ -177,20 +203,24 @@ def check_settings(rounds: int, threshold: float, alpha: float) -> None:
         raise UsageError(f"--alpha {alpha:g}: must be between 0 and 1 (0.05: a 95% interval)")
     if not 0 < threshold < 10:
         raise UsageError(f"--threshold {threshold!r}: must be above 0 and below 1000%")
+    if not covers(MAX_ROUNDS, 1, alpha):
+        raise UsageError(f"--alpha {alpha:.3g}: a {level_text(alpha)} interval needs more than "
+                         f"the {MAX_ROUNDS} rounds ab runs at most; raise --alpha "
+                         "(0.05: a 95% interval)")
     needed = min_rounds(alpha)
     if not needed <= rounds <= MAX_ROUNDS:
-        raise UsageError(f"--rounds {rounds}: a {1 - alpha:.4g} interval from the rounds' "
-                         f"order statistics needs {needed} to {MAX_ROUNDS} rounds")
+        raise UsageError(f"--rounds {rounds}: a {level_text(alpha)} interval from the "
+                         f"rounds' order statistics needs {needed} to {MAX_ROUNDS} rounds")
 
 
 def sign_interval(values: Sequence[float], alpha: float) -> Interval | None:
     """Return the order-statistic interval of the median at level >= 1 - alpha, or None
     when there are too few values for one."""
     n = len(values)
-    if n == 0 or coverage(n, 1) < 1 - alpha:
+    if n == 0 or not covers(n, 1, alpha):
         return None
     k = 1
-    while k + 1 <= (n + 1) // 2 and coverage(n, k + 1) >= 1 - alpha:
+    while k + 1 <= (n + 1) // 2 and covers(n, k + 1, alpha):
         k += 1
     ordered = sorted(values)
     return Interval(ordered[k - 1], ordered[n - k], coverage(n, k))
@@ -253,7 +283,7 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
         return Verdict.NOISY, f"neither copy was run ({b_skip.skipped}): nothing to judge"
     if ratio is None or interval is None:
         return Verdict.NOISY, (f"{len([r for r in b_rounds if r.samples_s])} round(s) with "
-                               f"samples; a {1 - alpha:.4g} interval needs "
+                               f"samples; a {level_text(alpha)} interval needs "
                                f"{min_rounds(alpha)}")
     return _timing(ratio, interval, threshold)
 
@@ -261,7 +291,7 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
 def _timing(ratio: float, interval: Interval, threshold: float) -> tuple[Verdict, str]:
     """Return the verdict on the two copies' timings, and why (the docstring's last four rules)."""
     limit = format_percent(threshold)
-    span = (f"{interval.coverage:.1%} interval {format_change(interval.low - 1)} to "
+    span = (f"{coverage_text(interval.coverage)} interval {format_change(interval.low - 1)} to "
             f"{format_change(interval.high - 1)}")
     if interval.low > 1 + threshold:
         return Verdict.SLOWER, f"the {span} lies above +{limit}"

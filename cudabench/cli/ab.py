@@ -25,6 +25,7 @@ from cudabench.analysis.ab import (
     added_failure,
     check_settings,
     judge,
+    level_text,
 )
 from cudabench.analysis.verdicts import Verdict, parse_threshold
 from cudabench.catalog import Catalog, parse_header
@@ -683,7 +684,7 @@ def summary_text(run: ABRun, gpu: str) -> str:
     head = (f"{regressed} regression{'s' if regressed != 1 else ''}" if regressed
             else "no regression")
     return (f"{head}: {', '.join(parts)}; {run.rounds} rounds, threshold "
-            f"{format_percent(run.threshold)}, intervals >= {format_percent(1 - run.alpha)} "
+            f"{format_percent(run.threshold)}, intervals >= {level_text(run.alpha)} "
             "(sign test on the rounds' B/A ratios); "
             f"GPU {gpu or '(none)'}")
 
