@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import string
 from pathlib import Path
 
@@ -497,6 +498,11 @@ def test_a_history_store_variable_naming_a_folder_is_refused(use_fake, tmp_path,
     assert done.exit_code == 2, done.output
     assert f"CUDABENCH_HISTORY_DB={tmp_path}: is a folder, not a history store; set it to a " \
         "file" in " ".join(done.stderr.split())
+    monkeypatch.setenv("CUDABENCH_HISTORY_DB", os.devnull)  # it read "--record /dev/null: ..."
+    for args in (["dot", "--size", "100", "--record"], ["history", "show"]):
+        done = CliRunner().invoke(cli, args)
+        assert done.exit_code == 2, done.output
+        assert f"CUDABENCH_HISTORY_DB={os.devnull}: is not a regular file" in done.stderr
 
 
 def test_a_bad_history_store_variable_stops_only_the_runs_that_use_the_store(use_fake,

@@ -35,4 +35,7 @@ def default_store() -> Path:
     if Path(chosen).is_dir():  # said as the variable: "/tmp: is a folder ... pass --db"
         raise UsageError(f"{STORE_VARIABLE}={chosen}: is a folder, not a history store; set "
                          "it to a file (or pass --db)")
+    if Path(chosen).exists() and not Path(chosen).is_file():  # /dev/null: said as --record's
+        raise UsageError(f"{STORE_VARIABLE}={chosen}: is not a regular file (a device, a pipe "
+                         "or a socket), not a history store; set it to a file (or pass --db)")
     return Path(chosen)
