@@ -176,25 +176,22 @@ class Queries:
             args += [gpu_model, gpu_model]
         key = "x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, COALESCE(d.name, '')"
         joins = "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id"
+        # the newest run's order of the parameters (a header reordered since: the order the
+        # tables show now), in the same pass: the newest (created, id) of the rows that
+        # recorded one, its order after the second separator (older stores recorded none)
+        newest_order = ("MAX(CASE WHEN x.param_order != '' THEN r.created || char(31) || "
+                        "printf('%020d', r.id) || char(31) || x.param_order END)"
+                        if self.version >= PARAM_ORDER_SINCE else "NULL")
         query = (
-            f"SELECT {key}, MIN(x.kind), COUNT(DISTINCT x.run_id) FROM results x {joins} "
-            f"WHERE {' AND '.join(where)} "
+            f"SELECT {key}, MIN(x.kind), COUNT(DISTINCT x.run_id), {newest_order} "
+            f"FROM results x {joins} WHERE {' AND '.join(where)} "
             "GROUP BY x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, d.name "
             "ORDER BY COALESCE(d.name, ''), x.op, x.variant, x.shape, x.params, x.dtype, x.hot, "
             "x.l2_flush")
-        orders: dict[tuple[Any, ...], str] = {}
         with self._errors():
             rows = self._conn.execute(query, args).fetchall()
-            if self.version >= PARAM_ORDER_SINCE:
-                # the newest run's order of the parameters (a header reordered since: the
-                # order the tables show now); older stores' rows recorded none
-                for row in self._conn.execute(
-                        f"SELECT {key}, x.param_order FROM results x {joins} "
-                        f"WHERE {' AND '.join(where)} AND x.param_order != '' "
-                        "ORDER BY r.created, r.id", args):
-                    orders[tuple(row[:8])] = row[8]
-        return [Tracked(self._benchmark(row[:7], orders.get(tuple(row[:8]), "")), row[7],
-                        row[8], row[9]) for row in rows]
+        return [Tracked(self._benchmark(row[:7], row[10].split("\x1f", 2)[2] if row[10] else ""),
+                        row[7], row[8], row[9]) for row in rows]
 
     def series(self, benchmark: Benchmark, gpu_model: str, last: int | None = None,
                since: str | None = None, exclude_run: int | None = None,
