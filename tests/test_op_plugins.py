@@ -464,6 +464,37 @@ def test_a_shortcut_may_not_take_an_option_cudabench_has(use_fake, tmp_path, opt
         cudabench.run("mycopy", kernels_dir=folder, size=50)
 
 
+def test_two_shortcuts_of_one_parameter_are_refused(use_fake, tmp_path, fresh_ops):
+    # the values were kept by parameter: --block 64 alone was dropped (the header's default
+    # ran), --block 64 --threads 128 ran 128
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        '        result_buffer = "y"',
+        '        result_buffer = "y"\n        shortcuts = {"block": "BLOCK", "threads": "BLOCK"}')
+    folder = user_folder(tmp_path, text)
+    says = f"{folder / 'myop.py'}: op 'mycopy': `shortcuts` gives BLOCK two options, " \
+        "'block' and 'threads'; keep one"
+    for args in (["mycopy", "--block", "64"], ["list"]):
+        done = invoke(*args, "--kernels-dir", folder)
+        assert done.exit_code == 2 and says in done.stderr, done.output
+
+
+def test_ops_of_one_command_may_not_spell_a_parameter_two_ways(use_fake, tmp_path, fresh_ops):
+    # op_command merged the ops' shortcuts: --block 64 --threads 128 ran BLOCK=128
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        '        result_buffer = "y"', '        result_buffer = "y"\n        SHORTCUTS')
+    first = text.replace("SHORTCUTS", 'shortcuts = {"block": "BLOCK"}')
+    second = text.replace("SHORTCUTS", 'shortcuts = {"threads": "BLOCK"}').replace(
+        'name = "mycopy"', 'name = "mycopy2"\n        command = "mycopy"\n'
+        '        command_flag = "other"')
+    folder = user_folder(tmp_path, first)
+    path = write_op(folder, second, name="other.py")
+    for args in (["mycopy", "--block", "64", "--threads", "128"], ["list"]):
+        done = invoke(*args, "--kernels-dir", folder)
+        assert done.exit_code == 2, done.output
+        assert f"{path}: op 'mycopy2'\'s shortcut 'threads' sets BLOCK, another op of the " \
+            "`mycopy` command's 'block' sets BLOCK" in " ".join(done.stderr.split())
+
+
 @pytest.mark.parametrize(("change", "field"), [
     (lambda t: t.replace('name = "mycopy"', 'name = "list"'), "name"),
     (lambda t: t.replace('name = "mycopy"', 'name = "mycopy"\n        command = "report"'),

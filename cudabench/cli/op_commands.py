@@ -52,7 +52,7 @@ def op_command(name: str, ops: Mapping[str, Op], run: Runner) -> click.Command |
         return None
     primary = next((op for op in members if not op.command_flag), members[0])
     flagged = {op.command_flag: op for op in members if op.command_flag}
-    shortcuts = {option: param for op in members for option, param in op.shortcuts.items()}
+    shortcuts = _shortcuts_of(members)
 
     def callback(device: int, json_path: Path | None, markdown_path: Path | None,
                  dry_run: bool, arch: str | None, best: bool, best_out: Path | None,
@@ -128,6 +128,25 @@ def refuse_command_names_of(ops: Mapping[str, Op]) -> None:
 def flag_of(option: str) -> str:
     """Return the command-line flag of a shortcut's option name (block_rows: --block-rows)."""
     return f"--{option.replace('_', '-')}"
+
+
+def _shortcuts_of(members: Sequence[Op]) -> dict[str, str]:
+    """Return the shortcuts of the ops that share a command, option to parameter; raise
+    OpFileError where two of them spell one parameter otherwise, or one option sets two
+    parameters: the values were kept by parameter, the last option overwriting the first
+    (check_op refuses the same within one op)."""
+    shortcuts: dict[str, str] = {}
+    for op in members:
+        for option, param in op.shortcuts.items():
+            other = next((o for o, p in shortcuts.items() if (o == option) != (p == param)),
+                         None)
+            if other is not None:
+                raise OpFileError(f"{op.origin}: op {op.name!r}'s shortcut {option!r} sets "
+                                  f"{param}, another op of the `{command_name(op)}` command's "
+                                  f"{other!r} sets {shortcuts[other]}; give each parameter "
+                                  "one option")
+            shortcuts[option] = param
+    return shortcuts
 
 
 HELP_FLAGS = ("-h", "--help")  # the group's help_option_names: every command has them

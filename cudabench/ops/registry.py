@@ -343,6 +343,14 @@ def check_op(op: Op) -> None:
         raise OpFileError(f"{where}: `shortcuts` maps an option's name (lowercase letters, "
                           "digits, _ and -) to a parameter, e.g. {\"tile\": \"TILE\"}; got "
                           f"{shortcuts!r:.60}")
+    first_of: dict[str, str] = {}
+    for option, param in shortcuts.items():
+        # values were kept by parameter: --block 64 --threads 128 set 128, --block 64 alone
+        # was dropped; one option a parameter, as -p has one spelling
+        if param in first_of:
+            raise OpFileError(f"{where}: `shortcuts` gives {param} two options, "
+                              f"{first_of[param]!r} and {option!r}; keep one")
+        first_of[param] = option
     if op.vendor_library and getattr(type(op), "vendor") is getattr(Op, "vendor"):
         raise OpFileError(f"{where}: `vendor_library` {op.vendor_library!r} needs a "
                           "vendor(types) method that returns its VendorCall, or why there is "
