@@ -337,6 +337,17 @@ def test_files_and_folders_named_with_an_underscore_are_helper_code(tmp_path):
     assert set(catalog["dot"]) == BUILTIN_VARIANTS["dot"] | {"fast"}
 
 
+def test_a_folder_of_helper_and_hidden_files_alone_is_refused(tmp_path):
+    # skipped by discovery, they counted as kernels: the folder was taken and added nothing
+    (tmp_path / "_priv").mkdir()
+    for name in ("_common.cu", "_x.py", ".x.cu", "_priv/a.cu"):
+        (tmp_path / name).write_text("// helper\n")
+    says = f"^--kernels-dir {re.escape(str(tmp_path))}: holds no kernel .* a name that " \
+        "starts with _ or . is helper code or hidden"
+    with pytest.raises(UsageError, match=says):
+        discover([tmp_path])
+
+
 def test_an_op_folder_one_level_down_has_its_kernels_beside_its_op_file(tmp_path):
     # --kernels-dir examples found examples/softmax/softmax.py but not its kernels in
     # examples/softmax/softmax/: "no softmax kernels found"

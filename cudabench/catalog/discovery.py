@@ -59,12 +59,13 @@ def op_folders_below(folders: Iterable[Path]) -> list[Path]:
 
 def refuse_empty_folders(folders: Iterable[Path]) -> None:
     """Refuse a --kernels-dir that holds no kernel and no op file: a folder given by
-    mistake, or kernels two levels down, said, not ignored."""
+    mistake, or kernels two levels down, said, not ignored. Files discovery skips count
+    for nothing: a folder of `_common.cu` and `_ref.py` alone was taken, and added nothing."""
     for folder in folders:
-        if not any(next(Path(folder).glob(pattern), None) is not None
-                   for pattern in ("*.cu", "*/*.cu", "*.py", "*/*.py")):
+        if not kernel_files(Path(folder)) and not op_files([folder]):
             raise UsageError(f"--kernels-dir {folder}: holds no kernel (a .cu file in it or "
-                             "in a folder one level down) and no op file (.py)")
+                             "in a folder one level down) and no op file (.py); a name that "
+                             "starts with _ or . is helper code or hidden, not counted")
 
 
 def discover(extra_dirs: Iterable[Path] = ()) -> Catalog:
