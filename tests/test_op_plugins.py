@@ -353,7 +353,22 @@ def test_a_reference_of_another_shape_is_an_error_naming_the_file_not_a_pass(use
     assert done.exit_code == 2, done.output
     assert "PASS" not in done.stdout and "ERROR" in done.stdout
     assert f"{folder / 'myop.py'}: mycopy.verify raised ValueError: the expected array has " \
-           "shape (1,) and the result (50,)" in done.stderr
+           "shape (1,) (the op's reference) and the result (50,)" in \
+        " ".join(done.stderr.split())
+
+
+def test_a_result_of_another_shape_names_outputs_as_well_as_the_reference(use_fake, tmp_path):
+    # outputs sized the result buffer one short; the message blamed the reference alone
+    text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        'return {"y": shape}', 'return {"y": (shape[0] - 1,)}').replace(
+        "(y, types.output, (n,))", "(y, types.output, (n - 1,))").replace(
+        "typed(x, types.input, (n,))", "typed(x, types.input, (n,))[:-1]")
+    folder = user_folder(tmp_path, text)
+    done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert done.exit_code == 2, done.output
+    assert "the expected array has shape (50,) (the op's reference) and the result (49,) " \
+        "(the result buffer, as the op's outputs sizes it): fix whichever of reference and " \
+        "outputs is wrong" in " ".join(done.output.split()), done.output
 
 
 BAD_WORK = {

@@ -16,10 +16,12 @@ from cudabench.results.model import Verification
 
 def same_shape(result: np.ndarray, expected: np.ndarray) -> None:
     """Refuse an expected array of another shape than the result (a single value aside):
-    compared element for element it would broadcast, and a wrong reference pass."""
+    compared element for element it would broadcast, and a wrong reference pass. Which
+    side is wrong is not known here: the message names the method behind each shape."""
     if expected.ndim and expected.shape != result.shape:
-        raise ValueError(f"the expected array has shape {expected.shape} and the result "
-                         f"{result.shape}: the op's reference must return the result's shape")
+        raise ValueError(f"the expected array has shape {expected.shape} (the op's reference) "
+                         f"and the result {result.shape} (the result buffer, as the op's "
+                         "outputs sizes it): fix whichever of reference and outputs is wrong")
 
 
 def exact_check(result: np.ndarray, expected: np.ndarray, criterion: str = "exact") -> Verification:
