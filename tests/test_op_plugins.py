@@ -459,10 +459,11 @@ def test_an_args_scalar_must_be_a_whole_int32(use_fake, tmp_path, value, says):
         assert f"{folder / 'myop.py'}: mycopy.args {says}" in " ".join(done.stderr.split())
 
 
-@pytest.mark.parametrize("option", ["seed", "help"])
+@pytest.mark.parametrize("option", ["seed", "help", "traceback", "wide"])
 def test_a_shortcut_may_not_take_an_option_cudabench_has(use_fake, tmp_path, option):
     # shortcuts = {"seed": ...} made --seed set the parameter, the inputs' seed unchanged;
-    # one called help replaced --help
+    # one called help replaced --help; the group took --traceback 64 wherever it stood, and
+    # said "Got unexpected extra argument (64)"
     text = GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
         '        result_buffer = "y"',
         f'        result_buffer = "y"\n        shortcuts = {{"{option}": "BLOCK"}}')

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from cudabench.cli.boundary import GROUP_FLAGS
 from cudabench.cli.names import COMMANDS, command_name
 from cudabench.cli.options import (
     Outputs,
@@ -155,8 +156,9 @@ HELP_FLAGS = ("-h", "--help")  # the group's help_option_names: every command ha
 def _refuse_clashes(command: click.Command, members: Sequence[Op]) -> None:
     """Raise OpFileError where an op's shortcut or command flag takes an option the command
     has already (shortcuts = {"seed": "BLOCK"} made --seed set BLOCK, the inputs' seed
-    left as it was; one called help silently replaced --help)."""
-    seen: set[str] = set(HELP_FLAGS)
+    left as it was; one called help silently replaced --help), or a flag of the group,
+    which the boundary takes wherever it stands (--traceback 64: "unexpected argument 64")."""
+    seen: set[str] = {*HELP_FLAGS, *GROUP_FLAGS}
     for param in command.params:
         for option in param.opts:
             if option in seen:
@@ -164,5 +166,5 @@ def _refuse_clashes(command: click.Command, members: Sequence[Op]) -> None:
                                if option in (*map(flag_of, op.shortcuts),
                                              f"--{op.command_flag}")), members[0].origin)
                 raise OpFileError(f"{origin}: a shortcut or command flag takes {option}, "
-                                  "which cudabench's command already has; name it otherwise")
+                                  "which cudabench already has; name it otherwise")
             seen.add(option)
