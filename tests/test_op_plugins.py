@@ -825,6 +825,9 @@ def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
 
 @pytest.mark.parametrize("field, value, says", [
     ("summary", "None", "`summary` must be a line of text"),  # exit 4: None + str
+    # `list` printed it over two lines
+    ("summary", r'"y = x\\nof N"', "`summary` must be a line of text, e.g. \"y = softmax(x) "
+     "by rows\"; got 'y = x\\nof N'"),
     ("signature", "5", "`result_buffer` is a buffer's name and `signature` the kernels'"),
     ("dims", '("N", "N")', "`dims` ('N', 'N') names an extent twice"),
     # launch arithmetic read the GPU's SM count (or the element size) for the extent
