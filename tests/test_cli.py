@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -622,3 +623,21 @@ def test_a_tilde_after_equals_is_the_home_folder(use_fake, tmp_path, monkeypatch
     assert result.exit_code == 0, result.stderr
     assert json.loads((home / "s.json").read_text())["benchmarks"]
     assert not (work / "~").exists()
+
+
+def test_info_counts_its_device_as_a_run_does(monkeypatch):
+    # a run's worker starts with CUDA_DEVICE_ORDER=PCI_BUS_ID (nvidia-smi's order); info
+    # opened CUDA in its own order, fastest first: another card on a host of two models
+    from cudabench.engines.fake_engine import FakeSpec
+
+    seen = []
+
+    class Spying(FakeSpec):
+        def open(self):
+            seen.append(os.environ.get("CUDA_DEVICE_ORDER"))
+            return super().open()
+
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: Spying())
+    assert invoke("info", "--device", "0").exit_code == 0
+    assert seen == ["PCI_BUS_ID"]
