@@ -340,3 +340,62 @@ def test_a_small_work_per_joule_keeps_its_digits():
                           energy={"joules": 0.5, "launches": 1000.0, "seconds": 0.01})
     cells = {c.title: c.cell(row) for c in detail_columns([row])}
     assert cells["GFLOP/J"] == "0.004", cells
+
+
+def test_a_small_rate_or_ratio_keeps_two_significant_digits(use_fake, tmp_path):
+    # dot of one element read "GFLOP/s 0.0", "GB/s 0.0", "% of peak 0.0%" on every row
+    from cudabench.render.run_table import build_tables
+    from cudabench.results.model import RunOutcome
+
+    _, results = run_json(tmp_path, "dot", "--size", "1")
+    table = build_tables(RunOutcome(tuple(results.benchmarks)))[0]
+    for row, r in zip(table.rows, results.benchmarks):
+        cells = {name: cell.text for name, cell in zip(table.columns, row)}
+        if r.gflops:
+            assert float(cells["GFLOP/s"]) == pytest.approx(r.gflops, rel=0.05), cells
+        assert float(cells["GB/s"]) == pytest.approx(r.gbps, rel=0.05), cells
+        if cells["% of peak"] != "-":
+            assert float(cells["% of peak"].rstrip("%")) > 0, cells
+
+
+def test_a_small_comparison_keeps_its_digits_an_ordinary_one_its_decimals():
+    # a true 0.0059x read "0.01x" (70% off) on an H200
+    from cudabench.render.run_table import comparators
+    from cudabench.results.model import BenchmarkResult
+
+    def row(variant, kind, median):
+        return BenchmarkResult(op="matmul", variant=variant, params={}, shape=(8, 8, 8),
+                               dims=("M", "K", "N"), dtype="float16", hot=False,
+                               samples_s=(median,) * 3, kind=kind)
+
+    columns = {c.title: c for c in comparators([row("cuBLAS", Kind.VENDOR, 1e-4),
+                                                row("memcpy_dtod", Kind.REFERENCE, 2e-6)])}
+    assert columns["vs cuBLAS"].format(1e-4, 1.7e-2) == "0.0059x"
+    assert columns["% of memcpy_dtod"].format(2e-6, 1.7e-2) == "0.012%"
+    assert columns["vs cuBLAS"].format(1e-4, 0.81e-4) == "1.23x"
+    assert columns["% of memcpy_dtod"].format(2e-6, 2.5e-6) == "80.0%"
+
+
+def test_format_amount_keeps_ordinary_values_as_they_were():
+    from cudabench.common.units import format_amount
+
+    assert format_amount(12345.67) == "12,345.7" and format_amount(1.0) == "1.0"
+    assert format_amount(0.00031) == "0.00031" and format_amount(0.5) == "0.50"
+    assert format_amount(1234.5, 2, grouped=False) == "1234.50"
+
+
+def test_a_small_counter_or_transfer_rate_keeps_its_digits():
+    # an SM % of 0.031 read "0.0", as did a one-element copy's GB/s and its trip's speedup
+    from cudabench.render.insight import detail_columns
+    from cudabench.results.model import BenchmarkResult
+
+    metric = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    row = BenchmarkResult(op="dot", variant="atomic", params={}, shape=(1,), dims=("N",),
+                          dtype="float32", hot=False, samples_s=(1e-5,) * 5, flops=2,
+                          counters={metric: 0.031},
+                          transfers={"pinned": {"h2d_gbps": 0.00042}, "end_to_end_s": 1e-3,
+                                     "cpu_reference_s": 2e-5})
+    cells = {c.title: c.cell(row) for c in detail_columns([row])}
+    assert "0.031" in [cells[title] for title in cells if title not in ("min", "max")], cells
+    assert cells["H2D pinned GB/s"] == "0.00042", cells
+    assert cells["GPU trip (vs CPU ref)"].endswith("(0.020x)"), cells

@@ -28,6 +28,15 @@ def format_percent(fraction: float) -> str:
     return f"{fraction * 100:.4g}%"
 
 
+def format_amount(value: float, places: int = 1, grouped: bool = True) -> str:
+    """Format a rate or ratio with `places` decimals (thousands grouped), or with 2
+    significant digits where those decimals would show fewer: a true 0.0059x read "0.01x",
+    70% off, and a small input's 0.0003 GFLOP/s "0.0"."""
+    if value and abs(value) < 10 ** (1 - places):
+        return f"{value:#.2g}"  # '#' keeps the trailing zero: 0.50, not 0.5
+    return f"{value:{',' if grouped else ''}.{places}f}"
+
+
 def format_p_value(p: float | None) -> str:
     """Format a p-value with two significant digits."""
     if p is None:

@@ -16,7 +16,7 @@ from typing import Any
 from cudabench.insight import ncu_metrics as counters, roofs
 from cudabench.insight.throttling import throttle_causes
 from cudabench.results.model import FAILING_STATUSES, SLOW_CLOCK, BenchmarkResult, Kind
-from cudabench.common.units import format_seconds, params_text
+from cudabench.common.units import format_amount, format_seconds, params_text
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,9 @@ def insight_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
 
     def peak(r: BenchmarkResult) -> str:
         a = assessed[id(r)]
-        return f"{a.pct_of_peak:.1f}%" if a is not None and a.pct_of_peak is not None else "-"
+        if a is None or a.pct_of_peak is None:
+            return "-"
+        return f"{format_amount(a.pct_of_peak, grouped=False)}%"
 
     def bound(r: BenchmarkResult) -> str:
         a = assessed[id(r)]
@@ -174,7 +176,7 @@ def _transfer_columns() -> list[Column]:
     def rate(kind: str, phase: str) -> Callable[[BenchmarkResult], str]:
         def cell(r: BenchmarkResult) -> str:
             value = transfer_gbps(r, kind, phase)
-            return f"{value:,.1f}" if value else "-"
+            return format_amount(value) if value else "-"
         return cell
 
     def trip(r: BenchmarkResult) -> str:
@@ -182,7 +184,7 @@ def _transfer_columns() -> list[Column]:
         if not t.get("end_to_end_s") or not t.get("cpu_reference_s"):
             return "-"
         speedup = t["cpu_reference_s"] / t["end_to_end_s"]
-        return f"{format_seconds(t['end_to_end_s'])} ({speedup:.1f}x)"
+        return f"{format_seconds(t['end_to_end_s'])} ({format_amount(speedup, grouped=False)}x)"
 
     return [Column("H2D pinned GB/s", rate("pinned", "h2d")),
             Column("H2D pageable GB/s", rate("pageable", "h2d")),
@@ -198,7 +200,7 @@ def _counter_cell(metric: str) -> Callable[[BenchmarkResult], str]:
             return "-"
         if metric == counters.DURATION:
             return format_seconds(value / 1e9)
-        return f"{value:,.1f}" if value % 1 else f"{value:,.0f}"
+        return format_amount(value) if value % 1 else f"{value:,.0f}"
 
     return cell
 

@@ -30,7 +30,13 @@ from cudabench.results.model import (
     RunOutcome,
     Status,
 )
-from cudabench.common.units import format_error, format_seconds, params_text, shape_text
+from cudabench.common.units import (
+    format_amount,
+    format_error,
+    format_seconds,
+    params_text,
+    shape_text,
+)
 
 BASELINE_VARIANT = "naive"
 LEFT_COLUMNS = frozenset({"variant", "params", "check", "shape", "dtype", "median per GPU",
@@ -145,17 +151,25 @@ def comparators(rows: Sequence[BenchmarkResult]) -> list[Comparator]:
         if r.median_s is None or r.status in FAILING_STATUSES:
             continue
         if r.kind is Kind.REFERENCE:
-            found.append(Comparator(f"% of {r.variant}", r.median_s,
-                                    lambda other, this: f"{100 * other / this:.1f}%"))
+            found.append(Comparator(f"% of {r.variant}", r.median_s, _share))
         elif r.kind is Kind.VENDOR:
-            found.append(Comparator(f"vs {r.variant}", r.median_s,
-                                    lambda other, this: f"{other / this:.2f}x"))
+            found.append(Comparator(f"vs {r.variant}", r.median_s, _times))
     naive = baseline_rows(rows)
     if naive and naive[0].median_s is not None:
-        found.append(Comparator(f"vs {BASELINE_VARIANT}", naive[0].median_s,
-                                lambda other, this: f"{other / this:.2f}x"))
+        found.append(Comparator(f"vs {BASELINE_VARIANT}", naive[0].median_s, _times))
     unique = {c.title: c for c in reversed(found)}  # the first row of a name sets its column
     return [c for c in found if unique[c.title] is c]
+
+
+def _times(other_s: float, this_s: float) -> str:
+    """Return a `vs` column's cell: the other row's time over this one's (0.0059x, not the
+    0.01x that two decimals made of it)."""
+    return f"{format_amount(other_s / this_s, 2, grouped=False)}x"
+
+
+def _share(other_s: float, this_s: float) -> str:
+    """Return a `% of` column's cell: the other row's time as a share of this one's."""
+    return f"{format_amount(100 * other_s / this_s, 1, grouped=False)}%"
 
 
 def baseline_rows(rows: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
@@ -230,8 +244,8 @@ def build_table(rows: Sequence[BenchmarkResult],
         if stats:
             cells += [Cell(format_seconds(stats.median_s)), Cell(f"±{stats.spread:.1%}")]
             if show_flops:
-                cells.append(Cell(f"{r.gflops:,.1f}" if r.gflops else "-"))
-            cells.append(Cell(f"{r.gbps:,.1f}" if r.gbps else "-"))
+                cells.append(Cell(format_amount(r.gflops) if r.gflops else "-"))
+            cells.append(Cell(format_amount(r.gbps) if r.gbps else "-"))
             cells += [Cell(c.format(c.median_s, stats.median_s)) for c in columns_of]
         else:
             cells += [Cell("-")] * (len(columns) - 3 - 2 - len(insight))
