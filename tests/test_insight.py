@@ -399,3 +399,39 @@ def test_a_small_counter_or_transfer_rate_keeps_its_digits():
     assert "0.031" in [cells[title] for title in cells if title not in ("min", "max")], cells
     assert cells["H2D pinned GB/s"] == "0.00042", cells
     assert cells["GPU trip (vs CPU ref)"].endswith("(0.020x)"), cells
+
+
+def test_int32_work_is_headed_in_operations_not_flops(use_fake, tmp_path):
+    # int32 matmul's column read GFLOP/s (and GFLOP/J), its roof in the footer INT32 TOPS
+    from cudabench.render.fit import fit
+    from cudabench.render.run_table import build_tables
+    from cudabench.results.model import RunOutcome
+
+    done, results = run_json(tmp_path, "matmul", "--size", "64", "--dtype", "int32",
+                             "--energy", "0.1", "--no-vendor")
+    assert "GOP/J" in done.stdout and "GFLOP" not in done.stdout
+    table, details = build_tables(RunOutcome(tuple(results.benchmarks)))[:2]
+    assert table.rate == "GOP/s" and "GOP/s" in table.columns and "GOP/J" in details.columns
+    # ranked as the table's rate: kept before GB/s, as GFLOP/s is
+    keep = fit(table.columns, [[c.text for c in row] for row in table.rows], 60, table.rate)
+    assert "GOP/s" in [table.columns[i] for i in keep.kept]
+    # only the display: the results file keeps its field names
+    saved = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert all("gflops" in b["throughput"] for b in saved["benchmarks"])
+    _, floats = run_json(tmp_path, "matmul", "--size", "64", "--energy", "0.1",
+                         "--no-vendor", name="f.json")
+    assert build_tables(RunOutcome(tuple(floats.benchmarks)))[0].rate == "GFLOP/s"
+
+
+def test_a_table_of_int32_and_float_rows_is_headed_in_operations():
+    # GOP/s stays true of FLOPs too; GFLOP/s would not of int32's
+    from cudabench.render.insight import work_unit
+    from cudabench.results.model import BenchmarkResult
+
+    def row(dtype, compute_type=""):
+        return BenchmarkResult(op="matmul", variant="naive", params={}, shape=(8, 8, 8),
+                               dims=("M", "K", "N"), dtype=dtype, hot=False, flops=1024,
+                               compute_type=compute_type)
+
+    assert work_unit([row("float32"), row("float16", "float32")]) == "GFLOP"
+    assert work_unit([row("int32")]) == work_unit([row("float32"), row("int32")]) == "GOP"

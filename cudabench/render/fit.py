@@ -29,10 +29,10 @@ _asked_wide = False  # --wide given to the command running in this process
 # `results.table(wide=True)`, not this process's command
 _wide_here: ContextVar[bool] = ContextVar("wide_here", default=False)
 
-# A run table's rate is GFLOP/s or GB/s, whichever reads its op's throughput (GB/s for a
-# streaming op such as dot, which counts FLOPs too): it ranks as "rate", the other as
-# "rate 2". A table that names no rate ranks both as "rate".
-RATES = ("GFLOP/s", "GB/s")
+# A run table's rate is GFLOP/s (GOP/s for int32) or GB/s, whichever reads its op's
+# throughput (GB/s for a streaming op such as dot, which counts FLOPs too): it ranks as
+# "rate", the other as "rate 2". A table that names no rate ranks both as "rate".
+RATES = ("GFLOP/s", "GOP/s", "GB/s")
 # Lower number, kept first; a column not named here ranks after every named one, in order.
 # "vs " is the vendor's column (the run's question), then a reference's ("% of copy");
 # "vs naive" comes after the rate.
@@ -100,7 +100,7 @@ class Layout:
 
 def rank(name: str, position: int, rate: str = "") -> tuple[int, int]:
     """Return a column's priority: its rank, or its prefix's ("vs cuBLAS" is "vs ");
-    GFLOP/s or GB/s rank as the table's rate or as the other one (RATES)."""
+    GFLOP/s (GOP/s) or GB/s rank as the table's rate or as the other one (RATES)."""
     if name in RATES:
         return PRIORITY["rate" if name == (rate or name) else "rate 2"], position
     if name in PRIORITY:

@@ -42,6 +42,14 @@ def assessment(row: BenchmarkResult, achievable: float | None) -> roofs.Assessme
     return roofs.assess(row, roofs.Roofs.of(row.device), unit, row.compute_type, achievable)
 
 
+def work_unit(rows: Sequence[BenchmarkResult]) -> str:
+    """Return what the rows' counted operations are: "GFLOP" where each row that counts
+    some does floating-point arithmetic, else "GOP" (int32's are no FLOPs: the footer's
+    roof says TOPS, the roofline TOP/s; and GOP stays true of a table that mixes both)."""
+    integer = [(r.compute_type or r.dtype).startswith(("int", "uint")) for r in rows if r.flops]
+    return "GOP" if any(integer) else "GFLOP"
+
+
 def insight_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
     """Return the insight columns that some row of the table fills."""
     achievable = copy_bps(rows)
@@ -100,7 +108,7 @@ def detail_columns(rows: Sequence[BenchmarkResult]) -> list[Column]:
     if any(c is not None for r in rows for c in r.sample_clocks_mhz):
         columns.append(Column("SM MHz", clock))
     if any(r.energy.get("launches") for r in rows):
-        unit = "GFLOP/J" if any(r.flops for r in rows) else "GB/J"
+        unit = f"{work_unit(rows)}/J" if any(r.flops for r in rows) else "GB/J"
         columns += [Column("energy/launch", joules), Column(unit, per_joule)]
     if any(r.writeback_s is not None for r in rows):
         columns += [Column("write-back", _writeback_cell),
@@ -149,8 +157,8 @@ def rounds_spread(r: BenchmarkResult) -> float | None:
 
 
 def work_per_joule(r: BenchmarkResult) -> float | None:
-    """Return a row's GFLOP per joule where it counts FLOPs, else its GB per joule (None
-    without --energy)."""
+    """Return a row's GFLOP (GOP) per joule where it counts operations, else its GB per
+    joule (None without --energy)."""
     e = r.energy
     if not e.get("joules") or not e.get("launches"):
         return None

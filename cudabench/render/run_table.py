@@ -21,6 +21,7 @@ from cudabench.render.insight import (
     detail_columns,
     footer_lines,
     insight_columns,
+    work_unit,
 )
 from cudabench.results.model import (
     FAILING_STATUSES,
@@ -229,10 +230,11 @@ def build_table(rows: Sequence[BenchmarkResult],
     """Build the table of one op at one shape and dtype on one device."""
     first = rows[0]
     show_flops = any(r.flops for r in rows)
+    ops_rate = f"{work_unit(rows)}/s"  # GOP/s for int32, as the footer's TOPS
     columns_of = comparators(rows)
     insight = insight_columns(rows)
     columns = ["variant", "params", "check", "median", "spread"]
-    columns += ["GFLOP/s"] if show_flops else []
+    columns += [ops_rate] if show_flops else []
     columns += ["GB/s"] + [c.title for c in columns_of]
     columns += [c.title for c in insight] + ["rel error", "max abs err"]
 
@@ -269,7 +271,7 @@ def build_table(rows: Sequence[BenchmarkResult],
         *baseline_line(rows),
         *footer_lines(rows),
     ])
-    rate = "GFLOP/s" if counts_flops(rows) else "GB/s"
+    rate = ops_rate if counts_flops(rows) else "GB/s"
     return RunTable(title, caption, tuple(columns), tuple(table_rows), rate)
 
 

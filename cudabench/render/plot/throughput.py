@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from cudabench.render.insight import work_unit
 from cudabench.render.run_table import counts_flops
 from cudabench.results.model import BenchmarkResult
 
@@ -74,10 +75,8 @@ def draw_throughput_panel(target: Figure | SubFigure, op: str, dtype: str,
     else:
         axes.set_ylim(bottom=0)  # a linear axis from zero: no small gap looks large
     plain_axis(axes.yaxis, values)
-    integer = dtype == "int32"
     axes.set_title(text(f"{op} {dtype}"))
-    axes.set_ylabel(("throughput (GOP/s)" if integer else "throughput (GFLOP/s)") if flops
-                    else "bandwidth (GB/s)")
+    axes.set_ylabel(f"throughput ({work_unit(members)}/s)" if flops else "bandwidth (GB/s)")
     axes.grid(True, which="major", alpha=0.35)
     axes.grid(True, which="minor", alpha=0.12)
     legend_below(target, axes)
