@@ -723,3 +723,27 @@ def test_a_suite_s_dry_run_names_its_timing_keys(tmp_path):
     planned = invoke("run", str(suite), "--dry-run")
     said = " ".join(planned.stdout.split())
     assert "or after 1.36 s (timing.max_time, held under timing.timeout)" in said, said
+
+
+def test_the_zero_input_pass_takes_what_the_readme_says(use_fake):
+    # the README said "10 samples or more"; --min-samples 3 gave 3
+    counts = {}
+    for minimum in (3, 20):
+        loose = TimingPolicy(warmup_s=0.0, min_samples=minimum, max_samples=1000,
+                             max_time_s=30, precision=0.25)
+        plan = dataclasses.replace(plan_for("dot", (100000,)), timing=loose)
+        outcome = run_plans([plan], FakeSpec(noise=0.001))
+        counts[minimum] = {len(r.zero_input_samples_s) for r in outcome.results
+                           if r.kind is Kind.VARIANT}
+    assert counts == {3: {3}, 20: {10}}  # min(--min-samples, 10) where precise enough
+    # a budget that runs out at once: min(--min-samples, 5)
+    spent = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=1e-9, precision=1e-9)
+    plan = dataclasses.replace(plan_for("dot", (100000,)), timing=spent)
+    outcome = run_plans([plan], FakeSpec(noise=0.001))
+    assert {len(r.zero_input_samples_s) for r in outcome.results
+            if r.kind is Kind.VARIANT} == {5}
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text(
+        encoding="utf-8").split())
+    said = readme[readme.index("timed again on all-zero inputs"):][:300]
+    assert "from min(`--min-samples`, 10) samples up" in said, said
+    assert "stops at min(`--min-samples`, 5)" in said, said
