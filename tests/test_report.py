@@ -822,3 +822,17 @@ def test_plot_roofline_of_failed_rows_says_they_failed(tmp_path, use_fake):
         "--kind roofline: none of the benchmarks that count FLOPs was timed and verified "
         "(2 FAIL rows")
     assert "does no arithmetic" not in line
+
+
+def test_the_cpu_reference_is_said_where_the_first_row_has_none(tmp_path):
+    # a first row that timed out has no reference time: the caption read "-" for all
+    document = json.loads((DATA / "d.json").read_text(encoding="utf-8"))
+    first = document["benchmarks"][0]
+    reference_s = first["cpu_reference_s"]
+    assert reference_s and all(b["cpu_reference_s"] == reference_s
+                               for b in document["benchmarks"][1:2])
+    first["cpu_reference_s"] = None
+    result = invoke("report", write_json(tmp_path / "d.json", document))
+    assert result.exit_code == 0, result.stderr
+    assert "CPU reference (NumPy, float64): -" not in result.stdout
+    assert "CPU reference (NumPy, float64): " in result.stdout

@@ -265,9 +265,11 @@ def build_table(rows: Sequence[BenchmarkResult],
     where = ("(no GPU ran these rows: each row's error says why)"
              if first.device is None and all(r.status is Status.ERROR for r in rows)
              else describe_device(first.device, names))
+    # the first row that has one: a first row that timed out read "-" for every row
+    reference_s = next((r.cpu_reference_s for r in rows if r.cpu_reference_s is not None),
+                       None)
     caption = "\n".join([
-        f"{where} | CPU reference (NumPy, float64): "
-        f"{format_seconds(first.cpu_reference_s)}",
+        f"{where} | CPU reference (NumPy, float64): {format_seconds(reference_s)}",
         *baseline_line(rows),
         *footer_lines(rows),
     ])
