@@ -476,6 +476,20 @@ def test_the_launch_overhead_warning_points_at_the_rows_batch_time(use_fake, tmp
     assert "a larger --size measures it cold" in result.stderr
 
 
+def test_a_short_median_its_batch_matches_gets_no_launch_overhead_warning(use_fake, tmp_path):
+    # an H200's 18.5 us median beside a batch of 19.2 us a launch was "close to launch
+    # overhead": a batch as slow as the median shows no launch cost in it
+    use_fake(batch_share=1.04)
+    out = tmp_path / "r.json"
+    result = invoke("dot", "--size", "100", "--variant", "atomic", "--no-vendor",
+                    "--max-time", "0.01", "--json", out)
+    assert result.exit_code == 0, result.output
+    (row,) = [r for r in json.loads(out.read_text())["benchmarks"] if r["variant"] == "atomic"]
+    assert statistics.median(row["samples_s"]) < 20e-6 and row["batch_samples_s"]
+    assert not [w for w in row["warnings"] if "launch overhead" in w], row["warnings"]
+    assert "launch overhead" not in result.stderr, result.stderr
+
+
 def test_an_error_quoting_a_terminal_control_writes_it_out(tmp_path, monkeypatch):
     # a suite's op = "\u001b[2Jmatmul": the error's label held the raw ESC, which cleared
     # the reader's terminal (the quoted copy beside it was escaped)

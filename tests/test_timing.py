@@ -19,6 +19,7 @@ from cudabench.planning.timing import (
     StopReason,
     TimingPolicy,
     collect,
+    launch_overhead_warning,
     measurement_warnings,
     warm_up,
 )
@@ -200,6 +201,23 @@ SLOW_NOISY = tuple(NOISY) * 4
 def test_measurement_warnings_only_when_they_apply(samples, stopped_by, hot, working_set,
                                                    expected):
     assert kinds(Sampling(samples, StopReason(stopped_by)), hot, working_set) == expected
+
+
+def test_a_batch_as_slow_as_the_median_shows_no_launch_overhead_to_warn_of():
+    # on an H200 an 18.5 us median beside a 19.2 us batch (launch cost off the clock) was
+    # "close to launch overhead (a few us)": the batch said the launch added nothing
+    steady = Sampling((18.5e-6,) * 20, StopReason.PRECISION)
+    assert measurement_warnings(steady, POLICY, False, 4 * L2, L2, batch_s=19.2e-6) == ()
+    assert launch_overhead_warning(18.5e-6, 0.9 * 18.5e-6) is None  # at the bound: none
+    # a batch clearly below the median: the launch is in it, and the batch times the kernel
+    (text,) = measurement_warnings(steady, POLICY, False, 4 * L2, L2, batch_s=12e-6)
+    assert text == ("median 18.5 us is close to launch overhead (a few us): the batch "
+                    "(warm) column, 12.0 us a launch, times the kernel without it (warm L2); "
+                    "a larger --size measures it cold"), text
+    # no batch (--no-batch): warned as before; past the zone, never
+    assert "a larger --size measures the kernel" in launch_overhead_warning(18.5e-6, None)
+    assert launch_overhead_warning(20e-6, None) is None
+    assert launch_overhead_warning(20e-6, 1e-6) is None
 
 
 def test_one_capped_sample_is_said_to_tell_nothing_of_the_median():

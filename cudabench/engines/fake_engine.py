@@ -76,6 +76,7 @@ class FakeSpec:
     noise: float = 0.01  # relative spread of the synthetic samples
     memory_bytes: int = 2 * 2**30  # allocations beyond this fail, as on a full GPU
     slow_clock_every: int = 0  # every n-th sample runs at half the SM clock (0: never)
+    batch_share: float = LAUNCH_FREE  # a batch's time per launch, of a sample's
     throttle: bool = False  # the monitor reports a power cap while measuring
     vendor_missing: bool = False  # the vendor library is not installed
     no_monitor: bool = False  # no NVML on this host
@@ -303,7 +304,7 @@ class FakeEngine:
         self._raise_pending_fault()
         total, self.pending_s = self.pending_s * launches, 0.0
         self.log.append(("batch", launches))
-        return total / launches * LAUNCH_FREE
+        return total / launches * self.spec.batch_share
 
     def time_transfer(self, buffer: Any, host: np.ndarray, to_device: bool, pinned: bool
                       ) -> float:

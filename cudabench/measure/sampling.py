@@ -20,7 +20,7 @@ from cudabench.common.stats import mann_whitney_u, relative_spread
 from cudabench.engines.protocol import Engine, Run
 from cudabench.planning.plan import Plan
 from cudabench.engines.telemetry import throttled
-from cudabench.planning.timing import LARGER_SIZE, collect, measurement_warnings, warm_up
+from cudabench.planning.timing import collect, measurement_warnings, warm_up
 from cudabench.results.model import SLOW_CLOCK
 
 
@@ -105,52 +105,45 @@ def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Meas
     # said of the samples the row keeps (its median, spread and compare's), not of those
     # set aside: "known to ±12.4% (spread 30%)" beside a row of ±0.7%
     judged = dataclasses.replace(sampling, samples_s=tuple(kept)) if kept and slow else sampling
-    warnings = list(measurement_warnings(judged, plan.timing, plan.hot, working_set_bytes,
-                                         engine.info.l2_bytes))
+    # the warnings after measurement_warnings', gathered while the GPU work goes on
+    later = []
     if slow:
-        warnings.append(f"{len(slow)} of {len(sampling.samples_s)} samples ran below "
-                        f"{SLOW_CLOCK:.0%} of the maximum SM clock and were set aside")
+        later.append(f"{len(slow)} of {len(sampling.samples_s)} samples ran below "
+                     f"{SLOW_CLOCK:.0%} of the maximum SM clock and were set aside")
     known = [clock for clock in clocks_kept if clock is not None]
     if known and not slow and statistics.median(known) < SLOW_CLOCK * max_clock_mhz(engine):
-        warnings.append(
+        later.append(
             f"the SM clock ran at {statistics.median(known):,.0f} MHz (median) while this "
             f"kernel ran, below {SLOW_CLOCK:.0%} of its {max_clock_mhz(engine):,.0f} MHz "
             "maximum throughout: the card cannot hold its clock under this load (power or "
             "heat), so the time is the card's sustained one, not its peak")
     throttle = throttled(telemetry) if telemetry else None
     if throttle:
-        warnings.append(throttle)
+        later.append(throttle)
     after: tuple[float, ...] = ()
     baseline: tuple[float, ...] = ()
     if plan.insight.writeback and plan.flush is not None and kept:
         median = statistics.median(kept)
         if median * WRITEBACK_PAIRS[0] > WRITEBACK_BUDGET_S:
-            warnings.append(
+            later.append(
                 f"--writeback: not timed beside a median of {median * 1e3:,.0f} ms: a "
                 "write-back is at most the L2's size of dirty lines, a few tens of us, "
                 "too little to matter here")
         else:
             with phase("write-back"):
                 after, baseline = writeback(engine, run, plan.flush, median)
-    measured = Measured(kept, tuple(warnings), clocks_kept, slow, telemetry,
-                        writeback_after_run_s=after, writeback_baseline_s=baseline)
-    if not plan.batch:
-        return measured
-    with phase("batches"):
-        batches = batch(engine, run, measured)
-    return dataclasses.replace(measured, batch_samples_s=batches,
-                               warnings=batch_advice(measured.warnings, batches))
-
-
-def batch_advice(warnings: tuple[str, ...], batches: Sequence[float]) -> tuple[str, ...]:
-    """Return the warnings with the launch-overhead one pointing at the row's batch time,
-    where there is one: it times the kernel without the launch already, at this size."""
-    if not batches:
-        return warnings
-    per_launch = statistics.median(batches)
-    instead = (f"the batch (warm) column, {per_launch * 1e6:.1f} us a launch, times the kernel "
-               "without it (warm L2); a larger --size measures it cold")
-    return tuple(warning.replace(LARGER_SIZE, instead) for warning in warnings)
+    batches: tuple[float, ...] = ()
+    if plan.batch:
+        with phase("batches"):
+            batches = batch(engine, run, kept)
+    # after the batches: whether a short median is mostly the launch, the row's batch time
+    # says (planning/timing.py: launch_overhead_warning)
+    warnings = measurement_warnings(judged, plan.timing, plan.hot, working_set_bytes,
+                                    engine.info.l2_bytes,
+                                    statistics.median(batches) if batches else None)
+    return Measured(kept, (*warnings, *later), clocks_kept, slow, telemetry,
+                    batch_samples_s=batches, writeback_after_run_s=after,
+                    writeback_baseline_s=baseline)
 
 
 WRITEBACK_PAIRS = (5, 21)  # flushes timed after a run and after none: this many pairs...
@@ -199,15 +192,15 @@ def split_slow(samples: Sequence[float], clocks: Sequence[float | None], max_mhz
             tuple(samples[i] for i in slow))
 
 
-def batch(engine: Engine, run: Run, measured: Measured) -> tuple[float, ...]:
+def batch(engine: Engine, run: Run, samples_s: Sequence[float]) -> tuple[float, ...]:
     """Return seconds per launch of a few batches of back-to-back launches (warm L2).
 
     Below ~20 us a cold event pair times mostly the launch; a batch keeps the launch cost
     off the clock (nvbench's method), so small kernels are measured, not their launch.
     """
-    if not measured.samples_s:
+    if not samples_s:
         return ()
-    median = float(np.median(measured.samples_s))
+    median = float(np.median(samples_s))
     launches = int(min(max(math.ceil(BATCH_TARGET_S / median), BATCH_LAUNCHES[0]),
                        BATCH_LAUNCHES[1]))
     count = int(min(max(BATCH_BUDGET_S // (launches * median), BATCHES[0]), BATCHES[1]))

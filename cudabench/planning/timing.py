@@ -187,14 +187,32 @@ def _raise_budget(policy: TimingPolicy) -> str:
             "raise --timeout, which holds --max-time under it")
 
 
-# the launch-overhead warning's advice, which a row's batch time replaces (sampling.py)
-LARGER_SIZE = "a larger --size measures the kernel rather than the launch"
+LAUNCH_ZONE_S = 20e-6  # a median below this may be mostly the launch...
+LAUNCH_SHOWN = 0.9  # ...unless the row's batch per launch is at least this share of it
+
+
+def launch_overhead_warning(median_s: float, batch_s: float | None) -> str | None:
+    """Return the warning that a median may time the launch more than the kernel, or None.
+
+    A batch (launches back to back, the launch cost off the clock, warm L2) tells: one at
+    or above LAUNCH_SHOWN of the median shows no launch cost in it (on an H200 an 18.5 us
+    median beside a 19.2 us batch was called "close to launch overhead"). Without a batch
+    (--no-batch, or none timed) a short median is warned of as it may be.
+    """
+    if median_s >= LAUNCH_ZONE_S or (batch_s is not None and batch_s >= LAUNCH_SHOWN * median_s):
+        return None
+    advice = ("a larger --size measures the kernel rather than the launch" if batch_s is None
+              else f"the batch (warm) column, {batch_s * 1e6:.1f} us a launch, times the "
+              "kernel without it (warm L2); a larger --size measures it cold")
+    return f"median {median_s * 1e6:.1f} us is close to launch overhead (a few us): " + advice
 
 
 def measurement_warnings(
-    sampling: Sampling, policy: TimingPolicy, hot: bool, working_set_bytes: int, l2_bytes: int
+    sampling: Sampling, policy: TimingPolicy, hot: bool, working_set_bytes: int, l2_bytes: int,
+    batch_s: float | None = None,
 ) -> tuple[str, ...]:
-    """Return what a reader should know about these samples, each with a hint to fix it."""
+    """Return what a reader should know about these samples, each with a hint to fix it;
+    batch_s is the row's batch time per launch (None: not measured)."""
     stats = summarize(sampling.samples_s)
     warnings = []
     reached = median_precision(sampling.samples_s)
@@ -225,10 +243,9 @@ def measurement_warnings(
             f"{stats.count} samples, fewer than the {policy.min_samples} --min-samples asks: "
             f"the {policy.sampling_budget_s:g} s budget ran out first; "
             + _raise_budget(policy) + " for them")
-    if stats.median_s < 20e-6:
-        warnings.append(
-            f"median {stats.median_s * 1e6:.1f} us is close to launch overhead (a few us): "
-            + LARGER_SIZE)
+    launch = launch_overhead_warning(stats.median_s, batch_s)
+    if launch:
+        warnings.append(launch)
     if hot and working_set_bytes <= l2_bytes:
         warnings.append(
             f"--hot with {working_set_bytes / 2**20:.1f} MiB of data and a "
