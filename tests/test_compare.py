@@ -1231,6 +1231,28 @@ def test_a_kernel_that_makes_the_card_throttle_is_judged_at_its_slow_clock():
     assert any("10 of 51 samples" in note for note in minority.notes)
 
 
+def test_slow_samples_a_run_kept_count_in_its_slow_clock_share():
+    # a row that kept its 4 slow samples of 8 (too few fast ones to set them aside) had a
+    # slow-clock share of 0: as the baseline it passed for a card that held its clock, and
+    # as the current row the kernel that throttled the card went unseen
+    clocks = (1980.0, 990.0) * 4  # the H200 device's 1,980 MHz, and half of it
+    mixed = dataclasses.replace(
+        bench([s for pair in zip(TIGHT[:4], TIGHT[:4] * 1.6) for s in pair]),
+        device=device("NVIDIA H200"), sample_clocks_mhz=clocks)
+    assert mixed.slow_clock_share == 0.5
+    found = row(compare(results("a.json", bench(TIGHT)), results("b.json", mixed)),
+                "matmul", "tiled")
+    # judged on all 8 it was `noisy`, which the gate passes; on the 4 slow ones alone no
+    # rank test can tell (`untestable`, a regression: take more samples)
+    assert found.verdict in REGRESSION and "judged on the 4 of 8 samples that ran " \
+        "below 75% of the maximum SM clock (the baseline's: none)" in found.reason, found.reason
+    # a baseline the card throttled under too: the kept samples of both
+    throttling = dataclasses.replace(bench(TIGHT[:12]), slow_clock_samples_s=tuple(TIGHT * 1.6))
+    both = row(compare(results("a.json", mixed), results("b.json", throttling)),
+               "matmul", "tiled")
+    assert both.verdict not in REGRESSION and "judged on" not in both.reason, both.reason
+
+
 def test_set_aside_samples_make_no_verdict_better():
     # a 30% slowdown with the baseline's own samples pasted in as set aside was `same`:
     # judged on all of them, the pasted ones drowned the slow ones

@@ -101,6 +101,23 @@ def test_samples_at_a_slow_sm_clock_are_set_aside_and_counted(use_fake, tmp_path
     assert min(naive.slow_clock_samples_s) > naive.median_s  # the slow ones ran slower
     assert "set aside" in done.stderr + done.stdout
 
+def test_slow_samples_kept_for_too_few_fast_ones_are_counted(use_fake, tmp_path):
+    # 4 of 8 samples at half the clock: too few fast ones to set them aside, so all were
+    # kept, the median between the two clusters, and no warning (the median clock, exactly
+    # 75%, was not below it) and a slow-clock share of 0
+    use_fake(slow_clock_every=2)
+    done = invoke("transpose", "--size", "64", "--variant", "naive", "--no-vendor",
+                  "--warmup", "0", "--min-samples", "8", "--max-samples", "8", "--no-batch",
+                  "--json", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    naive = rows(load_results(tmp_path / "r.json"))["naive"]
+    assert len(naive.samples_s) == 8 and not naive.slow_clock_samples_s
+    assert ("4 of 8 samples ran below 75% of the maximum SM clock and were kept, as fewer "
+            "than 5 would remain without them: the median mixes the two clocks") \
+        in " ".join(naive.warnings), naive.warnings
+    assert naive.slow_clock_share == 0.5 and len(naive.slow_kept_samples_s) == 4
+
+
 def test_the_warnings_are_of_the_samples_kept_not_those_set_aside(use_fake, tmp_path):
     # "noisy ... (spread 30%)" and a median the table does not show, beside a row of ±0.7%
     use_fake(slow_clock_every=2)

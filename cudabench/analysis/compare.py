@@ -33,8 +33,9 @@ Verdict of a pair, first rule that applies:
 - `same`: otherwise (no significant change, or a significant one within the threshold).
 
 Samples a run took below SLOW_CLOCK of the maximum SM clock are set aside, as the machine's
-accident, and a note says how many. Where the current run set aside at least half its
-samples and the baseline at most half that share, the kernel made the card throttle: the
+accident, and a note says how many. Where at least half the current run's samples ran at
+a slow clock (set aside, or kept where too few would remain without them) and at most half
+that share of the baseline's, the kernel made the card throttle: the
 current row is judged on its samples at the slow clock too (verdicts.throttled_by_kernel),
 and where that verdict is the worse, it stands, and its reason says so.
 
@@ -61,7 +62,7 @@ from cudabench.analysis.verdicts import (
     Verdict,
     at_slow_clock,
     set_aside_note,
-    set_aside_text,
+    slow_clock_text,
     throttled_by_kernel,
     throttled_text,
     ungated,
@@ -477,7 +478,7 @@ def _compare_pair(before: BenchmarkResult, after: BenchmarkResult, threshold: fl
         slow = _judge_pair(before, at_slow_clock(after), threshold, alpha)
         if worse(slow.verdict, row.verdict):
             return dataclasses.replace(slow, reason=slow.reason + throttled_text(
-                after, f"the baseline's: {set_aside_text(before)}")), True
+                after, f"the baseline's: {slow_clock_text(before)}")), True
     return row, False
 
 

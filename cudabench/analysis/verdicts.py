@@ -158,8 +158,10 @@ def throttled_by_kernel(row: BenchmarkResult, baseline_share: float) -> bool:
 def at_slow_clock(row: BenchmarkResult) -> BenchmarkResult:
     """Return row as its samples at a slow clock alone would have it: what a kernel that
     throttles the card takes most of the time."""
-    return dataclasses.replace(row, samples_s=row.slow_clock_samples_s,
-                               slow_clock_samples_s=(), round_medians_s=())
+    # a run keeps its slow samples where too few would remain without them: those too
+    return dataclasses.replace(row, samples_s=row.slow_clock_samples_s + row.slow_kept_samples_s,
+                               slow_clock_samples_s=(), sample_clocks_mhz=(),
+                               round_medians_s=())
 
 
 def worse(first: Verdict, second: Verdict) -> bool:
@@ -171,7 +173,7 @@ def worse(first: Verdict, second: Verdict) -> bool:
 def throttled_text(row: BenchmarkResult, baseline: str) -> str:
     """Return what a reason adds for a row judged at its slow clock (throttled_by_kernel);
     baseline says how many samples the baseline set aside."""
-    return (f"; judged on the {set_aside_text(row)} samples that ran below {SLOW_CLOCK:.0%} "
+    return (f"; judged on the {slow_clock_text(row)} samples that ran below {SLOW_CLOCK:.0%} "
             f"of the maximum SM clock ({baseline}): the card throttles under this kernel")
 
 
@@ -186,6 +188,13 @@ def set_aside_note(row: BenchmarkResult) -> str:
             f"of the maximum SM clock and were set aside: judged on the other "
             f"{len(row.samples_s)}; a kernel that makes the card throttle is slower than "
             "those say")
+
+
+def slow_clock_text(row: BenchmarkResult) -> str:
+    """Return how many of row's samples ran below SLOW_CLOCK, set aside or kept: "none",
+    "4 of 8"."""
+    slow = len(row.slow_clock_samples_s) + len(row.slow_kept_samples_s)
+    return f"{slow} of {len(row.slow_clock_samples_s) + len(row.samples_s)}" if slow else "none"
 
 
 def set_aside_text(row: BenchmarkResult) -> str:

@@ -17,7 +17,8 @@ Layout (schema version 6):
   added by version 2, the rows before it "memset" (cold) or ""; param_order (version 4)
   the parameter names in the kernel header's order, a JSON list ('' before);
   slow_clock_samples_s (version 5) the samples set aside for a slow SM clock, a JSON array,
-  and slow_clock_share their share of all the row's samples (NULL before: not recorded);
+  and slow_clock_share the share of all the row's samples that ran slow, set aside or
+  kept (where too few would remain without them) (NULL before: not recorded);
 - cards(run_id, device_id, card) (version 6): each card a run's results file lists, its
   `devices` entry whole as JSON (driver and CUDA versions, power limit, clocks...), which
   history check compares as compare does; runs recorded before have none.

@@ -111,7 +111,15 @@ def sample(engine: Engine, run: Run, plan: Plan, working_set_bytes: int) -> Meas
         later.append(f"{len(slow)} of {len(sampling.samples_s)} samples ran below "
                      f"{SLOW_CLOCK:.0%} of the maximum SM clock and were set aside")
     known = [clock for clock in clocks_kept if clock is not None]
-    if known and not slow and statistics.median(known) < SLOW_CLOCK * max_clock_mhz(engine):
+    slow_kept = sum(clock < SLOW_CLOCK * max_clock_mhz(engine) for clock in known)
+    if 0 < slow_kept < len(known):
+        # too few at full clock to set the slow ones aside: kept, and the median mixes them
+        later.append(
+            f"{slow_kept} of {len(sampling.samples_s)} samples ran below {SLOW_CLOCK:.0%} of "
+            f"the maximum SM clock and were kept, as fewer than {MIN_KEPT} would remain "
+            "without them: the median mixes the two clocks; more samples (--min-samples) "
+            "let the slow ones be set aside")
+    elif known and slow_kept == len(known):
         later.append(
             f"the SM clock ran at {statistics.median(known):,.0f} MHz (median) while this "
             f"kernel ran, below {SLOW_CLOCK:.0%} of its {max_clock_mhz(engine):,.0f} MHz "
@@ -171,8 +179,10 @@ def writeback(engine: Engine, run: Run, flush: str, median_s: float
 
 def max_clock_mhz(engine: Engine) -> float:
     """Return the SM clock a sample is held against: NVML's maximum, else the attribute."""
-    from_nvml = engine.info.settings.get("max_sm_clock_mhz")
-    return float(from_nvml or engine.info.sm_clock_khz / 1e3)
+    return engine.info.max_sm_clock_mhz
+
+
+MIN_KEPT = 5  # samples at full clock below this: the slow ones are kept (and counted)
 
 
 def split_slow(samples: Sequence[float], clocks: Sequence[float | None], max_mhz: float
@@ -184,7 +194,7 @@ def split_slow(samples: Sequence[float], clocks: Sequence[float | None], max_mhz
     """
     slow = [i for i, clock in enumerate(clocks)
             if clock is not None and clock < SLOW_CLOCK * max_mhz]
-    if len(samples) - len(slow) < 5:
+    if len(samples) - len(slow) < MIN_KEPT:
         return tuple(samples), tuple(clocks), ()
     dropped = set(slow)
     return (tuple(s for i, s in enumerate(samples) if i not in dropped),

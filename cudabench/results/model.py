@@ -80,6 +80,16 @@ class DeviceInfo:
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
+    def max_sm_clock_mhz(self) -> float:
+        """Return the SM clock a sample is held against: NVML's maximum, else the
+        attribute's."""
+        from_nvml = self.settings.get("max_sm_clock_mhz")
+        if isinstance(from_nvml, (int, float)) and not isinstance(from_nvml, bool) \
+                and from_nvml > 0:
+            return float(from_nvml)
+        return self.sm_clock_khz / 1e3
+
+    @property
     def identity(self) -> tuple[Any, ...]:
         """Return what tells two physical GPUs apart (the UUID where known)."""
         return (self.uuid,) if self.uuid else (self.name, self.pci_bus_id, self.index)
@@ -186,10 +196,22 @@ class BenchmarkResult:
             self.batch_samples_s)
 
     @property
+    def slow_kept_samples_s(self) -> tuple[float, ...]:
+        """Return the kept samples whose clock ran below SLOW_CLOCK: a run keeps them where
+        too few would remain to set them aside (measure/sampling.py: split_slow)."""
+        clocks = self.sample_clocks_mhz
+        if self.device is None or len(clocks) != len(self.samples_s):
+            return ()  # no maximum to hold them against, or no clock per sample
+        slow = SLOW_CLOCK * self.device.max_sm_clock_mhz
+        return tuple(s for s, clock in zip(self.samples_s, clocks)
+                     if clock is not None and clock < slow)
+
+    @property
     def slow_clock_share(self) -> float:
-        """Return the share of the row's samples set aside for running below SLOW_CLOCK."""
-        slow = len(self.slow_clock_samples_s)
-        return slow / (slow + len(self.samples_s)) if slow else 0.0
+        """Return the share of the row's samples that ran below SLOW_CLOCK: those set
+        aside and those kept (a mixed row's share of 0 hid that half ran slow)."""
+        slow = len(self.slow_clock_samples_s) + len(self.slow_kept_samples_s)
+        return slow / (len(self.slow_clock_samples_s) + len(self.samples_s)) if slow else 0.0
 
     @functools.cached_property
     def summary(self) -> Summary | None:
