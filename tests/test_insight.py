@@ -116,6 +116,8 @@ def test_slow_samples_kept_for_too_few_fast_ones_are_counted(use_fake, tmp_path)
             "than 5 would remain without them: the median mixes the two clocks") \
         in " ".join(naive.warnings), naive.warnings
     assert naive.slow_clock_share == 0.5 and len(naive.slow_kept_samples_s) == 4
+    # the table's NVML line counts them too (it counted those set aside alone)
+    assert "sample(s) below 75% of the max SM clock kept" in " ".join(done.stdout.split())
 
 
 def test_the_warnings_are_of_the_samples_kept_not_those_set_aside(use_fake, tmp_path):

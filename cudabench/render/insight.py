@@ -327,6 +327,11 @@ def _telemetry_lines(rows: Sequence[BenchmarkResult]) -> list[str]:
     line += f"; THROTTLED: {', '.join(reasons)}" if reasons else "; no throttling"
     if slow:
         line += f"; {slow} sample(s) below {SLOW_CLOCK:.0%} of the max SM clock set aside"
+    # kept where too few would remain without them: the rows' medians mix the two clocks
+    kept = sum(len(r.slow_kept_samples_s) for r in rows)
+    if kept:
+        line += (f"; {kept} sample(s) below {SLOW_CLOCK:.0%} of the max SM clock kept (too "
+                 "few at full clock to set them aside)")
     return [line]
 
 
