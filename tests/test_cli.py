@@ -655,3 +655,26 @@ def test_info_counts_its_device_as_a_run_does(monkeypatch):
     monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: Spying())
     assert invoke("info", "--device", "0").exit_code == 0
     assert seen == ["PCI_BUS_ID"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+@pytest.mark.parametrize("args", [(), ("--version",), ("--help",), ("dot", "--help"),
+                                  ("workers",), ("workers", "--stop")])
+def test_help_version_and_echo_survive_a_closed_pipe_and_a_full_disk(tmp_path, args):
+    # click.echo and Click's own help and version: a reader gone (`| true`) was "internal
+    # error: BrokenPipeError" (exit 4) or a traceback (exit 1); a full disk the same
+    import subprocess
+
+    fake = [sys.executable, str(Path(__file__).parent / "fake_cli.py"), *args]
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)}  # no kept workers there
+    done = subprocess.Popen(fake, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert done.stdout is not None and done.stderr is not None
+    done.stdout.close()  # the reader gone before a word was written
+    stderr = done.stderr.read().decode()
+    assert done.wait(timeout=120) == 0 and stderr == "", stderr  # no "Exception ignored"
+    with open("/dev/full", "w") as full:
+        failed = subprocess.run(fake, stdout=full, stderr=subprocess.PIPE, text=True, env=env,
+                                timeout=120)
+    assert failed.returncode == 2, failed.stderr
+    assert failed.stderr == ("cudabench: error: cannot write to standard output: No space "
+                             "left on device\n")

@@ -8,14 +8,17 @@ The group's --wide may stand anywhere too (`cudabench report FILE --wide`).
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import traceback as traceback_module
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TextIO, cast
 
 import click
 
-from cudabench.errors import CudabenchError, ExitCode, stopped_code, stopped_text
+from cudabench.errors import (CudabenchError, ExitCode, OutputNotWritten, stopped_code,
+                              stopped_text)
 
 TRACEBACK_FLAG = "--traceback"
 GROUP_FLAGS = (TRACEBACK_FLAG, "--wide")  # the group's flags, given before or after a command
@@ -35,23 +38,33 @@ class BoundaryGroup(click.Group):
         option parses it; no arguments at all (or --traceback alone) print the help, exit 0.
         """
         args = hoist_group_flags(sys.argv[1:] if args is None else list(args))
+        with guarded_stdout():
+            try:
+                code = self._main(args, prog_name, complete_var, **extra)
+            except OutputNotWritten as exc:  # Click's help or version, to a full disk
+                print_error(f"cudabench: error: {exc}")
+                code = exc.exit_code
+        return finish(code, standalone_mode)
+
+    def _main(self, args: list[str], prog_name: str | None, complete_var: str | None,
+              **extra: Any) -> Any:
+        """Run Click's main; return the exit code of a Ctrl-C or of Click's usage errors."""
         try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Abort as abort:  # Click's word for Ctrl-C (or SIGTERM)
             stop = abort.__cause__ if isinstance(abort.__cause__, KeyboardInterrupt) \
                 else KeyboardInterrupt()
             print_error(f"cudabench: {stopped_text(stop)}")
-            code = stopped_code(stop)
+            return stopped_code(stop)
         except click.ClickException as exc:
             ctx = getattr(exc, "ctx", None)
             if _NO_ARGS is not None and isinstance(exc, _NO_ARGS) and ctx is not None:
                 click.echo(ctx.get_help())  # `cudabench` (or a group) alone: its help
-                return finish(ExitCode.OK, standalone_mode)
+                return ExitCode.OK
             where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
             print_error(f"cudabench: error: {_negative_value(exc, args) or exc.format_message()}"
                         f"{where}")
-            code = ExitCode.USAGE
-        return finish(code, standalone_mode)
+            return ExitCode.USAGE
 
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:
@@ -187,6 +200,65 @@ def hoist_group_flags(args: list[str]) -> list[str]:
     if len(rest) == len(args):
         return args
     return [flag for flag in GROUP_FLAGS if flag in args[:end]] + rest if rest else []
+
+
+class _GuardedStdout:
+    """Standard output as the command writes it (click.echo, Click's own help and version,
+    the Rich consoles): a reader gone (`| head`) drops the rest and the command's own exit
+    code stands; an output that cannot be written (a full disk) is OutputNotWritten, exit
+    2, not a crash."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.unwritable = ""  # why, once a write failed: every later one fails too
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def write(self, text: str) -> int:
+        self._refuse()
+        try:
+            return self.stream.write(text)
+        except OSError as exc:
+            self._failed(exc)
+            return len(text)
+
+    def flush(self) -> None:
+        self._refuse()
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            self._failed(exc)
+
+    def _refuse(self) -> None:
+        # Click probes a stream with a write it expects may fail, and goes on
+        if self.unwritable:
+            raise OutputNotWritten(self.unwritable)
+
+    def _failed(self, exc: OSError) -> None:
+        # what is left in the stream's buffer would fail again at Python's exit flush
+        # ("Exception ignored ... BrokenPipeError"): its descriptor now leads nowhere
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        if not isinstance(exc, BrokenPipeError):
+            self.unwritable = f"cannot write to standard output: {exc.strerror or exc}"
+            self._refuse()
+
+
+@contextlib.contextmanager
+def guarded_stdout() -> Iterator[None]:
+    """Write standard output through _GuardedStdout while the command runs."""
+    stream = sys.stdout
+    if stream is None or isinstance(stream, _GuardedStdout):  # closed (`>&-`), or nested
+        yield
+        return
+    sys.stdout = cast(TextIO, _GuardedStdout(stream))
+    try:
+        yield
+    finally:
+        sys.stdout = stream
 
 
 def finish(code: Any, standalone_mode: bool) -> Any:
