@@ -355,6 +355,29 @@ def test_the_workers_command_lists_and_ends_kept_workers(kept, use_fake):
     assert again.exit_code == 0 and "no kept workers" in again.stdout
 
 
+def test_the_workers_command_counts_only_the_commands_there(kept, tmp_path):
+    """Each listing's own connection, closed, stayed queued behind a hanging command and
+    was counted by the next: 1, 2, 3, 4 commands "running or waiting" where one was."""
+    import subprocess
+    import sys
+
+    hanging = subprocess.Popen([sys.executable, "-c", FAKE_MAIN, "hang", "matmul", "--size",
+                                "20", "--variant", "naive", "--timeout", "300",
+                                "--keep-workers", "60", *QUICK, "--quiet"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+                gpu.startswith("GPU") for _, _, _, gpu in kept.describe()):
+            time.sleep(0.2)  # until the worker opened its engine for the command
+        time.sleep(1.0)  # its kernel hangs
+        counts = [[holding for _, _, holding, _ in kept.describe()] for _ in range(4)]
+        assert counts == [[1]] * 4, counts
+    finally:
+        hanging.kill()
+        hanging.wait(timeout=10)
+
+
 def test_the_workers_command_says_which_gpu_each_kept_worker_holds(kept, use_fake):
     # two kept workers of `--devices all` were listed by socket and pid alone
     use_fake(device_count=2)

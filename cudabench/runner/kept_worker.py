@@ -18,12 +18,12 @@ them (cli/kept.py).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import hashlib
 import os
 import pickle
-import queue
 import secrets
 import signal
 import socket
@@ -378,7 +378,8 @@ class _Server:
         self.listener = Listener(address, "AF_UNIX", authkey=key)
         self.inode = os.stat(address).st_ino  # its socket: a later worker's is not removed
         self.lock = threading.Lock()
-        self.waiting: queue.Queue[Connection] = queue.Queue()
+        self.turns = threading.Condition(self.lock)  # a connection queued in waiting
+        self.waiting: collections.deque[Connection] = collections.deque()
         self.busy, self.last_use = 0, time.monotonic()  # connections taken, not yet served
         threading.Thread(target=self._accept, daemon=True, name="accept").start()
         threading.Thread(target=self._end_when_idle, daemon=True, name="idle-end").start()
@@ -390,6 +391,7 @@ class _Server:
             except Exception:  # one that failed to authenticate (a wrong key), or went
                 continue
             with self.lock:  # before the hello: the idle end never cuts a command off
+                self._forget_gone()
                 self.busy += 1
                 holding = self.busy
             try:
@@ -398,13 +400,27 @@ class _Server:
                 with self.lock:
                     self.busy -= 1
                 continue
-            self.waiting.put(connection)
+            with self.lock:
+                self.waiting.append(connection)
+                self.turns.notify()
+
+    def _forget_gone(self) -> None:
+        """Close and stop counting the waiting connections whose command has gone (a
+        `cudabench workers` that asked how many wait, then left): a busy worker's listing
+        counted each earlier one until the command it served ended. Holds self.lock."""
+        for connection in [c for c in self.waiting if _hung_up(c.fileno())]:
+            self.waiting.remove(connection)
+            with contextlib.suppress(OSError):
+                connection.close()
+            self.busy -= 1
 
     def serve(self, spec: EngineSpec, label: int | None) -> None:
         """Open the engine for the first command, then serve each command in turn."""
         engine = None
         while True:
-            connection = self.waiting.get()
+            with self.lock:
+                self.turns.wait_for(lambda: bool(self.waiting))
+                connection = self.waiting.popleft()
             try:
                 messages = _Connected(connection)
                 if engine is None:
@@ -510,14 +526,19 @@ class _PeerWatch:
                     return
                 if not self.in_batch:
                     continue
-                try:  # b"": the command closed its end (a message waiting reads as bytes)
-                    gone = self.peer.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-                except BlockingIOError:
-                    gone = False
-                except OSError:
-                    gone = True
-                if gone:
+                if _hung_up(self.peer.fileno()):
                     self.end()
+
+
+def _hung_up(descriptor: int) -> bool:
+    """Return whether the command at the other end of a connection closed its end."""
+    try:  # b"": it did (a message it sent before, waiting, reads as bytes)
+        with socket.socket(fileno=os.dup(descriptor)) as peer:
+            return peer.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def _gpu_text(info: Any) -> str:
