@@ -358,6 +358,25 @@ def test_placement_mistakes_are_one_line_errors(use_fake, args, says):
     assert len(lines) == 1 and says in lines[0], done.stderr
 
 
+@pytest.mark.parametrize("given", [":6391", "head", "head:abc", "head:99999", "head:0",
+                                   "head:\u0663", "::1:6379", "ray://head"])
+def test_a_malformed_ray_address_is_named_before_ray_is_asked(monkeypatch, given):
+    # RAY_ADDRESS=":6391": Ray logged "Failed to convert :6391 to host:port" and a traceback,
+    # then "cannot reach the Ray cluster: Malformed host:"; `ray://h:abc`, "Ray Client
+    # requires pip package ray[client]" (no Ray needed here: the address is read first)
+    from cudabench.runner.ray_cluster import check_reachable
+
+    monkeypatch.setenv("RAY_ADDRESS", given)
+    with pytest.raises(UsageError, match=rf"^--cluster ray: RAY_ADDRESS='{given}' is "
+                                         r"malformed: expected HOST:PORT .* 1 to 65535: fix"):
+        check_reachable("ray")
+    with pytest.raises(UsageError, match=r"^--cluster 'ray://h:abc': expected ray://HOST:PORT"):
+        check_reachable("ray://h:abc")
+    for fine in ("auto", "local", ""):  # Ray finds the cluster: nothing to connect to here
+        monkeypatch.setenv("RAY_ADDRESS", fine)
+        check_reachable("ray")
+
+
 def test_workers_get_the_environment_and_the_parent_keeps_its_own(use_fake, tmp_path):
     before = dict(os.environ)
     use_fake(device_count=2)

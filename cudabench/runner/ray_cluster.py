@@ -80,23 +80,44 @@ def check_address(text: str) -> str:
     return text
 
 
-def check_reachable(text: str) -> None:
-    """UsageError unless the HOST:PORT that --cluster or RAY_ADDRESS names accepts a
-    connection within REACH_S. Ray itself waits on its own timeouts for an address that
-    does not answer (a minute or more, its log lines on stderr) before it gives up."""
+def cluster_address(text: str) -> tuple[str, str] | None:
+    """Return the HOST:PORT that --cluster (ray://HOST:PORT) or else RAY_ADDRESS names,
+    and how the latter is named in an error; None where Ray finds the cluster itself
+    (RAY_ADDRESS unset, `auto` or `local`). UsageError where it is no HOST:PORT."""
+    given = text
     if text.startswith("ray://"):
         address, named_by = text.removeprefix("ray://"), ""
     else:
-        address = os.environ.get("RAY_ADDRESS", "").strip()
-        named_by = f" (RAY_ADDRESS={address})"
-        address = address.removeprefix("ray://")
+        given = os.environ.get("RAY_ADDRESS", "").strip()
+        if given in ("", "auto", "local"):
+            return None
+        address, named_by = given.removeprefix("ray://"), f" (RAY_ADDRESS={given})"
     if "://" in address:  # http://HOST:8265, the dashboard's (`ray job submit`'s) address
         raise UsageError(f"--cluster {text}: {address}{named_by} is not a Ray cluster's "
                          "address (a dashboard's http:// one is for `ray job submit`): name "
                          "the head node's HOST:6379, or ray://HOST:10001")
     host, colon, port = address.rpartition(":")
-    if not colon or not host or not (port.isascii() and port.isdigit()):
-        return  # unset, `auto`, `local`, or a form Ray reads and this does not: Ray decides
+    bracketed = host.startswith("[") and host.endswith("]")  # [IPv6]:PORT
+    if colon and host.strip("[] ") and (bracketed or ":" not in host) and port.isascii() \
+            and port.isdigit() and 1 <= int(port) <= 65535:
+        return address, named_by
+    if named_by:  # Ray would log a traceback for it (":6391"), or try for a minute
+        raise UsageError(f"--cluster {text}: RAY_ADDRESS={given!r} is malformed: expected "
+                         "HOST:PORT (the head node's HOST:6379), ray://HOST:PORT, `auto` or "
+                         "`local`, PORT a number from 1 to 65535: fix or unset RAY_ADDRESS")
+    raise UsageError(f"--cluster {text!r}: expected ray://HOST:PORT (a cluster's Ray Client "
+                     "address), PORT a number from 1 to 65535")
+
+
+def check_reachable(text: str) -> None:
+    """UsageError unless the HOST:PORT that --cluster or RAY_ADDRESS names accepts a
+    connection within REACH_S. Ray itself waits on its own timeouts for an address that
+    does not answer (a minute or more, its log lines on stderr) before it gives up."""
+    found = cluster_address(text)
+    if found is None:
+        return  # unset, `auto` or `local`: Ray finds the cluster
+    address, named_by = found
+    host, _, port = address.rpartition(":")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_S).close()
     except OSError as exc:
