@@ -358,6 +358,23 @@ def test_placement_mistakes_are_one_line_errors(use_fake, args, says):
     assert len(lines) == 1 and says in lines[0], done.stderr
 
 
+@pytest.mark.parametrize("cluster, ray_address, says", [
+    ("ray://h:abc", "", "--cluster 'ray://h:abc': expected ray://HOST:PORT"),
+    ("ray://", "", "--cluster 'ray://': expected ray://HOST:PORT"),
+    ("ray://h:99999", "", "--cluster 'ray://h:99999': expected ray://HOST:PORT"),
+    ("ray", ":6391", "--cluster ray: RAY_ADDRESS=':6391' is malformed: expected HOST:PORT"),
+])
+def test_a_dry_run_refuses_a_malformed_cluster_address(use_fake, monkeypatch, cluster,
+                                                       ray_address, says):
+    # exit 0 here, and the run then said "cannot reach the Ray cluster: Ray Client requires
+    # pip package ray[client]", the wrong cause
+    monkeypatch.setenv("RAY_ADDRESS", ray_address)
+    done = invoke("dot", "--size", "100", "--dry-run", "--cluster", cluster)
+    assert done.exit_code == 2, done.output
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"cudabench: error: {says}"), done.stderr
+
+
 @pytest.mark.parametrize("given", [":6391", "head", "head:abc", "head:99999", "head:0",
                                    "head:\u0663", "::1:6379", "ray://head"])
 def test_a_malformed_ray_address_is_named_before_ray_is_asked(monkeypatch, given):

@@ -68,7 +68,9 @@ REACH_S = 3.0  # how long a cluster's address gets to accept a connection before
 
 
 def check_address(text: str) -> str:
-    """Return --cluster's text stripped; UsageError unless it names a Ray cluster."""
+    """Return --cluster's text stripped; UsageError unless it names a Ray cluster whose
+    address (ray://HOST:PORT, else RAY_ADDRESS's) reads as one: a dry run refuses what the
+    run would, and a run refuses it before Ray is asked (which logs a traceback)."""
     text = text.strip()
     if text != "ray" and not text.startswith("ray://"):
         dashboard = (" (a dashboard's http:// address is for `ray job submit`: name the "
@@ -77,6 +79,7 @@ def check_address(text: str) -> str:
         raise UsageError(f"--cluster {text!r}: expected `ray` (a local Ray, or RAY_ADDRESS's "
                          "cluster) or `ray://HOST:PORT` (a cluster's Ray Client address)"
                          + dashboard)
+    cluster_address(text)
     return text
 
 
