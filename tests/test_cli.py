@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import contextlib
 import os
 import statistics
 import sys
@@ -639,22 +640,17 @@ def test_a_tilde_after_equals_is_the_home_folder(use_fake, tmp_path, monkeypatch
     assert not (work / "~").exists()
 
 
-def test_info_counts_its_device_as_a_run_does(monkeypatch):
-    # a run's worker starts with CUDA_DEVICE_ORDER=PCI_BUS_ID (nvidia-smi's order); info
-    # opened CUDA in its own order, fastest first: another card on a host of two models
-    from cudabench.engines.fake_engine import FakeSpec
-
-    seen = []
-
-    class Spying(FakeSpec):
-        def open(self):
-            seen.append(os.environ.get("CUDA_DEVICE_ORDER"))
-            return super().open()
+def test_cuda_counts_gpus_as_a_run_s_devices_do(monkeypatch):
+    # --devices and the memory check count GPUs in nvidia-smi's order; CUDA, where
+    # CUDA_DEVICE_ORDER is unset, fastest first: `--device 1` and `info --device 1` opened
+    # another card on a host of two models. Set before CUDA starts, whether it can or not.
+    from cudabench.engines.pycuda_engine import load_pycuda
+    from cudabench.errors import GpuEnvironmentError
 
     monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
-    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: Spying())
-    assert invoke("info", "--device", "0").exit_code == 0
-    assert seen == ["PCI_BUS_ID"]
+    with contextlib.suppress(GpuEnvironmentError):  # no PyCUDA or no GPU here
+        load_pycuda()
+    assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")

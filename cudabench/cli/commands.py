@@ -6,7 +6,6 @@ import contextlib
 import contextvars
 import dataclasses
 import importlib.util
-import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -742,10 +741,6 @@ def run_command(config: Path | None, json_path: Path | None, markdown_path: Path
               help="CUDA device index.")
 def info(device: int) -> int:
     """Show the GPU, its limits and clocks, and the driver, CUDA and PyCUDA versions."""
-    # --device counted as a run counts it (Slot.environment, nvidia-smi's order): CUDA's
-    # own order, fastest first, showed another card than `matmul --device 1` on a host of
-    # two GPU models. Read when CUDA starts, in the open below.
-    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     engine = engine_spec(device).open()
     try:
         terminal.render_device(engine.info, engine.versions, terminal.stdout_console())

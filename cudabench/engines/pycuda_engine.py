@@ -5,6 +5,7 @@ utility_kernels.py)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -51,6 +52,10 @@ from cudabench.ops.vendor import VendorCall
 
 def load_pycuda() -> ModuleType:
     """Import and initialise PyCUDA's driver module; say what is missing if it cannot."""
+    # GPUs counted as nvidia-smi, NVML and --devices count them, before CUDA starts: in
+    # CUDA's own order (fastest first) `--device 1` and `info --device 1` opened another
+    # card than the one their memory check and `--devices 1` read, on a host of two models
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     try:
         import pycuda.compiler  # noqa: F401  (loads nvcc support; fails like the driver)
         import pycuda.driver as cuda
