@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +12,9 @@ import pytest
 from cudabench.measure import reference_cache
 from cudabench.measure.reference_cache import cached_reference, reference_key
 from cudabench.planning.plan import Request, make_plan
+from helpers import invoke
+
+ROOT = Path(__file__).parents[1]
 
 
 @pytest.fixture
@@ -17,6 +22,9 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(reference_cache, "MIN_SECONDS", 0.0)  # keep even quick ones
     return tmp_path / "cache" / "references"
+
+
+INPUTS = {"A": np.arange(6.0), "B": np.ones(4)}  # what the references below are "of"
 
 
 def plan(size="33", seed=0, dtype="float32"):
@@ -34,8 +42,8 @@ class Counting:
 
 def test_a_reference_is_computed_once_then_read_back(cache):
     compute = Counting(np.arange(6.0))
-    first, computed_s = cached_reference(plan(), 0, compute)
-    again, read_s = cached_reference(plan(), 0, compute)
+    first, computed_s = cached_reference(plan(), 0, INPUTS, compute)
+    again, read_s = cached_reference(plan(), 0, INPUTS, compute)
     assert compute.calls == 1 and np.array_equal(first, again)
     assert read_s == computed_s  # the CPU's time to compute it, not to read it
     assert len(list(cache.glob("*.pickle"))) == 1
@@ -50,29 +58,29 @@ def test_the_key_changes_with_what_the_reference_depends_on(cache):
     assert reference_key(plan(dtype="float64"), 0) != base  # the types
     assert reference_key(plan(), 0, "full") != base  # the check asked for
     compute = Counting(np.ones(3))
-    cached_reference(plan(), 0, compute)
-    cached_reference(plan(), 1, compute)  # a changed seed recomputes
+    cached_reference(plan(), 0, INPUTS, compute)
+    cached_reference(plan(), 1, INPUTS, compute)  # a changed seed recomputes
     assert compute.calls == 2
 
 
 def test_a_torn_entry_is_made_again(cache):
     compute = Counting(np.ones(3))
-    cached_reference(plan(), 0, compute)
+    cached_reference(plan(), 0, INPUTS, compute)
     (entry,) = cache.glob("*.pickle")
     entry.write_bytes(pickle.dumps((np.ones(3), 1.0))[:10])  # cut short
-    value, _ = cached_reference(plan(), 0, compute)
+    value, _ = cached_reference(plan(), 0, INPUTS, compute)
     assert compute.calls == 2 and np.array_equal(value, np.ones(3))
 
 
 def test_quick_references_and_cache_off_keep_nothing(cache, monkeypatch):
     monkeypatch.setattr(reference_cache, "MIN_SECONDS", 60.0)
-    cached_reference(plan(), 0, Counting(np.ones(3)))
+    cached_reference(plan(), 0, INPUTS, Counting(np.ones(3)))
     assert not cache.exists()
     monkeypatch.setattr(reference_cache, "MIN_SECONDS", 0.0)
     monkeypatch.setenv("CUDABENCH_CACHE_DIR", "off")
     compute = Counting(np.ones(3))
-    cached_reference(plan(), 0, compute)
-    cached_reference(plan(), 0, compute)
+    cached_reference(plan(), 0, INPUTS, compute)
+    cached_reference(plan(), 0, INPUTS, compute)
     assert compute.calls == 2 and not cache.exists()
 
 
@@ -82,19 +90,19 @@ def test_a_damaged_entry_is_made_again_and_written_over(cache, damage):
     # a flipped bit was a wrong reference that failed every kernel, cuBLAS too, at every
     # run; a garbled pickle raised MemoryError or ModuleNotFoundError as the op's error
     compute = Counting(np.full(3, 1.5))
-    cached_reference(plan(), 0, compute)
+    cached_reference(plan(), 0, INPUTS, compute)
     (entry,) = cache.glob("*.pickle")
     data = bytearray(entry.read_bytes())
     if damage == "flip a bit of the value":
         data[-20] ^= 0x40
     elif damage == "garble the pickle":
-        data[len(reference_cache.MAGIC) + 40:] = b"\x80\x05cnosuchmodule_x\nX\n." * 3
+        data[reference_cache.HEADER + 8:] = b"\x80\x05cnosuchmodule_x\nX\n." * 3
     else:
         data = bytearray(pickle.dumps((np.zeros(3), 1.0)))
     entry.write_bytes(bytes(data))
-    value, _ = cached_reference(plan(), 0, compute)
+    value, _ = cached_reference(plan(), 0, INPUTS, compute)
     assert compute.calls == 2 and np.array_equal(value, np.full(3, 1.5))
-    again, _ = cached_reference(plan(), 0, compute)  # rewritten whole
+    again, _ = cached_reference(plan(), 0, INPUTS, compute)  # rewritten whole
     assert compute.calls == 2 and np.array_equal(again, np.full(3, 1.5))
 
 
@@ -117,6 +125,62 @@ def test_a_write_that_fails_leaves_no_part_file(cache, monkeypatch):
         return Full()
 
     monkeypatch.setattr(reference_cache.os, "fdopen", full)
-    value, _ = cached_reference(plan(), 0, Counting(np.arange(6.0)))
+    value, _ = cached_reference(plan(), 0, INPUTS, Counting(np.arange(6.0)))
     assert np.array_equal(value, np.arange(6.0))  # the run goes on
     assert list(cache.iterdir()) == []
+
+
+def test_other_inputs_under_the_same_key_are_a_miss(cache):
+    # an op may make inputs from more than the seed (a data file beside it, NumPy's global
+    # generator): a reference of the last run's inputs failed every correct kernel
+    compute = Counting(np.ones(3))
+    cached_reference(plan(), 0, INPUTS, compute)
+    other = {"A": np.arange(6.0), "B": np.array([1.0, 1.0, 1.0, 2.0])}
+    value, _ = cached_reference(plan(), 0, other, Counting(np.zeros(3)))
+    assert np.array_equal(value, np.zeros(3))  # computed, not the first inputs' reference
+    assert len(list(cache.glob("*.pickle"))) == 1  # written over: one entry per key
+    again, _ = cached_reference(plan(), 0, other, compute)
+    assert compute.calls == 1 and np.array_equal(again, np.zeros(3))  # read back
+
+
+def test_the_inputs_digest_covers_every_byte_name_type_and_shape(monkeypatch):
+    monkeypatch.setattr(reference_cache, "DIGEST_CHUNK", 1000)  # several chunks, one short
+    x = np.random.default_rng(0).standard_normal(12345)
+    base = reference_cache.inputs_digest({"x": x})
+    assert reference_cache.inputs_digest({"x": x.copy()}) == base
+    for index in (0, 4321, 12344):  # any element, in any chunk: no sample
+        changed = x.copy()
+        changed[index] = np.nextafter(changed[index], np.inf)
+        assert reference_cache.inputs_digest({"x": changed}) != base
+    assert reference_cache.inputs_digest({"y": x}) != base
+    assert reference_cache.inputs_digest({"x": x.view(np.int64)}) != base
+    assert reference_cache.inputs_digest({"x": x[:12344].reshape(4, -1)}) != \
+        reference_cache.inputs_digest({"x": x[:12344]})
+    assert reference_cache.inputs_digest({"x": x[::2]}) == \
+        reference_cache.inputs_digest({"x": x[::2].copy()})  # strided: its elements
+
+
+def test_an_op_reading_a_data_file_gets_the_new_files_reference(tmp_path, cache, use_fake):
+    # writing-an-op.md: find a data file from Path(__file__).parent; the second run read the
+    # first file's reference and failed a correct kernel
+    folder = tmp_path / "ops"
+    shutil.copytree(ROOT / "examples" / "softmax", folder)
+    op = folder / "softmax.py"
+    text = op.read_text()
+    drawn = "random_floats(rng, shape, -8.0, 8.0, types.input)"
+    assert drawn in text
+    reference = "        x = inputs[\"x\"].astype(np.float64)\n"
+    assert reference in text
+    op.write_text(text.replace(drawn, "np.load(Path(__file__).parent / 'x.npy')"
+                               ".astype(types.input.numpy)")
+                  .replace(reference, "        time.sleep(0.06)  # kept: slow enough\n" + reference)
+                  .replace("from __future__ import annotations",
+                           "from __future__ import annotations\nimport time\n"
+                           "from pathlib import Path"))
+    for seed in (1, 2):
+        np.save(folder / "x.npy", np.random.default_rng(seed).uniform(-8, 8, (32, 48)))
+        result = invoke("softmax", "--kernels-dir", folder, "--variant", "naive",
+                        "--size", "32x48", "--max-time", "0.01")
+        assert result.exit_code == 0, result.output + result.stderr
+        assert "FAIL" not in result.output + result.stderr
+    assert len(list(cache.glob("*.pickle"))) == 2  # the inputs' and the recheck's fresh ones

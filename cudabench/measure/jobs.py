@@ -155,8 +155,8 @@ def prepare(plan: Plan) -> Prepared:
     full = full_check(plan)
     with phase("CPU reference"), user_code(plan.op, expected_method(plan.op)):
         expected, spent = cached_reference(
-            plan, plan.seed, lambda: plan.op.expected(inputs, plan.types, check_rng(plan.seed),
-                                                      full), full)
+            plan, plan.seed, inputs, lambda: plan.op.expected(
+                inputs, plan.types, check_rng(plan.seed), full), full)
     return Prepared(inputs, expected, spent)
 
 

@@ -111,7 +111,7 @@ def fresh_inputs(plan: Plan) -> tuple[dict[str, np.ndarray], Any]:
         full = full_check(plan)
         with phase("CPU reference"), user_code(plan.op, expected_method(plan.op)):
             expected, _ = cached_reference(
-                plan, plan.seed + 1, lambda: plan.op.expected(
+                plan, plan.seed + 1, fresh, lambda: plan.op.expected(
                     fresh, plan.types, check_rng(plan.seed + 1), full), full)
             _FRESH.append((inputs_key(plan), fresh, expected))
     return _FRESH[0][1], _FRESH[0][2]

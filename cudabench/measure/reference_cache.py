@@ -4,10 +4,13 @@ A float64 reference of a large product takes the CPU seconds, and the same bench
 again and again (a CI suite, a tuning session, `ab`). A reference depends on the op's code
 (ops/fingerprint.py: its class's files and the ops package that makes inputs), the shape,
 the types, the seed, the check asked for, and NumPy's version (its generators and
-arithmetic): the key hashes them all, so a changed seed, shape or op recomputes. Only
-references that took a while to make are kept, each written atomically with a hash of its
-content; an entry that cannot be read or fails its hash is made again, never trusted
-half-read or damaged. CUDABENCH_CACHE_DIR=off keeps nothing.
+arithmetic): the key hashes them all, so a changed seed, shape or op recomputes. It also
+depends on the inputs themselves, which an op may make from more than the seed (a data file
+beside it, NumPy's global generator): each entry holds a digest of every byte of the inputs
+it was computed from, and inputs that differ are a miss (a stale reference failed correct
+kernels). Only references that took a while to make are kept, each written atomically with
+a hash of its content; an entry that cannot be read or fails its hash is made again, never
+trusted half-read or damaged. CUDABENCH_CACHE_DIR=off keeps nothing.
 """
 
 from __future__ import annotations
@@ -18,39 +21,65 @@ import os
 import pickle
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: see cudabench/common/lazy.py
+    from cudabench.common.lazy import numpy as np
 
 from cudabench import __version__
 from cudabench.common.cache_dir import cache_root
+from cudabench.common.cores import in_parallel
 from cudabench.ops.fingerprint import op_fingerprint
 from cudabench.planning.plan import Plan
 
 MIN_SECONDS = 0.05  # quicker to make than to read back: not kept
 MAX_BYTES = 2 << 30  # one entry at most
 KEEP_BYTES = 8 << 30  # the folder is pruned, oldest first, beyond this
+DIGEST_CHUNK = 16 << 20  # bytes hashed by one thread: the digest never depends on the cores
 
 
-def cached_reference(plan: Plan, seed: int, compute: Callable[[], Any], *extra: object
-                     ) -> tuple[Any, float]:
+def cached_reference(plan: Plan, seed: int, inputs: Mapping[str, np.ndarray],
+                     compute: Callable[[], Any], *extra: object) -> tuple[Any, float]:
     """Return (the reference for plan's inputs of seed, the CPU's seconds to compute it):
     read from the cache (with the seconds its computation took, which the results report
-    as the CPU's time), or computed and kept if it took long enough. extra: anything else
-    it depends on (the check asked for)."""
+    as the CPU's time) if it was computed from the same inputs, or computed and kept if it
+    took long enough. extra: anything else it depends on (the check asked for)."""
     started = time.perf_counter()
     folder = cache_root()
     path = folder / "references" / f"{reference_key(plan, seed, *extra)}.pickle" \
         if folder is not None else None
-    if path is not None:
-        kept = _read(path)
+    digest = None  # hashed only where an entry is read or written: quick references skip it
+    if path is not None and path.exists():
+        digest = inputs_digest(inputs)
+        kept = _read(path, digest)
         if kept is not None:
             return kept
     value = compute()
     spent = time.perf_counter() - started
     if path is not None and spent >= MIN_SECONDS:
-        _keep(path, (value, spent))
+        _keep(path, (value, spent), digest or inputs_digest(inputs))
     return value, spent
+
+
+def inputs_digest(inputs: Mapping[str, np.ndarray]) -> bytes:
+    """Return a SHA-256 of every input's name, type, shape and bytes (all of them: a sample
+    would miss a change elsewhere), hashed in chunks on the cores' threads. SHA-256 is
+    hardware-accelerated on current CPUs (faster than BLAKE2 here): 64M float32 elements
+    took 0.4-1.0 s on two shared cores, a softmax's float64 reference of them 6-16 s."""
+    whole = hashlib.sha256()
+    for name in sorted(inputs):
+        array = np.ascontiguousarray(inputs[name])
+        whole.update(repr((name, array.dtype.str, array.shape)).encode())
+        data = array.reshape(-1).view(np.uint8).data
+        chunks = in_parallel(lambda index: hashlib.sha256(
+            data[index * DIGEST_CHUNK:(index + 1) * DIGEST_CHUNK]).digest(),
+            -(-len(data) // DIGEST_CHUNK))
+        whole.update(b"".join(chunks))
+    return whole.digest()
 
 
 def reference_key(plan: Plan, seed: int, *extra: object) -> str:
@@ -66,21 +95,28 @@ def _numpy_version() -> str:
     return str(numpy.__version__)
 
 
-# An entry: this line, the SHA-256 of the pickle, the pickle. A flipped bit on disk fails
-# the hash and the reference is made again: unchecked, it was a wrong reference that failed
-# every kernel (cuBLAS too), or a pickle that raised anything on loading, at every run.
-MAGIC = b"cudabench reference 1\n"
+# An entry: this line, the inputs' digest, the SHA-256 of the pickle, the pickle. A flipped
+# bit on disk fails the hash and the reference is made again: unchecked, it was a wrong
+# reference that failed every kernel (cuBLAS too), or a pickle that raised anything on
+# loading, at every run. Other inputs under the same key are a miss, and the entry is
+# written over with the new inputs' reference.
+MAGIC = b"cudabench reference 2\n"
+HEADER = len(MAGIC) + 64
 
 
-def _read(path: Path) -> tuple[Any, float] | None:
-    """Return a kept (reference, seconds), or None where there is none whole and intact."""
+def _read(path: Path, inputs: bytes) -> tuple[Any, float] | None:
+    """Return a kept (reference, seconds) computed from inputs of that digest, or None
+    where there is none whole and intact."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            head = stream.read(HEADER)
+            if head[:len(MAGIC)] != MAGIC or head[len(MAGIC):len(MAGIC) + 32] != inputs:
+                return None  # an older format, or other inputs: not read any further
+            payload = stream.read()
     except OSError:
         return None
-    digest, payload = data[len(MAGIC):len(MAGIC) + 32], data[len(MAGIC) + 32:]
-    if not data.startswith(MAGIC) or hashlib.sha256(payload).digest() != digest:
-        return None  # torn, damaged, or an older format: made again, and written over
+    if hashlib.sha256(payload).digest() != head[len(MAGIC) + 32:]:
+        return None  # torn or damaged: made again, and written over
     try:
         value, computed_s = pickle.loads(payload)
         os.utime(path)  # recently used: pruned last
@@ -89,8 +125,9 @@ def _read(path: Path) -> tuple[Any, float] | None:
         return None
 
 
-def _keep(path: Path, value: Any) -> None:
-    """Write value atomically (a temporary file renamed), if small enough; prune."""
+def _keep(path: Path, value: Any, inputs: bytes) -> None:
+    """Write value, computed from inputs of that digest, atomically (a temporary file
+    renamed), if small enough; prune."""
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):
@@ -102,7 +139,7 @@ def _keep(path: Path, value: Any) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".part")
         with os.fdopen(handle, "wb") as stream:
-            stream.write(MAGIC + hashlib.sha256(data).digest() + data)
+            stream.write(MAGIC + inputs + hashlib.sha256(data).digest() + data)
         os.replace(temporary, path)
         _prune(path.parent)
     except OSError:  # a full or read-only disk costs the cache, not the run
