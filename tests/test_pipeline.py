@@ -490,6 +490,21 @@ def test_a_kernel_that_cheats_after_the_checked_launch_fails(op, fault, says):
     assert all(s in (Status.PASS, Status.REF) for s in honest)
 
 
+@pytest.mark.parametrize("op", ["matmul", "transpose", "dot"])
+def test_a_kernel_that_computes_only_on_a_poisoned_output_fails(op):
+    # Right on every poisoned launch, idle on every timed one (they find the last result in
+    # the output): the recheck on fresh inputs re-poisoned the output, and it passed.
+    name = takes(op)[-1]
+    outcome = run_plans([plan_for(op, OPS[op].edge_shapes()[1])],
+                        FakeSpec(faults={name: Fault.SKIPS_WHEN_WRITTEN}))
+    cheat = next(r for r in outcome.results if r.variant == name)
+    assert cheat.status is Status.FAIL, cheat
+    assert "wrong on fresh inputs in the same buffers" in (cheat.error or ""), cheat.error
+    assert "work skipped where the output held the last one?" in cheat.error
+    honest = [s for n, s in ran(outcome.results).items() if n != name]
+    assert all(s in (Status.PASS, Status.REF) for s in honest)
+
+
 def test_a_kernel_wrong_at_its_checked_launch_is_told_so_not_called_a_cheat():
     # Wrong on every launch: the checked launch's failed verification says it; the recheck,
     # which asks whether timed launches differ from the checked one, would only blame them.

@@ -1,11 +1,16 @@
 """Checks after the timing: a kernel must be right on every launch, not only the checked one.
 
-A kernel can keep its first result and replay it, compute only on its first launches, or
-key a cache on its buffers' addresses. After the samples are taken cudabench verifies:
+A kernel can keep its first result and replay it, compute only on its first launches, skip
+the work when its output looks written, or key a cache on its buffers' addresses. After the
+samples are taken cudabench verifies:
 1. a timed launch (through the same event-timed path) on poisoned outputs;
-2. a launch on fresh random inputs in the same buffers (a replayed result is stale);
+2. a launch on fresh random inputs in the same buffers, its outputs left holding the last
+   launch's result, as every timed launch finds them (a replayed result is stale, and so
+   is one a kernel skipped because its output held no poison);
 3. a launch on fresh inputs in newly allocated buffers (a result keyed by address is too).
 Each starts from freshly uploaded inputs, so in-place kernels are checked after one launch.
+A kernel that needs its output reset (an atomic sum) resets it in a launch of its own, as
+dot's atomic.cu does: that launch runs before every timed one too.
 The third's result is first compared bit for bit, on the GPU, with the second's (verified,
 the same inputs, still in its buffer): equal, it passes without a download.
 """
@@ -64,11 +69,13 @@ def recheck(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, An
         return (f"a timed launch is wrong ({_wrong(timed)}): every launch must compute its "
                 "result", timed)
     fresh, fresh_expected = fresh_inputs(plan)
+    # Not poisoned: the timed launches found the last launch's result in their outputs,
+    # and a kernel that computes only on poison skipped their work.
     same = _launch_and_verify(plan, engine, layout, buffers, fresh, fresh_expected,
-                              _run_once(engine, run))
+                              _run_once(engine, run), poison=False)
     if same is not None:
         return (f"wrong on fresh inputs in the same buffers ({_wrong(same)}): a replayed "
-                "result?", same)
+                "result, or work skipped where the output held the last one?", same)
     moved: dict[str, guards.Guarded] = {}
     try:
         for name, nbytes in layout.sizes.items():
@@ -127,15 +134,16 @@ def _run_once(engine: Engine, run: Run) -> Callable[[], object]:
 
 def _launch_and_verify(plan: Plan, engine: Engine, layout: Layout, buffers: Mapping[str, Any],
                        inputs: Mapping[str, np.ndarray], expected: Any,
-                       launch: Callable[[], object], twin: Any = None
+                       launch: Callable[[], object], twin: Any = None, poison: bool = True
                        ) -> Verification | None:
-    """Upload inputs, poison outputs, launch once, verify: None, or the failed verification.
-    twin: a device buffer holding a result already verified for these inputs; a result
-    equal to it bit for bit (counted on the GPU) passes without the CPU's check."""
+    """Upload inputs, poison outputs (unless not poison), launch once, verify: None, or the
+    failed verification. twin: a device buffer holding a result already verified for these
+    inputs; a result equal to it bit for bit (counted on the GPU) passes without the CPU's
+    check."""
     types = plan.types
     for name, array in inputs.items():
         RESIDENT.put(engine, buffers[name], array)
-    for name, shape in layout.outputs.items():
+    for name, shape in layout.outputs.items() if poison else ():
         engine.fill(buffers[name], types.output.poison(), math.prod(shape))
     launch()
     engine.synchronize()
