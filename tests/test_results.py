@@ -306,6 +306,29 @@ def test_a_damaged_transfers_or_energy_object_is_a_bad_file(tmp_path, field, val
         load_results(path)
 
 
+@pytest.mark.parametrize("field, key, value", [
+    ("telemetry", "clock_event_reasons", ["sw power cap"]),
+    ("energy", "method", "nvml"),
+    ("transfers", "note", "pinned by cudaHostRegister"),
+    ("transfers", "pinned", {"h2d_s": 1e-3, "how": "events"}),
+])
+def test_a_field_a_newer_cudabench_adds_inside_an_object_is_ignored(tmp_path, field, key,
+                                                                     value):
+    # docs/results-schema.md, Versioning: readers ignore fields they do not know, so an
+    # older cudabench keeps reading newer files of the same version (it said "corrupt")
+    data = json.loads((Path(__file__).parent / "data" / "h100-insight" /
+                       "t8192_transfers.json").read_text())
+    row = data["benchmarks"][0]
+    row["energy"] = {"joules": 10.0, "launches": 100, "seconds": 0.5}
+    row[field][key] = value
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    loaded = load_results(path).benchmarks[0]
+    assert getattr(loaded, field).get(key) != value  # left out, as a field it does not know
+    assert loaded.energy["joules"] == 10.0 and loaded.transfers["pinned"]["h2d_s"] > 0
+    assert loaded.telemetry == {k: v for k, v in row["telemetry"].items() if k != key}
+
+
 def test_a_writeback_pass_survives_loading_and_writing(tmp_path):
     from cudabench.results.codec import benchmark_to_dict
 

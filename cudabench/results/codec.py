@@ -347,11 +347,16 @@ def printable(value: Any) -> Any:
 
 
 TELEMETRY_RANGES = ("sm_clock_mhz", "memory_clock_mhz")  # {"min": n, "max": n}
+TELEMETRY_NUMBERS = ("temperature_c", "power_w", "power_violation_s", "thermal_violation_s",
+                     "polls")
 
 
 def _telemetry(data: Mapping[str, Any], check: Checker) -> dict[str, Any]:
-    """Return the NVML telemetry object, its known fields checked (renderers format them)."""
+    """Return the NVML telemetry object, its known fields checked (renderers format them);
+    a field it does not know is left out, not refused: a newer cudabench of the same schema
+    version may add one (docs/results-schema.md, Versioning)."""
     values = _mapping(data, "telemetry", check)
+    known: dict[str, Any] = {}
     for key, value in values.items():
         if key == "throttle_reasons":
             check.expect(isinstance(value, list) and all(isinstance(v, str) for v in value),
@@ -360,24 +365,30 @@ def _telemetry(data: Mapping[str, Any], check: Checker) -> dict[str, Any]:
             check.expect(value is None or (isinstance(value, dict) and all(
                 v is None or _is_number(v) for v in value.values())),
                 f"telemetry.{key}", "an object of numbers (min, max) or null")
-        else:
+        elif key in TELEMETRY_NUMBERS:
             check.expect(value is None or _is_number(value), f"telemetry.{key}",
                          "a number or null")
-    return values
+        else:
+            continue
+        known[key] = value
+    return known
 
 
 ENERGY_FIELDS = ("joules", "launches")  # what a pass always holds (and seconds)
+ENERGY_NUMBERS = (*ENERGY_FIELDS, "seconds")
 
 
 def _energy(data: Mapping[str, Any], check: Checker) -> dict[str, float]:
-    """Return the --energy pass: finite, non-negative numbers (joules, launches, seconds)."""
+    """Return the --energy pass: finite, non-negative numbers (joules, launches, seconds);
+    a field it does not know is left out, as in _telemetry."""
     values = _mapping(data, "energy", check)
-    for key, value in values.items():
-        check.expect(_is_number(value) and value >= 0, f"energy.{key}",
-                     "a non-negative number")
     for key in ENERGY_FIELDS if values else ():
         check.expect(key in values, f"energy.{key}", "present (a pass has joules and launches)")
-    return {key: float(value) for key, value in values.items()}
+    known = {key: values[key] for key in ENERGY_NUMBERS if key in values}
+    for key, value in known.items():
+        check.expect(_is_number(value) and value >= 0, f"energy.{key}",
+                     "a non-negative number")
+    return {key: float(value) for key, value in known.items()}
 
 
 def _units(data: Mapping[str, Any], check: Checker) -> dict[str, str]:
@@ -400,21 +411,28 @@ def _writeback(data: Mapping[str, Any], check: Checker
 
 
 TRANSFER_KINDS = ("pinned", "pageable")  # each an object of numbers (seconds, bytes, GB/s)
+TRANSFER_PHASES = ("h2d_s", "h2d_bytes", "h2d_gbps", "d2h_s", "d2h_bytes", "d2h_gbps")
+TRANSFER_TRIP = ("kernel_s", "end_to_end_s", "cpu_reference_s", "link_peak_bytes_per_s")
 
 
 def _transfers(data: Mapping[str, Any], check: Checker) -> dict[str, Any]:
     """Return the --transfers phases: per memory kind an object of numbers, and the trip's
-    numbers (a string or null there reached the renderers: an internal error)."""
+    numbers (a string or null there reached the renderers: an internal error). A field it
+    does not know is left out, as in _telemetry."""
     values = _mapping(data, "transfers", check)
+    known: dict[str, Any] = {}
     for key, value in values.items():
         if key in TRANSFER_KINDS:
-            check.expect(isinstance(value, dict) and all(
-                _is_number(v) and v >= 0 for v in value.values()),
-                f"transfers.{key}", "an object of non-negative numbers")
-        else:
+            check.expect(isinstance(value, dict), f"transfers.{key}",
+                         "an object of non-negative numbers")
+            known[key] = {name: value[name] for name in TRANSFER_PHASES if name in value}
+            check.expect(all(_is_number(v) and v >= 0 for v in known[key].values()),
+                         f"transfers.{key}", "an object of non-negative numbers")
+        elif key in TRANSFER_TRIP:
             check.expect(value is None or (_is_number(value) and value >= 0),
                          f"transfers.{key}", "a non-negative number or null")
-    return values
+            known[key] = value
+    return known
 
 
 def _seconds(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, float]:
