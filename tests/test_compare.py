@@ -1057,6 +1057,24 @@ def test_a_complete_flag_that_is_not_a_boolean_is_a_bad_file(tmp_path, value):
     assert "complete" in result.stderr and "true or false" in result.stderr
 
 
+def test_a_file_without_its_complete_flag_is_a_bad_file(tmp_path):
+    # it was taken as complete: a crashed run's rows with the flag cut out passed the gate.
+    # Every schema version wrote the flag (version 1's first writer included).
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    for name in ("identical.json", "../h100/v2-matmul.json"):  # versions 1 and 2
+        document = json.loads((DATA / name).read_text(encoding="utf-8"))
+        del document["complete"]
+        cut = tmp_path / "cut.json"
+        cut.write_text(json.dumps(document), encoding="utf-8")
+        result = CliRunner().invoke(cli, ["compare", str(DATA / "baseline.json"), str(cut)])
+        assert result.exit_code == 2, result.output
+        assert f"{cut}: complete: expected true or false" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_an_incomplete_current_file_heads_every_summary_as_a_failed_gate(tmp_path):
     """The job summary of a failed gate must not read "no regression" (exit 1 all the same)."""
     from click.testing import CliRunner

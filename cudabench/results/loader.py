@@ -117,8 +117,11 @@ def load_results(path: Path | str) -> ResultsFile:
     for i, entry in enumerate(entries):
         check.expect(isinstance(entry, dict), f"benchmarks[{i}]", "an object")
         benchmarks.append(benchmark_from_dict(entry, check.within(f"benchmarks[{i}]"), devices))
-    # A gate reads `complete is False` as a crashed run: "false", 0 or null must not pass it
-    check.expect(isinstance(data.get("complete", True), bool), "complete", "true or false")
+    # A gate reads `complete is False` as a crashed run: "false", 0 or null must not pass it,
+    # nor a file without the field (every version's writer wrote it: one without is edited)
+    check.expect("complete" in data, "complete",
+                 "true or false, which every results file holds (was it edited by hand?)")
+    check.expect(isinstance(data["complete"], bool), "complete", "true or false")
     metadata = printable({k: v for k, v in data.items() if k not in ("devices", "benchmarks")})
     return ResultsFile(str(path), metadata, devices, tuple(benchmarks),
                        schema_version=int(original["schema_version"]))
