@@ -214,3 +214,148 @@ def test_the_documented_example_validates() -> None:
     text = (Path(__file__).parents[1] / "docs" / "results-schema.md").read_text(encoding="utf-8")
     example = text.split("```json\n", 1)[1].split("```", 1)[0]
     validate(json.loads(example))
+
+
+# Each a hand edit of a full row (rounds, --writeback, --energy, --transfers, --profile-time)
+# and whether both the schema and the loader refuse it.
+MUTATIONS = {
+    "status missing": "del B[0]['status']",
+    "complete missing": "del d['complete']",
+    "stats missing": "del B[0]['stats']",
+    "stats count 0": "B[0]['stats']['count'] = 0",
+    "gbps missing": "del B[0]['throughput']['gbps']",
+    "source missing": "del B[0]['source']",
+    "warnings missing": "del B[0]['warnings']",
+    "shape zero": "B[0]['shape'] = [0]",
+    "params float": "B[0]['params']['TILE'] = 16.5",
+    "device index missing": "del d['devices'][0]['index']",
+    "device sm_clock negative": "d['devices'][0]['sm_clock_khz'] = -1",
+    "device uuid int": "d['devices'][0]['uuid'] = 5",
+    "device settings list": "d['devices'][0]['settings'] = []",
+    "telemetry polls string": "B[0]['telemetry']['polls'] = '3'",
+    "telemetry clock range string": "B[0]['telemetry']['sm_clock_mhz'] = '1500'",
+    "telemetry unknown field": "B[0]['telemetry']['clock_event_reasons'] = ['sw power cap']",
+    "energy negative": "B[0]['energy']['joules'] = -1",
+    "energy without launches": "del B[0]['energy']['launches']",
+    "energy unknown field": "B[0]['energy']['method'] = 'nvml'",
+    "transfers pinned negative": "B[0]['transfers']['pinned']['h2d_s'] = -1",
+    "transfers trip string": "B[0]['transfers']['end_to_end_s'] = '1'",
+    "transfers unknown field": "B[0]['transfers']['note'] = 'x'",
+    "transfers unknown phase": "B[0]['transfers']['pinned']['how'] = 'events'",
+    "clock zero": "B[0]['sample_clocks_mhz'][0] = 0",
+    "sample over a day": "B[0]['samples_s'][0] = 1e6",
+    "zero input tiny": "B[0]['zero_input_samples_s'] = [1e-12]",
+    "unit unknown": "B[0]['unit'] = 'rt'",
+    "l2_flush unknown": "B[0]['l2_flush'] = 'dirty'",
+    "kind unknown": "B[0]['kind'] = 'kernel'",
+    "rounds 0": "B[0]['rounds'] = 0",
+    "phases negative": "B[0]['phases']['compile'] = -1",
+    "cpu reference negative": "B[0]['cpu_reference_s'] = -1",
+    "total_elements negative": "B[0]['verification']['total_elements'] = -3",
+    "bad_elements negative": "B[0]['verification']['bad_elements'] = -3",
+    "PASS without samples": "B[0]['samples_s'] = []; B[0]['stats'] = None; "
+                            "B[0]['sample_clocks_mhz'] = []",
+    "PASS that is FAIL": "B[0]['verification']['passed'] = False",
+    "PASS with a suspicion": "B[0]['suspect'] = 'faster than DRAM'",
+    "PASS with a skip reason": "B[0]['skipped'] = 'x'",
+    "SKIP with a verification": "B[0]['skipped'] = 'x'; B[0]['status'] = 'SKIP'",
+    "SKIP without samples": "B[0].update(skipped='x', status='SKIP', verification=None, "
+                            "samples_s=[], stats=None, sample_clocks_mhz=[])",
+    "TIMEOUT with a verification": "B[0]['status'] = 'TIMEOUT'; B[0]['error'] = 'timed out'",
+    "TIMEOUT without an error": "B[0].update(status='TIMEOUT', verification=None)",
+    "TIMEOUT": "B[0].update(status='TIMEOUT', verification=None, error='--timeout 1')",
+    "ERROR reference without an error": "B[-1]['status'] = 'ERROR'",
+    "REF with a verification": "B[-1]['verification'] = B[0]['verification']",
+    "REF with an error": "B[-1]['error'] = 'x'",
+    "SUSPECT without a reason": "B[0]['status'] = 'SUSPECT'; B[0]['suspect'] = ''",
+    "SUSPECT": "B[0]['status'] = 'SUSPECT'; B[0]['suspect'] = 'faster than DRAM'",
+    "unknown row field": "B[0]['future'] = {'x': 1}",
+    "passed with bad elements": "B[0]['verification']['bad_elements'] = 3",
+    "control character in a variant": "B[0]['variant'] = 'a\\x1b[2Jb'",
+    "control character in a dim": "B[0]['dims'][0] = 'R\\x07'",
+    "control character in a parameter": "B[0]['params']['T\\x9b'] = 1",
+    "control character in a GPU": "d['devices'][0]['name'] = 'H\\x1b]0;x\\x07'",
+    "launch grid not a list": "B[0]['launches'][0]['grid'] = 'x'",
+    "launch registers negative": "B[0]['launches'][0]['registers'] = -1",
+    "launch of new attributes": "B[0]['launches'][0]['cluster'] = [2, 1, 1]",
+    "variant ERROR without an error": "B[0].update(status='ERROR', verification=None)",
+}
+# What JSON Schema cannot say, which the loader alone refuses (docs/results-schema.md lists them)
+LOADER_ONLY = {
+    "device out of range": "B[0]['device'] = 5",
+    "writeback pairs unequal": "B[0]['writeback_baseline_s'] = B[0]['writeback_baseline_s'][:1]",
+    "integer over 64 bits": "B[0]['params']['TILE'] = 2**64",
+    "integer with a fraction": "B[0]['rounds'] = 2.0",
+    "NaN (Python's json reads it)": "B[0]['samples_s'][0] = math.nan",
+    "Infinity": "B[0]['cpu_reference_s'] = math.inf",
+}
+# The run's informational metadata, which the loader reads defensively and never refuses
+SCHEMA_ONLY = {
+    "tool version int": "d['tool']['version'] = 1",
+    "notes a string": "d['notes'] = 'hello'",
+    "command a string": "d['command'] = 'cudabench run'",
+    "profile negative": "d['profile'] = {'wall_s': -1}",
+    "created missing": "del d['created']",
+    # and null in a field added without a version change: read as absent, as in older files
+    "unit null": "B[0]['unit'] = None",
+    "telemetry null": "B[0]['telemetry'] = None",
+    "batch samples null": "B[0]['batch_samples_s'] = None",
+    "settings null": "d['devices'][0]['settings'] = None",
+}
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Return a fake run's document with every optional measurement on its rows."""
+    import subprocess
+
+    root = Path(__file__).parents[1]
+    path = tmp_path_factory.mktemp("full") / "full.json"
+    subprocess.run([sys.executable, str(root / "tests" / "fake_cli.py"), "transpose", "--size",
+                    "256", "--rounds", "2", "--writeback", "--energy", "0.1", "--transfers",
+                    "--profile-time", "--json", str(path), "--quiet"],
+                   cwd=root, check=True, capture_output=True)
+    document: dict[str, Any] = json.loads(path.read_text())
+    assert document["benchmarks"][0]["energy"] and document["benchmarks"][-1]["kind"] == \
+        "reference"
+    return document
+
+
+def _verdicts(document: dict[str, Any], code: str, folder: Path) -> tuple[bool, bool]:
+    """Return whether the schema and the loader accept the document edited by code."""
+    from cudabench.results import load_results
+
+    d = copy.deepcopy(document)
+    exec(code, {"d": d, "B": d["benchmarks"], "math": math})
+    try:
+        validate(d)
+        schema_ok = True
+    except ResultsFileError:
+        schema_ok = False
+    path = folder / "edited.json"
+    path.write_text(json.dumps(d))  # NaN and Infinity as Python's json writes them
+    try:
+        load_results(path)
+        loader_ok = True
+    except ResultsFileError:
+        loader_ok = False
+    return schema_ok, loader_ok
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_the_schema_and_the_loader_agree_on_an_edited_file(full_run: dict[str, Any],
+                                                           tmp_path: Path, name: str) -> None:
+    # validate() passed files load_results refused (a clock of 0, unit "rt", joules -1...),
+    # and refused files it loaded (no status, a negative CPU time, a TIMEOUT row verified)
+    schema_ok, loader_ok = _verdicts(full_run, MUTATIONS[name], tmp_path)
+    assert schema_ok == loader_ok, f"schema accepts: {schema_ok}, loader: {loader_ok}"
+
+
+@pytest.mark.parametrize(("name", "loader_only"), [
+    *((name, True) for name in LOADER_ONLY), *((name, False) for name in SCHEMA_ONLY)])
+def test_the_documented_differences_are_the_only_ones(full_run: dict[str, Any],
+                                                      tmp_path: Path, name: str,
+                                                      loader_only: bool) -> None:
+    code = (LOADER_ONLY if loader_only else SCHEMA_ONLY)[name]
+    assert _verdicts(full_run, code, tmp_path) == (loader_only, not loader_only)
+    assert _verdicts(full_run, "pass", tmp_path) == (True, True)

@@ -172,12 +172,13 @@ def device_from_dict(data: Any, check: Checker) -> DeviceInfo:
         kind = int if str(spec.type).startswith("int") else str
         if optional and spec.name != "index":
             fields[spec.name] = check.optional(data, spec.name, kind)
-        elif spec.name == "index" and "index" not in data:
-            fields[spec.name] = 0
         elif spec.name == "name":
             fields[spec.name] = check.name(data, spec.name)
-        else:
+        else:  # index too: every version-2 writer wrote it (version 1's gets it migrating)
             fields[spec.name] = check.field(data, spec.name, kind)
+        value = fields[spec.name]
+        check.expect(kind is not int or value is None or value >= 0, spec.name,
+                     "a non-negative integer")  # counts, sizes, clocks and an ordinal
     return DeviceInfo(**fields)
 
 
@@ -192,15 +193,24 @@ def verification_from_dict(data: Any, check: Checker) -> Verification:
         passed=check.field(data, "passed", bool),
         rel_error=_number(data["rel_error"]),
         max_abs_error=_number(data["max_abs_error"]),
-        bad_elements=check.field(data, "bad_elements", int),
-        total_elements=check.field(data, "total_elements", int),
+        bad_elements=_count(data, "bad_elements", check),
+        total_elements=_count(data, "total_elements", check),
         criterion=check.field(data, "criterion", str),
     )
+
+
+def _count(data: Mapping[str, Any], name: str, check: Checker) -> int:
+    """Return data[name], checked to be a non-negative integer."""
+    value = check.field(data, name, int)
+    check.expect(value >= 0, name, "a non-negative integer")
+    return int(value)
 
 
 def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
                         devices: Sequence[DeviceInfo]) -> BenchmarkResult:
     """Rebuild a benchmark from benchmark_to_dict's output; errors name the field."""
+    for name in REQUIRED_ROW_FIELDS:  # what every version wrote: a row without is edited
+        check.expect(name in data, name, "present (every row has it: was it edited by hand?)")
     params: Any = data.get("params")  # as written: a name with a control is refused, not escaped
     check.expect(isinstance(params, dict), "params", "an object")
     for name, value in params.items():
@@ -236,14 +246,22 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         value = throughput.get(name)
         check.expect(_is_int(value) and value >= 0, f"throughput.{name}",
                      "a non-negative integer")
+    for name in ("gflops", "gbps"):  # derived from the median again, but written always
+        value = throughput.get(name)
+        check.expect(name in throughput and (value is None or _is_number(value)),
+                     f"throughput.{name}", "a number or null")
+    _check_stats(data.get("stats"), check)
     warnings = data.get("warnings", [])
     check.expect(isinstance(warnings, list) and all(isinstance(w, str) for w in warnings),
                  "warnings", "a list of strings")
-    launches = data.get("launches", [])
+    launches: Any = data.get("launches")
     check.expect(isinstance(launches, list) and all(isinstance(x, dict) for x in launches),
                  "launches", "a list of objects")
+    for i, launch in enumerate(launches):
+        _check_launch(launch, check.within(f"launches[{i}]"))
     cpu = data.get("cpu_reference_s")
-    check.expect(cpu is None or _is_number(cpu), "cpu_reference_s", "a number or null")
+    check.expect(cpu is None or (_is_number(cpu) and cpu >= 0), "cpu_reference_s",
+                 "a non-negative number of seconds or null")
     result = BenchmarkResult(
         op=check.name(data, "op"),
         variant=check.name(data, "variant"),
@@ -257,7 +275,7 @@ def benchmark_from_dict(data: Mapping[str, Any], check: Checker,
         flops=throughput["flops"],
         bytes_moved=throughput["bytes_moved"],
         kind=kind,
-        source=check.optional(data, "source", str) or "",
+        source=check.field(data, "source", str),
         error=printable(error),
         warnings=tuple(printable(warnings)),
         cpu_reference_s=cpu,
@@ -294,17 +312,61 @@ def _check_consistent(result: BenchmarkResult, data: Mapping[str, Any], check: C
     """Refuse a row whose stated status disagrees with its fields, or a verified or
     reference row with no samples: a gate must never judge a file that lies about itself."""
     stated = data.get("status")
-    check.expect(stated is None or stated == result.status.value, "status",
+    check.expect(stated == result.status.value, "status",
                  f'"{result.status.value}", as its verification, error and skip fields say '
                  "(the file is inconsistent: was it edited by hand?)")
     if result.status in (Status.PASS, Status.SUSPECT, Status.REF):
         check.expect(bool(result.samples_s), "samples_s",
                      f"a non-empty list: a {result.status.value} row was timed")
+    if result.status in (Status.TIMEOUT, Status.SKIP):  # nothing of theirs was verified
+        check.expect(result.verification is None, "verification",
+                     f"null on a {result.status.value} row")
+    if result.status is Status.TIMEOUT:
+        check.expect(result.error is not None, "error",
+                     "a string on a TIMEOUT row: the limit it passed")
     verification = result.verification
     if verification is not None and verification.passed:
         check.expect(verification.bad_elements == 0, "verification.bad_elements",
                      "0 where verification.passed is true (the file is inconsistent: was it "
                      "edited by hand?)")
+
+
+LAUNCH_COUNTS = ("registers", "shared_bytes", "local_bytes", "max_threads_per_block")
+
+
+def _check_launch(launch: Mapping[str, Any], check: Checker) -> None:
+    """Check a launch's known attributes where present (report prints them)."""
+    if "entry" in launch:
+        check.field(launch, "entry", str)
+    for name in ("grid", "block"):
+        value = launch.get(name, [])
+        check.expect(isinstance(value, list) and all(_is_int(v) and v >= 1 for v in value),
+                     name, "a list of positive integers")
+    for name in LAUNCH_COUNTS:
+        value = launch.get(name, 0)
+        check.expect(_is_int(value) and value >= 0, name, "a non-negative integer")
+
+
+# Fields every version's writer put on every row (the JSON Schema's required ones).
+REQUIRED_ROW_FIELDS = ("status", "error", "verification", "samples_s", "stats", "throughput",
+                       "cpu_reference_s", "warnings", "launches", "source")
+STATS_TIMES = ("median_s", "min_s", "max_s", "mean_s")
+
+
+def _check_stats(stats: Any, check: Checker) -> None:
+    """Check a row's stats: null, or the summary of its samples (which readers derive
+    again from samples_s, but other tools read)."""
+    if stats is None:
+        return
+    check.expect(isinstance(stats, dict), "stats", "an object or null")
+    check.expect(_is_int(stats.get("count")) and stats["count"] >= 1, "stats.count",
+                 "a positive integer")
+    for name in STATS_TIMES:
+        value = stats.get(name)
+        check.expect(_is_number(value) and value > 0, f"stats.{name}",
+                     "a positive number of seconds")
+    spread = stats.get("spread")
+    check.expect(_is_number(spread) and spread >= 0, "stats.spread", "a non-negative number")
 
 
 def _rounds(data: Mapping[str, Any], check: Checker) -> int:
@@ -327,7 +389,8 @@ def _l2_flush(data: Mapping[str, Any], check: Checker) -> str:
 
 def _mapping(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, Any]:
     """Return an optional object field (absent or null: empty), printable."""
-    value = data.get(name) or {}
+    value = data.get(name)
+    value = {} if value is None else value  # a falsy non-object ([], "", 0) is refused
     check.expect(isinstance(value, dict), name, "an object")
     return dict(printable(value))
 
@@ -454,7 +517,8 @@ def _numbers(data: Mapping[str, Any], name: str, check: Checker) -> dict[str, fl
 
 def _clocks(data: Mapping[str, Any], check: Checker) -> tuple[float | None, ...]:
     """Return the per-sample SM clocks: positive numbers, or null where unknown."""
-    values = data.get("sample_clocks_mhz") or []
+    values = data.get("sample_clocks_mhz")
+    values = [] if values is None else values  # absent, or null: none
     check.expect(isinstance(values, list) and all(v is None or (_is_number(v) and v > 0)
                                                   for v in values),
                  "sample_clocks_mhz", "a list of positive numbers or nulls")
