@@ -359,3 +359,29 @@ def test_the_documented_differences_are_the_only_ones(full_run: dict[str, Any],
     code = (LOADER_ONLY if loader_only else SCHEMA_ONLY)[name]
     assert _verdicts(full_run, code, tmp_path) == (loader_only, not loader_only)
     assert _verdicts(full_run, "pass", tmp_path) == (True, True)
+
+
+def _table_fields(text: str, heading: str) -> list[str]:
+    """Return the first column of the first table under a heading of docs/results-schema.md."""
+    section = text.split(f"\n{heading}\n", 1)[1]
+    rows = section.split("\n\n| field |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    return [row.split("`")[1] for row in rows]
+
+
+def test_the_documented_required_fields_are_the_schemas() -> None:
+    # "Every field in the first table is required" listed l2_flush, which is optional in the
+    # schema and the loader (files before 2026-11-27 lack it)
+    text = (Path(__file__).parents[1] / "docs" / "results-schema.md").read_text(encoding="utf-8")
+    required = load_schema()["$defs"]["benchmark"]["required"]
+    assert _table_fields(text, "## Benchmarks") == required
+    assert "l2_flush" in _table_fields(text, "### Fields added without a version change")
+
+
+def test_the_docs_say_a_version_1_baseline_needs_its_flush() -> None:
+    # a version 1 file was flushed by a memset; the default is now clean, and compare refuses
+    # to mix the two (exit 2): "a version 1 baseline compares with a version 2 run" misled
+    root = Path(__file__).parents[1]
+    schema_doc = " ".join((root / "docs" / "results-schema.md").read_text().split())
+    readme = " ".join((root / "README.md").read_text().split())
+    assert "compares with a version 2 run measured with `--l2-flush memset`" in schema_doc
+    assert "still load, and compare with runs of their L2 flush (`--l2-flush memset`)" in readme
