@@ -256,6 +256,35 @@ def test_files_from_different_gpus_are_refused_unless_allowed():
     assert comparison.exit_code == ExitCode.OK
 
 
+def test_files_whose_sizes_ran_on_other_gpu_models_say_so(tmp_path):
+    # --devices all on a host of two models put each size on whichever card was free: the
+    # benchmarks are the same, the models are not, and the error sent the user to check
+    # the op, sizes, types and parameters
+    from click.testing import CliRunner
+
+    from cudabench.cli import cli
+
+    document = json.loads((DATA.parent / "h200x2" / "all.json").read_text(encoding="utf-8"))
+    document["devices"][1]["name"] = "NVIDIA H100 80GB HBM3"
+    baseline = tmp_path / "base.json"
+    baseline.write_text(json.dumps(document), encoding="utf-8")
+    for row in document["benchmarks"]:  # a new run: every size on the other card
+        row["device"] = 1 - row["device"]
+        row["samples_s"] = [s * 1.001 for s in row["samples_s"]]
+    current = tmp_path / "new.json"
+    current.write_text(json.dumps(document), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["compare", str(baseline), str(current)])
+    assert result.exit_code == 2, result.output
+    message = result.stderr.strip()
+    assert "no measured kernel in common on one GPU model" in message
+    assert "'NVIDIA H200' in the baseline but on 'NVIDIA H100 80GB HBM3'" in message
+    assert "--allow-different-gpu" in message and "sizes, types" not in message
+    assert len(message.splitlines()) == 1
+    result = CliRunner().invoke(cli, ["compare", str(baseline), str(current),
+                                      "--allow-different-gpu"])
+    assert result.exit_code == 0, result.output
+
+
 def test_a_truncated_file_names_its_path():
     with pytest.raises(ResultsFileError) as caught:
         load("truncated.json")

@@ -196,12 +196,36 @@ def refuse_nothing_judged(comparison: Comparison) -> None:
               if row.kind is Kind.VARIANT and row.verdict is not Verdict.MISSING]
     if judged or comparison.regressions:
         return
+    refuse_other_models(comparison)
     raise UsageError(
         f"{comparison.baseline_path} and {comparison.current_path} have no measured kernel "
         f"in common ({len(comparison.added)} only in the current file, "
         f"{len(comparison.removed)} only in the baseline): the gate would judge nothing; "
         "check the files the job passes (same op, sizes, types and parameters), or, where "
         "the benchmarks changed on purpose, make the new run the baseline")
+
+
+def refuse_other_models(comparison: Comparison) -> None:
+    """Refuse, naming the GPU models, files whose kernels would have paired but for the
+    model they ran on (--devices all put each size on whichever card was free): "check the
+    op, sizes, types and parameters" sent the user after what was the same in both."""
+    def model(row: BenchmarkResult) -> str:
+        return row.device.name if row.device is not None else ""
+
+    kernels = [new for new in comparison.added if new.kind is Kind.VARIANT and model(new)]
+    across = [(old, new) for old in comparison.removed
+              if old.kind is Kind.VARIANT and model(old) for new in kernels
+              if new.key == old.key and model(new) != model(old)]
+    if not across:
+        return
+    old, new = across[0]
+    others = ", and maybe others" if len(across) > 1 else ""
+    raise UsageError(
+        f"{comparison.baseline_path} and {comparison.current_path} have no measured kernel "
+        f"in common on one GPU model: {benchmark_text(old)} ran on {model(old)!r} in "
+        f"the baseline but on {model(new)!r} in the current file{others}; compare pairs "
+        "rows of one GPU model only: measure both on the same models (--devices), or pass "
+        "--allow-different-gpu to compare them anyway")
 
 
 def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
