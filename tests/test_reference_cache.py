@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ ROOT = Path(__file__).parents[1]
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(reference_cache, "MIN_SECONDS", 0.0)  # keep even quick ones
+    monkeypatch.setattr(reference_cache, "DIGEST_WORTH", 0.0, raising=False)  # any digest
     return tmp_path / "cache" / "references"
 
 
@@ -184,3 +186,52 @@ def test_an_op_reading_a_data_file_gets_the_new_files_reference(tmp_path, cache,
         assert result.exit_code == 0, result.output + result.stderr
         assert "FAIL" not in result.output + result.stderr
     assert len(list(cache.glob("*.pickle"))) == 2  # the inputs' and the recheck's fresh ones
+
+
+def slow_digest(monkeypatch, seconds):
+    """Make the inputs' digest take at least `seconds`."""
+    digest = reference_cache.inputs_digest
+
+    def slow(inputs):
+        time.sleep(seconds)
+        return digest(inputs)
+
+    monkeypatch.setattr(reference_cache, "inputs_digest", slow)
+
+
+def test_the_reference_s_time_leaves_out_its_inputs_digest(cache, monkeypatch):
+    # a miss against an entry of other inputs hashed them inside the reference's time,
+    # which the table's CPU reference and every later hit reported
+    cached_reference(plan(), 0, INPUTS, Counting(np.arange(6.0)))
+    slow_digest(monkeypatch, 0.2)
+    other = {**INPUTS, "B": np.zeros(4)}
+    _, spent = cached_reference(plan(), 0, other, Counting(np.arange(6.0)))
+    assert spent < 0.2
+    _, read_s = cached_reference(plan(), 0, other, Counting(np.arange(6.0)))
+    assert read_s == spent
+
+
+def test_a_reference_quicker_than_its_digest_is_not_kept(cache, monkeypatch):
+    cached_reference(plan(), 0, INPUTS, Counting(np.arange(6.0)))
+    assert len(list(cache.glob("*.pickle"))) == 1
+    monkeypatch.setattr(reference_cache, "DIGEST_WORTH", 2.0, raising=False)
+    slow_digest(monkeypatch, 0.05)
+    compute = Counting(np.arange(6.0))
+    cached_reference(plan(), 0, {**INPUTS, "B": np.zeros(4)}, compute)
+    # a hit would hash the inputs first, slower than making it: not kept, the old removed
+    assert compute.calls == 1 and not list(cache.glob("*.pickle"))
+
+
+def test_a_cache_folder_it_may_not_search_costs_the_cache_not_the_row(cache, monkeypatch):
+    # Python 3.11's Path.exists raises PermissionError there: every row was an ERROR
+    # blaming the op's reference
+    exists = Path.exists
+
+    def refused(self, *args, **kwargs):
+        if "references" in str(self):
+            raise PermissionError(13, "Permission denied", str(self))
+        return exists(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", refused)
+    value, _ = cached_reference(plan(), 0, INPUTS, Counting(np.arange(6.0)))
+    assert np.array_equal(value, np.arange(6.0))
