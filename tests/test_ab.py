@@ -296,6 +296,9 @@ def test_a_tiny_alpha_needs_the_rounds_its_level_takes_and_says_its_level():
     assert interval is not None and interval.coverage < 1
     reason = judge([row(1e-3)] * 40, [row(1e-3 * 1.02)] * 40, alpha=1e-9).reason
     assert "the 1 - 7.5e-11 interval" in reason, reason
+    # from 55 rounds on, 1 - coverage is 0.0 in floats: it read "the 1 - 0 interval"
+    reason = judge([row(1e-3)] * 58, [row(1e-3 * 1.02)] * 58, alpha=1e-17).reason
+    assert "the 1 - 6.9e-18 interval" in reason, reason
 
 
 @pytest.mark.parametrize("ratios, verdict", [

@@ -68,6 +68,8 @@ class Interval:
     low: float
     high: float
     coverage: float  # the probability that it holds the true median ratio
+    # the probability that it misses it, exact where coverage rounds to 1.0 (55 rounds on)
+    miss: float = 0.0
 
     @property
     def width(self) -> float:
@@ -188,13 +190,20 @@ def level_text(alpha: float) -> str:
     return f"1 - {alpha:.3g}" if text.startswith("100") else text
 
 
-def coverage_text(share: float) -> str:
-    """Return an interval's coverage as a percentage that never rounds up to 100%."""
+def coverage_text(miss: float) -> str:
+    """Return the coverage of an interval that misses with probability `miss` as a
+    percentage that never rounds up to 100% (1 - 1e-18 where it would)."""
     for digits in range(1, 7):
-        text = f"{share:.{digits}%}"
+        text = f"{1 - miss:.{digits}%}"
         if not text.startswith("100"):
             return text
-    return f"1 - {1 - share:.2g}"
+    return f"1 - {miss:.2g}"
+
+
+def miss_of(n: int, k: int) -> float:
+    """Return the probability that [r(k), r(n+1-k)] of n values misses their median,
+    computed exactly and then rounded: 1 - coverage(n, k) is 0.0 from 55 values on."""
+    return float(Fraction(2 * sum(math.comb(n, i) for i in range(k)), 1 << n))
 
 
 def check_settings(rounds: int, threshold: float, alpha: float) -> None:
@@ -223,7 +232,7 @@ def sign_interval(values: Sequence[float], alpha: float) -> Interval | None:
     while k + 1 <= (n + 1) // 2 and covers(n, k + 1, alpha):
         k += 1
     ordered = sorted(values)
-    return Interval(ordered[k - 1], ordered[n - k], coverage(n, k))
+    return Interval(ordered[k - 1], ordered[n - k], coverage(n, k), miss_of(n, k))
 
 
 def judge(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkResult],
@@ -291,7 +300,7 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
 def _timing(ratio: float, interval: Interval, threshold: float) -> tuple[Verdict, str]:
     """Return the verdict on the two copies' timings, and why (the docstring's last four rules)."""
     limit = format_percent(threshold)
-    span = (f"{coverage_text(interval.coverage)} interval {format_change(interval.low - 1)} to "
+    span = (f"{coverage_text(interval.miss)} interval {format_change(interval.low - 1)} to "
             f"{format_change(interval.high - 1)}")
     if interval.low > 1 + threshold:
         return Verdict.SLOWER, f"the {span} lies above +{limit}"
