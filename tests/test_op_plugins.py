@@ -828,6 +828,7 @@ def test_inputs_that_are_no_dict_of_arrays_name_the_file(use_fake, tmp_path):
     # `list` printed it over two lines
     ("summary", r'"y = x\\nof N"', "`summary` must be a line of text, e.g. \"y = softmax(x) "
      "by rows\"; got 'y = x\\nof N'"),
+    ("summary", r'"y = x\\n"', "`summary` must be a line of text"),  # types on the next line
     ("signature", "5", "`result_buffer` is a buffer's name and `signature` the kernels'"),
     ("dims", '("N", "N")', "`dims` ('N', 'N') names an extent twice"),
     # launch arithmetic read the GPU's SM count (or the element size) for the extent
@@ -997,7 +998,8 @@ def test_an_op_s_shortcuts_must_name_options(use_fake, tmp_path, fresh_ops, shor
 
 
 @pytest.mark.parametrize("method, old, new", [
-    ("bytes_moved", "return 2 * shape[0]", "import sys; sys.exit(0)\n            return 2 * shape[0]"),
+    ("bytes_moved", "return 2 * shape[0]",
+     "import sys; sys.exit(0)\n            return 2 * shape[0]"),
     ("reference", "return inputs['x']", "import sys; sys.exit('no reference')"),
 ])
 def test_an_op_method_calling_sys_exit_is_an_error_naming_the_file(use_fake, tmp_path,

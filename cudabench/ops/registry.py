@@ -274,7 +274,8 @@ def check_op(op: Op) -> None:
     if not isinstance(op.name, str) or not op.name.isidentifier():
         raise OpFileError(f"{where}: `name` must be an identifier such as \"softmax\"")
     # the help and list print it, on one line: "a\nb" was listed over two
-    if not isinstance(op.summary, str) or len(op.summary.splitlines()) > 1:
+    # (a trailing line break too: "y = x\n" printed the types on the next line)
+    if not isinstance(op.summary, str) or op.summary.splitlines() not in ([], [op.summary]):
         raise OpFileError(f"{where}: `summary` must be a line of text, e.g. \"y = softmax(x) "
                           f"by rows\"; got {op.summary!r}")
     if not isinstance(op.dims, (tuple, list)) or not op.dims or not all(
