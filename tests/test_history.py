@@ -1549,7 +1549,7 @@ def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path)
     keys = dict(conn.execute("SELECT id, command_key FROM runs"))
     conn.close()
     assert flushes == {1: "memset", 2: ""} and new == {"clean"}
-    assert version == (str(SCHEMA_VERSION),) == ("6",)
+    assert version == (str(SCHEMA_VERSION),) == ("7",)
     assert keys[1] is None and '"matmul"' in keys[2]  # version 3: the command of a new run
 
 
@@ -2061,6 +2061,40 @@ def test_a_store_without_recorded_clocks_does_not_judge_throttling(tmp_path):
     done = invoke("check", throttled(make_run(tmp_path, 100, name="current"), "tiled"),
                   "--db", db)
     assert "samples that ran below" not in done.stdout and done.exit_code == 0, done.stdout
+
+
+def kept_slow(path: Path, variant: str = "tiled") -> Path:
+    """Make variant's run keep 4 slow samples of 8, as a run does where too few fast ones
+    would remain to set them aside: every other one 1.6 times as long, at half the clock."""
+    def edit(document: dict) -> None:
+        for bench in document["benchmarks"]:
+            if bench["variant"] == variant:
+                fast = bench["samples_s"][:4]
+                bench["samples_s"] = [s for f in fast for s in (f, f * 1.6)]
+                bench["sample_clocks_mhz"] = [1980.0, 990.0] * 4
+    return edited(path, edit)
+
+
+def test_a_version_6_store_s_slow_clock_shares_are_not_read(tmp_path):
+    # version 6 counted the set-aside samples alone: runs that kept their 4 slow samples of
+    # 8 recorded a share of 0, and a check of the same kernel, whose share now counts them,
+    # said it newly throttles the card (slower, exit 1)
+    db = tmp_path / "h.db"
+    import_runs(db, [kept_slow(make_run(tmp_path / "runs", i)) for i in range(6)])
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE results SET slow_clock_share = 0.0")  # as version 6 recorded them
+    conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    conn.commit()
+    current = kept_slow(make_run(tmp_path, 100, name="current"))
+    done = invoke("check", current, "--db", db)  # read as it is
+    assert done.exit_code == 0 and "samples that ran below" not in done.stdout, done.stdout
+    import_runs(db, [kept_slow(make_run(tmp_path, 101, name="new"))])  # a writer upgrades it
+    shares = dict(conn.execute("SELECT run_id, slow_clock_share FROM results "
+                               "WHERE variant = 'tiled'"))
+    conn.close()
+    assert shares == {**{run: None for run in range(1, 7)}, 7: 0.5}
+    done = invoke("check", current, "--db", db)
+    assert done.exit_code == 0 and "samples that ran below" not in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize("value", ["'{{'", "7", "-0.5"])

@@ -29,7 +29,7 @@ from cudabench.history.schema import (
     CARDS_SINCE,
     COMMANDS_SINCE,
     PARAM_ORDER_SINCE,
-    SLOW_CLOCK_SINCE,
+    SLOW_SHARE_SINCE,
     TABLES,
     damaged_message,
 )
@@ -97,9 +97,8 @@ class Queries:
         return float(value)
 
     def _slow_clock_share(self, rows: Sequence[Sequence[Any]]) -> float | None:
-        """Return the largest share of one run's rows (one a GPU) set aside for a slow
-        clock; None when none recorded it; a StoreError for a share cudabench never
-        writes."""
+        """Return the largest share of one run's rows (one a GPU) that ran at a slow clock;
+        None when none recorded it; a StoreError for a share cudabench never writes."""
         known = [row[6] for row in rows if row[6] is not None]
         for share in known:
             if isinstance(share, bool) or not isinstance(share, (int, float)) or \
@@ -226,7 +225,7 @@ class Queries:
                          f"x.run_id = r.id AND {' AND '.join(where)}) "
                          "ORDER BY r.created DESC, r.id DESC LIMIT ?)")
             args += [*args, last]
-        clocks = "x.slow_clock_share" if self.version >= SLOW_CLOCK_SINCE else "NULL"
+        clocks = "x.slow_clock_share" if self.version >= SLOW_SHARE_SINCE else "NULL"
         query = ("SELECT r.id, r.git_commit, r.created, x.median_s, x.status, x.kind, "
                  f"{clocks} FROM {rows_of} "
                  "JOIN runs r ON r.id = x.run_id LEFT JOIN devices d ON d.id = x.device_id "

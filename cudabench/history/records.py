@@ -123,7 +123,7 @@ class SeriesPoint:
     median_s: float
     status: str
     kind: str = "variant"  # the row's kind as recorded (a kernel, vendor or reference row)
-    # the share of its samples at a slow SM clock, set aside or kept (None: before v5)
+    # the share of its samples at a slow SM clock, set aside or kept (None: before v7)
     slow_clock_share: float | None = None
 
 

@@ -556,8 +556,8 @@ def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
     is its current level (_history), note says where that starts, newest the runs that
     may show a newer, faster level (_Newest.faster_than). A kernel that newly makes the
     card throttle (at least half its samples at a slow clock, where none of the
-    history's runs set aside more than half that share; a store from before version 5
-    recorded none: not judged so) is judged on its samples at the slow clock too, and
+    history's runs had more than half that share; a store from before version 7 recorded
+    none: not judged so) is judged on its samples at the slow clock too, and
     the worse verdict stands, as in compare."""
     judged = _judge_samples(result, bench, gpu, history, latest, threshold, alpha, min_runs,
                             cap, cap_from, note, newest)

@@ -1,7 +1,7 @@
 """The history store's file: its tables, created and migrated, and the checks made on a
 file before SQLite opens it (another program's file, a newer schema, a damaged one).
 
-Layout (schema version 6):
+Layout (schema version 7):
 
 - meta(key, value): `schema_version`, the version the migrations brought the file to;
 - runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
@@ -18,7 +18,8 @@ Layout (schema version 6):
   the parameter names in the kernel header's order, a JSON list ('' before);
   slow_clock_samples_s (version 5) the samples set aside for a slow SM clock, a JSON array,
   and slow_clock_share the share of all the row's samples that ran slow, set aside or
-  kept (where too few would remain without them) (NULL before: not recorded);
+  kept (where too few would remain without them) (NULL before: not recorded; version 7
+  made the rows before it NULL, whose share counted the set-aside samples alone);
 - cards(run_id, device_id, card) (version 6): each card a run's results file lists, its
   `devices` entry whole as JSON (driver and CUDA versions, power limit, clocks...), which
   history check compares as compare does; runs recorded before have none.
@@ -136,19 +137,37 @@ def _add_cards_v6(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX cards_run ON cards (run_id)")
 
 
+def _forget_slow_clock_share_v7(conn: sqlite3.Connection) -> None:
+    """Version 7: slow_clock_share counts the slow samples a run kept (too few fast ones
+    would remain without them) besides those set aside; the rows before counted the
+    set-aside ones alone, and the store keeps no clock per sample to count the others: their
+    share is NULL (not recorded). A 0 there read as "this kernel never throttled the card"
+    and made a check judge a kernel that always did as newly throttling it.
+
+    The rows that set samples aside lose theirs too, though it is a true lower bound: the
+    share is read as the most the history throttled (throttled_by_kernel: at most half the
+    current share), where a lower bound errs toward that same false verdict. A row pooled
+    from --rounds holds the set-aside samples of one round beside the kept slow ones of
+    another, and the runs that kept theirs (the most throttled) would fall out of the
+    history's largest share, leaving only the runs that throttled less."""
+    conn.execute("UPDATE results SET slow_clock_share = NULL")
+
+
 # MIGRATIONS[v] brings a store of version v to v + 1, inside the caller's transaction;
 # SQLite's DDL is transactional, so a failed step leaves the old version whole.
 MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2, _add_command_key_v3,
                                      _add_param_order_v4, _add_slow_clock_samples_v5,
-                                     _add_cards_v6)
+                                     _add_cards_v6, _forget_slow_clock_share_v7)
 SCHEMA_VERSION = len(MIGRATIONS)
 # The oldest version a reader takes as it is (a writer upgrades it): version 3 only adds
 # runs.command_key, which a read of an older store takes as unknown (no `missing` verdicts).
 READABLE_FROM = 2
 COMMANDS_SINCE = 3  # the version whose runs record their command (runs.command_key)
 PARAM_ORDER_SINCE = 4  # the version whose results keep their parameters' order
-SLOW_CLOCK_SINCE = 5  # the version whose results keep their set-aside samples
 CARDS_SINCE = 6  # the version whose runs keep their cards' driver and settings
+# the version whose slow_clock_share counts kept slow samples too: a reader takes an older
+# store's shares (version 5's and 6's) as not recorded, as its upgrade makes them
+SLOW_SHARE_SINCE = 7
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 
 
