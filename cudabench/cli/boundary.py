@@ -8,15 +8,15 @@ The group's --wide may stand anywhere too (`cudabench report FILE --wide`).
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sys
 import traceback as traceback_module
 from collections.abc import Iterator
-from typing import Any, TextIO, cast
+from typing import IO, Any, TextIO, cast
 
 import click
 
+from cudabench.common.streams import lead_nowhere
 from cudabench.errors import (CudabenchError, ExitCode, OutputNotWritten, stopped_code,
                               stopped_text)
 
@@ -206,22 +206,28 @@ class _GuardedStdout:
     """Standard output as the command writes it (click.echo, Click's own help and version,
     the Rich consoles): a reader gone (`| head`) drops the rest and the command's own exit
     code stands; an output that cannot be written (a full disk) is OutputNotWritten, exit
-    2, not a crash."""
+    2, not a crash. Its binary buffer is guarded alike: Click writes there when the stream's
+    encoding is ASCII (PYTHONIOENCODING=ascii), through a text stream of its own."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: IO[Any], text: _GuardedStdout | None = None) -> None:
         self.stream = stream
+        self.text = text or self  # the guard of sys.stdout, which holds why it failed
         self.unwritable = ""  # why, once a write failed: every later one fails too
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
 
-    def write(self, text: str) -> int:
+    @property
+    def buffer(self) -> _GuardedStdout:
+        return _GuardedStdout(self.stream.buffer, self.text)  # type: ignore[attr-defined]
+
+    def write(self, data: Any) -> int:
         self._refuse()
         try:
-            return self.stream.write(text)
+            return self.stream.write(data)
         except OSError as exc:
             self._failed(exc)
-            return len(text)
+            return len(data)
 
     def flush(self) -> None:
         self._refuse()
@@ -232,18 +238,13 @@ class _GuardedStdout:
 
     def _refuse(self) -> None:
         # Click probes a stream with a write it expects may fail, and goes on
-        if self.unwritable:
-            raise OutputNotWritten(self.unwritable)
+        if self.text.unwritable:
+            raise OutputNotWritten(self.text.unwritable)
 
     def _failed(self, exc: OSError) -> None:
-        # what is left in the stream's buffer would fail again at Python's exit flush
-        # ("Exception ignored ... BrokenPipeError"): its descriptor now leads nowhere
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.stream.fileno())
-            os.close(devnull)
+        lead_nowhere(self.stream)
         if not isinstance(exc, BrokenPipeError):
-            self.unwritable = f"cannot write to standard output: {exc.strerror or exc}"
+            self.text.unwritable = f"cannot write to standard output: {exc.strerror or exc}"
             self._refuse()
 
 
