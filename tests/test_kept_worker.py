@@ -378,6 +378,55 @@ def test_the_workers_command_counts_only_the_commands_there(kept, tmp_path):
         hanging.wait(timeout=10)
 
 
+def test_the_workers_command_forgets_a_waiting_command_that_was_killed(kept, tmp_path):
+    """A command waiting behind a hanging one, then killed, was counted until the hanging
+    one ended: its first message, unread, hid its closed end from the worker."""
+    import subprocess
+    import sys
+
+    def command(kind: str, *args: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-c", FAKE_MAIN, kind, *args,
+                                 "--keep-workers", "60", *QUICK, "--quiet"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def holding_within(count: int, seconds: float) -> list[int]:
+        deadline = time.monotonic() + seconds
+        while True:
+            counts = [holding for _, _, holding, gpu in kept.describe() if gpu.startswith("GPU")]
+            if counts == [count] or time.monotonic() > deadline:
+                return counts
+            time.sleep(0.2)
+
+    hanging = command("hang", "matmul", "--size", "20", "--variant", "naive", "--timeout", "300")
+    waiting = None
+    try:
+        assert holding_within(1, 60) == [1]  # the worker opened its engine for it
+        waiting = command("ok", "dot", "--size", "1000")
+        assert holding_within(2, 60) == [2]  # it waits its turn
+        waiting.kill()
+        waiting.wait(timeout=10)
+        assert holding_within(1, 10) == [1]
+    finally:
+        for process in (hanging, waiting):
+            if process is not None:
+                process.kill()
+                process.wait(timeout=10)
+
+
+def test_a_closed_end_with_a_message_unread_is_hung_up(kept):
+    # both the waiting queue and a batch's watch ask this: a message the command sent
+    # before it went, unread, hid its close
+    import socket
+
+    worker, command = socket.socketpair()
+    with worker:
+        assert not kept._hung_up(worker.fileno())
+        command.sendall(b"keep")
+        assert not kept._hung_up(worker.fileno())
+        command.close()
+        assert kept._hung_up(worker.fileno())
+
+
 def test_the_workers_command_says_which_gpu_each_kept_worker_holds(kept, use_fake):
     # two kept workers of `--devices all` were listed by socket and pid alone
     use_fake(device_count=2)

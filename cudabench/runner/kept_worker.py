@@ -25,6 +25,7 @@ import hashlib
 import os
 import pickle
 import secrets
+import select
 import signal
 import socket
 import stat
@@ -406,8 +407,9 @@ class _Server:
 
     def _forget_gone(self) -> None:
         """Close and stop counting the waiting connections whose command has gone (a
-        `cudabench workers` that asked how many wait, then left): a busy worker's listing
-        counted each earlier one until the command it served ended. Holds self.lock."""
+        `cudabench workers` that asked how many wait, then left; a command killed as it
+        waited): a busy worker's listing counted each earlier one until the command it
+        served ended. Holds self.lock."""
         for connection in [c for c in self.waiting if _hung_up(c.fileno())]:
             self.waiting.remove(connection)
             with contextlib.suppress(OSError):
@@ -532,7 +534,14 @@ class _PeerWatch:
 
 def _hung_up(descriptor: int) -> bool:
     """Return whether the command at the other end of a connection closed its end."""
-    try:  # b"": it did (a message it sent before, waiting, reads as bytes)
+    rdhup = getattr(select, "POLLRDHUP", 0)  # Linux's: the close, even with data unread
+    if rdhup:
+        poller = select.poll()
+        poller.register(descriptor, rdhup | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(0))  # POLLNVAL too: a descriptor closed here
+    # elsewhere a peek: b"" where it did, but the ("keep", N) every command sends first,
+    # left unread while it waits, reads as bytes
+    try:
         with socket.socket(fileno=os.dup(descriptor)) as peer:
             return peer.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
     except BlockingIOError:
