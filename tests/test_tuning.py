@@ -5,13 +5,16 @@ which drive the whole pipeline on the fake engine."""
 
 from __future__ import annotations
 
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from cudabench.analysis import best
-from cudabench.engines.fake_engine import FAKE_DEVICE
+from cudabench.engines.fake_engine import FAKE_DEVICE, FakeEngine, FakeSpec
+from cudabench.engines.protocol import Engine
 from cudabench.errors import KernelFileError, UsageError
 from cudabench.planning.plan import Request, make_plan
 from cudabench.planning.timing import TimingPolicy
@@ -402,6 +405,65 @@ def test_running_out_of_gpu_memory_is_not_kept_in_the_cache(use_fake, kernels, t
     again = invoke(*args)
     assert again.exit_code == 0, again.output
     assert "3 evaluated (3 measured, 0 from the tuning cache), 0 failed" in again.stderr
+
+
+@dataclass(frozen=True)
+class BindingsSpec(FakeSpec):
+    """A fake engine whose tensor maps go through cuda_driver.load_bindings(), which finds
+    CUDA Python's bindings only where `installed`."""
+
+    installed: bool = False
+
+    def open(self) -> Engine:
+        """Return a fresh BindingsEngine."""
+        return BindingsEngine(self)
+
+
+class BindingsEngine(FakeEngine):
+    """The fake, with CUDA Python's bindings asked for as the PyCUDA engine asks."""
+
+    def _tensor_map(self, args, request) -> None:
+        from cudabench.engines.cuda_driver import load_bindings
+
+        if not self.spec.installed:  # as if not installed, here or not
+            with pytest.MonkeyPatch.context() as here:
+                here.setitem(sys.modules, "cuda.bindings.driver", None)
+                load_bindings()
+        super()._tensor_map(args, request)
+
+
+def test_a_skip_for_want_of_cuda_python_is_not_kept_in_the_cache(tmp_path, monkeypatch):
+    # every configuration SKIPped "CUDA Python's driver bindings cannot be imported": once
+    # cuda-bindings was installed, the search read the SKIPs back and still chose nothing
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["matmul", "--size", "256", "--dtype", "float16", "--variant", "wgmma_tma",
+            "--best", "--budget", "2", *QUICK]
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: BindingsSpec())
+    done = invoke(*args)
+    assert done.exit_code == 2 and "cannot be imported here" in done.stderr, done.output
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec",
+                        lambda device: BindingsSpec(installed=True))
+    again = invoke(*args)
+    assert again.exit_code == 0, again.output
+    assert "2 evaluated (2 measured, 0 from the tuning cache), 0 failed" in again.stderr
+
+
+@pytest.mark.parametrize(("skipped", "kept"), [
+    ("tensor_map A (k.cu:4): the box's innermost extent is 24 bytes; TMA needs a multiple of "
+     "16 bytes", True),
+    ("tensor_map A (k.cu:4): the driver refused a 2-D map (CUDA_ERROR_INVALID_VALUE)", True),
+    ("matmul/k needs sm_90a; this GPU is sm_80", True),
+    ("tensor maps are built with CUDA Python's driver bindings, which cannot be imported here "
+     "(No module named 'cuda'): pip install 'cuda-bindings>=12.4'", False),
+    ("these CUDA Python bindings have no cuFuncGetParamInfo, which tensor maps need to place "
+     "their argument: pip install 'cuda-bindings>=12.4'", False),
+])
+def test_only_a_skip_that_would_come_again_is_kept(skipped, kept):
+    from cudabench.tuning.cache import lasting
+
+    row = BenchmarkResult("matmul", "tune", {"BM": 8}, (48, 48, 48), ("M", "K", "N"),
+                          "float32", False, skipped=skipped, device=FAKE_DEVICE)
+    assert lasting(row) is kept
 
 
 @pytest.mark.parametrize(("error", "code"), [

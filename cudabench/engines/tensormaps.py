@@ -39,7 +39,10 @@ ARGUMENT_KINDS = {"P": (8, "a buffer's address"), "i": (4, "an int"),
 
 class TensorMapUnavailable(CudabenchError):
     """A tensor map cannot be made here: the shape breaks the driver's rules, the driver
-    refused it, or CUDA Python's bindings are missing. The variant's row is SKIP."""
+    refused it, or CUDA Python's bindings are missing or too old. The variant's row is SKIP.
+    The last is this host's software, not the source or the GPU: its message names "CUDA
+    Python's driver bindings" or "CUDA Python bindings", by which the tuning cache knows
+    not to keep it (tuning/cache.py)."""
 
 
 @dataclass(frozen=True)

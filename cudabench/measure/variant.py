@@ -192,7 +192,8 @@ def run_variant(plan: Plan, engine: Engine, planned: PlannedVariant, prepared: P
             + (f"; seen in the {seen}" if seen else "") + "); the variants after "
             "it ran in a fresh process. --sanitize memcheck names the bad access",
         )
-    except TensorMapUnavailable as exc:  # not at this shape, or no CUDA Python here
+    except TensorMapUnavailable as exc:  # not at this shape, or no CUDA Python here (a
+        # SKIP the tuning cache does not keep: installing it changes the answer)
         return row(skipped=str(exc))
     except UsageError as exc:  # beyond this GPU's limits (shared memory, grid)
         # In a sweep that is a combination this GPU cannot run, not a broken kernel.

@@ -9,8 +9,8 @@ not reused where 20 were asked for), under
 it arrives, so an interrupted search loses nothing it measured: run again, and only what is
 new is measured. A line that cannot be read whole (a run killed mid-write) is ignored, and
 the next row starts a line of its own; a timeout, a lost worker, running out of GPU
-memory and a compile that failed for want of memory, disk or time are not kept (measured
-again next time).
+memory, a compile that failed for want of memory, disk or time and a SKIP for want of CUDA
+Python are not kept (measured again next time).
 """
 
 from __future__ import annotations
@@ -126,9 +126,13 @@ def _ends_a_line(handle: BinaryIO) -> bool:
 
 # What an error says when the next try may go otherwise: the GPU's memory taken by another
 # process, nvcc or its cicc/ptxas killed (the OOM killer) or out of memory, a full disk or
-# /tmp, nvcc missing, broken or stuck, a worker lost. nvcc's diagnostics of the source are
-# none of these: the file's key holds the source's hash, so an edit misses them anyway.
+# /tmp, nvcc missing, broken or stuck, a worker lost, CUDA Python's bindings missing or too
+# old for tensor maps (installing them must not find the SKIP kept: the key holds the
+# toolkit and driver, not Python packages). nvcc's diagnostics of the source are none of
+# these: the file's key holds the source's hash, so an edit misses them anyway; nor are a
+# shape that breaks TMA's rules or a tensor map the driver refused (keyed by its version).
 _PASSING = re.compile(
+    r"CUDA Python's driver bindings|CUDA Python bindings have no|"
     r"out of (?:GPU )?memory|memory allocation failure|no space left on device|"
     r"disk quota exceeded|died due to signal|nvcc was killed|nvcc was not found|"
     r"nvcc was found at|nvcc at .* cannot be run|did not finish within|nvcc wrote no cubin|"
@@ -141,9 +145,10 @@ _PASSING = re.compile(
 def lasting(result: BenchmarkResult) -> bool:
     """Return whether a row would come out the same again (a measurement, a compile error
     of the source, a wrong result, a configuration the GPU cannot run), so a later search
-    may reuse it; a timeout, or an error of the moment (_PASSING), is measured again."""
+    may reuse it; a timeout, or an error or SKIP of the moment (_PASSING), is measured
+    again."""
     return (result.status is not Status.TIMEOUT
-            and _PASSING.search(result.error or "") is None)
+            and not any(_PASSING.search(text or "") for text in (result.error, result.skipped)))
 
 
 def search_of(row: BenchmarkResult) -> tuple[object, ...]:
