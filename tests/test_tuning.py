@@ -5,6 +5,7 @@ which drive the whole pipeline on the fake engine."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -61,18 +62,20 @@ class Runner:
     """Measures plans synthetically; `failing` configurations fail verification; it can
     stop (as Ctrl-C would) after `stop_after` rows."""
 
-    def __init__(self, failing=(), stop_after=None, pause_s=0.0):
+    def __init__(self, failing=(), stop_after=None, pause_s=0.0, gpus=1):
         self.failing = [dict(f) for f in failing]
         self.stop_after = stop_after
         self.pause_s = pause_s
+        self.gpus = gpus  # GPUs side by side: each pause measures this many at once
         self.measured: list[dict] = []
 
     def __call__(self, plans, on_result):
         rows = []
-        for plan in plans:
+        for number, plan in enumerate(plans):
             if self.stop_after is not None and len(self.measured) >= self.stop_after:
                 raise KeyboardInterrupt
-            time.sleep(self.pause_s)
+            if number % self.gpus == 0:
+                time.sleep(self.pause_s)
             params = dict(plan.variants[0].params)
             self.measured.append(params)
             ok = params not in self.failing
@@ -185,6 +188,18 @@ def test_the_time_budget_stops_the_search(kernels, tmp_path):
                    FAKE_DEVICE.name)
     assert found.stopped and "time budget" in found.stopped
     assert 2 <= found.done < VALID and time.monotonic() - started < 1.5
+
+
+def test_the_time_budget_holds_on_several_gpus(kernels, tmp_path):
+    # the configurations that fit in the time left were handed out once more per GPU: a
+    # 10 s budget on two GPUs ran 17 s
+    runner = Runner(pause_s=0.25, gpus=4)
+    started = time.monotonic()
+    found = search(space_of(kernels), dataclasses.replace(
+        settings(tmp_path, "brute", "1s", cache=False), gpus=4), runner, FAKE_DEVICE.name)
+    took = time.monotonic() - started
+    assert found.stopped and "time budget" in found.stopped
+    assert took < 1 + 0.25 + 0.3, took  # at most one more round of the four GPUs
 
 
 @pytest.mark.parametrize("text", ["0", "5,6", "1s,2m", "fast", "1.5", "-3", "10d", "",
@@ -474,8 +489,6 @@ def test_a_configuration_that_does_not_compile_costs_a_search_that_chose_no_exit
         use_fake, kernels, tmp_path, monkeypatch, error, code):
     # one configuration of a space failing to compile is routine: exit 2 ("usage or
     # environment error") although a winner was named; out of GPU memory stays exit 2
-    import dataclasses
-
     from cudabench.cli import tune
 
     real = tune.run_plans

@@ -109,9 +109,11 @@ def search(space: Space, settings: Settings, run: Run, model: str | None,
             break
         size = chunk
         if deadline is not None:  # checked between chunks: size them to what is left
+            # seconds of wall time per configuration, the GPUs measuring side by side: what
+            # is left over it is what fits in it on all of them (not once more per GPU)
             rate = (now - found.started) / found.measured if found.measured else None
             size = min(chunk, 2 * gpus if rate is None
-                       else max(gpus, int((deadline - now) / rate * gpus)))
+                       else max(gpus, int((deadline - now) / rate)))
         asked = strategy.ask(min(size, total - found.done))
         if not asked:
             break
