@@ -512,6 +512,34 @@ def test_a_configuration_that_does_not_compile_costs_a_search_that_chose_no_exit
     assert "BM = 8" not in out.read_text() and "BM = " in out.read_text()
 
 
+@pytest.mark.parametrize(("status", "code"), [("ERROR", 2), ("FAIL", 3)])
+def test_the_head_to_head_exits_as_a_run_by_the_status_it_found(use_fake, kernels, tmp_path,
+                                                                 monkeypatch, status, code):
+    # a configuration out of GPU memory when measured again head to head exited 3, "failed
+    # verification", not 2 as the same row of a run
+    from cudabench.cli import best
+
+    real = best.run_plans
+
+    def run_plans(plans, spec, on_result=None, **how):
+        outcome = real(plans, spec, on_result, **how)
+        rows = [row if row.params.get("BM") != 8 else dataclasses.replace(
+            row, samples_s=(), verification=None, error="out of GPU memory allocating 1.0 MiB")
+            if status == "ERROR" else dataclasses.replace(
+            row, verification=dataclasses.replace(row.verification, passed=False))
+            for row in outcome.results]
+        return dataclasses.replace(outcome, results=tuple(rows))
+
+    monkeypatch.setattr(best, "run_plans", run_plans)
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    use_fake(noise=0.0)  # all three alike: every one is measured again head to head
+    done = invoke("matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
+                  "-p", "SPLIT=1", "-p", "BN=8", "--best", "--budget", "3", *QUICK)
+    said = f"BM=8 BN=8 SPLIT=1 48x48x48 float32: {status} when measured again head to head"
+    assert said in done.stderr, done.output
+    assert done.exit_code == code, done.output
+
+
 @pytest.mark.parametrize(("error", "kept"), [
     ("k.cu: nvcc failed with -lineinfo -DBM=8:\nk.cu(3): error: identifier \"x\" is undefined",
      True),

@@ -23,7 +23,7 @@ from cudabench.planning.plan import Insight, Plan
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, RunOutcome
 from cudabench.common.outfiles import WRITTEN_BY, EachWritten
 from cudabench.common.units import format_change, format_seconds, params_text, shape_text
-from cudabench.errors import ExitCode, UsageError
+from cudabench.errors import UsageError
 from cudabench.results.rounds import identity, remeasured
 from cudabench.results.writer import ResultsWriter
 
@@ -307,8 +307,9 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
                  unchosen: Sequence[str] = (), writes: EachWritten | None = None) -> int:
     """Print the winners (and the head-to-head's failures, and the groups without a
     winner: without_winner), write --best-out where there are winners; return the exit
-    code they give (3 where a contender failed). With writes, a --best-out that cannot be
-    written (a full disk) is kept there for the end, not raised: the run is still recorded."""
+    code they give (3 where a contender failed verification, 2 where it could not run).
+    With writes, a --best-out that cannot be written (a full disk) is kept there for the
+    end, not raised: the run is still recorded."""
     from cudabench.common.outfiles import write_text
     from cudabench.render import terminal
 
@@ -339,5 +340,6 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
         else:  # an empty suite over the last good one would lose it
             stderr.print(f"note: no configuration passed: {best_out} not written",
                          markup=False, highlight=False)
-    return int(ExitCode.VERIFICATION_FAILED if failed else ExitCode.OK)
+    # ranked as a run's rows are: an ERROR (out of GPU memory) exits 2, a FAIL 3
+    return int(RunOutcome(tuple(failed)).exit_code)
 
