@@ -270,6 +270,18 @@ def test_other_timing_settings_or_the_full_check_miss_the_cache(kernels, tmp_pat
     assert found.cached == 4 and runner.measured == []
 
 
+def test_another_seed_misses_the_cache(kernels, tmp_path):
+    # --seed 2 after --seed 1 took every row from the cache: a check meant for new inputs
+    # got the old inputs' results, though the results file said seed 2
+    search(space_of(kernels, seed=1), settings(tmp_path, budget="4", seed=1), Runner(),
+           FAKE_DEVICE.name)
+    for seed, cached in ((2, 0), (2, 4), (1, 4)):
+        runner = Runner()
+        found = search(space_of(kernels, seed=seed), settings(tmp_path, budget="4", seed=seed),
+                       runner, FAKE_DEVICE.name)
+        assert found.cached == cached and len(runner.measured) == 4 - cached, seed
+
+
 def test_an_include_is_part_of_the_source_hash(kernels, tmp_path):
     (kernels / "tune.cu").write_text(HEADER + '#include "helper.cuh"\n' + BODY)
     (kernels / "helper.cuh").write_text("// v1\n")

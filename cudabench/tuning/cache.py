@@ -1,9 +1,9 @@
 """The tuning cache: every configuration a search evaluated, one JSON line each.
 
 One file per (op, shape, dtype, cache state, GPU model, source hash of the variant and the
-files it includes, of the op's code (ops/fingerprint.py) and cudabench's version, the timing
-policy's measuring settings and the kind of check: a row measured with 3 quick samples is
-not reused where 20 were asked for), under
+files it includes, of the op's code (ops/fingerprint.py) and cudabench's version, the
+inputs' seed, the timing policy's measuring settings and the kind of check: a row measured
+with 3 quick samples is not reused where 20 were asked for), under
 `cache_root()/tune/<op>/` (CUDABENCH_CACHE_DIR moves it; `off` keeps nothing;
 `--no-tune-cache` ignores it; deleting the folder clears it). A row is appended as soon as
 it arrives, so an interrupted search loses nothing it measured: run again, and only what is

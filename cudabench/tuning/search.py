@@ -177,11 +177,12 @@ def order_of(found: Found) -> list[BenchmarkResult]:
 
 
 def measuring_of(plan: Plan) -> dict[str, object]:
-    """What besides the configuration decides a cached row: the op's code, the timing
-    settings that shape the samples (not the timeouts), the L2 flush before each, and
-    whether the full reference checked it."""
+    """What besides the configuration decides a cached row: the op's code, the inputs'
+    seed (a new --seed re-checks on new inputs), the timing settings that shape the samples
+    (not the timeouts), the L2 flush before each, and whether the full reference checked
+    it."""
     timing = plan.timing
-    return {"op": op_fingerprint(plan.op), "warmup_s": timing.warmup_s,
+    return {"op": op_fingerprint(plan.op), "seed": plan.seed, "warmup_s": timing.warmup_s,
             "min_samples": timing.min_samples,
             "max_samples": timing.max_samples, "precision": timing.precision,
             "max_time_s": timing.max_time_s, "full_check": plan.full_check,
