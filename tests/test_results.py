@@ -143,6 +143,30 @@ def test_a_version_1_file_loads_as_version_2():
         assert after.kind is (Kind.VARIANT if before["kind"] == "kernel" else Kind.REFERENCE)
 
 
+def test_a_current_file_loads_without_a_deep_copy_and_an_old_one_is_left_as_it_was(
+        tmp_path, monkeypatch):
+    # a deep copy of a current file's document (20 MB of samples) took a second a load
+    import copy
+    import types
+
+    from cudabench.results import migrations
+    deep = []
+    monkeypatch.setattr(migrations, "copy", types.SimpleNamespace(
+        deepcopy=lambda value: deep.append(1) or copy.deepcopy(value)))
+    writer = ResultsWriter(tmp_path / "r.json", argv=[])
+    writer.start({"engine": "fake", "engine_version": "1"})
+    writer.add(result())
+    writer.write()
+    assert len(load_results(writer.path).benchmarks) == 1 and deep == []
+    current = json.loads(writer.path.read_text())
+    upgraded = migrations.migrate(current)
+    assert upgraded == current and upgraded is not current and deep == []
+    old = json.loads((DATA / "baseline.json").read_text())
+    before = copy.deepcopy(old)
+    assert migrations.migrate(old)["schema_version"] == 2 and deep == [1]
+    assert old == before  # the steps change a copy
+
+
 def test_a_version_1_file_compares_with_a_version_2_file(tmp_path):
     from click.testing import CliRunner
 
