@@ -250,6 +250,30 @@ def test_a_pipe_keeps_a_table_wider_than_the_console_whole(monkeypatch):
     assert long not in stream.getvalue() and "left out to fit: a, b" in stream.getvalue()
 
 
+@pytest.mark.parametrize("columns", [None, "100"])
+def test_a_table_s_cells_are_measured_once_to_print_it(monkeypatch, columns):
+    # a measure before printing (for a width that went unused, or that Rich finds again
+    # while printing) measured every cell twice more: a quarter of a large report's time
+    import io
+
+    from rich.table import Table
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    measured = []
+    real = Table._measure_column
+    monkeypatch.setattr(Table, "_measure_column", lambda self, console, options, column: (
+        measured.append(column.header) or real(self, console, options, column)))
+    stream = io.StringIO()
+    render_rows("t", ["benchmark", "a", "b"], [["dot/a", "x" * 150, "1"]],
+                Console(file=stream, width=100, color_system=None))
+    assert stream.getvalue().count("dot/a") == 1
+    kept = {"benchmark", "a", "b"} if columns is None else {"benchmark"}  # 100: a, b left out
+    assert sorted(measured) == sorted(kept)  # each column once
+
+
 def test_a_name_wider_than_the_terminal_folds_every_letter_kept():
     console = Console(width=30, force_terminal=True, color_system=None)
     name = "matmul/" + "a_very_long_variant_name" * 2

@@ -213,6 +213,7 @@ def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Tex
     return table, below
 
 
+UNFITTED = 10_000  # the most columns an unfitted table (a pipe, --wide) is printed at
 BELOW = "(below)"  # a params cell whose parameters, the same in every row, are under the table
 
 
@@ -251,12 +252,14 @@ def print_table(console: Console, table: Table, below: Sequence[str] = (),
     """Print a table, then the lines under it at the console's width (a narrow table does
     not squeeze them into a column); an unfitted table (width None: a file or a pipe) at
     its full width, even past the console's, so that no cell is squeezed or cut."""
-    need = console.measure(table, options=console.options.update_width(10_000)).maximum
-    if width is not None or need <= console.width:
+    if width is not None:
         console.print(table)
     else:
+        # Rich prints a table no wider than it needs, so at this width it is as wide as it
+        # needs; measuring it first (to widen the console just enough) measured every cell
+        # twice more, a quarter of a large report's time
         saved = console.width
-        console.width = need
+        console.width = max(saved, UNFITTED)
         try:
             console.print(table)
         finally:
