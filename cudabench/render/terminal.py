@@ -27,6 +27,7 @@ from rich.text import Text
 from cudabench.analysis.verdicts import REGRESSION, Comparison, Verdict
 from cudabench.common.flag_terms import rename_flags
 from cudabench.common.text import escape_controls
+from cudabench.common.streams import lead_nowhere
 from cudabench.errors import OutputNotWritten
 from cudabench.render.comparison import (
     COLUMNS,
@@ -104,11 +105,7 @@ class _Console(Console):
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
-        # Python flushes the stream again at exit: its descriptor now leads nowhere.
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.file.fileno())
-            os.close(devnull)
+        lead_nowhere(self.file)  # Python flushes the stream again at exit
 
 
 def stdout_console() -> Console:
