@@ -486,11 +486,7 @@ def test_a_skip_for_want_of_cuda_python_is_not_kept_in_the_cache(tmp_path, monke
      "their argument: pip install 'cuda-bindings>=12.4'", False),
 ])
 def test_only_a_skip_that_would_come_again_is_kept(skipped, kept):
-    from cudabench.tuning.cache import lasting
-
-    row = BenchmarkResult("matmul", "tune", {"BM": 8}, (48, 48, 48), ("M", "K", "N"),
-                          "float32", False, skipped=skipped, device=FAKE_DEVICE)
-    assert lasting(row) is kept
+    assert kept_in_cache(skipped=skipped) is kept
 
 
 @pytest.mark.parametrize(("error", "code"), [
@@ -576,11 +572,15 @@ def test_the_head_to_head_exits_as_a_run_by_the_status_it_found(use_fake, kernel
      "persistent_worker.cu(3): error: identifier \"x\" is undefined", True),
 ])
 def test_only_an_error_that_would_come_again_is_kept(error, kept):
+    assert kept_in_cache(error=error) is kept
+
+
+def kept_in_cache(**fields: str) -> bool:
+    """Return whether the tuning cache keeps a row of these fields (an error, a skip)."""
     from cudabench.tuning.cache import lasting
 
-    row = BenchmarkResult("matmul", "tune", {"BM": 8}, (48, 48, 48), ("M", "K", "N"),
-                          "float32", False, error=error, device=FAKE_DEVICE)
-    assert lasting(row) is kept
+    return lasting(BenchmarkResult("matmul", "tune", {"BM": 8}, (48, 48, 48), ("M", "K", "N"),
+                                   "float32", False, device=FAKE_DEVICE, **fields))
 
 
 def test_a_budget_that_evaluates_nothing_is_a_usage_error(use_fake, kernels, tmp_path,
