@@ -332,3 +332,24 @@ def test_variants_run_on_request_only_when_named_or_all(catalog):
     assert len(half.variants) == len(catalog["matmul"]) - 2  # the two float32-only SGEMMs
     assert half.notes == ("left out fragment_double_buffer, prefetch_splitk: written for "
                           "float32 only (--dtype float32 runs them)",)
+
+
+def test_a_run_parses_each_set_of_kernels_folders_once(tmp_path, monkeypatch):
+    # every point of a sweep parsed the whole catalogue again (288 points: 288 discover()s)
+    from cudabench.cli.commands import plans_of
+    from cudabench.planning import plan as plan_module
+
+    found = []
+    monkeypatch.setattr(plan_module, "discover", lambda folders=(): (
+        found.append(tuple(folders)) or discover(folders)))
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    write_kernel(mine, "mine", header_with())
+    write_kernel(theirs, "theirs", header_with())
+    requests = [*(Request(op="matmul", size=str(size), variants=("tiled",)) for size in (64, 96)),
+                *(Request(op="matmul", size=str(size), variants=("mine",), kernels_dirs=(mine,))
+                  for size in (64, 96, 128)),
+                Request(op="matmul", variants=("theirs",), kernels_dirs=(theirs,))]
+    plans = plans_of(requests)
+    assert found == [(), (mine,), (theirs,)]  # a suite's entries may name other folders
+    assert [p.variant.path.parent for plan in plans for p in plan.variants] == [
+        ROOT / "kernels" / "matmul", ROOT / "kernels" / "matmul", mine, mine, mine, theirs]

@@ -28,7 +28,7 @@ from cudabench.cli.options import (
     suite_flush_option,
     with_flush,
 )
-from cudabench.catalog.discovery import check_folders, refuse_empty_folders
+from cudabench.catalog.discovery import Catalog, check_folders, refuse_empty_folders
 from cudabench.cli.stopped import RowsSoFar, keep_reports
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.flag_terms import RUN_SUITE_KEYS, live
@@ -542,7 +542,9 @@ def show_time_profile(measured: Measured) -> TimeProfile:
 
 def plans_of(requests: list[Request]) -> list[Plan]:
     """Check every request and make its plan (unique_points), all after one L2 flush."""
-    plans = unique_points([make_plan(request) for request in requests])
+    # each set of kernels folders parsed once (a sweep's points, a suite's entries share it)
+    discovered: dict[tuple[Path, ...], Catalog] = {}
+    plans = unique_points([make_plan(request, discovered=discovered) for request in requests])
     # The first cold request of each flush, to name it: a suite's entry, else its op.
     firsts: dict[str, Request] = {}
     for request in requests:

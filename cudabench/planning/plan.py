@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudabench.catalog import ALL_VARIANTS, KernelVariant, discover
+from cudabench.catalog import ALL_VARIANTS, Catalog, KernelVariant, discover
 from cudabench.catalog.variants import ParamSpec
 from cudabench.catalog.expressions import names_in
 from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
@@ -132,11 +132,13 @@ class Plan:
         return self.types.input
 
 
-def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None = None
-              ) -> Plan:
-    """Validate a request against the op and the kernel catalog; raise UsageError if bad."""
+def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None = None,
+              discovered: dict[tuple[Path, ...], Catalog] | None = None) -> Plan:
+    """Validate a request against the op and the kernel catalog; raise UsageError if bad.
+    Without a catalog, the one of the request's kernels folders: taken from discovered
+    (the catalogs found so far, by folders, which it adds to) or found."""
     try:
-        return _make_plan(request, catalog)
+        return _make_plan(request, catalog, discovered)
     except UsageError as exc:
         if not request.origin:
             raise
@@ -144,8 +146,8 @@ def make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant
         raise UsageError(f"{request.origin}: {rename_flags(str(exc), SUITE_KEYS)}") from None
 
 
-def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None
-               ) -> Plan:
+def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVariant]] | None,
+               discovered: dict[tuple[Path, ...], Catalog] | None = None) -> Plan:
     op = get_op(request.op, request.kernels_dirs)
     try:
         with user_code(op, "parse_size"):
@@ -166,8 +168,12 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     timing = request.timing.validate()
     if not 0 <= request.seed < 2**63:
         raise UsageError(f"--seed {request.seed}: must be between 0 and 2^63-1")
-    if catalog is None:
-        catalog = discover(request.kernels_dirs)
+    if catalog is None:  # found here, after the request's own checks: their errors first
+        discovered = {} if discovered is None else discovered
+        folders = tuple(request.kernels_dirs)
+        if folders not in discovered:
+            discovered[folders] = discover(folders)
+        catalog = discovered[folders]
     available = catalog[op.name]
     if not available:
         raise UsageError(f"no {op.name} kernels found (looked in kernels/ and --kernels-dir)")
