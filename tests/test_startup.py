@@ -28,6 +28,29 @@ def test_help_and_list_import_no_heavy_library(args):
     assert line == "HEAVY", done.stderr
 
 
+SEARCH_PROBE = """
+import runpy, sys
+sys.argv = ["cudabench", *{args!r}]
+try:
+    runpy.run_module("cudabench", run_name="__main__")
+except SystemExit:
+    pass
+loaded = sorted(name for name in sys.modules if name.startswith(("cudabench.tuning.search",
+                                                                 "cudabench.tuning.strategies")))
+print("LOADED", ",".join(loaded), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [["list"], ["matmul", "--help"]])
+def test_the_op_commands_load_no_search_loop_until_best_is_given(args):
+    """op_commands imported the search (its strategies, the tuning cache) for a type: some
+    45 ms of `cudabench list`."""
+    done = subprocess.run([sys.executable, "-c", SEARCH_PROBE.format(args=args)],
+                          capture_output=True, text=True, timeout=120)
+    assert "matmul" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "LOADED", done.stderr
+
+
 HELP_PROBE = """
 import runpy, sys
 sys.argv = ["cudabench", "--help"]

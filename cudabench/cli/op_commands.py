@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,7 +26,9 @@ from cudabench.cli.options import (
 from cudabench.errors import OpFileError, UsageError
 from cudabench.ops import Op
 from cudabench.tuning.budget import parse_budget
-from cudabench.tuning.search import Settings
+
+if TYPE_CHECKING:  # the search loop (its strategies, importlib.metadata) loads for --best only
+    from cudabench.tuning.search import Settings
 
 Runner = Callable[..., int]
 
@@ -42,6 +44,8 @@ def tune_settings(options: dict[str, Any], best: bool) -> Settings | None:
     if not best:
         raise UsageError(f"{'--strategy' if strategy else '--budget'} chooses how --best "
                          "searches: add --best")
+    from cudabench.tuning.search import Settings
+
     return Settings(strategy or "brute", parse_budget(budget), options["seed"],
                     use_cache=not no_cache)
 
