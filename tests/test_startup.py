@@ -17,38 +17,33 @@ except SystemExit:
     pass
 heavy = [name for name in ("numpy", "pycuda", "cupy") if name in sys.modules]
 print("HEAVY", ",".join(heavy), file=sys.stderr)
+loaded = sorted(name for name in sys.modules if name.startswith(("cudabench.tuning.search",
+                                                                 "cudabench.tuning.strategies")))
+print("SEARCH", ",".join(loaded), file=sys.stderr)
 """
+
+
+def probed(args: list[str]) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """Run cudabench with args in a fresh interpreter; return it and the probe's lines."""
+    done = subprocess.run([sys.executable, "-c", PROBE.format(args=args)],
+                          capture_output=True, text=True, timeout=120)
+    said = dict(line.partition(" ")[::2] for line in done.stderr.splitlines()[-2:])
+    return done, said
 
 
 @pytest.mark.parametrize("args", [["--help"], ["list"], ["matmul", "--help"], []])
 def test_help_and_list_import_no_heavy_library(args):
-    done = subprocess.run([sys.executable, "-c", PROBE.format(args=args)],
-                          capture_output=True, text=True, timeout=120)
-    line = done.stderr.strip().splitlines()[-1]
-    assert line == "HEAVY", done.stderr
-
-
-SEARCH_PROBE = """
-import runpy, sys
-sys.argv = ["cudabench", *{args!r}]
-try:
-    runpy.run_module("cudabench", run_name="__main__")
-except SystemExit:
-    pass
-loaded = sorted(name for name in sys.modules if name.startswith(("cudabench.tuning.search",
-                                                                 "cudabench.tuning.strategies")))
-print("LOADED", ",".join(loaded), file=sys.stderr)
-"""
+    done, said = probed(args)
+    assert said.get("HEAVY") == "", done.stderr
 
 
 @pytest.mark.parametrize("args", [["list"], ["matmul", "--help"]])
 def test_the_op_commands_load_no_search_loop_until_best_is_given(args):
     """op_commands imported the search (its strategies, the tuning cache) for a type: some
     45 ms of `cudabench list`."""
-    done = subprocess.run([sys.executable, "-c", SEARCH_PROBE.format(args=args)],
-                          capture_output=True, text=True, timeout=120)
+    done, said = probed(args)
     assert "matmul" in done.stdout
-    assert done.stderr.strip().splitlines()[-1] == "LOADED", done.stderr
+    assert said.get("SEARCH") == "", done.stderr
 
 
 HELP_PROBE = """
