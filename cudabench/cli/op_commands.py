@@ -27,7 +27,7 @@ from cudabench.errors import OpFileError, UsageError
 from cudabench.ops import Op
 from cudabench.tuning.budget import parse_budget
 
-if TYPE_CHECKING:  # the search loop (its strategies, importlib.metadata) loads for --best only
+if TYPE_CHECKING:  # the search loop (its strategies, the tuning cache) loads for --best only
     from cudabench.tuning.search import Settings
 
 Runner = Callable[..., int]
