@@ -39,6 +39,7 @@ from cudabench.render.comparison import (
 )
 from cudabench.render.catalog import COLUMNS as CATALOG_COLUMNS
 from cudabench.render.catalog import listings, shows_files
+from cudabench.render.plain_table import plain_lines
 from cudabench.render.fit import BLANK, Layout, differing_params, layout, wide
 from cudabench.render.run_table import (
     RunTable,
@@ -249,7 +250,11 @@ def print_table(console: Console, table: Table, below: Sequence[str] = (),
     """Print a table, then the lines under it at the console's width (a narrow table does
     not squeeze them into a column); an unfitted table (width None: a file or a pipe) at
     its full width, even past the console's, so that no cell is squeezed or cut."""
-    if width is not None:
+    lines = plain_lines(console, table, console.width if width is not None
+                        else max(console.width, UNFITTED))
+    if lines is not None:  # a large table drawn by Rich took seconds
+        console.out("\n".join(lines), highlight=False)
+    elif width is not None:
         console.print(table)
     else:
         # Rich prints a table no wider than it needs, so at this width it is as wide as it
