@@ -77,8 +77,10 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
         terminal.render_diagnostics(outcome, terminal.stderr_console(),
                                     str(one.path) if len(loaded) > 1 else "",
                                     terms_of_file(one.metadata.get("command")))
-        markdown.append(run_to_markdown(outcome))
-        csv_parts.append(csv_out.run_to_csv(outcome))
+        if markdown_path is not None:  # each a second of a large file's: made when asked
+            markdown.append(run_to_markdown(outcome))
+        if csv_path is not None:
+            csv_parts.append(csv_out.run_to_csv(outcome))
     writes = EachWritten()  # one that cannot be written does not stop the next
     if markdown_path is not None:
         writes.attempt(lambda: write_text(markdown_path, "\n".join(markdown), "--markdown"))
