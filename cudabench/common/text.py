@@ -20,6 +20,8 @@ def decoded(data: bytes, encoding: str = "utf-8") -> str:
 def escape_controls(text: str) -> str:
     """Return text to print: each terminal control written out as \\xNN, a \\r\\n line end
     as \\n, tabs and newlines kept."""
+    if text.isascii() and text.isprintable():  # most text: nothing to write out
+        return text
     escaped = _PRINTED_CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", text.replace("\r\n", "\n"))
     return encodable(escaped)  # a file name that is no UTF-8: \\udcNN, not a crash
 
