@@ -233,6 +233,38 @@ def test_another_visible_gpu_gets_a_worker_of_its_own(kept, monkeypatch):
     assert kept.address_of(FakeSpec(), {}, None) == first
 
 
+def test_a_variable_only_the_command_reads_finds_the_same_worker(kept, monkeypatch):
+    """The table's width, the history store and the keep time (flag or variable) are the
+    command's: a shell that sets one reuses the worker another shell kept (a second worker
+    held a CUDA context and measured beside the first on one GPU); the cache folder, which
+    the worker compiles into, is its own."""
+    from cudabench.engines.fake_engine import FakeSpec
+
+    for name in ("CUDABENCH_WIDE", "CUDABENCH_HISTORY_DB", "CUDABENCH_KEEP_WORKERS",
+                 "CUDABENCH_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    first = kept.address_of(FakeSpec(), {}, None)  # --keep-workers 300
+    monkeypatch.setenv("CUDABENCH_KEEP_WORKERS", "300")
+    assert kept.address_of(FakeSpec(), {}, None) == first
+    monkeypatch.setenv("CUDABENCH_KEEP_WORKERS", "600")
+    monkeypatch.setenv("CUDABENCH_WIDE", "1")
+    monkeypatch.setenv("CUDABENCH_HISTORY_DB", "/tmp/h.db")
+    assert kept.address_of(FakeSpec(), {}, None) == first
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", "/tmp/elsewhere")
+    assert kept.address_of(FakeSpec(), {}, None) != first
+
+
+def test_every_cudabench_variable_is_sorted_for_the_kept_worker(kept):
+    """Each CUDABENCH_ variable the code names is either the command's alone (left out of
+    the worker's address) or one this list knows the worker reads: a new one is sorted."""
+    import re
+
+    read_by_worker = {"CUDABENCH_CACHE_DIR", "CUDABENCH_RELOCATED"}
+    code = "".join(path.read_text() for path in (TESTS.parent / "cudabench").rglob("*.py"))
+    named = set(re.findall(r"\bCUDABENCH_[A-Z_]*[A-Z]", code))
+    assert named - kept.COMMAND_ONLY - read_by_worker == set()
+
+
 @pytest.mark.parametrize("in_helper", [False, True], ids=["op-file", "helper-module"])
 def test_an_edited_op_file_is_loaded_afresh_by_the_kept_worker(kept, use_fake, tmp_path,
                                                                 in_helper):

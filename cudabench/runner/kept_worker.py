@@ -55,6 +55,12 @@ INHERITED_PREFIXES = ("CUDA", "CUDABENCH", "NVIDIA", "NV_", "OMP_", "OPENBLAS", 
                       "PYCUDA", "CUPY")
 INHERITED_NAMES = frozenset({"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "HOME", "TMPDIR",
                              "XDG_CACHE_HOME"})
+# The CUDABENCH_ variables the worker never reads: the command's own (its table's width, its
+# history store, the keep time: flag or variable) and the op files each command loads afresh
+# (ops/folder_imports.INHERITED). Each new value of one started another worker on the same
+# GPU. Any other (CUDABENCH_CACHE_DIR, CUDABENCH_RELOCATED) is read by the worker: kept.
+COMMAND_ONLY = frozenset({"CUDABENCH_WIDE", "CUDABENCH_HISTORY_DB", "CUDABENCH_KEEP_WORKERS",
+                          OP_FILES})
 MAX_FOLDER_CHARS = 70  # + "/worker-" + 16 hex digits + ".sock": within AF_UNIX's 107
 
 
@@ -80,12 +86,10 @@ def address_of(spec: EngineSpec, env: Mapping[str, str], label: int | None) -> P
     resolve there) and the environment where it chooses what the worker runs on or with
     (which GPU CUDA_VISIBLE_DEVICES shows, the toolkit on PATH, the compile cache's folder,
     BLAS threads): a command whose shell changed one gets a worker of its own, never one
-    that would measure on another GPU."""
-    # not the op files loaded so far (ops/folder_imports.INHERITED): each command loads
-    # its own, and each new set of them started another worker
+    that would measure on another GPU. Not those only the command reads (COMMAND_ONLY)."""
     inherited = {name: value for name, value in os.environ.items()
                  if (name.startswith(INHERITED_PREFIXES) or name in INHERITED_NAMES)
-                 and name != OP_FILES}
+                 and name not in COMMAND_ONLY}
     what = pickle.dumps((code_key(), spec, sorted({**inherited, **env}.items()), label,
                          sys.executable, os.getcwd()))
     return socket_folder() / f"worker-{hashlib.sha256(what).hexdigest()[:16]}.sock"
