@@ -965,10 +965,37 @@ def test_no_output_replaces_a_user_s_code_or_configuration(use_fake, tmp_path, f
     args = ("--best",) if flag == "--best-out" else ()
     done = invoke("matmul", "--size", "64", *QUICK, "--tile", "8,16", *args, flag, target)
     assert done.exit_code == 2, done.output
-    assert f"{flag} {target}: is a source or configuration file " \
-        f"({target.suffix or target.name}) that cudabench did not write" \
-        in " ".join(done.stderr.split())
+    said = " ".join(done.stderr.split())
+    kind = target.suffix or target.name
+    if flag == "--best-out" and kind == ".toml":  # its suite's name: not one of the user's
+        assert f"{flag} {target}: is a source or configuration file ({kind}) that cudabench " \
+            "did not write" in said
+    else:
+        assert f"{flag} {target}: {kind} is a name of code or configuration, not of an " \
+            "output" in said
     assert target.read_text(encoding="utf-8") == '[project]\nname = "mine"\n'
+
+
+@pytest.mark.parametrize("flag, name, hint", [("--markdown", "x.py", "name it e.g. x.md"),
+                                              ("--csv", "out.toml", "name it e.g. out.csv"),
+                                              ("--html", "run.sh", "name it e.g. run.html"),
+                                              ("--best-out", "best.py",
+                                               "name it e.g. best.toml")])
+def test_no_output_takes_a_name_of_code_or_configuration(use_fake, tmp_path, flag, name,
+                                                         hint):
+    # `--markdown x.py` was written, then the same command was refused: "a source file
+    # that cudabench did not write", though cudabench wrote it
+    target = tmp_path / name
+    args = ("--best",) if flag == "--best-out" else ()
+    command = (("report", RESULTS) if flag == "--html"
+               else ("matmul", "--size", "64", *QUICK, "--tile", "8,16", *args))
+    for _ in range(2):
+        done = invoke(*command, flag, target)
+        assert done.exit_code == 2, done.output
+        assert f"{flag} {target}: {target.suffix} is a name of code or configuration, " \
+            f"not of an output" in " ".join(done.stderr.split())
+        assert hint in done.stderr and "did not write" not in done.stderr
+        assert not target.exists()
 
 
 @pytest.mark.parametrize("flag, link, name", [("--markdown", "summary.md", "cudabench.toml"),
@@ -984,9 +1011,14 @@ def test_no_output_replaces_code_or_configuration_through_a_link(use_fake, tmp_p
     done = invoke("matmul", "--size", "64", *QUICK, "--tile", "8,16", *args, flag,
                   tmp_path / link)
     assert done.exit_code == 2, done.output
-    assert f"{flag} {tmp_path / link}: is a source or configuration file " \
-        f"({target.suffix or target.name}, through a link to {target}) that cudabench " \
-        "did not write" in " ".join(done.stderr.split())
+    said = " ".join(done.stderr.split())
+    kind = target.suffix or target.name
+    if flag == "--best-out":
+        assert f"{flag} {tmp_path / link}: is a source or configuration file ({kind}, " \
+            f"through a link to {target}) that cudabench did not write" in said
+    else:
+        assert f"{flag} {tmp_path / link}: links to {target}; {kind} is a name of code or " \
+            "configuration" in said
     assert target.read_text(encoding="utf-8") == '[project]\nname = "mine"\n'
 
 

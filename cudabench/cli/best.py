@@ -214,7 +214,7 @@ def failed_text(row: BenchmarkResult) -> str:
 def suite_text(choices: Sequence[Choice], plans: Sequence[Plan], out: Path | None = None) -> str:
     """Return the winners as cudabench.toml [[benchmark]] entries (ties noted), for the file
     out (its kernels_dirs are written relative to out's folder)."""
-    # WRITTEN_BY heads it: an output may replace such a file, never a suite of the user's
+    # WRITTEN_BY heads it: a later --best-out may replace such a file, never a user's suite
     lines = [f"{WRITTEN_BY} --best: the fastest passing configuration per variant",
              "# and size. Paste into cudabench.toml, or run it: cudabench run FILE", ""]
     # what a suite holds no key for, which the search ran with: said, to run it so

@@ -188,19 +188,20 @@ def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path] = (
 def check_not_data(path: Path, flag: str) -> None:
     """Refuse an output (a table, a page, a figure) that would replace measured data: a
     cudabench results file (.json or .json.gz) or an SQLite database (a history store),
-    which no command could give back; or a user's code or configuration (a suite, a
-    pyproject.toml that --best-out was pointed at to "paste into")."""
-    what = measured_data(path) or _source(path)
+    which no command could give back; or that takes a name of code or configuration, a new
+    file's too (_check_not_source)."""
+    what = measured_data(path)
     if what:
         raise UsageError(f"{flag} {path}: is {what}, which this output would replace; name "
                          "another file")
+    _check_not_source(path, flag)
 
 
 # Files whose presence can change a run: kernels, headers, op modules, suites, build files
 # (results/writer.py: an untracked one makes a checkout dirty).
 CODE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hpp", ".c", ".cc", ".cpp", ".py", ".toml",
                            ".cfg", ".ptx"})
-# Code and configuration: no table, page, figure or suite replaces one cudabench did not write
+# Code and configuration: no table, page, figure or suite takes such a name (but --best-out's)
 SOURCE_SUFFIXES = CODE_SUFFIXES | {
     ".ini", ".yaml", ".yml", ".json", ".jsonc", ".xml", ".env", ".lock", ".sh", ".bash",
     ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".mk", ".cmake", ".js", ".mjs", ".cjs", ".ts",
@@ -214,24 +215,37 @@ SOURCE_NAMES = ("makefile", "gnumakefile", "dockerfile", "containerfile", "cmake
 WRITTEN_BY = "# Written by cudabench"  # the head of what --best-out writes (cli/best.py)
 
 
-def _source(path: Path) -> str:
-    """Return what code or configuration path holds ('a source or configuration file
-    (.toml)'), or '' (none, empty, or cudabench's own --best-out)."""
+def _check_not_source(path: Path, flag: str) -> None:
+    """Refuse an output named as code or configuration (SOURCE_SUFFIXES, a dotfile,
+    SOURCE_NAMES), by its own name or its link's target: it replaced a suite or a script,
+    and a new one was refused by the next run as a file cudabench did not write. Only
+    --best-out's suite is a .toml: it replaces one cudabench wrote (WRITTEN_BY), never a
+    user's (a pyproject.toml that its head said to "paste into")."""
     # The write follows a link (replacing): `summary.md -> cudabench.toml` is the suite.
     real = target(path)
     known = next((name for name in (path, real) if _source_by_name(name)), None)
     if known is None:
-        return ""
+        return
+    where = f"links to {real}; " if known is real and real.name != path.name else ""
+    kind = known.suffix or known.name
+    if flag != "--best-out" or known.suffix.lower() != ".toml":
+        suffix = _SUFFIXES.get(flag)
+        hint = (f"name it e.g. {path.with_suffix(suffix).name}" if suffix and not where
+                else "name another file")
+        only = ("--best-out writes a .toml suite" if flag == "--best-out"
+                else "only --best-out writes one, its .toml suite")
+        raise UsageError(f"{flag} {path}: {where}{kind} is a name of code or configuration, "
+                         f"not of an output ({only}): {hint}")
     try:
         with open(path, "rb") as stream:
             head = stream.read(len(WRITTEN_BY))
-    except OSError:
-        return ""
-    if not head or head == WRITTEN_BY.encode():
-        return ""
-    link = f", through a link to {real}" if known is real and real.name != path.name else ""
-    return (f"a source or configuration file ({known.suffix or known.name}{link}) that "
-            "cudabench did not write")
+    except OSError:  # none yet: a new suite
+        return
+    if head and head != WRITTEN_BY.encode():
+        link = f", through a link to {real}" if where else ""
+        raise UsageError(f"{flag} {path}: is a source or configuration file ({kind}{link}) "
+                         "that cudabench did not write, which this output would replace; "
+                         "name another file")
 
 
 def _source_by_name(path: Path) -> bool:
