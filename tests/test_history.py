@@ -1261,6 +1261,26 @@ def test_smallest_detectable_matches_the_rank_test():
     assert smallest_detectable(0.001, 0.02, samples) > shift
 
 
+def test_smallest_detectable_is_never_only_where_the_test_cannot_reach_alpha():
+    from cudabench.analysis.compare import reachable_p
+
+    # 10 against 10 reach p < 0.001 (the gate failed such a row as slower while --power
+    # said "never"): the shift given is one the test catches about 80% of the time
+    spread = 0.01
+    shift = smallest_detectable(0.001, spread, 10)
+    assert 0.01 < shift < 0.04
+    rng = np.random.default_rng(3)
+    caught = sum(
+        mann_whitney_u(rng.normal(1.0, spread, 10), rng.normal(1.0 + shift, spread, 10))
+        < 0.001 for _ in range(1000))
+    assert 0.75 < caught / 1000 < 0.92
+    for alpha in (0.001, 0.01):
+        for n1 in range(3, 40):
+            for n2 in range(3, 40):
+                never = smallest_detectable(0.02, spread, n2, n1, alpha) == float("inf")
+                assert never == (reachable_p(n1, n2) >= alpha), (n1, n2, alpha)
+
+
 # plot ----------------------------------------------------------------------------------
 
 

@@ -48,7 +48,6 @@ changes of the median that noise alone produces.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 
 from cudabench.analysis.verdicts import (
@@ -68,7 +67,7 @@ from cudabench.analysis.verdicts import (
     ungated,
     worse,
 )
-from cudabench.common.stats import mann_whitney_u, pooled_precision
+from cudabench.common.stats import mann_whitney_u, pooled_precision, u_p_value
 from cudabench.common.units import (
     format_change,
     format_p_value,
@@ -268,11 +267,7 @@ def _new_and_failing(new: BenchmarkResult, several: bool = False) -> ComparisonR
 def reachable_p(n1: int, n2: int) -> float:
     """Return the smallest two-sided p-value mann_whitney_u can give for n1 and n2 samples
     (every one of one side above every one of the other, no ties)."""
-    if n1 < 1 or n2 < 1:
-        return 1.0
-    n = n1 + n2
-    z = (n1 * n2 / 2.0 - 0.5) / math.sqrt(n1 * n2 * (n + 1) / 12.0)
-    return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2.0)))
+    return u_p_value(n1 * n2, n1, n2) if n1 >= 1 and n2 >= 1 else 1.0
 
 
 def _models(results: ResultsFile) -> set[str]:

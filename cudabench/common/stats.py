@@ -94,14 +94,23 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> float:
     combined = np.concatenate([a, b])
     ranks = _average_ranks(combined)
     u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2.0
-    mean_u = n1 * n2 / 2.0
     _, counts = np.unique(combined, return_counts=True)
     n = n1 + n2
     tie_term = float((counts**3 - counts).sum()) / (n * (n - 1)) if n > 1 else 0.0
-    variance = n1 * n2 / 12.0 * ((n + 1) - tie_term)
+    return _u_p_value(u1, n1, n2, tie_term)
+
+
+def u_p_value(u: float, n1: int, n2: int) -> float:
+    """Return mann_whitney_u's p-value for a U of u between n1 and n2 samples with no ties
+    (what --power and the smallest reachable p are worked out from)."""
+    return _u_p_value(u, n1, n2, 0.0)
+
+
+def _u_p_value(u: float, n1: int, n2: int, tie_term: float) -> float:
+    variance = n1 * n2 / 12.0 * ((n1 + n2 + 1) - tie_term)
     if variance <= 0:
         return 1.0  # every value equal: no evidence of a difference
-    z = (abs(u1 - mean_u) - 0.5) / math.sqrt(variance)
+    z = (abs(u - n1 * n2 / 2.0) - 0.5) / math.sqrt(variance)
     return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2.0)))
 
 

@@ -8,6 +8,7 @@ floor is all there is, and the source text says so.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
 else:  # imported on first use: see cudabench/common/lazy.py
     from cudabench.common.lazy import numpy as np
 
-from cudabench.analysis.verdicts import DEFAULT_ALPHA, MAX_THRESHOLD
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, MAX_THRESHOLD, MIN_SAMPLES
+from cudabench.common.stats import u_p_value
 from cudabench.common.units import format_percent
 from cudabench.history.records import Benchmark
 from cudabench.history.steps import noise
@@ -94,21 +96,58 @@ def smallest_detectable(threshold: float, spread: float, samples: int,
     """Return the smallest slowdown compare's gate flags with the given power.
 
     compare calls a change slower when it exceeds the threshold and the Mann-Whitney U
-    test on the raw samples gives p < alpha. For samples whose relative standard
-    deviation is `spread` (stats.relative_spread), the rank test reaches p < alpha with
-    probability `power` once P(current > baseline) - 1/2 clears (z_alpha + z_power) times
-    the U statistic's standard deviation over n1 n2; under normal noise that probability
-    is Phi(shift / (spread sqrt 2)). Returns max(threshold, that shift) as a relative
-    change, or inf when so few samples can never reach p < alpha.
+    test on the raw samples gives p < alpha, which takes U at least some count k of the
+    n1 n2 pairs (stats.u_p_value). For samples whose relative standard deviation is
+    `spread` (stats.relative_spread), normal in log time, this finds the shift at which
+    P(U >= k) = power, U taken as normal with its mean and variance under that shift (its
+    variance, not the null's, which overstates it near U = n1 n2). Returns max(threshold,
+    that shift) as a relative change, or inf when the samples can never reach p < alpha
+    (compare.reachable_p; fewer than MIN_SAMPLES a side are not tested at all).
     """
     n1 = baseline_samples if baseline_samples is not None else samples
     n2 = samples
     if n1 < 1 or n2 < 1 or not 0 < alpha < 1 or not 0 < power < 1 or spread < 0:
         raise ValueError("samples >= 1, alpha and power in (0, 1), spread >= 0")
-    normal = NormalDist()
-    sd_u = math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12.0)
-    need = ((normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)) * sd_u + 0.5) / (n1 * n2)
-    if need >= 0.5:
+    pairs = n1 * n2
+    if min(n1, n2) < MIN_SAMPLES or u_p_value(pairs, n1, n2) >= alpha:
         return math.inf
-    shift = normal.inv_cdf(0.5 + need) * math.log1p(spread) * math.sqrt(2)
-    return max(threshold, math.expm1(shift))
+    short, k = pairs // 2, pairs  # k: the smallest U with p < alpha (p falls as U rises)
+    while k - short > 1:
+        middle = (short + k) // 2
+        short, k = (short, middle) if u_p_value(middle, n1, n2) < alpha else (middle, k)
+    low, high = 0.0, 1.0  # the shift in standard deviations: power rises with it
+    while _u_power(high, n1, n2, k) < power:
+        high *= 2
+    for _ in range(30):
+        mid = (low + high) / 2
+        low, high = (low, mid) if _u_power(mid, n1, n2, k) >= power else (mid, high)
+    return max(threshold, math.expm1(high * math.log1p(spread)))
+
+
+@functools.cache
+def _owen_nodes() -> tuple[np.ndarray, np.ndarray]:
+    """Return Gauss-Legendre nodes and weights on [0, 1/sqrt 3]."""
+    nodes, weights = np.polynomial.legendre.leggauss(12)
+    end = 1 / math.sqrt(3.0)
+    return (nodes + 1) * end / 2, weights * end / 2
+
+
+def _u_power(shift: float, n1: int, n2: int, k: int) -> float:
+    """Return P(U >= k) where the current samples are shifted `shift` standard deviations
+    above the baseline's, both normal: U normal, with the mean n1 n2 P(y > x) and the
+    variance n1 n2 (p1 q1 + (n1 + n2 - 2)(r - q1^2)) (Lehmann), p1 = P(y > x) = 1 - q1 and
+    r = P(y < x, y' < x) (x, y from either side, correlation 1/2)."""
+    normal = NormalDist()
+    h = shift / math.sqrt(2.0)  # y - x is normal with mean shift and variance 2
+    q1 = normal.cdf(-h)
+    # P(Z1 < -h, Z2 < -h) at correlation 1/2 is Phi(-h) - 2 T(h, 1/sqrt 3) (Owen's T, by
+    # Gauss-Legendre: its integrand is smooth on the short interval)
+    nodes, weights = _owen_nodes()
+    owen = float(weights @ (np.exp(-h * h * (1 + nodes * nodes) / 2) / (1 + nodes * nodes)))
+    r = max(q1 - 2 * owen / (2 * math.pi), 0.0)
+    pairs = n1 * n2
+    mean = pairs * (1 - q1)
+    variance = pairs * ((1 - q1) * q1 + (n1 + n2 - 2) * (r - q1 * q1))
+    if variance <= 0:
+        return 1.0 if mean > k - 0.5 else 0.0
+    return 1 - normal.cdf((k - 0.5 - mean) / math.sqrt(variance))
