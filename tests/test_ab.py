@@ -318,6 +318,14 @@ def test_verdicts_rest_on_the_interval_of_the_round_ratios(ratios, verdict):
     assert result.ratio == pytest.approx(sorted(ratios)[4] / 2 + sorted(ratios)[5] / 2)
 
 
+def test_a_change_of_exactly_the_threshold_reads_alike_whatever_the_rounding():
+    # 672/640 computes a hair above 1.05 and 21/20 a hair below: both are +5% exactly, and
+    # a change must be more than the threshold (the first read "reaches inside ±5%")
+    for a, b in ((640e-9, 672e-9), (20e-6, 21e-6)):
+        result = judge([row(a)] * 10, [row(b)] * 10, threshold=0.05)
+        assert result.verdict is Verdict.SAME, result.reason
+
+
 def test_one_failing_round_in_b_fails_and_a_failing_a_is_fixed():
     good, bad = [row(1e-3)] * 6, [row(1e-3)] * 5 + [row(1e-3, passed=False)]
     failed = judge(good, bad)

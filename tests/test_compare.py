@@ -119,6 +119,17 @@ def test_a_20_percent_slowdown_is_slower_and_exits_1():
     assert comparison.exit_code == ExitCode.REGRESSION == 1
 
 
+def test_a_change_of_exactly_the_threshold_reads_alike_whatever_the_rounding():
+    # 672/640 - 1 computes a hair above 0.05 and 21/20 - 1 a hair below: the first was
+    # slower (exit 1) and the second same; "more than the threshold" is neither
+    for low, high in ((640e-9, 672e-9), (20e-6, 21e-6)):
+        comparison = compare(results("a.json", bench([low] * 11 + [high] * 10)),
+                             results("b.json", bench([high] * 11 + [high * high / low] * 10)),
+                             threshold=0.05)
+        (judged,) = comparison.rows
+        assert judged.verdict is Verdict.SAME and "within ±5%" in judged.reason, judged.reason
+
+
 def test_a_2_percent_change_inside_the_threshold_is_same():
     comparison = against_baseline("noise2.json")
     shifted = row(comparison, "matmul", "tiled")

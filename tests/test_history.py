@@ -910,6 +910,29 @@ def test_check_flags_a_regression_against_the_history(tmp_path):
     assert "1 regression: 1 slower, 2 same" in result.stdout.replace("\n", " ")
 
 
+def test_check_judges_a_change_of_exactly_the_threshold_alike_whatever_the_rounding(tmp_path):
+    # 672/640 - 1 computes a hair above 0.05 and 21/20 - 1 a hair below: both are +5%
+    # exactly, which is not "more than the threshold" (the first was slower, exit 1)
+    for low, high in ((640e-9, 672e-9), (20e-6, 21e-6)):
+        folder = tmp_path / f"{low:g}"
+        runs = [make_run(folder, i) for i in range(6)]
+        current = make_run(folder, 100, name="current")
+        for i, path in enumerate(runs):  # each run's median exactly low, its samples its own
+            document = json.loads(path.read_text(encoding="utf-8"))
+            document["benchmarks"] = [b for b in document["benchmarks"]
+                                      if b["variant"] == "tiled"]
+            document["benchmarks"][0]["samples_s"] = [low] * 21 + [low * (1.01 + i / 1e4)] * 20
+            path.write_text(json.dumps(document), encoding="utf-8")
+        document = json.loads(runs[0].read_text(encoding="utf-8"))
+        document["benchmarks"][0]["samples_s"] = [high] * 21 + [high * 1.02] * 20
+        document["git_commit"] = commit_of(100)
+        current.write_text(json.dumps(document), encoding="utf-8")
+        import_runs(folder / "h.db", runs)
+        result = invoke("check", current, "--db", folder / "h.db", "--threshold", "5%")
+        assert result.exit_code == 0, (result.stdout, result.stderr)
+        assert verdicts(result.stdout) == {"tiled": "same"}, result.stdout
+
+
 def test_check_passes_a_run_like_its_history(tmp_path):
     db = flat_history(tmp_path)
     result = invoke("check", make_run(tmp_path, 101, name="current"), "--db", db)

@@ -45,7 +45,7 @@ from fractions import Fraction
 
 from cudabench.analysis.best import MIN_MARGIN
 from cudabench.analysis.verdicts import DEFAULT_THRESHOLD as COMPARE_THRESHOLD
-from cudabench.analysis.verdicts import REGRESSION, Verdict
+from cudabench.analysis.verdicts import REGRESSION, Verdict, exceeds
 from cudabench.errors import ExitCode, UsageError
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Status
 from cudabench.common.units import format_change, format_percent
@@ -302,17 +302,18 @@ def _timing(ratio: float, interval: Interval, threshold: float) -> tuple[Verdict
     limit = format_percent(threshold)
     span = (f"{coverage_text(interval.miss)} interval {format_change(interval.low - 1)} to "
             f"{format_change(interval.high - 1)}")
-    if interval.low > 1 + threshold:
+    if exceeds(interval.low - 1, threshold):
         return Verdict.SLOWER, f"the {span} lies above +{limit}"
-    if interval.high < 1 - threshold:
+    if exceeds(1 - interval.high, threshold):
         return Verdict.FASTER, f"the {span} lies below -{limit}"
-    if abs(ratio - 1) > threshold:
+    if exceeds(abs(ratio - 1), threshold):
         return Verdict.NOISY, f"{format_change(ratio - 1)} but the {span} reaches inside ±{limit}"
-    if interval.width > 2 * threshold:
+    if exceeds(interval.width / 2, threshold):
         return Verdict.NOISY, f"the {span} is wider than ±{limit}: too noisy to tell"
-    if interval.low < 1 - threshold or interval.high > 1 + threshold:
+    below = exceeds(1 - interval.low, threshold)
+    if below or exceeds(interval.high - 1, threshold):
         # the end past it to two decimals: "-0.5% .. +0.3%" reaching past ±0.5% read wrong
-        end = interval.low - 1 if interval.low < 1 - threshold else interval.high - 1
+        end = interval.low - 1 if below else interval.high - 1
         return Verdict.NOISY, (f"{format_change(ratio - 1)} but the {span} reaches past "
                                f"±{limit} (to {end:+.2%}): a change of that size is not "
                                "ruled out")

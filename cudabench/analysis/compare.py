@@ -60,6 +60,7 @@ from cudabench.analysis.verdicts import (
     ComparisonRow,
     Verdict,
     at_slow_clock,
+    exceeds,
     set_aside_note,
     slow_clock_text,
     throttled_by_kernel,
@@ -214,7 +215,7 @@ def _unjudged_slowdowns(rows: list[ComparisonRow]) -> tuple[str, ...]:
         + f": {format_change(row.change)} but not shown significant, so the gate passes it; "
         "measure more samples (--min-samples, --max-time) to judge it"
         for row in rows if row.kind is Kind.VARIANT and row.verdict is Verdict.NOISY
-        and row.change is not None and row.change > row.threshold)
+        and row.change is not None and exceeds(row.change, row.threshold))
 
 
 def _flush_mismatch(baseline: ResultsFile, current: ResultsFile, old: BenchmarkResult,
@@ -544,7 +545,7 @@ def _timing_verdict(before: BenchmarkResult, after: BenchmarkResult, change: flo
     if change is not None and floor >= alpha:
         few = (f"{counts[0]} and {counts[1]} samples can never reach p < {alpha:g} "
                f"(at best p={format_p_value(floor)})")
-        if change > threshold:
+        if exceeds(change, threshold):
             return Verdict.UNTESTABLE, (f"{format_change(change)} but {few}: too few samples "
                                         "to judge; take more samples")
         return Verdict.NOISY, f"too few samples to test: {few}"
@@ -554,11 +555,11 @@ def _timing_verdict(before: BenchmarkResult, after: BenchmarkResult, change: flo
     significant = p < alpha
     test = f"p={format_p_value(p)} {'<' if significant else '>='} {alpha:g}"
     shift, limit = format_change(change), format_percent(threshold)
-    if significant and change > threshold:
+    if significant and exceeds(change, threshold):
         return Verdict.SLOWER, f"{shift} exceeds the {limit} threshold, {test}"
-    if significant and change < -threshold:
+    if significant and exceeds(-change, threshold):
         return Verdict.FASTER, f"{shift} exceeds the {limit} threshold, {test}"
-    if abs(change) > threshold:
+    if exceeds(abs(change), threshold):
         return Verdict.NOISY, f"{shift} but not significant ({test})"
     precision, side = max((pooled_precision(before.samples_s, before.round_medians_s),
                            "baseline"),

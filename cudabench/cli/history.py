@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cudabench.analysis.verdicts import DEFAULT_ALPHA, Verdict, parse_threshold
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, Verdict, exceeds, parse_threshold
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
@@ -469,7 +469,7 @@ def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> N
     regressed = len(result.regressions)
     for row in result.rows:  # passed, and said so: as compare notes its noisy slowdowns
         if row.kind.value == "variant" and row.verdict is Verdict.NOISY and \
-                row.change is not None and row.change > row.threshold and \
+                row.change is not None and exceeds(row.change, row.threshold) and \
                 "not significant against the history's" in row.reason:  # judged
             out.print(f"note: {row.benchmark.describe()}: {format_change(row.change)} but "
                       "not significant against the history's run-to-run spread, so the "

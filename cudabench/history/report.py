@@ -49,6 +49,7 @@ from cudabench.analysis.verdicts import (
     REGRESSION,
     Verdict,
     at_slow_clock,
+    exceeds,
     set_aside_note,
     throttled_by_kernel,
     throttled_text,
@@ -620,7 +621,7 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
     if now in FAILING_STATUSES:
         was_text = f" (last recorded {was})" if was else ""
         return row(Verdict.FAILED, f"now {now.value}{was_text}: {_failure(result)}")
-    if (len(result.samples_s) < MIN_SAMPLES and change is not None and change > limit
+    if (len(result.samples_s) < MIN_SAMPLES and change is not None and exceeds(change, limit)
             and len(medians) >= min_runs):  # a large slowdown too few samples can judge
         return row(Verdict.UNTESTABLE, f"{format_change(change)} but {len(result.samples_s)} "
                                        f"samples are too few to judge (at least {MIN_SAMPLES})")
@@ -648,14 +649,14 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
             + (f" ({left} outlier{'s' if left != 1 else ''} left out)" if left else "")
             + note)
     shift, limit_text = format_change(change), format_percent(limit)
-    if significant and change > limit:
+    if significant and exceeds(change, limit):
         return row(Verdict.SLOWER, f"{shift} exceeds the {limit_text} threshold, {test}", p)
     faster = newest.faster_than(min(band)) if newest is not None else []
     if faster:
         recent = [point.median_s for point in faster]
         base = statistics.median(recent)
         lost, p_lost = m / base - 1, _p_value(m, base, spread, len(recent), own)
-        if lost > limit and p_lost < alpha and m > max(recent):
+        if exceeds(lost, limit) and p_lost < alpha and m > max(recent):
             since = (f"the {len(recent)} newest runs (since {point_label(faster[0])}, "
                      f"{format_change(base / center - 1)} from the history's median: a speedup "
                      "too recent to be a level)")
@@ -665,9 +666,9 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
                                     f"{alpha:g}, outside them", p_lost),
                 history_median_s=base, band=(min(recent), max(recent)), runs=len(recent),
                 change=lost)
-    if significant and change < -limit:
+    if significant and exceeds(-change, limit):
         return row(Verdict.FASTER, f"{shift} exceeds the {limit_text} threshold, {test}", p)
-    if abs(change) > limit:
+    if exceeds(abs(change), limit):
         return row(Verdict.NOISY, f"{shift} but not significant against the history's "
                                   f"run-to-run spread ({test})", p)
     if precision > limit / 2:
