@@ -787,6 +787,22 @@ def test_time_format():
     assert format_seconds(12e-9) == "12 ns"
 
 
+def test_a_p_value_prints_on_its_side_of_alpha():
+    # p 0.000996 read "p=0.001 < 0.001" at two digits, in the reason and the p-value column
+    before = [1e-5 * (1 + 0.003 * k) for k in (*range(8), 25, 42)]
+    after = [1e-5 * (1 + 0.003 * k) for k in range(43) if k not in (*range(8), 25, 42)]
+    comparison = compare(results("a.json", bench(before)), results("b.json", bench(after)),
+                         threshold=0.02)
+    (slower,) = comparison.rows
+    assert slower.verdict is Verdict.SLOWER and "p=0.000996 < 0.001" in slower.reason
+    assert "| 0.000996 |" in to_markdown(comparison)
+    from cudabench.common.units import format_p_value, p_test_text
+
+    assert format_p_value(0.0010004, 0.001) == "0.001"  # 0.001 >= 0.001 reads right
+    assert format_p_value(0.000996) == "0.001"  # no alpha beside it: two digits
+    assert p_test_text(1e-120, 0.001) == "p<1e-99 < 0.001"  # was "p=<1e-99 < 0.001"
+
+
 def test_compare_module_needs_neither_rich_nor_pycuda():
     import subprocess
     import sys

@@ -73,6 +73,7 @@ from cudabench.common.units import (
     format_change,
     format_p_value,
     format_percent,
+    p_test_text,
     params_text,
     shape_text,
 )
@@ -544,7 +545,7 @@ def _timing_verdict(before: BenchmarkResult, after: BenchmarkResult, change: flo
     floor = reachable_p(*counts) if min(counts) >= MIN_SAMPLES else 1.0
     if change is not None and floor >= alpha:
         few = (f"{counts[0]} and {counts[1]} samples can never reach p < {alpha:g} "
-               f"(at best p={format_p_value(floor)})")
+               f"(at best p={format_p_value(floor, alpha)})")
         if exceeds(change, threshold):
             return Verdict.UNTESTABLE, (f"{format_change(change)} but {few}: too few samples "
                                         "to judge; take more samples")
@@ -553,7 +554,7 @@ def _timing_verdict(before: BenchmarkResult, after: BenchmarkResult, change: flo
         return Verdict.NOISY, (f"too few samples to test ({counts[0]} and {counts[1]}; at "
                                f"least {MIN_SAMPLES} a side)")
     significant = p < alpha
-    test = f"p={format_p_value(p)} {'<' if significant else '>='} {alpha:g}"
+    test = p_test_text(p, alpha)
     shift, limit = format_change(change), format_percent(threshold)
     if significant and exceeds(change, threshold):
         return Verdict.SLOWER, f"{shift} exceeds the {limit} threshold, {test}"

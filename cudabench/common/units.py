@@ -37,11 +37,27 @@ def format_amount(value: float, places: int = 1, grouped: bool = True) -> str:
     return f"{value:{',' if grouped else ''}.{places}f}"
 
 
-def format_p_value(p: float | None) -> str:
-    """Format a p-value with two significant digits."""
+def format_p_value(p: float | None, alpha: float | None = None) -> str:
+    """Format a p-value with two significant digits, or more where two would put it on the
+    other side of alpha (as alpha reads, :g) than it lies: 0.000996 read "0.001 < 0.001"."""
     if p is None:
         return "-"
-    return "<1e-99" if p < 1e-99 else f"{p:.2g}"
+    if p < 1e-99:
+        return "<1e-99"
+    shown = float(f"{alpha:g}") if alpha is not None else None
+    for digits in range(2, 17):
+        text = f"{p:.{digits}g}"
+        if shown is None or (float(text) < shown) == (p < shown):
+            return text
+    return f"{p:.17g}"
+
+
+def p_test_text(p: float, alpha: float) -> str:
+    """Return a p-value against alpha as a reason says it: "p=0.00018 < 0.001", and
+    "p<1e-99 < 0.001" for one too small to print."""
+    value = format_p_value(p, alpha)
+    return (f"p{value}" if value.startswith("<") else f"p={value}") + \
+        f" {'<' if p < alpha else '>='} {alpha:g}"
 
 
 def params_text(params: Mapping[str, int]) -> str:

@@ -57,7 +57,7 @@ from cudabench.analysis.verdicts import (
     worse,
 )
 from cudabench.common.stats import pooled_precision, relative_spread
-from cudabench.common.units import format_change, format_p_value, format_percent
+from cudabench.common.units import format_change, format_percent, p_test_text
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.records import (
     USABLE_STATUSES,
@@ -644,7 +644,7 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
     outside = m > max(band) or m < min(band)
     significant = p < alpha and outside
     left = len(medians) - len(band)
-    test = (f"p={format_p_value(p)} {'<' if p < alpha else '>='} {alpha:g}, "
+    test = (f"{p_test_text(p, alpha)}, "
             f"{'outside' if outside else 'inside'} the {len(medians)} runs"
             + (f" ({left} outlier{'s' if left != 1 else ''} left out)" if left else "")
             + note)
@@ -662,8 +662,8 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
                      "too recent to be a level)")
             return dataclasses.replace(
                 row(Verdict.SLOWER, f"{format_change(lost)} against {since} exceeds the "
-                                    f"{limit_text} threshold, p={format_p_value(p_lost)} < "
-                                    f"{alpha:g}, outside them", p_lost),
+                                    f"{limit_text} threshold, {p_test_text(p_lost, alpha)}, "
+                                    "outside them", p_lost),
                 history_median_s=base, band=(min(recent), max(recent)), runs=len(recent),
                 change=lost)
     if significant and exceeds(-change, limit):

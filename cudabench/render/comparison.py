@@ -27,14 +27,15 @@ def benchmark_name(op: str, variant: str, hot: bool) -> str:
     return f"{op}/{variant}{' (hot)' if hot else ''}"
 
 
-def row_cells(row: ComparisonRow) -> list[str]:
-    """Return a row's cells, in COLUMNS order."""
+def row_cells(row: ComparisonRow, alpha: float | None = None) -> list[str]:
+    """Return a row's cells, in COLUMNS order (its p-value to the digits that set it on
+    its side of alpha)."""
     return [
         benchmark_name(row.op, row.variant, row.hot)
         + (f" on {row.device}" if row.device else ""), params_text(row.params),
         shape_text(row.shape), row.dtype, format_seconds(row.baseline_median_s),
         format_seconds(row.current_median_s), format_change(row.change),
-        format_p_value(row.p_value), row.verdict.value, row.reason, threshold_text(row),
+        format_p_value(row.p_value, alpha), row.verdict.value, row.reason, threshold_text(row),
     ]
 
 

@@ -159,7 +159,7 @@ def comparison_html(comparison: Comparison, files: Sequence[ResultsFile] | None 
         order = [COLUMNS.index(name) for name in PAGE_COLUMNS]
         rows = []
         for row in c.rows:
-            cells = [(text, "") for text in row_cells(row)]
+            cells = [(text, "") for text in row_cells(row, c.alpha)]
             verdict = COLUMNS.index("verdict")
             cells[verdict] = (cells[verdict][0], verdict_class(row))
             rows.append([cells[i] for i in order])

@@ -45,7 +45,7 @@ def to_markdown(comparison: Comparison) -> str:
         lines.append("|" + "|".join("---:" if name in right else "---" for name in COLUMNS)
                      + "|")
         for row in c.rows:
-            cells = [markdown_cell(text) for text in row_cells(row)]
+            cells = [markdown_cell(text) for text in row_cells(row, c.alpha)]
             if row.regressed:
                 verdict = COLUMNS.index("verdict")
                 cells[verdict] = f"**{cells[verdict]}**"

@@ -391,7 +391,7 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
     c = comparison
     rows = []
     for row in c.rows:
-        cells = [Text(text) for text in row_cells(row)]
+        cells = [Text(text) for text in row_cells(row, c.alpha)]
         ungated = row.verdict in REGRESSION and not row.regressed  # a reference row
         cells[COLUMNS.index("verdict")].stylize(
             "yellow" if ungated else VERDICT_STYLES.get(row.verdict, ""))
