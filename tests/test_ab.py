@@ -326,6 +326,19 @@ def test_a_change_of_exactly_the_threshold_reads_alike_whatever_the_rounding():
         assert result.verdict is Verdict.SAME, result.reason
 
 
+def test_a_change_whose_sign_differs_from_the_two_sides_medians_says_so():
+    # the rounds' ratios are +1% or -1%, their median +1%, while B's median of its rounds'
+    # medians lies 1% below A's: the table showed "+1.0%" beside a smaller B, unexplained
+    a = [1, 2, 3, 4, 5, 6]
+    b = [1.01, 2.02, 2.97, 3.96, 5.05, 6.06]
+    result = judge([row(x * 1e-3) for x in a], [row(x * 1e-3) for x in b], threshold=0.05)
+    assert result.change == pytest.approx(0.01) and result.b_median_s < result.a_median_s
+    assert result.reason.endswith("(the medians of A's and B's rounds differ by -1.0%: the "
+                                  "change is the median of the rounds' B/A ratios, paired)")
+    alike = judge([row(x * 1e-3) for x in a], [row(x * 1.01e-3) for x in a], threshold=0.05)
+    assert "paired" not in alike.reason
+
+
 def test_one_failing_round_in_b_fails_and_a_failing_a_is_fixed():
     good, bad = [row(1e-3)] * 6, [row(1e-3)] * 5 + [row(1e-3, passed=False)]
     failed = judge(good, bad)

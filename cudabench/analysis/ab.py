@@ -251,6 +251,8 @@ def judge(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkResul
     verdict, reason = _verdict(a_rounds, b_rounds, ratio, interval, threshold, alpha)
     if verdict in UNTIMED:  # the rounds before a failure time a copy the verdict rejects
         ratio, interval = None, None
+    elif ratio is not None:
+        reason += _other_way(ratio, a_medians, b_medians)
     return ABResult(
         op=first_b.op, variant=first_b.variant, params_a=dict(first_a.params),
         params_b=dict(first_b.params), shape=tuple(first_b.shape), dtype=first_b.dtype,
@@ -295,6 +297,17 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
                                f"samples; a {level_text(alpha)} interval needs "
                                f"{min_rounds(alpha)}")
     return _timing(ratio, interval, threshold)
+
+
+def _other_way(ratio: float, a_medians: Sequence[float], b_medians: Sequence[float]) -> str:
+    """Return a note where the medians of A's and B's rounds, shown beside the change, differ
+    the other way from it: the change is the median of the paired rounds' ratios, which
+    cancels the drift between rounds that the two sides' medians keep."""
+    unpaired = statistics.median(b_medians) / statistics.median(a_medians) - 1
+    if min(abs(ratio - 1), abs(unpaired)) < 0.0005 or (ratio - 1 > 0) == (unpaired > 0):
+        return ""  # alike, or one of them prints as 0.0%
+    return (f" (the medians of A's and B's rounds differ by {format_change(unpaired)}: the "
+            "change is the median of the rounds' B/A ratios, paired)")
 
 
 def _timing(ratio: float, interval: Interval, threshold: float) -> tuple[Verdict, str]:

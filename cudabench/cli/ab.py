@@ -684,8 +684,8 @@ def summary_text(run: ABRun, gpu: str) -> str:
     head = (f"{regressed} regression{'s' if regressed != 1 else ''}" if regressed
             else "no regression")
     return (f"{head}: {', '.join(parts)}; {run.rounds} rounds, threshold "
-            f"{format_percent(run.threshold)}, intervals >= {level_text(run.alpha)} "
-            "(sign test on the rounds' B/A ratios); "
+            f"{format_percent(run.threshold)}; change: the median of the rounds' B/A ratios, "
+            f"its interval >= {level_text(run.alpha)} (sign test); "
             f"GPU {gpu or '(none)'}")
 
 
