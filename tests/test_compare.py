@@ -779,6 +779,24 @@ def test_only_slower_or_failed_variants_fail_the_gate(kind):
         assert comparison.exit_code == (ExitCode.REGRESSION if gates else ExitCode.OK)
 
 
+def test_a_change_near_the_threshold_prints_on_the_side_its_verdict_puts_it():
+    from cudabench.common.units import format_change
+
+    # +5.04% and +4.96% both read "+5.0%": one "exceeds the 5% threshold", one "within ±5%"
+    base = 100e-6 * (1 + 0.001 * np.linspace(-2, 2, 41))
+    shown = {}
+    for factor in (1.0504, 1.0496):
+        comparison = compare(results("a.json", bench(base)),
+                             results("b.json", bench(base * factor)), threshold=0.05)
+        (judged,) = comparison.rows
+        shown[judged.verdict] = judged.reason
+        assert f"{factor - 1:+.2%}" in to_markdown(comparison)  # the change column too
+    assert shown[Verdict.SLOWER].startswith("+5.04% exceeds the 5% threshold")
+    assert shown[Verdict.SAME].startswith("+4.96% is significant")
+    assert format_change(0.0504) == "+5.0%"  # no threshold beside it: one decimal
+    assert format_change(0.02, 0.05) == "+2.0%" and format_change(0.0001, 0.05) == "0.0%"
+
+
 def test_time_format():
     assert format_seconds(267.3e-6) == "267.3 us"
     assert format_seconds(None) == "-"

@@ -45,10 +45,10 @@ from fractions import Fraction
 
 from cudabench.analysis.best import MIN_MARGIN
 from cudabench.analysis.verdicts import DEFAULT_THRESHOLD as COMPARE_THRESHOLD
-from cudabench.analysis.verdicts import REGRESSION, Verdict, exceeds
+from cudabench.analysis.verdicts import REGRESSION, Verdict
 from cudabench.errors import ExitCode, UsageError
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Status
-from cudabench.common.units import format_change, format_percent
+from cudabench.common.units import exceeds, format_change, format_percent
 
 # The floor of a between-run difference worth naming on an H100 (analysis/best.py): A/B
 # takes away the drift between runs, not the one within a run, so it cannot resolve less.
@@ -313,22 +313,24 @@ def _other_way(ratio: float, a_medians: Sequence[float], b_medians: Sequence[flo
 def _timing(ratio: float, interval: Interval, threshold: float) -> tuple[Verdict, str]:
     """Return the verdict on the two copies' timings, and why (the docstring's last four rules)."""
     limit = format_percent(threshold)
-    span = (f"{coverage_text(interval.miss)} interval {format_change(interval.low - 1)} to "
-            f"{format_change(interval.high - 1)}")
+    span = (f"{coverage_text(interval.miss)} interval "
+            f"{format_change(interval.low - 1, threshold)} to "
+            f"{format_change(interval.high - 1, threshold)}")
     if exceeds(interval.low - 1, threshold):
         return Verdict.SLOWER, f"the {span} lies above +{limit}"
     if exceeds(1 - interval.high, threshold):
         return Verdict.FASTER, f"the {span} lies below -{limit}"
     if exceeds(abs(ratio - 1), threshold):
-        return Verdict.NOISY, f"{format_change(ratio - 1)} but the {span} reaches inside ±{limit}"
+        return Verdict.NOISY, (f"{format_change(ratio - 1, threshold)} but the {span} reaches "
+                               f"inside ±{limit}")
     if exceeds(interval.width / 2, threshold):
         return Verdict.NOISY, f"the {span} is wider than ±{limit}: too noisy to tell"
     below = exceeds(1 - interval.low, threshold)
     if below or exceeds(interval.high - 1, threshold):
         # the end past it to two decimals: "-0.5% .. +0.3%" reaching past ±0.5% read wrong
         end = interval.low - 1 if below else interval.high - 1
-        return Verdict.NOISY, (f"{format_change(ratio - 1)} but the {span} reaches past "
-                               f"±{limit} (to {end:+.2%}): a change of that size is not "
+        return Verdict.NOISY, (f"{format_change(ratio - 1, threshold)} but the {span} reaches "
+                               f"past ±{limit} (to {end:+.2%}): a change of that size is not "
                                "ruled out")
     return Verdict.SAME, f"the {span} lies within ±{limit}"
 

@@ -60,7 +60,6 @@ from cudabench.analysis.verdicts import (
     ComparisonRow,
     Verdict,
     at_slow_clock,
-    exceeds,
     set_aside_note,
     slow_clock_text,
     throttled_by_kernel,
@@ -70,6 +69,7 @@ from cudabench.analysis.verdicts import (
 )
 from cudabench.common.stats import mann_whitney_u, pooled_precision, u_p_value
 from cudabench.common.units import (
+    exceeds,
     format_change,
     format_p_value,
     format_percent,
@@ -213,8 +213,8 @@ def _unjudged_slowdowns(rows: list[ComparisonRow]) -> tuple[str, ...]:
     return tuple(
         f"{row.op}/{row.variant} {params_text(row.params)} {shape_text(row.shape)} "
         f"{row.dtype}".replace(" - ", " ")
-        + f": {format_change(row.change)} but not shown significant, so the gate passes it; "
-        "measure more samples (--min-samples, --max-time) to judge it"
+        + f": {format_change(row.change, row.threshold)} but not shown significant, so the "
+        "gate passes it; measure more samples (--min-samples, --max-time) to judge it"
         for row in rows if row.kind is Kind.VARIANT and row.verdict is Verdict.NOISY
         and row.change is not None and exceeds(row.change, row.threshold))
 
@@ -547,15 +547,15 @@ def _timing_verdict(before: BenchmarkResult, after: BenchmarkResult, change: flo
         few = (f"{counts[0]} and {counts[1]} samples can never reach p < {alpha:g} "
                f"(at best p={format_p_value(floor, alpha)})")
         if exceeds(change, threshold):
-            return Verdict.UNTESTABLE, (f"{format_change(change)} but {few}: too few samples "
-                                        "to judge; take more samples")
+            return Verdict.UNTESTABLE, (f"{format_change(change, threshold)} but {few}: too "
+                                        "few samples to judge; take more samples")
         return Verdict.NOISY, f"too few samples to test: {few}"
     if p is None or change is None:
         return Verdict.NOISY, (f"too few samples to test ({counts[0]} and {counts[1]}; at "
                                f"least {MIN_SAMPLES} a side)")
     significant = p < alpha
     test = p_test_text(p, alpha)
-    shift, limit = format_change(change), format_percent(threshold)
+    shift, limit = format_change(change, threshold), format_percent(threshold)
     if significant and exceeds(change, threshold):
         return Verdict.SLOWER, f"{shift} exceeds the {limit} threshold, {test}"
     if significant and exceeds(-change, threshold):

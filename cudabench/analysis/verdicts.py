@@ -21,7 +21,6 @@ DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.001
 MIN_SAMPLES = 3  # below this a rank test has nothing to say
 MAX_THRESHOLD = 10.0  # 1000%: anything larger is a typo, not a tolerance
-ROUNDING = 1e-9  # a ratio this close to 1 + threshold is the threshold, not past it
 
 
 
@@ -134,13 +133,6 @@ def parse_threshold(text: str | float, flag: str = "--threshold") -> float:
         raise UsageError(f"{flag} {text!r}: must be above 0% and below "
                          f"{MAX_THRESHOLD:.0%}; {hint}")
     return value
-
-
-def exceeds(change: float, threshold: float) -> bool:
-    """Return whether a relative change is beyond a threshold by more than float rounding:
-    672 ns over 640 ns and 21 us over 20 us are both +5% exactly, yet one computes a hair
-    above 0.05 and the other below, and "more than the threshold" must judge them alike."""
-    return change > threshold + ROUNDING * (1 + threshold)
 
 
 def ungated(kind: str) -> str:

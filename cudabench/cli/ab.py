@@ -326,8 +326,8 @@ def _print_verdicts(run: ABRun, title: str, gpu: str) -> None:
     console = terminal.stdout_console()
     if run.results:  # none: B lacks every variant compared (the listing says so)
         # A narrow terminal's notes give the reasons of the rows that are not 'same'.
-        terminal.render_rows(title, COLUMNS, [row_cells(result) for result in run.results],
-                             console,
+        cells = [row_cells(result, run.threshold) for result in run.results]
+        terminal.render_rows(title, COLUMNS, cells, console,
                              noted_rows={index for index, result in enumerate(run.results)
                                          if result.verdict is not Verdict.SAME})
     else:
@@ -636,17 +636,19 @@ def pooled(by_side: Mapping[str, Sequence[BenchmarkResult]], label: str,
     return dataclasses.replace(row, variant=f"{row.variant}@{label}")
 
 
-def row_cells(result: ABResult) -> list[str]:
-    """Return a verdict's cells, in COLUMNS order."""
+def row_cells(result: ABResult, threshold: float | None = None) -> list[str]:
+    """Return a verdict's cells, in COLUMNS order (changes near the threshold to the digits
+    that set them on its side)."""
     params = params_text(result.params_a)
     if result.params_b != result.params_a:
         params = f"{params} -> {params_text(result.params_b)}"
     interval = result.interval
-    span = (f"{format_change(interval.low - 1)} .. {format_change(interval.high - 1)}"
+    span = (f"{format_change(interval.low - 1, threshold)} .. "
+            f"{format_change(interval.high - 1, threshold)}"
             if interval is not None else "-")
     return [benchmark_name(result.op, result.variant, False), params, shape_text(result.shape),
             result.dtype, format_seconds(result.a_median_s), format_seconds(result.b_median_s),
-            format_change(result.change), span, result.verdict.value, result.reason]
+            format_change(result.change, threshold), span, result.verdict.value, result.reason]
 
 
 def listing_lines(run: ABRun) -> list[str]:
@@ -696,7 +698,7 @@ def to_markdown(run: ABRun, title: str, gpu: str) -> str:
              "|" + "|".join("---:" if name in ("A", "B", "change", "interval") else "---"
                             for name in COLUMNS) + "|"]
     for result in run.results:
-        cells = [markdown_cell(cell) for cell in row_cells(result)]
+        cells = [markdown_cell(cell) for cell in row_cells(result, run.threshold)]
         if result.regressed:
             cells[COLUMNS.index("verdict")] = f"**{cells[COLUMNS.index('verdict')]}**"
         lines.append("| " + " | ".join(cells) + " |")

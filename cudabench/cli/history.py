@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cudabench.analysis.verdicts import DEFAULT_ALPHA, Verdict, exceeds, parse_threshold
+from cudabench.analysis.verdicts import DEFAULT_ALPHA, Verdict, parse_threshold
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
@@ -35,7 +35,13 @@ from cudabench.results.identity import searched
 from cudabench.results.writer import CI_BRANCH_VARIABLES
 from cudabench.results.loader import read_text
 from cudabench.results.model import Kind
-from cudabench.common.units import format_change, format_percent, format_seconds, gpu_text
+from cudabench.common.units import (
+    exceeds,
+    format_change,
+    format_percent,
+    format_seconds,
+    gpu_text,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 SHOW_LAST = 100  # commits per benchmark that `show` looks at by default
@@ -445,9 +451,9 @@ def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> N
         kind = "" if row.kind.value == "variant" else f" [{row.kind.value}]"
         rows.append([row.benchmark.describe() + kind, gpu_text(row.gpu_model), str(row.runs),
                      format_seconds(row.history_median_s), band,
-                     format_seconds(row.current_median_s), format_change(row.change),
-                     format_percent(row.threshold), row.threshold_source, row.verdict.value,
-                     row.reason])
+                     format_seconds(row.current_median_s),
+                     format_change(row.change, row.threshold), format_percent(row.threshold),
+                     row.threshold_source, row.verdict.value, row.reason])
     out = terminal.stdout_console()
     title, columns, rows = one_gpu_in_title(
         f"cudabench history check: {result.current_path} against {db}",
@@ -471,7 +477,8 @@ def _render_check(result: HistoryCheck, db: Path, incomplete: bool = False) -> N
         if row.kind.value == "variant" and row.verdict is Verdict.NOISY and \
                 row.change is not None and exceeds(row.change, row.threshold) and \
                 "not significant against the history's" in row.reason:  # judged
-            out.print(f"note: {row.benchmark.describe()}: {format_change(row.change)} but "
+            out.print(f"note: {row.benchmark.describe()}: "
+                      f"{format_change(row.change, row.threshold)} but "
                       "not significant against the history's run-to-run spread, so the "
                       "gate passes it; a steadier history (more runs, steadier ones) or "
                       "more samples would judge it", style="yellow", markup=False,

@@ -16,11 +16,34 @@ def format_seconds(seconds: float | None) -> str:
     return f"{seconds / 1e-9:.4g} ns"
 
 
-def format_change(change: float | None) -> str:
-    """Format a relative change as a signed percentage."""
+ROUNDING = 1e-9  # a ratio this close to 1 + threshold is the threshold, not past it
+
+
+def exceeds(change: float, threshold: float) -> bool:
+    """Return whether a relative change is beyond a threshold by more than float rounding:
+    672 ns over 640 ns and 21 us over 20 us are both +5% exactly, yet one computes a hair
+    above 0.05 and the other below, and "more than the threshold" must judge them alike."""
+    return change > threshold + ROUNDING * (1 + threshold)
+
+
+def format_change(change: float | None, threshold: float | None = None) -> str:
+    """Format a relative change as a signed percentage, to one decimal, or where a
+    threshold is given to as many (up to 4) as show it on the threshold's side it lies:
+    +5.04% past a 5% threshold and +4.96% within it both read "+5.0%"."""
     if change is None:
         return "-"
-    return "0.0%" if abs(change) < 0.0005 else f"{change:+.1%}"  # never "-0.0%"
+    for places in range(1, 5):
+        # never "-0.0%"
+        text = "0.0%" if abs(change) < 0.5 * 10 ** -(places + 2) else f"{change:+.{places}%}"
+        if threshold is None or _side(float(text[:-1]) / 100, threshold) == \
+                _side(change, threshold):
+            break
+    return text
+
+
+def _side(change: float, threshold: float) -> int:
+    """Return 1 where a change lies past +-threshold, -1 within it, 0 at it."""
+    return 1 if exceeds(abs(change), threshold) else -1 if exceeds(threshold, abs(change)) else 0
 
 
 def format_percent(fraction: float) -> str:

@@ -49,7 +49,6 @@ from cudabench.analysis.verdicts import (
     REGRESSION,
     Verdict,
     at_slow_clock,
-    exceeds,
     set_aside_note,
     throttled_by_kernel,
     throttled_text,
@@ -57,7 +56,7 @@ from cudabench.analysis.verdicts import (
     worse,
 )
 from cudabench.common.stats import pooled_precision, relative_spread
-from cudabench.common.units import format_change, format_percent, p_test_text
+from cudabench.common.units import exceeds, format_change, format_percent, p_test_text
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.records import (
     USABLE_STATUSES,
@@ -623,8 +622,9 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
         return row(Verdict.FAILED, f"now {now.value}{was_text}: {_failure(result)}")
     if (len(result.samples_s) < MIN_SAMPLES and change is not None and exceeds(change, limit)
             and len(medians) >= min_runs):  # a large slowdown too few samples can judge
-        return row(Verdict.UNTESTABLE, f"{format_change(change)} but {len(result.samples_s)} "
-                                       f"samples are too few to judge (at least {MIN_SAMPLES})")
+        return row(Verdict.UNTESTABLE, f"{format_change(change, limit)} but "
+                                       f"{len(result.samples_s)} samples are too few to judge "
+                                       f"(at least {MIN_SAMPLES})")
     if m is None or len(result.samples_s) < MIN_SAMPLES:
         return row(Verdict.NOISY, f"too few samples to judge ({len(result.samples_s)}; at "
                                   f"least {MIN_SAMPLES})")
@@ -648,7 +648,7 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
             f"{'outside' if outside else 'inside'} the {len(medians)} runs"
             + (f" ({left} outlier{'s' if left != 1 else ''} left out)" if left else "")
             + note)
-    shift, limit_text = format_change(change), format_percent(limit)
+    shift, limit_text = format_change(change, limit), format_percent(limit)
     if significant and exceeds(change, limit):
         return row(Verdict.SLOWER, f"{shift} exceeds the {limit_text} threshold, {test}", p)
     faster = newest.faster_than(min(band)) if newest is not None else []
@@ -661,7 +661,7 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
                      f"{format_change(base / center - 1)} from the history's median: a speedup "
                      "too recent to be a level)")
             return dataclasses.replace(
-                row(Verdict.SLOWER, f"{format_change(lost)} against {since} exceeds the "
+                row(Verdict.SLOWER, f"{format_change(lost, limit)} against {since} exceeds the "
                                     f"{limit_text} threshold, {p_test_text(p_lost, alpha)}, "
                                     "outside them", p_lost),
                 history_median_s=base, band=(min(recent), max(recent)), runs=len(recent),

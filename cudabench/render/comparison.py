@@ -34,7 +34,7 @@ def row_cells(row: ComparisonRow, alpha: float | None = None) -> list[str]:
         benchmark_name(row.op, row.variant, row.hot)
         + (f" on {row.device}" if row.device else ""), params_text(row.params),
         shape_text(row.shape), row.dtype, format_seconds(row.baseline_median_s),
-        format_seconds(row.current_median_s), format_change(row.change),
+        format_seconds(row.current_median_s), format_change(row.change, row.threshold),
         format_p_value(row.p_value, alpha), row.verdict.value, row.reason, threshold_text(row),
     ]
 
