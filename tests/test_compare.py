@@ -803,6 +803,9 @@ def test_time_format():
     assert format_seconds(1.5e-3) == "1.5 ms"
     assert format_seconds(2.5) == "2.5 s"
     assert format_seconds(12e-9) == "12 ns"
+    # rounded to 4 digits, 999.96 us is 1 ms, not "1000 us"
+    assert format_seconds(0.00099996) == "1 ms" and format_seconds(0.99996) == "1 s"
+    assert format_seconds(999.96e-9) == "1 us" and format_seconds(999.4e-6) == "999.4 us"
 
 
 def test_a_p_value_prints_on_its_side_of_alpha():

@@ -7,13 +7,14 @@ from collections.abc import Iterable, Mapping
 
 
 def format_seconds(seconds: float | None) -> str:
-    """Format a duration with a unit that keeps 3-4 significant digits."""
+    """Format a duration with a unit that keeps 3-4 significant digits: the smallest unit
+    whose rounded value stays below 1000 (0.99996 ms reads "1 ms", not "1000 us")."""
     if seconds is None or not math.isfinite(seconds):
         return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
+    for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3)):
+        if abs(float(f"{seconds / scale:.4g}")) < 1000:
             return f"{seconds / scale:.4g} {unit}"
-    return f"{seconds / 1e-9:.4g} ns"
+    return f"{seconds:.4g} s"
 
 
 ROUNDING = 1e-9  # a ratio this close to 1 + threshold is the threshold, not past it
