@@ -132,6 +132,39 @@ def test_a_write_that_fails_leaves_no_part_file(cache, monkeypatch):
     assert list(cache.iterdir()) == []
 
 
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_a_write_stopped_by_a_signal_leaves_no_part_file(cache, monkeypatch, stop):
+    # Ctrl-C or SIGTERM (a KeyboardInterrupt, SystemExit) while an entry was written left
+    # its part file, which nothing removed
+    def stopped(*args):
+        raise stop()
+
+    monkeypatch.setattr(reference_cache.os, "replace", stopped)
+    with pytest.raises(stop):
+        cached_reference(plan(), 0, INPUTS, Counting(np.arange(6.0)))
+    assert list(cache.iterdir()) == []
+
+
+def test_a_killed_writer_s_part_file_is_pruned_and_a_live_one_counted(cache, monkeypatch):
+    # SIGKILL leaves a part file (up to 2 GiB) no handler can remove: pruning removes one
+    # untouched for long, and counts a young one (a live writer's) in the folder's size
+    import os
+
+    cached_reference(plan(), 0, INPUTS, Counting(np.arange(6.0)))
+    [entry] = cache.iterdir()
+    size = entry.stat().st_size
+    entry.unlink()
+    old, young = cache / "tmpold.part", cache / "tmpyoung.part"
+    old.write_bytes(b"x" * 100)
+    young.write_bytes(b"y" * 100)
+    long_ago = time.time() - reference_cache.STALE_PART_S - 60
+    os.utime(old, (long_ago, long_ago))
+    # room for the entry, not for the entry and the young part
+    monkeypatch.setattr(reference_cache, "KEEP_BYTES", size + 50)
+    cached_reference(plan(), 0, INPUTS, Counting(np.arange(6.0)))
+    assert sorted(path.name for path in cache.iterdir()) == ["tmpyoung.part"]
+
+
 def test_other_inputs_under_the_same_key_are_a_miss(cache):
     # an op may make inputs from more than the seed (a data file beside it, NumPy's global
     # generator): a reference of the last run's inputs failed every correct kernel

@@ -40,6 +40,9 @@ from cudabench.planning.plan import Plan
 MIN_SECONDS = 0.05  # quicker to make than to read back: not kept
 MAX_BYTES = 2 << 30  # one entry at most
 KEEP_BYTES = 8 << 30  # the folder is pruned, oldest first, beyond this
+# A part file untouched this long is a killed writer's (SIGKILL, a power cut): a live one is
+# written in seconds, its time renewed by every write
+STALE_PART_S = 30 * 60
 DIGEST_CHUNK = 16 << 20  # bytes hashed by one thread: the digest never depends on the cores
 # kept only where making it took this many times its inputs' digest: a hit hashes them
 # first (a dot of 4M elements hashed in 0.17 s on two cores, its reference made in 0.15 s)
@@ -162,24 +165,35 @@ def _keep(path: Path, value: Any, inputs: bytes) -> None:
         with os.fdopen(handle, "wb") as stream:
             stream.write(MAGIC + inputs + hashlib.sha256(data).digest() + data)
         os.replace(temporary, path)
+        temporary = None
         _prune(path.parent)
-    except OSError:  # a full or read-only disk costs the cache, not the run
-        if temporary is not None:  # a torn part file would fill a full disk further
+    except BaseException as exc:  # Ctrl-C and SIGTERM too: a torn part file is never read
+        if temporary is not None:  # and would fill a full disk further
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
-        return
+        if not isinstance(exc, OSError):
+            raise
+        # a full or read-only disk costs the cache, not the run
 
 
 def _prune(folder: Path) -> None:
-    """Remove the least recently used entries beyond KEEP_BYTES."""
-    entries = []
-    for entry in folder.glob("*.pickle"):
+    """Remove the part files of killed writers (older than STALE_PART_S), and the least
+    recently used entries beyond KEEP_BYTES (a live writer's part file counted)."""
+    entries, parts = [], 0
+    stale = time.time() - STALE_PART_S
+    for entry in [*folder.glob("*.pickle"), *folder.glob("*.part")]:
         try:
             stat = entry.stat()
+            if entry.suffix == ".part":
+                if stat.st_mtime < stale:
+                    entry.unlink()
+                else:
+                    parts += stat.st_size
+                continue
         except OSError:
             continue
         entries.append((stat.st_mtime, stat.st_size, entry))
-    total = sum(size for _, size, _ in entries)
+    total = parts + sum(size for _, size, _ in entries)
     for _, size, entry in sorted(entries):
         if total <= KEEP_BYTES:
             break
