@@ -270,6 +270,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if rows is not None:
         from cudabench.common.outfiles import release
 
+        if rows.writer is not None:  # another session of this process may write the file
+            rows.writer.close()
         for path in (rows.baseline, rows.json_path):
             if path is not None:
                 release(path)

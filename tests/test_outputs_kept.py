@@ -402,8 +402,46 @@ def test_two_runs_writing_one_results_file_at_once_are_refused(tmp_path):
     finally:
         holder.communicate("", timeout=30)
     first = ResultsWriter(tmp_path / "r.json")
-    ResultsWriter(tmp_path / "r.json")  # this process's own: not refused
+    first.close()
+    ResultsWriter(tmp_path / "r.json")  # one after another in this process: not refused
     del first
+
+
+def _refused_elsewhere(path: Path) -> bool:
+    """Return whether another process is refused a writer of path now."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from cudabench.errors import UsageError\n"
+         "from cudabench.results.writer import ResultsWriter\n"
+         f"try:\n    ResultsWriter({str(path)!r})\nexcept UsageError:\n    print('refused')"],
+        capture_output=True, text=True, timeout=60)
+    return done.stdout == "refused\n"
+
+
+def test_two_writers_of_one_results_file_in_one_process_at_once_are_refused(use_fake,
+                                                                            tmp_path):
+    # two threads' cb.run(json=same) each wrote its rows over the other's, with no warning;
+    # and the second writer's lock handle, closed, dropped the first's lock: another
+    # process could write the file too
+    import cudabench as cb
+    from cudabench.errors import UsageError
+    from cudabench.results.writer import ResultsWriter
+
+    path = tmp_path / "both.json"
+    first = ResultsWriter(path)  # another thread's run, writing it
+    with pytest.raises(UsageError, match="another cudabench run is writing it now"):
+        cb.run("transpose", size=64, json=path, timing=cb.TimingPolicy(max_time_s=0.05))
+    with pytest.raises(UsageError, match="another cudabench run is writing it now"):
+        cb.run("transpose", size=64, timing=cb.TimingPolicy(max_time_s=0.05)).to_json(path)
+    assert _refused_elsewhere(path)  # the first writer's lock still holds
+    first.close()
+    assert not _refused_elsewhere(path)
+    done = cb.run("transpose", size=64, json=path, timing=cb.TimingPolicy(max_time_s=0.05))
+    assert done.path == path and not _refused_elsewhere(path)  # done: released
+    again = cb.run("transpose", size=64, json=path, timing=cb.TimingPolicy(max_time_s=0.05))
+    assert json.loads(path.read_text())["complete"] and again.path == path
 
 
 def test_a_lock_folder_planted_as_a_link_is_not_used(tmp_path, monkeypatch):

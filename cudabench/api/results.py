@@ -209,9 +209,12 @@ class Results(Sequence[BenchmarkResult]):
         writer.metadata.update({key: value for key, value in self.metadata.items()
                                 if key not in WRITTEN_FRESH})  # a loaded file's provenance
         writer.stopped_early = not self.complete
-        for row in self.rows:
-            writer.add(row, write=False)
-        writer.write(complete=True)
+        try:
+            for row in self.rows:
+                writer.add(row, write=False)
+            writer.write(complete=True)
+        finally:  # another write of this process may follow
+            writer.close()
         # `path` is the file the rows were written to: a compare after this names it, not
         # "(current run, not saved)"
         object.__setattr__(self, "path", target)

@@ -267,6 +267,8 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
         stop.results = Results(tuple(heard.values()), (), tuple(argv),  # type: ignore[attr-defined]
                                metadata={**stamped, "complete": False})
         raise
+    if measured.writer is not None:  # written: another run of this process may write it
+        measured.writer.close()
     results = Results(measured.outcome.results, measured.outcome.notes, tuple(argv),
                       dict(measured.versions), measured.json_path, stamped)
     if measured.write_error is not None:  # every row is still the caller's, on the error

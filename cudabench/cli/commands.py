@@ -109,6 +109,9 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         if measured.write_error is not None:
             note(measured.write_error)
         raise
+    finally:  # the file is written: the next command of this process may write it
+        if measured.writer is not None:
+            measured.writer.close()
     if measured.write_error is not None:
         raise ResultsNotWritten(measured.write_error)
     return code
@@ -233,16 +236,18 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
         plans, spec, slots, json_path, writer = _prepare(requests, device, outputs, placement)
     # Last of the checks: a Ray started for nothing would cost its start-up.
     cluster = None
-    if placement.cluster is not None:
-        from cudabench.runner.ray_cluster import connect
-
-        cluster = connect(placement.cluster, placement.keep_workers_s)
     so_far = RowsSoFar(any(plan.timing.rounds > 1 for plan in plans))
     try:
+        if placement.cluster is not None:
+            from cudabench.runner.ray_cluster import connect
+
+            cluster = connect(placement.cluster, placement.keep_workers_s)
         outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer,
                                  clock, so_far)
     except BaseException:  # an error or Ctrl-C: say where the rows measured so far went
         stopped = writer.stopped_note() if writer is not None else None
+        if writer is not None:  # written for the last time: the next run here may write it
+            writer.close()
         if stopped is not None:
             note(stopped)
         elif writer is None:  # no results file: the reports keep them

@@ -10,11 +10,14 @@ renamed over it at the end, so a failed or interrupted run leaves the old file a
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import os
 import re
 import stat
 import tempfile
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -349,36 +352,71 @@ def write_bytes(path: Path, data: bytes, flag: str) -> None:
         stream.write(data)
 
 
-def claim_output(path: Path, flag: str) -> IO[Any] | None:
-    """Hold an exclusive lock on path's results for as long as the returned handle lives
-    (its process, at most); UsageError when another process holds it. A POSIX record lock
-    (lockf): per process, so one process's writers one after another (the Python API, a
-    failed run's traceback still holding its writer) are never refused. The lock file is
-    a hash of the path in a folder of the user's own under the temporary folder, so nothing
-    appears beside the user's files. None where no lock can be taken (no fcntl, no such
-    folder): the write then goes on unguarded, as it did."""
+# The lock files of the paths this process's writers hold now (claim_output). lockf's lock
+# is the process's: it never refuses a second writer here, and closing any handle of a lock
+# file drops the process's lock on it. So a lock file is open here once at most: every open
+# and close of one is made under _CLAIMING (reentrant: the garbage collector may release a
+# dropped claim while this thread claims another).
+_CLAIMED: set[Path] = set()
+_CLAIMING = threading.RLock()
+
+
+class Claim:
+    """One writer's hold on a path's results (claim_output): released by close(), or when
+    it is garbage."""
+
+    def __init__(self, lock: Path, handle: IO[Any]) -> None:
+        _CLAIMED.add(lock)
+        self._release = weakref.finalize(self, _release, lock, handle)
+
+    def close(self) -> None:
+        """Let another writer, of this process too, write the path: this one is done."""
+        self._release()
+
+
+def _release(lock: Path, handle: IO[Any]) -> None:
+    with _CLAIMING:
+        _CLAIMED.discard(lock)
+        handle.close()
+
+
+def claim_output(path: Path, flag: str) -> Claim | None:
+    """Hold an exclusive lock on path's results until the returned claim is closed (or is
+    garbage, or its process ends); UsageError while another writer holds it: of another
+    process (a POSIX record lock, lockf) or of this one (another thread, _CLAIMED). Writers
+    one after another are never refused. The lock file is a hash of the path in a folder of
+    the user's own under the temporary folder, so nothing appears beside the user's files.
+    None where no lock can be taken (no fcntl, no such folder): the write then goes on
+    unguarded, as it did."""
     try:
         import fcntl
     except ImportError:  # not POSIX
         return None
     real = os.fsencode(target(path))  # any bytes a file name may hold, not just UTF-8
     folder = Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        state = folder.lstat()  # a folder (or link) planted under that name by another user
-        if not stat.S_ISDIR(state.st_mode) or state.st_uid != os.getuid():
-            return None  # is not used: its files could be links to this user's files
-        # kept open: the lock lives as long as the handle (the caller holds it)
-        handle = open(folder / f"{hashlib.sha256(real).hexdigest()[:32]}.lock", "a")  # noqa: SIM115
-    except OSError:
-        return None
-    try:
-        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        raise UsageError(f"{flag} {path}: another cudabench run is writing it now; wait for "
-                         "it to end, or write elsewhere") from None
-    return handle
+    lock = folder / f"{hashlib.sha256(real).hexdigest()[:32]}.lock"
+    busy = UsageError(f"{flag} {path}: another cudabench run is writing it now; wait for it "
+                      "to end, or write elsewhere")
+    with _CLAIMING:
+        if lock in _CLAIMED:
+            gc.collect()  # a writer done with it may be garbage not yet collected (a cycle)
+            if lock in _CLAIMED:
+                raise busy
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            state = folder.lstat()  # a folder (or link) planted under that name by another user
+            if not stat.S_ISDIR(state.st_mode) or state.st_uid != os.getuid():
+                return None  # is not used: its files could be links to this user's files
+            # kept open: the lock lives as long as the handle (the claim holds it)
+            handle = open(lock, "a")  # noqa: SIM115
+        except OSError:
+            return None
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise busy from None
+        return Claim(lock, handle)
 
 
 def _take_over(temporary: str, real: Path) -> None:

@@ -102,10 +102,12 @@ class ResultsWriter:
         # an existing file is replaced only by a complete run: the rows stream beside it
         self.streams_to = (self.path.with_name(self.path.name + PARTIAL)
                            if self.path.exists() else self.path)
+        stamped = provenance()  # before the claim: git may be slow, or be stopped (Ctrl-C)
         # Another run writing this file now would replace this one's rows, or remove the
-        # .partial this one keeps its rows in: held until this writer is gone.
+        # .partial this one keeps its rows in: held until this writer is closed or gone.
         self._claim = claim_output(self.path, flag)
         if self.streams_to != self.path and self.streams_to.exists():
+            self.close()  # no writer: a later one must not be refused
             # a stopped run's rows, which the tool said it kept there: never written over
             raise UsageError(f"{flag} {path}: {self.streams_to} holds the rows of a run that "
                              "stopped; move it away or delete it first")
@@ -121,7 +123,6 @@ class ResultsWriter:
         self.kept_note: str | None = None  # why an existing file was left as it was
         self.stopped_early = False  # rows of a run that stopped (a loaded file's, saved
         # again): even the complete write marks the file incomplete
-        stamped = provenance()
         self.metadata: dict[str, Any] = {  # in the order files have always had
             "kind": FILE_KIND,
             "schema_version": SCHEMA_VERSION,
@@ -137,6 +138,12 @@ class ResultsWriter:
         self._encoded: list[str] = []  # each benchmark's JSON text, made once
         # each benchmark's identity and rounds: a later round's row replaces its earlier one
         self._rounds: list[tuple[tuple[Hashable, ...], int]] = []
+
+    def close(self) -> None:
+        """Let another writer, of this process too, write the path: this one is done (its
+        claim is released when it is garbage, too, or its process ends)."""
+        if self._claim is not None:
+            self._claim.close()
 
     def start(self, engine_versions: Mapping[str, str]) -> None:
         """Record the engine's versions. Nothing is written yet: a run that measures
