@@ -138,6 +138,48 @@ def test_import_is_idempotent(tmp_path):
     assert counts(db) == before
 
 
+def test_a_file_a_running_cudabench_is_writing_is_skipped_not_recorded(tmp_path):
+    # its rows so far were recorded (warned of as a run that "stopped early"), then the
+    # whole run again when it ended: two runs of one, each history to the gate
+    from cudabench.cli.history import record_files
+    from cudabench.common.outfiles import claim_output
+    from cudabench.errors import UsageError
+
+    db, streaming = tmp_path / "h.db", make_run(tmp_path, 1)
+    document = json.loads(streaming.read_text(encoding="utf-8"))
+    streaming.write_text(json.dumps({**document, "complete": False}), encoding="utf-8")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
+         "from cudabench.common.outfiles import claim_output\n"
+         f"claim = claim_output(Path({str(streaming)!r}), '--json')\n"
+         "print('writing', flush=True)\nsys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "writing\n"
+        done = make_run(tmp_path, 2)
+        result = invoke("import", streaming, done, "--db", db)
+        assert result.exit_code == 0, result.stderr
+        assert (f"{streaming}: skipped: it is being written by a running cudabench (pid "
+                f"{holder.pid}); import it when that run ends") in result.stdout
+        assert "recorded as run 1" in result.stdout and result.stderr == ""
+        assert counts(db)["runs"] == 1
+        # so is its PATH.partial, where a run streams while an older PATH is kept
+        partial = streaming.with_name(streaming.name + ".partial")
+        partial.write_bytes(streaming.read_bytes())
+        result = invoke("import", partial, "--db", db)
+        assert "skipped: it is being written" in result.stdout and counts(db)["runs"] == 1
+    finally:
+        holder.communicate("", timeout=30)
+    claim = claim_output(streaming, "--json")  # a thread of this process's, writing it
+    with pytest.raises(UsageError, match="is being written by a running cudabench "
+                                         r"\(this process\): record it when that run ends"):
+        record_files([streaming], db, say=False)
+    assert claim is not None
+    claim.close()
+    result = invoke("import", streaming, "--db", db)  # its run stopped: recorded, warned of
+    assert "recorded as run 2" in result.stdout and "stopped early" in result.stderr
+
+
 def test_a_re_edited_copy_of_a_recorded_file_is_the_same_run(tmp_path):
     # only the text's hash identified a run: five re-indented copies of one slow run
     # became five runs, an "established level", and the slowdown then passed the check

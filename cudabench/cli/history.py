@@ -26,7 +26,7 @@ from cudabench.history import DEFAULT_HELP, default_store
 from cudabench.history.records import Benchmark, parse_time
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_CAP, DEFAULT_MIN_RUNS
-from cudabench.common.outfiles import check_outputs
+from cudabench.common.outfiles import being_written, check_outputs
 from cudabench.render import terminal
 from cudabench.render.comparison import verdict_counts
 from cudabench.render.plot import HINT as PLOT_HINT
@@ -79,10 +79,22 @@ def import_command(files: tuple[Path, ...], db: Path, branch: str | None) -> int
 def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
                  say: bool = True) -> int:
     """Record results files in the store at db, all or none; say what each added (the
-    command does; the Python API, whose caller has the returned path, says nothing)."""
+    command does; the Python API, whose caller has the returned path, says nothing). A
+    file a running cudabench is writing is skipped (the API: refused): its rows so far are
+    no run, and the whole run, recorded when it ends, would be another."""
     loaded: list[tuple[ResultsFile, str]] = []
+    said: list[tuple[str, bool]] = []  # (line, a warning): printed once committed
     for path in files:  # every file checked before the store is touched: all or nothing
-        results = load_results(path)
+        writing = being_written(path)  # asked before the read and after: a run that ended
+        results = load_results(path)  # meanwhile left the rows read, or a whole file
+        if results.metadata.get("complete") is False:
+            writing = writing or being_written(path)
+            if writing and not say:
+                raise UsageError(f"{path}: is {writing}: record it when that run ends")
+            if writing:
+                said.append((f"{path}: skipped: it is {writing}; import it when that run "
+                             "ends", False))
+                continue
         if not results.benchmarks:
             raise UsageError(f"{path}: holds no benchmarks (its run measured nothing): "
                              "nothing to record")
@@ -92,7 +104,8 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
                              "record a run of the chosen configuration (--best-out FILE, "
                              "then cudabench run FILE --record)")
         loaded.append((results, read_text(path)))
-    said: list[tuple[str, bool]] = []  # (line, a warning): printed once committed
+    if not loaded:  # every file skipped: no store is made for nothing
+        return _say(said) if say else int(ExitCode.OK)
     with Store.open(db, create=True) as store:
         with store.transaction():
             for results, source in loaded:
@@ -113,8 +126,11 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
         if not say:
             warnings.warn(store.wal_left, RuntimeWarning, stacklevel=2)
         said.append((store.wal_left, True))
-    if not say:
-        return int(ExitCode.OK)
+    return _say(said) if say else int(ExitCode.OK)
+
+
+def _say(said: list[tuple[str, bool]]) -> int:
+    """Print record_files' lines: a warning on stderr, the others on stdout."""
     out, err = terminal.stdout_console(), terminal.stderr_console()
     for line, warning in said:
         if warning:

@@ -10,6 +10,7 @@ renamed over it at the end, so a failed or interrupted run leaves the old file a
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import hashlib
 import os
@@ -17,6 +18,7 @@ import re
 import stat
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -385,38 +387,108 @@ def claim_output(path: Path, flag: str) -> Claim | None:
     garbage, or its process ends); UsageError while another writer holds it: of another
     process (a POSIX record lock, lockf) or of this one (another thread, _CLAIMED). Writers
     one after another are never refused. The lock file is a hash of the path in a folder of
-    the user's own under the temporary folder, so nothing appears beside the user's files.
-    None where no lock can be taken (no fcntl, no such folder): the write then goes on
-    unguarded, as it did."""
+    the user's own under the temporary folder, so nothing appears beside the user's files;
+    it holds the writer's pid, for writer_of. None where no lock can be taken (no fcntl, no
+    such folder): the write then goes on unguarded, as it did."""
     try:
         import fcntl
     except ImportError:  # not POSIX
         return None
-    real = os.fsencode(target(path))  # any bytes a file name may hold, not just UTF-8
-    folder = Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"
-    lock = folder / f"{hashlib.sha256(real).hexdigest()[:32]}.lock"
-    busy = UsageError(f"{flag} {path}: another cudabench run is writing it now; wait for it "
-                      "to end, or write elsewhere")
+    folder, lock = _lock_of(target(path))
     with _CLAIMING:
         if lock in _CLAIMED:
             gc.collect()  # a writer done with it may be garbage not yet collected (a cycle)
             if lock in _CLAIMED:
-                raise busy
+                raise _busy(path, flag, "this process")
         try:
             folder.mkdir(mode=0o700, exist_ok=True)
             state = folder.lstat()  # a folder (or link) planted under that name by another user
             if not stat.S_ISDIR(state.st_mode) or state.st_uid != os.getuid():
                 return None  # is not used: its files could be links to this user's files
             # kept open: the lock lives as long as the handle (the claim holds it)
-            handle = open(lock, "a")  # noqa: SIM115
+            handle = open(lock, "a+")  # noqa: SIM115
         except OSError:
             return None
-        try:
-            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            raise busy from None
+        for attempt in range(5):  # writer_of's shared lock is held for a moment: not a writer
+            try:
+                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if attempt == 4:
+                    holder = _pid_in(handle.fileno())
+                    handle.close()
+                    raise _busy(path, flag, holder) from None
+                time.sleep(0.01)
+        with contextlib.suppress(OSError):  # who writes: for the messages of the others
+            handle.truncate(0)
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
         return Claim(lock, handle)
+
+
+def writer_of(path: Path) -> str | None:
+    """Return who is writing path's results now (holds its claim_output): 'pid N' (another
+    process), 'this process' (another writer of it here), '' (a process of unknown pid); or
+    None where no cudabench writes it. A PATH.partial is PATH's rows. Probed on a handle of
+    its own with a shared lock of a moment, never where this process holds the claim:
+    closing that handle would drop the claim's lock."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: claim_output takes no lock either
+        return None
+    real = target(path)
+    if real.name.endswith(PARTIAL):  # the writer streams PATH's rows there
+        real = target(real.with_name(real.name.removesuffix(PARTIAL)))
+    _, lock = _lock_of(real)
+    with _CLAIMING:  # no claim here opens or closes the lock file meanwhile
+        if lock in _CLAIMED:
+            return "this process"
+        try:
+            handle = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:  # none: never written, or not by this user
+            return None
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            return _pid_in(handle) if exc.errno in (errno.EACCES, errno.EAGAIN) else None
+        else:
+            fcntl.lockf(handle, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(handle)
+
+
+def being_written(path: Path) -> str | None:
+    """Return 'being written by a running cudabench (pid N)' where one writes path now
+    (writer_of), else None: what a reader of its incomplete rows is told, not "stopped"."""
+    who = writer_of(path)
+    return None if who is None else f"being written by a running cudabench{_in_brackets(who)}"
+
+
+def _lock_of(real: Path) -> tuple[Path, Path]:
+    """Return the folder of this user's lock files and the lock file of the path real."""
+    folder = Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"
+    name = os.fsencode(real)  # any bytes a file name may hold, not just UTF-8
+    return folder, folder / f"{hashlib.sha256(name).hexdigest()[:32]}.lock"
+
+
+def _pid_in(handle: int) -> str:
+    """Return 'pid N' as the lock file open at handle holds it, else ''."""
+    try:
+        text = os.pread(handle, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+    return f"pid {text}" if text.isdigit() else ""
+
+
+def _in_brackets(who: str) -> str:
+    return f" ({who})" if who else ""
+
+
+def _busy(path: Path, flag: str, who: str) -> UsageError:
+    """Return the error of an output another writer (who: writer_of's) is writing now."""
+    return UsageError(f"{flag} {path}: another cudabench run is writing it now"
+                      f"{_in_brackets(who)}; wait for it to end, or write elsewhere")
 
 
 def _take_over(temporary: str, real: Path) -> None:
