@@ -168,6 +168,11 @@ def test_a_file_a_running_cudabench_is_writing_is_skipped_not_recorded(tmp_path)
         partial.write_bytes(streaming.read_bytes())
         result = invoke("import", partial, "--db", db)
         assert "skipped: it is being written" in result.stdout and counts(db)["runs"] == 1
+        checked = invoke("check", streaming, "--db", db)  # gated: failed, not "stopped"
+        assert checked.exit_code == 1 and (
+            f"{streaming} is incomplete: it is being written by a running cudabench (pid "
+            f"{holder.pid}), so it fails the gate; check it when that run ends"
+        ) in checked.stderr, checked.stderr
     finally:
         holder.communicate("", timeout=30)
     claim = claim_output(streaming, "--json")  # a thread of this process's, writing it

@@ -444,6 +444,46 @@ def test_two_writers_of_one_results_file_in_one_process_at_once_are_refused(use_
     assert json.loads(path.read_text())["complete"] and again.path == path
 
 
+def test_a_results_file_a_running_cudabench_writes_is_said_so_not_a_stopped_run(use_fake,
+                                                                               tmp_path):
+    # a new file streams in place, marked incomplete: a second run to it was told it held
+    # "a run that stopped ... delete it first", and its readers that its run stopped early
+    import subprocess
+    import sys
+
+    streaming, base = tmp_path / "same.json", tmp_path / "base.json"
+    for path in (streaming, base):
+        assert invoke("transpose", "--size", "64", *QUICK, "--json", path).exit_code == 0
+    document = json.loads(streaming.read_text())
+    streaming.write_text(json.dumps({**document, "complete": False}))
+    partial = tmp_path / "cur.json.partial"  # where a run streams beside an older cur.json
+    partial.write_text(streaming.read_text())
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
+         "from cudabench.common.outfiles import claim_output\n"
+         f"a = claim_output(Path({str(streaming)!r}), '--json')\n"
+         f"b = claim_output(Path({str(tmp_path / 'cur.json')!r}), '--json')\n"
+         "print('writing', flush=True)\nsys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "writing\n"
+        writing = f"being written by a running cudabench (pid {holder.pid})"
+        one_line_error(invoke("dot", "--size", "100", *QUICK, "--json", streaming),
+                       f"--json {streaming}: another cudabench run is writing it now (pid "
+                       f"{holder.pid})")
+        for path in (streaming, partial):
+            shown = invoke("report", path)
+            assert f"{path} is incomplete: it is {writing}" in shown.stderr, shown.stderr
+            assert "stopped" not in shown.stderr
+        compared = invoke("compare", base, partial)
+        assert compared.exit_code == 1
+        assert (f"error: {partial} is incomplete: it is {writing}, so it fails the gate; "
+                "compare it when that run ends") in compared.stderr, compared.stderr
+    finally:
+        holder.communicate("", timeout=30)
+    assert "its run stopped early" in invoke("report", streaming).stderr  # now it has
+
+
 def test_a_lock_folder_planted_as_a_link_is_not_used(tmp_path, monkeypatch):
     # another user could plant /tmp/cudabench-locks-UID as a link to a folder of this
     # user's: its lock files would be created there; the write goes on unguarded instead

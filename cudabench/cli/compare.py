@@ -15,7 +15,12 @@ import click
 
 from cudabench.analysis.compare import benchmark_text, compare
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, Verdict, parse_threshold
-from cudabench.common.outfiles import EachWritten, check_outputs, write_text
+from cudabench.common.outfiles import (
+    EachWritten,
+    being_written,
+    check_outputs,
+    write_text,
+)
 from cudabench.common.stats import relative_spread
 from cudabench.errors import UsageError
 from cudabench.history import DEFAULT_HELP, default_store
@@ -78,7 +83,12 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     comparison = judge(before, after, threshold, alpha, db, allow_different_gpu, power,
                        allow_missing, max_threshold)
     terminal.render_comparison(comparison, terminal.stdout_console())
-    if after.metadata.get("complete") is False:  # a baseline's is one of the notes
+    writing = being_written(current) if after.metadata.get("complete") is False else None
+    if writing:  # its run goes on: not one to run again
+        terminal.stderr_console().print(
+            f"error: {after.path} is incomplete: it is {writing}, so it fails the gate; "
+            "compare it when that run ends", markup=False, style="bold red", soft_wrap=True)
+    elif after.metadata.get("complete") is False:  # a baseline's is one of the notes
         terminal.render_incomplete(after.path, terminal.stderr_console())
     # after the verdicts are shown: a report that cannot be written (a full disk) neither
     # hides them nor stops the next report

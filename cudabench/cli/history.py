@@ -331,9 +331,11 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                          "variants, sizes and types)")
     _render_check(verdicts, db, incomplete=results.metadata.get("complete") is False)
     if results.metadata.get("complete") is False:  # a crashed run passes no gate, as in compare
-        terminal.stderr_console().print(f"error: {current} is incomplete (its run stopped "
-                                        "before its last row): it fails the gate",
-                                        markup=False, style="bold red")
+        writing = being_written(current)  # or a run that goes on
+        why = (f": it is {writing}, so it fails the gate; check it when that run ends"
+               if writing else " (its run stopped before its last row): it fails the gate")
+        terminal.stderr_console().print(f"error: {current} is incomplete{why}", markup=False,
+                                        style="bold red", soft_wrap=True)
         return int(ExitCode.REGRESSION)
     return int(verdicts.exit_code)
 

@@ -465,6 +465,13 @@ def being_written(path: Path) -> str | None:
     return None if who is None else f"being written by a running cudabench{_in_brackets(who)}"
 
 
+def refuse_written(path: Path, flag: str) -> None:
+    """Refuse an output a running cudabench is writing now (writer_of)."""
+    who = writer_of(path)
+    if who is not None:
+        raise _busy(path, flag, who)
+
+
 def _lock_of(real: Path) -> tuple[Path, Path]:
     """Return the folder of this user's lock files and the lock file of the path real."""
     folder = Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cudabench.common.infiles import MiB, TooLarge, gunzip_capped, read_capped
-from cudabench.common.outfiles import SQLITE_MAGIC
+from cudabench.common.outfiles import SQLITE_MAGIC, refuse_written
 from cudabench.common.text import decoded
 from cudabench.errors import ResultsFileError, UsageError
 from cudabench.results.codec import (
@@ -132,8 +132,12 @@ def check_replaceable(path: Path | None, flag: str) -> None:
     it (notes, a kernel, a history store named by mistake). An empty file is taken, and so
     is any cudabench results file, one this version cannot read included (a newer one, a
     damaged one: still the results it was, which the run replaces), but one a stopped run
-    left marked incomplete: its rows may be the only ones that run kept."""
-    if path is None or not path.is_file() or path.stat().st_size == 0:
+    left marked incomplete: its rows may be the only ones that run kept. One a running
+    cudabench is writing is refused as that: its writer's lock comes later."""
+    if path is None:
+        return
+    refuse_written(path, flag)  # not "a run that stopped": one that goes on
+    if not path.is_file() or path.stat().st_size == 0:
         return
     try:
         data = json.loads(read_text(path))

@@ -7,6 +7,7 @@ import functools
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cudabench.common.stats import Summary, summarize
@@ -321,10 +322,16 @@ class ResultsFile:
     @property
     def said(self) -> tuple[str, ...]:
         """Return what a reader of the file's rows must be told: that its run stopped
-        early, and the notes the run kept (a GPU given up, variants left out; a `notes`
-        field of another shape, written by a person, is none of them)."""
-        stopped = ((f"{self.path} is incomplete: its run stopped early",)
-                   if self.metadata.get("complete") is False else ())
+        early (or is still writing it), and the notes the run kept (a GPU given up,
+        variants left out; a `notes` field of another shape, written by a person, is none
+        of them)."""
+        stopped: tuple[str, ...] = ()
+        if self.metadata.get("complete") is False:
+            from cudabench.common.outfiles import being_written
+
+            writing = being_written(Path(self.path))  # not stopped: its run goes on
+            stopped = (f"{self.path} is incomplete: "
+                       + (f"it is {writing}" if writing else "its run stopped early"),)
         notes = self.metadata.get("notes")
         kept = tuple(n for n in notes if isinstance(n, str)) if isinstance(notes, list) else ()
         return stopped + kept
