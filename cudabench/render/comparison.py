@@ -67,11 +67,11 @@ def gate_head(c: Comparison) -> tuple[str, bool]:
     rows are regressions, which must not hide why they are missing), else none."""
     regressed = len(c.regressions)
     if regressed:
-        stopped = "; the current run is incomplete (it stopped early)" \
-            if c.current_incomplete else ""
+        # why (stopped, or still being written) is the error line's under the summary
+        stopped = "; the current run is incomplete" if c.current_incomplete else ""
         return f"{regressed} regression{'s' if regressed != 1 else ''}{stopped}", True
     if c.current_incomplete:
-        return "gate failed, the current run is incomplete (it stopped early)", True
+        return "gate failed, the current run is incomplete", True
     return "no regression", False
 
 

@@ -116,7 +116,7 @@ def file_html(results: ResultsFile) -> str:
         ("benchmarks", len(results.benchmarks)),
     ]
     if meta.get("complete") is False:
-        pairs.append(("complete", "no: its run stopped early"))
+        pairs.append(("complete", "no: its run stopped early, or has not ended"))
     return facts_html(pairs)
 
 
