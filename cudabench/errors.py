@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 
 
 class ExitCode(enum.IntEnum):
@@ -96,3 +97,14 @@ class ResultsFileError(CudabenchError):
 
 class OpFileError(CudabenchError):
     """An op's Python file is broken, or its code raised; the message names the file."""
+
+
+def folder_gone(fix: str = "cd to an existing folder") -> UsageError | None:
+    """Return the error of a current folder deleted or moved away (a shell still in it),
+    else None: os.getcwd() fails, and with it a relative path, a worker's spawn, a file's
+    real path. Asked once something failed, as a command that needs no folder still runs."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return UsageError(f"the current folder no longer exists (deleted or moved): {fix}")
+    return None

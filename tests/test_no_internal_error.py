@@ -89,3 +89,51 @@ def test_a_cli_sweep_past_the_cap_is_refused_before_it_is_made(no_gpu_work):
     values = ",".join(str(v) for v in range(1, 200))
     one_line(invoke("matmul", "--size", "64", "-p", f"A={values}", "-p", f"B={values}",
                     "-p", f"C={values}"), "points, more than")
+
+
+GONE = "the current folder no longer exists (deleted or moved): "
+
+
+def _in_a_removed_folder(tmp_path: Path, *command: str):
+    """Run command in a folder deleted under it (a shell left in it): os.getcwd() fails."""
+    import subprocess
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    return subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh",
+                           str(gone), *command], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    ["compare", str(DATA / "baseline.json"), str(DATA / "slower20.json")],
+    ["dot", "--size", "1024", "--json", "{tmp}/g.json"],  # a worker's spawn needs the folder
+    ["run"],  # the suite file is looked for there
+])
+def test_a_deleted_current_folder_is_a_usage_error(tmp_path, args):
+    # exit 4, "internal error: FileNotFoundError", a bug to report
+    import sys
+
+    fake = str(Path(__file__).parent / "fake_cli.py")
+    done = _in_a_removed_folder(tmp_path, sys.executable, fake,
+                                *(arg.format(tmp=tmp_path) for arg in args))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"cudabench: error: {GONE}cd to an " \
+        "existing folder", done.stderr
+
+
+def test_a_deleted_current_folder_is_a_usage_error_in_python(tmp_path):
+    import sys
+
+    script = ("import cudabench.api as cb\n"
+              "from cudabench.cli import commands\n"
+              "from cudabench.engines.fake_engine import FakeSpec\n"
+              "commands.engine_spec = lambda device: FakeSpec(device_index=device)\n"
+              "for call in (lambda: cb.run('dot', size=1024), cb.run_suite):\n"
+              "    try:\n"
+              "        call()\n"
+              "    except cb.UsageError as exc:\n"
+              "        print(exc)\n")
+    done = _in_a_removed_folder(tmp_path, sys.executable, "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"{GONE}os.chdir() to an existing folder"] * 2, \
+        done.stdout

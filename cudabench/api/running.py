@@ -26,7 +26,7 @@ from typing import Any
 from cudabench.api.results import PathLike, Results, as_path
 from cudabench.api.terms import RUN_ARGUMENTS, python_terms, switch
 from cudabench.common.cache_dir import cache_root
-from cudabench.errors import CudabenchError, ResultsNotWritten, UsageError
+from cudabench.errors import CudabenchError, ResultsNotWritten, UsageError, folder_gone
 from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
 from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES, BenchmarkResult
@@ -69,11 +69,24 @@ def run(op: str, *, variants: str | Sequence[str] | None = None,
 
     refuse_in_a_worker_import()
     forget_file_ops()  # op files edited since the last run are loaded afresh, as a command does
-    with python_terms(RUN_ARGUMENTS):
+    with python_terms(RUN_ARGUMENTS), _in_an_existing_folder():
         extra = _extra_insight(full_check, counters, energy, transfers, sanitize)
         return _run(op, variants, size, dtype, params, kernels_dir, sources, device, timing,
                     seed, hot, l2_flush, vendor, batch, json, progress, keep_workers,
                     writeback, extra)
+
+
+@contextlib.contextmanager
+def _in_an_existing_folder() -> Iterator[None]:
+    """Re-raise the OSError of a current folder deleted under the caller (a worker's spawn
+    and a relative path need it) as the UsageError that says so."""
+    try:
+        yield
+    except OSError:
+        gone = folder_gone("os.chdir() to an existing folder")
+        if gone is None:
+            raise
+        raise gone from None
 
 
 def _extra_insight(full_check: Any, counters: Any, energy: Any, transfers: Any,
@@ -204,7 +217,7 @@ def run_suite(path: PathLike | None = None, *,
 
     refuse_in_a_worker_import()
     forget_file_ops()  # op files edited since the last run are loaded afresh, as a command does
-    with python_terms(RUN_ARGUMENTS):
+    with python_terms(RUN_ARGUMENTS), _in_an_existing_folder():
         return _run_suite(path, kernels_dir, device, vendor, batch, json, progress,
                           keep_workers, l2_flush)
 

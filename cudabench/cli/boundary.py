@@ -17,8 +17,8 @@ from typing import IO, Any, TextIO, cast
 import click
 
 from cudabench.common.streams import lead_nowhere
-from cudabench.errors import (CudabenchError, ExitCode, OutputNotWritten, stopped_code,
-                              stopped_text)
+from cudabench.errors import (CudabenchError, ExitCode, OutputNotWritten, folder_gone,
+                              stopped_code, stopped_text)
 
 TRACEBACK_FLAG = "--traceback"
 GROUP_FLAGS = (TRACEBACK_FLAG, "--wide")  # the group's flags, given before or after a command
@@ -92,11 +92,16 @@ class BoundaryGroup(click.Group):
         except Exception as exc:  # a bug: say so, and how to report it
             if ctx.params.get("traceback"):
                 traceback_module.print_exc()
-            print_error(
-                f"cudabench: internal error: {type(exc).__name__}: {exc}\n"
-                "This is a bug in cudabench: re-run with --traceback and report the output."
-            )
-            code = ExitCode.INTERNAL
+            gone = folder_gone()  # not a bug: the shell's folder was deleted under it
+            if gone is not None:
+                print_error(f"cudabench: error: {gone}")
+                code = gone.exit_code
+            else:
+                print_error(
+                    f"cudabench: internal error: {type(exc).__name__}: {exc}\n"
+                    "This is a bug in cudabench: re-run with --traceback and report the "
+                    "output.")
+                code = ExitCode.INTERNAL
         ctx.exit(int(code or 0))
 
 
