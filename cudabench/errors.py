@@ -17,6 +17,14 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
     TERMINATED = 143  # SIGTERM (128 + 15): a CI job cancelled or timed out
 
+    # The number, as print(results.exit_code) and f-strings show it: Python 3.10's IntEnum
+    # printed "ExitCode.OK" (3.11 made str() the number)
+    def __str__(self) -> str:
+        return str(int(self))
+
+    def __format__(self, spec: str) -> str:
+        return format(int(self), spec)
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the command's process as Ctrl-C is (entry.py): the run stops the

@@ -639,6 +639,14 @@ def test_a_script_that_calls_run_unguarded_is_told_how_to_fix_it(tmp_path):
     assert done.stderr.count(hint) == 1 and hint in done.stdout, (done.stdout, done.stderr)
 
 
+def test_an_exit_code_prints_as_its_number():
+    # print(results.exit_code) printed "ExitCode.OK" on Python 3.10 (3.11 made it the number)
+    from cudabench.errors import ExitCode
+
+    assert str(ExitCode.OK) == "0" and f"{ExitCode.USAGE}" == "2" and "%s" % ExitCode.USAGE == "2"
+    assert f"{ExitCode.INTERRUPTED:>4d}" == " 130" and repr(ExitCode.OK) == "<ExitCode.OK: 0>"
+
+
 def test_a_script_piped_to_python_runs(tmp_path):
     # `python - <<EOF`: __main__.__file__ is "<stdin>", which the spawned worker tried to
     # run (FileNotFoundError tracebacks), every row an ERROR told to guard __main__

@@ -3,12 +3,17 @@ an index: `pip install 'cudabench[plot]'` found nothing)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from cudabench.common.extras import install_hint, requirements
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the backport, a dependency there
+    import tomli as tomllib
 
 EXTRAS = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(
     encoding="utf-8"))["project"]["optional-dependencies"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
-import tomllib
 from click.testing import CliRunner
 
 from cudabench.analysis.best import decide
@@ -18,6 +18,11 @@ from cudabench.errors import UsageError
 from cudabench.ops.sizes import expand_sizes, expand_values
 from cudabench.results import load_results
 from cudabench.results.model import BenchmarkResult, Status
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the backport, a dependency there
+    import tomli as tomllib
 
 QUICK = ["--warmup", "0", "--min-samples", "8", "--max-time", "0.05", "--no-vendor",
          "--no-batch"]
