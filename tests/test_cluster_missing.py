@@ -57,3 +57,14 @@ def test_the_cluster_s_nodes_run_the_tools_not_the_host_that_drives_it(use_fake,
         assert done.exit_code == 2 and "Ray is not installed" in done.stderr, done.stderr
         here = _invoke("dot", "--size", "100", flag)
         assert here.exit_code == 2 and "ncu" in here.stderr, here.stderr
+
+
+def test_without_ray_a_ray_client_address_names_the_ray_client_extra(use_fake, monkeypatch):
+    # "pip install 'ray>=2.9'" (the `ray` extra): the minimal Ray it installed then said
+    # "Ray Client requires pip package ray[client]"
+    monkeypatch.setitem(sys.modules, "ray", None)
+    done = _invoke("dot", "--size", "100", "--cluster", "ray://127.0.0.1:10001")
+    assert done.exit_code == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Ray is not installed" in lines[0], done.stderr
+    assert "pip install 'ray[client]>=2.9' (cudabench's `ray-client` extra)" in lines[0], lines

@@ -130,6 +130,12 @@ def check_reachable(text: str) -> None:
                          f"{named_by}: {why}") from None
 
 
+def ray_install_hint(text: str) -> str:
+    """Return how to install the Ray that --cluster text needs: a ray:// address is Ray
+    Client's, which the minimal Ray (the `ray` extra) lacks."""
+    return install_hint("ray-client") if text.startswith("ray://") else INSTALL_HINT
+
+
 def connect(text: str, keep_s: float = 0.0, running: bool = False) -> RayCluster:
     """Start or join the Ray cluster --cluster names; UsageError saying why it cannot.
     keep_s > 0 (--keep-workers) keeps the actors warm that long after the run. running:
@@ -140,7 +146,7 @@ def connect(text: str, keep_s: float = 0.0, running: bool = False) -> RayCluster
         import ray
     except ImportError as exc:
         why = broken("ray", exc) or "Ray is not installed"
-        raise UsageError(f"--cluster {text}: {why} ({INSTALL_HINT})") from None
+        raise UsageError(f"--cluster {text}: {why} ({ray_install_hint(text)})") from None
     started = False
     if not ray.is_initialized():
         check_reachable(text)
