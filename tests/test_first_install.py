@@ -19,6 +19,7 @@ from helpers import MATMUL_HEADER, write_kernel
 from cudabench.catalog import discover
 from cudabench.cli import cli
 from cudabench.cli.boundary import hoist_group_flags
+from cudabench.common import extras
 from cudabench.errors import ExitCode
 from cudabench.engines import nvcc
 
@@ -130,13 +131,17 @@ def test_nvcc_is_found_in_cuda_root_and_in_usr_local_cuda(bare, monkeypatch):
 WRAPPER_ERROR = "nvcc-wrapper: error: /opt/cuda-12.9/bin/nvcc: No such file or directory"
 
 
-def test_a_broken_wrapper_is_named_with_its_first_error_line(bare):
+def test_a_broken_wrapper_is_named_with_its_first_error_line(bare, monkeypatch):
+    # an installed wheel's hint: `pip install -e '.[gpu]'` was a clone's
+    monkeypatch.setattr(extras, "requirements", lambda extra: ("pycuda>=2024.1",))
     wrapper = fake_nvcc(bare / "empty",
                         f'echo "nvcc-wrapper: starting"\necho "{WRAPPER_ERROR}" >&2\nexit 127\n')
     message = nvcc.nvcc_problem()
     assert message is not None
     assert f"nvcc was found at {wrapper} but fails to run" in message
     assert WRAPPER_ERROR in message and "wrapper" in message and "CUDA_ROOT=" in message
+    assert message.endswith("CUDA_ROOT=/path/to/cuda pip install 'pycuda>=2024.1' "
+                            "(cudabench's `gpu` extra)"), message
     assert "not found" not in message
     build = nvcc.compile_ptx(a_variant(), {"TILE": 16})
     assert build.returncode == 127 and build.output == message and "\n" not in build.output

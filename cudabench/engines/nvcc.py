@@ -99,9 +99,12 @@ def nvcc_problem(nvcc: str | None = None) -> str | None:
     nvcc = nvcc or find_nvcc()
     if nvcc is None:
         return not_found_message()
+    from cudabench.common.extras import install_hint
+
+    # the gpu extra's own packages: `pip install -e '.[gpu]'` is a clone's, not a wheel's
     fix = ("if it is a wrapper script, fix it or put the toolkit's own bin folder first on "
-           "PATH; to build PyCUDA against that toolkit: CUDA_ROOT=/path/to/cuda pip install "
-           "-e '.[gpu]'")
+           "PATH; to build PyCUDA against that toolkit: CUDA_ROOT=/path/to/cuda "
+           f"{install_hint('gpu')}")
     try:
         done = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
                               timeout=PROBE_TIMEOUT_S)
