@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import enum
 import os
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from cudabench.api.results import Results
 
 
 class ExitCode(enum.IntEnum):
@@ -65,11 +69,13 @@ class UsageError(CudabenchError):
 class ResultsNotWritten(UsageError):
     """A run measured its rows but could not write its results file at the end (a full
     disk): the message says where the rows streamed so far are; `results` holds every row
-    where the caller has them (the Python API's Results)."""
+    where the caller has them: the Python API's Results (a command's own: None, never a
+    caller's to see)."""
 
-    def __init__(self, message: str, results: object = None) -> None:
+    def __init__(self, message: str, results: Results | None = None) -> None:
         super().__init__(message)
-        self.results = results
+        # typed as what the API's callers get: `except ResultsNotWritten as e: len(e.results)`
+        self.results = cast("Results", results)
 
 
 class KernelFileError(CudabenchError):

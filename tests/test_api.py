@@ -908,3 +908,18 @@ def test_saved_rows_keep_the_commit_and_time_they_were_measured_at(use_fake, tmp
     results.record(tmp_path / "h.db")
     with Store.open(tmp_path / "h.db") as store:
         assert [run.commit for run in store.runs()] == [measured_at]
+
+
+def test_the_api_is_typed_as_docs_python_md_promises(monkeypatch):
+    # mypy --strict on a user's script refused size=np.int64(1024), TimingPolicy(max_time_s=
+    # np.float32(0.1)) ("expected float") and len(error.results) of ResultsNotWritten
+    # ("object" is not Sized). The project's own mypy checks tests/typing too, but for
+    # Python 3.10, where NumPy 2.3+ has no types: this checks it for 3.11, as users see it.
+    mypy = pytest.importorskip("mypy.api")
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("MYPYPATH", str(root))  # this checkout's cudabench, installed or not
+    out, err, status = mypy.run([
+        "--strict", "--python-version", "3.11", "--follow-imports", "silent",
+        "--config-file", "", "--cache-dir", str(root / ".mypy_cache"),
+        str(root / "tests" / "typing" / "api_types.py")])
+    assert status == 0, out + err

@@ -312,3 +312,19 @@ def test_a_gpu_idle_longer_than_the_gap_gets_the_full_warm_up(dot_plan, monkeypa
     first = warm_up_launches(engine, dot_plan)
     second = warm_up_launches(engine, dot_plan)
     assert second >= first / 2 and first >= 10, (first, second)
+
+
+def test_the_typed_init_of_timing_policy_names_its_fields():
+    # TimingPolicy's __init__ as type checkers see it (NumPy's numbers taken) is written out:
+    # a field added to the dataclass must be added there too
+    import ast
+    import dataclasses
+    import inspect
+
+    import cudabench.planning.timing as timing
+
+    tree = ast.parse(inspect.getsource(timing.TimingPolicy))
+    (init,) = [node for node in ast.walk(tree)
+               if isinstance(node, ast.FunctionDef) and node.name == "__init__"]
+    assert [arg.arg for arg in init.args.args[1:]] == \
+        [field.name for field in dataclasses.fields(timing.TimingPolicy)]

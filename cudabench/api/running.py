@@ -21,7 +21,7 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from cudabench.api.results import PathLike, Results, as_path
 from cudabench.api.terms import RUN_ARGUMENTS, python_terms, switch
@@ -31,20 +31,26 @@ from cudabench.planning.plan import Insight
 from cudabench.planning.timing import TimingPolicy
 from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES, BenchmarkResult
 
-Size = int | str
+if TYPE_CHECKING:
+    import numpy as np
+
+# NumPy's numbers are taken wherever a number is (a notebook's often are): typed so, too
+Integer: TypeAlias = "int | np.integer[Any]"
+Real: TypeAlias = "float | np.floating[Any] | np.integer[Any]"
+Size: TypeAlias = "Integer | str"
 _VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
 def run(op: str, *, variants: str | Sequence[str] | None = None,
         size: Size | Sequence[Size] | None = None, dtype: str | None = None,
-        params: Mapping[str, int | Sequence[int]] | None = None,
+        params: Mapping[str, Integer | Sequence[Integer]] | None = None,
         kernels_dir: PathLike | Sequence[PathLike] | None = None,
-        sources: Mapping[str, str] | None = None, device: int = 0,
-        timing: TimingPolicy | None = None, seed: int = 0, hot: bool = False,
+        sources: Mapping[str, str] | None = None, device: Integer = 0,
+        timing: TimingPolicy | None = None, seed: Integer = 0, hot: bool = False,
         l2_flush: str = DEFAULT_L2_FLUSH, vendor: bool = True, batch: bool = True,
-        json: PathLike | None = None, progress: bool = False, keep_workers: float = 0.0,
+        json: PathLike | None = None, progress: bool = False, keep_workers: Real = 0.0,
         writeback: bool = False, full_check: bool = False,
-        counters: bool | str | Sequence[str] = False, energy: bool | float = False,
+        counters: bool | str | Sequence[str] = False, energy: bool | Real = False,
         transfers: bool = False, sanitize: bool | str = False) -> Results:
     """Verify and time op's variants, as `cudabench OP` does; return every row.
 
@@ -124,11 +130,11 @@ def _extra_insight(full_check: Any, counters: Any, energy: Any, transfers: Any,
 
 
 def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Size] | None,
-         dtype: str | None, params: Mapping[str, int | Sequence[int]] | None,
+         dtype: str | None, params: Mapping[str, Integer | Sequence[Integer]] | None,
          kernels_dir: PathLike | Sequence[PathLike] | None, sources: Mapping[str, str] | None,
-         device: int, timing: TimingPolicy | None, seed: int, hot: bool, l2_flush: str,
+         device: Integer, timing: TimingPolicy | None, seed: Integer, hot: bool, l2_flush: str,
          vendor: bool, batch: bool, json: PathLike | None, progress: bool,
-         keep_workers: float, writeback: bool, extra: Mapping[str, Any]) -> Results:
+         keep_workers: Real, writeback: bool, extra: Mapping[str, Any]) -> Results:
     """run()'s work, its errors in the command's terms."""
     from cudabench.cli.op_commands import refuse_clashes_of
     from cudabench.ops import get_op, load_ops
@@ -169,10 +175,10 @@ def _in_sources_terms(inline: list[Path]) -> Iterator[None]:
 
 
 def _run_in(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Size] | None,
-            dtype: str | None, params: Mapping[str, int | Sequence[int]] | None,
+            dtype: str | None, params: Mapping[str, Integer | Sequence[Integer]] | None,
             given: list[Path], inline: list[Path], device: int, timing: TimingPolicy | None,
-            seed: int, hot: bool, l2_flush: str, vendor: bool, batch: bool,
-            json_path: Path | None, progress: bool, keep_workers: float, writeback: bool,
+            seed: Integer, hot: bool, l2_flush: str, vendor: bool, batch: bool,
+            json_path: Path | None, progress: bool, keep_workers: Real, writeback: bool,
             extra: Mapping[str, Any]) -> Results:
     """_run's work once its folders are known."""
     from cudabench.cli.options import Outputs, build_requests
@@ -204,9 +210,9 @@ def _run_in(op: str, variants: str | Sequence[str] | None, size: Size | Sequence
 
 
 def run_suite(path: PathLike | None = None, *,
-              kernels_dir: PathLike | Sequence[PathLike] | None = None, device: int = 0,
+              kernels_dir: PathLike | Sequence[PathLike] | None = None, device: Integer = 0,
               vendor: bool = True, batch: bool = True, json: PathLike | None = None,
-              progress: bool = False, keep_workers: float = 0.0,
+              progress: bool = False, keep_workers: Real = 0.0,
               l2_flush: str | None = None) -> Results:
     """Run a suite file (cudabench.toml, or pyproject.toml's [tool.cudabench]; default:
     the one in the current folder), as `cudabench run` does; return every row.
@@ -223,8 +229,8 @@ def run_suite(path: PathLike | None = None, *,
 
 
 def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike] | None,
-               device: int, vendor: bool, batch: bool, json: PathLike | None,
-               progress: bool, keep_workers: float, l2_flush: str | None) -> Results:
+               device: Integer, vendor: bool, batch: bool, json: PathLike | None,
+               progress: bool, keep_workers: Real, l2_flush: str | None) -> Results:
     """run_suite()'s work, its errors in the command's terms."""
     from cudabench.catalog.discovery import check_folders, refuse_empty_folders
     from cudabench.cli.options import Outputs, with_flush
@@ -450,7 +456,8 @@ def _sizes(size: Size | Sequence[Size] | None) -> str | None:
     return ",".join(texts)
 
 
-def _param_texts(params: Mapping[str, int | Sequence[int]] | None) -> tuple[str, ...]:
+def _param_texts(params: Mapping[str, Integer | Sequence[Integer]] | None
+                 ) -> tuple[str, ...]:
     """Return the --param texts: NAME=VALUE, or NAME=V1,V2 for a list (a sweep)."""
     if params is None:
         return ()

@@ -12,9 +12,13 @@ import numbers
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from cudabench.common.stats import median_precision, summarize
 from cudabench.errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Clock = Callable[[], float]
 MAX_ROUNDS = 100  # --rounds: beyond this the rounds' own overhead dwarfs what they average
@@ -38,6 +42,16 @@ class TimingPolicy:
     # between two rows then averages the placement and drift that one round would give one
     # row and not the other.
     rounds: int = 1
+
+    if TYPE_CHECKING:  # what __post_init__ takes: NumPy's numbers too (the fields hold Python's)
+        def __init__(self, warmup_s: float | np.floating[Any] | np.integer[Any] = ...,
+                     min_samples: int | np.integer[Any] = ...,
+                     max_samples: int | np.integer[Any] = ...,
+                     precision: float | np.floating[Any] | np.integer[Any] = ...,
+                     max_time_s: float | np.floating[Any] | np.integer[Any] = ...,
+                     timeout_s: float | np.floating[Any] | np.integer[Any] = ...,
+                     compile_timeout_s: float | np.floating[Any] | np.integer[Any] = ...,
+                     rounds: int | np.integer[Any] = ...) -> None: ...
 
     def __post_init__(self) -> None:
         """Take NumPy's numbers as Python's (a notebook's often are): np.int64(10) samples
