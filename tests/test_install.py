@@ -12,10 +12,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_wheel_ships_kernels_and_finds_them(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
-                    str(tmp_path / "wheel"), str(ROOT)], check=True)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w",
+                            str(tmp_path / "wheel"), str(ROOT)], capture_output=True,
+                           text=True)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    # the kernels' folders were warned of, one by one, at every build
+    assert "would be ignored" not in built.stdout + built.stderr
     (wheel,) = (tmp_path / "wheel").glob("cudabench-*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
+    # `license = "MIT"`'s text
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in shipped), shipped
     sources = sorted(ROOT.glob("kernels/*/*.cu*"))
     assert sources
     for source in sources:

@@ -22,6 +22,20 @@ def test_every_package_of_the_source_tree_is_installed():
     found = {".".join(init.parent.relative_to(ROOT).parts)
              for init in (ROOT / "cudabench").rglob("__init__.py")}
     assert found - listed == set(), "add these to [tool.setuptools] packages"
+    # the kernels' folders (cudabench.kernels.dot...): unlisted, every build warned
+    # "Package would be ignored" for each
+    kernels = {f"cudabench.kernels.{folder.name}" for folder in (ROOT / "kernels").iterdir()
+               if folder.is_dir() and not folder.name.startswith(("_", "."))}
+    assert kernels and kernels - listed == set(), "add these to [tool.setuptools] packages"
+
+
+def test_the_license_ships():
+    # `license = "MIT"` named no file: the wheel carried no license text
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License\n") and "Copyright (c) 2026 the cudabench developers" \
+        in text and "WITHOUT WARRANTY OF ANY KIND" in text
 
 
 def test_the_package_s_stub_names_every_api_name_and_ships():
