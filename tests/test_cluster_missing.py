@@ -68,3 +68,18 @@ def test_without_ray_a_ray_client_address_names_the_ray_client_extra(use_fake, m
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Ray is not installed" in lines[0], done.stderr
     assert "pip install 'ray[client]>=2.9' (cudabench's `ray-client` extra)" in lines[0], lines
+
+
+def test_a_dry_run_without_ray_names_the_ray_client_extra_for_an_address(use_fake,
+                                                                          monkeypatch):
+    # the dry run's note named the `ray` extra, whose minimal Ray has no Ray Client
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "ray" else real(name, *args))
+    done = _invoke("dot", "--size", "100", "--cluster", "ray://127.0.0.1:10001", "--dry-run")
+    assert done.exit_code == 0, done.stderr
+    assert "cudabench's `ray-client` extra" in done.stderr, done.stderr
+    done = _invoke("dot", "--size", "100", "--cluster", "ray", "--dry-run")
+    assert "cudabench's `ray` extra" in done.stderr, done.stderr

@@ -642,11 +642,11 @@ def would_stop_here(plans: list[Plan], cluster: str | None = None) -> list[str]:
     than it has (the GPU's is not known here); with a cluster, Ray missing here (its
     nodes hold the GPUs, the tools and the memory). Notes, not errors."""
     if cluster is not None:
-        from cudabench.runner.ray_cluster import INSTALL_HINT
+        from cudabench.runner.ray_cluster import ray_install_hint
 
         if importlib.util.find_spec("ray") is None:
             return [f"on this machine a run would stop here: --cluster {cluster}: Ray is not "
-                    f"installed ({INSTALL_HINT})"]
+                    f"installed ({ray_install_hint(cluster)})"]
         return []
     from cudabench.observers.ncu import find_ncu
     from cudabench.observers.sanitizer import find_sanitizer
