@@ -104,6 +104,18 @@ def test_constraints_prune_the_space_before_anything_runs(kernels):
     assert count == 4 and "BM * BN <= 512" in reason
 
 
+@pytest.mark.parametrize("folder", ["constraint", "threads"])
+def test_pruned_reasons_are_counted_by_kind_not_by_the_text_of_a_path(tmp_path, folder):
+    # the reason's text holds the file's path: "constraint" in it was exit 4 (no backquote
+    # to cut at), and "threads" in it called a shared memory excess too many threads
+    kernels = tmp_path / folder
+    kernels.mkdir()
+    (kernels / "tune.cu").write_text(
+        HEADER.replace("// constraint: BM * BN <= 512\n", "// shared_bytes: BM * 4096\n")
+        + BODY)
+    assert space_of(kernels).pruned == {"too much static shared memory": 2 * 3 * 4}  # BM>8
+
+
 def test_an_explicit_configuration_that_breaks_a_constraint_is_a_usage_error(kernels):
     request = Request("matmul", size="64", variants=("tune",), kernels_dirs=(kernels,),
                       params={"BM": 32, "BN": 32})

@@ -32,6 +32,16 @@ SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 TENSOR_MAPS_FROM = (9, 0)  # TMA tensor maps exist from compute capability 9.0 (Hopper) on
 
 
+class Unrunnable(UsageError):
+    """A variant cannot run these parameters at this size; kind says why without them (a
+    search counts its pruned configurations by kind, never by the message's text, which
+    holds the user's file path)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 @dataclass(frozen=True)
 class Insight:
     """What is measured beside the timed samples: vendor rows, batches, counters, energy."""
@@ -100,6 +110,7 @@ class Plan:
     # variants not run, why, and the point's parameters (the header's defaults, the values
     # asked): a sweep's SKIP rows of one variant are told apart, as its run rows are
     skipped: tuple[tuple[KernelVariant, str, Mapping[str, int]], ...] = ()
+    skip_kinds: tuple[str, ...] = ()  # each skipped variant's Unrunnable.kind, in order
     insight: Insight = field(default_factory=lambda: Insight())
     sweep: bool = False  # part of a sweep: combinations a variant cannot run are skipped
     full_check: bool = False  # the full reference, never a randomized check (--full-check)
@@ -210,6 +221,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                                  f"({', '.join(on_request)}): {how}")
             notes.append(f"left out {', '.join(on_request)}: run on request ({how})")
     skipped: list[tuple[KernelVariant, str, Mapping[str, int]]] = []
+    skip_kinds: list[str] = []
     chosen = []
     other_types: dict[str, list[str]] = {}  # unasked variants of other types, by their types
     for name in names:
@@ -266,6 +278,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             point |= {name: value for name, value in request.params.items()
                       if variant.param(name) is not None}
             skipped.append((variant, str(exc), point))
+            skip_kinds.append(exc.kind if isinstance(exc, Unrunnable) else str(exc))
             notes.append(f"skipped {variant.name}: {exc}")
     planned = tuple(planned_list)
     if request.sanitize is not None and request.sanitize not in SANITIZER_TOOLS:
@@ -285,7 +298,8 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     if not (math.isfinite(request.insight.energy_s) and request.insight.energy_s >= 0):
         raise UsageError(f"--energy {request.insight.energy_s}: expected seconds > 0")
     return Plan(op, shape, types, planned, request.seed, request.hot, timing, tuple(notes),
-                request.sanitize, tuple(skipped), request.insight, request.sweep,
+                request.sanitize, tuple(skipped), tuple(skip_kinds), request.insight,
+                request.sweep,
                 full_check=request.full_check, l2_flush=request.l2_flush,
                 kernels_dirs=tuple(request.kernels_dirs), left_for_type=tuple(left_for_type),
                 entry=request.origin.split(" (")[0])
@@ -319,19 +333,21 @@ def refuse_unallowed(flag: str, op: str, param: str, value: int,
 def check_geometry(where: str, grid: Sequence[int], block: Sequence[int]) -> None:
     """Raise UsageError for a grid extent below 1 or a block outside CUDA's limits."""
     if min(grid) < 1:
-        raise UsageError(f"{where}: the grid {_extents(grid)} at this size has an extent "
-                         "below 1; fix the header's launch arithmetic or the --size")
+        raise Unrunnable(f"{where}: the grid {_extents(grid)} at this size has an extent "
+                         "below 1; fix the header's launch arithmetic or the --size",
+                         "a grid extent below 1")
     threads = 1
     for extent, limit in zip(block, MAX_BLOCK_DIMS):
         if not 1 <= extent <= limit:
-            raise UsageError(f"{where}: block extent {extent} outside 1..{limit}; fix the "
-                             "header's launch arithmetic or choose other parameters")
+            raise Unrunnable(f"{where}: block extent {extent} outside 1..{limit}; fix the "
+                             "header's launch arithmetic or choose other parameters",
+                             "a block extent outside CUDA's limits")
         threads *= extent
     if threads > MAX_THREADS_PER_BLOCK:
-        raise UsageError(
+        raise Unrunnable(
             f"{where}: a block of {_extents(block)} = {threads} threads "
-            f"exceeds the CUDA limit of {MAX_THREADS_PER_BLOCK}; choose smaller parameters"
-        )
+            f"exceeds the CUDA limit of {MAX_THREADS_PER_BLOCK}; choose smaller parameters",
+            "too many threads per block")
 
 
 def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
@@ -340,10 +356,10 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     for spec in variant.params:
         value = request.params.get(spec.name, spec.default)
         if not spec.allows(value):
-            raise UsageError(
+            raise Unrunnable(
                 f"{request.flag(spec.name)} {value}: {op.name}/{variant.name} allows "
-                f"{spec.name} in {spec.describe_allowed()}"
-            )
+                f"{spec.name} in {spec.describe_allowed()}",
+                f"{op.name}/{variant.name} allows {spec.name} in {spec.describe_allowed()}")
         params[spec.name] = value
     where = f"{op.name}/{variant.name} with {_describe(params)}"
     variables = header_variables(op, shape, types, params, sm_count=1)
@@ -351,10 +367,11 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
     if broken is not None:
         # the constraint's own parameters given: the caller's choice; else its defaults
         asked = any(name in request.params for name in names_in((broken.condition,)))
-        raise UsageError(f"{variant.path}:{broken.line}: {where} breaks the header's constraint "
+        raise Unrunnable(f"{variant.path}:{broken.line}: {where} breaks the header's constraint "
                          f"`{broken.text}`; " + ("choose other parameters" if asked else
                                                  "those are the header's defaults: fix them or "
-                                                 "the constraint, or choose other parameters"))
+                                                 "the constraint, or choose other parameters"),
+                         f"breaks a header constraint `{broken.text}`")
     for launch, (grid, block) in zip(variant.launches, variant.geometry(variables)):
         # SM_COUNT is 1 here: a launch using it is judged on the GPU, with the GPU's count
         if "SM_COUNT" not in names_in((*launch.grid, *launch.block)):
@@ -362,7 +379,8 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
                            grid, block)
     shared = variant.static_shared_bytes(variables)
     if shared is not None and shared < 0:
-        raise UsageError(f"{where}: shared_bytes is {shared}, below 0; fix {variant.path}")
+        raise Unrunnable(f"{where}: shared_bytes is {shared}, below 0; fix {variant.path}",
+                         "shared_bytes below 0")
     variant.dynamic_shared_bytes(variables)  # KernelFileError if negative
     blocks = math.prod(variant.geometry(variables)[0][0])  # the first launch's grid
     _check_args(op, shape, blocks)
@@ -373,10 +391,10 @@ def _resolve_params(request: Request, op: Op, shape: Shape, types: TypeSet,
         fix = (f"choose smaller parameters, or fix shared_bytes in {variant.path}"
                if variant.params
                else f"fix shared_bytes in {variant.path}")
-        raise UsageError(
+        raise Unrunnable(
             f"{where}: needs {shared} bytes of shared memory per block, more than the "
-            f"{MAX_STATIC_SHARED_BYTES} a block may declare statically; {fix}"
-        )
+            f"{MAX_STATIC_SHARED_BYTES} a block may declare statically; {fix}",
+            "too much static shared memory")
     return params
 
 
@@ -446,8 +464,9 @@ def _check_tensor_maps(op: Op, shape: Shape, types: TypeSet, variant: KernelVari
         kind = types.output if spec.buffer in outputs else types.input
         problem = tensormaps.box_problem(box, kind.itemsize, spec.swizzle)
         if problem is not None:
-            raise UsageError(f"{where}: tensor_map {spec.buffer} in {kind.name}: {problem}; "
-                             "choose other parameters")
+            raise Unrunnable(f"{where}: tensor_map {spec.buffer} in {kind.name}: {problem}; "
+                             "choose other parameters",
+                             f"a tensor_map {spec.buffer} box the driver refuses")
 
 
 def unsupported_on(variant: KernelVariant, compute_capability: str, gpu: str = "this GPU"

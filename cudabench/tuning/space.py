@@ -136,8 +136,8 @@ def _space(request: Request, variant: KernelVariant, given: Mapping[str, Sequenc
         one = dataclasses.replace(request, variants=(variant.name,), params=point,
                                   sweep=True, insight=insight, refuse_unknown_values=False)
         plan = make_plan(one, catalog)
-        if not plan.variants:  # the sweep's rule: why it cannot run, as a note
-            reason = _reason(plan.notes[0] if plan.notes else "cannot run")
+        if not plan.variants:  # the sweep's rule: why it cannot run, counted by its kind
+            reason = plan.skip_kinds[0] if plan.skip_kinds else "cannot run"
             pruned[reason] = pruned.get(reason, 0) + 1
             continue
         plans.append(dataclasses.replace(plan, tuning=True, notes=()))
@@ -150,13 +150,3 @@ def _space(request: Request, variant: KernelVariant, given: Mapping[str, Sequenc
     return Space(variant.op, variant.name, request.size, varying,
                  {name: values[name] for name in varying}, tuple(plans), pruned, held)
 
-
-def _reason(note: str) -> str:
-    """Return a pruned configuration's reason without its parameters (to count alike)."""
-    if "constraint" in note:
-        return "breaks a header constraint " + note[note.index("`"):note.rindex("`") + 1]
-    if "threads" in note or "block extent" in note:
-        return "too many threads per block"
-    if "shared memory" in note:
-        return "too much static shared memory"
-    return note.split(": ", 2)[-1]
