@@ -222,6 +222,20 @@ HEADER_ERRORS = {
     "param stepped range": (header_with("// param B: default 1; allowed 1..64:x2"), 2,
                             "param B: allowed '1..64:x2' is neither integers `A, B, C` nor a "
                             "range `LOW..HIGH`"),
+    # beyond 64 bits: list and run took it, and wrote a results file report refused;
+    # -p refuses it, and the grammar -p refuses (1_6, +16, full-width digits) too
+    "param beyond 64 bits": (
+        header_with("// param B: default 9; allowed 1..99999999999999999999999"), 2,
+        "param B: 99999999999999999999999 is beyond a 64-bit integer"),
+    "param default beyond 64 bits": (
+        header_with("// param B: default 9223372036854775808; allowed 1, 2"), 2,
+        "param B: 9223372036854775808 is beyond a 64-bit integer"),
+    "param underscore": (header_with("// param B: default 16; allowed 1_6, 16"), 2,
+                         "param B: allowed '1_6, 16' is neither integers"),
+    "param plus": (header_with("// param B: default +16; allowed 16"), 2,
+                   "param B: default '+16' is not an integer"),
+    "param full-width digits": (header_with("// param B: default 16; allowed 8..\uff11\uff16"),
+                                2, "param B: allowed '8..\uff11\uff16' is neither integers"),
     "param word missing": (header_with("// param TILE: default; allowed 8"), 2,
                            "cannot read 'default' in a param line"),
     "default not allowed": (header_with("// param TILE: default 12; allowed 8, 16, 32"), 2,

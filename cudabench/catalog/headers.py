@@ -60,7 +60,10 @@ from cudabench.ops.base import BUILTIN_NAMES, TYPE_MACROS
 
 # A header line, `key: value` or `key NAME: value`; a parameter's `allowed A..B`.
 _KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\s*(?P<value>.*)$")
-_RANGE = re.compile(r"^(-?\d+)\s*\.\.\s*(-?\d+)$")
+# ASCII digits after an optional minus: not int()'s 1_6, +16 or full-width digits for 16,
+# which -p refuses too (cli/options.py)
+_INTEGER = re.compile(r"-?[0-9]+")
+_RANGE = re.compile(r"^(-?[0-9]+)\s*\.\.\s*(-?[0-9]+)$")
 
 
 # A line of the comments after the header that can only be meant as one of its lines: a
@@ -289,18 +292,20 @@ def _parse_param(path: Path, number: int, name: str, value: str) -> ParamSpec:
             "`default V; allowed LOW..HIGH`",
         )
     try:
-        default = int(parts["default"])
+        default = _integer(path, number, name, parts["default"])
     except ValueError:
         raise KernelFileError(
-            path, number, f"param {name}: default {parts['default']!r} is not an integer"
+            path, number,
+            f"param {name}: default {parts['default']!r} is not an integer such as 16 or -2"
         ) from None
     allowed_text = parts["allowed"]
     span = _RANGE.match(allowed_text)
     try:
         if span:
-            spec = ParamSpec(name, default, low=int(span[1]), high=int(span[2]))
+            spec = ParamSpec(name, default, low=_integer(path, number, name, span[1]),
+                             high=_integer(path, number, name, span[2]))
         else:
-            values = tuple(int(v) for v in allowed_text.split(","))
+            values = tuple(_integer(path, number, name, v) for v in allowed_text.split(","))
             spec = ParamSpec(name, default, allowed=values)
     except ValueError:
         # Name what was written: a --size style step (`1..64:x2`) reads as neither form.
@@ -320,6 +325,20 @@ def _parse_param(path: Path, number: int, name: str, value: str) -> ParamSpec:
             path, number, f"param {name}: default {default} is not among the allowed values"
         )
     return spec
+
+
+def _integer(path: Path, number: int, name: str, text: str) -> int:
+    """Return a header integer, `16` or `-2`; ValueError for anything else. One beyond 64
+    bits is a KernelFileError: a results file holds 64-bit integers (-p refuses it too),
+    and a run that wrote one wrote a file no command would read."""
+    text = text.strip()
+    if not _INTEGER.fullmatch(text):
+        raise ValueError(text)
+    if len(text) > 20 or not -2**63 <= int(text) < 2**63:
+        raise KernelFileError(path, number, f"param {name}: {text[:24]}"
+                                            f"{'...' if len(text) > 24 else ''} is beyond a "
+                                            "64-bit integer; parameters are integers such as 16")
+    return int(text)
 
 
 def _parse_constraint(path: Path, number: int, value: str, known: set[str]) -> Constraint:
