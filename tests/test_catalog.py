@@ -153,7 +153,10 @@ def test_header_ends_at_the_first_non_comment_line(tmp_path):
 
 @pytest.mark.parametrize("late", ["// dtypes: float16", "// run: on request",
                                   "// param X: default 1; allowed 1, 2",
-                                  "//   launch k2: grid 1; block 1", "// arch: sm_90a"])
+                                  "//   launch k2: grid 1; block 1", "// arch: sm_90a",
+                                  # keys in another order were ignored, not refused
+                                  "// param X: allowed 1, 2; default 1",
+                                  "// launch k2: block 16; grid 1"])
 def test_a_header_line_after_a_break_is_an_error(tmp_path, late):
     # a blank line ended the header: the lines after it were ignored, the kernel run in
     # every type, by default, as a CUDA-core kernel

@@ -69,9 +69,11 @@ _RANGE = re.compile(r"^(-?[0-9]+)\s*\.\.\s*(-?[0-9]+)$")
 # A line of the comments after the header that can only be meant as one of its lines: a
 # later `// dtypes: float16` would otherwise be ignored, its kernel run in every type.
 FIELD_KEYS = ("description", "dtypes", "shared_bytes", "unit", "arch", "run")  # once each
+# A param or launch line is known by its keys in any order (`allowed 8, 16; default 8`).
+_LATE_KEYED = (r"|param\s+[A-Za-z_]\w*\s*:\s*(?:default|allowed)\b"
+               r"|launch\s+[A-Za-z_]\w*\s*:\s*(?:grid|block|dynamic_shared)\b")
 _LATE_HEADER_LINE = re.compile(
-    rf"^//\s*(?:(?:{'|'.join((*FIELD_KEYS, 'constraint'))})\s*:"
-    r"|param\s+[A-Za-z_]\w*\s*:\s*default\b|launch\s+[A-Za-z_]\w*\s*:\s*grid\b"
+    rf"^//\s*(?:(?:{'|'.join((*FIELD_KEYS, 'constraint'))})\s*:{_LATE_KEYED}"
     r"|tensor_map\s+[A-Za-z_]\w*\s*:)")
 
 
@@ -79,7 +81,7 @@ _LATE_HEADER_LINE = re.compile(
 # per slice`): only a line a header would take as it is is refused there.
 _LATE_EXACT_LINE = re.compile(
     r"^//\s*(?:run\s*:\s*on\s+request\s*$|arch\s*:\s*sm_\d+[a-z]?\s*$|constraint\s*:"
-    r"|param\s+[A-Za-z_]\w*\s*:\s*default\b|launch\s+[A-Za-z_]\w*\s*:\s*grid\b"
+    rf"{_LATE_KEYED}"
     r"|tensor_map\s+[A-Za-z_]\w*\s*:|dtypes\s*:\s*(?:float|int|bfloat)\w*\s*(?:,|$))")
 
 
