@@ -131,7 +131,7 @@ def test_writeback_is_asked_for_as_the_flag_is(use_fake, tmp_path):
     ({"size": -5}, "^size '-5': sizes are positive"),
     ({"dtype": "float8"}, "^dtype float8: matmul supports"),
     ({"variants": ["nope"]}, "^variants nope: no such matmul variant"),
-    ({"params": {"TILE": 7}}, "^params TILE 7: matmul/naive allows TILE in"),
+    ({"params": {"TILE": 7}}, "^params TILE 7: no selected matmul variant allows it"),
     ({"device": "0"}, "device '0'"),
     ({"sources": {"../up": "x"}}, "variant name '../up'"),
     ({"sources": {"mine": ""}}, r"sources\['mine'\]"),

@@ -119,7 +119,8 @@ USAGE_ERRORS = {
     "size abc": (["dot", "-s", "abc"], ["--size 'abc'"]),
     "tile 12": (["matmul", "--tile", "12"], ["--tile 12", "8, 16, 32"]),
     "param TILE=64": (["matmul", "--param", "TILE=64"], ["--param TILE 64", "8, 16, 32"]),
-    "transpose tile": (["transpose", "--tile", "64"], ["--tile 64", "TILE in 8, 16, 32"]),
+    # (64, which some variants allow, runs them, the others SKIP rows, as a sweep's point)
+    "transpose tile": (["transpose", "--tile", "256"], ["--tile 256", "TILE in 8, 16, 32"]),
     "dot block": (["dot", "--block", "48"], ["--block 48", "BLOCK in 32, 64"]),
     "dot blocks per sm": (["dot", "--blocks-per-sm", "0"], ["--blocks-per-sm 0", "1..64"]),
     "param for no variant": (["dot", "-p", "TILE=16"], ["--param TILE", "no selected dot"]),

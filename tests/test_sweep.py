@@ -625,3 +625,31 @@ def test_best_re_measures_the_fastest_few_of_a_flat_landscape(use_fake, monkeypa
                   "-p", "BLOCKS_PER_SM=1..16:+1", *QUICK, "--best")
     assert done.exit_code == 0, done.output
     assert measured and max(measured) <= best_command.MOST_CONTENDERS
+
+
+SMALL_ONLY = ('// cudabench: transpose\n// param TT: default 16; allowed 8, 16\n'
+              '// constraint: TT <= COLS\n'
+              '// launch my_t: grid cdiv(COLS, TT), cdiv(ROWS, TT); block TT, TT\n\n'
+              'extern "C" __global__ void my_t(const DTYPE* A, DTYPE* B, int R, int C) {}\n')
+
+
+def test_a_variant_no_one_named_that_cannot_run_one_size_is_a_skip_row(use_fake, tmp_path):
+    # its defaults break a constraint at --size 8: as at a sweep's point, a SKIP row; it
+    # stopped the run, and no built-in variant ran (a suite's entry too)
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "small.cu").write_text(SMALL_ONLY)
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('kernels_dirs = ["k"]\n[timing]\nmin_samples = 8\nmax_time = 0.05\n'
+                     '[[benchmark]]\nop = "transpose"\nsize = "8"\n')
+    for run in (["transpose", "--size", "8", "--kernels-dir", str(tmp_path / "k"), *QUICK],
+                ["run", str(suite), "--no-vendor", "--no-batch"]):
+        path = tmp_path / "r.json"
+        done = invoke(*run, "--json", str(path))
+        assert done.exit_code == 0, done.output
+        rows = {r.variant: r for r in load_results(path).benchmarks}
+        assert rows["naive"].status is Status.PASS
+        assert "breaks the header's constraint `TT <= COLS`" in rows["small"].skipped
+    named = invoke("transpose", "--size", "8", "--kernels-dir", str(tmp_path / "k"),
+                   "--variant", "small", "--variant", "naive", *QUICK)
+    assert named.exit_code == 2 and "small.cu:3: transpose/small with TT=16 breaks" \
+        in named.output  # asked for by name: the error it was

@@ -262,7 +262,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                 f"{request.flag(param)}: no selected {op.name} variant takes {param}{guess}"
                 + (f" (they take {', '.join(taken)})" if taken else " (they take none)")
             )
-        if request.sweep and request.refuse_unknown_values:
+        if (request.sweep or not named) and request.refuse_unknown_values:
             refuse_unallowed(request.flag(param), op.name, param, value, specs)
     planned_list = []
     for variant in chosen:
@@ -270,10 +270,11 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             planned_list.append(PlannedVariant(variant, _resolve_params(request, op, shape,
                                                                         types, variant)))
         except UsageError as exc:
-            if not request.sweep:
+            if named and not request.sweep:  # the one point of a variant asked for by name
                 raise
             # A sweep's point this variant cannot run (a value it does not allow, a block
-            # too large): a row that says so, and the other points go on.
+            # too large, defaults a constraint refuses at this size), or a variant the run
+            # chose itself: a row that says so, and the others go on.
             point = {spec.name: spec.default for spec in variant.params}
             point |= {name: value for name, value in request.params.items()
                       if variant.param(name) is not None}
