@@ -67,6 +67,22 @@ def test_dry_run_exits_2_on_a_refused_launch(tmp_path):
     assert "ERROR" in result.stdout
 
 
+def test_a_dry_run_whose_every_kernel_would_be_skipped_exits_2_as_the_run(tmp_path, use_fake):
+    # every point breaks the constraint: the run exits 2 ("nothing was measured"), the dry
+    # run said exit 0; and its SKIP rows showed `-` for their parameters, told apart by none
+    write_kernel(tmp_path, "v", ["// cudabench: matmul", "// param TILE: default 16; allowed "
+                                 "8, 16, 32", "// param R: default 1; allowed 1, 2, 4",
+                                 "// constraint: TILE * R <= 32",
+                                 "// launch k: grid 1; block TILE, TILE"])
+    args = ("matmul", "--size", "128", "--kernels-dir", tmp_path, "--variant", "v", "--tile",
+            "32", "-p", "R=2,4", "--wide")
+    dry = invoke(*args, "--dry-run")
+    assert dry.exit_code == 2 == invoke(*args, "--max-time", "0.05").exit_code, dry.output
+    assert "error: nothing would be measured: every kernel would be skipped" in dry.stderr
+    assert "TILE=32 R=2" in dry.stdout and "TILE=32 R=4" in dry.stdout
+    assert invoke(*args[:-2], "R=1,2", "--dry-run").exit_code == 0  # one point runs
+
+
 def test_a_variant_another_arch_would_skip_is_judged_by_its_own_arch_s_limits(tmp_path):
     # 200,000 bytes fit sm_90a's opt-in, not sm_80's: on --arch sm_80 the variant is a SKIP
     # (built for sm_90a), never a launch sm_80 refuses.

@@ -607,7 +607,8 @@ def unique_points(plans: list[Plan]) -> list[Plan]:
 
 def show_plan(plans: list[Plan], arch: str, cluster: str | None = None) -> int:
     """Print the plan and compile every kernel (no GPU); exit 2 if one does not compile or
-    its launch would be refused. cluster: where a real run would go (--cluster)."""
+    its launch would be refused, or every one would be skipped (as the run would exit 2).
+    cluster: where a real run would go (--cluster)."""
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise UsageError(f"--arch {arch!r}: expected an architecture such as sm_90 or sm_90a")
     from cudabench.engines.nvcc import find_nvcc
@@ -632,6 +633,12 @@ def show_plan(plans: list[Plan], arch: str, cluster: str | None = None) -> int:
             f"error: {len(failed)} of {len(rows)} kernels would not run "
             f"({', '.join(dict.fromkeys(failed))}): the compiled column, or its note, says why",
             style="bold red", markup=False, highlight=False, soft_wrap=True)
+    elif rows and all(r.skipped for r in rows):  # the run's "nothing was measured", exit 2
+        terminal.stderr_console().print(
+            "error: nothing would be measured: every kernel would be skipped (the compiled "
+            "column, or its note, says why)",
+            style="bold red", markup=False, highlight=False, soft_wrap=True)
+        return int(ExitCode.USAGE)
     return int(ExitCode.OK if all(r.compile_ok for r in rows) else ExitCode.USAGE)
 
 

@@ -57,6 +57,7 @@ class PlannedRow:
     compiled: str  # "ok", "not compiled (no nvcc)", or nvcc's first error line; and
     # whether a GPU of --arch would skip the variant, and why
     compile_ok: bool
+    skipped: bool = False  # a SKIP row in a run (on a GPU of --arch): nothing measured
 
 
 def plan_rows(plans: Sequence[Plan], arch: str, nvcc: str | None) -> list[PlannedRow]:
@@ -143,9 +144,10 @@ def _drafts(plan: Plan, arch: str, target: Arch | None) -> list[Draft]:
         request = request_for(variant, compile_defines(planned.params, plan.types),
                               plan.types.headers, variant.arch or arch)
         drafts.append((row, request, variant))
-    for variant, reason, _ in plan.skipped:  # left out: said, not silently dropped
-        drafts.append((PlannedRow(benchmark, variant.name, "-", "-", work, needs,
-                                  f"SKIP: {reason}", True), None, None))
+    for variant, reason, point in plan.skipped:  # left out: said, not silently dropped
+        # its parameters, as a run's SKIP row has them: a sweep's are told apart
+        drafts.append((PlannedRow(benchmark, variant.name, params_text(point), "-", work,
+                                  needs, f"SKIP: {reason}", True, skipped=True), None, None))
     return drafts
 
 
@@ -171,6 +173,7 @@ def _finished(row: PlannedRow, request: CubinRequest | None, variant: KernelVari
         reason = unsupported_on(variant, f"{target.major}.{target.minor}", f"--arch {arch}")
         if reason is not None:
             compiled += f"; would SKIP on {arch}: {reason}"
+            return dataclasses.replace(row, compiled=compiled, compile_ok=ok, skipped=True)
     return dataclasses.replace(row, compiled=compiled, compile_ok=ok)
 
 
