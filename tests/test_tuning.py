@@ -956,3 +956,19 @@ def test_a_search_says_what_it_chose_and_how_it_measured(use_fake, kernels, tmp_
     assert done.exit_code == 0, done.output
     assert "# Searched as with --no-vendor --no-batch, which a suite has no key for" in (
         out.read_text())
+
+
+def test_a_search_says_which_variants_it_leaves_out(use_fake, kernels, tmp_path,
+                                                    monkeypatch):
+    # as a sweep's note says: `streaming` (run: on request) was dropped without a word
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    done = invoke("dot", "--size", "4096", "--best", "--strategy", "random", "--budget", "1",
+                  *QUICK)
+    assert done.exit_code == 0, done.output
+    assert "note: left out streaming: run on request" in done.stderr
+    # a variant whose defaults break a constraint is searched, not said to be skipped
+    (kernels / "tune.cu").write_text(HEADER.replace("default 16", "default 32") + BODY)
+    done = invoke("matmul", "--size", "48", "--kernels-dir", str(kernels), "--best",
+                  "--strategy", "random", "--budget", "1", *QUICK)
+    assert done.exit_code == 0, done.output
+    assert "left out" in done.stderr and "skipped tune" not in done.stderr

@@ -63,7 +63,8 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
             given[name] = values_of(value, flag)
     requests = build_requests(op, {}, **{**options, "params": ()})
     spaces = build_spaces(requests, given, explore=True,
-                          announce=None if outputs.progress is False else commands.note)
+                          announce=None if outputs.progress is False else commands.note,
+                          note=commands.note)
     check_outputs({"--json": outputs.json_path, "--best-out": outputs.best_out,
                    "--markdown": outputs.markdown_path, "--csv": outputs.csv_path},
                   commands.run_inputs(outputs, [s.plans[0] for s in spaces if s.plans],

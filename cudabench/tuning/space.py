@@ -24,6 +24,7 @@ from cudabench.planning.plan import (
     Request,
     make_plan,
     refuse_unallowed,
+    shown_notes,
 )
 
 MAX_SPACE = 200_000  # configurations of one variant: more is a typo, not a search
@@ -73,10 +74,13 @@ def candidate_values(variant: KernelVariant, given: Mapping[str, Sequence[int]],
 
 
 def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]],
-                 explore: bool, announce: Callable[[str], None] | None = None) -> list[Space]:
+                 explore: bool, announce: Callable[[str], None] | None = None,
+                 note: Callable[[str], None] | None = None) -> list[Space]:
     """Return a Space per (size, variant) of the requests (one per size, no params);
-    announce(text), where given, hears that a large search is being planned."""
+    announce(text), where given, hears that a large search is being planned, and note(text)
+    which variants the search leaves out (`run: on request`, written for another type)."""
     searches: list[tuple[Request, KernelVariant]] = []
+    bases: list[Plan] = []
     catalog = discover(requests[0].kernels_dirs) if requests else {}
     shapes: set[tuple[object, ...]] = set()
     for request in requests:
@@ -90,6 +94,10 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
         shapes.add(shape)
         variants = [*(planned.variant for planned in base.variants),
                     *(variant for variant, _, _ in base.skipped)]
+        # what the sweep's notes say is left out; not its skipped variants: searched here
+        searched = {f"skipped {variant.name}: {reason}" for variant, reason, _ in base.skipped}
+        bases.append(dataclasses.replace(
+            base, notes=tuple(text for text in base.notes if text not in searched)))
         for name, values in given.items():
             specs = [spec for spec in (v.param(name) for v in variants) if spec]
             if not specs:
@@ -104,6 +112,9 @@ def build_spaces(requests: Sequence[Request], given: Mapping[str, Sequence[int]]
         raise UsageError(f"the search has {sum(counts):,} configurations in {len(counts):,} "
                          f"searches (variants x sizes), more than {MAX_TOTAL:,}; narrow it "
                          "with -p NAME=V1,V2, fewer --size values or --variant")
+    if note is not None:
+        for text in shown_notes(bases):
+            note(text)
     if announce is not None and sum(counts) >= ANNOUNCED:  # not seconds of silence
         announce(f"checking {sum(counts):,} configurations against the kernels' headers "
                  "before the search starts (about two thousand a second)")
