@@ -320,6 +320,20 @@ def test_param_may_not_shadow_a_builtin_name(tmp_path, name):
         parse_header(path)
 
 
+@pytest.mark.parametrize(("name", "why"), [
+    ("T", "a C++ keyword or a name CUDA's own headers use"), ("warpSize", "CUDA's own"),
+    ("int", "a C++ keyword"), ("__CUDA_ARCH__", "a name the compiler reserves"),
+    ("_T", "a name the compiler reserves")])
+def test_param_may_not_be_a_macro_that_breaks_cuda_s_headers(tmp_path, name, why):
+    # -DT=16 broke CUDA's own headers (their templates' T) with an nvcc error far from the
+    # header; -D__CUDA_ARCH__=16 compiled, with a warning, for another architecture
+    path = write_kernel(tmp_path, "bad", header_with(f"// param {name}: default 4; allowed 4"))
+    with pytest.raises(KernelFileError, match=re.escape(f"{path}:2: parameter {name}: nvcc "
+                                                        f"gets it as a macro")) as info:
+        parse_header(path)
+    assert why in str(info.value) and "rename it" in str(info.value)
+
+
 def test_launch_with_two_grids_is_rejected(tmp_path):
     path = write_kernel(tmp_path, "bad", ["// cudabench: dot",
                                           "// launch k: grid 1; grid 2; block 32"])

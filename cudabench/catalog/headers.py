@@ -65,6 +65,20 @@ _KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\
 _INTEGER = re.compile(r"-?[0-9]+")
 _RANGE = re.compile(r"^(-?[0-9]+)\s*\.\.\s*(-?[0-9]+)$")
 
+# A parameter is passed as `-DNAME=value`, a macro over the whole translation unit, CUDA's
+# own headers included: a C++ keyword, a CUDA built-in variable, or T and U (template
+# parameters in CUDA's headers) as a name breaks code that is not the kernel's. Names
+# starting `__` or `_` and a capital letter are the compiler's (`__CUDA_ARCH__`).
+_MACRO_CLASHES = frozenset((
+    "alignas alignof asm auto bool break case catch char char8_t char16_t char32_t class "
+    "const consteval constexpr constinit const_cast continue decltype default delete do "
+    "double dynamic_cast else enum explicit export extern false float for friend goto if "
+    "inline int long mutable namespace new noexcept nullptr operator private protected "
+    "public register reinterpret_cast requires return short signed sizeof static "
+    "static_assert static_cast struct switch template this thread_local throw true try "
+    "typedef typeid typename union unsigned using virtual void volatile wchar_t while "
+    "threadIdx blockIdx blockDim gridDim warpSize T U").split())
+_COMPILER_NAME = re.compile(r"__|_[A-Z]")
 
 # A line of the comments after the header that can only be meant as one of its lines: a
 # later `// dtypes: float16` would otherwise be ignored, its kernel run in every type.
@@ -158,6 +172,14 @@ def parse_header(path: Path, text: str | None = None,
                     path, number, f"parameter {name} would hide the built-in name {name} "
                     f"(reserved: {', '.join(sorted(reserved))}); rename it",
                 )
+            if name in _MACRO_CLASHES or _COMPILER_NAME.match(name):
+                raise KernelFileError(
+                    path, number, f"parameter {name}: nvcc gets it as a macro (-D{name}=...), "
+                    "which would replace " + ("a name the compiler reserves (those starting "
+                                              "__ or _ and a capital)"
+                                              if _COMPILER_NAME.match(name) else
+                                              "a C++ keyword or a name CUDA's own headers "
+                                              "use") + "; rename it")
             params.append(_parse_param(path, number, name, value))
         elif key == "launch" and name:
             launch_lines.append((number, name, value))
