@@ -3,6 +3,7 @@ processes, one per fake GPU, fed from one queue."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import os
@@ -420,8 +421,14 @@ def test_compare_pairs_by_gpu_model_and_reports_a_model_the_baseline_lacks(
     assert sorted(r.variant for r in comparison.added) == sorted(r.variant for r in on_other)
     assert any("another GPU model, which the baseline lacks" in note
                for note in comparison.notes)
-    shown = invoke("compare", base, mixed, "--threshold", "50%")
+    table = tmp_path / "c.csv"
+    shown = invoke("compare", base, mixed, "--threshold", "50%", "--csv", table)
     assert "which the baseline lacks: listed as added, not compared" in shown.stdout
+    # the CSV names every row's GPU one way, the table's: added rows said the model too
+    gpus = {(row["verdict"], row["gpu"]) for row in csv.DictReader(table.open())}
+    added = {gpu for verdict, gpu in gpus if verdict == "added"}
+    paired = {gpu for verdict, gpu in gpus if verdict != "added"}
+    assert added | paired == {"GPU 0", "GPU 1"} and len(added) == len(paired) == 1, gpus
 
 
 def test_compare_refuses_a_benchmark_twice_on_one_gpu(use_fake, tmp_path):

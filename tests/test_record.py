@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -287,6 +288,26 @@ def test_power_says_what_the_gate_can_catch(use_fake, tmp_path):
     assert "catches >=" in done.stdout
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert {r["verdict"] for r in rows} <= {"same", "noisy", "faster", "slower"}
+
+
+def test_compare_csv_keeps_the_threshold_column(tmp_path):
+    # the table's threshold column, as numbers: the CSV had no threshold at all
+    data = Path(__file__).parent / "data" / "compare"
+    out = tmp_path / "c.csv"
+    done = invoke("compare", str(data / "baseline.json"), str(data / "slower20.json"),
+                  "--power", "--csv", str(out), "--db", str(tmp_path / "none.db"))
+    assert done.exit_code == 1, done.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert rows and all(float(r["threshold"]) == 0.02 for r in rows)
+    assert all(r["threshold_source"].startswith("floor: no history store") for r in rows)
+    assert all(0 < float(r["detectable"]) for r in rows)
+    plain = invoke("compare", str(data / "baseline.json"), str(data / "slower20.json"),
+                   "--threshold", "5%", "--csv", str(out))
+    assert plain.exit_code == 1, plain.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    # "--threshold" behind the ' that keeps a spreadsheet from reading it as a formula
+    assert {(r["threshold"], r["threshold_source"], r["detectable"]) for r in rows} == {
+        ("0.05", "'--threshold", "")}
 
 
 def test_compare_html_is_one_self_contained_file(use_fake, tmp_path):

@@ -187,6 +187,7 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
                + _moved_notes(between_models)
                + _unjudged_slowdowns(rows) + _set_aside(judged)),
         current_incomplete=current.metadata.get("complete") is False,
+        gpus_named=several,
     )
 
 

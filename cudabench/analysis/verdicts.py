@@ -94,6 +94,7 @@ class Comparison:
     setting_changes: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # GPU models only one file has (their rows are not paired)
     current_incomplete: bool = False  # the current run stopped before its last row
+    gpus_named: bool = False  # the current file ran on several GPUs: rows name theirs
 
     @property
     def regressions(self) -> tuple[ComparisonRow, ...]:

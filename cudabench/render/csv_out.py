@@ -11,8 +11,9 @@ import io
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cudabench.analysis.verdicts import Comparison
+from cudabench.analysis.verdicts import Comparison, Verdict
 from cudabench.render.comparison import benchmark_name
+from cudabench.render.flag_names import named
 from cudabench.render.insight import (
     median_clock_mhz,
     rounds_spread,
@@ -37,7 +38,7 @@ TRANSFER_COLUMNS = tuple(f"{phase}_{kind}_gbps" for phase in ("h2d", "d2h")
                                                                 "cpu_reference_s")
 COMPARISON_COLUMNS = ("benchmark", "params", "shape", "dtype", "baseline_median_s",
                       "current_median_s", "change", "p_value", "verdict", "reason", "kind",
-                      "regressed", "gpu")
+                      "regressed", "gpu", "threshold", "threshold_source", "detectable")
 
 
 def _text(rows: Iterable[Sequence[Any]]) -> str:
@@ -115,14 +116,20 @@ def _run_row(r: BenchmarkResult, computed: dict[str, Any], vs_titles: list[str],
 
 def comparison_to_csv(comparison: Comparison) -> str:
     """Return a comparison as CSV: the paired rows, then the added and removed benchmarks
-    (verdict 'added' or 'removed', with the one median there is)."""
+    (verdict 'added' or 'removed', with the one median there is). Each paired row keeps the
+    table's threshold column as numbers: its threshold and --power's detectable change as
+    fractions (inf: never), and where the threshold came from."""
     lines: list[Sequence[Any]] = [COMPARISON_COLUMNS]
     for row in comparison.rows:
+        # a missing or new row was held against no threshold: the table's "-"
+        gated = row.verdict is not Verdict.MISSING and row.threshold_source != "new"
         lines.append([
             benchmark_name(row.op, row.variant, row.hot), params_text(row.params) if row.params
             else "", shape_text(row.shape), row.dtype, row.baseline_median_s,
             row.current_median_s, row.change, row.p_value, row.verdict.value, row.reason,
             row.kind.value, row.regressed, row.device,
+            *((row.threshold, named(row.threshold_source or "--threshold"), row.detectable)
+              if gated else (None, None, None)),
         ])
     for verdict, results in (("added", comparison.added), ("removed", comparison.removed)):
         for r in results:
@@ -131,7 +138,10 @@ def comparison_to_csv(comparison: Comparison) -> str:
                 benchmark_name(r.op, r.variant, r.hot), params_text(r.params) if r.params
                 else "", shape_text(r.shape), r.dtype, before, after, None, None, verdict,
                 f"only in the {'current' if verdict == 'added' else 'baseline'} file",
-                r.kind.value, False, f"{r.device.name} (GPU {r.device.index})" if r.device else "",
+                r.kind.value, False,
+                # the paired rows' form: "GPU 1" where the current file ran on several
+                f"GPU {r.device.index}" if comparison.gpus_named and r.device else "",
+                None, None, None,
             ])
     return _text(lines)
 
