@@ -133,7 +133,9 @@ def _rel_error(result: np.ndarray, expected: np.ndarray) -> float:
 
 
 def _max_abs_error(result: np.ndarray, expected: np.ndarray) -> float:
+    """Return the largest |result - expected|, inf where one is NaN (as _rel_error says,
+    and as a results file reads its null back: a run's CSV said nan, its file's inf)."""
     diff = np.abs(np.asarray(result, np.float64) - np.asarray(expected, np.float64))
     if diff.size == 0:
         return 0.0
-    return float(np.max(diff)) if not np.isnan(diff).any() else float("nan")
+    return float(np.max(diff)) if not np.isnan(diff).any() else float("inf")
