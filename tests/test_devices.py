@@ -431,6 +431,26 @@ def test_compare_pairs_by_gpu_model_and_reports_a_model_the_baseline_lacks(
     assert added | paired == {"GPU 0", "GPU 1"} and len(added) == len(paired) == 1, gpus
 
 
+@pytest.mark.parametrize("replicate", [[], ["--replicate"]])
+def test_a_run_on_two_gpus_and_report_of_its_file_list_rows_in_one_order(use_fake, tmp_path,
+                                                                         replicate):
+    # the first benchmark the largest: the other GPU's rows arrive first, and the file kept
+    # them as they came while the run's tables and CSV listed them by benchmark
+    use_fake(device_count=2)
+    out, table, again = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "again.csv"
+    done = invoke("transpose", "--size", "2048,64,96,128", "--variant", "naive", "--no-vendor",
+                  *QUICK, "--devices", "all", *replicate, "--json", out, "--csv", table)
+    assert done.exit_code == 0, done.stderr
+    shown = [(r["shape"], r["variant"], r["pci_bus_id"])
+             for r in csv.DictReader(table.open())]
+    kept = [("x".join(map(str, r.shape)), r.variant, r.device.pci_bus_id if r.device else "")
+            for r in load_results(out).benchmarks]
+    assert kept == shown
+    assert shown[0][0] == "2048x2048"  # the run's order: the benchmarks as asked for
+    assert invoke("report", out, "--csv", again).exit_code == 0
+    assert again.read_text() == table.read_text()
+
+
 def test_compare_refuses_a_benchmark_twice_on_one_gpu(use_fake, tmp_path):
     use_fake()
     path = tmp_path / "r.json"

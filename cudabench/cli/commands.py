@@ -380,6 +380,8 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
                                 replicate=placement.replicate, keep_worker=outputs.best)
     if in_rounds:
         outcome = dataclasses.replace(outcome, results=tuple(pool_all(outcome.results)))
+    if writer is not None:  # the file lists its rows as the run's tables do
+        writer.follow(outcome.results)
     return outcome, versions
 
 

@@ -14,7 +14,7 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +178,14 @@ class ResultsWriter:
         self.benchmarks = [self.benchmarks[i] for i in order]
         self._encoded = [self._encoded[i] for i in order]
         self._rounds = [self._rounds[i] for i in order]
+
+    def follow(self, rows: Sequence[BenchmarkResult]) -> None:
+        """Put the rows in the order of rows (the run's, as its tables and CSV list them),
+        for the next write: several GPUs' rows streamed as they came, and `report` of the
+        file listed them in another order than the run. A row not in rows stays last."""
+        rank = {identity(row): at for at, row in enumerate(rows)}
+        self.reorder(sorted(range(len(self._rounds)),
+                            key=lambda at: rank.get(self._rounds[at][0], len(rows))))
 
     def flush(self) -> None:
         """Write the rows so far, marked incomplete (a caller that added or replaced rows
