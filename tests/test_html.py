@@ -199,6 +199,19 @@ def test_comparison_verdicts_are_coloured():
     assert EXTERNAL.search(page) is None
 
 
+def test_the_change_figure_names_each_bar_s_gpu(monkeypatch):
+    # a replicated run's rows differ only by their GPU: both bars read the same
+    drawn = []
+    monkeypatch.setattr(html_render.plot, "change_figure",
+                        lambda bars: drawn.extend(bars))
+    monkeypatch.setattr(html_render, "svg_figure", lambda figure, alt: "")
+    base = comparison().rows[0]
+    rows = tuple(dataclasses.replace(base, device=f"GPU {i}") for i in (0, 1))
+    html_render.comparison_html(dataclasses.replace(comparison(), rows=rows))
+    assert [bar.label for bar in drawn] == [
+        f"matmul/tiled on GPU {i} TILE=16 64³ float32" for i in (0, 1)]
+
+
 def test_without_matplotlib_the_page_says_so(files, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     page = html_render.report_html(files, "no plots")

@@ -128,8 +128,10 @@ def _change_figure(comparison: Comparison) -> str:
     rows = [row for row in comparison.rows if row.change is not None]
     if not rows or not plot.available():
         return ""
+    # named as the table names them: two GPUs' rows of one benchmark differ by the GPU
     bars = [plot.ChangeBar(
-        f"{benchmark_name(row.op, row.variant, row.hot)} {params_text(row.params)} "
+        f"{benchmark_name(row.op, row.variant, row.hot)}"
+        f"{f' on {row.device}' if row.device else ''} {params_text(row.params)} "
         f"{plot.shape_label(row.shape)} {row.dtype}".replace(" - ", " "),
         row.change or 0.0, row.threshold, verdict_class(row), row.verdict.value)
         for row in rows]
