@@ -152,6 +152,8 @@ def test_status_cells_are_coloured(files):
         dataclasses.replace(naive, variant="late", timed_out=True, samples_s=()),
         dataclasses.replace(naive, variant="broken", verification=None, error="no compile",
                             samples_s=()),
+        dataclasses.replace(naive, variant="faulted", verification=dataclasses.replace(
+            v, passed=False), error="the kernel faulted", samples_s=()),
         cublas,
     ]
     page = html_render.report_html([dataclasses.replace(files[0], benchmarks=tuple(odd))],
@@ -162,6 +164,7 @@ def test_status_cells_are_coloured(files):
         assert classes_of(page, status) == {css}, status
     assert 'td.bad { color: var(--bad)' in page  # the classes have colours
     assert "error: matmul/broken: no compile" in page  # the diagnostics section
+    assert "FAIL: matmul/faulted: the kernel faulted" in page  # FAIL, as its check cell
 
 
 def test_every_user_string_is_escaped(files):

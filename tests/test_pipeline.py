@@ -203,6 +203,8 @@ def test_a_faulting_kernel_is_fail_and_the_rest_run_in_a_fresh_process(use_fake,
     # the README's way to name the access, not a bare compute-sanitizer line
     assert "--sanitize memcheck names the bad access" in " ".join(done.stderr.split())
     assert "seen in the warm-up" in done.stderr  # the step where the fault surfaced
+    # FAIL, as its check column and exit 3 say, and the OOM row's `error:` does not
+    assert "FAIL: matmul/naive: " in done.stderr and "error: matmul" not in done.stderr
     statuses = ran(load_results(json_path).benchmarks)
     assert statuses == {"naive": Status.FAIL, "tiled": Status.PASS,
                         "tiled_conflict": Status.PASS, **LADDER}

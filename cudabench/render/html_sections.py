@@ -8,12 +8,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cudabench.common.flag_terms import rename_flags
-from cudabench.common.units import format_bytes, format_error
+from cudabench.common.units import format_bytes
 from cudabench.insight import roofs
 from cudabench.render import plot
 from cudabench.render.html_page import esc, table_html
-from cudabench.render.run_table import diagnostic_names
-from cudabench.results.model import DeviceInfo, ResultsFile, RunOutcome, Status
+from cudabench.render.run_table import diagnostic_names, failure_line
+from cudabench.results.model import DeviceInfo, ResultsFile, RunOutcome
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -136,13 +136,9 @@ def diagnostic_lines(outcome: RunOutcome, terms: Mapping[str, str] | None = None
         said += [(f"warning: {name}: {warning}", "warn") for warning in r.warnings]
         if r.suspect:
             said.append((f"SUSPECT: {name}: {r.suspect}", "warn"))
-        if r.error:
-            said.append((f"error: {name}: {r.error}", "bad"))
-        elif r.verification is not None and r.status is Status.FAIL:
-            v = r.verification
-            said.append((f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements "
-                         f"outside tolerance ({v.criterion}); relative error "
-                         f"{format_error(v.rel_error)}", "bad"))
+        failed = failure_line(r, name)
+        if failed:
+            said.append((failed, "bad"))
         lead = f"{r.origin}: " if r.origin else ""
         lines += [(lead + named(text, terms), style) for text, style in said]
     return lines

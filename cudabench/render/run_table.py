@@ -343,6 +343,22 @@ def diagnostic_names(results: Sequence[BenchmarkResult]) -> list[str]:
     return names
 
 
+def failure_line(r: BenchmarkResult, name: str) -> str | None:
+    """Return the line a failed row says under the tables, or None: `FAIL:` and why its
+    result is wrong (the elements outside tolerance, or what its kernel did, a fault or a
+    write past its result, which leaves no elements to count), `error:` and why a row could
+    not be run or timed out."""
+    if r.status is Status.FAIL and r.error:  # it counts as failed (exit 3), not an error
+        return f"FAIL: {name}: {r.error}"
+    if r.error:
+        return f"error: {name}: {r.error}"
+    if r.verification is not None and r.status is Status.FAIL:
+        v = r.verification
+        return (f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements outside "
+                f"tolerance ({v.criterion}); relative error {format_error(v.rel_error)}")
+    return None
+
+
 def describe_device(device: DeviceInfo | None,
                     names: Mapping[tuple[Any, ...], str] | None = None) -> str:
     """Name a device in a caption: model, capability, SMs, and which one it was (by names,

@@ -45,10 +45,11 @@ from cudabench.render.run_table import (
     RunTable,
     build_tables,
     diagnostic_names,
+    failure_line,
     split_to_fit,
 )
-from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome, Status
-from cudabench.common.units import format_bytes, format_error, format_seconds, shape_text
+from cudabench.results.model import BenchmarkResult, DeviceInfo, Kind, RunOutcome
+from cudabench.common.units import format_bytes, format_seconds, shape_text
 
 PARAMS_COLUMNS = ("params", "best params")  # cut to what differs in a narrow table
 STATUS_STYLES = {"PASS": "green", "FAIL": "bold red", "ERROR": "bold red", "REF": "cyan",
@@ -304,12 +305,9 @@ def render_diagnostics(outcome: RunOutcome, console: Console, origin: str = "",
                 "that skips work, or a roof this GPU exceeds)", "yellow")
         if r.skipped and r.kind is not Kind.VENDOR:  # a vendor's: under its table
             say(f"SKIP: {name}: {r.skipped}")
-        if r.error:
-            say(f"error: {name}: {r.error}", "red")
-        elif r.verification is not None and r.status is Status.FAIL:
-            v = r.verification
-            say(f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements outside "
-                f"tolerance ({v.criterion}); relative error {format_error(v.rel_error)}", "red")
+        failed = failure_line(r, name)
+        if failed:
+            say(failed, "red")
 
 
 def render_catalog(catalog: Mapping[str, Mapping[str, Any]], ops: Mapping[str, Any],
