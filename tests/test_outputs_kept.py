@@ -319,11 +319,11 @@ def test_a_run_stopped_before_its_reports_are_written_keeps_its_rows_in_them(
 
     real, calls = markdown.run_to_markdown, []
 
-    def first_stopped(outcome):
+    def first_stopped(outcome, *terms):
         calls.append(outcome)
         if len(calls) == 1:
             raise KeyboardInterrupt
-        return real(outcome)
+        return real(outcome, *terms)
 
     monkeypatch.setattr(markdown, "run_to_markdown", first_stopped)
     md, csv = tmp_path / "x.md", tmp_path / "x.csv"

@@ -196,9 +196,14 @@ def test_a_write_outside_the_output_fails_with_the_guard_message(op, fault, says
 
 def test_a_faulting_kernel_is_fail_and_the_rest_run_in_a_fresh_process(use_fake, tmp_path):
     use_fake(faults={"naive": Fault.FAULT})
-    json_path = tmp_path / "r.json"
-    done = invoke("matmul", "--size", "33", "--json", str(json_path), *QUICK_FLAGS)
+    json_path, summary = tmp_path / "r.json", tmp_path / "r.md"
+    done = invoke("matmul", "--size", "33", "--json", str(json_path), "--markdown",
+                  str(summary), *QUICK_FLAGS)
     assert done.exit_code == 3, done.output
+    # a CI job summary says why the row failed, under the tables, as the HTML page does
+    said = summary.read_text()
+    assert "\n### Diagnostics\n" in said and "\n- FAIL: matmul/naive: " in said
+    assert "faulted" in said[said.index("- FAIL: matmul/naive"):]
     assert "faulted" in done.stderr and "fresh process" in done.stderr
     # the README's way to name the access, not a bare compute-sanitizer line
     assert "--sanitize memcheck names the bad access" in " ".join(done.stderr.split())

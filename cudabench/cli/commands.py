@@ -437,6 +437,8 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
     written."""
     outcome, clock = measured.outcome, measured.clock
     markdown = ""
+    # a suite's run (`run`, calibrate): its advice names the suite's keys
+    terms = RUN_SUITE_KEYS if outputs.inputs else None
     # A report that cannot be written (a full disk) costs neither the next one nor --best
     # nor --record: its error comes at the end.
     writes = EachWritten()
@@ -446,7 +448,7 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
         if outputs.markdown_path is not None:
             from cudabench.render.markdown import run_to_markdown
 
-            markdown = run_to_markdown(outcome)
+            markdown = run_to_markdown(outcome, terms)
             path = outputs.markdown_path
             kept = _keeps_report(path, outcome)
             writes.attempt(lambda: _write_report(path, markdown, "--markdown", outcome))
@@ -461,8 +463,6 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
             writes.attempt(lambda: _write_report(table, run_to_csv(outcome), "--csv", outcome))
             reported["--csv"] = len(writes.errors) == before and not kept
         terminal.render_run(outcome, terminal.stdout_console())
-        # a suite's run (`run`, calibrate): its advice names the suite's keys
-        terms = RUN_SUITE_KEYS if outputs.inputs else None
         terminal.render_diagnostics(outcome, terminal.stderr_console(), terms=terms)
         if outcome.nothing_measured:
             # exit 2 (exit_code): said, not left to the SKIP lines above
@@ -497,7 +497,7 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
                 if markdown:  # the run's tables say so too, above the winners
                     from cudabench.render.markdown import run_to_markdown
 
-                    markdown = run_to_markdown(outcome)
+                    markdown = run_to_markdown(outcome, terms)
                 if measured.json_path is not None:
                     writes.attempt(lambda: best.keep_failures(measured.writer, failed))
                 if outputs.csv_path is not None:

@@ -74,11 +74,11 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
             markdown.append(f"## {one.path}\n\n")
         terminal.render_run(outcome, console)
         # several files: each line names its file, as stderr is read apart from the tables
+        terms = terms_of_file(one.metadata.get("command"))
         terminal.render_diagnostics(outcome, terminal.stderr_console(),
-                                    str(one.path) if len(loaded) > 1 else "",
-                                    terms_of_file(one.metadata.get("command")))
+                                    str(one.path) if len(loaded) > 1 else "", terms)
         if markdown_path is not None:  # each a second of a large file's: made when asked
-            markdown.append(run_to_markdown(outcome))
+            markdown.append(run_to_markdown(outcome, terms))
         if csv_path is not None:
             csv_parts.append(csv_out.run_to_csv(outcome))
     writes = EachWritten()  # one that cannot be written does not stop the next

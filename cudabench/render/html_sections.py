@@ -4,15 +4,15 @@ the terminal prints them, and the figures as inline SVG."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cudabench.common.flag_terms import rename_flags
 from cudabench.common.units import format_bytes
 from cudabench.insight import roofs
 from cudabench.render import plot
 from cudabench.render.html_page import esc, table_html
-from cudabench.render.run_table import diagnostic_names, failure_line
+# the page's diagnostics are the markdown's: kept here for the API's import too
+from cudabench.render.run_table import diagnostic_lines as diagnostic_lines
 from cudabench.results.model import DeviceInfo, ResultsFile, RunOutcome
 
 if TYPE_CHECKING:
@@ -118,30 +118,6 @@ def file_html(results: ResultsFile) -> str:
     if meta.get("complete") is False:
         pairs.append(("complete", "no: its run stopped early, or has not ended"))
     return facts_html(pairs)
-
-
-def named(text: str, terms: Mapping[str, str] | None) -> str:
-    return rename_flags(text, terms) if terms else text
-
-
-def diagnostic_lines(outcome: RunOutcome, terms: Mapping[str, str] | None = None
-                     ) -> list[tuple[str, str]]:
-    """Return (text, class) for each note, warning, SUSPECT, error and failure, as the
-    terminal prints them after a run (the flags they name in terms where given); a row of
-    one of several files (its origin) led by the file's name, as `report` of several files
-    leads its lines."""
-    lines = [(f"note: {named(note, terms)}", "") for note in outcome.notes]
-    for r, name in zip(outcome.results, diagnostic_names(outcome.results)):
-        said: list[tuple[str, str]] = []
-        said += [(f"warning: {name}: {warning}", "warn") for warning in r.warnings]
-        if r.suspect:
-            said.append((f"SUSPECT: {name}: {r.suspect}", "warn"))
-        failed = failure_line(r, name)
-        if failed:
-            said.append((failed, "bad"))
-        lead = f"{r.origin}: " if r.origin else ""
-        lines += [(lead + named(text, terms), style) for text, style in said]
-    return lines
 
 
 def svg_figure(figure: Figure, alt: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from cudabench.analysis.verdicts import Comparison
 from cudabench.render.comparison import (
@@ -13,7 +13,7 @@ from cudabench.render.comparison import (
     row_cells,
     summary_text,
 )
-from cudabench.render.run_table import build_tables
+from cudabench.render.run_table import build_tables, diagnostic_lines
 from cudabench.results.model import RunOutcome
 
 
@@ -82,8 +82,10 @@ def table_lines(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]
     return lines + [""]
 
 
-def run_to_markdown(outcome: RunOutcome) -> str:
-    """Return every run table as a markdown section (the same model the terminal shows)."""
+def run_to_markdown(outcome: RunOutcome, terms: Mapping[str, str] | None = None) -> str:
+    """Return every run table as a markdown section (the same model the terminal shows),
+    then the notes, warnings and why rows failed, as the HTML page lists them (a CI job
+    summary's FAIL says why; the flags they name in terms where given)."""
     lines = []
     for table in build_tables(outcome):
         lines += table_lines(table.title, table.columns,
@@ -91,6 +93,8 @@ def run_to_markdown(outcome: RunOutcome) -> str:
                              table.right_aligned)
         lines += [f"_{markdown_cell(line)}_  " for line in table.caption.splitlines()]
         lines.append("")
-    for note in outcome.notes:
-        lines.append(f"- note: {markdown_cell(note)}")
+    said = diagnostic_lines(outcome, terms)
+    if said:
+        lines += ["### Diagnostics", ""]
+        lines += [f"- {markdown_cell(text)}" for text, _ in said]
     return "\n".join(lines).rstrip() + "\n"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cudabench.analysis.spread import device_spreads
+from cudabench.common.flag_terms import rename_flags
 from cudabench.render.fit import layout
 from cudabench.render.insight import (
     assessment,
@@ -357,6 +358,30 @@ def failure_line(r: BenchmarkResult, name: str) -> str | None:
         return (f"FAIL: {name}: {v.bad_elements} of {v.total_elements} elements outside "
                 f"tolerance ({v.criterion}); relative error {format_error(v.rel_error)}")
     return None
+
+
+def _named(text: str, terms: Mapping[str, str] | None) -> str:
+    return rename_flags(text, terms) if terms else text
+
+
+def diagnostic_lines(outcome: RunOutcome, terms: Mapping[str, str] | None = None
+                     ) -> list[tuple[str, str]]:
+    """Return (text, class) for each note, warning, SUSPECT, error and failure, as the
+    terminal prints them after a run, for the HTML page and the markdown (the flags they
+    name in terms where given); a row of one of several files (its origin) led by the
+    file's name, as `report` of several files leads its lines."""
+    lines = [(f"note: {_named(note, terms)}", "") for note in outcome.notes]
+    for r, name in zip(outcome.results, diagnostic_names(outcome.results)):
+        said: list[tuple[str, str]] = []
+        said += [(f"warning: {name}: {warning}", "warn") for warning in r.warnings]
+        if r.suspect:
+            said.append((f"SUSPECT: {name}: {r.suspect}", "warn"))
+        failed = failure_line(r, name)
+        if failed:
+            said.append((failed, "bad"))
+        lead = f"{r.origin}: " if r.origin else ""
+        lines += [(lead + _named(text, terms), style) for text, style in said]
+    return lines
 
 
 def describe_device(device: DeviceInfo | None,
