@@ -1117,3 +1117,30 @@ def test_a_results_file_with_a_byte_order_mark_is_measured_data(use_fake, tmp_pa
     done = invoke("matmul", "--size", "64", *QUICK, "--markdown", bom)
     assert done.exit_code == 2 and "is a cudabench results file" in done.stderr, done.output
     assert bom.read_bytes().startswith(b"\xef\xbb\xbf{")
+
+
+def test_a_lock_folder_of_another_user_names_no_writer(tmp_path, monkeypatch):
+    # claim_output takes no lock in a lock folder another user owns; writer_of believed its
+    # lock files: a planted one blocked this user's run and made history import skip a file
+    import os
+    import subprocess
+    import sys
+
+    from cudabench.common import outfiles
+
+    monkeypatch.setattr(outfiles.tempfile, "gettempdir", lambda: str(tmp_path))
+    other = os.getuid() + 1  # the folder's name is this uid's; its owner is not
+    monkeypatch.setattr(outfiles.os, "getuid", lambda: other)
+    folder, lock = outfiles._lock_of(outfiles.target(tmp_path / "victim.json"))
+    folder.mkdir()
+    lock.write_text("31337\n")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys\n"
+         f"h = open({str(lock)!r}, 'a')\nfcntl.lockf(h, fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\nsys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert outfiles.writer_of(tmp_path / "victim.json") is None
+    finally:
+        holder.communicate("", timeout=30)

@@ -402,8 +402,7 @@ def claim_output(path: Path, flag: str) -> Claim | None:
                 raise _busy(path, flag, "this process")
         try:
             folder.mkdir(mode=0o700, exist_ok=True)
-            state = folder.lstat()  # a folder (or link) planted under that name by another user
-            if not stat.S_ISDIR(state.st_mode) or state.st_uid != os.getuid():
+            if not _own_folder(folder):
                 return None  # is not used: its files could be links to this user's files
             # kept open: the lock lives as long as the handle (the claim holds it)
             handle = open(lock, "a+")  # noqa: SIM115
@@ -439,10 +438,12 @@ def writer_of(path: Path) -> str | None:
     real = target(path)
     if real.name.endswith(PARTIAL):  # the writer streams PATH's rows there
         real = target(real.with_name(real.name.removesuffix(PARTIAL)))
-    _, lock = _lock_of(real)
+    folder, lock = _lock_of(real)
     with _CLAIMING:  # no claim here opens or closes the lock file meanwhile
         if lock in _CLAIMED:
             return "this process"
+        if not _own_folder(folder):  # claim_output takes no lock there: nor is one believed
+            return None
         try:
             handle = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:  # none: never written, or not by this user
@@ -470,6 +471,17 @@ def refuse_written(path: Path, flag: str) -> None:
     who = writer_of(path)
     if who is not None:
         raise _busy(path, flag, who)
+
+
+def _own_folder(folder: Path) -> bool:
+    """Return whether the lock folder is a folder of this user's: not one (or a link)
+    another user planted under its name, whose lock files could block this user's runs or
+    name a writer that is none."""
+    try:
+        state = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(state.st_mode) and state.st_uid == os.getuid()
 
 
 def _lock_of(real: Path) -> tuple[Path, Path]:
