@@ -64,6 +64,14 @@ def test_what_it_cannot_draw_as_rich_does_is_left_to_rich() -> None:
     assert plain_lines(console, broken, 200) is None
     long_title = _table("a title longer than the table it heads", ["v"], [["x"]], set())
     assert plain_lines(console, long_title, 200) is None
+    for cell in ("x   ", "  x "):  # Rich drops the trailing spaces, then aligns
+        trailing = _table("t", ["variant", "median"], [["a", cell]], {"median"})
+        assert plain_lines(console, trailing, 200) is None
+        assert _printed(trailing, None) == _by_rich(trailing, None)
+    emoji = Table(title="t")
+    emoji.add_column("a:100:b")  # a str header: Rich reads its emoji code
+    emoji.add_row(Text("x"))
+    assert plain_lines(console, emoji, 200) is None
     coloured, _ = _console(force_terminal=True, color_system="standard")
     assert plain_lines(coloured, _table("t", ["v"], [["x"]], set()), 200) is None
 

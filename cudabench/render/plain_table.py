@@ -99,12 +99,14 @@ def _text(value: object) -> str | None:
         if value.justify is not None or value.overflow is not None or value.end != "\n":
             return None
         text = value.plain
-    elif isinstance(value, str) and "[" not in value:
-        text = value
+    elif isinstance(value, str) and "[" not in value and ":" not in value:
+        text = value  # a str's markup and :emoji: codes are Rich's to read
     else:
         return None
-    # one cell a character, as Rich measures them (wide or joined characters: Rich's)
-    return text if text.isprintable() and cell_len(text) == len(text) else None
+    # one cell a character, as Rich measures them (wide or joined characters: Rich's);
+    # trailing spaces Rich drops before it aligns a cell
+    plain = text.isprintable() and cell_len(text) == len(text) and text == text.rstrip()
+    return text if plain else None
 
 
 def _pad(text: str, width: int, at_right: bool) -> str:
