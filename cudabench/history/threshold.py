@@ -100,9 +100,10 @@ def smallest_detectable(threshold: float, spread: float, samples: int,
     n1 n2 pairs (stats.u_p_value). For samples whose relative standard deviation is
     `spread` (stats.relative_spread), normal in log time, this finds the shift at which
     P(U >= k) = power, U taken as normal with its mean and variance under that shift (its
-    variance, not the null's, which overstates it near U = n1 n2). Returns max(threshold,
-    that shift) as a relative change, or inf when the samples can never reach p < alpha
-    (compare.reachable_p; fewer than MIN_SAMPLES a side are not tested at all).
+    variance, not the null's, which overstates it near U = n1 n2) times the chance that
+    the medians' change exceeds the threshold. Returns that shift as a relative change
+    (the threshold itself without noise), or inf when the samples can never reach
+    p < alpha (compare.reachable_p; fewer than MIN_SAMPLES a side are not tested at all).
     """
     n1 = baseline_samples if baseline_samples is not None else samples
     n2 = samples
@@ -115,13 +116,26 @@ def smallest_detectable(threshold: float, spread: float, samples: int,
     while k - short > 1:
         middle = (short + k) // 2
         short, k = (short, middle) if u_p_value(middle, n1, n2) < alpha else (middle, k)
+    sigma = math.log1p(spread)
+    if sigma == 0:  # no noise: every change past the threshold is seen as it is
+        return threshold
+    # The gate also needs the medians' change past the threshold: at the threshold itself
+    # that is a coin's toss. A median's standard deviation is about sqrt(pi / 2) = 1.2533
+    # times the samples' over sqrt(n); the two conditions are taken as independent.
+    median_sd = 1.2533 * math.sqrt(1 / n1 + 1 / n2)
+    past = math.log1p(threshold) / sigma  # the threshold in standard deviations
+    normal = NormalDist()
+
+    def caught(shift: float) -> float:
+        return _u_power(shift, n1, n2, k) * normal.cdf((shift - past) / median_sd)
+
     low, high = 0.0, 1.0  # the shift in standard deviations: power rises with it
-    while _u_power(high, n1, n2, k) < power:
+    while caught(high) < power:
         high *= 2
     for _ in range(30):
         mid = (low + high) / 2
-        low, high = (low, mid) if _u_power(mid, n1, n2, k) >= power else (mid, high)
-    return max(threshold, math.expm1(high * math.log1p(spread)))
+        low, high = (low, mid) if caught(mid) >= power else (mid, high)
+    return math.expm1(high * sigma)
 
 
 @functools.cache
