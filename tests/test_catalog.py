@@ -551,3 +551,11 @@ def test_a_header_line_that_says_one_thing_twice_is_refused_naming_it(tmp_path, 
     path = write_kernel(tmp_path, "bad", header_with(line))
     with pytest.raises(KernelFileError, match=re.escape(f"{path}:2: {message}")):
         parse_header(path)
+
+
+def test_a_header_integer_s_leading_zeros_are_no_size(tmp_path):
+    # 0000000000000000000032 is 32: it was refused as "beyond a 64-bit integer"
+    path = write_kernel(tmp_path, "lead", header_with(
+        "// param TILE: default 0000000000000000000032; allowed 8, 16, 32"))
+    (spec,) = [p for p in parse_header(path).params if p.name == "TILE"]
+    assert spec.default == 32

@@ -358,7 +358,8 @@ def _integer(path: Path, number: int, name: str, text: str) -> int:
     text = text.strip()
     if not _INTEGER.fullmatch(text):
         raise ValueError(text)
-    if len(text) > 20 or not -2**63 <= int(text) < 2**63:
+    digits = text.lstrip("-").lstrip("0")  # leading zeros are no size: 0000...032 is 32
+    if len(digits) > 19 or not -2**63 <= int(text) < 2**63:
         raise KernelFileError(path, number, f"param {name}: {text[:24]}"
                                             f"{'...' if len(text) > 24 else ''} is beyond a "
                                             "64-bit integer; parameters are integers such as 16")
