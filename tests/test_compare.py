@@ -795,6 +795,9 @@ def test_a_change_near_the_threshold_prints_on_the_side_its_verdict_puts_it():
     assert shown[Verdict.SAME].startswith("+4.96% is significant")
     assert format_change(0.0504) == "+5.0%"  # no threshold beside it: one decimal
     assert format_change(0.02, 0.05) == "+2.0%" and format_change(0.0001, 0.05) == "0.0%"
+    # within 5e-7 of it: four decimals read "+5.0000%" on both sides
+    assert format_change(0.0500004, 0.05) == "+5.00004%"
+    assert format_change(0.0499996, 0.05) == "+4.99996%"
 
 
 def test_time_format():

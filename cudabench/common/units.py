@@ -29,11 +29,11 @@ def exceeds(change: float, threshold: float) -> bool:
 
 def format_change(change: float | None, threshold: float | None = None) -> str:
     """Format a relative change as a signed percentage, to one decimal, or where a
-    threshold is given to as many (up to 4) as show it on the threshold's side it lies:
+    threshold is given to as many (up to 8) as show it on the threshold's side it lies:
     +5.04% past a 5% threshold and +4.96% within it both read "+5.0%"."""
     if change is None:
         return "-"
-    for places in range(1, 5):
+    for places in range(1, 9):  # past 8, within exceeds()'s rounding: at the threshold
         # never "-0.0%"
         text = "0.0%" if abs(change) < 0.5 * 10 ** -(places + 2) else f"{change:+.{places}%}"
         if threshold is None or _side(float(text[:-1]) / 100, threshold) == \
