@@ -129,6 +129,51 @@ def test_streaming_goes_on_after_a_write_that_failed(tmp_path, monkeypatch):
     assert len(load_results(path).benchmarks) == 4
 
 
+def test_a_large_results_file_is_rewritten_within_a_time_budget(tmp_path, monkeypatch):
+    # rewritten after every row, a 2000-row run spent 69 s writing its file (7.6 MB by
+    # the end): past a size, a write waits until STREAM_BUDGET times its cost has passed
+    from contextlib import contextmanager
+
+    from cudabench.results import writer as writer_module
+
+    class Clock:
+        now = 100.0
+
+        def monotonic(self) -> float:
+            return self.now
+
+    clock = Clock()
+    real = writer_module.replacing
+
+    @contextmanager
+    def slow(*args, **kwargs):  # a write that takes 0.1 s
+        with real(*args, **kwargs) as stream:
+            yield stream
+        clock.now += 0.1
+
+    monkeypatch.setattr(writer_module, "time", clock)
+    monkeypatch.setattr(writer_module, "replacing", slow)
+    monkeypatch.setattr(writer_module, "STREAM_FREE_BYTES", 0)  # every file is "large"
+    path = tmp_path / "r.json"
+    writer = ResultsWriter(path, argv=[])
+    writer.start({})
+    writer.add(result())
+    assert len(load_results(path).benchmarks) == 1
+    writer.add(result())  # at once: not rewritten yet
+    assert len(load_results(path).benchmarks) == 1 and writer.written == 1
+    clock.now += writer_module.STREAM_BUDGET * 0.1
+    writer.add(result())  # 20 write-times later: rewritten, with the row before it
+    assert len(load_results(path).benchmarks) == 3
+    writer.add(result())
+    # a stop writes the rows not written yet
+    assert writer.stopped_note() == f"the run stopped: 4 of its rows are in {path}, marked " \
+        "incomplete"
+    assert len(load_results(path).benchmarks) == 4
+    monkeypatch.setattr(writer_module, "STREAM_FREE_BYTES", 1 << 20)
+    writer.add(result())  # a small file: after every row
+    assert len(load_results(path).benchmarks) == 5
+
+
 def test_a_version_1_file_loads_as_version_2():
     loaded = load_results(DATA / "baseline.json")
     original = json.loads((DATA / "baseline.json").read_text())

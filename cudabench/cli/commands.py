@@ -717,7 +717,7 @@ def plan_files(plans: list[Plan]) -> list[Path]:
 @click.command("run")
 @click.argument("config", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--json", "json_path", type=click.Path(path_type=Path),
-              help="Write the results here; rewritten after every benchmark (an existing "
+              help="Write the results here; rewritten as benchmarks are measured (an existing "
               "file only once the run completes: PATH.partial until then).")
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the tables as markdown (a CI job summary).")
