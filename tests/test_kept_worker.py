@@ -336,6 +336,29 @@ def test_a_command_queued_behind_one_that_times_out_is_not_harmed(kept, tmp_path
     assert rows and all(r.status in (Status.PASS, Status.REF) for r in rows), rows
 
 
+def test_a_row_whose_kept_worker_workers_stop_ended_says_so(kept, tmp_path):
+    """`cudabench workers --stop` from another terminal ended the worker of a running
+    command: its row's ERROR said "died (exit code unknown: a kept worker)"."""
+    import subprocess
+    import sys
+
+    command = subprocess.Popen([sys.executable, "-c", FAKE_MAIN, "hang", "matmul", "--size",
+                                "20", "--variant", "naive", "--timeout", "300",
+                                "--keep-workers", "60", *QUICK, "--quiet"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    folder = kept.socket_folder()
+    deadline = time.monotonic() + 30
+    while not list(folder.glob("worker-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2.0)  # the hanging launch has begun
+    stopped = invoke("workers", "--stop")
+    assert stopped.exit_code == 0 and "ended 1 kept worker" in stopped.stdout
+    out, err = command.communicate(timeout=60)
+    assert command.returncode == 2, err
+    assert "ended by `cudabench workers --stop`" in out + err, out + err
+    assert "exit code unknown" not in out + err
+
+
 def test_a_connection_with_a_wrong_key_does_not_stop_the_kept_worker(kept, use_fake):
     from multiprocessing import AuthenticationError
     from multiprocessing.connection import Client

@@ -61,6 +61,7 @@ INHERITED_NAMES = frozenset({"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "HOME", "T
 # GPU. Any other (CUDABENCH_CACHE_DIR, CUDABENCH_RELOCATED) is read by the worker: kept.
 COMMAND_ONLY = frozenset({"CUDABENCH_WIDE", "CUDABENCH_HISTORY_DB", "CUDABENCH_KEEP_WORKERS",
                           OP_FILES})
+STOPPED_FILE = "stopped-workers"  # the pids `workers --stop` ended, and when
 MAX_FOLDER_CHARS = 70  # + "/worker-" + 16 hex digits + ".sock": within AF_UNIX's 107
 
 
@@ -255,6 +256,7 @@ def stop_all() -> int:
     """End every kept worker of this user now, busy or not, and remove what each left (a
     stale socket's too); return how many answered."""
     found = describe()
+    _record_stopped([pid for _, pid, _, _ in found])
     for _, pid, _, _ in found:
         _Pid(pid).kill()
     for address in socket_folder().glob("worker-*.sock"):
@@ -262,6 +264,30 @@ def stop_all() -> int:
             with contextlib.suppress(OSError):
                 address.with_suffix(suffix).unlink()
     return len(found)
+
+
+def _record_stopped(pids: list[int]) -> None:
+    """Note that `workers --stop` ends these workers now: a command one of them served
+    then says who ended its worker (it saw only a process gone). Kept for an hour."""
+    if not pids:
+        return
+    now = time.time()
+    lines = [f"{pid} {stamp}" for pid, stamp in _stopped().items() if stamp > now - 3600]
+    with contextlib.suppress(OSError):
+        (socket_folder() / STOPPED_FILE).write_text(
+            "".join(line + "\n" for line in [*lines, *(f"{pid} {now}" for pid in pids)]),
+            encoding="utf-8")
+
+
+def _stopped() -> dict[int, float]:
+    """Return the workers `workers --stop` ended in the last hour: pid -> when."""
+    found: dict[int, float] = {}
+    with contextlib.suppress(OSError, ValueError):
+        text = (socket_folder() / STOPPED_FILE).read_text(encoding="utf-8")
+        for line in text.splitlines():
+            pid, stamp = line.split()
+            found[int(pid)] = float(stamp)
+    return found
 
 
 def _connect(address: Path, wait_s: float) -> tuple[Connection, int, int, str] | None:
@@ -335,6 +361,16 @@ class _Pid:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.exitcode = "unknown: a kept worker"  # for "died (exit code ...)": not our child
+        self.taken = time.time()
+
+    @property
+    def ended_by(self) -> str | None:
+        """Return who ended the worker when the tool itself did (`workers --stop` from
+        another terminal), for the row's error; None otherwise."""
+        stamp = _stopped().get(self.pid)
+        # a pid used again: only a stop since this command took the worker counts
+        return ("`cudabench workers --stop`" if stamp is not None and stamp >= self.taken - 1
+                else None)
 
     def is_alive(self) -> bool:
         try:

@@ -172,6 +172,9 @@ class Worker:
                     return _timeout_reason(watch, self.plans, jobs), False
                 if not self._process.is_alive():
                     self.failure = Failure.DIED
+                    ended_by = getattr(self._process, "ended_by", None)  # a kept worker's
+                    if ended_by is not None:
+                        return f"its worker process was ended by {ended_by}", False
                     code = self._process.exitcode
                     # the unguarded script's worker exits 2 (refuse_in_a_worker_import);
                     # one killed by a signal (-11: a crash in the driver) never is that
