@@ -957,6 +957,14 @@ def test_check_flags_a_regression_against_the_history(tmp_path):
     assert "1 regression: 1 slower, 2 same" in result.stdout.replace("\n", " ")
 
 
+def test_a_subcommand_s_options_are_checked_as_a_command_s_are(tmp_path):
+    # --branch took --allow-missing for its value: the regression passed, exit 0
+    db = flat_history(tmp_path)
+    current = make_run(tmp_path, 100, factors={"tiled": 1.2}, name="current")
+    result = invoke("check", current, "--db", db, "--branch", "--allow-missing")
+    assert_one_line_error(result, "--branch --allow-missing: --branch takes a value")
+
+
 def test_check_judges_a_change_of_exactly_the_threshold_alike_whatever_the_rounding(tmp_path):
     # 672/640 - 1 computes a hair above 0.05 and 21/20 - 1 a hair below: both are +5%
     # exactly, which is not "more than the threshold" (the first was slower, exit 1)

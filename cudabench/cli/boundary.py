@@ -26,7 +26,23 @@ GROUP_FLAGS = (TRACEBACK_FLAG, "--wide")  # the group's flags, given before or a
 _NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", None)
 
 
-class BoundaryGroup(click.Group):
+class CheckedGroup(click.Group):
+    """A group whose subcommands' options are checked before Click parses them."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Find the subcommand, refusing an option of one value given twice (Click keeps
+        the last: `--tile 8 --tile 32` measured TILE=32 alone, where -p refuses it), or an
+        option taken as another's value. A group among the subcommands (`history`) checks
+        its own, as it is a CheckedGroup too."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and not isinstance(command, click.Group):
+            refuse_repeated_options(command, rest)
+            refuse_an_option_as_a_value(command, rest)
+        return name, command, rest
+
+
+class BoundaryGroup(CheckedGroup):
     """The one error boundary: errors become a one-line message and a typed exit code."""
 
     def main(self, args: Any = None, prog_name: str | None = None,
@@ -65,16 +81,6 @@ class BoundaryGroup(click.Group):
             print_error(f"cudabench: error: {_negative_value(exc, args) or exc.format_message()}"
                         f"{where}")
             return ExitCode.USAGE
-
-    def resolve_command(self, ctx: click.Context, args: list[str]
-                        ) -> tuple[str | None, click.Command | None, list[str]]:
-        """Find the subcommand, refusing an option of one value given twice (Click keeps
-        the last: `--tile 8 --tile 32` measured TILE=32 alone, where -p refuses it)."""
-        name, command, rest = super().resolve_command(ctx, args)
-        if command is not None and not isinstance(command, click.Group):
-            refuse_repeated_options(command, rest)
-            refuse_an_option_as_a_value(command, rest)
-        return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

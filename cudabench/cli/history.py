@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, Verdict, parse_threshold
+from cudabench.cli.boundary import CheckedGroup
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
@@ -55,7 +56,7 @@ def db_option(command: F) -> F:
              f"{DEFAULT_HELP}).")(command)
 
 
-@click.group("history")
+@click.group("history", cls=CheckedGroup)
 def history() -> None:
     """Record results files and follow each benchmark across commits.
 
