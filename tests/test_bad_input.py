@@ -329,6 +329,52 @@ def test_a_kernel_file_linked_to_a_device_is_refused(no_gpu_work, tmp_path):
     assert "zero.cu: cannot read kernel file" in done.output and "a device" in done.output
 
 
+LONG = "d" * 300  # one name past the 255 bytes of a file system's names: ENAMETOOLONG
+
+
+@pytest.mark.parametrize(("args", "env", "says"), [
+    (["list", "--kernels-dir", LONG], {}, f"--kernels-dir {LONG}: too long a name"),
+    (["matmul", "--kernels-dir", LONG, "--dry-run"], {}, f"--kernels-dir {LONG}: too long"),
+    (["ab", LONG, "B"], {}, f"OLD_DIR {LONG}: too long a name"),
+    (["run", "long.toml", "--dry-run"], {}, f"kernels_dirs {LONG}: too long a name"),
+    (["compare", "r.json", "new.json", "--db", f"{LONG}.db"], {}, f"--db {LONG}.db: too long"),
+    (["history", "show"], {"CUDABENCH_HISTORY_DB": f"{LONG}.db"},
+     f"CUDABENCH_HISTORY_DB={LONG}.db: too long a name"),
+    (["dot", "--size", "100", "--record"], {"CUDABENCH_HISTORY_DB": f"{LONG}.db"},
+     f"CUDABENCH_HISTORY_DB={LONG}.db: too long a name"),
+    (["dot", "--size", "100"], {"CUDABENCH_CACHE_DIR": LONG},
+     f"CUDABENCH_CACHE_DIR={LONG}: too long a name"),
+    (["report", "loop.json"], {}, "loop.json: a loop of symbolic links"),
+    (["plot", "loop.json", "-o", "p.png"], {}, "loop.json: a loop of symbolic links"),
+    (["history", "import", "--db", "loop.db", "r.json"], {}, "loop.db: a loop of symbolic"),
+    (["list", "--kernels-dir", "looped"], {}, "x.cu: a loop of symbolic links (it leads to no "
+     "file), not a kernel: remove it, or start its name with _ or . to have it skipped"),
+    (["list", "--kernels-dir", "looped_op"], {}, "x.py: a loop of symbolic links"),
+    # reading a pipe waits for a writer: both hung forever
+    (["list", "--kernels-dir", "piped"], {}, "x.cu: is a pipe (its reading waits for a "
+     "writer), not a kernel"),
+    (["matmul", "--kernels-dir", "piped", "--dry-run"], {}, "x.cu: is a pipe"),
+])
+def test_a_path_no_file_can_be_at_is_named_not_an_internal_error(use_fake, tmp_path,
+                                                                 monkeypatch, args, env, says):
+    # Path.is_dir() and .exists() raise for these (resolve() for a loop): exit 4
+    monkeypatch.chdir(tmp_path)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "r.json").write_text((DATA / "baseline.json").read_text())
+    (tmp_path / "new.json").write_text((DATA / "identical.json").read_text())
+    (tmp_path / "long.toml").write_text(f'kernels_dirs = ["{LONG}"]\n[[benchmark]]\n'
+                                        'op = "dot"\nsize = "100"\n')
+    for link in ("loop.json", "loop.db", "looped/x.cu", "looped_op/x.py"):
+        (tmp_path / link).parent.mkdir(exist_ok=True)
+        (tmp_path / link).symlink_to(tmp_path / link)
+    (tmp_path / "piped").mkdir()
+    os.mkfifo(tmp_path / "piped" / "x.cu")
+    done = invoke(*args)
+    clean(done)
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 def test_gzip_is_unpacked_member_by_member_with_a_cap():
     import gzip
     import zlib

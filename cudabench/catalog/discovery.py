@@ -12,6 +12,7 @@ from cudabench.common.infiles import (  # check_folders: the catalog's callers'
     MAX_SOURCE_BYTES,
     check_folders,
     read_capped,
+    refuse_found_unreadable,
 )
 from cudabench.common.own_files import builtin_kernels_dir
 from cudabench.errors import KernelFileError, UsageError
@@ -42,10 +43,14 @@ def _parsed(path: Path, ops: dict[str, Op]) -> KernelVariant:
 def kernel_files(folder: Path) -> list[Path]:
     """Return a folder's kernel files, FOLDER/*.cu and FOLDER/*/*.cu, as op files are found:
     a file or subfolder named with `_` is helper code (`_common.cu`, which kernels
-    #include), not a variant, and one named with `.` is hidden (skipped_name)."""
-    return [path for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")])
-            if not skipped_name(path.name)
-            and (path.parent == folder or not skipped_name(path.parent.name))]
+    #include), not a variant, and one named with `.` is hidden (skipped_name). One that is
+    no file (a pipe, whose reading waits for a writer forever; a loop of links) is refused."""
+    paths = [path for path in sorted([*folder.glob("*.cu"), *folder.glob("*/*.cu")])
+             if not skipped_name(path.name)
+             and (path.parent == folder or not skipped_name(path.parent.name))]
+    for path in paths:
+        refuse_found_unreadable(path, "a kernel")
+    return paths
 
 
 def op_folders_below(folders: Iterable[Path]) -> list[Path]:

@@ -15,6 +15,7 @@ import click
 
 from cudabench.analysis.compare import benchmark_text, compare
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, Verdict, parse_threshold
+from cudabench.common.infiles import refuse_unreachable
 from cudabench.common.outfiles import (
     EachWritten,
     being_written,
@@ -177,6 +178,7 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
         if auto:
             # an empty file (made by `touch`, or a job's cache step) holds no history, as
             # no file does: the floor, not "the store is empty" (exit 2)
+            refuse_unreachable(store_path, f"--db {store_path}" if db else str(store_path))
             held = store_path.exists() and (store_path.is_dir() or store_path.stat().st_size)
             store = stack.enter_context(Store.open(store_path)) if held else None
             threshold_for = auto_thresholds(store, after.gpu_name, store_path, cap)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from cudabench.common.infiles import not_a_folder
 from cudabench.ops import Op
 
 # name -> (module, attribute, the short help `--help` shows)
@@ -47,8 +48,9 @@ def command_names(ops: Mapping[str, Op]) -> list[str]:
 
 
 def kernels_dirs_in(args: Sequence[str]) -> list[Path]:
-    """Return the folders given with --kernels-dir in a command line not yet parsed."""
-    return [path for path in given_kernels_dirs(args) if path.is_dir()]
+    """Return the folders given with --kernels-dir in a command line not yet parsed (one
+    that is none, or cannot be, the command refuses: check_folders)."""
+    return [path for path in given_kernels_dirs(args) if not_a_folder(path) is None]
 
 
 def given_kernels_dirs(args: Sequence[str]) -> list[Path]:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from cudabench.errors import UsageError
 from cudabench.common.flag_terms import terms_of_file
+from cudabench.common.infiles import refuse_unreachable
 from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.render import csv_out, plot, terminal
 from cudabench.render.html import report_html
@@ -27,6 +28,8 @@ FILES = click.Path(path_type=Path, dir_okay=False)
 
 def load_files(paths: Sequence[Path]) -> list[ResultsFile]:
     """Load each results file once (a path named twice would show every row twice)."""
+    for path in paths:  # resolve() raises for a loop of links
+        refuse_unreachable(path, str(path))
     unique = {path.resolve(): path for path in paths}
     files = [load_results(path) for path in unique.values()]
     if not any(f.benchmarks for f in files):

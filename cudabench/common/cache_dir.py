@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from cudabench.common.infiles import refuse_unreachable
+
 OFF = {"off", "0", "none", "false"}
 _SAID: set[str] = set()
 
@@ -22,6 +24,7 @@ def cache_root() -> Path | None:
             return None
         # "~/cb" from a CI file's env (no shell expanded it) is the home's, not ./~/cb
         folder = Path(chosen).expanduser()
+        refuse_unreachable(folder, f"CUDABENCH_CACHE_DIR={chosen}")
         if folder.exists() and not folder.is_dir():  # every cache failed to make its folder
             _say_once(f"note: CUDABENCH_CACHE_DIR={chosen} is a file, not a folder: nothing "
                       "is cached (compiled kernels, references, tuning); name a folder, or "

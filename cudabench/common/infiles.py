@@ -3,6 +3,7 @@ bomb named as a results, suite or kernel file read on until the host ran out of 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import zlib
@@ -57,9 +58,46 @@ def gunzip_capped(data: bytes, limit: int) -> bytes:
             return out
 
 
+def unreachable(path: Path | str) -> str | None:
+    """Return why nothing can be at path (a name in it too long for the file system, or
+    symbolic links that loop), else None: Path.exists() and .is_dir() raise for these
+    where they answer False for a path that is merely not there, and resolve() raises."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return "too long a name for the file system (255 bytes a name at most)"
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links (it leads to no file)"
+    return None
+
+
+def refuse_unreachable(path: Path | str, name: str) -> None:
+    """Raise a UsageError `NAME: why` where nothing can be at path (unreachable); name is
+    what the user gave it as: `--db PATH`, `VARIABLE=PATH`, or the path itself."""
+    why = unreachable(path)
+    if why is not None:
+        raise UsageError(f"{name}: {why}")
+
+
+def refuse_found_unreadable(path: Path, what: str) -> None:
+    """Refuse a file a folder's listing found (what: "a kernel", "an op file") that is a
+    loop of links (no file) or a pipe (its reading waits for a writer, forever: the user
+    named the folder, not the pipe). Its reader says what else it cannot read."""
+    why = unreachable(path)
+    if why is None and path.exists() and stat.S_ISFIFO(path.stat().st_mode):
+        why = "is a pipe (its reading waits for a writer)"
+    if why is not None:
+        raise UsageError(f"{path}: {why}, not {what}: remove it, or start its name with _ "
+                         "or . to have it skipped")
+
+
 def not_a_folder(path: Path) -> str | None:
     """Return why path is no folder ("no such directory", "is a file, not a folder"), or
     None: the one wording of every flag and argument that takes a folder."""
+    trouble = unreachable(path)
+    if trouble is not None:
+        return trouble
     if path.is_dir():
         return None
     return "is a file, not a folder" if path.exists() else "no such directory"

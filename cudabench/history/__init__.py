@@ -6,6 +6,7 @@ At the level of render: it reads results and analysis, never measure.
 import os
 from pathlib import Path
 
+from cudabench.common.infiles import refuse_unreachable
 from cudabench.common.outfiles import names_a_folder
 from cudabench.errors import UsageError
 
@@ -32,6 +33,7 @@ def default_store() -> Path:
     why = names_a_folder(chosen)
     if why is not None:  # `store/` made a file named store
         raise UsageError(f"{STORE_VARIABLE}={why}")
+    refuse_unreachable(chosen, f"{STORE_VARIABLE}={chosen}")
     if Path(chosen).is_dir():  # said as the variable: "/tmp: is a folder ... pass --db"
         raise UsageError(f"{STORE_VARIABLE}={chosen}: is a folder, not a history store; set "
                          "it to a file (or pass --db)")

@@ -32,6 +32,7 @@ import sqlite3
 import stat
 from pathlib import Path
 
+from cudabench.common.infiles import unreachable
 from cudabench.common.own_files import own_folder_of
 from cudabench.history.records import (
     APPLICATION_ID,
@@ -173,6 +174,9 @@ TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version s
 
 def precheck(path: Path, create: bool) -> bool:
     """Check the file before SQLite touches it; return whether it exists (non-empty)."""
+    why = unreachable(path)
+    if why is not None:
+        raise StoreError(f"{path}: {why}")
     own = own_folder_of(path.resolve()) if create else None
     if own is not None:  # a store written there breaks every run (the catalog reads it)
         raise StoreError(f"{path}: lies among cudabench's own code and kernels ({own}); "

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 
+from cudabench.common.infiles import refuse_found_unreadable, refuse_unreachable
 from cudabench.errors import OpFileError
 from cudabench.ops.base import (
     BUILTIN_NAMES,
@@ -133,9 +134,11 @@ def op_files(kernels_dirs: Iterable[Path]) -> list[Path]:
     found: dict[Path, Path] = {}  # each file once (a link beside its target is one file)
     for folder in kernels_dirs:
         folder = Path(folder)
+        refuse_unreachable(folder, f"--kernels-dir {folder}")  # glob() raises for it
         for path in sorted([*folder.glob("*.py"), *folder.glob("*/*.py")]):
             if not skipped_name(path.name) and (
                     path.parent == folder or not skipped_name(path.parent.name)):
+                refuse_found_unreadable(path, "an op file")
                 # the link's own name, not its target's (that of a dangling one has no .py)
                 found.setdefault(path.resolve(), path.parent.resolve() / path.name)
     return list(found.values())
