@@ -743,6 +743,19 @@ def test_check_and_show_read_no_more_runs_than_they_keep(tmp_path, monkeypatch):
     assert reads[0] == reads[1]
 
 
+def test_a_last_past_sqlite_s_integers_is_all_runs_and_min_runs_is_bounded(tmp_path):
+    # --last 2^63 overflowed into SQLite (exit 4); --min-runs 2^63 advised --last 2^63
+    db = flat_history(tmp_path)
+    current = make_run(tmp_path, 100, factors={"tiled": 1.2}, name="current")
+    huge = str(2**63)
+    assert invoke("show", "--db", db, "--last", huge).exit_code == 0
+    assert invoke("plot", tmp_path / "trend.png", "--db", db, "--last", huge).exit_code == 0
+    checked = invoke("check", current, "--db", db, "--last", huge)
+    assert checked.exit_code == 1 and verdicts(checked.stdout)["tiled"] == "slower"
+    assert_one_line_error(invoke("check", current, "--db", db, "--min-runs", huge),
+                          "--min-runs", "3<=x<=1000000")
+
+
 def test_the_newest_runs_of_a_series_are_its_last_points(tmp_path):
     # series(last=N) picks its runs in SQL: the same points as the whole series' last N,
     # ties of time, failed rows, a run left out, --since and --branch included

@@ -46,6 +46,7 @@ from cudabench.common.units import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 SHOW_LAST = 100  # commits per benchmark that `show` looks at by default
+MAX_MIN_RUNS = 1_000_000  # a bound for --min-runs 2^63, which no history could ever meet
 
 
 def db_option(command: F) -> F:
@@ -275,8 +276,9 @@ def one_gpu_in_title(title: str, columns: Sequence[str], rows: list[list[str]]
                    "or e.g. 5% or 0.05.")
 @click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True,
               help="Significance level of a change against the history's spread.")
-@click.option("--min-runs", type=click.IntRange(min=3), default=DEFAULT_MIN_RUNS,
-              show_default=True, help="Runs of history needed to judge a benchmark.")
+@click.option("--min-runs", type=click.IntRange(min=3, max=MAX_MIN_RUNS),
+              default=DEFAULT_MIN_RUNS, show_default=True,
+              help="Runs of history needed to judge a benchmark.")
 @click.option("--allow-missing", is_flag=True,
               help="Pass although kernels that most of the last 3 recorded runs of "
                    "CURRENT's command measured are not in it (removed on purpose).")

@@ -40,6 +40,8 @@ from cudabench.results.model import DeviceInfo, ResultsFile
 
 # --gpu names a model as NVML does ("NVIDIA H100 80GB HBM3") or as the tables show it,
 # without the vendor's name ("H100 80GB HBM3").
+# SQLite's largest integer: a LIMIT past it (`--last 2^63`) overflowed; it keeps all rows
+ALL_ROWS = 2**63 - 1
 GPU_MATCH = "(d.name = ? OR d.name = 'NVIDIA ' || ?)"
 
 class Queries:
@@ -224,7 +226,7 @@ class Queries:
                          f"{rows_of} LEFT JOIN devices d ON d.id = x.device_id WHERE "
                          f"x.run_id = r.id AND {' AND '.join(where)}) "
                          "ORDER BY r.created DESC, r.id DESC LIMIT ?)")
-            args += [*args, last]
+            args += [*args, min(last, ALL_ROWS)]
         clocks = "x.slow_clock_share" if self.version >= SLOW_SHARE_SINCE else "NULL"
         query = ("SELECT r.id, r.git_commit, r.created, x.median_s, x.status, x.kind, "
                  f"{clocks} FROM {rows_of} "
