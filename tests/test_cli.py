@@ -439,6 +439,22 @@ def test_an_option_of_one_value_given_twice_is_refused(no_gpu_work, args, said):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    # ab measured 96 alone
+    (("ab", "A", "B", "--op", "matmul", "-s", "64", "-s", "96"),
+     "-s 64 and -s 96: -s takes one value; give it once"),
+    (("dot", "--devices", "0", "--devices", "1", "--dry-run"),
+     "--devices 0 and --devices 1: --devices takes one value; give it once (several in one: "
+     "--devices all|I,J,...)"),
+    (("history", "show", "--variant", "naive", "--variant", "tiled"),
+     "--variant naive and --variant tiled: --variant takes one value"),
+])
+def test_an_option_a_user_may_repeat_for_several_values_is_refused(no_gpu_work, args, said):
+    result = invoke(*args)
+    assert result.exit_code == 2 and said in result.stderr, result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_options_that_repeat_by_design_still_do(no_gpu_work):
     result = invoke("matmul", "--size", "32", "--variant", "naive", "--variant", "tiled",
                     "--hot", "--hot", "--dry-run")

@@ -164,20 +164,25 @@ class RepeatedOption(OptionMistake):
     """An option of one value given more than once."""
 
 
+# Options of one value that name what is measured or shown, which a user may repeat for
+# several (as an op command's --variant): `ab --size 64 --size 96` measured 96 alone.
+SEVERAL_EXPECTED = frozenset({"dtype", "size", "devices", "op", "variant", "gpu"})
+
+
 def refuse_repeated_options(command: click.Command, args: list[str]) -> None:
-    """Raise a usage error for an option naming what is measured (a size, a type, a kernel
-    parameter: one value, or one comma list that sweeps) given more than once in args
-    (before `--`): `--tile 8 --tile 32` reads as a sweep and measured TILE=32 alone. Other
-    options keep Click's last-wins, the idiom of flags appended to shared ones
-    (`$COMMON --warmup 1`)."""
+    """Raise a usage error for an option naming what is measured or shown (a size, a type,
+    the GPUs, a kernel parameter: one value, or one comma list that sweeps) given more than
+    once in args (before `--`): `--tile 8 --tile 32` reads as a sweep and measured TILE=32
+    alone. Other options keep Click's last-wins, the idiom of flags appended to shared
+    ones (`$COMMON --warmup 1`)."""
     single: dict[str, click.Option] = {}
     for option in command.params:
         if isinstance(option, click.Option) and not option.multiple and not option.count \
-                and not option.is_flag and (option.name == "dtype"
+                and not option.is_flag and (option.name in SEVERAL_EXPECTED
                                             or "sweep" in (option.help or "")):
             single.update((opt, option) for opt in option.opts)
     seen: dict[str, list[str]] = {}
-    helps: dict[str, str] = {}
+    options: dict[str, click.Option] = {}
     words = list(args[:args.index("--")] if "--" in args else args)
     index = 0
     while index < len(words):
@@ -194,13 +199,14 @@ def refuse_repeated_options(command: click.Command, args: list[str]) -> None:
             value = words[index]  # its value (--counters' may be absent): not an option
             index += 1
         seen.setdefault(found.name or opt, []).append(f"{opt} {value}".strip())
-        helps[found.name or opt] = found.help or ""
+        options[found.name or opt] = found
     for name, given in seen.items():
         if len(given) > 1:
-            sweeps = "sweep" in helps[name]
-            flag = given[0].split()[0]
-            raise RepeatedOption(f"{' and '.join(given)}: {flag} takes one value; give it once"
-                                 + (f" (a comma list sweeps: {flag} A,B)" if sweeps else ""))
+            flag, metavar = given[0].split()[0], options[name].metavar or ""
+            how = (f" (a comma list sweeps: {flag} A,B)" if "sweep" in (options[name].help or "")
+                   else f" (several in one: {flag} {metavar})" if "," in metavar else "")
+            raise RepeatedOption(f"{' and '.join(given)}: {flag} takes one value; give it "
+                                 f"once{how}")
 
 
 def hoist_group_flags(args: list[str]) -> list[str]:
