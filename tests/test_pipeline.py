@@ -694,6 +694,16 @@ def test_one_run_measures_after_one_flush(use_fake, tmp_path):
         (False, "memset"), (True, "")}
 
 
+@pytest.mark.parametrize("command", ["run", "calibrate"])
+def test_a_flush_that_reaches_no_entry_of_a_suite_is_refused(use_fake, tmp_path, command):
+    # every entry hot: --l2-flush memset was ignored without a word
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\nhot = true\n')
+    done = invoke(command, str(suite), "--l2-flush", "memset", "--db", str(tmp_path / "h.db"))
+    assert done.exit_code == 2 and "--l2-flush memset flushes cold samples only; every " \
+        "benchmark of the suite is hot (hot = true), so it does nothing" in done.output
+
+
 def test_hot_with_the_memset_flush_is_a_usage_error(use_fake):
     done = invoke("dot", "--size", "1000", "--hot", "--l2-flush", "memset")
     assert done.exit_code == 2 and "a hot run flushes nothing" in done.output

@@ -478,6 +478,12 @@ def test_a_cap_beside_a_fixed_threshold_is_refused_not_ignored(tmp_path):
             "--threshold 30% it does nothing" in done.stderr, done.output
         auto = invoke(*command, "--threshold", "auto", "--max-threshold", "10%")
         assert "--max-threshold caps" not in auto.stderr  # (then: a.json is missing)
+    # compare's --db is the history of --threshold auto: beside 30%, read by nothing
+    done = invoke("compare", "a.json", "b.json", "--threshold", "30%", "--db", "x.db")
+    assert done.exit_code == 2 and "--db names the history store of --threshold auto only; " \
+        "with --threshold 30% it does nothing" in done.stderr, done.output
+    auto = invoke("compare", "a.json", "b.json", "--db", "x.db")
+    assert "--db names" not in auto.stderr
 
 
 def test_a_stop_before_the_run_is_recorded_says_where_it_is(use_fake, tmp_path, monkeypatch):

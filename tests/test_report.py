@@ -836,3 +836,12 @@ def test_the_cpu_reference_is_said_where_the_first_row_has_none(tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "CPU reference (NumPy, float64): -" not in result.stdout
     assert "CPU reference (NumPy, float64): " in result.stdout
+
+
+def test_a_title_without_html_is_refused_not_ignored(tmp_path):
+    # the title names the HTML page alone: `report f.json --title T` printed, untitled
+    assert_one_line_error(invoke("report", FILES[0], "--title", "T"),
+                          "--title names the HTML page only; without --html it does nothing")
+    page = tmp_path / "r.html"
+    assert invoke("report", FILES[0], "--title", "T", "--html", page).exit_code == 0
+    assert "<title>T</title>" in page.read_text(encoding="utf-8")

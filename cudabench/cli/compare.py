@@ -76,7 +76,7 @@ def compare_command(baseline: Path, current: Path, threshold: str, alpha: float,
     """Compare two results files; exit 1 on a significant slowdown, a new failure, a
     benchmark missing from CURRENT or an incomplete CURRENT."""
     check_thresholds(threshold, max_threshold)  # bad values are named before files are read
-    refuse_idle_cap(threshold)
+    refuse_idle_cap(threshold, ("max_threshold", "db"))
     check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
                   [baseline, current, db or default_store()])
     before, after = load_results(baseline), load_results(current)
@@ -138,15 +138,22 @@ def refuse_a_cached_search(baseline: str, current: str, loaded: ResultsFile) -> 
                          "with --no-tune-cache for rows measured now")
 
 
-def refuse_idle_cap(threshold: str) -> None:
-    """Refuse --max-threshold given on the command line beside a fixed --threshold: the
-    cap limits --threshold auto only, and was ignored without a word."""
+# What each option of --threshold auto alone does, said where a fixed threshold idles it.
+AUTO_ONLY = {"max_threshold": "--max-threshold caps --threshold auto only",
+             "db": "--db names the history store of --threshold auto only"}
+
+
+def refuse_idle_cap(threshold: str, options: tuple[str, ...] = ("max_threshold",)) -> None:
+    """Refuse an option of --threshold auto alone (--max-threshold; compare's --db) given
+    on the command line beside a fixed --threshold: it was ignored without a word."""
     context = click.get_current_context(silent=True)
-    given = context is not None and context.get_parameter_source("max_threshold") in (
-        click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
-    if given and threshold.strip().lower() != "auto":
-        raise UsageError(f"--max-threshold caps --threshold auto only; with --threshold "
-                         f"{threshold} it does nothing: leave one of them out")
+    if context is None or threshold.strip().lower() == "auto":
+        return
+    for name in options:
+        if context.get_parameter_source(name) in (click.core.ParameterSource.COMMANDLINE,
+                                                  click.core.ParameterSource.ENVIRONMENT):
+            raise UsageError(f"{AUTO_ONLY[name]}; with --threshold {threshold} it does "
+                             "nothing: leave one of them out")
 
 
 def check_thresholds(threshold: str, max_threshold: str) -> tuple[float, float]:

@@ -218,9 +218,13 @@ suite_flush_option = click.option(
 
 def with_flush(requests: list[Request], l2_flush: str | None) -> list[Request]:
     """Return the requests with their cold samples flushed by l2_flush (None: as they say);
-    --hot entries flush nothing and keep theirs."""
+    --hot entries flush nothing and keep theirs, and a suite of hot entries alone is
+    refused the flag (it was ignored without a word)."""
     if l2_flush is None:
         return requests
+    if requests and all(request.hot for request in requests):
+        raise UsageError(f"--l2-flush {l2_flush} flushes cold samples only; every benchmark "
+                         "of the suite is hot (hot = true), so it does nothing: leave it out")
     return [request if request.hot else dataclasses.replace(request, l2_flush=l2_flush)
             for request in requests]
 

@@ -63,6 +63,9 @@ def default_title(files: Sequence[ResultsFile]) -> str:
 def report_command(files: tuple[Path, ...], markdown_path: Path | None,
                    html_path: Path | None, csv_path: Path | None, title: str | None) -> int:
     """Show saved results (FILE...) as the run's tables, without a GPU."""
+    if title is not None and html_path is None:  # it was ignored without a word
+        raise UsageError("--title names the HTML page only; without --html it does nothing: "
+                         "give --html FILE, or leave --title out")
     check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
                   files)
     loaded = load_files(files)
