@@ -172,6 +172,17 @@ def test_usage_errors_name_the_flag(catalog, request_, message):
     assert message in str(info.value)
 
 
+def test_a_suite_s_comma_list_of_variants_is_told_in_toml(catalog):
+    # it read "give each: variants naive variants tiled", the flags' advice renamed
+    request = Request(op="matmul", variants=("naive,tiled", "warptile"),
+                      origin="s.toml: benchmark[0]")
+    with pytest.raises(UsageError) as info:
+        make_plan(request, catalog)
+    assert str(info.value) == (
+        's.toml: benchmark[0]: variants = ["naive,tiled"]: each is one name (a comma list is '
+        'not one); give each: variants = ["naive", "tiled", "warptile"]')
+
+
 def test_variant_of_a_user_folder(tmp_path):
     write_kernel(tmp_path, "mine", header_with())
     plan = make_plan(Request(op="matmul", variants=("mine",), kernels_dirs=(tmp_path,)))

@@ -199,6 +199,11 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     if unknown and "," in unknown[0] and all(
             part.strip() in available for part in unknown[0].split(",")):
         parts = [part.strip() for part in unknown[0].split(",")]
+        if request.origin:  # said in TOML: `variants naive variants tiled` is no suite's
+            listed = ", ".join(f'"{part}"' for name in names
+                               for part in (parts if name == unknown[0] else [name]))
+            raise UsageError(f'variants = ["{unknown[0]}"]: each is one name (a comma list '
+                             f"is not one); give each: variants = [{listed}]")
         raise UsageError(f"--variant {unknown[0]}: --variant takes one name (a comma list "
                          f"is not one); give each: {' '.join('--variant ' + p for p in parts)}")
     if unknown:
