@@ -6,6 +6,7 @@ which drive the whole pipeline on the fake engine."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -218,6 +219,16 @@ def test_the_time_budget_holds_on_several_gpus(kernels, tmp_path):
                                   "\u0663", "\u0663s", "9" * 5000, "9" * 5000 + "s"])
 def test_a_bad_budget_is_a_usage_error(text):
     with pytest.raises(UsageError, match="--budget"):
+        parse_budget(text)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("1180591620717411303424", "too many configurations (18 digits at most)"),
+    ("200," + "9" * 5000 + "s", "too many seconds (18 digits at most)"),
+])
+def test_a_budget_too_large_is_said_so(text, says):
+    # it read "expected configurations and/or a time": it was one, too large
+    with pytest.raises(UsageError, match=re.escape(says)):
         parse_budget(text)
 
 

@@ -12,6 +12,7 @@ _UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
 # ASCII digits only ("٣" is a digit to \d), and few enough for int(): a 5000-digit count
 # is a typo, not a budget
 _ITEM = re.compile(r"^(\d{1,18}(?:\.\d{1,18})?)\s*([smh]?)$", re.ASCII)
+_LONG = re.compile(r"^\d+(?:\.\d+)?\s*([smh]?)$", re.ASCII)  # an item past those digits
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,11 @@ def parse_budget(text: str | None) -> Budget:
              "--budget 10m or --budget 200,10m")
     for item in (part.strip().lower() for part in text.split(",")):
         match = _ITEM.match(item)
+        long = _LONG.match(item) if not match else None
+        if long:  # a number, but too large: not a "configurations and/or a time" mistake
+            raise UsageError(f"--budget {text!r}: too many "
+                             f"{'seconds' if long.group(1) else 'configurations'} (18 digits "
+                             "at most)")
         if not match:
             raise UsageError(f"--budget {text!r}: {usage}")
         number, unit = match.groups()
