@@ -96,6 +96,11 @@ def clean(done, codes=(2,)) -> None:
     (["dot", "--sanitize", "-1.5"], "--sanitize -1.5: --sanitize takes no value starting with"),
     (["run", "--energy", "-.5"], "--energy -.5: --energy takes no value starting with '-'"),
     (["dot", "--energy", "A/dot/atomic.cu"], "is a file, not seconds; give the file before"),
+    # an argument, not an option: it said "leave the option out"
+    (["run", ""], "[CONFIG]': an empty value is not one: give a value, or leave CONFIG out "
+     "for its default"),
+    (["compare", "", "x.json"], "'BASELINE': an empty value is not one: give a value ("),
+    (["dot", "--json", ""], "an empty value is not one: give a value, or leave the option out"),
 ])
 def test_bad_flags_are_one_line(no_gpu_work, tmp_path, args, says):
     for side in ("A", "B"):  # ab's two folders of kernels

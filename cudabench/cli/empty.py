@@ -43,8 +43,8 @@ def _checked(param: click.Parameter) -> Any:
         if isinstance(param.type, click.Path):
             value = _expand_user(value)
         if source is ParameterSource.COMMANDLINE and _empty(value):
-            raise click.BadParameter("an empty value is not one: give a value, or leave "
-                                     "the option out for its default", ctx=ctx, param=param)
+            raise click.BadParameter(f"an empty value is not one: {_instead(param)}",
+                                     ctx=ctx, param=param)
         if source is ParameterSource.COMMANDLINE and _names_a_file(param):
             for text in value if isinstance(value, (list, tuple)) else (value,):
                 why = names_a_folder(text) if isinstance(text, str) else None
@@ -53,6 +53,16 @@ def _checked(param: click.Parameter) -> Any:
         return value, source
 
     return consume_value
+
+
+def _instead(param: click.Parameter) -> str:
+    """Say what to give instead of an empty value: an argument (`run ''`) is no option to
+    leave out, and a required one has no default."""
+    if isinstance(param, click.Option):
+        return "give a value, or leave the option out for its default"
+    if param.required:
+        return "give a value"
+    return f"give a value, or leave {param.human_readable_name} out for its default"
 
 
 def _names_a_file(param: click.Parameter) -> bool:
