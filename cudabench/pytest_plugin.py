@@ -829,10 +829,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         from cudabench.api.comparison import comparison_printed
         from cudabench.api.display import plain_text
 
-        # As wide as the terminal, or 200 columns in a CI log, as the commands print; in
-        # the plugin's options, not compare()'s arguments (allow_missing=True)
-        terminalreporter.write(plain_text(comparison_printed(rows.comparison.judged,
-                                                             PLUGIN_SHOWN)))
+        # Fitted to pytest's terminal, or every column in a CI log, as the commands print;
+        # in the plugin's options, not compare()'s arguments (allow_missing=True)
+        tty = bool(terminalreporter.isatty)  # a bool, or pytest 8's callable bool
+        terminalreporter.write(plain_text(
+            comparison_printed(rows.comparison.judged, PLUGIN_SHOWN),
+            config.get_terminal_writer().fullwidth if tty else None, tty))
         verdict = ("cudabench: the session fails: a regression against "
                    f"{rows.shown(rows.baseline)}" if not rows.comparison.ok
                    else f"cudabench: no regression against {rows.shown(rows.baseline)}")

@@ -9,10 +9,13 @@ import io
 import os
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from helpers import invoke, stopped_after
+from pty_terminal import run_in_terminal
 from rich.console import Console
 
 import cudabench
@@ -923,3 +926,51 @@ def test_the_api_is_typed_as_docs_python_md_promises(monkeypatch):
         "--config-file", "", "--cache-dir", str(root / ".mypy_cache"),
         str(root / "tests" / "typing" / "api_types.py")])
     assert status == 0, out + err
+
+
+def _widest(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+def _rows_whole(text: str) -> bool:
+    """Return whether every line of a table's body is one whole row: its box edges at both
+    ends (a row wrapped again ended in a cell, and went on on the next line)."""
+    body = [line for line in text.splitlines() if line[:1] in ("┃", "│")]
+    return bool(body) and all(line.rstrip()[-1] in ("┃", "│") for line in body)
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_console_s_tables_keep_the_columns_that_fit_its_width(use_fake, terminal):
+    # rich.print(results) drew every column and the console wrapped each row at words
+    results = run_tiled()
+    assert _widest(str(results.table(wide=True))) > 120  # too wide for any console below
+    use_fake(seed=1)
+    comparison = cb.compare(run_tiled(), results)
+    for what, width in ((results, 120), (results, 80), (comparison, 80)):
+        console = Console(file=io.StringIO(), width=width, force_terminal=terminal,
+                          color_system=None)
+        console.print(what)
+        text = console.file.getvalue()
+        assert _widest(text) <= width and _rows_whole(text), text
+        assert "left out to fit" in text
+    # wide: every column, narrowed to the console's width rather than broken mid-row
+    console = Console(file=io.StringIO(), width=100, force_terminal=terminal,
+                      color_system=None)
+    console.print(results.table(wide=True))
+    text = console.file.getvalue()
+    assert _widest(text) <= 100 and _rows_whole(text) and "left out to fit" not in text
+
+
+def test_print_in_a_terminal_keeps_the_columns_that_fit_its_width(use_fake, tmp_path):
+    # print(results) drew every column on a 120-column terminal (172 characters a line)
+    # unless COLUMNS was exported, and the terminal wrapped each line
+    saved = run_tiled().to_json(tmp_path / "now.json")
+    code = "import sys, cudabench.api as cb; print(cb.load(sys.argv[1]))"
+    shown = run_in_terminal(code, 100, tmp_path, str(saved))
+    assert _widest(shown) <= 100 and _rows_whole(shown), shown
+    assert "left out to fit" in shown
+    # a pipe: every column, whole (env given: readline's COLUMNS=80, set beside os.environ
+    # when pytest imported it, reaches a child that inherits the environment)
+    piped = subprocess.run([sys.executable, "-c", code, str(saved)], capture_output=True,
+                           text=True, check=True, env=dict(os.environ)).stdout
+    assert _widest(piped) > 100 and "left out to fit" not in piped

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy  # noqa: F401
 import pytest
 from helpers import stopped_after
+from pty_terminal import run_in_terminal
 
 import cudabench.api  # noqa: F401
 import cudabench.cli.commands  # noqa: F401
@@ -867,3 +868,28 @@ def test_a_measured_kernel_takes_the_place_of_its_skip(monkeypatch, tmp_path):
     rows.add(Results((naive,)), "test_b")  # its test re-run: replaced, not refused
     with pytest.raises(UsageError, match="measured already in this session by test_b"):
         rows.add(Results((naive,)), "test_d")
+
+
+FAKE_CONFTEST = '''
+import os
+
+from cudabench.cli import commands
+from cudabench.engines.fake_engine import FakeSpec
+
+commands.engine_spec = lambda device: FakeSpec(seed=int(os.environ.get("FAKE_SEED", "0")))
+'''
+
+
+def test_the_session_s_comparison_fits_pytest_s_terminal(pytester, monkeypatch):
+    # on a 100-column terminal the table was 207-231 characters a line, wrapped by it
+    pytester.makepyfile(test_plugin_project=TESTS)
+    pytester.makeconftest(FAKE_CONFTEST)  # a process of its own: the fake engine there too
+    base = pytester.runpytest_subprocess("-k", "tiled", "--cudabench-json", "base.json")
+    base.assert_outcomes(passed=1)
+    monkeypatch.setenv("FAKE_SEED", "1")
+    code = "import sys, pytest; sys.exit(pytest.main(sys.argv[1:]))"
+    shown = run_in_terminal(code, 100, pytester.path, "-p", "no:cacheprovider", "-k", "tiled",
+                            "--cudabench-compare", "base.json")
+    table = shown[shown.index("cudabench compare"):shown.index("no regression against")]
+    assert max(len(line) for line in table.splitlines()) <= 100, shown
+    assert "left out to fit" in table

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
 from collections.abc import Callable, Iterable
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
 from cudabench.render.html_page import CSS, esc
+from cudabench.render.terminal import stdout_console, within_width
 
 SCOPE = "cudabench-output"  # the class of the wrapper every notebook output sits in
 _RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
@@ -73,22 +73,31 @@ class Printed:
         return plain_text(self)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        """Render into a console of the same width and colours, then yield its lines."""
+        """Render as a terminal of the width given would show it (the columns that fit; with
+        wide, every column narrowed to it), then yield its lines as they are: the console
+        wrapped each line that was wider again, at words, breaking every row."""
         # Full colour inside: Text.from_ansi turns it back into styles, and the outer
         # console prints those in the colours it has (none on a plain stream).
         inner = Console(file=io.StringIO(), width=options.max_width,
                         color_system="truecolor" if console.color_system else None,
-                        force_terminal=console.color_system is not None, highlight=False)
-        self.render(inner)
+                        force_terminal=True, highlight=False)
+        with within_width():
+            self.render(inner)
         output = inner.file.getvalue()  # type: ignore[attr-defined]
-        yield Text.from_ansi(output.rstrip("\n"))
+        yield Text.from_ansi(output.rstrip("\n"), no_wrap=True, overflow="crop")
 
 
-def plain_text(renderable: Printed, width: int | None = None) -> str:
-    """Return what a renderable prints on a plain (colourless) console: as wide as
-    COLUMNS says, else the terminal, else 200 columns (as the commands print when piped)."""
-    if width is None:
-        width = shutil.get_terminal_size((200, 24)).columns
-    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
+def plain_text(renderable: Printed, width: int | None = None, terminal: bool | None = None
+               ) -> str:
+    """Return what a renderable prints without colour to standard output, as the commands
+    print: on a terminal (terminal True, else when sys.stdout is one) the columns that fit
+    its width (width, else the terminal's); elsewhere every column (200 columns, unless
+    COLUMNS names a width to fit)."""
+    if width is None or terminal is None:
+        stdout = stdout_console()  # the commands' console: its width and whether a terminal
+        width = stdout.width if width is None else width
+        terminal = stdout.is_terminal if terminal is None else terminal
+    console = Console(file=io.StringIO(), width=width, color_system=None,
+                      force_terminal=terminal, highlight=False)
     renderable.render(console)
     return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]

@@ -6,6 +6,7 @@ User-provided text (paths, messages, names) goes in as rich.text.Text, never as 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import sys
 import time
@@ -214,6 +215,21 @@ def fitted_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Tex
 
 UNFITTED = 10_000  # the most columns an unfitted table (a pipe, --wide) is printed at
 BELOW = "(below)"  # a params cell whose parameters, the same in every row, are under the table
+# Set while printing for another Rich console (rich.print(results.table(wide=True))): it
+# cuts every line at its width, so an unfitted table is drawn within it, not past it.
+_within_width: contextvars.ContextVar[bool] = contextvars.ContextVar("within_width",
+                                                                      default=False)
+
+
+@contextlib.contextmanager
+def within_width() -> Iterator[None]:
+    """Draw the unfitted tables printed within (every column) at the console's width, their
+    columns narrowed and cells folded by Rich, never wider than the console."""
+    token = _within_width.set(True)
+    try:
+        yield
+    finally:
+        _within_width.reset(token)
 
 
 def _differing_params(columns: Sequence[str], rows: Sequence[Sequence[Text]],
@@ -250,12 +266,13 @@ def print_table(console: Console, table: Table, below: Sequence[str] = (),
                 width: int | None = None) -> None:
     """Print a table, then the lines under it at the console's width (a narrow table does
     not squeeze them into a column); an unfitted table (width None: a file or a pipe) at
-    its full width, even past the console's, so that no cell is squeezed or cut."""
-    lines = plain_lines(console, table, console.width if width is not None
-                        else max(console.width, UNFITTED))
+    its full width, even past the console's, so that no cell is squeezed or cut (within
+    within_width(): at the console's width, every column kept)."""
+    full = width is None and not _within_width.get()
+    lines = plain_lines(console, table, max(console.width, UNFITTED) if full else console.width)
     if lines is not None:  # a large table drawn by Rich took seconds
         console.out("\n".join(lines), highlight=False)
-    elif width is not None:
+    elif not full:
         console.print(table)
     else:
         # Rich prints a table no wider than it needs, so at this width it is as wide as it
