@@ -793,6 +793,8 @@ def test_a_run_stopped_by_ctrl_c_hands_its_rows_on_the_exception(use_fake, monke
                batch=False, timing=FAST)
     kept = stopped.value.results
     assert isinstance(kept, cb.Results) and len(kept) == 3 and kept.path is None
+    assert cb.stopped_results(stopped.value) is kept  # typed (stop.results is not, for mypy)
+    assert cb.stopped_results(KeyboardInterrupt()) is None
     assert all(row.status is Status.PASS for row in kept)
     # marked incomplete, as the file of a stopped run is: its passing rows are not a pass
     # (they read complete and ok, compare() passed them and to_json() wrote complete: true)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from cudabench.api.comparison import Comparison, compare
 from cudabench.api.results import Results
-from cudabench.api.running import run, run_suite
+from cudabench.api.running import run, run_suite, stopped_results
 from cudabench.errors import (
     CompileError,
     CudabenchError,
@@ -37,5 +37,5 @@ load = Results.load
 __all__ = [
     "BenchmarkResult", "CompileError", "Comparison", "CudabenchError", "ExitCode",
     "GpuEnvironmentError", "KernelFileError", "Results", "ResultsFileError", "Status",
-    "TimingPolicy", "UsageError", "compare", "load", "run", "run_suite",
+    "TimingPolicy", "UsageError", "compare", "load", "run", "run_suite", "stopped_results",
 ]

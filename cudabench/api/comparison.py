@@ -16,7 +16,7 @@ from typing import Any
 
 from cudabench.analysis import compare as analysis
 from cudabench.api.display import Printed, fragment, plain_text
-from cudabench.api.results import Results, as_path
+from cudabench.api.results import Real, Results, as_path
 from cudabench.api.terms import COMPARE_ARGUMENTS, SHOWN, comparison_shown, python_terms, switch
 from cudabench.errors import ExitCode, UsageError
 from cudabench.history.threshold import DEFAULT_CAP
@@ -124,10 +124,10 @@ def comparison_printed(judged: analysis.Comparison, terms: Mapping[str, str],
 
 
 def compare(baseline: Results | PathLike, current: Results | PathLike, *,
-            threshold: str | float = "auto", alpha: float = analysis.DEFAULT_ALPHA,
+            threshold: str | Real = "auto", alpha: Real = analysis.DEFAULT_ALPHA,
             db: PathLike | None = None, allow_different_gpu: bool = False,
             power: bool = False, allow_missing: bool = False,
-            max_threshold: str = f"{DEFAULT_CAP:.0%}") -> Comparison:
+            max_threshold: str | Real = f"{DEFAULT_CAP:.0%}") -> Comparison:
     """Judge current against baseline (Results or results files) with the verdicts of
     `cudabench compare`: threshold "auto" (per benchmark, from the history store db, the
     2% floor without one, at most max_threshold), a percentage "5%" or a fraction 0.05;
@@ -141,9 +141,9 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
 
 
 def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
-                     threshold: str | float, alpha: float, db: PathLike | None,
+                     threshold: str | Real, alpha: Real, db: PathLike | None,
                      allow_different_gpu: bool, power: bool, allow_missing: bool,
-                     max_threshold: str) -> Comparison:
+                     max_threshold: str | Real) -> Comparison:
     """compare()'s work, its errors naming the command's flags (the pytest plugin names
     its own options for them)."""
     for value, name in ((threshold, "threshold"), (max_threshold, "max_threshold")):

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeAlias, overload
 
 from cudabench.analysis.compare import benchmark_text, twice_on_one_gpu
 from cudabench.api.display import Printed, fragment, lines_html, plain_text
@@ -38,9 +38,13 @@ from cudabench.results.model import (
 from cudabench.results.writer import ResultsWriter, new_run_file
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas
 
 PathLike = str | os.PathLike[str]
+# NumPy's numbers are taken wherever a number is (a notebook's often are): typed so, too
+Integer: TypeAlias = "int | np.integer[Any]"
+Real: TypeAlias = "float | np.floating[Any] | np.integer[Any]"
 
 
 def as_path(value: object, name: str, folder: bool = False) -> Path:
@@ -104,7 +108,7 @@ class Results(Sequence[BenchmarkResult]):
         return len(self.rows)
 
     @overload
-    def __getitem__(self, index: int) -> BenchmarkResult: ...
+    def __getitem__(self, index: SupportsIndex) -> BenchmarkResult: ...  # np.int64(0) too
 
     @overload
     def __getitem__(self, index: slice) -> Results: ...
@@ -112,7 +116,7 @@ class Results(Sequence[BenchmarkResult]):
     @overload
     def __getitem__(self, index: str) -> BenchmarkResult: ...
 
-    def __getitem__(self, index: int | slice | str) -> BenchmarkResult | Results:
+    def __getitem__(self, index: SupportsIndex | slice | str) -> BenchmarkResult | Results:
         """Return one row (by position, or by name as row() finds it), or for a slice the
         rows as Results of their own (tables, to_records() and record() work on them); a
         slice has no file of its own, so record() writes one rather than naming the whole

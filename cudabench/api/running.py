@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from cudabench.api.results import PathLike, Results, as_path
+from cudabench.api.results import Integer, PathLike, Real, Results, as_path
 from cudabench.api.terms import RUN_ARGUMENTS, python_terms, switch
 from cudabench.common.cache_dir import cache_root
 from cudabench.errors import CudabenchError, ResultsNotWritten, UsageError, folder_gone
@@ -33,16 +33,16 @@ from cudabench.results.model import DEFAULT_L2_FLUSH, L2_FLUSHES, BenchmarkResul
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 
-# NumPy's numbers are taken wherever a number is (a notebook's often are): typed so, too
-Integer: TypeAlias = "int | np.integer[Any]"
-Real: TypeAlias = "float | np.floating[Any] | np.integer[Any]"
 Size: TypeAlias = "Integer | str"
+# one size, or several to sweep: a list, or a NumPy array of them
+Sizes: TypeAlias = "Size | Sequence[Size] | npt.NDArray[np.integer[Any]]"
 _VARIANT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
 def run(op: str, *, variants: str | Sequence[str] | None = None,
-        size: Size | Sequence[Size] | None = None, dtype: str | None = None,
+        size: Sizes | None = None, dtype: str | None = None,
         params: Mapping[str, Integer | Sequence[Integer]] | None = None,
         kernels_dir: PathLike | Sequence[PathLike] | None = None,
         sources: Mapping[str, str] | None = None, device: Integer = 0,
@@ -129,7 +129,7 @@ def _extra_insight(full_check: Any, counters: Any, energy: Any, transfers: Any,
 
 
 
-def _run(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Size] | None,
+def _run(op: str, variants: str | Sequence[str] | None, size: Sizes | None,
          dtype: str | None, params: Mapping[str, Integer | Sequence[Integer]] | None,
          kernels_dir: PathLike | Sequence[PathLike] | None, sources: Mapping[str, str] | None,
          device: Integer, timing: TimingPolicy | None, seed: Integer, hot: bool, l2_flush: str,
@@ -174,7 +174,7 @@ def _in_sources_terms(inline: list[Path]) -> Iterator[None]:
         raise exc from None
 
 
-def _run_in(op: str, variants: str | Sequence[str] | None, size: Size | Sequence[Size] | None,
+def _run_in(op: str, variants: str | Sequence[str] | None, size: Sizes | None,
             dtype: str | None, params: Mapping[str, Integer | Sequence[Integer]] | None,
             given: list[Path], inline: list[Path], device: int, timing: TimingPolicy | None,
             seed: Integer, hot: bool, l2_flush: str, vendor: bool, batch: bool,
@@ -281,7 +281,7 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
                                         Placement(keep_workers_s=keep_s))
     except KeyboardInterrupt as stop:
         # Ctrl-C in a notebook or script: the rows measured so far ride on the exception
-        # (`except KeyboardInterrupt as e: e.results`), as a stopped command keeps them:
+        # (stopped_results(e), or e.results), as a stopped command keeps them:
         # marked incomplete, as its file is, so that compare() and to_json() say so
         stop.results = Results(tuple(heard.values()), (), tuple(argv),  # type: ignore[attr-defined]
                                metadata={**stamped, "complete": False})
@@ -293,6 +293,14 @@ def _measure(requests: list[Any], device: int, outputs: Any, argv: list[str],
     if measured.write_error is not None:  # every row is still the caller's, on the error
         raise ResultsNotWritten(measured.write_error, results)
     return results
+
+
+def stopped_results(stop: BaseException) -> Results | None:
+    """Return the rows run() or run_suite() had measured when stop, the KeyboardInterrupt
+    it raised, ended it (marked incomplete); None for one raised elsewhere. Typed, where
+    `stop.results` is not: `except KeyboardInterrupt as stop: cb.stopped_results(stop)`."""
+    kept = getattr(stop, "results", None)
+    return kept if isinstance(kept, Results) else None
 
 
 def _seconds(value: Any, name: str) -> float:
@@ -432,7 +440,7 @@ def _names(variants: str | Sequence[str] | None) -> list[str]:
     return names
 
 
-def _sizes(size: Size | Sequence[Size] | None) -> str | None:
+def _sizes(size: Sizes | None) -> str | None:
     """Return the --size text: one size, or a comma list that sweeps."""
     if size is None:
         return None
