@@ -807,6 +807,34 @@ def test_a_run_stopped_by_ctrl_c_hands_its_rows_on_the_exception(use_fake, monke
     assert not cb.compare(baseline, kept, allow_missing=True).ok
 
 
+def test_a_run_stopped_before_its_first_row_is_stopped_not_empty(use_fake, monkeypatch,
+                                                                 tmp_path):
+    # exit_code read 2 (measured nothing), compare() refused it as holding no benchmarks
+    # and to_json() as no rows, where a stopped run exits 130 and fails the gate
+    from cudabench.cli import commands
+
+    def at_once(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    baseline = run_tiled()
+    monkeypatch.setattr(commands, "run_plans", at_once)
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        run_tiled()
+    kept = cb.stopped_results(stopped.value)
+    assert kept is not None and len(kept) == 0 and not kept.complete
+    assert kept.exit_code == 130 and not kept.ok
+    comparison = cb.compare(baseline, kept)
+    assert not comparison.ok and comparison.exit_code == 1
+    assert "incomplete" in comparison.summary
+    assert not cb.compare(baseline, kept, allow_missing=True).ok
+    saved = kept.to_json(tmp_path / "kept.json")
+    assert load_results(saved).metadata["complete"] is False
+    assert cb.load(saved).exit_code == 130
+    assert not cb.compare(baseline, saved).ok
+    with pytest.raises(UsageError, match="no rows"):  # an empty slice of a whole run
+        baseline[:0].to_json(tmp_path / "none.json")
+
+
 def test_a_suite_s_rows_are_shown_in_the_suite_file_s_keys(use_fake, tmp_path, monkeypatch):
     # run_suite()'s warnings said "drop hot=True" and "TimingPolicy.max_time_s": arguments
     # it has none of; the suite file sets them

@@ -141,13 +141,14 @@ class Results(Sequence[BenchmarkResult]):
     @property
     def exit_code(self) -> ExitCode:
         """Return the command's exit code for these rows: 0, 2 (a row not compiled or run;
-        no rows at all), 3 (a row failed verification, timed out or is a SUSPECT) or 130
+        no rows of a run that completed), 3 (a row failed verification, timed out or is a SUSPECT) or 130
         (a run that stopped early: the rows of KeyboardInterrupt.results, or of a file
         marked incomplete)."""
+        if not self.complete:  # its rows passing says nothing of the rows it never ran (a
+            # Ctrl-C before the first row left none: stopped, not "measured nothing")
+            return max(self.outcome.exit_code, ExitCode.INTERRUPTED)
         if not self.rows:  # an empty slice, an empty file: nothing was measured
             return ExitCode.USAGE
-        if not self.complete:  # its rows passing says nothing of the rows it never ran
-            return max(self.outcome.exit_code, ExitCode.INTERRUPTED)
         return self.outcome.exit_code
 
     @property
@@ -196,7 +197,8 @@ class Results(Sequence[BenchmarkResult]):
         """Write the rows as a results file (the format `cudabench compare`, `report` and
         `history import` read), atomically; return its path."""
         target = as_path(path, "to_json(path)")
-        if not self.rows:  # an empty slice over a results file would leave it no rows
+        if not self.rows and self.complete:  # an empty slice over a results file would
+            # leave it no rows; a run stopped before its first row is written as stopped
             raise UsageError(f"to_json({os.fspath(path)!r}): the results hold no rows: "
                              "nothing to write")
         check_output(target, "to_json(path)")  # a folder or an empty path: a clear error
