@@ -69,6 +69,7 @@ class SessionRows:
     direct: list[str] = field(default_factory=list)  # kernels a direct run() measured, unsaid
     hearing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     stray: bool = False  # a direct run no test was failed for: the session fails
+    tests_left: bool = False  # a test was still to run after the last that ran
 
     def shown(self, path: Path | None) -> str:
         """Return a path as the summary names it: from where pytest started, if inside."""
@@ -623,6 +624,24 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         _fail_direct(names)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
+                            ) -> Iterator[None]:
+    """Note whether a test is left to run after this one: a session that -x or --maxfail
+    stops there has rows of part of its tests only."""
+    yield
+    rows = item.config.stash.get(_SESSION, None)
+    if rows is not None:
+        rows.tests_left = nextitem is not None
+
+
+def _stopped_early(session: pytest.Session, rows: SessionRows) -> str | None:
+    """Return why the session stopped before its last test (-x, --maxfail, a plugin's
+    stop: pytest's words), else None (a Ctrl-C is pytest's INTERRUPTED)."""
+    why = session.shouldfail or session.shouldstop
+    return str(why) if why and rows.tests_left else None
+
+
 def _left_over(item: pytest.Item) -> None:
     """Fail the session for a direct run the last test's teardown left unsaid (a fixture's
     teardown that raised ends the hooks before pytest_runtest_teardown's): this test's
@@ -731,10 +750,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from cudabench.api.results import record_as
     from cudabench.errors import CudabenchError
 
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    # Ctrl-C, or -x / --maxfail with tests left: the rows of part of the session, whose
+    # other benchmarks would read as added (not gated) were its file made a baseline
+    early = _stopped_early(session, rows)
+    stopped = exitstatus == pytest.ExitCode.INTERRUPTED or early is not None
+    how = f"stopped early, tests left unrun ({early})" if early else "was interrupted"
     if not rows.rows:
         nothing = "no benchmark ran in this session: nothing written, compared or recorded"
-        if rows.baseline is None or interrupted or \
+        if rows.baseline is None or stopped or \
                 session.config.getoption("cudabench_allow_missing"):
             rows.messages.append(f"cudabench: {nothing}")
             return
@@ -748,19 +771,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _fail(session)
         return
     if rows.writer is not None:
-        # Ctrl-C: the file says it is incomplete (and an existing one is not replaced)
+        # stopped: the file says it is incomplete (and an existing one is not replaced)
         try:
-            rows.writer.write(complete=not interrupted)
+            rows.writer.write(complete=not stopped)
         except CudabenchError as exc:  # the disk filled up, say: say so, fail the session
             rows.messages.append(f"cudabench: error: {plugin_terms(str(exc))}")
             _fail(session)
             return
-        where = rows.shown(rows.writer.streams_to if interrupted else rows.json_path)
+        where = rows.shown(rows.writer.streams_to if stopped else rows.json_path)
         rows.messages.append(f"cudabench: {rows.writer.kept_note}" if rows.writer.kept_note
                              else f"cudabench: {len(rows.rows)} rows written to {where}"
-                             + (" (incomplete: the session was interrupted)"
-                                if interrupted else ""))
-    if interrupted and (rows.baseline is not None or rows.record_db is not None):
+                             + (f" (incomplete: the session {how})" if stopped else ""))
+    if stopped and (rows.baseline is not None or rows.record_db is not None):
         # part of a session is no run to judge or to keep (a compare would fail it as
         # missing rows anyway, and the record would take the file the rows did not reach)
         later = ""
@@ -768,7 +790,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             where = rows.shown(rows.writer.streams_to)
             later = (f"; record its rows with `cudabench history import {where} --db "
                      f"{rows.shown(rows.record_db)}`")
-        rows.messages.append("cudabench: the session was interrupted: nothing compared or "
+        rows.messages.append(f"cudabench: the session {how}: nothing compared or "
                              f"recorded{later}")
         return
     kept = rows.writer is not None and rows.writer.kept_note is not None

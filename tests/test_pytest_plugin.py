@@ -893,3 +893,52 @@ def test_the_session_s_comparison_fits_pytest_s_terminal(pytester, monkeypatch):
     table = shown[shown.index("cudabench compare"):shown.index("no regression against")]
     assert max(len(line) for line in table.splitlines()) <= 100, shown
     assert "left out to fit" in table
+
+
+STOPPING_HEAD = '''
+from cudabench.api import TimingPolicy
+
+FAST = TimingPolicy(warmup_s=0.0, min_samples=20, max_time_s=0.2)
+'''
+FIRST = '''
+def test_first(cudabench):
+    cudabench.run("matmul", variants=["naive"], size=64, vendor=False, timing=FAST)
+'''
+FAILS = '''
+def test_fails():
+    assert False
+'''
+LAST = '''
+def test_last(cudabench):
+    cudabench.run("matmul", variants=["tiled"], size=64, vendor=False, timing=FAST)
+'''
+
+
+@pytest.mark.parametrize("stop", [["-x"], ["--maxfail", "1"]])
+def test_a_session_stopped_by_a_failure_writes_its_rows_marked_incomplete(
+        pytester, monkeypatch, stop):
+    # -x wrote its file "complete": test_last's kernel, never run, would read as added
+    # (not gated) in a comparison against it as the baseline
+    pytester.makepyfile(test_stopped=STOPPING_HEAD + FIRST + FAILS + LAST)
+    use(monkeypatch, FakeSpec())
+    done = pytester.runpytest(*stop, "--cudabench-json", "now.json")
+    done.assert_outcomes(passed=1, failed=1)
+    saved = load_results(pytester.path / "now.json")
+    assert saved.metadata["complete"] is False
+    assert [row.variant for row in saved.benchmarks] == ["naive"]
+    done.stdout.fnmatch_lines(["*cudabench: 1 rows written to now.json (incomplete: the "
+                               "session stopped early, tests left unrun (stopping after 1 "
+                               "failures))*"])
+    # every test ran, the last failing: -x stopped nothing
+    pytester.makepyfile(test_stopped=STOPPING_HEAD + FIRST + LAST + FAILS)
+    whole = pytester.runpytest(*stop, "--cudabench-json", "all.json")
+    whole.assert_outcomes(passed=2, failed=1)
+    assert load_results(pytester.path / "all.json").metadata["complete"] is True
+    # nor is part of a session judged against a baseline: its tests left unrun are not
+    # missing kernels, they were never measured
+    pytester.makepyfile(test_stopped=STOPPING_HEAD + FIRST + FAILS + LAST)
+    use(monkeypatch, FakeSpec(seed=1))
+    gated = pytester.runpytest(*stop, "--cudabench-compare", "all.json")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    gated.stdout.fnmatch_lines(["*cudabench: the session stopped early, tests left unrun "
+                                "(stopping after 1 failures): nothing compared or recorded*"])
