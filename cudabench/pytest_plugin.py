@@ -280,11 +280,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def _distributed(config: pytest.Config) -> bool:
     """Return whether pytest-xdist spreads this session over workers: in a worker, or in
-    the controller that starts them (-n N, --dist)."""
+    the controller that starts them (-n N; a --dist mode with workers, --tx, as xdist
+    decides). A --dist mode alone (addopts' --dist loadfile, for the jobs that add -n)
+    starts none: the session runs in this process."""
     if hasattr(config, "workerinput"):
         return True
-    return bool(getattr(config.option, "numprocesses", None)) or \
-        getattr(config.option, "dist", "no") != "no"
+    option = config.option
+    return bool(getattr(option, "numprocesses", None)) or (
+        getattr(option, "dist", "no") != "no" and bool(getattr(option, "tx", None)))
 
 
 # The commands' flags where the plugin's options stand for them, in the messages it shows.

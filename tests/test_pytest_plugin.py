@@ -301,8 +301,13 @@ def test_session_options_refuse_pytest_xdist_in_the_controller_too():
     assert not _distributed(config())  # xdist not installed
     assert not _distributed(config(numprocesses=None, dist="no"))
     assert not _distributed(config(numprocesses=0, dist="no"))  # -n 0
-    assert _distributed(config(numprocesses=2, dist="load"))  # -n 2, in the controller
-    assert _distributed(config(numprocesses=None, dist="loadscope"))
+    # -n 2, in the controller (xdist has made the workers' --tx of it)
+    assert _distributed(config(numprocesses=2, dist="load", tx=["popen", "popen"]))
+    assert _distributed(config(numprocesses=None, dist="loadscope", tx=["2*popen"]))  # --tx
+    # --dist without -n (addopts' --dist loadfile, -n in some jobs only): xdist starts no
+    # worker, and the session runs in this process (it was refused)
+    assert not _distributed(config(numprocesses=None, dist="loadfile", tx=[]))
+    assert not _distributed(config(numprocesses=0, dist="no", tx=[]))  # -n 0 --dist load
     worker = config(numprocesses=None, dist="no")
     worker.workerinput = {}
     assert _distributed(worker)
