@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 SWEEP_MARKER = "cudabench_sweep"
 ROUNDS_MARKER = "cudabench_rounds"
 POINT_FIXTURE = "cudabench_point"
-# --cudabench-threshold, -alpha and -max-threshold as given when left out (compare's own)
+# --cudabench-threshold, -alpha and -max-threshold as given when left out (compare's own);
+# the option -max-threshold itself defaults to None (left out: refused by no threshold)
 GATE_DEFAULTS = ("auto", 0.001, "25%")
 RUN_AXES = ("size", "dtype")  # a sweep's axes that are run()'s own arguments, not params
 # run()'s other arguments: a marker's variants=[...] was taken for a kernel parameter
@@ -160,7 +161,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cudabench-allow-missing", action="store_true",
                     help="Pass although benchmarks of the baseline did not run in this "
                     "session (a -k selection, say); by default a missing one fails.")
-    group.addoption("--cudabench-max-threshold", metavar="PERCENT", default=GATE_DEFAULTS[2],
+    group.addoption("--cudabench-max-threshold", metavar="PERCENT", default=None,
                     help="The most --cudabench-threshold auto may grow to from a noisy "
                     "history (default 25%%).")
     group.addoption("--cudabench-record", metavar="DB", default=None,
@@ -340,14 +341,17 @@ def _check_gate_options(config: pytest.Config) -> None:
     CI job's options must not wait for the day it adds --cudabench-compare."""
     threshold = str(config.getoption("cudabench_threshold"))
     alpha = config.getoption("cudabench_alpha")
-    cap = str(config.getoption("cudabench_max_threshold"))
-    if (threshold, alpha, cap) == GATE_DEFAULTS:
+    given = config.getoption("cudabench_max_threshold")
+    if (threshold, alpha) == GATE_DEFAULTS[:2] and given is None:
         return  # nothing given: nothing to check (and the compare module, 2 s, unloaded)
+    from cudabench.api.comparison import refuse_idle_cap
     from cudabench.cli.compare import check_thresholds
     from cudabench.errors import CudabenchError
 
     try:
-        check_thresholds(threshold, cap)
+        check_thresholds(threshold, GATE_DEFAULTS[2] if given is None else str(given))
+        if given is not None:  # a cap beside a fixed threshold, as compare refuses it
+            refuse_idle_cap(threshold)
     except CudabenchError as exc:
         raise pytest.UsageError(plugin_terms(str(exc))) from None
     if not 0 < alpha < 1:
@@ -810,7 +814,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 config.getoption("cudabench_alpha"), db,
                 config.getoption("cudabench_allow_different_gpu"), False,
                 config.getoption("cudabench_allow_missing"),
-                str(config.getoption("cudabench_max_threshold")))
+                config.getoption("cudabench_max_threshold"))
             failed = not rows.comparison.ok
         from cudabench.results.model import RunOutcome
 

@@ -353,6 +353,17 @@ def test_compare_refuses_a_bad_threshold(use_fake, threshold, message):
         cb.compare(results, results, threshold=threshold)
 
 
+@pytest.mark.parametrize(("threshold", "cap"), [("5%", "10%"), (0.05, 0.1), ("5%", "25%")])
+def test_compare_refuses_a_cap_beside_a_fixed_threshold_as_the_command_does(
+        use_fake, threshold, cap):
+    # `compare --threshold 5% --max-threshold 10%` is refused; compare() took it and
+    # ignored the cap
+    results = run_tiled()
+    with pytest.raises(UsageError, match=rf"^max_threshold caps threshold auto only; with "
+                       rf"threshold {threshold} it does nothing"):
+        cb.compare(results, results, threshold=threshold, max_threshold=cap)
+
+
 def test_compare_refuses_a_file_against_itself_as_the_command_does(use_fake, tmp_path):
     path = run_tiled().to_json(tmp_path / "r.json")
     with pytest.raises(UsageError, match="are the same file"):

@@ -208,6 +208,10 @@ def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reas
     # checked without --cudabench-compare too (they were accepted until a compare came)
     (["--cudabench-threshold", "banana"], "*--cudabench-threshold 'banana': expected*"),
     (["--cudabench-alpha", "7"], "*--cudabench-alpha 7.0: must be between 0 and 1*"),
+    # a cap beside a fixed threshold, as `compare` refuses it (it was taken, and ignored)
+    (["--cudabench-threshold", "5%", "--cudabench-max-threshold", "10%"],
+     "*--cudabench-max-threshold caps --cudabench-threshold auto only; with "
+     "--cudabench-threshold 5% it does nothing*"),
 ])
 def test_bad_options_stop_the_session_naming_them(project, monkeypatch, args, message):
     use(monkeypatch, FakeSpec())

@@ -127,10 +127,11 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
             threshold: str | Real = "auto", alpha: Real = analysis.DEFAULT_ALPHA,
             db: PathLike | None = None, allow_different_gpu: bool = False,
             power: bool = False, allow_missing: bool = False,
-            max_threshold: str | Real = f"{DEFAULT_CAP:.0%}") -> Comparison:
+            max_threshold: str | Real | None = None) -> Comparison:
     """Judge current against baseline (Results or results files) with the verdicts of
     `cudabench compare`: threshold "auto" (per benchmark, from the history store db, the
-    2% floor without one, at most max_threshold), a percentage "5%" or a fraction 0.05;
+    2% floor without one, at most max_threshold, 25% when None), a percentage "5%" or a
+    fraction 0.05 (and then no max_threshold: it caps auto only);
     alpha the significance level; a baseline benchmark missing from current fails unless
     allow_missing. Raise UsageError or ResultsFileError on bad input."""
     with python_terms(COMPARE_ARGUMENTS):
@@ -143,9 +144,12 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
 def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
                      threshold: str | Real, alpha: Real, db: PathLike | None,
                      allow_different_gpu: bool, power: bool, allow_missing: bool,
-                     max_threshold: str | Real) -> Comparison:
+                     max_threshold: str | Real | None) -> Comparison:
     """compare()'s work, its errors naming the command's flags (the pytest plugin names
-    its own options for them)."""
+    its own options for them); max_threshold None: not given, the default cap."""
+    cap_given = max_threshold is not None
+    if max_threshold is None:
+        max_threshold = f"{DEFAULT_CAP:.0%}"
     for value, name in ((threshold, "threshold"), (max_threshold, "max_threshold")):
         if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
             raise UsageError(f"{name} {value!r}: expected 'auto', a percentage such as "
@@ -171,6 +175,8 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
     threshold, max_threshold = texts
     alpha = float(alpha)
     check_thresholds(threshold, max_threshold)  # named before files are read
+    if cap_given:
+        refuse_idle_cap(threshold)
     files = _file(baseline, "baseline"), _file(current, "current")
     if isinstance(baseline, (str, os.PathLike)) and isinstance(current, (str, os.PathLike)):
         refuse_the_same_run(Path(baseline), Path(current), files)  # as the command does
@@ -192,6 +198,20 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
                    as_path(db, "db") if db is not None else None, allow_different_gpu, power,
                    allow_missing, str(max_threshold))
     return Comparison(judged, files)
+
+
+def refuse_idle_cap(threshold: str) -> None:
+    """Refuse a cap (max_threshold) given beside threshold as `cudabench compare` refuses
+    --max-threshold beside a fixed --threshold: it caps auto only, and did nothing."""
+    import click
+
+    from cudabench.cli import compare as command
+
+    # the command's check reads whether the cap was given from its click context: one
+    # that says it was, as a command line's --max-threshold does
+    with click.Context(command.compare_command) as context:
+        context.set_parameter_source("max_threshold", click.core.ParameterSource.COMMANDLINE)
+        command.refuse_idle_cap(threshold)
 
 
 def _file(what: Results | PathLike, role: str) -> ResultsFile:
