@@ -443,7 +443,8 @@ def sweep_points(where: str, args: Sequence[Any], kwargs: Mapping[str, Any]
 
 def point_id(point: Mapping[str, Any]) -> str:
     """Return a sweep point's test id: size:1024-dtype:float16-TILE:16 (pytest's -k takes a
-    colon, not an equals sign: -k "size:1024")."""
+    colon, not an equals sign; each axis ends at a - or the name's ]: -k "size:1024- or
+    size:1024]")."""
     parts = [f"{name}:{point[name]}" for name in RUN_AXES if name in point]
     return "-".join(parts + [f"{k}:{v}" for k, v in point.get("params", {}).items()])
 

@@ -4,6 +4,7 @@ engine (the same replaceable cudabench.cli.commands.engine_spec the command test
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import shutil
 from pathlib import Path
 
@@ -951,3 +952,30 @@ def test_a_session_stopped_by_a_failure_writes_its_rows_marked_incomplete(
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     gated.stdout.fnmatch_lines(["*cudabench: the session stopped early, tests left unrun "
                                 "(stopping after 1 failures): nothing compared or recorded*"])
+
+
+def test_the_docs_k_selects_one_size_of_any_sweep(pytester, monkeypatch):
+    # docs/python.md advised -k "size:512-", which selects nothing where sizes are the only
+    # axis (those points are named size:512, nothing after)
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "python.md").read_text("utf-8")
+    advised = set(re.findall(r'-k "(size:512[^"]+)"', " ".join(docs.split())))
+    assert advised
+    pytester.makepyfile(test_sizes='''
+import pytest
+
+
+@pytest.mark.cudabench_sweep(size=[512, 5120])
+def test_sizes(cudabench, cudabench_point):
+    pass
+
+
+@pytest.mark.cudabench_sweep(size=[512, 5120], TILE=[8, 16])
+def test_both(cudabench, cudabench_point):
+    pass
+''')
+    use(monkeypatch, FakeSpec())
+    for expression in advised:
+        listed = pytester.runpytest("-k", expression, "--collect-only", "-q")
+        chosen = sorted(line.split("::")[1] for line in listed.outlines if "::" in line)
+        assert chosen == ["test_both[size:512-TILE:16]", "test_both[size:512-TILE:8]",
+                          "test_sizes[size:512]"], expression
