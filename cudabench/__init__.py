@@ -12,7 +12,8 @@ __version__ = "0.1.0"
 
 # The Python API (cudabench.api), importable from here too; loaded on first use so that
 # `import cudabench` (and the command's start-up) stays light.
-_API = ("Comparison", "Results", "TimingPolicy", "compare", "load", "run", "run_suite")
+_API = ("Comparison", "Results", "TimingPolicy", "compare", "load", "run", "run_suite",
+        "stopped_results")
 
 __all__ = ["__version__", *_API]
 

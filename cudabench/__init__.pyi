@@ -10,7 +10,8 @@ from cudabench.api import compare as compare
 from cudabench.api import load as load
 from cudabench.api import run as run
 from cudabench.api import run_suite as run_suite
+from cudabench.api import stopped_results as stopped_results
 
 __version__: str
 __all__ = ["__version__", "Comparison", "Results", "TimingPolicy", "compare", "load", "run",
-           "run_suite"]
+           "run_suite", "stopped_results"]

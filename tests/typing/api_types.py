@@ -55,7 +55,7 @@ def rows_of_a_run_stopped_by_ctrl_c() -> None:
     try:
         cudabench.run("matmul")
     except KeyboardInterrupt as stop:
-        kept = cb.stopped_results(stop)
+        kept = cudabench.stopped_results(stop)  # the docs' spelling
         assert_type(kept, "cudabench.Results | None")
         if kept is not None:
             print(kept.exit_code, kept.complete)
