@@ -1403,3 +1403,25 @@ def test_a_benchmark_that_ran_on_the_host_s_other_model_is_not_missing(tmp_path)
     # gone from the current file altogether: missing, as before
     gone = ResultsFile("d.json", {}, (h200, other), (on(bench(TIGHT, "naive"), h200),), 2)
     assert compare(base, gone, 0.05).exit_code == ExitCode.REGRESSION
+
+
+def test_unpaired_rows_are_matched_by_key_once_not_pair_by_pair(monkeypatch):
+    # --allow-missing with thousands of rows that do not pair compared every removed row
+    # with every added one, building both keys each time (3000 a side: 38 s)
+    from cudabench.cli.compare import judge
+
+    built = []
+    key = BenchmarkResult.key
+
+    def counted(self):
+        built.append(1)
+        return key.fget(self)
+
+    monkeypatch.setattr(BenchmarkResult, "key", property(counted))
+    rows = 300
+    before = results("base.json", *(bench(TIGHT, params={"TILE": i}) for i in range(rows)))
+    after = results("new.json", *(bench(TIGHT * 1.001, params={"TILE": rows + i})
+                                  for i in range(rows)))
+    with pytest.raises(UsageError, match="no measured kernel in common"):
+        judge(before, after, "5%", allow_missing=True)
+    assert len(built) < 20 * rows, len(built)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from cudabench.analysis.compare import benchmark_text, compare
+from cudabench.analysis.compare import benchmark_text, compare, same_key
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, Comparison, Verdict, parse_threshold
 from cudabench.common.infiles import refuse_unreachable
 from cudabench.common.outfiles import (
@@ -232,9 +232,9 @@ def refuse_other_models(comparison: Comparison) -> None:
         return row.device.name if row.device is not None else ""
 
     kernels = [new for new in comparison.added if new.kind is Kind.VARIANT and model(new)]
-    across = [(old, new) for old in comparison.removed
-              if old.kind is Kind.VARIANT and model(old) for new in kernels
-              if new.key == old.key and model(new) != model(old)]
+    olds = [old for old in comparison.removed if old.kind is Kind.VARIANT and model(old)]
+    across = [(old, new) for old, news in same_key(olds, kernels) for new in news
+              if model(new) != model(old)]
     if not across:
         return
     old, new = across[0]
