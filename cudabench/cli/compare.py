@@ -188,7 +188,8 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
             refuse_unreachable(store_path, f"--db {store_path}" if db else str(store_path))
             held = store_path.exists() and (store_path.is_dir() or store_path.stat().st_size)
             store = stack.enter_context(Store.open(store_path)) if held else None
-            threshold_for = auto_thresholds(store, after.gpu_name, store_path, cap)
+            threshold_for = auto_thresholds(store, after.gpu_name, store_path, cap,
+                                            after.metadata.get("git_commit"))
         power_for = None
         if power:
             def power_for(gate: float, old: BenchmarkResult, new: BenchmarkResult) -> float:
@@ -248,9 +249,11 @@ def refuse_other_models(comparison: Comparison) -> None:
 
 
 def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
-                    cap: float = DEFAULT_CAP) -> Callable[[BenchmarkResult], tuple[float, str]]:
-    """Return --threshold auto: each benchmark's gate from the history store (at most cap),
-    else the floor, with where it came from."""
+                    cap: float = DEFAULT_CAP, commit: object = None
+                    ) -> Callable[[BenchmarkResult], tuple[float, str]]:
+    """Return --threshold auto: each benchmark's gate from the history store (at most cap;
+    the runs of commit, the current file's, left out), else the floor, with where it came
+    from."""
     def threshold_for(result: BenchmarkResult) -> tuple[float, str]:
         if store is None:
             what = "an empty file" if store_path.exists() else "no history store"
@@ -258,6 +261,6 @@ def auto_thresholds(store: Store | None, gpu_model: str, store_path: Path,
         # each row's own GPU model: a file of two models (--devices all on a mixed host)
         # names them joined, which no history holds
         model = result.device.name if result.device is not None else gpu_model
-        return auto_threshold(store, result, model, cap=cap)
+        return auto_threshold(store, result, model, cap=cap, commit=commit)
 
     return threshold_for

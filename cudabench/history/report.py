@@ -13,9 +13,11 @@ its last N runs on the same GPU model (not one baseline), with compare's verdict
   history (fewer than min_runs runs in its established level, _level); a change
   above the threshold that the history's own spread explains; or a current median known
   less precisely than half the threshold.
-- `slower` / `faster`: the change from the history's median exceeds the threshold and is
-  significant: outside every recorded median but the outliers (_band: one slow run
-  recorded must not let its re-run pass), and p < alpha for a median drawn from the
+- `slower` / `faster`: the change from the history's median exceeds the threshold (auto:
+  threshold.history_threshold, the runs of the current commit and the outliers left out)
+  and is significant: outside every recorded median but the outliers
+  (threshold.without_outliers: one slow run recorded must not let its re-run pass), and
+  p < alpha for a median drawn from the
   history's spread (robust, between runs) plus the current median's own uncertainty. A
   slower reference row means the machine changed: shown, not gated.
 - `same`: otherwise.
@@ -80,8 +82,11 @@ from cudabench.history.store import Store
 from cudabench.history.threshold import (
     DEFAULT_CAP,
     DEFAULT_MIN_RUNS,
+    LEVEL_COMMITS,
     between_run_spread,
-    threshold_from_medians,
+    commits,
+    history_threshold,
+    without_outliers,
 )
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, ResultsFile, Status
 
@@ -395,30 +400,6 @@ def _missing(store: Store, current: ResultsFile, own: int | None) -> list[Histor
         for bench, count in seen.items() if 2 * count > len(runs) and bench not in measured]
 
 
-OUTLIER_SDS = 3.0  # a run's median this many robust standard deviations out is an outlier
-
-
-def _band(points: Sequence[SeriesPoint], center: float) -> list[float]:
-    """Return the medians a current one must lie outside of to count as a change: all but
-    the outliers. One slow run, recorded (`--record --check` records before it judges),
-    must not widen the band so that the same slowdown passes when the job is re-run; a
-    level that stays is a step, which the history follows once 3 runs show it. Runs far
-    out on one side from LEVEL_COMMITS commits or more, among the others, are no
-    outliers but a mode of the history (two runners of one model at other power limits
-    sharing a store): a run at it is within the history."""
-    medians = [p.median_s for p in points]
-    deviations = [abs(x - center) for x in medians]
-    limit = OUTLIER_SDS * 1.4826 * statistics.median(deviations)
-    kept = [d <= limit for d in deviations]
-    for side in (1, -1):
-        far = [i for i, x in enumerate(medians) if not kept[i] and (x - center) * side > 0]
-        if len(_commits([points[i] for i in far])) >= LEVEL_COMMITS:
-            for i in far:
-                kept[i] = True
-    return [x for x, keep in zip(medians, kept) if keep]
-
-
-LEVEL_COMMITS = 3  # the commits a new level needs before it is the history
 MAX_WINDOW = 1000  # the most runs a window of re-runs reaches back over (a whole store's
 # series is read, and a step looked for in it, for each benchmark)
 
@@ -437,7 +418,7 @@ def _history(store: Store, bench: Benchmark, gpu: str, last: int, own: int | Non
             return level[-last:], note
         if left_out > extra:
             extra = left_out
-        elif len(_commits(window)) < LEVEL_COMMITS and last + extra < MAX_WINDOW:
+        elif len(commits(window)) < LEVEL_COMMITS and last + extra < MAX_WINDOW:
             # a window of re-runs of one or two commits (a slow one's, recorded as they
             # failed): its step lies further back, and they are no baseline of their own
             extra = min(max(2 * extra, last), MAX_WINDOW - last)
@@ -538,12 +519,7 @@ def _at_level(before: Sequence[SeriesPoint], level: Sequence[SeriesPoint]
 def _established(level: Sequence[SeriesPoint], min_runs: int) -> bool:
     """Return whether a level holds min_runs runs from LEVEL_COMMITS commits or more (a
     run that names no commit counts as its own)."""
-    return len(level) >= min_runs and len(_commits(level)) >= LEVEL_COMMITS
-
-
-def _commits(runs: Sequence[SeriesPoint]) -> set[object]:
-    """Return the commits of runs (a run that names no commit counts as its own)."""
-    return {p.commit if p.commit is not None else f"run {p.run_id}" for p in runs}
+    return len(level) >= min_runs and len(commits(level)) >= LEVEL_COMMITS
 
 
 def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
@@ -578,15 +554,17 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
                    note: str = "", newest: _Newest | None = None) -> HistoryRow:
     """Return _judge's verdict on the samples result holds."""
     medians = [p.median_s for p in history]
-    if threshold is None:
-        limit, source = threshold_from_medians(medians, min_runs=min_runs, cap=cap,
-                                               cap_from=cap_from)
+    if threshold is None:  # the judged commit's re-runs are no history of its threshold
+        commit = newest.commit if newest is not None else None
+        limit, source = history_threshold(history, commit, min_runs=min_runs, cap=cap,
+                                          cap_from=cap_from)
     else:
         limit, source = threshold, "--threshold"
     m = result.median_s
     center = statistics.median(medians) if medians else None
     change = m / center - 1 if m and center else None
-    band = _band(history, center) if center is not None else []
+    band = ([p.median_s for p in without_outliers(history, center)]
+            if center is not None else [])
     template = HistoryRow(
         benchmark=bench, gpu_model=gpu, kind=result.kind, current_median_s=m,
         history_median_s=center, band=(min(band), max(band)) if band else None,

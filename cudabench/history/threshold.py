@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 from collections.abc import Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 from cudabench.analysis.verdicts import DEFAULT_ALPHA, MAX_THRESHOLD, MIN_SAMPLES
 from cudabench.common.stats import u_p_value
 from cudabench.common.units import format_percent
-from cudabench.history.records import Benchmark
+from cudabench.history.records import Benchmark, SeriesPoint
 from cudabench.history.steps import noise
 from cudabench.history.store import Store
 from cudabench.results.model import BenchmarkResult
@@ -51,19 +52,20 @@ def between_run_spread(medians: Sequence[float]) -> float:
 def threshold_from_medians(medians: Sequence[float], floor: float = DEFAULT_FLOOR,
                            multiple: float = DEFAULT_MULTIPLE,
                            min_runs: int = DEFAULT_MIN_RUNS,
-                           cap: float = DEFAULT_CAP, cap_from: str = "--max-threshold"
-                           ) -> tuple[float, str]:
+                           cap: float = DEFAULT_CAP, cap_from: str = "--max-threshold",
+                           left_out: str = "") -> tuple[float, str]:
     """Return (threshold, where it came from) for a benchmark's recent per-run medians:
-    multiple x their spread, at least floor and at most cap (cap_from: what set it)."""
+    multiple x their spread, at least floor and at most cap (cap_from: what set it;
+    left_out: a note on the runs not counted, after their count)."""
     if not 0 < floor <= cap < MAX_THRESHOLD or multiple <= 0 or min_runs < 3:
         raise ValueError("0 < floor <= cap < 10, multiple > 0 and min_runs >= 3")
     runs = len(medians)
     if runs < min_runs:
         return floor, (f"floor {format_percent(floor)}: only {runs} run{'s' if runs != 1 else ''}"
-                       f" in history (auto needs {min_runs})")
+                       f" in history{left_out} (auto needs {min_runs})")
     spread = between_run_spread(medians)
     scaled = multiple * spread
-    source = f"history: {runs} runs, spread {spread * 100:.2g}%"
+    source = f"history: {runs} runs{left_out}, spread {spread * 100:.2g}%"
     if scaled > cap:
         return cap, (f"{source} x {multiple:g} = {format_percent(scaled)}, capped at "
                      f"{format_percent(cap)} ({cap_from})")
@@ -72,22 +74,76 @@ def threshold_from_medians(medians: Sequence[float], floor: float = DEFAULT_FLOO
     return scaled, f"{source} x {multiple:g}"
 
 
+OUTLIER_SDS = 3.0  # a run's median this many robust standard deviations out is an outlier
+LEVEL_COMMITS = 3  # the commits a new level needs before it is the history
+
+
+def commits(runs: Sequence[SeriesPoint]) -> set[object]:
+    """Return the commits of runs (a run that names no commit counts as its own)."""
+    return {p.commit if p.commit is not None else f"run {p.run_id}" for p in runs}
+
+
+def without_outliers(points: Sequence[SeriesPoint], center: float) -> list[SeriesPoint]:
+    """Return the runs a current median must lie outside of to count as a change: all but
+    the outliers (OUTLIER_SDS robust standard deviations from center). One slow run,
+    recorded (`--record --check` records before it judges), must not widen the band so
+    that the same slowdown passes when the job is re-run; a level that stays is a step,
+    which the history follows once 3 runs show it. Runs far out on one side from
+    LEVEL_COMMITS commits or more, among the others, are no outliers but a mode of the
+    history (two runners of one model at other power limits sharing a store): a run at
+    it is within the history."""
+    deviations = [abs(p.median_s - center) for p in points]
+    limit = OUTLIER_SDS * 1.4826 * statistics.median(deviations) if deviations else 0.0
+    kept = [d <= limit for d in deviations]
+    for side in (1, -1):
+        far = [i for i, p in enumerate(points)
+               if not kept[i] and (p.median_s - center) * side > 0]
+        if len(commits([points[i] for i in far])) >= LEVEL_COMMITS:
+            for i in far:
+                kept[i] = True
+    return [p for p, keep in zip(points, kept) if keep]
+
+
+def history_threshold(points: Sequence[SeriesPoint], commit: object = None,
+                      floor: float = DEFAULT_FLOOR, multiple: float = DEFAULT_MULTIPLE,
+                      min_runs: int = DEFAULT_MIN_RUNS, cap: float = DEFAULT_CAP,
+                      cap_from: str = "--max-threshold") -> tuple[float, str]:
+    """Return threshold_from_medians of a benchmark's runs (oldest first) but those at
+    commit, the one judged, and the outliers (without_outliers): its re-runs, recorded as
+    they failed, and one slow run, between the others' runs read as run-to-run noise and
+    raised the threshold until the same slowdown passed. Where every run is the judged
+    commit's (calibrate's runs, a store of one commit), they are its history. (A run that
+    names no commit, outside git, is never the judged one's.)"""
+    others = [p for p in points if commit is None or p.commit != commit]
+    own = len(points) - len(others) if others else 0
+    others = others or list(points)
+    kept = (without_outliers(others, statistics.median(p.median_s for p in others))
+            if others else [])
+    dropped = [f"{own} of this commit"] if own else []
+    if len(kept) < len(others):
+        outliers = len(others) - len(kept)
+        dropped.append(f"{outliers} outlier{'s' if outliers != 1 else ''}")
+    left_out = f" ({' and '.join(dropped)} left out)" if dropped else ""
+    return threshold_from_medians([p.median_s for p in kept], floor, multiple, min_runs, cap,
+                                  cap_from, left_out)
+
+
 def auto_threshold(store: Store, benchmark: Benchmark | BenchmarkResult, gpu_model: str,
                    floor: float = DEFAULT_FLOOR, multiple: float = DEFAULT_MULTIPLE,
                    min_runs: int = DEFAULT_MIN_RUNS, last: int = DEFAULT_LAST,
-                   exclude_run: int | None = None, cap: float = DEFAULT_CAP
-                   ) -> tuple[float, str]:
+                   exclude_run: int | None = None, cap: float = DEFAULT_CAP,
+                   commit: object = None) -> tuple[float, str]:
     """Return (threshold, source text) for a benchmark on a GPU model from the store.
 
     benchmark is a Benchmark or the result whose benchmark it is (its L2 flush included: medians
     after another flush are not its history). The threshold is multiple x the between-run
-    spread of its last `last` medians (at least floor) when the store holds min_runs runs or
-    more, else the floor.
+    spread of its last `last` medians (at least floor), those of commit (the current
+    file's) and the outliers left out (history_threshold), when min_runs runs or more
+    remain, else the floor.
     """
     bench = benchmark if isinstance(benchmark, Benchmark) else Benchmark.of(benchmark)
     points = store.series(bench, gpu_model, last=last, exclude_run=exclude_run)
-    return threshold_from_medians([p.median_s for p in points], floor, multiple, min_runs,
-                                  cap)
+    return history_threshold(points, commit, floor, multiple, min_runs, cap)
 
 
 def smallest_detectable(threshold: float, spread: float, samples: int,
