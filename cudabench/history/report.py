@@ -85,6 +85,7 @@ from cudabench.history.threshold import (
     LEVEL_COMMITS,
     between_run_spread,
     commits,
+    established,
     history_threshold,
     without_outliers,
 )
@@ -449,7 +450,7 @@ def _level(points: Sequence[SeriesPoint], min_runs: int
             continue  # inside runs already left out
         # the level it left: the runs since the change before it
         before = max((index for index, _ in changes if index < start), default=0)
-        if _established(_at_level(points[before:start], points[start:end]), min_runs):
+        if established(_at_level(points[before:start], points[start:end]), min_runs):
             return list(points[start:end]), len(points) - end, f" since {where}{left_note}"
         if end == len(points):
             left = end - start
@@ -489,7 +490,7 @@ class _Newest:
                 if found:
                     break  # the history before the speedup
                 lost.append(point)
-                if _established(lost, self.min_runs):
+                if established(lost, self.min_runs):
                     return []  # the speed it lost is a level again
                 continue
             found.append(point)
@@ -514,12 +515,6 @@ def _at_level(before: Sequence[SeriesPoint], level: Sequence[SeriesPoint]
     old = math.log(statistics.median(p.median_s for p in before))
     return [p for p in level
             if abs(math.log(p.median_s) - new) < abs(math.log(p.median_s) - old)]
-
-
-def _established(level: Sequence[SeriesPoint], min_runs: int) -> bool:
-    """Return whether a level holds min_runs runs from LEVEL_COMMITS commits or more (a
-    run that names no commit counts as its own)."""
-    return len(level) >= min_runs and len(commits(level)) >= LEVEL_COMMITS
 
 
 def _judge(result: BenchmarkResult, bench: Benchmark, gpu: str,
@@ -563,7 +558,7 @@ def _judge_samples(result: BenchmarkResult, bench: Benchmark, gpu: str,
     m = result.median_s
     center = statistics.median(medians) if medians else None
     change = m / center - 1 if m and center else None
-    band = ([p.median_s for p in without_outliers(history, center)]
+    band = ([p.median_s for p in without_outliers(history, center, min_runs)]
             if center is not None else [])
     template = HistoryRow(
         benchmark=bench, gpu_model=gpu, kind=result.kind, current_median_s=m,

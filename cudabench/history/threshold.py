@@ -83,22 +83,30 @@ def commits(runs: Sequence[SeriesPoint]) -> set[object]:
     return {p.commit if p.commit is not None else f"run {p.run_id}" for p in runs}
 
 
-def without_outliers(points: Sequence[SeriesPoint], center: float) -> list[SeriesPoint]:
+def established(level: Sequence[SeriesPoint], min_runs: int) -> bool:
+    """Return whether a level holds min_runs runs from LEVEL_COMMITS commits or more (a
+    run that names no commit counts as its own)."""
+    return len(level) >= min_runs and len(commits(level)) >= LEVEL_COMMITS
+
+
+def without_outliers(points: Sequence[SeriesPoint], center: float,
+                     min_runs: int = DEFAULT_MIN_RUNS) -> list[SeriesPoint]:
     """Return the runs a current median must lie outside of to count as a change: all but
     the outliers (OUTLIER_SDS robust standard deviations from center). One slow run,
     recorded (`--record --check` records before it judges), must not widen the band so
     that the same slowdown passes when the job is re-run; a level that stays is a step,
-    which the history follows once 3 runs show it. Runs far out on one side from
-    LEVEL_COMMITS commits or more, among the others, are no outliers but a mode of the
-    history (two runners of one model at other power limits sharing a store): a run at
-    it is within the history."""
+    which the history follows once 3 runs show it. Runs far out on one side that are an
+    established level (min_runs runs from LEVEL_COMMITS commits), among the others, are
+    no outliers but a mode of the history (two runners of one model at other power limits
+    sharing a store): a run at it is within the history. Fewer are not: 3 failed runs of
+    3 pull-request commits between main's made the next such slowdown `noisy`."""
     deviations = [abs(p.median_s - center) for p in points]
     limit = OUTLIER_SDS * 1.4826 * statistics.median(deviations) if deviations else 0.0
     kept = [d <= limit for d in deviations]
     for side in (1, -1):
         far = [i for i, p in enumerate(points)
                if not kept[i] and (p.median_s - center) * side > 0]
-        if len(commits([points[i] for i in far])) >= LEVEL_COMMITS:
+        if established([points[i] for i in far], min_runs):
             for i in far:
                 kept[i] = True
     return [p for p, keep in zip(points, kept) if keep]
@@ -117,7 +125,7 @@ def history_threshold(points: Sequence[SeriesPoint], commit: object = None,
     others = [p for p in points if commit is None or p.commit != commit]
     own = len(points) - len(others) if others else 0
     others = others or list(points)
-    kept = (without_outliers(others, statistics.median(p.median_s for p in others))
+    kept = (without_outliers(others, statistics.median(p.median_s for p in others), min_runs)
             if others else [])
     dropped = [f"{own} of this commit"] if own else []
     if len(kept) < len(others):
