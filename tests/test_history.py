@@ -2279,3 +2279,26 @@ def test_three_slow_runs_of_three_commits_between_others_are_no_mode(tmp_path):
     done = invoke("check", current, "--db", db, "--threshold", "2%")
     assert done.exit_code == 1 and verdicts(done.stdout)["tiled"] == "slower", done.stdout
     assert tiled_row(db, current).verdict is Verdict.SLOWER
+
+
+def test_pushes_that_dropped_a_kernel_do_not_outvote_the_runs_before(tmp_path):
+    # each push of a pull request that dropped a kernel is recorded as it fails: the first
+    # two outvoted the runs before, and the third passed. They are passed over, as a slow
+    # level is, until they are one: 5 runs from 3 commits, the file judged among them.
+    db = flat_history(tmp_path, runs=5)
+
+    def drop(document):
+        document["benchmarks"] = [b for b in document["benchmarks"] if b["variant"] != "tiled"]
+
+    for push in range(5):
+        current = edited(make_run(tmp_path / "pr", 50 + push), drop)
+        done = invoke("check", current, "--db", db)
+        if push < 4:
+            assert done.exit_code == 1 and verdicts(done.stdout)["tiled"] == "missing", \
+                (push, done.stdout)
+        else:
+            assert done.exit_code == 0, done.stdout
+        import_runs(db, [current])
+    said = " ".join(invoke("check", edited(make_run(tmp_path, 60), drop), "--db", db,
+                           "--min-runs", "7").stdout.split())
+    assert "measured by 3 of the 3 recorded runs of this command before the 5 newest" in said

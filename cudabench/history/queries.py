@@ -276,15 +276,34 @@ class Queries:
                                       "command_key IS NOT NULL").fetchall()
         return [str(row[0]) for row in rows]
 
-    def run_benchmarks(self, run_id: int, gpu_model: str) -> list[tuple[Benchmark, str, str]]:
-        """Return the benchmarks one run recorded on a GPU model (as series names it), each
-        with its kind and status."""
-        query = ("SELECT x.op, x.variant, x.params, x.shape, x.dtype, x.hot, x.l2_flush, "
-                 "x.kind, x.status FROM results x LEFT JOIN devices d ON d.id = x.device_id "
-                 "WHERE x.run_id = ? AND COALESCE(d.name, '') = ? ORDER BY x.id")
-        with self._errors():
-            rows = self._conn.execute(query, (run_id, gpu_model)).fetchall()
-        return [(self._benchmark(row[:7]), row[7], row[8]) for row in rows]
+    def run_kernels(self, run_ids: Sequence[int], gpu_model: str
+                    ) -> dict[int, tuple[str | None, set[Benchmark]]]:
+        """Return each run's commit and the kernels it measured on a GPU model (its
+        variant rows but the SKIPs), in a few queries for many runs, each benchmark's key
+        columns decoded once."""
+        found: dict[int, tuple[str | None, set[Benchmark]]] = {}
+        decoded: dict[tuple[Any, ...], Benchmark] = {}
+        ids = list(run_ids)
+        for start in range(0, len(ids), 500):  # within SQLite's limit on a query's values
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            with self._errors():
+                commits = self._conn.execute(
+                    f"SELECT id, git_commit FROM runs WHERE id IN ({marks})", chunk).fetchall()
+                rows = self._conn.execute(
+                    "SELECT x.run_id, x.op, x.variant, x.params, x.shape, x.dtype, x.hot, "
+                    "x.l2_flush FROM results x LEFT JOIN devices d ON d.id = x.device_id "
+                    f"WHERE x.run_id IN ({marks}) AND COALESCE(d.name, '') = ? "
+                    "AND x.kind = 'variant' AND x.status != 'SKIP'", (*chunk, gpu_model)
+                ).fetchall()
+            found.update((int(run), (commit, set())) for run, commit in commits)
+            for row in rows:
+                key = tuple(row[1:])
+                if key not in decoded:
+                    decoded[key] = self._benchmark(key)
+                if int(row[0]) in found:
+                    found[int(row[0])][1].add(decoded[key])
+        return found
 
     def run_cards(self, run_id: int, gpu_model: str) -> list[DeviceInfo]:
         """Return the cards of a GPU model that a run's results file listed, in its order

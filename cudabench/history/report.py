@@ -7,8 +7,8 @@ its last N runs on the same GPU model (not one baseline), with compare's verdict
 - `fixed`: the last recorded run of it failed, and this one passes, its speed judged
   against the passing runs as below (slower than them: `slower`, not `fixed`).
 - `missing`: a kernel that most of the last recorded runs of the same command measured
-  (check's _missing) and the file lacks or holds only as SKIP. A regression, unless
-  allow_missing.
+  (check's _missing; newer runs that lack it too passed over until they are a level) and
+  the file lacks or holds only as SKIP. A regression, unless allow_missing.
 - `noisy` (never a regression): too few samples to know the current median; too little
   history (fewer than min_runs runs in its established level, _level); a change
   above the threshold that the history's own spread explains; or a current median known
@@ -37,7 +37,6 @@ again (the runs that lost it, recorded as they failed, are no baseline).
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import math
 import statistics
@@ -67,6 +66,7 @@ from cudabench.history.records import (
     Tracked,
     command_key,
     comparable_key,
+    encode_benchmark,
     one_row_each,
     unflushed_key,
 )
@@ -280,7 +280,7 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
             notes.append(set_aside_note(result))  # judged on the kept ones: said, as compare
     if not allow_missing:
         _refuse_other_settings(store, current, own)
-        rows += _missing(store, current, own)
+        rows += _missing(store, current, own, min_runs)
     return HistoryCheck(tuple(rows), current.path, last, alpha, own, tuple(notes),
                         _card_changes(store, current, judged_on))
 
@@ -362,13 +362,16 @@ def _refuse_unknown_gpu(store: Store, current: ResultsFile) -> None:
 
 
 SET_RUNS = 3  # the runs of one command that say which kernels it measures (a majority)
+MISSING_WINDOW = 100  # the most runs of a command the missing check reaches back over
 
 
-def _missing(store: Store, current: ResultsFile, own: int | None) -> list[HistoryRow]:
+def _missing(store: Store, current: ResultsFile, own: int | None,
+             min_runs: int = DEFAULT_MIN_RUNS) -> list[HistoryRow]:
     """Return a `missing` row for each kernel that the current file lacks or holds only as
     SKIP and that most of the last SET_RUNS recorded runs of the same command measured
     (records.command_key: its output flags aside; records.comparable_key) at earlier
-    commits on its GPU model. Nothing with fewer such runs, a file of several GPU models
+    commits on its GPU model, the newer runs that lack it too passed over until they are
+    a level (_dropped). Nothing with fewer such runs, a file of several GPU models
     (which kernel ran where changes from run to run), or a file that names no command.
     Runs at the file's own commit do not vote: `--record --check` records a run before it
     judges it, and two re-runs of a job that dropped a kernel outvoted the runs before."""
@@ -382,23 +385,67 @@ def _missing(store: Store, current: ResultsFile, own: int | None) -> list[Histor
     keys = [known for known in store.command_keys()
             if comparable_key(known) == comparable_key(key)] or [key]
     commit = current.metadata.get("git_commit")
-    runs = store.runs_of_command(keys, gpu, exclude_run=own, last=SET_RUNS,
-                                 exclude_commit=commit if isinstance(commit, str) else None)
-    if len(runs) < SET_RUNS:
-        return []
-    seen: collections.Counter[Benchmark] = collections.Counter()
-    for run in runs:
-        seen.update({bench for bench, kind, status in store.run_benchmarks(run, gpu)
-                     if kind == Kind.VARIANT.value and status != Status.SKIP.value
-                     and bench.l2_flush in flushes})  # another flush: another history
-    return [HistoryRow(
-        benchmark=bench, gpu_model=gpu, kind=Kind.VARIANT, current_median_s=None,
-        history_median_s=None, band=None, runs=count, change=None, p_value=None,
-        threshold=0.0, threshold_source="-", verdict=Verdict.MISSING,
-        reason=f"measured by {count} of the last {len(runs)} recorded runs of this command "
-               "and not in this file (renamed, removed or skipped?); pass --allow-missing "
-               "if that is meant")
-        for bench, count in seen.items() if 2 * count > len(runs) and bench not in measured]
+    wanted = SET_RUNS + min_runs
+    while True:
+        runs = store.runs_of_command(keys, gpu, exclude_run=own, last=wanted,
+                                     exclude_commit=commit if isinstance(commit, str) else None)
+        if len(runs) < SET_RUNS:  # all there are (wanted is more): too few to say
+            return []
+        kernels = store.run_kernels(runs, gpu)
+        # each run's kernels (after another flush: another history) and commit
+        measures = [({bench for bench in kernels[run][1] if bench.l2_flush in flushes},
+                     kernels[run][0] or f"run {run}") for run in runs]
+        found = _dropped(measures, measured, commit, min_runs,
+                         whole=len(runs) < wanted or wanted >= MISSING_WINDOW)
+        if found is not None:
+            break
+        wanted = min(2 * wanted, MISSING_WINDOW)
+    rows = []
+    for bench, (count, voters, newer) in sorted(found.items(), key=lambda item: (
+            encode_benchmark(item[0]))):
+        before = (f"the {voters} recorded runs of this command before the {newer} newest, "
+                  f"which lack it too (not yet a level: {min_runs} runs from "
+                  f"{LEVEL_COMMITS} commits)" if newer
+                  else f"the last {voters} recorded runs of this command")
+        rows.append(HistoryRow(
+            benchmark=bench, gpu_model=gpu, kind=Kind.VARIANT, current_median_s=None,
+            history_median_s=None, band=None, runs=count, change=None, p_value=None,
+            threshold=0.0, threshold_source="-", verdict=Verdict.MISSING,
+            reason=f"measured by {count} of {before} and not in this file (renamed, removed "
+                   "or skipped?); pass --allow-missing if that is meant"))
+    return rows
+
+
+def _dropped(runs: Sequence[tuple[set[Benchmark], str]], measured: set[Benchmark],
+             commit: object, min_runs: int, whole: bool
+             ) -> dict[Benchmark, tuple[int, int, int]] | None:
+    """Return each kernel that most of SET_RUNS runs measured and measured lacks, with how
+    many measured it, of how many, and how many newer runs lack it too; None where more
+    runs must be read first (whole: runs, newest first, each its kernels and commit, are
+    all there are).
+
+    The newer runs that lack a kernel are passed over, the SET_RUNS before them voting,
+    until they are a level, as a slowdown is: min_runs runs from LEVEL_COMMITS commits,
+    this file one of them. `--record --check` records the runs that fail the gate too,
+    and two pushes to a pull request that dropped a kernel outvoted the runs before, so
+    that the third passed."""
+    mine = commit if isinstance(commit, str) else "this file"
+    level = next((n for n in range(len(runs) + 1) if n + 1 >= min_runs
+                  and len({c for _, c in runs[:n]} | {mine}) >= LEVEL_COMMITS), None)
+    first: dict[Benchmark, int] = {}
+    for index, (kernels, _) in enumerate(runs[:level]):
+        for bench in kernels - measured:
+            first.setdefault(bench, index)
+    if not whole and (level is None or any(index + SET_RUNS > len(runs)
+                                           for index in first.values())):
+        return None  # a kernel may lie further back, or its voters do
+    found = {}
+    for bench, index in first.items():
+        voters = [kernels for kernels, _ in runs[index:index + SET_RUNS]]
+        count = sum(bench in kernels for kernels in voters)
+        if 2 * count > len(voters):
+            found[bench] = (count, len(voters), index)
+    return found
 
 
 MAX_WINDOW = 1000  # the most runs a window of re-runs reaches back over (a whole store's
