@@ -776,9 +776,16 @@ def test_the_newest_runs_of_a_series_are_its_last_points(tmp_path):
                 for kwargs in ({}, {"usable_only": False}, {"exclude_run": 7},
                                {"since": (START + dt.timedelta(hours=3)).isoformat()}):
                     every = store.series(tracked.benchmark, tracked.gpu_model, **kwargs)
+                    # and as the reader of many benchmarks' series reads them
+                    reader = store.reader(tracked.gpu_model, kwargs.get("since"),
+                                          kwargs.get("exclude_run"))
+                    usable = kwargs.get("usable_only", True)
                     for last in (1, 2, 3, 5, 11, 20):
                         assert store.series(tracked.benchmark, tracked.gpu_model, last=last,
                                             **kwargs) == every[-last:]
+                        assert reader.series(tracked.benchmark, last=last,
+                                             usable_only=usable) == every[-last:]
+                    assert reader.series(tracked.benchmark, usable_only=usable) == every
 
 
 def show_rows(stdout: str) -> dict[str, str]:
@@ -1770,13 +1777,13 @@ def test_a_store_of_one_commit_s_runs_is_read_in_a_bounded_window(tmp_path, monk
     import_runs(db, [edited(make_run(tmp_path / "one", i),
                             lambda d: d.update(git_commit=commit_of(7))) for i in range(60)])
     asked = []
-    real = report.Store.series
+    real = queries_module.SeriesReader.series
 
     def series(self, *args, last=None, **kwargs):
         asked.append(last)
         return real(self, *args, last=last, **kwargs)
 
-    monkeypatch.setattr(report.Store, "series", series)
+    monkeypatch.setattr(queries_module.SeriesReader, "series", series)
     row = tiled_row(db, make_run(tmp_path, 100, name="current"))
     assert row.verdict is Verdict.SAME, row.reason
     assert max(n for n in asked if n is not None) <= 40, asked
@@ -2302,3 +2309,47 @@ def test_pushes_that_dropped_a_kernel_do_not_outvote_the_runs_before(tmp_path):
     said = " ".join(invoke("check", edited(make_run(tmp_path, 60), drop), "--db", db,
                            "--min-runs", "7").stdout.split())
     assert "measured by 3 of the 3 recorded runs of this command before the 5 newest" in said
+
+
+def test_check_show_and_auto_read_the_store_in_queries_per_command_not_per_row(
+        tmp_path, monkeypatch):
+    # each row's series walked every candidate run's rows again, 3 times a row: a
+    # 2000-row sweep's check took 59 s on 5 runs, show 34 s, compare --threshold auto 90 s
+    from cudabench.cli.compare import judge
+
+    def sweep(sizes: int):
+        def edit(document):
+            document["benchmarks"] = [{**bench, "shape": [n + k for n in bench["shape"]]}
+                                      for k in range(sizes) for bench in document["benchmarks"]]
+        return edit
+
+    queries = []
+    real = queries_module.Queries._errors
+
+    def counted(self):
+        queries.append(1)
+        return real(self)
+
+    monkeypatch.setattr(queries_module.Queries, "_errors", counted)
+    asked = {}
+    for sizes in (2, 20):
+        db = tmp_path / f"{sizes}.db"
+        import_runs(db, [edited(make_run(tmp_path / str(sizes), i), sweep(sizes))
+                         for i in range(5)])
+        current = edited(make_run(tmp_path / str(sizes), 100), sweep(sizes))
+        queries.clear()
+        assert invoke("check", current, "--db", db).exit_code == 0
+        assert invoke("show", "--db", db).exit_code == 0
+        judge(load_results(tmp_path / str(sizes) / "run-000.json"), load_results(current),
+              db=db)
+        asked[sizes] = len(queries)
+    assert asked[20] == asked[2], asked
+    # a store written since reads the run it was given
+    extra = make_run(tmp_path, 101)
+    with Store.open(tmp_path / "2.db", create=True) as store:
+        result = load_results(extra).benchmarks[0]
+        assert result.device is not None
+        bench, model = Benchmark.of(result), result.device.name
+        assert len(store.reader(model).series(bench)) == 5
+        store.record(load_results(extra), extra.read_text(encoding="utf-8"))
+        assert len(store.reader(model).series(bench)) == 6

@@ -153,10 +153,10 @@ def _last_commits(store: Store, tracked: Tracked, since: str | None,
     """Return a benchmark's newest `last` per-commit points (all: None), reading the
     runs newest first in growing windows rather than its whole history."""
     if not last:
-        return per_commit(store.series(tracked.benchmark, tracked.gpu_model, since=since))
+        return per_commit(store.reader(tracked.gpu_model, since).series(tracked.benchmark))
     runs = last
     while True:
-        window = store.series(tracked.benchmark, tracked.gpu_model, last=runs, since=since)
+        window = store.reader(tracked.gpu_model, since).series(tracked.benchmark, last=runs)
         points = per_commit(window)
         # the whole series read, or more points than kept: the oldest, which a window
         # may cut through a commit's re-runs, is then left out
@@ -180,8 +180,8 @@ def trends(store: Store, op: str | None = None, variant: str | None = None,
         recent = [p.median_s for p in points[start:]][-BAND_RUNS:]
         # "latest" is the newest timing a trend can follow; a newer run that failed (or
         # is not believed) is said beside it, not passed over unseen
-        newest = store.series(tracked.benchmark, tracked.gpu_model, last=1, since=since,
-                              usable_only=False)
+        newest = store.reader(tracked.gpu_model, since).series(tracked.benchmark, last=1,
+                                                               usable_only=False)
         failing = newest[-1] if newest else None
         if failing is not None and (failing.run_id == points[-1].run_id
                                     or failing.created < points[-1].created
@@ -267,11 +267,11 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
         gpu = result.device.name if result.device is not None else ""
         bench = Benchmark.of(result)
         history, note = _history(store, bench, gpu, last, own, min_runs)
-        latest = store.series(bench, gpu, last=1, exclude_run=own, usable_only=False)
+        latest = store.reader(gpu, exclude_run=own).series(bench, last=1, usable_only=False)
         if latest and (gpu not in judged_on or (latest[-1].created, latest[-1].run_id)
                        > (judged_on[gpu].created, judged_on[gpu].run_id)):
             judged_on[gpu] = latest[-1]
-        newest = store.series(bench, gpu, last=last, exclude_run=own)
+        newest = store.reader(gpu, exclude_run=own).series(bench, last=last)
         row, at_slow = _judge(result, bench, gpu, history, latest, threshold, alpha,
                               min_runs, cap, cap_from, note,
                               _Newest(newest, commit, min_runs))
@@ -460,7 +460,7 @@ def _history(store: Store, bench: Benchmark, gpu: str, last: int, own: int | Non
     runs before it stay in view)."""
     extra = 0
     while True:
-        window = store.series(bench, gpu, last=last + extra, exclude_run=own)
+        window = store.reader(gpu, exclude_run=own).series(bench, last=last + extra)
         level, left_out, note = _level(window, min_runs)
         if len(window) < last + extra:  # the whole store
             return level[-last:], note

@@ -243,6 +243,7 @@ class Store(Queries):
         """Run the block as one write transaction (a savepoint when nested): all or nothing."""
         if not self.writable:
             raise ValueError(f"{self.path}: the store was opened for reading")
+        self._forget_reads()  # the series read so far may change
         conn = self._conn
         with self._errors():
             # SQLite rolls the whole transaction back itself after an I/O error or a full

@@ -150,7 +150,7 @@ def auto_threshold(store: Store, benchmark: Benchmark | BenchmarkResult, gpu_mod
     remain, else the floor.
     """
     bench = benchmark if isinstance(benchmark, Benchmark) else Benchmark.of(benchmark)
-    points = store.series(bench, gpu_model, last=last, exclude_run=exclude_run)
+    points = store.reader(gpu_model, exclude_run=exclude_run).series(bench, last=last)
     return history_threshold(points, commit, floor, multiple, min_runs, cap)
 
 
