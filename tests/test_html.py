@@ -472,3 +472,18 @@ def test_a_headless_browser_shows_the_comparison_verdicts_coloured(tmp_path):
     # the red of the summary's "1 regression".
     phone = [p for i, p in enumerate(pixels) if i % 500 < PHONE[0]]
     assert near(phone, "#ffebe9") > 200 and near(phone, "#b42318", 12) > 50
+
+
+def test_a_search_s_figures_draw_its_fastest_configurations_and_say_so(tmp_path):
+    # a search's 384 configurations made two SVG panels 80 inches tall, nearly all legend
+    pytest.importorskip("matplotlib")
+    from test_report import search_file
+
+    files = [load_results(search_file(tmp_path / "search.json", 384))]
+    page = html_render.report_html(files, "search")
+    heights = [float(height) for height in re.findall(
+        r'<svg class="figure"[^>]* viewBox="[\d.]+ [\d.]+ [\d.]+ ([\d.]+)"', page)]
+    assert len(heights) == 2 and max(heights) < 8 * 72  # points: under 8 inches each
+    assert ("atomic (dot): the 5 fastest of its 384 configurations drawn and its default, "
+            "378 left out (the tables below list every one).") in html.unescape(page)
+    assert html.unescape(page).count("BLOCKS_PER_SM=64") >= 6  # the tables list them all

@@ -11,6 +11,7 @@ import json
 import math
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -845,3 +846,95 @@ def test_a_title_without_html_is_refused_not_ignored(tmp_path):
     page = tmp_path / "r.html"
     assert invoke("report", FILES[0], "--title", "T", "--html", page).exit_code == 0
     assert "<title>T</title>" in page.read_text(encoding="utf-8")
+
+
+KERNELS = Path(__file__).parents[1] / "kernels"
+ATOMIC_DEFAULT = {"BLOCK": 256, "BLOCKS_PER_SM": 8}  # kernels/dot/atomic.cu's
+
+
+def search_file(path: Path, count: int) -> Path:
+    """Write a search's file: `count` configurations of dot's atomic variant at one size,
+    each slower than the one before, the default the slowest; beside cuBLAS and the copy."""
+    document = json.loads((DATA / "d.json").read_text(encoding="utf-8"))
+    row = document["benchmarks"][0]
+    assert row["variant"] == "atomic"
+    configs = [params for params in ({"BLOCK": block, "BLOCKS_PER_SM": blocks}
+                                     for blocks in range(1, 1000)
+                                     for block in (32, 64, 128, 256, 512, 1024))
+               if params != ATOMIC_DEFAULT][:count - 1] + [ATOMIC_DEFAULT]
+    rows = [{**row, "params": params, "source": str(KERNELS / "dot" / "atomic.cu"),
+             "samples_s": [s * (1 + i / 100) for s in row["samples_s"]],
+             "stats": {**row["stats"], "median_s": row["stats"]["median_s"] * (1 + i / 100)}}
+            for i, params in enumerate(configs)]
+    others = [r for r in document["benchmarks"] if r["kind"] != "variant"]
+    return write_json(path, {**document, "benchmarks": rows + others})
+
+
+def series_lines(axes) -> list:
+    return [line for line in axes.get_lines() if not line.get_label().startswith("_")]
+
+
+def test_each_configuration_of_a_sweep_has_a_look_of_its_own(tmp_path):
+    # past 10 parameter sets the markers came round again: BLOCKS_PER_SM=11 was drawn as
+    # BLOCKS_PER_SM=1 (one colour, one filled "o"), their legend entries alike
+    pytest.importorskip("matplotlib")
+    results = load_results(search_file(tmp_path / "sweep.json", 20)).benchmarks
+    figure = plot.both_figure(results)
+    for axes in figure.get_axes():
+        lines = series_lines(axes)
+        # all drawn, and cuBLAS, and the copy but in the roofline (it does no arithmetic)
+        assert len(lines) == 20 + 1 + (axes.get_title() == "dot float32"), axes.get_title()
+        # one size: each series is a lone point, told apart by colour and marker alone
+        looks = [(line.get_color(), line.get_marker(), line.get_fillstyle()) for line in lines]
+        assert len(set(looks)) == len(looks), axes.get_title()
+    assert not plot.left_out(results)
+
+
+def test_a_search_file_draws_its_fastest_configurations_and_says_what_it_left_out(tmp_path):
+    # 384 configurations made 384 series of 10 looks, and a 900x24,300 px PNG, nearly all
+    # legend; 3,400 took two minutes
+    image = pytest.importorskip("matplotlib.image")
+    path, out = search_file(tmp_path / "search.json", 384), tmp_path / "search.png"
+    result = invoke("plot", path, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert ("note: atomic (dot): the 5 fastest of its 384 configurations drawn and its "
+            "default, 378 left out (`cudabench report` lists every one)") in " ".join(
+        result.stderr.split())
+    assert image.imread(out).shape[0] < 2000  # two panels and their short legends
+    figure = plot.both_figure(load_results(path).benchmarks)
+    drawn = [f"atomic BLOCK={block} BLOCKS_PER_SM=1" for block in (32, 64, 128, 256)] + [
+        "atomic BLOCK=256 BLOCKS_PER_SM=8 (default)", "atomic BLOCK=512 BLOCKS_PER_SM=1",
+        "cuBLAS", "memcpy_dtod"]  # in the order of their parameters
+    throughput, roofline = figure.get_axes()
+    assert [line.get_label() for line in series_lines(throughput)] == drawn
+    assert [line.get_label() for line in series_lines(roofline)] == drawn[:-1]
+    titles = [legend.get_title().get_text() for part in figure.subfigs
+              for panel in part.subfigs for legend in panel.legends]
+    assert len(titles) == 2 and all(" ".join(title.split()) == (
+        "atomic: the 5 fastest of 384 configurations and the default; `cudabench report` "
+        "lists every one") for title in titles)
+
+
+def test_the_styles_of_a_large_search_take_linear_time(tmp_path):
+    # each row sorted its variant's parameter sets again: 3,400 rows took 12 s
+    results = load_results(search_file(tmp_path / "search.json", 3400)).benchmarks
+    plot.plotted(results)  # the medians, computed once, are not what is timed
+    started = time.perf_counter()
+    styles = plot.Styles.of(results)
+    assert time.perf_counter() - started < 2.0
+    assert len(styles.slots) == 3400 + 2
+
+
+def test_a_figure_of_many_variants_of_many_configurations_stays_readable(tmp_path):
+    # three variants of 18 configurations each: 54 series in one panel, 27 legend rows
+    pytest.importorskip("matplotlib")
+    rows = [r for r in load_results(search_file(tmp_path / "s.json", 18)).benchmarks
+            if r.kind.value == "variant"]
+    results = [dataclasses.replace(r, variant=name)
+               for name in ("atomic", "shared_tree", "warp") for r in rows]
+    said = plot.left_out(results)
+    assert [line.split(":")[0] for line in said] == ["atomic (dot)", "shared_tree (dot)"]
+    lines = series_lines(plot.throughput_figure(results).get_axes()[0])
+    assert len(lines) == 6 + 6 + 18  # the largest cut until the figure holds at most 40
+    looks = [(line.get_color(), line.get_marker()) for line in lines]
+    assert len(set(looks)) == len(looks)

@@ -130,7 +130,8 @@ def svg_figure(figure: Figure, alt: str) -> str:
 
 def figures_html(outcome: RunOutcome) -> str:
     """Return the throughput panels and a roofline per device as inline SVG (a note where
-    there is no roofline), or a note without matplotlib (the page is still complete)."""
+    there is no roofline, or where a variant's configurations were too many to draw them
+    all), or a note without matplotlib (the page is still complete)."""
     if not plot.available():
         return f'<p class="note">No figures: {esc(plot.HINT)}.</p>'
     panels = plot.panel_figures(outcome.results)
@@ -140,6 +141,8 @@ def figures_html(outcome: RunOutcome) -> str:
             svg_figure(figure, alt) for alt, figure in panels) + "</div>")
     else:
         parts.append(f'<p class="note">No figures: {esc(plot.NO_THROUGHPUT)}.</p>')
+    parts += [f'<p class="note">{esc(line)}.</p>'
+              for line in plot.left_out(outcome.results, "the tables below list every one")]
     if panels and not plot.roofline_rows(outcome.results):
         parts.append(f'<p class="note">No {esc(plot.NO_ROOFLINE.removeprefix("no "))}.</p>')
     return "\n".join(parts)

@@ -4,8 +4,9 @@ comparison's changes.
 matplotlib is optional (the `plot` extra) and imported only when a figure is
 made. Figures are drawn on the Agg canvas directly, never through pyplot: no display, and no
 change to the backend of a process that imported us (a notebook, say). One module per
-figure: style (colours, markers, legends, axes shared by all), throughput, roofline,
-figures (pages of panels, saving, SVG for HTML) and change (a comparison's bars).
+figure: style (colours, markers, legends, axes shared by all), selection (which of many
+configurations a figure draws), throughput, roofline, figures (pages of panels, saving, SVG
+for HTML) and change (a comparison's bars).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from cudabench.render.plot.figures import (
     both_figure,
     check_suffix,
     figure_of,
+    left_out,
     panel_figures,
     roofline_figure,
     save,
@@ -75,6 +77,7 @@ __all__ = [
     "draw_throughput",
     "draw_throughput_panel",
     "figure_of",
+    "left_out",
     "panel_figures",
     "plotted",
     "problem_size",

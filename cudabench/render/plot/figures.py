@@ -8,13 +8,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.text import Text
+
 from cudabench.common.outfiles import replacing
 from cudabench.errors import UsageError
+from cudabench.render.terminal import stderr_console
 from cudabench.results.model import BenchmarkResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-from cudabench.render.plot.roofline import draw_roofline, draw_roofline_panel, roofline_series
+from cudabench.render.plot.roofline import (
+    draw_roofline,
+    draw_roofline_panel,
+    roofline_legend_rows,
+)
+from cudabench.render.plot.selection import HOW_TO_SEE, drawn, select, styles_of
 from cudabench.render.plot.style import (
     FORMATS,
     KINDS,
@@ -27,7 +35,6 @@ from cudabench.render.plot.style import (
     device_identity,
     devices_of,
     grid_shape,
-    legend_rows,
     new_figure,
     roofline_rows,
     row_heights,
@@ -53,14 +60,17 @@ def _roofline_size(results: Sequence[BenchmarkResult], styles: Styles) -> tuple[
     rows = roofline_rows(results)
     devices = devices_of(rows)
     columns = grid_shape(len(devices) or 1)[1]
-    legends = [legend_rows(list(roofline_series(
-        [r for r in rows if device_identity(r) == identity], styles))) for identity in devices]
+    legends = [roofline_legend_rows([r for r in rows if device_identity(r) == identity], styles)
+               for identity in devices]
     return columns, sum(row_heights(legends or [0], columns)) + TITLE_INCHES
 
 
 def throughput_figure(results: Sequence[BenchmarkResult]) -> Figure:
     """Return the throughput figure: one panel per op and dtype."""
-    styles = Styles.of(results)
+    return _throughput_figure(*drawn(results))
+
+
+def _throughput_figure(results: Sequence[BenchmarkResult], styles: Styles) -> Figure:
     columns, height = _throughput_size(results, styles)
     figure = new_figure(PANEL_INCHES[0] * columns, height)
     draw_throughput(figure, results, styles)
@@ -69,7 +79,10 @@ def throughput_figure(results: Sequence[BenchmarkResult]) -> Figure:
 
 def roofline_figure(results: Sequence[BenchmarkResult]) -> Figure:
     """Return the roofline figure: one panel per device."""
-    styles = Styles.of(results)
+    return _roofline_figure(*drawn(results))
+
+
+def _roofline_figure(results: Sequence[BenchmarkResult], styles: Styles) -> Figure:
     columns, height = _roofline_size(results, styles)
     figure = new_figure(PANEL_INCHES[0] * columns, height)
     draw_roofline(figure, results, styles)
@@ -79,7 +92,10 @@ def roofline_figure(results: Sequence[BenchmarkResult]) -> Figure:
 def both_figure(results: Sequence[BenchmarkResult]) -> Figure:
     """Return one figure with the throughput panels above the roofline panels (only the
     throughput, with a note, where no row counts FLOPs)."""
-    styles = Styles.of(results)
+    return _both_figure(*drawn(results))
+
+
+def _both_figure(results: Sequence[BenchmarkResult], styles: Styles) -> Figure:
     top_columns, top = _throughput_size(results, styles)
     if not roofline_rows(results):
         figure = new_figure(PANEL_INCHES[0] * top_columns, top + 0.3)
@@ -98,7 +114,7 @@ def panel_figures(results: Sequence[BenchmarkResult]) -> list[tuple[str, Figure]
     """Return each panel as a figure of its own, with its alt text: the throughput panels,
     then a roofline per device. A page lays them out to its width (two a row on a screen,
     one on a phone); one style for all, so a variant has one colour throughout."""
-    styles = Styles.of(results)
+    results, styles = drawn(results)
     figures: list[tuple[str, Figure]] = []
     width, height = PAGE_PANEL_INCHES
     for (op, dtype), members in throughput_panels(results).items():
@@ -109,20 +125,30 @@ def panel_figures(results: Sequence[BenchmarkResult]) -> list[tuple[str, Figure]
     rows = roofline_rows(results)
     for identity, device in devices_of(rows).items():
         members = [r for r in rows if device_identity(r) == identity]
-        legend = legend_rows(list(roofline_series(members, styles)), width)
+        legend = roofline_legend_rows(members, styles, width)
         figure = new_figure(width, height + LEGEND_ROW_INCHES * legend)
         draw_roofline_panel(figure, device, members, styles)
         figures.append((f"roofline of {styles.device_title(device)}", figure))
     return figures
 
 
+def left_out(results: Sequence[BenchmarkResult], how: str = HOW_TO_SEE) -> list[str]:
+    """Return a line for each variant a figure of results draws in part (selection.py),
+    saying how to see the rest."""
+    return [cut.line(how) for cut in select(results).cuts]
+
+
 def figure_of(kind: str, results: Sequence[BenchmarkResult]) -> Figure:
-    """Return the figure of a --kind: throughput, roofline or both."""
-    makers = {"throughput": throughput_figure, "roofline": roofline_figure,
-              "both": both_figure}
+    """Return the figure of a --kind: throughput, roofline or both; say on stderr what it
+    left out of variants with too many configurations to draw them all."""
+    makers = {"throughput": _throughput_figure, "roofline": _roofline_figure,
+              "both": _both_figure}
     if kind not in makers:
         raise UsageError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
-    return makers[kind](results)
+    selection = select(results)
+    for cut in selection.cuts:
+        stderr_console().print(Text(f"note: {cut.line()}"), soft_wrap=True)
+    return makers[kind](selection.rows, styles_of(selection))
 
 
 def check_suffix(path: Path, flag: str = "-o") -> str:

@@ -11,8 +11,10 @@ from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure, SubFigure
+from cudabench.render.plot.selection import drawn
 from cudabench.render.plot.style import (
     NO_ROOFLINE,
+    PANEL_INCHES,
     Styles,
     device_identity,
     devices_of,
@@ -32,7 +34,8 @@ def draw_roofline(target: Figure | SubFigure, results: Sequence[BenchmarkResult]
                   styles: Styles | None = None) -> None:
     """Draw one panel per device: achieved FLOP/s against arithmetic intensity, under the
     device's DRAM roof and the compute roofs of the units and types its rows ran on."""
-    styles = styles or Styles.of(results)
+    if styles is None:
+        results, styles = drawn(results)
     rows = roofline_rows(results)
     target.suptitle("Roofline")
     if not rows:
@@ -42,8 +45,8 @@ def draw_roofline(target: Figure | SubFigure, results: Sequence[BenchmarkResult]
     count_rows, columns = grid_shape(len(devices))
     members = {identity: [r for r in rows if device_identity(r) == identity]
                for identity in devices}
-    heights = row_heights([legend_rows(list(roofline_series(m, styles)))
-                           for m in members.values()], columns)
+    heights = row_heights([roofline_legend_rows(m, styles) for m in members.values()],
+                          columns)
     grid = target.subfigures(count_rows, columns, squeeze=False, height_ratios=heights)
     for index, (identity, device) in enumerate(devices.items()):
         draw_roofline_panel(grid[index // columns][index % columns], device,
@@ -60,6 +63,11 @@ def roofline_series(rows: Sequence[BenchmarkResult], styles: Styles
             name += f" ({r.op} {r.dtype})"
         series.setdefault(name, []).append(r)
     return series
+
+
+def roofline_legend_rows(rows: Sequence[BenchmarkResult], styles: Styles,
+                         inches: float = PANEL_INCHES[0]) -> int:
+    return legend_rows(list(roofline_series(rows, styles)), inches, styles.note(rows))
 
 
 def _ops_unit(rows: Sequence[BenchmarkResult]) -> str:
@@ -123,4 +131,4 @@ def draw_roofline_panel(target: Figure | SubFigure, device: DeviceInfo | None,
     axes.set_ylabel(f"achieved {_ops_unit(rows)}, log scale")
     axes.grid(True, which="major", alpha=0.35)
     axes.grid(True, which="minor", alpha=0.12)
-    legend_below(target, axes)
+    legend_below(target, axes, styles.note(rows))

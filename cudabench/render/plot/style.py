@@ -3,7 +3,8 @@ device, labels, legends sized to their panel, plain-number axes.
 
 Every panel is a subfigure holding one axes and, below it, its legend (a legend inside the
 axes hides points). A variant has one colour in every panel of every figure, and its
-parameter sets differ by marker; vendor rows are dashed, reference rows dotted.
+parameter sets differ by marker, then (past the markers) by line and shade of that colour;
+vendor rows are dashed, reference rows dotted.
 """
 
 from __future__ import annotations
@@ -40,9 +41,13 @@ NO_ROOFLINE = ("no roofline: no timed, verified benchmark counts FLOPs (a copy o
                "transpose does no arithmetic)")
 NO_THROUGHPUT = "nothing to plot: no benchmark was timed and verified"
 
-LINES = {Kind.VARIANT: "-", Kind.VENDOR: "--", Kind.REFERENCE: ":"}
+LINES = {Kind.VENDOR: "--", Kind.REFERENCE: ":"}  # a variant's: ROUNDS
 # A variant's parameter sets, in order; vendor and reference rows keep one marker each.
 VARIANT_MARKERS = ("o", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+# Past the markers, a variant's next parameter sets take the next line and shade of its
+# colour (darker < 0, lighter > 0): a shade, as a lone unjoined point shows no line.
+ROUNDS = (("-", 0.0), ("-.", -0.45), ((0, (3, 1, 1, 1, 1, 1)), 0.45), ((0, (6, 2)), -0.7))
+MAX_CONFIGS = 2 * len(VARIANT_MARKERS)  # a variant's parameter sets drawn, each its own look
 KIND_MARKERS = {Kind.VENDOR: "s", Kind.REFERENCE: "^"}
 FILLS = ("full", "none", "left", "bottom", "right", "top")  # a marker's fill per device
 HOT_ALPHA, HOT_WIDTH = 0.5, 0.6  # a hot-L2 series beside the cold one: paler, thinner
@@ -151,32 +156,38 @@ def twin_tags(twins: Sequence[DeviceInfo]) -> list[str]:
 @dataclass
 class Styles:
     """How each series looks, fixed once for all the panels of a figure (or a page): a
-    colour per variant, a marker per parameter set of it, a line per kind; and a short
-    tag per device where one figure holds several."""
+    colour per variant, a look (marker, then line and shade) per parameter set of it, a
+    line per kind; a short tag per device where one figure holds several; and what the
+    figure left out of each variant it drew in part (selection.py)."""
 
     colours: dict[str, str] = field(default_factory=dict)
-    markers: dict[tuple[str, str], str] = field(default_factory=dict)
+    # A variant's parameter set: its place among the variant's, and of the variant's colour
+    # among the variants that share it (COLOURS repeat past 14 variants).
+    slots: dict[tuple[str, str], int] = field(default_factory=dict)
     tags: dict[Any, str] = field(default_factory=dict)
     fills: dict[Any, str] = field(default_factory=dict)  # a device's marker fill
     hot_beside_cold: bool = False  # both kinds of series: the hot ones drawn paler
+    cuts: dict[tuple[str, str], str] = field(default_factory=dict)  # (op, variant): a note
+    # where a variant is drawn in part: its default, named so (op, variant, parameters)
+    defaults: set[tuple[str, str, str]] = field(default_factory=set)
 
     @classmethod
     def of(cls, results: Sequence[BenchmarkResult]) -> Styles:
         rows = plotted(results)
         styles = cls()
+        by_variant: dict[str, dict[tuple[tuple[int, ...], str], None]] = {}
         for r in rows:
             if r.variant not in styles.colours:
                 styles.colours[r.variant] = COLOURS[len(styles.colours) % len(COLOURS)]
-        by_variant: dict[str, list[tuple[tuple[int, ...], str]]] = {}
-        for r in rows:
-            entry = (tuple(r.params.values()), params_text(r.params))
-            if entry not in by_variant.setdefault(r.variant, []):
-                by_variant[r.variant].append(entry)
-        for r in rows:
-            ordered = sorted(by_variant[r.variant])
-            index = ordered.index((tuple(r.params.values()), params_text(r.params)))
-            styles.markers[(r.variant, params_text(r.params))] = KIND_MARKERS.get(
-                r.kind, VARIANT_MARKERS[index % len(VARIANT_MARKERS)])
+            by_variant.setdefault(r.variant, {})[tuple(r.params.values()),
+                                                 params_text(r.params)] = None
+        # Sorted once per variant: sorting each row's variant again was quadratic (12 s for
+        # a search file of 3,360 rows).
+        for number, (variant, entries) in enumerate(by_variant.items()):
+            # a variant whose colour another took before starts past that one's looks
+            start = number // len(COLOURS) * MAX_CONFIGS
+            styles.slots.update(((variant, text), start + index)
+                                for index, (_, text) in enumerate(sorted(entries)))
         styles.hot_beside_cold = len({r.hot for r in rows}) > 1
         for index, key in enumerate(dict.fromkeys(fill_key(r) for r in rows)):
             styles.fills[key] = FILLS[index % len(FILLS)]
@@ -194,11 +205,22 @@ class Styles:
                 styles.tags.update((d.identity, tag) for d, tag in zip(twins, tags))
         return styles
 
+    def _round(self, r: BenchmarkResult) -> tuple[Any, float]:
+        slot = self.slots.get((r.variant, params_text(r.params)), 0)
+        return ROUNDS[slot // len(VARIANT_MARKERS) % len(ROUNDS)]
+
     def colour(self, r: BenchmarkResult) -> str:
-        return self.colours.get(r.variant, COLOURS[0])
+        colour = self.colours.get(r.variant, COLOURS[0])
+        return _shade(colour, self._round(r)[1]) if r.kind is Kind.VARIANT else colour
 
     def marker(self, r: BenchmarkResult) -> str:
-        return self.markers.get((r.variant, params_text(r.params)), "o")
+        slot = self.slots.get((r.variant, params_text(r.params)), 0)
+        return KIND_MARKERS.get(r.kind, VARIANT_MARKERS[slot % len(VARIANT_MARKERS)])
+
+    def note(self, rows: Iterable[BenchmarkResult]) -> str:
+        """Say what the figure left out of the variants among rows ('' where nothing)."""
+        return "\n".join(dict.fromkeys(self.cuts[key] for r in rows
+                                        if (key := (r.op, r.variant)) in self.cuts))
 
     def tag(self, r: BenchmarkResult) -> str:
         return self.tags.get(device_identity(r), "")
@@ -211,7 +233,7 @@ class Styles:
         paler = r.hot and self.hot_beside_cold
         return {"color": self.colour(r), "marker": self.marker(r),
                 "fillstyle": self.fills.get(fill_key(r), "full"),
-                "linestyle": LINES[r.kind] if joined else "none",
+                "linestyle": LINES.get(r.kind, self._round(r)[0]) if joined else "none",
                 "linewidth": width * (HOT_WIDTH if paler else 1.0),
                 "alpha": HOT_ALPHA if paler else 1.0,
                 "zorder": 3 if r.kind is Kind.VARIANT else 2.5}
@@ -238,25 +260,38 @@ class Styles:
         return f"{device.name}{chr(10) if lines else ' '}({which})"
 
 
+def _shade(colour: str, amount: float) -> str:
+    """Return a '#rrggbb' colour mixed with black (amount < 0) or white (amount > 0)."""
+    if not amount:
+        return colour
+    end = 255 if amount > 0 else 0
+    channels = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(c + (end - c) * abs(amount)):02x}" for c in channels)
+
+
 def series_label(r: BenchmarkResult, styles: Styles, device: bool = True) -> str:
     """Name a series: variant, parameters, hot L2, the device where there are several, and
     the file where a figure draws several (a baseline's and a current run's rows of one
     GPU made one series, a vertical line between them)."""
     params = params_text(r.params)
-    label = r.variant + (f" {params}" if params != "-" else "") + (" (hot L2)" if r.hot else "")
+    default = (r.op, r.variant, params) in styles.defaults and r.kind is Kind.VARIANT
+    label = r.variant + (f" {params}" if params != "-" else "") + (
+        " (default)" if default else "") + (" (hot L2)" if r.hot else "")
     tags = [styles.tag(r) if device else "", r.origin]
     return label + "".join(f" [{tag}]" for tag in tags if tag)
 
 
-def legend_below(target: Figure | SubFigure, axes: Axes) -> int:
-    """Put the axes' legend under the panel, in as many columns as its labels allow;
-    return its number of rows."""
+def legend_below(target: Figure | SubFigure, axes: Axes, note: str = "") -> int:
+    """Put the axes' legend under the panel, in as many columns as its labels allow, the
+    note (what the figure left out) as its title; return its number of rows."""
     handles, labels = axes.get_legend_handles_labels()
     inches = target.bbox.width / target.figure.dpi
     if handles:
+        title = "\n".join(_wrapped(note.splitlines(), inches)) if note else None
         target.legend(handles, _wrapped(labels, inches), loc="outside lower center",
-                      ncols=_legend_columns(labels, inches), fontsize="small", frameon=False)
-    return legend_rows(labels, inches)
+                      ncols=_legend_columns(labels, inches), fontsize="small", frameon=False,
+                      title=title, title_fontsize="small")
+    return legend_rows(labels, inches, note)
 
 
 def _wrapped(labels: Sequence[str], inches: float) -> list[str]:
@@ -274,15 +309,18 @@ def _legend_columns(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> i
     return max(1, min(3, len(labels), chars // (widest + 8)))
 
 
-def legend_rows(labels: Sequence[str], inches: float = PANEL_INCHES[0]) -> int:
-    """Return how many lines of text the legend of labels takes under a panel."""
+def legend_rows(labels: Sequence[str], inches: float = PANEL_INCHES[0], note: str = ""
+                ) -> int:
+    """Return how many lines of text the legend of labels (and its note) takes under a
+    panel."""
     if not labels:
         return 0
     lines = [label.count("\n") + 1 for label in _wrapped(labels, inches)]
+    title = sum(line.count("\n") + 1 for line in _wrapped(note.splitlines(), inches))
     columns = _legend_columns(labels, inches)
     if columns == 1:
-        return sum(lines)
-    return math.ceil(len(labels) / columns) * max(lines)
+        return title + sum(lines)
+    return title + math.ceil(len(labels) / columns) * max(lines)
 
 
 def _plain(value: float, _position: object = None) -> str:

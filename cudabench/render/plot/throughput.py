@@ -13,6 +13,7 @@ from cudabench.results.model import BenchmarkResult
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure, SubFigure
+from cudabench.render.plot.selection import drawn
 from cudabench.render.plot.style import (
     MAX_SIZE_TICKS,
     NO_THROUGHPUT,
@@ -79,7 +80,7 @@ def draw_throughput_panel(target: Figure | SubFigure, op: str, dtype: str,
     axes.set_ylabel(f"throughput ({work_unit(members)}/s)" if flops else "bandwidth (GB/s)")
     axes.grid(True, which="major", alpha=0.35)
     axes.grid(True, which="minor", alpha=0.12)
-    legend_below(target, axes)
+    legend_below(target, axes, styles.note(members))
 
 
 def _size_axis(axes: Axes, rows: Sequence[BenchmarkResult]) -> None:
@@ -137,8 +138,10 @@ def _spaced(xs: Sequence[float], labels: Sequence[str], decades: float) -> list[
 
 def draw_throughput(target: Figure | SubFigure, results: Sequence[BenchmarkResult],
                     styles: Styles | None = None) -> None:
-    """Draw one panel per op and dtype, two panels a row."""
-    styles = styles or Styles.of(results)
+    """Draw one panel per op and dtype, two panels a row (without styles: of the rows
+    selection.py draws)."""
+    if styles is None:
+        results, styles = drawn(results)
     panels = throughput_panels(results)
     target.suptitle("Throughput against problem size")
     if not panels:
@@ -155,4 +158,5 @@ def draw_throughput(target: Figure | SubFigure, results: Sequence[BenchmarkResul
 
 def throughput_legend_rows(members: Sequence[BenchmarkResult], styles: Styles,
                            inches: float = PANEL_INCHES[0]) -> int:
-    return legend_rows([label for label, _ in _throughput_series(members, styles)[1]], inches)
+    return legend_rows([label for label, _ in _throughput_series(members, styles)[1]], inches,
+                       styles.note(members))
