@@ -4,6 +4,7 @@ and SIGTERM, a CI job cancelled, stops the run the same way."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,3 +77,64 @@ def test_sigterm_stops_the_run_as_ctrl_c_does_and_says_so(tmp_path):
     assert "cudabench: terminated (SIGTERM)" in said and "Traceback" not in said, stderr
     assert f"of its rows are in {partial}" in said
     assert path.read_text(encoding="utf-8") == old
+
+
+QUICK = ("--warmup", "0", "--min-samples", "3", "--max-time", "0.01", "--no-vendor",
+         "--no-batch")
+
+
+def stop_in(monkeypatch, owner, name: str, signum: signal.Signals) -> None:
+    """Make owner.name send this process signum as it starts, once: a stop that lands
+    exactly there."""
+    real = getattr(owner, name)
+    sent: list[bool] = []
+
+    def stopped(*args, **kwargs):
+        if not sent:
+            sent.append(True)
+            signal.raise_signal(signum)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, stopped)
+
+
+@pytest.fixture
+def sigterm_handled(monkeypatch):
+    """Handle SIGTERM as the command does (entry.py: Terminated)."""
+    from cudabench.entry import _terminate
+    from cudabench.errors import Terminated
+
+    monkeypatch.setattr(Terminated, "received", False)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.parametrize("where, signum, code", [
+    ("start", signal.SIGTERM, 143), ("_environment", signal.SIGTERM, 143),
+    ("_environment", signal.SIGINT, 130), ("_interrupts_held", signal.SIGINT, 130)])
+def test_a_stop_while_a_worker_starts_ends_as_a_stop(use_fake, tmp_path, monkeypatch,
+                                                     sigterm_handled, where, signum, code):
+    # SIGTERM inside multiprocessing's start (the held mask was SIGINT's only), or either
+    # signal before it, left a process never started that ab's clean-up joined: "internal
+    # error: AssertionError: can only join a started process", exit 4
+    import multiprocessing
+    import multiprocessing.process
+
+    from cudabench.runner import workers
+
+    from helpers import invoke
+
+    owner = multiprocessing.process.BaseProcess if where == "start" else workers
+    stop_in(monkeypatch, owner, where, signum)
+    kernels = Path(__file__).resolve().parents[1] / "kernels" / "matmul"
+    for side in ("A", "B"):
+        (tmp_path / side).mkdir()
+        shutil.copy(kernels / "naive.cu", tmp_path / side)
+    result = invoke("ab", tmp_path / "A", tmp_path / "B", "--op", "matmul", "--size", "64",
+                    "--rounds", "6", "--samples", "5", "--warmup", "0")
+    assert result.exit_code == code, result.stderr
+    said = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
+    assert result.stderr.splitlines()[-1] == f"cudabench: {said}", result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert multiprocessing.active_children() == []  # no worker left behind

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cudabench.common.lazy import signals_held
 from cudabench.errors import CudabenchError, GpuEnvironmentError, WorkerStopped
 from cudabench.engines.protocol import EngineSpec
 from cudabench.measure.jobs import Job, error_row
@@ -35,6 +36,7 @@ POLL_S = 0.25  # how often the parent looks at a silent worker
 PARENT_POLL_S = 1.0  # how often a worker looks whether its parent is still there
 DONE = "done"  # the worker finished a batch: ("done", faulted)
 _SPAWN_LOCK = threading.Lock()  # the environment is set around one spawn at a time
+STOPS = {signal.SIGINT, signal.SIGTERM}  # what stops a command (SIGTERM: entry.py's)
 
 
 @dataclass
@@ -218,19 +220,31 @@ class Worker:
             _let_go(inbox)
 
     def _start(self) -> None:
-        """Spawn a worker process with the worker's environment."""
+        """Spawn a worker process with the worker's environment. A stop (Ctrl-C, SIGTERM)
+        meanwhile is raised once the worker is whole, and ends it: nobody will use it."""
+        # Held over the whole start: raised inside multiprocessing's (SIGTERM, which the
+        # mask below did not hold, or either signal from another thread), a stop left a
+        # process half made that no clean-up could join.
+        try:
+            with signals_held():
+                self._spawn()
+        except KeyboardInterrupt:
+            self.kill()
+            raise
+
+    def _spawn(self) -> None:
         context = multiprocessing.get_context("spawn")
         self._has_plans = self._heard = False
         # Messages travel through a pipe, written synchronously: a row sent just before the
         # worker dies is not lost in a queue's feeder thread (and blamed for the death).
-        self._messages, sender = context.Pipe(duplex=False)
-        self._inbox = context.Queue()
-        self._process = context.Process(
-            target=_worker, args=(self.spec, self._inbox, sender, self.label),
-            daemon=True)
+        messages, sender = context.Pipe(duplex=False)
+        inbox = context.Queue()
+        process = context.Process(target=_worker, args=(self.spec, inbox, sender, self.label),
+                                  daemon=True)
         with _environment(self.env), _interrupts_held(), _no_unreadable_main():
-            self._process.start()
+            process.start()
         sender.close()  # the worker holds the only writing end: its death ends the pipe
+        self._messages, self._inbox, self._process = messages, inbox, process
 
     def _discard(self) -> None:
         """End the worker process, if any: it has finished, or it is stuck and is killed."""
@@ -388,6 +402,8 @@ def _timeout_reason(watch: Watch, plans: Sequence[Plan], jobs: Sequence[Job]) ->
 
 def _stop(worker: Any) -> None:
     """End the worker: it has finished, or it is stuck in a kernel and is killed."""
+    if worker.pid is None:  # never started (its start failed): nothing to end
+        return
     worker.join(timeout=2)
     if worker.is_alive():
         worker.kill()
@@ -407,9 +423,9 @@ def _worker(spec: EngineSpec, inbox: Any, sender: Any, label: int | None) -> Non
     # run, where the default action killed it in the middle of them
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _end_on_interrupt)
-    # Held since the spawn (_interrupts_held): a Ctrl-C while this process imported ends
-    # it here, quietly, not with a traceback from the middle of an import.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    # Held since the spawn (_interrupts_held): a Ctrl-C or SIGTERM while this process
+    # imported ends it here, quietly, not with a traceback from the middle of an import.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
     _exit_with_parent()
     # An op's reference may start processes of its own (a multiprocessing Pool), which a
     # daemonic process may not. The parent still holds this one as daemonic: its exit
@@ -494,10 +510,10 @@ def refuse_in_a_worker_import() -> None:
 
 @contextlib.contextmanager
 def _interrupts_held() -> Iterator[None]:
-    """Hold SIGINT in this thread while a worker is spawned: the worker inherits the held
-    mask and lets it go once its handler is set (_worker). This thread's own Ctrl-C waits
-    the few milliseconds of the spawn, and is then raised here."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    """Hold SIGINT and SIGTERM in this thread while a worker is spawned: the worker inherits
+    the held mask and lets it go once its handlers are set (_worker). This thread's own stop
+    waits the few milliseconds of the spawn, and is then raised (or deferred) here."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
     try:
         yield
     finally:
