@@ -1144,3 +1144,31 @@ def test_a_lock_folder_of_another_user_names_no_writer(tmp_path, monkeypatch):
         assert outfiles.writer_of(tmp_path / "victim.json") is None
     finally:
         holder.communicate("", timeout=30)
+
+
+@pytest.mark.parametrize("owner", ["another user", "me", "my folder"])
+def test_another_user_s_file_in_a_sticky_folder_is_refused_before_the_run(
+        use_fake, tmp_path, monkeypatch, owner):
+    # /tmp (1777) with a file mode 666 another user owns: os.access said yes, the whole run
+    # happened, and the rename at its end failed (EPERM), its rows left in a .partial
+    import os
+
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    kept = existing(sticky, "r.json")
+    (sticky / "r.json").chmod(0o666)
+    me = os.stat(sticky).st_uid + 1  # neither the file's owner nor the folder's
+    if owner != "another user":
+        if os.geteuid() != 0:
+            pytest.skip("giving a file to another user takes root")
+        os.chown(sticky / "r.json" if owner == "me" else sticky, me, -1)
+    monkeypatch.setattr("os.geteuid", lambda: me)
+    result = invoke("matmul", "--size", "64", *QUICK, "--json", sticky / "r.json")
+    if owner != "another user":  # the owner of the file or of its folder may replace it
+        assert result.exit_code == 0, result.output
+        return
+    one_line_error(result, f"--json {sticky / 'r.json'}: cannot replace it",
+                   "another user's", "sticky folder")
+    unchanged(kept)
+    assert sorted(path.name for path in sticky.iterdir()) == ["r.json"]

@@ -149,6 +149,10 @@ def check_output(path: Path, flag: str) -> None:
                          f"leave {flag} out to write nothing")
     if info is not None and not os.access(real, os.W_OK):
         raise UsageError(f"{flag} {path}: cannot write: permission denied")
+    if info is not None and not _may_replace(real, info):
+        raise UsageError(f"{flag} {path}: cannot replace it: it is another user's, in a "
+                         f"sticky folder ({real.parent}, as /tmp is) that is not yours; "
+                         "name another file")
     folder = real.parent
     while not folder.exists():  # it will be made: the first folder that exists decides
         folder = folder.parent
@@ -164,6 +168,20 @@ def check_output(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path}: cannot write there: {exc.strerror or exc}") from None
     os.close(handle)
     os.unlink(probe)
+
+
+def _may_replace(real: Path, info: os.stat_result) -> bool:
+    """Return whether this user may rename a file over real (whose stat is info): in a
+    sticky folder (/tmp) only the file's owner, the folder's or root may (EPERM at the
+    end of the run, its rows left in a .partial, though os.access said yes)."""
+    try:
+        folder = os.stat(real.parent)
+    except OSError:
+        return True  # said by the checks of the folder
+    if not folder.st_mode & stat.S_ISVTX:
+        return True
+    user = os.geteuid()  # renames are checked as the effective user
+    return user == 0 or user in (info.st_uid, folder.st_uid)
 
 
 def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path] = ()) -> None:
