@@ -160,3 +160,27 @@ def second_ctrl_c_in(monkeypatch, module, name: str) -> None:
         return real(*args, **kwargs)
 
     monkeypatch.setattr(module, name, pressed)
+
+
+def stop_in_the_final_write(monkeypatch, path: Path, renamed: bool) -> None:
+    """Make a Ctrl-C come in the write of the complete results file at path: before its
+    rename over path, or right after it (renamed)."""
+    from cudabench.common import outfiles
+    from cudabench.results.writer import ResultsWriter
+
+    real, real_write = outfiles.os.replace, ResultsWriter.write
+    final: list[bool] = []
+
+    def write(self, complete=True):
+        final.append(complete)
+        return real_write(self, complete)
+
+    def replace(source, destination):
+        if not final[-1] or Path(destination) != outfiles.target(path):  # streamed
+            return real(source, destination)
+        if renamed:
+            real(source, destination)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ResultsWriter, "write", write)
+    monkeypatch.setattr(outfiles.os, "replace", replace)

@@ -22,6 +22,7 @@ from helpers import (
     MATMUL_HEADER,
     full_disk_at_the_end,
     second_ctrl_c_in,
+    stop_in_the_final_write,
     write_kernel,
 )
 
@@ -878,3 +879,32 @@ def test_a_stopped_ab_with_only_markdown_keeps_the_verdicts_on_its_rounds(marked
     assert "| matmul/naive |" in text and "3 rounds" in text and "incomplete" in text
     # what the run lacked is said as the complete run says it: not "no regression"
     assert "1 regression: " in text and "- matmul/gone" in text, text
+
+
+@pytest.mark.parametrize("old", [True, False])
+@pytest.mark.parametrize("renamed", [False, True])
+def test_ab_stopped_in_the_final_write_of_its_results_says_where_its_rows_are(
+        marked, tmp_path, monkeypatch, old, renamed):
+    # the end's write ran outside the stop's handling: the rows were left in the .partial
+    # (or a new file left incomplete) without a word, and no markdown was written
+    path, summary = tmp_path / "ab.json", tmp_path / "ab.md"
+    stop_in_the_final_write(monkeypatch, path, renamed)
+    if old:
+        shutil.copy(ROOT / "tests" / "data" / "compare" / "baseline.json", path)
+    before = path.read_bytes() if old else None
+    copies = folder(tmp_path / "old", ["naive"]), folder(tmp_path / "new", ["naive"])
+    result = invoke(*copies, *FAST, "--rounds", "6", "--json", path, "--markdown", summary)
+    assert result.exit_code == 130, (result.stdout, result.stderr)
+    said = " ".join(result.stderr.split())
+    partial = tmp_path / "ab.json.partial"
+    if renamed:  # every row is in the file
+        assert f"once its results file was written: its 2 rows are in {path}" in said, said
+        assert not partial.exists() and load_results(path).metadata["complete"] is True
+    elif old:
+        assert f"the run stopped: 2 of its rows are in {partial}; {path} is as it was" in said
+        assert path.read_bytes() == before
+    else:
+        assert f"the run stopped: 2 of its rows are in {path}, marked incomplete" in said
+    rows = load_results(partial if old and not renamed else path)
+    assert {row.variant: row.rounds for row in rows.benchmarks} == {"naive@A": 6, "naive@B": 6}
+    assert "| matmul/naive |" in summary.read_text(encoding="utf-8")

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import full_disk_at_the_end, invoke, second_ctrl_c_in
+from helpers import full_disk_at_the_end, invoke, second_ctrl_c_in, stop_in_the_final_write
 
 DATA = Path(__file__).parent / "data" / "compare"
 QUICK = ("--warmup", "0", "--min-samples", "3", "--max-time", "0.01", "--no-vendor",
@@ -1172,3 +1172,32 @@ def test_another_user_s_file_in_a_sticky_folder_is_refused_before_the_run(
                    "another user's", "sticky folder")
     unchanged(kept)
     assert sorted(path.name for path in sticky.iterdir()) == ["r.json"]
+
+
+@pytest.mark.parametrize("old", [True, False])
+@pytest.mark.parametrize("renamed", [False, True])
+def test_a_stop_in_the_final_write_of_the_results_file_says_where_its_rows_are(
+        use_fake, tmp_path, monkeypatch, old, renamed):
+    # the end's write ran outside the stop's handling: an existing file's rows were left in
+    # its .partial, a new file incomplete, without a word
+    from cudabench.results import load_results
+
+    path = tmp_path / "r.json"
+    kept = existing(tmp_path, "r.json") if old else {}
+    stop_in_the_final_write(monkeypatch, path, renamed)
+    result = invoke("matmul", "--size", "64,128", "--variant", "naive", *QUICK, "--json", path)
+    assert result.exit_code == 130, result.output
+    said = " ".join(result.stderr.split())
+    partial = tmp_path / "r.json.partial"
+    if renamed:  # every row is in the file: nothing is left beside it
+        assert f"the run stopped once its results file was written: its 2 rows are in " \
+               f"{path}" in said, said
+        assert load_results(path).metadata["complete"] is True and not partial.exists()
+    elif old:
+        assert f"the run stopped: 2 of its rows are in {partial}" in said, said
+        assert f"{path} is as it was" in said
+        unchanged(kept)
+    else:
+        assert f"the run stopped: 2 of its rows are in {path}, marked incomplete" in said
+        assert load_results(path).metadata["complete"] is False
+    assert said.endswith("cudabench: interrupted"), said

@@ -983,3 +983,28 @@ def test_a_search_says_which_variants_it_leaves_out(use_fake, kernels, tmp_path,
                   "--strategy", "random", "--budget", "1", *QUICK)
     assert done.exit_code == 0, done.output
     assert "left out" in done.stderr and "skipped tune" not in done.stderr
+
+
+@pytest.mark.parametrize("old", [True, False])
+def test_a_search_stopped_in_the_final_write_says_where_its_rows_are(
+        use_fake, kernels, tmp_path, monkeypatch, old):
+    # the end's write ran outside the stop's handling: its rows were left in the .partial
+    # beside an existing file, or a new file incomplete, without a word
+    import shutil
+
+    from cudabench.results import load_results
+    from tests.helpers import stop_in_the_final_write
+
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    results = tmp_path / "r.json"
+    if old:
+        shutil.copy(Path(__file__).parent / "data" / "compare" / "baseline.json", results)
+    stop_in_the_final_write(monkeypatch, results, renamed=False)
+    done = invoke("matmul", "--size", "48", "--variant", "tune", "--kernels-dir",
+                  str(kernels), "--best", "--strategy", "random", "--budget", "5", "--seed",
+                  "3", *QUICK, "--json", str(results))
+    assert done.exit_code == 130, done.output
+    said = " ".join(done.stderr.split())
+    where = tmp_path / "r.json.partial" if old else results
+    assert f"the run stopped: 5 of its rows are in {where}" in said, said
+    assert load_results(where).metadata["complete"] is False

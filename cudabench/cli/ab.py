@@ -228,6 +228,22 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
     heard: list[BenchmarkResult] = []  # the rows so far, for a run that stops
     placed: dict[tuple[tuple[str, str], str], int] = {}  # (variant, side) -> its writer row
     by_key: dict[tuple[str, str], dict[str, list[BenchmarkResult]]] = {}  # as _rows_by_side
+
+    def keep_what_stopped() -> None:
+        """Keep the rounds so far, pooled, and their verdicts, and say where they are."""
+        with signals_held():  # a second Ctrl-C: once both are saved, not between them
+            if writer is not None:
+                _keep_stopped(writer, placed, _rows_by_side(schedule, heard))
+            if markdown_path is not None:  # and the verdicts on them, for the job summary
+                listed = ABRun((), tuple(added), tuple(removed), tuple(skipped), limit,
+                               alpha, rounds, allow_missing, tuple(dropped))
+                _keep_stopped_markdown(markdown_path, schedule, heard, listed, old_dir,
+                                       new_dir)
+            if not (writer is not None and writer.benchmarks) and not any(
+                    min(len(by_side[label]) for label in SIDES)
+                    for by_side in _rows_by_side(schedule, heard).values()):
+                _say_nothing_kept({"--json": json_path, "--markdown": markdown_path})
+
     try:
         if schedule.jobs:
             with terminal.progress(len(schedule.jobs), terminal.stderr_console(),
@@ -267,18 +283,7 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                                     on_start=writer.start if writer else None,
                                     jobs=schedule.jobs)
     except BaseException:  # Ctrl-C, SIGTERM, an error: the rounds so far, pooled, are kept
-        with signals_held():  # a second Ctrl-C: once both are saved, not between them
-            if writer is not None:
-                _keep_stopped(writer, placed, _rows_by_side(schedule, heard))
-            if markdown_path is not None:  # and the verdicts on them, for the job summary
-                listed = ABRun((), tuple(added), tuple(removed), tuple(skipped), limit,
-                               alpha, rounds, allow_missing, tuple(dropped))
-                _keep_stopped_markdown(markdown_path, schedule, heard, listed, old_dir,
-                                       new_dir)
-            if not (writer is not None and writer.benchmarks) and not any(
-                    min(len(by_side[label]) for label in SIDES)
-                    for by_side in _rows_by_side(schedule, heard).values()):
-                _say_nothing_kept({"--json": json_path, "--markdown": markdown_path})
+        keep_what_stopped()
         raise
     finally:
         finish_closing()  # the worker releases its GPU: do not leave it behind
@@ -291,12 +296,19 @@ def ab_command(old_dir: Path, new_dir: Path, ops: tuple[str, ...], size: str | N
                 allow_missing, tuple(dropped), tuple(added_failed))
     write_error = None
     if writer is not None:
-        _put_pooled(writer, placed, rows, complete=True)
-        # per variant, A then B, as the table: a copy that failed its warm-up was placed
-        # as it failed, before the other side's first round
-        writer.reorder([*(placed[(key, label)] for key in rows for label in SIDES),
-                        *(at for (_, label), at in placed.items() if label == ADDED)])
-        write_error = writer.finish()  # a full disk: the table is shown first
+        try:  # a stop in the end's write keeps the rows and verdicts as one before it
+            _put_pooled(writer, placed, rows, complete=True)
+            # per variant, A then B, as the table: a copy that failed its warm-up was
+            # placed as it failed, before the other side's first round
+            order = [*(placed[(key, label)] for key in rows for label in SIDES),
+                     *(at for (_, label), at in placed.items() if label == ADDED)]
+            with signals_held():  # placed follows: a stop's save replaces rows by it
+                writer.reorder(order)
+                placed.update({where: order.index(at) for where, at in placed.items()})
+            write_error = writer.finish()  # a full disk: the table is shown first
+        except BaseException:
+            keep_what_stopped()
+            raise
         if writer.kept_note is not None:
             commands.note(writer.kept_note)
     gpu = next((r.device.name for r in outcome.results if r.device is not None), "")
@@ -569,9 +581,10 @@ def _keep_stopped(writer: ResultsWriter, placed: dict[tuple[tuple[str, str], str
     (marked incomplete) and say where they are."""
     from cudabench.cli import commands
 
-    _put_pooled(writer, placed, rows)
-    if writer.benchmarks:  # none: no file (an empty one, incomplete, refused the next run)
-        writer.flush()  # a row replaced since the last write (stopped inside on_result)
+    if not writer.complete_written:  # else every row is in the file (stopped as it ended)
+        _put_pooled(writer, placed, rows)
+        if writer.benchmarks:  # none: no file (an empty one, incomplete, refused the next run)
+            writer.flush()  # a row replaced since the last write (stopped inside on_result)
     stopped = writer.stopped_note()
     if stopped is not None:
         commands.note(stopped)

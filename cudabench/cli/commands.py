@@ -244,6 +244,10 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
             cluster = connect(placement.cluster, placement.keep_workers_s)
         outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer,
                                  clock, so_far)
+        if writer is not None and outcome.notes:  # a GPU given up, variants left out:
+            writer.metadata["notes"] = list(dict.fromkeys(outcome.notes))  # report's
+        # a stop in the end's write says where the rows are too (below)
+        write_error = writer.finish() if writer is not None else None
     except BaseException:  # an error or Ctrl-C: say where the rows measured so far went
         stopped = writer.stopped_note() if writer is not None else None
         if writer is not None:  # written for the last time: the next run here may write it
@@ -257,9 +261,6 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     finally:
         if cluster is not None:
             cluster.close()
-    if writer is not None and outcome.notes:  # a GPU given up, variants left out: report's
-        writer.metadata["notes"] = list(dict.fromkeys(outcome.notes))
-    write_error = writer.finish() if writer is not None else None
     if write_error is not None:  # a full disk: the tables are still shown, then this
         json_path = None  # nothing of this run there to record or judge
     if writer is not None and writer.kept_note is not None:

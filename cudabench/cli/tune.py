@@ -132,20 +132,21 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
                 found = search(space, settings, run, model,
                                _reporter(update, space, settings))
                 found_all.append(found)
-    except BaseException:  # Ctrl-C, an error: say where the rows measured so far are
+        rows = [row for found in found_all for _, row in sorted(found.rows.items())]
+        write_error = None
+        if writer is not None:
+            for row in rows:  # the tuning cache's rows: in the file too, after the measured
+                if identity(row) not in streamed:
+                    writer.add(row, write=False)
+            write_error = writer.finish()  # a full disk: the summaries and choices first
+    except BaseException:  # Ctrl-C, an error, in the end's write too: say where the rows
+        # measured so far are
         stopped = writer.stopped_note() if writer is not None else None
         if stopped is not None:
             commands.note(stopped)
         raise
-    rows = [row for found in found_all for _, row in sorted(found.rows.items())]
-    write_error = None
-    if writer is not None:
-        for row in rows:  # the tuning cache's rows: in the file too, after the measured
-            if identity(row) not in streamed:
-                writer.add(row, write=False)
-        write_error = writer.finish()  # a full disk: the summaries and choices first
-        if writer.kept_note is not None:
-            commands.note(writer.kept_note)
+    if writer is not None and writer.kept_note is not None:
+        commands.note(writer.kept_note)
     for found in found_all:
         stderr.print(summary(found), markup=False, highlight=False)
     plans = [plan for found in found_all for plan in found.plans()]

@@ -126,6 +126,8 @@ class ResultsWriter:
         self.kept_note: str | None = None  # why an existing file was left as it was
         self.stopped_early = False  # rows of a run that stopped (a loaded file's, saved
         # again): even the complete write marks the file incomplete
+        # the (device, inode) of the last complete file written, for a stop in its rename
+        self._complete_id: tuple[int, int] | None = None
         self.metadata: dict[str, Any] = {  # in the order files have always had
             "kind": FILE_KIND,
             "schema_version": SCHEMA_VERSION,
@@ -291,15 +293,20 @@ class ResultsWriter:
         before, marker, after = text.rpartition(json.dumps(_ROWS))
         whole = (before + rows + after if marker else text) + "\n"
         where = self.path if complete else self.streams_to
-        if where.name.endswith((".gz", ".gz" + PARTIAL)):  # as its name says: the readers
-            with replacing(where, self.flag, "wb") as stream:  # take either
-                # mtime 0: the same rows give the same bytes. Rewritten after every row,
-                # the stream is packed fast (level 9 took 1.6 s per 10 MB), the end well
+        packed = where.name.endswith((".gz", ".gz" + PARTIAL))  # as its name says: the
+        try:
+            with replacing(where, self.flag, "wb" if packed else "w") as stream:  # readers
+                written = os.fstat(stream.fileno())  # take either
+                # known before the rename: a stop right after it finds every row there
+                self._complete_id = (written.st_dev, written.st_ino) if complete else None
+                # mtime 0: the same rows give the same bytes. Rewritten after every row, the
+                # stream is packed fast (level 9 took 1.6 s per 10 MB), the end well
                 stream.write(gzip.compress(whole.encode("utf-8"), 6 if complete else 1,
-                                           mtime=0))
-        else:
-            with replacing(where, self.flag) as stream:
-                stream.write(whole)
+                                           mtime=0) if packed else whole)
+        except BaseException:
+            if not self.complete_written:  # its file is gone: another may get its inode
+                self._complete_id = None
+            raise
         if complete and self.streams_to != self.path:
             self.streams_to.unlink(missing_ok=True)  # its rows are in the path now
         if not complete:
@@ -332,9 +339,24 @@ class ResultsWriter:
         return (f" ({behind} of them without the rounds measured after the last write)"
                 if behind else "")
 
+    @property
+    def complete_written(self) -> bool:
+        """Return whether the path holds this writer's complete file (a stop that came as
+        it was renamed there, or after)."""
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return False
+        return self._complete_id == (now.st_dev, now.st_ino)
+
     def stopped_note(self) -> str | None:
         """Return where a run that stopped left its rows, when it left any beside an
-        existing file (None otherwise: nothing written, or written in place)."""
+        existing file or in a new one (None otherwise: nothing written)."""
+        if self.complete_written:  # stopped as the end's write ended: every row is there
+            if self.streams_to != self.path:
+                self.streams_to.unlink(missing_ok=True)
+            return (f"the run stopped once its results file was written: its "
+                    f"{len(self._encoded)} rows are in {self.path}")
         if self.written < len(self._encoded) or self._behind:
             # stopped while a row streamed (Ctrl-C mid-write), or after a failed write (a
             # disk full for a while): write them now, not lose them
