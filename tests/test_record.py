@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from cudabench.cli import cli
@@ -520,3 +521,29 @@ def test_record_s_own_store_is_named_by_record_not_a_db_never_given(use_fake, tm
     done = invoke("dot", "--size", "4096", "--variant", "atomic", "--max-time", "0.01",
                   "--record", "--db", ".cudabench/history.db")
     assert done.exit_code == 2 and "'--db'" in done.stderr, done.stderr  # given: named
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_stop_as_the_run_is_recorded_says_whether_it_is(use_fake, tmp_path, monkeypatch,
+                                                         committed):
+    # a stop after the store's commit, as record_files printed what it added, still said
+    # "not recorded: record them with cudabench history import": run twice, it is one run
+    from cudabench.cli import history
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    if committed:
+        monkeypatch.setattr(history, "_say", stopped)
+    else:
+        monkeypatch.setattr(Store, "record", stopped)
+    db = tmp_path / "h.db"
+    done = invoke("matmul", "--size", "64", "--variant", "naive", "--max-time", "0.01",
+                  "--record", "--db", str(db))
+    assert done.exit_code == 130, done.output
+    text = " ".join(done.stderr.split())
+    assert ("not recorded" in text) is not committed, text
+    if committed:
+        with Store.open(db) as store:
+            assert len(store.runs()) == 1

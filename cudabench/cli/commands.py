@@ -405,18 +405,37 @@ def show(measured: Measured, device: int, outputs: Outputs) -> int:
     """Print a run's tables and diagnostics, save its reports, record it; return its exit
     code. Stopped before its run is recorded (Ctrl-C, SIGTERM while the tables print, a
     full disk), it says where the run's results are and how to record them."""
-    recorded: list[bool] = []  # set once --record has put the run in its store
+    # [False] once --record began to put the run in its store, [True] once it has
+    recorded: list[bool] = []
     reported: dict[str, bool] = {}  # by flag, each report tried: whether it was written
     try:
         return _show(measured, device, outputs, recorded, reported)
     except BaseException as exc:
         if measured.writer is None:  # no results file: the reports keep the rows
             _keep_shown(measured.outcome, outputs, reported, isinstance(exc, KeyboardInterrupt))
-        if outputs.record and measured.json_path is not None and not recorded:
+        if outputs.record and measured.json_path is not None \
+                and not _recorded(recorded, measured.json_path, outputs.db):
             note(f"the run's results are in {measured.json_path}, not recorded: record "
                  f"them with `cudabench history import {measured.json_path} --db "
                  f"{outputs.db}`")
         raise
+
+
+def _recorded(recorded: list[bool], path: Path, db: Path) -> bool:
+    """Return whether the run's results file at path is in the store at db, as show's
+    recorded says; asked of the store where a stop came while it was recorded (record_files
+    commits, then prints what it added: the run may be in)."""
+    if not recorded or recorded[-1]:
+        return bool(recorded)
+    from cudabench.history.store import Store
+    from cudabench.results.loader import load_results, read_text
+
+    try:
+        results = load_results(path)
+        with Store.open(db, timeout_s=1.0) as store:
+            return store.run_for(results, read_text(path)) is not None
+    except Exception:  # a store that cannot say (locked, gone): said as not recorded
+        return False
 
 
 def _keep_shown(outcome: RunOutcome, outputs: Outputs, reported: dict[str, bool],
@@ -521,8 +540,9 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
     elif outputs.record and measured.json_path is not None:
         from cudabench.cli.history import RECORD_CHECK_CAP, check_file, record_files
 
-        record_files([measured.json_path], outputs.db)  # a locked or full store: show
-        recorded.append(True)  # says where the run's rows are
+        recorded.append(False)  # a locked or full store: show says where the rows are
+        record_files([measured.json_path], outputs.db)
+        recorded[-1] = True
         if outputs.check:
             code = max(code, check_file(measured.json_path, outputs.db,
                                         allow_missing=outputs.allow_missing,
