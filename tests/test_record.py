@@ -547,3 +547,28 @@ def test_a_stop_as_the_run_is_recorded_says_whether_it_is(use_fake, tmp_path, mo
     if committed:
         with Store.open(db) as store:
             assert len(store.runs()) == 1
+
+
+@pytest.mark.parametrize("db", ["notes.json", "cudabench.toml"])
+def test_calibrate_checks_its_store_before_its_first_run(use_fake, tmp_path, monkeypatch, db):
+    # "calibrate: run 1 of 5" and an empty .cudabench/runs/ came before the refusal of a
+    # --db that is no store (or the suite itself)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.json").write_text('{"not": "a store"}\n', encoding="utf-8")
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\n', encoding="utf-8")
+    done = invoke("calibrate", str(suite), "--runs", "5", "--db", db)
+    assert done.exit_code == 2, done.output
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cudabench: error: ") and db in lines[0], \
+        done.stderr
+    assert not (tmp_path / ".cudabench").exists()
+
+
+def test_calibrate_refused_in_its_first_run_leaves_no_folder(use_fake, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text(
+        '[[benchmark]]\nop = "dot"\nsize = "1000"\nvariants = ["nosuch"]\n', encoding="utf-8")
+    done = invoke("calibrate", "--runs", "5", "--db", "h.db")
+    assert done.exit_code == 2 and "nosuch" in done.stderr, done.output
+    assert not (tmp_path / ".cudabench").exists()

@@ -3,6 +3,7 @@ gate `compare --threshold auto` will use for each benchmark."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from cudabench.cli.commands import run_and_render
 from cudabench.results.writer import RUNS_DIR, new_run_file
 from cudabench.cli.options import Outputs, suite_flush_option, with_flush
 from cudabench.cli.suite import find_config, load_suite
+from cudabench.common.outfiles import check_outputs
 from cudabench.common.units import params_text, shape_text
 from cudabench.errors import UsageError
 from cudabench.history import DEFAULT_HELP, default_store
@@ -49,23 +51,37 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
                 for request in with_flush(load_suite(path, tuple(kernels_dirs)), l2_flush)]
     # one stamp (to the microsecond, with the process) for the calibration's runs
     stamp = new_run_file("calibrate-").stem
+    # The store (a folder, the suite itself, no store): said before "run 1 of 5" and
+    # before any folder is made; a kernel file as the store is no store either.
+    inputs = [path, *commands.folder_sources({folder for request in requests
+                                              for folder in request.kernels_dirs})]
+    check_outputs({"--db" if db is not None else "the history store": store_path}, inputs)
+    commands.check_store(store_path)
     # No GPU (no driver, none visible): said before "run 1 of 5" and before any folder
     commands.engine_spec(device).count_devices()
+    made = [folder for folder in (RUNS_DIR, *RUNS_DIR.parents) if not folder.exists()]
+    try:
+        RUNS_DIR.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file named .cudabench, a read-only folder
+        raise UsageError(f"calibrate: cannot make {RUNS_DIR} for the runs' results files: "
+                         f"{exc.strerror or exc}; run it from a folder you can write to"
+                         ) from None
     worst = 0
     kept: Path | None = None
     argv = run_argv(config, kernels_dirs, device, l2_flush)
-    for index in range(runs):
-        terminal.stderr_console().print(f"calibrate: run {index + 1} of {runs}", markup=False)
-        kept = RUNS_DIR / f"{stamp}-{index + 1}.json"
-        try:
-            kept.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # a file named .cudabench, a read-only folder
-            raise UsageError(f"calibrate: cannot make {kept.parent} for the runs' results "
-                             f"files: {exc.strerror or exc}; run it from a folder you can "
-                             "write to") from None
-        outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None,
-                          inputs=(path,), argv=argv)
-        worst = max(worst, run_and_render(requests, device, outputs))
+    try:
+        for index in range(runs):
+            terminal.stderr_console().print(f"calibrate: run {index + 1} of {runs}",
+                                            markup=False)
+            kept = RUNS_DIR / f"{stamp}-{index + 1}.json"
+            outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None,
+                              inputs=(path,), argv=argv)
+            worst = max(worst, run_and_render(requests, device, outputs))
+    except BaseException:  # refused before it wrote anything (a kernel's error): no
+        for folder in made:  # empty folders left behind
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     assert kept is not None  # runs >= 3
     last = load_results(kept)
     rows = []

@@ -297,13 +297,8 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     # An unwritable path, or one that reaches an input, fails now, not after the run.
     check_outputs(output_paths(outputs), run_inputs(outputs, plans, requests))
     check_results_output(outputs)
-    # not a store, a newer one, one read-only: say so now, not after the run (an empty
-    # file becomes one when recorded); opened as its writer, which upgrades an older one
-    if outputs.record and outputs.db.exists() and outputs.db.stat().st_size > 0:
-        from cudabench.history.store import Store
-
-        with Store.open(outputs.db, create=True):
-            pass
+    if outputs.record:
+        check_store(outputs.db)
     json_path = outputs.json_path
     if outputs.record and json_path is None:  # the store records a file: keep one
         json_path = new_run_file()
@@ -319,6 +314,17 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     flag = "--json" if outputs.json_path is not None else "--record"
     writer = ResultsWriter(json_path, outputs.argv, flag) if json_path is not None else None
     return plans, spec, slots, json_path, writer
+
+
+def check_store(db: Path) -> None:
+    """Refuse the store a run would record in where it cannot: not a store, a newer one, one
+    read-only; said now, not after the run (an empty file becomes one when recorded).
+    Opened as its writer, which upgrades an older one."""
+    if db.exists() and db.stat().st_size > 0:
+        from cudabench.history.store import Store
+
+        with Store.open(db, create=True):
+            pass
 
 
 def one_slot(device: int) -> Slot:
