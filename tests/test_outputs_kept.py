@@ -1201,3 +1201,57 @@ def test_a_stop_in_the_final_write_of_the_results_file_says_where_its_rows_are(
         assert f"the run stopped: 2 of its rows are in {path}, marked incomplete" in said
         assert load_results(path).metadata["complete"] is False
     assert said.endswith("cudabench: interrupted"), said
+
+
+def test_a_hard_link_to_a_file_being_written_is_said_so_not_a_stopped_run(use_fake,
+                                                                           tmp_path):
+    # the lock was keyed on the path alone: `ln r.json hard.json` while a run wrote r.json,
+    # then `--json hard.json`, was told it "holds the rows of a run that stopped"
+    import subprocess
+    import sys
+
+    streaming, hard = tmp_path / "r.json", tmp_path / "hard.json"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
+         "from cudabench.results.writer import ResultsWriter\n"
+         f"w = ResultsWriter(Path({str(streaming)!r}))\n"
+         "for line in sys.stdin:\n    w.write(complete=False)\n"
+         "    print('written', flush=True)\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert writer.stdin is not None and writer.stdout is not None
+    try:
+        writer.stdin.write("\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline() == "written\n"
+        os.link(streaming, hard)
+        for _ in range(2):  # the next write replaces r.json: hard.json keeps its rows so far
+            one_line_error(invoke("dot", "--size", "100", *QUICK, "--json", hard),
+                           f"--json {hard}: another cudabench run is writing it now (pid "
+                           f"{writer.pid})")
+            writer.stdin.write("\n")
+            writer.stdin.flush()
+            assert writer.stdout.readline() == "written\n"
+    finally:
+        writer.communicate("", timeout=30)
+    one_line_error(invoke("dot", "--size", "100", *QUICK, "--json", hard),
+                   "holds the rows of a run that stopped")
+
+
+def test_a_writer_locks_each_file_it_wrote_while_a_name_holds_it(tmp_path, monkeypatch):
+    from cudabench.common import outfiles
+    from cudabench.results.writer import ResultsWriter
+
+    monkeypatch.setattr(outfiles.tempfile, "gettempdir", lambda: str(tmp_path / "locks"))
+    (tmp_path / "locks").mkdir()
+    path, hard = tmp_path / "r.json", tmp_path / "hard.json"
+    writer = ResultsWriter(path)
+    files = lambda: sorted(outfiles._lock_folder().glob("file-*.lock"))  # noqa: E731
+    for _ in range(3):
+        writer.write(complete=False)
+        assert len(files()) == 1  # the file written last: the others have no name
+    os.link(path, hard)
+    assert outfiles.writer_of(hard) == "this process"
+    writer.write(complete=False)
+    assert len(files()) == 2 and outfiles.writer_of(hard) == "this process"
+    writer.close()
+    assert files() == [] and outfiles.writer_of(hard) is None

@@ -381,23 +381,92 @@ _CLAIMED: set[Path] = set()
 _CLAIMING = threading.RLock()
 
 
+# A lock on a file written (Claim.follow): a descriptor open on the file, the lock file
+# of its device and inode, and the handle that holds the lock.
+_FileLock = tuple[int, Path, IO[Any]]
+
+
 class Claim:
     """One writer's hold on a path's results (claim_output): released by close(), or when
     it is garbage."""
 
     def __init__(self, lock: Path, handle: IO[Any]) -> None:
         _CLAIMED.add(lock)
-        self._release = weakref.finalize(self, _release, lock, handle)
+        self._files: list[_FileLock] = []  # the files written that still have a name
+        self._release = weakref.finalize(self, _release, lock, handle, self._files)
+
+    def follow(self, descriptor: int) -> None:
+        """Hold a lock on the file just written too (descriptor: open on it; the claim
+        closes it), by its device and inode: a hard link to it is then known as being
+        written (writer_of), not as a run that stopped. A file replaced whole is a new
+        file: the lock of one written before is let go once no name holds it."""
+        with _CLAIMING:
+            if not self._release.alive:  # closed: this writer holds nothing any more
+                os.close(descriptor)
+                return
+            for held in [held for held in self._files if _nameless(held[0])]:
+                self._files.remove(held)
+                _let_go(held)
+            taken = _lock_file(descriptor)
+            if taken is None:
+                os.close(descriptor)
+            else:
+                self._files.append(taken)
 
     def close(self) -> None:
         """Let another writer, of this process too, write the path: this one is done."""
         self._release()
 
 
-def _release(lock: Path, handle: IO[Any]) -> None:
+def _release(lock: Path, handle: IO[Any], files: list[_FileLock]) -> None:
     with _CLAIMING:
+        while files:
+            _let_go(files.pop())
         _CLAIMED.discard(lock)
         handle.close()
+
+
+def _nameless(descriptor: int) -> bool:
+    """Return whether the file open at descriptor has no name left (replaced whole)."""
+    try:
+        return os.fstat(descriptor).st_nlink == 0
+    except OSError:
+        return True
+
+
+def _lock_file(descriptor: int) -> _FileLock | None:
+    """Lock the file open at descriptor by its device and inode (Claim.follow); None where
+    no lock can be taken. Holds _CLAIMING."""
+    import fcntl
+
+    info = os.fstat(descriptor)
+    folder, lock = _file_lock_of(info)
+    if lock in _CLAIMED or not _own_folder(folder):
+        return None
+    try:
+        handle = open(lock, "a+")  # noqa: SIM115 (kept open: the lock lives as long)
+    except OSError:
+        return None
+    try:
+        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        handle.truncate(0)
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+    except OSError:
+        handle.close()
+        return None
+    _CLAIMED.add(lock)
+    return descriptor, lock, handle
+
+
+def _let_go(held: _FileLock) -> None:
+    """Drop a file's lock (Claim.follow) and its lock file. Holds _CLAIMING."""
+    descriptor, lock, handle = held
+    _CLAIMED.discard(lock)
+    with contextlib.suppress(OSError):
+        lock.unlink()  # before the close: a reader that opens it now finds no writer
+    handle.close()
+    os.close(descriptor)
 
 
 def claim_output(path: Path, flag: str) -> Claim | None:
@@ -450,31 +519,44 @@ def writer_of(path: Path) -> str | None:
     its own with a shared lock of a moment, never where this process holds the claim:
     closing that handle would drop the claim's lock."""
     try:
-        import fcntl
+        import fcntl  # noqa: F401 (_holder's: here, whether there are locks at all)
     except ImportError:  # not POSIX: claim_output takes no lock either
         return None
     real = target(path)
     if real.name.endswith(PARTIAL):  # the writer streams PATH's rows there
         real = target(real.with_name(real.name.removesuffix(PARTIAL)))
     folder, lock = _lock_of(real)
+    try:  # the file path names now: another name of it (a hard link) is written too
+        _, file_lock = _file_lock_of(os.stat(path))
+    except OSError:
+        file_lock = None
     with _CLAIMING:  # no claim here opens or closes the lock file meanwhile
-        if lock in _CLAIMED:
+        if lock in _CLAIMED or file_lock in _CLAIMED:
             return "this process"
         if not _own_folder(folder):  # claim_output takes no lock there: nor is one believed
             return None
-        try:
-            handle = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:  # none: never written, or not by this user
-            return None
-        try:
-            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError as exc:
-            return _pid_in(handle) if exc.errno in (errno.EACCES, errno.EAGAIN) else None
-        else:
-            fcntl.lockf(handle, fcntl.LOCK_UN)
-            return None
-        finally:
-            os.close(handle)
+        who = _holder(lock)
+        return who if who is not None or file_lock is None else _holder(file_lock)
+
+
+def _holder(lock: Path) -> str | None:
+    """Return who holds the lock file lock (writer_of's answer), probed with a shared lock
+    of a moment on a handle of its own; None where nobody does. Holds _CLAIMING."""
+    import fcntl
+
+    try:
+        handle = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:  # none: never written, or not by this user
+        return None
+    try:
+        fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        return _pid_in(handle) if exc.errno in (errno.EACCES, errno.EAGAIN) else None
+    else:
+        fcntl.lockf(handle, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(handle)
 
 
 def being_written(path: Path) -> str | None:
@@ -502,11 +584,23 @@ def _own_folder(folder: Path) -> bool:
     return stat.S_ISDIR(state.st_mode) and state.st_uid == os.getuid()
 
 
+def _lock_folder() -> Path:
+    """Return the folder of this user's lock files."""
+    return Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"
+
+
 def _lock_of(real: Path) -> tuple[Path, Path]:
     """Return the folder of this user's lock files and the lock file of the path real."""
-    folder = Path(tempfile.gettempdir()) / f"cudabench-locks-{os.getuid()}"
+    folder = _lock_folder()
     name = os.fsencode(real)  # any bytes a file name may hold, not just UTF-8
     return folder, folder / f"{hashlib.sha256(name).hexdigest()[:32]}.lock"
+
+
+def _file_lock_of(info: os.stat_result) -> tuple[Path, Path]:
+    """Return the folder of this user's lock files and the lock file of the file whose
+    stat is info, by its device and inode (any name of it)."""
+    folder = _lock_folder()
+    return folder, folder / f"file-{info.st_dev}-{info.st_ino}.lock"
 
 
 def _pid_in(handle: int) -> str:

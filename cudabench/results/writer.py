@@ -294,19 +294,25 @@ class ResultsWriter:
         whole = (before + rows + after if marker else text) + "\n"
         where = self.path if complete else self.streams_to
         packed = where.name.endswith((".gz", ".gz" + PARTIAL))  # as its name says: the
+        held = None  # the new file, open: the claim locks it by its inode too (follow)
         try:
             with replacing(where, self.flag, "wb" if packed else "w") as stream:  # readers
                 written = os.fstat(stream.fileno())  # take either
                 # known before the rename: a stop right after it finds every row there
                 self._complete_id = (written.st_dev, written.st_ino) if complete else None
+                held = os.dup(stream.fileno()) if self._claim is not None else None
                 # mtime 0: the same rows give the same bytes. Rewritten after every row, the
                 # stream is packed fast (level 9 took 1.6 s per 10 MB), the end well
                 stream.write(gzip.compress(whole.encode("utf-8"), 6 if complete else 1,
                                            mtime=0) if packed else whole)
         except BaseException:
+            if held is not None:
+                os.close(held)
             if not self.complete_written:  # its file is gone: another may get its inode
                 self._complete_id = None
             raise
+        if self._claim is not None and held is not None:
+            self._claim.follow(held)
         if complete and self.streams_to != self.path:
             self.streams_to.unlink(missing_ok=True)  # its rows are in the path now
         if not complete:
