@@ -1255,3 +1255,11 @@ def test_a_writer_locks_each_file_it_wrote_while_a_name_holds_it(tmp_path, monke
     assert len(files()) == 2 and outfiles.writer_of(hard) == "this process"
     writer.close()
     assert files() == [] and outfiles.writer_of(hard) is None
+
+
+@pytest.mark.parametrize("name, hint", [(".md", "out.md"), (".bashrc", "bashrc.md")])
+def test_a_dotfile_named_as_an_output_is_told_a_name_of_its_kind(use_fake, tmp_path, name,
+                                                                 hint):
+    # `--markdown .md` was told to name it e.g. .md.md: a dotfile again
+    done = invoke("matmul", "--size", "64", *QUICK, "--markdown", tmp_path / name)
+    one_line_error(done, f"{name} is a name of code or configuration", f"name it e.g. {hint}")

@@ -253,7 +253,7 @@ def _check_not_source(path: Path, flag: str) -> None:
     kind = known.suffix or known.name
     if flag != "--best-out" or known.suffix.lower() != ".toml":
         suffix = _SUFFIXES.get(flag)
-        hint = (f"name it e.g. {path.with_suffix(suffix).name}" if suffix and not where
+        hint = (f"name it e.g. {_named_as(path, suffix)}" if suffix and not where
                 else "name another file")
         only = ("--best-out writes a .toml suite" if flag == "--best-out"
                 else "only --best-out writes one, its .toml suite")
@@ -269,6 +269,15 @@ def _check_not_source(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path}: is a source or configuration file ({kind}{link}) "
                          "that cudabench did not write, which this output would replace; "
                          "name another file")
+
+
+def _named_as(path: Path, suffix: str) -> str:
+    """Return path's name with suffix, for a hint: a dotfile's without its dot (.bashrc:
+    bashrc.md), and out.md for one that is the suffix alone (.md was told .md.md)."""
+    if path.suffix:
+        return path.with_suffix(suffix).name
+    stem = path.name.lstrip(".")
+    return ("out" if not stem or f".{stem}".lower() == suffix else stem) + suffix
 
 
 def _source_by_name(path: Path) -> bool:
