@@ -83,6 +83,20 @@ def test_a_kept_worker_ends_after_its_idle_time(kept, use_fake, tmp_path):
     assert not list(kept.socket_folder().glob("worker-*.sock")), "it outlived its idle time"
 
 
+def test_a_kept_worker_that_ends_leaves_no_file(kept, use_fake, tmp_path):
+    # its worker-*.lock (which commands take to find or start it) stayed, one per worker
+    # ever kept
+    done = invoke("dot", "--size", "1000", "--keep-workers", "0.5", *QUICK)
+    assert done.exit_code == 0, done.stderr
+    deadline = time.monotonic() + 15
+    while list(kept.socket_folder().glob("worker-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not list(kept.socket_folder().glob("worker-*"))
+    done = invoke("dot", "--size", "1000", "--keep-workers", "60", *QUICK)
+    assert done.exit_code == 0 and list(kept.socket_folder().glob("worker-*.lock"))
+    assert kept.stop_all() == 1 and not list(kept.socket_folder().glob("worker-*"))
+
+
 def test_a_kept_worker_that_hangs_is_killed_and_the_rest_run_in_a_fresh_one(
         kept, use_fake, tmp_path):
     from cudabench.engines.fake_engine import Fault

@@ -148,8 +148,7 @@ class KeptWorker(Worker):
         address = address_of(self.spec, self.env, self.label)
         self._address = address
         # One command at a time finds or starts it: two starting at once start one.
-        with open(address.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with _locked(address.with_suffix(".lock")):
             found = _connect(address, wait_s=0.0)
             if found is None:
                 _spawn(address, self.spec, self.env, self.label, self.keep_s)
@@ -260,10 +259,38 @@ def stop_all() -> int:
     for _, pid, _, _ in found:
         _Pid(pid).kill()
     for address in socket_folder().glob("worker-*.sock"):
-        for suffix in (".sock", ".key", ".log", ".lock"):
+        for suffix in (".sock", ".key", ".log"):
             with contextlib.suppress(OSError):
                 address.with_suffix(suffix).unlink()
+    for lock in socket_folder().glob("worker-*.lock"):
+        _remove_lock(lock)
     return len(found)
+
+
+def _locked(path: Path) -> Any:
+    """Return path opened and locked (flock, exclusive), once it is the file path names:
+    one removed while this command waited for it (_remove_lock) is left for the new one."""
+    while True:
+        handle = open(path, "a")  # noqa: SIM115 (the caller's `with` closes it)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            held, named = os.fstat(handle.fileno()), os.stat(path)
+            if (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino):
+                return handle
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            handle.close()
+            raise
+        handle.close()
+
+
+def _remove_lock(path: Path) -> None:
+    """Remove a kept worker's lock file, unless a command holds it now (it is finding or
+    starting one): a command waiting for it then takes a new one (_locked)."""
+    with contextlib.suppress(OSError), open(path, "rb") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        path.unlink()
 
 
 def _record_stopped(pids: list[int]) -> None:
@@ -522,13 +549,14 @@ class _Server:
                     self._end(0)
 
     def _end(self, code: int) -> None:
-        """Remove its socket and key (unless a later worker's replaced them), then exit at
-        once (no CUDA teardown to wait on)."""
+        """Remove its socket, key and lock (unless a later worker's replaced them), then
+        exit at once (no CUDA teardown to wait on)."""
         with contextlib.suppress(OSError):
             if os.stat(self.address).st_ino == self.inode:
                 for path in (Path(self.address), Path(self.address).with_suffix(".key"),
                              *([Path(self.address).with_suffix(".log")] if code == 0 else [])):
                     path.unlink()
+                _remove_lock(Path(self.address).with_suffix(".lock"))
         os._exit(code)
 
 
