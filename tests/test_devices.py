@@ -585,6 +585,25 @@ def test_best_with_devices_re_measures_on_a_chosen_gpu(use_fake):
     assert "best configuration per variant and size" in done.stdout
 
 
+def test_best_re_measures_on_a_gpu_the_run_did_not_give_up(use_fake, tmp_path):
+    # GPU 0 could not be opened and the sweep went to GPU 1; the head-to-head went back to
+    # GPU 0 and failed the whole run: no winners, no --best-out, nothing recorded.
+    use_fake(device_count=2, lost_devices=(0,))
+    out, db = tmp_path / "r.json", tmp_path / "h.db"
+    done = invoke("dot", "--size", "4096", "--variant", "atomic", "-p", "BLOCK=64,128,256",
+                  *QUICK, "--no-vendor", "--devices", "all", "--best", "--json", out,
+                  "--best-out", tmp_path / "best.toml", "--markdown", tmp_path / "r.md",
+                  "--record", "--db", db)
+    assert done.exit_code == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert "GPU 0 was given up (it could not be opened" in said
+    assert ("note: --best re-measures its close calls head to head on GPU 1: GPU 0 was "
+            "given up in the run") in said
+    assert "best configuration per variant and size" in done.stdout
+    assert (tmp_path / "best.toml").exists() and db.exists()
+    assert "best configuration per variant and size" in (tmp_path / "r.md").read_text()
+
+
 def test_a_worker_whose_parent_is_killed_ends(tmp_path):
     """A GPU worker does not outlive its parent (a Ray actor stopped by force, a SIGKILL):
     it would wait on its inbox forever, holding a GPU context."""

@@ -462,6 +462,43 @@ def test_rows_from_several_gpus_are_re_measured_on_one_before_a_winner_is_named(
     assert not failed and choices[0].best.params == {"TILE": 16}
 
 
+def test_the_head_to_head_goes_to_the_first_gpu_not_given_up(monkeypatch):
+    import dataclasses
+
+    from cudabench.cli import best as best_cli
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.results.model import RunOutcome, Verification
+    from cudabench.runner.devices import Slot
+    from cudabench.runner.gpus import Fleet
+
+    slots = [Slot(2, "2"), Slot(0, "0"), Slot(1, "1")]
+    said: list[str] = []
+    assert best_cli.head_to_head_gpus(None, said.append) is None
+    every = {0, 1, 2}
+    assert best_cli.head_to_head_gpus(Fleet(slots, opened=every), said.append) == slots[:1]
+    # one that found no work in the run is untried: one that opened first
+    assert best_cli.head_to_head_gpus(Fleet(slots, opened={1}), said.append) == slots[2:]
+    assert not said
+    assert best_cli.head_to_head_gpus(Fleet(slots, opened=every, lost={2, 0}),
+                                      said.append) == slots[2:]
+    assert said == ["--best re-measures its close calls head to head on GPU 1: GPU 2, GPU 0 "
+                    "were given up in the run"]
+    assert best_cli.head_to_head_gpus(Fleet(slots, opened=every, lost=every),
+                                      said.append) == []
+    assert "every GPU was given up in the run (GPU 2, GPU 0, GPU 1)" in said[-1]
+
+    # none left: the run's own samples decide its close call, nothing is re-measured
+    def nowhere(*args, **kwargs):
+        raise AssertionError("re-measured with every GPU given up")
+
+    monkeypatch.setattr(best_cli, "run_plans", nowhere)
+    right = Verification(True, 0.0, 0.0, 0, 4096, "exact")
+    rows = tuple(dataclasses.replace(sample_row({"TILE": tile}, 1.0e-3), verification=right)
+                 for tile in (8, 16))
+    choices, failed = best_cli.choose(RunOutcome(rows), [], FakeSpec(), devices=[])
+    assert len(choices) == 1 and choices[0].is_tie and not failed
+
+
 def test_a_clear_winner_is_named_and_a_close_call_is_a_tie():
     clear = decide([sample_row({"TILE": 8}, 1.2e-3), sample_row({"TILE": 16}, 1.0e-3)])
     assert clear.best.params == {"TILE": 16} and not clear.is_tie

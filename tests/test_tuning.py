@@ -677,6 +677,29 @@ def test_the_search_spreads_over_devices(use_fake, kernels, tmp_path, monkeypatc
     assert len(rows) == 8 and {r.device.index for r in rows} == {0, 1}
 
 
+@pytest.mark.parametrize("broken", [{"lost_devices": (0,)}, {"crashing_devices": (0,)}])
+def test_a_search_re_measures_on_a_gpu_it_did_not_give_up(use_fake, tmp_path, monkeypatch,
+                                                          broken):
+    # GPU 0 could not be opened (or its workers kept dying) and the search went on on
+    # GPU 1; the head-to-head went back to GPU 0: the command failed (could not be
+    # opened), or every contender was an ERROR "when measured again head to head".
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
+    use_fake(device_count=2, **broken)
+    out = tmp_path / "best.toml"
+    done = invoke("dot", "--size", "4096", "--variant", "atomic", "-p", "BLOCK=64,128,256",
+                  "--best", "--budget", "10", "--devices", "all", *QUICK, "--best-out",
+                  str(out), "--json", str(tmp_path / "r.json"))
+    said = " ".join(done.stderr.split())
+    assert "note: GPU 0 was given up (" in said  # said, as a run says it
+    assert ("note: --best re-measures its close calls head to head on GPU 1: GPU 0 was "
+            "given up in the run") in said
+    assert "when measured again head to head" not in said and "Traceback" not in said
+    assert out.exists(), done.stderr
+    # a worker that died is an ERROR row of the configuration it ran: exit 2, as in a run
+    assert done.exit_code == (0 if "lost_devices" in broken else 2), done.stderr
+
+
 def test_tuning_flags_are_checked(use_fake, kernels, monkeypatch):
     base = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels)]
     done = invoke(*base, "--strategy", "random")

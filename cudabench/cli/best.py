@@ -18,6 +18,7 @@ from cudabench.analysis.best import Choice
 from cudabench.analysis.compare import failure_text
 from cudabench.runner.devices import Slot
 from cudabench.engines.protocol import EngineSpec
+from cudabench.runner.gpus import Fleet
 from cudabench.runner.pipeline import run_plans
 from cudabench.planning.plan import Insight, Plan
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, RunOutcome
@@ -38,13 +39,15 @@ Rerun = Callable[[Sequence[Plan]], RunOutcome]  # runs plans in order on one GPU
 
 
 def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
-           devices: Sequence[Slot] | None = None, rerun: Rerun | None = None
-           ) -> tuple[list[Choice], list[BenchmarkResult]]:
+           devices: Sequence[Slot] | None = None, rerun: Rerun | None = None,
+           fleet: Fleet | None = None) -> tuple[list[Choice], list[BenchmarkResult]]:
     """Return a Choice per (variant, size) group of passing rows, close calls re-measured
-    head to head on spec's GPU (or on the one GPU devices names, or by rerun: a Ray
-    task), and the head-to-head's rows that failed (FAIL, ERROR...): a contender that
-    fails its re-measure is no candidate, and the next are re-measured without it."""
+    head to head on spec's GPU (or on the one GPU devices names, of fleet's GPUs, or by
+    rerun: a Ray task; devices empty: none, the run's samples decide), and the
+    head-to-head's rows that failed (FAIL, ERROR...): a contender that fails its
+    re-measure is no candidate, and the next are re-measured without it."""
     choices, failed = [], []
+    rematches = rerun is not None or devices is None or bool(devices)
     for group in best.groups(outcome.results).values():
         rows = list(group)
         while rows:
@@ -54,10 +57,10 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
             if len({r.device.identity for r in rows if r.device is not None}) > 1:
                 contenders = _across_gpus(rows)
             rematch = None
-            if len(contenders) > 1:
+            if len(contenders) > 1 and rematches:
                 # keep_worker: the next group's re-measure takes the same warm worker
                 again = rerun or (lambda solo: run_plans(solo, spec, devices=devices,
-                                                         keep_worker=True))
+                                                         keep_worker=True, fleet=fleet))
                 rematch, wrong = _rematch(rows, contenders, plans, again)
                 if wrong:
                     failed += wrong
@@ -68,6 +71,28 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
             choices.append(best.decide(rows, rematch))
             break
     return choices, failed
+
+
+def head_to_head_gpus(fleet: Fleet | None, note: Callable[[str], None]
+                      ) -> list[Slot] | None:
+    """Return the GPU that --devices' head-to-head re-measures on: the first given that the
+    run did not give up (one that could not be opened, or whose workers kept dying, failed
+    the whole command there, or would fail each contender as if it were wrong) and that
+    opened in it (one that found no work is untried), said in a note where GPUs before it
+    were given up; [] where every one was given up. None: no --devices."""
+    if fleet is None:
+        return None
+    usable = fleet.usable()
+    chosen = ([slot for slot in usable if slot.index in fleet.opened] or usable)[:1]
+    before = fleet.slots[:fleet.slots.index(chosen[0])] if chosen else fleet.slots
+    lost = [f"GPU {slot.index}" for slot in before if slot.index in fleet.lost]
+    if lost and chosen:
+        note(f"--best re-measures its close calls head to head on GPU {chosen[0].index}: "
+             f"{', '.join(lost)} {'was' if len(lost) == 1 else 'were'} given up in the run")
+    elif lost:
+        note(f"--best: every GPU was given up in the run ({', '.join(lost)}): its close calls "
+             "are decided on the run's own samples, not re-measured head to head")
+    return chosen
 
 
 ACROSS_GPUS = 0.15  # GPUs of one model differ by a few percent: re-measure this close

@@ -48,6 +48,7 @@ from cudabench.results.loader import check_replaceable
 from cudabench.results.rounds import pool_all, pooling
 from cudabench.results.writer import ResultsWriter, new_run_file
 from cudabench.runner.devices import Slot, choose, shown_entries
+from cudabench.runner.gpus import Fleet
 from cudabench.runner.pipeline import count_rows, run_plans
 from cudabench.runner.starting import discard_prestarted, keep_across_commands, prestart
 from cudabench.runner.workers import discard_kept, finish_closing
@@ -77,6 +78,7 @@ class Measured:
     # Why the results file could not be written at the end (a full disk), and where its
     # rows are: the tables are shown first, then this, as the command's error.
     write_error: str | None = None
+    fleet: Fleet | None = None  # --devices with --best: which GPUs the run gave up
 
 
 def run_and_render(requests: list[Request], device: int, outputs: Outputs,
@@ -160,7 +162,7 @@ def check_combinations(outputs: Outputs, placement: Placement) -> None:
     if outputs.best and (placement.replicate or placement.cluster is not None):
         raise UsageError("--best re-measures close calls head to head on one GPU: use it "
                          "without --replicate and --cluster (with --devices it re-measures "
-                         "on the first GPU given)")
+                         "on the first GPU given that the run did not give up)")
     if outputs.record and placement.replicate:
         raise UsageError("--record keeps one row per benchmark and GPU model in the history "
                          "store, and --replicate measures each on every GPU: record a run "
@@ -237,13 +239,15 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     # Last of the checks: a Ray started for nothing would cost its start-up.
     cluster = None
     so_far = RowsSoFar(any(plan.timing.rounds > 1 for plan in plans))
+    # --best re-measures on a GPU of the run's: one not given up in it
+    fleet = Fleet(slots) if slots and outputs.best else None
     try:
         if placement.cluster is not None:
             from cudabench.runner.ray_cluster import connect
 
             cluster = connect(placement.cluster, placement.keep_workers_s)
         outcome, versions = _run(plans, spec, slots, cluster, placement, outputs, writer,
-                                 clock, so_far)
+                                 clock, so_far, fleet)
         if writer is not None and outcome.notes:  # a GPU given up, variants left out:
             writer.metadata["notes"] = list(dict.fromkeys(outcome.notes))  # report's
         # a stop in the end's write says where the rows are too (below)
@@ -267,7 +271,8 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
         # The file at json_path is an earlier run's: nothing of this one to record or judge.
         note(writer.kept_note + ("; nothing recorded" if outputs.record else ""))
         json_path = None
-    return Measured(outcome, plans, slots, json_path, versions, clock, writer, write_error)
+    return Measured(outcome, plans, slots, json_path, versions, clock, writer, write_error,
+                    fleet)
 
 
 def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: Placement
@@ -343,10 +348,10 @@ def check_memory(plans: list[Plan], slots: list[Slot]) -> None:
 
 def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
          cluster: RayCluster | None, placement: Placement, outputs: Outputs,
-         writer: ResultsWriter | None, clock: PhaseClock, so_far: RowsSoFar | None = None
-         ) -> tuple[RunOutcome, dict[str, str]]:
-    """Run the plans where placement says, streaming rows to the writer (and so_far);
-    return the outcome and the engine's versions."""
+         writer: ResultsWriter | None, clock: PhaseClock, so_far: RowsSoFar | None = None,
+         fleet: Fleet | None = None) -> tuple[RunOutcome, dict[str, str]]:
+    """Run the plans where placement says, streaming rows to the writer (and so_far), the
+    GPUs given up noted in fleet; return the outcome and the engine's versions."""
     copies = len(slots) if slots and placement.replicate else 1
     in_rounds = any(plan.timing.rounds > 1 for plan in plans)
     gpus = len(slots) if slots else 2 if cluster is not None else 1  # a cluster: several
@@ -384,7 +389,8 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
         else:
             # --best re-measures close calls after the run: in the same warm worker
             outcome = run_plans(plans, spec, listen, on_start=on_start, devices=slots,
-                                replicate=placement.replicate, keep_worker=outputs.best)
+                                replicate=placement.replicate, keep_worker=outputs.best,
+                                fleet=fleet)
     if in_rounds:
         outcome = dataclasses.replace(outcome, results=tuple(pool_all(outcome.results)))
     if writer is not None:  # the file lists its rows as the run's tables do
@@ -499,12 +505,12 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
     code = int(outcome.exit_code)
     if outputs.best:
         with clock.phase("--best: head to head"):
-            slots = measured.slots
             try:
                 from cudabench.cli import best  # --best alone needs it
 
                 choices, failed = best.choose(outcome, measured.plans, engine_spec(device),
-                                              slots[:1] if slots else None)
+                                              best.head_to_head_gpus(measured.fleet, note),
+                                              fleet=measured.fleet)
             except KeyboardInterrupt:
                 note(best.stopped_note(measured.json_path, outputs.best_out))
                 # the report has the rows: say why it has no winners

@@ -28,6 +28,7 @@ from cudabench.results.model import BenchmarkResult, RunOutcome, Status
 from cudabench.results.rounds import identity
 from cudabench.results.writer import ResultsWriter
 from cudabench.runner.devices import Slot, choose, shown_entries
+from cudabench.runner.gpus import Fleet
 from cudabench.runner.pipeline import run_plans
 from cudabench.runner.ray_cluster import RayCluster, connect
 from cudabench.runner.starting import keep_across_commands
@@ -103,6 +104,8 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
     writer = (ResultsWriter(outputs.json_path, outputs.argv)
               if outputs.json_path is not None else None)
     started: list[bool] = []
+    # a GPU given up in one hand-out is left out of the next, and of the head-to-head
+    fleet = Fleet(slots) if slots else None
 
     def on_start(versions: Mapping[str, str]) -> None:
         if writer is not None and not started:
@@ -121,7 +124,7 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
 
         if cluster is not None:
             return cluster.run(plans, spec, keep, on_start)
-        return run_plans(plans, spec, keep, on_start=on_start, devices=slots)
+        return run_plans(plans, spec, keep, on_start=on_start, devices=slots, fleet=fleet)
 
     model = None if cluster is not None else expected_model(spec, slots, device)
     stderr = terminal.stderr_console()
@@ -134,7 +137,11 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
                 found_all.append(found)
         rows = [row for found in found_all for _, row in sorted(found.rows.items())]
         write_error = None
+        for text in fleet.notes if fleet is not None else ():  # said as a run says it
+            commands.note(text)
         if writer is not None:
+            if fleet is not None and fleet.notes:
+                writer.metadata["notes"] = list(fleet.notes)
             for row in rows:  # the tuning cache's rows: in the file too, after the measured
                 if identity(row) not in streamed:
                     writer.add(row, write=False)
@@ -154,7 +161,8 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
              if cluster is not None else None)
     try:
         choices, failed = best.choose(RunOutcome(tuple(rows)), plans, spec,
-                                      slots[:1] if slots else None, rerun)
+                                      best.head_to_head_gpus(fleet, commands.note), rerun,
+                                      fleet)
     except KeyboardInterrupt:  # the search's rows are written (and cached): say where
         commands.note(best.stopped_note(
             outputs.json_path if write_error is None else None, outputs.best_out,

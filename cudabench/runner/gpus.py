@@ -7,6 +7,8 @@ GPU runs every unit: a fleet check). A kernel that faults costs its row and a fr
 as on one GPU. A GPU that cannot be opened, or whose worker dies MAX_DEATHS times in a
 row, is given up: the rows it was running say ERROR and why, and its queued work goes to
 the other GPUs. Rows reach on_result one at a time (one writer), as they are measured.
+A Fleet carries what the GPUs learnt over a command's runs (a search's hand-outs, --best's
+re-measure): a GPU given up in one is left out of the next.
 """
 
 from __future__ import annotations
@@ -41,6 +43,22 @@ def units_of(plans: Sequence[Plan], jobs: Sequence[Job]) -> list[list[Job]]:
                job.plan_index if plan.tuning else None)
         units.setdefault(key, []).append(job)
     return list(units.values())
+
+
+@dataclass
+class Fleet:
+    """The --devices GPUs over one command's runs: those given up in a run are left out of
+    the later ones (they would fail the same way, each row an ERROR that reads as its
+    configuration's failure, or fail the whole run where no other GPU is left)."""
+
+    slots: list[Slot]
+    opened: set[int] = field(default_factory=set)  # slot indices whose GPU opened once
+    lost: set[int] = field(default_factory=set)  # slot indices of the GPUs given up
+    notes: list[str] = field(default_factory=list)  # why each was given up
+
+    def usable(self) -> list[Slot]:
+        """Return the GPUs not given up, in the order given."""
+        return [slot for slot in self.slots if slot.index not in self.lost]
 
 
 @dataclass
@@ -101,10 +119,13 @@ class Board:
 def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
                    devices: Sequence[Slot], replicate: bool,
                    on_result: Callable[[BenchmarkResult], None],
-                   on_start: Callable[[Mapping[str, str]], None] | None = None
-                   ) -> tuple[list[BenchmarkResult], list[str]]:
-    """Run the jobs' benchmarks on the GPUs; return the rows (by benchmark, then GPU) and
-    notes on GPUs given up. GpuEnvironmentError when no GPU could be opened at all."""
+                   on_start: Callable[[Mapping[str, str]], None] | None = None,
+                   fleet: Fleet | None = None) -> tuple[list[BenchmarkResult], list[str]]:
+    """Run the jobs' benchmarks on the GPUs (those of them fleet has not given up); return
+    the rows (by benchmark, then GPU) and notes on GPUs given up. GpuEnvironmentError when
+    no GPU could be opened at all."""
+    if fleet is not None:
+        devices = [slot for slot in devices if slot.index not in fleet.lost]
     units = units_of(plans, jobs)
     shared = collections.deque(range(len(units)))
     queues = {slot.index: (collections.deque(range(len(units))) if replicate else shared)
@@ -112,14 +133,23 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
     board = Board(units, plans, on_result, on_start, queues, replicate,
                   environments={slot.index: slot.environment(len(devices))
                                 for slot in devices})
+    if fleet is not None:  # opened in an earlier run: a failure to open now is no usage error
+        board.opened |= fleet.opened
     serving = list(devices)
-    while serving:
-        _serve_all(board, spec, serving)
-        # A GPU that failed to open may hand its benchmark back after the others ran out
-        # of work and stopped, some without opening (one benchmark, four GPUs): every GPU
-        # not given up takes it. Each round gives a GPU up or empties the queue: it ends.
-        serving = [slot for slot in devices if slot.index not in board.lost] \
-            if shared and not (replicate or board.errors) else []
+    try:
+        while serving:
+            _serve_all(board, spec, serving)
+            # A GPU that failed to open may hand its benchmark back after the others ran
+            # out of work and stopped, some without opening (one benchmark, four GPUs):
+            # every GPU not given up takes it. Each round gives a GPU up or empties the
+            # queue: it ends.
+            serving = [slot for slot in devices if slot.index not in board.lost] \
+                if shared and not (replicate or board.errors) else []
+    finally:
+        if fleet is not None:
+            fleet.opened |= board.opened
+            fleet.lost |= board.lost
+            fleet.notes += board.notes
     if board.errors:
         raise board.errors[0]
     if not board.opened:

@@ -21,6 +21,7 @@ from cudabench.results.model import BenchmarkResult, RunOutcome
 
 if TYPE_CHECKING:  # the command's process runs no job itself: its workers import it
     from cudabench.runner.execute import OnResult
+    from cudabench.runner.gpus import Fleet
 
 OnStart = Callable[[Mapping[str, str]], None]  # receives the engine's versions
 __all__ = ["OnStart", "count_rows", "run_plans"]
@@ -35,14 +36,15 @@ def count_rows(plans: Sequence[Plan], copies: int = 1) -> int:
 def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | None = None,
               on_start: OnStart | None = None, devices: Sequence[Slot] | None = None,
               replicate: bool = False, keep_worker: bool = False,
-              jobs: Sequence[Job] | None = None) -> RunOutcome:
+              jobs: Sequence[Job] | None = None, fleet: Fleet | None = None) -> RunOutcome:
     """Run every job of the plans (jobs_of's, or the jobs given: `ab`'s interleaved rounds)
     in watched worker processes; stream each row.
 
     Without devices, on spec's GPU in order, in the worker a previous run kept or a fresh
     one; keep_worker keeps it warm for the command's next run (workers.keep). With devices
-    (--devices), one worker per GPU takes whole benchmarks from one queue (fleet.py); with
-    replicate every GPU runs every benchmark.
+    (--devices), one worker per GPU takes whole benchmarks from one queue (gpus.py); with
+    replicate every GPU runs every benchmark; fleet (gpus.Fleet) carries the GPUs given up
+    from one run of the command to its next.
     """
     plans = list(plans)
     jobs = list(jobs) if jobs is not None else jobs_of(plans)
@@ -50,7 +52,8 @@ def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | Non
     if devices is not None:
         from cudabench.runner.gpus import run_on_devices
 
-        results, notes = run_on_devices(plans, jobs, spec, devices, replicate, emit, on_start)
+        results, notes = run_on_devices(plans, jobs, spec, devices, replicate, emit, on_start,
+                                        fleet)
     else:
         results, notes = run_on_one(plans, jobs, spec, emit, on_start, keep_worker), []
     return outcome_of(plans, results, notes, emit)
