@@ -604,6 +604,38 @@ def test_best_re_measures_on_a_gpu_the_run_did_not_give_up(use_fake, tmp_path):
     assert "best configuration per variant and size" in (tmp_path / "r.md").read_text()
 
 
+def test_best_on_devices_re_measures_in_a_warm_worker_that_ends_with_the_command(
+        use_fake, monkeypatch):
+    import multiprocessing
+
+    from cudabench.cli import best
+    from cudabench.runner import workers
+
+    use_fake(device_count=2)
+    starts = []
+    original = workers.Worker._start
+
+    def counted(self):
+        starts.append(self)
+        original(self)
+
+    monkeypatch.setattr(workers.Worker, "_start", counted)
+    args = ["dot", "--size", "4096,8192", "--variant", "atomic", "-p", "BLOCK=64,128,256",
+            *QUICK, "--no-vendor", "--devices", "all", "--best"]
+    done = invoke(*args)
+    assert done.exit_code == 0, done.stderr
+    assert "best configuration per variant and size" in done.stdout
+    # a worker a GPU, the head-to-head's one of them (it started a third)
+    assert len(starts) <= 2 and multiprocessing.active_children() == []
+
+    def stopped(*args, **kwargs):  # Ctrl-C with the GPUs' workers kept for the re-measure
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(best, "choose", stopped)
+    assert invoke(*args).exit_code == 130
+    assert multiprocessing.active_children() == []
+
+
 def test_a_worker_whose_parent_is_killed_ends(tmp_path):
     """A GPU worker does not outlive its parent (a Ray actor stopped by force, a SIGKILL):
     it would wait on its inbox forever, holding a GPU context."""

@@ -700,6 +700,46 @@ def test_a_search_re_measures_on_a_gpu_it_did_not_give_up(use_fake, tmp_path, mo
     assert done.exit_code == (0 if "lost_devices" in broken else 2), done.stderr
 
 
+@pytest.mark.parametrize("devices, workers", [((), 1), (("--devices", "all"), 2)])
+def test_a_search_keeps_its_workers_warm_across_hand_outs(use_fake, kernels, tmp_path,
+                                                          monkeypatch, devices, workers):
+    # Each hand-out of configurations (8 a GPU for bayes, 32 for brute and random) started
+    # fresh workers, each a second on a GPU: 24 configurations took 4 starts on one GPU.
+    import multiprocessing
+
+    from cudabench.runner import workers as runner_workers
+
+    pytest.importorskip("optuna")
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
+    use_fake(device_count=2)
+    starts = []
+    original = runner_workers.Worker._start
+
+    def counted(self):
+        starts.append(self)
+        original(self)
+
+    monkeypatch.setattr(runner_workers.Worker, "_start", counted)
+    args = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
+            "--best", "--strategy", "bayes", "--budget", "24", *devices, *QUICK]
+    done = invoke(*args)
+    assert done.exit_code == 0, done.stderr
+    assert "24 evaluated (24 measured" in done.stderr
+    assert len(starts) == workers  # the head-to-head's too
+    assert multiprocessing.active_children() == []  # ended with the command
+
+    # stopped with the workers kept (in the head-to-head): they end with the command too
+    from cudabench.cli import best
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(best, "choose", stopped)
+    assert invoke(*args, "--no-tune-cache").exit_code == 130
+    assert multiprocessing.active_children() == []
+
+
 def test_tuning_flags_are_checked(use_fake, kernels, monkeypatch):
     base = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels)]
     done = invoke(*base, "--strategy", "random")

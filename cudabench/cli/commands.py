@@ -78,7 +78,8 @@ class Measured:
     # Why the results file could not be written at the end (a full disk), and where its
     # rows are: the tables are shown first, then this, as the command's error.
     write_error: str | None = None
-    fleet: Fleet | None = None  # --devices with --best: which GPUs the run gave up
+    # --devices with --best: the GPUs' warm workers and which GPUs the run gave up
+    fleet: Fleet | None = None
 
 
 def run_and_render(requests: list[Request], device: int, outputs: Outputs,
@@ -114,6 +115,9 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
     finally:  # the file is written: the next command of this process may write it
         if measured.writer is not None:
             measured.writer.close()
+        if measured.fleet is not None:  # the GPUs' workers kept for --best: ended
+            measured.fleet.close()  # however show ended (a stop before the head-to-head)
+            finish_closing()
     if measured.write_error is not None:
         raise ResultsNotWritten(measured.write_error)
     return code
@@ -239,7 +243,7 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     # Last of the checks: a Ray started for nothing would cost its start-up.
     cluster = None
     so_far = RowsSoFar(any(plan.timing.rounds > 1 for plan in plans))
-    # --best re-measures on a GPU of the run's: one not given up in it
+    # --best re-measures on a GPU of the run's, one not given up in it, in its warm worker
     fleet = Fleet(slots) if slots and outputs.best else None
     try:
         if placement.cluster is not None:
@@ -253,6 +257,8 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
         # a stop in the end's write says where the rows are too (below)
         write_error = writer.finish() if writer is not None else None
     except BaseException:  # an error or Ctrl-C: say where the rows measured so far went
+        if fleet is not None:  # no head-to-head will take them (measure joins them)
+            fleet.close()
         stopped = writer.stopped_note() if writer is not None else None
         if writer is not None:  # written for the last time: the next run here may write it
             writer.close()
@@ -520,6 +526,8 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
                 raise  # (--record comes after the head-to-head: show says where the run is)
             finally:
                 discard_kept()  # the run's worker, kept for the re-measure
+                if measured.fleet is not None:  # --devices: each GPU's
+                    measured.fleet.close()
                 finish_closing()
             unchosen = best.without_winner(outcome.results)
             code = max(code, best.show_choices(choices, failed, outputs.best_out,

@@ -32,6 +32,7 @@ from cudabench.runner.gpus import Fleet
 from cudabench.runner.pipeline import run_plans
 from cudabench.runner.ray_cluster import RayCluster, connect
 from cudabench.runner.starting import keep_across_commands
+from cudabench.runner.workers import discard_kept, finish_closing
 from cudabench.tuning.cache import lasting
 from cudabench.tuning.search import Found, Settings, remember, search
 from cudabench.tuning.space import Space, build_spaces
@@ -85,18 +86,25 @@ def run_tuning(op: str, shortcuts: dict[str, tuple[str, str | None]], options: d
     cluster = (connect(placement.cluster, placement.keep_workers_s)
                if placement.cluster is not None else None)
     keep_across_commands(placement.keep_workers_s if cluster is None else 0.0)
+    # the GPUs' warm workers and those given up, from one hand-out to the next
+    fleet = Fleet(slots) if slots and cluster is None else None
     try:
-        return _tune(spaces, spec, slots, cluster, device, outputs, settings)
-    finally:
+        return _tune(spaces, spec, fleet, cluster, device, outputs, settings)
+    finally:  # the warm workers end with the command, whichever way it ends
+        discard_kept()
+        if fleet is not None:
+            fleet.close()
+        finish_closing()
         keep_across_commands(0.0)
         if cluster is not None:
             cluster.close()
 
 
-def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
+def _tune(spaces: Sequence[Space], spec: EngineSpec, fleet: Fleet | None,
           cluster: RayCluster | None, device: int, outputs: Outputs, settings: Settings
           ) -> int:
     """Run the searches, the head-to-head and the reports."""
+    slots = fleet.slots if fleet is not None else None
     gpus = len(slots) if slots else 1
     # a cluster's nodes have toolkits and drivers of their own: its rows key on the model
     environment = tuning_environment() if cluster is None and settings.use_cache else ()
@@ -104,8 +112,6 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
     writer = (ResultsWriter(outputs.json_path, outputs.argv)
               if outputs.json_path is not None else None)
     started: list[bool] = []
-    # a GPU given up in one hand-out is left out of the next, and of the head-to-head
-    fleet = Fleet(slots) if slots else None
 
     def on_start(versions: Mapping[str, str]) -> None:
         if writer is not None and not started:
@@ -124,7 +130,11 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, slots: list[Slot] | None,
 
         if cluster is not None:
             return cluster.run(plans, spec, keep, on_start)
-        return run_plans(plans, spec, keep, on_start=on_start, devices=slots, fleet=fleet)
+        # Each hand-out in the workers of the last (one GPU: workers.keep; several: the
+        # fleet's), not fresh ones: a worker's start (imports, CUDA context) is about a
+        # second, paid by each hand-out of 8 or 32 configurations per GPU.
+        return run_plans(plans, spec, keep, on_start=on_start, devices=slots,
+                         keep_worker=True, fleet=fleet)
 
     model = None if cluster is not None else expected_model(spec, slots, device)
     stderr = terminal.stderr_console()

@@ -47,18 +47,37 @@ def units_of(plans: Sequence[Plan], jobs: Sequence[Job]) -> list[list[Job]]:
 
 @dataclass
 class Fleet:
-    """The --devices GPUs over one command's runs: those given up in a run are left out of
-    the later ones (they would fail the same way, each row an ERROR that reads as its
-    configuration's failure, or fail the whole run where no other GPU is left)."""
+    """The --devices GPUs over one command's runs: each GPU's worker is kept warm for the
+    next run (a fresh one costs its imports and CUDA context, about a second, in every
+    hand-out of a search); those given up in a run are left out of the later ones (they
+    would fail the same way, each row an ERROR that reads as its configuration's failure,
+    or fail the whole run where no other GPU is left). close() ends the workers."""
 
     slots: list[Slot]
     opened: set[int] = field(default_factory=set)  # slot indices whose GPU opened once
     lost: set[int] = field(default_factory=set)  # slot indices of the GPUs given up
     notes: list[str] = field(default_factory=list)  # why each was given up
+    workers: dict[int, Worker] = field(default_factory=dict)  # slot index -> warm worker
 
     def usable(self) -> list[Slot]:
         """Return the GPUs not given up, in the order given."""
         return [slot for slot in self.slots if slot.index not in self.lost]
+
+    def take(self, slot: Slot, spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
+        """Return slot's warm worker, given the plans, if it runs spec; else None."""
+        worker = self.workers.pop(slot.index, None)
+        if worker is not None and worker.spec != spec:
+            worker.close(wait=False)
+            return None
+        if worker is not None:
+            worker.use(plans)  # its process holds the last run's plans: send these
+        return worker
+
+    def close(self) -> None:
+        """End the warm workers; they release their GPUs while the caller goes on
+        (workers.finish_closing joins them)."""
+        while self.workers:
+            self.workers.popitem()[1].close(wait=False)
 
 
 @dataclass
@@ -85,6 +104,7 @@ class Board:
     interrupted: bool = False  # Ctrl-C: the rows that arrive after it are not kept
     errors: list[BaseException] = field(default_factory=list)
     workers: dict[int, Worker] = field(default_factory=dict)  # slot index -> its worker
+    fleet: Fleet | None = None  # where each worker is kept warm once its queue is empty
 
     def take(self, slot: Slot) -> int | None:
         """Return the next unit for slot's GPU, or None when there is none (or Ctrl-C)."""
@@ -122,8 +142,8 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
                    on_start: Callable[[Mapping[str, str]], None] | None = None,
                    fleet: Fleet | None = None) -> tuple[list[BenchmarkResult], list[str]]:
     """Run the jobs' benchmarks on the GPUs (those of them fleet has not given up); return
-    the rows (by benchmark, then GPU) and notes on GPUs given up. GpuEnvironmentError when
-    no GPU could be opened at all."""
+    the rows (by benchmark, then GPU) and notes on GPUs given up, each GPU's worker left
+    warm in fleet. GpuEnvironmentError when no GPU could be opened at all."""
     if fleet is not None:
         devices = [slot for slot in devices if slot.index not in fleet.lost]
     units = units_of(plans, jobs)
@@ -132,7 +152,7 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
               for slot in devices}
     board = Board(units, plans, on_result, on_start, queues, replicate,
                   environments={slot.index: slot.environment(len(devices))
-                                for slot in devices})
+                                for slot in devices}, fleet=fleet)
     if fleet is not None:  # opened in an earlier run: a failure to open now is no usage error
         board.opened |= fleet.opened
     serving = list(devices)
@@ -218,12 +238,16 @@ def _serve_safely(board: Board, spec: EngineSpec, slot: Slot, ended: threading.E
 
 
 def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
-    """Run units on one GPU until the queue is empty or the GPU is given up."""
-    worker = new_worker(spec.restricted(slot.index), board.plans,
-                    env=board.environments[slot.index], label=slot.index)
+    """Run units on one GPU until the queue is empty or the GPU is given up; then keep its
+    worker warm in the board's fleet, if any."""
+    with board.lock:
+        worker = board.fleet.take(slot, spec.restricted(slot.index), board.plans) \
+            if board.fleet is not None else None
+    worker = worker or new_worker(spec.restricted(slot.index), board.plans,
+                                  env=board.environments[slot.index], label=slot.index)
     with board.lock:
         board.workers[slot.index] = worker
-    deaths = 0
+    deaths, served = 0, False
     try:
         while (unit := board.take(slot)) is not None:
             jobs = board.units[unit]
@@ -252,8 +276,14 @@ def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
                     left = [(unit, job) for job in jobs[len(done):]]
                     _give_up(board, slot, _why(worker.failure, deaths), left, worker.device)
                     return
+        served = True
     finally:
-        worker.close()
+        with board.lock:  # not after a stop (Ctrl-C, an error): nothing runs after it
+            kept = served and board.fleet is not None and not board.stopping
+            if kept and board.fleet is not None:
+                board.fleet.workers[slot.index] = worker
+        if not kept:
+            worker.close()
 
 
 def _why(failure: str | None, deaths: int) -> str:

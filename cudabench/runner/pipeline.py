@@ -43,8 +43,8 @@ def run_plans(plans: Sequence[Plan], spec: EngineSpec, on_result: OnResult | Non
     Without devices, on spec's GPU in order, in the worker a previous run kept or a fresh
     one; keep_worker keeps it warm for the command's next run (workers.keep). With devices
     (--devices), one worker per GPU takes whole benchmarks from one queue (gpus.py); with
-    replicate every GPU runs every benchmark; fleet (gpus.Fleet) carries the GPUs given up
-    from one run of the command to its next.
+    replicate every GPU runs every benchmark; fleet (gpus.Fleet) carries the GPUs' warm
+    workers, and those given up, from one run of the command to its next.
     """
     plans = list(plans)
     jobs = list(jobs) if jobs is not None else jobs_of(plans)
