@@ -348,6 +348,29 @@ def test_calibrate_runs_the_suite_into_the_store(use_fake, tmp_path, monkeypatch
     assert fewer.exit_code == 2 and "--runs" in fewer.output  # auto needs 5 runs
 
 
+def test_calibrate_lists_the_gates_compare_applies(use_fake, tmp_path, monkeypatch):
+    # calibrate listed a gate for the cuBLAS and copy rows, which compare never gates, and
+    # "floor 2%: only 0 runs in history" for a row that failed in each of its 5 runs
+    import itertools
+
+    from cudabench.engines.fake_engine import FakeSpec, Fault
+
+    seeds = itertools.count(1)
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec",
+                        lambda device: FakeSpec(device_index=device, seed=next(seeds),
+                                                faults={"tiled": Fault.WRONG_ELEMENT}))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text(
+        '[timing]\nmax_time = 0.05\nmin_samples = 8\nwarmup = 0\n\n'
+        '[[benchmark]]\nop = "matmul"\nsize = "64"\nvariants = ["naive", "tiled"]\n')
+    done = invoke("calibrate", "--runs", "5", "--db", str(tmp_path / "h.db"))
+    assert done.exit_code == 3, done.output  # tiled fails verification
+    table = done.stdout[done.stdout.index("compare --threshold auto after 5 runs"):]
+    assert "matmul/naive" in table and "cuBLAS" not in table, table
+    tiled = next(line for line in table.splitlines() if "matmul/tiled" in line)
+    assert "FAIL in the last run" in tiled and "only 0 runs" not in tiled, table
+
+
 def test_calibrate_in_a_folder_it_cannot_keep_runs_in_is_one_line(use_fake, tmp_path,
                                                                    monkeypatch):
     # NotADirectoryError: an internal error (exit 4)

@@ -23,7 +23,7 @@ from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS, auto_threshold
 from cudabench.planning.plan import Insight
 from cudabench.render import terminal
-from cudabench.results import load_results
+from cudabench.results import Kind, Status, load_results
 
 
 @click.command("calibrate")
@@ -87,14 +87,19 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     rows = []
     with Store.open(store_path) as store:
         for result in last.benchmarks:
-            if not result.samples_s:
-                continue
-            gate, source = auto_threshold(store, result, result.device.name
-                                          if result.device is not None else last.gpu_name)
+            if not result.samples_s or result.kind is not Kind.VARIANT:
+                continue  # compare gates kernels: a cuBLAS or copy row is no gate's
+            if result.status is not Status.PASS:  # its runs are no history: say so, not
+                # "floor 2%: only 0 runs in history" under "after 5 runs"
+                gate, source = None, (f"none: {result.status} in the last run (a verified "
+                                      "run is history)")
+            else:
+                gate, source = auto_threshold(store, result, result.device.name
+                                              if result.device is not None else last.gpu_name)
             # a suite may time one benchmark hot and cold: their rows must differ
             rows.append((f"{result.op}/{result.variant}" + (" (hot)" if result.hot else ""),
                          params_text(result.params), shape_text(result.shape), result.dtype,
-                         f"{gate:.2%}", source))
+                         "-" if gate is None else f"{gate:.2%}", source))
     terminal.render_rows(f"compare --threshold auto after {runs} runs ({store_path})",
                          ("benchmark", "params", "shape", "dtype", "gate", "from"), rows,
                          terminal.stdout_console())
