@@ -64,6 +64,23 @@ def use_fake(monkeypatch):
 
 
 @pytest.fixture
+def worker_starts(monkeypatch):
+    """Return the list of GPU workers started (Worker._start) while the test runs: a fresh
+    worker costs about a second on a GPU."""
+    from cudabench.runner import workers
+
+    starts = []
+    original = workers.Worker._start
+
+    def counted(self):
+        starts.append(self)
+        original(self)
+
+    monkeypatch.setattr(workers.Worker, "_start", counted)
+    return starts
+
+
+@pytest.fixture
 def no_gpu_work(monkeypatch):
     """Stop benchmark commands right after validation: what is tested is the input."""
     from cudabench.results import RunOutcome

@@ -605,21 +605,13 @@ def test_best_re_measures_on_a_gpu_the_run_did_not_give_up(use_fake, tmp_path):
 
 
 def test_best_on_devices_re_measures_in_a_warm_worker_that_ends_with_the_command(
-        use_fake, monkeypatch):
+        use_fake, monkeypatch, worker_starts):
     import multiprocessing
 
     from cudabench.cli import best
-    from cudabench.runner import workers
 
     use_fake(device_count=2)
-    starts = []
-    original = workers.Worker._start
-
-    def counted(self):
-        starts.append(self)
-        original(self)
-
-    monkeypatch.setattr(workers.Worker, "_start", counted)
+    starts = worker_starts
     args = ["dot", "--size", "4096,8192", "--variant", "atomic", "-p", "BLOCK=64,128,256",
             *QUICK, "--no-vendor", "--devices", "all", "--best"]
     done = invoke(*args)

@@ -626,19 +626,10 @@ def test_the_recheck_inputs_belong_to_their_plan_even_when_plans_come_and_go():
 
 
 def test_the_worker_starts_before_planning_and_no_process_outlives_the_command(
-        use_fake, monkeypatch):
+        use_fake, worker_starts):
     import multiprocessing
 
-    from cudabench.runner import workers
-
-    starts = []
-    original = workers.Worker._start
-
-    def counted(self):
-        starts.append(self)
-        original(self)
-
-    monkeypatch.setattr(workers.Worker, "_start", counted)
+    starts = worker_starts
     done = invoke("dot", "--size", "1000", *QUICK_FLAGS)
     assert done.exit_code == 0, done.stderr
     assert len(starts) == 1  # the prestarted worker ran the jobs: one spawn

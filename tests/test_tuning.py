@@ -702,25 +702,17 @@ def test_a_search_re_measures_on_a_gpu_it_did_not_give_up(use_fake, tmp_path, mo
 
 @pytest.mark.parametrize("devices, workers", [((), 1), (("--devices", "all"), 2)])
 def test_a_search_keeps_its_workers_warm_across_hand_outs(use_fake, kernels, tmp_path,
-                                                          monkeypatch, devices, workers):
+                                                          monkeypatch, devices, workers,
+                                                          worker_starts):
     # Each hand-out of configurations (8 a GPU for bayes, 32 for brute and random) started
     # fresh workers, each a second on a GPU: 24 configurations took 4 starts on one GPU.
     import multiprocessing
-
-    from cudabench.runner import workers as runner_workers
 
     pytest.importorskip("optuna")
     monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda index: None)
     use_fake(device_count=2)
-    starts = []
-    original = runner_workers.Worker._start
-
-    def counted(self):
-        starts.append(self)
-        original(self)
-
-    monkeypatch.setattr(runner_workers.Worker, "_start", counted)
+    starts = worker_starts
     args = ["matmul", "--size", "48", "--variant", "tune", "--kernels-dir", str(kernels),
             "--best", "--strategy", "bayes", "--budget", "24", *devices, *QUICK]
     done = invoke(*args)
