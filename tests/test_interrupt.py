@@ -100,14 +100,18 @@ def stop_in(monkeypatch, owner, name: str, signum: signal.Signals) -> None:
 
 @pytest.fixture
 def sigterm_handled(monkeypatch):
-    """Handle SIGTERM as the command does (entry.py: Terminated)."""
+    """Handle SIGTERM as the command does (entry.py: Terminated), and SIGINT as Python
+    does (KeyboardInterrupt): a job started in the background (`cmd &`, nohup) inherits
+    SIGINT ignored, and the test's Ctrl-C did nothing."""
     from cudabench.entry import _terminate
     from cudabench.errors import Terminated
 
     monkeypatch.setattr(Terminated, "received", False)
     previous = signal.signal(signal.SIGTERM, _terminate)
+    interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGTERM, previous)
+    signal.signal(signal.SIGINT, interrupt)
 
 
 @pytest.mark.parametrize("where, signum, code", [
