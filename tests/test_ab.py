@@ -735,7 +735,7 @@ def test_ab_says_a_failed_write_of_its_file_as_it_happens(marked, tmp_path, monk
     done = invoke(old, new, *FAST, "--rounds", "6", "--json", path)
     assert done.exit_code == 0, (done.stdout, done.stderr)
     assert "cannot write: No space left on device; the run goes on, and writes the file " \
-        "again after each row" in " ".join(done.stderr.split())
+        "again with the next rows" in " ".join(done.stderr.split())
     assert load_results(path).metadata["complete"] is True
 
 

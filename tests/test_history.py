@@ -2353,3 +2353,27 @@ def test_check_show_and_auto_read_the_store_in_queries_per_command_not_per_row(
         assert len(store.reader(model).series(bench)) == 5
         store.record(load_results(extra), extra.read_text(encoding="utf-8"))
         assert len(store.reader(model).series(bench)) == 6
+
+
+def test_the_auto_threshold_leaves_out_nothing_that_leaves_too_few_runs_or_most_of_them():
+    # Leaving out the judged commit's runs and the outliers, the threshold fell to the 2%
+    # floor where too few runs remained, or where quantised medians made every differing
+    # run an outlier: a noisy kernel failed with nothing changed.
+    from cudabench.history.records import SeriesPoint
+    from cudabench.history.threshold import history_threshold
+
+    def runs(medians, commits=None):
+        return [SeriesPoint(i, commits[i] if commits else f"c{i}", f"2026-01-{i + 1:02d}",
+                            m, "PASS") for i, m in enumerate(medians)]
+
+    one_far = history_threshold(runs([1.0, 1.06, 0.96, 1.03, 1.5]))  # 4 left: every run
+    assert one_far[0] == pytest.approx(0.25) and "left out" not in one_far[1]
+    quantised = history_threshold(runs([1.0] * 4 + [1.05, .95, 1.05, .95, 1.0, 1.0]))
+    assert quantised[0] > 0.15 and "outlier" not in quantised[1]  # 4 of 10 are the noise
+    mostly_judged = history_threshold(runs([1.0, 1.05, .95, 1.02, .98, 1, 1, 1, 1],
+                                           ["a", "b", "X", "X", "X", "X", "X", "c", "d"]), "X")
+    assert mostly_judged[0] > 0.05 and "this commit" not in mostly_judged[1]
+    # still left out where enough remain: a slow commit's re-runs among main's
+    slow = history_threshold(runs([1.0, 1.01, 0.99, 1.0, 1.005, 1.1, 1.0, 1.1, 0.995],
+                                  ["m1", "m2", "m3", "m4", "m5", "P", "m6", "P", "m7"]), "P")
+    assert slow[0] < 0.05 and "2 of this commit left out" in slow[1]

@@ -1025,7 +1025,7 @@ def test_a_failed_write_of_the_streamed_file_is_said_as_it_happens(use_fake, tmp
     done = invoke("matmul", "--size", "64", *QUICK, "--json", out)
     assert done.exit_code == 0, done.output
     assert f"note: --json {out}: cannot write: No space left on device; the run goes on, " \
-        "and writes the file again after each row" in " ".join(done.stderr.split())
+        "and writes the file again with the next rows" in " ".join(done.stderr.split())
     assert calls.count(False) >= 2  # the next row's write was tried
 
 

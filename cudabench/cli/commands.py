@@ -185,7 +185,7 @@ def check_placement(placement: Placement) -> None:
 
 
 # what a note adds to a results file's first failed write (a full disk)
-GOES_ON = "; the run goes on, and writes the file again after each row"
+GOES_ON = "; the run goes on, and writes the file again with the next rows"
 
 
 def note(text: str) -> None:

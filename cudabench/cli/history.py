@@ -280,8 +280,9 @@ def one_gpu_in_title(title: str, columns: Sequence[str], rows: list[list[str]]
               default=DEFAULT_MIN_RUNS, show_default=True,
               help="Runs of history needed to judge a benchmark.")
 @click.option("--allow-missing", is_flag=True,
-              help="Pass although kernels that most of the last 3 recorded runs of "
-                   "CURRENT's command measured are not in it (removed on purpose).")
+              help="Pass although kernels that the history of CURRENT's command "
+                   "measured are not in it (removed on purpose; newer runs without them "
+                   "count once they are a level: 5 runs from 3 commits).")
 @click.option("--max-threshold", default=f"{DEFAULT_CAP:.0%}", show_default=True,
               help="The most --threshold auto may grow to from a noisy history.")
 @branch_option

@@ -102,6 +102,9 @@ def without_outliers(points: Sequence[SeriesPoint], center: float,
     3 pull-request commits between main's made the next such slowdown `noisy`."""
     deviations = [abs(p.median_s - center) for p in points]
     limit = OUTLIER_SDS * 1.4826 * statistics.median(deviations) if deviations else 0.0
+    # Quantised medians, most of them equal, have no spread: every run off by any amount
+    # read as an outlier. One within half the floor of the center is none.
+    limit = max(limit, DEFAULT_FLOOR / 2 * abs(center))
     kept = [d <= limit for d in deviations]
     for side in (1, -1):
         far = [i for i, p in enumerate(points)
@@ -121,12 +124,20 @@ def history_threshold(points: Sequence[SeriesPoint], commit: object = None,
     they failed, and one slow run, between the others' runs read as run-to-run noise and
     raised the threshold until the same slowdown passed. Where every run is the judged
     commit's (calibrate's runs, a store of one commit), they are its history. (A run that
-    names no commit, outside git, is never the judged one's.)"""
+    names no commit, outside git, is never the judged one's.)
+
+    Nothing is left out that would leave fewer than min_runs runs (the floor, tighter than
+    the noise: a noisy kernel failed with nothing changed), nor outliers that are more
+    than a third of the runs (quantised medians, most of them equal, read every other run
+    as an outlier): those runs are the history's noise, as before they were left out."""
     others = [p for p in points if commit is None or p.commit != commit]
-    own = len(points) - len(others) if others else 0
-    others = others or list(points)
+    if len(others) < min_runs:
+        others = list(points)
+    own = len(points) - len(others)
     kept = (without_outliers(others, statistics.median(p.median_s for p in others), min_runs)
             if others else [])
+    if len(kept) < min_runs or 3 * (len(others) - len(kept)) > len(others):
+        kept = others
     dropped = [f"{own} of this commit"] if own else []
     if len(kept) < len(others):
         outliers = len(others) - len(kept)

@@ -1,4 +1,6 @@
-"""Write a results file after every benchmark, atomically, so a crash loses nothing.
+"""Write a results file as benchmarks are measured, atomically: after every one (past
+1 MB, within a time budget: ResultsWriter._due), and whole on a stop, so a crash loses at
+most the rows of its last moments.
 
 A file that exists before the run (a baseline, last run's results) is never replaced by a
 run that stops: the rows stream to PATH.partial beside it, which replaces PATH only when

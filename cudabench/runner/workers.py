@@ -222,9 +222,10 @@ class Worker:
     def _start(self) -> None:
         """Spawn a worker process with the worker's environment. A stop (Ctrl-C, SIGTERM)
         meanwhile is raised once the worker is whole, and ends it: nobody will use it."""
-        # Held over the whole start: raised inside multiprocessing's (SIGTERM, which the
-        # mask below did not hold, or either signal from another thread), a stop left a
-        # process half made that no clean-up could join.
+        # Held over the whole start (in the main thread, where Python raises them: a
+        # start in a GPU's thread is stopped by the main thread's handling): raised
+        # inside multiprocessing's (SIGTERM, which the mask below did not hold), a stop
+        # left a process half made that no clean-up could join.
         try:
             with signals_held():
                 self._spawn()
