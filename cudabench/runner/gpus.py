@@ -25,7 +25,7 @@ from cudabench.engines.protocol import EngineSpec
 from cudabench.measure.jobs import Job, error_row, remaining
 from cudabench.planning.plan import Plan
 from cudabench.runner.starting import new_worker
-from cudabench.runner.workers import Failure, Worker
+from cudabench.runner.workers import Failure, Worker, hand_out
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 MAX_DEATHS = 2  # a GPU whose fresh workers die this many times in a row is given up
@@ -65,13 +65,7 @@ class Fleet:
 
     def take(self, slot: Slot, spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
         """Return slot's warm worker, given the plans, if it runs spec; else None."""
-        worker = self.workers.pop(slot.index, None)
-        if worker is not None and worker.spec != spec:
-            worker.close(wait=False)
-            return None
-        if worker is not None:
-            worker.use(plans)  # its process holds the last run's plans: send these
-        return worker
+        return hand_out(self.workers.pop(slot.index, None), spec, plans)
 
     def close(self) -> None:
         """End the warm workers; they release their GPUs while the caller goes on

@@ -283,7 +283,12 @@ def keep(worker: Worker) -> None:
 def take_kept(spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
     """Return the kept worker, given the plans, if it runs spec's GPU; else None (and a
     kept worker of another spec is ended)."""
-    worker = _KEPT.pop() if _KEPT else None
+    return hand_out(_KEPT.pop() if _KEPT else None, spec, plans)
+
+
+def hand_out(worker: Worker | None, spec: EngineSpec, plans: Sequence[Plan]) -> Worker | None:
+    """Return a warm worker (None: none) for a run of plans on spec's GPU, given the plans;
+    None, having ended it, where it runs another spec or its process is gone."""
     if worker is not None and (worker.spec != spec or worker._process is None):
         worker.close(wait=False)
         return None
@@ -403,8 +408,6 @@ def _timeout_reason(watch: Watch, plans: Sequence[Plan], jobs: Sequence[Job]) ->
 
 def _stop(worker: Any) -> None:
     """End the worker: it has finished, or it is stuck in a kernel and is killed."""
-    if worker.pid is None:  # never started (its start failed): nothing to end
-        return
     worker.join(timeout=2)
     if worker.is_alive():
         worker.kill()
