@@ -263,7 +263,7 @@ def test_a_table_s_cells_are_measured_once_to_print_it(monkeypatch, columns):
     else:
         monkeypatch.setenv("COLUMNS", columns)
     # Rich's own path (a coloured terminal's, or a table it alone can draw)
-    monkeypatch.setattr("cudabench.render.terminal.plain_lines", lambda *args: None)
+    monkeypatch.setattr("cudabench.render.terminal.table_segments", lambda *args: None)
     measured = []
     real = Table._measure_column
     monkeypatch.setattr(Table, "_measure_column", lambda self, console, options, column: (

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.segment import Segments
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -40,7 +41,7 @@ from cudabench.render.comparison import (
 )
 from cudabench.render.catalog import COLUMNS as CATALOG_COLUMNS
 from cudabench.render.catalog import listings, shows_files
-from cudabench.render.plain_table import plain_lines
+from cudabench.render.plain_table import table_segments
 from cudabench.render.fit import BLANK, Layout, differing_params, layout, wide
 from cudabench.render.run_table import (
     RunTable,
@@ -269,9 +270,10 @@ def print_table(console: Console, table: Table, below: Sequence[str] = (),
     its full width, even past the console's, so that no cell is squeezed or cut (within
     within_width(): at the console's width, every column kept)."""
     full = width is None and not _within_width.get()
-    lines = plain_lines(console, table, max(console.width, UNFITTED) if full else console.width)
-    if lines is not None:  # a large table drawn by Rich took seconds
-        console.out("\n".join(lines), highlight=False)
+    drawn = table_segments(console, table,
+                           max(console.width, UNFITTED) if full else console.width)
+    if drawn is not None:  # a large table drawn by Rich took seconds
+        console.print(Segments(drawn), crop=False)
     elif not full:
         console.print(table)
     else:
