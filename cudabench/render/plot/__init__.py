@@ -4,9 +4,9 @@ comparison's changes.
 matplotlib is optional (the `plot` extra) and imported only when a figure is
 made. Figures are drawn on the Agg canvas directly, never through pyplot: no display, and no
 change to the backend of a process that imported us (a notebook, say). One module per
-figure: style (colours, markers, legends, axes shared by all), selection (which of many
-configurations a figure draws), throughput, roofline, figures (pages of panels, saving, SVG
-for HTML) and change (a comparison's bars).
+figure: style (colours, markers, legends, axes shared by all), selection (which configurations
+a figure draws: those --variant and -p chose, and of many, a few), throughput, roofline,
+figures (pages of panels, saving, SVG for HTML) and change (a comparison's bars).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from cudabench.render.plot.roofline import (
     draw_roofline,
     draw_roofline_panel,
 )
+from cudabench.render.plot.selection import Choice
 from cudabench.render.plot.style import (
     COLOURS,
     FORMATS,
@@ -59,6 +60,7 @@ from cudabench.render.run_table import counts_flops  # the run table's rate read
 __all__ = [
     "COLOURS",
     "ChangeBar",
+    "Choice",
     "FORMATS",
     "HINT",
     "KINDS",

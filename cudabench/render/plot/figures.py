@@ -22,7 +22,7 @@ from cudabench.render.plot.roofline import (
     draw_roofline_panel,
     roofline_legend_rows,
 )
-from cudabench.render.plot.selection import HOW_TO_SEE, drawn, select, styles_of
+from cudabench.render.plot.selection import HOW_TO_SEE, Choice, drawn, select, styles_of
 from cudabench.render.plot.style import (
     FORMATS,
     KINDS,
@@ -138,16 +138,21 @@ def left_out(results: Sequence[BenchmarkResult], how: str = HOW_TO_SEE) -> list[
     return [cut.line(how) for cut in select(results).cuts]
 
 
-def figure_of(kind: str, results: Sequence[BenchmarkResult]) -> Figure:
-    """Return the figure of a --kind: throughput, roofline or both; say on stderr what it
-    left out of variants with too many configurations to draw them all."""
+CHOOSE = "-p NAME=VALUE and --variant NAME draw the ones you name"  # `plot`'s flags
+
+
+def figure_of(kind: str, results: Sequence[BenchmarkResult], choice: Choice = Choice()
+              ) -> Figure:
+    """Return the figure of a --kind: throughput, roofline or both, of the rows a choice
+    kept; say on stderr what it left out of variants with too many configurations to draw
+    them all."""
     makers = {"throughput": _throughput_figure, "roofline": _roofline_figure,
               "both": _both_figure}
     if kind not in makers:
         raise UsageError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
-    selection = select(results)
+    selection = select(results, choice)
     for cut in selection.cuts:
-        stderr_console().print(Text(f"note: {cut.line()}"), soft_wrap=True)
+        stderr_console().print(Text(f"note: {cut.line()}; {CHOOSE}"), soft_wrap=True)
     return makers[kind](selection.rows, styles_of(selection))
 
 

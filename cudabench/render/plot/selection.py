@@ -1,5 +1,6 @@
-"""Which configurations a figure draws: every one, up to a limit; past it, a variant's
-fastest few and its default, the figure and stderr saying how many were left out.
+"""Which configurations a figure draws: those the user chose (--variant, -p: every one by
+default), up to a limit; past it, a variant's fastest few and its default, the figure and
+stderr saying how many were left out.
 
 A search's file holds hundreds of configurations of one variant: a series and a legend
 entry each made a figure a hundred times taller than wide, and their looks repeated.
@@ -7,14 +8,15 @@ entry each made a figure a hundred times taller than wide, and their looks repea
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cudabench.catalog import parse_header
 from cudabench.common.units import params_text
-from cudabench.errors import CudabenchError
+from cudabench.errors import CudabenchError, UsageError
 from cudabench.render.plot.style import (
     MAX_CONFIGS,
     Styles,
@@ -28,31 +30,154 @@ MAX_SERIES = 40  # a figure's series of variants, all its variants' together, up
 FASTEST = 5  # what a variant past a limit keeps: its fastest few (and its default)
 HOW_TO_SEE = "`cudabench report` lists every one"
 
+ALL_VARIANTS = "all"  # --variant all: every variant, as the run commands read it
+MAX_LISTED = 12  # an error lists a parameter's values in the files up to this many
+
 VariantKey = tuple[str, str]  # op, variant
 
 
 @dataclass(frozen=True)
+class Choice:
+    """The kernel rows a user asked to see: named variants (--variant; none or `all`: every
+    one) and parameter values (-p NAME=V1,V2: a variant that has NAME, at those values; one
+    without it, whole, as a run's -p leaves it at its defaults). Vendor and reference rows
+    go with the ops and types of the rows chosen: a run with --variant measures them too."""
+
+    variants: tuple[str, ...] = ()
+    params: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    @property
+    def narrows(self) -> bool:
+        """Whether the choice leaves any row out (none is: every row)."""
+        return bool(self.variants or self.params)
+
+    def rows(self, results: Sequence[BenchmarkResult]) -> list[BenchmarkResult]:
+        """Return the chosen rows, in their order; a name or value that matches nothing is
+        a usage error naming the variants, parameters or values the rows have."""
+        if not self.narrows:
+            return list(results)
+        kernels = [r for r in results if r.kind is Kind.VARIANT]
+        named = self._named(results)
+        pool = [r for r in kernels if not named or r.variant in named]
+        for name, values in self.params:
+            self._check_param(name, values, pool, named)
+        kept = [r for r in pool if all(r.params[name] in values for name, values in self.params
+                                       if name in r.params)]
+        if not kept:  # each -p matched alone: not together
+            raise UsageError(f"{self.flags()}: no configuration matches them all "
+                             f"({self._has(pool)})")
+        for variant in named:  # one named, and matched nothing: not left out unsaid
+            if not any(r.variant == variant for r in kept):
+                raise UsageError(f"{self.flags()}: no configuration of {variant} matches "
+                                 f"({self._has([r for r in pool if r.variant == variant])})")
+        points = {(r.op, r.dtype, r.origin) for r in kept}  # a yardstick of their own run
+        chosen = {id(r) for r in kept}
+        return [r for r in results if id(r) in chosen
+                or r.kind is not Kind.VARIANT and (r.op, r.dtype, r.origin) in points]
+
+    def flags(self) -> str:
+        """Return the choice as the flags that made it."""
+        return " ".join([*(f"--variant {name}" for name in self.variants),
+                         *(f"-p {name}={','.join(map(str, values))}"
+                           for name, values in self.params)])
+
+    def within(self, params: Sequence[str]) -> str:
+        """Return what narrowed the configurations of a variant with these parameters:
+        `with TILE=8,16`, or '' where no -p names one of them."""
+        said = [f"{name}={','.join(map(str, values))}" for name, values in self.params
+                if name in params]
+        return f"with {' and '.join(said)}" if said else ""
+
+    def _has(self, rows: Sequence[BenchmarkResult]) -> str:
+        """Say the values of the -p parameters each variant of rows has."""
+        said = []
+        for variant in sorted({r.variant for r in rows}):
+            own = [r for r in rows if r.variant == variant]
+            values = [f"{name}={_listed({r.params[name] for r in own if name in r.params})}"
+                      for name, _ in self.params if any(name in r.params for r in own)]
+            if values:
+                said.append(f"{variant} has {' and '.join(values)}")
+        return "; ".join(said)
+
+    def _named(self, rows: Sequence[BenchmarkResult]) -> list[str]:
+        """Return the variants named (none: every one), each found in the rows."""
+        if ALL_VARIANTS in self.variants:
+            return []
+        known = sorted({r.variant for r in rows if r.kind is Kind.VARIANT})
+        names = list(dict.fromkeys(self.variants))
+        for name in names:
+            if name in known:
+                continue
+            parts = [part.strip() for part in name.split(",")]
+            if len(parts) > 1 and all(part in known for part in parts):
+                raise UsageError(f"--variant {name}: --variant takes one name (a comma list "
+                                 f"is not one); give each: "
+                                 f"{' '.join('--variant ' + part for part in parts)}")
+            if any(r.variant == name for r in rows):  # cuBLAS: it comes with its op's variants
+                raise UsageError(f"--variant {name}: a {name} row is no variant: it is shown "
+                                 f"beside its op's variants; name one of them "
+                                 f"({', '.join(known) or 'none in the files'}) or "
+                                 f"{ALL_VARIANTS}")
+            near = difflib.get_close_matches(name, known, n=1)
+            guess = f"; did you mean {near[0]}?" if near else ""
+            raise UsageError(f"--variant {name}: no such variant in the files{guess} "
+                             f"(their variants: {', '.join(known) or 'none'}; or "
+                             f"{ALL_VARIANTS}: every one)")
+        return names
+
+    def _check_param(self, name: str, values: tuple[int, ...],
+                     pool: Sequence[BenchmarkResult], named: Sequence[str]) -> None:
+        """Refuse a -p that no configuration of the chosen variants has."""
+        where = f"of {', '.join(named)}" if named else "in the files"
+        having = sorted({r.params[name] for r in pool if name in r.params})
+        if not having:
+            taken = sorted({param for r in pool for param in r.params})
+            near = difflib.get_close_matches(name.upper(), taken, n=1, cutoff=0.75)
+            guess = f"; did you mean {near[0]}?" if near else ""
+            raise UsageError(f"-p {name}: no configuration {where} has {name}{guess} "
+                             + (f"(they have {', '.join(taken)})" if taken
+                                else "(they have no parameters)"))
+        if not set(values) & set(having):
+            asked = f"{name}={','.join(map(str, values))}"
+            raise UsageError(f"-p {asked}: no configuration {where} has {asked} (they have "
+                             f"{name}={_listed(having)})")
+
+
+def _listed(values: Iterable[int]) -> str:
+    """Return values as a -p list, the first MAX_LISTED of them: `8,16,32 and 5 more`."""
+    ordered = sorted(values)
+    more = len(ordered) - MAX_LISTED
+    return ",".join(map(str, ordered[:MAX_LISTED])) + (f" and {more:,} more" if more > 0 else "")
+
+
+@dataclass(frozen=True)
 class Cut:
-    """A variant drawn in part: how many of its configurations, of how many, and its
-    default's parameters (the kernel file's) where they are among them."""
+    """A variant drawn in part: how many of its configurations, of how many (within what
+    the user chose), and its default's parameters (the kernel file's) where they are among
+    them."""
 
     op: str
     variant: str
     drawn: int
     total: int
     default: str | None
+    within: str = ""  # what the user's -p narrowed them to: `with TILE=8,16`
 
     def line(self, how: str = HOW_TO_SEE) -> str:
         """Say it on stderr or a page: what was drawn, what was left out, how to see it."""
         default = " and its default" if self.default else ""
         return (f"{self.variant} ({self.op}): the {FASTEST} fastest of its {self.total:,} "
-                f"configurations drawn{default}, {self.total - self.drawn:,} left out ({how})")
+                f"configurations{self._within()} drawn{default}, "
+                f"{self.total - self.drawn:,} left out ({how})")
 
     def title(self) -> str:
         """Say it in a panel's legend, briefly."""
         default = " and the default" if self.default else ""
         return (f"{self.variant}: the {FASTEST} fastest of {self.total:,} configurations"
-                f"{default}; {HOW_TO_SEE}")
+                f"{self._within()}{default}; {HOW_TO_SEE}")
+
+    def _within(self) -> str:
+        return f" {self.within}" if self.within else ""
 
 
 @dataclass(frozen=True)
@@ -63,11 +188,12 @@ class Selection:
     cuts: tuple[Cut, ...]
 
 
-def select(results: Sequence[BenchmarkResult]) -> Selection:
+def select(results: Sequence[BenchmarkResult], choice: Choice = Choice()) -> Selection:
     """Return the rows a figure draws: every timed, believed row, but of a variant with more
     than MAX_CONFIGS configurations (or the largest ones, while the figure holds more than
     MAX_SERIES series) only its FASTEST configurations and its default. Vendor and reference
-    rows are always drawn: each is one row, not a configuration of a variant."""
+    rows are always drawn: each is one row, not a configuration of a variant. Results are
+    those the choice kept (Choice.rows): it names what narrowed a variant cut."""
     rows = plotted(results)
     configs: dict[VariantKey, dict[str, list[BenchmarkResult]]] = {}
     for r in rows:
@@ -90,7 +216,8 @@ def select(results: Sequence[BenchmarkResult]) -> Selection:
         default = default if default in found else None
         kept |= {default} if default else set()
         hidden.update((*key, params) for params in found if params not in kept)
-        cuts.append(Cut(*key, len(kept), len(found), default))
+        within = choice.within(list(found[ranked[0]][0].params))
+        cuts.append(Cut(*key, len(kept), len(found), default, within))
     return Selection([r for r in rows if (r.op, r.variant, params_text(r.params)) not in hidden],
                      tuple(cuts))
 
