@@ -33,6 +33,8 @@ from cudabench.render.plot.style import (
     text,
 )
 
+TOP_MARGIN = 0.05  # a linear axis's top: this share above its highest value (a marker's room)
+
 
 def throughput_panels(results: Sequence[BenchmarkResult]
                       ) -> dict[tuple[str, str], list[BenchmarkResult]]:
@@ -74,7 +76,10 @@ def draw_throughput_panel(target: Figure | SubFigure, op: str, dtype: str,
     if values and min(values) > 0 and max(values) / min(values) > 50:
         axes.set_yscale("log")  # small sizes would vanish on a linear axis
     else:
-        axes.set_ylim(bottom=0)  # a linear axis from zero: no small gap looks large
+        # A linear axis from zero (no small gap looks large), its top a margin above the
+        # highest value: matplotlib's margin is a share of the values' spread, which is next
+        # to nothing where they are alike (a flat series): the top marker was cut in half.
+        axes.set_ylim(0, max(values, default=0.0) * (1 + TOP_MARGIN) or None)
     plain_axis(axes.yaxis, values)
     axes.set_title(text(f"{op} {dtype}"))
     axes.set_ylabel(f"throughput ({work_unit(members)}/s)" if flops else "bandwidth (GB/s)")
