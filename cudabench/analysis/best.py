@@ -32,6 +32,9 @@ class Choice:
     runner_up: BenchmarkResult | None = None
     margin: float | None = None  # runner-up median / best median - 1, of the samples that decided
     median_s: float | None = None  # best's median in the samples that decided (head to head)
+    # why a close call was decided on the run's own samples, not re-measured as asked (every
+    # GPU given up during --best's head-to-head); "": settled as usual
+    unsettled: str = ""
 
     @property
     def is_tie(self) -> bool:

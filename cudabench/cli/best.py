@@ -24,7 +24,7 @@ from cudabench.planning.plan import Insight, Plan
 from cudabench.results.model import FAILING_STATUSES, BenchmarkResult, Kind, RunOutcome
 from cudabench.common.outfiles import WRITTEN_BY, EachWritten
 from cudabench.common.units import format_change, format_seconds, params_text, shape_text
-from cudabench.errors import UsageError
+from cudabench.errors import ExitCode, UsageError
 from cudabench.results.rounds import identity, remeasured
 from cudabench.results.writer import ResultsWriter
 
@@ -45,9 +45,12 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
     head to head on spec's GPU (or on the one GPU devices names, of fleet's GPUs, or by
     rerun: a Ray task; devices empty: none, the run's samples decide), and the
     head-to-head's rows that failed (FAIL, ERROR...): a contender that fails its
-    re-measure is no candidate, and the next are re-measured without it."""
+    re-measure is no candidate, and the next are re-measured without it. A GPU of fleet's
+    given up during a re-measure hands it, and the later ones, to the next GPU still in
+    the run; none left, the run's samples decide, and those choices say so (unsettled)."""
     choices, failed = [], []
     rematches = rerun is not None or devices is None or bool(devices)
+    unsettled = ""  # why the close calls left are not re-measured: every GPU given up
     for group in best.groups(outcome.results).values():
         rows = list(group)
         while rows:
@@ -62,13 +65,21 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
                 again = rerun or (lambda solo: run_plans(solo, spec, devices=devices,
                                                          keep_worker=True, fleet=fleet))
                 rematch, wrong = _rematch(rows, contenders, plans, again)
+                if fleet is not None and devices and devices[0].index in fleet.lost:
+                    # its rows are the GPU's errors, none a contender's: measured again
+                    devices, unsettled = _after_loss(fleet, devices[0])
+                    rematches = bool(devices)
+                    continue
                 if wrong:
                     failed += wrong
                     dropped = {(r.variant, tuple(sorted(r.params.items()))) for r in wrong}
                     rows = [r for r in rows
                             if (r.variant, tuple(sorted(r.params.items()))) not in dropped]
                     continue
-            choices.append(best.decide(rows, rematch))
+            choice = best.decide(rows, rematch)
+            if unsettled and len(contenders) > 1:  # a close call the run's samples decided
+                choice = dataclasses.replace(choice, unsettled=unsettled)
+            choices.append(choice)
             break
     return choices, failed
 
@@ -82,8 +93,7 @@ def head_to_head_gpus(fleet: Fleet | None, note: Callable[[str], None]
     were given up; [] where every one was given up. None: no --devices."""
     if fleet is None:
         return None
-    usable = fleet.usable()
-    chosen = ([slot for slot in usable if slot.index in fleet.opened] or usable)[:1]
+    chosen = _first_usable(fleet)
     before = fleet.slots[:fleet.slots.index(chosen[0])] if chosen else fleet.slots
     lost = [f"GPU {slot.index}" for slot in before if slot.index in fleet.lost]
     if lost and chosen:
@@ -93,6 +103,36 @@ def head_to_head_gpus(fleet: Fleet | None, note: Callable[[str], None]
         note(f"--best: every GPU was given up in the run ({', '.join(lost)}): its close calls "
              "are decided on the run's own samples, not re-measured head to head")
     return chosen
+
+
+def _first_usable(fleet: Fleet) -> list[Slot]:
+    """Return the first of fleet's GPUs not given up, one that opened first; [] if none."""
+    usable = fleet.usable()
+    return ([slot for slot in usable if slot.index in fleet.opened] or usable)[:1]
+
+
+def _after_loss(fleet: Fleet, slot: Slot) -> tuple[list[Slot], str]:
+    """Return the GPU that re-measures after slot's was given up during the head-to-head,
+    said in a note; or none, and why the close calls left are decided on the run's own
+    samples (every GPU given up)."""
+    lost = (f"GPU {slot.index} was given up during --best's head-to-head re-measure "
+            f"({fleet.why.get(slot.index, 'see the notes')})")
+    chosen = _first_usable(fleet)
+    if chosen:
+        _note(f"{lost}: its close calls are re-measured on GPU {chosen[0].index}")
+        return chosen, ""
+    _note(f"{lost}, and no GPU is left: the close calls not yet re-measured are decided on "
+          "the run's own samples")
+    every = ", ".join(f"GPU {s.index}" for s in fleet.slots if s.index in fleet.lost)
+    return [], f"not re-measured head to head: every GPU was given up ({every})"
+
+
+def _note(text: str) -> None:
+    """Print a note on stderr, as the commands' notes are."""
+    from cudabench.common.flag_terms import live
+    from cudabench.render import terminal
+
+    terminal.stderr_console().print(f"note: {live(text)}", markup=False, highlight=False)
 
 
 ACROSS_GPUS = 0.15  # GPUs of one model differ by a few percent: re-measure this close
@@ -211,6 +251,7 @@ def choices_markdown(choices: Sequence[Choice], failed: Sequence[BenchmarkResult
                          lambda name: name in ("median", "margin")) if choices
              else [f"{title}: none chosen", ""])  # a line, as on the terminal, not headers
     lines += [f"- {failed_text(row)}" for row in failed]
+    lines += [f"- {unsettled_text(choice)}" for choice in choices if choice.unsettled]
     lines += [f"- {text}" for text in unchosen]
     return "\n" + "\n".join(lines).rstrip() + "\n"
 
@@ -227,6 +268,12 @@ def stopped_note(json_path: Path | None, best_out: Path | None,
     kept = f"the run's rows are in {json_path}" if json_path is not None else elsewhere
     return (f"stopped during --best's head-to-head re-measure: {kept}; no configuration was "
             "chosen" + (f", and {best_out} is as it was" if best_out is not None else ""))
+
+
+def unsettled_text(choice: Choice) -> str:
+    """Say that a close call was decided on the run's own samples, and why."""
+    return (f"--best: {choice.op}/{choice.variant} {shape_text(choice.shape)} {choice.dtype}: "
+            f"{choice.unsettled}: chosen on the run's own samples")
 
 
 def failed_text(row: BenchmarkResult) -> str:
@@ -263,6 +310,8 @@ def suite_text(choices: Sequence[Choice], plans: Sequence[Plan], out: Path | Non
         if choice.is_tie:
             lines.append("# a tie (no measurable difference) with: "
                          + "; ".join(params_text(r.params) for r in choice.tied))
+        if choice.unsettled:
+            lines.append(f"# {choice.unsettled}: chosen on the run's own samples")
         lines += ["[[benchmark]]", f"op = {_toml_string(choice.op)}",
                   f'size = "{"x".join(str(e) for e in choice.shape)}"',
                   f'dtype = "{choice.dtype}"', f"variants = [{_toml_string(choice.variant)}]"]
@@ -353,6 +402,9 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
                                         highlight=False)
     for row in failed:
         stderr.print(failed_text(row), markup=False, highlight=False, style="red")
+    unsettled = [choice for choice in choices if choice.unsettled]
+    for choice in unsettled:
+        stderr.print(unsettled_text(choice), markup=False, highlight=False, style="red")
     for text in unchosen:
         stderr.print(text, markup=False, highlight=False, style="red")
     if best_out is not None:
@@ -365,6 +417,8 @@ def show_choices(choices: Sequence[Choice], failed: Sequence[BenchmarkResult],
         else:  # an empty suite over the last good one would lose it
             stderr.print(f"note: no configuration passed: {best_out} not written",
                          markup=False, highlight=False)
-    # ranked as a run's rows are: an ERROR (out of GPU memory) exits 2, a FAIL 3
-    return int(RunOutcome(tuple(failed)).exit_code)
+    # ranked as a run's rows are: an ERROR (out of GPU memory) exits 2, a FAIL 3; a close
+    # call left unsettled, every GPU given up, is the environment's error: 2
+    code = RunOutcome(tuple(failed)).exit_code
+    return int(ExitCode.USAGE if unsettled else code)
 

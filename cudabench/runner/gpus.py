@@ -56,6 +56,7 @@ class Fleet:
     slots: list[Slot]
     opened: set[int] = field(default_factory=set)  # slot indices whose GPU opened once
     lost: set[int] = field(default_factory=set)  # slot indices of the GPUs given up
+    why: dict[int, str] = field(default_factory=dict)  # slot index -> why it was given up
     notes: list[str] = field(default_factory=list)  # why each was given up
     workers: dict[int, Worker] = field(default_factory=dict)  # slot index -> warm worker
 
@@ -92,6 +93,7 @@ class Board:
     notes: list[str] = field(default_factory=list)
     opened: set[int] = field(default_factory=set)  # slots whose GPU opened at least once
     lost: set[int] = field(default_factory=set)  # slots whose GPU was given up
+    why: dict[int, str] = field(default_factory=dict)  # slot index -> why it was given up
     unusable: list[str] = field(default_factory=list)  # why a GPU could not be opened
     started: bool = False
     stopping: bool = False
@@ -163,6 +165,7 @@ def run_on_devices(plans: Sequence[Plan], jobs: Sequence[Job], spec: EngineSpec,
         if fleet is not None:
             fleet.opened |= board.opened
             fleet.lost |= board.lost
+            fleet.why.update(board.why)
             fleet.notes += board.notes
     if board.errors:
         raise board.errors[0]
@@ -302,6 +305,7 @@ def _give_up(board: Board, slot: Slot, reason: str, left: list[tuple[int, Job]],
                                          f"GPU {slot.index} was given up: {reason}"))
     with board.lock:
         board.lost.add(slot.index)
+        board.why[slot.index] = reason
         if not opened:
             board.unusable.append(f"GPU {slot.index}: {reason}")
         board.notes.append(f"GPU {slot.index} was given up ({reason}); " + (
