@@ -88,3 +88,28 @@ def test_a_search_s_head_to_head_moves_off_a_gpu_given_up_in_it(
     assert "re-measured on GPU 1" in said and "when measured again head to head" not in said
     rows = [r for r in load_results(out).benchmarks if r.variant == "atomic"]
     assert rows and {r.status for r in rows} == {Status.PASS}
+
+
+def test_the_head_to_head_holds_no_warm_worker_but_its_own_gpu_s(use_fake, monkeypatch):
+    # Every GPU's warm worker (a CUDA context each) was held through the head-to-head,
+    # which runs on one GPU.
+    from cudabench.cli import best
+
+    swept, held = [], []
+    choosing, running = best.head_to_head_gpus, best.run_plans
+
+    def head_to_head_gpus(fleet, note):
+        swept.append(sorted(fleet.workers))
+        return choosing(fleet, note)
+
+    def run_plans(*args, fleet=None, **kwargs):
+        held.append(tuple(sorted(fleet.workers)))
+        return running(*args, fleet=fleet, **kwargs)
+
+    monkeypatch.setattr(best, "head_to_head_gpus", head_to_head_gpus)
+    monkeypatch.setattr(best, "run_plans", run_plans)
+    use_fake(device_count=3)
+    done = invoke(*SWEEP)
+    assert done.exit_code == 0, done.stderr
+    assert swept == [[0, 1, 2]]  # the sweep kept one a GPU
+    assert held and set(held) == {(0,)}

@@ -45,12 +45,15 @@ def choose(outcome: RunOutcome, plans: Sequence[Plan], spec: EngineSpec,
     head to head on spec's GPU (or on the one GPU devices names, of fleet's GPUs, or by
     rerun: a Ray task; devices empty: none, the run's samples decide), and the
     head-to-head's rows that failed (FAIL, ERROR...): a contender that fails its
-    re-measure is no candidate, and the next are re-measured without it. A GPU of fleet's
-    given up during a re-measure hands it, and the later ones, to the next GPU still in
-    the run; none left, the run's samples decide, and those choices say so (unsettled)."""
+    re-measure is no candidate, and the next are re-measured without it. Fleet's warm
+    workers but that GPU's are ended. A GPU of fleet's given up during a re-measure hands
+    it, and the later ones, to the next GPU still in the run; none left, the run's samples
+    decide, and those choices say so (unsettled)."""
     choices, failed = [], []
     rematches = rerun is not None or devices is None or bool(devices)
     unsettled = ""  # why the close calls left are not re-measured: every GPU given up
+    if fleet is not None and devices:  # one GPU re-measures: the others' CUDA contexts go
+        fleet.close(keep=devices[0].index)
     for group in best.groups(outcome.results).values():
         rows = list(group)
         while rows:

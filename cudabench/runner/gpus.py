@@ -68,11 +68,12 @@ class Fleet:
         """Return slot's warm worker, given the plans, if it runs spec; else None."""
         return hand_out(self.workers.pop(slot.index, None), spec, plans)
 
-    def close(self) -> None:
-        """End the warm workers; they release their GPUs while the caller goes on
-        (workers.finish_closing joins them)."""
-        while self.workers:
-            self.workers.popitem()[1].close(wait=False)
+    def close(self, keep: int | None = None) -> None:
+        """End the warm workers (but keep's, a slot index: the next runs use that GPU
+        alone); they release their GPUs while the caller goes on (workers.finish_closing
+        joins them)."""
+        for index in [index for index in self.workers if index != keep]:
+            self.workers.pop(index).close(wait=False)
 
 
 @dataclass
