@@ -743,6 +743,72 @@ def test_check_and_show_read_no_more_runs_than_they_keep(tmp_path, monkeypatch):
     assert reads[0] == reads[1]
 
 
+def with_rare_kernel(document: dict) -> None:
+    """Add a copy of the tiled kernel at another size: a benchmark of its own, rare where
+    only some runs measure it."""
+    tiled = next(b for b in document["benchmarks"] if b["variant"] == "tiled")
+    document["benchmarks"].append({**tiled, "shape": [2000, 2000, 2000]})
+
+
+def test_a_benchmark_new_or_rare_in_a_large_store_is_read_without_the_whole_store(
+        tmp_path, monkeypatch):
+    # the reader walked every run of the store for a benchmark with fewer runs than
+    # --last: one new kernel in the file, on 1,600 runs of 150 rows, took 6.4 s and +160 MB
+    walked = []
+    real = queries_module.SeriesReader._read_more
+
+    def read_more(self):
+        more = real(self)
+        walked.append(self._read)
+        return more
+
+    monkeypatch.setattr(queries_module.SeriesReader, "_read_more", read_more)
+    db = tmp_path / "h.db"
+    current = edited(make_run(tmp_path / "now", 99), with_rare_kernel)  # its size is new
+    reads = []
+    for batch in (range(0, 40), range(40, 120)):
+        import_runs(db, [edited(make_run(tmp_path / "runs", i), with_rare_kernel)
+                         if i in (3, 50) else make_run(tmp_path / "runs", i) for i in batch])
+        walked.clear()
+        with Store.open(db) as store:
+            rows = check(store, load_results(current), last=5, min_runs=3).rows
+        assert [r.runs for r in rows] == [5, 5, 5, 2 if len(batch) > 40 else 1]
+        reads.append(max(walked))
+    assert reads[0] == reads[1] < 40, reads
+
+
+def test_a_rare_benchmark_s_series_past_the_walk_is_its_whole_series_last_points(tmp_path):
+    # the runs a series needs past the walk are read alone: the same points, failed rows,
+    # ties of time, a run left out and --since included
+    paths = []
+    for i in range(60):
+        path = make_run(tmp_path / "runs", i, fail="tiled" if i in (20, 45) else None)
+        if i % 9 == 2 or i in (20, 45):
+            edited(path, with_rare_kernel)
+        if i in (29, 38):  # measured at the same time as the run before
+            edited(path, lambda d, i=i: d.update(
+                created=(START + dt.timedelta(hours=i - 1)).isoformat()))
+        paths.append(path)
+    db = tmp_path / "h.db"
+    import_runs(db, paths)
+    rare = next(Benchmark.of(r) for r in load_results(paths[2]).benchmarks
+                if r.shape == (2000, 2000, 2000))
+    model = "NVIDIA H100 80GB HBM3"
+    with Store.open(db) as store:
+        for kwargs in ({}, {"usable_only": False}, {"exclude_run": 30},
+                       {"since": (START + dt.timedelta(hours=12)).isoformat()}):
+            every = store.series(rare, model, **kwargs)
+            usable = kwargs.get("usable_only", True)
+            for last in (1, 2, 3, 5, 8, 20):
+                reader = store.reader(model, kwargs.get("since"), kwargs.get("exclude_run"))
+                assert reader.series(rare, last=last, usable_only=usable) == every[-last:]
+                store._forget_reads()  # and after a walk of fewer runs
+                reader = store.reader(model, kwargs.get("since"), kwargs.get("exclude_run"))
+                assert reader.series(rare, last=1, usable_only=usable) == every[-1:]
+                assert reader.series(rare, last=last, usable_only=usable) == every[-last:]
+    assert len(every) < 8  # reached back past the walk
+
+
 def test_a_last_past_sqlite_s_integers_is_all_runs_and_min_runs_is_bounded(tmp_path):
     # --last 2^63 overflowed into SQLite (exit 4); --min-runs 2^63 advised --last 2^63
     db = flat_history(tmp_path)
