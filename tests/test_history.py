@@ -1214,6 +1214,7 @@ def test_a_version_5_store_keeps_no_cards_and_checks_without_card_lines(tmp_path
     import_runs(db, [on_card(make_run(tmp_path / "runs", i)) for i in range(6)])
     conn = sqlite3.connect(db)
     conn.execute("DROP TABLE cards")  # version 6's
+    conn.execute("ALTER TABLE runs DROP COLUMN gate")  # version 8's
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
@@ -1671,6 +1672,7 @@ def test_a_version_2_store_is_read_as_it_is_and_upgraded_by_a_writer(tmp_path):
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_samples_s")  # version 5's
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_share")
     conn.execute("DROP TABLE cards")  # version 6's
+    conn.execute("ALTER TABLE runs DROP COLUMN gate")  # version 8's
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
@@ -1744,7 +1746,7 @@ def test_a_version_1_store_is_upgraded_with_its_rows_flushed_by_memset(tmp_path)
     keys = dict(conn.execute("SELECT id, command_key FROM runs"))
     conn.close()
     assert flushes == {1: "memset", 2: ""} and new == {"clean"}
-    assert version == (str(SCHEMA_VERSION),) == ("7",)
+    assert version == (str(SCHEMA_VERSION),) == ("8",)
     assert keys[1] is None and '"matmul"' in keys[2]  # version 3: the command of a new run
 
 
@@ -2194,6 +2196,7 @@ def test_a_version_3_store_is_read_with_its_parameters_by_name(tmp_path):
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_samples_s")  # version 5's
     conn.execute("ALTER TABLE results DROP COLUMN slow_clock_share")
     conn.execute("DROP TABLE cards")  # version 6's
+    conn.execute("ALTER TABLE runs DROP COLUMN gate")  # version 8's
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
@@ -2278,6 +2281,7 @@ def test_a_version_6_store_s_slow_clock_shares_are_not_read(tmp_path):
     import_runs(db, [kept_slow(make_run(tmp_path / "runs", i)) for i in range(6)])
     conn = sqlite3.connect(db)
     conn.execute("UPDATE results SET slow_clock_share = 0.0")  # as version 6 recorded them
+    conn.execute("ALTER TABLE runs DROP COLUMN gate")  # version 8's
     conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     conn.commit()
     current = kept_slow(make_run(tmp_path, 100, name="current"))
@@ -2375,6 +2379,98 @@ def test_pushes_that_dropped_a_kernel_do_not_outvote_the_runs_before(tmp_path):
     said = " ".join(invoke("check", edited(make_run(tmp_path, 60), drop), "--db", db,
                            "--min-runs", "7").stdout.split())
     assert "measured by 3 of the 3 recorded runs of this command before the 5 newest" in said
+
+
+def drop_tiled(document: dict) -> None:
+    document["benchmarks"] = [b for b in document["benchmarks"] if b["variant"] != "tiled"]
+
+
+def gates(db: Path) -> dict[str, str | None]:
+    """Return each run's recorded gate verdict, by its file's name."""
+    conn = sqlite3.connect(db)
+    found = {Path(path).name: gate for path, gate in conn.execute(
+        "SELECT source_path, gate FROM runs")}
+    conn.close()
+    return found
+
+
+def test_pushes_that_failed_the_gate_for_a_dropped_kernel_never_make_the_drop_a_level(
+        tmp_path):
+    # `--record --check` records each push before it judges it, and the store kept no
+    # verdict: pushes that dropped a kernel, each failing as `missing`, were counted as
+    # the level of the drop (at --min-runs 3, the third passed)
+    db = flat_history(tmp_path, runs=5)
+    for push in range(4):
+        current = edited(make_run(tmp_path / "pr", 50 + push), drop_tiled)
+        import_runs(db, [current])  # recorded, then judged: as --record --check does
+        done = invoke("check", current, "--db", db, "--min-runs", "3")
+        assert done.exit_code == 1 and verdicts(done.stdout)["tiled"] == "missing", \
+            (push, done.stdout)
+        assert gates(db)[current.name] == "fail"
+    # a drop that is meant is recorded passing, and its runs are then a level
+    for push in range(4, 6):
+        meant = edited(make_run(tmp_path / "pr", 50 + push), drop_tiled)
+        import_runs(db, [meant])
+        assert invoke("check", meant, "--db", db, "--min-runs", "3",
+                      "--allow-missing").exit_code == 0
+        assert gates(db)[meant.name] == "pass"
+    done = invoke("check", edited(make_run(tmp_path, 60), drop_tiled), "--db", db,
+                  "--min-runs", "3")
+    assert done.exit_code == 0, done.stdout
+    assert gates(db)["run-000.json"] is None  # imported, never judged
+
+
+def test_a_store_from_before_verdicts_counts_its_runs_and_a_reader_leaves_it_as_it_is(
+        tmp_path):
+    # version 8 adds runs.gate: the runs before it were never judged, and count as before
+    db = flat_history(tmp_path, runs=5)
+    import_runs(db, [edited(make_run(tmp_path / "pr", 50 + push), drop_tiled)
+                     for push in range(2)])
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE runs DROP COLUMN gate")
+    conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    third = edited(make_run(tmp_path / "pr", 52), drop_tiled)
+    done = invoke("check", third, "--db", db, "--min-runs", "3")  # the two pushes a level
+    assert done.exit_code == 0, done.stdout
+    import_runs(db, [third])  # a writer upgrades the store
+    assert gates(db) == {**{f"run-{i:03d}.json": None for i in range(5)},
+                         "run-050.json": None, "run-051.json": None, "run-052.json": None}
+    done = invoke("check", third, "--db", db, "--min-runs", "3")
+    assert done.exit_code == 0, done.stdout
+    assert gates(db)["run-052.json"] == "pass"
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE runs DROP COLUMN gate")  # read as version 7: nothing written
+    conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    assert invoke("check", third, "--db", db, "--min-runs", "3").exit_code == 0
+    assert db.read_bytes() == before
+
+
+def test_a_verdict_that_cannot_be_recorded_is_a_warning_and_stands(tmp_path, monkeypatch):
+    db = tmp_path / "h.db"
+    current = edited(make_run(tmp_path / "pr", 50), drop_tiled)
+    assert invoke("import", *[make_run(tmp_path / "runs", i) for i in range(5)], current,
+                  "--branch", "main", "--db", db).exit_code == 0
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.2)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer, in the middle of its transaction
+    try:
+        done = invoke("check", current, "--db", db)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert done.exit_code == 1 and verdicts(done.stdout)["tiled"] == "missing", done.output
+    assert done.stderr.startswith("warning: the verdict on run 6 is not recorded in the "
+                                  "store: ") and "locked" in done.stderr, done.stderr
+    assert gates(db)[current.name] is None
+    # --branch reads the runs through a view of them, which cannot be written
+    done = invoke("check", current, "--db", db, "--branch", "main")
+    assert done.exit_code == 1 and done.stderr == "", done.output
+    assert gates(db)[current.name] == "fail"
 
 
 def test_check_show_and_auto_read_the_store_in_queries_per_command_not_per_row(

@@ -126,14 +126,18 @@ def test_record_check_fails_a_kernel_the_command_s_last_runs_had(use_fake, tmp_p
                   "--check", "--allow-missing", "--db", str(db),
                   "--json", str(tmp_path / "meant.json"))
     assert done.exit_code == 0, done.output
-    # Dropped over three commits, the kernel is no longer missing (as a slowdown that stays
-    # over three commits is a step the history follows).
-    for commit in ("e" * 40, "d" * 40):
-        at_commit(monkeypatch, commit)
-        use_fake(seed=ord(commit[0]))
+    # Runs that failed the gate are no level of the drop, over any number of commits: the
+    # kernel stays missing. Dropped over three commits in runs that passed (recorded with
+    # --allow-missing), it is no longer missing (as a slowdown that stays over three
+    # commits is a step the history follows).
+    for commit, allow in (("e", False), ("d", False), ("c", True), ("b", True), ("a", True),
+                          ("9", False)):
+        at_commit(monkeypatch, commit * 40)
+        use_fake(seed=ord(commit))
         done = invoke("dot", "--size", "1000", *QUICK, "--variant", "atomic", "--record",
-                      "--check", "--db", str(db), "--json", str(tmp_path / f"{commit[0]}.json"))
-    assert done.exit_code == 0, done.output
+                      "--check", *(["--allow-missing"] if allow else []), "--db", str(db),
+                      "--json", str(tmp_path / f"{commit}.json"))
+        assert done.exit_code == (0 if allow or commit == "9" else 1), (commit, done.output)
 
 
 def test_the_suite_named_or_not_is_one_command_to_the_missing_check():

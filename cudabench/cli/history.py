@@ -24,7 +24,7 @@ from cudabench.errors import ExitCode, UsageError
 from cudabench.history.report import BAND_RUNS, DEFAULT_LAST, HistoryCheck, Trend, check, trends
 from cudabench.history.steps import DEFAULT_THRESHOLD, Drift, Step
 from cudabench.history import DEFAULT_HELP, default_store
-from cudabench.history.records import Benchmark, parse_time
+from cudabench.history.records import Benchmark, StoreError, parse_time
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_CAP, DEFAULT_MIN_RUNS
 from cudabench.common.outfiles import being_written, check_outputs
@@ -282,7 +282,8 @@ def one_gpu_in_title(title: str, columns: Sequence[str], rows: list[list[str]]
 @click.option("--allow-missing", is_flag=True,
               help="Pass although kernels that the history of CURRENT's command "
                    "measured are not in it (removed on purpose; newer runs without them "
-                   "count once they are a level: 5 runs from 3 commits).")
+                   "that passed the gate count once they are a level: 5 runs from 3 "
+                   "commits).")
 @click.option("--max-threshold", default=f"{DEFAULT_CAP:.0%}", show_default=True,
               help="The most --threshold auto may grow to from a noisy history.")
 @branch_option
@@ -305,7 +306,8 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                alpha: float = DEFAULT_ALPHA, min_runs: int = DEFAULT_MIN_RUNS,
                allow_missing: bool = False, max_threshold: str = f"{DEFAULT_CAP:.0%}",
                cap_from: str = "--max-threshold", branch: str | None = None) -> int:
-    """Judge a results file against the store's history; return compare's exit code."""
+    """Judge a results file against the store's history, and record the verdict on its run
+    where the store holds it (_record_gate); return compare's exit code."""
     from cudabench.cli.compare import check_thresholds
 
     _, cap = check_thresholds(threshold, max_threshold)  # bad values named before files read
@@ -327,14 +329,20 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                 "row has the history to be judged", markup=False, soft_wrap=True)
         verdicts = check(store, results, source, last, limit, alpha, min_runs, allow_missing,
                          cap, cap_from)
-    if not verdicts.regressions and not any(  # no kernel measured: as compare refuses it
-            row.kind is Kind.VARIANT and row.verdict is not Verdict.MISSING
-            for row in verdicts.rows):
-        raise UsageError(f"{current}: no kernel was measured ({_unmeasured(results)}): the "
-                         "gate would judge nothing; check the file the job passes (its op, "
-                         "variants, sizes and types)")
-    _render_check(verdicts, db, incomplete=results.metadata.get("complete") is False)
-    if results.metadata.get("complete") is False:  # a crashed run passes no gate, as in compare
+        if not verdicts.regressions and not any(  # no kernel measured: as compare refuses it
+                row.kind is Kind.VARIANT and row.verdict is not Verdict.MISSING
+                for row in verdicts.rows):
+            raise UsageError(f"{current}: no kernel was measured ({_unmeasured(results)}): "
+                             "the gate would judge nothing; check the file the job passes (its "
+                             "op, variants, sizes and types)")
+        incomplete = results.metadata.get("complete") is False
+        unrecorded = _record_gate(store, verdicts.excluded_run,
+                                  not incomplete and not verdicts.regressions)
+    _render_check(verdicts, db, incomplete=incomplete)
+    if unrecorded:
+        terminal.stderr_console().print(f"warning: {unrecorded}", style="yellow",
+                                        markup=False, soft_wrap=True)
+    if incomplete:  # a crashed run passes no gate, as in compare
         writing = being_written(current)  # or a run that goes on
         why = (f": it is {writing}, so it fails the gate; check it when that run ends"
                if writing else " (its run stopped before its last row): it fails the gate")
@@ -342,6 +350,19 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                                         style="bold red", soft_wrap=True)
         return int(ExitCode.REGRESSION)
     return int(verdicts.exit_code)
+
+
+def _record_gate(store: Store, run: int | None, passed: bool) -> str | None:
+    """Record the verdict on the file's run where the store holds it (`--record --check`
+    records it first): the missing-kernel check passes over the runs that failed. Return
+    why it could not be (a store locked too long): the verdict stands, said as a warning."""
+    if run is None:
+        return None
+    try:
+        store.record_gate(run, passed)
+    except StoreError as exc:
+        return f"the verdict on run {run} is not recorded in the store: {exc}"
+    return None
 
 
 def _unmeasured(results: ResultsFile) -> str:

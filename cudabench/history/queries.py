@@ -28,6 +28,7 @@ from cudabench.history.records import (
 from cudabench.history.schema import (
     CARDS_SINCE,
     COMMANDS_SINCE,
+    GATE_SINCE,
     PARAM_ORDER_SINCE,
     SLOW_SHARE_SINCE,
     TABLES,
@@ -267,16 +268,21 @@ class Queries:
 
     def runs_of_command(self, key: str | Sequence[str], gpu_model: str,
                         exclude_run: int | None = None, last: int = 3,
-                        exclude_commit: str | None = None) -> list[int]:
+                        exclude_commit: str | None = None,
+                        skip_failed: bool = False) -> list[int]:
         """Return the ids of the newest `last` runs recorded from a command (its
         command_key, or any of several) with results on a GPU model, newest first (none
         from a store older than version 3, which did not record commands); with
-        exclude_commit, none measured at that commit."""
+        exclude_commit, none measured at that commit; with skip_failed, none that a check
+        recorded as failing the gate (runs.gate; those never judged are kept)."""
         keys = [key] if isinstance(key, str) else list(key)
         if self.version < COMMANDS_SINCE or not keys:
             return []
+        passed = (" AND r.gate IS NOT 'fail'"  # NULL: never judged, kept
+                  if skip_failed and self.version >= GATE_SINCE else "")
         query = (f"SELECT r.id FROM runs r WHERE r.command_key IN ({','.join('?' * len(keys))})"
-                 " AND r.id != ? AND (r.git_commit IS NULL OR r.git_commit != ?) AND EXISTS ("
+                 f"{passed} AND r.id != ? AND (r.git_commit IS NULL OR r.git_commit != ?) "
+                 "AND EXISTS ("
                  "SELECT 1 FROM results x LEFT JOIN devices d ON d.id = x.device_id "
                  "WHERE x.run_id = r.id AND COALESCE(d.name, '') = ?) "
                  "ORDER BY r.created DESC, r.id DESC LIMIT ?")

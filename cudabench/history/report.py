@@ -7,8 +7,9 @@ its last N runs on the same GPU model (not one baseline), with compare's verdict
 - `fixed`: the last recorded run of it failed, and this one passes, its speed judged
   against the passing runs as below (slower than them: `slower`, not `fixed`).
 - `missing`: a kernel that most of the last recorded runs of the same command measured
-  (check's _missing; newer runs that lack it too passed over until they are a level) and
-  the file lacks or holds only as SKIP. A regression, unless allow_missing.
+  (check's _missing; newer runs that lack it too passed over until they are a level, and
+  runs that failed the gate passed over for good) and the file lacks or holds only as
+  SKIP. A regression, unless allow_missing.
 - `noisy` (never a regression): too few samples to know the current median; too little
   history (fewer than min_runs runs in its established level, _level); a change
   above the threshold that the history's own spread explains; or a current median known
@@ -374,7 +375,10 @@ def _missing(store: Store, current: ResultsFile, own: int | None,
     a level (_dropped). Nothing with fewer such runs, a file of several GPU models
     (which kernel ran where changes from run to run), or a file that names no command.
     Runs at the file's own commit do not vote: `--record --check` records a run before it
-    judges it, and two re-runs of a job that dropped a kernel outvoted the runs before."""
+    judges it, and two re-runs of a job that dropped a kernel outvoted the runs before.
+    Nor do runs that a check recorded as failing the gate (runs.gate; the runs never
+    judged vote): pushes that dropped a kernel, each failing as `missing`, were a level
+    the next push passed by; a drop that is meant is recorded passing, --allow-missing."""
     key = command_key(current.metadata.get("command"))
     models = {r.device.name if r.device is not None else "" for r in current.benchmarks}
     if key is None or len(models) != 1:
@@ -388,7 +392,8 @@ def _missing(store: Store, current: ResultsFile, own: int | None,
     wanted = SET_RUNS + min_runs
     while True:
         runs = store.runs_of_command(keys, gpu, exclude_run=own, last=wanted,
-                                     exclude_commit=commit if isinstance(commit, str) else None)
+                                     exclude_commit=commit if isinstance(commit, str) else None,
+                                     skip_failed=True)
         if len(runs) < SET_RUNS:  # all there are (wanted is more): too few to say
             return []
         kernels = store.run_kernels(runs, gpu)
@@ -428,7 +433,7 @@ def _dropped(runs: Sequence[tuple[set[Benchmark], str]], measured: set[Benchmark
     until they are a level, as a slowdown is: min_runs runs from LEVEL_COMMITS commits,
     this file one of them. `--record --check` records the runs that fail the gate too,
     and two pushes to a pull request that dropped a kernel outvoted the runs before, so
-    that the third passed."""
+    that the third passed. (The runs recorded as failing it are not among runs: _missing.)"""
     mine = commit if isinstance(commit, str) else "this file"
     level = next((n for n in range(len(runs) + 1) if n + 1 >= min_runs
                   and len({c for _, c in runs[:n]} | {mine}) >= LEVEL_COMMITS), None)

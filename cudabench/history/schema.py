@@ -1,15 +1,17 @@
 """The history store's file: its tables, created and migrated, and the checks made on a
 file before SQLite opens it (another program's file, a newer schema, a damaged one).
 
-Layout (schema version 7):
+Layout (schema version 8):
 
 - meta(key, value): `schema_version`, the version the migrations brought the file to;
 - runs(id, source_hash UNIQUE, source_path, git_commit, branch, dirty, created, recorded,
-  host, tool_version, file_schema, command_key): one run each; source_hash, the SHA-256
-  of its measurements ("rows:" and the hex: results.identity) or, for runs recorded before
-  and files that measured nothing, of its text, makes import idempotent; command_key
-  (version 3; NULL before) the command that made it, less its output flags
-  (records.command_key): which runs measured the same set;
+  host, tool_version, file_schema, command_key, gate): one run each; source_hash, the
+  SHA-256 of its measurements ("rows:" and the hex: results.identity) or, for runs
+  recorded before and files that measured nothing, of its text, makes import idempotent;
+  command_key (version 3; NULL before) the command that made it, less its output flags
+  (records.command_key): which runs measured the same set; gate (version 8) 'pass' or
+  'fail', the verdict of the last `history check` (or `--record --check`) that judged the
+  run once recorded, NULL where none did (and for every run recorded before);
 - devices(id, name, uuid, pci_bus_id, compute_capability): unknown UUID and bus id are '';
 - results(id, run_id, device_id, op, variant, params, shape, dtype, hot, kind, status,
   median_s, samples_s, l2_flush): params a JSON object with sorted keys, shape and samples
@@ -154,11 +156,21 @@ def _forget_slow_clock_share_v7(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE results SET slow_clock_share = NULL")
 
 
+def _add_gate_v8(conn: sqlite3.Connection) -> None:
+    """Version 8: each run's gate verdict, as the check that judged it once recorded gave
+    it ('pass', 'fail'): the missing-kernel check passes over the runs that failed, since
+    `--record --check` records them too, and pushes that dropped a kernel, each failing,
+    made the drop a level the next one passed by. Runs recorded before have NULL (never
+    judged: counted as before)."""
+    conn.execute("ALTER TABLE runs ADD COLUMN gate TEXT")
+
+
 # MIGRATIONS[v] brings a store of version v to v + 1, inside the caller's transaction;
 # SQLite's DDL is transactional, so a failed step leaves the old version whole.
 MIGRATIONS: tuple[Migration, ...] = (_create_v1, _add_l2_flush_v2, _add_command_key_v3,
                                      _add_param_order_v4, _add_slow_clock_samples_v5,
-                                     _add_cards_v6, _forget_slow_clock_share_v7)
+                                     _add_cards_v6, _forget_slow_clock_share_v7,
+                                     _add_gate_v8)
 SCHEMA_VERSION = len(MIGRATIONS)
 # The oldest version a reader takes as it is (a writer upgrades it): version 3 only adds
 # runs.command_key, which a read of an older store takes as unknown (no `missing` verdicts).
@@ -169,6 +181,7 @@ CARDS_SINCE = 6  # the version whose runs keep their cards' driver and settings
 # the version whose slow_clock_share counts kept slow samples too: a reader takes an older
 # store's shares (version 5's and 6's) as not recorded, as its upgrade makes them
 SLOW_SHARE_SINCE = 7
+GATE_SINCE = 8  # the version whose runs keep the verdict of the check that judged them
 TABLES = frozenset({"meta", "runs", "devices", "results"})  # in every version since 1
 
 

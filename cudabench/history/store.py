@@ -43,6 +43,7 @@ from cudabench.history.records import (
     text_or_none,
 )
 from cudabench.history.schema import (
+    GATE_SINCE,
     MIGRATIONS,
     READABLE_FROM,
     SCHEMA_VERSION,
@@ -340,6 +341,18 @@ class Store(Queries):
                 self._conn.execute("INSERT INTO cards (run_id, device_id, card) VALUES (?,?,?)",
                                    (run_id, devices[ident], json.dumps(device_to_dict(device))))
         return run_id
+
+    def record_gate(self, run_id: int, passed: bool) -> None:
+        """Record the gate's verdict on a recorded run (history check's on the run it
+        judged; the last one stands): the missing-kernel check passes over the runs that
+        failed. The one write a reader's connection makes, a statement SQLite makes atomic;
+        none into a store older than version 8 (a reader upgrades none) nor through a
+        read-only connection."""
+        if self.version < GATE_SINCE or self.read_only_connection:
+            return
+        with self._errors():  # main's runs: only_branch's view of them cannot be written
+            self._conn.execute("UPDATE main.runs SET gate = ? WHERE id = ?",
+                               ("pass" if passed else "fail", run_id))
 
     def _device_id(self, device: DeviceInfo) -> int:
         """Return the id of a device's row, adding it the first time."""
