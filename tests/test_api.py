@@ -846,6 +846,37 @@ def test_a_run_stopped_before_its_first_row_is_stopped_not_empty(use_fake, monke
         baseline[:0].to_json(tmp_path / "none.json")
 
 
+def test_a_file_stopped_before_its_first_row_fails_the_gate_in_the_command_and_the_api(
+        use_fake, monkeypatch, tmp_path):
+    # `cudabench compare` refused it as holding no benchmarks (exit 2, a usage mistake)
+    # where compare() failed the gate (exit 1): a stopped run fails it in both
+    from cudabench.cli import commands
+
+    def at_once(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    base = run_tiled(json=tmp_path / "base.json")
+    monkeypatch.setattr(commands, "run_plans", at_once)
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        run_tiled()
+    kept = cb.stopped_results(stopped.value)
+    assert kept is not None and len(kept) == 0
+    saved = kept.to_json(tmp_path / "kept.json")
+    for allow in ((), ("--allow-missing",)):
+        done = invoke("compare", tmp_path / "base.json", saved, *allow)
+        assert done.exit_code == 1, done.stderr
+        assert "kept.json is incomplete" in " ".join(done.stderr.split())
+        for baseline in (base, tmp_path / "base.json"):
+            comparison = cb.compare(baseline, saved, allow_missing=bool(allow))
+            assert comparison.exit_code == done.exit_code and not comparison.ok
+    # a file of no rows whose run completed measured nothing: refused by both (exit 2)
+    (tmp_path / "empty.json").write_text(saved.read_text().replace(
+        '"complete": false', '"complete": true'), encoding="utf-8")
+    assert invoke("compare", tmp_path / "base.json", tmp_path / "empty.json").exit_code == 2
+    with pytest.raises(UsageError, match="holds no benchmarks"):
+        cb.compare(base, tmp_path / "empty.json")
+
+
 def test_a_suite_s_rows_are_shown_in_the_suite_file_s_keys(use_fake, tmp_path, monkeypatch):
     # run_suite()'s warnings said "drop hot=True" and "TimingPolicy.max_time_s": arguments
     # it has none of; the suite file sets them

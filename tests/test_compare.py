@@ -1405,6 +1405,23 @@ def test_a_benchmark_that_ran_on_the_host_s_other_model_is_not_missing(tmp_path)
     assert compare(base, gone, 0.05).exit_code == ExitCode.REGRESSION
 
 
+def test_a_current_run_stopped_before_the_baseline_s_kernels_fails_the_gate():
+    # no kernel in common is the files' mistake (exit 2) where the current run completed;
+    # one that stopped before it reached them fails the gate as stopped (exit 1)
+    from cudabench.cli.compare import judge
+
+    before = results("base.json", bench(TIGHT, params={"TILE": 16}))
+    after = results("new.json", bench(TIGHT, params={"TILE": 32}))
+    with pytest.raises(UsageError, match="no measured kernel in common"):
+        judge(before, after, "5%", allow_missing=True)
+    stopped = dataclasses.replace(after, metadata={"complete": False})
+    assert judge(before, stopped, "5%", allow_missing=True).exit_code == ExitCode.REGRESSION
+    nothing = dataclasses.replace(stopped, benchmarks=())
+    assert judge(before, nothing, "5%").exit_code == ExitCode.REGRESSION
+    with pytest.raises(UsageError, match="holds no benchmarks"):
+        judge(before, dataclasses.replace(after, benchmarks=()), "5%")
+
+
 def test_unpaired_rows_are_matched_by_key_once_not_pair_by_pair(monkeypatch):
     # --allow-missing with thousands of rows that do not pair compared every removed row
     # with every added one, building both keys each time (3000 a side: 38 s)

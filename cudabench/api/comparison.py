@@ -63,12 +63,14 @@ class Comparison:
 
     @property
     def exit_code(self) -> ExitCode:
-        """Return `cudabench compare`'s exit code: 1 on a regression, else 0."""
+        """Return `cudabench compare`'s exit code: 1 on a regression or an incomplete
+        current run, else 0."""
         return self.judged.exit_code
 
     @property
     def ok(self) -> bool:
-        """Return whether nothing regressed."""
+        """Return whether the gate passed: nothing regressed and the current run
+        completed."""
         return self.exit_code is ExitCode.OK
 
     @property
@@ -187,13 +189,6 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
         # two runs on a GPU give the same)
         raise UsageError("baseline and current are the same run: compare a new run with a "
                          "baseline measured before it")
-    if not files[1].benchmarks and files[1].metadata.get("complete") is False:
-        # a run stopped before its first row (Ctrl-C): judge() refuses a file of no rows as
-        # a run that measured nothing; this one fails the gate, as any stopped run does
-        limit, _ = check_thresholds(threshold, max_threshold)
-        return Comparison(analysis.compare(files[0], files[1], limit, alpha,
-                                           allow_different_gpu, allow_missing=allow_missing),
-                          files)
     judged = judge(files[0], files[1], str(threshold), alpha,
                    as_path(db, "db") if db is not None else None, allow_different_gpu, power,
                    allow_missing, str(max_threshold))

@@ -176,7 +176,9 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
     API alike): --threshold auto reads each benchmark's gate from the history store."""
     auto = threshold.strip().lower() == "auto"
     limit, cap = check_thresholds(threshold, max_threshold)
-    if not after.benchmarks:
+    if not after.benchmarks and after.metadata.get("complete") is not False:
+        # a run stopped before its first row (Ctrl-C) is judged: it fails the gate (exit
+        # 1) as any stopped run does, not as a file that is the user's mistake (exit 2)
         raise UsageError(f"{after.path}: holds no benchmarks (its run measured nothing): "
                          "there is nothing to judge")
     store_path = db or default_store()
@@ -211,11 +213,15 @@ def judge(before: ResultsFile, after: ResultsFile, threshold: str = "auto",
 def refuse_nothing_judged(comparison: Comparison) -> None:
     """Refuse a comparison that paired no kernel: an empty or all-SKIP baseline, or two
     files with no benchmark in common (--allow-missing), passed the gate having judged
-    nothing. (A regression, a missing kernel say, still fails it as one.)"""
+    nothing. (A regression, a missing kernel say, still fails it as one, and so does a
+    current run that stopped before it reached any of the baseline's kernels.)"""
     judged = [row for row in comparison.rows
               if row.kind is Kind.VARIANT and row.verdict is not Verdict.MISSING]
     if judged or comparison.regressions:
         return
+    if comparison.current_incomplete and any(old.kind is Kind.VARIANT
+                                             for old in comparison.removed):
+        return  # its run stopped before the baseline's kernels: it fails the gate as stopped
     refuse_other_models(comparison)
     raise UsageError(
         f"{comparison.baseline_path} and {comparison.current_path} have no measured kernel "
