@@ -1422,6 +1422,23 @@ def test_a_current_run_stopped_before_the_baseline_s_kernels_fails_the_gate():
         judge(before, dataclasses.replace(after, benchmarks=()), "5%")
 
 
+def test_a_current_file_that_names_no_gpu_lacks_the_baseline_s_kernels():
+    # a run stopped before its first row (no rows, no devices) listed the baseline's
+    # kernels as removed, "ran on NVIDIA H200, which the current file lacks": it ran nothing
+    h200 = device("NVIDIA H200")
+    base = results("b.json", *(dataclasses.replace(bench(TIGHT, name), device=h200)
+                               for name in ("tiled", "naive")))
+    stopped = ResultsFile("c.json", {"complete": False}, (), (), 2)
+    judged = compare(base, stopped, 0.05)
+    assert [(r.variant, r.verdict) for r in judged.rows] == [
+        ("tiled", Verdict.MISSING), ("naive", Verdict.MISSING)]
+    assert not judged.removed and judged.exit_code == ExitCode.REGRESSION
+    assert not [note for note in judged.notes if "lacks" in note], judged.notes
+    allowed = compare(base, stopped, 0.05, allow_missing=True)
+    assert len(allowed.removed) == 2 and allowed.exit_code == ExitCode.REGRESSION
+    assert not [note for note in allowed.notes if "lacks" in note], allowed.notes
+
+
 def test_unpaired_rows_are_matched_by_key_once_not_pair_by_pair(monkeypatch):
     # --allow-missing with thousands of rows that do not pair compared every removed row
     # with every added one, building both keys each time (3000 a side: 38 s)

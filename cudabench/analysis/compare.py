@@ -151,8 +151,10 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
             # cuBLAS and copy rows never fail the job, gone or not: a runner that lost CuPy
             # failed it (`missing`) where a wrong cuBLAS result did not. A row of a GPU
             # model the current file has no GPU of was never its to run: listed as removed,
-            # with the note that says so, never `missing`.
-            lacked = by_model and old.device is not None and old.device.name not in models[1]
+            # with the note that says so, never `missing`. A current file that names no GPU
+            # at all (a run stopped before its first row) lacks no model: it ran nothing.
+            lacked = (by_model and bool(models[1]) and old.device is not None
+                      and old.device.name not in models[1])
             return old.kind is Kind.VARIANT and not lacked and not moved(old)
 
         def moved(old: BenchmarkResult) -> bool:  # ran now, on another of the host's models
@@ -183,7 +185,7 @@ def compare(baseline: ResultsFile, current: ResultsFile, threshold: float = DEFA
                                      if not any(new is n for _, n in between_models)),
                                tuple(old for old in removed
                                      if not any(old is o for o, _ in between_models)))
-                  if by_model else ())
+                  if by_model and models[1] else ())
                + _moved_notes(between_models)
                + _unjudged_slowdowns(rows) + _set_aside(judged)),
         current_incomplete=current.metadata.get("complete") is False,
