@@ -364,6 +364,22 @@ def test_compare_refuses_a_cap_beside_a_fixed_threshold_as_the_command_does(
         cb.compare(results, results, threshold=threshold, max_threshold=cap)
 
 
+@pytest.mark.parametrize("threshold", ["5%", 0.05])
+def test_compare_refuses_a_db_beside_a_fixed_threshold_as_the_command_does(
+        use_fake, tmp_path, threshold):
+    # `compare --threshold 5% --db STORE` is refused; compare() took the db and ignored it
+    base = run_tiled(json=tmp_path / "base.json")
+    use_fake(seed=1)
+    now = run_tiled(json=tmp_path / "now.json")
+    done = invoke("compare", tmp_path / "base.json", tmp_path / "now.json", "--threshold",
+                  str(threshold), "--db", tmp_path / "h.db")
+    assert done.exit_code == 2 and "--db names the history store" in done.stderr
+    with pytest.raises(UsageError, match=rf"^the db argument names the history store of "
+                       rf"threshold auto only; with threshold {threshold} it does nothing"):
+        cb.compare(base, now, threshold=threshold, db=tmp_path / "h.db")
+    assert cb.compare(base, now, db=tmp_path / "h.db").rows  # auto reads it
+
+
 def test_compare_refuses_a_file_against_itself_as_the_command_does(use_fake, tmp_path):
     path = run_tiled().to_json(tmp_path / "r.json")
     with pytest.raises(UsageError, match="are the same file"):

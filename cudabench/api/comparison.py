@@ -133,22 +133,24 @@ def compare(baseline: Results | PathLike, current: Results | PathLike, *,
     """Judge current against baseline (Results or results files) with the verdicts of
     `cudabench compare`: threshold "auto" (per benchmark, from the history store db, the
     2% floor without one, at most max_threshold, 25% when None), a percentage "5%" or a
-    fraction 0.05 (and then no max_threshold: it caps auto only);
+    fraction 0.05 (and then no max_threshold nor db: they serve auto only);
     alpha the significance level; a baseline benchmark missing from current fails unless
     allow_missing. Raise UsageError or ResultsFileError on bad input."""
     with python_terms(COMPARE_ARGUMENTS):
         return compare_in_flags(baseline, current, threshold, alpha, db,
                                 switch(allow_different_gpu, "allow_different_gpu"),
                                 switch(power, "power"), switch(allow_missing, "allow_missing"),
-                                max_threshold)
+                                max_threshold, db_auto_only=True)
 
 
 def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
                      threshold: str | Real, alpha: Real, db: PathLike | None,
                      allow_different_gpu: bool, power: bool, allow_missing: bool,
-                     max_threshold: str | Real | None) -> Comparison:
+                     max_threshold: str | Real | None, db_auto_only: bool = False
+                     ) -> Comparison:
     """compare()'s work, its errors naming the command's flags (the pytest plugin names
-    its own options for them); max_threshold None: not given, the default cap."""
+    its own options for them); max_threshold None: not given, the default cap;
+    db_auto_only: refuse a db beside a fixed threshold, as the command refuses --db."""
     cap_given = max_threshold is not None
     if max_threshold is None:
         max_threshold = f"{DEFAULT_CAP:.0%}"
@@ -177,8 +179,8 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
     threshold, max_threshold = texts
     alpha = float(alpha)
     check_thresholds(threshold, max_threshold)  # named before files are read
-    if cap_given:
-        refuse_idle_cap(threshold)
+    refuse_idle_cap(threshold, (("max_threshold",) if cap_given else ())
+                    + (("db",) if db_auto_only and db is not None else ()))
     files = _file(baseline, "baseline"), _file(current, "current")
     if isinstance(baseline, (str, os.PathLike)) and isinstance(current, (str, os.PathLike)):
         refuse_the_same_run(Path(baseline), Path(current), files)  # as the command does
@@ -195,18 +197,20 @@ def compare_in_flags(baseline: Results | PathLike, current: Results | PathLike,
     return Comparison(judged, files)
 
 
-def refuse_idle_cap(threshold: str) -> None:
-    """Refuse a cap (max_threshold) given beside threshold as `cudabench compare` refuses
-    --max-threshold beside a fixed --threshold: it caps auto only, and did nothing."""
+def refuse_idle_cap(threshold: str, given: tuple[str, ...] = ("max_threshold",)) -> None:
+    """Refuse options of threshold auto alone given beside threshold (max_threshold, db)
+    as `cudabench compare` refuses --max-threshold and --db beside a fixed --threshold:
+    they did nothing."""
     import click
 
     from cudabench.cli import compare as command
 
-    # the command's check reads whether the cap was given from its click context: one
-    # that says it was, as a command line's --max-threshold does
+    # the command's check reads whether an option was given from its click context: one
+    # that says it was, as a command line's --max-threshold or --db does
     with click.Context(command.compare_command) as context:
-        context.set_parameter_source("max_threshold", click.core.ParameterSource.COMMANDLINE)
-        command.refuse_idle_cap(threshold)
+        for name in given:
+            context.set_parameter_source(name, click.core.ParameterSource.COMMANDLINE)
+        command.refuse_idle_cap(threshold, given)
 
 
 def _file(what: Results | PathLike, role: str) -> ResultsFile:
