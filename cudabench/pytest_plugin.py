@@ -342,7 +342,8 @@ def _check_gate_options(config: pytest.Config) -> None:
     threshold = str(config.getoption("cudabench_threshold"))
     alpha = config.getoption("cudabench_alpha")
     given = config.getoption("cudabench_max_threshold")
-    if (threshold, alpha) == GATE_DEFAULTS[:2] and given is None:
+    db = config.getoption("cudabench_db")
+    if (threshold, alpha) == GATE_DEFAULTS[:2] and given is None and db is None:
         return  # nothing given: nothing to check (and the compare module, 2 s, unloaded)
     from cudabench.api.comparison import refuse_idle_cap
     from cudabench.cli.compare import check_thresholds
@@ -350,8 +351,11 @@ def _check_gate_options(config: pytest.Config) -> None:
 
     try:
         check_thresholds(threshold, GATE_DEFAULTS[2] if given is None else str(given))
-        if given is not None:  # a cap beside a fixed threshold, as compare refuses it
-            refuse_idle_cap(threshold)
+        # a cap or a store beside a fixed threshold, as compare refuses them: they did nothing
+        idle = tuple(name for name, value in (("max_threshold", given), ("db", db))
+                     if value is not None)
+        if idle:
+            refuse_idle_cap(threshold, idle)
     except CudabenchError as exc:
         raise pytest.UsageError(plugin_terms(str(exc))) from None
     if not 0 < alpha < 1:

@@ -213,6 +213,10 @@ def test_no_gpu_skips_the_tests_with_the_reason(project, monkeypatch, spec, reas
     (["--cudabench-threshold", "5%", "--cudabench-max-threshold", "10%"],
      "*--cudabench-max-threshold caps --cudabench-threshold auto only; with "
      "--cudabench-threshold 5% it does nothing*"),
+    # a store beside a fixed threshold: it was taken, and read by nothing
+    (["--cudabench-threshold", "5%", "--cudabench-db", "history.db"],
+     "*--cudabench-db names the history store of --cudabench-threshold auto only; with "
+     "--cudabench-threshold 5% it does nothing*"),
 ])
 def test_bad_options_stop_the_session_naming_them(project, monkeypatch, args, message):
     use(monkeypatch, FakeSpec())
