@@ -524,6 +524,23 @@ def test_run_suite_runs_a_suite_file(use_fake, tmp_path):
         cb.run_suite(suite, kernels_dir="/nope")
 
 
+def test_run_suite_of_the_folder_is_the_command_bare_run(use_fake, tmp_path, monkeypatch):
+    """run_suite() without a path records the command `cudabench run` is: the history
+    store keys the folder's suite by it (an absolute path was another command, whose
+    runs neither the missing-kernel vote nor the auto threshold read)."""
+    from cudabench.history.records import command_key
+
+    monkeypatch.chdir(tmp_path)
+    Path("cudabench.toml").write_text('[timing]\nmax_time = 0.1\nwarmup = 0\n\n[[benchmark]]\n'
+                                      'op = "dot"\nsize = "4096"\nvariants = ["atomic"]\n',
+                                      encoding="utf-8")
+    cb.run_suite(vendor=False, json="api.json")
+    command = json.loads(Path("api.json").read_text(encoding="utf-8"))["command"]
+    assert command == ["cudabench", "run", "--no-vendor"]
+    assert command_key(command) == command_key(["cudabench", "run", "--no-vendor", "--json",
+                                                "cli.json"])
+
+
 def test_record_feeds_the_history_store(use_fake, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     results = run_tiled()

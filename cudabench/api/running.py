@@ -249,8 +249,11 @@ def _run_suite(path: PathLike | None, kernels_dir: PathLike | Sequence[PathLike]
     insight = Insight(vendor=switch(vendor, "vendor"), batch=switch(batch, "batch"))
     requests = [dataclasses.replace(request, insight=insight)
                 for request in with_flush(load_suite(config, dirs), l2_flush)]
-    argv = ["cudabench", "run", str(config), *(a for d in dirs for a in ("--kernels-dir",
-                                                                       str(d)))]
+    # no path: the command bare `cudabench run` is, which the history store keys the
+    # folder's suite by (its absolute path was another command: the missing-kernel vote
+    # and the auto threshold read another command's runs)
+    named = [str(config)] if path is not None else []
+    argv = ["cudabench", "run", *named, *(a for d in dirs for a in ("--kernels-dir", str(d)))]
     argv += ["--l2-flush", l2_flush] if l2_flush else []
     argv += [flag for flag, off in (("--no-vendor", not vendor), ("--no-batch", not batch))
              if off]
