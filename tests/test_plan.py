@@ -128,6 +128,12 @@ def test_tile_applies_only_to_variants_that_declare_it(tmp_path):
          "--param TILE: no selected dot variant takes TILE"),
         (Request(op="transpose", variants=("naive",), params={"BLOCK_ROWS": 4}),
          "--param BLOCK_ROWS: no selected transpose variant takes BLOCK_ROWS (they take TILE)"),
+        # variants left out that take it are named, with how to select one (TM: the
+        # on-request rungs only)
+        (Request(op="matmul", params={"TM": 8}),
+         "--param TM: no selected matmul variant takes TM (they take BK, BM, BN, GROUP_M, "
+         "MIN_BLOCKS, SPLIT_MAX, STAGES, TILE, WM, WN); blocktile2d, vectorized take it, not "
+         "selected (--variant blocktile2d selects one)"),
         (Request(op="matmul", variants=("naive", "tiled"), params={"tile": 8}),
          "--param tile: no selected matmul variant takes tile; did you mean TILE? (they take "
          "TILE)"),

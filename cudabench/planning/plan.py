@@ -263,9 +263,20 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             near = ([name for name in taken if name.lower() == param.lower()]
                     or difflib.get_close_matches(param.upper(), taken, n=1, cutoff=0.75))
             guess = f"; did you mean {near[0]}?" if near else ""
+            # variants left out (run on request, other types, not named) that take it: the
+            # user asked for one of them without knowing it was left out
+            others = sorted(name for name, variant in available.items()
+                            if variant not in chosen and variant.param(param) is not None)
+            also = ""
+            if others:
+                how = (f'variants = ["{others[0]}"]' if request.origin
+                       else f"--variant {others[0]}")
+                also = (f"; {', '.join(others)} {'takes' if len(others) == 1 else 'take'} "
+                        f"it, not selected ({how} selects {'it' if len(others) == 1 else 'one'})")
             raise UsageError(
                 f"{request.flag(param)}: no selected {op.name} variant takes {param}{guess}"
                 + (f" (they take {', '.join(taken)})" if taken else " (they take none)")
+                + also
             )
         if (request.sweep or not named) and request.refuse_unknown_values:
             refuse_unallowed(request.flag(param), op.name, param, value, specs)
