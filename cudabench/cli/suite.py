@@ -13,7 +13,8 @@
     [[benchmark]]
     op = "matmul"                 # an op from `cudabench list`
     sizes = ["1000", "512x256x128"]    # or size = "1000"; a sweep: "256..4096:x2"
-    dtypes = ["float32", "int32"]      # or dtype = "float32"
+    dtypes = ["float32", "int32"]      # or dtype = "float32"; default: float32, else the
+                                       # op's first type (as the op's --dtype)
     variants = ["naive", "tiled"]      # optional: default all
     params = { TILE = 16 }             # optional; a list sweeps: { TILE = [8, 16, 32] }
     hot = false                        # optional
@@ -35,7 +36,8 @@ from cudabench.catalog.discovery import check_folders
 from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
 from cudabench.common.infiles import MAX_SOURCE_BYTES, TooLarge, read_capped
 from cudabench.common.text import decoded
-from cudabench.errors import UsageError
+from cudabench.errors import CudabenchError, UsageError
+from cudabench.ops import get_op
 from cudabench.planning.plan import Request
 from cudabench.planning.timing import TimingPolicy
 from cudabench.ops.sizes import MAX_SWEEP_POINTS, expand_sizes
@@ -126,6 +128,7 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
     if not isinstance(entries, list) or not entries:
         raise UsageError(f"{where}: no [[benchmark]] entries")
     requests: list[Request] = []
+    defaults: dict[str, str] = {}  # each op's default type, found once
     for i, entry in enumerate(entries):
         at = f"{where}: benchmark[{i}]"
         if not isinstance(entry, dict):
@@ -166,7 +169,8 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
             expanded for text in _plural(entry, "size", "sizes", at)
             for expanded in (expand_sizes(text, f"{at}.size")
                              if "," in text or ".." in text else [text])] or [None]
-        dtypes = _plural(entry, "dtype", "dtypes", at) or ["float32"]
+        dtypes = (_plural(entry, "dtype", "dtypes", at)
+                  or [_default_dtype(entry["op"], dirs + tuple(extra_kernels_dirs), defaults)])
         count = len(sizes) * len(points) * len(dtypes)
         if len(requests) + count > MAX_SWEEP_POINTS:  # the whole suite, like a CLI sweep
             raise UsageError(f"{at}: the suite grows to {len(requests) + count:,} benchmarks, "
@@ -187,6 +191,19 @@ def load_suite(path: Path, extra_kernels_dirs: tuple[Path, ...] = ()) -> list[Re
                         sweep=sweep, full_check=full_check,
                     ))
     return requests
+
+
+def _default_dtype(op: str, dirs: tuple[Path, ...], found: dict[str, str]) -> str:
+    """Return the type an entry without dtype measures: the op command's --dtype default,
+    float32 where the op takes it, else its first type (an op of float16 alone). An op
+    that cannot be found gets float32: the entry's plan says what is wrong, naming it."""
+    if op not in found:
+        try:
+            dtypes = get_op(op, dirs).dtypes
+        except CudabenchError:
+            dtypes = ("float32",)
+        found[op] = "float32" if "float32" in dtypes else dtypes[0]
+    return found[op]
 
 
 def _is_param(value: Any) -> bool:

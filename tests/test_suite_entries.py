@@ -1,0 +1,41 @@
+"""A suite entry's defaults and errors, as the op commands give and name them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cudabench.cli import cli
+from cudabench.cli.suite import load_suite
+from cudabench.planning.plan import make_plan
+
+QUICK = "[timing]\nmax_time = 0.05\nmin_samples = 8\nwarmup = 0\n\n"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def half_only_softmax(folder: Path) -> Path:
+    """Return a copy of examples/softmax whose op takes float16 alone."""
+    shutil.copytree(EXAMPLES / "softmax", folder)
+    op = folder / "softmax.py"
+    lines = op.read_text(encoding="utf-8").splitlines(keepends=True)
+    op.write_text("".join(line for line in lines
+                          if not line.lstrip().startswith(('"float32": (', '"float64": ('))),
+                  encoding="utf-8")
+    return folder
+
+
+def test_an_entry_without_dtype_takes_the_op_s_default_type(use_fake, tmp_path):
+    # float32 always: an op of float16 alone ran as `cudabench softmax` but its suite
+    # entry failed "dtype float32: softmax supports float16"
+    half_only_softmax(tmp_path / "ops")
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('kernels_dirs = ["ops"]\n' + QUICK + '[[benchmark]]\nop = "softmax"\n'
+                     'size = "64"\n\n[[benchmark]]\nop = "dot"\nsize = "1000"\n',
+                     encoding="utf-8")
+    half, dot = load_suite(suite)
+    assert (half.dtype, dot.dtype) == ("float16", "float32")
+    assert make_plan(half).dtype.name == "float16"
+    done = CliRunner().invoke(cli, ["run", str(suite), "--json", str(tmp_path / "r.json")])
+    assert done.exit_code == 0, done.output
