@@ -23,7 +23,7 @@ from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS, auto_threshold
 from cudabench.planning.plan import Insight
 from cudabench.render import terminal
-from cudabench.results import Kind, Status, load_results
+from cudabench.results import Kind, RunOutcome, Status, load_results
 
 
 @click.command("calibrate")
@@ -66,7 +66,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
         raise UsageError(f"calibrate: cannot make {RUNS_DIR} for the runs' results files: "
                          f"{exc.strerror or exc}; run it from a folder you can write to"
                          ) from None
-    worst = 0
+    codes = []
     kept: Path | None = None
     argv = run_argv(config, kernels_dirs, device, l2_flush)
     try:
@@ -76,9 +76,17 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
             kept = RUNS_DIR / f"{stamp}-{index + 1}.json"
             outputs = Outputs(json_path=kept, record=True, db=store_path, progress=None,
                               inputs=(path,), argv=argv)
-            worst = max(worst, run_and_render(requests, device, outputs))
-    except BaseException:  # refused before it wrote anything (a kernel's error): no
-        for folder in made:  # empty folders left behind
+            codes.append(run_and_render(requests, device, outputs))
+            # A run that measured nothing (every kernel skipped: a GPU too old for them)
+            # is no history, and the next runs would measure nothing again.
+            if kept.exists() and not RunOutcome(load_results(kept).benchmarks) \
+                    .measured_something:
+                kept.unlink()  # not recorded: no file of the run's to import later
+                raise UsageError(f"calibrate: run {index + 1} of {runs} measured nothing (no "
+                                 "kernel's row has samples: the lines above say why), no "
+                                 "history to calibrate; stopped, its results file removed")
+    except BaseException:  # refused before it wrote anything (a kernel's error), or
+        for folder in made:  # measured nothing: no empty folders left behind
             with contextlib.suppress(OSError):
                 folder.rmdir()
         raise
@@ -103,7 +111,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     terminal.render_rows(f"compare --threshold auto after {runs} runs ({store_path})",
                          ("benchmark", "params", "shape", "dtype", "gate", "from"), rows,
                          terminal.stdout_console())
-    return worst
+    return max(codes)
 
 
 def run_argv(config: Path | None, kernels_dirs: tuple[Path, ...], device: int,

@@ -1,0 +1,32 @@
+"""calibrate: a suite run several times into the history store."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from cudabench.cli import cli
+
+QUICK = "[timing]\nmax_time = 0.05\nmin_samples = 8\nwarmup = 0\n\n"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_calibrate_stops_at_a_run_that_measured_nothing(use_fake, tmp_path, monkeypatch):
+    # A variant for a newer GPU: each of 5 runs said "nothing was measured" and left an
+    # unrecorded file in .cudabench/runs/, then "no history store here" ended it (exit 2
+    # for the wrong cause)
+    use_fake(compute_capability="8.0")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text(
+        QUICK + '[[benchmark]]\nop = "matmul"\nsize = "128"\ndtype = "float16"\n'
+        'variants = ["wgmma_ws"]\n', encoding="utf-8")
+    done = invoke("calibrate", "--runs", "5")
+    assert done.exit_code == 2, done.output
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("cudabench: error: calibrate: run 1 of 5 measured nothing"), \
+        done.stderr
+    assert "run 2 of 5" not in done.stderr and "history store" not in done.stderr
+    assert not (tmp_path / ".cudabench").exists()
+
