@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from click.testing import CliRunner
 
 from cudabench.cli import cli
@@ -30,3 +32,28 @@ def test_calibrate_stops_at_a_run_that_measured_nothing(use_fake, tmp_path, monk
     assert "run 2 of 5" not in done.stderr and "history store" not in done.stderr
     assert not (tmp_path / ".cudabench").exists()
 
+
+def test_calibrate_s_runs_exit_as_one_run_would(use_fake, tmp_path, monkeypatch):
+    # max() of the runs' codes: a row not run (2) in one run and a failed row (3) in the
+    # others exited 3, where the README puts 2 first
+    from cudabench.cli import calibrate
+    from cudabench.engines.fake_engine import FakeSpec, Fault
+
+    started = []
+    runs = calibrate.run_and_render
+    monkeypatch.setattr(calibrate, "run_and_render",
+                        lambda *a, **k: started.append(1) or runs(*a, **k))
+    seeds = itertools.count(1)
+    monkeypatch.setattr("cudabench.cli.commands.engine_spec", lambda device: FakeSpec(
+        device_index=device, seed=next(seeds),
+        faults={"tiled": Fault.OUT_OF_MEMORY if len(started) == 1 else Fault.WRONG_ELEMENT}))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text(
+        QUICK + '[[benchmark]]\nop = "matmul"\nsize = "64"\nvariants = ["naive", "tiled"]\n',
+        encoding="utf-8")
+    done = invoke("calibrate", "--runs", "5", "--db", "h.db")
+    assert "ERROR" in done.stdout and "FAIL" in done.stdout, done.output
+    assert done.exit_code == 2, done.output
+    from cudabench.cli.calibrate import run_code
+
+    assert run_code([0, 3, 2, 1]) == 2 and run_code([1, 3]) == 3 and run_code([0, 0]) == 0
