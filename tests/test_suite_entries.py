@@ -5,10 +5,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from cudabench.cli import cli
 from cudabench.cli.suite import load_suite
+from cudabench.errors import UsageError
 from cudabench.planning.plan import make_plan
 
 QUICK = "[timing]\nmax_time = 0.05\nmin_samples = 8\nwarmup = 0\n\n"
@@ -39,3 +41,17 @@ def test_an_entry_without_dtype_takes_the_op_s_default_type(use_fake, tmp_path):
     assert make_plan(half).dtype.name == "float16"
     done = CliRunner().invoke(cli, ["run", str(suite), "--json", str(tmp_path / "r.json")])
     assert done.exit_code == 0, done.output
+
+
+def test_an_entry_s_error_names_no_flag_the_suite_has_not(tmp_path):
+    # transpose_inplace's size error said "or drop --inplace", a flag of `cudabench
+    # transpose` a suite entry has no key for
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\n\n'
+                     '[[benchmark]]\nop = "transpose_inplace"\nsize = "64x32"\n',
+                     encoding="utf-8")
+    with pytest.raises(UsageError) as refused:
+        [make_plan(request) for request in load_suite(suite)]
+    said = str(refused.value)
+    assert said.startswith(f"{suite}: benchmark[1] (transpose_inplace"), said
+    assert "--inplace" not in said and 'or use op = "transpose"' in said, said

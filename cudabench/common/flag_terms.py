@@ -18,6 +18,8 @@ SUITE_KEYS = {
     "--max-samples": "timing.max_samples", "--precision": "timing.precision",
     "--max-time": "timing.max_time", "--timeout": "timing.timeout",
     "--compile-timeout": "timing.compile_timeout", "--rounds": "timing.rounds",
+    # `transpose --inplace` is the op transpose_inplace; out of place, the op transpose
+    "or drop --inplace": 'or use op = "transpose"', "--inplace": 'op = "transpose_inplace"',
 }
 
 
@@ -45,7 +47,11 @@ def terms_of_file(command: object) -> Mapping[str, str] | None:
 
 
 def rename_flags(text: str, names: Mapping[str, str]) -> str:
-    """Return text with each flag that names maps replaced by its name there."""
+    """Return text with each flag that names maps replaced by its name there; a key of
+    several words (advice about a flag, "or drop --inplace") is replaced whole, first."""
+    for phrase, name in names.items():
+        if " " in phrase and phrase in text:
+            text = text.replace(phrase, name)
     return _FLAG.sub(lambda flag: names.get(flag.group(), flag.group()), text)
 
 
