@@ -55,3 +55,19 @@ def test_an_entry_s_error_names_no_flag_the_suite_has_not(tmp_path):
     said = str(refused.value)
     assert said.startswith(f"{suite}: benchmark[1] (transpose_inplace"), said
     assert "--inplace" not in said and 'or use op = "transpose"' in said, said
+
+
+def test_an_entry_too_big_for_memory_is_named(use_fake, tmp_path, monkeypatch):
+    # "--size 4096x4096x4096: ... about --size 1024x... would fit": no benchmark[i], and
+    # a flag for what the suite's size key sets
+    monkeypatch.setattr("cudabench.measure.memory.host_available_bytes", lambda: 64 * 2**20)
+    monkeypatch.setattr("cudabench.measure.memory.device_free_bytes", lambda gpu: None)
+    suite = tmp_path / "cudabench.toml"
+    suite.write_text('[[benchmark]]\nop = "dot"\nsize = "1000"\n\n'
+                     '[[benchmark]]\nop = "matmul"\nsize = "4096"\n', encoding="utf-8")
+    done = CliRunner().invoke(cli, ["run", str(suite)])
+    assert done.exit_code == 2, done.output
+    said = done.stderr.strip()
+    assert said.startswith(f"cudabench: error: {suite}: benchmark[1]: size 4096x4096x4096: "
+                           "matmul float32 needs"), said
+    assert "--size" not in said and "about size " in said, said

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
 from cudabench.errors import UsageError
 from cudabench.measure import guards, placement
 from cudabench.planning.plan import Plan, header_variables
@@ -76,10 +77,11 @@ def check(plans: Sequence[Plan], device_free: int | None, host_available: int | 
                 continue
             fits = _largest_fit(plan, have, side)
             hint = f"about --size {shape_text(fits)} would fit" if fits else "no size fits"
-            raise UsageError(
-                f"--size {shape_text(plan.shape)}: {plan.op.name} {plan.dtype.name} needs "
-                f"{format_bytes(wanted)} {where} but {format_bytes(have)} is free; {hint}"
-            )
+            text = (f"--size {shape_text(plan.shape)}: {plan.op.name} {plan.dtype.name} needs "
+                    f"{format_bytes(wanted)} {where} but {format_bytes(have)} is free; {hint}")
+            # a suite's entry: named, in its keys, as the suite's other errors are
+            raise UsageError(f"{plan.entry}: {rename_flags(text, SUITE_KEYS)}"
+                             if plan.entry else text)
 
 
 def _device_side(need: Need) -> int:
