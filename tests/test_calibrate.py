@@ -57,3 +57,23 @@ def test_calibrate_s_runs_exit_as_one_run_would(use_fake, tmp_path, monkeypatch)
     from cudabench.cli.calibrate import run_code
 
     assert run_code([0, 3, 2, 1]) == 2 and run_code([1, 3]) == 3 and run_code([0, 0]) == 0
+
+
+def test_calibrate_names_the_entry_that_asks_for_the_sanitizer(use_fake, tmp_path,
+                                                                monkeypatch):
+    # "calibrate: run 1 of 5", then "--sanitize needs compute-sanitizer ...; install the
+    # toolkit or drop --sanitize": a flag calibrate has not, and no entry named
+    monkeypatch.setattr("cudabench.observers.sanitizer.find_tool", lambda name: None)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text(
+        QUICK + '[[benchmark]]\nop = "dot"\nsize = "1000"\n\n'
+        '[[benchmark]]\nop = "dot"\nsize = "2000"\nsanitize = "memcheck"\n', encoding="utf-8")
+    done = invoke("calibrate", "--runs", "5", "--db", "h.db")
+    assert done.exit_code == 2, done.output
+    lines = done.stderr.strip().splitlines()
+    suite = tmp_path / "cudabench.toml"
+    assert len(lines) == 1 and lines[0].startswith(
+        f"cudabench: error: {suite}: benchmark[1]: sanitize needs compute-sanitizer"), \
+        done.stderr
+    assert "--sanitize" not in lines[0] and lines[0].endswith("or drop sanitize"), lines[0]
+    assert not (tmp_path / ".cudabench").exists()

@@ -57,6 +57,13 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
                                               for folder in request.kernels_dirs})]
     check_outputs({"--db" if db is not None else "the history store": store_path}, inputs)
     commands.check_store(store_path)
+    # compute-sanitizer missing, for an entry's sanitize: said so, naming the entry (each
+    # run's check names --sanitize, which calibrate has not), before "run 1 of 5"
+    sanitized = next((request for request in requests if request.sanitize), None)
+    if sanitized is not None:
+        from cudabench.observers.sanitizer import find_sanitizer
+
+        find_sanitizer(sanitized.origin.split(" (")[0])
     # No GPU (no driver, none visible): said before "run 1 of 5" and before any folder
     commands.engine_spec(device).count_devices()
     made = [folder for folder in (RUNS_DIR, *RUNS_DIR.parents) if not folder.exists()]

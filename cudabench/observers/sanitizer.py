@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudabench.common.flag_terms import SUITE_KEYS, rename_flags
 from cudabench.errors import UsageError
 from cudabench.observers.toolkit import find_tool, places, run_tool
 from cudabench.planning.plan import Insight, Plan, PlannedVariant
@@ -51,12 +52,14 @@ class Report:
     ran: bool = True  # False: the sanitizer could not run here (no device access, say)
 
 
-def find_sanitizer() -> str:
-    """Return compute-sanitizer's path, or raise UsageError saying how to get it."""
+def find_sanitizer(entry: str = "") -> str:
+    """Return compute-sanitizer's path, or raise UsageError saying how to get it; entry:
+    the suite entry that asks for it ("FILE: benchmark[i]"), named in its keys."""
     found = find_tool("compute-sanitizer")
     if found is None:
-        raise UsageError("--sanitize needs compute-sanitizer (part of the CUDA toolkit) "
-                         f"{places()}; install the toolkit or drop --sanitize")
+        text = ("--sanitize needs compute-sanitizer (part of the CUDA toolkit) "
+                f"{places()}; install the toolkit or drop --sanitize")
+        raise UsageError(f"{entry}: {rename_flags(text, SUITE_KEYS)}" if entry else text)
     return str(found)
 
 
