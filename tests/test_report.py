@@ -82,6 +82,17 @@ def test_report_shows_every_insight_column_without_a_gpu(no_gpu_libraries):
     assert "100,708,531" in out  # tiled_conflict's shared-load bank conflicts (mc.json)
 
 
+@pytest.mark.parametrize("name", ["new.json.gz", "new.JSON.GZ", "new.yaml.xz"])
+def test_report_takes_no_compressed_name_of_code_or_configuration(tmp_path, name):
+    # `--markdown new.json` was refused but `--markdown new.json.gz` written: text in a .gz
+    target = tmp_path / name
+    result = invoke("report", FILES[0], "--markdown", target)
+    kind = name[len("new"):]
+    assert_one_line_error(result, f"--markdown {target}: {kind} is a name of code or "
+                          "configuration", "name it e.g. new.md")
+    assert not target.exists()
+
+
 def test_report_writes_markdown_and_csv_that_parse(tmp_path):
     md, table = tmp_path / "out.md", tmp_path / "out.csv"
     result = invoke("report", *FILES, "--markdown", md, "--csv", table)

@@ -250,8 +250,8 @@ def _check_not_source(path: Path, flag: str) -> None:
     if known is None:
         return
     where = f"links to {real}; " if known is real and real.name != path.name else ""
-    kind = known.suffix or known.name
-    if flag != "--best-out" or known.suffix.lower() != ".toml":
+    kind = _suffix(known) or known.name
+    if flag != "--best-out" or kind.lower() != ".toml":
         suffix = _SUFFIXES.get(flag)
         hint = (f"name it e.g. {_named_as(path, suffix)}" if suffix and not where
                 else "name another file")
@@ -274,18 +274,36 @@ def _check_not_source(path: Path, flag: str) -> None:
 def _named_as(path: Path, suffix: str) -> str:
     """Return path's name with suffix, for a hint: a dotfile's without its dot (.bashrc:
     bashrc.md), and out.md for one that is the suffix alone (.md was told .md.md)."""
-    if path.suffix:
-        return path.with_suffix(suffix).name
+    kind = _suffix(path)  # x.json.gz: x.md
+    if kind:
+        return path.name[:-len(kind)] + suffix
     stem = path.name.lstrip(".")
     return ("out" if not stem or f".{stem}".lower() == suffix else stem) + suffix
 
 
+# Suffixes of a compressed file: its kind is the suffix before (x.json.gz is JSON, which the
+# results loader reads as such)
+COMPRESSED_SUFFIXES = frozenset({".gz", ".bz2", ".xz", ".zst", ".lz4", ".z"})
+
+
+def _suffix(path: Path) -> str:
+    """Return the suffix that tells path's kind: its last, and the one before for a
+    compressed file's (".json.gz"); '' where it has none."""
+    suffixes = path.suffixes
+    first = len(suffixes) - 1
+    while first > 0 and suffixes[first].lower() in COMPRESSED_SUFFIXES:
+        first -= 1
+    return "".join(suffixes[first:])
+
+
 def _source_by_name(path: Path) -> bool:
     """Return whether path's name is one of code or configuration (SOURCE_SUFFIXES, a
-    dotfile, SOURCE_NAMES)."""
+    dotfile, SOURCE_NAMES), compressed or not (x.json.gz)."""
     name = path.name.lower()
     dotfile = name.startswith(".") and "." not in name[1:]  # .gitignore, .bashrc
-    return path.suffix.lower() in SOURCE_SUFFIXES or dotfile or name in SOURCE_NAMES
+    kind = _suffix(path).lower()
+    code = bool(kind) and "." + kind.split(".")[1] in SOURCE_SUFFIXES
+    return code or dotfile or name in SOURCE_NAMES
 
 
 def measured_data(path: Path) -> str:
