@@ -93,6 +93,20 @@ def test_report_takes_no_compressed_name_of_code_or_configuration(tmp_path, name
     assert not target.exists()
 
 
+def test_report_markdown_names_each_file_as_text(tmp_path):
+    # each file's path went into its `## ` heading as it was: HTML and links rendered
+    folder = tmp_path / "md" / "<b>x</b>"
+    folder.mkdir(parents=True)
+    odd = folder / "[a](http:evil)*b*.json"
+    odd.write_bytes(FILES[0].read_bytes())
+    md = tmp_path / "out.md"
+    result = invoke("report", odd, FILES[1], "--markdown", md)
+    assert result.exit_code == 0, result.stderr
+    headings = [line for line in md.read_text(encoding="utf-8").splitlines()
+                if line.startswith("## ")]
+    assert headings == [f"## `{odd}`", f"## `{FILES[1]}`"]
+
+
 def test_report_writes_markdown_and_csv_that_parse(tmp_path):
     md, table = tmp_path / "out.md", tmp_path / "out.csv"
     result = invoke("report", *FILES, "--markdown", md, "--csv", table)

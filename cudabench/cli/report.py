@@ -22,7 +22,7 @@ from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.ops.sizes import expand_values
 from cudabench.render import csv_out, plot, terminal
 from cudabench.render.html import report_html
-from cudabench.render.markdown import run_to_markdown
+from cudabench.render.markdown import file_heading, run_to_markdown
 from cudabench.render.origins import rows_of
 from cudabench.results import load_results
 from cudabench.results.model import BenchmarkResult, ResultsFile, RunOutcome
@@ -140,7 +140,7 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
         outcome = outcome_of([one])
         if len(loaded) > 1:
             console.print(Text(f"{one.path}:", style="bold"), soft_wrap=True)
-            markdown.append(f"## {one.path}\n\n")
+            markdown.append(f"{file_heading(one.path)}\n\n")
         terminal.render_run(outcome, console)
         # several files: each line names its file, as stderr is read apart from the tables
         terms = terms_of_file(one.metadata.get("command"))

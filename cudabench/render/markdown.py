@@ -73,6 +73,12 @@ def _code(text: str) -> str:
     return " ".join(str(text).split()).replace("`", "'")
 
 
+def file_heading(path: object) -> str:
+    """Return the heading of one file's tables: its path in a code span, where a name's
+    HTML, links and emphasis (`<b>`, `[a](url)`, `*x*`) stay text."""
+    return f"## `{_code(str(path))}`"
+
+
 def table_lines(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]],
                 right: Callable[[str], bool]) -> list[str]:
     """Return a titled markdown table's lines (right(name): is that column right-aligned)."""
