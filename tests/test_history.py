@@ -25,6 +25,7 @@ from click.testing import CliRunner
 
 from cudabench.analysis.verdicts import Verdict
 from cudabench.common.stats import mann_whitney_u
+from cudabench.common.units import format_seconds
 from cudabench.cli.boundary import BoundaryGroup
 from cudabench.cli.history import history as history_group
 from cudabench.history import queries as queries_module
@@ -880,6 +881,20 @@ def test_show_names_the_step_commit_and_the_drift_range(tmp_path):
     assert " - " in rows["tiled"] and "step" not in rows["tiled"] and "drift" not in rows["tiled"]
     for row in rows.values():
         assert " 24 " in row and "±" in row
+
+
+def test_show_says_its_band_is_taken_since_the_last_change(tmp_path):
+    # "band (last 10)" read as the last 10 commits; it is the last 10 since a step or drift
+    db = trend_history(tmp_path)
+    result = invoke("show", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert "band (last 10 since last change)" in result.stdout, result.stdout
+    naive = show_rows(result.stdout)["naive"]
+    with Store.open(db) as store:  # naive stepped at run 12: the band is of runs 14..23
+        tracked = next(t for t in store.benchmarks(variant="naive"))
+        medians = [p.median_s for p in store.series(tracked.benchmark, tracked.gpu_model)]
+    band = f"{format_seconds(min(medians[14:]))}..{format_seconds(max(medians[14:]))}"
+    assert band in naive, (band, naive)
 
 
 def test_a_branch_is_recorded_and_read_alone(tmp_path):

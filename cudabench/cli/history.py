@@ -249,7 +249,9 @@ def show_command(op: str | None, variant: str | None, gpu: str | None, since: st
     twice = Counter(_unflushed(trend) for trend in found)
     title, columns, rows = one_gpu_in_title(
         f"cudabench history: {db}", ("benchmark", "GPU", "commits", "latest",
-                                     f"band (last {BAND_RUNS})", "last change", "steps"),
+                                     # the band is the newest level's: Trend.band
+                                     f"band (last {BAND_RUNS} since last change)",
+                                     "last change", "steps"),
         [_trend_cells(trend, flush=twice[_unflushed(trend)] > 1) for trend in found])
     terminal.render_rows(title, columns, rows, terminal.stdout_console())
     return int(ExitCode.OK)

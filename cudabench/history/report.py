@@ -103,7 +103,8 @@ class Trend:
     tracked: Tracked
     points: tuple[SeriesPoint, ...]  # one per commit (runs of one commit merged), oldest first
     detection: Detection
-    band: tuple[float, float]  # min..max of the last BAND_RUNS points since the last step
+    # min..max of the last BAND_RUNS points since the last step or drift
+    band: tuple[float, float]
     spread: float  # their robust relative spread (1.4826 MAD / median)
     failing: SeriesPoint | None = None  # the newest run, where it is newer and not usable
 
