@@ -897,6 +897,25 @@ def test_show_says_its_band_is_taken_since_the_last_change(tmp_path):
     assert band in naive, (band, naive)
 
 
+def test_show_sorts_shapes_and_parameters_as_numbers(tmp_path):
+    # the store sorts them as text: 128x128x128 before 64x64x64, TILE=16 before TILE=8
+    def sizes(document: dict) -> None:
+        naive, tiled = document["benchmarks"][:2]
+        document["benchmarks"] = [
+            *({**naive, "shape": [n] * 3} for n in (1000, 128, 64)),
+            *({**tiled, "params": {"TILE": t}} for t in (16, 32, 8))]
+
+    db = tmp_path / "h.db"
+    import_runs(db, [edited(make_run(tmp_path / "runs", i), sizes) for i in range(3)])
+    result = invoke("show", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    rows = [line.split("│")[1].split()[:3] for line in result.stdout.splitlines()
+            if "matmul/" in line]
+    assert rows == [["matmul/naive", "TILE=16", shape] for shape in
+                    ("64x64x64", "128x128x128", "1000x1000x1000")] + [
+        ["matmul/tiled", f"TILE={t}", "1000x1000x1000"] for t in (8, 16, 32)], rows
+
+
 def test_a_branch_is_recorded_and_read_alone(tmp_path):
     # --record kept no branch (NULL every time), and one feature-branch run put its
     # number into main's `latest`

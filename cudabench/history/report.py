@@ -170,9 +170,10 @@ def _last_commits(store: Store, tracked: Tracked, since: str | None,
 def trends(store: Store, op: str | None = None, variant: str | None = None,
            gpu_model: str | None = None, since: str | None = None, last: int | None = None,
            threshold: float = DEFAULT_THRESHOLD) -> list[Trend]:
-    """Return the trend of every benchmark the store holds (filtered), per GPU model."""
+    """Return the trend of every benchmark the store holds (filtered), per GPU model, in
+    the order of _table_order."""
     found = []
-    for tracked in store.benchmarks(op, variant, gpu_model, since):
+    for tracked in sorted(store.benchmarks(op, variant, gpu_model, since), key=_table_order):
         points = _last_commits(store, tracked, since, last)
         if not points:
             continue  # only failing rows: nothing timed to follow
@@ -193,6 +194,14 @@ def trends(store: Store, op: str | None = None, variant: str | None = None,
         found.append(Trend(tracked, tuple(points), detection, (min(recent), max(recent)),
                            relative_spread(recent), failing))
     return found
+
+
+def _table_order(tracked: Tracked) -> tuple[object, ...]:
+    """Sort key of trends: GPU model, op, variant, then shape and parameters as numbers
+    (the store orders them as text: 128x128 before 64x64, TILE=16 before TILE=8)."""
+    bench = tracked.benchmark
+    return (tracked.gpu_model, bench.op, bench.variant, bench.shape, bench.params,
+            bench.dtype, bench.hot, bench.l2_flush)
 
 
 @dataclass(frozen=True)
