@@ -1526,6 +1526,41 @@ def test_plot_never_writes_over_the_store_it_reads(tmp_path):
     assert store.read_bytes() == kept
 
 
+def test_plot_draws_a_bounded_figure_of_the_benchmarks_that_changed_first(tmp_path):
+    # a panel of 2.8 inches per benchmark, unbounded: 99 made a figure of 41,580 px (12 s),
+    # 882 ran out of memory
+    pytest.importorskip("matplotlib")
+    from cudabench.cli.history import MAX_PANELS, _panels
+    from cudabench.history.report import trends
+
+    sizes = [8 * n for n in range(1, MAX_PANELS + 6)]
+
+    def many(document: dict, index: int) -> None:
+        naive = document["benchmarks"][0]
+        document["benchmarks"] = [{**naive, "shape": [n] * 3} for n in sizes]
+        if index >= 5:  # the last shape in the table's order stepped 50% slower
+            last = document["benchmarks"][-1]
+            last["samples_s"] = [x * 1.5 for x in last["samples_s"]]
+
+    db = tmp_path / "h.db"
+    import_runs(db, [edited(make_run(tmp_path / "runs", i), lambda d, i=i: many(d, i))
+                     for i in range(10)])
+    out = tmp_path / "trend.png"
+    result = invoke("plot", out, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert f"wrote {out}: {MAX_PANELS} benchmarks" in result.stdout
+    said = " ".join(result.stderr.split())
+    assert f"5 of {len(sizes)} benchmarks left out" in said
+    assert "narrow it with --op, --variant, --gpu, --since or --branch" in said
+    height = int.from_bytes(out.read_bytes()[20:24], "big")  # the PNG's IHDR
+    assert height <= 2.8 * MAX_PANELS * 150
+    with Store.open(db) as store:
+        found = trends(store)
+    assert found[-1].detection.steps  # drawn, in the table's order, before the first ones
+    shown = [trend.tracked.benchmark.shape[0] for trend in _panels(found)]
+    assert shown == sizes[:MAX_PANELS - 1] + sizes[-1:]
+
+
 def test_plot_without_matplotlib_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     result = invoke("plot", tmp_path / "t.png", "--db", tmp_path / "none.db")

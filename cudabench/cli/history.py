@@ -46,6 +46,8 @@ from cudabench.common.units import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 SHOW_LAST = 100  # commits per benchmark that `show` looks at by default
+MAX_PANELS = 20  # benchmarks `history plot` draws in one figure, a panel each
+MAX_TICKS = 40  # commits a panel names on its axis (every second, third... past it)
 MAX_MIN_RUNS = 1_000_000  # a bound for --min-runs 2^63, which no history could ever meet
 
 
@@ -393,7 +395,8 @@ def _unmeasured(results: ResultsFile) -> str:
 def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | None,
                  since: str | None, last: int, branch: str | None, db: Path) -> int:
     """Plot each benchmark's median per commit, steps and drifts marked, to OUTPUT (.png,
-    .svg, .pdf or .jpg)."""
+    .svg, .pdf or .jpg): at most 20 benchmarks, those that failed, stepped or drifted last
+    first (the filters choose others)."""
     from cudabench.render.plot import check_suffix, save, text
 
     check_suffix(output, "OUTPUT")  # flag mistakes first, before reading the store
@@ -410,10 +413,11 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
         found = trends(store, op, variant, gpu, start, last, DEFAULT_THRESHOLD)
         if not found:
             raise _nothing_to_show(db, store, (op, variant, gpu, since, branch))
+    shown = _panels(found)
     # The Agg canvas directly, never pyplot: no display, no backend changed for a caller.
-    figure = Figure(figsize=(10, 2.8 * len(found)), layout="constrained")
+    figure = Figure(figsize=(10, 2.8 * len(shown)), layout="constrained")
     FigureCanvasAgg(figure)
-    for ax, trend in zip(figure.subplots(len(found), 1, squeeze=False)[:, 0], found):
+    for ax, trend in zip(figure.subplots(len(shown), 1, squeeze=False)[:, 0], shown):
         xs = list(range(len(trend.points)))
         ax.plot(xs, [p.median_s * 1e6 for p in trend.points], marker=".")
         for step in trend.detection.steps:
@@ -423,11 +427,44 @@ def plot_command(output: Path, op: str | None, variant: str | None, gpu: str | N
         name = trend.tracked.benchmark.describe(flush=True)
         ax.set_title(text(f"{name} on {trend.tracked.gpu_model}"), fontsize=9)  # '$': literal
         ax.set_ylabel("median (us)")
-        ax.set_xticks(xs, [text(trend.label(i)) for i in xs], rotation=90, fontsize=6)
+        # every point's label took 15 s for 20 panels of 100; the newest always named
+        ticks = xs[::-1][::-(-len(xs) // MAX_TICKS)][::-1]
+        ax.set_xticks(ticks, [text(trend.label(i)) for i in ticks], rotation=90, fontsize=6)
     save(figure, output, "OUTPUT")
+    left = len(found) - len(shown)
+    if left:
+        terminal.stderr_console().print(
+            f"note: OUTPUT {output}: {left} of {len(found)} benchmarks left out (a figure "
+            f"holds {MAX_PANELS}: those that stepped, drifted or failed last first, then in "
+            "`history show`'s order); narrow it with --op, --variant, --gpu, --since or "
+            "--branch", markup=False, soft_wrap=True)
     terminal.stdout_console().print(
-        f"wrote {output}: {len(found)} benchmark{'s' if len(found) != 1 else ''}", markup=False)
+        f"wrote {output}: {len(shown)} benchmark{'s' if len(shown) != 1 else ''}", markup=False)
     return int(ExitCode.OK)
+
+
+def _panels(found: Sequence[Trend]) -> list[Trend]:
+    """Return the trends a figure draws, in the table's order: all, or MAX_PANELS of them
+    (a panel per benchmark without a bound made a figure of 41,580 px for 99, and ran out of
+    memory for 882), those whose newest run failed or whose last step or drift is newest
+    first, then the rest in the table's order."""
+    if len(found) <= MAX_PANELS:
+        return list(found)
+
+    def news(trend: Trend) -> str:
+        """Return when the trend's newest failure or change happened ('' where none)."""
+        if trend.failing is not None:
+            return trend.failing.created
+        change = trend.detection.last_change
+        if change is None:
+            return ""
+        return trend.points[change.index if isinstance(change, Step) else change.end].created
+
+    when = [news(trend) for trend in found]
+    newest = sorted((i for i in range(len(found)) if when[i]), key=when.__getitem__,
+                    reverse=True)
+    kept = (newest + [i for i in range(len(found)) if not when[i]])[:MAX_PANELS]
+    return [found[i] for i in sorted(kept)]
 
 
 def _since(text: str | None) -> str | None:
