@@ -398,6 +398,20 @@ def test_several_gpus_of_one_model_are_told_apart():
     assert fills["cuBLAS [GPU-c39d14b7]"] != fills["cuBLAS [GPU-533cbc01]"]
 
 
+@pytest.mark.parametrize("count, apart", [(8, "device"), (30, "origin")])
+def test_each_gpu_or_file_of_a_figure_has_a_look_of_its_own(count, apart):
+    # 6 marker fills, then round again: the 7th GPU's atomic looked like the 1st's
+    pytest.importorskip("matplotlib")
+    atomic = load_results(DATA / "d.json").benchmarks[0]
+    rows = [dataclasses.replace(atomic, device=dataclasses.replace(
+                atomic.device, uuid=f"GPU-{i:08x}", index=i)) if apart == "device"
+            else dataclasses.replace(atomic, origin=f"run{i}.json") for i in range(count)]
+    lines = axes_by_title(plot.throughput_figure(rows))["dot float32"].get_lines()
+    looks = {(line.get_color(), line.get_marker(), line.get_fillstyle(),
+              line.get_markeredgecolor(), line.get_markersize()) for line in lines}
+    assert len(lines) == count and len(looks) == count
+
+
 def test_without_flops_the_figure_is_the_throughput_and_says_why():
     pytest.importorskip("matplotlib")
     figure = plot.both_figure(load_results(DATA / "t8192.json").benchmarks)

@@ -4,7 +4,8 @@ device, labels, legends sized to their panel, plain-number axes.
 Every panel is a subfigure holding one axes and, below it, its legend (a legend inside the
 axes hides points). A variant has one colour in every panel of every figure, and its
 parameter sets differ by marker, then (past the markers) by line and shade of that colour;
-vendor rows are dashed, reference rows dotted.
+vendor rows are dashed, reference rows dotted; devices (and files) differ by the markers'
+fill, then edge and size (Look).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ ROUNDS = (("-", 0.0), ("-.", -0.45), ((0, (3, 1, 1, 1, 1, 1)), 0.45), ((0, (6, 2
 MAX_CONFIGS = 2 * len(VARIANT_MARKERS)  # a variant's parameter sets drawn, each its own look
 KIND_MARKERS = {Kind.VENDOR: "s", Kind.REFERENCE: "^"}
 FILLS = ("full", "none", "left", "bottom", "right", "top")  # a marker's fill per device
+# Past the fills, a device's (or file's) marker takes the next edge, then the next size: 54
+# looks, more than the series a figure holds (selection.MAX_SERIES). None: the series' colour.
+EDGES = (None, "black", "0.6")
+SIZES = (6.0, 9.0, 4.0)
 HOT_ALPHA, HOT_WIDTH = 0.5, 0.6  # a hot-L2 series beside the cold one: paler, thinner
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39")
@@ -153,6 +158,23 @@ def twin_tags(twins: Sequence[DeviceInfo]) -> list[str]:
     return [f"{way(device)} #{number}" for number, device in enumerate(twins, 1)]
 
 
+@dataclass(frozen=True)
+class Look:
+    """How a device's (or a file's) markers differ from another's: fill, edge, size."""
+
+    fill: str
+    edge: str | None
+    size: float
+
+    @classmethod
+    def of(cls, index: int) -> Look:
+        """Return the index-th look: each fill, then each again with the next edge, then
+        with the next size (the 7th GPU had the 1st's look: fills alone are 6)."""
+        turn = index // len(FILLS)
+        return cls(FILLS[index % len(FILLS)], EDGES[turn % len(EDGES)],
+                   SIZES[turn // len(EDGES) % len(SIZES)])
+
+
 @dataclass
 class Styles:
     """How each series looks, fixed once for all the panels of a figure (or a page): a
@@ -165,7 +187,8 @@ class Styles:
     # among the variants that share it (COLOURS repeat past 14 variants).
     slots: dict[tuple[str, str], int] = field(default_factory=dict)
     tags: dict[Any, str] = field(default_factory=dict)
-    fills: dict[Any, str] = field(default_factory=dict)  # a device's marker fill
+    # a device's (or file's) marker: its fill, edge colour and size (Look), none alike
+    fills: dict[Any, Look] = field(default_factory=dict)
     hot_beside_cold: bool = False  # both kinds of series: the hot ones drawn paler
     cuts: dict[tuple[str, str], str] = field(default_factory=dict)  # (op, variant): a note
     # where a variant is drawn in part: its default, named so (op, variant, parameters)
@@ -190,7 +213,7 @@ class Styles:
                                 for index, (_, text) in enumerate(sorted(entries)))
         styles.hot_beside_cold = len({r.hot for r in rows}) > 1
         for index, key in enumerate(dict.fromkeys(fill_key(r) for r in rows)):
-            styles.fills[key] = FILLS[index % len(FILLS)]
+            styles.fills[key] = Look.of(index)
         devices = devices_of(rows)
         if len(devices) > 1:
             models: dict[str, list[DeviceInfo]] = {}
@@ -231,8 +254,10 @@ class Styles:
         variant is drawn over the vendor and reference rows it may sit on; beside cold
         series, a hot-L2 one paler and thinner (the two of a variant looked alike)."""
         paler = r.hot and self.hot_beside_cold
+        look = self.fills.get(fill_key(r), Look.of(0))
+        edge = {"markeredgecolor": look.edge} if look.edge else {}
         return {"color": self.colour(r), "marker": self.marker(r),
-                "fillstyle": self.fills.get(fill_key(r), "full"),
+                "fillstyle": look.fill, "markersize": look.size, **edge,
                 "linestyle": LINES.get(r.kind, self._round(r)[0]) if joined else "none",
                 "linewidth": width * (HOT_WIDTH if paler else 1.0),
                 "alpha": HOT_ALPHA if paler else 1.0,
