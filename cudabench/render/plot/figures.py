@@ -134,8 +134,10 @@ def panel_figures(results: Sequence[BenchmarkResult]) -> list[tuple[str, Figure]
 
 def left_out(results: Sequence[BenchmarkResult], how: str = HOW_TO_SEE) -> list[str]:
     """Return a line for each variant a figure of results draws in part (selection.py),
-    saying how to see the rest."""
-    return [cut.line(how) for cut in select(results).cuts]
+    and one for the files (or GPUs) it leaves out whole, saying how to see the rest."""
+    selection = select(results)
+    return [cut.line(how) for cut in selection.cuts] + (
+        [selection.dropped.line(how)] if selection.dropped else [])
 
 
 CHOOSE = "-p NAME=VALUE and --variant NAME draw the ones you name"  # `plot`'s flags
@@ -153,6 +155,10 @@ def figure_of(kind: str, results: Sequence[BenchmarkResult], choice: Choice = Ch
     selection = select(results, choice)
     for cut in selection.cuts:
         stderr_console().print(Text(f"note: {cut.line()}; {CHOOSE}"), soft_wrap=True)
+    if selection.dropped:
+        fewer = "name fewer files, or " if selection.dropped.unit == "files" else ""
+        stderr_console().print(Text(f"note: {selection.dropped.line()}; {fewer}{CHOOSE}"),
+                               soft_wrap=True)
     return makers[kind](selection.rows, styles_of(selection))
 
 

@@ -1,6 +1,6 @@
 """Which configurations a figure draws: those the user chose (--variant, -p: every one by
-default), up to a limit; past it, a variant's fastest few and its default, the figure and
-stderr saying how many were left out.
+default), up to a limit; past it, a variant's fastest few and its default, and past that
+the first files (or GPUs) that fit, the figure and stderr saying what was left out.
 
 A search's file holds hundreds of configurations of one variant: a series and a legend
 entry each made a figure a hundred times taller than wide, and their looks repeated.
@@ -181,28 +181,54 @@ class Cut:
 
 
 @dataclass(frozen=True)
+class Dropped:
+    """The files (or, of one file, the GPUs) a figure left out whole: the series of the
+    first ones filled it."""
+
+    unit: str  # "files" or "GPUs"
+    left: tuple[str, ...]  # each one left out, named
+    total: int
+
+    def line(self, how: str = HOW_TO_SEE) -> str:
+        """Say it on stderr or a page: how many were left out, which, how to see them."""
+        named = ", ".join(self.left[:MAX_LISTED]) + (
+            f" and {len(self.left) - MAX_LISTED:,} more" if len(self.left) > MAX_LISTED
+            else "")
+        return (f"{len(self.left):,} of {self.total:,} {self.unit} left out ({named}): a "
+                f"figure holds {MAX_SERIES} series ({how})")
+
+    def title(self) -> str:
+        """Say it in a panel's legend, briefly."""
+        return (f"{len(self.left):,} of {self.total:,} {self.unit} left out: a figure holds "
+                f"{MAX_SERIES} series; {HOW_TO_SEE}")
+
+
+@dataclass(frozen=True)
 class Selection:
-    """The rows a figure draws, and the variants it draws in part."""
+    """The rows a figure draws, the variants it draws in part, and the files (or GPUs) it
+    left out."""
 
     rows: list[BenchmarkResult]
     cuts: tuple[Cut, ...]
+    dropped: Dropped | None = None
 
 
 def select(results: Sequence[BenchmarkResult], choice: Choice = Choice()) -> Selection:
     """Return the rows a figure draws: every timed, believed row, but of a variant with more
     than MAX_CONFIGS configurations (or the largest ones, while the figure holds more than
-    MAX_SERIES series) only its FASTEST configurations and its default. Vendor and reference
-    rows are always drawn: each is one row, not a configuration of a variant. Results are
-    those the choice kept (Choice.rows): it names what narrowed a variant cut."""
+    MAX_SERIES series, its vendor and reference rows' among them) only its FASTEST
+    configurations and its default; and where the series are still more, only the rows of
+    the first files (of one file, the first GPUs) that they fit (_first_groups). Results
+    are those the choice kept (Choice.rows): it names what narrowed a variant cut."""
     rows = plotted(results)
     configs: dict[VariantKey, dict[str, list[BenchmarkResult]]] = {}
     for r in rows:
         if r.kind is Kind.VARIANT:
             configs.setdefault((r.op, r.variant), {}).setdefault(
                 params_text(r.params), []).append(r)
-    crowded = _crowded(configs)
+    crowded = _crowded(configs, _series([r for r in rows if r.kind is not Kind.VARIANT]))
     if not crowded:
-        return Selection(rows, ())
+        return _fitted(rows, ())
     speed = _speeds(rows)
     hidden: set[tuple[str, str, str]] = set()
     cuts = []
@@ -218,8 +244,62 @@ def select(results: Sequence[BenchmarkResult], choice: Choice = Choice()) -> Sel
         hidden.update((*key, params) for params in found if params not in kept)
         within = choice.within(list(found[ranked[0]][0].params))
         cuts.append(Cut(*key, len(kept), len(found), default, within))
-    return Selection([r for r in rows if (r.op, r.variant, params_text(r.params)) not in hidden],
-                     tuple(cuts))
+    return _fitted([r for r in rows if (r.op, r.variant, params_text(r.params)) not in hidden],
+                   tuple(cuts))
+
+
+def _fitted(rows: list[BenchmarkResult], cuts: tuple[Cut, ...]) -> Selection:
+    """Return the selection of rows, less the files (or GPUs) past MAX_SERIES series."""
+    kept, dropped = _first_groups(rows)
+    return Selection(kept, cuts, dropped)
+
+
+def _series_key(r: BenchmarkResult) -> tuple[object, ...]:
+    """Return the series a row is drawn in: a line each configuration, type, hot or cold,
+    device and file."""
+    return (r.op, r.variant, params_text(r.params), r.dtype, r.hot, device_identity(r),
+            r.origin)
+
+
+def _series(rows: Iterable[BenchmarkResult]) -> int:
+    """Return how many series rows make."""
+    return len({_series_key(r) for r in rows})
+
+
+def _first_groups(rows: list[BenchmarkResult]
+                  ) -> tuple[list[BenchmarkResult], Dropped | None]:
+    """Return the rows of the first files whose series fit MAX_SERIES (of one file, of
+    its first GPUs; the first always), and what was left out. Every configuration a
+    variant keeps (FASTEST and its default) of 30 files, their cuBLAS and copy rows
+    beside, made 330 series: a figure ten times taller than wide, nearly all legend."""
+    if _series(rows) <= MAX_SERIES:
+        return rows, None
+    files = len({r.origin for r in rows}) > 1
+    groups: dict[object, list[BenchmarkResult]] = {}
+    for r in rows:
+        groups.setdefault(r.origin if files else device_identity(r), []).append(r)
+    kept: list[BenchmarkResult] = []
+    series: set[tuple[object, ...]] = set()
+    left: list[str] = []
+    for members in groups.values():
+        more = series | {_series_key(r) for r in members}
+        if left or (kept and len(more) > MAX_SERIES):
+            left.append(members[0].origin if files else _device_text(members[0]))
+        else:
+            kept, series = kept + members, more
+    if not left:  # one file on one GPU: nothing to leave out whole
+        return rows, None
+    chosen = {id(r) for r in kept}
+    return ([r for r in rows if id(r) in chosen],
+            Dropped("files" if files else "GPUs", tuple(left), len(groups)))
+
+
+def _device_text(r: BenchmarkResult) -> str:
+    """Name a row's GPU in a note: its index, and its UUID's start where known."""
+    device = r.device
+    if device is None:
+        return "the device not recorded"
+    return f"GPU {device.index}" + (f" ({device.uuid[:12]})" if device.uuid else "")
 
 
 def styles_of(selection: Selection) -> Styles:
@@ -228,6 +308,7 @@ def styles_of(selection: Selection) -> Styles:
     styles.cuts = {(cut.op, cut.variant): cut.title() for cut in selection.cuts}
     styles.defaults = {(cut.op, cut.variant, cut.default) for cut in selection.cuts
                        if cut.default}
+    styles.dropped = selection.dropped.title() if selection.dropped else ""
     return styles
 
 
@@ -237,10 +318,12 @@ def drawn(results: Sequence[BenchmarkResult]) -> tuple[list[BenchmarkResult], St
     return selection.rows, styles_of(selection)
 
 
-def _crowded(configs: dict[VariantKey, dict[str, list[BenchmarkResult]]]) -> list[VariantKey]:
+def _crowded(configs: dict[VariantKey, dict[str, list[BenchmarkResult]]], others: int = 0
+             ) -> list[VariantKey]:
     """Return the variants to cut: those past MAX_CONFIGS, then the largest others while the
-    figure holds more than MAX_SERIES series (a configuration on several devices, files,
-    dtypes or hot and cold is a series each)."""
+    figure holds more than MAX_SERIES series, the others (vendor and reference series) among
+    them (a configuration on several devices, files, dtypes or hot and cold is a series
+    each)."""
     series = {key: len({(params, r.dtype, r.hot, device_identity(r), r.origin)
                         for params, members in found.items() for r in members})
               for key, found in configs.items()}
@@ -249,7 +332,7 @@ def _crowded(configs: dict[VariantKey, dict[str, list[BenchmarkResult]]]) -> lis
         return series[key] * min(1.0, (FASTEST + 1) / len(configs[key]))
 
     crowded = [key for key in configs if len(configs[key]) > MAX_CONFIGS]
-    total = sum(left(key) if key in crowded else series[key] for key in configs)
+    total = others + sum(left(key) if key in crowded else series[key] for key in configs)
     for key in sorted(configs, key=lambda key: -len(configs[key])):
         if total <= MAX_SERIES or len(configs[key]) <= FASTEST + 1:
             break

@@ -193,6 +193,7 @@ class Styles:
     cuts: dict[tuple[str, str], str] = field(default_factory=dict)  # (op, variant): a note
     # where a variant is drawn in part: its default, named so (op, variant, parameters)
     defaults: set[tuple[str, str, str]] = field(default_factory=set)
+    dropped: str = ""  # the files (or GPUs) the figure left out whole, said in every legend
 
     @classmethod
     def of(cls, results: Sequence[BenchmarkResult]) -> Styles:
@@ -241,9 +242,11 @@ class Styles:
         return KIND_MARKERS.get(r.kind, VARIANT_MARKERS[slot % len(VARIANT_MARKERS)])
 
     def note(self, rows: Iterable[BenchmarkResult]) -> str:
-        """Say what the figure left out of the variants among rows ('' where nothing)."""
-        return "\n".join(dict.fromkeys(self.cuts[key] for r in rows
-                                        if (key := (r.op, r.variant)) in self.cuts))
+        """Say what the figure left out of the variants among rows, and the files (or GPUs)
+        it left out ('' where nothing)."""
+        return "\n".join([*dict.fromkeys(self.cuts[key] for r in rows
+                                          if (key := (r.op, r.variant)) in self.cuts),
+                          *([self.dropped] if self.dropped else [])])
 
     def tag(self, r: BenchmarkResult) -> str:
         return self.tags.get(device_identity(r), "")
