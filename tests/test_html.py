@@ -215,6 +215,30 @@ def test_the_change_figure_names_each_bar_s_gpu(monkeypatch):
         f"matmul/tiled on GPU {i} TILE=16 64³ float32" for i in (0, 1)]
 
 
+def test_the_change_figure_draws_the_regressions_and_largest_changes_of_many(monkeypatch):
+    # half an inch a row, without a bound: 5,000 rows made a page of 24.7 MB in 40 s
+    drawn = []
+    monkeypatch.setattr(html_render.plot, "change_figure", lambda bars: drawn.extend(bars))
+    monkeypatch.setattr(html_render, "svg_figure", lambda figure, alt: "")
+    base = comparison().rows[3]  # a kernel, `same`
+    rows = tuple(dataclasses.replace(base, variant=f"v{i:03d}", change=(i % 50) / 1000,
+                                     verdict=Verdict.SAME) for i in range(300))
+    slow = {7, 150, 299}  # small slowdowns, but regressions
+    rows = tuple(dataclasses.replace(row, change=0.03, verdict=Verdict.SLOWER)
+                 if i in slow else row for i, row in enumerate(rows))
+    page = html_render.comparison_html(dataclasses.replace(comparison(), rows=rows))
+    names = [bar.label.split()[0] for bar in drawn]
+    assert len(drawn) == html_render.plot.MAX_BARS
+    assert names == sorted(names)  # in the table's order
+    kept = {int(name.split("/v")[1]) for name in names}
+    assert slow <= kept
+    # the others: the largest changes (49/1000 and down, six rows each)
+    assert min((i % 50) for i in kept - slow) >= 43
+    assert ("The figure draws 40 of the 300 changes: the regressions first, then the "
+            "largest; the table above lists every one.") in page
+    assert page.count("<tr") > 300  # the table keeps every row
+
+
 def test_without_matplotlib_the_page_says_so(files, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     page = html_render.report_html(files, "no plots")

@@ -124,7 +124,9 @@ def _compared_files(comparison: Comparison) -> list[ResultsFile]:
 
 def _change_figure(comparison: Comparison) -> str:
     """Return the changes as one horizontal bar a row, coloured by verdict, over the band
-    each row's threshold allows; '' without matplotlib or without a change to draw."""
+    each row's threshold allows (plot.MAX_BARS at most: the regressions first, then the
+    largest changes, a note saying the table holds the rest); '' without matplotlib or
+    without a change to draw."""
     rows = [row for row in comparison.rows if row.change is not None]
     if not rows or not plot.available():
         return ""
@@ -135,9 +137,13 @@ def _change_figure(comparison: Comparison) -> str:
         f"{plot.shape_label(row.shape)} {row.dtype}".replace(" - ", " "),
         row.change or 0.0, row.threshold, verdict_class(row), row.verdict.value)
         for row in rows]
+    drawn = plot.bars_drawn(bars)
+    note = (f'\n<p class="note">The figure draws {len(drawn)} of the {len(bars):,} changes: '
+            "the regressions first, then the largest; the table above lists every one.</p>"
+            if len(drawn) < len(bars) else "")
     return ('<div class="figures single">' + svg_figure(
-        plot.change_figure(bars), "change of each benchmark's median, current against "
-        "baseline, with its threshold") + "</div>")
+        plot.change_figure(drawn), "change of each benchmark's median, current against "
+        "baseline, with its threshold") + "</div>" + note)
 
 
 def comparison_html(comparison: Comparison, files: Sequence[ResultsFile] | None = None) -> str:

@@ -12,8 +12,10 @@ figures (pages of panels, saving, SVG for HTML) and change (a comparison's bars)
 from __future__ import annotations
 
 from cudabench.render.plot.change import (
+    MAX_BARS,
     VERDICT_COLOURS,
     ChangeBar,
+    bars_drawn,
     change_figure,
 )
 from cudabench.render.plot.figures import (
@@ -64,12 +66,14 @@ __all__ = [
     "FORMATS",
     "HINT",
     "KINDS",
+    "MAX_BARS",
     "NO_ROOFLINE",
     "NO_THROUGHPUT",
     "PLOTTED",
     "Styles",
     "VERDICT_COLOURS",
     "available",
+    "bars_drawn",
     "both_figure",
     "change_figure",
     "check_suffix",

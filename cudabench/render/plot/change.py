@@ -30,6 +30,8 @@ class ChangeBar:
 
 
 VERDICT_COLOURS = {"bad": "#b42318", "warn": "#b58100", "good": "#1a7f37", "": "#8c959f"}
+# Bars a figure draws (half an inch each): 5,000 rows made a page of 24.7 MB in 40 s.
+MAX_BARS = 40
 LARGEST = 1e300  # a change (in %) beyond this is drawn off the scale: axis limits must be finite
 
 
@@ -43,6 +45,21 @@ def _fitted(label: str) -> str:
     table above names it whole, and past the edge the SVG would cut it unmarked."""
     room = int(PAGE_PANEL_INCHES[0] * LEGEND_CHARS_PER_INCH) - 2
     return label if len(label) <= room else label[:room - 3] + "..."
+
+
+def bars_drawn(bars: Sequence[ChangeBar]) -> list[ChangeBar]:
+    """Return the bars a figure draws, in their order: all, or MAX_BARS of them, the
+    regressions ('bad') first, then the warnings, then the largest other changes."""
+    if len(bars) <= MAX_BARS:
+        return list(bars)
+
+    def rank(index: int) -> tuple[int, float]:
+        size = abs(bars[index].change)
+        return ({"bad": 0, "warn": 1}.get(bars[index].style, 2),
+                -size if not math.isnan(size) else 0.0)
+
+    kept = sorted(sorted(range(len(bars)), key=rank)[:MAX_BARS])
+    return [bars[i] for i in kept]
 
 
 def change_figure(bars: Sequence[ChangeBar]) -> Figure:
