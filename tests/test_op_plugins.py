@@ -1171,3 +1171,65 @@ def test_an_installed_op_finds_its_kernels_in_its_package(use_fake, monkeypatch,
                 ["plain"]
     finally:
         registry._entry_point_modules.cache_clear()
+
+
+def test_an_edited_bytecode_only_helper_misses_the_reference_cache(use_fake, tmp_path,
+                                                                   fresh_ops):
+    # a .pyc beside the op file was not hashed: after it was rebuilt to return other
+    # values, the run still PASSed from the cached reference
+    import py_compile
+
+    folder = helper_op(tmp_path, "import _old\n            return _old.f(inputs['x'])")
+
+    def build(body: str) -> None:
+        (folder / "_old.py").write_text(f"import time\n\n\ndef f(x):\n    time.sleep(0.1)\n"
+                                        f"    return {body}\n")
+        py_compile.compile(str(folder / "_old.py"), cfile=str(folder / "_old.pyc"))
+        (folder / "_old.py").unlink()
+
+    build("x")
+    args = ("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+    assert invoke(*args).exit_code == 0
+    build("x + 1")
+    registry.forget_file_ops()
+    done = invoke(*args)
+    assert done.exit_code == 3 and "FAIL" in done.stdout, done.output
+
+
+def test_a_compiled_helper_s_bytes_key_the_caches(tmp_path, fresh_ops, monkeypatch):
+    # an extension module beside the op file (`import _fast`) is the helper's code: its
+    # bytes, not only .py files, decide the op's fingerprint
+    import importlib.machinery
+
+    from cudabench.ops import fingerprint
+    from cudabench.ops.fingerprint import op_fingerprint
+
+    folder = helper_op(tmp_path, "import _fast\n            return _fast.f(inputs['x'])")
+    extension = folder / f"_fast{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    extension.write_bytes(b"\x7fELF one build")
+    (op,) = registry._ops_at(str(folder / "myop.py"))
+    before = op_fingerprint(op)
+    extension.write_bytes(b"\x7fELF another build")
+    # this process would still run the first build (Python loads one once): refused
+    with pytest.raises(OpFileError, match="_fast.* rebuilt since this process first saw it"):
+        op_fingerprint(op)
+    monkeypatch.setattr(fingerprint, "_EXTENSIONS", {})  # a new process
+    assert op_fingerprint(op) != before
+
+
+def test_a_bytecode_only_helper_s_imports_key_the_caches(tmp_path):
+    import py_compile
+
+    from cudabench.ops.fingerprint import local_imports
+
+    folder = helper_op(tmp_path, "import _old\n            return _old.f(inputs['x'])",
+                       **{"_old.py": "def f(x):\n    from ._helpers import body\n"
+                          "    return body.shifted(x)\n",
+                          "_helpers/__init__.py": "", "_helpers/body.py": "X = 1\n"})
+    py_compile.compile(str(folder / "_old.py"), cfile=str(folder / "_old.pyc"))
+    (folder / "_old.py").unlink()
+    found = {p.relative_to(folder).as_posix()
+             for p in local_imports(folder / "myop.py", compiled=True)}
+    assert found == {"_old.pyc", "_helpers/__init__.py", "_helpers/body.py"}
+    # the sources alone (what a Ray node is sent): no bytecode read as text
+    assert {p.suffix for p in local_imports(folder / "myop.py")} == {".py"}
