@@ -1233,3 +1233,71 @@ def test_a_bytecode_only_helper_s_imports_key_the_caches(tmp_path):
     assert found == {"_old.pyc", "_helpers/__init__.py", "_helpers/body.py"}
     # the sources alone (what a Ray node is sent): no bytecode read as text
     assert {p.suffix for p in local_imports(folder / "myop.py")} == {".py"}
+
+
+def installed_package(tmp_path: Path, monkeypatch, where: str = "site-packages") -> Path:
+    """Install (as pip would, in a site-packages folder, or `pip install -e` of a src
+    folder) a package whose entry point's op takes its reference from another module of
+    the package; return that module's file."""
+    package = tmp_path / where / "plugged_ref_pkg"
+    write_op(package, "", name="__init__.py")
+    write_op(package, GOOD_OP.replace(
+        "REFERENCE_BODY", "return helpers.reference(inputs['x'])").replace(
+        "import numpy as np", "import numpy as np\n    from plugged_ref_pkg import helpers"),
+        name="mycopy_op.py")
+    helper = write_op(package, "import time\n\n\ndef reference(x):\n    time.sleep(0.1)\n"
+                      "    return x\n", name="helpers.py")
+    (package / "mycopy").mkdir()
+    (package / "mycopy" / "plain.cu").write_text(KERNEL)
+    monkeypatch.syspath_prepend(str(package.parent))
+
+    class EntryPoint:
+        value = "plugged_ref_pkg.mycopy_op"
+
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points",
+                        lambda group: [EntryPoint()] if group == "cudabench.ops" else [])
+    return helper
+
+
+def forget_package() -> None:
+    """Forget the installed package, as a new process would not have it loaded."""
+    import sys
+
+    for name in [name for name in sys.modules if name.startswith("plugged_ref_pkg")]:
+        del sys.modules[name]
+    registry._entry_point_modules.cache_clear()
+    registry._ops_at.cache_clear()
+
+
+@pytest.mark.parametrize("where", ["site-packages", "src"])
+def test_an_installed_op_s_helper_module_keys_the_reference_cache(use_fake, tmp_path,
+                                                                  monkeypatch, where):
+    # `from my_package import reference`: only cudabench's version was in the key, so the
+    # edited helper (pip install -e keeps the version) PASSed from the cached reference
+    helper = installed_package(tmp_path, monkeypatch, where)
+    args = ("mycopy", "--size", "50", *QUICK)
+    try:
+        forget_package()
+        assert invoke(*args).exit_code == 0
+        helper.write_text(helper.read_text().replace("return x", "return x + 1"))
+        forget_package()
+        done = invoke(*args)
+        assert done.exit_code == 3 and "FAIL" in done.stdout, done.output
+    finally:
+        forget_package()
+
+
+def test_an_installed_op_s_helper_changed_since_it_loaded_is_refused(tmp_path, monkeypatch):
+    # a kept worker holds the old helper: its verdicts would be kept under the new bytes' key
+    from cudabench.ops.fingerprint import op_fingerprint
+
+    helper = installed_package(tmp_path, monkeypatch)
+    try:
+        forget_package()
+        op = registry.builtin_ops()["mycopy"]
+        op_fingerprint(op)
+        helper.write_text(helper.read_text() + "\n# edited\n")
+        with pytest.raises(OpFileError, match="helpers.py: changed since this process loaded"):
+            op_fingerprint(op)
+    finally:
+        forget_package()

@@ -3,7 +3,8 @@
 An op's inputs, reference, check and arguments live in its class, the classes it derives
 from, the file that declared it, the modules that file imports from its own folder (a
 `_ref.py` beside it, a package of helpers, a bytecode-only `.pyc` or an extension module:
-compiled ones by their bytes), and the ops package's shared helpers (inputs,
+compiled ones by their bytes), the modules of an installed op's package that its module
+imports (`from my_package import reference`), and the ops package's shared helpers (inputs,
 types, checks): a change to any of them must miss the CPU-reference and tuning caches. Each file
 is hashed by its bytes, read again whenever its size or modification time changes, so a
 long-lived process (a kept worker, a pytest session) sees an edited op file too.
@@ -52,11 +53,16 @@ def op_fingerprint(op: object) -> str:
                 continue
         if source:
             files.add(str(Path(source).resolve()))
-    _refuse_stale(modules)
     origin = getattr(op, "origin", None)
     if isinstance(origin, str) and origin.endswith(".py"):
         files.add(str(Path(origin).resolve()))  # an op made from a class imported elsewhere
     files |= _local_imports(files, modules)
+    # the op's class's and its entry point's modules: a base class's library (an ABC
+    # mixin) is not followed
+    own = [sys.modules.get(name) for name in {type(op).__module__, str(origin or "")}]
+    package_files, package_modules = _package_imports([m for m in own if m is not None])
+    files |= package_files
+    _refuse_stale(modules + package_modules)
     _refuse_rebuilt(files)
     digest = hashlib.sha256(__version__.encode())
     for name in sorted(files):
@@ -68,16 +74,16 @@ _LOADED = "__cudabench_loaded_stat__"  # a module's file's (size, mtime) when fi
 
 
 def _refuse_stale(modules: list[ModuleType]) -> None:
-    """Refuse an op whose class comes from a user's module that changed on disk since this
-    process first saw it loaded (an entry-point op, or a base class on PYTHONPATH, in a
-    kept worker: only the op files of --kernels-dir are loaded afresh per command). Its
-    code is the old one: its verdicts would be, and the caches keyed on the new bytes would
-    keep them."""
+    """Refuse an op whose code comes from a module that changed on disk since this process
+    first saw it loaded (an entry-point op or its package's helpers, a base class on
+    PYTHONPATH, in a kept worker: only the op files of --kernels-dir are loaded afresh per
+    command). Its code is the old one: its verdicts would be, and the caches keyed on the
+    new bytes would keep them."""
     from cudabench.errors import OpFileError
 
     for module in modules:
         file = getattr(module, "__file__", None)
-        if not file or not is_users_code(Path(file).resolve()):
+        if not file or not _others_code(Path(file).resolve()):
             continue
         try:
             info = os.stat(file)
@@ -117,6 +123,34 @@ def _refuse_rebuilt(files: set[str]) -> None:
                               "and run again")
 
 
+def _package_imports(modules: list[ModuleType]) -> tuple[set[str], list[ModuleType]]:
+    """Return the files of the package of an installed op (an entry point's, one on
+    PYTHONPATH) that its modules import, followed import by import (a plugin's `from
+    my_package import reference`), and those of them loaded here. Its version would not
+    do: `pip install -e` keeps it while the files change. Bounded to the op's own package:
+    its dependencies (NumPy) have their versions, and are not followed."""
+    files: set[str] = set()
+    loaded: list[ModuleType] = []
+    for module in modules:
+        name, file = module.__name__, getattr(module, "__file__", None)
+        top = name.partition(".")[0]
+        path = Path(file).resolve() if isinstance(file, str) else None
+        if path is None or top == "cudabench" or not _others_code(path):
+            continue  # cudabench's own (its version), an op file of a folder (_local_imports)
+        depth = name.count(".") + (path.stem == "__init__")
+        if not depth:
+            continue  # a module of no package: nothing of its own beyond itself
+        root = path.parents[depth]  # where Python found the package (on sys.path)
+        for found in {path, *_followed(path, root, root / top, lambda _: True)}:
+            files.add(str(found))
+            parts = found.relative_to(root).with_name(found.name.partition(".")[0]).parts
+            dotted = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            helper = sys.modules.get(dotted)
+            if helper is not None and helper is not module:
+                loaded.append(helper)
+    return files, loaded
+
+
 def _local_imports(files: set[str], modules: list[ModuleType]) -> set[str]:
     """Return the files of the modules that a user's op files import from their own folders:
     those their import statements name (local_imports), and those the op's modules hold
@@ -128,7 +162,7 @@ def _local_imports(files: set[str], modules: list[ModuleType]) -> set[str]:
     for module in modules:
         file = getattr(module, "__file__", None)
         if not file or not is_users_code(Path(file).resolve()):
-            continue  # cudabench's own ops, an installed package's: their version decides
+            continue  # cudabench's own ops (its version), an installed package's (below)
         folder = Path(file).resolve().parent
         for value in vars(module).values():
             held = value if isinstance(value, ModuleType) else \
@@ -248,6 +282,12 @@ def _bytecode_statements(path: Path) -> list[Statement]:
                 found.append((level if isinstance(level, int) else 0, step.argval,
                               tuple(names) if isinstance(names, tuple) else ()))
     return found
+
+
+def _others_code(path: Path) -> bool:
+    """Whether path is neither cudabench's own code nor Python's standard library."""
+    return not path.is_relative_to(_OWN_CODE) and not any(
+        path.is_relative_to(library) for library in _STANDARD_LIBRARY)
 
 
 def is_users_code(path: Path) -> bool:
