@@ -1301,3 +1301,30 @@ def test_an_installed_op_s_helper_changed_since_it_loaded_is_refused(tmp_path, m
             op_fingerprint(op)
     finally:
         forget_package()
+
+
+@pytest.mark.parametrize(("fields", "args", "says"), [
+    # `transpose --inplace` ran the user's op (the flags' dict kept the last)
+    ('command = "transpose"\n        command_flag = "inplace"',
+     ["transpose", "--inplace", "--size", "64"],
+     "op 'mycopy' is run by `transpose --inplace`, as op 'transpose_inplace' of "
+     "cudabench.ops.transpose is already; give it another `command_flag`"),
+    # the op was hidden behind matmul, its --block shown in matmul --help
+    ('command = "matmul"\n        shortcuts = {"block": "BLOCK"}', ["matmul", "--help"],
+     "op 'mycopy' is run by `matmul`, as op 'matmul' of cudabench.ops.matmul is already; "
+     "give it its own `command`, or a `command_flag` to share it"),
+    ('command = "matmul"', ["mycopy"], "op 'mycopy' is run by `matmul`"),
+    ('command = "trans pose"', ["mycopy"], "op 'mycopy': `command` is the command that runs"),
+    ('command = "transpose"\n        command_flag = "in-place"', ["transpose", "--help"],
+     "op 'mycopy': `command_flag` is the flag that selects the op within its `command`"),
+])
+def test_an_op_may_not_take_another_s_command_or_flag(use_fake, tmp_path, fresh_ops, fields,
+                                                      args, says):
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace('        result_buffer = "y"',
+                                  f'        result_buffer = "y"\n        {fields}'))
+    for command in (args, ["list"]):
+        done = invoke(*command, "--kernels-dir", folder)
+        assert done.exit_code == 2, done.output
+        assert f"cudabench: error: {folder / 'myop.py'}: {says}" in " ".join(
+            done.stderr.split()), done.output

@@ -152,11 +152,21 @@ def skipped_name(name: str) -> bool:
 
 
 def _add(ops: dict[str, Op], new: list[Op]) -> None:
-    """Add ops to the registry; a name given twice is an error naming both origins."""
+    """Add ops to the registry; a name given twice, or a command (with its flag) that
+    another op runs by already, is an error naming both origins."""
     for op in new:
         if op.name in ops and ops[op.name].origin != op.origin:
             raise OpFileError(f"{op.origin}: op {op.name!r} is also declared by "
                               f"{ops[op.name].origin}; rename one of them")
+        command = op.command or op.name
+        other = next((o for o in ops.values() if o.name != op.name and o.command_flag ==
+                      op.command_flag and (o.command or o.name) == command), None)
+        if other is not None:  # one of them ran, the other never: the last one's flag won
+            said = f"`{command}{' --' + op.command_flag if op.command_flag else ''}`"
+            fix = ("another `command_flag`" if op.command_flag else
+                   "its own `command`, or a `command_flag` to share it")
+            raise OpFileError(f"{op.origin}: op {op.name!r} is run by {said}, as op "
+                              f"{other.name!r} of {other.origin} is already; give it {fix}")
         ops[op.name] = op
 
 
@@ -339,6 +349,15 @@ def check_op(op: Op) -> None:
         raise OpFileError(f"{where}: `references` must be a tuple of reference rows among "
                           f"{', '.join(REFERENCE_NAMES)}, e.g. (\"memcpy_dtod\",); got "
                           f"{references!r:.60}")
+    if not isinstance(op.command, str) or op.command and not op.command.isidentifier():
+        raise OpFileError(f"{where}: `command` is the command that runs the op, an "
+                          f"identifier such as \"transpose\" (\"\": its name); got "
+                          f"{op.command!r:.60}")
+    if not isinstance(op.command_flag, str) or op.command_flag and not re.fullmatch(
+            r"[a-z][a-z0-9_]*", op.command_flag):  # `--my-flag` made no option: internal error
+        raise OpFileError(f"{where}: `command_flag` is the flag that selects the op within "
+                          "its `command` (lowercase letters, digits and _), e.g. \"inplace\" "
+                          f"for `transpose --inplace`; got {op.command_flag!r:.60}")
     shortcuts = op.shortcuts
     if not isinstance(shortcuts, dict) or not all(
             isinstance(option, str) and re.fullmatch(r"[a-z][a-z0-9_-]*", option)
