@@ -1328,3 +1328,31 @@ def test_an_op_may_not_take_another_s_command_or_flag(use_fake, tmp_path, fresh_
         assert done.exit_code == 2, done.output
         assert f"cudabench: error: {folder / 'myop.py'}: {says}" in " ".join(
             done.stderr.split()), done.output
+
+
+@pytest.mark.parametrize("change", [
+    # OPS was in cudabench.ops.__all__: the built-in ops' dict became the file's OPS,
+    # "OPS must be a list of ops ... not a dict" for every command
+    lambda t: t.replace("from cudabench.ops import Op", "from cudabench.ops import *"),
+    # transpose's OPS became the file's (its OP left out), and `list` showed transpose as
+    # declared by the op file: the built-ins' origin was overwritten
+    lambda t: t.replace("from cudabench.ops import Op",
+                        "from cudabench.ops import Op\n    from cudabench.ops.transpose import *"),
+    lambda t: t.replace("OP = Copy()", "from cudabench.ops import transpose\n\n"
+                        "    OPS = [*transpose.OPS, Copy()]"),
+])
+def test_an_op_file_declares_only_its_own_ops(use_fake, tmp_path, fresh_ops, change):
+    folder = user_folder(tmp_path, change(GOOD_OP.replace("REFERENCE_BODY",
+                                                          "return inputs['x']")))
+    try:
+        assert [op.name for op in registry._ops_at(str(folder / "myop.py"))] == ["mycopy"]
+        listed = invoke("list", "--kernels-dir", folder)
+        assert listed.exit_code == 0 and "mycopy" in listed.stdout, listed.output
+        ops = registry.load_ops([folder])
+        assert ops["transpose"].origin == ops["transpose_inplace"].origin == \
+            "cudabench.ops.transpose"
+        done = invoke("mycopy", "--kernels-dir", folder, "--size", "50", *QUICK)
+        assert done.exit_code == 0, done.output
+    finally:
+        for op in registry._ops_at("cudabench.ops.transpose"):
+            op.origin = "cudabench.ops.transpose"  # as it was, for the tests after

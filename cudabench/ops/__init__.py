@@ -15,7 +15,8 @@ from cudabench.ops.base import LaunchShape, Op, Shape
 from cudabench.ops.registry import builtin_ops, find_op, load_ops
 from cudabench.ops.types import DTYPES, DType, TypeSet
 
-__all__ = ["DTYPES", "DType", "LaunchShape", "OPS", "Op", "Shape", "TypeSet", "builtin_ops",
+# OPS is left out: `from cudabench.ops import *` in an op file made it the file's OPS
+__all__ = ["DTYPES", "DType", "LaunchShape", "Op", "Shape", "TypeSet", "builtin_ops",
            "find_op", "get_op", "load_ops"]
 
 

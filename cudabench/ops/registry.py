@@ -11,6 +11,7 @@ it pickles as (origin, name), never as a class that only the parent imported.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import contextvars
 import functools
@@ -192,8 +193,8 @@ def _ops_at(origin: str) -> list[Op]:
     with _LOADING:
         module = (_import_file(Path(origin)) if origin.endswith(".py")
                   else _import_module(origin))
-    declared = getattr(module, "OPS", None)
-    if declared is None and hasattr(module, "OP"):
+    declared = _own(module, "OPS")
+    if declared is None and _own(module, "OP") is not None:
         declared = [module.OP]
     elif declared is not None and not isinstance(declared, (list, tuple)):  # OPS = MyOp()
         raise OpFileError(f"{origin}: OPS must be a list of ops, e.g. OPS = [MyOp()] (or "
@@ -209,6 +210,8 @@ def _ops_at(origin: str) -> list[Op]:
                       if isinstance(op, type) and issubclass(op, Op) else "")
             raise OpFileError(f"{origin}: {plain_names(repr(op))} is not an instance of a "
                               f"cudabench.ops.Op subclass{called}")
+        if _declared_elsewhere(op, module):
+            continue  # `OPS = [*transpose.OPS, Mine()]`: transpose stays the built-in's
         op.origin = origin
         check_op(op)
         first = next((other for other in ops if other.name == op.name), None)
@@ -218,6 +221,40 @@ def _ops_at(origin: str) -> list[Op]:
                               "its own name")
         ops.append(op)
     return ops
+
+
+def _own(module: ModuleType, name: str) -> object:
+    """Return the module's OPS or OP (name), or None where only a star import bound it:
+    `from cudabench.ops.transpose import *` brought transpose's OPS, which was taken for
+    the file's own, its OP left out."""
+    value = getattr(module, name, None)
+    file = getattr(module, "__file__", None)
+    if value is None or module.__name__ in BUILTIN_MODULES or not isinstance(file, str) \
+            or not file.endswith(".py"):
+        return value
+    try:
+        tree = ast.parse(Path(file).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return value
+    starred = bound = False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            starred |= any(alias.name == "*" for alias in node.names)
+            bound |= any((alias.asname or alias.name.partition(".")[0]) == name
+                         for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound |= node.id == name
+    return None if starred and not bound else value
+
+
+def _declared_elsewhere(op: Op, module: ModuleType) -> bool:
+    """Whether op is one that another op module, built in or installed, declares: an op
+    file holding it (imported from there) declares it no more than `import` does, and its
+    origin stays that module's (`list` showed transpose as the op file's)."""
+    holder = type(op).__module__
+    if holder == module.__name__ or holder not in (*BUILTIN_MODULES, *_entry_point_modules()):
+        return False
+    return any(op is other for other in _ops_at(holder))
 
 
 def forget_file_ops() -> None:
