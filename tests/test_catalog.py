@@ -334,6 +334,17 @@ def test_param_may_not_be_a_macro_that_breaks_cuda_s_headers(tmp_path, name, why
     assert why in str(info.value) and "rename it" in str(info.value)
 
 
+@pytest.mark.parametrize("name", ["BLÖCK", "ÉTAGES", "TILE_Ω"])
+def test_param_names_are_ascii(tmp_path, name):
+    # \w took BLÖCK: it compiled, and --best-out wrote `params = { BLÖCK = 256 }`, which no
+    # TOML reader takes
+    path = write_kernel(tmp_path, "bad", header_with(f"// param {name}: default 4; allowed 4"))
+    with pytest.raises(KernelFileError, match=re.escape(
+            f"{path}:2: parameter {name}: nvcc gets it as a macro (-D{name}=...), whose name "
+            "is ASCII letters, digits and _; rename it")):
+        parse_header(path)
+
+
 def test_launch_with_two_grids_is_rejected(tmp_path):
     path = write_kernel(tmp_path, "bad", ["// cudabench: dot",
                                           "// launch k: grid 1; grid 2; block 32"])

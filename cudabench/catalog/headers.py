@@ -58,8 +58,9 @@ from cudabench.results.model import UNITS
 from cudabench.ops import Op, builtin_ops
 from cudabench.ops.base import BUILTIN_NAMES, TYPE_MACROS
 
-# A header line, `key: value` or `key NAME: value`; a parameter's `allowed A..B`.
-_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[A-Za-z_]\w*))?\s*:\s*(?P<value>.*)$")
+# A header line, `key: value` or `key NAME: value` (NAME any identifier: a parameter's is
+# then refused unless ASCII, by name); a parameter's `allowed A..B`.
+_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_]+)(?:\s+(?P<name>[^\W\d]\w*))?\s*:\s*(?P<value>.*)$")
 # ASCII digits after an optional minus: not int()'s 1_6, +16 or full-width digits for 16,
 # which -p refuses too (cli/options.py)
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -172,6 +173,10 @@ def parse_header(path: Path, text: str | None = None,
                     path, number, f"parameter {name} would hide the built-in name {name} "
                     f"(reserved: {', '.join(sorted(reserved))}); rename it",
                 )
+            if not name.isascii():  # \w took BLÖCK: --best-out wrote it as a bare TOML key
+                raise KernelFileError(
+                    path, number, f"parameter {name}: nvcc gets it as a macro (-D{name}=...), "
+                    "whose name is ASCII letters, digits and _; rename it")
             if name in _MACRO_CLASHES or _COMPILER_NAME.match(name):
                 raise KernelFileError(
                     path, number, f"parameter {name}: nvcc gets it as a macro (-D{name}=...), "
