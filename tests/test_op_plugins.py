@@ -1356,3 +1356,36 @@ def test_an_op_file_declares_only_its_own_ops(use_fake, tmp_path, fresh_ops, cha
     finally:
         for op in registry._ops_at("cudabench.ops.transpose"):
             op.origin = "cudabench.ops.transpose"  # as it was, for the tests after
+
+
+@pytest.mark.parametrize("args, code", [
+    (["matmul", "--size", "64", *QUICK], 2), (["history", "--help"], 0), (["list"], 2),
+    (["--help"], 0), (["run", "--dry-run"], 2)])
+def test_an_installed_op_named_like_a_command_is_refused_wherever_ops_load(
+        use_fake, monkeypatch, tmp_path, args, code):
+    # only `list` refused it: every op command and the help went on, the op never listed
+    package = tmp_path / "site"
+    write_op(package, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']").replace(
+        'name = "mycopy"', 'name = "history"'), name="plugged_history_op.py")
+    monkeypatch.syspath_prepend(str(package))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cudabench.toml").write_text('[[benchmark]]\nop = "dot"\nsize = "64"\n')
+
+    class EntryPoint:
+        value = "plugged_history_op"
+
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points",
+                        lambda group: [EntryPoint()] if group == "cudabench.ops" else [])
+    registry._entry_point_modules.cache_clear()
+    try:
+        done = invoke(*args)
+    finally:
+        registry._entry_point_modules.cache_clear()
+    says = ("plugged_history_op: op 'history' takes the name of cudabench's `history` "
+            "command, so its own could never run; give it another `name`")
+    text = " ".join(done.output.split())
+    assert done.exit_code == code, text
+    if args == ["--help"]:
+        assert f"Op commands not listed: {says}" in text
+    elif code == 2:
+        assert f"cudabench: error: {says}" in text and "Traceback" not in text

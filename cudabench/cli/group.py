@@ -82,10 +82,9 @@ class OpsGroup(BoundaryGroup):
 
         if name in COMMANDS:
             if self.kernels_dirs:  # an op there named like this command could never run
-                from cudabench.cli.op_commands import refuse_command_names_of
                 from cudabench.ops import load_ops
 
-                refuse_command_names_of(load_ops(self.kernels_dirs))
+                load_ops(self.kernels_dirs)  # refuses it (ops/registry.py)
             return refuse_empty(load_command(name))
         from cudabench.cli.op_commands import op_command
         from cudabench.ops import load_ops
@@ -144,11 +143,8 @@ def _declared(folder: Path) -> str:
     from cudabench.errors import CudabenchError
     from cudabench.ops import load_ops
 
-    from cudabench.cli.op_commands import refuse_command_names_of
-
     try:
-        ops = load_ops([folder])
-        refuse_command_names_of(ops)  # an op named `list`: no command of its own
+        ops = load_ops([folder])  # an op named `list` too: no command of its own
     except CudabenchError as exc:
         return f"it cannot be used ({exc})"
     own = sorted(set(ops) - set(load_ops([])))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cudabench.common.infiles import not_a_folder
 from cudabench.ops import Op
+from cudabench.ops.registry import reserve_commands
 
 # name -> (module, attribute, the short help `--help` shows)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -35,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "workers": ("cudabench.cli.kept", "workers_command",
                 "List the GPU workers --keep-workers kept, or end them (--stop)."),
 }
+
+reserve_commands(COMMANDS)  # an op named `history` is refused wherever ops are loaded
 
 
 def command_name(op: Op) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cudabench.cli.boundary import GROUP_FLAGS
-from cudabench.cli.names import COMMANDS, command_name
+from cudabench.cli.names import command_name
 from cudabench.cli.options import (
     Outputs,
     Placement,
@@ -114,20 +114,8 @@ def refuse_clashes_of(ops: Mapping[str, Op]) -> None:
     """Raise OpFileError where an op's shortcut or command flag takes an option its command
     has already, for every op: `list` and the Python API, which build no command, refuse
     such an op file as the command line does."""
-    refuse_command_names_of(ops)
     for name in sorted({command_name(op) for op in ops.values()}):
         op_command(name, ops, lambda *args, **kwargs: 0)
-
-
-def refuse_command_names_of(ops: Mapping[str, Op]) -> None:
-    """Raise OpFileError where an op's command is one of cudabench's own (an op file
-    `list.py`): `cudabench list` would list, and the op's command could never run."""
-    for op in ops.values():
-        if command_name(op) in COMMANDS:
-            field = "command" if op.command else "name"
-            raise OpFileError(f"{op.origin}: op {op.name!r} takes the name of cudabench's "
-                              f"`{command_name(op)}` command, so its own could never run; "
-                              f"give it another `{field}`")
 
 
 def flag_of(option: str) -> str:

@@ -152,14 +152,28 @@ def skipped_name(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
+# The commands of cudabench's own (cli/names.py reserves them): an op's command may not be
+# one, as it could never run (`cudabench history` runs history)
+_RESERVED: set[str] = set()
+
+
+def reserve_commands(names: Iterable[str]) -> None:
+    """Refuse, from now on, ops whose command is one of names."""
+    _RESERVED.update(names)
+
+
 def _add(ops: dict[str, Op], new: list[Op]) -> None:
-    """Add ops to the registry; a name given twice, or a command (with its flag) that
-    another op runs by already, is an error naming both origins."""
+    """Add ops to the registry; a name given twice, a command (with its flag) that another
+    op runs by already, or one of cudabench's own, is an error naming the origins."""
     for op in new:
         if op.name in ops and ops[op.name].origin != op.origin:
             raise OpFileError(f"{op.origin}: op {op.name!r} is also declared by "
                               f"{ops[op.name].origin}; rename one of them")
         command = op.command or op.name
+        if command in _RESERVED:  # refused by `list` alone: every other command went on
+            raise OpFileError(f"{op.origin}: op {op.name!r} takes the name of cudabench's "
+                              f"`{command}` command, so its own could never run; give it "
+                              f"another `{'command' if op.command else 'name'}`")
         other = next((o for o in ops.values() if o.name != op.name and o.command_flag ==
                       op.command_flag and (o.command or o.name) == command), None)
         if other is not None:  # one of them ran, the other never: the last one's flag won
