@@ -1389,3 +1389,18 @@ def test_an_installed_op_named_like_a_command_is_refused_wherever_ops_load(
         assert f"Op commands not listed: {says}" in text
     elif code == 2:
         assert f"cudabench: error: {says}" in text and "Traceback" not in text
+
+
+@pytest.mark.parametrize("returned, said", [
+    ("None", "returned None"), ("result.copy()", "returned an array in none of its buffers")])
+def test_emulate_must_return_the_result_buffer_s_view(use_fake, tmp_path, fresh_ops,
+                                                      returned, said):
+    # None: "its worker process failed: AttributeError: 'NoneType' object has no attribute
+    # 'size'"
+    folder, done = run_edited(tmp_path, "            return result\n",
+                              f"            return {returned}\n")
+    text = " ".join(done.output.split())
+    assert done.exit_code == 2, text
+    assert f"{folder / 'myop.py'}: mycopy.emulate {said}: it must return the view of the " \
+        "result buffer it wrote" in text, text
+    assert "worker process failed" not in text

@@ -18,6 +18,7 @@ else:  # imported on first use: see cudabench/common/lazy.py
 
 from cudabench.catalog import KernelVariant
 from cudabench.ops import Op, TypeSet
+from cudabench.errors import OpFileError
 from cudabench.ops.base import user_code
 
 
@@ -102,8 +103,7 @@ class FakeLaunch:
             engine.pending_s += self.cost_s
             return
         if kernel.fault is Fault.REPLAYS and self.runs > 1:
-            with user_code(op, "emulate"):
-                stash_view = op.emulate(args, kernel.types)  # find the result's place
+            stash_view = emulated(op, args, kernel.types)  # find the result's place
             stash_view[...] = self.stash[0]
             engine.pending_s += self.cost_s
             return
@@ -114,8 +114,8 @@ class FakeLaunch:
         before = [np.array(arg) if isinstance(arg, np.ndarray) and (keep or skips) else None
                   for arg in args]
         # garbage in a buffer computes quietly, as on a GPU; a mistake in emulate names it
-        with np.errstate(all="ignore"), user_code(op, "emulate"):
-            result = op.emulate(args, kernel.types)
+        with np.errstate(all="ignore"):
+            result = emulated(op, args, kernel.types)
         spot = 1 if result.size > 1 else 0
         if keep:  # put back what the result's buffer held before this run
             for arg, old in zip(args, before):
@@ -147,6 +147,23 @@ class FakeLaunch:
             flat = result.reshape(-1)
             flat[spot] = flat[spot] + (1 if flat.dtype.kind in "iu" else 0.5 + abs(flat[spot]))
         engine.pending_s += self.cost_s * len(kernel.variant.launches) * (0.5 if zeros else 1.0)
+
+
+def emulated(op: Op, args: Sequence[Any], types: TypeSet) -> np.ndarray:
+    """Run op's emulate; return the view of the result buffer it returns, or raise
+    OpFileError naming the op file where it returns another thing (None read "its worker
+    process failed: AttributeError: 'NoneType' object has no attribute 'size'")."""
+    with user_code(op, "emulate"):
+        result = op.emulate(args, types)
+    if not isinstance(result, np.ndarray) or not any(
+            isinstance(arg, np.ndarray) and np.may_share_memory(arg, result) for arg in args):
+        got = ("an array in none of its buffers" if isinstance(result, np.ndarray)
+               else f"{result!r:.60}")
+        raise OpFileError(f"{op.origin or type(op).__module__}: {op.name}.emulate returned "
+                          f"{got}: it must return the view of the result buffer it wrote "
+                          "(as typed(args[i], types.output, shape) gives), for the fake "
+                          "engine to check and spoil (docs/writing-an-op.md)")
+    return result
 
 
 def trespass(args: Sequence[Any], result: np.ndarray, past_end: bool) -> None:
