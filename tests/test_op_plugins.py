@@ -1404,3 +1404,22 @@ def test_emulate_must_return_the_result_buffer_s_view(use_fake, tmp_path, fresh_
     assert f"{folder / 'myop.py'}: mycopy.emulate {said}: it must return the view of the " \
         "result buffer it wrote" in text, text
     assert "worker process failed" not in text
+
+
+@pytest.mark.parametrize("before, command", [
+    (["--kernels-dir", "FOLDER"], "mycopy"), (["--kernels-dir=FOLDER"], "list"),
+    (["--size", "64"], "matmul")])
+def test_a_command_s_option_before_the_command_is_told_to_go_after_it(tmp_path, before,
+                                                                     command):
+    # "No such option '--kernels-dir'", and nothing more
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']"))
+    done = invoke(*(word.replace("FOLDER", str(folder)) for word in before), command)
+    option = before[0].split("=")[0]
+    assert done.exit_code == 2, done.output
+    assert f"cudabench: error: {option} is an option of `{command}`, not of cudabench: put " \
+        f"it after the command (`cudabench {command} {option} ...`)" in done.stderr, done.stderr
+
+
+def test_an_unknown_option_before_the_command_is_click_s_error(tmp_path):
+    done = invoke("--tracebak", "list")
+    assert done.exit_code == 2 and "Did you mean '--traceback'?" in done.stderr, done.output

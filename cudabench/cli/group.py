@@ -69,6 +69,38 @@ class OpsGroup(BoundaryGroup):
                         else own_op_hint(name, self.kernels_dirs))
             raise click.UsageError(f"{error.message} {hint}", ctx) from None
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse cudabench's own options; one of a command's given before the command
+        (`cudabench --kernels-dir X vadd`: "No such option") is told to go after it."""
+        given = list(args)  # Click's parser takes the words off args as it goes
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as error:
+            command = self._command_of(ctx, given, error.option_name)
+            if command is None:
+                raise
+            raise click.NoSuchOption(
+                error.option_name, f"{error.option_name} is an option of `{command}`, not "
+                f"of cudabench: put it after the command (`cudabench {command} "
+                f"{error.option_name} ...`)", ctx=ctx) from None
+
+    def _command_of(self, ctx: click.Context, args: list[str], option: str) -> str | None:
+        """Return the command among args that has option, if any."""
+        from cudabench.cli.names import kernels_dirs_in
+        from cudabench.errors import CudabenchError
+
+        self.kernels_dirs = kernels_dirs_in(args)  # a user's op there may be the command
+        for word in args:
+            if word.startswith("-") or not word.isidentifier():
+                continue
+            try:
+                command = self.get_command(ctx, word)
+            except (CudabenchError, click.ClickException):  # a broken op: Click's error
+                continue
+            if command is not None and any(option in param.opts for param in command.params):
+                return word
+        return None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         """List the op commands (built in and installed), then the others."""
         from cudabench.cli.names import command_names
