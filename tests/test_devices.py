@@ -262,6 +262,8 @@ def test_kernels_that_kill_their_workers_cost_their_rows_not_the_gpus(use_fake, 
 
 def test_a_gpu_whose_workers_die_as_they_open_it_is_given_up_and_others_take_its_work(
         use_fake, tmp_path):
+    # its benchmark was lost: ERROR rows blaming the first two variants ("its worker
+    # process died"), exit 2, where a GPU that raises as it opens hands its benchmark back
     suite = tmp_path / "cudabench.toml"
     suite.write_text('[[benchmark]]\nop = "matmul"\nsize = "24"\n'
                      'variants = ["naive", "tiled", "tiled_conflict"]\n\n'
@@ -270,18 +272,25 @@ def test_a_gpu_whose_workers_die_as_they_open_it_is_given_up_and_others_take_its
     out = tmp_path / "r.json"
     done = invoke("run", suite, "--devices", "all", "--json", out, "--no-batch",
                   "--no-vendor")
-    assert done.exit_code == 2
+    assert done.exit_code in (0, 3), done.stderr  # 3: the fake's times may read SUSPECT
     loaded = load_results(out)
-    errors = [r for r in loaded.benchmarks if r.status is Status.ERROR]
-    # The dying workers never said which card they had opened: each error names the GPU.
-    assert errors and all(r.error.startswith("GPU 1") or "GPU 1 was given up" in r.error
-                          for r in errors), [r.error for r in errors]
-    assert "exit code -11" in " ".join(r.error for r in errors)
-    assert "__main__" not in done.stderr + " ".join(r.error for r in errors)  # not a script
+    assert not [r.error for r in loaded.benchmarks if r.status is Status.ERROR]
+    assert "__main__" not in done.stderr  # not a script
     assert ("note: GPU 1 was given up (its fresh worker process died 2 times in a row "
-            "before it opened the GPU)") in " ".join(done.stderr.split())
-    passed = [r for r in loaded.benchmarks if r.status in (Status.PASS, Status.REF)]
-    assert passed and {r.device.index for r in passed} == {0}  # the other GPU took them
+            "before it opened the GPU (exit code -11))") in " ".join(done.stderr.split())
+    assert {(r.op, tuple(r.shape)) for r in loaded.benchmarks} == {
+        ("matmul", (24, 24, 24)), ("dot", (1000,)), ("dot", (3,)), ("dot", (77,)),
+        ("dot", (5000,))}
+    assert {r.device.index for r in loaded.benchmarks} == {0}  # the other GPU took them
+
+
+def test_gpus_whose_workers_all_die_as_they_open_them_are_a_one_line_error(use_fake):
+    use_fake(device_count=2, crashing_devices=(0, 1))
+    done = invoke("dot", "--size", "1000,2000", "--devices", "all", *QUICK)
+    assert done.exit_code == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cudabench: error: GPU ") \
+        and "died 2 times in a row before it opened the GPU (exit code -11)" in lines[0], lines
 
 
 def test_a_gpu_that_cannot_be_opened_hands_its_work_to_the_others(use_fake, suite, tmp_path):
@@ -726,7 +735,7 @@ class _WorkerEndedByCtrlC:
         self.answered = True  # it opened its GPU
         self.abandoned = threading.Event()
 
-    def run(self, jobs, on_result, on_start=None, first=True):
+    def run(self, jobs, on_result, on_start=None, first=True, hand_back=False):
         from cudabench.runner.workers import Failure
 
         self.batches += 1

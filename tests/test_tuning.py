@@ -696,8 +696,9 @@ def test_a_search_re_measures_on_a_gpu_it_did_not_give_up(use_fake, tmp_path, mo
             "given up in the run") in said
     assert "when measured again head to head" not in said and "Traceback" not in said
     assert out.exists(), done.stderr
-    # a worker that died is an ERROR row of the configuration it ran: exit 2, as in a run
-    assert done.exit_code == (0 if "lost_devices" in broken else 2), done.stderr
+    # a worker that died before it opened GPU 0 ran none of its configurations: GPU 1
+    # measured them, as it measures those of a GPU that cannot be opened
+    assert done.exit_code == 0, done.stderr
 
 
 @pytest.mark.parametrize("devices, workers", [((), 1), (("--devices", "all"), 2)])

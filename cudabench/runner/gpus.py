@@ -6,9 +6,10 @@ on one GPU. Workers take units from one queue as they finish (or, with --replica
 GPU runs every unit: a fleet check). A kernel that faults costs its row and a fresh worker,
 as on one GPU. A GPU that cannot be opened, or whose worker dies MAX_DEATHS times in a
 row, is given up: the rows it was running say ERROR and why, and its queued work goes to
-the other GPUs. Rows reach on_result one at a time (one writer), as they are measured.
-A Fleet carries what the GPUs learnt over a command's runs (a search's hand-outs, --best's
-re-measure): a GPU given up in one is left out of the next.
+the other GPUs (a benchmark none of whose jobs began, its fresh worker dead before it
+opened the GPU, goes back whole). Rows reach on_result one at a time (one writer), as
+they are measured. A Fleet carries what the GPUs learnt over a command's runs (a
+search's hand-outs, --best's re-measure): a GPU given up in one is left out of the next.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from cudabench.engines.protocol import EngineSpec
 from cudabench.measure.jobs import Job, error_row, remaining
 from cudabench.planning.plan import Plan
 from cudabench.runner.starting import new_worker
-from cudabench.runner.workers import Failure, Worker, hand_out
+from cudabench.runner.workers import DiedBeforeOpening, Failure, Worker, hand_out
 from cudabench.results.model import BenchmarkResult, DeviceInfo
 
 MAX_DEATHS = 2  # a GPU whose fresh workers die this many times in a row is given up
@@ -254,14 +255,26 @@ def _serve(board: Board, spec: EngineSpec, slot: Slot) -> None:
             # spawned while the command exits can hold its exit
             while len(done) < len(jobs) and not board.stopping:
                 try:
+                    # hand_back: a fresh worker that dies before it opens the GPU, with no
+                    # row of the benchmark run yet, began none of its jobs: the benchmark
+                    # goes back whole, as from a GPU that cannot be opened
                     rows = worker.run(remaining(jobs, done),
                                       lambda row: board.emit(unit, slot, row),
-                                      board.start_once, first=slot.index not in board.opened)
+                                      board.start_once, first=slot.index not in board.opened,
+                                      hand_back=not done)
                 except GpuEnvironmentError as exc:  # this GPU never opened
                     board.give_back(slot, unit)
                     _give_up(board, slot, f"it could not be opened: {exc}", [], None,
                              opened=False)
                     return
+                except DiedBeforeOpening as exc:
+                    board.give_back(slot, unit)
+                    deaths += 1
+                    if deaths >= MAX_DEATHS:
+                        _give_up(board, slot, f"{_why(Failure.DIED, deaths)} ({exc})", [],
+                                 None, opened=slot.index in board.opened)
+                        return
+                    break  # a fresh worker takes it (or the next) again
                 with board.lock:
                     board.opened.add(slot.index)
                 done += rows

@@ -163,13 +163,13 @@ class KeptWorker(Worker):
         self._heard = True  # it answered: it imported long ago, whatever ends it now
 
     def run(self, jobs: Any, on_result: Any, on_start: Any = None,
-            first: bool = True) -> list[BenchmarkResult]:
+            first: bool = True, hand_back: bool = False) -> list[BenchmarkResult]:
         """Worker.run, starting again (once) where the kept worker ended before it served
         this command."""
         self._ran = True
         for attempt in (1, 2):
             try:
-                return super().run(jobs, on_result, on_start, first)
+                return super().run(jobs, on_result, on_start, first, hand_back)
             except _Gone:
                 pass
             except OSError:  # the connection broke as the batch was sent
@@ -178,7 +178,7 @@ class KeptWorker(Worker):
                 self._drop()
             if attempt == 2:  # two kept workers ended unused: a plain one of this command's
                 self._plain = True
-        return super().run(jobs, on_result, on_start, first)
+        return super().run(jobs, on_result, on_start, first, hand_back)
 
     def _follow_batch(self, watch: Any, jobs: Any, results: list[BenchmarkResult],
                       on_result: Any, on_start: Any, first: bool) -> tuple[str, bool]:

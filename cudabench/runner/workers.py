@@ -57,6 +57,12 @@ class Failure:
     TIMEOUT = "timeout"  # a job outlasted its limit and was killed with the worker
 
 
+class DiedBeforeOpening(Exception):
+    """A fresh worker process died before it said anything (it never opened its GPU): no
+    job ran, so none is blamed; the caller hands the jobs to another worker (Worker.run's
+    hand_back). Its text says how it died: "exit code -11"."""
+
+
 class Worker:
     """A watched worker process on one GPU, started on first use and replaced after it
     stops; it runs batches of jobs of the same plans.
@@ -72,6 +78,7 @@ class Worker:
         self.env, self.label = dict(env or {}), label
         self.device: DeviceInfo | None = None  # known once a worker has started
         self.failure: str | None = None  # why the last batch stopped early, if it did
+        self.death = ""  # how its last process died: "exit code -11"
         self._process: Any = None
         self._inbox: Any = None
         self._messages: Any = None
@@ -100,13 +107,14 @@ class Worker:
 
     def run(self, jobs: Sequence[Job], on_result: Callable[[BenchmarkResult], None],
             on_start: Callable[[Mapping[str, str]], None] | None = None,
-            first: bool = True) -> list[BenchmarkResult]:
+            first: bool = True, hand_back: bool = False) -> list[BenchmarkResult]:
         """Run jobs until they are done or the worker stops.
 
         Returns the rows of the jobs it got through: all of them, or those up to and
         including one that faulted, timed out (TIMEOUT row) or killed the worker (ERROR
         row). If the first worker of a run cannot open the GPU, GpuEnvironmentError says
-        why.
+        why; with hand_back, a process that died before it said anything raises
+        DiedBeforeOpening instead of an ERROR row for a job it never began.
         """
         self.failure = None
         if self._process is None:
@@ -125,6 +133,8 @@ class Worker:
             self.device = watch.device or self.device
             if not keep:
                 self._discard()
+        if reason and hand_back and not self._heard:
+            raise DiedBeforeOpening(self.death)
         if reason and len(results) < len(jobs):
             job = jobs[len(results)]
             # a worker that died before it opened its GPU never said which: name it here
@@ -176,13 +186,15 @@ class Worker:
                     self.failure = Failure.DIED
                     ended_by = getattr(self._process, "ended_by", None)  # a kept worker's
                     if ended_by is not None:
+                        self.death = f"ended by {ended_by}"
                         return f"its worker process was ended by {ended_by}", False
                     code = self._process.exitcode
                     # the unguarded script's worker exits 2 (refuse_in_a_worker_import);
                     # one killed by a signal (-11: a crash in the driver) never is that
                     unguarded = code == 2 and not self._heard and _main_is_a_script()
-                    return (f"its worker process died (exit code {code})"
-                            + (UNGUARDED_HINT if unguarded else "")), False
+                    hint = UNGUARDED_HINT if unguarded else ""
+                    self.death = f"exit code {code}{hint}"
+                    return f"its worker process died (exit code {code}){hint}", False
                 continue
             if isinstance(message, BenchmarkResult):
                 results.append(message)
