@@ -201,6 +201,37 @@ def test_a_gpu_that_cannot_be_opened_is_given_up_and_said(local_ray, monkeypatch
     assert len(rows) == 8 and all(r.status is Status.PASS for r in rows)
 
 
+def test_a_gpu_whose_workers_die_as_they_open_it_is_given_up(local_ray, monkeypatch,
+                                                              tmp_path):
+    # it was never given up: each benchmark it took came back ERROR ("GPU 1: its worker
+    # process died (exit code -11); the jobs after it ran in a fresh worker"), exit 2
+    from cudabench.engines.fake_engine import FakeSpec
+
+    use_spec(monkeypatch, FakeSpec(device_count=2, crashing_devices=(1,)))
+    out = tmp_path / "r.json"
+    done = invoke("dot", "--size", "1000..8000:+1000", "--variant", "atomic", "--no-vendor",
+                  "--cluster", "ray", "--json", out, "--no-batch", "--warmup", "0",
+                  "--max-time", "0.5", "--min-samples", "5000")
+    assert done.exit_code == 0, done.stderr
+    assert "a GPU of the cluster was given up (its fresh worker process died before it " \
+        "opened the GPU (exit code -11))" in " ".join(done.stderr.split())
+    rows = [r for r in load_results(out).benchmarks if r.variant == "atomic"]
+    assert len(rows) == 8 and all(r.status is Status.PASS for r in rows)
+    assert {r.device.index for r in rows} == {0}
+
+
+def test_a_cluster_whose_every_gpu_kills_its_worker_is_a_one_line_error(local_ray,
+                                                                        monkeypatch):
+    from cudabench.engines.fake_engine import FakeSpec
+
+    use_spec(monkeypatch, FakeSpec(device_count=2, crashing_devices=(0, 1)))
+    done = invoke("dot", "--size", "1000,2000", "--cluster", "ray", *QUICK)
+    assert done.exit_code == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "a GPU of the Ray cluster: its fresh worker process died " \
+        "before it opened the GPU (exit code -11)" in lines[0], done.stderr
+
+
 def test_a_cluster_whose_every_gpu_cannot_be_opened_is_a_one_line_error(local_ray,
                                                                        monkeypatch):
     from cudabench.engines.fake_engine import FakeSpec

@@ -48,6 +48,7 @@ from cudabench.engines.protocol import EngineSpec
 from cudabench.runner.gpus import units_of
 from cudabench.measure.jobs import Job, error_row, jobs_of, remaining
 from cudabench.runner.pipeline import outcome_of
+from cudabench.runner.workers import DiedBeforeOpening
 from cudabench.planning.plan import Plan
 from cudabench.ops.registry import forget_file_ops
 from cudabench.common.fingerprint import code_key
@@ -222,8 +223,9 @@ class RayCluster:
         GPU task's process after one call), seconds apiece. A benchmark goes only to an
         actor that has started (one still waiting for a GPU holds none), an actor ends as
         soon as nothing is left to hand out, and the driver, not Ray, retries: a benchmark
-        whose actor was lost runs once more on a fresh one; a GPU whose actor fails to start
-        twice in a row is given up. With keep_s the actors are named and detached: found
+        whose actor was lost runs once more on a fresh one; a GPU whose actor fails to start,
+        that cannot be opened, or whose fresh worker dies before it opens it, twice in a
+        row, is given up. With keep_s the actors are named and detached: found
         again by the next command, left running at the end, each ending itself after
         keep_s idle seconds; without, one kept earlier is used where it holds a GPU."""
         ray = self.ray
@@ -326,10 +328,13 @@ class RayCluster:
                         last_failure = exc
                         _end(ray, actors.pop(slot), wait=False)
                         cause = cause_of(exc)
-                        if isinstance(cause, GpuEnvironmentError):
+                        if isinstance(cause, (GpuEnvironmentError, DiedBeforeOpening)):
                             waiting.appendleft(index)  # not the benchmark's doing
                             open_failures[slot] += 1
-                            reason = f"it could not be opened: {_reason(cause)}"
+                            reason = (f"it could not be opened: {_reason(cause)}"
+                                      if isinstance(cause, GpuEnvironmentError) else
+                                      "its fresh worker process died before it opened the "
+                                      f"GPU ({cause})")
                             if open_failures[slot] > TASK_RETRIES:
                                 unusable.append(f"a GPU of the Ray cluster: {reason}")
                                 notes.append(f"a GPU of the cluster was given up ({reason}); "
@@ -618,13 +623,17 @@ class GpuRunner:
         self.work = work
 
     def _run(self, index: int) -> tuple[list[BenchmarkResult], dict[str, str]]:
+        """Run benchmark `index`. A fresh worker that dies before it opens the GPU raises
+        DiedBeforeOpening: the driver hands the benchmark (whose rows come back whole, none
+        streamed yet) to another actor, and gives the GPU up as one that cannot be opened
+        (a worker dying as it opens its GPU dies again in the next)."""
         rows: list[BenchmarkResult] = []
         versions: dict[str, str] = {}
         self.heard, self.versions = [], versions  # measured() reads them meanwhile
         jobs = self.units[index]
         while len(rows) < len(jobs):
             rows += self.worker.run(remaining(jobs, rows), self.heard.append, versions.update,
-                                    first=not rows)
+                                    first=not rows, hand_back=True)
         return rows, versions
 
     def idle(self) -> bool:
