@@ -13,20 +13,25 @@ from cudabench.engines.fake_engine import FakeSpec
 
 @dataclass(frozen=True)
 class TaskKillingSpec(FakeSpec):
-    """A fake engine whose Ray task process dies, the first `kills` times it is set up,
-    as when a node is lost (the task's process is gone, not only its GPU worker)."""
+    """A fake engine whose Ray actor's process dies, the first `kills` times an actor is
+    handed its first benchmark, as when a node is lost (the actor's process is gone, not
+    only its GPU worker). An actor compares the spec of its first run with its own (one
+    that fails to start is another case: StartFailingSpec)."""
 
     marker_dir: str = ""
     kills: int = 1
 
-    def restricted(self, index: int) -> FakeSpec:
-        """Die here (the Ray task's own process) until `kills` deaths are recorded."""
-        folder = Path(self.marker_dir)
-        deaths = len(list(folder.glob("death-*")))
-        if deaths < self.kills:
-            (folder / f"death-{deaths}").touch()
-            os._exit(1)
-        return super().restricted(index)
+    def __eq__(self, other: object) -> bool:
+        """Die here, in an actor's run, until `kills` deaths are recorded."""
+        import ray
+
+        if ray.is_initialized() and ray.get_runtime_context().get_actor_id() is not None:
+            folder = Path(self.marker_dir)
+            deaths = len(list(folder.glob("death-*")))
+            if deaths < self.kills:
+                (folder / f"death-{deaths}").touch()
+                os._exit(1)
+        return super().__eq__(other)
 
 
 @dataclass(frozen=True)
@@ -53,4 +58,21 @@ class SlowStartSpec(FakeSpec):
         import time
 
         time.sleep(self.seconds)
+        return super().restricted(index)
+
+
+@dataclass(frozen=True)
+class StartFailingSpec(FakeSpec):
+    """A fake engine whose Ray actor cannot start on the GPUs `failing` lists: its process
+    dies there, or, with `raises`, its start raises ModuleNotFoundError (a node without
+    cudabench)."""
+
+    failing: tuple[int, ...] = ()
+    raises: bool = False
+
+    def restricted(self, index: int) -> FakeSpec:
+        if index in self.failing:
+            if self.raises:
+                raise ModuleNotFoundError("No module named 'cudabench'")
+            os._exit(1)
         return super().restricted(index)

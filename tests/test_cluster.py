@@ -232,6 +232,43 @@ def test_a_cluster_whose_every_gpu_kills_its_worker_is_a_one_line_error(local_ra
         "before it opened the GPU (exit code -11)" in lines[0], done.stderr
 
 
+@pytest.mark.parametrize("raises", [False, True], ids=["dies", "raises"])
+def test_a_gpu_whose_actor_cannot_start_is_given_up_with_a_note(local_ray, monkeypatch,
+                                                                 tmp_path, raises):
+    # it was dropped without a word (exit 0, no note)
+    from ray_specs import StartFailingSpec
+
+    use_spec(monkeypatch, StartFailingSpec(device_count=2, failing=(1,), raises=raises))
+    out = tmp_path / "r.json"
+    done = invoke("dot", "--size", "1000..8000:+1000", "--variant", "atomic", "--no-vendor",
+                  "--cluster", "ray", "--json", out, "--no-batch", "--warmup", "0",
+                  "--max-time", "0.5", "--min-samples", "5000")
+    assert done.exit_code == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert "note: a GPU of the cluster was given up (its Ray actor could not start" in said
+    assert ("ModuleNotFoundError: No module named 'cudabench'" in said) == raises, said
+    assert "\x1b" not in done.stderr and "ray::" not in done.stderr
+    rows = [r for r in load_results(out).benchmarks if r.variant == "atomic"]
+    assert len(rows) == 8 and all(r.status is Status.PASS for r in rows)
+
+
+@pytest.mark.parametrize("raises", [False, True], ids=["dies", "raises"])
+def test_a_cluster_whose_every_actor_cannot_start_is_a_one_line_error(local_ray, monkeypatch,
+                                                                      raises):
+    # every benchmark's rows were ERROR, "its Ray worker was lost twice (retried once)"
+    from ray_specs import StartFailingSpec
+
+    use_spec(monkeypatch, StartFailingSpec(device_count=2, failing=(0, 1), raises=raises))
+    done = invoke("dot", "--size", "1000,2000", "--cluster", "ray", *QUICK)
+    assert done.exit_code == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "a GPU of the Ray cluster: its Ray actor could not start" \
+        in lines[0], done.stderr
+    assert ("No module named 'cudabench' (install cudabench, this version, on its node)"
+            in lines[0]) == raises, lines
+    assert "\x1b" not in done.stderr and "ray::" not in done.stderr
+
+
 def test_a_cluster_whose_every_gpu_cannot_be_opened_is_a_one_line_error(local_ray,
                                                                        monkeypatch):
     from cudabench.engines.fake_engine import FakeSpec

@@ -315,7 +315,15 @@ class RayCluster:
                             last_failure = exc
                             _end(ray, actors.pop(slot), wait=False)
                             start_failures[slot] += 1
-                            if waiting and start_failures[slot] <= TASK_RETRIES:
+                            if start_failures[slot] > TASK_RETRIES:  # said, as a GPU that
+                                # cannot be opened is (cudabench missing on its node)
+                                reason = f"its Ray actor could not start: {_reason(exc)}"
+                                if "No module named 'cudabench" in reason:
+                                    reason += " (install cudabench, this version, on its node)"
+                                unusable.append(f"a GPU of the Ray cluster: {reason}")
+                                notes.append(f"a GPU of the cluster was given up ({reason}); "
+                                             "its queued benchmarks went to the other GPUs")
+                            elif waiting:
                                 start(slot)
                             continue
                         start_failures[slot] = 0
