@@ -269,6 +269,23 @@ def test_a_cluster_whose_every_actor_cannot_start_is_a_one_line_error(local_ray,
     assert "\x1b" not in done.stderr and "ray::" not in done.stderr
 
 
+def test_the_time_profile_of_a_cluster_run_counts_its_gpus(local_ray, monkeypatch,
+                                                            tmp_path):
+    # its rows' phases, summed over both GPUs, were counted as one worker's: ~180% of wall
+    from cudabench.engines.fake_engine import FakeSpec
+
+    use_spec(monkeypatch, FakeSpec(device_count=2))
+    out = tmp_path / "r.json"
+    done = invoke("dot", "--size", "1000..8000:+1000", "--variant", "atomic", "--no-vendor",
+                  "--cluster", "ray", "--json", out, "--no-batch", "--warmup", "0",
+                  "--max-time", "0.5", "--min-samples", "5000", "--profile-time")
+    assert done.exit_code == 0, done.stderr
+    loaded = load_results(out)
+    gpus = len({r.device.identity for r in loaded.benchmarks if r.device is not None})
+    assert gpus == 2 and loaded.metadata["profile"]["gpus"] == 2
+    assert "workers (2 GPUs)" in done.stderr, done.stderr
+
+
 def test_a_cluster_whose_every_gpu_cannot_be_opened_is_a_one_line_error(local_ray,
                                                                        monkeypatch):
     from cudabench.engines.fake_engine import FakeSpec

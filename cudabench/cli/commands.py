@@ -577,7 +577,10 @@ def show_time_profile(measured: Measured) -> TimeProfile:
     from cudabench.render.time_profile import COLUMNS as PROFILE_COLUMNS
     from cudabench.render.time_profile import profile_rows, profile_title
 
-    gpus = len(measured.slots) if measured.slots else 1
+    # --devices: the GPUs chosen; a cluster's (its actors are Ray's to place): those whose
+    # rows came back; one GPU: its own
+    gpus = len(measured.slots) if measured.slots else max(1, len({
+        row.device.identity for row in measured.outcome.results if row.device is not None}))
     profile = time_profile(process_age_s() or sum(measured.clock.totals.values()),
                            measured.clock.totals, measured.outcome.results, gpus)
     terminal.render_rows(profile_title(profile), PROFILE_COLUMNS, profile_rows(profile),
