@@ -286,6 +286,36 @@ def test_the_time_profile_of_a_cluster_run_counts_its_gpus(local_ray, monkeypatc
     assert "workers (2 GPUs)" in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("search", [[], ["--strategy", "random", "--budget", "6"]],
+                         ids=["sweep", "search"])
+def test_best_on_a_cluster_re_measures_its_close_calls_on_one_actor(local_ray, monkeypatch,
+                                                                     tmp_path, search):
+    # a sweep's --best was refused with --cluster, a search's accepted
+    from cudabench.engines.fake_engine import FakeSpec
+    from cudabench.measure.jobs import jobs_of
+    from cudabench.runner.gpus import units_of
+    from cudabench.runner.ray_cluster import RayCluster
+
+    benchmarks: list[int] = []  # each cluster run's
+    running = RayCluster.run
+
+    def run(self, plans, *args, **kwargs):
+        benchmarks.append(len(units_of(plans, jobs_of(list(plans)))))
+        return running(self, plans, *args, **kwargs)
+
+    monkeypatch.setattr(RayCluster, "run", run)
+    monkeypatch.setenv("CUDABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    use_spec(monkeypatch, FakeSpec(device_count=2))
+    done = invoke("dot", "--size", "4096,8192", "--variant", "atomic", "-p",
+                  "BLOCK=64,128,256", "--no-vendor", "--best", "--cluster", "ray", *QUICK,
+                  *search)
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.count("atomic") >= 2  # a winner per size
+    # the sweep's two benchmarks (or the searches' hand-outs), then each size's close
+    # calls re-measured as one benchmark: on one actor
+    assert benchmarks[-2:] == [1, 1] and benchmarks[0] == (6 if search else 2), benchmarks
+
+
 def test_a_cluster_whose_every_gpu_cannot_be_opened_is_a_one_line_error(local_ray,
                                                                        monkeypatch):
     from cudabench.engines.fake_engine import FakeSpec

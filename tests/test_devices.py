@@ -572,7 +572,6 @@ def test_every_worker_starts_with_its_own_environment(monkeypatch, tmp_path):
 @pytest.mark.parametrize("args, says", [
     (["--devices", "all", "--replicate", "--best"], "--best re-measures close calls"),
     (["--devices", "all", "--replicate", "--record"], "--record keeps one row per benchmark"),
-    (["--cluster", "ray", "--best"], "--best re-measures close calls"),
 ])
 @pytest.mark.parametrize("dry", [[], ["--dry-run"]], ids=["run", "dry_run"])
 def test_options_that_cannot_work_together_fail_before_the_run(use_fake, tmp_path, args,

@@ -80,6 +80,8 @@ class Measured:
     write_error: str | None = None
     # --devices with --best: the GPUs' warm workers and which GPUs the run gave up
     fleet: Fleet | None = None
+    # --cluster with --best: the cluster, left connected for the head-to-head (show)
+    cluster: RayCluster | None = None
 
 
 def run_and_render(requests: list[Request], device: int, outputs: Outputs,
@@ -118,6 +120,8 @@ def run_and_render(requests: list[Request], device: int, outputs: Outputs,
         if measured.fleet is not None:  # the GPUs' workers kept for --best: ended
             measured.fleet.close()  # however show ended (a stop before the head-to-head)
             finish_closing()
+        if measured.cluster is not None:  # kept connected for --best's head-to-head
+            measured.cluster.close()
     if measured.write_error is not None:
         raise ResultsNotWritten(measured.write_error)
     return code
@@ -163,10 +167,10 @@ def refuse_stopped_partial(flag: str, path: Path | None) -> None:
 
 def check_combinations(outputs: Outputs, placement: Placement) -> None:
     """Refuse the outputs a placement cannot give (a dry run too: its command would fail)."""
-    if outputs.best and (placement.replicate or placement.cluster is not None):
+    if outputs.best and placement.replicate:
         raise UsageError("--best re-measures close calls head to head on one GPU: use it "
-                         "without --replicate and --cluster (with --devices it re-measures "
-                         "on the first GPU given that the run did not give up)")
+                         "without --replicate (with --devices it re-measures on the first "
+                         "GPU given that the run did not give up)")
     if outputs.record and placement.replicate:
         raise UsageError("--record keeps one row per benchmark and GPU model in the history "
                          "store, and --replicate measures each on every GPU: record a run "
@@ -245,6 +249,7 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
     so_far = RowsSoFar(any(plan.timing.rounds > 1 for plan in plans))
     # --best re-measures on a GPU of the run's, one not given up in it, in its warm worker
     fleet = Fleet(slots) if slots and outputs.best else None
+    kept = None  # --best: the cluster, connected still for the head-to-head
     try:
         if placement.cluster is not None:
             from cudabench.runner.ray_cluster import connect
@@ -256,6 +261,7 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
             writer.metadata["notes"] = list(dict.fromkeys(outcome.notes))  # report's
         # a stop in the end's write says where the rows are too (below)
         write_error = writer.finish() if writer is not None else None
+        kept = cluster if outputs.best else None
     except BaseException:  # an error or Ctrl-C: say where the rows measured so far went
         if fleet is not None:  # no head-to-head will take them (measure joins them)
             fleet.close()
@@ -269,7 +275,7 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
                          so_far.rows, note)
         raise
     finally:
-        if cluster is not None:
+        if cluster is not None and kept is None:
             cluster.close()
     if write_error is not None:  # a full disk: the tables are still shown, then this
         json_path = None  # nothing of this run there to record or judge
@@ -278,7 +284,7 @@ def _measure(requests: list[Request], device: int, outputs: Outputs,
         note(writer.kept_note + ("; nothing recorded" if outputs.record else ""))
         json_path = None
     return Measured(outcome, plans, slots, json_path, versions, clock, writer, write_error,
-                    fleet)
+                    fleet, kept)
 
 
 def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: Placement
@@ -514,9 +520,13 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
             try:
                 from cudabench.cli import best  # --best alone needs it
 
-                choices, failed = best.choose(outcome, measured.plans, engine_spec(device),
+                spec, cluster = engine_spec(device), measured.cluster
+                # a cluster's head-to-head is one benchmark: one actor, on one of its GPUs
+                rerun = ((lambda solo: cluster.run(solo, spec, lambda row: None))
+                         if cluster is not None else None)
+                choices, failed = best.choose(outcome, measured.plans, spec,
                                               best.head_to_head_gpus(measured.fleet, note),
-                                              fleet=measured.fleet)
+                                              rerun, fleet=measured.fleet)
             except KeyboardInterrupt:
                 note(best.stopped_note(measured.json_path, outputs.best_out))
                 # the report has the rows: say why it has no winners

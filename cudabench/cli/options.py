@@ -150,9 +150,10 @@ def placement_options(function: F) -> F:
                      help="With --devices: run every benchmark on every chosen GPU and show "
                      "the spread across them (is one card slower than its siblings?)."),
         click.option("--cluster", default=None, metavar="ray|ray://HOST:PORT",
-                     help="Run each benchmark as a Ray task on one GPU of a Ray cluster: a "
-                     "local one (or RAY_ADDRESS's), or the one at ray://HOST:PORT "
-                     "(Ray: the `ray` extra, pip install ray)."),
+                     help="Spread the benchmarks over a Ray cluster's GPUs, one Ray actor "
+                     "per GPU, each benchmark with its variants and reference rows on one "
+                     "GPU: a local Ray (or RAY_ADDRESS's cluster), or the one at "
+                     "ray://HOST:PORT (Ray: the `ray` extra, pip install ray)."),
         click.option("--keep-workers", "keep_workers", default=None, metavar="SECONDS",
                      type=click.FloatRange(min=0, max=86400),
                      help="Keep each GPU's worker (its process, CUDA context and CuPy) for "

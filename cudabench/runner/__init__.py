@@ -1,2 +1,3 @@
 """Runners: turn plans into jobs and run them in watched worker processes, on one GPU, on
-several (one worker per GPU) or as Ray tasks, streaming every row to one writer."""
+several (one worker per GPU) or on a Ray cluster's GPUs (one actor each), streaming every row
+to one writer."""
