@@ -584,6 +584,21 @@ def test_options_that_cannot_work_together_fail_before_the_run(use_fake, tmp_pat
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("gpus, devices, chosen, dry", [
+    (2, "0", "GPU 0", []), (2, "0", "GPU 0", ["--dry-run"]),
+    (1, "all", "GPU 0, the only one visible", []),  # (a dry run does not count them)
+])
+def test_replicate_on_one_gpu_is_refused(use_fake, gpus, devices, chosen, dry):
+    # it ran the benchmarks once, with nothing to compare, and said nothing (exit 0)
+    use_fake(device_count=gpus)
+    done = invoke("dot", "--size", "100", *QUICK, "--devices", devices, "--replicate", *dry)
+    assert done.exit_code == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"cudabench: error: --replicate runs every benchmark on each chosen GPU to compare "
+        f"them, and --devices {devices} chooses one ({chosen}): it needs two GPUs or more "
+        "(e.g. --devices 0,1)"], done.stderr
+
+
 def test_best_with_devices_re_measures_on_a_chosen_gpu(use_fake):
     # GPU 0 is broken and not chosen: the head-to-head re-measurement must not go there.
     use_fake(device_count=3, lost_devices=(0,))

@@ -181,11 +181,24 @@ def check_placement(placement: Placement) -> None:
     """Refuse, without a GPU, the --devices or --cluster text a run would refuse (how many
     GPUs there are is for the run to check)."""
     if placement.devices is not None and placement.devices.strip().lower() != "all":
-        choose(placement.devices, 1 << 20)  # the indices' syntax (`all` needs no check)
+        # the indices' syntax (`all` needs no check), and --replicate on one of them
+        check_replicate(placement, choose(placement.devices, 1 << 20))
     if placement.cluster is not None:
         from cudabench.runner.ray_cluster import check_address
 
         check_address(placement.cluster)
+
+
+def check_replicate(placement: Placement, slots: list[Slot] | None) -> None:
+    """Refuse --replicate where --devices chose one GPU: it would run the benchmarks once,
+    with no other GPU to compare (the count of `all` is known once the GPUs are counted)."""
+    if placement.replicate and slots is not None and len(slots) == 1:
+        alone = (", the only one visible" if str(placement.devices).strip().lower() == "all"
+                 else "")
+        raise UsageError(f"--replicate runs every benchmark on each chosen GPU to compare "
+                         f"them, and --devices {placement.devices} chooses one (GPU "
+                         f"{slots[0].index}{alone}): it needs two GPUs or more (e.g. "
+                         "--devices 0,1)")
 
 
 # what a note adds to a results file's first failed write (a full disk)
@@ -309,6 +322,7 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     spec = engine_spec(device)
     slots = (choose(placement.devices, spec.count_devices(), shown_entries())
              if placement.devices is not None else None)
+    check_replicate(placement, slots)
     if placement.cluster is None:  # a cluster: its nodes, not this host, hold the memory
         check_memory(plans, slots or [one_slot(device)])
     # An unwritable path, or one that reaches an input, fails now, not after the run.

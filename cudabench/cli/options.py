@@ -147,8 +147,9 @@ def placement_options(function: F) -> F:
                      "counts them, or all): one worker per GPU, each benchmark with its "
                      "variants and reference rows on one GPU."),
         click.option("--replicate", is_flag=True,
-                     help="With --devices: run every benchmark on every chosen GPU and show "
-                     "the spread across them (is one card slower than its siblings?)."),
+                     help="With --devices (two GPUs or more): run every benchmark on every "
+                     "chosen GPU and show the spread across them (is one card slower than "
+                     "its siblings?)."),
         click.option("--cluster", default=None, metavar="ray|ray://HOST:PORT",
                      help="Spread the benchmarks over a Ray cluster's GPUs, one Ray actor "
                      "per GPU, each benchmark with its variants and reference rows on one "
