@@ -48,6 +48,18 @@ class EnvironmentRecordingSpec(FakeSpec):
 
 
 @dataclass(frozen=True)
+class ActorRecordingSpec(FakeSpec):
+    """A fake engine that writes a file for each Ray actor started with it, named by the
+    GPU it was given."""
+
+    out_dir: str = ""
+
+    def restricted(self, index: int) -> FakeSpec:
+        (Path(self.out_dir) / f"actor-{index}-{os.getpid()}").touch()
+        return super().restricted(index)
+
+
+@dataclass(frozen=True)
 class SlowStartSpec(FakeSpec):
     """A fake engine whose Ray actor takes `seconds` to start (as a slow runtime
     environment or a node slow to import makes it), holding its GPU meanwhile."""

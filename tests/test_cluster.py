@@ -86,6 +86,53 @@ def test_one_warm_worker_per_gpu_serves_every_benchmark(local_ray, monkeypatch, 
     assert len(load_results(tmp_path / "r.json").benchmarks) >= 8
 
 
+def test_a_search_keeps_its_actors_from_one_hand_out_to_the_next(local_ray, monkeypatch,
+                                                                    tmp_path):
+    """A search hands out a batch after another, then --best's head-to-head: each ran on
+    actors started afresh (a Ray worker and a GPU worker per GPU each time: 26 s where
+    --devices all took 11 s); they stay warm over the command and end with it."""
+    import time
+
+    from ray_specs import EnvironmentRecordingSpec
+
+    from cudabench.runner.ray_cluster import RayCluster
+
+    runs = []
+    running = RayCluster.run
+
+    def run(self, plans, *args, **kwargs):
+        runs.append(len(plans))
+        return running(self, plans, *args, **kwargs)
+
+    monkeypatch.setattr(RayCluster, "run", run)
+    use_spec(monkeypatch, EnvironmentRecordingSpec(device_count=2, out_dir=str(tmp_path)))
+    done = invoke("dot", "--size", "100000", "--variant", "atomic", "--strategy", "random",
+                  "--budget", "40", "--best", "--no-tune-cache", "--cluster", "ray", *QUICK)
+    assert done.exit_code == 0, done.stderr
+    assert len(runs) >= 3, runs  # two hand-outs (32 and 8) and the head-to-head
+    opened = list(tmp_path.glob("env-*.json"))
+    assert 1 <= len(opened) <= 2, [p.name for p in opened]  # a GPU worker per GPU, once
+    deadline = time.monotonic() + 30  # and the command's end frees both GPUs
+    while ray.available_resources().get("GPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("GPU", 0) == 2
+
+
+def test_a_gpu_given_up_in_a_search_s_hand_out_is_left_out_of_the_next(local_ray, monkeypatch,
+                                                                        tmp_path):
+    # with the warm actors holding the good GPU, each later hand-out's fresh actor found
+    # the one given up (the only GPU free) and failed on it twice again
+    from ray_specs import ActorRecordingSpec
+
+    use_spec(monkeypatch, ActorRecordingSpec(device_count=2, crashing_devices=(1,),
+                                             out_dir=str(tmp_path)))
+    done = invoke("dot", "--size", "100000", "--variant", "atomic", "--strategy", "random",
+                  "--budget", "40", "--best", "--no-tune-cache", "--cluster", "ray", *QUICK)
+    assert done.exit_code == 0, done.stderr
+    # two actors on GPU 1, whose workers died: given up, once
+    assert len(list(tmp_path.glob("actor-1-*"))) == 2
+
+
 def test_a_gpu_held_by_another_job_holds_no_benchmark(local_ray, monkeypatch, tmp_path):
     """Another job holds one of the two GPUs: every benchmark runs on the free one, none
     waits for an actor that cannot start (the held GPU is freed only after a minute)."""

@@ -410,8 +410,8 @@ def _run(plans: list[Plan], spec: EngineSpec, slots: list[Slot] | None,
 
         # --rounds: each row reaches the writer and the tables pooled over its rounds
         listen = pooling(on_result) if in_rounds else on_result
-        if cluster is not None:
-            outcome = cluster.run(plans, spec, listen, on_start)
+        if cluster is not None:  # --best: its actors stay for the head-to-head
+            outcome = cluster.run(plans, spec, listen, on_start, stay=outputs.best)
         else:
             # --best re-measures close calls after the run: in the same warm worker
             outcome = run_plans(plans, spec, listen, on_start=on_start, devices=slots,
@@ -536,8 +536,11 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
 
                 spec, cluster = engine_spec(device), measured.cluster
                 # a cluster's head-to-head is one benchmark: one actor, on one of its GPUs
-                rerun = ((lambda solo: cluster.run(solo, spec, lambda row: None))
+                # (the run's, warm; the others end)
+                rerun = ((lambda solo: cluster.run(solo, spec, lambda row: None, stay=True))
                          if cluster is not None else None)
+                if cluster is not None:
+                    cluster.end_idle(keep=1)
                 choices, failed = best.choose(outcome, measured.plans, spec,
                                               best.head_to_head_gpus(measured.fleet, note),
                                               rerun, fleet=measured.fleet)

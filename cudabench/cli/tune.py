@@ -128,8 +128,9 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, fleet: Fleet | None,
                 writer.add(row)  # streamed as measured: a stopped search keeps its rows
                 streamed.add(identity(row))
 
-        if cluster is not None:
-            return cluster.run(plans, spec, keep, on_start)
+        if cluster is not None:  # its actors stay warm for the next hand-out, as the
+            # fleet's workers do (a Ray worker and a GPU worker each: seconds)
+            return cluster.run(plans, spec, keep, on_start, stay=True)
         # Each hand-out in the workers of the last (one GPU: workers.keep; several: the
         # fleet's), not fresh ones: a worker's start (imports, CUDA context) is about a
         # second, paid by each hand-out of 8 or 32 configurations per GPU.
@@ -167,8 +168,10 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, fleet: Fleet | None,
     for found in found_all:
         stderr.print(summary(found), markup=False, highlight=False)
     plans = [plan for found in found_all for plan in found.plans()]
-    rerun = ((lambda solo: cluster.run(solo, spec, lambda row: None))
+    rerun = ((lambda solo: cluster.run(solo, spec, lambda row: None, stay=True))
              if cluster is not None else None)
+    if cluster is not None:  # the head-to-head re-measures on one actor: the others go
+        cluster.end_idle(keep=1)
     try:
         choices, failed = best.choose(RunOutcome(tuple(rows)), plans, spec,
                                       best.head_to_head_gpus(fleet, commands.note), rerun,

@@ -11,6 +11,8 @@ and are written out on a node that lacks them (cudabench/common/relocation.py), 
 only cudabench installed. Rows come back as benchmarks finish. A benchmark whose actor is
 lost with its process or node runs once more on a fresh actor, then its rows say ERROR and
 why; Ctrl-C cancels what is still out, ends the actors and leaves the results file valid.
+Over one command's runs (a search's hand-outs, --best's head-to-head) the actors stay warm
+from one run to the next (RayCluster.warm, ended by close), as the local Fleet's workers do.
 
 With --keep-workers SECONDS the actors outlive the command: named, detached actors (one a
 GPU slot, named by a fingerprint of cudabench's code) keep their GPU worker and CUDA
@@ -205,16 +207,34 @@ class RayCluster:
     def __init__(self, ray: Any, started: bool, address: str, keep_s: float = 0.0) -> None:
         self.ray, self.started, self.address = ray, started, address
         self.keep_s = keep_s
+        # Over one command's runs (a search's hand-outs, --best's re-measure): the idle
+        # actors a run left for the next (slot -> actor, whether it is a kept one), and the
+        # slots given up, left out of the next runs (a fresh actor would find the GPU that
+        # failed: the only one the warm actors leave free).
+        self.warm: dict[int, tuple[Any, bool]] = {}
+        self.lost: set[int] = set()
 
     def close(self) -> None:
-        """Stop the Ray that cudabench started (a cluster it joined is left running)."""
+        """End the actors kept warm between runs, then stop the Ray that cudabench started
+        (a cluster it joined is left running)."""
+        self.end_idle()
         if self.started:
             self.ray.shutdown()
             self.started = False
 
+    def end_idle(self, keep: int = 0) -> None:
+        """End the actors kept warm between runs but `keep` of them (--best's head-to-head
+        re-measures on one GPU: the others would hold theirs idle). A kept actor
+        (--keep-workers) is left running for the next command, as a run leaves it."""
+        for slot in list(self.warm)[keep:]:
+            actor, kept = self.warm.pop(slot)
+            if not kept:
+                _end(self.ray, actor, wait=True)
+
     def run(self, plans: Sequence[Plan], spec: EngineSpec,
             on_result: Callable[[BenchmarkResult], None],
-            on_start: Callable[[Mapping[str, str]], None] | None = None) -> RunOutcome:
+            on_start: Callable[[Mapping[str, str]], None] | None = None,
+            stay: bool = False) -> RunOutcome:
         """Run every benchmark on one of the cluster's GPUs; stream rows as they finish.
 
         One actor per GPU (at most one per benchmark) keeps its watched worker warm for
@@ -222,12 +242,14 @@ class RayCluster:
         benchmark would start a Ray worker process and a GPU worker for each (Ray ends a
         GPU task's process after one call), seconds apiece. A benchmark goes only to an
         actor that has started (one still waiting for a GPU holds none), an actor ends as
-        soon as nothing is left to hand out, and the driver, not Ray, retries: a benchmark
-        whose actor was lost runs once more on a fresh one; a GPU whose actor fails to start,
-        that cannot be opened, or whose fresh worker dies before it opens it, twice in a
-        row, is given up. With keep_s the actors are named and detached: found
-        again by the next command, left running at the end, each ending itself after
-        keep_s idle seconds; without, one kept earlier is used where it holds a GPU."""
+        soon as nothing is left to hand out (stay: it waits, warm, for this cluster's next
+        run, until close or end_idle: a search hands out a batch after another), and the
+        driver, not Ray, retries: a benchmark whose actor was lost runs once more on a fresh
+        one; a GPU whose actor fails to start, that cannot be opened, or whose fresh worker
+        dies before it opens it, twice in a row, is given up (and left out of the later
+        runs). With keep_s the actors are named and detached: found again by the next
+        command, left running at the end, each ending itself after keep_s idle seconds;
+        without, one kept earlier is used where it holds a GPU."""
         ray = self.ray
         plans = list(plans)
         units = units_of(plans, jobs_of(plans))
@@ -280,6 +302,12 @@ class RayCluster:
             actors[slot] = actor
             starting[actors[slot].ready.remote()] = slot
 
+        def rewarm(slot: int) -> None:  # a warm actor (of the last run, or this one's)
+            actors[slot], is_kept = self.warm.pop(slot)
+            if is_kept:
+                kept.add(slot)
+            idle.append(slot)
+
         def finish(index: int, unit_rows: list[BenchmarkResult]) -> None:
             rows[index] = unit_rows
             for row in unit_rows:
@@ -288,7 +316,12 @@ class RayCluster:
         progress_at = time.monotonic()  # when work last went out or came back
         said_waiting = False
         try:
-            for slot in range(max(1, min(gpus, len(units)))):
+            wanted = max(1, min(gpus - len(self.lost), len(units)))
+            for slot in list(self.warm)[:wanted]:  # the last run's, started already
+                rewarm(slot)
+            fresh = [slot for slot in range(gpus)
+                     if slot not in actors and slot not in self.warm and slot not in self.lost]
+            for slot in fresh[:wanted - len(actors)]:  # none: every GPU given up before
                 start(slot)
             while running or (waiting and starting) or (waiting and idle):
                 if running or idle:
@@ -323,6 +356,7 @@ class RayCluster:
                                 unusable.append(f"a GPU of the Ray cluster: {reason}")
                                 notes.append(f"a GPU of the cluster was given up ({reason}); "
                                              "its queued benchmarks went to the other GPUs")
+                                self.lost.add(slot)
                             elif waiting:
                                 start(slot)
                             continue
@@ -347,6 +381,7 @@ class RayCluster:
                                 unusable.append(f"a GPU of the Ray cluster: {reason}")
                                 notes.append(f"a GPU of the cluster was given up ({reason}); "
                                              "its queued benchmarks went to the other GPUs")
+                                self.lost.add(slot)
                             elif waiting:
                                 start(slot)
                             continue
@@ -364,18 +399,26 @@ class RayCluster:
                     open_failures[slot] = 0
                     finish(index, unit_rows)
                     idle.append(slot)
+                if waiting and not idle and self.warm:  # a benchmark handed back after
+                    # the others ran out of work: one of them, warm still, takes it
+                    rewarm(next(iter(self.warm)))
                 if not waiting:  # nothing left to hand out: free the GPUs now
                     while idle:  # a kept actor stays warm for the next command
                         slot = idle.popleft()
-                        if slot not in kept:
+                        if stay:  # and each, for this command's next run
+                            self.warm[slot] = (actors.pop(slot), slot in kept)
+                        elif slot not in kept:
                             _end(ray, actors.pop(slot), wait=True)
                     for ref in list(starting):  # one still waiting for a GPU: none kept
                         _end(ray, actors.pop(starting.pop(ref)), wait=False)
             if waiting and unusable and not rows:  # no GPU could be opened at all
                 raise GpuEnvironmentError(unusable[0])
             for index in waiting:  # no GPU could start an actor, or every one given up
-                finish(index, lost_rows(plans, units[index],
-                                        last_failure or RuntimeError("no actor started")))
+                finish(index, lost_rows(plans, units[index], last_failure)
+                       if last_failure is not None else  # none tried: all given up before
+                       [error_row(plans[job.plan_index], job, None, "not run: every GPU of "
+                                  "the Ray cluster was given up (see the notes)")
+                        for job in units[index]])
         except BaseException:  # Ctrl-C, or the writer failing: nothing is left running
             # The rows the benchmarks still out measured so far are kept, as a stopped
             # `--devices all` keeps its workers' (a run stopped before any benchmark
