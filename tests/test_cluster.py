@@ -118,8 +118,8 @@ def test_a_search_keeps_its_actors_from_one_hand_out_to_the_next(local_ray, monk
     assert ray.available_resources().get("GPU", 0) == 2
 
 
-def test_a_gpu_given_up_in_a_search_s_hand_out_is_left_out_of_the_next(local_ray, monkeypatch,
-                                                                        tmp_path):
+def test_a_gpu_given_up_in_a_search_is_said_and_left_out_of_the_next_hand_out(
+        local_ray, monkeypatch, tmp_path):
     # with the warm actors holding the good GPU, each later hand-out's fresh actor found
     # the one given up (the only GPU free) and failed on it twice again
     from ray_specs import ActorRecordingSpec
@@ -131,6 +131,9 @@ def test_a_gpu_given_up_in_a_search_s_hand_out_is_left_out_of_the_next(local_ray
     assert done.exit_code == 0, done.stderr
     # two actors on GPU 1, whose workers died: given up, once
     assert len(list(tmp_path.glob("actor-1-*"))) == 2
+    # and said, as --devices says it (a search's notes were dropped)
+    assert " ".join(done.stderr.split()).count("note: a GPU of the cluster was given up (its "
+                                               "fresh worker process died") == 1, done.stderr
 
 
 def test_a_gpu_held_by_another_job_holds_no_benchmark(local_ray, monkeypatch, tmp_path):

@@ -148,11 +148,14 @@ def _tune(spaces: Sequence[Space], spec: EngineSpec, fleet: Fleet | None,
                 found_all.append(found)
         rows = [row for found in found_all for _, row in sorted(found.rows.items())]
         write_error = None
-        for text in fleet.notes if fleet is not None else ():  # said as a run says it
+        # the GPUs given up over the hand-outs: said as a run says them
+        notes = (fleet.notes if fleet is not None
+                 else cluster.notes if cluster is not None else [])
+        for text in notes:
             commands.note(text)
         if writer is not None:
-            if fleet is not None and fleet.notes:
-                writer.metadata["notes"] = list(fleet.notes)
+            if notes:
+                writer.metadata["notes"] = list(notes)
             for row in rows:  # the tuning cache's rows: in the file too, after the measured
                 if identity(row) not in streamed:
                     writer.add(row, write=False)

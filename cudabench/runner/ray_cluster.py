@@ -213,6 +213,7 @@ class RayCluster:
         # failed: the only one the warm actors leave free).
         self.warm: dict[int, tuple[Any, bool]] = {}
         self.lost: set[int] = set()
+        self.notes: list[str] = []  # why each was given up, over the runs (a search's)
 
     def close(self) -> None:
         """End the actors kept warm between runs, then stop the Ray that cudabench started
@@ -448,6 +449,7 @@ class RayCluster:
             if slot not in kept:
                 _end(ray, actor, wait=True)
         results = [row for index in sorted(rows) for row in rows[index]]
+        self.notes += notes
         return outcome_of(plans, results, notes, on_result)
 
 
