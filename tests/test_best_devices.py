@@ -64,10 +64,14 @@ def test_every_gpu_given_up_in_the_head_to_head_is_said_and_exits_2(
     assert ("GPU 1 was given up during --best's head-to-head re-measure (a fresh worker "
             "could not open it), and no GPU is left") in said
     assert "when measured again head to head" not in said
-    for size in ("4096", "8192", "16384"):
-        line = (f"--best: dot/atomic {size} float32: not re-measured head to head: every GPU "
-                "was given up (GPU 0, GPU 1): chosen on the run's own samples")
-        assert line in said and line in (tmp_path / "r.md").read_text()
+    # each size whose choice was a close call (re-measured head to head): which are depends
+    # on which GPU measured each size, as the run's queue handed them out
+    lines = [f"--best: dot/atomic {size} float32: not re-measured head to head: every GPU "
+             "was given up (GPU 0, GPU 1): chosen on the run's own samples"
+             for size in ("4096", "8192", "16384")]
+    said_lines = [line for line in lines if line in said]
+    assert said_lines, done.stderr
+    assert all(line in (tmp_path / "r.md").read_text() for line in said_lines)
     rows = [r for r in load_results(out).benchmarks if r.variant == "atomic"]
     assert len(rows) == 9 and {r.status for r in rows} == {Status.PASS}
     assert "every GPU was given up" in suite.read_text()
