@@ -2608,3 +2608,18 @@ def test_the_auto_threshold_leaves_out_nothing_that_leaves_too_few_runs_or_most_
     slow = history_threshold(runs([1.0, 1.01, 0.99, 1.0, 1.005, 1.1, 1.0, 1.1, 0.995],
                                   ["m1", "m2", "m3", "m4", "m5", "P", "m6", "P", "m7"]), "P")
     assert slow[0] < 0.05 and "2 of this commit left out" in slow[1]
+
+
+def test_check_on_main_s_history_records_its_verdict_on_another_branch_s_run(tmp_path):
+    # --branch main read the runs through a view of main's, where a PR's run is not: its
+    # verdict was never recorded, so the PR's failed runs voted a kernel it dropped into
+    # the missing-kernel check, and a later main job that dropped it too passed
+    db = tmp_path / "h.db"
+    assert invoke("import", "--branch", "main", "--db", db,
+                  *[make_run(tmp_path / "runs", i) for i in range(5)]).exit_code == 0
+    pr = edited(make_run(tmp_path / "pr", 50), drop_tiled)
+    assert invoke("import", pr, "--branch", "drop-tiled", "--db", db).exit_code == 0
+    done = invoke("check", pr, "--db", db, "--branch", "main")
+    assert done.exit_code == 1 and verdicts(done.stdout)["tiled"] == "missing", done.output
+    assert "left out of its history" not in done.stdout  # main's history never held it
+    assert gates(db)[pr.name] == "fail"

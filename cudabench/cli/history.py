@@ -340,7 +340,7 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
                              "the gate would judge nothing; check the file the job passes (its "
                              "op, variants, sizes and types)")
         incomplete = results.metadata.get("complete") is False
-        unrecorded = _record_gate(store, verdicts.excluded_run,
+        unrecorded = _record_gate(store, verdicts.recorded_run,
                                   not incomplete and not verdicts.regressions)
     _render_check(verdicts, db, incomplete=incomplete)
     if unrecorded:

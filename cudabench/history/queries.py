@@ -112,13 +112,21 @@ class Queries:
 
     def run_for(self, results: ResultsFile, source: str) -> int | None:
         """Return the id of the run recorded from this file (its measurements, or its text
-        as stores recorded before: records.run_hashes), or None."""
+        as stores recorded before: records.run_hashes), or None. Looked up in all the
+        store's runs, past only_branch's view: a run recorded on another branch is still
+        recorded (history check --branch main records its verdict on a PR's run)."""
         hashes = run_hashes(results, source)
         with self._errors():
             row = self._conn.execute(
-                f"SELECT id FROM runs WHERE source_hash IN ({','.join('?' * len(hashes))}) "
+                f"SELECT id FROM main.runs WHERE source_hash IN ({','.join('?' * len(hashes))}) "
                 "ORDER BY id LIMIT 1", hashes).fetchone()
         return int(row[0]) if row else None
+
+    def reads_run(self, run_id: int) -> bool:
+        """Return whether run_id is among the runs read (all, or only_branch's)."""
+        with self._errors():
+            return self._conn.execute("SELECT 1 FROM runs WHERE id = ?",
+                                      (run_id,)).fetchone() is not None
 
     def branches(self) -> list[str]:
         """Return the branches the runs were recorded on (of the runs read: all, or one

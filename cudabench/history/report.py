@@ -236,11 +236,14 @@ class HistoryCheck:
     current_path: str
     last: int
     alpha: float
-    excluded_run: int | None  # the current file's own run, when already recorded
+    excluded_run: int | None  # the current file's own run, when among the runs read
     notes: tuple[str, ...] = ()  # kernels judged on kept samples, some set aside
     # each card fact that differs from the newest recorded run judged against, as compare's
     # setting_changes with that run named ("driver: 13.0 -> 12.0 (against ...)")
     setting_changes: tuple[str, ...] = ()
+    # the current file's own run, when recorded, on whatever branch: the one whose gate
+    # verdict is recorded (--branch main judges a PR's run it does not read)
+    recorded_run: int | None = None
 
     @property
     def regressions(self) -> tuple[HistoryRow, ...]:
@@ -292,8 +295,9 @@ def check(store: Store, current: ResultsFile, source: str | None = None,
     if not allow_missing:
         _refuse_other_settings(store, current, own)
         rows += _missing(store, current, own, min_runs)
-    return HistoryCheck(tuple(rows), current.path, last, alpha, own, tuple(notes),
-                        _card_changes(store, current, judged_on))
+    read = own if own is not None and store.reads_run(own) else None
+    return HistoryCheck(tuple(rows), current.path, last, alpha, read, tuple(notes),
+                        _card_changes(store, current, judged_on), recorded_run=own)
 
 
 def _card_changes(store: Store, current: ResultsFile, judged_on: dict[str, SeriesPoint]
