@@ -961,6 +961,34 @@ def test_a_branch_is_recorded_and_read_alone(tmp_path):
 
 
 
+def test_a_remote_tracking_branch_name_is_its_branch_and_an_empty_one_is_refused(
+        tmp_path, monkeypatch):
+    # origin/main and refs/remotes/origin/main read as branches no run was recorded on:
+    # every row "too little history", the gate off (exit 0); refs/heads/ became an empty
+    # name, which passed everything
+    for name in ("GITHUB_REF_NAME", "GITHUB_HEAD_REF", "CI_COMMIT_REF_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no repository here: no remote known
+    db = tmp_path / "h.db"
+    assert invoke("import", "--branch", "main", "--db", db,
+                  *[make_run(tmp_path / "main", i) for i in range(6)]).exit_code == 0
+    slow = make_run(tmp_path / "now", 50, factors={"naive": 1.5})
+    for name in ("origin/main", "refs/remotes/origin/main"):
+        done = invoke("check", slow, "--db", db, "--branch", name)
+        assert done.exit_code == 1 and "slower" in done.stdout, (name, done.output)
+    for name in ("refs/heads/", "refs/remotes/origin/"):
+        assert_one_line_error(invoke("check", slow, "--db", db, "--branch", name),
+                              f"--branch {name!r}: names no branch")
+    # a remote of the working folder's repository: its branch, recorded as itself
+    git = functools.partial(subprocess.run, check=True, capture_output=True, cwd=tmp_path)
+    git(["git", "init", "-q", "-b", "main"])
+    git(["git", "remote", "add", "upstream", "https://example.invalid/repo.git"])
+    assert invoke("import", make_run(tmp_path / "f", 60), "--branch", "upstream/feature",
+                  "--db", db).exit_code == 0
+    with Store.open(db) as store:
+        assert store.branches() == ["feature", "main"]
+
+
 def test_a_real_new_branch_near_a_recorded_one_is_no_typo(tmp_path, monkeypatch):
     # release-1.3 after release-1.2, feature-logout after feature-login: refused as a typo
     # of the recorded branch, which failed each new branch's first CI job

@@ -146,9 +146,27 @@ def _say(said: list[tuple[str, bool]]) -> int:
 
 def plain_branch(name: str | None) -> str | None:
     """Return a branch as --record records it (`git rev-parse --abbrev-ref HEAD`): CI's
-    full ref (GitHub's `github.ref`, refs/heads/main) is the branch main."""
-    prefix = "refs/heads/"
-    return name[len(prefix):] if name and name.startswith(prefix) else name
+    full ref (GitHub's `github.ref`, refs/heads/main) is the branch main, and so is a
+    remote-tracking one (refs/remotes/origin/main, or origin/main where origin is a remote
+    of the working folder's repository): read as a branch no run was recorded on, it
+    turned the gate off. An empty name is refused."""
+    if name is None:
+        return None
+    plain = name
+    for prefix in ("refs/heads/", "refs/remotes/"):
+        if plain.startswith(prefix):
+            plain = plain[len(prefix):]
+            if prefix == "refs/remotes/":  # its remote's name first, then the branch
+                plain = plain.partition("/")[2]
+            break
+    else:
+        remote, _, rest = plain.partition("/")
+        if rest and remote in _git_remotes():
+            plain = rest
+    if not plain.strip("/"):
+        raise UsageError(f"--branch {name!r}: names no branch: give the branch, e.g. "
+                         "--branch main")
+    return plain
 
 
 def branch_option(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -167,6 +185,7 @@ def only_branch(store: Store, db: Path, branch: str | None) -> bool:
     if branch is None:
         return False
     known = store.branches()
+    branch = _known_tracked(branch, known)
     new = branch not in known and bool(store.counts()["runs"])
     if new:
         import difflib
@@ -183,6 +202,28 @@ def only_branch(store: Store, db: Path, branch: str | None) -> bool:
                              f"mean {folded[near[0]]}? (its runs' branches: {', '.join(known)})")
     store.only_branch(branch)
     return new
+
+
+def _known_tracked(branch: str, known: Sequence[str]) -> str:
+    """Return branch, or the recorded branch X it names as a remote's (origin/X, where the
+    working folder has no such remote: a CI checkout without one) when X has runs and
+    branch none, nor is a branch git knows."""
+    rest = branch.partition("/")[2]
+    if branch in known or rest not in known or _git_knows(branch):
+        return branch
+    terminal.stderr_console().print(
+        f"note: --branch {branch}: read as {rest}, a recorded branch, as {branch} seems its "
+        "remote-tracking name", markup=False, soft_wrap=True)
+    return rest
+
+
+def _git_remotes() -> set[str]:
+    """Return the names of the working folder's repository's remotes (none outside one)."""
+    try:
+        done = subprocess.run(["git", "remote"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return set(done.stdout.split()) if done.returncode == 0 else set()
 
 
 def _versions_of(branch: str, known: str) -> bool:
