@@ -255,6 +255,25 @@ def test_branch_is_recorded_when_given(tmp_path):
         assert store.runs()[0].branch == "main"
 
 
+def test_import_branch_of_runs_already_recorded_sets_a_missing_branch(tmp_path):
+    # "already recorded", the branch left NULL: --branch main then read no run, and the
+    # gate was off
+    db = tmp_path / "h.db"
+    runs = [make_run(tmp_path, i) for i in range(2)]
+    import_runs(db, runs[:1])
+    done = invoke("import", *runs, "--branch", "main", "--db", db)
+    assert done.exit_code == 0 and done.stderr == "", done.output
+    assert f"{runs[0]}: already recorded (run 1): its branch set to main" in done.stdout
+    with Store.open(db) as store:
+        assert [run.branch for run in store.runs()] == ["main", "main"]
+    done = invoke("import", runs[0], "--branch", "other", "--db", db)
+    assert done.exit_code == 0, done.output
+    assert done.stderr.strip() == (f"warning: {runs[0]}: already recorded (run 1) on branch "
+                                   "main: --branch other not applied (a run has one branch)")
+    with Store.open(db) as store:
+        assert store.branches() == ["main"]
+
+
 def test_a_bad_file_among_good_ones_records_nothing(tmp_path):
     db = tmp_path / "h.db"
     result = invoke("import", make_run(tmp_path, 1), DATA / "compare/truncated.json", "--db", db)

@@ -76,7 +76,8 @@ def history() -> None:
 @click.option("--branch", default=None, callback=lambda ctx, param, value: plain_branch(value),
               help="The branch the runs were measured on.")
 def import_command(files: tuple[Path, ...], db: Path, branch: str | None) -> int:
-    """Record results files (any schema version); a file already recorded adds nothing."""
+    """Record results files (any schema version); a file already recorded adds nothing
+    (but --branch, to its run recorded without one)."""
     return record_files(files, db, branch)
 
 
@@ -115,8 +116,7 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
             for results, source in loaded:
                 run_id = store.record(results, source, branch=branch)
                 if run_id is None:
-                    said.append((f"{results.path}: already recorded (run "
-                                 f"{store.run_for(results, source)})", False))
+                    said.append(_recorded_before(store, results, source, branch))
                     continue
                 commit = results.metadata.get("git_commit")
                 count = len(results.benchmarks)
@@ -131,6 +131,24 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
             warnings.warn(store.wal_left, RuntimeWarning, stacklevel=2)
         said.append((store.wal_left, True))
     return _say(said) if say else int(ExitCode.OK)
+
+
+def _recorded_before(store: Store, results: ResultsFile, source: str,
+                     branch: str | None) -> tuple[str, bool]:
+    """Return the line for a file whose run is already recorded: --branch is recorded on it
+    where it has no branch (it was ignored, and the run left out of --branch's history),
+    and a warning where it has another."""
+    run = store.run_for(results, source)
+    said = f"{results.path}: already recorded (run {run})"
+    if branch is None or run is None:
+        return said, False
+    before = store.give_branch(run, branch)
+    if before is None:
+        return f"{said}: its branch set to {branch}", False
+    if before != branch:
+        return (f"{said} on branch {before}: --branch {branch} not applied (a run has one "
+                "branch)", True)
+    return said, False
 
 
 def _say(said: list[tuple[str, bool]]) -> int:

@@ -342,6 +342,18 @@ class Store(Queries):
                                    (run_id, devices[ident], json.dumps(device_to_dict(device))))
         return run_id
 
+    def give_branch(self, run_id: int, branch: str) -> str | None:
+        """Record branch on a recorded run that has none (an import --branch of runs
+        imported without one); return the run's branch before (None: it had none, and now
+        has branch). The caller holds the write transaction."""
+        with self._errors():
+            row = self._conn.execute("SELECT branch FROM main.runs WHERE id = ?",
+                                     (run_id,)).fetchone()
+            if row is not None and row[0] is None:
+                self._conn.execute("UPDATE main.runs SET branch = ? WHERE id = ?",
+                                   (branch, run_id))
+        return None if row is None else row[0]
+
     def record_gate(self, run_id: int, passed: bool) -> None:
         """Record the gate's verdict on a recorded run (history check's on the run it
         judged; the last one stands): the missing-kernel check passes over the runs that
