@@ -349,6 +349,20 @@ def test_one_failing_round_in_b_fails_and_a_failing_a_is_fixed():
     assert judge(bad, bad).verdict is Verdict.FAILED
 
 
+def test_a_copy_only_b_runs_says_a_s_was_not_run_and_few_rounds_count_pairs():
+    # "6 round(s) with samples; a 95% interval needs 6": B's rounds counted, A's skipped
+    skipped = dataclasses.replace(row(1e-3), samples_s=(), skipped="built for sm_100")
+    only_b = judge([skipped] * 6, [row(1e-3)] * 6)
+    assert only_b.verdict is Verdict.NOISY and not only_b.regressed
+    assert only_b.reason == ("A's copy was not run (built for sm_100) where B's was: "
+                             "nothing to compare B's with")
+    unpaired = dataclasses.replace(row(1e-3), samples_s=())
+    few = judge([unpaired] * 3 + [row(1e-3)] * 3, [row(1e-3)] * 6)
+    assert few.verdict is Verdict.NOISY
+    assert few.reason.startswith("3 round(s) with samples on both sides; a 95% interval "
+                                 "needs 6"), few.reason
+
+
 def test_a_fix_much_slower_than_the_timed_wrong_kernel_it_replaces_is_slower():
     # "fixed", exit 0, for a B twice as slow as A's FAIL rows, timed in every round;
     # `compare` fails the same change ("a fix 1.5x slower is slower")

@@ -24,7 +24,8 @@ Verdict (compare's words), first rule that applies:
   timed rounds (its FAILs, timed as any row, and its passing rounds before an ERROR; a
   failed copy is not run again) give an interval that lies above 1 + max(threshold,
   compare's 5%), as `compare` judges a fix against a timed FAIL.
-- `noisy`: too few rounds with samples on both sides to make the interval.
+- `noisy`: A's copy was skipped where B's ran (nothing to compare B's with), or too few
+  rounds with samples on both sides to make the interval.
 - `slower`: the whole interval lies above 1 + threshold. A regression.
 - `faster`: the whole interval lies below 1 - threshold.
 - `noisy`: the median ratio is beyond +-threshold but the interval is not wholly so, or the
@@ -292,10 +293,13 @@ def _verdict(a_rounds: Sequence[BenchmarkResult], b_rounds: Sequence[BenchmarkRe
         return Verdict.FIXED, fix
     if b_skip is not None:
         return Verdict.NOISY, f"neither copy was run ({b_skip.skipped}): nothing to judge"
+    if a_skip is not None:  # B's rounds alone read as enough rounds that made no interval
+        return Verdict.NOISY, (f"A's copy was not run ({a_skip.skipped}) where B's was: "
+                               "nothing to compare B's with")
     if ratio is None or interval is None:
-        return Verdict.NOISY, (f"{len([r for r in b_rounds if r.samples_s])} round(s) with "
-                               f"samples; a {level_text(alpha)} interval needs "
-                               f"{min_rounds(alpha)}")
+        paired = sum(1 for a, b in zip(a_rounds, b_rounds) if a.samples_s and b.samples_s)
+        return Verdict.NOISY, (f"{paired} round(s) with samples on both sides; a "
+                               f"{level_text(alpha)} interval needs {min_rounds(alpha)}")
     return _timing(ratio, interval, threshold)
 
 
