@@ -215,6 +215,22 @@ def test_a_search_s_file_is_not_a_run_to_record(tmp_path, flag):
     assert not db.exists() or counts(db)["runs"] == 0  # all or nothing
 
 
+@pytest.mark.parametrize("command", [["cudabench", "ab", "A", "B"], None])
+def test_an_ab_file_is_not_a_run_to_record(tmp_path, command):
+    # recorded: each variant's two copies (naive@A, naive@B) as benchmarks of their own
+    db = tmp_path / "h.db"
+
+    def sides(document: dict) -> None:
+        document["command"] = command
+        document["benchmarks"] = [{**bench, "variant": f"{bench['variant']}@{side}"}
+                                  for bench in document["benchmarks"] for side in "AB"]
+
+    ab = edited(make_run(tmp_path, 1), sides)
+    assert_one_line_error(invoke("import", make_run(tmp_path / "ok", 2), ab, "--db", db),
+                          f"{ab}: an `ab` run's results")
+    assert not db.exists() or counts(db)["runs"] == 0  # all or nothing
+
+
 def test_the_same_file_twice_in_one_import_is_one_run(tmp_path):
     db, run = tmp_path / "h.db", make_run(tmp_path, 1)
     result = invoke("import", run, run, "--db", db)

@@ -108,6 +108,10 @@ def record_files(files: Sequence[Path], db: Path, branch: str | None = None,
                              "once each, some maybe copied from the tuning cache), not a run: "
                              "record a run of the chosen configuration (--best-out FILE, "
                              "then cudabench run FILE --record)")
+        if _ab_results(results):  # its rows are two copies of each kernel, not benchmarks
+            raise UsageError(f"{path}: an `ab` run's results (each variant as NAME@A and "
+                             "NAME@B, two folders' copies), not a run of the benchmarks: "
+                             "record a run of one folder (cudabench run ... --record)")
         loaded.append((results, read_text(path)))
     if not loaded:  # every file skipped: no store is made for nothing
         return _say(said) if say else int(ExitCode.OK)
@@ -149,6 +153,15 @@ def _recorded_before(store: Store, results: ResultsFile, source: str,
         return (f"{said} on branch {before}: --branch {branch} not applied (a run has one "
                 "branch)", True)
     return said, False
+
+
+def _ab_results(results: ResultsFile) -> bool:
+    """Return whether a file is `cudabench ab`'s --json: its command, or every variant
+    named for its side (NAME@A, NAME@B)."""
+    command = results.metadata.get("command")
+    if isinstance(command, list) and len(command) > 1 and command[1] == "ab":
+        return True
+    return all(row.variant.endswith(("@A", "@B")) for row in results.benchmarks)
 
 
 def _say(said: list[tuple[str, bool]]) -> int:
