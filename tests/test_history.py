@@ -2686,3 +2686,21 @@ def test_check_on_main_s_history_records_its_verdict_on_another_branch_s_run(tmp
     assert done.exit_code == 1 and verdicts(done.stdout)["tiled"] == "missing", done.output
     assert "left out of its history" not in done.stdout  # main's history never held it
     assert gates(db)[pr.name] == "fail"
+
+
+def test_a_run_stopped_before_its_first_row_fails_the_check_as_compare_fails_it(tmp_path):
+    # refused as "holds no benchmarks (its run measured nothing)", exit 2, where compare
+    # judges the same file incomplete: a failed gate, exit 1
+    db = tmp_path / "h.db"
+    import_runs(db, [make_run(tmp_path / "runs", i) for i in range(3)])
+    document = json.loads(make_run(tmp_path, 9, name="stopped").read_text(encoding="utf-8"))
+    document.update(benchmarks=[], devices=[], complete=False)
+    stopped = tmp_path / "stopped.json"
+    stopped.write_text(json.dumps(document), encoding="utf-8")
+    done = invoke("check", stopped, "--db", db)
+    assert done.exit_code == 1, done.stderr
+    assert "stopped.json is incomplete (its run stopped before its last row): it fails the " \
+        "gate" in " ".join(done.stderr.split())
+    document["complete"] = True  # a whole run that measured nothing: nothing to judge
+    stopped.write_text(json.dumps(document), encoding="utf-8")
+    assert_one_line_error(invoke("check", stopped, "--db", db), "holds no benchmarks")

@@ -394,11 +394,14 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
         raise UsageError(f"--last {last} is below --min-runs {min_runs}: no benchmark could "
                          f"be judged on fewer runs than it needs; give --last {min_runs} or more")
     results = load_results(current)
-    if not results.benchmarks:
+    incomplete = results.metadata.get("complete") is False
+    if not results.benchmarks and not incomplete:
         raise UsageError(f"{current}: holds no benchmarks (its run measured nothing): there "
                          "is nothing to judge")
     source = read_text(current)
     with Store.open(db) as store:
+        if not results.benchmarks:  # stopped before its first row: as compare fails it
+            return _fail_incomplete(current)
         if only_branch(store, db, branch):  # main's history, say, judges the file
             terminal.stderr_console().print(  # a new branch: its history starts now
                 f"note: --branch {branch}: no run in {db} was recorded on it yet, so no "
@@ -411,7 +414,6 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
             raise UsageError(f"{current}: no kernel was measured ({_unmeasured(results)}): "
                              "the gate would judge nothing; check the file the job passes (its "
                              "op, variants, sizes and types)")
-        incomplete = results.metadata.get("complete") is False
         unrecorded = _record_gate(store, verdicts.recorded_run,
                                   not incomplete and not verdicts.regressions)
     _render_check(verdicts, db, incomplete=incomplete)
@@ -419,13 +421,19 @@ def check_file(current: Path, db: Path, last: int = DEFAULT_LAST, threshold: str
         terminal.stderr_console().print(f"warning: {unrecorded}", style="yellow",
                                         markup=False, soft_wrap=True)
     if incomplete:  # a crashed run passes no gate, as in compare
-        writing = being_written(current)  # or a run that goes on
-        why = (f": it is {writing}, so it fails the gate; check it when that run ends"
-               if writing else " (its run stopped before its last row): it fails the gate")
-        terminal.stderr_console().print(f"error: {current} is incomplete{why}", markup=False,
-                                        style="bold red", soft_wrap=True)
-        return int(ExitCode.REGRESSION)
+        return _fail_incomplete(current)
     return int(verdicts.exit_code)
+
+
+def _fail_incomplete(current: Path) -> int:
+    """Say that an incomplete file fails the gate (a crashed run passes none, as in
+    compare), and return the gate's exit code."""
+    writing = being_written(current)  # or a run that goes on
+    why = (f": it is {writing}, so it fails the gate; check it when that run ends"
+           if writing else " (its run stopped before its last row): it fails the gate")
+    terminal.stderr_console().print(f"error: {current} is incomplete{why}", markup=False,
+                                    style="bold red", soft_wrap=True)
+    return int(ExitCode.REGRESSION)
 
 
 def _record_gate(store: Store, run: int | None, passed: bool) -> str | None:
