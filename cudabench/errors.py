@@ -122,3 +122,15 @@ def folder_gone(fix: str = "cd to an existing folder") -> UsageError | None:
     except FileNotFoundError:
         return UsageError(f"the current folder no longer exists (deleted or moved): {fix}")
     return None
+
+
+# The README's order among one run's codes: a row not compiled or run, then a failed row,
+# then the gate. max() put a FAIL (3) over an ERROR (2).
+RUN_CODE_ORDER = (ExitCode.USAGE, ExitCode.VERIFICATION_FAILED, ExitCode.REGRESSION)
+
+
+def ranked_code(codes: list[int]) -> int:
+    """Return the exit code of parts of one run (calibrate's runs, a run and its --best or
+    --check): the first of RUN_CODE_ORDER any part gave, else the largest."""
+    return next((int(code) for code in RUN_CODE_ORDER if code in codes), max(codes, default=0))
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from click.testing import CliRunner
 
 from cudabench.cli import cli
@@ -54,21 +55,22 @@ def test_calibrate_s_runs_exit_as_one_run_would(use_fake, tmp_path, monkeypatch)
     done = invoke("calibrate", "--runs", "5", "--db", "h.db")
     assert "ERROR" in done.stdout and "FAIL" in done.stdout, done.output
     assert done.exit_code == 2, done.output
-    from cudabench.cli.calibrate import run_code
+    from cudabench.errors import ranked_code as run_code
 
     assert run_code([0, 3, 2, 1]) == 2 and run_code([1, 3]) == 3 and run_code([0, 0]) == 0
 
 
+@pytest.mark.parametrize("command", [("calibrate", "--runs", "5", "--db", "h.db"), ("run",)])
 def test_calibrate_names_the_entry_that_asks_for_the_sanitizer(use_fake, tmp_path,
-                                                                monkeypatch):
+                                                                monkeypatch, command):
     # "calibrate: run 1 of 5", then "--sanitize needs compute-sanitizer ...; install the
-    # toolkit or drop --sanitize": a flag calibrate has not, and no entry named
+    # toolkit or drop --sanitize": a flag calibrate (and run) has not, and no entry named
     monkeypatch.setattr("cudabench.observers.sanitizer.find_tool", lambda name: None)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cudabench.toml").write_text(
         QUICK + '[[benchmark]]\nop = "dot"\nsize = "1000"\n\n'
         '[[benchmark]]\nop = "dot"\nsize = "2000"\nsanitize = "memcheck"\n', encoding="utf-8")
-    done = invoke("calibrate", "--runs", "5", "--db", "h.db")
+    done = invoke(*command)
     assert done.exit_code == 2, done.output
     lines = done.stderr.strip().splitlines()
     suite = tmp_path / "cudabench.toml"

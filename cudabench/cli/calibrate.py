@@ -17,7 +17,7 @@ from cudabench.cli.options import Outputs, suite_flush_option, with_flush
 from cudabench.cli.suite import find_config, load_suite
 from cudabench.common.outfiles import check_outputs
 from cudabench.common.units import params_text, shape_text
-from cudabench.errors import ExitCode, UsageError
+from cudabench.errors import UsageError, ranked_code
 from cudabench.history import DEFAULT_HELP, default_store
 from cudabench.history.store import Store
 from cudabench.history.threshold import DEFAULT_MIN_RUNS, auto_threshold
@@ -118,18 +118,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     terminal.render_rows(f"compare --threshold auto after {runs} runs ({store_path})",
                          ("benchmark", "params", "shape", "dtype", "gate", "from"), rows,
                          terminal.stdout_console())
-    return run_code(codes)
-
-
-# The README's order among a run's codes: a row not compiled or run, then a failed row,
-# then --check's gate. max() put one run's failed row (3) over another's ERROR (2).
-CODE_ORDER = (ExitCode.USAGE, ExitCode.VERIFICATION_FAILED, ExitCode.REGRESSION)
-
-
-def run_code(codes: list[int]) -> int:
-    """Return the exit code of calibrate's runs, as of one run: the first of CODE_ORDER
-    any run gave."""
-    return next((int(code) for code in CODE_ORDER if code in codes), max(codes, default=0))
+    return ranked_code(codes)
 
 
 def run_argv(config: Path | None, kernels_dirs: tuple[Path, ...], device: int,

@@ -39,7 +39,13 @@ from cudabench.common.units import params_text, shape_text
 from cudabench.engines.protocol import EngineSpec
 from cudabench.engines.pycuda_engine import PycudaSpec
 from cudabench.engines.visibility import refuse_launch_blocking
-from cudabench.errors import CudabenchError, ExitCode, ResultsNotWritten, UsageError
+from cudabench.errors import (
+    CudabenchError,
+    ExitCode,
+    ResultsNotWritten,
+    UsageError,
+    ranked_code,
+)
 from cudabench.measure import memory
 from cudabench.planning.plan import Plan, Request, make_plan, shown_notes
 from cudabench.render import terminal
@@ -313,7 +319,8 @@ def _prepare(requests: list[Request], device: int, outputs: Outputs, placement: 
     if here and any(plan.sanitize for plan in plans):
         from cudabench.observers.sanitizer import find_sanitizer
 
-        find_sanitizer()  # missing: a usage error now, not a row per variant later
+        # missing: a usage error now, not a row per variant later; a suite's entry named
+        find_sanitizer(next((plan.entry for plan in plans if plan.sanitize), ""))
     if here and any(plan.insight.counters for plan in plans):
         from cudabench.observers.ncu import find_ncu
 
@@ -557,8 +564,8 @@ def _show(measured: Measured, device: int, outputs: Outputs, recorded: list[bool
                     measured.fleet.close()
                 finish_closing()
             unchosen = best.without_winner(outcome.results)
-            code = max(code, best.show_choices(choices, failed, outputs.best_out,
-                                                  measured.plans, unchosen, writes))
+            code = ranked_code([code, best.show_choices(choices, failed, outputs.best_out,
+                                                        measured.plans, unchosen, writes)])
             if failed:  # a configuration wrong when measured again: FAIL in the files too
                 outcome = best.with_failures(outcome, failed)
                 if markdown:  # the run's tables say so too, above the winners
@@ -741,7 +748,9 @@ def would_stop_here(plans: list[Plan], cluster: str | None = None) -> list[str]:
     notes = []
     for wanted, check in ((True, refuse_launch_blocking), (True, a_gpu),
                           (any(p.insight.counters for p in plans), find_ncu),
-                          (any(p.sanitize for p in plans), find_sanitizer),
+                          (any(p.sanitize for p in plans),
+                           lambda: find_sanitizer(next((p.entry for p in plans if p.sanitize),
+                                                       ""))),
                           (True, host_memory)):
         if wanted:
             try:
