@@ -370,3 +370,14 @@ def test_a_run_parses_each_set_of_kernels_folders_once(tmp_path, monkeypatch):
     assert found == [(), (mine,), (theirs,)]  # a suite's entries may name other folders
     assert [p.variant.path.parent for plan in plans for p in plan.variants] == [
         ROOT / "kernels" / "matmul", ROOT / "kernels" / "matmul", mine, mine, mine, theirs]
+
+
+def test_a_parameter_of_a_variant_of_another_type_says_the_type_too(tmp_path):
+    # "h16 takes it, not selected (--variant h16 selects it)": followed, it failed on
+    # "--dtype float32: variant h16 supports float16"
+    write_kernel(tmp_path, "h16", header_with("// dtypes: float16",
+                                              "// param HTILE: default 16; allowed 8, 16"))
+    catalog = discover([tmp_path])
+    with pytest.raises(UsageError, match=r"h16 takes it, not selected \(--variant h16 "
+                                         r"--dtype float16 selects it\)"):
+        make_plan(Request(op="matmul", params={"HTILE": 8}), catalog)
