@@ -271,10 +271,10 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
             if others:
                 how = (f'variants = ["{others[0]}"]' if request.origin
                        else f"--variant {others[0]}")
-                types = available[others[0]].dtypes
-                if dtype.name not in types:  # of another type: named, it needs that type
-                    how += (f' and dtype = "{types[0]}"' if request.origin
-                            else f" --dtype {types[0]}")
+                offered = available[others[0]].dtypes
+                if dtype.name not in offered:  # of another type: named, it needs that type
+                    how += (f' and dtype = "{offered[0]}"' if request.origin
+                            else f" --dtype {offered[0]}")
                 also = (f"; {', '.join(others)} {'takes' if len(others) == 1 else 'take'} "
                         f"it, not selected ({how} selects {'it' if len(others) == 1 else 'one'})")
             raise UsageError(
