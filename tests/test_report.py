@@ -977,3 +977,15 @@ def test_a_figure_of_many_variants_of_many_configurations_stays_readable(tmp_pat
     assert len(lines) == 6 + 6 + 18  # the largest cut until the figure holds at most 40
     looks = [(line.get_color(), line.get_marker()) for line in lines]
     assert len(set(looks)) == len(looks)
+
+
+def test_several_files_filtered_to_one_keep_naming_their_file(tmp_path):
+    # --variant atomic left d.json alone of four: its CSV had no file column, and the
+    # tables and markdown no heading naming it
+    md, table = tmp_path / "out.md", tmp_path / "out.csv"
+    result = invoke("report", *FILES, "--variant", "atomic", "--markdown", md, "--csv", table)
+    assert result.exit_code == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(table.read_text(encoding="utf-8"))))
+    assert rows and {r["file"] for r in rows} == {str(DATA / "d.json")}
+    assert "d.json" in md.read_text(encoding="utf-8").split("\n", 1)[0]
+    assert f"{DATA / 'd.json'}:" in result.stdout

@@ -131,21 +131,25 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
     check_outputs({"--markdown": markdown_path, "--html": html_path, "--csv": csv_path},
                   files)
     choice = parse_choice(variants, params)
-    loaded = chosen_files(load_files(files), choice)
+    given = load_files(files)
+    loaded = chosen_files(given, choice)
+    # several files given: each file's rows named as such, though --variant or -p left
+    # one (the CSV's file column, the headings, the lines' origins)
+    several = len(given) > 1
     # Each file's tables of its own: merged, a row's ratios came from another run's cuBLAS
     # or copy row, and its footer (the flush, the GPU) from another run's first row.
     console = terminal.stdout_console()
     markdown, csv_parts = [], []
     for one in loaded:
         outcome = outcome_of([one])
-        if len(loaded) > 1:
+        if several:
             console.print(Text(f"{one.path}:", style="bold"), soft_wrap=True)
             markdown.append(f"{file_heading(one.path)}\n\n")
         terminal.render_run(outcome, console)
         # several files: each line names its file, as stderr is read apart from the tables
         terms = terms_of_file(one.metadata.get("command"))
         terminal.render_diagnostics(outcome, terminal.stderr_console(),
-                                    str(one.path) if len(loaded) > 1 else "", terms)
+                                    str(one.path) if several else "", terms)
         if markdown_path is not None:  # each a second of a large file's: made when asked
             markdown.append(run_to_markdown(outcome, terms))
         if csv_path is not None:
@@ -155,7 +159,8 @@ def report_command(files: tuple[Path, ...], markdown_path: Path | None,
         writes.attempt(lambda: write_text(markdown_path, "\n".join(markdown), "--markdown"))
     if csv_path is not None:
         writes.attempt(lambda: write_text(
-            csv_path, csv_out.join(csv_parts, [one.path for one in loaded]), "--csv"))
+            csv_path, csv_out.join(csv_parts, [one.path for one in loaded] if several else ()),
+            "--csv"))
     if html_path is not None:
         writes.attempt(lambda: write_text(
             html_path, report_html(loaded, title or default_title(loaded)), "--html"))

@@ -151,7 +151,7 @@ def join(parts: Sequence[str], sources: Sequence[str] = ()) -> str:
     different rows have different comparison columns), each row under its own; with
     sources (one a part), a last column `file` says which each row came from (two runs'
     rows of one benchmark are otherwise the same but for their numbers)."""
-    if len(parts) == 1:
+    if len(parts) == 1 and not sources:
         return parts[0]
     tables = [list(csv.DictReader(io.StringIO(part))) for part in parts]
     names: dict[str, None] = {}
