@@ -381,3 +381,11 @@ def test_a_parameter_of_a_variant_of_another_type_says_the_type_too(tmp_path):
     with pytest.raises(UsageError, match=r"h16 takes it, not selected \(--variant h16 "
                                          r"--dtype float16 selects it\)"):
         make_plan(Request(op="matmul", params={"HTILE": 8}), catalog)
+
+
+def test_a_suite_entry_is_named_whole_though_its_folder_holds_a_parenthesis():
+    # cut at " (": "/tmp/par: size 40000 ..." for "/tmp/par (x)/s.toml: benchmark[0]"
+    request = Request(op="dot", origin="/tmp/par (x)/s (1).toml: benchmark[3] (dot, size "
+                                       "default, float32)")
+    assert request.entry == "/tmp/par (x)/s (1).toml: benchmark[3]"
+    assert Request(op="dot").entry == ""

@@ -63,7 +63,7 @@ def calibrate_command(config: Path | None, runs: int, db: Path | None,
     if sanitized is not None:
         from cudabench.observers.sanitizer import find_sanitizer
 
-        find_sanitizer(sanitized.origin.split(" (")[0])
+        find_sanitizer(sanitized.entry)
     # No GPU (no driver, none visible): said before "run 1 of 5" and before any folder
     commands.engine_spec(device).count_devices()
     made = [folder for folder in (RUNS_DIR, *RUNS_DIR.parents) if not folder.exists()]

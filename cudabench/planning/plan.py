@@ -73,6 +73,13 @@ class Request:
     timing: TimingPolicy = TimingPolicy()
     kernels_dirs: tuple[Path, ...] = ()
     origin: str = ""  # where a suite file defined it, prefixed to its errors
+
+    @property
+    def entry(self) -> str:
+        """The suite's file and entry of origin ("FILE: benchmark[i]"), without its size
+        and type; "" on the command line. Not cut at " (": a folder's name may hold one."""
+        head, sep, _ = self.origin.rpartition("] (")
+        return head + "]" if sep else self.origin
     insight: Insight = field(default_factory=lambda: Insight())
     sweep: bool = False  # one point of a sweep: a combination a variant cannot run is a SKIP
     # A swept value no chosen variant allows is a typo, refused; False for the one-variant
@@ -217,7 +224,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
         on_request = [name for name in names if available[name].on_request]
         names = [name for name in names if name not in on_request]
         if on_request:
-            where = request.origin.split(" (")[0]  # the file and entry, not its size
+            where = request.entry  # the file and entry, not its size
             how = (f'variants = ["NAME"] or ["{ALL_VARIANTS}"] in {where} runs them'
                    if request.origin else
                    f"--variant NAME or --variant {ALL_VARIANTS} runs them")
@@ -247,7 +254,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
     left_for_type = []
     for types_text, left_out in other_types.items():
         first = types_text.split(", ")[0]
-        how = (f'dtypes = ["{first}"] in {request.origin.split(" (")[0]}' if request.origin
+        how = (f'dtypes = ["{first}"] in {request.entry}' if request.origin
                else f"--dtype {first}")  # a suite's entry, or the command line
         notes.append(f"left out {', '.join(left_out)}: written for {types_text} only "
                      f"({how} runs {'it' if len(left_out) == 1 else 'them'})")
@@ -323,7 +330,7 @@ def _make_plan(request: Request, catalog: Mapping[str, Mapping[str, KernelVarian
                 request.sweep,
                 full_check=request.full_check, l2_flush=request.l2_flush,
                 kernels_dirs=tuple(request.kernels_dirs), left_for_type=tuple(left_for_type),
-                entry=request.origin.split(" (")[0])
+                entry=request.entry)
 
 
 def shown_notes(plans: Sequence[Plan]) -> list[str]:
