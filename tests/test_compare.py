@@ -1459,3 +1459,15 @@ def test_unpaired_rows_are_matched_by_key_once_not_pair_by_pair(monkeypatch):
     with pytest.raises(UsageError, match="no measured kernel in common"):
         judge(before, after, "5%", allow_missing=True)
     assert len(built) < 20 * rows, len(built)
+
+
+def test_a_current_file_that_names_no_gpu_is_shown_as_recording_none():
+    # "GPU NVIDIA H200 ->" with nothing after the arrow, and "current: `c.json` ()"
+    from cudabench.render.comparison import summary_text
+    from cudabench.render.markdown import to_markdown
+
+    h200 = device("NVIDIA H200")
+    base = results("b.json", dataclasses.replace(bench(TIGHT, "tiled"), device=h200))
+    judged = compare(base, ResultsFile("c.json", {"complete": False}, (), (), 2), 0.05)
+    assert summary_text(judged).endswith("GPU NVIDIA H200 -> no GPU recorded")
+    assert "current: `c.json` (no GPU recorded)" in to_markdown(judged)

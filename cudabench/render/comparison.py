@@ -101,13 +101,22 @@ def verdict_counts(rows: Iterable[Judged]) -> tuple[list[str], str]:
             f"; not gated: {ungated} (vendor-library or copy rows)" if ungated else "")
 
 
+NO_GPU = "no GPU recorded"  # a file of a run stopped before its first row names none
+
+
+def gpu_shown(name: str) -> str:
+    """Return a compared file's GPU as shown: its name, or that it records none."""
+    return name or NO_GPU
+
+
 def summary_text(comparison: Comparison) -> str:
     """Return the one-line summary: counts per verdict, settings and both GPUs."""
     parts, ungated = verdict_counts(comparison.rows)
     parts += [f"{len(comparison.added)} added"] if comparison.added else []
     parts += [f"{len(comparison.removed)} removed"] if comparison.removed else []
     gpus = (comparison.baseline_gpu if comparison.baseline_gpu == comparison.current_gpu
-            else f"{comparison.baseline_gpu} -> {comparison.current_gpu}")
+            else f"{gpu_shown(comparison.baseline_gpu)} -> "
+                 f"{gpu_shown(comparison.current_gpu)}")
     counted = (", ".join(parts) or "nothing to compare") + ungated
     # a missing row has no threshold of its own ("missing"): with --threshold 5% it made
     # the summary say "auto per benchmark"

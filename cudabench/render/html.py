@@ -25,6 +25,7 @@ from cudabench.render.comparison import (
     benchmark_name,
     describe,
     gate_head,
+    gpu_shown,
     row_cells,
     summary_text,
 )
@@ -156,8 +157,8 @@ def comparison_html(comparison: Comparison, files: Sequence[ResultsFile] | None 
     body = [
         "<h1>cudabench compare</h1>",
         f'<p class="summary">{status}: {esc(summary_text(c))}</p>',
-        facts_html([("baseline", f"{c.baseline_path} ({c.baseline_gpu or 'no GPU recorded'})"),
-                    ("current", f"{c.current_path} ({c.current_gpu or 'no GPU recorded'})")]),
+        facts_html([("baseline", f"{c.baseline_path} ({gpu_shown(c.baseline_gpu)})"),
+                    ("current", f"{c.current_path} ({gpu_shown(c.current_gpu)})")]),
     ]
     if c.setting_changes:
         body.append('<p class="note">The cards differ, which can move every timing:</p>')

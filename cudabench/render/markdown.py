@@ -10,6 +10,7 @@ from cudabench.render.comparison import (
     RIGHT_ALIGNED,
     describe,
     gate_head,
+    gpu_shown,
     row_cells,
     summary_text,
 )
@@ -35,8 +36,8 @@ def to_markdown(comparison: Comparison) -> str:
         "",
         f"{verdict_line}: {markdown_cell(summary_text(c))}",
         "",
-        f"Baseline: `{_code(c.baseline_path)}` ({markdown_cell(c.baseline_gpu)}); "
-        f"current: `{_code(c.current_path)}` ({markdown_cell(c.current_gpu)})",
+        f"Baseline: `{_code(c.baseline_path)}` ({markdown_cell(gpu_shown(c.baseline_gpu))}); "
+        f"current: `{_code(c.current_path)}` ({markdown_cell(gpu_shown(c.current_gpu))})",
         "",
     ]
     if c.rows:

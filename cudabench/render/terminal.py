@@ -36,6 +36,7 @@ from cudabench.render.comparison import (
     RIGHT_ALIGNED,
     describe,
     gate_head,
+    gpu_shown,
     row_cells,
     summary_text,
 )
@@ -413,8 +414,8 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         cells[COLUMNS.index("verdict")].stylize(
             "yellow" if ungated else VERDICT_STYLES.get(row.verdict, ""))
         rows.append(cells)
-    caption = (f"baseline {c.baseline_path} ({c.baseline_gpu}) | "
-               f"current {c.current_path} ({c.current_gpu})")
+    caption = (f"baseline {c.baseline_path} ({gpu_shown(c.baseline_gpu)}) | "
+               f"current {c.current_path} ({gpu_shown(c.current_gpu)})")
     width = terminal_width(console)
     # Only rows that are not 'same' have reasons worth a note; with --power every row's
     # threshold note says what its gate catches, which was asked for.
