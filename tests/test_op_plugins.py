@@ -1423,3 +1423,15 @@ def test_a_command_s_option_before_the_command_is_told_to_go_after_it(tmp_path, 
 def test_an_unknown_option_before_the_command_is_click_s_error(tmp_path):
     done = invoke("--tracebak", "list")
     assert done.exit_code == 2 and "Did you mean '--traceback'?" in done.stderr, done.output
+
+
+def test_an_op_file_may_take_its_ops_from_its_own_helper_by_a_star_import(
+        use_fake, tmp_path, fresh_ops):
+    # "declares no op": any OPS a star import bound was ignored, its own helper's too
+    folder = user_folder(tmp_path, GOOD_OP.replace("REFERENCE_BODY", "return inputs['x']")
+                         .replace("OP = Copy()", "OPS = [Copy()]"))
+    (folder / "_defs.py").write_text((folder / "myop.py").read_text())
+    (folder / "myop.py").write_text("from _defs import *  # noqa: F403\n")
+    assert [op.name for op in registry._ops_at(str(folder / "myop.py"))] == ["mycopy"]
+    listed = invoke("list", "--kernels-dir", folder)
+    assert listed.exit_code == 0 and "mycopy" in listed.stdout, listed.output

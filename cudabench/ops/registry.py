@@ -238,9 +238,10 @@ def _ops_at(origin: str) -> list[Op]:
 
 
 def _own(module: ModuleType, name: str) -> object:
-    """Return the module's OPS or OP (name), or None where only a star import bound it:
-    `from cudabench.ops.transpose import *` brought transpose's OPS, which was taken for
-    the file's own, its OP left out."""
+    """Return the module's OPS or OP (name), or None where only a star import of
+    cudabench's or an installed package's module bound it: `from cudabench.ops.transpose
+    import *` brought transpose's OPS, which was taken for the file's own, its OP left out.
+    One of the op folder's own helper (`from _defs import *`) is the file's."""
     value = getattr(module, name, None)
     file = getattr(module, "__file__", None)
     if value is None or module.__name__ in BUILTIN_MODULES or not isinstance(file, str) \
@@ -258,7 +259,22 @@ def _own(module: ModuleType, name: str) -> object:
                          for alias in node.names)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             bound |= node.id == name
-    return None if starred and not bound else value
+    return None if starred and not bound and _foreign(value) else value
+
+
+def _foreign(value: object) -> bool:
+    """Whether an OPS or OP is cudabench's (its registry of built-ins, or their ops) or an
+    installed package's: not the op folder's own."""
+    if isinstance(value, dict):  # cudabench.ops' OPS, the built-ins by name
+        return True
+    ops = list(value) if isinstance(value, (list, tuple)) else [value]
+    elsewhere = (*BUILTIN_MODULES, *_entry_point_modules())
+
+    def theirs(module: str) -> bool:  # the op folders' files live in USER_OPS_PACKAGE
+        return module in elsewhere or (module.startswith("cudabench.")
+                                       and not module.startswith(f"{USER_OPS_PACKAGE}."))
+
+    return bool(ops) and all(theirs(type(op).__module__) for op in ops)
 
 
 def _declared_elsewhere(op: Op, module: ModuleType) -> bool:
