@@ -530,8 +530,7 @@ def _default_dtype(op: str, dirs: Sequence[Path]) -> str:
     """Return the --dtype a command defaults to: float32 where the op takes it."""
     from cudabench.ops import get_op
 
-    dtypes = get_op(op, dirs).dtypes
-    return "float32" if "float32" in dtypes else dtypes[0]
+    return get_op(op, dirs).default_dtype
 
 
 def _command(op: str, options: Mapping[str, Any], device: int) -> list[str]:

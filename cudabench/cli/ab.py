@@ -47,6 +47,7 @@ from cudabench.planning.plan import Insight, Plan, Request, make_plan
 from cudabench.planning.timing import TimingPolicy
 from cudabench.runner.workers import finish_closing
 from cudabench.ops import Op, load_ops
+from cudabench.ops.base import default_dtype
 from cudabench.common.outfiles import EachWritten, check_outputs, write_text
 from cudabench.render import terminal
 from cudabench.render.comparison import benchmark_name
@@ -401,7 +402,7 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
         if dtype is not None:  # a type the op has not (a typo): said as a run says it
             for side in sides:
                 side.ops[op].type_set(dtype)
-        op_dtype = dtype or _first_type(sides[0].ops[op].dtypes)
+        op_dtype = dtype or sides[0].ops[op].default_dtype
         by_type: dict[str, list[str]] = {}
         for name in common:
             a_types, b_types = (s.catalog[op][name].dtypes for s in sides)
@@ -409,7 +410,7 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
             if dtype is None and op_dtype not in a_types and shared:
                 # a float16-only kernel (the tensor cores') at its own type: at the op's
                 # float32 it was "not compared", and a slower one passed
-                by_type.setdefault(_first_type(shared), []).append(name)
+                by_type.setdefault(default_dtype(shared), []).append(name)
                 continue
             lacking = [s for s in sides if op_dtype not in s.catalog[op][name].dtypes]
             if lacking:
@@ -440,11 +441,6 @@ def _plans(sides: tuple[Side, Side], chosen: Sequence[tuple[str, Sequence[str]]]
     return pairs, skipped, dropped
 
 
-def _first_type(types: Sequence[str]) -> str:
-    """Return the type ab measures of those given: float32, else the first."""
-    return "float32" if "float32" in types else types[0]
-
-
 def _added_plans(side: Side, added: Sequence[str], base: Request, dtype: str | None,
                  params: Mapping[str, list[int]]) -> tuple[list[Plan], list[str]]:
     """Return a single-variant plan per variant only in B (op/name), at --dtype where it
@@ -459,7 +455,7 @@ def _added_plans(side: Side, added: Sequence[str], base: Request, dtype: str | N
             continue  # listed as added: not of the type asked for
         shared = [t for t in side.ops[op].dtypes if t in variant.dtypes] or list(variant.dtypes)
         mine = {k: values[0] for k, values in params.items() if variant.param(k)}
-        request = dataclasses.replace(base, op=op, dtype=dtype or _first_type(shared),
+        request = dataclasses.replace(base, op=op, dtype=dtype or default_dtype(shared),
                                       variants=(name,), params=mine,
                                       kernels_dirs=(*side.op_dirs, side.folder))
         try:

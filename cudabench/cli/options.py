@@ -283,8 +283,8 @@ def benchmark_options(op: Op) -> Callable[[F], F]:
             click.option("--size", "-s", default=op.default_size, show_default=True,
                          help=f"Problem size: {examples}; a sweep: 256,512 or 256..8192:x2"
                          f"{_extent_range(max(op.size_forms, default=1))}."),
-            click.option("--dtype", default="float32" if "float32" in op.dtypes
-                         else op.dtypes[0], show_default=True, help=f"Input type: {types}."),
+            click.option("--dtype", default=op.default_dtype, show_default=True,
+                         help=f"Input type: {types}."),
             click.option("--variant", "variants", multiple=True, metavar="NAME",
                          help="Variant to run (repeatable); default: every variant but those "
                          "marked `run: on request`; `all`: every variant. See `cudabench list`."),

@@ -199,10 +199,9 @@ def _default_dtype(op: str, dirs: tuple[Path, ...], found: dict[str, str]) -> st
     that cannot be found gets float32: the entry's plan says what is wrong, naming it."""
     if op not in found:
         try:
-            dtypes = get_op(op, dirs).dtypes
+            found[op] = get_op(op, dirs).default_dtype
         except CudabenchError:
-            dtypes = ("float32",)
-        found[op] = "float32" if "float32" in dtypes else dtypes[0]
+            found[op] = "float32"
     return found[op]
 
 

@@ -171,6 +171,12 @@ class Op:
         """Return the input types the op accepts (its --dtype values)."""
         return tuple(self.types)
 
+    @property
+    def default_dtype(self) -> str:
+        """Return the type a run measures where none is named (--dtype's default, a suite
+        entry's, the API's): default_dtype of its types."""
+        return default_dtype(self.dtypes)
+
     def type_set(self, dtype: str) -> TypeSet:
         """Return the input, accumulator and output types for an input type."""
         if dtype not in self.types:
@@ -256,3 +262,10 @@ class Op:
     def large_shapes(self) -> tuple[Shape, ...]:
         """Return shapes that fill a GPU with blocks, for tests on one (not on a CPU)."""
         return ((1024,) * len(self.dims), (1000,) * len(self.dims))
+
+
+def default_dtype(types: Sequence[str]) -> str:
+    """Return the type measured of types where none is named: float32, else the first (an
+    op of float16 alone)."""
+    return "float32" if "float32" in types else types[0]
+
