@@ -458,12 +458,7 @@ class SeriesReader:
             where.append(f"x.status IN ({','.join('?' * len(USABLE_STATUSES))})"
                          " AND x.median_s IS NOT NULL")
             args.extend(USABLE_STATUSES)
-        if self._since is not None:
-            where.append("r.created >= ?")
-            args.append(self._since)
-        if self._exclude_run is not None:
-            where.append("r.id != ?")
-            args.append(self._exclude_run)
+        self._run_filters(where, args)
         queries = self._queries
         clocks = "x.slow_clock_share" if queries.version >= SLOW_SHARE_SINCE else "NULL"
         whole = True
@@ -484,6 +479,16 @@ class SeriesReader:
         self._past[(key, usable_only)] = (self._read, found, whole)
         return found
 
+    def _run_filters(self, where: list[str], args: list[Any]) -> None:
+        """Add the runs (r) the series leave out to a query: before --since, and the
+        judged file's own run."""
+        if self._since is not None:
+            where.append("r.created >= ?")
+            args.append(self._since)
+        if self._exclude_run is not None:
+            where.append("r.id != ?")
+            args.append(self._exclude_run)
+
     def _read_more(self) -> bool:
         """Read the next chunk of runs (twice the runs read so far, at most READ_CHUNK);
         return False when every run was read."""
@@ -491,12 +496,7 @@ class SeriesReader:
         if self._runs is None:
             where: list[str] = ["1"]
             args: list[Any] = []
-            if self._since is not None:
-                where.append("r.created >= ?")
-                args.append(self._since)
-            if self._exclude_run is not None:
-                where.append("r.id != ?")
-                args.append(self._exclude_run)
+            self._run_filters(where, args)
             with queries._errors():
                 self._runs = [(int(row[0]), row[1], row[2]) for row in queries._conn.execute(
                     f"SELECT r.id, r.git_commit, r.created FROM runs r WHERE "
