@@ -46,7 +46,7 @@ def test_the_cluster_s_nodes_run_the_tools_not_the_host_that_drives_it(use_fake,
     # laptop that drives the cluster (the nodes run them)
     from cudabench.errors import UsageError
 
-    def missing():
+    def missing(*entry):  # find_sanitizer takes the suite entry that asks for it
         raise UsageError("needs Nsight Compute's ncu")
 
     monkeypatch.setattr("cudabench.observers.ncu.find_ncu", missing)
