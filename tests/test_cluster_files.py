@@ -166,3 +166,30 @@ def test_ctrl_c_cancels_every_call_still_out_ends_the_actors_and_stops_the_ray_i
     assert ray.killed == ["actor-1", "actor-2"]
     cluster.close()  # as the command does, whatever happened
     assert ray.shut_down
+
+
+def test_an_actor_hands_a_benchmark_back_only_before_its_first_row(monkeypatch):
+    # hand_back on every attempt: a fresh worker dead before it opened the GPU after some
+    # of the benchmark's rows had streamed (heard) sent the benchmark back whole, to run
+    # again on another GPU, its first rows twice
+    from cudabench.runner.ray_cluster import GpuRunner
+    from cudabench.runner.workers import DiedBeforeOpening
+
+    asked = []
+
+    class Worker:
+        def run(self, jobs, on_result, on_start, first, hand_back):
+            asked.append(hand_back)
+            if len(asked) == 1:  # the first job's row, then the process dies
+                on_result("row 0")
+                return ["row 0"]
+            if hand_back:
+                raise DiedBeforeOpening("exit code -11")
+            return ["ERROR row 1"]  # a job never begun: named as the worker's death
+
+    runner = GpuRunner.__new__(GpuRunner)
+    runner.units, runner.worker = [["job 0", "job 1"]], Worker()
+    monkeypatch.setattr("cudabench.runner.ray_cluster.remaining",
+                        lambda jobs, rows: jobs[len(rows):])
+    rows, _ = runner._run(0)
+    assert rows == ["row 0", "ERROR row 1"] and asked == [True, False]

@@ -686,7 +686,7 @@ class GpuRunner:
         jobs = self.units[index]
         while len(rows) < len(jobs):
             rows += self.worker.run(remaining(jobs, rows), self.heard.append, versions.update,
-                                    first=not rows, hand_back=True)
+                                    first=not rows, hand_back=not rows)
         return rows, versions
 
     def idle(self) -> bool:
